@@ -2,14 +2,26 @@
 // Groups import their implementation lazily, so `sweetloop --help` starts fast and needs no database.
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from './config.ts';
+import { registerBotCommands } from './commands/bot.ts';
 import { registerDbCommands } from './commands/db.ts';
+import { registerDoctorCommands } from './commands/doctor.ts';
+import { registerExportCommands } from './commands/export.ts';
+import { registerModelCommands } from './commands/model.ts';
+import { registerTasksCommands } from './commands/tasks.ts';
+import { registerTrainerCommands } from './commands/trainer.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sweetloop')
     .description('Collect human-in-the-loop ColBench sessions on Discord and train collaborative agents on them with SWEET-RL.')
     .showHelpAfterError()
     .exitOverride();
-  registerDbCommands(program);
+  registerBotCommands(program); // start, bot, console
+  registerDbCommands(program); // db migrate, db status
+  registerDoctorCommands(program); // doctor
+  registerTasksCommands(program); // tasks import|list|score
+  registerModelCommands(program); // model logits|generate|starter
+  registerTrainerCommands(program); // simulate, evaluate, train, trainer, deploy, rollback
+  registerExportCommands(program); // export, report
   return program;
 }
 

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { blendedReward, preferencePairs, topBottomPairs } from '../../trainer/pairs.ts';
+
+describe('reward blending', () => {
+  it('uses the score alone by default and blends the rating when asked', () => {
+    expect(blendedReward(0.6, 5, 0)).toBe(0.6);
+    expect(blendedReward(0.6, null, 0.5)).toBe(0.6);
+    expect(blendedReward(0.6, 5, 0.5)).toBeCloseTo(0.8, 10);
+    expect(blendedReward(0.0, 3, 0.25)).toBeCloseTo(0.125, 10);
+    expect(() => blendedReward(0.5, 9, 0.5)).toThrow(/rating/);
+  });
+});
+
+describe('trajectory preference pairs', () => {
+  const t = (id: string, groupId: string, reward: number) => ({ id, groupId, reward });
+  it('pairs only within a task and only strictly better with worse', () => {
+    const pairs = preferencePairs([t('a', 'x', 1), t('b', 'x', 0.5), t('c', 'x', 0.5), t('d', 'y', 1), t('e', 'z', 0.2), t('f', 'z', 0.1)]);
+    const names = pairs.map((p) => p.chosen.id + '>' + p.rejected.id).sort();
+    expect(names).toEqual(['a>b', 'a>c', 'e>f']);
+  });
+  it('keeps the largest gaps when capped', () => {
+    const pairs = preferencePairs([t('a', 'x', 1), t('b', 'x', 0.9), t('c', 'x', 0)], 1);
+    expect(pairs.map((p) => p.chosen.id + '>' + p.rejected.id)).toEqual(['a>c']);
+  });
+});
+
+describe('actor candidate pairs (top half vs bottom half)', () => {
+  it('always pairs a top-half candidate with a bottom-half one', () => {
+    let s = 1;
+    const random = () => ((s = (s * 16807) % 2147483647) / 2147483647);
+    const candidates = Array.from({ length: 16 }, (_, i) => ({ i, score: i / 10 }));
+    const pairs = topBottomPairs(candidates, (c) => c.score, 4, random);
+    expect(pairs).toHaveLength(4);
+    for (const p of pairs) {
+      expect(p.chosen.i).toBeGreaterThanOrEqual(8);
+      expect(p.rejected.i).toBeLessThan(8);
+    }
+  });
+  it('gives nothing for fewer than two candidates and skips ties', () => {
+    expect(topBottomPairs([{ s: 1 }], (c) => c.s, 4, Math.random)).toEqual([]);
+    expect(topBottomPairs([{ s: 1 }, { s: 1 }], (c) => c.s, 4, Math.random)).toEqual([]);
+  });
+});

@@ -1,5 +1,127 @@
 import type { Command } from 'commander';
 
+/** The `tasks` group, created once whichever module registers into it first. */
+function tasksGroup(program: Command): Command {
+  return (
+    program.commands.find((c) => c.name() === 'tasks') ??
+    program.command('tasks').description('ColBench tasks: import, list, seed and score')
+  );
+}
+
+function parseChoice<T extends string>(name: string, choices: readonly T[]) {
+  return (value: string): T => {
+    if (!(choices as readonly string[]).includes(value)) throw new Error(`--${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(value)}`);
+    return value as T;
+  };
+}
+
+function nonNegativeInt(name: string, value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new Error(`--${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+async function withDatabase<T>(fn: (db: import('../../prisma/db.ts').Database) => Promise<T>): Promise<T> {
+  const [{ loadConfig }, { openDatabase }] = await Promise.all([import('../config.ts'), import('../../prisma/db.ts')]);
+  const config = loadConfig();
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR });
+  try {
+    return await fn(db);
+  } catch (err) {
+    const { toDatabaseError } = await import('../../prisma/errors.ts');
+    const e = toDatabaseError(err);
+    // P2021: the table does not exist, i.e. the database was never migrated.
+    if ((e as { code?: string }).code === 'P2021') e.message += ' (run `sweetloop db migrate` first)';
+    throw e;
+  } finally {
+    await db.close();
+  }
+}
+
+function printImport(label: string, counts: { inserted: number; duplicates: number; invalid: number }, extra = ''): void {
+  console.log(`${label}: ${counts.inserted} stored, ${counts.duplicates} already stored or repeated, ${counts.invalid} invalid${extra}`);
+}
+
 export function registerTasksCommands(program: Command): void {
-  void program;
+  const tasks = tasksGroup(program);
+
+  tasks
+    .command('import')
+    .description('Import a JSONL task file (ColBench as published, or our own export format)')
+    .argument('<file>', 'JSONL file, one task per line')
+    .requiredOption('--kind <kind>', 'backend or frontend', parseChoice('kind', ['backend', 'frontend'] as const))
+    .requiredOption('--split <split>', 'train or test', parseChoice('split', ['train', 'test'] as const))
+    .action(async (file: string, opts: { kind: 'backend' | 'frontend'; split: 'train' | 'test' }) => {
+      const { existsSync } = await import('node:fs');
+      if (!existsSync(file)) throw new Error(`no such file: ${file}`);
+      const { parseTaskFile } = await import('../../tasks/importer.ts');
+      const parsed = await parseTaskFile(file, { kind: opts.kind, split: opts.split });
+      for (const e of parsed.invalid) console.error(`${file}:${e.line}: ${e.reason}`);
+      for (const d of parsed.duplicates) console.error(`${file}:${d.line}: same task as line ${d.firstLine}, skipped`);
+      const counts = await withDatabase(async (db) => {
+        const { importTasks } = await import('../../prisma/task-store.ts');
+        return importTasks(db.prisma, parsed.tasks, { split: opts.split });
+      });
+      printImport(
+        file,
+        { inserted: counts.inserted, duplicates: counts.duplicates + parsed.duplicates.length, invalid: parsed.invalid.length + counts.invalid },
+        ` (${parsed.lines} lines)`,
+      );
+      for (const e of counts.errors) console.error(`${file}:${e.line}: ${e.reason}`);
+      if (parsed.invalid.length + counts.invalid > 0) process.exitCode = 1;
+    });
+
+  tasks
+    .command('list')
+    .description('Summarise the stored tasks by kind, source and split')
+    .option('--json', 'print JSON instead of a table')
+    .action(async (opts: { json?: boolean }) => {
+      const rows = await withDatabase(async (db) => {
+        const { listTasks } = await import('../../prisma/task-store.ts');
+        return listTasks(db.prisma);
+      });
+      if (opts.json) {
+        console.log(JSON.stringify({ tasks: rows, total: rows.reduce((s, r) => s + r.count, 0) }));
+        return;
+      }
+      if (rows.length === 0) {
+        console.log('No tasks stored. Add some with `sweetloop tasks seed` or `sweetloop tasks import FILE --kind K --split S`.');
+        return;
+      }
+      const header = ['kind', 'source', 'split', 'count'];
+      const body = rows.map((r) => [r.kind, r.source, r.split, String(r.count)]);
+      body.push(['total', '', '', String(rows.reduce((s, r) => s + r.count, 0))]);
+      const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
+      const fmt = (row: string[]) => row.map((c, i) => (i === 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+      console.log([fmt(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(fmt)].join('\n'));
+    });
+
+  tasks
+    .command('seed')
+    .description('Store the built-in task library and a ColBench-mini set (idempotent)')
+    .option('--mini <count>', 'how many ColBench-mini tasks to generate', (v) => nonNegativeInt('mini', v), 200)
+    .option('--seed <n>', 'generator seed (default: SEED from the configuration)', (v) => nonNegativeInt('seed', v))
+    .action(async (opts: { mini: number; seed?: number }) => {
+      const [{ builtinTasks }, { generateMiniTasks }, { loadConfig }] = await Promise.all([
+        import('../../tasks/library.ts'),
+        import('../../tasks/mini.ts'),
+        import('../config.ts'),
+      ]);
+      const seed = opts.seed ?? loadConfig().SEED;
+      const sets = [
+        { label: 'built-in library', records: builtinTasks() },
+        { label: `ColBench-mini (seed ${seed})`, records: generateMiniTasks({ seed, count: opts.mini }) },
+      ];
+      const results = await withDatabase(async (db) => {
+        const { importTasks } = await import('../../prisma/task-store.ts');
+        const out = [];
+        for (const set of sets) out.push({ ...set, counts: await importTasks(db.prisma, set.records) });
+        return out;
+      });
+      for (const { label, records, counts } of results) {
+        for (const e of counts.errors) console.error(`${label}, record ${e.line}: ${e.reason}`);
+        printImport(`${label} (${records.length} tasks)`, counts);
+        if (counts.invalid > 0) process.exitCode = 1;
+      }
+    });
 }

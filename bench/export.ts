@@ -1,0 +1,211 @@
+// npm run bench:export [-- --sessions N] [-- --batch-size N]
+//
+// Fills a throwaway Postgres database with N synthetic sessions (default 100,000; 10 turns each, so 1M turns,
+// plus an evaluation each and a rating on every other one), exports them in every format and prints, per format,
+// sessions/s, turns/s, output size and peak memory (RSS and V8 heap). Each format runs in its own child process,
+// so each peak is that export's alone. Yardstick, same run and same rows: Postgres itself assembling one JSON
+// line per session (with its turns and ratings) in a `COPY (SELECT ...) TO STDOUT` read by psql, i.e. the
+// speed of the database with no client-side work at all. The database is dropped afterwards.
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const FORMATS = ['jsonl', 'sweet-rl', 'parquet'] as const;
+type Format = (typeof FORMATS)[number];
+
+interface Measurement {
+  format: string;
+  sessions: number;
+  turns: number;
+  seconds: number;
+  sessionsPerSec: number;
+  turnsPerSec: number;
+  bytes: number;
+  peakRssMiB: number;
+  peakHeapMiB: number;
+}
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name}: expected a positive integer`);
+  return v;
+}
+
+const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
+
+/** One export in this (child) process, memory sampled every 10 ms. */
+async function child(format: Format, url: string, out: string, batchSize: number): Promise<void> {
+  const { openDatabase } = await import('../prisma/db.ts');
+  const { exportSessions } = await import('../bot/export/export.ts');
+  let peakHeap = 0;
+  let peakRss = 0;
+  const sample = () => {
+    const m = process.memoryUsage();
+    peakHeap = Math.max(peakHeap, m.heapUsed);
+    peakRss = Math.max(peakRss, m.rss);
+  };
+  const timer = setInterval(sample, 10);
+  const db = await openDatabase({ databaseUrl: url, pgliteDir: join(tmpdir(), 'unused-pglite') });
+  try {
+    sample();
+    const t0 = performance.now();
+    const r = await exportSessions(db.prisma, { format, salt: 'bench-salt-0123', batchSize }, out);
+    const seconds = (performance.now() - t0) / 1000;
+    sample();
+    clearInterval(timer);
+    const bytes = (await stat(out)).size;
+    // maxRSS (KiB) is the kernel's own high-water mark, which also catches peaks between samples.
+    peakRss = Math.max(peakRss, process.resourceUsage().maxRSS * 1024);
+    const m: Measurement = {
+      format,
+      sessions: r.sessions,
+      turns: r.turns,
+      seconds,
+      sessionsPerSec: r.sessions / seconds,
+      turnsPerSec: r.turns / seconds,
+      bytes,
+      peakRssMiB: mib(peakRss),
+      peakHeapMiB: mib(peakHeap),
+    };
+    process.stdout.write(JSON.stringify(m) + '\n');
+  } finally {
+    clearInterval(timer);
+    await db.close();
+  }
+}
+
+async function seed(url: string, n: number): Promise<number> {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  const t0 = performance.now();
+  try {
+    const q = (sql: string, params: unknown[] = []) => pool.query(sql, params);
+    await q(`INSERT INTO "Participant" (id, "discordUserId", role, "consentGivenAt", "updatedAt")
+      SELECT gen_random_uuid(), (100000000000000000 + g)::text, 'participant', now(), now() FROM generate_series(1, 1000) g`);
+    await q(`INSERT INTO "Task" (id, kind, source, "externalId", "contentHash", description, "hiddenReference", "testCases", split)
+      SELECT gen_random_uuid(), CASE WHEN g % 4 = 0 THEN 'frontend' ELSE 'backend' END::"TaskKind", 'generated', g::text, md5(g::text),
+        'Write a function that does task ' || g || '. ' || repeat(md5(g::text || 'd'), 8) || ' The signature of the function is: def f' || g || '(x)',
+        'def f' || g || '(x):' || chr(10) || '    return ' || repeat(md5(g::text || 'r'), 10),
+        CASE WHEN g % 4 = 0 THEN NULL ELSE (SELECT jsonb_agg('f' || g || '(' || k || ')') FROM generate_series(1, 10) k) END,
+        CASE WHEN g % 5 = 0 THEN 'test' ELSE 'train' END::"TaskSplit"
+      FROM generate_series(1, 200) g`);
+    await q(`INSERT INTO "PolicyVersion" (id, name, algorithm, "checkpointPath", "checkpointSha256", "createdAt")
+      SELECT gen_random_uuid(), 'policy-' || g, 'sweet', '/ck/' || g, md5(g::text), now() - (10 - g) * interval '1 day' FROM generate_series(1, 3) g`);
+    await q(`CREATE TEMP TABLE p AS SELECT id, row_number() OVER (ORDER BY "discordUserId") - 1 AS i FROM "Participant"`);
+    await q(`CREATE TEMP TABLE t AS SELECT id, row_number() OVER (ORDER BY "contentHash") - 1 AS i FROM "Task"`);
+    await q(`CREATE TEMP TABLE v AS SELECT id, row_number() OVER (ORDER BY name) - 1 AS i FROM "PolicyVersion"`);
+    await q(`INSERT INTO "Session" (id, "taskId", "participantId", "policyVersionId", channel, status, "turnCount", answer, reward, "startedAt", "lastActivityAt", "endedAt", "endReason")
+      SELECT gen_random_uuid(), t.id, p.id, v.id, 'discord', 'answered', 5, 'def f(x):' || chr(10) || '    return ' || md5(g::text), (g % 11) / 10.0,
+        timestamp '2026-01-01' + g * interval '1 second', timestamp '2026-01-01' + g * interval '1 second',
+        timestamp '2026-01-01' + g * interval '1 second' + interval '10 minutes', 'answered'
+      FROM generate_series(0, $1::int - 1) g JOIN p ON p.i = g % 1000 JOIN t ON t.i = g % 200 JOIN v ON v.i = g % 3`, [n]);
+    await q(`INSERT INTO "Turn" (id, "sessionId", index, role, content, "latencyMs", "createdAt")
+      SELECT gen_random_uuid(), s.id, k, CASE WHEN k % 2 = 0 THEN 'agent' ELSE 'human' END::"TurnRole",
+        CASE WHEN k % 2 = 0 THEN 'Could you tell me more about ' ELSE 'It should ' END || repeat(md5(s.id::text || k), 5),
+        CASE WHEN k % 2 = 0 THEN 200 + k ELSE NULL END, s."startedAt" + k * interval '30 seconds'
+      FROM "Session" s CROSS JOIN generate_series(0, 9) k`);
+    await q(`INSERT INTO "Evaluation" (id, "sessionId", score, success, "testsPassed", "testsTotal", detail, "evaluatorVersion")
+      SELECT gen_random_uuid(), s.id, s.reward, s.reward = 1, round(s.reward * 10)::int, 10, '{"tests": []}'::jsonb, 'bench' FROM "Session" s`);
+    await q(`INSERT INTO "Rating" (id, "sessionId", "raterId", value, comment)
+      SELECT gen_random_uuid(), s.id, s."participantId", 1 + (abs(hashtext(s.id::text)) % 5), 'bench comment' FROM "Session" s
+      WHERE abs(hashtext(s.id::text)) % 2 = 0`);
+    await q('ANALYZE');
+  } finally {
+    await pool.end();
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+/** The yardstick: Postgres alone builds one JSON line per session (turns and ratings nested), psql reads it. */
+function yardstick(url: string, out: string): Measurement {
+  const sql = `COPY (
+    SELECT json_build_object('session', to_jsonb(s), 'task', to_jsonb(t),
+      'turns', (SELECT json_agg(to_jsonb(tu) ORDER BY tu.index) FROM "Turn" tu WHERE tu."sessionId" = s.id),
+      'evaluation', (SELECT to_jsonb(e) FROM "Evaluation" e WHERE e."sessionId" = s.id),
+      'ratings', (SELECT json_agg(json_build_object('value', r.value, 'comment', r.comment)) FROM "Rating" r WHERE r."sessionId" = s.id))
+    FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" JOIN "Task" t ON t.id = s."taskId"
+    WHERE p."deletedAt" IS NULL AND p."consentGivenAt" IS NOT NULL AND p."consentWithdrawnAt" IS NULL AND s.status = 'answered' AND NOT s.simulated
+    ORDER BY s."startedAt", s.id) TO STDOUT`;
+  const fd = openSync(out, 'w');
+  const t0 = performance.now();
+  const r = spawnSync('psql', [url, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-c', sql], { stdio: ['ignore', fd, 'pipe'], encoding: 'utf8' });
+  const seconds = (performance.now() - t0) / 1000;
+  closeSync(fd);
+  if (r.status !== 0) throw new Error(`psql yardstick failed: ${r.stderr}`);
+  const wc = spawnSync('wc', ['-l', out], { encoding: 'utf8' });
+  const sessions = Number(wc.stdout.trim().split(/\s+/)[0]);
+  const size = spawnSync('stat', ['-c', '%s', out], { encoding: 'utf8' });
+  return {
+    format: 'yardstick: psql COPY of server-built JSON',
+    sessions,
+    turns: sessions * 10,
+    seconds,
+    sessionsPerSec: sessions / seconds,
+    turnsPerSec: (sessions * 10) / seconds,
+    bytes: Number(size.stdout.trim()),
+    peakRssMiB: NaN,
+    peakHeapMiB: NaN,
+  };
+}
+
+function runChild(format: Format, url: string, out: string, batchSize: number): Promise<Measurement> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', format, url, out, String(batchSize)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let text = '';
+    p.stdout.on('data', (c: Buffer) => (text += c.toString()));
+    p.on('error', reject);
+    p.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`export child for ${format} exited with ${code}`));
+      resolve(JSON.parse(text.trim().split('\n').pop()!) as Measurement);
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  if (process.argv[2] === '--child') {
+    await child(process.argv[3] as Format, process.argv[4]!, process.argv[5]!, Number(process.argv[6]));
+    return;
+  }
+  const n = arg('sessions', 100_000);
+  const batchSize = arg('batch-size', 500);
+  const { createTestDatabase } = await import('../test/helpers/db.ts');
+  const db = await createTestDatabase();
+  const dir = await mkdtemp(join(tmpdir(), 'sweetloop-bench-export-'));
+  try {
+    process.stderr.write(`seeding ${n} sessions (${n * 10} turns)...\n`);
+    const seedSeconds = await seed(db.url, n);
+    process.stderr.write(`seeded in ${seedSeconds.toFixed(1)} s\n`);
+    const results: Measurement[] = [];
+    results.push(yardstick(db.url, join(dir, 'yardstick.jsonl')));
+    for (const format of FORMATS) {
+      process.stderr.write(`exporting ${format}...\n`);
+      results.push(await runChild(format, db.url, join(dir, `out.${format}`), batchSize));
+      await rm(join(dir, `out.${format}`), { force: true });
+    }
+    const rows = results.map((r) => [
+      r.format, String(r.sessions), String(r.turns), r.seconds.toFixed(1), Math.round(r.sessionsPerSec).toLocaleString('en'),
+      Math.round(r.turnsPerSec).toLocaleString('en'), `${mib(r.bytes)} MiB`, Number.isNaN(r.peakRssMiB) ? '-' : `${r.peakRssMiB} MiB`,
+      Number.isNaN(r.peakHeapMiB) ? '-' : `${r.peakHeapMiB} MiB`,
+    ]);
+    const head = ['format', 'sessions', 'turns', 'seconds', 'sessions/s', 'turns/s', 'output', 'peak RSS', 'peak heap'];
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+    console.log(`export benchmark: ${n} sessions x 10 turns, batch ${batchSize}, seeded in ${seedSeconds.toFixed(1)} s (SQL generate_series)`);
+    console.log(line(head));
+    for (const r of rows) console.log(line(r));
+    console.log(JSON.stringify({ bench: 'export', sessions: n, batchSize, seedSeconds: Number(seedSeconds.toFixed(2)), results: results.map((r) => ({ ...r, seconds: Number(r.seconds.toFixed(2)), sessionsPerSec: Math.round(r.sessionsPerSec), turnsPerSec: Math.round(r.turnsPerSec), peakRssMiB: Number.isNaN(r.peakRssMiB) ? null : r.peakRssMiB, peakHeapMiB: Number.isNaN(r.peakHeapMiB) ? null : r.peakHeapMiB })) }));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+    await db.drop();
+  }
+}
+
+await main();

@@ -1,0 +1,226 @@
+// `sweetloop doctor`: checks each thing Sweetloop needs from the machine, by using it, and says how to fix
+// what is missing. Every check is independent: one failing does not hide the others.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ConfigError, parseConfig, type Config } from './config.ts';
+
+export type CheckStatus = 'ok' | 'warn' | 'fail';
+
+export interface CheckResult {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+  /** One line: what to do about a warn/fail. */
+  fix?: string;
+}
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  error?: string;
+}
+
+function run(cmd: string, args: string[], timeoutMs: number): Promise<RunResult> {
+  return new Promise((resolvePromise) => {
+    let stdout = '';
+    let stderr = '';
+    let settled = false;
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      finish({ code: null, stdout, stderr, error: `timed out after ${timeoutMs / 1000} s` });
+    }, timeoutMs);
+    const finish = (r: RunResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolvePromise(r);
+    };
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', (err) => finish({ code: null, stdout, stderr, error: err.message }));
+    child.on('close', (code) => finish({ code, stdout, stderr }));
+  });
+}
+
+function firstLine(s: string): string {
+  return s.trim().split('\n')[0]?.trim() ?? '';
+}
+
+export async function checkConfig(env: Record<string, string | undefined>): Promise<{ result: CheckResult; config: Config }> {
+  try {
+    const config = parseConfig(env);
+    return { result: { name: 'configuration', status: 'ok', detail: 'all variables valid' }, config };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    const bad = new Set(err.problems.map((p) => p.variable));
+    const cleaned = Object.fromEntries(Object.entries(env).filter(([k]) => !bad.has(k)));
+    return {
+      result: {
+        name: 'configuration',
+        status: 'fail',
+        detail: err.problems.map((p) => `${p.variable}: ${p.message}`).join('; '),
+        fix: 'correct the variables named (environment or .env); the other checks below use their defaults',
+      },
+      config: parseConfig(cleaned),
+    };
+  }
+}
+
+export async function checkDatabase(config: Config): Promise<CheckResult> {
+  const { openDatabase } = await import('../prisma/db.ts');
+  const { migrationStatus } = await import('../prisma/migrate.ts');
+  if (!config.DATABASE_URL && !existsSync(join(config.PGLITE_DIR, 'PG_VERSION'))) {
+    return {
+      name: 'database',
+      status: 'warn',
+      detail: `embedded PGlite at ${config.PGLITE_DIR}: not created yet`,
+      fix: 'run `npx sweetloop db migrate` (or `npm start`) to create it, or set DATABASE_URL to use Postgres',
+    };
+  }
+  let db;
+  try {
+    db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR });
+  } catch (err) {
+    return {
+      name: 'database',
+      status: 'fail',
+      detail: (err as Error).message,
+      fix: config.DATABASE_URL ? 'start Postgres or correct DATABASE_URL' : 'stop the process holding the embedded database, or set DATABASE_URL',
+    };
+  }
+  try {
+    const s = await migrationStatus(db);
+    if (s.upToDate && s.edited.length === 0) {
+      return { name: 'database', status: 'ok', detail: `${db.label} (${db.kind}), ${s.applied.length} migration(s) applied, up to date` };
+    }
+    return {
+      name: 'database',
+      status: 'warn',
+      detail: `${db.label} (${db.kind}): ${s.pending.length} pending, ${s.failed.length} failed, ${s.edited.length} edited migration(s)`,
+      fix: 'run `npx sweetloop db migrate` (`npx sweetloop db status` shows each migration)',
+    };
+  } catch (err) {
+    return { name: 'database', status: 'fail', detail: `${db.label}: ${(err as Error).message}`, fix: 'see `npx sweetloop db status`' };
+  } finally {
+    await db.close();
+  }
+}
+
+interface BackendModule {
+  initBackend(forced?: 'tensorflow' | 'wasm' | 'cpu'): Promise<{ name: string; detail: string }>;
+}
+
+export async function checkTfjs(config: Config): Promise<CheckResult> {
+  const file = join(root, 'trainer', 'model', 'backend.ts');
+  if (!existsSync(file)) {
+    return {
+      name: 'tfjs backend',
+      status: 'warn',
+      detail: 'not checked: trainer/model/backend.ts is missing; the default would be wasm (SIMD, one thread)',
+    };
+  }
+  try {
+    const mod = (await import(pathToFileURL(file).href)) as BackendModule;
+    const info = await mod.initBackend(config.TFJS_BACKEND);
+    const fast = info.name === 'tensorflow' || info.name === 'wasm';
+    return {
+      name: 'tfjs backend',
+      status: fast ? 'ok' : 'warn',
+      detail: `${info.name}: ${info.detail}`,
+      ...(fast ? {} : { fix: 'install dependencies with `npm ci` (brings @tensorflow/tfjs-backend-wasm); a GPU host gets tensorflow via tfjs-node-gpu' }),
+    };
+  } catch (err) {
+    return {
+      name: 'tfjs backend',
+      status: 'fail',
+      detail: (err as Error).message,
+      fix: config.TFJS_BACKEND ? `unset TFJS_BACKEND (now ${config.TFJS_BACKEND}) to pick the best available backend` : 'run `npm ci`',
+    };
+  }
+}
+
+export async function checkChromium(config: Config): Promise<CheckResult> {
+  const path = config.CHROMIUM_PATH;
+  const fix = `apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium/Chrome executable`;
+  if (!existsSync(path)) return { name: 'chromium', status: 'fail', detail: `${path} does not exist (frontend tasks cannot be rendered)`, fix };
+  const version = await run(path, ['--version'], 30_000);
+  // Rendering a page is the real test: a binary that prints its version can still lack libraries or fonts.
+  const render = await run(
+    path,
+    ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--dump-dom', 'data:text/html,<p>sweetloop-ok</p>'],
+    60_000,
+  );
+  if (render.code === 0 && render.stdout.includes('sweetloop-ok')) {
+    return { name: 'chromium', status: 'ok', detail: `${firstLine(version.stdout) || path}, headless rendering works` };
+  }
+  return {
+    name: 'chromium',
+    status: 'fail',
+    detail: `${path} could not render a page: ${render.error ?? firstLine(render.stderr) ?? `exit ${render.code}`}`,
+    fix,
+  };
+}
+
+export async function checkBubblewrap(config: Config): Promise<CheckResult> {
+  const bwrap = config.BWRAP_BIN;
+  const installFix = 'apt-get install bubblewrap (the backend evaluator runs candidate code only inside it)';
+  if (!existsSync(bwrap)) return { name: 'bubblewrap', status: 'fail', detail: `${bwrap} does not exist`, fix: installFix };
+  const r = await run(bwrap, ['--ro-bind', '/', '/', '--unshare-all', '--die-with-parent', 'true'], 30_000);
+  if (r.code === 0) return { name: 'bubblewrap', status: 'ok', detail: `${bwrap}: a sandbox with no network and private namespaces starts` };
+  return {
+    name: 'bubblewrap',
+    status: 'fail',
+    detail: `${bwrap} --unshare-all failed: ${r.error ?? (firstLine(r.stderr) || `exit ${r.code}`)}`,
+    fix: 'allow user namespaces (sysctl kernel.unprivileged_userns_clone=1), or in a container run it with --privileged or a seccomp/AppArmor profile that permits them',
+  };
+}
+
+export async function checkPython(config: Config): Promise<CheckResult> {
+  const py = config.PYTHON_BIN;
+  const fix = 'apt-get install python3 (or set PYTHON_BIN to a Python 3 interpreter outside pyenv shims)';
+  if (!existsSync(py)) return { name: 'python3', status: 'fail', detail: `${py} does not exist (backend tasks cannot be scored)`, fix };
+  const r = await run(py, ['-c', 'import sys, json, ast; print(sys.version.split()[0])'], 30_000);
+  if (r.code === 0 && /^3\./.test(r.stdout.trim())) return { name: 'python3', status: 'ok', detail: `${py}: Python ${r.stdout.trim()}` };
+  return { name: 'python3', status: 'fail', detail: `${py} did not run as Python 3: ${r.error ?? (firstLine(r.stderr) || r.stdout.trim())}`, fix };
+}
+
+export interface DoctorReport {
+  checks: CheckResult[];
+  ok: boolean;
+}
+
+/** Runs every check; `ok` is false when any failed (warnings do not count). */
+export async function runDoctor(env: Record<string, string | undefined>, opts: { skip?: string[] } = {}): Promise<DoctorReport> {
+  const skip = new Set(opts.skip ?? []);
+  const { result: configResult, config } = await checkConfig(env);
+  const checks: CheckResult[] = [configResult];
+  const guarded = async (name: string, fn: () => Promise<CheckResult>) => {
+    if (skip.has(name)) return;
+    try {
+      checks.push(await fn());
+    } catch (err) {
+      checks.push({ name, status: 'fail', detail: `check crashed: ${(err as Error).message}` });
+    }
+  };
+  await guarded('database', () => checkDatabase(config));
+  await guarded('tfjs backend', () => checkTfjs(config));
+  await guarded('chromium', () => checkChromium(config));
+  await guarded('bubblewrap', () => checkBubblewrap(config));
+  await guarded('python3', () => checkPython(config));
+  return { checks, ok: checks.every((c) => c.status !== 'fail') };
+}
+
+export function formatReport(report: DoctorReport): string {
+  const mark = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' } as const;
+  const lines = report.checks.flatMap((c) => [`[${mark[c.status]}] ${c.name}: ${c.detail}`, ...(c.fix && c.status !== 'ok' ? [`       fix: ${c.fix}`] : [])]);
+  const failed = report.checks.filter((c) => c.status === 'fail').length;
+  const warned = report.checks.filter((c) => c.status === 'warn').length;
+  lines.push(failed ? `${failed} check(s) failed, ${warned} warning(s).` : `All checks passed${warned ? ` (${warned} warning(s))` : ''}.`);
+  return lines.join('\n');
+}

@@ -1,0 +1,77 @@
+// What `sweetloop start` prepares before serving anyone: the schema migrated, tasks to hand out, and a policy
+// deployed. Each step is a no-op when already done, so a restart costs seconds.
+import { resolve, join } from 'node:path';
+import type { Database } from '../prisma/db.ts';
+import type { PolicyVersion } from '../prisma/generated/client.ts';
+import type { Logger } from '../bin/log.ts';
+import { deployedPolicy } from './policies.ts';
+
+export async function migrateDatabase(db: Database, log?: Logger): Promise<string[]> {
+  const { migrate } = await import('../prisma/migrate.ts');
+  const { applied } = await migrate(db, log ? { log } : {});
+  return applied;
+}
+
+/** Imports the built-in task library when the database holds no task yet; returns how many were added. */
+export async function seedTasksIfEmpty(db: Database, log?: Logger): Promise<number> {
+  if ((await db.prisma.task.count()) > 0) return 0;
+  const [{ builtinTasks }, { importTasks }] = await Promise.all([import('../tasks/library.ts'), import('../prisma/task-store.ts')]);
+  const r = await importTasks(db.prisma, builtinTasks());
+  log?.info({ inserted: r.inserted }, 'seeded the built-in tasks');
+  return r.inserted;
+}
+
+export interface PolicySetup {
+  /** A Hugging Face model directory to serve instead of the starter (POLICY_MODEL_DIR). */
+  policyModelDir?: string | undefined;
+  /** Where the starter is built (CHECKPOINT_DIR/starter). */
+  checkpointDir: string;
+  seed: number;
+  log?: Logger;
+  progress?: 'bar' | 'lines' | 'none';
+}
+
+/**
+ * Makes sure a policy is deployed. If one already is, it is kept (a deployment made by a moderator or the
+ * trainer wins). Otherwise the configured model directory, or the starter policy (built on first run), is
+ * registered as a PolicyVersion and deployed.
+ */
+export async function ensureDeployedPolicy(db: Database, setup: PolicySetup): Promise<PolicyVersion> {
+  const current = await deployedPolicy(db.prisma);
+  if (current) return current;
+  let dir: string;
+  let sha: string;
+  let name: string;
+  let algorithm: string;
+  if (setup.policyModelDir) {
+    dir = resolve(setup.policyModelDir);
+    const { checkpointSha256 } = await import('../trainer/model/checkpoint.ts');
+    sha = await checkpointSha256(dir);
+    name = `initial-${sha.slice(0, 8)}`;
+    algorithm = 'external';
+  } else {
+    dir = resolve(join(setup.checkpointDir, 'starter'));
+    const { ensureStarterPolicy } = await import('../trainer/model/starter.ts');
+    const r = await ensureStarterPolicy({ dir, seed: setup.seed, progress: setup.progress ?? 'none', log: (line) => setup.log?.info(line) });
+    sha = r.sha256;
+    name = `starter-${sha.slice(0, 8)}`;
+    algorithm = 'starter';
+  }
+  const now = new Date();
+  const v = await db.prisma.$transaction(async (tx) => {
+    const v = await tx.policyVersion.upsert({
+      where: { name },
+      create: { name, algorithm, checkpointPath: dir, checkpointSha256: sha, status: 'deployed', deployedAt: now },
+      update: { status: 'deployed', deployedAt: now, retiredAt: null, checkpointPath: dir },
+    });
+    await tx.auditLog.create({ data: { actor: 'bot', action: 'policy.deploy', target: name, detail: { reason: 'no policy was deployed', checkpoint: dir } } });
+    return v;
+  });
+  setup.log?.info({ policy: name, dir }, 'policy deployed');
+  return v;
+}
+
+/** A stable id for the console's person: the same OS user resumes the same sessions. */
+export function consoleIdentity(username: string): string {
+  return `console:${username}`;
+}

@@ -1,0 +1,74 @@
+// How engine results look on Discord: message bodies (split under 2,000 characters, never cut), the hidden
+// information, agent messages with their screenshots, results and the rating buttons.
+import { ActionRowBuilder, AttachmentBuilder, ButtonBuilder, ButtonStyle, type BaseMessageOptions } from 'discord.js';
+import type { CollaboratorView } from '../../tasks/protocol.ts';
+import type { AgentStep, EvaluatedSession } from '../engine.ts';
+import { splitCodeBlock, splitText } from '../split.ts';
+
+export type Part = BaseMessageOptions;
+
+export function consentMessage(consentText: string, kind: string | null): Part {
+  return {
+    content: `**Before your first session**\n${consentText}`,
+    components: [
+      new ActionRowBuilder<ButtonBuilder>().addComponents(
+        new ButtonBuilder().setCustomId(`consent:accept:${kind ?? 'any'}`).setLabel('Accept').setStyle(ButtonStyle.Success),
+      ),
+    ],
+  };
+}
+
+/** The hidden information, as private messages: the first goes in the reply, the rest as follow-ups. */
+export function hiddenInfoParts(view: CollaboratorView, targetPng: Buffer | undefined, threadId: string | null): Part[] {
+  const where = threadId ? `Your session is open in <#${threadId}>. ` : '';
+  if (view.kind === 'backend') {
+    const head = `${where}**Only you can see this.**\n${view.instructions}`;
+    const blocks = splitCodeBlock(view.referenceCode, 'python');
+    const parts = splitText(head).map((content) => ({ content }));
+    for (const b of blocks) {
+      const last = parts.at(-1)!;
+      if (last.content.length + 1 + b.length <= 2000) last.content = `${last.content}\n${b}`;
+      else parts.push({ content: b });
+    }
+    return parts;
+  }
+  const parts: Part[] = splitText(`${where}**Only you can see this.**\n${view.instructions}\nThe page you have in mind:`).map((content) => ({ content }));
+  if (targetPng) parts[parts.length - 1]!.files = [new AttachmentBuilder(targetPng, { name: 'target.png', description: 'The page you have in mind' })];
+  return parts;
+}
+
+/** One agent message as thread messages; a screenshot (draft or answer page) goes on the last one. */
+export function agentStepParts(step: AgentStep): Part[] {
+  const header = `**Agent** (message ${step.agentTurn} of ${step.maxTurns})${step.answered ? ' — final answer' : ''}:`;
+  if (step.view.type === 'screenshot') {
+    const body = step.view.text ? `${header}\n${step.view.text}` : `${header}\n*(shows a page)*`;
+    const parts = splitText(body).map((content): Part => ({ content }));
+    if (step.png) parts[parts.length - 1]!.files = [new AttachmentBuilder(step.png, { name: step.answered ? 'answer.png' : `draft-${step.agentTurn}.png` })];
+    else parts.push({ content: '*(the page could not be rendered)*' });
+    return parts;
+  }
+  return splitText(`${header}\n${step.view.text}`).map((content) => ({ content }));
+}
+
+export function resultText(e: EvaluatedSession): string {
+  const o = e.outcome;
+  if (e.kind === 'backend') {
+    const tests = o.testsTotal ? `${o.testsPassed ?? 0} of ${o.testsTotal} tests passed` : 'no tests could be run';
+    return `**Result:** ${tests} (score ${o.score.toFixed(2)})${o.success ? ' — success!' : ''}`;
+  }
+  return `**Result:** similarity to your page ${o.score.toFixed(3)}${o.metric ? ` (${o.metric})` : ''}${o.success ? ' — success!' : ''}`;
+}
+
+export function ratingMessage(sessionId: string): Part {
+  return {
+    content: 'How helpful was the agent? 1 = useless … 5 = excellent. You can also add a comment.',
+    components: [
+      new ActionRowBuilder<ButtonBuilder>().addComponents(
+        [1, 2, 3, 4, 5].map((n) => new ButtonBuilder().setCustomId(`rate:${sessionId}:${n}`).setLabel(String(n)).setStyle(ButtonStyle.Secondary)),
+      ),
+      new ActionRowBuilder<ButtonBuilder>().addComponents(
+        new ButtonBuilder().setCustomId(`comment:${sessionId}`).setLabel('Add a comment').setStyle(ButtonStyle.Primary),
+      ),
+    ],
+  };
+}

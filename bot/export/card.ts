@@ -1,0 +1,198 @@
+// The dataset card written beside every export (Hugging Face README style): what is in the file, how it was
+// selected, how it was collected, and what was done to protect the people in it.
+import type { ExportFilters } from './query.ts';
+import type { ExportRecord } from './record.ts';
+
+export type ExportFormat = 'sweet-rl' | 'jsonl' | 'parquet';
+
+/** Running counts over the exported records; memory grows with distinct participants and policies only. */
+export class ExportStats {
+  sessions = 0;
+  turns = { agent: 0, human: 0, system: 0 };
+  ratings = 0;
+  ratingHistogram = [0, 0, 0, 0, 0];
+  evaluated = 0;
+  successes = 0;
+  simulated = 0;
+  withComments = 0;
+  byKind = new Map<string, number>();
+  bySplit = new Map<string, number>();
+  byPolicy = new Map<string, number>();
+  private participants = new Set<string>();
+  private raters = new Set<string>();
+  firstStart: string | null = null;
+  lastStart: string | null = null;
+
+  add(r: ExportRecord): void {
+    this.sessions++;
+    for (const t of r.turns) this.turns[t.role]++;
+    for (const x of r.ratings) {
+      this.ratings++;
+      if (x.value >= 1 && x.value <= 5) this.ratingHistogram[x.value - 1]!++;
+      this.raters.add(x.rater);
+      if (x.comment) this.withComments++;
+    }
+    if (r.evaluation) {
+      this.evaluated++;
+      if (r.evaluation.success) this.successes++;
+    }
+    if (r.session.simulated) this.simulated++;
+    bump(this.byKind, r.task.kind);
+    bump(this.bySplit, r.task.split);
+    bump(this.byPolicy, r.policyVersion?.name ?? '(none)');
+    this.participants.add(r.participant.pseudonym);
+    if (this.firstStart === null || r.session.startedAt < this.firstStart) this.firstStart = r.session.startedAt;
+    if (this.lastStart === null || r.session.startedAt > this.lastStart) this.lastStart = r.session.startedAt;
+  }
+
+  get totalTurns(): number {
+    return this.turns.agent + this.turns.human + this.turns.system;
+  }
+  get participantCount(): number {
+    return this.participants.size;
+  }
+  get raterCount(): number {
+    return this.raters.size;
+  }
+}
+
+function bump(m: Map<string, number>, k: string): void {
+  m.set(k, (m.get(k) ?? 0) + 1);
+}
+
+const FIELDS: Record<ExportFormat, [string, string][]> = {
+  'sweet-rl': [
+    ['task.problem_description', 'The request the agent saw (also the first "user" message).'],
+    ['task.ground_truth', 'Hidden reference: Python function (backend) or HTML page (frontend).'],
+    ['task.test_cases', 'Backend only: {"test1": call, ...}; expected outputs come from running ground_truth.'],
+    ['dialogue_history', 'List of {role: "user" | "assistant", content}; agent turns are "assistant", the human collaborator\'s are "user"; session notices are dropped.'],
+    ['answer', 'The answer the agent committed to.'],
+    ['reward', 'Training reward in [0, 1] (evaluation score, optionally blended with the human rating).'],
+  ],
+  jsonl: [
+    ['session', 'id, channel, simulated, status, startedAt, endedAt, endReason, durationMs, turnCount, answer, reward.'],
+    ['task', 'id, kind, source, externalId, split, problemDescription, groundTruth, testCases.'],
+    ['participant', 'pseudonym (salted HMAC-SHA256 of the Discord id) and role.'],
+    ['policyVersion', 'id, name, algorithm, status of the policy that played the agent (null if unknown).'],
+    ['turns', 'List of {index, role (agent | human | system), content, rawOutput, promptTokens, completionTokens, latencyMs, createdAt, offsetMs since the session start}.'],
+    ['evaluation', 'score, success, testsPassed, testsTotal, metric, evaluatorVersion, detail (null if not evaluated).'],
+    ['ratings', 'List of {rater (pseudonym), value 1-5, comment, createdAt}; ratingMean.'],
+    ['flags', 'Moderation flags {reason, createdAt, resolvedAt}.'],
+  ],
+  parquet: [
+    ['session_id, started_at, ended_at, duration_ms, status, end_reason, channel, simulated, turn_count, answer, reward', 'The session (timestamps in UTC milliseconds).'],
+    ['task_id, kind, source, external_id, split, problem_description, ground_truth, test_cases', 'The task; test_cases is list<string> (null for frontend).'],
+    ['participant, participant_role', 'Pseudonymised collaborator.'],
+    ['policy_id, policy_name, policy_algorithm', 'Policy version that played the agent.'],
+    ['score, success, tests_passed, tests_total, metric, evaluator_version, evaluation_detail', 'Evaluation; evaluation_detail is a JSON string.'],
+    ['rating_mean, ratings', 'ratings is list<struct{rater, value, comment, created_at}>.'],
+    ['flagged', 'True when an unresolved moderation flag exists (only with --include-flagged).'],
+    ['turns', 'list<struct{index, role, content, raw_output, prompt_tokens, completion_tokens, latency_ms, created_at, offset_ms}>.'],
+  ],
+};
+
+export interface CardInput {
+  format: ExportFormat;
+  fileName: string;
+  filters: ExportFilters;
+  excludeComments: boolean;
+  stats: ExportStats;
+  createdAt: Date;
+  /** True when the salt is the development default (the card then warns). */
+  defaultSalt?: boolean;
+}
+
+function describeFilters(f: ExportFilters, excludeComments: boolean): string[] {
+  const lines = [
+    `- statuses: ${(f.statuses ?? ['answered']).join(', ')}`,
+    `- started since: ${f.since?.toISOString() ?? 'any time'}`,
+    `- started before: ${f.until?.toISOString() ?? 'any time'}`,
+    `- task kind: ${f.kind ?? 'all'}`,
+    `- split: ${f.split ?? 'all'}`,
+    `- policy version: ${f.policy ?? 'all'}`,
+    `- minimum mean human rating: ${f.minRating ?? 'none'}`,
+    `- simulated collaborators: ${f.includeSimulated ? 'included' : 'excluded'}`,
+    `- sessions with an unresolved moderation flag: ${f.includeFlagged ? 'included' : 'excluded'}`,
+    `- free-text comments: ${excludeComments ? 'excluded' : 'included'}`,
+  ];
+  if (f.requireReward) lines.push('- only sessions with a reward (required by the sweet-rl format)');
+  return lines;
+}
+
+function table(title: string, m: Map<string, number>): string {
+  const rows = [...m.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  return [`| ${title} | sessions |`, '| --- | ---: |', ...rows.map(([k, v]) => `| ${k.replace(/\|/g, '\\|')} | ${v} |`)].join('\n');
+}
+
+export function renderCard(c: CardInput): string {
+  const s = c.stats;
+  const lines: string[] = [
+    '---',
+    'license: other',
+    'pretty_name: Sweetloop collaborative-agent sessions',
+    `tags: [colbench, sweet-rl, multi-turn, human-ai-collaboration]`,
+    '---',
+    '',
+    `# Sweetloop sessions: \`${c.fileName}\``,
+    '',
+    `Exported ${c.createdAt.toISOString()} in the **${c.format}** format by \`sweetloop export\`.`,
+    '',
+    '## Counts',
+    '',
+    `- sessions: ${s.sessions}`,
+    `- turns: ${s.totalTurns} (agent ${s.turns.agent}, human ${s.turns.human}, system ${s.turns.system})`,
+    `- participants: ${s.participantCount} (pseudonymous)`,
+    `- human ratings: ${s.ratings} from ${s.raterCount} raters; distribution 1-5: ${s.ratingHistogram.join(' / ')}`,
+    `- evaluated sessions: ${s.evaluated}; successes: ${s.successes}`,
+    `- simulated sessions: ${s.simulated}`,
+    `- sessions started between ${s.firstStart ?? '-'} and ${s.lastStart ?? '-'}`,
+    '',
+    table('task kind', s.byKind),
+    '',
+    table('split', s.bySplit),
+    '',
+    table('policy version', s.byPolicy),
+    '',
+    '## Selection',
+    '',
+    'Only sessions of participants who gave consent, have not withdrawn it and have not asked for deletion are',
+    'exported, whatever the filters; ratings by raters who fail the same test are left out. Filters used:',
+    '',
+    ...describeFilters(c.filters, c.excludeComments),
+    '',
+    '## Fields',
+    '',
+    '| field | meaning |',
+    '| --- | --- |',
+    ...FIELDS[c.format].map(([k, v]) => `| \`${k}\` | ${v} |`),
+    '',
+    '## Collection protocol',
+    '',
+    'Sessions follow the ColBench protocol (SWEET-RL, arXiv 2503.15478). The agent sees only the problem description',
+    'and the dialogue; the human collaborator also sees the hidden reference (backend: the reference Python function;',
+    'frontend: a screenshot of the target page). The agent has at most 10 turns and ends by writing',
+    '`I WANT TO ANSWER:` followed by its answer. Backend answers are scored by running the task\'s test calls against',
+    'the reference in a sandbox (score = fraction of tests passed, success = all passed); frontend answers by the',
+    'similarity of the rendered pages. Collaborators were people on Discord (or the local console) who accepted the',
+    'consent text, and, where marked `simulated`, rule-based or LLM simulators. Afterwards people could rate a',
+    'session from 1 (useless) to 5 (excellent) with an optional comment.',
+    '',
+    '## Pseudonymisation',
+    '',
+    'Participants and raters appear only as `p_` + the first 128 bits of HMAC-SHA256(salt, Discord user id). The salt',
+    'is secret (EXPORT_SALT): without it a pseudonym cannot be linked back to a Discord account, and exports made',
+    'with the same salt share pseudonyms. Display names and Discord guild, channel, thread and message ids are never',
+    'exported. Free text written by people (dialogue turns, and unless excluded, rating comments and moderation',
+    'reasons) may still contain personal details they typed themselves.',
+    ...(c.defaultSalt ? ['', '**Warning:** this export used the development default salt; set EXPORT_SALT before sharing it.'] : []),
+    '',
+    '## Licence',
+    '',
+    'The dialogue, ratings and comments are the participants\' contributions, shared under the terms of the consent',
+    'they gave (research use for training and evaluating collaborative agents); check those terms before',
+    'redistributing. Tasks imported from ColBench keep ColBench\'s own licence (non-commercial); built-in and',
+    'generated tasks are the project\'s. Withdrawn or deleted participants must be removed from copies on request.',
+    '',
+  ];
+  return lines.join('\n');
+}

@@ -1,0 +1,119 @@
+// Builds a session engine from plain settings: the database, the policy watcher, the agent loader (the
+// deployed checkpoint served by the inference worker), the evaluators and the page renderer. Shared by
+// `sweetloop start|bot|console`, the tests and the benchmark, which may swap the agent loader.
+import type { Agent } from '../tasks/agent.ts';
+import type { TaskContent } from '../tasks/model.ts';
+import { openDatabase, type Database } from '../prisma/db.ts';
+import type { PolicyVersion } from '../prisma/generated/client.ts';
+import type { Logger } from '../bin/log.ts';
+import { PolicyWatcher } from './deploy-watch.ts';
+import { SessionEngine, type Channel } from './engine.ts';
+import type { Evaluate, EvaluationOutcome, RenderPage } from './evaluator.ts';
+import type { Renderer } from '../tasks/render.ts';
+
+export interface RuntimeOptions {
+  channel: Channel;
+  /** An open database to use (not closed by the runtime); otherwise one is opened from the two fields below. */
+  db?: Database;
+  databaseUrl?: string | undefined;
+  pgliteDir?: string;
+  log?: Logger;
+  maxTurns: number;
+  idleMinutes: number;
+  ratingWeight?: number;
+  bwrapPath?: string;
+  pythonPath?: string;
+  chromiumPath?: string;
+  /** How often the deployed policy is re-read besides NOTIFY (ms). */
+  policyPollMs?: number;
+  /** Replaces the default loader (the checkpoint of the policy version, served by the inference worker). */
+  loadAgent?: (policy: PolicyVersion) => Promise<Agent>;
+  /** Replaces the default evaluators. */
+  evaluate?: Evaluate;
+  /**
+   * Replaces the default renderer (one Chromium, started here); `null` runs without one (frontend sessions
+   * refused). With a replacement, the default evaluator cannot score frontend answers: pass `evaluate` too.
+   */
+  render?: RenderPage | null;
+}
+
+export interface Runtime {
+  db: Database;
+  engine: SessionEngine;
+  policies: PolicyWatcher;
+  close(): Promise<void>;
+}
+
+export function defaultEvaluate(opts: { bwrapPath?: string; pythonPath?: string; renderer?: Renderer | null }): Evaluate {
+  return async (task: TaskContent, answer: string): Promise<EvaluationOutcome> => {
+    if (task.kind === 'backend') {
+      const { evaluateBackend, BACKEND_EVALUATOR_VERSION } = await import('../tasks/backend-eval.ts');
+      const r = await evaluateBackend(task, answer, {
+        ...(opts.bwrapPath ? { bwrapPath: opts.bwrapPath } : {}),
+        ...(opts.pythonPath ? { pythonPath: opts.pythonPath } : {}),
+      });
+      return {
+        score: r.score,
+        success: r.success,
+        testsPassed: r.passed,
+        testsTotal: r.total,
+        detail: { tests: r.tests, ...(r.error ? { error: r.error } : {}) },
+        evaluatorVersion: BACKEND_EVALUATOR_VERSION,
+      };
+    }
+    if (!opts.renderer) throw new Error('frontend evaluation needs the page renderer (Chromium)');
+    const { evaluateFrontend, FRONTEND_EVALUATOR_VERSION } = await import('../tasks/frontend-eval.ts');
+    const r = await evaluateFrontend(task, answer, { renderer: opts.renderer });
+    return { score: r.score, success: r.success, detail: { ...r.detail, ...(r.error ? { error: r.error } : {}) }, metric: r.metric, evaluatorVersion: FRONTEND_EVALUATOR_VERSION };
+  };
+}
+
+export async function defaultLoadAgent(policy: PolicyVersion): Promise<Agent> {
+  const { createPolicyAgent } = await import('../trainer/model/policy.ts');
+  return createPolicyAgent({ checkpointDir: policy.checkpointPath, name: policy.name });
+}
+
+export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
+  const ownDb = !opts.db;
+  const db = opts.db ?? (await openDatabase({ databaseUrl: opts.databaseUrl, pgliteDir: opts.pgliteDir ?? './data/pglite', log: opts.log }));
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    const policies = new PolicyWatcher(db, opts.policyPollMs ?? (db.kind === 'pglite' ? 5_000 : 30_000), opts.log);
+    await policies.start();
+    closers.push(() => policies.stop());
+    let render: RenderPage | undefined;
+    let renderer: Renderer | null = null;
+    if (opts.render === undefined) {
+      try {
+        const { Renderer } = await import('../tasks/render.ts');
+        const r = await Renderer.launch(opts.chromiumPath ? { executablePath: opts.chromiumPath } : {});
+        renderer = r;
+        render = async (html) => (await r.render(html)).png;
+        closers.push(() => r.close());
+      } catch (err) {
+        opts.log?.warn({ err: (err as Error).message }, 'no page renderer: frontend sessions are disabled');
+      }
+    } else if (opts.render) {
+      render = opts.render;
+    }
+    const evaluate = opts.evaluate ?? defaultEvaluate({ bwrapPath: opts.bwrapPath, pythonPath: opts.pythonPath, renderer });
+    const engine = new SessionEngine(
+      { db, policies, loadAgent: opts.loadAgent ?? defaultLoadAgent, evaluate, ...(render ? { render } : {}), ...(opts.log ? { log: opts.log } : {}) },
+      { channel: opts.channel, maxTurns: opts.maxTurns, idleMinutes: opts.idleMinutes, ratingWeight: opts.ratingWeight ?? 0 },
+    );
+    closers.push(() => engine.close());
+    return {
+      db,
+      engine,
+      policies,
+      close: async () => {
+        for (const c of closers.reverse()) await c().catch(() => {});
+        if (ownDb) await db.close();
+      },
+    };
+  } catch (err) {
+    for (const c of closers.reverse()) await c().catch(() => {});
+    if (ownDb) await db.close();
+    throw err;
+  }
+}

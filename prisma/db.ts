@@ -1,0 +1,357 @@
+// Opens Sweetloop's database: Postgres when a URL is given, otherwise the embedded PGlite database persisted
+// in a directory. Both are reached through the same generated Prisma client (driver adapters, no native
+// engine), and both offer LISTEN/NOTIFY so the bot and the trainer can wake each other up.
+import { mkdirSync, openSync, closeSync, readFileSync, writeFileSync, rmSync, writeSync } from 'node:fs';
+import { resolve } from 'node:path';
+import pg from 'pg';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { PrismaClient } from './generated/client.ts';
+import type { Logger } from '../bin/log.ts';
+import { DatabaseError, describeDatabaseError } from './errors.ts';
+
+export type DatabaseKind = 'postgres' | 'pglite';
+
+export interface PostgresConnection {
+  host: string;
+  port: number;
+  user: string;
+  password?: string;
+  database: string;
+  ssl?: boolean;
+}
+
+/** The driver underneath Prisma, for the migration engine and tests that need raw SQL. */
+export type RawDriver =
+  | { kind: 'postgres'; pool: pg.Pool; connection: PostgresConnection }
+  | { kind: 'pglite'; pglite: PGlite; dir: string };
+
+export interface Database {
+  prisma: PrismaClient;
+  kind: DatabaseKind;
+  /** Where the data lives, safe to print (never contains a password). */
+  label: string;
+  raw: RawDriver;
+  /** Subscribe to a NOTIFY channel (lower-case letters, digits, `_`). Resolves once listening; returns unsubscribe. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  notify(channel: string, payload: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  databaseUrl?: string | undefined;
+  pgliteDir: string;
+  log?: Logger | undefined;
+}
+
+export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database> {
+  return opts.databaseUrl ? openPostgres(parsePostgresUrl(opts.databaseUrl), opts.log) : openPglite(opts.pgliteDir, opts.log);
+}
+
+// Channel names go into LISTEN unquoted on PGlite (which folds case) and quoted on Postgres: one strict form
+// keeps both identical.
+const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
+function checkChannel(channel: string): void {
+  if (!CHANNEL.test(channel)) {
+    throw new Error(`invalid notification channel ${JSON.stringify(channel)}: use lower-case letters, digits and _ (max 63)`);
+  }
+}
+
+/**
+ * Splits a postgres:// URL into the separate fields pg wants. The adapter is built from fields, not from a URL,
+ * because pg's URL parsing mishandles some passwords and the schema engine needs the same fields for its
+ * shadow databases.
+ */
+export function parsePostgresUrl(url: string): PostgresConnection {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new DatabaseError('DATABASE_URL is not a valid URL (expected postgres://user[:password]@host[:port]/database)');
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
+    throw new DatabaseError(`DATABASE_URL must start with postgres:// or postgresql://, got ${u.protocol}//`);
+  }
+  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  if (!database) throw new DatabaseError('DATABASE_URL names no database (expected postgres://user@host:port/database)');
+  const sslmode = u.searchParams.get('sslmode');
+  const conn: PostgresConnection = {
+    // ?host=/var/run/postgresql selects a Unix socket, as libpq allows.
+    host: u.searchParams.get('host') ?? (u.hostname ? decodeURIComponent(u.hostname) : '127.0.0.1'),
+    port: u.port ? Number(u.port) : 5432,
+    user: u.username ? decodeURIComponent(u.username) : 'postgres',
+    database,
+  };
+  if (u.password) conn.password = decodeURIComponent(u.password);
+  if (sslmode && sslmode !== 'disable' && sslmode !== 'prefer' && sslmode !== 'allow') conn.ssl = true;
+  return conn;
+}
+
+export function postgresLabel(c: PostgresConnection): string {
+  return `postgres://${encodeURIComponent(c.user)}@${c.host.startsWith('/') ? `[${c.host}]` : c.host}:${c.port}/${c.database}`;
+}
+
+export function poolConfig(c: PostgresConnection, extra: pg.PoolConfig = {}): pg.PoolConfig {
+  return {
+    host: c.host,
+    port: c.port,
+    user: c.user,
+    password: c.password,
+    database: c.database,
+    ssl: c.ssl ? { rejectUnauthorized: false } : undefined,
+    application_name: 'sweetloop',
+    connectionTimeoutMillis: 10_000,
+    ...extra,
+  };
+}
+
+async function openPostgres(conn: PostgresConnection, log?: Logger): Promise<Database> {
+  const label = postgresLabel(conn);
+  const pool = new pg.Pool(poolConfig(conn, { max: 10 }));
+  // An idle client losing its connection emits 'error' on the pool; without a handler that kills the process.
+  pool.on('error', (err) => log?.warn({ err: err.message, db: label }, 'idle Postgres connection lost'));
+  try {
+    await pool.query('SELECT 1');
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw new DatabaseError(describeDatabaseError(err, { label, hint: 'Check DATABASE_URL and that Postgres is running.' }), { cause: err });
+  }
+  const adapter = new PrismaPg(pool, {
+    onPoolError: (err) => log?.warn({ err: err.message }, 'Postgres pool error'),
+    onConnectionError: (err) => log?.warn({ err: err.message }, 'Postgres connection error'),
+  });
+  const prisma = new PrismaClient({ adapter });
+  const listener = new PgListener(conn, label, log);
+  let closed = false;
+  return {
+    prisma,
+    kind: 'postgres',
+    label,
+    raw: { kind: 'postgres', pool, connection: conn },
+    listen: (channel, onPayload) => {
+      checkChannel(channel);
+      return listener.listen(channel, onPayload);
+    },
+    notify: async (channel, payload) => {
+      checkChannel(channel);
+      await pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await listener.close();
+      await prisma.$disconnect();
+      await pool.end();
+    },
+  };
+}
+
+/**
+ * One dedicated connection carries every LISTEN (a pooled connection would lose them). If it drops, it is
+ * re-opened with back-off and every channel re-subscribed; notifications sent while it was down are lost, so
+ * listeners must treat a notification as a hint and still poll for their work.
+ */
+class PgListener {
+  private client: pg.Client | null = null;
+  private connecting: Promise<pg.Client> | null = null;
+  private readonly handlers = new Map<string, Set<(payload: string) => void>>();
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly conn: PostgresConnection,
+    private readonly label: string,
+    private readonly log?: Logger,
+  ) {}
+
+  async listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
+    if (this.closed) throw new Error('database is closed');
+    let set = this.handlers.get(channel);
+    const first = !set;
+    if (!set) this.handlers.set(channel, (set = new Set()));
+    set.add(onPayload);
+    if (first) {
+      try {
+        const client = await this.connect();
+        await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      } catch (err) {
+        set.delete(onPayload);
+        if (set.size === 0) this.handlers.delete(channel);
+        throw err;
+      }
+    }
+    let done = false;
+    return async () => {
+      if (done) return;
+      done = true;
+      const s = this.handlers.get(channel);
+      if (!s) return;
+      s.delete(onPayload);
+      if (s.size === 0) {
+        this.handlers.delete(channel);
+        if (this.client && !this.closed) await this.client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+      }
+    };
+  }
+
+  private connect(): Promise<pg.Client> {
+    if (this.client) return Promise.resolve(this.client);
+    if (!this.connecting) {
+      this.connecting = (async () => {
+        const client = new pg.Client(poolConfig(this.conn));
+        client.on('notification', (msg) => {
+          for (const h of this.handlers.get(msg.channel) ?? []) {
+            try {
+              h(msg.payload ?? '');
+            } catch (err) {
+              this.log?.error({ err, channel: msg.channel }, 'notification handler failed');
+            }
+          }
+        });
+        client.on('error', (err) => this.lost(client, err));
+        client.on('end', () => this.lost(client));
+        try {
+          await client.connect();
+        } catch (err) {
+          client.removeAllListeners('end');
+          throw new DatabaseError(describeDatabaseError(err, { label: this.label }), { cause: err });
+        }
+        this.client = client;
+        return client;
+      })().finally(() => {
+        this.connecting = null;
+      });
+    }
+    return this.connecting;
+  }
+
+  private lost(client: pg.Client, err?: Error): void {
+    if (this.client !== client) return;
+    this.client = null;
+    if (this.closed) return;
+    this.log?.warn({ err: err?.message, db: this.label }, 'LISTEN connection lost; reconnecting');
+    this.scheduleReconnect(500);
+  }
+
+  private scheduleReconnect(delay: number): void {
+    if (this.closed || this.retryTimer) return;
+    this.retryTimer = setTimeout(async () => {
+      this.retryTimer = null;
+      if (this.closed || this.handlers.size === 0) return;
+      try {
+        const client = await this.connect();
+        for (const channel of this.handlers.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        this.log?.info({ db: this.label }, 'LISTEN connection restored');
+      } catch {
+        this.scheduleReconnect(Math.min(delay * 2, 30_000));
+      }
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.handlers.clear();
+    const client = this.client ?? (this.connecting ? await this.connecting.catch(() => null) : null);
+    this.client = null;
+    if (client) {
+      client.removeAllListeners('end');
+      client.on('error', () => {});
+      await client.end().catch(() => {});
+    }
+  }
+}
+
+// PGlite is a single-process database: two processes opening one directory would corrupt it. A lock file
+// with the owner's pid turns that into a clear error; a lock left by a dead process is taken over. It sits
+// beside the directory, not in it: PGlite's initdb wants an empty directory.
+function lockDirectory(dir: string): () => void {
+  const lockPath = `${dir}.lock`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(lockPath, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(lockPath, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const pid = Number(readFileSync(lockPath, 'utf8').trim());
+      if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
+        throw new DatabaseError(
+          `the embedded database at ${dir} is already open in process ${pid}${pid === process.pid ? ' (this one)' : ''}. ` +
+            'PGlite allows one process at a time: stop the other process, or set DATABASE_URL to use Postgres.',
+        );
+      }
+      rmSync(lockPath, { force: true });
+    }
+  }
+  writeFileSync(lockPath, String(process.pid));
+  return () => rmSync(lockPath, { force: true });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function openPglite(dirOption: string, log?: Logger): Promise<Database> {
+  const dir = resolve(dirOption);
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    throw new DatabaseError(`cannot create the embedded database directory ${dir} (PGLITE_DIR): ${(err as Error).message}`, { cause: err });
+  }
+  const unlock = lockDirectory(dir);
+  let pglite: PGlite;
+  try {
+    pglite = await PGlite.create(dir);
+  } catch (err) {
+    unlock();
+    throw new DatabaseError(`cannot open the embedded database at ${dir} (PGLITE_DIR): ${(err as Error).message}`, { cause: err });
+  }
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+  log?.debug({ dir }, 'embedded PGlite database open');
+  let closed = false;
+  return {
+    prisma,
+    kind: 'pglite',
+    label: `pglite:${dir}`,
+    raw: { kind: 'pglite', pglite, dir },
+    listen: async (channel, onPayload) => {
+      checkChannel(channel);
+      const off = await pglite.listen(channel, (payload) => {
+        try {
+          onPayload(payload);
+        } catch (err) {
+          log?.error({ err, channel }, 'notification handler failed');
+        }
+      });
+      let done = false;
+      return async () => {
+        if (done || closed) return;
+        done = true;
+        await off();
+      };
+    },
+    notify: async (channel, payload) => {
+      checkChannel(channel);
+      await pglite.query('SELECT pg_notify($1, $2)', [channel, payload]);
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      try {
+        await prisma.$disconnect();
+        await pglite.close();
+      } finally {
+        unlock();
+      }
+    },
+  };
+}

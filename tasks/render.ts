@@ -1,0 +1,283 @@
+// Renders a frontend answer (an HTML page) to a PNG screenshot in headless Chromium, entirely offline.
+//
+// Every request the page makes goes through a route handler: the Tailwind 2.x stylesheet from the CDN is
+// answered from the tailwindcss npm package, picsum.photos images from a generated placeholder of the size
+// the URL asks for, the page itself from memory; everything else is aborted and listed in `blockedRequests`.
+// What routing cannot see (preconnects, WebSockets, prefetches, WebRTC) is sent to a proxy that is a local
+// sink: it records the attempt and closes the connection, so nothing ever leaves the machine. Scripts get a
+// time budget; then script execution is disabled and any running script is terminated before the screenshot.
+import { createRequire } from 'node:module';
+import { readFileSync, existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createServer, type Server, type Socket } from 'node:net';
+import { PNG } from 'pngjs';
+import type { Browser, BrowserContext, CDPSession, Page, Route } from 'playwright-core';
+
+export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
+
+export interface RenderOptions {
+  /** CSS pixels; the screenshot is this wide. Default 1280. */
+  viewportWidth?: number;
+  /** Height of the viewport that `100vh` refers to. Default 800. */
+  viewportHeight?: number;
+  /** The full-page screenshot is cut at this height. Default 5000. */
+  maxHeight?: number;
+  /** Time scripts may run, counted from the start of the navigation. Default 2000 ms. */
+  scriptTimeoutMs?: number;
+  /** After the load event, how long timers and late scripts may still change the page (within the budget). Default 200 ms. */
+  settleMs?: number;
+}
+
+export interface RenderResult {
+  png: Buffer;
+  /** URLs the page asked for and did not get (requests and WebSockets), in order. */
+  blockedRequests: string[];
+  width: number;
+  height: number;
+}
+
+const DEFAULTS: Required<RenderOptions> = { viewportWidth: 1280, viewportHeight: 800, maxHeight: 5000, scriptTimeoutMs: 2000, settleMs: 200 };
+
+// The page is served from a name that cannot exist (RFC 2606 `.invalid`), so relative URLs are routed too.
+const PAGE_URL = 'http://page.sweetloop.invalid/';
+
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-default-apps',
+  '--disable-extensions',
+  '--mute-audio',
+  '--hide-scrollbars',
+  '--font-render-hinting=none',
+  '--force-color-profile=srgb',
+  // WebRTC would otherwise send UDP (STUN) straight out, around both routing and the proxy.
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+  '--webrtc-ip-handling-policy=disable_non_proxied_udp',
+  '--dns-prefetch-disable',
+];
+
+const require = createRequire(import.meta.url);
+
+/** The dist directory of the tailwindcss npm package (2.2.19), found from this module, not from cwd. */
+export function tailwindDistDir(): string {
+  return join(dirname(require.resolve('tailwindcss/package.json')), 'dist');
+}
+
+const TAILWIND_CDN = /^https?:\/\/(?:cdn\.jsdelivr\.net\/npm|unpkg\.com)\/tailwindcss@(\d[^/]*)\/dist\/([\w.-]+\.css)(?:[?#].*)?$/;
+const PICSUM = /^https?:\/\/(?:i\.)?picsum\.photos\/(?:(?:id|seed)\/[^/]+\/)?(\d+)(?:\/(\d+))?(?:\.\w+)?\/?(?:[?#].*)?$/;
+const MAX_PLACEHOLDER_SIDE = 2000;
+
+const placeholders = new Map<string, Buffer>();
+
+/**
+ * A deterministic stand-in photo: soft vertical sky-to-ground gradient with a lighter band, so image areas
+ * look like pictures (mid tones, some structure) rather than blank boxes. The same size gives the same bytes.
+ */
+export function placeholderPng(width: number, height: number): Buffer {
+  const w = Math.max(1, Math.min(MAX_PLACEHOLDER_SIDE, Math.round(width)));
+  const h = Math.max(1, Math.min(MAX_PLACEHOLDER_SIDE, Math.round(height)));
+  const key = `${w}x${h}`;
+  const cached = placeholders.get(key);
+  if (cached) return cached;
+  const png = new PNG({ width: w, height: h });
+  for (let y = 0; y < h; y++) {
+    const t = h === 1 ? 0 : y / (h - 1);
+    const band = Math.exp(-(((t - 0.55) / 0.08) ** 2)) * 40;
+    const r = Math.round(135 - 60 * t + band);
+    const g = Math.round(165 - 45 * t + band);
+    const b = Math.round(200 - 110 * t + band * 0.5);
+    for (let x = 0; x < w; x++) {
+      const i = (y * w + x) * 4;
+      png.data[i] = r;
+      png.data[i + 1] = g;
+      png.data[i + 2] = b;
+      png.data[i + 3] = 255;
+    }
+  }
+  const buf = PNG.sync.write(png);
+  if (placeholders.size < 256) placeholders.set(key, buf);
+  return buf;
+}
+
+const cssCache = new Map<string, Buffer | null>();
+
+function tailwindFile(name: string): Buffer | null {
+  if (!cssCache.has(name)) {
+    const path = join(tailwindDistDir(), name);
+    cssCache.set(name, /^[\w.-]+\.css$/.test(name) && existsSync(path) ? readFileSync(path) : null);
+  }
+  return cssCache.get(name)!;
+}
+
+/** What the offline renderer answers for a URL: a body and content type, or null (blocked). */
+export function offlineResponse(url: string): { body: Buffer; contentType: string } | null {
+  const tw = TAILWIND_CDN.exec(url);
+  // Any 2.x release is served by the packaged 2.2.19: the 2.x stylesheets differ only in fixes.
+  if (tw && tw[1]!.startsWith('2')) {
+    const body = tailwindFile(tw[2]!);
+    return body ? { body, contentType: 'text/css; charset=utf-8' } : null;
+  }
+  const pic = PICSUM.exec(url);
+  if (pic) {
+    const w = Number(pic[1]);
+    const h = pic[2] ? Number(pic[2]) : w;
+    return { body: placeholderPng(w, h), contentType: 'image/png' };
+  }
+  return null;
+}
+
+/** A proxy that never proxies: it notes what tried to connect (the request line, if any) and hangs up. */
+async function startSink(onAttempt: (line: string) => void): Promise<Server> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    let noted = false;
+    const note = (line: string) => {
+      if (!noted) onAttempt(line);
+      noted = true;
+    };
+    socket.once('data', (chunk) => {
+      note(chunk.toString('latin1').split('\r\n')[0]!.slice(0, 300));
+      socket.destroy();
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      note('(connection without a request)');
+      sockets.delete(socket);
+    });
+    socket.setTimeout(2000, () => socket.destroy());
+  });
+  server.on('close', () => sockets.forEach((s) => s.destroy()));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  return server;
+}
+
+export class Renderer {
+  /**
+   * Every connection that reached the sink proxy instead of the network, for all renders of this Renderer:
+   * Chromium's own background services and page preconnects (which routing does not see), as request lines.
+   */
+  readonly proxyAttempts: string[] = [];
+
+  private constructor(
+    private readonly browser: Browser,
+    private readonly sink: Server,
+    private readonly defaults: Required<RenderOptions>,
+  ) {}
+
+  /** Starts one Chromium; reuse the Renderer for many pages and close() it at the end. */
+  static async launch(opts: RenderOptions & { executablePath?: string } = {}): Promise<Renderer> {
+    const executablePath = opts.executablePath ?? DEFAULT_CHROMIUM_PATH;
+    if (!existsSync(executablePath)) {
+      throw new Error(`Chromium not found at ${executablePath}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`);
+    }
+    const holder: { log?: string[] } = {};
+    const sink = await startSink((line) => holder.log?.push(line));
+    const port = (sink.address() as { port: number }).port;
+    const { chromium } = await import('playwright-core');
+    let browser: Browser;
+    try {
+      browser = await chromium.launch({
+        executablePath,
+        args: [
+          ...CHROMIUM_FLAGS,
+          `--proxy-server=http://127.0.0.1:${port}`,
+          // Without this, loopback addresses bypass the proxy.
+          '--proxy-bypass-list=<-loopback>',
+        ],
+      });
+    } catch (err) {
+      sink.close();
+      throw err;
+    }
+    const { executablePath: _, ...rest } = opts;
+    const renderer = new Renderer(browser, sink, { ...DEFAULTS, ...rest });
+    holder.log = renderer.proxyAttempts;
+    return renderer;
+  }
+
+  async render(html: string, opts: RenderOptions = {}): Promise<RenderResult> {
+    const o = { ...this.defaults, ...opts };
+    const context: BrowserContext = await this.browser.newContext({
+      viewport: { width: o.viewportWidth, height: o.viewportHeight },
+      deviceScaleFactor: 1,
+      serviceWorkers: 'block',
+      acceptDownloads: false,
+      reducedMotion: 'reduce',
+      colorScheme: 'light',
+      locale: 'en-US',
+      timezoneId: 'UTC',
+    });
+    const blocked: string[] = [];
+    try {
+      const handle = async (route: Route): Promise<void> => {
+        const url = route.request().url();
+        if (url === PAGE_URL && route.request().isNavigationRequest()) {
+          await route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: html });
+          return;
+        }
+        const answer = offlineResponse(url);
+        if (answer) {
+          await route.fulfill({ status: 200, contentType: answer.contentType, body: answer.body });
+          return;
+        }
+        blocked.push(url);
+        await route.abort('blockedbyclient');
+      };
+      await context.route('**/*', (route) => handle(route).catch(() => {}));
+      await context.routeWebSocket(/.*/, (ws) => {
+        blocked.push(ws.url());
+        ws.close().catch(() => {});
+      });
+      context.on('page', (p) => {
+        p.on('dialog', (d) => d.dismiss().catch(() => {}));
+      });
+      const page: Page = await context.newPage();
+      const cdp: CDPSession = await context.newCDPSession(page);
+      // Stop CSS animations and transitions where they start, so two renders of a page match.
+      await cdp.send('Animation.enable');
+      await cdp.send('Animation.setPlaybackRate', { playbackRate: 0 });
+
+      const started = Date.now();
+      const loaded = page
+        .goto(PAGE_URL, { waitUntil: 'load', timeout: o.scriptTimeoutMs + 5000 })
+        .then(() => true)
+        .catch(() => false);
+      const budget = (ms: number) => new Promise<false>((r) => setTimeout(() => r(false), Math.max(0, ms)));
+      if (await Promise.race([loaded, budget(o.scriptTimeoutMs)])) {
+        await budget(Math.min(o.settleMs, o.scriptTimeoutMs - (Date.now() - started)));
+      }
+      // Budget spent: no more scripts, and whatever is running (an endless loop) is cut off.
+      const disabled = cdp.send('Emulation.setScriptExecutionDisabled', { value: true });
+      await cdp.send('Runtime.terminateExecution').catch(() => {});
+      await disabled;
+      // A page whose parser was stuck in a script finishes loading once the script is gone.
+      await Promise.race([loaded, budget(2000)]);
+
+      const metrics = (await cdp.send('Page.getLayoutMetrics')) as { cssContentSize: { height: number } };
+      const height = Math.max(1, Math.min(o.maxHeight, Math.ceil(metrics.cssContentSize.height)));
+      const shot = (await cdp.send('Page.captureScreenshot', {
+        format: 'png',
+        clip: { x: 0, y: 0, width: o.viewportWidth, height, scale: 1 },
+        captureBeyondViewport: true,
+      })) as { data: string };
+      const png = Buffer.from(shot.data, 'base64');
+      return { png, blockedRequests: blocked, width: o.viewportWidth, height };
+    } finally {
+      await context.close().catch(() => {});
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.browser.close().catch(() => {});
+    await new Promise<void>((r) => this.sink.close(() => r()));
+  }
+}

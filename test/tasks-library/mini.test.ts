@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { createRng, generateMiniTasks, MINI_TEMPLATES, miniMeta, miniTemplate, py } from '../../tasks/mini.ts';
+import { evaluateBackendBatch } from '../../tasks/backend-eval.ts';
+import type { BackendTask, TaskRecord } from '../../tasks/model.ts';
+
+const backend = (ts: TaskRecord[]) => ts.filter((t): t is TaskRecord & BackendTask => t.kind === 'backend');
+
+describe('ColBench-mini generator', () => {
+  it('is deterministic in the seed, and a longer run extends a shorter one', () => {
+    const a = generateMiniTasks({ seed: 42, count: 30 });
+    const b = generateMiniTasks({ seed: 42, count: 30 });
+    expect(b).toEqual(a);
+    expect(generateMiniTasks({ seed: 42, count: 10 })).toEqual(a.slice(0, 10));
+    const c = generateMiniTasks({ seed: 43, count: 30 });
+    expect(c.map((t) => t.reference)).not.toEqual(a.map((t) => t.reference));
+    expect(a.map((t) => t.externalId)).toEqual(Array.from({ length: 30 }, (_, i) => `mini:42:${i}`));
+    expect(a.every((t) => t.source === 'generated' && t.kind === 'backend')).toBe(true);
+  });
+
+  it('uses every template, and honours split and template choices', () => {
+    const ts = generateMiniTasks({ seed: 3, count: 120 });
+    expect(new Set(ts.map((t) => miniMeta(t)?.template))).toEqual(new Set(MINI_TEMPLATES.map((t) => t.id)));
+    const tests = ts.filter((t) => t.split === 'test').length / ts.length;
+    expect(tests).toBeGreaterThan(0.1);
+    expect(tests).toBeLessThan(0.35);
+    expect(generateMiniTasks({ seed: 3, count: 5, split: 'test' }).every((t) => t.split === 'test')).toBe(true);
+    expect(generateMiniTasks({ seed: 3, count: 12, templates: ['tag-line'] }).every((t) => miniMeta(t)?.template === 'tag-line')).toBe(true);
+  });
+
+  it('rejects bad options with a clear error', () => {
+    expect(() => generateMiniTasks({ seed: 1.5, count: 3 })).toThrow(/seed/);
+    expect(() => generateMiniTasks({ seed: 1, count: -1 })).toThrow(/count/);
+    expect(() => generateMiniTasks({ seed: 1, count: 1, templates: ['nope'] })).toThrow(/unknown ColBench-mini template "nope"/);
+  });
+
+  it('writes each withheld fact as a named, commented constant, and leaves it out of the description', () => {
+    for (const t of backend(generateMiniTasks({ seed: 9, count: 60 }))) {
+      const meta = miniMeta(t)!;
+      const template = miniTemplate(meta.template);
+      expect(t.description.endsWith(`The signature of the function is: def ${meta.functionName}(${template.params})`)).toBe(true);
+      expect(t.testCases).toHaveLength(10);
+      expect(meta.withheld.map((w) => w.key)).toEqual(template.facts.map((f) => f.key));
+      for (const w of meta.withheld) {
+        expect(t.reference).toMatch(new RegExp(`^${w.key} = ${w.answer.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}  # \\S`, 'm'));
+        expect(t.description).not.toContain(w.key);
+        if (w.answer.startsWith("'") && w.answer.length > 4) expect(t.description).not.toContain(w.answer.slice(1, -1));
+        expect(w.question.endsWith('?')).toBe(true);
+      }
+    }
+  });
+
+  it('draws hidden values that differ from the common guesses', () => {
+    // Asking pays only when guessing is wrong: numbers and strings never equal the guess.
+    for (const t of generateMiniTasks({ seed: 5, count: 80 })) {
+      const meta = miniMeta(t)!;
+      const template = miniTemplate(meta.template);
+      let wrong = 0;
+      for (const f of template.facts) {
+        const truth = meta.withheld.find((w) => w.key === f.key)!.answer;
+        if (truth !== py(f.guess)) wrong++;
+        else expect(['boolean', 'choice']).toContain(f.kind);
+      }
+      expect(wrong, t.externalId).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it('has references that score 1.0 on their own tests, never return None, and tell values apart', async () => {
+    const ts = backend(generateMiniTasks({ seed: 21, count: 45 }));
+    const results = await evaluateBackendBatch(ts.map((task) => ({ task, answer: task.reference })));
+    results.forEach((r, i) => {
+      expect(r.score, ts[i]!.externalId).toBe(1);
+      for (const test of r.tests) expect(test.expected).not.toBe('None');
+      expect(new Set(r.tests.map((x) => x.expected)).size, ts[i]!.externalId).toBeGreaterThanOrEqual(2);
+    });
+  });
+
+  it('has a PRNG that is seed-stable and roughly uniform', () => {
+    const a = createRng(7);
+    const b = createRng(7);
+    const xs = Array.from({ length: 2000 }, () => a());
+    expect(Array.from({ length: 2000 }, () => b())).toEqual(xs);
+    expect(xs.every((x) => x >= 0 && x < 1)).toBe(true);
+    const mean = xs.reduce((s, x) => s + x, 0) / xs.length;
+    expect(Math.abs(mean - 0.5)).toBeLessThan(0.03);
+  });
+});

@@ -1,0 +1,278 @@
+// Batched autoregressive generation with the decoder's KV cache.
+//
+// Prompts of different lengths are left-padded into one batch; the decoder's attention mask hides the padding
+// and derives positions from it, so a row generates exactly what it would alone. Rows that finish (EOS, a stop
+// string, their token budget) are dropped from the cache, so the batch shrinks as it goes. Sampling happens in
+// JavaScript on the last position's logits: temperature, nucleus (top-p), greedy at temperature 0. Each row
+// draws from its own seeded stream (seed, row index), so a seeded batch is reproducible, and row i of a batch
+// samples the same tokens as the same prompt sent alone with the same seed at index i.
+import * as tf from '@tensorflow/tfjs';
+import { disposeCache, selectCacheRows } from './decoder.ts';
+import type { Decoder, KVCache } from './decoder.ts';
+import type { TextTokenizer } from './tokenizer.ts';
+
+export interface GenerateOptions {
+  /** Most new tokens per row (default 256). The context limit (max_position_embeddings) also ends a row. */
+  maxTokens?: number;
+  /** Softmax temperature; 0 means greedy (default 1). */
+  temperature?: number;
+  /** Nucleus sampling: keep the smallest set of tokens whose probability reaches topP (default 1 = all). */
+  topP?: number;
+  /** Generation ends when the decoded text contains one of these; the text is cut before it. */
+  stop?: readonly string[];
+  /** Seed of the sampling streams; unset: a random seed. */
+  seed?: number;
+  /** Token ids that end a row (default: the tokenizer's end-of-sequence ids). */
+  eosTokenIds?: readonly number[];
+  /** Polled between steps; when true, unfinished rows end with finishReason 'cancelled'. */
+  shouldStop?: () => boolean;
+}
+
+export type FinishReason = 'eos' | 'stop' | 'length' | 'cancelled';
+
+export interface GenerationResult {
+  /** Generated token ids, including the EOS token or the token that completed a stop string. */
+  tokenIds: number[];
+  /** Decoded completion: without the EOS token, cut before a stop string. */
+  text: string;
+  finishReason: FinishReason;
+  /** Which stop string ended the row (finishReason 'stop'). */
+  stopString?: string;
+  /** log p(token) under the model's own distribution (temperature 1, no top-p) for each of tokenIds. */
+  tokenLogprobs: number[];
+  promptTokens: number;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Seeded sampling
+
+/** splitmix32 step: decorrelates nearby seeds (seed, seed + 1, ...) before they seed mulberry32. */
+function mix(x: number): number {
+  x = (x + 0x9e3779b9) | 0;
+  x = Math.imul(x ^ (x >>> 16), 0x85ebca6b);
+  x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
+  return (x ^ (x >>> 16)) >>> 0;
+}
+
+/** A small, fast, seedable uniform [0, 1) generator (mulberry32). */
+export function seededRandom(seed: number, stream = 0): () => number {
+  let a = mix(mix(seed >>> 0) ^ Math.imul(stream + 1, 0x27d4eb2d));
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** log softmax of one row, in float64. */
+function logSoftmaxRow(logits: Float32Array, offset: number, V: number): Float64Array {
+  let max = -Infinity;
+  for (let i = 0; i < V; i++) if (logits[offset + i]! > max) max = logits[offset + i]!;
+  let sum = 0;
+  for (let i = 0; i < V; i++) sum += Math.exp(logits[offset + i]! - max);
+  const lse = max + Math.log(sum);
+  const out = new Float64Array(V);
+  for (let i = 0; i < V; i++) out[i] = logits[offset + i]! - lse;
+  return out;
+}
+
+/** Picks a token from log-probabilities with temperature and top-p; greedy at temperature 0. */
+export function sampleToken(logp: Float64Array, temperature: number, topP: number, rand: () => number): number {
+  const V = logp.length;
+  if (temperature <= 0) {
+    let best = 0;
+    for (let i = 1; i < V; i++) if (logp[i]! > logp[best]!) best = i;
+    return best;
+  }
+  let max = -Infinity;
+  for (let i = 0; i < V; i++) if (logp[i]! > max) max = logp[i]!;
+  const p = new Float64Array(V);
+  let total = 0;
+  for (let i = 0; i < V; i++) total += p[i] = Math.exp((logp[i]! - max) / temperature);
+  let order: number[] | undefined;
+  if (topP < 1) {
+    // Sorted by probability, ties by id, so the nucleus does not depend on the sort's stability.
+    order = Array.from({ length: V }, (_, i) => i).sort((a, b) => p[b]! - p[a]! || a - b);
+    let cum = 0;
+    let keep = 0;
+    while (keep < V && cum < topP * total) cum += p[order[keep++]!]!;
+    order.length = Math.max(1, keep);
+    total = cum;
+  }
+  let r = rand() * total;
+  const ids = order ?? null;
+  const n = ids ? ids.length : V;
+  for (let j = 0; j < n; j++) {
+    const id = ids ? ids[j]! : j;
+    r -= p[id]!;
+    if (r < 0) return id;
+  }
+  // Rounding left r a hair above zero: the last candidate with any mass.
+  for (let j = n - 1; j >= 0; j--) {
+    const id = ids ? ids[j]! : j;
+    if (p[id]! > 0) return id;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+function validate(options: GenerateOptions): Required<Pick<GenerateOptions, 'maxTokens' | 'temperature' | 'topP'>> {
+  const maxTokens = options.maxTokens ?? 256;
+  const temperature = options.temperature ?? 1;
+  const topP = options.topP ?? 1;
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new Error(`generate: maxTokens must be a positive integer, got ${maxTokens}`);
+  if (!Number.isFinite(temperature) || temperature < 0) throw new Error(`generate: temperature must be >= 0, got ${temperature}`);
+  if (!Number.isFinite(topP) || topP <= 0 || topP > 1) throw new Error(`generate: topP must be in (0, 1], got ${topP}`);
+  if (options.stop?.some((s) => s.length === 0)) throw new Error('generate: empty stop string');
+  return { maxTokens, temperature, topP };
+}
+
+interface Row {
+  index: number;
+  prompt: number[];
+  ids: number[];
+  logprobs: number[];
+  rand: () => number;
+  limit: number;
+  done?: { reason: FinishReason; text: string; stopString?: string };
+  /** Decoded text length already searched for stop strings (minus the longest stop, to catch overlaps). */
+  searched: number;
+}
+
+/**
+ * Generates a completion for each prompt (token ids, e.g. a chat template rendered and encoded). Prompts are
+ * run as one batch; split very large batches yourself to bound memory.
+ */
+export async function generate(
+  model: Decoder,
+  tokenizer: TextTokenizer,
+  prompts: readonly (readonly number[])[],
+  options: GenerateOptions = {},
+): Promise<GenerationResult[]> {
+  const { maxTokens, temperature, topP } = validate(options);
+  if (prompts.length === 0) return [];
+  const V = model.config.vocabSize;
+  const ctx = model.config.maxPositionEmbeddings;
+  for (const [i, p] of prompts.entries()) {
+    if (p.length === 0) throw new Error(`generate: prompt ${i} is empty`);
+    if (p.length >= ctx) throw new Error(`generate: prompt ${i} has ${p.length} tokens; the model's context is ${ctx}`);
+    for (const id of p) if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`generate: prompt ${i} has token id ${id} outside 0..${V - 1}`);
+  }
+  const sampleable = Math.min(V, tokenizer.vocabSize);
+  const eos = new Set(options.eosTokenIds ?? tokenizer.eosTokenIds);
+  const stops = options.stop ?? [];
+  const longestStop = stops.reduce((m, s) => Math.max(m, s.length), 0);
+  const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
+  const rows: Row[] = prompts.map((prompt, index) => ({
+    index,
+    prompt: [...prompt],
+    ids: [],
+    logprobs: [],
+    rand: seededRandom(seed, index),
+    limit: Math.min(maxTokens, ctx - prompt.length),
+    searched: 0,
+  }));
+
+  // Left-padded prompt batch.
+  const T = Math.max(...rows.map((r) => r.prompt.length));
+  const idsFlat = new Int32Array(rows.length * T).fill(tokenizer.padTokenId);
+  const maskFlat = new Float32Array(rows.length * T);
+  rows.forEach((r, b) => {
+    const off = b * T + (T - r.prompt.length);
+    idsFlat.set(r.prompt, off);
+    maskFlat.fill(1, off, (b + 1) * T);
+  });
+  const idsT = tf.tensor2d(idsFlat, [rows.length, T], 'int32');
+  const maskT = tf.tensor2d(maskFlat, [rows.length, T], 'float32');
+  let { logits, cache } = model.forward(idsT, { attentionMask: maskT, returnCache: true, lastOnly: true });
+  idsT.dispose();
+  maskT.dispose();
+
+  let active = rows; // rows still generating, in cache order
+  try {
+    for (;;) {
+      const data = (await logits.data()) as Float32Array;
+      logits.dispose();
+      const next: number[] = [];
+      for (let b = 0; b < active.length; b++) {
+        const row = active[b]!;
+        const logp = logSoftmaxRow(data, b * V, V);
+        // Models often pad the embedding past the tokenizer (Qwen2: 151,936 rows for 151,665 tokens): never
+        // sample an id that cannot be decoded. Log-probabilities stay those of the full distribution.
+        const tok = sampleToken(V > sampleable ? logp.subarray(0, sampleable) : logp, temperature, topP, row.rand);
+        row.ids.push(tok);
+        row.logprobs.push(logp[tok]!);
+        next.push(tok);
+        finishIfDone(row, tok, eos, stops, longestStop, tokenizer);
+      }
+      const cancelled = options.shouldStop?.() === true;
+      const keep: number[] = [];
+      active.forEach((row, b) => {
+        if (!row.done && cancelled) row.done = { reason: 'cancelled', text: tokenizer.decode(row.ids) };
+        if (!row.done) keep.push(b);
+      });
+      if (keep.length === 0) break;
+      if (keep.length < active.length) {
+        const smaller = selectCacheRows(cache!, keep);
+        disposeCache(cache);
+        cache = smaller;
+        active = keep.map((b) => active[b]!);
+      }
+      const step = tf.tensor2d(keep.map((b) => next[b]!), [keep.length, 1], 'int32');
+      const out = model.forward(step, { cache: cache!, lastOnly: true });
+      step.dispose();
+      disposeCache(cache);
+      ({ logits, cache } = out);
+      // Lets a worker's message handler run (e.g. a cancel request) between tokens.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  } finally {
+    if (!logits.isDisposed) logits.dispose();
+    disposeCache(cache as KVCache | undefined);
+  }
+
+  return rows.map((r) => {
+    const done = r.done!;
+    const result: GenerationResult = {
+      tokenIds: r.ids,
+      text: done.text,
+      finishReason: done.reason,
+      tokenLogprobs: r.logprobs,
+      promptTokens: r.prompt.length,
+    };
+    if (done.stopString !== undefined) result.stopString = done.stopString;
+    return result;
+  });
+}
+
+function finishIfDone(row: Row, tok: number, eos: Set<number>, stops: readonly string[], longestStop: number, tokenizer: TextTokenizer): void {
+  if (eos.has(tok)) {
+    row.done = { reason: 'eos', text: tokenizer.decode(row.ids.slice(0, -1)) };
+    return;
+  }
+  if (stops.length > 0) {
+    const text = tokenizer.decode(row.ids);
+    // Back off by the longest stop (a match may straddle the old end) and a few characters more, since an
+    // incomplete UTF-8 sequence at the old end decoded to replacement characters that are now a real one.
+    const from = Math.max(0, row.searched - longestStop - 3);
+    let cut = -1;
+    let which: string | undefined;
+    for (const s of stops) {
+      const at = text.indexOf(s, from);
+      if (at >= 0 && (cut < 0 || at < cut)) {
+        cut = at;
+        which = s;
+      }
+    }
+    row.searched = text.length;
+    if (cut >= 0) {
+      row.done = { reason: 'stop', text: text.slice(0, cut), stopString: which! };
+      return;
+    }
+    if (row.ids.length >= row.limit) row.done = { reason: 'length', text };
+    return;
+  }
+  if (row.ids.length >= row.limit) row.done = { reason: 'length', text: tokenizer.decode(row.ids) };
+}

@@ -1,0 +1,106 @@
+// Per-token log-probabilities of given continuations: log π(c_j | prompt, c_<j) for every token c_j of each
+// completion. SWEET-RL's critic advantage, DPO's log-ratios and the NLL term are all built from these, so the
+// tensor version stays differentiable (call it inside tf.variableGrads / a gradient tape).
+//
+// Layout: each row is prompt ++ completion, right-padded to the longest row. With a causal decoder, padding on
+// the right is never attended by real tokens, so no attention mask is needed and positions are the plain
+// 0..T-1, exactly as for the row alone. Logits at position t predict token t+1.
+import * as tf from '@tensorflow/tfjs';
+import type { Decoder } from './decoder.ts';
+import { targetLogProbs } from './ops.ts';
+
+export interface ScoredSequence {
+  /** Context token ids (at least one). */
+  prompt: readonly number[];
+  /** Continuation token ids whose log-probabilities are wanted (may be empty). */
+  completion: readonly number[];
+}
+
+export interface CompletionLogprobs {
+  /** [B, L] log π of each completion token; 0 where the row has no token (L = longest completion). */
+  tokenLogprobs: tf.Tensor2D;
+  /** [B, L] 1 for a real completion token, 0 for padding. */
+  mask: tf.Tensor2D;
+  /** [B] sum over each completion. */
+  sums: tf.Tensor1D;
+  /** Completion lengths, for length normalisation (SWEET-RL divides a turn's sum by its length). */
+  lengths: number[];
+}
+
+function check(model: Decoder, batch: readonly ScoredSequence[]): void {
+  const V = model.config.vocabSize;
+  const ctx = model.config.maxPositionEmbeddings;
+  batch.forEach((s, i) => {
+    if (s.prompt.length === 0) throw new Error(`logprobs: row ${i} has an empty prompt (the first token has no context)`);
+    const n = s.prompt.length + s.completion.length;
+    if (n > ctx) throw new Error(`logprobs: row ${i} has ${n} tokens; the model's context is ${ctx}`);
+    for (const id of [...s.prompt, ...s.completion]) {
+      if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`logprobs: row ${i} has token id ${id} outside 0..${V - 1}`);
+    }
+  });
+}
+
+/**
+ * Differentiable log-probabilities of a batch of completions, in one forward pass. The caller owns (and
+ * disposes) the returned tensors; inside tf.tidy or a gradient function they are managed as usual.
+ */
+export function completionLogprobs(model: Decoder, batch: readonly ScoredSequence[], options: { padTokenId?: number } = {}): CompletionLogprobs {
+  if (batch.length === 0) throw new Error('logprobs: empty batch');
+  check(model, batch);
+  const B = batch.length;
+  const T = Math.max(...batch.map((s) => s.prompt.length + s.completion.length));
+  const L = Math.max(1, ...batch.map((s) => s.completion.length));
+  const pad = options.padTokenId ?? 0;
+
+  const ids = new Int32Array(B * T).fill(pad);
+  // For completion token j of row b: the flat index (b·T + position of its predictor) and the token.
+  const rowsIdx = new Int32Array(B * L);
+  const targets = new Int32Array(B * L);
+  const mask = new Float32Array(B * L);
+  batch.forEach((s, b) => {
+    ids.set(s.prompt, b * T);
+    ids.set(s.completion, b * T + s.prompt.length);
+    for (let j = 0; j < L; j++) {
+      const real = j < s.completion.length;
+      // Padding slots point at the row's first position: any valid row works, the mask zeroes it.
+      rowsIdx[b * L + j] = b * T + (real ? s.prompt.length + j - 1 : 0);
+      targets[b * L + j] = real ? s.completion[j]! : 0;
+      mask[b * L + j] = real ? 1 : 0;
+    }
+  });
+
+  return tf.tidy(() => {
+    const idsT = tf.tensor2d(ids, [B, T], 'int32');
+    const { logits } = model.forward(idsT);
+    const V = logits.shape[2];
+    const picked = tf.gather(tf.reshape(logits, [B * T, V]), tf.tensor1d(rowsIdx, 'int32')); // [B·L, V]
+    const maskT = tf.tensor2d(mask, [B, L]);
+    const lp = tf.mul(tf.reshape(targetLogProbs(picked, tf.tensor1d(targets, 'int32')), [B, L]), maskT) as tf.Tensor2D;
+    return { tokenLogprobs: lp, mask: maskT, sums: tf.sum(lp, 1) as tf.Tensor1D, lengths: batch.map((s) => s.completion.length) };
+  });
+}
+
+/**
+ * The same as plain numbers (no gradient), in batches of `batchSize` rows to bound memory. Returns, per
+ * row, the log-probability of each completion token.
+ */
+export async function completionLogprobValues(
+  model: Decoder,
+  batch: readonly ScoredSequence[],
+  options: { padTokenId?: number; batchSize?: number } = {},
+): Promise<number[][]> {
+  const size = options.batchSize ?? 8;
+  if (!Number.isInteger(size) || size < 1) throw new Error(`logprobs: batchSize must be a positive integer, got ${size}`);
+  const out: number[][] = [];
+  for (let start = 0; start < batch.length; start += size) {
+    const chunk = batch.slice(start, start + size);
+    const r = completionLogprobs(model, chunk, options);
+    const data = (await r.tokenLogprobs.data()) as Float32Array;
+    const L = r.tokenLogprobs.shape[1];
+    chunk.forEach((s, b) => out.push(Array.from(data.subarray(b * L, b * L + s.completion.length))));
+    r.tokenLogprobs.dispose();
+    r.mask.dispose();
+    r.sums.dispose();
+  }
+  return out;
+}

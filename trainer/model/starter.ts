@@ -1,0 +1,408 @@
+// The starter policy: what `sweetloop` serves when no POLICY_MODEL_DIR is configured. A small Llama-style model
+// (about 1M parameters) trained from scratch, by supervised next-token prediction on the agent's turns only, on
+// dialogues that the scripted expert agent plays against the rule-based collaborator on ColBench-mini tasks.
+// It has learnt the game's shape (ask, then answer with the marker), not programming: it is the starting point
+// that human sessions and SWEET-RL improve, and a real model is one environment variable away.
+//
+// Deterministic from the seed: the tasks, the games, the tokenizer, the initial weights and the batch order all
+// derive from it, and tfjs' wasm and cpu kernels are single-threaded, so the same seed on the same backend
+// writes the same files.
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import cliProgress from 'cli-progress';
+import type { ChatMessage } from '../../tasks/agent.ts';
+import { llamaConfig, type ModelConfig } from './architecture.ts';
+import { chatMlTokenizerConfig, trainByteLevelBpe } from './bpe-train.ts';
+import { CHATML_TEMPLATE, ChatFormatter } from './chat.ts';
+import { checkpointSha256, saveCheckpoint } from './checkpoint.ts';
+import { Decoder } from './decoder.ts';
+import { seededRandom } from './generate.ts';
+import { crossEntropy } from './ops.ts';
+import { AdamW, warmupCosine } from './optim.ts';
+import { TextTokenizer, saveTokenizerFiles } from './tokenizer.ts';
+import { TrainStep } from './train-step.ts';
+
+/** Bumped whenever the recipe changes, so an old starter directory is rebuilt rather than reused. */
+export const STARTER_RECIPE_VERSION = 1;
+export const STARTER_MANIFEST = 'starter.json';
+
+export interface StarterSize {
+  vocabSize: number;
+  hiddenSize: number;
+  intermediateSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  /** Context of the model; training examples are cut to it. */
+  contextLength: number;
+}
+
+/**
+ * The standard starter: about 1M parameters (0.26M of them the tied embedding). Sized by measurement: on one
+ * wasm core a training update of 2,048 tokens takes ~1.5 s at this size and ~3.4 s at d=160 / 5 layers, and
+ * the whole build must stay within a few minutes on a 2-core machine.
+ */
+export const STARTER_SIZE: StarterSize = {
+  vocabSize: 2048,
+  hiddenSize: 128,
+  intermediateSize: 352,
+  numLayers: 4,
+  numHeads: 4,
+  numKvHeads: 2,
+  contextLength: 1024,
+};
+
+export interface StarterRecipe {
+  seed: number;
+  /** Optimizer updates. */
+  steps: number;
+  /** Expert games played for the training set. */
+  games: number;
+  /** Tokens (padding included) per update. */
+  tokensPerStep: number;
+  peakLr: number;
+  size: StarterSize;
+}
+
+export const DEFAULT_RECIPE: Omit<StarterRecipe, 'seed'> = {
+  steps: 160,
+  games: 240,
+  tokensPerStep: 2048,
+  peakLr: 3e-3,
+  size: STARTER_SIZE,
+};
+
+export interface StarterReport {
+  recipe: StarterRecipe;
+  numParameters: number;
+  trainTokens: number;
+  trainDialogues: number;
+  /** Mean assistant-token loss of the first and last 10% of updates. */
+  initialLoss: number;
+  finalLoss: number;
+  losses: number[];
+  /** Wall-clock seconds of the build. */
+  seconds: number;
+  /** CPU seconds this process used (user + system): the figure that does not depend on other load. */
+  cpuSeconds: number;
+  backend: string;
+}
+
+export interface StarterOptions {
+  /** Output directory (a Hugging Face model directory). */
+  dir: string;
+  seed: number;
+  steps?: number;
+  games?: number;
+  tokensPerStep?: number;
+  size?: Partial<StarterSize>;
+  /** Training dialogues to use instead of playing expert games (each ends with an assistant message). */
+  dialogues?: readonly (readonly ChatMessage[])[];
+  /** Rebuild even when the directory holds a valid starter of the same recipe. */
+  force?: boolean;
+  /** 'bar': a cli-progress bar on stderr; 'lines': a line every 10%; 'none'. Default 'none'. */
+  progress?: 'bar' | 'lines' | 'none';
+  log?: (line: string) => void;
+}
+
+function recipeOf(options: StarterOptions): StarterRecipe {
+  return {
+    seed: options.seed,
+    steps: options.steps ?? DEFAULT_RECIPE.steps,
+    games: options.games ?? DEFAULT_RECIPE.games,
+    tokensPerStep: options.tokensPerStep ?? DEFAULT_RECIPE.tokensPerStep,
+    peakLr: DEFAULT_RECIPE.peakLr,
+    size: { ...DEFAULT_RECIPE.size, ...options.size },
+  };
+}
+
+/** Plays the expert against the rule-based collaborator on ColBench-mini tasks; returns full dialogues. */
+export async function expertDialogues(seed: number, games: number): Promise<ChatMessage[][]> {
+  const [{ generateMiniTasks }, { createExpertAgent }, { createRuleSimulator }, { playEpisode, buildDialogue }] = await Promise.all([
+    import('../../tasks/mini.ts'),
+    import('../../tasks/expert.ts'),
+    import('../../tasks/simulator.ts'),
+    import('../../tasks/protocol.ts'),
+  ]);
+  // Train-split tasks only: the test split is what the starter is evaluated on. Task i depends only on (seed, i),
+  // so drawing more and keeping the train ones is still deterministic.
+  const tasks = generateMiniTasks({ seed, count: Math.ceil(games * 1.5) + 10 })
+    .filter((t) => t.split === 'train')
+    .slice(0, games);
+  const expert = createExpertAgent({ tasks, name: 'expert' });
+  const out: ChatMessage[][] = [];
+  for (const task of tasks) {
+    const episode = await playEpisode({ task, agent: expert, collaborator: createRuleSimulator(task) });
+    out.push(buildDialogue(task, episode.turns));
+  }
+  return out;
+}
+
+interface Example {
+  ids: number[];
+  /** 1 where ids[t] is an assistant token the model must predict (so the loss at t-1 counts). */
+  train: number[];
+}
+
+function encodeDialogue(chat: ChatFormatter, tok: TextTokenizer, dialogue: readonly ChatMessage[], ctx: number): Example | null {
+  const ids: number[] = [];
+  const train: number[] = [];
+  for (const seg of chat.segments(dialogue)) {
+    // Segment by segment, as generation sees it: the prompt is encoded alone, then the model continues.
+    const part = tok.encode(seg.text);
+    ids.push(...part);
+    for (let i = 0; i < part.length; i++) train.push(seg.train ? 1 : 0);
+  }
+  if (ids.length > ctx) {
+    ids.length = ctx;
+    train.length = ctx;
+  }
+  if (!train.some((t, i) => t === 1 && i > 0)) return null;
+  return { ids, train };
+}
+
+/** Groups examples of similar length into batches of about `tokensPerStep` padded tokens. */
+function makeBatches(examples: Example[], tokensPerStep: number, rand: () => number): Example[][] {
+  const order = examples.map((e, i) => ({ e, key: e.ids.length + rand() * 0.5, i })).sort((a, b) => a.key - b.key || a.i - b.i);
+  const batches: Example[][] = [];
+  let cur: Example[] = [];
+  for (const { e } of order) {
+    const longest = Math.max(e.ids.length, ...cur.map((x) => x.ids.length));
+    if (cur.length > 0 && longest * (cur.length + 1) > tokensPerStep) {
+      batches.push(cur);
+      cur = [];
+    }
+    cur.push(e);
+  }
+  if (cur.length) batches.push(cur);
+  return batches;
+}
+
+function shuffle<T>(xs: T[], rand: () => number): T[] {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [xs[i], xs[j]] = [xs[j]!, xs[i]!];
+  }
+  return xs;
+}
+
+function batchLoss(model: Decoder, batch: Example[], pad: number): () => tf.Scalar {
+  const B = batch.length;
+  const T = Math.max(...batch.map((e) => e.ids.length)) - 1;
+  const inputs = new Int32Array(B * T).fill(pad);
+  const targets = new Int32Array(B * T);
+  const mask = new Float32Array(B * T);
+  batch.forEach((e, b) => {
+    for (let t = 0; t + 1 < e.ids.length; t++) {
+      inputs[b * T + t] = e.ids[t]!;
+      targets[b * T + t] = e.ids[t + 1]!;
+      mask[b * T + t] = e.train[t + 1]!;
+    }
+  });
+  return () => {
+    // Right padding: causal attention never lets a real token see the padding after it.
+    const { logits } = model.forward(tf.tensor2d(inputs, [B, T], 'int32'));
+    return crossEntropy(logits, tf.tensor2d(targets, [B, T], 'int32'), tf.tensor2d(mask, [B, T]));
+  };
+}
+
+async function sha256File(path: string): Promise<string> {
+  return createHash('sha256').update(await readFile(path)).digest('hex');
+}
+
+/** Trains the starter policy and writes it to options.dir (replacing what was there). */
+export async function buildStarterPolicy(options: StarterOptions): Promise<StarterReport> {
+  const recipe = recipeOf(options);
+  const log = options.log ?? (() => {});
+  const started = Date.now();
+  const cpuStart = process.cpuUsage();
+  const rand = seededRandom(recipe.seed, 0x5747);
+
+  if (!options.dialogues) log(`starter: playing ${recipe.games} expert games on ColBench-mini tasks (seed ${recipe.seed})`);
+  const dialogues = options.dialogues ?? (await expertDialogues(recipe.seed, recipe.games));
+  if (dialogues.length === 0) throw new Error('starter: no training dialogues');
+
+  // Tokenizer: byte-level BPE learnt from the same dialogues, rendered as the model will see them.
+  const chat = new ChatFormatter(CHATML_TEMPLATE);
+  const rendered = dialogues.map((d) => chat.format(d));
+  const tokenizerJson = trainByteLevelBpe(rendered, { vocabSize: recipe.size.vocabSize });
+  const tokenizerConfig = chatMlTokenizerConfig(CHATML_TEMPLATE, { model_max_length: recipe.size.contextLength });
+  const tok = new TextTokenizer({ tokenizerJson: tokenizerJson as unknown as Record<string, unknown>, tokenizerConfig });
+  log(`starter: tokenizer with ${tok.vocabSize} tokens`);
+
+  const examples = dialogues
+    .map((d) => encodeDialogue(chat, tok, d, recipe.size.contextLength + 1))
+    .filter((e): e is Example => e !== null);
+  if (examples.length === 0) throw new Error('starter: no dialogue has an assistant turn to learn from');
+  const trainTokens = examples.reduce((n, e) => n + e.ids.length, 0);
+
+  const config: ModelConfig = llamaConfig({
+    vocabSize: tok.vocabSize,
+    hiddenSize: recipe.size.hiddenSize,
+    intermediateSize: recipe.size.intermediateSize,
+    numLayers: recipe.size.numLayers,
+    numHeads: recipe.size.numHeads,
+    numKvHeads: recipe.size.numKvHeads,
+    maxPositionEmbeddings: recipe.size.contextLength,
+    tieWordEmbeddings: true,
+    eosTokenIds: [tok.tokenToId('<|im_end|>')!],
+    padTokenId: tok.padTokenId,
+  });
+  const model = new Decoder(config, { name: 'starter', seed: recipe.seed });
+  const optimizer = new AdamW(model.params, {
+    lr: warmupCosine({ peakLr: recipe.peakLr, warmupSteps: Math.max(1, Math.round(recipe.steps * 0.05)), totalSteps: recipe.steps }),
+    beta1: 0.9,
+    beta2: 0.95,
+    weightDecay: 0.01,
+  });
+  const trainer = new TrainStep({ optimizer, maxGradNorm: 1.0 });
+  log(
+    `starter: ${model.numParameters.toLocaleString('en')} parameters, ${examples.length} dialogues, ${trainTokens.toLocaleString('en')} tokens, ` +
+      `${recipe.steps} updates of ~${recipe.tokensPerStep} tokens`,
+  );
+
+  const bar =
+    options.progress === 'bar'
+      ? new cliProgress.SingleBar(
+          { format: 'starter policy [{bar}] {value}/{total} updates | loss {loss} | {eta_formatted} left', stream: process.stderr, hideCursor: true },
+          cliProgress.Presets.shades_classic,
+        )
+      : undefined;
+  bar?.start(recipe.steps, 0, { loss: '-' });
+
+  const losses: number[] = [];
+  let queue: Example[][] = [];
+  try {
+    for (let step = 0; step < recipe.steps; step++) {
+      if (queue.length === 0) queue = shuffle(makeBatches(examples, recipe.tokensPerStep, rand), rand);
+      const batch = queue.pop()!;
+      const { loss } = trainer.run(batchLoss(model, batch, tok.padTokenId));
+      if (!Number.isFinite(loss)) throw new Error(`starter: loss became ${loss} at update ${step}`);
+      losses.push(loss);
+      bar?.update(step + 1, { loss: loss.toFixed(3) });
+      if (options.progress === 'lines' && ((step + 1) % Math.max(1, Math.round(recipe.steps / 10)) === 0 || step + 1 === recipe.steps)) {
+        log(`starter: update ${step + 1}/${recipe.steps}, loss ${loss.toFixed(3)}, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+      }
+      // Lets other work on this thread (a progress bar's timer, a bot's heartbeat) run between updates.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    bar?.stop();
+
+    const tenth = Math.max(1, Math.floor(losses.length / 10));
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const report: StarterReport = {
+      recipe,
+      numParameters: model.numParameters,
+      trainTokens,
+      trainDialogues: examples.length,
+      initialLoss: mean(losses.slice(0, tenth)),
+      finalLoss: mean(losses.slice(-tenth)),
+      losses,
+      seconds: (Date.now() - started) / 1000,
+      cpuSeconds: (() => {
+        const u = process.cpuUsage(cpuStart);
+        return (u.user + u.system) / 1e6;
+      })(),
+      backend: tf.getBackend(),
+    };
+
+    await rm(options.dir, { recursive: true, force: true });
+    await saveCheckpoint(options.dir, model);
+    await saveTokenizerFiles(options.dir, tokenizerJson, tokenizerConfig);
+    const files: Record<string, string> = {};
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) files[f] = await sha256File(join(options.dir, f));
+    const { writeFileAtomic } = await import('./safetensors.ts');
+    await writeFileAtomic(
+      join(options.dir, STARTER_MANIFEST),
+      // Only deterministic facts: the manifest is hashed with the checkpoint, so no wall-clock time here.
+      JSON.stringify({ recipeVersion: STARTER_RECIPE_VERSION, ...report, seconds: undefined, cpuSeconds: undefined, losses: undefined, files }, null, 2) + '\n',
+    );
+    log(
+      `starter: loss ${report.initialLoss.toFixed(3)} -> ${report.finalLoss.toFixed(3)} in ${report.seconds.toFixed(1)} s ` +
+        `(${report.cpuSeconds.toFixed(1)} CPU s); written to ${options.dir}`,
+    );
+    return report;
+  } finally {
+    bar?.stop();
+    trainer.dispose();
+    optimizer.dispose();
+    model.dispose();
+  }
+}
+
+export interface EnsureResult {
+  reused: boolean;
+  sha256: string;
+  numParameters: number;
+  report?: StarterReport;
+}
+
+/**
+ * Reuses the starter in options.dir when its manifest names the same recipe and every file still has the
+ * sha256 recorded at build time; otherwise (missing, other recipe, a changed or truncated file) builds it.
+ */
+export async function ensureStarterPolicy(options: StarterOptions): Promise<EnsureResult> {
+  const recipe = recipeOf(options);
+  if (!options.force && !options.dialogues) {
+    const reason = await verifyStarter(options.dir, recipe);
+    if (reason === null) {
+      const manifest = JSON.parse(await readFile(join(options.dir, STARTER_MANIFEST), 'utf8')) as { numParameters: number };
+      return { reused: true, sha256: await checkpointSha256(options.dir), numParameters: manifest.numParameters };
+    }
+    options.log?.(`starter: building (${reason})`);
+  }
+  const report = await buildStarterPolicy(options);
+  return { reused: false, sha256: await checkpointSha256(options.dir), numParameters: report.numParameters, report };
+}
+
+/** null when dir holds a valid starter of this recipe, else why not. */
+export async function verifyStarter(dir: string, recipe: StarterRecipe): Promise<string | null> {
+  const manifestPath = join(dir, STARTER_MANIFEST);
+  if (!existsSync(manifestPath)) return `no starter policy at ${dir}`;
+  let manifest: { recipeVersion?: number; recipe?: StarterRecipe; files?: Record<string, string> };
+  try {
+    manifest = JSON.parse(await readFile(manifestPath, 'utf8'));
+  } catch {
+    return `${manifestPath} is unreadable`;
+  }
+  if (manifest.recipeVersion !== STARTER_RECIPE_VERSION || JSON.stringify(manifest.recipe) !== JSON.stringify(recipe)) {
+    return 'the existing starter was built with another recipe or seed';
+  }
+  for (const [file, sha] of Object.entries(manifest.files ?? {})) {
+    const p = join(dir, file);
+    if (!existsSync(p)) return `${file} is missing`;
+    if ((await sha256File(p)) !== sha) return `${file} does not match its recorded sha256`;
+  }
+  if (!manifest.files || Object.keys(manifest.files).length < 4) return 'the manifest lists no files';
+  return null;
+}
+
+/**
+ * The initial policy's directory: POLICY_MODEL_DIR when configured (checked to exist), else the starter under
+ * CHECKPOINT_DIR/starter, built on first use and reused afterwards.
+ */
+export async function resolveInitialPolicy(options: {
+  policyModelDir?: string | undefined;
+  checkpointDir: string;
+  seed: number;
+  progress?: StarterOptions['progress'];
+  log?: (line: string) => void;
+}): Promise<{ dir: string; source: 'configured' | 'starter'; sha256: string }> {
+  if (options.policyModelDir) {
+    if (!existsSync(join(options.policyModelDir, 'config.json'))) {
+      throw new Error(`POLICY_MODEL_DIR=${options.policyModelDir} is not a Hugging Face model directory (no config.json)`);
+    }
+    return { dir: options.policyModelDir, source: 'configured', sha256: await checkpointSha256(options.policyModelDir) };
+  }
+  const dir = join(options.checkpointDir, 'starter');
+  const r = await ensureStarterPolicy({
+    dir,
+    seed: options.seed,
+    ...(options.progress ? { progress: options.progress } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
+  return { dir, source: 'starter', sha256: r.sha256 };
+}

@@ -71,6 +71,22 @@ async function profile(f: () => void): Promise<Profile> {
   return { total: +total.toFixed(1), top };
 }
 
+/** Raw single-matmul throughput of the active backend (512³, the operand cached as weights are), GFLOP/s. */
+function sgemmGflops(): number {
+  const a = tf.randomNormal([512, 512]);
+  const b = tf.randomNormal([512, 512]);
+  tf.matMul(a, b).dispose();
+  const t0 = performance.now();
+  for (let i = 0; i < 10; i++) {
+    const c = tf.matMul(a, b);
+    c.dataSync();
+    c.dispose();
+  }
+  const s = (performance.now() - t0) / 1000;
+  tf.dispose([a, b]);
+  return +((10 * 2 * 512 ** 3) / s / 1e9).toFixed(1);
+}
+
 async function benchTfjs(size: Size, steps: number) {
   const model = new Decoder(size.config, { seed: 0, name: `bench${size.label}` });
   const optimizer = new AdamW(model.namedTrainableVariables(), { lr: 1e-3 });
@@ -132,6 +148,7 @@ async function main() {
   const steps = Number(arg('steps') ?? 3);
   const wanted = (arg('sizes') ?? '1M,7M').split(',');
   const loadBefore = os.loadavg();
+  const tfjsSgemm = sgemmGflops();
   const rows = [];
   for (const size of SIZES.filter((s) => wanted.includes(s.label))) {
     process.stderr.write(`[bench:model] ${size.label}: tfjs (${backend.name}) ...\n`);
@@ -145,6 +162,7 @@ async function main() {
   const torchInfo = rows[0]?.torch;
   console.log(`tfjs backend: ${backend.name} — ${backend.detail}`);
   console.log(`PyTorch ${torchInfo?.torch}, BLAS ${torchInfo?.blas}, ${torchInfo?.torch_threads} thread(s), sgemm 512³ ${torchInfo?.sgemm_512_gflops} GFLOP/s`);
+  console.log(`tfjs ${backend.name} matmul 512³: ${tfjsSgemm} GFLOP/s (single thread)`);
   console.log(`load average (1 min) before ${loadBefore[0]!.toFixed(2)}, after ${loadAfter[0]!.toFixed(2)} on ${os.cpus().length} cores; generation uses trainer/model/generate.ts (greedy, batched, KV cache)`);
   console.log('');
   console.log('size  params     train tok/s tfjs  torch   ratio   gen tok/s tfjs  torch   ratio');
@@ -164,7 +182,7 @@ async function main() {
     }
   }
   console.log(JSON.stringify({
-    bench: 'model', backend: backend.name, loadavg: { before: loadBefore, after: loadAfter }, cores: os.cpus().length,
+    bench: 'model', backend: backend.name, tfjsSgemmGflops: tfjsSgemm, loadavg: { before: loadBefore, after: loadAfter }, cores: os.cpus().length,
     torch: torchInfo && { version: torchInfo.torch, blas: torchInfo.blas, threads: torchInfo.torch_threads, sgemmGflops: torchInfo.sgemm_512_gflops },
     results: rows.map((r) => ({
       size: r.size, params: r.params, tokensPerStep: r.tokensPerStep,

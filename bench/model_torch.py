@@ -141,9 +141,11 @@ class Decoder(torch.nn.Module):
                 k = torch.cat([cache[l][0], k], 2)
                 v = torch.cat([cache[l][1], v], 2)
             new_cache.append((k, v))
-            qg = q.reshape(B, Hkv, (H // Hkv) * T, hd)
-            s = (qg @ k.transpose(-1, -2) / math.sqrt(hd)).view(B, H, T, S) + bias
-            o = (s.softmax(-1).view(B, Hkv, (H // Hkv) * T, S) @ v).view(B, H, T, hd)
+            # Grouped-query attention as transformers' repeat_kv does it (query head h reads key/value head
+            # h // (H / H_kv)); the tfjs decoder groups the queries instead, so the two formulations check each other.
+            kr, vr = k.repeat_interleave(H // Hkv, dim=1), v.repeat_interleave(H // Hkv, dim=1)
+            s = q @ kr.transpose(-1, -2) / math.sqrt(hd) + bias
+            o = s.softmax(-1) @ vr
             h = h + self.linear(o.transpose(1, 2).reshape(B, T, H * hd), p + 'self_attn.o_proj')
             m = self.rms(h, p + 'post_attention_layernorm.weight')
             h = h + self.linear(F.silu(self.linear(m, p + 'mlp.gate_proj')) * self.linear(m, p + 'mlp.up_proj'), p + 'mlp.down_proj')

@@ -152,6 +152,11 @@ export function dialogueTurns(turns: readonly Turn[]): DialogueTurn[] {
     .map((t) => ({ role: t.role as 'agent' | 'human', content: t.content }));
 }
 
+/** Text as Postgres can store it: NUL characters replaced by U+FFFD. */
+export function pgSafe(text: string): string {
+  return text.includes('\u0000') ? text.replace(/\u0000/g, '\uFFFD') : text;
+}
+
 export class SessionEngine {
   private readonly sessionLock = new KeyedMutex();
   private readonly personLock = new KeyedMutex();
@@ -320,6 +325,8 @@ export class SessionEngine {
         break;
       }
       modelMs += performance.now() - t0;
+      // Postgres text cannot hold NUL, which a byte-level model can emit: stored (and shown) as U+FFFD.
+      reply = { ...reply, text: pgSafe(reply.text) };
       try {
         text = checkAgentMessage(reply.text, content.kind);
       } catch (err) {
@@ -430,7 +437,7 @@ export class SessionEngine {
         if (!last || last.role !== 'agent') throw new TurnRejectedError('Please wait for the agent\'s message, then answer.');
         let content: string;
         try {
-          content = checkHumanMessage(text, s.task.kind);
+          content = checkHumanMessage(pgSafe(text), s.task.kind);
         } catch (err) {
           throw new TurnRejectedError((err as Error).message);
         }

@@ -59,16 +59,21 @@ function uniqueFields(meta: Record<string, unknown> | undefined): string[] {
 const CONNECTION_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 const CONNECTION_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections', 'TlsConnectionError']);
 const NET_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE', 'EAI_AGAIN']);
+// SQLSTATE: class 08 (connection exception), 57P01-57P03 (server shutting down, crash, cannot connect now).
+function isConnectionSqlState(code: string | undefined): boolean {
+  return !!code && (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03');
+}
 
 /** Is this the database being unreachable (worth retrying later), rather than a bad query? */
 export function isConnectionError(err: unknown): boolean {
   if (err instanceof Prisma.PrismaClientKnownRequestError) {
-    return CONNECTION_CODES.has(err.code) || CONNECTION_KINDS.has(adapterCause(err.meta)?.kind ?? '');
+    const cause = adapterCause(err.meta);
+    return CONNECTION_CODES.has(err.code) || CONNECTION_KINDS.has(cause?.kind ?? '') || isConnectionSqlState(cause?.originalCode);
   }
   if (err instanceof Prisma.PrismaClientInitializationError) return true;
   const e = err as { code?: string; message?: string; cause?: { kind?: string } } | null;
   if (e?.cause?.kind && CONNECTION_KINDS.has(e.cause.kind)) return true;
-  if (e?.code && (NET_ERRNOS.has(e.code) || e.code === '57P01' || e.code === '57P03' || e.code === '08006' || e.code === '08001')) return true;
+  if (e?.code && (NET_ERRNOS.has(e.code) || isConnectionSqlState(e.code))) return true;
   return /Connection terminated|connection.*(closed|lost)|timeout exceeded when trying to connect/i.test(e?.message ?? '');
 }
 

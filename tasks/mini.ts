@@ -204,6 +204,7 @@ const gradeBands: MiniTemplate = {
     'Our course reports a band instead of the raw score: distinction, merit, pass, or the band for people who failed. Can you write the function that turns a score into the band?',
   ],
   facts: [
+    // The pools do not overlap, so the bands stay ordered whatever is drawn.
     { key: 'DISTINCTION_MIN', kind: 'number', comment: 'lowest score that still earns a distinction', questions: ['What is the lowest score that earns a distinction?'], guess: 90, pool: [85, 88, 92, 95] },
     { key: 'MERIT_MIN', kind: 'number', comment: 'lowest score that still earns a merit', questions: ['What is the lowest score for a merit?'], guess: 80, pool: [65, 68, 72, 75, 77] },
     { key: 'PASS_MIN', kind: 'number', comment: 'lowest score that still passes', questions: ['What is the lowest passing score?'], guess: 60, pool: [40, 45, 50, 55] },
@@ -447,6 +448,7 @@ export function miniTemplate(id: string): MiniTemplate {
 // ---------------------------------------------------------------------------------------------------------
 // Generation
 
+const OPENERS = ['', '', 'Hi! ', 'Hello, quick one. ', 'Hey there. ', 'Hi, I could use some help. ', 'Good morning! '];
 const PRODUCTS = ['handmade candles', 'loose-leaf tea', 'board games', 'yarn', 'art prints', 'soap', 'coffee beans'];
 
 function sampleValues(rng: Rng, template: MiniTemplate): Record<string, FactValue> {
@@ -457,11 +459,6 @@ function sampleValues(rng: Rng, template: MiniTemplate): Record<string, FactValu
     while (values.INPUT_UNIT === values.OUTPUT_UNIT || (values.INPUT_UNIT === 'miles' && values.OUTPUT_UNIT === 'kilometers')) {
       values.OUTPUT_UNIT = pick(rng, UNITS);
     }
-  }
-  if (template.id === 'grade-bands') {
-    // Bands must stay ordered whatever was drawn.
-    const d = num(values, 'DISTINCTION_MIN');
-    if (num(values, 'MERIT_MIN') >= d) values.MERIT_MIN = d - 10;
   }
   return values;
 }
@@ -490,7 +487,9 @@ export function generateMiniTasks(options: GenerateMiniOptions): TaskRecord[] {
     const functionName = pick(rng, template.functionNames);
     const values = sampleValues(rng, template);
     const request = pick(rng, template.requests).replace('{product}', pick(rng, PRODUCTS));
-    const description = `${request} The signature of the function is: def ${functionName}(${template.params})`;
+    // Drawn from a stream of its own so that the wording varies without changing any value or test.
+    const opener = pick(createRng(fnv1a(`${externalId}:opener`)), OPENERS);
+    const description = `${opener}${request} The signature of the function is: def ${functionName}(${template.params})`;
     const reference = template.build(functionName, values);
     const testCases = template.testArgs(rng, values).map((args) => `${functionName}(${args})`);
     const withheld: WithheldFact[] = template.facts.map((f) => ({ key: f.key, question: pick(rng, f.questions), answer: py(valueOf(values, f.key)) }));

@@ -27,7 +27,7 @@ import { ExportStats, renderCard, type ExportFormat } from './card.ts';
 import { jsonlSink } from './jsonl.ts';
 import { parquetSink } from './parquet.ts';
 import { pseudonymizer } from './pseudonym.ts';
-import { countSessions, streamSessions, validateFilters, type ExportFilters } from './query.ts';
+import { assertPolicyExists, countSessions, streamSessions, validateFilters, type ExportFilters } from './query.ts';
 import { toRecord, type ExportRecord } from './record.ts';
 import type { RecordSink } from './sink.ts';
 import { sweetRlSink } from './sweet-rl.ts';
@@ -83,6 +83,7 @@ export async function exportSessions(prisma: PrismaClient, opts: ExportOptions, 
   const filters: ExportFilters = { ...opts.filters, ...(opts.format === 'sweet-rl' ? { requireReward: true } : {}) };
   validateFilters(filters);
   const pseudonym = pseudonymizer(opts.salt);
+  await assertPolicyExists(prisma, filters.policy);
   const excludeComments = opts.excludeComments ?? false;
   const now = opts.now ?? new Date();
 

@@ -55,6 +55,21 @@ export function validateFilters(f: ExportFilters): void {
   }
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A misspelt --policy would otherwise export nothing, silently. */
+export async function assertPolicyExists(prisma: PrismaClient, policy: string | undefined): Promise<void> {
+  if (policy === undefined) return;
+  const found = await prisma.policyVersion.findFirst({
+    where: UUID.test(policy) ? { OR: [{ name: policy }, { id: policy }] } : { name: policy },
+    select: { id: true },
+  });
+  if (!found) {
+    const known = (await prisma.policyVersion.findMany({ select: { name: true }, orderBy: { createdAt: 'asc' }, take: 20 })).map((p) => p.name);
+    throw new FilterError(`--policy: no policy version named "${policy}"${known.length ? ` (known: ${known.join(', ')})` : ' (none exist yet)'}`);
+  }
+}
+
 /** SQL condition: this participant's data may leave (see the rules at the top). */
 function visibleParticipant(alias: string): Prisma.Sql {
   const a = Prisma.raw(alias);

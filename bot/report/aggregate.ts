@@ -1,7 +1,7 @@
 // Per policy version, task kind and kind of collaborator (human or simulated): the figures of the report,
 // accumulated in one streaming pass over the sessions (memory grows with groups and tasks, not with sessions).
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import { streamSessionSummaries, type ExportFilters, type SessionSummary } from '../export/query.ts';
+import { assertPolicyExists, streamSessionSummaries, validateFilters, type ExportFilters, type SessionSummary } from '../export/query.ts';
 import { histogramMedian, MeanAccumulator, wilson, type Interval } from './stats.ts';
 
 export type Collaborator = 'human' | 'simulated';
@@ -148,6 +148,8 @@ export function reportFilters(f: ExportFilters): ExportFilters {
 
 export async function collectReport(prisma: PrismaClient, filters: ExportFilters, referencePolicy?: string, now?: Date): Promise<ReportData> {
   const f = reportFilters(filters);
+  validateFilters(f);
+  await assertPolicyExists(prisma, f.policy);
   const acc = new ReportAccumulator();
   for await (const page of streamSessionSummaries(prisma, f)) for (const s of page) acc.add(s);
   return acc.finish(f, referencePolicy, now);

@@ -111,6 +111,7 @@ export function charts(data: ReportData): { name: string; chart: BarChart }[] {
     series: policies.map((p) => ({ name: p, values: sumBy((g) => g.ratings.histogram, p, 5) })),
     yLabel: 'ratings',
     xLabel: 'rating (1 = useless, 5 = excellent)',
+    integerTicks: true,
   };
   const maxTurns = Math.max(0, ...data.groups.map((g) => g.turns.histogram.length - 1));
   const turns: BarChart = {
@@ -119,6 +120,7 @@ export function charts(data: ReportData): { name: string; chart: BarChart }[] {
     series: policies.map((p) => ({ name: p, values: sumBy((g) => g.turns.histogram, p, maxTurns + 1) })),
     yLabel: 'sessions',
     xLabel: 'agent turns',
+    integerTicks: true,
   };
   if (data.groups.length === 0) {
     ratings.series = [];

@@ -18,6 +18,8 @@ export interface BarChart {
   xLabel?: string;
   /** Fixed top of the y axis (e.g. 1 for rates); default: rounded up from the data. */
   yMax?: number;
+  /** Counts: ticks at whole numbers only. */
+  integerTicks?: boolean;
   /** Format of tick and value labels. */
   format?: (v: number) => string;
   width?: number;
@@ -58,7 +60,7 @@ export function barChartSvg(c: BarChart): string {
       if (h !== undefined && Number.isFinite(h)) dataMax = Math.max(dataMax, h);
     });
   }
-  const step = niceStep(c.yMax ?? dataMax);
+  const step = c.integerTicks ? Math.max(1, niceStep(c.yMax ?? dataMax)) : niceStep(c.yMax ?? dataMax);
   const yMax = c.yMax ?? Math.max(step, Math.ceil(dataMax / step) * step);
   const y = (v: number) => margin.top + plotH - (Math.max(0, Math.min(v, yMax)) / yMax) * plotH;
 

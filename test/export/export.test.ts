@@ -59,6 +59,8 @@ describe('selection', () => {
     expect(await selected({ kind: 'backend' })).toEqual(['S1', 'S10', 'S2']);
     expect(await selected({ split: 'test' })).toEqual(['S2']);
     expect(await selected({ policy: 'starter' })).toEqual(['S1']);
+    const starter = await prisma.policyVersion.findUniqueOrThrow({ where: { name: 'starter' } });
+    expect(await selected({ policy: starter.id })).toEqual(['S1']);
     expect(await selected({ policy: 'sweet-0001' })).toEqual(['S10', 'S2', 'S3']);
     expect(await selected({ since: new Date('2026-01-02T00:00:00Z'), until: new Date('2026-01-03T12:00:00Z') })).toEqual(['S2']);
     expect(await selected({ since: new Date('2026-01-02T12:00:00Z') })).toEqual(['S2', 'S3']);
@@ -306,6 +308,9 @@ describe('dataset card and failures', () => {
     await expect(exportSessions(prisma, { format: 'jsonl', salt: SALT, filters: { since: new Date('2026-02-01'), until: new Date('2026-01-01') } }, path)).rejects.toThrow(FilterError);
     await expect(exportSessions(prisma, { format: 'csv' as never, salt: SALT }, path)).rejects.toThrow(/unknown format "csv"/);
     await expect(exportSessions(prisma, { format: 'jsonl', salt: 'short' }, path)).rejects.toThrow(/at least 8 characters/);
+    await expect(exportSessions(prisma, { format: 'jsonl', salt: SALT, filters: { policy: 'sweet-9999' } }, path)).rejects.toThrow(
+      /no policy version named "sweet-9999" \(known: starter, sweet-0001\)/,
+    );
     expect(existsSync(path)).toBe(false);
     expect(readdirSync(dir).filter((f) => f.endsWith('.partial'))).toEqual([]);
   });

@@ -137,3 +137,11 @@ describe('report pieces', () => {
     expect(svg).not.toContain('<s>');
   });
 });
+
+describe('count charts', () => {
+  it('tick at whole numbers only', () => {
+    const svg = barChartSvg({ title: 't', categories: ['1'], series: [{ name: 's', values: [1] }], yLabel: 'n', integerTicks: true });
+    expect(svg).not.toContain('>0.20<');
+    expect(svg).toContain('>1</text>');
+  });
+});

@@ -63,6 +63,7 @@ describe('Hugging Face config parsing', () => {
     expect(() => parseHfConfig({ ...smollm2_135m, rope_scaling: { rope_type: 'yarn', factor: 4 } })).toThrow(/rope_scaling type "yarn"/);
     expect(() => parseHfConfig({ ...smollm2_135m, num_key_value_heads: 4 })).toThrow(/multiple of num_key_value_heads/);
     expect(() => parseHfConfig({ ...smollm2_135m, vocab_size: '49152' })).toThrow(/"vocab_size" must be a positive integer/);
+    expect(() => parseHfConfig({ ...qwen25_05b, use_sliding_window: true })).toThrow(/use_sliding_window/);
     expect(() => parseHfConfig([])).toThrow(/JSON object/);
   });
 

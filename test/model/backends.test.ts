@@ -49,6 +49,18 @@ describe('wasm and cpu backends', () => {
     for (const [name, g] of cpu.grads) expect(rel(wasm.grads.get(name)!, g), name).toBeLessThan(1e-4);
   });
 
+  it('the cached transposed weights never serve stale values after a variable is assigned', async () => {
+    await useBackend('wasm');
+    const x = tf.tensor2d([[1, 2, 3], [4, 5, 6]]);
+    const w = tf.variable(tf.tensor2d([[1, 0, 0], [0, 1, 0]]), true, 'cache-test/w');
+    const xwT = () => tf.tidy(() => [...tf.matMul(x, w, false, true).dataSync()]);
+    for (let i = 0; i < 3; i++) expect(xwT()).toEqual([1, 2, 4, 5]); // second call onwards: from the cache
+    w.assign(tf.tensor2d([[0, 0, 1], [1, 1, 1]]));
+    for (let i = 0; i < 3; i++) expect(xwT()).toEqual([3, 6, 6, 15]);
+    w.dispose();
+    x.dispose();
+  });
+
   it('a forced backend that is unavailable fails loudly', async () => {
     await expect(initBackend('tensorflow')).rejects.toThrow(/TFJS_BACKEND=tensorflow, but native TensorFlow is unavailable/);
   });

@@ -23,6 +23,7 @@ describe('decoder forward', () => {
   it('KV-cache logits equal full recomputation (prefix, then chunks, then single tokens)', () => {
     const m = tinyDecoder();
     const seq = [[3, 1, 4, 1, 5, 9, 2, 6, 5, 3], [2, 7, 1, 8, 2, 8, 1, 8, 2, 8]];
+    const baseline = tf.memory().numTensors;
     const full = m.forward(ids2d(seq)).logits;
     const parts: tf.Tensor[] = [];
     let cache: KVCache | undefined;
@@ -37,6 +38,9 @@ describe('decoder forward', () => {
     const incremental = tf.concat(parts, 1);
     expect(maxRelDiff(incremental, full)).toBeLessThan(1e-5);
     disposeCache(cache);
+    tf.dispose([incremental, full, ...parts]);
+    // Only the chunk ids (made in the loop, 5 of them) and the full ids remain: the cache path leaks nothing.
+    expect(tf.memory().numTensors).toBe(baseline + 6);
     m.dispose();
   });
 

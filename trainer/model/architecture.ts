@@ -19,6 +19,7 @@
 //   mlp_bias                          biases on gate/up/down (llama; rarely true)
 //   bos_token_id, eos_token_id        number, number[] or null; pad_token_id likewise
 //   hidden_act                        must be "silu" (SwiGLU); anything else is refused
+//   use_sliding_window                must not be true (qwen2; full causal attention only)
 
 export const SUPPORTED_MODEL_TYPES = ['llama', 'qwen2'] as const;
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
@@ -133,6 +134,7 @@ export function parseHfConfig(raw: unknown, source?: string): ModelConfig {
       );
     }
   }
+  if (c.use_sliding_window === true) throw new ConfigError('use_sliding_window is not supported (full causal attention only)', source);
   const act = c.hidden_act ?? 'silu';
   if (act !== 'silu') throw new ConfigError(`hidden_act ${JSON.stringify(act)} is not supported (only "silu", i.e. SwiGLU)`, source);
   const hiddenSize = positiveInt(c, 'hidden_size', source);

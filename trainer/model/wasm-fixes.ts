@@ -26,6 +26,7 @@ interface WasmBackendLike {
   makeOutput(shape: number[], dtype: tf.DataType): TensorInfo;
   typedArrayFromHeap(t: TensorInfo): Float32Array | Int32Array | Uint8Array;
   disposeData(dataId: object): boolean;
+  dataIdMap: { has(dataId: object): boolean };
 }
 
 type Call = { inputs: Record<string, TensorInfo | TensorInfo[]>; backend: unknown; attrs?: NamedAttrMap };
@@ -52,8 +53,10 @@ const SMALL_PRODUCT = 32 * 1024;
  * Transposed copies of matrices that are transposed again and again: weights in x·Wᵀ while generating, frozen
  * base weights under LoRA. Keyed by the identity of the tensor's data (tfjs data never changes in place; a
  * variable's assign() gets new data), cached only from the second time the same data is seen (activations are
- * transposed once and die), and bounded in bytes (least recently used evicted). Besides the copy, a cached
- * operand keeps its XNNPACK operator, whose packed weights are then reused instead of repacked every call.
+ * transposed once and die) and only while the source data is alive. Bounded in bytes: when full, entries of
+ * freed sources are dropped and, if there is still no room, the new one is simply not cached (no thrashing
+ * for models larger than the cache). Besides the copy, a cached operand keeps its XNNPACK operator, whose
+ * packed weights are then reused instead of repacked on every call.
  */
 class TransposeCache {
   private readonly seen = new WeakSet<object>();
@@ -63,28 +66,28 @@ class TransposeCache {
 
   get(b: TensorInfo, transposeFn: (t: TensorInfo) => TensorInfo, be: WasmBackendLike): TensorInfo {
     const hit = this.entries.get(b.dataId);
-    if (hit) {
-      this.entries.delete(b.dataId);
-      this.entries.set(b.dataId, hit);
-      return hit;
-    }
-    const t = transposeFn(b); // owned by the caller's temporaries unless adopted below
+    if (hit) return hit;
+    const t = transposeFn(b); // one of the caller's temporaries unless copied in below
     if (!this.seen.has(b.dataId)) {
       this.seen.add(b.dataId);
       return t;
     }
     const size = sizeOf(b.shape) * 4;
-    if (size > this.maxBytes / 4) return t;
+    if (this.bytes + size > this.maxBytes) this.dropDead(be);
+    if (this.bytes + size > this.maxBytes) return t;
     const own = copyRows(be, t, 0, [...t.shape]);
     this.entries.set(b.dataId, own);
     this.bytes += size;
-    for (const [key, v] of this.entries) {
-      if (this.bytes <= this.maxBytes) break;
-      this.entries.delete(key);
+    return own;
+  }
+
+  private dropDead(be: WasmBackendLike): void {
+    for (const [source, v] of this.entries) {
+      if (be.dataIdMap.has(source)) continue;
+      this.entries.delete(source);
       be.disposeData(v.dataId);
       this.bytes -= sizeOf(v.shape) * 4;
     }
-    return own;
   }
 
   clear(be: WasmBackendLike): void {

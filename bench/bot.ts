@@ -1,0 +1,130 @@
+// Bot benchmark: N simulated people (default 50) at once, each through a whole backend session on the fake
+// Discord (real discord.js client, real Postgres, real sandboxed evaluation) with a tiny real policy served by
+// the inference worker. Measures
+//   - interaction acknowledgement latency: from the interaction's dispatch on the gateway to the bot's
+//     callback reaching the fake Discord (Discord's limit is 3 s);
+//   - per-turn overhead excluding model time: from a person's message on the gateway to the agent's reply
+//     reaching Discord, minus the time the agent's reply() took (stored per turn as latencyMs).
+// Usage: npm run bench:bot [-- --people 50 --turns 3 --max-tokens 24]
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { builtinTasks } from '../tasks/library.ts';
+import { importTasks } from '../prisma/task-store.ts';
+import { createRuntime } from '../bot/runtime.ts';
+import { DiscordBot } from '../bot/discord/bot.ts';
+import { createPolicyAgent } from '../trainer/model/policy.ts';
+import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../test/fake-discord/server.ts';
+import { createTestDatabase } from '../test/helpers/db.ts';
+import { makeTinyCheckpoint } from '../test/model-inference/tiny.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    people: { type: 'string', default: '50' },
+    turns: { type: 'string', default: '3' },
+    'max-tokens': { type: 'string', default: '24' },
+  },
+});
+const PEOPLE = Number(args.people);
+const TURNS = Number(args.turns);
+const MAX_TOKENS = Number(args['max-tokens']);
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'bench-bot-'));
+  const ckpt = await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 });
+  const tdb = await createTestDatabase();
+  const fake = await new FakeDiscord({ heartbeatIntervalMs: 5_000 }).start();
+  await importTasks(tdb.prisma, builtinTasks({ kind: 'backend' }));
+  await tdb.prisma.policyVersion.create({
+    data: { name: 'tiny', algorithm: 'external', checkpointPath: ckpt, checkpointSha256: '0'.repeat(64), status: 'deployed', deployedAt: new Date() },
+  });
+  const agent = await createPolicyAgent({ checkpointDir: ckpt, name: 'tiny', maxTokens: MAX_TOKENS, seed: 1 });
+  const runtime = await createRuntime({ channel: 'discord', db: tdb.db, maxTurns: TURNS, idleMinutes: 30, loadAgent: async () => agent, render: null });
+  const bot = new DiscordBot(runtime.engine, tdb.db, {
+    token: 'bench-token',
+    apiBase: fake.apiBase,
+    guildIds: [fake.guildId],
+    consentText: 'BENCH CONSENT',
+    exportSalt: 'bench-export-salt',
+  });
+  await bot.start();
+
+  const acks: number[] = [];
+  const overheads: number[] = [];
+  const models: number[] = [];
+  const totals: number[] = [];
+  const ack = (i: InteractionRecord) => fake.waitFor(() => (i.ackAt !== null ? i.ackAt - i.sentAt : null), 120_000, 'ack').then((ms) => acks.push(ms));
+  const agentMsgs = (threadId: string) => fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'));
+
+  async function person(n: number): Promise<void> {
+    const user: FakeUser = fake.user(`person${n}`);
+    const start = fake.command(user, 'task', 'start', { kind: 'backend' });
+    await ack(start);
+    const consent = await fake.waitFor(() => fake.replies(start).find((s) => s.kind === 'original'), 120_000, 'consent');
+    const accept = fake.click(user, consent, 'consent:accept:backend');
+    await ack(accept);
+    const hidden = await fake.waitFor(() => fake.replies(accept).find((s) => s.content.includes('Only you can see this')), 300_000, 'hidden');
+    const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
+    let shown: Shown = await fake.waitFor(() => agentMsgs(threadId)[0], 600_000, 'first agent message');
+    for (let k = 1; k < TURNS; k++) {
+      const sent = performance.now();
+      fake.say(user, threadId, `Reply ${k} from person ${n}: keep it simple.`);
+      shown = await fake.waitFor(() => agentMsgs(threadId)[k], 600_000, `agent message ${k + 1}`);
+      const turn = await tdb.prisma.turn.findFirstOrThrow({ where: { externalMessageId: shown.id } });
+      const total = shown.at - sent;
+      totals.push(total);
+      models.push(turn.latencyMs ?? 0);
+      overheads.push(total - (turn.latencyMs ?? 0));
+    }
+    const rating = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 600_000, 'rating');
+    const sessionId = /rate:([0-9a-f-]+):/.exec(JSON.stringify(rating.components))![1]!;
+    const rate = fake.click(user, rating, `rate:${sessionId}:${1 + (n % 5)}`);
+    await ack(rate);
+  }
+
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: PEOPLE }, (_, n) => person(n)));
+  const wall = (performance.now() - t0) / 1000;
+  const answered = await tdb.prisma.session.count({ where: { status: 'answered' } });
+  const evaluated = await tdb.prisma.evaluation.count();
+  const rated = await tdb.prisma.rating.count();
+
+  await bot.stop();
+  await runtime.close();
+  await agent.close();
+  await fake.stop();
+  await tdb.drop();
+  await rm(dir, { recursive: true, force: true });
+
+  const row = (name: string, xs: number[]) => ({ name, n: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) });
+  const rows = [row('interaction ack (ms)', acks), row('turn overhead excl. model (ms)', overheads), row('model time per turn (ms)', models), row('turn total (ms)', totals)];
+  console.log(`\nbench:bot — ${PEOPLE} people at once, ${TURNS} agent turns each, tiny policy (max ${MAX_TOKENS} tokens/reply), Postgres, fake Discord`);
+  console.log(`${'metric'.padEnd(32)}${'n'.padStart(6)}${'p50'.padStart(10)}${'p99'.padStart(10)}${'max'.padStart(10)}`);
+  for (const r of rows) console.log(`${r.name.padEnd(32)}${String(r.n).padStart(6)}${r.p50.toFixed(1).padStart(10)}${r.p99.toFixed(1).padStart(10)}${r.max.toFixed(1).padStart(10)}`);
+  console.log(`sessions answered ${answered}/${PEOPLE}, evaluated ${evaluated}, rated ${rated}; wall ${wall.toFixed(1)} s; acks over 3 s: ${acks.filter((a) => a > 3000).length}`);
+  console.log(
+    JSON.stringify({
+      bench: 'bot',
+      people: PEOPLE,
+      turns: TURNS,
+      maxTokens: MAX_TOKENS,
+      ackMs: { p50: rows[0]!.p50, p99: rows[0]!.p99, max: rows[0]!.max, n: acks.length },
+      turnOverheadMs: { p50: rows[1]!.p50, p99: rows[1]!.p99, max: rows[1]!.max, n: overheads.length },
+      modelMs: { p50: rows[2]!.p50, p99: rows[2]!.p99, max: rows[2]!.max },
+      answered,
+      evaluated,
+      rated,
+      wallSeconds: Number(wall.toFixed(1)),
+    }),
+  );
+  if (answered !== PEOPLE || rated !== PEOPLE) process.exitCode = 1;
+}
+
+await main();

@@ -1,0 +1,49 @@
+// `sweetloop doctor` really uses each tool: a broken one is reported with a fix and a failing exit code.
+import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { checkBubblewrap, checkPython, runDoctor } from '../../bin/doctor.ts';
+import { parseConfig } from '../../bin/config.ts';
+
+const exec = promisify(execFile);
+
+describe('sweetloop doctor', () => {
+  it('a missing bubblewrap or python fails with a one-line fix', async () => {
+    const config = parseConfig({ BWRAP_BIN: '/nonexistent/bwrap', PYTHON_BIN: '/bin/false' });
+    const b = await checkBubblewrap(config);
+    expect(b.status).toBe('fail');
+    expect(b.fix).toMatch(/apt-get install bubblewrap/);
+    const p = await checkPython(config);
+    expect(p.status).toBe('fail');
+    expect(p.detail).toMatch(/did not run as Python 3/);
+    expect(p.fix).toMatch(/apt-get install python3/);
+  });
+
+  it('reports a bad variable, still runs the other checks, and exits 1', async () => {
+    const report = await runDoctor({ MAX_TURNS: 'many', PYTHON_BIN: '/usr/bin/python3' }, { skip: ['database', 'tfjs backend', 'chromium', 'bubblewrap'] });
+    expect(report.ok).toBe(false);
+    expect(report.checks.map((c) => [c.name, c.status])).toEqual([
+      ['configuration', 'fail'],
+      ['python3', 'ok'],
+    ]);
+    expect(report.checks[0]!.detail).toMatch(/MAX_TURNS/);
+
+    const err = await exec(process.execPath, ['bin/sweetloop.mjs', 'doctor', '--json', '--skip', 'database,tfjs backend,chromium'], {
+      env: { ...process.env, BWRAP_BIN: '/nonexistent/bwrap' },
+    }).then(
+      () => null,
+      (e: { code: number; stdout: string }) => e,
+    );
+    expect(err?.code).toBe(1);
+    const json = JSON.parse(err!.stdout) as { ok: boolean; checks: { name: string; status: string }[] };
+    expect(json.ok).toBe(false);
+    expect(json.checks.find((c) => c.name === 'bubblewrap')?.status).toBe('fail');
+  });
+
+  it('on a machine set up as .ci/run sets it up, every check passes against Postgres', async () => {
+    const { stdout } = await exec(process.execPath, ['bin/sweetloop.mjs', 'doctor', '--json', '--skip', 'database'], { timeout: 180_000 });
+    const json = JSON.parse(stdout) as { ok: boolean; checks: { name: string; status: string; detail: string }[] };
+    for (const c of json.checks) expect(c.status, `${c.name}: ${c.detail}`).not.toBe('fail');
+    expect(json.checks.map((c) => c.name)).toEqual(['configuration', 'tfjs backend', 'chromium', 'bubblewrap', 'python3']);
+  });
+});

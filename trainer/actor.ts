@@ -1,0 +1,143 @@
+// The SWEET-RL actor (arXiv 2503.15478, Sec. 4.3). For a share of the turn states o_t in the data, sample N
+// candidate messages from the policy, score each with the critic's advantage, pair a random top-half candidate
+// (chosen) with a random bottom-half one (rejected), and train the policy with DPO (+ NLL on the chosen one)
+// against the frozen initial policy.
+import * as tf from '@tensorflow/tfjs';
+import type { Trajectory } from './data.ts';
+import type { Critic, TurnState } from './critic.ts';
+import { dpoLoss } from './losses.ts';
+import { generate } from './model/generate.ts';
+import { completionLogprobs, completionLogprobValues } from './model/logprobs.ts';
+import { TrainStep } from './model/train-step.ts';
+import { topBottomPairs } from './pairs.ts';
+import type { TrainConfig } from './presets.ts';
+import { chunks, epochBatches, phaseOptimizer, Rng, type Phase } from './schedule.ts';
+import { encodeAction, encodePrompt, policyDialogue, type LoadedModel } from './sequences.ts';
+
+export interface ActorState extends TurnState {
+  sessionId: string;
+  /** Which agent turn of the session this state precedes (0-based). */
+  agentTurn: number;
+}
+
+/** One DPO pair of the actor: token ids, and the frozen reference's summed log-probabilities. */
+export interface ActionPair {
+  sessionId: string;
+  agentTurn: number;
+  prompt: number[];
+  chosen: number[];
+  rejected: number[];
+  refChosen: number;
+  refRejected: number;
+  /** Critic advantages of the two candidates (for the log). */
+  chosenScore: number;
+  rejectedScore: number;
+}
+
+/** Every agent-turn state of the data, then a seeded `fraction` of them (at least one). */
+export function selectStates(trajectories: readonly Trajectory[], fraction: number, seed: number): ActorState[] {
+  const all: ActorState[] = [];
+  for (const t of trajectories) {
+    for (let i = 0; i < t.turns.length; i += 2) {
+      if (t.turns[i]!.role !== 'agent') continue;
+      all.push({ sessionId: t.sessionId, agentTurn: i / 2, task: t.task, turns: t.turns.slice(0, i) });
+    }
+  }
+  const keep = Math.max(1, Math.round(all.length * fraction));
+  return Rng.derive(seed, 'actor-states').shuffle(all).slice(0, Math.min(keep, all.length));
+}
+
+/**
+ * Samples candidates for one state from `policy`, scores them with the critic and returns the actor's pairs.
+ * `policy` must still be the reference policy (collection happens before any actor update), so its
+ * log-probabilities are the reference's. Seeded per state: state k gives the same pairs in any run.
+ */
+export async function pairsForState(policy: LoadedModel, critic: Critic, state: ActorState, c: TrainConfig, stateSeed: number): Promise<ActionPair[]> {
+  const ctx = policy.model.config.maxPositionEmbeddings;
+  const dialogue = policyDialogue(state.task, state.turns);
+  const prompt = encodePrompt(policy, dialogue, ctx, c.maxNewTokens);
+  const results = await generate(policy.model, policy.tokenizer, Array.from({ length: c.candidates }, () => prompt), {
+    temperature: c.temperature,
+    maxTokens: c.maxNewTokens,
+    seed: stateSeed,
+  });
+  const texts = results.map((r) => r.text);
+  const scores = await critic.scoreCandidates(state, texts);
+  const rng = Rng.derive(stateSeed, 'pairs');
+  const picked = topBottomPairs(texts.map((_, i) => i), (i) => scores[i]!, c.pairsPerState, () => rng.next());
+  if (picked.length === 0) return [];
+  const rows = picked.flatMap((p) => [encodeAction(policy, dialogue, texts[p.chosen]!, ctx), encodeAction(policy, dialogue, texts[p.rejected]!, ctx)]);
+  const ref = await completionLogprobValues(policy.model, rows, { padTokenId: policy.tokenizer.padTokenId });
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  return picked.map((p, k) => ({
+    sessionId: state.sessionId,
+    agentTurn: state.agentTurn,
+    prompt: rows[2 * k]!.prompt,
+    chosen: rows[2 * k]!.completion,
+    rejected: rows[2 * k + 1]!.completion,
+    refChosen: sum(ref[2 * k]!),
+    refRejected: sum(ref[2 * k + 1]!),
+    chosenScore: scores[p.chosen]!,
+    rejectedScore: scores[p.rejected]!,
+  }));
+}
+
+/** DPO (+ NLL) of the policy on the actor's pairs: actorEpochs passes, batchSize pairs an update. */
+export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c: TrainConfig, name = 'actor'): Phase {
+  if (pairs.length === 0) throw new Error(`${name}: no candidate pairs (the critic scored every candidate of every state alike)`);
+  const batches = epochBatches(pairs.length, c.batchSize, c.actorEpochs, c.seed, name);
+  const totalSteps = Math.min(batches.length, c.maxSteps ?? Infinity);
+  const optimizer = phaseOptimizer(policy.model.namedTrainableVariables(), c.lr, totalSteps, c);
+  const trainer = new TrainStep({ optimizer, maxGradNorm: c.maxGradNorm, accumulationSteps: Number.POSITIVE_INFINITY });
+  const pad = policy.tokenizer.padTokenId;
+  return {
+    name,
+    totalSteps,
+    model: policy.model,
+    optimizer,
+    async step(index) {
+      const batch = batches[index]!.map((i) => pairs[i]!);
+      const nMicro = Math.ceil(batch.length / c.microBatch);
+      let loss = 0;
+      let margin = 0;
+      let accuracy = 0;
+      for (const micro of chunks(batch, c.microBatch)) {
+        const share = micro.length / batch.length;
+        let m = 0;
+        let a = 0;
+        const r = trainer.run(() => {
+          const lp = completionLogprobs(
+            policy.model,
+            [...micro.map((p) => ({ prompt: p.prompt, completion: p.chosen })), ...micro.map((p) => ({ prompt: p.prompt, completion: p.rejected }))],
+            { padTokenId: pad },
+          );
+          const n = micro.length;
+          const out = dpoLoss(
+            {
+              policyChosen: lp.sums.slice(0, n),
+              policyRejected: lp.sums.slice(n, n),
+              refChosen: tf.tensor1d(micro.map((p) => p.refChosen)),
+              refRejected: tf.tensor1d(micro.map((p) => p.refRejected)),
+              chosenLengths: tf.tensor1d(micro.map((p) => p.chosen.length)),
+            },
+            c.beta,
+            c.nllCoefficient,
+          );
+          m = out.margin.dataSync()[0]!;
+          a = out.accuracy.dataSync()[0]!;
+          return tf.mul(out.loss, share * nMicro) as tf.Scalar;
+        });
+        loss += r.loss / nMicro;
+        margin += m * share;
+        accuracy += a * share;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      const u = trainer.flush()!;
+      return { loss, margin, accuracy, gradNorm: u.gradNorm, lr: u.lr };
+    },
+    dispose() {
+      trainer.dispose();
+      optimizer.dispose();
+    },
+  };
+}

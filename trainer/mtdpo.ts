@@ -1,0 +1,95 @@
+// Multi-turn DPO, the paper's strongest baseline: pairs of whole trajectories of the same task (chosen has the
+// strictly higher reward), DPO over the sum of the log-probabilities of ALL the agent's turns of each
+// trajectory, against the frozen initial policy. Same data, pairing and DPO code as SWEET-RL; what it lacks is
+// the per-turn credit the critic gives.
+import * as tf from '@tensorflow/tfjs';
+import type { Trajectory } from './data.ts';
+import { dpoLoss } from './losses.ts';
+import { TrainStep } from './model/train-step.ts';
+import { preferencePairs, type Pair } from './pairs.ts';
+import type { TrainConfig } from './presets.ts';
+import { chunks, epochBatches, phaseOptimizer, type Phase } from './schedule.ts';
+import { encodeDialogue, policyDialogue, turnLogprobs, turnLogprobValues, type EncodedDialogue, type LoadedModel } from './sequences.ts';
+
+export interface PolicyExample {
+  sessionId: string;
+  seq: EncodedDialogue;
+  /** Summed reference log-probability of all agent-turn tokens, and how many there are. */
+  refSum: number;
+  tokens: number;
+}
+
+/** Encodes trajectories for the policy and scores them once under the reference (the initial policy). */
+export async function preparePolicyExamples(reference: LoadedModel, trajectories: readonly Trajectory[]): Promise<PolicyExample[]> {
+  const ctx = reference.model.config.maxPositionEmbeddings;
+  const seqs = trajectories.map((t) => encodeDialogue(reference, policyDialogue(t.task, t.turns), ctx));
+  const ref = await turnLogprobValues(reference.model, seqs, reference.tokenizer.padTokenId);
+  return trajectories.map((t, i) => ({
+    sessionId: t.sessionId,
+    seq: seqs[i]!,
+    refSum: ref[i]!.flat().reduce((a, b) => a + b, 0),
+    tokens: seqs[i]!.turns.reduce((n, x) => n + x.end - x.start, 0),
+  }));
+}
+
+export function trajectoryPairs(trajectories: readonly Trajectory[], examples: readonly PolicyExample[], maxPairsPerTask: number): Pair<PolicyExample>[] {
+  const byId = new Map(examples.map((e) => [e.sessionId, e]));
+  return preferencePairs(
+    trajectories.map((t) => ({ id: t.sessionId, groupId: t.taskId, reward: t.reward })),
+    maxPairsPerTask,
+  ).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
+}
+
+export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExample>[], c: TrainConfig): Phase {
+  if (pairs.length === 0) throw new Error('mtdpo: no trajectory pairs (every task needs sessions with different rewards)');
+  const batches = epochBatches(pairs.length, c.batchSize, c.actorEpochs, c.seed, 'mtdpo');
+  const totalSteps = Math.min(batches.length, c.maxSteps ?? Infinity);
+  const optimizer = phaseOptimizer(policy.model.namedTrainableVariables(), c.lr, totalSteps, c);
+  const trainer = new TrainStep({ optimizer, maxGradNorm: c.maxGradNorm, accumulationSteps: Number.POSITIVE_INFINITY });
+  const pad = policy.tokenizer.padTokenId;
+  return {
+    name: 'mtdpo',
+    totalSteps,
+    model: policy.model,
+    optimizer,
+    async step(index) {
+      const batch = batches[index]!.map((i) => pairs[i]!);
+      const nMicro = Math.ceil(batch.length / c.microBatch);
+      let loss = 0;
+      let accuracy = 0;
+      for (const micro of chunks(batch, c.microBatch)) {
+        const share = micro.length / batch.length;
+        let a = 0;
+        const r = trainer.run(() => {
+          const seqs = [...micro.map((p) => p.chosen.seq), ...micro.map((p) => p.rejected.seq)];
+          const lp = turnLogprobs(policy.model, seqs, pad);
+          const perTurn = tf.sum(lp.logp, 1) as tf.Tensor1D;
+          const sums = lp.owner.length ? (tf.unsortedSegmentSum(perTurn, tf.tensor1d(lp.owner, 'int32'), seqs.length) as tf.Tensor1D) : tf.zeros([seqs.length]);
+          const n = micro.length;
+          const out = dpoLoss(
+            {
+              policyChosen: sums.slice(0, n) as tf.Tensor1D,
+              policyRejected: sums.slice(n, n) as tf.Tensor1D,
+              refChosen: tf.tensor1d(micro.map((p) => p.chosen.refSum)),
+              refRejected: tf.tensor1d(micro.map((p) => p.rejected.refSum)),
+              chosenLengths: tf.tensor1d(micro.map((p) => p.chosen.tokens)),
+            },
+            c.beta,
+            c.nllCoefficient,
+          );
+          a = out.accuracy.dataSync()[0]!;
+          return tf.mul(out.loss, share * nMicro) as tf.Scalar;
+        });
+        loss += r.loss / nMicro;
+        accuracy += a * share;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      const u = trainer.flush()!;
+      return { loss, accuracy, gradNorm: u.gradNorm, lr: u.lr };
+    },
+    dispose() {
+      trainer.dispose();
+      optimizer.dispose();
+    },
+  };
+}

@@ -1,0 +1,134 @@
+// Hyper-parameters of the three training algorithms. `paper` is the SWEET-RL paper's table (8B models, full
+// fine-tuning); `cpu-small` is what the built-in ~1M-parameter starter policy needs to move at all on a CPU
+// within minutes: a learning rate four orders of magnitude larger (a tiny model trained from scratch, not a
+// pre-trained 8B one), fewer sampled candidates and fewer actor states.
+import { z } from 'zod';
+
+export const trainConfigSchema = z.object({
+  /** Peak learning rate of the actor / policy (DPO, SFT). */
+  lr: z.number().positive(),
+  /** Peak learning rate of the critic. */
+  criticLr: z.number().positive(),
+  /** beta of the critic's Bradley-Terry loss. */
+  criticBeta: z.number().positive(),
+  /** beta' of DPO (actor and multi-turn DPO). */
+  beta: z.number().positive(),
+  /** NLL coefficient on the chosen action, added to DPO. */
+  nllCoefficient: z.number().min(0),
+  /** Pairs (critic, DPO) or dialogues (RFT) per optimizer update. */
+  batchSize: z.number().int().positive(),
+  /** Rows per forward pass inside one update (gradient accumulation over the batch). */
+  microBatch: z.number().int().positive(),
+  criticEpochs: z.number().int().positive(),
+  actorEpochs: z.number().int().positive(),
+  adamBeta1: z.number().min(0).max(1),
+  adamBeta2: z.number().min(0).max(1),
+  weightDecay: z.number().min(0),
+  maxGradNorm: z.number().positive(),
+  /** Share of updates spent warming up. */
+  warmupRatio: z.number().min(0).max(1),
+  /** Cosine decays to this times the peak. */
+  minLrRatio: z.number().min(0).max(1),
+  /** Share of the data's agent-turn states the actor samples candidates for (paper: 10%). */
+  stateFraction: z.number().gt(0).max(1),
+  /** Candidates sampled per state (paper: 16). */
+  candidates: z.number().int().min(2),
+  /** Top-half vs bottom-half pairs per state (paper: 4). */
+  pairsPerState: z.number().int().positive(),
+  /** Sampling temperature of the candidates. */
+  temperature: z.number().positive(),
+  /** Longest sampled candidate, in tokens. */
+  maxNewTokens: z.number().int().positive(),
+  /** Trajectory pairs kept per task (largest reward gaps first). */
+  maxPairsPerTask: z.number().int().positive(),
+  /** RFT: a trajectory is "successful" when its reward reaches this. */
+  rftThreshold: z.number().min(0).max(1),
+  /** RFT epochs over the successful trajectories. */
+  sftEpochs: z.number().int().positive(),
+  /** Train LoRA adapters (merged into the published weights) instead of all parameters. */
+  lora: z.object({ rank: z.number().int().positive(), alpha: z.number().positive() }).nullable(),
+  /** Checkpoint every this many optimizer updates. */
+  checkpointEvery: z.number().int().positive(),
+  /** Stop each phase after this many updates (a smoke run); null: no limit. */
+  maxSteps: z.number().int().positive().nullable(),
+  seed: z.number().int(),
+});
+
+export type TrainConfig = z.infer<typeof trainConfigSchema>;
+
+export const PRESETS = {
+  paper: {
+    lr: 2e-7,
+    criticLr: 2e-7,
+    criticBeta: 0.1,
+    beta: 0.1,
+    nllCoefficient: 0.01,
+    batchSize: 8,
+    microBatch: 2,
+    criticEpochs: 4,
+    actorEpochs: 1,
+    adamBeta1: 0.9,
+    adamBeta2: 0.95,
+    weightDecay: 0,
+    maxGradNorm: 1.0,
+    warmupRatio: 0.03,
+    minLrRatio: 0.1,
+    stateFraction: 0.1,
+    candidates: 16,
+    pairsPerState: 4,
+    temperature: 1.0,
+    maxNewTokens: 512,
+    maxPairsPerTask: 64,
+    rftThreshold: 1,
+    sftEpochs: 1,
+    lora: null,
+    checkpointEvery: 20,
+    maxSteps: null,
+    seed: 1234,
+  },
+  'cpu-small': {
+    lr: 3e-4,
+    criticLr: 1e-3,
+    criticBeta: 1.0,
+    beta: 0.1,
+    nllCoefficient: 0.01,
+    batchSize: 8,
+    microBatch: 4,
+    criticEpochs: 4,
+    actorEpochs: 1,
+    adamBeta1: 0.9,
+    adamBeta2: 0.95,
+    weightDecay: 0,
+    maxGradNorm: 1.0,
+    warmupRatio: 0.03,
+    minLrRatio: 0.1,
+    stateFraction: 0.1,
+    candidates: 8,
+    pairsPerState: 4,
+    temperature: 1.0,
+    maxNewTokens: 200,
+    maxPairsPerTask: 8,
+    rftThreshold: 1,
+    sftEpochs: 2,
+    lora: null,
+    checkpointEvery: 5,
+    maxSteps: null,
+    seed: 1234,
+  },
+} as const satisfies Record<string, TrainConfig>;
+
+export type PresetName = keyof typeof PRESETS;
+
+export function isPresetName(name: string): name is PresetName {
+  return Object.hasOwn(PRESETS, name);
+}
+
+/** A preset with overrides, validated (a bad override is a clear error, not a silent NaN in training). */
+export function trainConfig(preset: PresetName, overrides: Partial<TrainConfig> = {}): TrainConfig {
+  const merged = { ...PRESETS[preset], ...Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined)) };
+  const parsed = trainConfigSchema.safeParse(merged);
+  if (!parsed.success) {
+    throw new Error(`invalid training configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  return parsed.data;
+}

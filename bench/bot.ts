@@ -77,7 +77,9 @@ async function main(): Promise<void> {
       const sent = performance.now();
       fake.say(user, threadId, `Reply ${k} from person ${n}: keep it simple.`);
       shown = await fake.waitFor(() => agentMsgs(threadId)[k], 600_000, `agent message ${k + 1}`);
-      const turn = await tdb.prisma.turn.findFirstOrThrow({ where: { externalMessageId: shown.id } });
+      // The bot records the Discord message id just after posting it.
+      const id = shown.id;
+      const turn = await fake.waitFor(() => tdb.prisma.turn.findFirst({ where: { externalMessageId: id } }), 60_000, 'the shown turn');
       const total = shown.at - sent;
       totals.push(total);
       models.push(turn.latencyMs ?? 0);
@@ -87,6 +89,7 @@ async function main(): Promise<void> {
     const sessionId = /rate:([0-9a-f-]+):/.exec(JSON.stringify(rating.components))![1]!;
     const rate = fake.click(user, rating, `rate:${sessionId}:${1 + (n % 5)}`);
     await ack(rate);
+    await fake.waitFor(() => fake.replies(rate).find((s) => s.content.includes('you rated')), 120_000, 'rating stored');
   }
 
   const t0 = performance.now();

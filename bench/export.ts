@@ -9,7 +9,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -23,11 +23,15 @@ interface Measurement {
   sessions: number;
   turns: number;
   seconds: number;
+  /** User + system CPU seconds of the exporting process (less sensitive than wall time to a busy machine). */
+  cpuSeconds: number | null;
   sessionsPerSec: number;
   turnsPerSec: number;
   bytes: number;
   peakRssMiB: number;
   peakHeapMiB: number;
+  /** Peak heap over the first and over the second half of the sessions: equal when memory is flat. */
+  peakHeapHalvesMiB?: [number, number];
 }
 
 function arg(name: string, fallback: number): number {
@@ -46,18 +50,27 @@ async function child(format: Format, url: string, out: string, batchSize: number
   const { exportSessions } = await import('../bot/export/export.ts');
   let peakHeap = 0;
   let peakRss = 0;
+  const halves = [0, 0];
+  let half = 0;
   const sample = () => {
     const m = process.memoryUsage();
     peakHeap = Math.max(peakHeap, m.heapUsed);
     peakRss = Math.max(peakRss, m.rss);
+    halves[half] = Math.max(halves[half]!, m.heapUsed);
   };
   const timer = setInterval(sample, 10);
   const db = await openDatabase({ databaseUrl: url, pgliteDir: join(tmpdir(), 'unused-pglite') });
   try {
     sample();
     const t0 = performance.now();
-    const r = await exportSessions(db.prisma, { format, salt: 'bench-salt-0123', batchSize }, out);
+    const cpu0 = process.cpuUsage();
+    const r = await exportSessions(
+      db.prisma,
+      { format, salt: 'bench-salt-0123', batchSize, onProgress: (done, total) => void (half = done * 2 > total ? 1 : 0) },
+      out,
+    );
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
     sample();
     clearInterval(timer);
     const bytes = (await stat(out)).size;
@@ -68,11 +81,13 @@ async function child(format: Format, url: string, out: string, batchSize: number
       sessions: r.sessions,
       turns: r.turns,
       seconds,
+      cpuSeconds: (cpu.user + cpu.system) / 1e6,
       sessionsPerSec: r.sessions / seconds,
       turnsPerSec: r.turns / seconds,
       bytes,
       peakRssMiB: mib(peakRss),
       peakHeapMiB: mib(peakHeap),
+      peakHeapHalvesMiB: [mib(halves[0]!), mib(halves[1]!)],
     };
     process.stdout.write(JSON.stringify(m) + '\n');
   } finally {
@@ -146,6 +161,7 @@ function yardstick(url: string, out: string): Measurement {
     sessions,
     turns: sessions * 10,
     seconds,
+    cpuSeconds: null,
     sessionsPerSec: sessions / seconds,
     turnsPerSec: (sessions * 10) / seconds,
     bytes: Number(size.stdout.trim()),
@@ -169,6 +185,8 @@ function runChild(format: Format, url: string, out: string, batchSize: number): 
   });
 }
 
+let loadStart = '';
+
 async function main(): Promise<void> {
   if (process.argv[2] === '--child') {
     await child(process.argv[3] as Format, process.argv[4]!, process.argv[5]!, Number(process.argv[6]));
@@ -180,6 +198,7 @@ async function main(): Promise<void> {
   const db = await createTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'sweetloop-bench-export-'));
   try {
+    loadStart = loadavg().map((x) => x.toFixed(1)).join(' ');
     process.stderr.write(`seeding ${n} sessions (${n * 10} turns)...\n`);
     const seedSeconds = await seed(db.url, n);
     process.stderr.write(`seeded in ${seedSeconds.toFixed(1)} s\n`);
@@ -191,17 +210,19 @@ async function main(): Promise<void> {
       await rm(join(dir, `out.${format}`), { force: true });
     }
     const rows = results.map((r) => [
-      r.format, String(r.sessions), String(r.turns), r.seconds.toFixed(1), Math.round(r.sessionsPerSec).toLocaleString('en'),
+      r.format, String(r.sessions), String(r.turns), r.seconds.toFixed(1), r.cpuSeconds === null ? '-' : r.cpuSeconds.toFixed(1), Math.round(r.sessionsPerSec).toLocaleString('en'),
       Math.round(r.turnsPerSec).toLocaleString('en'), `${mib(r.bytes)} MiB`, Number.isNaN(r.peakRssMiB) ? '-' : `${r.peakRssMiB} MiB`,
       Number.isNaN(r.peakHeapMiB) ? '-' : `${r.peakHeapMiB} MiB`,
+      r.peakHeapHalvesMiB ? r.peakHeapHalvesMiB.join(' / ') : '-',
     ]);
-    const head = ['format', 'sessions', 'turns', 'seconds', 'sessions/s', 'turns/s', 'output', 'peak RSS', 'peak heap'];
+    const head = ['format', 'sessions', 'turns', 'seconds', 'CPU s', 'sessions/s', 'turns/s', 'output', 'peak RSS', 'peak heap', 'heap 1st/2nd half (MiB)'];
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-    console.log(`export benchmark: ${n} sessions x 10 turns, batch ${batchSize}, seeded in ${seedSeconds.toFixed(1)} s (SQL generate_series)`);
+    const load = loadavg().map((x) => x.toFixed(1)).join(' ');
+    console.log(`export benchmark: ${n} sessions x 10 turns, batch ${batchSize}, seeded in ${seedSeconds.toFixed(1)} s (SQL generate_series); ${cpus().length} CPUs, load average at start ${loadStart}, at end ${load}`);
     console.log(line(head));
     for (const r of rows) console.log(line(r));
-    console.log(JSON.stringify({ bench: 'export', sessions: n, batchSize, seedSeconds: Number(seedSeconds.toFixed(2)), results: results.map((r) => ({ ...r, seconds: Number(r.seconds.toFixed(2)), sessionsPerSec: Math.round(r.sessionsPerSec), turnsPerSec: Math.round(r.turnsPerSec), peakRssMiB: Number.isNaN(r.peakRssMiB) ? null : r.peakRssMiB, peakHeapMiB: Number.isNaN(r.peakHeapMiB) ? null : r.peakHeapMiB })) }));
+    console.log(JSON.stringify({ bench: 'export', sessions: n, batchSize, seedSeconds: Number(seedSeconds.toFixed(2)), cpus: cpus().length, loadStart, loadEnd: load, results: results.map((r) => ({ ...r, seconds: Number(r.seconds.toFixed(2)), cpuSeconds: r.cpuSeconds === null ? null : Number(r.cpuSeconds.toFixed(2)), sessionsPerSec: Math.round(r.sessionsPerSec), turnsPerSec: Math.round(r.turnsPerSec), peakRssMiB: Number.isNaN(r.peakRssMiB) ? null : r.peakRssMiB, peakHeapMiB: Number.isNaN(r.peakHeapMiB) ? null : r.peakHeapMiB })) }));
   } finally {
     await rm(dir, { recursive: true, force: true });
     await db.drop();

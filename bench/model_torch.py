@@ -194,10 +194,12 @@ def bench(cfg):
 
     for _ in range(warm):
         step()
-    t = time.perf_counter()
+    times = []
     for _ in range(steps):
+        t = time.perf_counter()
         step()
-    train_s = (time.perf_counter() - t) / steps
+        times.append(time.perf_counter() - t)
+    train_s = min(times)
 
     gb, prompt_len, new = cfg['gen_batch'], cfg['gen_prompt'], cfg['gen_tokens']
     prompt = torch.randint(0, V, (gb, prompt_len))
@@ -211,11 +213,15 @@ def bench(cfg):
             tok = logits[:, -1].argmax(-1, keepdim=True)
 
     generate()
-    t = time.perf_counter()
-    generate()
-    gen_s = time.perf_counter() - t
-    return {'train_tokens_per_s': B * T / train_s, 'train_step_s': train_s,
-            'gen_tokens_per_s': gb * new / gen_s, 'gen_s': gen_s, 'params': sum(p.numel() for p in model.parameters())}
+    gen_times = []
+    for _ in range(cfg.get('gen_repeats', 3)):
+        t = time.perf_counter()
+        generate()
+        gen_times.append(time.perf_counter() - t)
+    gen_s = min(gen_times)
+    return {'train_tokens_per_s': B * T / train_s, 'train_tokens_per_s_mean': B * T * steps / sum(times), 'train_step_s': train_s,
+            'gen_tokens_per_s': gb * new / gen_s, 'gen_tokens_per_s_mean': gb * new * len(gen_times) / sum(gen_times), 'gen_s': gen_s,
+            'params': sum(p.numel() for p in model.parameters())}
 
 
 def main():

@@ -570,6 +570,12 @@ export class SessionEngine {
     return { participant: p, active, answered };
   }
 
+  /** The external id (Discord user id) of the person whose session this is, or null. */
+  async ownerOf(sessionId: string, hooks?: Hooks): Promise<string | null> {
+    const s = await this.retry(() => this.prisma.session.findUnique({ where: { id: sessionId }, select: { participant: { select: { discordUserId: true } } } }), hooks);
+    return s?.participant.discordUserId ?? null;
+  }
+
   async sessionByThread(threadId: string, hooks?: Hooks): Promise<Session | null> {
     return this.retry(() => this.prisma.session.findUnique({ where: { threadId } }), hooks);
   }

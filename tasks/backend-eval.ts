@@ -44,6 +44,8 @@ export interface BackendEvalOptions {
   bwrapPath?: string;
   /** Python inside the sandbox; must live under /usr (the only tree mounted there). */
   pythonPath?: string;
+  /** Shown in the sandboxed process's command line (ps), e.g. a session id; letters, digits, `.:_-`, 64 at most. */
+  label?: string;
 }
 
 const HARNESS = readFileSync(new URL('./backend-harness.py', import.meta.url), 'utf8');
@@ -180,10 +182,11 @@ export async function evaluateBackend(task: BackendTask, answer: string, opts: B
   const perTestMs = opts.perTestTimeoutMs ?? 2_000;
   const timeoutMs = opts.timeoutMs ?? defaultTimeoutMs(calls.length, perTestMs);
   const candidate = stripCodeFences(answer);
+  const label = `sweetloop-eval:${(opts.label ?? 'backend').replace(/[^\w.:-]/g, '_').slice(0, 64)}`;
   const [refFd, candFd] = channelFds(2) as [number, number];
   const run = await runSandboxed({
     bwrapPath,
-    argv: [pythonPath, '-s', '-B', '-c', HARNESS, String(refFd), String(candFd)],
+    argv: [pythonPath, '-S', '-s', '-B', '-c', HARNESS, String(refFd), String(candFd), label],
     stdin: JSON.stringify({
       reference: task.reference,
       candidate,

@@ -21,6 +21,13 @@ import sys
 
 sys.set_int_max_str_digits(0) if hasattr(sys, 'set_int_max_str_digits') else None
 
+# Started with -S: the site-packages directories without running their .pth files (start-up time, and no
+# host-specific start-up code), so numpy and friends still import.
+_ver = 'python%d.%d' % sys.version_info[:2]
+for _d in ('/usr/local/lib/%s/dist-packages' % _ver, '/usr/lib/python3/dist-packages', '/usr/lib/%s/dist-packages' % _ver):
+    if os.path.isdir(_d) and _d not in sys.path:
+        sys.path.append(_d)
+
 REF_FD = int(sys.argv[1])
 CAND_FD = int(sys.argv[2])
 

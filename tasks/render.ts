@@ -204,8 +204,27 @@ export class Renderer {
     return renderer;
   }
 
+  /**
+   * Renders one page. Throws if Chromium has gone away or the render as a whole overruns its script budget by
+   * more than 20 s (a wedged browser), with the browsing context closed either way.
+   */
   async render(html: string, opts: RenderOptions = {}): Promise<RenderResult> {
+    if (!this.browser.isConnected()) throw new Error('render: Chromium is no longer running; launch a new Renderer');
     const o = { ...this.defaults, ...opts };
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`render: no screenshot after ${o.scriptTimeoutMs + 20_000} ms`)), o.scriptTimeoutMs + 20_000);
+    });
+    const contextBox: { context?: BrowserContext } = {};
+    try {
+      return await Promise.race([this.renderIn(html, o, contextBox), deadline]);
+    } finally {
+      clearTimeout(timer);
+      await contextBox.context?.close().catch(() => {});
+    }
+  }
+
+  private async renderIn(html: string, o: Required<RenderOptions>, box: { context?: BrowserContext }): Promise<RenderResult> {
     const context: BrowserContext = await this.browser.newContext({
       viewport: { width: o.viewportWidth, height: o.viewportHeight },
       deviceScaleFactor: 1,
@@ -216,64 +235,61 @@ export class Renderer {
       locale: 'en-US',
       timezoneId: 'UTC',
     });
+    box.context = context;
     const blocked: string[] = [];
-    try {
-      const handle = async (route: Route): Promise<void> => {
-        const url = route.request().url();
-        if (url === PAGE_URL && route.request().isNavigationRequest()) {
-          await route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: html });
-          return;
-        }
-        const answer = offlineResponse(url);
-        if (answer) {
-          await route.fulfill({ status: 200, contentType: answer.contentType, body: answer.body });
-          return;
-        }
-        blocked.push(url);
-        await route.abort('blockedbyclient');
-      };
-      await context.route('**/*', (route) => handle(route).catch(() => {}));
-      await context.routeWebSocket(/.*/, (ws) => {
-        blocked.push(ws.url());
-        ws.close().catch(() => {});
-      });
-      context.on('page', (p) => {
-        p.on('dialog', (d) => d.dismiss().catch(() => {}));
-      });
-      const page: Page = await context.newPage();
-      const cdp: CDPSession = await context.newCDPSession(page);
-      // Stop CSS animations and transitions where they start, so two renders of a page match.
-      await cdp.send('Animation.enable');
-      await cdp.send('Animation.setPlaybackRate', { playbackRate: 0 });
-
-      const started = Date.now();
-      const loaded = page
-        .goto(PAGE_URL, { waitUntil: 'load', timeout: o.scriptTimeoutMs + 5000 })
-        .then(() => true)
-        .catch(() => false);
-      const budget = (ms: number) => new Promise<false>((r) => setTimeout(() => r(false), Math.max(0, ms)));
-      if (await Promise.race([loaded, budget(o.scriptTimeoutMs)])) {
-        await budget(Math.min(o.settleMs, o.scriptTimeoutMs - (Date.now() - started)));
+    const handle = async (route: Route): Promise<void> => {
+      const url = route.request().url();
+      if (url === PAGE_URL && route.request().isNavigationRequest()) {
+        await route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: html });
+        return;
       }
-      // Budget spent: no more scripts, and whatever is running (an endless loop) is cut off.
-      const disabled = cdp.send('Emulation.setScriptExecutionDisabled', { value: true });
-      await cdp.send('Runtime.terminateExecution').catch(() => {});
-      await disabled;
-      // A page whose parser was stuck in a script finishes loading once the script is gone.
-      await Promise.race([loaded, budget(2000)]);
+      const answer = offlineResponse(url);
+      if (answer) {
+        await route.fulfill({ status: 200, contentType: answer.contentType, body: answer.body });
+        return;
+      }
+      blocked.push(url);
+      await route.abort('blockedbyclient');
+    };
+    await context.route('**/*', (route) => handle(route).catch(() => {}));
+    await context.routeWebSocket(/.*/, (ws) => {
+      blocked.push(ws.url());
+      ws.close().catch(() => {});
+    });
+    context.on('page', (p) => {
+      p.on('dialog', (d) => d.dismiss().catch(() => {}));
+    });
+    const page: Page = await context.newPage();
+    const cdp: CDPSession = await context.newCDPSession(page);
+    // Stop CSS animations and transitions where they start, so two renders of a page match.
+    await cdp.send('Animation.enable');
+    await cdp.send('Animation.setPlaybackRate', { playbackRate: 0 });
 
-      const metrics = (await cdp.send('Page.getLayoutMetrics')) as { cssContentSize: { height: number } };
-      const height = Math.max(1, Math.min(o.maxHeight, Math.ceil(metrics.cssContentSize.height)));
-      const shot = (await cdp.send('Page.captureScreenshot', {
-        format: 'png',
-        clip: { x: 0, y: 0, width: o.viewportWidth, height, scale: 1 },
-        captureBeyondViewport: true,
-      })) as { data: string };
-      const png = Buffer.from(shot.data, 'base64');
-      return { png, blockedRequests: blocked, width: o.viewportWidth, height };
-    } finally {
-      await context.close().catch(() => {});
+    const started = Date.now();
+    const loaded = page
+      .goto(PAGE_URL, { waitUntil: 'load', timeout: o.scriptTimeoutMs + 5000 })
+      .then(() => true)
+      .catch(() => false);
+    const budget = (ms: number) => new Promise<false>((r) => setTimeout(() => r(false), Math.max(0, ms)));
+    if (await Promise.race([loaded, budget(o.scriptTimeoutMs)])) {
+      await budget(Math.min(o.settleMs, o.scriptTimeoutMs - (Date.now() - started)));
     }
+    // Budget spent: no more scripts, and whatever is running (an endless loop) is cut off.
+    const disabled = cdp.send('Emulation.setScriptExecutionDisabled', { value: true });
+    await cdp.send('Runtime.terminateExecution').catch(() => {});
+    await disabled;
+    // A page whose parser was stuck in a script finishes loading once the script is gone.
+    await Promise.race([loaded, budget(2000)]);
+
+    const metrics = (await cdp.send('Page.getLayoutMetrics')) as { cssContentSize: { height: number } };
+    const height = Math.max(1, Math.min(o.maxHeight, Math.ceil(metrics.cssContentSize.height)));
+    const shot = (await cdp.send('Page.captureScreenshot', {
+      format: 'png',
+      clip: { x: 0, y: 0, width: o.viewportWidth, height, scale: 1 },
+      captureBeyondViewport: true,
+    })) as { data: string };
+    const png = Buffer.from(shot.data, 'base64');
+    return { png, blockedRequests: [...blocked], width: o.viewportWidth, height };
   }
 
   async close(): Promise<void> {

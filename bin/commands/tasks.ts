@@ -124,4 +124,28 @@ export function registerTasksCommands(program: Command): void {
         if (counts.invalid > 0) process.exitCode = 1;
       }
     });
+
+  tasks
+    .command('score')
+    .description('Score answers against ColBench backend tasks in the sandbox (no database needed)')
+    .requiredOption('--tasks <file>', 'ColBench backend JSONL (problem_description, ground_truth, test_cases)')
+    .requiredOption('--answers <file>', 'JSONL, one {"task": <0-based line in --tasks>, "answer": "<raw answer>"} a line')
+    .option('--json', 'print one JSON object {results, seconds}')
+    .action(async (opts: { tasks: string; answers: string; json?: boolean }) => {
+      const { loadConfig } = await import('../config.ts');
+      const config = loadConfig();
+      const { scoreAnswerFiles } = await import('../../tasks/score.ts');
+      const out = await scoreAnswerFiles({ tasksPath: opts.tasks, answersPath: opts.answers, bwrapPath: config.BWRAP_BIN, pythonPath: config.PYTHON_BIN });
+      if (opts.json) {
+        console.log(JSON.stringify(out));
+        return;
+      }
+      for (const r of out.results) {
+        console.log(`task ${r.task}: ${r.passed}/${r.total} tests${r.success ? ' (success)' : ''}${r.error ? ` - ${r.error}` : ''}`);
+      }
+      const n = out.results.length;
+      const mean = n ? out.results.reduce((s, r) => s + r.score, 0) / n : 0;
+      const ok = out.results.filter((r) => r.success).length;
+      console.log(`${n} answers: mean score ${mean.toFixed(3)}, success ${ok}/${n}, ${out.seconds.toFixed(1)} s`);
+    });
 }

@@ -392,33 +392,38 @@ export class DiscordBot {
 
   // ------------------------------------------------------------------------------------------ threads
 
-  private async sessionOfThread(threadId: string): Promise<string | null> {
+  private async sessionOfThread(threadId: string, hooks?: Hooks): Promise<string | null> {
     const cached = this.threadSessions.get(threadId);
     if (cached) return cached;
-    const s = await this.engine.sessionByThread(threadId);
+    const s = await this.engine.sessionByThread(threadId, hooks);
     if (s) this.threadSessions.set(threadId, s.id);
     return s?.id ?? null;
   }
 
   private async onMessage(m: Message): Promise<void> {
-    if (m.author.bot || !m.inGuild() && !m.channel?.isThread?.()) return;
+    if (m.author.bot || !m.inGuild()) return;
+    let waitingNotice = false;
+    let recovered = false;
+    const hooks: Hooks = {
+      // Several steps may each wait for the database: the person is told once, and once that it is back.
+      onDbWaiting: async () => {
+        if (waitingNotice) return;
+        waitingNotice = true;
+        await m.reply(DB_WAIT_MESSAGE).catch(() => {});
+      },
+      onDbRecovered: async () => {
+        if (!waitingNotice || recovered) return;
+        recovered = true;
+        await m.channel.send('The database is back. Continuing.').catch(() => {});
+      },
+    };
     try {
-      const sessionId = await this.sessionOfThread(m.channelId);
+      const sessionId = await this.sessionOfThread(m.channelId, hooks);
       if (!sessionId) return;
-      const session = await this.engine.prisma.session.findUnique({ where: { id: sessionId }, include: { participant: true } });
-      if (!session || session.participant.discordUserId !== m.author.id) return;
+      const owner = await this.engine.ownerOf(sessionId, hooks);
+      if (owner !== m.author.id) return;
       const thread = await this.thread(m.channelId);
       if (!thread) return;
-      let waitingNotice = false;
-      const hooks: Hooks = {
-        onDbWaiting: async () => {
-          waitingNotice = true;
-          await m.reply(DB_WAIT_MESSAGE).catch(() => {});
-        },
-        onDbRecovered: async () => {
-          if (waitingNotice) await thread.send('The database is back. Continuing.').catch(() => {});
-        },
-      };
       let r;
       try {
         r = await this.engine.humanTurn(sessionId, m.content, m.id, hooks);
@@ -430,6 +435,7 @@ export class DiscordBot {
       await this.runAgent(sessionId, thread, false, hooks);
     } catch (err) {
       this.log?.error({ err: (err as Error).message, message: m.id }, 'thread message failed');
+      await m.reply(`Something went wrong: ${(err as Error).message}`).catch(() => {});
     }
   }
 

@@ -14,10 +14,10 @@
 //   no file that looks finished); the card is written beside it as `<path>.README.md` (see cardPathFor);
 // - Writable (e.g. a PassThrough feeding a Discord attachment): the data is written with back-pressure and the
 //   stream is ended when done (pass `end: false` to keep it open); the card is only returned, as cardMarkdown.
+//   On failure the promise rejects and the stream is left as it is: the caller destroys it.
 // Only consented, not-withdrawn, not-deleted participants' sessions ever leave (see query.ts). Memory stays flat:
 // sessions are read by keyset pages of `batchSize` and each page is written before the next is read.
-import { createWriteStream } from 'node:fs';
-import { rename, rm, writeFile } from 'node:fs/promises';
+import { open, rename, rm, writeFile } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import { basename } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -118,7 +118,12 @@ export async function exportSessions(prisma: PrismaClient, opts: ExportOptions, 
 
 async function exportToPath(prisma: PrismaClient, opts: ExportOptions & { filters: ExportFilters; now: Date }, path: string): Promise<ExportResult> {
   const partial = `${path}.partial`;
-  const stream = createWriteStream(partial);
+  // Opened up front so that a bad path fails here, with the path in the message, before any query runs.
+  const handle = await open(partial, 'w');
+  const stream = handle.createWriteStream();
+  // Write errors (a full disk) surface through writeChunk / finished(); this only keeps them from being
+  // thrown as uncaught 'error' events.
+  stream.on('error', () => {});
   try {
     const result = await exportSessions(prisma, { ...opts, end: true }, stream);
     const cardMarkdown = renderCard({

@@ -11,6 +11,7 @@ export interface RecordSink<T> {
 }
 
 export async function writeChunk(out: Writable, chunk: string | Uint8Array): Promise<void> {
+  if (out.errored) throw out.errored;
   if (out.destroyed || out.writableEnded) throw new Error('export output stream is closed');
   if (!out.write(chunk)) {
     // 'error' rejects the wait: a full disk surfaces instead of hanging.

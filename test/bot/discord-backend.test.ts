@@ -194,7 +194,7 @@ describe('Discord bot, backend session', () => {
     await h.reply(stop, (s) => s.content.includes('has ended'));
     const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: erin.id } });
     expect((await h.tdb.prisma.session.findFirstOrThrow({ where: { participantId: p.id } })).status).toBe('abandoned');
-    expect(h.fake.channels.get(threadId).thread_metadata.archived).toBe(true);
+    await h.fake.waitFor(() => h.fake.channels.get(threadId).thread_metadata.archived, 10_000, 'thread archived');
 
     const del = h.fake.command(erin, 'privacy', 'delete');
     await h.reply(del, (s) => s.content.includes('deleted'));
@@ -202,5 +202,60 @@ describe('Discord bot, backend session', () => {
     const after = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { id: p.id } });
     expect(after.consentGivenAt).toBeNull();
     expect(after.deletedAt).not.toBeNull();
+  });
+
+  it('deploys and rolls back policies: new sessions get the deployed one, running sessions keep theirs', async () => {
+    const mod = h.fake.user('mod4');
+    const gina = h.fake.user('gina');
+    const harry = h.fake.user('harry');
+    const g = await h.startSession(gina, 'backend');
+    await h.agentMessage(g.threadId, 1);
+    await h.tdb.prisma.policyVersion.create({
+      data: { name: 'test-policy-2', algorithm: 'sweet', checkpointPath: '/nonexistent-2', checkpointSha256: '1'.repeat(64) },
+    });
+    const unknown = h.fake.command(mod, 'mod', 'deploy', { version: 'no-such-version' }, { moderator: true });
+    expect((await h.reply(unknown, (s) => s.kind === 'original')).content).toContain('No policy version named');
+    const deploy = h.fake.command(mod, 'mod', 'deploy', { version: 'test-policy-2' }, { moderator: true });
+    await h.reply(deploy, (s) => s.content.startsWith('Deployed test-policy-2'));
+    const v2 = await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'test-policy-2' } });
+    expect(v2.status).toBe('deployed');
+    expect((await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'test-policy' } })).status).toBe('retired');
+
+    const hs = await h.startSession(harry, 'backend');
+    await h.agentMessage(hs.threadId, 1);
+    const harryS = await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId: hs.threadId } });
+    const ginaS = await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId: g.threadId } });
+    expect(harryS.policyVersionId).toBe(v2.id);
+    expect(ginaS.policyVersionId).toBe(h.policy.id);
+
+    const rollback = h.fake.command(mod, 'mod', 'rollback', {}, { moderator: true });
+    await h.reply(rollback, (s) => s.content.includes('test-policy is deployed again'));
+    expect((await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'test-policy' } })).status).toBe('deployed');
+    expect(await h.tdb.prisma.auditLog.count({ where: { actor: mod.id, action: { in: ['policy.deploy', 'policy.rollback'] } } })).toBe(2);
+  });
+
+  it('expires an idle session and says so in its thread', async () => {
+    const ivy = h.fake.user('ivy');
+    const { threadId } = await h.startSession(ivy, 'backend');
+    await h.agentMessage(threadId, 1);
+    await h.tdb.prisma.session.update({ where: { threadId }, data: { lastActivityAt: new Date(Date.now() - 31 * 60_000) } });
+    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('expired after 30 minutes')), 30_000, 'expiry notice');
+    expect((await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } })).status).toBe('expired');
+    await h.fake.waitFor(() => h.fake.channels.get(threadId).thread_metadata.archived, 10_000, 'thread archived');
+    h.fake.say(ivy, threadId, 'Hello?');
+    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('This session has ended')), 30_000, 'ended notice');
+  });
+
+  it('flags a session for moderators', async () => {
+    const mod = h.fake.user('mod5');
+    const s = await h.tdb.prisma.session.findFirstOrThrow({ where: { status: 'answered' } });
+    const bad = h.fake.command(mod, 'mod', 'flag', { session: 'not-a-uuid' }, { moderator: true });
+    expect((await h.reply(bad, (x) => x.kind === 'original')).content).toContain('is not a session id');
+    const flag = h.fake.command(mod, 'mod', 'flag', { session: s.id, reason: 'off-topic' }, { moderator: true });
+    await h.reply(flag, (x) => x.content.startsWith('Flagged'));
+    expect(await h.tdb.prisma.moderationFlag.count({ where: { sessionId: s.id, reason: 'off-topic' } })).toBe(1);
+    const stats = h.fake.command(mod, 'mod', 'stats', {}, { moderator: true });
+    const st = await h.reply(stats, (x) => x.content.startsWith('Participants'));
+    expect(st.content).toContain('Open flags: 1');
   });
 });

@@ -4,6 +4,7 @@ import type { TaskRecord } from '../../tasks/model.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import type { PolicyVersion } from '../../prisma/generated/client.ts';
 import { createRuntime, type Runtime } from '../../bot/runtime.ts';
+import type { Database } from '../../prisma/db.ts';
 import { DiscordBot } from '../../bot/discord/bot.ts';
 import type { Evaluate, RenderPage } from '../../bot/evaluator.ts';
 import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../fake-discord/server.ts';
@@ -31,6 +32,8 @@ export interface HarnessOptions {
   render?: RenderPage | null | 'chromium';
   evaluate?: Evaluate;
   consentText?: string;
+  /** Opens the database the bot uses (default: the test database's own connection). */
+  openDb?: (url: string) => Promise<Database>;
 }
 
 export class BotHarness {
@@ -39,6 +42,8 @@ export class BotHarness {
   runtime!: Runtime;
   bot!: DiscordBot;
   policy!: PolicyVersion;
+  /** The database the bot uses. */
+  botDb!: Database;
   readonly consentText: string;
 
   constructor(readonly options: HarnessOptions) {
@@ -52,6 +57,7 @@ export class BotHarness {
       data: { name: 'test-policy', algorithm: 'external', checkpointPath: '/nonexistent', checkpointSha256: '0'.repeat(64), status: 'deployed', deployedAt: new Date() },
     });
     this.fake = await new FakeDiscord({ heartbeatIntervalMs: 1_000 }).start();
+    this.botDb = this.options.openDb ? await this.options.openDb(this.tdb.url) : this.tdb.db;
     await this.startBot();
     return this;
   }
@@ -59,7 +65,7 @@ export class BotHarness {
   async startBot(): Promise<void> {
     this.runtime = await createRuntime({
       channel: 'discord',
-      db: this.tdb.db,
+      db: this.botDb,
       maxTurns: 10,
       idleMinutes: 30,
       loadAgent: async () => this.options.agent,
@@ -67,12 +73,13 @@ export class BotHarness {
       ...(this.options.evaluate ? { evaluate: this.options.evaluate } : {}),
       policyPollMs: 500,
     });
-    this.bot = new DiscordBot(this.runtime.engine, this.tdb.db, {
+    this.bot = new DiscordBot(this.runtime.engine, this.botDb, {
       token: 'fake-bot-token',
       apiBase: this.fake.apiBase,
       guildIds: [this.fake.guildId],
       consentText: this.consentText,
       exportSalt: 'test-export-salt',
+      expiryCheckMs: 250,
     });
     await this.bot.start();
   }
@@ -87,6 +94,7 @@ export class BotHarness {
     await this.bot?.stop().catch(() => {});
     await this.runtime?.close().catch(() => {});
     await this.fake?.stop();
+    if (this.botDb && this.botDb !== this.tdb.db) await this.botDb.close().catch(() => {});
     await this.tdb?.drop();
   }
 

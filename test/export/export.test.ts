@@ -311,6 +311,7 @@ describe('dataset card and failures', () => {
     await expect(exportSessions(prisma, { format: 'jsonl', salt: SALT, filters: { policy: 'sweet-9999' } }, path)).rejects.toThrow(
       /no policy version named "sweet-9999" \(known: starter, sweet-0001\)/,
     );
+    await expect(exportSessions(prisma, { format: 'jsonl', salt: SALT }, join(dir, 'no', 'such', 'dir.jsonl'))).rejects.toThrow(/ENOENT.*no\/such\/dir\.jsonl\.partial/);
     expect(existsSync(path)).toBe(false);
     expect(readdirSync(dir).filter((f) => f.endsWith('.partial'))).toEqual([]);
   });

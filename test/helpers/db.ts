@@ -70,12 +70,26 @@ function migrationsHash(): string {
 
 let templateReady: Promise<string> | null = null;
 
+const ABANDONED_AFTER_MS = 6 * 3600_000;
+
+/** Test databases of runs that were killed before drop(): their names carry their creation time. */
+async function dropAbandoned(c: pg.Client): Promise<void> {
+  const rows = (await c.query("SELECT datname FROM pg_database WHERE datname LIKE 'sweetloop\\_test\\_%'")).rows as { datname: string }[];
+  for (const { datname } of rows) {
+    const created = parseInt(datname.split('_')[2] ?? '', 36);
+    if (Number.isFinite(created) && Date.now() - created > ABANDONED_AFTER_MS) {
+      await c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`).catch(() => {});
+    }
+  }
+}
+
 /** Builds (once per migrations content, across processes) the migrated template database. */
 function ensureTemplate(): Promise<string> {
   templateReady ??= (async () => {
     const name = `sweetloop_tmpl_${migrationsHash()}`;
     const exists = async (c: pg.Client, n: string) => (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [n])).rowCount === 1;
     await withAdmin(async (c) => {
+      await dropAbandoned(c);
       if (await exists(c, name)) return;
       // Several test files start at once: one builds, the others wait on the lock and then find it.
       const key = parseInt(name.slice(-8), 16) | 0;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendFile, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initBackend } from '../../trainer/model/backend.ts';
@@ -73,6 +73,13 @@ describe('starter policy', () => {
     expect(rebuilt.reused).toBe(false);
     expect(rebuilt.sha256).toBe(built.sha256);
     expect(JSON.parse(await readFile(cfgPath, 'utf8')).chat_template).toContain('<|im_start|>');
+
+    // A directory that is not a starter is never overwritten.
+    const foreign = join(root, 'foreign');
+    await mkdir(foreign);
+    await writeFile(join(foreign, 'notes.txt'), 'keep me');
+    await expect(ensureStarterPolicy(tinyOptions(foreign))).rejects.toThrow(/refusing to overwrite/);
+    expect(await readFile(join(foreign, 'notes.txt'), 'utf8')).toBe('keep me');
 
     // Another seed is another recipe: rebuilt, different weights.
     const other = await ensureStarterPolicy({ ...tinyOptions(dir), seed: 8, steps: 1 });

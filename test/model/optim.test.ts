@@ -10,9 +10,9 @@ describe('AdamW', () => {
   it('matches hand-computed updates (bias correction, decoupled weight decay on matrices only)', () => {
     const w = tf.variable(tf.tensor2d([[1, -2]]), true, 'opt-test/w');
     const b = tf.variable(tf.tensor1d([0.5]), true, 'opt-test/b');
-    const opt = new AdamW(new Map([['w', w], ['b', b]]), { lr: 0.1, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01 });
+    const opt = new AdamW(new Map<string, tf.Variable>([['w', w], ['b', b]]), { lr: 0.1, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01 });
     // Step 1, g_w = [0.2, -0.4], g_b = [1]: m = 0.1g, v = 0.05g², m̂ = g, v̂ = g², update = g/(|g|+ε) = sign(g).
-    opt.apply(new Map([['w', tf.tensor2d([[0.2, -0.4]])], ['b', tf.tensor1d([1])]]));
+    opt.apply(new Map<string, tf.Tensor>([['w', tf.tensor2d([[0.2, -0.4]])], ['b', tf.tensor1d([1])]]));
     // w ← w(1 − 0.1·0.01) − 0.1·sign(g)
     expect([...w.dataSync()].map((x) => +x.toFixed(6))).toEqual([+(1 * 0.999 - 0.1).toFixed(6), +(-2 * 0.999 + 0.1).toFixed(6)]);
     expect(b.dataSync()[0]).toBeCloseTo(0.5 - 0.1, 6); // no decay on a bias

@@ -9,7 +9,7 @@
 // writes the same files.
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import cliProgress from 'cli-progress';
@@ -217,6 +217,7 @@ async function sha256File(path: string): Promise<string> {
 export async function buildStarterPolicy(options: StarterOptions): Promise<StarterReport> {
   const recipe = recipeOf(options);
   const log = options.log ?? (() => {});
+  await checkStarterDir(options.dir);
   const started = Date.now();
   const cpuStart = process.cpuUsage();
   const rand = seededRandom(recipe.seed, 0x5747);
@@ -309,6 +310,7 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
       backend: tf.getBackend(),
     };
 
+    await checkStarterDir(options.dir);
     await rm(options.dir, { recursive: true, force: true });
     await saveCheckpoint(options.dir, model);
     await saveTokenizerFiles(options.dir, tokenizerJson, tokenizerConfig);
@@ -330,6 +332,15 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
     trainer.dispose();
     optimizer.dispose();
     model.dispose();
+  }
+}
+
+/** Throws (before any work, deleting nothing) when dir holds anything but a starter policy. */
+async function checkStarterDir(dir: string): Promise<void> {
+  if (!existsSync(dir)) return;
+  const entries = await readdir(dir);
+  if (entries.length > 0 && !entries.includes(STARTER_MANIFEST)) {
+    throw new Error(`starter: ${dir} is not empty and holds no starter policy (${STARTER_MANIFEST}); refusing to overwrite it`);
   }
 }
 

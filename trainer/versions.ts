@@ -1,0 +1,54 @@
+// Policy versions as the trainer names them: a PolicyVersion name, `deployed` (the version serving people) or
+// `starter` (the built-in starter policy, registered on first use under the same name the bot gives it).
+import { copyFile, mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
+
+export interface VersionContext {
+  prisma: PrismaClient;
+  checkpointRoot: string;
+  seed: number;
+  log?: (line: string) => void;
+}
+
+export async function deployedVersion(prisma: PrismaClient): Promise<PolicyVersion | null> {
+  return prisma.policyVersion.findFirst({ where: { status: 'deployed' }, orderBy: { deployedAt: 'desc' } });
+}
+
+/** The starter policy's PolicyVersion (building the starter under CHECKPOINT_DIR/starter if needed). */
+export async function starterVersion(ctx: VersionContext): Promise<PolicyVersion> {
+  const { ensureStarterPolicy } = await import('./model/starter.ts');
+  const dir = resolve(join(ctx.checkpointRoot, 'starter'));
+  const r = await ensureStarterPolicy({ dir, seed: ctx.seed, progress: 'none', ...(ctx.log ? { log: ctx.log } : {}) });
+  const name = `starter-${r.sha256.slice(0, 8)}`;
+  return ctx.prisma.policyVersion.upsert({
+    where: { name },
+    create: { name, algorithm: 'starter', checkpointPath: dir, checkpointSha256: r.sha256, status: 'candidate' },
+    update: {},
+  });
+}
+
+export async function resolveVersion(ctx: VersionContext, ref: string): Promise<PolicyVersion> {
+  if (ref === 'starter') return starterVersion(ctx);
+  if (ref === 'deployed') {
+    const v = await deployedVersion(ctx.prisma);
+    if (!v) throw new Error('no policy version is deployed yet (run `sweetloop start` once, or `sweetloop deploy --version V`)');
+    return v;
+  }
+  const v = await ctx.prisma.policyVersion.findUnique({ where: { name: ref } });
+  if (!v) {
+    const known = await ctx.prisma.policyVersion.findMany({ select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
+    throw new Error(`no policy version named "${ref}" (known: ${known.map((k) => k.name).join(', ') || 'none'}; or use starter / deployed)`);
+  }
+  if (!existsSync(join(v.checkpointPath, 'config.json'))) throw new Error(`policy version "${ref}": its checkpoint ${v.checkpointPath} is missing`);
+  return v;
+}
+
+/** Files a model directory carries besides weights and config: copied into every checkpoint derived from it. */
+const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'generation_config.json', 'special_tokens_map.json'];
+
+export async function copyTokenizerFiles(from: string, to: string): Promise<void> {
+  await mkdir(to, { recursive: true });
+  for (const f of TOKENIZER_FILES) if (existsSync(join(from, f))) await copyFile(join(from, f), join(to, f));
+}

@@ -54,6 +54,15 @@ const idTokenizer = { eosTokenIds: [] as number[], padTokenId: 0, decode: (ids: 
 
 interface Profile { total: number; top: { kernel: string; ms: number; share: number; calls: number }[] }
 
+/**
+ * CPU seconds of this process since `start`. Both sides are single-threaded, so CPU time is what a step costs
+ * on an idle core; wall time also counts waiting for the cores other processes hold.
+ */
+function cpuSeconds(start: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1e6;
+}
+
 async function profile(f: () => void): Promise<Profile> {
   const info = await tf.profile(f);
   const agg = new Map<string, { ms: number; calls: number }>();
@@ -101,10 +110,13 @@ async function benchTfjs(size: Size, steps: number) {
   trainer.run(loss); // warm-up: kernel setup, XNNPACK operator creation
   // Best of `steps` (and the mean): other processes share the cores, the minimum is the least disturbed.
   const times: number[] = [];
+  const cpu: number[] = [];
   for (let i = 0; i < steps; i++) {
     const t0 = performance.now();
+    const c0 = process.cpuUsage();
     trainer.run(loss);
     times.push((performance.now() - t0) / 1000);
+    cpu.push(cpuSeconds(c0));
   }
   const trainStep = Math.min(...times);
   const trainMean = times.reduce((a, b) => a + b, 0) / times.length;
@@ -117,10 +129,13 @@ async function benchTfjs(size: Size, steps: number) {
   await generate(model, idTokenizer, prompts, { ...opts, maxTokens: 4 });
   const genTimes: number[] = [];
   let generated = 0;
+  const genCpu: number[] = [];
   for (let i = 0; i < GEN_REPEATS; i++) {
     const g0 = performance.now();
+    const c0 = process.cpuUsage();
     const out = await generate(model, idTokenizer, prompts, opts);
     genTimes.push((performance.now() - g0) / 1000);
+    genCpu.push(cpuSeconds(c0));
     generated = out.reduce((n, r) => n + r.tokenIds.length, 0);
   }
   const genS = Math.min(...genTimes);
@@ -138,6 +153,8 @@ async function benchTfjs(size: Size, steps: number) {
     trainStepS: trainStep,
     genTokensPerS: generated / genS,
     genTokensPerSMean: generated / genMean,
+    trainTokensPerCpuS: (size.batch * size.seq) / Math.min(...cpu),
+    genTokensPerCpuS: generated / Math.min(...genCpu),
     genS,
     trainProfile,
     genProfile,
@@ -155,7 +172,8 @@ function benchTorch(size: Size, steps: number) {
     env: { ...process.env, OPENBLAS_NUM_THREADS: '1', OMP_NUM_THREADS: '1', TORCH_THREADS: '1' },
   });
   return JSON.parse(out.trim().split('\n').at(-1)!) as {
-    train_tokens_per_s: number; gen_tokens_per_s: number; train_tokens_per_s_mean: number; gen_tokens_per_s_mean: number; params: number; blas: string; torch_threads: number; sgemm_512_gflops: number; torch: string;
+    train_tokens_per_s: number; gen_tokens_per_s: number; train_tokens_per_s_mean: number; gen_tokens_per_s_mean: number;
+    train_tokens_per_cpu_s: number; gen_tokens_per_cpu_s: number; params: number; blas: string; torch_threads: number; sgemm_512_gflops: number; torch: string;
   };
 }
 
@@ -190,7 +208,17 @@ async function main() {
         ` ${r.tfjs.genTokensPerS.toFixed(0).padStart(14)} ${r.torch.gen_tokens_per_s.toFixed(0).padStart(6)} ${(gr.toFixed(2) + 'x').padStart(7)}`,
     );
   }
-  console.log('(best of the timed steps / generations; ratio = PyTorch / tfjs: how many times slower tfjs is)');
+  console.log('(wall clock, best of the timed steps / generations; ratio = PyTorch / tfjs: how many times slower tfjs is)');
+  console.log('\nper CPU second (robust to other load; both sides single-threaded):');
+  console.log('size  train tok/cpu-s tfjs  torch   ratio   gen tok/cpu-s tfjs  torch   ratio');
+  for (const r of rows) {
+    const tr = r.torch.train_tokens_per_cpu_s / r.tfjs.trainTokensPerCpuS;
+    const gr = r.torch.gen_tokens_per_cpu_s / r.tfjs.genTokensPerCpuS;
+    console.log(
+      `${r.size.padEnd(5)} ${r.tfjs.trainTokensPerCpuS.toFixed(0).padStart(20)} ${r.torch.train_tokens_per_cpu_s.toFixed(0).padStart(6)} ${(tr.toFixed(2) + 'x').padStart(7)}` +
+        ` ${r.tfjs.genTokensPerCpuS.toFixed(0).padStart(18)} ${r.torch.gen_tokens_per_cpu_s.toFixed(0).padStart(6)} ${(gr.toFixed(2) + 'x').padStart(7)}`,
+    );
+  }
   for (const r of rows) {
     console.log(
       `${r.size} means: train tfjs ${r.tfjs.trainTokensPerSMean.toFixed(0)} torch ${r.torch.train_tokens_per_s_mean.toFixed(0)} tok/s; ` +
@@ -210,6 +238,8 @@ async function main() {
       size: r.size, params: r.params, tokensPerStep: r.tokensPerStep,
       trainTokensPerS: { tfjs: +r.tfjs.trainTokensPerS.toFixed(1), torch: +r.torch.train_tokens_per_s.toFixed(1), ratio: +(r.torch.train_tokens_per_s / r.tfjs.trainTokensPerS).toFixed(2),
         tfjsMean: +r.tfjs.trainTokensPerSMean.toFixed(1), torchMean: +r.torch.train_tokens_per_s_mean.toFixed(1) },
+      trainTokensPerCpuS: { tfjs: +r.tfjs.trainTokensPerCpuS.toFixed(1), torch: +r.torch.train_tokens_per_cpu_s.toFixed(1), ratio: +(r.torch.train_tokens_per_cpu_s / r.tfjs.trainTokensPerCpuS).toFixed(2) },
+      genTokensPerCpuS: { tfjs: +r.tfjs.genTokensPerCpuS.toFixed(1), torch: +r.torch.gen_tokens_per_cpu_s.toFixed(1), ratio: +(r.torch.gen_tokens_per_cpu_s / r.tfjs.genTokensPerCpuS).toFixed(2) },
       genTokensPerS: { tfjs: +r.tfjs.genTokensPerS.toFixed(1), torch: +r.torch.gen_tokens_per_s.toFixed(1), ratio: +(r.torch.gen_tokens_per_s / r.tfjs.genTokensPerS).toFixed(2),
         tfjsMean: +r.tfjs.genTokensPerSMean.toFixed(1), torchMean: +r.torch.gen_tokens_per_s_mean.toFixed(1) },
     })),

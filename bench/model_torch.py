@@ -194,11 +194,12 @@ def bench(cfg):
 
     for _ in range(warm):
         step()
-    times = []
+    times, cpu = [], []
     for _ in range(steps):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         step()
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
     train_s = min(times)
 
     gb, prompt_len, new = cfg['gen_batch'], cfg['gen_prompt'], cfg['gen_tokens']
@@ -213,14 +214,16 @@ def bench(cfg):
             tok = logits[:, -1].argmax(-1, keepdim=True)
 
     generate()
-    gen_times = []
+    gen_times, gen_cpu = [], []
     for _ in range(cfg.get('gen_repeats', 3)):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         generate()
         gen_times.append(time.perf_counter() - t)
+        gen_cpu.append(time.process_time() - c)
     gen_s = min(gen_times)
     return {'train_tokens_per_s': B * T / train_s, 'train_tokens_per_s_mean': B * T * steps / sum(times), 'train_step_s': train_s,
             'gen_tokens_per_s': gb * new / gen_s, 'gen_tokens_per_s_mean': gb * new * len(gen_times) / sum(gen_times), 'gen_s': gen_s,
+            'train_tokens_per_cpu_s': B * T / min(cpu), 'gen_tokens_per_cpu_s': gb * new / min(gen_cpu),
             'params': sum(p.numel() for p in model.parameters())}
 
 

@@ -199,13 +199,17 @@ export class ConsoleChannel {
       }
     }
     this.print('\n(evaluating the answer…)');
-    const e = await engine.evaluate(sessionId, this.hooks);
-    const o = e.outcome;
-    this.print(
-      e.kind === 'backend'
-        ? `Result: ${o.testsPassed ?? 0} of ${o.testsTotal ?? 0} tests passed (score ${o.score.toFixed(2)})${o.success ? ' — success!' : ''}`
-        : `Result: similarity to your page ${o.score.toFixed(3)}${o.metric ? ` (${o.metric})` : ''}${o.success ? ' — success!' : ''}`,
-    );
+    try {
+      const e = await engine.evaluate(sessionId, this.hooks);
+      const o = e.outcome;
+      this.print(
+        e.kind === 'backend'
+          ? `Result: ${o.testsPassed ?? 0} of ${o.testsTotal ?? 0} tests passed (score ${o.score.toFixed(2)})${o.success ? ' — success!' : ''}`
+          : `Result: similarity to your page ${o.score.toFixed(3)}${o.metric ? ` (${o.metric})` : ''}${o.success ? ' — success!' : ''}`,
+      );
+    } catch (err) {
+      this.print(`The answer is saved but could not be scored now (${(err as Error).message}); \`sweetloop start\` scores it later.`);
+    }
     for (;;) {
       const r = await this.ask('How helpful was the agent? 1 (useless) to 5 (excellent): ');
       if (r === null) return 'quit';

@@ -37,7 +37,7 @@ export interface BackendEvaluation {
 export interface BackendEvalOptions {
   /** Wall-clock limit for the whole task. Default: 4 s + 2 x (tests + 1) x perTestTimeoutMs, at most 120 s. */
   timeoutMs?: number;
-  /** Limit for each test call (and for defining each solution). Default 2,000 ms. */
+  /** CPU-time limit for each test call (and for defining each solution); 5x as much wall time. Default 2,000 ms. */
   perTestTimeoutMs?: number;
   /** Address-space limit of the sandboxed Python. Default 1 GiB. */
   memoryBytes?: number;
@@ -233,6 +233,8 @@ export async function evaluateBackend(task: BackendTask, answer: string, opts: B
     error = run.timedOut
       ? `the reference did not finish within ${timeoutMs} ms`
       : `the reference run ended abnormally (exit ${run.exitCode ?? run.signal})`;
+  } else if (ref.execError) {
+    error = `the task's reference does not load: ${ref.execError}`;
   } else if (cand.execError) {
     error = `candidate: ${cand.execError}`;
   } else if (!cand.done) {

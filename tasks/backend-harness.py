@@ -45,6 +45,11 @@ def _on_alarm(signum, frame):
 
 
 signal.signal(signal.SIGALRM, _on_alarm)
+signal.signal(signal.SIGPROF, _on_alarm)
+
+# A test's limit is CPU time (so a busy machine does not fail honest code), with a wall-clock backstop of
+# WALL_FACTOR times as much for code that waits instead of computing.
+WALL_FACTOR = 5
 
 
 def _emit(fd, record):
@@ -148,11 +153,13 @@ def _describe(e):
 
 
 def _timed(seconds, fn):
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds * WALL_FACTOR)
     try:
         return fn()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
 
 
 def _run_phase(source, calls, fd, per_test, max_nodes, max_chars, label):
@@ -184,7 +191,7 @@ def _run_phase(source, calls, fd, per_test, max_nodes, max_chars, label):
         except _Timeout:
             record.pop('v', None)
             record.pop('r', None)
-            record['err'] = 'Timeout: over ' + str(per_test) + ' s'
+            record['err'] = 'Timeout: over %g s of CPU time or %g s in all' % (per_test, per_test * WALL_FACTOR)
         except BaseException as e:
             record.pop('v', None)
             record.pop('r', None)

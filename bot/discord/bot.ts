@@ -58,6 +58,7 @@ export class DiscordBot {
   private readonly threadSessions = new Map<string, string>();
   private ready: Promise<void> | null = null;
   private stopped = false;
+  private pruneTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly engine: SessionEngine,
@@ -91,10 +92,17 @@ export class DiscordBot {
     this.log?.info({ user: this.client.user?.tag, guilds: this.options.guildIds.length || 'global' }, 'discord bot ready');
     await this.resume();
     this.engine.startExpiry(this.options.expiryCheckMs ?? 60_000, (s) => this.onExpired(s));
+    // Redelivery happens within minutes; a week of processed interaction ids is plenty.
+    this.pruneTimer = setInterval(() => {
+      const cutoff = new Date(Date.now() - 7 * 24 * 3600_000);
+      this.db.prisma.processedEvent.deleteMany({ where: { createdAt: { lt: cutoff } } }).catch(() => {});
+    }, 3600_000);
+    this.pruneTimer.unref();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
     await this.client.destroy();
   }
 
@@ -469,8 +477,14 @@ export class DiscordBot {
 
   private async finish(sessionId: string, thread: ThreadChannel): Promise<void> {
     await thread.sendTyping().catch(() => {});
-    const evaluated = await this.engine.evaluate(sessionId);
-    await this.post(thread, { content: resultText(evaluated) });
+    try {
+      const evaluated = await this.engine.evaluate(sessionId);
+      await this.post(thread, { content: resultText(evaluated) });
+    } catch (err) {
+      // The answer is stored; the next start scores it (pendingWork). The rating need not wait for that.
+      this.log?.error({ err: (err as Error).message, session: sessionId }, 'evaluation failed');
+      await this.post(thread, { content: `The answer is saved but could not be scored right now (${(err as Error).message}). It will be scored later.` });
+    }
     await this.post(thread, ratingMessage(sessionId));
   }
 

@@ -72,6 +72,13 @@ describe('backend evaluator on our own tasks', () => {
     expect(r.tests[0]!.error).toMatch(/reference returned None/);
   });
 
+  it('says so when the task itself is broken', async () => {
+    const broken: BackendTask = { ...add, reference: 'def add(a, b):\n    return a +\n' };
+    const r = await evaluateBackend(broken, add.reference);
+    expect(r.score).toBe(0);
+    expect(r.error).toMatch(/^the task's reference does not load: SyntaxError/);
+  });
+
   it('keeps scoring after a test that times out', async () => {
     const r = await evaluateBackend(add, "def add(a, b):\n    while a == 1:\n        pass\n    return a + b\n", { perTestTimeoutMs: 300 });
     expect(r.passed).toBe(2);

@@ -10,7 +10,8 @@
 // Server: postgres://postgres@127.0.0.1:5432 (trust auth), or TEST_POSTGRES_URL (any database on the server
 // to connect to for admin work). Speed: the migrations run once per migrations-directory content into a
 // template database (sweetloop_tmpl_<hash>); each test database is a copy of it (CREATE DATABASE ... TEMPLATE),
-// so it carries the same _prisma_migrations rows as a migrated one.
+// so it carries the same _prisma_migrations rows as a migrated one. Test databases left by killed runs are
+// dropped after 6 hours by the next run.
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';

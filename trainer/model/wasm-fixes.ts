@@ -176,7 +176,6 @@ export function applyWasmFixes(): void {
 
   // --- 3. BatchMatMul ---
   const matMul = original('BatchMatMul');
-  const transpose = original('Transpose').kernelFunc;
   const reshape = original('Reshape').kernelFunc;
   replace({
     ...matMul,
@@ -190,66 +189,114 @@ export function applyWasmFixes(): void {
       const batchA = sizeOf(a.shape.slice(0, -2));
       const batchB = sizeOf(b.shape.slice(0, -2));
       if (!transposeA && !transposeB && batchA === 1 && batchB === 1) return matMul.kernelFunc(args as never);
-      const inner = transposeA ? a.shape[a.shape.length - 2]! : a.shape[a.shape.length - 1]!;
-      const rowsA = transposeA ? a.shape[a.shape.length - 1]! : a.shape[a.shape.length - 2]!;
-      const colsB = transposeB ? b.shape[b.shape.length - 2]! : b.shape[b.shape.length - 1]!;
-      // Many tiny products (attention of one new token while decoding): the per-call cost of the fast kernel
-      // (copies, XNNPACK operator set-up) exceeds the naive loop's arithmetic.
-      if (batchB > 1 && rowsA * inner * colsB < SMALL_PRODUCT) return matMul.kernelFunc(args as never);
-      const temps: TensorInfo[] = [];
-      const run = (k: KernelFunc, inputs: Call['inputs'], attrs: NamedAttrMap): TensorInfo => {
-        const r = k({ inputs, backend: args.backend, attrs } as never) as TensorInfo;
-        temps.push(r);
-        return r;
-      };
-      const swapLast = (t: TensorInfo) => {
-        const perm = t.shape.map((_, i) => i);
-        perm[perm.length - 1] = perm.length - 2;
-        perm[perm.length - 2] = perm.length - 1;
-        return run(transpose, { x: t }, { perm });
-      };
-      const a1 = transposeA ? swapLast(a) : a;
-      const b1 = transposeB ? (b.shape.length === 2 ? transposedWeights.get(b, swapLast, be) : swapLast(b)) : b;
-      const M = a1.shape[a1.shape.length - 2]!;
-      const K = a1.shape[a1.shape.length - 1]!;
-      const N = b1.shape[b1.shape.length - 1]!;
-      if (b1.shape[b1.shape.length - 2] !== K) {
-        for (const t of temps) be.disposeData(t.dataId);
+      const last = (t: TensorInfo, i: number) => t.shape[t.shape.length - i]!;
+      // C = op(A) op(B) with op(A): [M, K], op(B): [K, N].
+      const M = transposeA ? last(a, 1) : last(a, 2);
+      const K = transposeA ? last(a, 2) : last(a, 1);
+      const N = transposeB ? last(b, 2) : last(b, 1);
+      const Kb = transposeB ? last(b, 1) : last(b, 2);
+      if (Kb !== K) {
         throw new Error(
-          `Error in matMul: inner shapes (${K}) and (${b1.shape[b1.shape.length - 2]}) of Tensors with shapes ${a.shape} and ${b.shape} ` +
+          `Error in matMul: inner shapes (${K}) and (${Kb}) of Tensors with shapes ${a.shape} and ${b.shape} ` +
             `and transposeA=${transposeA} and transposeB=${transposeB} must match.`,
         );
       }
       const outBatchShape = tf.broadcast_util.assertAndGetBroadcastShape(a.shape.slice(0, -2), b.shape.slice(0, -2));
-      const outShape = [...outBatchShape, M, N];
-      const plain = { transposeA: false, transposeB: false };
+      const batch = Math.max(batchA, batchB);
+      // Many tiny products (attention of one new token while decoding): the per-call cost of the fast kernel
+      // (copies, XNNPACK operator set-up) exceeds the naive loop's arithmetic.
+      if (batchB > 1 && M * K * N < SMALL_PRODUCT) return matMul.kernelFunc(args as never);
+
+      const temps: TensorInfo[] = [];
+      const swapLast = (t: TensorInfo): TensorInfo => {
+        const r = t.shape.length;
+        const rows = t.shape[r - 2]!;
+        const cols = t.shape[r - 1]!;
+        const out = be.makeOutput([...t.shape.slice(0, -2), cols, rows], 'float32');
+        temps.push(out);
+        transposeLast(be.typedArrayFromHeap(t), be.typedArrayFromHeap(out), sizeOf(t.shape) / (rows * cols), rows, cols);
+        return out;
+      };
+      // Either materialise the transposed operands, or compute Cᵀ = op(B)ᵀ op(A)ᵀ (where a transposed operand
+      // needs no copy) and transpose the result: whichever copies fewer numbers. The gradient Pᵀ·dO of attention
+      // and the tied head's dLogitsᵀ·h are much cheaper the second way. A transposed weight matrix (2-D b)
+      // stays on the first way: its transpose is usually cached.
+      const direct = (transposeA ? batchA * M * K : 0) + (transposeB && b.shape.length !== 2 ? batchB * K * N : 0);
+      const swapped = (transposeA ? 0 : batchA * M * K) + (transposeB ? 0 : batchB * K * N) + batch * M * N;
       let result: TensorInfo;
-      if (batchB === 1) {
-        // A batch against one right-hand side is one tall product: [batchA·M, K] × [K, N].
-        const a2 = run(reshape, { x: a1 }, { shape: [1, batchA * M, K] });
-        const b2 = run(reshape, { x: b1 }, { shape: [1, K, N] });
-        result = matMul.kernelFunc({ inputs: { a: a2, b: b2 }, backend: args.backend, attrs: plain } as never) as TensorInfo;
+      if (direct <= swapped) {
+        const a1 = transposeA ? swapLast(a) : a;
+        const b1 = transposeB ? (b.shape.length === 2 ? transposedWeights.get(b, swapLast, be) : swapLast(b)) : b;
+        result = plainProduct(be, matMul.kernelFunc, reshape, a1, b1, batchA, batchB, M, K, N);
       } else {
-        const batch = Math.max(batchA, batchB);
-        const a3 = run(reshape, { x: a1 }, { shape: [batchA, M, K] });
-        const b3 = run(reshape, { x: b1 }, { shape: [batchB, K, N] });
-        // Batch items are contiguous in memory: copy each operand slice out of the heap and each product
-        // into its place in the output (tfjs's own Slice/Concat kernels take milliseconds for this).
+        const left = transposeB ? b : swapLast(b); // op(B)ᵀ: [N, K]
+        const right = transposeA ? a : swapLast(a); // op(A)ᵀ: [K, M]
+        const resultT = plainProduct(be, matMul.kernelFunc, reshape, left, right, batchB, batchA, N, K, M);
+        temps.push(resultT);
         result = be.makeOutput([batch, M, N], 'float32');
-        for (let i = 0; i < batch; i++) {
-          const ai = batchA === 1 ? a3 : copyRows(be, a3, i, [1, M, K]);
-          const bi = batchB === 1 ? b3 : copyRows(be, b3, i, [1, K, N]);
-          const oi = matMul.kernelFunc({ inputs: { a: ai, b: bi }, backend: args.backend, attrs: plain } as never) as TensorInfo;
-          be.typedArrayFromHeap(result).set(be.typedArrayFromHeap(oi), i * M * N);
-          be.disposeData(oi.dataId);
-          if (ai !== a3) be.disposeData(ai.dataId);
-          if (bi !== b3) be.disposeData(bi.dataId);
-        }
+        transposeLast(be.typedArrayFromHeap(resultT), be.typedArrayFromHeap(result), batch, N, M);
       }
-      const out = reshape({ inputs: { x: result }, backend: args.backend, attrs: { shape: outShape } } as never) as TensorInfo;
+      const out = reshape({ inputs: { x: result }, backend: args.backend, attrs: { shape: [...outBatchShape, M, N] } } as never) as TensorInfo;
       be.disposeData(result.dataId);
       for (const t of temps) be.disposeData(t.dataId);
       return out;
     }) as unknown as KernelFunc,
   });
+}
+
+/**
+ * [batch, M, N] = A·B for plain (untransposed) operands A: [batchA, M, K] and B: [batchB, K, N] (batch sizes 1
+ * broadcast), always through the fast kernel: a batch against a single right-hand side as one tall product,
+ * otherwise one product per batch item.
+ */
+function plainProduct(
+  be: WasmBackendLike, fast: KernelFunc, reshape: KernelFunc,
+  a: TensorInfo, b: TensorInfo, batchA: number, batchB: number, M: number, K: number, N: number,
+): TensorInfo {
+  const plain = { transposeA: false, transposeB: false };
+  const view = (t: TensorInfo, shape: number[]) => reshape({ inputs: { x: t }, backend: be, attrs: { shape } } as never) as TensorInfo;
+  if (batchB === 1) {
+    const a2 = view(a, [1, batchA * M, K]);
+    const b2 = view(b, [1, K, N]);
+    const r = fast({ inputs: { a: a2, b: b2 }, backend: be, attrs: plain } as never) as TensorInfo;
+    be.disposeData(a2.dataId);
+    be.disposeData(b2.dataId);
+    return r;
+  }
+  const batch = Math.max(batchA, batchB);
+  const a3 = view(a, [batchA, M, K]);
+  const b3 = view(b, [batchB, K, N]);
+  // Batch items are contiguous in memory: copy each operand slice out of the heap and each product into its
+  // place in the output (tfjs's own Slice/Concat kernels take milliseconds for this).
+  const result = be.makeOutput([batch, M, N], 'float32');
+  for (let i = 0; i < batch; i++) {
+    const ai = batchA === 1 ? a3 : copyRows(be, a3, i, [1, M, K]);
+    const bi = copyRows(be, b3, i, [1, K, N]);
+    const oi = fast({ inputs: { a: ai, b: bi }, backend: be, attrs: plain } as never) as TensorInfo;
+    be.typedArrayFromHeap(result).set(be.typedArrayFromHeap(oi), i * M * N);
+    be.disposeData(oi.dataId);
+    if (ai !== a3) be.disposeData(ai.dataId);
+    be.disposeData(bi.dataId);
+  }
+  be.disposeData(a3.dataId);
+  be.disposeData(b3.dataId);
+  return result;
+}
+
+/** Swaps the last two axes of [batch, rows, cols] into dst, in 32×32 blocks (faster than wasm's Transpose). */
+function transposeLast(src: ArrayLike<number>, dst: { [i: number]: number }, batch: number, rows: number, cols: number): void {
+  const B = 32;
+  for (let b = 0; b < batch; b++) {
+    const o = b * rows * cols;
+    for (let i0 = 0; i0 < rows; i0 += B) {
+      const i1 = Math.min(rows, i0 + B);
+      for (let j0 = 0; j0 < cols; j0 += B) {
+        const j1 = Math.min(cols, j0 + B);
+        for (let i = i0; i < i1; i++) {
+          const si = o + i * cols;
+          for (let j = j0; j < j1; j++) dst[o + j * rows + i] = src[si + j]!;
+        }
+      }
+    }
+  }
 }

@@ -1,0 +1,185 @@
+// The trainer's command actions (simulate, evaluate, train, trainer, deploy, rollback). bin/commands/trainer.ts
+// parses the options and hands over the validated settings; everything else happens here.
+import type { Database } from '../prisma/db.ts';
+import type { PolicyVersion } from '../prisma/generated/client.ts';
+import type { TaskKind, TaskSplit } from '../tasks/model.ts';
+import { evaluateVersion, formatReport } from './evaluate.ts';
+import { isPresetName, trainConfig, type TrainConfig } from './presets.ts';
+import { deployVersion, promote, rollbackVersion } from './promote.ts';
+import { DEFAULT_SAMPLING } from './rollout.ts';
+import { createRun, executeRun, unfinishedRuns, type Algorithm, type RunConfig } from './runs.ts';
+import { createScorer } from './scoring.ts';
+import { simulate, RULE_SIMULATOR, type CollaboratorFactory } from './simulate.ts';
+import { resolveVersion, type VersionContext } from './versions.ts';
+import { usableSessions } from './data.ts';
+import { runService } from './service.ts';
+
+export interface TrainerSettings {
+  checkpointRoot: string;
+  seed: number;
+  ratingWeight: number;
+  promotionMargin: number;
+  minNewSessions: number;
+  pollSeconds: number;
+  bwrapPath: string;
+  pythonPath: string;
+  chromiumPath: string;
+  llmSimulator?: { url: string; model: string; key?: string };
+  progress: 'bar' | 'lines' | 'none';
+}
+
+function versionContext(db: Database, s: TrainerSettings): VersionContext {
+  return { prisma: db.prisma, checkpointRoot: s.checkpointRoot, seed: s.seed, log: (l) => console.error(l) };
+}
+
+async function collaboratorFactory(s: TrainerSettings): Promise<CollaboratorFactory> {
+  if (!s.llmSimulator) return RULE_SIMULATOR;
+  const { createLlmCollaborator } = await import('../tasks/llm-simulator.ts');
+  const llm = s.llmSimulator;
+  return { name: `llm:${llm.model}`, create: (task) => createLlmCollaborator(task, { url: llm.url, model: llm.model, ...(llm.key ? { key: llm.key } : {}) }) };
+}
+
+function scorer(s: TrainerSettings) {
+  return createScorer({ bwrapPath: s.bwrapPath, pythonPath: s.pythonPath, chromiumPath: s.chromiumPath });
+}
+
+export async function simulateCommand(db: Database, s: TrainerSettings, o: { policy: string; tasks: TaskSplit; episodes: number; kind: TaskKind; seed?: number }): Promise<void> {
+  const version = await resolveVersion(versionContext(db, s), o.policy);
+  const sc = scorer(s);
+  try {
+    const games = await simulate(db.prisma, version, sc, {
+      kind: o.kind,
+      split: o.tasks,
+      episodes: o.episodes,
+      seed: o.seed ?? s.seed,
+      store: true,
+      collaborator: await collaboratorFactory(s),
+      log: (l) => console.error(l),
+    });
+    const ok = games.filter((g) => g.evaluation.success).length;
+    const mean = games.reduce((a, g) => a + g.evaluation.score, 0) / games.length;
+    console.log(`stored ${games.length} simulated ${o.kind} sessions of ${version.name} on ${o.tasks} tasks: mean score ${(mean * 100).toFixed(1)}%, ${ok} successes`);
+  } finally {
+    await sc.close();
+  }
+}
+
+export interface EvalCommandOptions {
+  policy: string;
+  tasks: TaskSplit;
+  episodes: number;
+  kind: TaskKind;
+  against?: string;
+  seed?: number;
+  json?: boolean;
+}
+
+export async function evaluateCommand(db: Database, s: TrainerSettings, o: EvalCommandOptions): Promise<void> {
+  const ctx = versionContext(db, s);
+  const version = await resolveVersion(ctx, o.policy);
+  const against = o.against ? await resolveVersion(ctx, o.against) : undefined;
+  const sc = scorer(s);
+  try {
+    const report = await evaluateVersion(
+      db.prisma,
+      version,
+      sc,
+      { kind: o.kind, split: o.tasks, episodes: o.episodes, seed: o.seed ?? s.seed, store: false, collaborator: await collaboratorFactory(s) },
+      against,
+    );
+    console.log(o.json ? JSON.stringify(report) : formatReport(report));
+  } finally {
+    await sc.close();
+  }
+}
+
+export interface TrainCommandOptions {
+  algo: Algorithm;
+  from: string;
+  preset: string;
+  kind: TaskKind;
+  maxSteps?: number;
+  resume?: string;
+  lora?: number;
+  promote?: boolean;
+  evalEpisodes: number;
+}
+
+export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCommandOptions): Promise<PolicyVersion> {
+  const ctx = { prisma: db.prisma, checkpointRoot: s.checkpointRoot, progress: s.progress, log: (l: string) => console.error(l) };
+  let runId = o.resume;
+  if (!runId) {
+    if (!isPresetName(o.preset)) throw new Error(`unknown preset "${o.preset}" (cpu-small or paper)`);
+    const from = await resolveVersion(versionContext(db, s), o.from);
+    const overrides: Partial<TrainConfig> = { seed: s.seed };
+    if (o.maxSteps !== undefined) overrides.maxSteps = o.maxSteps;
+    if (o.lora !== undefined) overrides.lora = { rank: o.lora, alpha: 2 * o.lora };
+    const cfg: RunConfig = {
+      algorithm: o.algo,
+      preset: o.preset,
+      train: trainConfig(o.preset, overrides),
+      fromVersionId: from.id,
+      fromVersionName: from.name,
+      fromCheckpoint: from.checkpointPath,
+      kind: o.kind,
+      ratingWeight: s.ratingWeight,
+      includeSimulated: true,
+    };
+    const run = await createRun(ctx, cfg);
+    runId = run.id;
+    console.error(`training run ${run.id} (${o.algo}, preset ${o.preset}); resume it after an interruption with: sweetloop train --resume ${run.id}`);
+  }
+  const version = await executeRun(ctx, runId);
+  console.log(`candidate policy version ${version.name} (sha256 ${version.checkpointSha256}) at ${version.checkpointPath}`);
+  if (o.promote) await gate(db, s, version.name, o.kind, o.evalEpisodes);
+  return version;
+}
+
+async function gate(db: Database, s: TrainerSettings, candidate: string, kind: TaskKind, episodes: number): Promise<void> {
+  const sc = scorer(s);
+  const collaborator = await collaboratorFactory(s);
+  try {
+    const r = await promote(db, candidate, s.promotionMargin, async (v) => {
+      const games = await simulate(db.prisma, v, sc, { kind, split: 'test', episodes, seed: s.seed, store: false, collaborator });
+      return games.reduce((a, g) => a + g.evaluation.score, 0) / games.length;
+    });
+    const scores = r.scores ? ` (candidate ${(r.scores.candidate * 100).toFixed(1)}% vs deployed ${(r.scores.deployed * 100).toFixed(1)}%, margin ${r.margin})` : ' (nothing was deployed)';
+    console.log(r.decision === 'deployed' ? `deployed ${candidate}${scores}` : `kept ${candidate} as a candidate${scores}`);
+  } finally {
+    await sc.close();
+  }
+}
+
+export async function deployCommand(db: Database, name: string): Promise<void> {
+  const v = await deployVersion(db, 'cli', name);
+  console.log(`deployed ${v.name}`);
+}
+
+export async function rollbackCommand(db: Database): Promise<void> {
+  const v = await rollbackVersion(db, 'cli');
+  console.log(`rolled back to ${v.name}`);
+}
+
+export async function serviceCommand(db: Database, s: TrainerSettings, o: { algo: Algorithm; preset: string; kind: TaskKind; evalEpisodes: number }): Promise<void> {
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort());
+  process.once('SIGTERM', () => controller.abort());
+  await runService({
+    db,
+    minNewSessions: s.minNewSessions,
+    pollSeconds: s.pollSeconds,
+    signal: controller.signal,
+    log: (l) => console.error(`trainer: ${l}`),
+    countNewSessions: (after) =>
+      db.prisma.session.count({ where: usableSessions({ includeSimulated: true, kind: o.kind, split: 'train', ...(after ? { endedAfter: after } : {}) }) }),
+    cycle: async () => {
+      const [unfinished] = await unfinishedRuns(db.prisma);
+      const version = unfinished
+        ? await trainCommand(db, s, { algo: o.algo, from: 'deployed', preset: o.preset, kind: o.kind, resume: unfinished.id, evalEpisodes: o.evalEpisodes })
+        : await trainCommand(db, s, { algo: o.algo, from: 'deployed', preset: o.preset, kind: o.kind, evalEpisodes: o.evalEpisodes });
+      await gate(db, s, version.name, o.kind, o.evalEpisodes);
+    },
+  });
+}
+
+export { DEFAULT_SAMPLING };

@@ -1,4 +1,4 @@
-// npm run bench:export [-- --sessions N] [-- --batch-size N]
+// npm run bench:export [-- --sessions N] [--batch-size N] [--heap-cap-mib N]
 //
 // Fills a throwaway Postgres database with N synthetic sessions (default 100,000; 10 turns each, so 1M turns,
 // plus an evaluation each and a rating on every other one), exports them in every format and prints, per format,
@@ -170,16 +170,17 @@ function yardstick(url: string, out: string): Measurement {
   };
 }
 
-function runChild(format: Format, url: string, out: string, batchSize: number): Promise<Measurement> {
+function runChild(format: Format, url: string, out: string, batchSize: number, heapCapMiB: number | null): Promise<Measurement> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', format, url, out, String(batchSize)], {
+    const cap = heapCapMiB ? [`--max-old-space-size=${heapCapMiB}`] : [];
+    const p = spawn(process.execPath, [...cap, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', format, url, out, String(batchSize)], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let text = '';
     p.stdout.on('data', (c: Buffer) => (text += c.toString()));
     p.on('error', reject);
     p.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`export child for ${format} exited with ${code}`));
+      if (code !== 0) return reject(new Error(`export child for ${format} exited with ${code}${heapCapMiB ? ` (V8 old space capped at ${heapCapMiB} MiB)` : ''}`));
       resolve(JSON.parse(text.trim().split('\n').pop()!) as Measurement);
     });
   });
@@ -194,6 +195,8 @@ async function main(): Promise<void> {
   }
   const n = arg('sessions', 100_000);
   const batchSize = arg('batch-size', 500);
+  // With a cap, an export whose memory grew with the number of sessions would die: a pass proves it flat.
+  const heapCapMiB = process.argv.includes('--heap-cap-mib') ? arg('heap-cap-mib', 96) : null;
   const { createTestDatabase } = await import('../test/helpers/db.ts');
   const db = await createTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'sweetloop-bench-export-'));
@@ -206,7 +209,7 @@ async function main(): Promise<void> {
     results.push(yardstick(db.url, join(dir, 'yardstick.jsonl')));
     for (const format of FORMATS) {
       process.stderr.write(`exporting ${format}...\n`);
-      results.push(await runChild(format, db.url, join(dir, `out.${format}`), batchSize));
+      results.push(await runChild(format, db.url, join(dir, `out.${format}`), batchSize, heapCapMiB));
       await rm(join(dir, `out.${format}`), { force: true });
     }
     const rows = results.map((r) => [
@@ -219,10 +222,10 @@ async function main(): Promise<void> {
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
     const load = loadavg().map((x) => x.toFixed(1)).join(' ');
-    console.log(`export benchmark: ${n} sessions x 10 turns, batch ${batchSize}, seeded in ${seedSeconds.toFixed(1)} s (SQL generate_series); ${cpus().length} CPUs, load average at start ${loadStart}, at end ${load}`);
+    console.log(`export benchmark: ${n} sessions x 10 turns, batch ${batchSize}, seeded in ${seedSeconds.toFixed(1)} s (SQL generate_series); V8 old space ${heapCapMiB ? `capped at ${heapCapMiB} MiB` : 'uncapped'}; ${cpus().length} CPUs, load average at start ${loadStart}, at end ${load}`);
     console.log(line(head));
     for (const r of rows) console.log(line(r));
-    console.log(JSON.stringify({ bench: 'export', sessions: n, batchSize, seedSeconds: Number(seedSeconds.toFixed(2)), cpus: cpus().length, loadStart, loadEnd: load, results: results.map((r) => ({ ...r, seconds: Number(r.seconds.toFixed(2)), cpuSeconds: r.cpuSeconds === null ? null : Number(r.cpuSeconds.toFixed(2)), sessionsPerSec: Math.round(r.sessionsPerSec), turnsPerSec: Math.round(r.turnsPerSec), peakRssMiB: Number.isNaN(r.peakRssMiB) ? null : r.peakRssMiB, peakHeapMiB: Number.isNaN(r.peakHeapMiB) ? null : r.peakHeapMiB })) }));
+    console.log(JSON.stringify({ bench: 'export', sessions: n, batchSize, heapCapMiB, seedSeconds: Number(seedSeconds.toFixed(2)), cpus: cpus().length, loadStart, loadEnd: load, results: results.map((r) => ({ ...r, seconds: Number(r.seconds.toFixed(2)), cpuSeconds: r.cpuSeconds === null ? null : Number(r.cpuSeconds.toFixed(2)), sessionsPerSec: Math.round(r.sessionsPerSec), turnsPerSec: Math.round(r.turnsPerSec), peakRssMiB: Number.isNaN(r.peakRssMiB) ? null : r.peakRssMiB, peakHeapMiB: Number.isNaN(r.peakHeapMiB) ? null : r.peakHeapMiB })) }));
   } finally {
     await rm(dir, { recursive: true, force: true });
     await db.drop();

@@ -67,6 +67,10 @@ export class ConsoleChannel {
   async run(): Promise<void> {
     const { engine, person } = this.o;
     this.print('Sweetloop console — collaborate with the agent on a task.');
+    // Answers a previous run could not score are scored now.
+    for (const w of await engine.pendingWork()) {
+      if (w.kind === 'evaluate') await engine.evaluate(w.session.id).catch(() => {});
+    }
     let p = await engine.participant(person.externalId, this.hooks);
     if (p?.banned) {
       this.print('You are not allowed to take part in sessions.');

@@ -224,7 +224,7 @@ export function applyWasmFixes(): void {
       const direct = (transposeA ? batchA * M * K : 0) + (transposeB && b.shape.length !== 2 ? batchB * K * N : 0);
       const swapped = (transposeA ? 0 : batchA * M * K) + (transposeB ? 0 : batchB * K * N) + batch * M * N;
       let result: TensorInfo;
-      if (direct <= swapped) {
+      if (direct <= swapped || process.env.NOSWAP) {
         const a1 = transposeA ? swapLast(a) : a;
         const b1 = transposeB ? (b.shape.length === 2 ? transposedWeights.get(b, swapLast, be) : swapLast(b)) : b;
         result = plainProduct(be, matMul.kernelFunc, reshape, a1, b1, batchA, batchB, M, K, N);

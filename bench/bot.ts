@@ -10,6 +10,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { availableParallelism, loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { builtinTasks } from '../tasks/library.ts';
 import { importTasks } from '../prisma/task-store.ts';
 import { createRuntime } from '../bot/runtime.ts';
@@ -57,19 +59,24 @@ async function main(): Promise<void> {
   await bot.start();
 
   const acks: number[] = [];
+  const acksByKind: Record<string, number[]> = { start: [], accept: [], rate: [] };
   const overheads: number[] = [];
   const models: number[] = [];
   const totals: number[] = [];
-  const ack = (i: InteractionRecord) => fake.waitFor(() => (i.ackAt !== null ? i.ackAt - i.sentAt : null), 120_000, 'ack').then((ms) => acks.push(ms));
+  const ack = (i: InteractionRecord, kind: string) =>
+    fake.waitFor(() => (i.ackAt !== null ? i.ackAt - i.sentAt : null), 120_000, 'ack').then((ms) => {
+      acks.push(ms);
+      acksByKind[kind]!.push(ms);
+    });
   const agentMsgs = (threadId: string) => fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'));
 
   async function person(n: number): Promise<void> {
     const user: FakeUser = fake.user(`person${n}`);
     const start = fake.command(user, 'task', 'start', { kind: 'backend' });
-    await ack(start);
+    await ack(start, 'start');
     const consent = await fake.waitFor(() => fake.replies(start).find((s) => s.kind === 'original'), 120_000, 'consent');
     const accept = fake.click(user, consent, 'consent:accept:backend');
-    await ack(accept);
+    await ack(accept, 'accept');
     const hidden = await fake.waitFor(() => fake.replies(accept).find((s) => s.content.includes('Only you can see this')), 300_000, 'hidden');
     const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
     let shown: Shown = await fake.waitFor(() => agentMsgs(threadId)[0], 600_000, 'first agent message');
@@ -88,13 +95,22 @@ async function main(): Promise<void> {
     const rating = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 600_000, 'rating');
     const sessionId = /rate:([0-9a-f-]+):/.exec(JSON.stringify(rating.components))![1]!;
     const rate = fake.click(user, rating, `rate:${sessionId}:${1 + (n % 5)}`);
-    await ack(rate);
+    await ack(rate, 'rate');
     await fake.waitFor(() => fake.replies(rate).find((s) => s.content.includes('you rated')), 120_000, 'rating stored');
   }
 
+  // Event-loop delay of this process (bot, fake Discord and driver share it): separates our own blocking from
+  // the machine being busy.
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const load0 = loadavg()[0]!;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: PEOPLE }, (_, n) => person(n)));
   const wall = (performance.now() - t0) / 1000;
+  loop.disable();
+  const loopP99 = loop.percentile(99) / 1e6;
+  const loopMax = loop.max / 1e6;
+  const load1 = loadavg()[0]!;
   const answered = await tdb.prisma.session.count({ where: { status: 'answered' } });
   const evaluated = await tdb.prisma.evaluation.count();
   const rated = await tdb.prisma.rating.count();
@@ -111,6 +127,11 @@ async function main(): Promise<void> {
   console.log(`\nbench:bot — ${PEOPLE} people at once, ${TURNS} agent turns each, tiny policy (max ${MAX_TOKENS} tokens/reply), Postgres, fake Discord`);
   console.log(`${'metric'.padEnd(32)}${'n'.padStart(6)}${'p50'.padStart(10)}${'p99'.padStart(10)}${'max'.padStart(10)}`);
   for (const r of rows) console.log(`${r.name.padEnd(32)}${String(r.n).padStart(6)}${r.p50.toFixed(1).padStart(10)}${r.p99.toFixed(1).padStart(10)}${r.max.toFixed(1).padStart(10)}`);
+  for (const [k, xs] of Object.entries(acksByKind)) {
+    const r = row(`  ack of ${k} (ms)`, xs);
+    console.log(`${r.name.padEnd(32)}${String(r.n).padStart(6)}${r.p50.toFixed(1).padStart(10)}${r.p99.toFixed(1).padStart(10)}${r.max.toFixed(1).padStart(10)}`);
+  }
+  console.log(`event-loop delay p99 ${loopP99.toFixed(1)} ms, max ${loopMax.toFixed(1)} ms; load average ${load0.toFixed(1)} -> ${load1.toFixed(1)} on ${availableParallelism()} cores`);
   console.log(`sessions answered ${answered}/${PEOPLE}, evaluated ${evaluated}, rated ${rated}; wall ${wall.toFixed(1)} s; acks over 3 s: ${acks.filter((a) => a > 3000).length}`);
   console.log(
     JSON.stringify({
@@ -119,6 +140,10 @@ async function main(): Promise<void> {
       turns: TURNS,
       maxTokens: MAX_TOKENS,
       ackMs: { p50: rows[0]!.p50, p99: rows[0]!.p99, max: rows[0]!.max, n: acks.length },
+      ackMsByKind: Object.fromEntries(Object.entries(acksByKind).map(([k, xs]) => [k, { p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) }])),
+      acksOver3s: acks.filter((a) => a > 3000).length,
+      eventLoopDelayMs: { p99: loopP99, max: loopMax },
+      loadAverage: [load0, load1],
       turnOverheadMs: { p50: rows[1]!.p50, p99: rows[1]!.p99, max: rows[1]!.max, n: overheads.length },
       modelMs: { p50: rows[2]!.p50, p99: rows[2]!.p99, max: rows[2]!.max },
       answered,

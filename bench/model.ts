@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import { llamaConfig, parameterCount, toHfConfig, type ModelConfig } from '../trainer/model/architecture.ts';
 import { initBackend, type BackendChoice } from '../trainer/model/backend.ts';
-import { Decoder } from '../trainer/model/decoder.ts';
+import { Decoder, disposeCache } from '../trainer/model/decoder.ts';
 import { generate } from '../trainer/model/generate.ts';
 import { crossEntropy } from '../trainer/model/ops.ts';
 import { AdamW } from '../trainer/model/optim.ts';
@@ -144,6 +144,7 @@ async function benchTfjs(size: Size, steps: number) {
   const first = model.forward(tf.tensor2d(prompts, undefined, 'int32'), { returnCache: true, lastOnly: true });
   const genProfile = await profile(() => { tf.dispose(model.forward(tf.tensor2d(prompts.map((p) => [p[0]!]), undefined, 'int32'), { cache: first.cache, lastOnly: true }) as never); });
   tf.dispose([ids, input, target, first.logits]);
+  disposeCache(first.cache);
   optimizer.dispose();
   trainer.dispose();
   model.dispose();

@@ -24,7 +24,9 @@ export interface ActorState extends TurnState {
 export interface ActionPair {
   sessionId: string;
   agentTurn: number;
-  prompt: number[];
+  /** Prompt ids of each side (the same dialogue, cut on the left by each side's length to fit the context). */
+  chosenPrompt: number[];
+  rejectedPrompt: number[];
   chosen: number[];
   rejected: number[];
   refChosen: number;
@@ -72,7 +74,8 @@ export async function pairsForState(policy: LoadedModel, critic: Critic, state: 
   return picked.map((p, k) => ({
     sessionId: state.sessionId,
     agentTurn: state.agentTurn,
-    prompt: rows[2 * k]!.prompt,
+    chosenPrompt: rows[2 * k]!.prompt,
+    rejectedPrompt: rows[2 * k + 1]!.prompt,
     chosen: rows[2 * k]!.completion,
     rejected: rows[2 * k + 1]!.completion,
     refChosen: sum(ref[2 * k]!),
@@ -108,7 +111,7 @@ export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c:
         const r = trainer.run(() => {
           const lp = completionLogprobs(
             policy.model,
-            [...micro.map((p) => ({ prompt: p.prompt, completion: p.chosen })), ...micro.map((p) => ({ prompt: p.prompt, completion: p.rejected }))],
+            [...micro.map((p) => ({ prompt: p.chosenPrompt, completion: p.chosen })), ...micro.map((p) => ({ prompt: p.rejectedPrompt, completion: p.rejected }))],
             { padTokenId: pad },
           );
           const n = micro.length;

@@ -182,4 +182,3 @@ export async function serviceCommand(db: Database, s: TrainerSettings, o: { algo
   });
 }
 
-export { DEFAULT_SAMPLING };

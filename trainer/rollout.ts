@@ -91,7 +91,8 @@ export async function playBatched(
         return new Promise((resolve, reject) => {
           waiting.push({
             prompt: encodePrompt(policy, dialogue, ctx, sampling.maxTokens),
-            resolve: (r) => resolve({ text: r.text, promptTokens: r.promptTokens, completionTokens: r.tokenIds.length }),
+            // Postgres text cannot hold NUL, which a byte-level model can emit: it becomes U+FFFD before anyone sees it.
+            resolve: (r) => resolve({ text: r.text.replace(/\u0000/g, '\uFFFD'), promptTokens: r.promptTokens, completionTokens: r.tokenIds.length }),
             reject,
           });
           // Replies are gathered in the order games ask; every game asks before the batch goes.

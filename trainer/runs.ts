@@ -150,6 +150,7 @@ export async function executeRun(ctx: RunContext, runId: string): Promise<Policy
           if (lora) await saveLora(ck, phase.model);
           else await saveCheckpoint(ck, phase.model);
           await saveOptimizer(ck, phase.optimizer);
+          await copyTokenizerFiles(cfg.fromCheckpoint, ck);
           const previous = progress.current?.phase === phase.name ? progress.current.dir : undefined;
           progress.current = { phase: phase.name, step: s + 1, dir: ck };
           await saveProgress();

@@ -29,12 +29,16 @@ export interface SimulatedSession {
 
 /** The simulated participant standing for one collaborator (created on first use). */
 export async function simulatedParticipant(prisma: PrismaClient, collaborator: string): Promise<string> {
-  const p = await prisma.participant.upsert({
-    where: { discordUserId: `sim:${collaborator}` },
-    create: { discordUserId: `sim:${collaborator}`, displayName: collaborator, role: 'simulated' },
-    update: {},
-  });
-  return p.id;
+  const discordUserId = `sim:${collaborator}`;
+  try {
+    const p = await prisma.participant.upsert({ where: { discordUserId }, create: { discordUserId, displayName: collaborator, role: 'simulated' }, update: {} });
+    return p.id;
+  } catch (err) {
+    // Two games finishing at once both try to create it: the loser reads the winner's row.
+    const p = await prisma.participant.findUnique({ where: { discordUserId } });
+    if (!p) throw err;
+    return p.id;
+  }
 }
 
 export async function storeSimulatedSession(prisma: PrismaClient, s: SimulatedSession): Promise<string> {

@@ -9,7 +9,6 @@ export function registerBotCommands(program: Command): void {
     .action(async () => {
       const config = loadConfig();
       const { runStart } = await import('../../bot/main.ts');
-      // The console shares the terminal with the logs: keep them to warnings there.
       await runStart(config, createLogger(config.DISCORD_TOKEN ? config.LOG_LEVEL : quieter(config.LOG_LEVEL)));
     });
   program
@@ -30,6 +29,7 @@ export function registerBotCommands(program: Command): void {
     });
 }
 
+/** The console shares the terminal with the logs: the default `info` becomes `warn` there; explicit debug stays. */
 function quieter(level: string): string {
-  return ['info', 'debug', 'trace'].includes(level) && level === 'info' ? 'warn' : level;
+  return level === 'info' ? 'warn' : level;
 }

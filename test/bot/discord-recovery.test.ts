@@ -85,6 +85,7 @@ describe('Discord bot recovery', () => {
     // And Bob's session goes on in the same thread with the new process.
     h.fake.say(bob, bobThread, 'Nothing special.');
     await h.agentMessage(bobThread, 2);
+    await h.fake.waitFor(() => h.fake.inChannel(bobThread).find((s) => s.content.startsWith('How helpful')), 60_000, 'Bob\'s rating');
   });
 
   it('keeps a session whose first posts Discord refused, and finishes it after a restart', async () => {

@@ -158,7 +158,7 @@ export async function expertDialogues(seed: number, games: number): Promise<Chat
   return out;
 }
 
-interface Example {
+export interface Example {
   ids: number[];
   /** 1 where ids[t] is an assistant token the model must predict (so the loss at t-1 counts). */
   train: number[];
@@ -210,7 +210,7 @@ function shuffle<T>(xs: T[], rand: () => number): T[] {
  * The token prefix every example starts with (the rendered system prompt), cut back so that no trained token
  * and not the first token of any example's rest falls inside it: the loss at the boundary is then never lost.
  */
-function sharedPrefixLength(examples: readonly Example[]): number {
+export function sharedPrefixLength(examples: readonly Example[]): number {
   const first = examples[0]!.ids;
   let n = first.length;
   for (const e of examples) {
@@ -224,7 +224,7 @@ function sharedPrefixLength(examples: readonly Example[]): number {
   return Math.max(0, n);
 }
 
-function batchLoss(model: Decoder, batch: Example[], pad: number, prefix: readonly number[]): () => tf.Scalar {
+export function batchLoss(model: Decoder, batch: Example[], pad: number, prefix: readonly number[]): () => tf.Scalar {
   const B = batch.length;
   const P = prefix.length;
   const T = Math.max(...batch.map((e) => e.ids.length)) - 1 - P;
@@ -262,7 +262,7 @@ function batchLoss(model: Decoder, batch: Example[], pad: number, prefix: readon
  * The expert's answer without the comment it copies onto each constant line (`NAME = value  # meaning`),
  * matched exactly against the template's own comments, so a value that contains `#` is never touched.
  */
-function compactAnswer(dialogue: readonly ChatMessage[], comments: readonly string[]): ChatMessage[] {
+export function compactAnswer(dialogue: readonly ChatMessage[], comments: readonly string[]): ChatMessage[] {
   return dialogue.map((m) => {
     if (m.role !== 'assistant' || !m.content.includes(ANSWER_MARKER)) return m;
     const lines = m.content.split('\n').map((line) => {

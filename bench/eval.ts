@@ -4,9 +4,9 @@
 // the same run. Prints a table and one JSON line.
 //   npm run bench:eval [-- --tasks FILE] [-- --repeat N]
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import os from 'node:os';
-import { resolve } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os, { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { evaluateBackendBatch } from '../tasks/backend-eval.ts';
 import type { BackendTask } from '../tasks/model.ts';
 import { parseBackendRecord } from '../tasks/score.ts';
@@ -59,9 +59,12 @@ print(json.dumps({'seconds': time.perf_counter() - t0, 'passed': passed}))
 
 function unsandboxed(): { seconds: number; processSeconds: number; passed: number[] } {
   const input = tasks.map((t) => JSON.stringify({ reference: t.reference, answer: t.reference, calls: t.testCases })).join('\n');
+  // The sample's own tests create files (sqlite databases) in the working directory: give them a scratch one.
+  const cwd = mkdtempSync(join(tmpdir(), 'sweetloop-bench-eval-'));
   const started = performance.now();
-  const r = spawnSync('/usr/bin/python3', ['-c', UNSANDBOXED], { input, encoding: 'utf8', stdio: ['pipe', 'pipe', 'ignore'], maxBuffer: 1 << 26, env: { OPENBLAS_NUM_THREADS: '1', PATH: '/usr/bin:/bin' } });
+  const r = spawnSync('/usr/bin/python3', ['-c', UNSANDBOXED], { cwd, input, encoding: 'utf8', stdio: ['pipe', 'pipe', 'ignore'], maxBuffer: 1 << 26, env: { OPENBLAS_NUM_THREADS: '1', PATH: '/usr/bin:/bin' } });
   const processSeconds = (performance.now() - started) / 1000;
+  rmSync(cwd, { recursive: true, force: true });
   if (r.status !== 0) throw new Error(`unsandboxed run failed (${r.status})`);
   // Only the last line: the reference solutions may print.
   const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as { seconds: number; passed: number[] };

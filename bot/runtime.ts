@@ -8,7 +8,8 @@ import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { Logger } from '../bin/log.ts';
 import { PolicyWatcher } from './deploy-watch.ts';
 import { SessionEngine, type Channel } from './engine.ts';
-import type { Evaluate, EvaluationOutcome, RenderPage } from './evaluator.ts';
+import type { Evaluate, RenderPage } from './evaluator.ts';
+import { createScorer } from '../tasks/scorer.ts';
 import type { Renderer } from '../tasks/render.ts';
 
 export interface RuntimeOptions {
@@ -44,30 +45,6 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export function defaultEvaluate(opts: { bwrapPath?: string; pythonPath?: string; renderer?: Renderer | null }): Evaluate {
-  return async (task: TaskContent, answer: string): Promise<EvaluationOutcome> => {
-    if (task.kind === 'backend') {
-      const { evaluateBackend, BACKEND_EVALUATOR_VERSION } = await import('../tasks/backend-eval.ts');
-      const r = await evaluateBackend(task, answer, {
-        ...(opts.bwrapPath ? { bwrapPath: opts.bwrapPath } : {}),
-        ...(opts.pythonPath ? { pythonPath: opts.pythonPath } : {}),
-      });
-      return {
-        score: r.score,
-        success: r.success,
-        testsPassed: r.passed,
-        testsTotal: r.total,
-        detail: { tests: r.tests, ...(r.error ? { error: r.error } : {}) },
-        evaluatorVersion: BACKEND_EVALUATOR_VERSION,
-      };
-    }
-    if (!opts.renderer) throw new Error('frontend evaluation needs the page renderer (Chromium)');
-    const { evaluateFrontend, FRONTEND_EVALUATOR_VERSION } = await import('../tasks/frontend-eval.ts');
-    const r = await evaluateFrontend(task, answer, { renderer: opts.renderer });
-    return { score: r.score, success: r.success, detail: { ...r.detail, ...(r.error ? { error: r.error } : {}) }, metric: r.metric, evaluatorVersion: FRONTEND_EVALUATOR_VERSION };
-  };
-}
-
 export async function defaultLoadAgent(policy: PolicyVersion): Promise<Agent> {
   const { createPolicyAgent } = await import('../trainer/model/policy.ts');
   return createPolicyAgent({ checkpointDir: policy.checkpointPath, name: policy.name });
@@ -96,7 +73,11 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     } else if (opts.render) {
       render = opts.render;
     }
-    const evaluate = opts.evaluate ?? defaultEvaluate({ bwrapPath: opts.bwrapPath, pythonPath: opts.pythonPath, renderer });
+    let evaluate = opts.evaluate;
+    if (!evaluate) {
+      const scorer = createScorer({ bwrapPath: opts.bwrapPath, pythonPath: opts.pythonPath, renderer });
+      evaluate = (task, answer) => scorer.evaluate(task, answer);
+    }
     const engine = new SessionEngine(
       { db, policies, loadAgent: opts.loadAgent ?? defaultLoadAgent, evaluate, ...(render ? { render } : {}), ...(opts.log ? { log: opts.log } : {}) },
       { channel: opts.channel, maxTurns: opts.maxTurns, idleMinutes: opts.idleMinutes, ratingWeight: opts.ratingWeight ?? 0 },

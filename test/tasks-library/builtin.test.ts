@@ -32,8 +32,8 @@ describe('built-in backend tasks', () => {
     }
   });
 
-  it('shares no function name with the ColBench sample', () => {
-    if (!haveBackendSample()) return;
+  // Reported as skipped (not as passed) on a fresh clone without ../shared.
+  it.skipIf(!haveBackendSample())('shares no function name with the ColBench sample', () => {
     const theirs = new Set(sampleReferences().map((r) => /def\s+(\w+)/.exec(r)?.[1]));
     for (const t of tasks) expect(theirs.has(/^def (\w+)/m.exec(t.reference)?.[1]), t.externalId).toBe(false);
   });

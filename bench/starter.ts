@@ -118,7 +118,13 @@ interface Game {
 }
 
 async function play(task: TaskRecord, agent: Agent, mode: string, index: number): Promise<Game> {
-  const episode = await playEpisode({ task, agent, collaborator: createRuleSimulator(task) });
+  let episode;
+  try {
+    episode = await playEpisode({ task, agent, collaborator: createRuleSimulator(task) });
+  } catch (err) {
+    // A policy that rambles until the dialogue outgrows its context never answers: a failed game, not a crash.
+    return { task: index, mode, score: 0, success: false, turns: 0, answered: false, loads: false, answer: '', error: (err as Error).message };
+  }
   const ev = await evaluateBackend(task as BackendTask, episode.answer, { label: `bench-starter-${index}` });
   const g: Game = {
     task: index,

@@ -1,8 +1,13 @@
 // The starter policy: what `sweetloop` serves when no POLICY_MODEL_DIR is configured. A small Llama-style model
 // (about 1M parameters) trained from scratch, by supervised next-token prediction on the agent's turns only, on
 // dialogues that the scripted expert agent plays against the rule-based collaborator on ColBench-mini tasks.
-// It has learnt the game's shape (ask, then answer with the marker), not programming: it is the starting point
+// It learns the game's shape (ask, then answer with the marker) and each task family's function, but copies the
+// collaborator's values only now and then (see bench/RESULTS.md, `## Starter policy`): it is the starting point
 // that human sessions and SWEET-RL improve, and a real model is one environment variable away.
+//
+// Recipe (version 2): many short expert games (fresh data for every update rather than epochs over a few),
+// answers without the constants' explanatory comments, small batches (1-2 dialogues) and many updates, and the
+// system prompt, which every dialogue shares token for token, run once per update as a KV-cache prefix.
 //
 // Deterministic from the seed: the tasks, the games, the tokenizer, the initial weights and the batch order all
 // derive from it, and tfjs' wasm and cpu kernels are single-threaded, so the same seed on the same backend
@@ -43,9 +48,9 @@ export interface StarterSize {
 }
 
 /**
- * The standard starter: about 1M parameters (0.26M of them the tied embedding). Sized by measurement: on one
+ * The standard starter: about 1M parameters (0.21M of them the tied embedding). Sized by measurement: on one
  * wasm core a training update of 2,048 tokens takes ~1.5 s at this size and ~3.4 s at d=160 / 5 layers, and
- * the whole build must stay within a few minutes on a 2-core machine.
+ * the whole build must stay within minutes on a 2-core machine (the standard recipe: ~7 CPU minutes).
  */
 export const STARTER_SIZE: StarterSize = {
   vocabSize: 2048,
@@ -80,9 +85,9 @@ export interface StarterRecipe {
 }
 
 export const DEFAULT_RECIPE: Omit<StarterRecipe, 'seed'> = {
-  steps: 360,
+  steps: 1200,
   games: 1200,
-  tokensPerStep: 1536,
+  tokensPerStep: 512,
   peakLr: 4e-3,
   warmup: 0.05,
   compactAnswers: true,

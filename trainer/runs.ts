@@ -262,9 +262,8 @@ export async function executeRun(ctx: RunContext, runId: string): Promise<Policy
       await runPhase(phase, !!cfg.train.lora, t.resume);
       phase.dispose();
     }
-    await finishPhase('train');
-
-    // Publish.
+    // Publish. progress.current still names the last checkpoint, so a kill from here on resumes straight to
+    // publishing (zero updates left) rather than retraining.
     if (cfg.train.lora) mergeLora(policy.model);
     const name = `${cfg.algorithm}-${runId.slice(0, 8)}`;
     const out = resolve(join(ctx.checkpointRoot, 'policies', name));

@@ -17,7 +17,8 @@ export function wilson(k: number, n: number, z = Z95): Interval {
   const z2 = z * z;
   const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
   const half = (z / (1 + z2 / n)) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n));
-  return { estimate: p, low: Math.max(0, centre - half), high: Math.min(1, centre + half) };
+  // At k = 0 (or k = n) the bound is exactly 0 (1); the formula leaves rounding noise there.
+  return { estimate: p, low: k === 0 ? 0 : Math.max(0, centre - half), high: k === n ? 1 : Math.min(1, centre + half) };
 }
 
 /** ln Γ(x) (Lanczos, g = 7), for the incomplete beta function. */

@@ -19,9 +19,11 @@ import { ensureStarterPolicy } from '../trainer/model/starter.ts';
 import { evaluateVersion, type EvaluationReport } from '../trainer/evaluate.ts';
 import { trainConfig } from '../trainer/presets.ts';
 import { createRun, executeRun, type Algorithm } from '../trainer/runs.ts';
-import { createScorer } from '../trainer/scoring.ts';
+import { createScorer } from '../tasks/scorer.ts';
+import { loadConfig } from '../bin/config.ts';
+import { ClipImageEmbedder } from '../trainer/model/clip.ts';
 import { simulate } from '../trainer/simulate.ts';
-import { formatPercent } from '../trainer/stats.ts';
+import { formatPercent } from '../tasks/stats.ts';
 
 function arg(name: string, fallback: number): number;
 function arg(name: string, fallback: string): string;
@@ -54,7 +56,10 @@ const backend = await initBackend();
 mkdirSync(dir, { recursive: true });
 const pgliteDir = join(dir, `pglite-${Date.now()}`);
 const db = await openDatabase({ pgliteDir });
-const scorer = createScorer();
+// Scored as `sweetloop evaluate` would be: CLIP for frontend pages when CLIP_MODEL_DIR is configured.
+const clipDir = loadConfig().CLIP_MODEL_DIR;
+const embedder = clipDir ? await ClipImageEmbedder.load(clipDir, { initBackend: false }) : undefined;
+const scorer = createScorer({ embedder });
 const timings: Record<string, number> = {};
 const time = async <T>(label: string, fn: () => Promise<T>): Promise<T> => {
   const s = Date.now();
@@ -146,6 +151,7 @@ try {
   );
 } finally {
   await scorer.close();
+  embedder?.dispose();
   await db.close();
   if (!keep) rmSync(pgliteDir, { recursive: true, force: true });
 }

@@ -4,7 +4,7 @@ import { resolve, join } from 'node:path';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { Logger } from '../bin/log.ts';
-import { deployedPolicy } from './policies.ts';
+import { deployedPolicy } from '../prisma/policy-store.ts';
 
 export async function migrateDatabase(db: Database, log?: Logger): Promise<string[]> {
   const { migrate } = await import('../prisma/migrate.ts');
@@ -51,10 +51,10 @@ export async function ensureDeployedPolicy(db: Database, setup: PolicySetup): Pr
     algorithm = 'external';
   } else {
     dir = resolve(join(setup.checkpointDir, 'starter'));
-    const { ensureStarterPolicy } = await import('../trainer/model/starter.ts');
+    const { ensureStarterPolicy, starterVersionName } = await import('../trainer/model/starter.ts');
     const r = await ensureStarterPolicy({ dir, seed: setup.seed, progress: setup.progress ?? 'none', log: (line) => setup.log?.info(line) });
     sha = r.sha256;
-    name = `starter-${sha.slice(0, 8)}`;
+    name = starterVersionName(sha);
     algorithm = 'starter';
   }
   const now = new Date();

@@ -4,7 +4,7 @@
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { Database } from '../prisma/db.ts';
 import type { Logger } from '../bin/log.ts';
-import { deployedPolicy, POLICY_CHANNEL } from './policies.ts';
+import { deployedPolicy, POLICY_CHANNEL } from '../prisma/policy-store.ts';
 
 export class PolicyWatcher {
   private current: PolicyVersion | null = null;

@@ -20,6 +20,7 @@ import {
   collaboratorView,
   MessageTooLongError,
   parseAgentMessage,
+  sanitizeText,
   type AgentMessageView,
   type CollaboratorView,
   type DialogueTurn,
@@ -150,11 +151,6 @@ export function dialogueTurns(turns: readonly Turn[]): DialogueTurn[] {
     .filter((t) => t.role !== 'system')
     .sort((a, b) => a.index - b.index)
     .map((t) => ({ role: t.role as 'agent' | 'human', content: t.content }));
-}
-
-/** Text as Postgres can store it: NUL characters replaced by U+FFFD. */
-export function pgSafe(text: string): string {
-  return text.includes('\u0000') ? text.replace(/\u0000/g, '\uFFFD') : text;
 }
 
 export class SessionEngine {
@@ -326,7 +322,7 @@ export class SessionEngine {
       }
       modelMs += performance.now() - t0;
       // Postgres text cannot hold NUL, which a byte-level model can emit: stored (and shown) as U+FFFD.
-      reply = { ...reply, text: pgSafe(reply.text) };
+      reply = { ...reply, text: sanitizeText(reply.text) };
       try {
         text = checkAgentMessage(reply.text, content.kind);
       } catch (err) {
@@ -437,7 +433,7 @@ export class SessionEngine {
         if (!last || last.role !== 'agent') throw new TurnRejectedError('Please wait for the agent\'s message, then answer.');
         let content: string;
         try {
-          content = checkHumanMessage(pgSafe(text), s.task.kind);
+          content = checkHumanMessage(sanitizeText(text), s.task.kind);
         } catch (err) {
           throw new TurnRejectedError((err as Error).message);
         }

@@ -65,6 +65,14 @@ export function checkAgentMessage(text: string, kind: TaskKind): string {
   return text;
 }
 
+/**
+ * Text as Postgres can store it: a NUL (U+0000), which Postgres text cannot hold and a byte-level model can emit,
+ * becomes U+FFFD. Applied to model output (bot sessions and simulated games alike) and to people's messages.
+ */
+export function sanitizeText(text: string): string {
+  return text.includes('\u0000') ? text.replace(/\u0000/g, '\uFFFD') : text;
+}
+
 /** ColBench's rule for a simulated collaborator: the reply is cut to the cap (whitespace trimmed first). */
 export function capCollaboratorReply(text: string, kind: TaskKind): string {
   return text.trim().slice(0, COLLABORATOR_REPLY_CAP[kind]);

@@ -14,6 +14,7 @@
 // Identical screenshots score 1; a blank page against a designed one scores far lower. It is a layout and
 // colour measure, blind to what text says.
 import { PNG } from 'pngjs';
+import { wilson } from './stats.ts';
 
 export type SimilarityMetric = 'pixel-ssim-v1' | 'clip-vit-b32';
 
@@ -225,10 +226,6 @@ export function winRate(a: number[], b: number[], tieEpsilon = 1e-9): WinRate {
   });
   const n = a.length;
   if (n === 0) return { winRate: 0, wins, ties, losses, n, ci95: [0, 1] };
-  const p = (wins + ties / 2) / n;
-  const z = 1.959964;
-  const denom = 1 + (z * z) / n;
-  const centre = (p + (z * z) / (2 * n)) / denom;
-  const half = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / denom;
-  return { winRate: p, wins, ties, losses, n, ci95: [Math.max(0, centre - half), Math.min(1, centre + half)] };
+  const w = wilson(wins + ties / 2, n);
+  return { winRate: w.estimate, wins, ties, losses, n, ci95: [w.lo, w.hi] };
 }

@@ -8,7 +8,7 @@ import { isPresetName, trainConfig, type TrainConfig } from './presets.ts';
 import { deployVersion, promote, rollbackVersion } from './promote.ts';
 import { DEFAULT_SAMPLING } from './rollout.ts';
 import { createRun, executeRun, unfinishedRuns, type Algorithm, type RunConfig } from './runs.ts';
-import { createScorer } from './scoring.ts';
+import { createScorer, type Scorer } from '../tasks/scorer.ts';
 import { simulate, RULE_SIMULATOR, type CollaboratorFactory } from './simulate.ts';
 import { resolveVersion, type VersionContext } from './versions.ts';
 import { usableSessions } from './data.ts';
@@ -24,6 +24,8 @@ export interface TrainerSettings {
   bwrapPath: string;
   pythonPath: string;
   chromiumPath: string;
+  /** Hugging Face CLIP directory for the paper's frontend metric; unset: the weight-free pixel metric. */
+  clipModelDir?: string;
   llmSimulator?: { url: string; model: string; key?: string };
   progress: 'bar' | 'lines' | 'none';
 }
@@ -39,13 +41,26 @@ async function collaboratorFactory(s: TrainerSettings): Promise<CollaboratorFact
   return { name: `llm:${llm.model}`, create: (task) => createLlmCollaborator(task, { url: llm.url, model: llm.model, ...(llm.key ? { key: llm.key } : {}) }) };
 }
 
-function scorer(s: TrainerSettings) {
-  return createScorer({ bwrapPath: s.bwrapPath, pythonPath: s.pythonPath, chromiumPath: s.chromiumPath });
+/** The scorer for simulate/evaluate/train; with `clipModelDir` frontend pages are compared by CLIP, whose weights it frees on close. */
+async function scorer(s: TrainerSettings): Promise<Scorer> {
+  // withTrainer has already initialised the tfjs backend, so the embedder must not pick another one.
+  const embedder = s.clipModelDir ? await (await import('./model/clip.ts')).ClipImageEmbedder.load(s.clipModelDir, { initBackend: false }) : undefined;
+  const sc = createScorer({ bwrapPath: s.bwrapPath, pythonPath: s.pythonPath, chromiumPath: s.chromiumPath, embedder });
+  return {
+    evaluate: (task, answer) => sc.evaluate(task, answer),
+    async close() {
+      try {
+        await sc.close();
+      } finally {
+        embedder?.dispose();
+      }
+    },
+  };
 }
 
 export async function simulateCommand(db: Database, s: TrainerSettings, o: { policy: string; tasks: TaskSplit; episodes: number; kind: TaskKind; seed?: number }): Promise<void> {
   const version = await resolveVersion(versionContext(db, s), o.policy);
-  const sc = scorer(s);
+  const sc = await scorer(s);
   try {
     const games = await simulate(db.prisma, version, sc, {
       kind: o.kind,
@@ -78,7 +93,7 @@ export async function evaluateCommand(db: Database, s: TrainerSettings, o: EvalC
   const ctx = versionContext(db, s);
   const version = await resolveVersion(ctx, o.policy);
   const against = o.against ? await resolveVersion(ctx, o.against) : undefined;
-  const sc = scorer(s);
+  const sc = await scorer(s);
   try {
     const report = await evaluateVersion(
       db.prisma,
@@ -136,7 +151,7 @@ export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCom
 }
 
 async function gate(db: Database, s: TrainerSettings, candidate: string, kind: TaskKind, episodes: number): Promise<void> {
-  const sc = scorer(s);
+  const sc = await scorer(s);
   const collaborator = await collaboratorFactory(s);
   try {
     const r = await promote(db, candidate, s.promotionMargin, async (v) => {

@@ -3,9 +3,9 @@
 // against another version on the same tasks (ties count half).
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
 import { winRate, type WinRate } from '../tasks/similarity.ts';
-import type { Scorer } from './scoring.ts';
+import type { Scorer } from '../tasks/scorer.ts';
 import { simulate, type SimulateOptions, type SimulatedGame } from './simulate.ts';
-import { formatPercent, meanInterval, wilson, type Interval } from './stats.ts';
+import { formatPercent, meanIntervalOf, wilsonCount, type Interval } from '../tasks/stats.ts';
 
 export interface EvaluationReport {
   version: string;
@@ -28,8 +28,8 @@ export function summarise(version: string, kind: SimulateOptions['kind'], games:
     version,
     kind,
     episodes: games.length,
-    score: meanInterval(scores),
-    success: wilson(successes, games.length),
+    score: meanIntervalOf(scores),
+    success: wilsonCount(successes, games.length),
     successes,
     meanAgentTurns: games.reduce((a, g) => a + g.agentTurns, 0) / Math.max(1, games.length),
     scores,

@@ -1,46 +1,24 @@
-// Deploying policy versions. Exactly one version is `deployed`; deploying another retires it, and a rollback
-// re-deploys the one deployed before. Every change is written to the audit log and announced with
-// NOTIFY policy_deployed <version id> (the bot re-reads the deployed version; on PGlite it also polls).
+// The trainer's deploy, rollback and promotion gate. The database rules (one deployed version, retire the
+// previous, audit log, NOTIFY policy_deployed) live in prisma/policy-store.ts, shared with the bot.
 // The promotion gate evaluates a candidate and the deployed version on the same test tasks with the same seeds
 // and deploys the candidate only if its mean score is at least the deployed one's minus the margin.
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion, Prisma } from '../prisma/generated/client.ts';
-import { deployedVersion } from './versions.ts';
-
-export const POLICY_CHANNEL = 'policy_deployed';
-
-async function switchTo(db: Database, actor: string, target: PolicyVersion, action: string, detail: Record<string, unknown> = {}): Promise<PolicyVersion> {
-  const v = await db.prisma.$transaction(async (tx) => {
-    const now = new Date();
-    const previous = await tx.policyVersion.findMany({ where: { status: 'deployed', id: { not: target.id } }, select: { name: true } });
-    await tx.policyVersion.updateMany({ where: { status: 'deployed', id: { not: target.id } }, data: { status: 'retired', retiredAt: now } });
-    const v = await tx.policyVersion.update({ where: { id: target.id }, data: { status: 'deployed', deployedAt: now, retiredAt: null } });
-    await tx.auditLog.create({
-      data: { actor, action, target: v.name, detail: { versionId: v.id, previous: previous.map((p) => p.name), ...detail } as Prisma.InputJsonObject },
-    });
-    return v;
-  });
-  await db.notify(POLICY_CHANNEL, v.id);
-  return v;
-}
+import { deployedPolicy, rollbackDeployedPolicy, switchDeployedPolicy } from '../prisma/policy-store.ts';
 
 /** Manual deploy of a named version. */
 export async function deployVersion(db: Database, actor: string, name: string, detail: Record<string, unknown> = {}): Promise<PolicyVersion> {
   const target = await db.prisma.policyVersion.findUnique({ where: { name } });
   if (!target) throw new Error(`no policy version named "${name}"`);
   if (target.status === 'deployed') throw new Error(`"${name}" is already deployed`);
-  return switchTo(db, actor, target, 'policy.deploy', detail);
+  return switchDeployedPolicy(db, actor, target, 'policy.deploy', { detail });
 }
 
 /** Re-deploys the version that was deployed before the current one. */
 export async function rollbackVersion(db: Database, actor: string): Promise<PolicyVersion> {
-  const current = await deployedVersion(db.prisma);
-  const previous = await db.prisma.policyVersion.findFirst({
-    where: { deployedAt: { not: null }, status: { not: 'deployed' }, ...(current ? { id: { not: current.id } } : {}) },
-    orderBy: { deployedAt: 'desc' },
-  });
-  if (!previous) throw new Error('there is no earlier deployed version to roll back to');
-  return switchTo(db, actor, previous, 'policy.rollback', current ? { from: current.name } : {});
+  const v = await rollbackDeployedPolicy(db, actor);
+  if (!v) throw new Error('there is no earlier deployed version to roll back to');
+  return v;
 }
 
 export interface GateScores {
@@ -75,7 +53,7 @@ export async function promote(
   const candidate = await db.prisma.policyVersion.findUnique({ where: { name: candidateName } });
   if (!candidate) throw new Error(`no policy version named "${candidateName}"`);
   if (candidate.status === 'deployed') throw new Error(`"${candidateName}" is already deployed`);
-  const deployedBefore = await deployedVersion(db.prisma);
+  const deployedBefore = await deployedPolicy(db.prisma);
   let scores: GateScores | null = null;
   if (deployedBefore) {
     scores = { candidate: await evaluateMean(candidate), deployed: await evaluateMean(deployedBefore) };
@@ -88,6 +66,6 @@ export async function promote(
     });
     return { decision: 'kept', candidate, deployedBefore, scores, margin };
   }
-  const v = await switchTo(db, actor, candidate, 'policy.promote', { ...(scores ?? {}), margin });
+  const v = await switchDeployedPolicy(db, actor, candidate, 'policy.promote', { detail: { ...(scores ?? {}), margin } });
   return { decision: 'deployed', candidate: v, deployedBefore, scores, margin };
 }

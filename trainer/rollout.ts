@@ -4,7 +4,7 @@
 // collection, evaluation and the promotion gate.
 import type { Agent, Collaborator } from '../tasks/agent.ts';
 import type { TaskContent } from '../tasks/model.ts';
-import { playEpisode, type Episode } from '../tasks/protocol.ts';
+import { playEpisode, sanitizeText, type Episode } from '../tasks/protocol.ts';
 import { generate, type GenerationResult } from './model/generate.ts';
 import { encodePrompt, type LoadedModel } from './sequences.ts';
 
@@ -92,7 +92,7 @@ export async function playBatched(
           waiting.push({
             prompt: encodePrompt(policy, dialogue, ctx, sampling.maxTokens),
             // Postgres text cannot hold NUL, which a byte-level model can emit: it becomes U+FFFD before anyone sees it.
-            resolve: (r) => resolve({ text: r.text.replace(/\u0000/g, '\uFFFD'), promptTokens: r.promptTokens, completionTokens: r.tokenIds.length }),
+            resolve: (r) => resolve({ text: sanitizeText(r.text), promptTokens: r.promptTokens, completionTokens: r.tokenIds.length }),
             reject,
           });
           // Replies are gathered in the order games ask; every game asks before the batch goes.

@@ -8,9 +8,9 @@ import { createRuleSimulator } from '../tasks/simulator.ts';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
 import { toTaskContent } from './data.ts';
 import { playBatched, DEFAULT_SAMPLING, type SamplingOptions } from './rollout.ts';
-import type { Scorer } from './scoring.ts';
+import type { EvaluationOutcome, Scorer } from '../tasks/scorer.ts';
 import { loadModel } from './sequences.ts';
-import { storeSimulatedSession, type EvaluationOutcome } from './store.ts';
+import { storeSimulatedSession } from './store.ts';
 
 export interface CollaboratorFactory {
   name: string;

@@ -2,17 +2,8 @@
 // marked simulated, so training and exports read both through the same tables. One transaction a session.
 import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
 import type { EpisodeTurn } from '../tasks/protocol.ts';
+import type { EvaluationOutcome } from '../tasks/scorer.ts';
 import { blendedReward } from './pairs.ts';
-
-export interface EvaluationOutcome {
-  score: number;
-  success: boolean;
-  testsPassed?: number;
-  testsTotal?: number;
-  detail: unknown;
-  metric?: string;
-  evaluatorVersion: string;
-}
 
 export interface SimulatedSession {
   taskId: string;

@@ -4,6 +4,7 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
+import { deployedPolicy } from '../prisma/policy-store.ts';
 
 export interface VersionContext {
   prisma: PrismaClient;
@@ -12,16 +13,12 @@ export interface VersionContext {
   log?: (line: string) => void;
 }
 
-export async function deployedVersion(prisma: PrismaClient): Promise<PolicyVersion | null> {
-  return prisma.policyVersion.findFirst({ where: { status: 'deployed' }, orderBy: { deployedAt: 'desc' } });
-}
-
 /** The starter policy's PolicyVersion (building the starter under CHECKPOINT_DIR/starter if needed). */
 export async function starterVersion(ctx: VersionContext): Promise<PolicyVersion> {
-  const { ensureStarterPolicy } = await import('./model/starter.ts');
+  const { ensureStarterPolicy, starterVersionName } = await import('./model/starter.ts');
   const dir = resolve(join(ctx.checkpointRoot, 'starter'));
   const r = await ensureStarterPolicy({ dir, seed: ctx.seed, progress: 'none', ...(ctx.log ? { log: ctx.log } : {}) });
-  const name = `starter-${r.sha256.slice(0, 8)}`;
+  const name = starterVersionName(r.sha256);
   return ctx.prisma.policyVersion.upsert({
     where: { name },
     create: { name, algorithm: 'starter', checkpointPath: dir, checkpointSha256: r.sha256, status: 'candidate' },
@@ -32,7 +29,7 @@ export async function starterVersion(ctx: VersionContext): Promise<PolicyVersion
 export async function resolveVersion(ctx: VersionContext, ref: string): Promise<PolicyVersion> {
   if (ref === 'starter') return starterVersion(ctx);
   if (ref === 'deployed') {
-    const v = await deployedVersion(ctx.prisma);
+    const v = await deployedPolicy(ctx.prisma);
     if (!v) throw new Error('no policy version is deployed yet (run `sweetloop start` once, or `sweetloop deploy --version V`)');
     return v;
   }

@@ -36,6 +36,7 @@ async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s:
       bwrapPath: config.BWRAP_BIN,
       pythonPath: config.PYTHON_BIN,
       chromiumPath: config.CHROMIUM_PATH,
+      ...(config.CLIP_MODEL_DIR ? { clipModelDir: config.CLIP_MODEL_DIR } : {}),
       ...(config.SIMULATOR_LLM_URL && config.SIMULATOR_LLM_MODEL
         ? { llmSimulator: { url: config.SIMULATOR_LLM_URL, model: config.SIMULATOR_LLM_MODEL, ...(config.SIMULATOR_LLM_KEY ? { key: config.SIMULATOR_LLM_KEY } : {}) } }
         : {}),

@@ -2,7 +2,7 @@
 // accumulated in one streaming pass over the sessions (memory grows with groups and tasks, not with sessions).
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { assertPolicyExists, streamSessionSummaries, validateFilters, type ExportFilters, type SessionSummary } from '../export/query.ts';
-import { histogramMedian, MeanAccumulator, wilson, type Interval } from './stats.ts';
+import { histogramMedian, MeanAccumulator, wilson, type Interval } from '../../tasks/stats.ts';
 
 export type Collaborator = 'human' | 'simulated';
 

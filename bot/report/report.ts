@@ -6,7 +6,7 @@ import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { ExportFilters } from '../export/query.ts';
 import { collectReport, type GroupReport, type ReportData } from './aggregate.ts';
 import { openSvgRenderer } from './png.ts';
-import type { Interval } from './stats.ts';
+import type { Interval } from '../../tasks/stats.ts';
 import { barChartSvg, type BarChart } from './svg.ts';
 
 export interface ReportOptions {

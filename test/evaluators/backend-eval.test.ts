@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import type { BackendTask } from '../../tasks/model.ts';
 import { evaluateBackend, evaluateBackendBatch, pyEqual, type Encoded } from '../../tasks/backend-eval.ts';
 import { SandboxUnavailableError } from '../../tasks/sandbox.ts';
-import { BACKEND_SAMPLE, functionName, haveSample, loadBackendSample } from './samples.ts';
+import { BACKEND_SAMPLE, functionName, haveSample, loadBackendSample } from '../helpers/colbench-sample.ts';
 
 const add: BackendTask = {
   kind: 'backend',

@@ -7,7 +7,7 @@ import type { FrontendTask } from '../../tasks/model.ts';
 import { offlineResponse, placeholderPng, Renderer, tailwindDistDir } from '../../tasks/render.ts';
 import { pixelSimilarity, winRate } from '../../tasks/similarity.ts';
 import { evaluateFrontend, FRONTEND_EVALUATOR_VERSION } from '../../tasks/frontend-eval.ts';
-import { FRONTEND_SAMPLE, haveSample, loadFrontendSample } from './samples.ts';
+import { FRONTEND_SAMPLE, haveSample, loadFrontendSample } from '../helpers/colbench-sample.ts';
 
 const TAILWIND = 'https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css';
 

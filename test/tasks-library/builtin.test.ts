@@ -4,7 +4,7 @@ import { BUILTIN_BACKEND_TASKS } from '../../tasks/builtin/backend.ts';
 import { BUILTIN_FRONTEND_TASKS, TAILWIND_LINK } from '../../tasks/builtin/frontend.ts';
 import { evaluateBackendBatch } from '../../tasks/backend-eval.ts';
 import type { BackendTask } from '../../tasks/model.ts';
-import { haveBackendSample, sampleReferences } from './colbench-sample.ts';
+import { haveBackendSample, sampleReferences } from '../helpers/colbench-sample.ts';
 
 const SIGNATURE = /The signature of the function is: (def \w+\([^)]*\))$/;
 

@@ -5,7 +5,7 @@ import { builtinTasks } from '../../tasks/library.ts';
 import { generateMiniTasks, miniMeta, miniTemplate } from '../../tasks/mini.ts';
 import type { BackendTask, FrontendTask, TaskRecord } from '../../tasks/model.ts';
 import { answerFromHtml, answerFromReference, createRuleSimulator, DONT_KNOW, splitSentences } from '../../tasks/simulator.ts';
-import { haveBackendSample, sampleReferences } from './colbench-sample.ts';
+import { haveBackendSample, sampleReferences } from '../helpers/colbench-sample.ts';
 
 const NONSENSE = 'Qwxyz flurbination schedule for the zorbles?';
 

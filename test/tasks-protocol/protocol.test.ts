@@ -19,6 +19,7 @@ import {
   collaboratorView,
   parseAgentMessage,
   playEpisode,
+  sanitizeText,
 } from '../../tasks/protocol.ts';
 
 // Written for these tests; not taken from ColBench.
@@ -221,5 +222,14 @@ describe('playEpisode', () => {
     expect(ep.turns[0]!.parsed?.type).toBe('draft');
     expect(ep.turns[1]!.content).toBe('Make it yellow.');
     expect(ep.answer).toBe(page);
+  });
+});
+
+describe('sanitizeText', () => {
+  it('replaces every NUL with U+FFFD and leaves other text alone', () => {
+    expect(sanitizeText('a\u0000b\u0000')).toBe('a\uFFFDb\uFFFD');
+    expect(sanitizeText('\u0000')).toBe('\uFFFD');
+    const clean = 'déjà vu\n\t';
+    expect(sanitizeText(clean)).toBe(clean);
   });
 });

@@ -2,9 +2,9 @@
 // keeps it otherwise; manual deploy and rollback switch versions; every change is audited and announced.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { deployVersion, passesGate, promote, rollbackVersion, POLICY_CHANNEL } from '../../trainer/promote.ts';
+import { deployVersion, passesGate, promote, rollbackVersion } from '../../trainer/promote.ts';
+import { deployedPolicy, POLICY_CHANNEL } from '../../prisma/policy-store.ts';
 import { TRAINER_LOCK_KEY, tryTrainerLock } from '../../trainer/service.ts';
-import { deployedVersion } from '../../trainer/versions.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -43,12 +43,12 @@ describe('promotion gate', () => {
     const rb = await promote(t.db, 'b', 0, evaluate);
     expect(rb.decision).toBe('deployed');
     expect(rb.scores).toEqual({ candidate: 0.4, deployed: 0.3 });
-    expect((await deployedVersion(t.prisma))!.name).toBe('b');
+    expect((await deployedPolicy(t.prisma))!.name).toBe('b');
     expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: a.id } })).status).toBe('retired');
 
     const rc = await promote(t.db, 'c', 0.1, evaluate);
     expect(rc.decision).toBe('kept');
-    expect((await deployedVersion(t.prisma))!.name).toBe('b');
+    expect((await deployedPolicy(t.prisma))!.name).toBe('b');
     expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: c.id } })).status).toBe('candidate');
 
     // With a margin wide enough, the same candidate passes.
@@ -57,9 +57,9 @@ describe('promotion gate', () => {
 
     const back = await rollbackVersion(t.db, 'cli');
     expect(back.name).toBe('b');
-    expect((await deployedVersion(t.prisma))!.name).toBe('b');
+    expect((await deployedPolicy(t.prisma))!.name).toBe('b');
     await deployVersion(t.db, 'cli', 'a');
-    expect((await deployedVersion(t.prisma))!.name).toBe('a');
+    expect((await deployedPolicy(t.prisma))!.name).toBe('a');
     await expect(deployVersion(t.db, 'cli', 'a')).rejects.toThrow(/already deployed/);
     await expect(deployVersion(t.db, 'cli', 'zzz')).rejects.toThrow(/no policy version/);
 

@@ -14,7 +14,7 @@ import { createRuleSimulator } from '../../tasks/simulator.ts';
 import type { TaskRecord } from '../../tasks/model.ts';
 import { initBackend } from '../../trainer/model/backend.ts';
 import { buildStarterPolicy, expertDialogues } from '../../trainer/model/starter.ts';
-import { createScorer } from '../../trainer/scoring.ts';
+import { createScorer } from '../../tasks/scorer.ts';
 import { storeSimulatedSession } from '../../trainer/store.ts';
 
 export async function tinyPolicy(dir: string, seed = 5): Promise<string> {

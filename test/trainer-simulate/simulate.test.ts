@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
-import { createScorer } from '../../trainer/scoring.ts';
+import { createScorer } from '../../tasks/scorer.ts';
 import { simulate } from '../../trainer/simulate.ts';
 import { evaluateVersion } from '../../trainer/evaluate.ts';
 import { scratchDir, tinyPolicy } from '../trainer-runs/fixture.ts';
@@ -53,7 +53,7 @@ describe('simulated sessions', () => {
 
       const report = await evaluateVersion(t.prisma, v, scorer, { kind: 'backend', split: 'test', episodes: 3, seed: 1, store: false, sampling: { temperature: 1, topP: 1, maxTokens: 24 } }, v);
       expect(report.episodes).toBe(3);
-      expect(report.success.low).toBeLessThanOrEqual(report.success.estimate);
+      expect(report.success.lo).toBeLessThanOrEqual(report.success.estimate);
       expect(report.against!.winRate.n).toBe(3);
       // Nothing more was stored by the evaluation.
       expect(await t.prisma.session.count()).toBe(4);

@@ -36,6 +36,11 @@ import { TrainStep } from './train-step.ts';
 export const STARTER_RECIPE_VERSION = 2;
 export const STARTER_MANIFEST = 'starter.json';
 
+/** The PolicyVersion name of a starter build: the bot registers it on first start, the trainer as `starter`. */
+export function starterVersionName(sha256: string): string {
+  return `starter-${sha256.slice(0, 8)}`;
+}
+
 export interface StarterSize {
   vocabSize: number;
   hiddenSize: number;

@@ -1,9 +1,11 @@
-// Interval estimates for the report, as pure functions: Wilson score intervals for proportions (success rate, win
-// rate), Student-t intervals for means (% tests passed, similarity, rating, turns). Both behave at the small
-// counts a young deployment has, where the normal approximation does not (Wilson never leaves [0, 1]).
+// Interval estimates shared by the bot's reports, the trainer's evaluation tables and the frontend win rate, as
+// pure functions: Wilson score intervals for proportions (success rate, win rate), Student-t intervals for means
+// (% tests passed, similarity, rating, turns). Both behave at the small counts a young deployment has, where the
+// normal approximation does not (Wilson never leaves [0, 1]).
 
 export interface Interval {
   estimate: number;
+  /** NaN when there is no interval: no data, or a mean of a single value (no spread to estimate). */
   lo: number;
   hi: number;
   n: number;
@@ -30,7 +32,7 @@ export function normalQuantile(p: number): number {
 
 /** Wilson score interval for `successes` out of `n` (successes may be fractional, e.g. ties counted as half). */
 export function wilson(successes: number, n: number, level = 0.95): Interval {
-  if (!(n >= 0) || successes < 0 || successes > n) throw new RangeError('wilson: need 0 <= successes <= n');
+  if (!(n >= 0) || !Number.isFinite(successes) || successes < 0 || successes > n) throw new RangeError('wilson: need 0 <= successes <= n');
   if (n === 0) return { estimate: NaN, lo: NaN, hi: NaN, n };
   const z = normalQuantile(1 - (1 - level) / 2);
   const p = successes / n;
@@ -38,7 +40,14 @@ export function wilson(successes: number, n: number, level = 0.95): Interval {
   const denom = 1 + z2 / n;
   const center = (p + z2 / (2 * n)) / denom;
   const half = (z * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / denom;
-  return { estimate: p, lo: Math.max(0, center - half), hi: Math.min(1, center + half), n };
+  // At successes = 0 (= n) the bound is exactly 0 (1); the formula leaves rounding noise there.
+  return { estimate: p, lo: successes === 0 ? 0 : Math.max(0, center - half), hi: successes === n ? 1 : Math.min(1, center + half), n };
+}
+
+/** Wilson interval for whole counts (games won, tasks solved): a fractional count is a caller's bug, not data. */
+export function wilsonCount(k: number, n: number, level = 0.95): Interval {
+  if (!Number.isInteger(k) || !Number.isInteger(n)) throw new RangeError(`wilsonCount: need integer counts, got ${k}/${n}`);
+  return wilson(k, n, level);
 }
 
 /** log Gamma (Lanczos, g = 7, 9 terms): ~15 significant digits for x > 0. */
@@ -140,10 +149,10 @@ export function meanInterval(n: number, mean: number, sd: number, level = 0.95, 
   return { estimate: mean, lo, hi, n };
 }
 
-export function meanIntervalOf(values: readonly number[], level = 0.95): Interval {
+export function meanIntervalOf(values: readonly number[], level = 0.95, bounds?: [number, number]): Interval {
   const acc = new MeanAccumulator();
   for (const v of values) acc.add(v);
-  return acc.interval(level);
+  return acc.interval(level, bounds);
 }
 
 /** Median of an integer histogram (counts[i] = how many values equal i). */
@@ -159,4 +168,11 @@ export function histogramMedian(counts: readonly number[]): number {
     return counts.length - 1;
   };
   return n % 2 === 1 ? at((n - 1) / 2) : (at(n / 2 - 1) + at(n / 2)) / 2;
+}
+
+/** "41.7 [22.8, 63.1]" in percent; "40.0 (n=1)" when there is no interval. */
+export function formatPercent(i: Interval, digits = 1): string {
+  const f = (x: number) => (x * 100).toFixed(digits);
+  if (!Number.isFinite(i.lo)) return `${f(i.estimate)} (n=${i.n})`;
+  return `${f(i.estimate)} [${f(i.lo)}, ${f(i.hi)}]`;
 }

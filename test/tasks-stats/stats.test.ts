@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { histogramMedian, meanInterval, meanIntervalOf, MeanAccumulator, normalQuantile, tCdf, tQuantile, wilson } from '../../bot/report/stats.ts';
+import { formatPercent, histogramMedian, incompleteBeta, logGamma, meanInterval, meanIntervalOf, MeanAccumulator, normalQuantile, tCdf, tQuantile, wilson, wilsonCount } from '../../tasks/stats.ts';
 
 // Expected values worked out by hand from the formulas (see comments) and checked against printed tables.
 describe('report statistics', () => {
@@ -84,5 +84,71 @@ describe('interval bounds', () => {
     const clipped = acc.interval(0.95, [1, 5]);
     expect(clipped.lo).toBe(1);
     expect(clipped.hi).toBe(5);
+  });
+});
+
+describe('confidence intervals against hand-computed values', () => {
+  it('Wilson interval of 5/10: centre 0.5, half-width 1.96·sqrt(0.025 + 0.00960)/1.384', () => {
+    // z² = 3.8415; denominator 1 + 0.38415 = 1.38415; centre (0.5 + 0.19207)/1.38415 = 0.5;
+    // half = 1.95996/1.38415 · sqrt(0.025 + 3.8415/400) = 1.41599 · 0.18601 = 0.26340.
+    const i = wilson(5, 10);
+    expect(i.estimate).toBe(0.5);
+    expect(i.lo).toBeCloseTo(0.2366, 4);
+    expect(i.hi).toBeCloseTo(0.7634, 4);
+  });
+
+  it('Wilson interval of 0/20 starts at 0 and is not degenerate', () => {
+    // centre = (0 + 3.8415/40) / (1 + 3.8415/20) = 0.096037/1.192073 = 0.080563; half equals the centre.
+    const i = wilson(0, 20);
+    expect(i.lo).toBeCloseTo(0, 10);
+    expect(i.hi).toBeCloseTo(0.16113, 4);
+  });
+
+  it('rejects impossible counts', () => {
+    expect(() => wilson(3, 2)).toThrow(RangeError);
+    expect(() => wilsonCount(3, 2)).toThrow(RangeError);
+    // Whole-game counts: a fractional one is a bug. Half wins (ties) go through wilson, which accepts them.
+    expect(() => wilsonCount(1.5, 2)).toThrow(RangeError);
+    expect(wilson(1.5, 2).estimate).toBe(0.75);
+    expect(() => wilson(NaN, 2)).toThrow(RangeError);
+  });
+
+  it('Student t quantiles match the tables', () => {
+    expect(tQuantile(0.975, 1)).toBeCloseTo(12.7062, 3);
+    expect(tQuantile(0.975, 2)).toBeCloseTo(4.3027, 3);
+    expect(tQuantile(0.975, 10)).toBeCloseTo(2.2281, 3);
+    expect(tQuantile(0.975, 100)).toBeCloseTo(1.9840, 3);
+    expect(tCdf(0, 5)).toBeCloseTo(0.5, 12);
+  });
+
+  it('t interval of [1, 2, 3]: mean 2, s = 1, half-width 4.3027/sqrt(3) = 2.4841', () => {
+    const i = meanIntervalOf([1, 2, 3]);
+    expect(i.estimate).toBe(2);
+    expect(i.lo).toBeCloseTo(2 - 2.4841, 3);
+    expect(i.hi).toBeCloseTo(2 + 2.4841, 3);
+  });
+
+  it('a single value has no interval (no spread to estimate); identical values give a zero-width one', () => {
+    // The trainer's own copy used to report [0.4, 0.4] here; the shared module says "no interval" instead.
+    const one = meanIntervalOf([0.4]);
+    expect(one.estimate).toBe(0.4);
+    expect(one.n).toBe(1);
+    expect(Number.isNaN(one.lo) && Number.isNaN(one.hi)).toBe(true);
+    expect(formatPercent(one)).toBe('40.0 (n=1)');
+    const i = meanIntervalOf([0.5, 0.5, 0.5]);
+    expect(i.hi - i.lo).toBeCloseTo(0, 12);
+  });
+
+  it('formats intervals in percent', () => {
+    expect(formatPercent(wilson(5, 10))).toBe('50.0 [23.7, 76.3]');
+  });
+
+  it('log-gamma and the incomplete beta match closed forms', () => {
+    // Γ(5) = 24, Γ(1/2) = sqrt(pi); I_x(1, 1) = x; I_x(a, 1) = x^a; I_0.5(a, a) = 1/2 by symmetry.
+    expect(logGamma(5)).toBeCloseTo(Math.log(24), 12);
+    expect(logGamma(0.5)).toBeCloseTo(0.5 * Math.log(Math.PI), 12);
+    expect(incompleteBeta(0.3, 1, 1)).toBeCloseTo(0.3, 12);
+    expect(incompleteBeta(0.6, 3, 1)).toBeCloseTo(0.216, 12);
+    expect(incompleteBeta(0.5, 4.5, 4.5)).toBeCloseTo(0.5, 12);
   });
 });

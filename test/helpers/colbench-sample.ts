@@ -1,5 +1,5 @@
-// The ColBench samples live outside the repository (../shared, never committed): tests that need them skip
-// with a notice on a fresh clone.
+// The ColBench samples, for every test that reads them. They live outside the repository (../shared, never
+// committed): tests that need them skip with a notice on a fresh clone.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { BackendTask, FrontendTask } from '../../tasks/model.ts';
@@ -13,6 +13,10 @@ export function haveSample(path: string): boolean {
   if (existsSync(path)) return true;
   console.warn(`[skip] ${path} is absent (ColBench samples are not part of the repository): sample tests skipped.`);
   return false;
+}
+
+export function haveBackendSample(): boolean {
+  return haveSample(BACKEND_SAMPLE);
 }
 
 export function loadBackendSample(): BackendTask[] {
@@ -34,6 +38,14 @@ export function loadFrontendSample(): FrontendTask[] {
       const rec = JSON.parse(line) as { problem_description: string; ground_truth: string };
       return { kind: 'frontend', description: rec.problem_description, reference: rec.ground_truth };
     });
+}
+
+/** Reference sources of the sample's backend tasks, as stored (not parsed). */
+export function sampleReferences(): string[] {
+  return readFileSync(BACKEND_SAMPLE, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => (JSON.parse(line) as { ground_truth: string }).ground_truth);
 }
 
 /** The function the task asks for, from "The signature of the function is: def name(...)". */

@@ -8,10 +8,9 @@ import type { Critic, TurnState } from './critic.ts';
 import { dpoLoss } from './losses.ts';
 import { generate } from './model/generate.ts';
 import { completionLogprobs, completionLogprobValues } from './model/logprobs.ts';
-import { TrainStep } from './model/train-step.ts';
 import { topBottomPairs } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
-import { chunks, epochBatches, phaseOptimizer, Rng, type Phase } from './schedule.ts';
+import { minibatchPhase, Rng, type Phase } from './schedule.ts';
 import { encodeAction, encodePrompt, policyDialogue, type LoadedModel } from './sequences.ts';
 
 export interface ActorState extends TurnState {
@@ -88,59 +87,33 @@ export async function pairsForState(policy: LoadedModel, critic: Critic, state: 
 /** DPO (+ NLL) of the policy on the actor's pairs: actorEpochs passes, batchSize pairs an update. */
 export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c: TrainConfig, name = 'actor'): Phase {
   if (pairs.length === 0) throw new Error(`${name}: no candidate pairs (the critic scored every candidate of every state alike)`);
-  const batches = epochBatches(pairs.length, c.batchSize, c.actorEpochs, c.seed, name);
-  const totalSteps = Math.min(batches.length, c.maxSteps ?? Infinity);
-  const optimizer = phaseOptimizer(policy.model.namedTrainableVariables(), c.lr, totalSteps, c);
-  const trainer = new TrainStep({ optimizer, maxGradNorm: c.maxGradNorm, accumulationSteps: Number.POSITIVE_INFINITY });
   const pad = policy.tokenizer.padTokenId;
-  return {
+  return minibatchPhase({
     name,
-    totalSteps,
     model: policy.model,
-    optimizer,
-    async step(index) {
-      const batch = batches[index]!.map((i) => pairs[i]!);
-      const nMicro = Math.ceil(batch.length / c.microBatch);
-      let loss = 0;
-      let margin = 0;
-      let accuracy = 0;
-      for (const micro of chunks(batch, c.microBatch)) {
-        const share = micro.length / batch.length;
-        let m = 0;
-        let a = 0;
-        const r = trainer.run(() => {
-          const lp = completionLogprobs(
-            policy.model,
-            [...micro.map((p) => ({ prompt: p.chosenPrompt, completion: p.chosen })), ...micro.map((p) => ({ prompt: p.rejectedPrompt, completion: p.rejected }))],
-            { padTokenId: pad },
-          );
-          const n = micro.length;
-          const out = dpoLoss(
-            {
-              policyChosen: lp.sums.slice(0, n),
-              policyRejected: lp.sums.slice(n, n),
-              refChosen: tf.tensor1d(micro.map((p) => p.refChosen)),
-              refRejected: tf.tensor1d(micro.map((p) => p.refRejected)),
-              chosenLengths: tf.tensor1d(micro.map((p) => p.chosen.length)),
-            },
-            c.beta,
-            c.nllCoefficient,
-          );
-          m = out.margin.dataSync()[0]!;
-          a = out.accuracy.dataSync()[0]!;
-          return tf.mul(out.loss, share * nMicro) as tf.Scalar;
-        });
-        loss += r.loss / nMicro;
-        margin += m * share;
-        accuracy += a * share;
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
-      const u = trainer.flush()!;
-      return { loss, margin, accuracy, gradNorm: u.gradNorm, lr: u.lr };
+    items: pairs,
+    epochs: c.actorEpochs,
+    peakLr: c.lr,
+    config: c,
+    microStep: (micro) => {
+      const lp = completionLogprobs(
+        policy.model,
+        [...micro.map((p) => ({ prompt: p.chosenPrompt, completion: p.chosen })), ...micro.map((p) => ({ prompt: p.rejectedPrompt, completion: p.rejected }))],
+        { padTokenId: pad },
+      );
+      const n = micro.length;
+      const out = dpoLoss(
+        {
+          policyChosen: lp.sums.slice(0, n),
+          policyRejected: lp.sums.slice(n, n),
+          refChosen: tf.tensor1d(micro.map((p) => p.refChosen)),
+          refRejected: tf.tensor1d(micro.map((p) => p.refRejected)),
+          chosenLengths: tf.tensor1d(micro.map((p) => p.chosen.length)),
+        },
+        c.beta,
+        c.nllCoefficient,
+      );
+      return { loss: out.loss, metrics: { margin: out.margin.dataSync()[0]!, accuracy: out.accuracy.dataSync()[0]! } };
     },
-    dispose() {
-      trainer.dispose();
-      optimizer.dispose();
-    },
-  };
+  });
 }

@@ -5,10 +5,9 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Trajectory } from './data.ts';
 import { dpoLoss } from './losses.ts';
-import { TrainStep } from './model/train-step.ts';
 import { preferencePairs, type Pair } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
-import { chunks, epochBatches, phaseOptimizer, type Phase } from './schedule.ts';
+import { minibatchPhase, type Phase } from './schedule.ts';
 import { encodeDialogue, policyDialogue, turnLogprobs, turnLogprobValues, type EncodedDialogue, type LoadedModel } from './sequences.ts';
 
 export interface PolicyExample {
@@ -42,54 +41,32 @@ export function trajectoryPairs(trajectories: readonly Trajectory[], examples: r
 
 export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExample>[], c: TrainConfig): Phase {
   if (pairs.length === 0) throw new Error('mtdpo: no trajectory pairs (every task needs sessions with different rewards)');
-  const batches = epochBatches(pairs.length, c.batchSize, c.actorEpochs, c.seed, 'mtdpo');
-  const totalSteps = Math.min(batches.length, c.maxSteps ?? Infinity);
-  const optimizer = phaseOptimizer(policy.model.namedTrainableVariables(), c.lr, totalSteps, c);
-  const trainer = new TrainStep({ optimizer, maxGradNorm: c.maxGradNorm, accumulationSteps: Number.POSITIVE_INFINITY });
   const pad = policy.tokenizer.padTokenId;
-  return {
+  return minibatchPhase({
     name: 'mtdpo',
-    totalSteps,
     model: policy.model,
-    optimizer,
-    async step(index) {
-      const batch = batches[index]!.map((i) => pairs[i]!);
-      const nMicro = Math.ceil(batch.length / c.microBatch);
-      let loss = 0;
-      let accuracy = 0;
-      for (const micro of chunks(batch, c.microBatch)) {
-        const share = micro.length / batch.length;
-        let a = 0;
-        const r = trainer.run(() => {
-          const seqs = [...micro.map((p) => p.chosen.seq), ...micro.map((p) => p.rejected.seq)];
-          const lp = turnLogprobs(policy.model, seqs, pad);
-          const perTurn = tf.sum(lp.logp, 1) as tf.Tensor1D;
-          const sums = lp.owner.length ? (tf.unsortedSegmentSum(perTurn, tf.tensor1d(lp.owner, 'int32'), seqs.length) as tf.Tensor1D) : tf.zeros([seqs.length]);
-          const n = micro.length;
-          const out = dpoLoss(
-            {
-              policyChosen: sums.slice(0, n) as tf.Tensor1D,
-              policyRejected: sums.slice(n, n) as tf.Tensor1D,
-              refChosen: tf.tensor1d(micro.map((p) => p.chosen.refSum)),
-              refRejected: tf.tensor1d(micro.map((p) => p.rejected.refSum)),
-              chosenLengths: tf.tensor1d(micro.map((p) => p.chosen.tokens)),
-            },
-            c.beta,
-            c.nllCoefficient,
-          );
-          a = out.accuracy.dataSync()[0]!;
-          return tf.mul(out.loss, share * nMicro) as tf.Scalar;
-        });
-        loss += r.loss / nMicro;
-        accuracy += a * share;
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
-      const u = trainer.flush()!;
-      return { loss, accuracy, gradNorm: u.gradNorm, lr: u.lr };
+    items: pairs,
+    epochs: c.actorEpochs,
+    peakLr: c.lr,
+    config: c,
+    microStep: (micro) => {
+      const seqs = [...micro.map((p) => p.chosen.seq), ...micro.map((p) => p.rejected.seq)];
+      const lp = turnLogprobs(policy.model, seqs, pad);
+      const perTurn = tf.sum(lp.logp, 1) as tf.Tensor1D;
+      const sums = lp.owner.length ? (tf.unsortedSegmentSum(perTurn, tf.tensor1d(lp.owner, 'int32'), seqs.length) as tf.Tensor1D) : tf.zeros([seqs.length]);
+      const n = micro.length;
+      const out = dpoLoss(
+        {
+          policyChosen: sums.slice(0, n) as tf.Tensor1D,
+          policyRejected: sums.slice(n, n) as tf.Tensor1D,
+          refChosen: tf.tensor1d(micro.map((p) => p.chosen.refSum)),
+          refRejected: tf.tensor1d(micro.map((p) => p.rejected.refSum)),
+          chosenLengths: tf.tensor1d(micro.map((p) => p.chosen.tokens)),
+        },
+        c.beta,
+        c.nllCoefficient,
+      );
+      return { loss: out.loss, metrics: { accuracy: out.accuracy.dataSync()[0]! } };
     },
-    dispose() {
-      trainer.dispose();
-      optimizer.dispose();
-    },
-  };
+  });
 }

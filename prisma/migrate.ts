@@ -457,31 +457,25 @@ export async function readMigrationsTable(db: Database): Promise<AppliedMigratio
  * After `migrate`, a non-empty result means the migrations and the schema have drifted apart.
  */
 export async function diffDatabaseToSchema(db: Database, opts: MigrateOptions = {}): Promise<string> {
-  const session = await openSchemaEngine(db, opts);
-  try {
-    const out = await runEngine(db, () =>
-      session.engine.diff({
-        from: { tag: 'schemaDatasource', files: session.schema.files, configDir: dirname(session.schema.files[0]!.path) },
-        to: { tag: 'schemaDatamodel', files: session.schema.files },
-        script: true,
-        exitCode: true,
-        filters: NO_FILTER,
-      }),
-    );
-    return out.exitCode === 2 ? (out.stdout ?? '') : '';
-  } finally {
-    await session.close();
-  }
+  return diffToSchema(db, opts, (session) => ({ tag: 'schemaDatasource', files: session.schema.files, configDir: dirname(session.schema.files[0]!.path) }));
 }
 
 /** The SQL that would take the database the migrations build to what schema.prisma describes ('' = none). */
 export async function diffMigrationsToSchema(db: Database, opts: MigrateOptions = {}): Promise<string> {
   const list = await loadMigrations(opts.migrationsDir);
+  return diffToSchema(db, opts, () => ({ tag: 'migrations', ...list }));
+}
+
+type EngineSession = Awaited<ReturnType<typeof openSchemaEngine>>;
+type DiffSource = Parameters<EngineSession['engine']['diff']>[0]['from'];
+
+/** Diffs `from` against schema.prisma as a script; the engine's exit code 2 means "there is a difference". */
+async function diffToSchema(db: Database, opts: MigrateOptions, from: (session: EngineSession) => DiffSource): Promise<string> {
   const session = await openSchemaEngine(db, opts);
   try {
     const out = await runEngine(db, () =>
       session.engine.diff({
-        from: { tag: 'migrations', ...list },
+        from: from(session),
         to: { tag: 'schemaDatamodel', files: session.schema.files },
         script: true,
         exitCode: true,

@@ -6,6 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { createExpertAgent, createNonAskingAgent } from '../../tasks/expert.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
@@ -67,4 +68,22 @@ export async function seedSessions(prisma: PrismaClient, taskCount: number, seed
     await scorer.close();
   }
   return { tasks, sessionIds };
+}
+
+export interface RunWorld {
+  t: TestDatabase;
+  root: string;
+  policyDir: string;
+  /** The deployed tiny policy version that runs start from. */
+  fromId: string;
+}
+
+/** A fresh database with 4 tasks' worth of scored sessions and a deployed tiny policy to train from. */
+export async function runWorld(label: string): Promise<RunWorld> {
+  const t = await createTestDatabase();
+  const root = scratchDir(label);
+  const policyDir = await tinyPolicy(join(root, 'tiny'));
+  await seedSessions(t.prisma, 4);
+  const v = await t.prisma.policyVersion.create({ data: { name: 'tiny', algorithm: 'starter', checkpointPath: policyDir, checkpointSha256: 'x', status: 'deployed', deployedAt: new Date() } });
+  return { t, root, policyDir, fromId: v.id };
 }

@@ -12,11 +12,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import type { TestDatabase } from '../helpers/db.ts';
 import { readSafetensors } from '../../trainer/model/safetensors.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 import { createRun, executeRun, runCheckpoints, type RunConfig } from '../../trainer/runs.ts';
-import { scratchDir, seedSessions, tinyPolicy } from './fixture.ts';
+import { runWorld } from './fixture.ts';
 
 const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const CHECKPOINT_EVERY = 3;
@@ -28,12 +28,7 @@ let fromId: string;
 const children = new Set<ChildProcess>();
 
 beforeAll(async () => {
-  t = await createTestDatabase();
-  root = scratchDir('kill');
-  policyDir = await tinyPolicy(join(root, 'tiny'));
-  await seedSessions(t.prisma, 4);
-  const v = await t.prisma.policyVersion.create({ data: { name: 'tiny', algorithm: 'starter', checkpointPath: policyDir, checkpointSha256: 'x', status: 'deployed', deployedAt: new Date() } });
-  fromId = v.id;
+  ({ t, root, policyDir, fromId } = await runWorld('kill'));
 }, 240_000);
 
 afterAll(async () => {

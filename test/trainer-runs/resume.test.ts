@@ -3,11 +3,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import type { TestDatabase } from '../helpers/db.ts';
 import { readSafetensors } from '../../trainer/model/safetensors.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 import { createRun, executeRun, RunInterrupted, type Algorithm, type RunConfig } from '../../trainer/runs.ts';
-import { scratchDir, seedSessions, tinyPolicy } from './fixture.ts';
+import { runWorld } from './fixture.ts';
 
 let t: TestDatabase;
 let root: string;
@@ -15,12 +15,7 @@ let policyDir: string;
 let fromId: string;
 
 beforeAll(async () => {
-  t = await createTestDatabase();
-  root = scratchDir('runs');
-  policyDir = await tinyPolicy(join(root, 'tiny'));
-  await seedSessions(t.prisma, 4);
-  const v = await t.prisma.policyVersion.create({ data: { name: 'tiny', algorithm: 'starter', checkpointPath: policyDir, checkpointSha256: 'x', status: 'deployed', deployedAt: new Date() } });
-  fromId = v.id;
+  ({ t, root, policyDir, fromId } = await runWorld('runs'));
 }, 240_000);
 
 afterAll(async () => {

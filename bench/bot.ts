@@ -17,9 +17,9 @@ import { importTasks } from '../prisma/task-store.ts';
 import { createRuntime } from '../bot/runtime.ts';
 import { DiscordBot } from '../bot/discord/bot.ts';
 import { createPolicyAgent } from '../trainer/model/policy.ts';
-import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../test/fake-discord/server.ts';
-import { createTestDatabase } from '../test/helpers/db.ts';
-import { makeTinyCheckpoint } from '../test/model-inference/tiny.ts';
+import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../bot/testing/fake-discord.ts';
+import { createTestDatabase } from '../bot/testing/database.ts';
+import { makeTinyCheckpoint } from '../bot/testing/tiny-checkpoint.ts';
 
 const { values: args } = parseArgs({
   options: {

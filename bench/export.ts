@@ -197,7 +197,7 @@ async function main(): Promise<void> {
   const batchSize = arg('batch-size', 500);
   // With a cap, an export whose memory grew with the number of sessions would die: a pass proves it flat.
   const heapCapMiB = process.argv.includes('--heap-cap-mib') ? arg('heap-cap-mib', 96) : null;
-  const { createTestDatabase } = await import('../test/helpers/db.ts');
+  const { createTestDatabase } = await import('../bot/testing/database.ts');
   const db = await createTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'sweetloop-bench-export-'));
   try {

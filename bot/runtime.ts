@@ -1,6 +1,7 @@
 // Builds a session engine from plain settings: the database, the policy watcher, the agent loader (the
 // deployed checkpoint served by the inference worker), the evaluators and the page renderer. Shared by
 // `sweetloop start|bot|console`, the tests and the benchmark, which may swap the agent loader.
+import { checkpointOf } from '../prisma/policy-store.ts';
 import type { Agent } from '../tasks/agent.ts';
 import type { TaskContent } from '../tasks/model.ts';
 import { openDatabase, type Database } from '../prisma/db.ts';
@@ -47,7 +48,7 @@ export interface Runtime {
 
 export async function defaultLoadAgent(policy: PolicyVersion): Promise<Agent> {
   const { createPolicyAgent } = await import('../trainer/model/policy.ts');
-  return createPolicyAgent({ checkpointDir: policy.checkpointPath, name: policy.name });
+  return createPolicyAgent({ checkpointDir: checkpointOf(policy), name: policy.name });
 }
 
 export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {

@@ -2,11 +2,17 @@
 // trainer's deploy/rollback/promotion alike. Exactly one version is `deployed`; deploying another retires the
 // current one, and a rollback re-deploys the one deployed before it. Every change is written to the audit log
 // and announced with NOTIFY policy_deployed <version id> so running bots switch at once (on PGlite they also poll).
-// Callers phrase their own errors (a Discord reply, a CLI message); this module only finds and switches.
+// Deploy and rollback by name are here too, with errors worded for a person (PolicyError): the bot's /mod
+// commands, the CLI and the trainer's promotion all call these, so the rules cannot drift apart.
 import type { Database } from './db.ts';
 import type { PolicyVersion, Prisma, PrismaClient } from './generated/client.ts';
 
 export const POLICY_CHANNEL = 'policy_deployed';
+
+/** A deploy or rollback that cannot be done; the message is meant for the person who asked. */
+export class PolicyError extends Error {
+  override name = 'PolicyError';
+}
 
 export async function deployedPolicy(prisma: PrismaClient): Promise<PolicyVersion | null> {
   return prisma.policyVersion.findFirst({ where: { status: 'deployed' }, orderBy: { deployedAt: 'desc' } });
@@ -61,4 +67,31 @@ export async function rollbackDeployedPolicy(db: Database, actor: string, opts: 
   const previous = await previouslyDeployedPolicy(db.prisma);
   if (!previous) return null;
   return switchDeployedPolicy(db, actor, previous, 'policy.rollback', { ...opts, detail: current ? { from: current.name } : {} });
+}
+
+/**
+ * The checkpoint directory of a version Sweetloop runs itself. Endpoint versions have none (their weights live
+ * with the server): callers that need weights say so clearly instead of failing on a null path.
+ */
+export function checkpointOf(v: Pick<PolicyVersion, 'name' | 'kind' | 'checkpointPath'>): string {
+  if (!v.checkpointPath) throw new Error(`policy version "${v.name}" is served by an endpoint (kind ${v.kind}): it has no local checkpoint`);
+  return v.checkpointPath;
+}
+
+/** Deploys the version named `name` (audit action 'policy.deploy'); PolicyError when unknown or already deployed. */
+export async function deployPolicyByName(db: Database, actor: string, name: string, opts: SwitchOptions = {}): Promise<PolicyVersion> {
+  const target = await db.prisma.policyVersion.findUnique({ where: { name } });
+  if (!target) {
+    const known = await db.prisma.policyVersion.findMany({ select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
+    throw new PolicyError(`No policy version named "${name}". Recent versions: ${known.map((k) => k.name).join(', ') || 'none'}.`);
+  }
+  if (target.status === 'deployed') throw new PolicyError(`"${name}" is already deployed.`);
+  return switchDeployedPolicy(db, actor, target, 'policy.deploy', opts);
+}
+
+/** Re-deploys the version deployed before the current one; PolicyError when there is none. */
+export async function rollbackPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify'> = {}): Promise<PolicyVersion> {
+  const v = await rollbackDeployedPolicy(db, actor, opts);
+  if (!v) throw new PolicyError('There is no earlier deployed version to roll back to.');
+  return v;
 }

@@ -7,11 +7,59 @@ export interface ChatMessage {
   content: string;
 }
 
+/** One generated token with its log-probability (and the most likely alternatives, when asked for). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  top?: { token: string; logprob: number }[];
+}
+
+/**
+ * Where an agent message came from, stored with the turn and exported: enough to tell which model wrote it, how
+ * it was sampled, exactly what it was shown, and to check it against a re-run. Filled by every policy kind
+ * (in-process checkpoint, Sweetloop's own server, any OpenAI-compatible endpoint).
+ */
+export interface TurnProvenance {
+  /** 'tfjs' (in-process checkpoint), 'endpoint' (an OpenAI-compatible server), or another engine's name. */
+  engine: string;
+  /** The model name the server reported (or the checkpoint's name), and the LoRA adapter if one was applied. */
+  servedModel: string;
+  adapter: string | null;
+  sampling: { temperature: number; topP: number; maxTokens: number; seed: number | null };
+  /** Why generation stopped ('stop', 'length', ...), as the engine said. */
+  finishReason: string | null;
+  latencyMs: number;
+  /** Time to the first token, when streamed. */
+  firstTokenMs: number | null;
+  /** The messages actually sent, after the context budget was applied (system prompt, task, latest turns). */
+  prompt: ChatMessage[];
+  /** How many earlier dialogue turns were left out to fit the model's window (0: none). */
+  droppedTurns: number;
+  /** Per-token log-probabilities when the engine returned them (the trainer recomputes its own for RL). */
+  logprobs: TokenLogprob[] | null;
+}
+
 export interface AgentReply {
-  /** The agent's full message, exactly as produced. */
+  /** The agent's full message, exactly as produced (before the protocol's parsing). */
   text: string;
   promptTokens?: number;
   completionTokens?: number;
+  provenance?: TurnProvenance;
+}
+
+/**
+ * The agent cannot answer right now (its server is down, overloaded or unreachable after the client's retries).
+ * Nothing is wrong with the session: callers keep it waiting and try the same turn again later.
+ */
+export class AgentUnavailableError extends Error {
+  override name = 'AgentUnavailableError';
+  constructor(
+    message: string,
+    /** A hint from the server (Retry-After) of when to try again. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
 }
 
 /**

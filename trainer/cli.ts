@@ -1,11 +1,12 @@
 // The trainer's command actions (simulate, evaluate, train, trainer, deploy, rollback). bin/commands/trainer.ts
 // parses the options and hands over the validated settings; everything else happens here.
+import { checkpointOf, deployPolicyByName, rollbackPolicy } from '../prisma/policy-store.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { TaskKind, TaskSplit } from '../tasks/model.ts';
 import { evaluateVersion, formatReport } from './evaluate.ts';
 import { isPresetName, trainConfig, type TrainConfig } from './presets.ts';
-import { deployVersion, promote, rollbackVersion } from './promote.ts';
+import { promote } from './promote.ts';
 import { DEFAULT_SAMPLING } from './rollout.ts';
 import { createRun, executeRun, unfinishedRuns, type Algorithm, type RunConfig } from './runs.ts';
 import { createScorer, type Scorer } from '../tasks/scorer.ts';
@@ -135,7 +136,7 @@ export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCom
       train: trainConfig(o.preset, overrides),
       fromVersionId: from.id,
       fromVersionName: from.name,
-      fromCheckpoint: from.checkpointPath,
+      fromCheckpoint: checkpointOf(from),
       kind: o.kind,
       ratingWeight: s.ratingWeight,
       includeSimulated: true,
@@ -166,12 +167,12 @@ async function gate(db: Database, s: TrainerSettings, candidate: string, kind: T
 }
 
 export async function deployCommand(db: Database, name: string): Promise<void> {
-  const v = await deployVersion(db, 'cli', name);
+  const v = await deployPolicyByName(db, 'cli', name);
   console.log(`deployed ${v.name}`);
 }
 
 export async function rollbackCommand(db: Database): Promise<void> {
-  const v = await rollbackVersion(db, 'cli');
+  const v = await rollbackPolicy(db, 'cli');
   console.log(`rolled back to ${v.name}`);
 }
 

@@ -1,25 +1,10 @@
-// The trainer's deploy, rollback and promotion gate. The database rules (one deployed version, retire the
-// previous, audit log, NOTIFY policy_deployed) live in prisma/policy-store.ts, shared with the bot.
+// The trainer's promotion gate. Deploy and rollback themselves (one deployed version, retire the previous,
+// audit log, NOTIFY policy_deployed) live in prisma/policy-store.ts, shared with the bot and the CLI.
 // The promotion gate evaluates a candidate and the deployed version on the same test tasks with the same seeds
 // and deploys the candidate only if its mean score is at least the deployed one's minus the margin.
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion, Prisma } from '../prisma/generated/client.ts';
-import { deployedPolicy, rollbackDeployedPolicy, switchDeployedPolicy } from '../prisma/policy-store.ts';
-
-/** Manual deploy of a named version. */
-export async function deployVersion(db: Database, actor: string, name: string, detail: Record<string, unknown> = {}): Promise<PolicyVersion> {
-  const target = await db.prisma.policyVersion.findUnique({ where: { name } });
-  if (!target) throw new Error(`no policy version named "${name}"`);
-  if (target.status === 'deployed') throw new Error(`"${name}" is already deployed`);
-  return switchDeployedPolicy(db, actor, target, 'policy.deploy', { detail });
-}
-
-/** Re-deploys the version that was deployed before the current one. */
-export async function rollbackVersion(db: Database, actor: string): Promise<PolicyVersion> {
-  const v = await rollbackDeployedPolicy(db, actor);
-  if (!v) throw new Error('there is no earlier deployed version to roll back to');
-  return v;
-}
+import { deployedPolicy, switchDeployedPolicy } from '../prisma/policy-store.ts';
 
 export interface GateScores {
   candidate: number;

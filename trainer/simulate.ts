@@ -2,6 +2,7 @@
 // or the LLM one when configured), each game is evaluated like a human session, and, when asked, stored like
 // one (Session.simulated = true, a simulated Participant, Turns, Evaluation, reward). Used for offline training
 // data (`sweetloop simulate`) and for evaluation (`sweetloop evaluate`, the promotion gate, the benchmark).
+import { checkpointOf } from '../prisma/policy-store.ts';
 import type { Collaborator } from '../tasks/agent.ts';
 import type { TaskContent, TaskKind, TaskSplit } from '../tasks/model.ts';
 import { createRuleSimulator } from '../tasks/simulator.ts';
@@ -50,7 +51,7 @@ export async function simulate(prisma: PrismaClient, version: PolicyVersion, sco
   const tasks = await storedTasks(prisma, o.kind, o.split);
   if (tasks.length === 0) throw new Error(`no ${o.kind} tasks in the ${o.split} split: import some first (sweetloop tasks import ...)`);
   const collaborator = o.collaborator ?? RULE_SIMULATOR;
-  const policy = await loadModel(version.checkpointPath, `sim-${version.name}-${Date.now()}`, false);
+  const policy = await loadModel(checkpointOf(version), `sim-${version.name}-${Date.now()}`, false);
   const games: SimulatedGame[] = new Array(o.episodes);
   const scoring: Promise<void>[] = [];
   let done = 0;

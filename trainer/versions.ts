@@ -4,7 +4,7 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
-import { deployedPolicy } from '../prisma/policy-store.ts';
+import { checkpointOf, deployedPolicy } from '../prisma/policy-store.ts';
 
 export interface VersionContext {
   prisma: PrismaClient;
@@ -38,7 +38,7 @@ export async function resolveVersion(ctx: VersionContext, ref: string): Promise<
     const known = await ctx.prisma.policyVersion.findMany({ select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
     throw new Error(`no policy version named "${ref}" (known: ${known.map((k) => k.name).join(', ') || 'none'}; or use starter / deployed)`);
   }
-  if (!existsSync(join(v.checkpointPath, 'config.json'))) throw new Error(`policy version "${ref}": its checkpoint ${v.checkpointPath} is missing`);
+  if (v.kind === 'checkpoint' && !existsSync(join(checkpointOf(v), 'config.json'))) throw new Error(`policy version "${ref}": its checkpoint ${v.checkpointPath} is missing`);
   return v;
 }
 

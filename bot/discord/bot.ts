@@ -31,7 +31,7 @@ import type { TaskKind } from '../../tasks/model.ts';
 import { acceptConsent, hasConsent, withdrawAndDelete } from '../consent.ts';
 import { RefusedError, TurnRejectedError, type AgentStep, type Hooks, type Person, type SessionEngine } from '../engine.ts';
 import { ban, flagSession, formatStats, ModerationError, setPaused, stats, unban } from '../moderation.ts';
-import { deployPolicy, PolicyError, rollbackPolicy } from '../policies.ts';
+import { deployPolicyByName, PolicyError, rollbackPolicy } from '../../prisma/policy-store.ts';
 import { withDbRetry } from '../retry.ts';
 import { splitText } from '../split.ts';
 import { commandDefinitions, MODERATOR_PERMISSION } from './commands.ts';
@@ -330,12 +330,12 @@ export class DiscordBot {
         case 'export':
           return this.exportTo(i, (i.options.getString('format') as 'sweet-rl' | 'jsonl' | null) ?? 'sweet-rl');
         case 'deploy': {
-          const v = await retry(() => deployPolicy(this.db, actor, i.options.getString('version', true)));
+          const v = await retry(() => deployPolicyByName(this.db, actor, i.options.getString('version', true), { notify: 'best-effort' }));
           await this.engine.deps.policies.refresh();
           return this.say(i, `Deployed ${v.name}. New sessions use it; running sessions keep their policy.`);
         }
         case 'rollback': {
-          const v = await retry(() => rollbackPolicy(this.db, actor));
+          const v = await retry(() => rollbackPolicy(this.db, actor, { notify: 'best-effort' }));
           await this.engine.deps.policies.refresh();
           return this.say(i, `Rolled back: ${v.name} is deployed again.`);
         }

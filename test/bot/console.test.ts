@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../prisma/db.ts';
-import { makeTinyCheckpoint } from '../model-inference/tiny.ts';
+import { makeTinyCheckpoint } from '../../bot/testing/tiny-checkpoint.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const hasScript = spawnSync('script', ['--version']).status === 0;

@@ -6,10 +6,10 @@ import { acceptConsent } from '../../bot/consent.ts';
 import { neededKind, pickTask, NoTaskAvailableError } from '../../bot/assign.ts';
 import { RefusedError, TurnRejectedError } from '../../bot/engine.ts';
 import { createRuntime, type Runtime } from '../../bot/runtime.ts';
-import { createTestDatabase } from '../helpers/db.ts';
+import { createTestDatabase } from '../../bot/testing/database.ts';
 import { openDatabase } from '../../prisma/db.ts';
-import { deployPolicy } from '../../bot/policies.ts';
-import { scriptedAgent } from './harness.ts';
+import { deployPolicyByName } from '../../prisma/policy-store.ts';
+import { scriptedAgent } from './discord/harness.ts';
 
 type TestDb = Awaited<ReturnType<typeof createTestDatabase>>;
 let mode: 'chatty' | 'huge' = 'chatty';
@@ -102,7 +102,7 @@ describe('session engine', () => {
     const other = await openDatabase({ databaseUrl: t.url, pgliteDir: '/nonexistent' });
     try {
       await other.prisma.policyVersion.create({ data: { name: 'p2', algorithm: 'sweet', checkpointPath: '/y', checkpointSha256: '2'.repeat(64) } });
-      await deployPolicy(other, 'trainer', 'p2');
+      await deployPolicyByName(other, 'trainer', 'p2');
     } finally {
       await other.close();
     }

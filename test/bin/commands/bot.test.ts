@@ -1,0 +1,73 @@
+// `npm start` with DISCORD_TOKEN set: the whole composition (config, migration, seeding, policy deployment, the
+// Discord bot) as a separate process, pointed by DISCORD_API_BASE at the fake Discord run by this test.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeDiscord } from '../../../bot/testing/fake-discord.ts';
+import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
+
+const ROOT = resolve(import.meta.dirname, '../../..');
+
+describe('npm start with a Discord token', () => {
+  let dir: string;
+  let fake: FakeDiscord;
+  let tdb: Awaited<ReturnType<typeof createTestDatabase>>;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sweetloop-cli-bot-'));
+    tdb = await createTestDatabase();
+    fake = await new FakeDiscord({ heartbeatIntervalMs: 1_000 }).start();
+  });
+  afterAll(async () => {
+    await fake?.stop();
+    await tdb?.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('prepares the database, registers the commands, serves a person, and stops cleanly on SIGTERM', async () => {
+    const ckpt = await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 });
+    let out = '';
+    const child = spawn(process.execPath, ['bin/sweetloop.mjs', 'start'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        DATABASE_URL: tdb.url,
+        DISCORD_TOKEN: 'cli-test-token',
+        DISCORD_API_BASE: fake.apiBase,
+        DISCORD_APPLICATION_ID: fake.appId,
+        DISCORD_GUILD_IDS: fake.guildId,
+        CONSENT_TEXT: 'CLI CONSENT TEXT',
+        POLICY_MODEL_DIR: ckpt,
+        CHECKPOINT_DIR: join(dir, 'checkpoints'),
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.on('data', (d: Buffer) => (out += d));
+    child.stderr.on('data', (d: Buffer) => (out += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      await fake.waitFor(() => fake.commands.get(fake.guildId), 120_000, `commands registered; output:\n${out}`);
+      expect(fake.identifies[0].token).toBe('cli-test-token');
+      expect(await tdb.prisma.task.count()).toBeGreaterThan(0);
+      const policy = await tdb.prisma.policyVersion.findFirstOrThrow({ where: { status: 'deployed' } });
+      expect(policy.checkpointPath).toBe(ckpt);
+
+      const user = fake.user('zoe');
+      const start = fake.command(user, 'task', 'start', { kind: 'backend' });
+      const consent = await fake.waitFor(() => fake.replies(start).find((s) => s.kind === 'original'), 30_000, 'consent');
+      expect(consent.content).toContain('CLI CONSENT TEXT');
+      const accept = fake.click(user, consent, 'consent:accept:backend');
+      const hidden = await fake.waitFor(() => fake.replies(accept).find((s) => s.content.includes('Only you can see this')), 60_000, 'hidden info');
+      const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
+      await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('**Agent**')), 120_000, 'the policy\'s first message');
+      expect(out).not.toContain('cli-test-token'); // the token never reaches the logs
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  });
+});

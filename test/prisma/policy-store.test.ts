@@ -1,0 +1,47 @@
+// The DB-level deployment rules shared by the bot's /policy commands and the trainer: one deployed version, the
+// previous one retired, rollback to the one deployed before, an audit entry per switch, and the NOTIFY rule.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import type { Database } from '../../prisma/db.ts';
+import { deployedPolicy, previouslyDeployedPolicy, rollbackDeployedPolicy, switchDeployedPolicy } from '../../prisma/policy-store.ts';
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await createTestDatabase();
+});
+afterAll(async () => {
+  await t?.drop();
+});
+
+async function version(name: string) {
+  return t.prisma.policyVersion.create({ data: { name, algorithm: 'sweet', checkpointPath: `/nowhere/${name}`, checkpointSha256: '0'.repeat(64), status: 'candidate' } });
+}
+
+describe('policy store', () => {
+  it('switches, audits, rolls back, and treats a failed NOTIFY as asked', async () => {
+    expect(await rollbackDeployedPolicy(t.db, 'x')).toBeNull();
+    const a = await version('a');
+    const b = await version('b');
+    await switchDeployedPolicy(t.db, 'mod', a, 'policy.deploy');
+    expect(await previouslyDeployedPolicy(t.prisma)).toBeNull();
+    expect(await rollbackDeployedPolicy(t.db, 'x')).toBeNull();
+
+    // The NOTIFY runs after the commit: 'required' reports its failure, 'best-effort' does not; both switched.
+    const broken: Database = { ...t.db, notify: async () => { throw new Error('notify down'); } };
+    await expect(switchDeployedPolicy(broken, 'mod', b, 'policy.deploy', { detail: { why: 'test' } })).rejects.toThrow(/notify down/);
+    expect((await deployedPolicy(t.prisma))!.name).toBe('b');
+    expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: a.id } })).status).toBe('retired');
+    expect((await previouslyDeployedPolicy(t.prisma))!.name).toBe('a');
+
+    const back = await rollbackDeployedPolicy(broken, 'mod', { notify: 'best-effort' });
+    expect(back!.name).toBe('a');
+    expect(await t.prisma.policyVersion.count({ where: { status: 'deployed' } })).toBe(1);
+
+    // Looked up by content, not creation time: three switches can share a millisecond.
+    const audit = await t.prisma.auditLog.findMany();
+    expect(audit.map((x) => `${x.action}:${x.target}`).sort()).toEqual(['policy.deploy:a', 'policy.deploy:b', 'policy.rollback:a']);
+    expect(audit.find((x) => x.action === 'policy.deploy' && x.target === 'a')!.detail).toEqual({ versionId: a.id, previous: [] });
+    expect(audit.find((x) => x.action === 'policy.deploy' && x.target === 'b')!.detail).toEqual({ versionId: b.id, previous: ['a'], why: 'test' });
+    expect(audit.find((x) => x.action === 'policy.rollback')!.detail).toEqual({ versionId: a.id, previous: ['b'], from: 'b' });
+  });
+});

@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { initBackend } from '../../../trainer/model/backend.ts';
+import { Engine } from '../../../trainer/model/engine.ts';
+import * as tf from '@tensorflow/tfjs';
+import { llamaConfig } from '../../../trainer/model/architecture.ts';
+import { Decoder } from '../../../trainer/model/decoder.ts';
+import { batchLoss, compactAnswer, ensureStarterPolicy, expertDialogues, sharedPrefixLength } from '../../../trainer/model/starter.ts';
+import type { Example, StarterOptions } from '../../../trainer/model/starter.ts';
+import { ANSWER_MARKER, buildDialogue } from '../../../tasks/protocol.ts';
+import { generateMiniTasks, miniTemplate } from '../../../tasks/mini.ts';
+
+let root: string;
+
+beforeAll(async () => {
+  await initBackend();
+  root = await mkdtemp(join(tmpdir(), 'starter-'));
+});
+
+afterAll(async () => {
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+// The real recipe (expert games on ColBench-mini, BPE, SFT on assistant tokens, HF directory) on a tiny budget.
+function tinyOptions(dir: string): StarterOptions {
+  return {
+    dir,
+    seed: 7,
+    games: 6,
+    steps: 8,
+    tokensPerStep: 512,
+    size: { vocabSize: 600, hiddenSize: 32, intermediateSize: 64, numLayers: 1, numHeads: 4, numKvHeads: 2, contextLength: 512 },
+  };
+}
+
+describe('starter policy', () => {
+  it('trains on expert dialogues that end with an answer', async () => {
+    const dialogues = await expertDialogues(7, 4);
+    expect(dialogues).toHaveLength(4);
+    for (const d of dialogues) {
+      expect(d[0]!.role).toBe('system');
+      expect(d.at(-1)!.role).toBe('assistant');
+      expect(d.at(-1)!.content).toContain(ANSWER_MARKER);
+    }
+  });
+
+  it('computes the shared prompt prefix once per batch without changing the loss or its gradients', () => {
+    const cfg = llamaConfig({ vocabSize: 40, hiddenSize: 16, intermediateSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, maxPositionEmbeddings: 64, tieWordEmbeddings: true, eosTokenIds: [1], padTokenId: 0 });
+    const model = new Decoder(cfg, { name: 'prefix-check', seed: 5 });
+    try {
+      const shared = [3, 4, 5, 6, 7, 8];
+      // Different lengths (so one row is padded); the loss covers assistant tokens only.
+      const batch: Example[] = [
+        { ids: [...shared, 9, 10, 11, 12, 13], train: [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1] },
+        { ids: [...shared, 14, 15, 16, 17], train: [0, 0, 0, 0, 0, 0, 0, 1, 1, 1] },
+      ];
+      const P = sharedPrefixLength(batch);
+      expect(P).toBe(6);
+      // A prefix never swallows a trained token, nor the token right before the first one.
+      expect(sharedPrefixLength([{ ids: [...shared, 9], train: [0, 0, 0, 1, 1, 1, 1] }, batch[0]!])).toBe(2);
+      const vars = [...model.params.values()];
+      const full = tf.variableGrads(batchLoss(model, batch, 0, []), vars);
+      const split = tf.variableGrads(batchLoss(model, batch, 0, shared.slice(0, P)), vars);
+      expect(split.value.dataSync()[0]).toBeCloseTo(full.value.dataSync()[0]!, 5);
+      for (const [name, g] of Object.entries(full.grads)) {
+        const diff = tf.max(tf.abs(tf.sub(g, split.grads[name]!))).dataSync()[0]!;
+        const scale = tf.max(tf.abs(g)).dataSync()[0]!;
+        expect(diff).toBeLessThanOrEqual(1e-5 * Math.max(scale, 1e-3));
+      }
+      tf.dispose([full.value, split.value, ...Object.values(full.grads), ...Object.values(split.grads)]);
+    } finally {
+      model.dispose();
+    }
+  });
+
+  it('compacts expert answers by dropping only the constant comments', async () => {
+    const [task] = generateMiniTasks({ seed: 3, count: 40, templates: ['tag-line'] }).slice(0, 1);
+    const comments = miniTemplate('tag-line').facts.map((f) => f.comment);
+    const answer = `${ANSWER_MARKER}\n${miniTemplate('tag-line').build('f', { SEPARATOR: ' # ', TAG_PREFIX: '#', MAX_TAGS: 3, LOWERCASE: true, EMPTY_TEXT: '#  # x' })}`;
+    const [, , compact] = compactAnswer([{ role: 'system', content: 's' }, { role: 'user', content: task!.description }, { role: 'assistant', content: answer }], comments);
+    expect(compact!.content).toContain("SEPARATOR = ' # '\n");
+    expect(compact!.content).toContain("TAG_PREFIX = '#'\n");
+    expect(compact!.content).toContain("EMPTY_TEXT = '#  # x'\n");
+    expect(compact!.content).not.toContain('text placed between two tags');
+    // Everything but the comments is kept, line for line.
+    expect(compact!.content.split('\n')).toHaveLength(answer.split('\n').length);
+    expect(answer.split('\n').filter((l) => !comments.some((c) => l.endsWith(c)))).toEqual(compact!.content.split('\n').filter((l) => !/^[A-Z_]+ = /.test(l)));
+  });
+
+  it('builds a loadable checkpoint whose loss went down, reuses it, and rebuilds it identically when damaged', async () => {
+    const dir = join(root, 'starter');
+    const lines: string[] = [];
+    const built = await ensureStarterPolicy({ ...tinyOptions(dir), progress: 'lines', log: (l) => lines.push(l) });
+    expect(built.reused).toBe(false);
+    const report = built.report!;
+    expect(report.losses).toHaveLength(8);
+    expect(report.finalLoss).toBeLessThan(report.initialLoss);
+    expect(lines.some((l) => l.includes('update 8/8'))).toBe(true);
+
+    const engine = await Engine.load(dir);
+    try {
+      expect(engine.info().chatTemplate).toBe('model');
+      expect(engine.model.numParameters).toBe(built.numParameters);
+      const dialogue = buildDialogue({ kind: 'backend', description: 'I need a function. The signature of the function is: def f(x):' }, []);
+      const [r] = await engine.generate([{ messages: dialogue }], { maxTokens: 8, temperature: 0 });
+      expect(r!.tokenIds.length).toBeGreaterThan(0);
+    } finally {
+      engine.dispose();
+    }
+
+    const again = await ensureStarterPolicy(tinyOptions(dir));
+    expect(again).toMatchObject({ reused: true, sha256: built.sha256 });
+
+    // A damaged file is detected by its recorded sha256; the rebuild is bit-identical (same seed, same backend).
+    const cfgPath = join(dir, 'tokenizer_config.json');
+    await appendFile(cfgPath, ' ');
+    const rebuilt = await ensureStarterPolicy(tinyOptions(dir));
+    expect(rebuilt.reused).toBe(false);
+    expect(rebuilt.sha256).toBe(built.sha256);
+    expect(JSON.parse(await readFile(cfgPath, 'utf8')).chat_template).toContain('<|im_start|>');
+
+    // A directory that is not a starter is never overwritten.
+    const foreign = join(root, 'foreign');
+    await mkdir(foreign);
+    await writeFile(join(foreign, 'notes.txt'), 'keep me');
+    await expect(ensureStarterPolicy(tinyOptions(foreign))).rejects.toThrow(/refusing to overwrite/);
+    expect(await readFile(join(foreign, 'notes.txt'), 'utf8')).toBe('keep me');
+
+    // Another seed is another recipe: rebuilt, different weights.
+    const other = await ensureStarterPolicy({ ...tinyOptions(dir), seed: 8, steps: 1 });
+    expect(other.reused).toBe(false);
+    expect(other.sha256).not.toBe(built.sha256);
+  });
+});

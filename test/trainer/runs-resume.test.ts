@@ -1,0 +1,80 @@
+// A training run interrupted part-way (the stand-in for a kill: the process stops between two checkpoints and
+// loses the updates since the last one) and resumed ends with the same weights as an uninterrupted run.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TestDatabase } from '../../bot/testing/database.ts';
+import { readSafetensors } from '../../trainer/model/safetensors.ts';
+import { trainConfig } from '../../trainer/presets.ts';
+import { createRun, executeRun, RunInterrupted, type Algorithm, type RunConfig } from '../../trainer/runs.ts';
+import { runWorld } from './fixture.ts';
+
+let t: TestDatabase;
+let root: string;
+let policyDir: string;
+let fromId: string;
+
+beforeAll(async () => {
+  ({ t, root, policyDir, fromId } = await runWorld('runs'));
+}, 240_000);
+
+afterAll(async () => {
+  await t?.drop();
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+function config(algorithm: Algorithm): RunConfig {
+  return {
+    algorithm,
+    preset: 'cpu-small',
+    train: trainConfig('cpu-small', { batchSize: 2, microBatch: 2, criticEpochs: 2, actorEpochs: 2, sftEpochs: 3, checkpointEvery: 2, candidates: 4, pairsPerState: 2, stateFraction: 0.5, maxNewTokens: 24, rftThreshold: 0.5, seed: 3 }),
+    fromVersionId: fromId,
+    fromVersionName: 'tiny',
+    fromCheckpoint: policyDir,
+    kind: 'backend',
+    ratingWeight: 0,
+    includeSimulated: true,
+  };
+}
+
+async function weights(dir: string) {
+  return readSafetensors(join(dir, 'model.safetensors'));
+}
+
+describe.each(['rft', 'mtdpo', 'sweet'] as const)('%s run resumed after an interruption', (algorithm) => {
+  it('ends with the same weights as an uninterrupted run, and records its steps', async () => {
+    const ctx = { prisma: t.prisma, checkpointRoot: join(root, algorithm), progress: 'none' as const };
+    const straight = await executeRun(ctx, (await createRun(ctx, config(algorithm))).id);
+
+    const run = await createRun(ctx, config(algorithm));
+    // 3 updates: one after the checkpoint at 2, lost as a kill would lose it.
+    await expect(executeRun({ ...ctx, stopAfterSteps: 3 }, run.id)).rejects.toBeInstanceOf(RunInterrupted);
+    const mid = await t.prisma.trainingRun.findUniqueOrThrow({ where: { id: run.id } });
+    expect(mid.status).toBe('running');
+    expect((mid.progress as { current?: { step: number }; done: string[] }).current?.step ?? 0).toBeGreaterThan(0);
+    const resumed = await executeRun(ctx, run.id);
+
+    const a = await weights(straight.checkpointPath!);
+    const b = await weights(resumed.checkpointPath!);
+    expect([...b.keys()].sort()).toEqual([...a.keys()].sort());
+    let maxDiff = 0;
+    for (const [k, x] of a) {
+      const y = b.get(k)!.data;
+      for (let i = 0; i < x.data.length; i++) maxDiff = Math.max(maxDiff, Math.abs(x.data[i]! - y[i]!));
+    }
+    expect(maxDiff).toBeLessThanOrEqual(1e-6);
+    // Training changed the policy.
+    const base = await weights(policyDir);
+    let moved = 0;
+    for (const [k, x] of base) for (let i = 0; i < x.data.length; i++) moved = Math.max(moved, Math.abs(x.data[i]! - a.get(k)!.data[i]!));
+    expect(moved).toBeGreaterThan(0);
+
+    const done = await t.prisma.trainingRun.findUniqueOrThrow({ where: { id: run.id }, include: { steps: true, policyVersions: true } });
+    expect(done.status).toBe('succeeded');
+    expect(done.steps.length).toBeGreaterThan(0);
+    expect(done.policyVersions[0]!.status).toBe('candidate');
+    expect(done.policyVersions[0]!.algorithm).toBe(algorithm);
+    expect(done.policyVersions[0]!.checkpointSha256).toMatch(/^[0-9a-f]{64}$/);
+    expect((done.dataSnapshot as { sessions: unknown[] }).sessions.length).toBe(8);
+  }, 600_000);
+});

@@ -1,0 +1,62 @@
+// The serving engine's contract, split from the protocol as vLLM splits its engine from its entrypoints: the
+// OpenAI-compatible HTTP server (server.ts) speaks chat completions and knows nothing of models; an engine
+// (llama.cpp for CPU serving, tfjs as the fallback) schedules requests into batches and decodes tokens.
+import type { ChatMessage } from '../../tasks/agent.ts';
+
+export interface EngineRequest {
+  messages: ChatMessage[];
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  seed?: number;
+  stop?: string[];
+  /** Return each token's log-probability, and this many alternatives (0 = none). */
+  logprobs: boolean;
+  topLogprobs: number;
+  /** A LoRA adapter (by the name it was loaded under) to apply, or null for the base model. */
+  adapter: string | null;
+  /** Aborted when the client goes away: the request leaves the batch at once. */
+  signal: AbortSignal;
+}
+
+export interface EngineToken {
+  text: string;
+  logprob?: number;
+  top?: { token: string; logprob: number }[];
+}
+
+export interface EngineResult {
+  promptTokens: number;
+  completionTokens: number;
+  finishReason: 'stop' | 'length' | 'abort';
+}
+
+/** One request's tokens as they are decoded, then the totals. */
+export interface EngineStream extends AsyncIterable<EngineToken> {
+  readonly result: Promise<EngineResult>;
+}
+
+export interface EngineStats {
+  /** Sequences decoding now, and requests waiting for a slot. */
+  running: number;
+  queued: number;
+  maxBatch: number;
+  maxQueue: number;
+}
+
+/** Thrown by generate() when the queue is full: the server answers 429. */
+export class EngineOverloadedError extends Error {
+  override name = 'EngineOverloadedError';
+}
+
+export interface ServingEngine {
+  /** The model name clients send (`model`), i.e. the served policy version's name. */
+  readonly modelName: string;
+  generate(req: EngineRequest): EngineStream;
+  stats(): EngineStats;
+  /** Makes a LoRA adapter available under `name` (idempotent). */
+  loadAdapter(name: string, path: string): Promise<void>;
+  unloadAdapter(name: string): Promise<void>;
+  adapters(): string[];
+  close(): Promise<void>;
+}

@@ -3,7 +3,7 @@
 import { resolve, join } from 'node:path';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import type { Logger } from '../bin/log.ts';
+import type { Logger } from '../prisma/logger.ts';
 import { deployedPolicy } from '../prisma/policy-store.ts';
 
 export async function migrateDatabase(db: Database, log?: Logger): Promise<string[]> {

@@ -1,13 +1,14 @@
-// The console channel: the same engine as the Discord bot, in a terminal. One person (the local user), the
-// embedded database, the deployed (starter) policy. Screenshots cannot be shown in a terminal, so they are
-// written as PNG files and their paths printed.
+// The console channel: the same engine and turn script as the Discord bot, in a terminal. One person (the
+// local user), the embedded database, the deployed (starter) policy. This file only shows things and reads
+// lines; the engine decides what happens and stores everything. Screenshots cannot be shown in a terminal, so
+// they are written as PNG files and their paths printed.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface, type Interface } from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
 import type { TaskKind } from '../tasks/model.ts';
-import { acceptConsent, hasConsent } from './consent.ts';
-import { RefusedError, TurnRejectedError, type AgentStep, type Hooks, type Person, type SessionEngine } from './engine.ts';
+import { hasConsent } from './consent.ts';
+import { RefusedError, TurnRejectedError, type AgentStep, type EvaluatedSession, type Hooks, type Person, type SessionEngine, type SessionView } from './engine.ts';
 
 export interface ConsoleOptions {
   engine: SessionEngine;
@@ -61,13 +62,25 @@ export class ConsoleChannel {
   private hooks: Hooks = {
     onDbWaiting: () => this.print('[The database is unavailable; waiting for it. Nothing is lost.]'),
     onDbRecovered: () => this.print('[The database is back.]'),
+    onAgentWaiting: () => this.print('[The agent is unavailable right now; your session is kept and continues as soon as it is back.]'),
+    onAgentRecovered: () => this.print('[The agent is back.]'),
+  };
+
+  private view: SessionView = {
+    showAgentMessage: async (step) => {
+      this.showStep(step);
+      return `console:${step.turnId}`;
+    },
+    showResult: async (r) => this.print(resultLine(r)),
+    askRating: async () => {},
+    notice: async (text) => this.print(text),
   };
 
   /** Runs sessions until the person quits or input ends. */
   async run(): Promise<void> {
     const { engine, person } = this.o;
     this.print('Sweetloop console — collaborate with the agent on a task.');
-    // Answers a previous run could not score are scored now.
+    // Answers a previous run could not score are scored now (their sessions were rated or left unrated then).
     for (const w of await engine.pendingWork()) {
       if (w.kind === 'evaluate') await engine.evaluate(w.session.id).catch(() => {});
     }
@@ -83,7 +96,7 @@ export class ConsoleChannel {
         this.print('Nothing was recorded. Goodbye.');
         return this.close();
       }
-      p = await acceptConsent(engine.prisma, person.externalId, person.displayName);
+      p = await engine.acceptConsent(person, this.hooks);
       this.print('Thank you.');
     }
     for (;;) {
@@ -135,8 +148,7 @@ export class ConsoleChannel {
 
   /** Prints the conversation so far (resuming). */
   private async replay(sessionId: string): Promise<void> {
-    const turns = await this.o.engine.prisma.turn.findMany({ where: { sessionId, role: { not: 'system' } }, orderBy: { index: 'asc' } });
-    for (const t of turns) this.print(`${t.role === 'agent' ? 'Agent' : 'You'}: ${t.content}`);
+    for (const t of await this.o.engine.transcript(sessionId, this.hooks)) this.print(`${t.role === 'agent' ? 'Agent' : 'You'}: ${t.content}`);
   }
 
   private save(name: string, png: Buffer): string {
@@ -159,60 +171,33 @@ export class ConsoleChannel {
   private async play(sessionId: string): Promise<'done' | 'quit'> {
     const { engine, person } = this.o;
     for (;;) {
-      const s = await engine.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { turns: { orderBy: { index: 'asc' } }, evaluation: true } });
-      const last = s.turns.filter((t) => t.role !== 'system').at(-1);
-      if (s.status === 'answered') break;
-      if (s.status !== 'active') {
-        this.print(`The session has ended (${s.endReason ?? s.status}).`);
+      this.print('(the agent is thinking…)');
+      const state = await engine.advance(sessionId, this.view, this.hooks);
+      if (state === 'awaiting-rating') break;
+      if (state === 'ended') {
+        this.print('The session has ended.');
         return 'done';
       }
-      if (!last || last.role === 'human') {
-        this.print('(the agent is thinking…)');
-        let step: AgentStep | null;
+      for (;;) {
+        const text = await this.ask('\nYou: ');
+        if (text === null || text === '/quit') return 'quit';
+        if (text === '/stop') {
+          await engine.stop(person.externalId, this.hooks);
+          this.print('Session ended.');
+          return 'done';
+        }
+        if (text === '/hidden') {
+          await this.showHidden(sessionId);
+          continue;
+        }
         try {
-          step = await engine.agentStep(sessionId, this.hooks);
+          await engine.humanTurn(sessionId, text, null, this.hooks);
+          break;
         } catch (err) {
-          if (err instanceof TurnRejectedError) {
-            this.print(err.message);
-            return 'done';
-          }
-          throw err;
+          if (err instanceof TurnRejectedError) this.print(err.message);
+          else throw err;
         }
-        if (step) {
-          this.showStep(step);
-          await engine.markShown(step.turnId, `console:${step.turnId}`);
-        }
-        continue;
       }
-      const text = await this.ask('\nYou: ');
-      if (text === null || text === '/quit') return 'quit';
-      if (text === '/stop') {
-        await engine.stop(person.externalId, this.hooks);
-        this.print('Session ended.');
-        return 'done';
-      }
-      if (text === '/hidden') {
-        await this.showHidden(sessionId);
-        continue;
-      }
-      try {
-        await engine.humanTurn(sessionId, text, null, this.hooks);
-      } catch (err) {
-        if (err instanceof TurnRejectedError) this.print(err.message);
-        else throw err;
-      }
-    }
-    this.print('\n(evaluating the answer…)');
-    try {
-      const e = await engine.evaluate(sessionId, this.hooks);
-      const o = e.outcome;
-      this.print(
-        e.kind === 'backend'
-          ? `Result: ${o.testsPassed ?? 0} of ${o.testsTotal ?? 0} tests passed (score ${o.score.toFixed(2)})${o.success ? ' — success!' : ''}`
-          : `Result: similarity to your page ${o.score.toFixed(3)}${o.metric ? ` (${o.metric})` : ''}${o.success ? ' — success!' : ''}`,
-      );
-    } catch (err) {
-      this.print(`The answer is saved but could not be scored now (${(err as Error).message}); \`sweetloop start\` scores it later.`);
     }
     for (;;) {
       const r = await this.ask('How helpful was the agent? 1 (useless) to 5 (excellent): ');
@@ -241,4 +226,12 @@ export class ConsoleChannel {
     if (!this.closed) this.rl.close();
     this.closed = true;
   }
+}
+
+function resultLine(r: EvaluatedSession | { sessionId: string; error: string }): string {
+  if ('error' in r) return `The answer is saved but could not be scored now (${r.error}); \`sweetloop start\` scores it later.`;
+  const o = r.outcome;
+  return r.kind === 'backend'
+    ? `Result: ${o.testsPassed ?? 0} of ${o.testsTotal ?? 0} tests passed (score ${o.score.toFixed(2)})${o.success ? ' — success!' : ''}`
+    : `Result: similarity to your page ${o.score.toFixed(3)}${o.metric ? ` (${o.metric})` : ''}${o.success ? ' — success!' : ''}`;
 }

@@ -1,5 +1,7 @@
-// The session engine: everything about a collaboration session that does not depend on where it happens.
-// Discord, the console and the benchmark drive the same engine; they only decide how things are shown.
+// The session engine: everything about a collaboration session that does not depend on where it happens,
+// including the turn script itself (agent speaks -> stored -> shown -> person replies -> ... -> answer ->
+// evaluation -> result -> rating). Discord, the console and the benchmark drive the same engine through a
+// SessionView, a small adapter that only shows things; no channel touches the database.
 //
 // Rules kept here:
 // - a person must have accepted the consent text, must not be banned, and collection must not be paused;
@@ -9,9 +11,13 @@
 // - an agent turn records the channel's message id once shown, so a restart re-shows what never got out;
 // - a redelivered human message (same external id) is stored once and answered once;
 // - when the database is unreachable, each write is retried with back-off (the caller is told, to tell the
-//   person to wait), so nothing the person sent is lost.
-import type { Agent } from '../tasks/agent.ts';
-import type { TaskContent, TaskKind } from '../tasks/model.ts';
+//   person to wait), so nothing the person sent is lost;
+// - when the agent's server is unavailable (AgentUnavailableError), the person is told, the session waits and
+//   the same turn is tried again with back-off: nothing is stored until the agent has answered;
+// - consent is accepted here, with its audit row, whatever the channel;
+// - every write goes through prisma/session-store.ts (one reward formula, one meaning of each counter).
+import { AgentUnavailableError, type Agent, type AgentReply } from '../tasks/agent.ts';
+import type { TaskKind } from '../tasks/model.ts';
 import {
   agentMessageView,
   buildDialogue,
@@ -27,15 +33,26 @@ import {
   type ParsedAgentMessage,
 } from '../tasks/protocol.ts';
 import type { Database } from '../prisma/db.ts';
-import type { Participant, PolicyVersion, Prisma, Session, Task, Turn } from '../prisma/generated/client.ts';
+import type { Participant, PolicyVersion, Session, Task, Turn } from '../prisma/generated/client.ts';
 import { UniqueViolationError, toDatabaseError } from '../prisma/errors.ts';
-import type { Logger } from '../bin/log.ts';
+import {
+  appendAgentTurn,
+  appendHumanTurn,
+  createSession,
+  endSession,
+  outcomeOf,
+  recordComment,
+  recordEvaluation,
+  recordRating,
+} from '../prisma/session-store.ts';
+import { taskContent } from '../prisma/task-store.ts';
+import type { Logger } from '../prisma/logger.ts';
 import { neededKind, NoTaskAvailableError, pickTask } from './assign.ts';
-import { findParticipant, hasConsent } from './consent.ts';
+import { acceptConsent, findParticipant, hasConsent } from './consent.ts';
 import type { PolicyWatcher } from './deploy-watch.ts';
 import type { Evaluate, EvaluationOutcome, RenderPage } from './evaluator.ts';
 import { KeyedMutex } from './locks.ts';
-import { isPaused } from './moderation.ts';
+import { audit, isPaused } from './moderation.ts';
 import { withDbRetry } from './retry.ts';
 
 export type Channel = 'discord' | 'console' | 'simulated';
@@ -52,6 +69,8 @@ export interface EngineOptions {
   agentRetries?: number;
   /** How long a database write keeps being retried during an outage (default 15 minutes). */
   dbRetryMs?: number;
+  /** First and longest wait between tries of a turn while the agent's server is unavailable. */
+  agentRetryMs?: { initial: number; max: number };
 }
 
 export interface EngineDeps {
@@ -94,7 +113,30 @@ export interface Hooks {
   /** The database is unreachable; the operation is being retried. Called at most once per call. */
   onDbWaiting?: () => void | Promise<void>;
   onDbRecovered?: () => void | Promise<void>;
+  /** The agent's server is unavailable; the turn will be tried again. Called at most once per turn. */
+  onAgentWaiting?: () => void | Promise<void>;
+  onAgentRecovered?: () => void | Promise<void>;
 }
+
+/**
+ * How a channel shows the engine's results. Each method shows something to the person and nothing else; the
+ * engine decides what comes next.
+ */
+export interface SessionView {
+  /** Shows the agent's message; returns the channel's id of the (last) message that carried it. */
+  showAgentMessage(step: AgentStep): Promise<string>;
+  /** Shows the answer's score (or that it could not be scored now). */
+  showResult(result: EvaluatedSession | { sessionId: string; error: string }): Promise<void>;
+  /** Offers the 1-5 rating (buttons on Discord; the console asks after advance() returns). */
+  askRating(sessionId: string): Promise<void>;
+  /** A short notice (the agent failed, the session ended). */
+  notice(text: string): Promise<void>;
+  /** The agent is working (Discord's typing indicator). */
+  typing?(): Promise<void>;
+}
+
+/** Where a session stands after advance(): whose move it is. */
+export type SessionState = 'awaiting-human' | 'awaiting-rating' | 'ended';
 
 export interface StartedSession {
   sessionId: string;
@@ -138,13 +180,6 @@ export type PendingWork =
 
 type SessionWithAll = Session & { task: Task; turns: Turn[]; policyVersion: PolicyVersion | null };
 
-export function taskContent(t: Task): TaskContent {
-  if (t.kind === 'backend') {
-    return { kind: 'backend', description: t.description, reference: t.hiddenReference, testCases: Array.isArray(t.testCases) ? (t.testCases as string[]) : [] };
-  }
-  return { kind: 'frontend', description: t.description, reference: t.hiddenReference };
-}
-
 /** The dialogue turns of a session as the protocol sees them (system notices left out). */
 export function dialogueTurns(turns: readonly Turn[]): DialogueTurn[] {
   return turns
@@ -159,13 +194,15 @@ export class SessionEngine {
   private readonly agents = new Map<string, Promise<Agent>>();
   private readonly inFlightMessages = new Set<string>();
   private expiryTimer: NodeJS.Timeout | null = null;
+  private closing = false;
+  private readonly waitingForAgent = new Set<string>();
 
   constructor(
     readonly deps: EngineDeps,
     readonly options: EngineOptions,
   ) {}
 
-  get prisma() {
+  private get prisma() {
     return this.deps.db.prisma;
   }
 
@@ -184,6 +221,15 @@ export class SessionEngine {
 
   async participant(externalId: string, hooks?: Hooks): Promise<Participant | null> {
     return this.retry(() => findParticipant(this.prisma, externalId), hooks);
+  }
+
+  /** Records the person's acceptance of the consent text, with its audit row (every channel alike). */
+  async acceptConsent(person: Person, hooks?: Hooks): Promise<Participant> {
+    return this.retry(async () => {
+      const p = await acceptConsent(this.prisma, person.externalId, person.displayName);
+      await audit(this.prisma, person.externalId, 'consent.accept', null, { channel: this.options.channel });
+      return p;
+    }, hooks);
   }
 
   // ------------------------------------------------------------------------------------------ starting
@@ -217,17 +263,14 @@ export class SessionEngine {
       }
       const session = await this.retry(
         () =>
-          this.prisma.session.create({
-            data: {
-              taskId,
-              participantId: participant.id,
-              policyVersionId: policy.id,
-              channel: this.options.channel,
-              simulated: this.options.channel === 'simulated',
-              guildId: where.guildId ?? null,
-              channelId: where.channelId ?? null,
-            },
-            include: { task: true },
+          createSession(this.prisma, {
+            taskId,
+            participantId: participant.id,
+            policyVersionId: policy.id,
+            channel: this.options.channel,
+            simulated: this.options.channel === 'simulated',
+            guildId: where.guildId ?? null,
+            channelId: where.channelId ?? null,
           }),
         hooks,
       );
@@ -245,6 +288,11 @@ export class SessionEngine {
       this.deps.log?.info({ session: session.id, kind, task: taskId, policy: policy.name }, 'session started');
       return started;
     });
+  }
+
+  /** Re-reads the deployed policy now (after a deploy from this process), rather than at the next poll. */
+  async refreshPolicy(): Promise<PolicyVersion | null> {
+    return this.deps.policies.refresh();
   }
 
   /** Records where the session is shown (a Discord thread). */
@@ -313,7 +361,9 @@ export class SessionEngine {
     for (let attempt = 0; attempt < attempts && text === null && failure === null; attempt++) {
       const t0 = performance.now();
       try {
-        reply = await agent.reply(dialogue);
+        const r = await this.replyWhenAvailable(agent, dialogue, sessionId, hooks);
+        if (r === null) return null; // the session ended (or the engine closed) while the agent was away
+        reply = r;
       } catch (err) {
         // A model that cannot answer (its context is full, its worker died) will not do better on a retry.
         failure = (err as Error).message;
@@ -331,47 +381,64 @@ export class SessionEngine {
       }
     }
     if (text === null || reply === null) {
-      await this.retry(
-        () =>
-          this.prisma.session.updateMany({
-            where: { id: sessionId, status: 'active' },
-            data: { status: 'abandoned', endedAt: new Date(), endReason: failure ? `agent-error: ${failure}`.slice(0, 500) : 'agent-error: message over the length cap' },
-          }),
-        hooks,
-      );
+      const why = failure ? `agent-error: ${failure}` : 'agent-error: message over the length cap';
+      await this.retry(() => endSession(this.prisma, sessionId, 'abandoned', why), hooks);
       throw new TurnRejectedError('The agent failed to write a usable message, so this session had to end. Sorry! You can start a new one.');
     }
     const parsed = parseAgentMessage(text, { kind: content.kind, turnIndex: agentTurnIndex, maxTurns });
-    const answered = parsed.type === 'answer';
-    const index = s.turns.length === 0 ? 0 : Math.max(...s.turns.map((t) => t.index)) + 1;
-    const now = new Date();
-    const data: Prisma.TurnUncheckedCreateInput = {
-      sessionId,
-      index,
-      role: 'agent',
-      content: text,
-      rawOutput: reply.text,
-      latencyMs: Math.round(modelMs),
-      ...(reply.promptTokens !== undefined ? { promptTokens: reply.promptTokens } : {}),
-      ...(reply.completionTokens !== undefined ? { completionTokens: reply.completionTokens } : {}),
-    };
+    const done = reply;
     const turn = await this.retry(
       () =>
-        this.prisma.$transaction(async (tx) => {
-          const t = await tx.turn.create({ data });
-          await tx.session.update({
-            where: { id: sessionId },
-            data: {
-              turnCount: { increment: 1 },
-              lastActivityAt: now,
-              ...(answered ? { status: 'answered', answer: parsed.answer ?? '', endedAt: now, endReason: parsed.fallback ? 'turn-limit' : 'answered' } : {}),
-            },
-          });
-          return t;
-        }),
+        appendAgentTurn(
+          this.prisma,
+          sessionId,
+          {
+            content: text!,
+            rawOutput: done.text,
+            latencyMs: Math.round(modelMs),
+            promptTokens: done.promptTokens ?? null,
+            completionTokens: done.completionTokens ?? null,
+            provenance: done.provenance ?? null,
+          },
+          parsed.type === 'answer' ? { answer: parsed.answer ?? '', endReason: parsed.fallback ? 'turn-limit' : 'answered' } : undefined,
+        ),
       hooks,
     );
     return this.toStep(s, turn, parsed, agentTurnIndex, modelMs);
+  }
+
+  /**
+   * The agent's reply, waiting out an unavailable server: the person is told once, and the same dialogue is
+   * sent again with back-off until the server answers. Null when the session stopped being active (or the
+   * engine closed) meanwhile; nothing has been stored then.
+   */
+  private async replyWhenAvailable(agent: Agent, dialogue: ReturnType<typeof buildDialogue>, sessionId: string, hooks?: Hooks): Promise<AgentReply | null> {
+    const { initial, max } = this.options.agentRetryMs ?? { initial: 2_000, max: 30_000 };
+    let delay = initial;
+    let waited = false;
+    for (;;) {
+      try {
+        const reply = await agent.reply(dialogue);
+        this.waitingForAgent.delete(sessionId);
+        if (waited) await Promise.resolve(hooks?.onAgentRecovered?.()).catch(() => {});
+        return reply;
+      } catch (err) {
+        if (!(err instanceof AgentUnavailableError) || this.closing) throw err;
+        if (!waited) {
+          waited = true;
+          this.waitingForAgent.add(sessionId);
+          this.deps.log?.warn({ session: sessionId, err: err.message }, 'agent unavailable; the session waits');
+          await Promise.resolve(hooks?.onAgentWaiting?.()).catch(() => {});
+        }
+        await new Promise((r) => setTimeout(r, Math.max(delay, err.retryAfterMs ?? 0)));
+        delay = Math.min(delay * 2, max);
+        const still = await this.retry(() => this.prisma.session.findUnique({ where: { id: sessionId }, select: { status: true } }), hooks);
+        if (still?.status !== 'active' || this.closing) {
+          this.waitingForAgent.delete(sessionId);
+          return null;
+        }
+      }
+    }
   }
 
   private async toStep(s: Session & { task: Task }, turn: Turn, parsed: ParsedAgentMessage, agentTurnIndex: number, modelMs: number): Promise<AgentStep> {
@@ -437,18 +504,8 @@ export class SessionEngine {
         } catch (err) {
           throw new TurnRejectedError((err as Error).message);
         }
-        const index = Math.max(...s.turns.map((t) => t.index)) + 1;
-        const now = new Date();
         try {
-          const turn = await this.retry(
-            () =>
-              this.prisma.$transaction(async (tx) => {
-                const t = await tx.turn.create({ data: { sessionId, index, role: 'human', content, externalMessageId } });
-                await tx.session.update({ where: { id: sessionId }, data: { turnCount: { increment: 1 }, lastActivityAt: now } });
-                return t;
-              }),
-            hooks,
-          );
+          const turn = await this.retry(() => appendHumanTurn(this.prisma, sessionId, { content, externalMessageId }), hooks);
           return { duplicate: false, turnId: turn.id };
         } catch (err) {
           const e = toDatabaseError(err);
@@ -466,65 +523,26 @@ export class SessionEngine {
   /** Scores the answer of an answered session (once; later calls return the stored evaluation). */
   async evaluate(sessionId: string, hooks?: Hooks): Promise<EvaluatedSession> {
     return this.sessionLock.run(`eval:${sessionId}`, async () => {
-      const s = await this.retry(() => this.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { task: true, evaluation: true, ratings: true } }), hooks);
+      const s = await this.retry(() => this.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { task: true, evaluation: true } }), hooks);
       if (s.status !== 'answered') throw new TurnRejectedError('This session has no answer to evaluate.');
       const answer = s.answer ?? '';
-      if (s.evaluation) {
-        const e = s.evaluation;
-        const outcome: EvaluationOutcome = { score: e.score, success: e.success, detail: e.detail, evaluatorVersion: e.evaluatorVersion };
-        if (e.testsPassed !== null) outcome.testsPassed = e.testsPassed;
-        if (e.testsTotal !== null) outcome.testsTotal = e.testsTotal;
-        if (e.metric !== null) outcome.metric = e.metric;
-        return { sessionId, kind: s.task.kind, answer, outcome };
-      }
+      if (s.evaluation) return { sessionId, kind: s.task.kind, answer, outcome: outcomeOf(s.evaluation) };
       const outcome = await this.deps.evaluate(taskContent(s.task), answer);
-      const rating = s.ratings[0]?.value ?? null;
-      await this.retry(
-        () =>
-          this.prisma.$transaction(async (tx) => {
-            await tx.evaluation.create({
-              data: {
-                sessionId,
-                score: outcome.score,
-                success: outcome.success,
-                testsPassed: outcome.testsPassed ?? null,
-                testsTotal: outcome.testsTotal ?? null,
-                detail: (outcome.detail ?? {}) as Prisma.InputJsonValue,
-                metric: outcome.metric ?? null,
-                evaluatorVersion: outcome.evaluatorVersion,
-              },
-            });
-            await tx.session.update({ where: { id: sessionId }, data: { reward: this.reward(outcome.score, rating) } });
-          }),
-        hooks,
-      );
+      await this.retry(() => recordEvaluation(this.prisma, sessionId, outcome, this.options.ratingWeight), hooks);
       this.deps.log?.info({ session: sessionId, score: outcome.score, success: outcome.success }, 'session evaluated');
       return { sessionId, kind: s.task.kind, answer, outcome };
     });
-  }
-
-  private reward(score: number, rating: number | null): number {
-    const w = this.options.ratingWeight;
-    if (rating === null || w === 0) return score;
-    return (1 - w) * score + w * ((rating - 1) / 4);
   }
 
   /** Stores the person's 1-5 rating of their answered session (a second rating replaces the first). */
   async rate(sessionId: string, rater: Person, value: number, hooks?: Hooks): Promise<void> {
     if (!Number.isInteger(value) || value < 1 || value > 5) throw new TurnRejectedError('A rating is a whole number from 1 to 5.');
     await this.retry(async () => {
-      const s = await this.prisma.session.findUnique({ where: { id: sessionId }, include: { participant: true, evaluation: true } });
+      const s = await this.prisma.session.findUnique({ where: { id: sessionId }, include: { participant: true } });
       if (!s) throw new TurnRejectedError('This session no longer exists.');
       if (s.participant.discordUserId !== rater.externalId) throw new TurnRejectedError('Only the person who took part in this session can rate it.');
       if (s.status !== 'answered') throw new TurnRejectedError('Only a finished session can be rated.');
-      await this.prisma.$transaction(async (tx) => {
-        await tx.rating.upsert({
-          where: { sessionId_raterId: { sessionId, raterId: s.participantId } },
-          create: { sessionId, raterId: s.participantId, value },
-          update: { value },
-        });
-        if (s.evaluation) await tx.session.update({ where: { id: sessionId }, data: { reward: this.reward(s.evaluation.score, value) } });
-      });
+      await recordRating(this.prisma, sessionId, s.participantId, value, this.options.ratingWeight);
     }, hooks);
   }
 
@@ -534,8 +552,7 @@ export class SessionEngine {
     await this.retry(async () => {
       const p = await findParticipant(this.prisma, rater.externalId);
       if (!p) throw new TurnRejectedError('Please rate the session first.');
-      const updated = await this.prisma.rating.updateMany({ where: { sessionId, raterId: p.id }, data: { comment: text || null } });
-      if (updated.count === 0) throw new TurnRejectedError('Please rate the session with the buttons first, then add a comment.');
+      if (!(await recordComment(this.prisma, sessionId, p.id, text))) throw new TurnRejectedError('Please rate the session with the buttons first, then add a comment.');
     }, hooks);
   }
 
@@ -546,9 +563,13 @@ export class SessionEngine {
       if (!p) return null;
       const s = await this.retry(() => this.prisma.session.findFirst({ where: { participantId: p.id, status: 'active' } }), hooks);
       if (!s) return null;
-      return this.sessionLock.run(s.id, () =>
-        this.retry(() => this.prisma.session.update({ where: { id: s.id }, data: { status: 'abandoned', endedAt: new Date(), endReason: 'stopped' } }), hooks),
-      );
+      const end = async () => {
+        await this.retry(() => endSession(this.prisma, s.id, 'abandoned', 'stopped'), hooks);
+        return this.retry(() => this.prisma.session.findUniqueOrThrow({ where: { id: s.id } }), hooks);
+      };
+      // An agent waiting for its server holds the session's lock until the session ends: end it without the
+      // lock (the wait sees it and stores nothing). Otherwise wait for a turn being written to be stored.
+      return this.waitingForAgent.has(s.id) ? end() : this.sessionLock.run(s.id, end);
     });
   }
 
@@ -583,10 +604,8 @@ export class SessionEngine {
     const expired: Session[] = [];
     for (const s of idle) {
       if (this.isBusy(s.id)) continue;
-      const n = await this.retry(() =>
-        this.prisma.session.updateMany({ where: { id: s.id, status: 'active', lastActivityAt: { lt: cutoff } }, data: { status: 'expired', endedAt: now, endReason: 'idle' } }),
-      );
-      if (n.count === 1) expired.push({ ...s, status: 'expired', endedAt: now, endReason: 'idle' });
+      const ended = await this.retry(() => endSession(this.prisma, s.id, 'expired', 'idle', now, cutoff));
+      if (ended) expired.push({ ...s, status: 'expired', endedAt: now, endReason: 'idle' });
     }
     if (expired.length) this.deps.log?.info({ count: expired.length }, 'expired idle sessions');
     return expired;
@@ -626,14 +645,132 @@ export class SessionEngine {
     return work;
   }
 
+  // ------------------------------------------------------------------------------------------ the turn script
+
+  /**
+   * Does what the session owes next, showing each step through `view`: the agent's message (generated and
+   * stored, or stored earlier but never shown), then, once the agent has answered, the evaluation, the result
+   * and the rating prompt. Returns whose move it is. Safe to call again at any time (after a restart, a
+   * duplicate event): what is stored and shown is never done twice.
+   */
+  async advance(sessionId: string, view: SessionView, hooks?: Hooks): Promise<SessionState> {
+    for (;;) {
+      const s = await this.load(sessionId, hooks);
+      if (!s) return 'ended';
+      const last = s.turns.filter((t) => t.role !== 'system').at(-1);
+      if (last?.role === 'agent' && last.externalMessageId === null) {
+        // Stored but never shown (a restart between the two): show it now.
+        await this.present(await this.stepOf(last.id), view, hooks);
+        continue;
+      }
+      if (s.status === 'answered') {
+        const evaluated = await this.retry(() => this.prisma.evaluation.findUnique({ where: { sessionId }, select: { id: true } }), hooks);
+        if (!evaluated) await this.finish(sessionId, view, hooks);
+        return 'awaiting-rating';
+      }
+      if (s.status !== 'active') return 'ended';
+      if (last?.role === 'agent') return 'awaiting-human';
+      await view.typing?.().catch(() => {});
+      const typing = view.typing ? setInterval(() => void view.typing!().catch(() => {}), 8_000) : null;
+      let step: AgentStep | null;
+      try {
+        step = await this.agentStep(sessionId, hooks);
+      } catch (err) {
+        if (err instanceof TurnRejectedError) {
+          await view.notice(err.message);
+          return 'ended';
+        }
+        throw err;
+      } finally {
+        if (typing) clearInterval(typing);
+      }
+      if (!step) continue; // the session changed under us (stopped, answered elsewhere): look again
+      await this.present(step, view, hooks);
+    }
+  }
+
+  /** Stores the person's reply, then lets the agent answer it (see advance). Null for a duplicate message. */
+  async receive(sessionId: string, text: string, externalMessageId: string | null, view: SessionView, hooks?: Hooks): Promise<SessionState | null> {
+    const r = await this.humanTurn(sessionId, text, externalMessageId, hooks);
+    if (r.duplicate) return null;
+    return this.advance(sessionId, view, hooks);
+  }
+
+  private async present(step: AgentStep, view: SessionView, hooks?: Hooks): Promise<void> {
+    const shownAs = await view.showAgentMessage(step);
+    await this.markShown(step.turnId, shownAs, hooks);
+  }
+
+  private async finish(sessionId: string, view: SessionView, hooks?: Hooks): Promise<void> {
+    await view.typing?.().catch(() => {});
+    try {
+      await view.showResult(await this.evaluate(sessionId, hooks));
+    } catch (err) {
+      // The answer is stored; a later advance() (or the next start) scores it. The rating need not wait.
+      this.deps.log?.error({ err: (err as Error).message, session: sessionId }, 'evaluation failed');
+      await view.showResult({ sessionId, error: (err as Error).message });
+    }
+    await view.askRating(sessionId);
+  }
+
+  /**
+   * Finishes what a previous run left halfway, for every session of this channel: `viewFor` gives the view
+   * to show it in (null: it cannot be shown here, e.g. its thread is gone; it is left as it is).
+   */
+  async resume(viewFor: (session: Session) => Promise<SessionView | null>): Promise<number> {
+    let resumed = 0;
+    for (const w of await this.pendingWork()) {
+      const view = await viewFor(w.session);
+      if (!view) {
+        this.deps.log?.warn({ session: w.session.id }, 'cannot show this session here; leaving it for later');
+        continue;
+      }
+      try {
+        await this.advance(w.session.id, view);
+        resumed++;
+      } catch (err) {
+        this.deps.log?.error({ err: (err as Error).message, session: w.session.id }, 'cannot resume session');
+      }
+    }
+    return resumed;
+  }
+
+  /** The dialogue of a session so far, for showing it again (system notices left out). */
+  async transcript(sessionId: string, hooks?: Hooks): Promise<DialogueTurn[]> {
+    const turns = await this.retry(() => this.prisma.turn.findMany({ where: { sessionId }, orderBy: { index: 'asc' } }), hooks);
+    return dialogueTurns(turns);
+  }
+
+  /**
+   * Closes the agents of versions no longer deployed that no active session still uses (an adapter agent
+   * unloads its adapter from the server then). Called on every deploy.
+   */
+  async evictRetired(): Promise<string[]> {
+    const deployedId = this.deps.policies.deployed?.id;
+    const evicted: string[] = [];
+    for (const [policyId, a] of [...this.agents]) {
+      if (policyId === deployedId) continue;
+      const inUse = await this.retry(() => this.prisma.session.count({ where: { policyVersionId: policyId, status: 'active' } }));
+      if (inUse > 0) continue;
+      this.agents.delete(policyId);
+      await closeAgent(a);
+      evicted.push(policyId);
+    }
+    if (evicted.length) this.deps.log?.info({ evicted }, 'closed agents of retired policy versions');
+    return evicted;
+  }
+
   async close(): Promise<void> {
+    this.closing = true;
     if (this.expiryTimer) clearInterval(this.expiryTimer);
     this.expiryTimer = null;
-    for (const a of this.agents.values()) {
-      const agent = await a.catch(() => null);
-      const closable = agent as unknown as { close?: () => Promise<void> | void } | null;
-      await Promise.resolve(closable?.close?.()).catch(() => {});
-    }
+    for (const a of this.agents.values()) await closeAgent(a);
     this.agents.clear();
   }
+}
+
+async function closeAgent(a: Promise<Agent>): Promise<void> {
+  const agent = await a.catch(() => null);
+  const closable = agent as unknown as { close?: () => Promise<void> | void } | null;
+  await Promise.resolve(closable?.close?.()).catch(() => {});
 }

@@ -1,19 +1,37 @@
-// The bot's entry points, called by bin/commands/bot.ts with the validated configuration:
-// `start` (prepare everything, then Discord if a token is set, else the console), `bot`, `console`.
+// The bot's entry points, called by bin/commands/bot.ts with typed settings taken from the validated
+// configuration: `start` (prepare everything, then Discord if a token is set, else the console), `bot`,
+// `console`. Nothing here reads the environment or imports bin/.
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import type { Config } from '../bin/config.ts';
-import type { Logger } from '../bin/log.ts';
+import type { Logger } from '../prisma/logger.ts';
 import { openDatabase, type Database } from '../prisma/db.ts';
 import { consoleIdentity, ensureDeployedPolicy, migrateDatabase, seedTasksIfEmpty } from './bootstrap.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
 
-async function prepare(config: Config, log: Logger, progress: 'bar' | 'lines' | 'none'): Promise<Database> {
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
+/** What the bot needs from the configuration (bin/config.ts documents each). */
+export interface BotSettings {
+  databaseUrl: string | undefined;
+  pgliteDir: string;
+  policyModelDir: string | undefined;
+  checkpointDir: string;
+  seed: number;
+  maxTurns: number;
+  sessionIdleMinutes: number;
+  ratingWeight: number;
+  bwrapPath: string;
+  pythonPath: string;
+  chromiumPath: string;
+  consentText: string;
+  exportSalt: string;
+  discord: { token: string; apiBase: string; guildIds: string[] } | null;
+}
+
+async function prepare(config: BotSettings, log: Logger, progress: 'bar' | 'lines' | 'none'): Promise<Database> {
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: config.pgliteDir, log });
   try {
     await migrateDatabase(db, log);
     await seedTasksIfEmpty(db, log);
-    await ensureDeployedPolicy(db, { policyModelDir: config.POLICY_MODEL_DIR, checkpointDir: config.CHECKPOINT_DIR, seed: config.SEED, log, progress });
+    await ensureDeployedPolicy(db, { policyModelDir: config.policyModelDir, checkpointDir: config.checkpointDir, seed: config.seed, log, progress });
     return db;
   } catch (err) {
     await db.close();
@@ -21,17 +39,17 @@ async function prepare(config: Config, log: Logger, progress: 'bar' | 'lines' | 
   }
 }
 
-function runtimeFor(config: Config, db: Database, log: Logger, channel: 'discord' | 'console'): Promise<Runtime> {
+function runtimeFor(config: BotSettings, db: Database, log: Logger, channel: 'discord' | 'console'): Promise<Runtime> {
   return createRuntime({
     channel,
     db,
     log,
-    maxTurns: config.MAX_TURNS,
-    idleMinutes: config.SESSION_IDLE_MINUTES,
-    ratingWeight: config.REWARD_RATING_WEIGHT,
-    bwrapPath: config.BWRAP_BIN,
-    pythonPath: config.PYTHON_BIN,
-    chromiumPath: config.CHROMIUM_PATH,
+    maxTurns: config.maxTurns,
+    idleMinutes: config.sessionIdleMinutes,
+    ratingWeight: config.ratingWeight,
+    bwrapPath: config.bwrapPath,
+    pythonPath: config.pythonPath,
+    chromiumPath: config.chromiumPath,
   });
 }
 
@@ -44,17 +62,16 @@ function untilSignal(): Promise<string> {
   });
 }
 
-export async function runDiscord(config: Config, log: Logger, prepared?: Database): Promise<void> {
-  if (!config.DISCORD_TOKEN) throw new Error('DISCORD_TOKEN is not set: the Discord bot needs a bot token (or run `sweetloop console`).');
+export async function runDiscord(config: BotSettings, log: Logger, prepared?: Database): Promise<void> {
+  const discord = config.discord;
+  if (!discord) throw new Error('DISCORD_TOKEN is not set: the Discord bot needs a bot token (or run `sweetloop console`).');
   const db = prepared ?? (await prepare(config, log, 'lines'));
   const rt = await runtimeFor(config, db, log, 'discord');
   const { DiscordBot } = await import('./discord/bot.ts');
-  const bot = new DiscordBot(rt.engine, db, {
-    token: config.DISCORD_TOKEN,
-    apiBase: config.DISCORD_API_BASE,
-    guildIds: config.DISCORD_GUILD_IDS,
-    consentText: config.CONSENT_TEXT,
-    exportSalt: config.EXPORT_SALT,
+  const bot = new DiscordBot(rt.engine, rt.services, {
+    ...discord,
+    consentText: config.consentText,
+    exportSalt: config.exportSalt,
   }, log);
   try {
     await bot.start();
@@ -67,7 +84,7 @@ export async function runDiscord(config: Config, log: Logger, prepared?: Databas
   }
 }
 
-export async function runConsole(config: Config, log: Logger, prepared?: Database): Promise<void> {
+export async function runConsole(config: BotSettings, log: Logger, prepared?: Database): Promise<void> {
   const db = prepared ?? (await prepare(config, log, 'bar'));
   const rt = await runtimeFor(config, db, log, 'console');
   const { ConsoleChannel } = await import('./console.ts');
@@ -75,8 +92,8 @@ export async function runConsole(config: Config, log: Logger, prepared?: Databas
   const channel = new ConsoleChannel({
     engine: rt.engine,
     person: { externalId: consoleIdentity(name), displayName: name },
-    consentText: config.CONSENT_TEXT,
-    outDir: join(config.CHECKPOINT_DIR, '..', 'console'),
+    consentText: config.consentText,
+    outDir: join(config.checkpointDir, '..', 'console'),
   });
   const stop = untilSignal().then(() => channel.close());
   try {
@@ -89,8 +106,8 @@ export async function runConsole(config: Config, log: Logger, prepared?: Databas
 }
 
 /** `npm start`: prepare, then the Discord bot when a token is configured, otherwise the console. */
-export async function runStart(config: Config, log: Logger): Promise<void> {
-  const db = await prepare(config, log, config.DISCORD_TOKEN ? 'lines' : 'bar');
-  if (config.DISCORD_TOKEN) return runDiscord(config, log, db);
+export async function runStart(config: BotSettings, log: Logger): Promise<void> {
+  const db = await prepare(config, log, config.discord ? 'lines' : 'bar');
+  if (config.discord) return runDiscord(config, log, db);
   return runConsole(config, log, db);
 }

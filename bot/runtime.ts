@@ -6,9 +6,10 @@ import type { Agent } from '../tasks/agent.ts';
 import type { TaskContent } from '../tasks/model.ts';
 import { openDatabase, type Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import type { Logger } from '../bin/log.ts';
+import type { Logger } from '../prisma/logger.ts';
 import { PolicyWatcher } from './deploy-watch.ts';
 import { SessionEngine, type Channel } from './engine.ts';
+import { BotServices } from './services.ts';
 import type { Evaluate, RenderPage } from './evaluator.ts';
 import { createScorer } from '../tasks/scorer.ts';
 import type { Renderer } from '../tasks/render.ts';
@@ -42,6 +43,7 @@ export interface RuntimeOptions {
 export interface Runtime {
   db: Database;
   engine: SessionEngine;
+  services: BotServices;
   policies: PolicyWatcher;
   close(): Promise<void>;
 }
@@ -84,9 +86,12 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       { channel: opts.channel, maxTurns: opts.maxTurns, idleMinutes: opts.idleMinutes, ratingWeight: opts.ratingWeight ?? 0 },
     );
     closers.push(() => engine.close());
+    // A deploy retires a version: its agent is closed once no running session still uses it.
+    policies.onChange(() => void engine.evictRetired().catch((err) => opts.log?.warn({ err: (err as Error).message }, 'cannot evict retired agents')));
     return {
       db,
       engine,
+      services: new BotServices(db),
       policies,
       close: async () => {
         for (const c of closers.reverse()) await c().catch(() => {});

@@ -15,7 +15,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import type * as Engine from '@prisma/schema-engine-wasm';
-import type { Logger } from 'pino';
+import type { Logger } from './logger.ts';
 import type { Database, PostgresConnection } from './db.ts';
 import { poolConfig } from './db.ts';
 import { DatabaseError, describeDatabaseError } from './errors.ts';
@@ -293,10 +293,8 @@ export async function openSchemaEngine(db: Database, opts: { schemaPath?: string
   const content = await readFile(schemaPath, 'utf8');
   const adapter = engineAdapterFor(db, opts.log);
   const log = opts.log;
-  const onLog = (line: string) => {
-    if (!log?.isLevelEnabled('trace')) return;
-    log.trace({ engine: line }, 'schema engine');
-  };
+  // The engine is chatty: its lines go out at debug level only.
+  const onLog = (line: string) => log?.debug({ engine: line }, 'schema engine');
   let engine: Engine.SchemaEngine;
   try {
     engine = await mod.SchemaEngine.new({ datamodels: [[schemaPath, content]] }, onLog, bindMigrationAwareSqlAdapterFactory(adapter.factory));

@@ -1,7 +1,7 @@
 // Storing tasks: a batch goes in whole or not at all, and a task already stored (same content hash) is skipped,
 // so importing the same file twice changes nothing.
 import type { Prisma, PrismaClient } from './generated/client.ts';
-import type { TaskKind, TaskRecord, TaskSource, TaskSplit } from '../tasks/model.ts';
+import type { TaskContent, TaskKind, TaskRecord, TaskSource, TaskSplit } from '../tasks/model.ts';
 import { contentHash, taskRecordSchema, type LineError } from '../tasks/importer.ts';
 
 export interface ImportCounts {
@@ -99,4 +99,16 @@ export async function listTasks(prisma: PrismaClient): Promise<TaskSummaryRow[]>
   return groups
     .map((g) => ({ kind: g.kind, source: g.source, split: g.split, count: g._count._all }))
     .sort((a, b) => a.kind.localeCompare(b.kind) || a.source.localeCompare(b.source) || a.split.localeCompare(b.split));
+}
+
+/** A stored task as the ColBench environment sees it; a backend task without its list of test calls is refused. */
+export function taskContent(task: { kind: TaskKind; description: string; hiddenReference: string; testCases: unknown }): TaskContent {
+  if (task.kind === 'backend') {
+    const tests = task.testCases;
+    if (!Array.isArray(tests) || !tests.every((t) => typeof t === 'string')) {
+      throw new Error('backend task without a list of test calls in testCases');
+    }
+    return { kind: 'backend', description: task.description, reference: task.hiddenReference, testCases: tests as string[] };
+  }
+  return { kind: 'frontend', description: task.description, reference: task.hiddenReference };
 }

@@ -4,7 +4,8 @@ import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
 import type { DialogueTurn } from '../tasks/protocol.ts';
 import type { TaskContent, TaskKind, TaskSplit } from '../tasks/model.ts';
-import { blendedReward } from './pairs.ts';
+import { sessionReward } from '../prisma/session-store.ts';
+import { taskContent } from '../prisma/task-store.ts';
 
 export interface Trajectory {
   sessionId: string;
@@ -73,13 +74,13 @@ export async function loadTrajectories(prisma: PrismaClient, q: TrajectoryQuery)
     out.push({
       sessionId: s.id,
       taskId: s.taskId,
-      task: toTaskContent(s.task),
+      task: taskContent(s.task),
       turns: s.turns.map((t) => ({ role: t.role as 'agent' | 'human', content: t.content })),
       answer: s.answer ?? '',
       score: evaluation.score,
       success: evaluation.success,
       rating,
-      reward: blendedReward(evaluation.score, rating, q.ratingWeight),
+      reward: sessionReward(evaluation.score, rating, q.ratingWeight),
       simulated: s.simulated,
       policyVersionId: s.policyVersionId,
     });
@@ -88,13 +89,3 @@ export async function loadTrajectories(prisma: PrismaClient, q: TrajectoryQuery)
 }
 
 /** A stored task row as the protocol and evaluators take it. */
-export function toTaskContent(task: { kind: TaskKind; description: string; hiddenReference: string; testCases: unknown }): TaskContent {
-  if (task.kind === 'backend') {
-    const tests = task.testCases;
-    if (!Array.isArray(tests) || !tests.every((t) => typeof t === 'string')) {
-      throw new Error('backend task without a list of test calls in testCases');
-    }
-    return { kind: 'backend', description: task.description, reference: task.hiddenReference, testCases: tests as string[] };
-  }
-  return { kind: 'frontend', description: task.description, reference: task.hiddenReference };
-}

@@ -13,6 +13,26 @@ async function setup(): Promise<Config> {
   return config;
 }
 
+/** The bot's typed settings, from the validated configuration (the bot never reads the environment). */
+async function botSettings(config: Config): Promise<import('../../bot/main.ts').BotSettings> {
+  return {
+    databaseUrl: config.DATABASE_URL,
+    pgliteDir: config.PGLITE_DIR,
+    policyModelDir: config.POLICY_MODEL_DIR,
+    checkpointDir: config.CHECKPOINT_DIR,
+    seed: config.SEED,
+    maxTurns: config.MAX_TURNS,
+    sessionIdleMinutes: config.SESSION_IDLE_MINUTES,
+    ratingWeight: config.REWARD_RATING_WEIGHT,
+    bwrapPath: config.BWRAP_BIN,
+    pythonPath: config.PYTHON_BIN,
+    chromiumPath: config.CHROMIUM_PATH,
+    consentText: config.CONSENT_TEXT,
+    exportSalt: config.EXPORT_SALT,
+    discord: config.DISCORD_TOKEN ? { token: config.DISCORD_TOKEN, apiBase: config.DISCORD_API_BASE, guildIds: config.DISCORD_GUILD_IDS } : null,
+  };
+}
+
 export function registerBotCommands(program: Command): void {
   program
     .command('start')
@@ -20,7 +40,7 @@ export function registerBotCommands(program: Command): void {
     .action(async () => {
       const config = await setup();
       const { runStart } = await import('../../bot/main.ts');
-      await runStart(config, createLogger(config.DISCORD_TOKEN ? config.LOG_LEVEL : quieter(config.LOG_LEVEL)));
+      await runStart(await botSettings(config), createLogger(config.DISCORD_TOKEN ? config.LOG_LEVEL : quieter(config.LOG_LEVEL)));
     });
   program
     .command('bot')
@@ -28,7 +48,7 @@ export function registerBotCommands(program: Command): void {
     .action(async () => {
       const config = await setup();
       const { runDiscord } = await import('../../bot/main.ts');
-      await runDiscord(config, createLogger(config.LOG_LEVEL));
+      await runDiscord(await botSettings(config), createLogger(config.LOG_LEVEL));
     });
   program
     .command('console')
@@ -36,7 +56,7 @@ export function registerBotCommands(program: Command): void {
     .action(async () => {
       const config = await setup();
       const { runConsole } = await import('../../bot/main.ts');
-      await runConsole(config, createLogger(quieter(config.LOG_LEVEL)));
+      await runConsole(await botSettings(config), createLogger(quieter(config.LOG_LEVEL)));
     });
 }
 

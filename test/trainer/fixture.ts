@@ -16,7 +16,7 @@ import type { TaskRecord } from '../../tasks/model.ts';
 import { initBackend } from '../../trainer/model/backend.ts';
 import { buildStarterPolicy, expertDialogues } from '../../trainer/model/starter.ts';
 import { createScorer } from '../../tasks/scorer.ts';
-import { storeSimulatedSession } from '../../trainer/store.ts';
+import { storeFinishedSession } from '../../prisma/session-store.ts';
 
 export async function tinyPolicy(dir: string, seed = 5): Promise<string> {
   await initBackend('wasm');
@@ -50,10 +50,11 @@ export async function seedSessions(prisma: PrismaClient, taskCount: number, seed
         const episode = await playEpisode({ task, agent, collaborator: createRuleSimulator(task) });
         const evaluation = await scorer.evaluate(task, episode.answer);
         sessionIds.push(
-          await storeSimulatedSession(prisma, {
+          await storeFinishedSession(prisma, {
             taskId: idOf.get(task.externalId)!,
             policyVersionId: null,
             collaborator: 'rule-simulator',
+            channel: 'simulated',
             turns: episode.turns,
             answer: episode.answer,
             endedBy: episode.endedBy,

@@ -9,3 +9,4 @@ ALTER TABLE "Turn" ADD COLUMN     "provenance" JSONB;
 
 -- Session.turnCount counts agent messages only (it counted every turn on the bot's path).
 UPDATE "Session" s SET "turnCount" = (SELECT count(*) FROM "Turn" t WHERE t."sessionId" = s.id AND t.role = 'agent');
+UPDATE "Session" SET "endReason" = 'answered' WHERE "endReason" = 'answer';

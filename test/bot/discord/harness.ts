@@ -73,7 +73,7 @@ export class BotHarness {
       ...(this.options.evaluate ? { evaluate: this.options.evaluate } : {}),
       policyPollMs: 500,
     });
-    this.bot = new DiscordBot(this.runtime.engine, this.botDb, {
+    this.bot = new DiscordBot(this.runtime.engine, this.runtime.services, {
       token: 'fake-bot-token',
       apiBase: this.fake.apiBase,
       guildIds: [this.fake.guildId],

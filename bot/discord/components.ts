@@ -1,0 +1,64 @@
+// Buttons and modals: the consent Accept button (which then starts the session asked for), the 1-5 rating
+// buttons, and the comment button with its modal. Custom ids carry what the click is about
+// (`consent:accept:<kind>`, `rate:<session>:<n>`, `comment:<session>`).
+import { LabelBuilder, MessageFlags, ModalBuilder, TextInputBuilder, TextInputStyle, type ButtonInteraction, type ModalSubmitInteraction } from 'discord.js';
+import { TurnRejectedError } from '../engine.ts';
+import { ack, hooksFor, personOf, say, type BotContext } from './context.ts';
+import { startSession } from './commands/task.ts';
+
+type ButtonHandler = (ctx: BotContext, i: ButtonInteraction, a: string | undefined, b: string | undefined) => Promise<void>;
+
+const buttons: Record<string, ButtonHandler> = {
+  async comment(_ctx, i, sessionId) {
+    // A modal must be the first answer to the click: no deferral, no database before it.
+    const modal = new ModalBuilder()
+      .setCustomId(`comment:${sessionId}`)
+      .setTitle('Comment on the session')
+      .addLabelComponents(
+        new LabelBuilder()
+          .setLabel('Your comment (optional)')
+          .setTextInputComponent(new TextInputBuilder().setCustomId('comment').setStyle(TextInputStyle.Paragraph).setMaxLength(1000).setRequired(false)),
+      );
+    await i.showModal(modal);
+  },
+
+  async consent(ctx, i, what, kind) {
+    if (what !== 'accept') return;
+    if (!(await ack(ctx, i, 'update'))) return;
+    await ctx.engine.acceptConsent(personOf(i), hooksFor(i));
+    await i.editReply({ content: 'Thank you! Starting your session…', components: [] });
+    return startSession(ctx, i, kind === 'backend' || kind === 'frontend' ? kind : null);
+  },
+
+  async rate(ctx, i, sessionId, value) {
+    if (!sessionId || !value) return;
+    if (!(await ack(ctx, i, 'update'))) return;
+    try {
+      await ctx.engine.rate(sessionId, personOf(i), Number(value), hooksFor(i));
+    } catch (err) {
+      if (err instanceof TurnRejectedError) return void (await i.followUp({ content: err.message, flags: MessageFlags.Ephemeral }));
+      throw err;
+    }
+    await i.editReply({ content: `Thank you: you rated the agent ${value}/5. You can still add a comment.`, components: i.message.components.slice(1) });
+  },
+};
+
+export async function onButton(ctx: BotContext, i: ButtonInteraction): Promise<void> {
+  const [what, a, b] = i.customId.split(':');
+  const handler = what ? buttons[what] : undefined;
+  if (!handler) return void (await i.reply({ content: 'This button is no longer valid.', flags: MessageFlags.Ephemeral }));
+  await handler(ctx, i, a, b);
+}
+
+export async function onModal(ctx: BotContext, i: ModalSubmitInteraction): Promise<void> {
+  const [what, sessionId] = i.customId.split(':');
+  if (what !== 'comment' || !sessionId) return;
+  if (!(await ack(ctx, i, 'reply'))) return;
+  try {
+    await ctx.engine.comment(sessionId, personOf(i), i.fields.getTextInputValue('comment'), hooksFor(i));
+  } catch (err) {
+    if (err instanceof TurnRejectedError) return say(i, err.message);
+    throw err;
+  }
+  await say(i, 'Thank you for your comment.');
+}

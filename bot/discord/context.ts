@@ -1,0 +1,70 @@
+// What every Discord handler is given: the session engine, the bot's services, the settings, and the few
+// helpers all of them use to answer an interaction (acknowledge first, reply privately, tell the person to wait
+// through a database outage). Handlers never see the database.
+import { DiscordAPIError, MessageFlags, type ButtonInteraction, type Client, type Interaction, type RepliableInteraction } from 'discord.js';
+import type { Logger } from '../../prisma/logger.ts';
+import type { Hooks, Person, SessionEngine } from '../engine.ts';
+import type { BotServices } from '../services.ts';
+import type { Part } from './present.ts';
+import type { ThreadViews } from './thread-view.ts';
+
+export interface DiscordBotOptions {
+  token: string;
+  /** REST base, e.g. https://discord.com/api or a local fake. */
+  apiBase: string;
+  /** Guilds to register commands in (instant); empty: global commands. */
+  guildIds: string[];
+  consentText: string;
+  exportSalt: string;
+  /** How often idle sessions are looked for (ms). */
+  expiryCheckMs?: number;
+  /** Largest export attached to a message (bytes); larger ones must use the CLI. */
+  maxExportBytes?: number;
+}
+
+export interface BotContext {
+  client: Client;
+  engine: SessionEngine;
+  services: BotServices;
+  options: DiscordBotOptions;
+  threads: ThreadViews;
+  log?: Logger;
+}
+
+export const DB_WAIT_MESSAGE = 'The database is unavailable at the moment. Please wait: nothing is lost, and I will continue as soon as it is back.';
+
+/** Replies privately, whatever state the interaction is in. */
+export async function say(i: RepliableInteraction, content: string | Part): Promise<void> {
+  const body = typeof content === 'string' ? { content } : content;
+  if (i.deferred || i.replied) await i.editReply(body);
+  else await i.reply({ ...body, flags: MessageFlags.Ephemeral });
+}
+
+/** Tells the person once that the database is away (the operation keeps retrying). */
+export function waitNotice(i: RepliableInteraction): () => Promise<void> {
+  return () => say(i, DB_WAIT_MESSAGE);
+}
+
+export function hooksFor(i: RepliableInteraction): Hooks {
+  return { onDbWaiting: waitNotice(i) };
+}
+
+export function personOf(i: Interaction): Person {
+  return { externalId: i.user.id, displayName: i.user.globalName ?? i.user.username };
+}
+
+/**
+ * Acknowledges the interaction (Discord's 3-second limit holds whatever comes next) and records it; false when
+ * it was handled before (a redelivery), in which case the handler does nothing.
+ */
+export async function ack(ctx: BotContext, i: RepliableInteraction, kind: 'reply' | 'update'): Promise<boolean> {
+  try {
+    if (kind === 'reply') await i.deferReply({ flags: MessageFlags.Ephemeral });
+    else await (i as ButtonInteraction).deferUpdate();
+  } catch (err) {
+    // 40060: already acknowledged; 10062: unknown interaction. Either way someone else handled it.
+    if (err instanceof DiscordAPIError && (err.code === 40060 || err.code === 10062)) return false;
+    throw err;
+  }
+  return ctx.services.markProcessed(i.id, `interaction:${i.type}`, waitNotice(i));
+}

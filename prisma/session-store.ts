@@ -1,0 +1,248 @@
+// The only code that writes a session's life: creating it, appending agent and human turns, recording the
+// answer's evaluation, the person's rating and the reward. The bot's engine (Discord and console), simulated
+// games and imported trajectories all come through here, so every counter has one meaning and the reward one
+// formula:
+// - Session.turnCount counts agent messages (ColBench's turns, at most 10); human replies do not count.
+// - reward = the evaluation's score, blended with the 1-5 rating when a rating weight is configured
+//   (sessionReward below). Recomputed whenever the evaluation or the rating changes.
+// Each function takes a client or a transaction and does its writes in one transaction of its own when given a
+// client, so a caller that retries on a lost connection never half-writes.
+import type { TaskContent, TaskKind } from '../tasks/model.ts';
+import type { TurnProvenance } from '../tasks/agent.ts';
+import type { EvaluationOutcome } from '../tasks/scorer.ts';
+import type { Prisma, PrismaClient, Session, Task, Turn } from './generated/client.ts';
+import { taskContent } from './task-store.ts';
+
+type Tx = Prisma.TransactionClient;
+
+/**
+ * The training reward of a session: the evaluation's score, or with `ratingWeight` > 0 and a rating,
+ * (1 - w) * score + w * (rating - 1) / 4.
+ */
+export function sessionReward(score: number, rating: number | null | undefined, ratingWeight: number): number {
+  if (ratingWeight < 0 || ratingWeight > 1) throw new RangeError(`rating weight must be in [0, 1], got ${ratingWeight}`);
+  if (rating == null || ratingWeight === 0) return score;
+  if (rating < 1 || rating > 5) throw new RangeError(`rating must be in 1..5, got ${rating}`);
+  return (1 - ratingWeight) * score + ratingWeight * ((rating - 1) / 4);
+}
+
+export interface NewSession {
+  taskId: string;
+  participantId: string;
+  policyVersionId: string | null;
+  /** 'discord' | 'console' | 'simulated' | 'imported'. */
+  channel: string;
+  simulated: boolean;
+  guildId?: string | null;
+  channelId?: string | null;
+}
+
+export async function createSession(prisma: PrismaClient, s: NewSession): Promise<Session & { task: Task }> {
+  return prisma.session.create({
+    data: {
+      taskId: s.taskId,
+      participantId: s.participantId,
+      policyVersionId: s.policyVersionId,
+      channel: s.channel,
+      simulated: s.simulated,
+      guildId: s.guildId ?? null,
+      channelId: s.channelId ?? null,
+    },
+    include: { task: true },
+  });
+}
+
+export interface AgentTurnInput {
+  /** What the person is shown (after the protocol's checks). */
+  content: string;
+  /** The model's untouched output. */
+  rawOutput: string;
+  latencyMs?: number | null;
+  promptTokens?: number | null;
+  completionTokens?: number | null;
+  provenance?: TurnProvenance | null;
+  externalMessageId?: string | null;
+}
+
+export interface HumanTurnInput {
+  content: string;
+  /** The channel's id of the message (Discord message id): a redelivery is refused by the unique index. */
+  externalMessageId?: string | null;
+}
+
+/** The agent's message ended the session: its answer and why it ended ('answered', or 'turn-limit'). */
+export interface AnswerInput {
+  answer: string;
+  endReason: 'answered' | 'turn-limit';
+}
+
+async function nextIndex(tx: Tx, sessionId: string): Promise<number> {
+  const last = await tx.turn.findFirst({ where: { sessionId }, orderBy: { index: 'desc' }, select: { index: true } });
+  return last ? last.index + 1 : 0;
+}
+
+function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Prisma.TurnUncheckedCreateInput {
+  return {
+    sessionId,
+    index,
+    role: 'agent',
+    content: t.content,
+    rawOutput: t.rawOutput,
+    latencyMs: t.latencyMs ?? null,
+    promptTokens: t.promptTokens ?? null,
+    completionTokens: t.completionTokens ?? null,
+    ...(t.provenance ? { provenance: t.provenance as unknown as Prisma.InputJsonObject } : {}),
+    externalMessageId: t.externalMessageId ?? null,
+  };
+}
+
+/** Appends an agent turn (and, when it answered, closes the session with its answer). */
+export async function appendAgentTurn(prisma: PrismaClient, sessionId: string, t: AgentTurnInput, answered?: AnswerInput, at = new Date()): Promise<Turn> {
+  return prisma.$transaction(async (tx) => {
+    const turn = await tx.turn.create({ data: agentTurnData(sessionId, await nextIndex(tx, sessionId), t) });
+    await tx.session.update({
+      where: { id: sessionId },
+      data: {
+        turnCount: { increment: 1 },
+        lastActivityAt: at,
+        ...(answered ? { status: 'answered', answer: answered.answer, endedAt: at, endReason: answered.endReason } : {}),
+      },
+    });
+    return turn;
+  });
+}
+
+/** Appends the collaborator's reply. */
+export async function appendHumanTurn(prisma: PrismaClient, sessionId: string, t: HumanTurnInput, at = new Date()): Promise<Turn> {
+  return prisma.$transaction(async (tx) => {
+    const turn = await tx.turn.create({
+      data: { sessionId, index: await nextIndex(tx, sessionId), role: 'human', content: t.content, externalMessageId: t.externalMessageId ?? null },
+    });
+    await tx.session.update({ where: { id: sessionId }, data: { lastActivityAt: at } });
+    return turn;
+  });
+}
+
+/** Ends an active session without an answer ('abandoned' or 'expired'); false when it was no longer active. */
+export async function endSession(prisma: PrismaClient, sessionId: string, status: 'abandoned' | 'expired', endReason: string, at = new Date(), onlyIfIdleSince?: Date): Promise<boolean> {
+  const r = await prisma.session.updateMany({
+    where: { id: sessionId, status: 'active', ...(onlyIfIdleSince ? { lastActivityAt: { lt: onlyIfIdleSince } } : {}) },
+    data: { status, endedAt: at, endReason: endReason.slice(0, 500) },
+  });
+  return r.count === 1;
+}
+
+function evaluationData(outcome: EvaluationOutcome): Omit<Prisma.EvaluationUncheckedCreateInput, 'sessionId'> {
+  return {
+    score: outcome.score,
+    success: outcome.success,
+    testsPassed: outcome.testsPassed ?? null,
+    testsTotal: outcome.testsTotal ?? null,
+    detail: (outcome.detail ?? {}) as Prisma.InputJsonValue,
+    metric: outcome.metric ?? null,
+    evaluatorVersion: outcome.evaluatorVersion,
+  };
+}
+
+/** The stored evaluation as the scorer's outcome (for showing it again). */
+export function outcomeOf(e: { score: number; success: boolean; detail: unknown; evaluatorVersion: string; testsPassed: number | null; testsTotal: number | null; metric: string | null }): EvaluationOutcome {
+  const outcome: EvaluationOutcome = { score: e.score, success: e.success, detail: e.detail as EvaluationOutcome['detail'], evaluatorVersion: e.evaluatorVersion };
+  if (e.testsPassed !== null) outcome.testsPassed = e.testsPassed;
+  if (e.testsTotal !== null) outcome.testsTotal = e.testsTotal;
+  if (e.metric !== null) outcome.metric = e.metric;
+  return outcome;
+}
+
+/** Stores the answer's evaluation and the reward it implies (with the session's rating, if any). */
+export async function recordEvaluation(prisma: PrismaClient, sessionId: string, outcome: EvaluationOutcome, ratingWeight: number): Promise<void> {
+  await prisma.$transaction(async (tx) => {
+    await tx.evaluation.create({ data: { sessionId, ...evaluationData(outcome) } });
+    const rating = await tx.rating.findFirst({ where: { sessionId }, orderBy: { createdAt: 'asc' }, select: { value: true } });
+    await tx.session.update({ where: { id: sessionId }, data: { reward: sessionReward(outcome.score, rating?.value ?? null, ratingWeight) } });
+  });
+}
+
+/** Stores (or replaces) a 1-5 rating and recomputes the reward when the session is evaluated. */
+export async function recordRating(prisma: PrismaClient, sessionId: string, raterId: string, value: number, ratingWeight: number): Promise<void> {
+  if (!Number.isInteger(value) || value < 1 || value > 5) throw new RangeError(`a rating is a whole number from 1 to 5, got ${value}`);
+  await prisma.$transaction(async (tx) => {
+    await tx.rating.upsert({ where: { sessionId_raterId: { sessionId, raterId } }, create: { sessionId, raterId, value }, update: { value } });
+    const e = await tx.evaluation.findUnique({ where: { sessionId }, select: { score: true } });
+    if (e) await tx.session.update({ where: { id: sessionId }, data: { reward: sessionReward(e.score, value, ratingWeight) } });
+  });
+}
+
+/** Adds (or clears, with an empty text) the comment of an existing rating; false when there is no rating. */
+export async function recordComment(prisma: PrismaClient, sessionId: string, raterId: string, comment: string): Promise<boolean> {
+  const updated = await prisma.rating.updateMany({ where: { sessionId, raterId }, data: { comment: comment || null } });
+  return updated.count > 0;
+}
+
+/** The participant standing for a simulated collaborator ("sim:<name>"), created on first use. */
+export async function simulatedParticipant(prisma: PrismaClient, collaborator: string): Promise<string> {
+  const discordUserId = `sim:${collaborator}`;
+  try {
+    const p = await prisma.participant.upsert({ where: { discordUserId }, create: { discordUserId, displayName: collaborator, role: 'simulated' }, update: {} });
+    return p.id;
+  } catch (err) {
+    // Two games finishing at once both try to create it: the loser reads the winner's row.
+    const p = await prisma.participant.findUnique({ where: { discordUserId } });
+    if (!p) throw err;
+    return p.id;
+  }
+}
+
+export interface FinishedSession {
+  taskId: string;
+  policyVersionId: string | null;
+  /** Who played the collaborator ("rule-simulator", "llm:<model>", "import:<file>"). */
+  collaborator: string;
+  channel: 'simulated' | 'imported';
+  /** Agent turns may carry what a live turn stores (raw output defaults to the content). */
+  turns: readonly ({ role: 'agent' | 'human'; content: string } & Partial<Omit<AgentTurnInput, 'content'>>)[];
+  answer: string;
+  endedBy: 'answer' | 'turn-limit';
+  evaluation: EvaluationOutcome;
+  startedAt: Date;
+  endedAt: Date;
+}
+
+/**
+ * Stores a whole game played without a person (a simulated session, or an imported trajectory), marked
+ * simulated, in one transaction: the same rows and counters a live session ends with.
+ */
+export async function storeFinishedSession(prisma: PrismaClient, s: FinishedSession): Promise<string> {
+  const participantId = await simulatedParticipant(prisma, s.collaborator);
+  return prisma.$transaction(async (tx) => {
+    const session = await tx.session.create({
+      data: {
+        taskId: s.taskId,
+        participantId,
+        policyVersionId: s.policyVersionId,
+        channel: s.channel,
+        simulated: true,
+        status: 'answered',
+        turnCount: s.turns.filter((t) => t.role === 'agent').length,
+        answer: s.answer,
+        // No rating on a game without a person: the reward is the score.
+        reward: sessionReward(s.evaluation.score, null, 0),
+        startedAt: s.startedAt,
+        lastActivityAt: s.endedAt,
+        endedAt: s.endedAt,
+        endReason: s.endedBy === 'answer' ? 'answered' : 'turn-limit',
+      },
+    });
+    await tx.turn.createMany({
+      data: s.turns.map((t, index) =>
+        t.role === 'agent'
+          ? agentTurnData(session.id, index, { ...t, rawOutput: t.rawOutput ?? t.content })
+          : { sessionId: session.id, index, role: 'human' as const, content: t.content },
+      ),
+    });
+    await tx.evaluation.create({ data: { sessionId: session.id, ...evaluationData(s.evaluation) } });
+    return session.id;
+  });
+}
+
+export type { TaskContent, TaskKind };
+export { taskContent };

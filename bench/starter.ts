@@ -20,8 +20,8 @@ import { playEpisode } from '../tasks/protocol.ts';
 import { createRuleSimulator } from '../tasks/simulator.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { Engine } from '../trainer/model/engine.ts';
-import { ensureStarterPolicy } from '../trainer/model/starter.ts';
-import type { StarterOptions } from '../trainer/model/starter.ts';
+import { ensureStarterPolicy } from '../trainer/recipes/starter.ts';
+import type { StarterOptions } from '../trainer/recipes/starter.ts';
 
 const args = process.argv.slice(2);
 function opt(name: string): string | undefined {

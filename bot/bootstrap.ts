@@ -51,7 +51,7 @@ export async function ensureDeployedPolicy(db: Database, setup: PolicySetup): Pr
     algorithm = 'external';
   } else {
     dir = resolve(join(setup.checkpointDir, 'starter'));
-    const { ensureStarterPolicy, starterVersionName } = await import('../trainer/model/starter.ts');
+    const { ensureStarterPolicy, starterVersionName } = await import('../trainer/recipes/starter.ts');
     const r = await ensureStarterPolicy({ dir, seed: setup.seed, progress: setup.progress ?? 'none', log: (line) => setup.log?.info(line) });
     sha = r.sha256;
     name = starterVersionName(sha);

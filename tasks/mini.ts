@@ -3,6 +3,7 @@
 // withheld fact is a named constant with a descriptive comment at the top of the reference, so a collaborator
 // who reads the code (a person, or the rule-based simulator) can answer a question about it, and the test calls
 // are chosen so that a wrong guess about any of them fails tests.
+import { createRng } from './random.ts';
 import type { TaskRecord, TaskSplit } from './model.ts';
 import { fnv1a } from './library.ts';
 
@@ -55,17 +56,7 @@ export interface MiniTemplate {
 
 export type Rng = () => number;
 
-/** mulberry32: a small, fast PRNG with good enough statistics for picking test data. */
-export function createRng(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { createRng };
 
 export function pick<T>(rng: Rng, items: readonly T[]): T {
   if (items.length === 0) throw new Error('pick from an empty list');

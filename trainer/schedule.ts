@@ -7,34 +7,9 @@ import type { Decoder } from './model/decoder.ts';
 import { AdamW, warmupCosine } from './model/optim.ts';
 import { TrainStep } from './model/train-step.ts';
 import type { TrainConfig } from './presets.ts';
-import { fnv1a } from '../tasks/library.ts';
+import { Rng } from '../tasks/random.ts';
 
-/** mulberry32 with its 32-bit state exposed. */
-export class Rng {
-  constructor(public state: number) {
-    this.state = state >>> 0;
-  }
-
-  static derive(seed: number, ...labels: (string | number)[]): Rng {
-    return new Rng(fnv1a(`${seed}:${labels.join(':')}`));
-  }
-
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-
-  shuffle<T>(xs: T[]): T[] {
-    for (let i = xs.length - 1; i > 0; i--) {
-      const j = Math.floor(this.next() * (i + 1));
-      [xs[i], xs[j]] = [xs[j]!, xs[i]!];
-    }
-    return xs;
-  }
-}
+export { Rng };
 
 /** Batches of item indices for every update of a phase: `epochs` passes, each in its own seeded order. */
 export function epochBatches(count: number, batchSize: number, epochs: number, seed: number, phase: string): number[][] {

@@ -15,7 +15,7 @@ export interface VersionContext {
 
 /** The starter policy's PolicyVersion (building the starter under CHECKPOINT_DIR/starter if needed). */
 export async function starterVersion(ctx: VersionContext): Promise<PolicyVersion> {
-  const { ensureStarterPolicy, starterVersionName } = await import('./model/starter.ts');
+  const { ensureStarterPolicy, starterVersionName } = await import('./recipes/starter.ts');
   const dir = resolve(join(ctx.checkpointRoot, 'starter'));
   const r = await ensureStarterPolicy({ dir, seed: ctx.seed, progress: 'none', ...(ctx.log ? { log: ctx.log } : {}) });
   const name = starterVersionName(r.sha256);

@@ -129,7 +129,7 @@ export function registerModelCommands(program: Command): void {
       const config = loadConfig();
       const { initBackend } = await import('../../trainer/model/backend.ts');
       const backend = await initBackend(config.TFJS_BACKEND);
-      const { ensureStarterPolicy } = await import('../../trainer/model/starter.ts');
+      const { ensureStarterPolicy } = await import('../../trainer/recipes/starter.ts');
       const out = opts.out ?? path.join(config.CHECKPOINT_DIR, 'starter');
       const result = await ensureStarterPolicy({
         dir: out,

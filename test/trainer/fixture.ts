@@ -14,7 +14,7 @@ import { playEpisode } from '../../tasks/protocol.ts';
 import { createRuleSimulator } from '../../tasks/simulator.ts';
 import type { TaskRecord } from '../../tasks/model.ts';
 import { initBackend } from '../../trainer/model/backend.ts';
-import { buildStarterPolicy, expertDialogues } from '../../trainer/model/starter.ts';
+import { buildStarterPolicy, expertDialogues } from '../../trainer/recipes/starter.ts';
 import { createScorer } from '../../tasks/scorer.ts';
 import { storeFinishedSession } from '../../prisma/session-store.ts';
 

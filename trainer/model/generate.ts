@@ -6,6 +6,7 @@
 // JavaScript on the last position's logits: temperature, nucleus (top-p), greedy at temperature 0. Each row
 // draws from its own seeded stream (seed, row index), so a seeded batch is reproducible, and row i of a batch
 // samples the same tokens as the same prompt sent alone with the same seed at index i.
+import { seededRandom } from '../../tasks/random.ts';
 import * as tf from '@tensorflow/tfjs';
 import { disposeCache, selectCacheRows } from './decoder.ts';
 import type { Decoder, KVCache } from './decoder.ts';
@@ -45,25 +46,6 @@ export interface GenerationResult {
 
 // ---------------------------------------------------------------------------------------------------------
 // Seeded sampling
-
-/** splitmix32 step: decorrelates nearby seeds (seed, seed + 1, ...) before they seed mulberry32. */
-function mix(x: number): number {
-  x = (x + 0x9e3779b9) | 0;
-  x = Math.imul(x ^ (x >>> 16), 0x85ebca6b);
-  x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
-  return (x ^ (x >>> 16)) >>> 0;
-}
-
-/** A small, fast, seedable uniform [0, 1) generator (mulberry32). */
-export function seededRandom(seed: number, stream = 0): () => number {
-  let a = mix(mix(seed >>> 0) ^ Math.imul(stream + 1, 0x27d4eb2d));
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** log softmax of one row, in float64. */
 function logSoftmaxRow(logits: Float32Array, offset: number, V: number): Float64Array {

@@ -5,7 +5,8 @@ import { initBackend } from '../../../trainer/model/backend.ts';
 import { Engine } from '../../../trainer/model/engine.ts';
 import { loadCheckpoint } from '../../../trainer/model/checkpoint.ts';
 import { Decoder } from '../../../trainer/model/decoder.ts';
-import { generate, sampleToken, seededRandom } from '../../../trainer/model/generate.ts';
+import { generate, sampleToken } from '../../../trainer/model/generate.ts';
+import { seededRandom } from '../../../tasks/random.ts';
 import { completionLogprobs, completionLogprobValues } from '../../../trainer/model/logprobs.ts';
 import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
 

@@ -21,16 +21,16 @@ import cliProgress from 'cli-progress';
 import type { ChatMessage } from '../../tasks/agent.ts';
 import { MINI_TEMPLATES } from '../../tasks/mini.ts';
 import { ANSWER_MARKER } from '../../tasks/protocol.ts';
-import { llamaConfig, type ModelConfig } from './architecture.ts';
-import { chatMlTokenizerConfig, trainByteLevelBpe } from './bpe-train.ts';
-import { CHATML_TEMPLATE, ChatFormatter } from './chat.ts';
-import { checkpointSha256, saveCheckpoint } from './checkpoint.ts';
-import { Decoder, type KVCache } from './decoder.ts';
-import { seededRandom } from './generate.ts';
-import { crossEntropy } from './ops.ts';
-import { AdamW, warmupCosine } from './optim.ts';
-import { TextTokenizer, saveTokenizerFiles } from './tokenizer.ts';
-import { TrainStep } from './train-step.ts';
+import { llamaConfig, type ModelConfig } from '../model/architecture.ts';
+import { chatMlTokenizerConfig, trainByteLevelBpe } from '../model/bpe-train.ts';
+import { CHATML_TEMPLATE, ChatFormatter } from '../model/chat.ts';
+import { checkpointSha256, saveCheckpoint } from '../model/checkpoint.ts';
+import { Decoder, type KVCache } from '../model/decoder.ts';
+import { seededRandom } from '../../tasks/random.ts';
+import { crossEntropy } from '../model/ops.ts';
+import { AdamW, warmupCosine } from '../model/optim.ts';
+import { TextTokenizer, saveTokenizerFiles } from '../model/tokenizer.ts';
+import { TrainStep } from '../model/train-step.ts';
 
 /** Bumped whenever the recipe changes, so an old starter directory is rebuilt rather than reused. */
 export const STARTER_RECIPE_VERSION = 2;
@@ -395,7 +395,7 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
     await saveTokenizerFiles(options.dir, tokenizerJson, tokenizerConfig);
     const files: Record<string, string> = {};
     for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) files[f] = await sha256File(join(options.dir, f));
-    const { writeFileAtomic } = await import('./safetensors.ts');
+    const { writeFileAtomic } = await import('../model/safetensors.ts');
     await writeFileAtomic(
       join(options.dir, STARTER_MANIFEST),
       // Only deterministic facts: the manifest is hashed with the checkpoint, so no wall-clock time here.

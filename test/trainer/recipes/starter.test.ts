@@ -7,8 +7,8 @@ import { Engine } from '../../../trainer/model/engine.ts';
 import * as tf from '@tensorflow/tfjs';
 import { llamaConfig } from '../../../trainer/model/architecture.ts';
 import { Decoder } from '../../../trainer/model/decoder.ts';
-import { batchLoss, compactAnswer, ensureStarterPolicy, expertDialogues, sharedPrefixLength } from '../../../trainer/model/starter.ts';
-import type { Example, StarterOptions } from '../../../trainer/model/starter.ts';
+import { batchLoss, compactAnswer, ensureStarterPolicy, expertDialogues, sharedPrefixLength } from '../../../trainer/recipes/starter.ts';
+import type { Example, StarterOptions } from '../../../trainer/recipes/starter.ts';
 import { ANSWER_MARKER, buildDialogue } from '../../../tasks/protocol.ts';
 import { generateMiniTasks, miniTemplate } from '../../../tasks/mini.ts';
 

@@ -1,6 +1,7 @@
 // Training runs: `sweetloop train --algo sweet|mtdpo|rft`. A run is recorded in TrainingRun (config, data
-// snapshot = session ids and rewards, status, per-update TrainingStep metrics, log) and executed as phases
-// (sweet: critic -> candidate collection -> actor; mtdpo: mtdpo; rft: sft). Every `checkpointEvery` updates the
+// snapshot = session ids and rewards, status, per-update TrainingStep metrics, log) and executed as named
+// phases (PHASES below: sweet = trainCritic -> collectCandidates -> trainActor; mtdpo; rft = sft), then
+// published; evaluation and promotion follow in trainer/cli.ts and trainer/service.ts. Every `checkpointEvery` updates the
 // phase's weights and optimizer state go into a fresh directory, and only then does progress.json (phase,
 // step, RNG state) point at it, so a run killed at any moment resumes from a consistent state and, since batch
 // order and sampling are pure functions of (seed, phase, step), ends with the same weights as an uninterrupted
@@ -10,10 +11,11 @@ import { appendFile, mkdir, readFile, readdir, rm, truncate } from 'node:fs/prom
 import { join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import type { PrismaClient, Prisma, TrainingRun, PolicyVersion } from '../prisma/generated/client.ts';
+import type { ServingSettings } from '../prisma/policy-store.ts';
 import type { TaskKind } from '../tasks/model.ts';
 import { actorPhase, pairsForState, selectStates, type ActionPair } from './actor.ts';
 import { Critic, criticPairs, criticPhase } from './critic.ts';
-import { loadTrajectories, type Trajectory } from './data.ts';
+import { loadTrajectories, selectTrainingData, type DataFilter, type Trajectory } from './data.ts';
 import { checkpointSha256, loadOptimizer, saveCheckpoint, saveOptimizer } from './model/checkpoint.ts';
 import { addLora, loadLora, mergeLora, saveLora } from './model/lora.ts';
 import { writeFileAtomic } from './model/safetensors.ts';
@@ -36,7 +38,16 @@ export interface RunConfig {
   fromCheckpoint: string;
   kind: TaskKind;
   ratingWeight: number;
+  /** Kept for runs created before `data`: true = both sources, false = people only. */
   includeSimulated: boolean;
+  /** The filter that chose the run's data (trainer/data.ts); unset: all usable sessions of includeSimulated's source. */
+  data?: DataFilter;
+  /**
+   * Set when the run starts from a version served by an OpenAI-compatible server whose base model is local
+   * (fromCheckpoint = its base-model directory): a LoRA run then publishes an adapter for that server. Holds the
+   * serving settings the adapter version inherits, and the endpoint version it is loaded on.
+   */
+  servedBy?: ServingSettings & { endpointVersionId: string };
 }
 
 export interface RunContext {
@@ -65,13 +76,14 @@ interface Progress {
 
 /** Creates a run: its config and data snapshot. Fails with a clear message when there is nothing to learn from. */
 export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<TrainingRun> {
-  const data = await loadTrajectories(ctx.prisma, { ratingWeight: cfg.ratingWeight, includeSimulated: cfg.includeSimulated, kind: cfg.kind, split: 'train' });
-  if (data.length < 2) throw new Error(`only ${data.length} usable ${cfg.kind} training session(s): collect more first (sweetloop simulate ...)`);
+  const filter: DataFilter = cfg.data ?? { source: cfg.includeSimulated ? 'both' : 'human', simulatedWeight: 1, seed: cfg.train.seed };
+  const { trajectories: data, counts } = await selectTrainingData(ctx.prisma, { ratingWeight: cfg.ratingWeight, kind: cfg.kind, split: 'train' }, filter);
   const run = await ctx.prisma.trainingRun.create({
     data: {
       algorithm: cfg.algorithm,
       config: cfg as unknown as Prisma.InputJsonObject,
-      dataSnapshot: { sessions: data.map((t) => ({ id: t.sessionId, reward: t.reward })) },
+      // Exactly which sessions, and the filter that chose them.
+      dataSnapshot: { filter, counts, sessions: data.map((t) => ({ id: t.sessionId, reward: t.reward, simulated: t.simulated })) } as unknown as Prisma.InputJsonObject,
       status: 'queued',
     },
   });
@@ -84,224 +96,313 @@ export async function unfinishedRuns(prisma: PrismaClient): Promise<TrainingRun[
   return prisma.trainingRun.findMany({ where: { status: { in: ['queued', 'running'] } }, orderBy: { createdAt: 'asc' } });
 }
 
+/** Everything a run's phases share: where it writes, what it has done so far, its log and metrics. */
+interface RunState {
+  ctx: RunContext;
+  runId: string;
+  cfg: RunConfig;
+  dir: string;
+  progress: Progress;
+  logLines: string[];
+  metrics: Record<string, Record<string, number>>;
+  stepsThisProcess: number;
+  say(line: string): void;
+}
+
 /** Executes (or resumes) a run to its end and returns the candidate version it published. */
 export async function executeRun(ctx: RunContext, runId: string): Promise<PolicyVersion> {
   const run = await ctx.prisma.trainingRun.findUnique({ where: { id: runId }, include: { policyVersions: true } });
   if (!run) throw new Error(`no training run ${runId}`);
   if (run.status === 'succeeded' && run.policyVersions[0]) return run.policyVersions[0];
   if (run.status === 'cancelled') throw new Error(`training run ${runId} was cancelled`);
-  const cfg = run.config as unknown as RunConfig;
-  const dir = run.checkpointDir!;
-  await mkdir(dir, { recursive: true });
-  const logLines: string[] = run.log ? run.log.split('\n').filter(Boolean) : [];
-  const say = (line: string) => {
-    logLines.push(`${new Date().toISOString()} ${line}`);
-    ctx.log?.(line);
-  };
-  let progress: Progress = existsSync(join(dir, 'progress.json'))
-    ? JSON.parse(await readFile(join(dir, 'progress.json'), 'utf8'))
-    : { done: [], rng: { algorithm: 'mulberry32', seed: cfg.train.seed } };
-  const saveProgress = async () => {
-    await writeFileAtomic(join(dir, 'progress.json'), JSON.stringify(progress, null, 2) + '\n');
-    await ctx.prisma.trainingRun.update({ where: { id: runId }, data: { progress: progress as unknown as Prisma.InputJsonObject, heartbeatAt: new Date(), log: logLines.join('\n') } });
-  };
-  await ctx.prisma.trainingRun.update({ where: { id: runId }, data: { status: 'running', startedAt: run.startedAt ?? new Date(), error: null } });
-  say(progress.done.length || progress.current || progress.collected ? `resuming run ${runId} (${JSON.stringify({ done: progress.done, current: progress.current, collected: progress.collected })})` : `starting run ${runId}: ${cfg.algorithm} from ${cfg.fromVersionName}`);
-
-  // The snapshot fixes the data; a session deleted or flagged since is not used (and the log says so).
-  const snapshot = (run.dataSnapshot as { sessions: { id: string; reward: number }[] }).sessions;
-  const rewards = new Map(snapshot.map((s) => [s.id, s.reward]));
-  const loaded = await loadTrajectories(ctx.prisma, { ratingWeight: cfg.ratingWeight, includeSimulated: cfg.includeSimulated, sessionIds: snapshot.map((s) => s.id) });
-  if (loaded.length < snapshot.length) say(`${snapshot.length - loaded.length} session(s) of the snapshot are no longer usable (deleted, withdrawn or flagged): left out`);
-  const data: Trajectory[] = loaded.map((t) => ({ ...t, reward: rewards.get(t.sessionId) ?? t.reward }));
-
-  let stepsThisProcess = 0;
-  const metrics: Record<string, Record<string, number>> = {};
-
-  /** Runs a phase from its latest checkpoint to the end. */
-  const runPhase = async (phase: Phase, lora: boolean, resumeFrom: { step: number; dir: string } | undefined) => {
-    let start = 0;
-    if (resumeFrom) {
-      await loadOptimizer(resumeFrom.dir, phase.optimizer);
-      start = resumeFrom.step;
-    }
-    const bar =
-      ctx.progress === 'bar'
-        ? new cliProgress.SingleBar({ format: `${phase.name} [{bar}] {value}/{total} | loss {loss} | {eta_formatted} left`, stream: process.stderr, hideCursor: true }, cliProgress.Presets.shades_classic)
-        : undefined;
-    bar?.start(phase.totalSteps, start, { loss: '-' });
-    try {
-      for (let s = start; s < phase.totalSteps; s++) {
-        const m = await phase.step(s);
-        if (!Number.isFinite(m.loss)) throw new Error(`${phase.name}: loss became ${m.loss} at update ${s}`);
-        metrics[phase.name] = m;
-        await ctx.prisma.trainingStep.upsert({
-          where: { runId_phase_step: { runId, phase: phase.name, step: s } },
-          create: { runId, phase: phase.name, step: s, metrics: m },
-          update: { metrics: m },
-        });
-        bar?.update(s + 1, { loss: m.loss!.toFixed(4) });
-        if (ctx.progress === 'lines' && ((s + 1) % Math.max(1, Math.round(phase.totalSteps / 10)) === 0 || s + 1 === phase.totalSteps)) {
-          say(`${phase.name}: update ${s + 1}/${phase.totalSteps}, ${Object.entries(m).map(([k, v]) => `${k} ${Number(v.toPrecision(4))}`).join(', ')}`);
-        }
-        if ((s + 1) % cfg.train.checkpointEvery === 0 || s + 1 === phase.totalSteps) {
-          const ck = join(dir, 'ckpt', `${phase.name}-${String(s + 1).padStart(6, '0')}`);
-          await rm(ck, { recursive: true, force: true });
-          if (lora) await saveLora(ck, phase.model);
-          else await saveCheckpoint(ck, phase.model);
-          await saveOptimizer(ck, phase.optimizer);
-          await copyTokenizerFiles(cfg.fromCheckpoint, ck);
-          const previous = progress.current?.phase === phase.name ? progress.current.dir : undefined;
-          progress.current = { phase: phase.name, step: s + 1, dir: ck };
-          await saveProgress();
-          if (previous && previous !== ck) await rm(previous, { recursive: true, force: true });
-        }
-        stepsThisProcess++;
-        if (ctx.stopAfterSteps !== undefined && stepsThisProcess >= ctx.stopAfterSteps) throw new RunInterrupted(`stopped after ${stepsThisProcess} updates`);
-      }
-    } finally {
-      bar?.stop();
-    }
-  };
-
-  /** Loads the policy (or critic) a phase trains: from its latest checkpoint when resuming it. */
-  const trainable = async (name: string, baseDir: string, phaseName: string): Promise<{ m: LoadedModel; resume?: { step: number; dir: string } }> => {
-    const resume = progress.current?.phase === phaseName ? progress.current : undefined;
-    const lora = cfg.train.lora;
-    const m = await loadModel(resume && !lora ? resume.dir : baseDir, `${name}-${runId.slice(0, 8)}-${Date.now()}`, true);
-    if (lora) {
-      if (resume) await loadLora(resume.dir, m.model);
-      else addLora(m.model, { rank: lora.rank, alpha: lora.alpha, seed: cfg.train.seed });
-    }
-    // Tokenizer files travel with the base, whatever directory the weights came from.
-    return { m: { ...m, dir: baseDir }, ...(resume ? { resume: { step: resume.step, dir: resume.dir } } : {}) };
-  };
-
-  const finishPhase = async (name: string) => {
-    progress.done.push(name);
-    delete progress.current;
-    await saveProgress();
-  };
-
+  const r = await openRun(ctx, run);
   let policy: LoadedModel | null = null;
   try {
-    const base = cfg.fromCheckpoint;
-    if (cfg.algorithm === 'rft') {
-      const t = await trainable('policy', base, 'sft');
-      policy = t.m;
-      const phase = sftPhase(policy, data, cfg.train);
-      await runPhase(phase, !!cfg.train.lora, t.resume);
-      phase.dispose();
-    } else if (cfg.algorithm === 'mtdpo') {
-      const t = await trainable('policy', base, 'mtdpo');
-      policy = t.m;
-      const reference = await loadModel(base, `ref-${runId.slice(0, 8)}-${Date.now()}`, false);
-      const examples = await preparePolicyExamples(reference, data);
-      reference.model.dispose();
-      const pairs = trajectoryPairs(data, examples, cfg.train.maxPairsPerTask);
-      say(`mtdpo: ${pairs.length} trajectory pairs from ${data.length} sessions`);
-      const phase = mtdpoPhase(policy, pairs, cfg.train);
-      await runPhase(phase, !!cfg.train.lora, t.resume);
-      phase.dispose();
-    } else {
-      const criticDir = join(dir, 'critic');
-      if (!progress.done.includes('critic')) {
-        const resume = progress.current?.phase === 'critic' ? progress.current : undefined;
-        const critic = await Critic.load(base, resume ? resume.dir : base);
-        try {
-          const examples = await critic.prepare(data);
-          const pairs = criticPairs(data, examples, cfg.train.maxPairsPerTask);
-          say(`critic: ${pairs.length} trajectory pairs from ${data.length} sessions`);
-          const phase = criticPhase(critic, pairs, { ...cfg.train, lora: null });
-          await runPhase(phase, false, resume ? { step: resume.step, dir: resume.dir } : undefined);
-          phase.dispose();
-          await rm(criticDir, { recursive: true, force: true });
-          await saveCheckpoint(criticDir, critic.model);
-          await copyTokenizerFiles(base, criticDir);
-        } finally {
-          critic.dispose();
-        }
-        await finishPhase('critic');
-      }
-      const pairsFile = join(dir, 'actor-pairs.jsonl');
-      if (!progress.done.includes('collect')) {
-        const critic = await Critic.load(base, criticDir);
-        const sampler = await loadModel(base, `sampler-${runId.slice(0, 8)}-${Date.now()}`, false);
-        try {
-          const states = selectStates(data, cfg.train.stateFraction, cfg.train.seed);
-          // Lines of states collected before a kill are kept; a line cut by the kill is dropped.
-          let collected = 0;
-          if (existsSync(pairsFile)) {
-            const text = await readFile(pairsFile, 'utf8');
-            const complete = text.lastIndexOf('\n') + 1;
-            if (complete < text.length) await truncate(pairsFile, Buffer.byteLength(text.slice(0, complete)));
-            collected = text.slice(0, complete).split('\n').filter(Boolean).length;
-          }
-          say(`actor: sampling ${cfg.train.candidates} candidates for ${states.length} turn states (${collected} already done)`);
-          for (let k = collected; k < states.length; k++) {
-            const pairs = await pairsForState(sampler, critic, states[k]!, cfg.train, (cfg.train.seed * 7919 + k) >>> 0);
-            await appendFile(pairsFile, JSON.stringify({ state: k, pairs }) + '\n');
-            progress.collected = k + 1;
-            if ((k + 1) % 5 === 0 || k + 1 === states.length) {
-              await saveProgress();
-              if (ctx.progress !== 'none') say(`actor: ${k + 1}/${states.length} states sampled`);
-            }
-          }
-        } finally {
-          critic.dispose();
-          sampler.model.dispose();
-        }
-        await finishPhase('collect');
-      }
-      const lines = (await readFile(pairsFile, 'utf8')).split('\n').filter(Boolean);
-      const pairs: ActionPair[] = lines.flatMap((l) => (JSON.parse(l) as { pairs: ActionPair[] }).pairs);
-      say(`actor: ${pairs.length} candidate pairs`);
-      const t = await trainable('policy', base, 'actor');
-      policy = t.m;
-      const phase = actorPhase(policy, pairs, cfg.train);
-      await runPhase(phase, !!cfg.train.lora, t.resume);
-      phase.dispose();
-    }
-    // Publish. progress.current still names the last checkpoint, so a kill from here on resumes straight to
-    // publishing (zero updates left) rather than retraining.
-    if (cfg.train.lora) mergeLora(policy.model);
-    const name = `${cfg.algorithm}-${runId.slice(0, 8)}`;
-    const out = resolve(join(ctx.checkpointRoot, 'policies', name));
-    await rm(out, { recursive: true, force: true });
-    await saveCheckpoint(out, policy.model);
-    await copyTokenizerFiles(base, out);
-    const sha = await checkpointSha256(out);
-    const version = await ctx.prisma.$transaction(async (tx) => {
-      const v = await tx.policyVersion.create({
-        data: {
-          name,
-          parentId: cfg.fromVersionId,
-          algorithm: cfg.algorithm,
-          checkpointPath: out,
-          checkpointSha256: sha,
-          status: 'candidate',
-          trainingRunId: runId,
-          metrics: { training: metrics, sessions: data.length } as Prisma.InputJsonObject,
-        },
-      });
-      await tx.trainingRun.update({ where: { id: runId }, data: { status: 'succeeded', finishedAt: new Date(), metrics: metrics as Prisma.InputJsonObject } });
-      await tx.auditLog.create({ data: { actor: 'trainer', action: 'policy.publish', target: name, detail: { runId, sha256: sha, parent: cfg.fromVersionName } } });
-      return v;
-    });
-    say(`published candidate ${name} (sha256 ${sha.slice(0, 12)})`);
-    await saveProgress();
-    await rm(join(dir, 'ckpt'), { recursive: true, force: true });
-    return version;
+    const data = await snapshotData(r, run);
+    policy = await PHASES[r.cfg.algorithm](r, data);
+    return await publish(r, policy, data.length);
   } catch (err) {
     // A stand-in kill leaves the run as a kill would: running, resumable. A real error marks it failed.
     if (!(err instanceof RunInterrupted)) {
-      say(`failed: ${(err as Error).message}`);
-      await ctx.prisma.trainingRun.update({ where: { id: runId }, data: { status: 'failed', error: (err as Error).message, finishedAt: new Date(), log: logLines.join('\n') } });
+      r.say(`failed: ${(err as Error).message}`);
+      await ctx.prisma.trainingRun.update({ where: { id: runId }, data: { status: 'failed', error: (err as Error).message, finishedAt: new Date(), log: r.logLines.join('\n') } });
     }
     throw err;
   } finally {
     policy?.model.dispose();
   }
+}
+
+/** The phases of each algorithm, in order; each returns the trained policy (the critic is an inner phase). */
+const PHASES: Record<Algorithm, (r: RunState, data: Trajectory[]) => Promise<LoadedModel>> = {
+  rft: (r, data) => sftPolicy(r, data),
+  mtdpo: (r, data) => mtdpoPolicy(r, data),
+  sweet: async (r, data) => {
+    const criticDir = await trainCritic(r, data);
+    const pairsFile = await collectCandidates(r, data, criticDir);
+    return trainActor(r, pairsFile);
+  },
+};
+
+/** Marks the run running and reads its progress (a fresh run starts from nothing). */
+async function openRun(ctx: RunContext, run: TrainingRun): Promise<RunState> {
+  const cfg = run.config as unknown as RunConfig;
+  const dir = run.checkpointDir!;
+  await mkdir(dir, { recursive: true });
+  const logLines: string[] = run.log ? run.log.split('\n').filter(Boolean) : [];
+  const progress: Progress = existsSync(join(dir, 'progress.json'))
+    ? JSON.parse(await readFile(join(dir, 'progress.json'), 'utf8'))
+    : { done: [], rng: { algorithm: 'mulberry32', seed: cfg.train.seed } };
+  const r: RunState = {
+    ctx,
+    runId: run.id,
+    cfg,
+    dir,
+    progress,
+    logLines,
+    metrics: {},
+    stepsThisProcess: 0,
+    say(line) {
+      logLines.push(`${new Date().toISOString()} ${line}`);
+      ctx.log?.(line);
+    },
+  };
+  await ctx.prisma.trainingRun.update({ where: { id: run.id }, data: { status: 'running', startedAt: run.startedAt ?? new Date(), error: null } });
+  r.say(
+    progress.done.length || progress.current || progress.collected
+      ? `resuming run ${run.id} (${JSON.stringify({ done: progress.done, current: progress.current, collected: progress.collected })})`
+      : `starting run ${run.id}: ${cfg.algorithm} from ${cfg.fromVersionName}`,
+  );
+  return r;
+}
+
+async function saveProgress(r: RunState): Promise<void> {
+  await writeFileAtomic(join(r.dir, 'progress.json'), JSON.stringify(r.progress, null, 2) + '\n');
+  await r.ctx.prisma.trainingRun.update({
+    where: { id: r.runId },
+    data: { progress: r.progress as unknown as Prisma.InputJsonObject, heartbeatAt: new Date(), log: r.logLines.join('\n') },
+  });
+}
+
+async function finishPhase(r: RunState, name: string): Promise<void> {
+  r.progress.done.push(name);
+  delete r.progress.current;
+  await saveProgress(r);
+}
+
+/** The snapshot fixes the data; a session deleted or flagged since is not used (and the log says so). */
+async function snapshotData(r: RunState, run: TrainingRun): Promise<Trajectory[]> {
+  const snapshot = (run.dataSnapshot as { sessions: { id: string; reward: number }[] }).sessions;
+  const rewards = new Map(snapshot.map((s) => [s.id, s.reward]));
+  const loaded = await loadTrajectories(r.ctx.prisma, { ratingWeight: r.cfg.ratingWeight, includeSimulated: r.cfg.includeSimulated, sessionIds: snapshot.map((s) => s.id) });
+  if (loaded.length < snapshot.length) r.say(`${snapshot.length - loaded.length} session(s) of the snapshot are no longer usable (deleted, withdrawn or flagged): left out`);
+  return loaded.map((t) => ({ ...t, reward: rewards.get(t.sessionId) ?? t.reward }));
+}
+
+/** Runs a phase's updates from its latest checkpoint to the end, checkpointing every `checkpointEvery`. */
+async function runUpdates(r: RunState, phase: Phase, lora: boolean, resumeFrom: { step: number; dir: string } | undefined): Promise<void> {
+  const { ctx, cfg, runId } = r;
+  let start = 0;
+  if (resumeFrom) {
+    await loadOptimizer(resumeFrom.dir, phase.optimizer);
+    start = resumeFrom.step;
+  }
+  const bar =
+    ctx.progress === 'bar'
+      ? new cliProgress.SingleBar({ format: `${phase.name} [{bar}] {value}/{total} | loss {loss} | {eta_formatted} left`, stream: process.stderr, hideCursor: true }, cliProgress.Presets.shades_classic)
+      : undefined;
+  bar?.start(phase.totalSteps, start, { loss: '-' });
+  try {
+    for (let s = start; s < phase.totalSteps; s++) {
+      const m = await phase.step(s);
+      if (!Number.isFinite(m.loss)) throw new Error(`${phase.name}: loss became ${m.loss} at update ${s}`);
+      r.metrics[phase.name] = m;
+      await ctx.prisma.trainingStep.upsert({
+        where: { runId_phase_step: { runId, phase: phase.name, step: s } },
+        create: { runId, phase: phase.name, step: s, metrics: m },
+        update: { metrics: m },
+      });
+      bar?.update(s + 1, { loss: m.loss!.toFixed(4) });
+      if (ctx.progress === 'lines' && ((s + 1) % Math.max(1, Math.round(phase.totalSteps / 10)) === 0 || s + 1 === phase.totalSteps)) {
+        r.say(`${phase.name}: update ${s + 1}/${phase.totalSteps}, ${Object.entries(m).map(([k, v]) => `${k} ${Number(v.toPrecision(4))}`).join(', ')}`);
+      }
+      if ((s + 1) % cfg.train.checkpointEvery === 0 || s + 1 === phase.totalSteps) await checkpointPhase(r, phase, lora, s + 1);
+      r.stepsThisProcess++;
+      if (ctx.stopAfterSteps !== undefined && r.stepsThisProcess >= ctx.stopAfterSteps) throw new RunInterrupted(`stopped after ${r.stepsThisProcess} updates`);
+    }
+  } finally {
+    bar?.stop();
+  }
+}
+
+/** Writes the phase's weights and optimizer to a fresh directory, then points progress.json at it. */
+async function checkpointPhase(r: RunState, phase: Phase, lora: boolean, step: number): Promise<void> {
+  const ck = join(r.dir, 'ckpt', `${phase.name}-${String(step).padStart(6, '0')}`);
+  await rm(ck, { recursive: true, force: true });
+  if (lora) await saveLora(ck, phase.model);
+  else await saveCheckpoint(ck, phase.model);
+  await saveOptimizer(ck, phase.optimizer);
+  await copyTokenizerFiles(r.cfg.fromCheckpoint, ck);
+  const previous = r.progress.current?.phase === phase.name ? r.progress.current.dir : undefined;
+  r.progress.current = { phase: phase.name, step, dir: ck };
+  await saveProgress(r);
+  if (previous && previous !== ck) await rm(previous, { recursive: true, force: true });
+}
+
+/** Loads the policy a phase trains: from its latest checkpoint when resuming it. */
+async function trainablePolicy(r: RunState, phaseName: string): Promise<{ m: LoadedModel; resume?: { step: number; dir: string } }> {
+  const base = r.cfg.fromCheckpoint;
+  const resume = r.progress.current?.phase === phaseName ? r.progress.current : undefined;
+  const lora = r.cfg.train.lora;
+  const m = await loadModel(resume && !lora ? resume.dir : base, `policy-${r.runId.slice(0, 8)}-${Date.now()}`, true);
+  if (lora) {
+    if (resume) await loadLora(resume.dir, m.model);
+    else addLora(m.model, { rank: lora.rank, alpha: lora.alpha, seed: r.cfg.train.seed });
+  }
+  // Tokenizer files travel with the base, whatever directory the weights came from.
+  return { m: { ...m, dir: base }, ...(resume ? { resume: { step: resume.step, dir: resume.dir } } : {}) };
+}
+
+/** Rejection fine-tuning: SFT on the successful trajectories. */
+async function sftPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel> {
+  const t = await trainablePolicy(r, 'sft');
+  const phase = sftPhase(t.m, data, r.cfg.train);
+  await runUpdates(r, phase, !!r.cfg.train.lora, t.resume);
+  phase.dispose();
+  return t.m;
+}
+
+/** Multi-turn DPO: trajectory pairs of a task, DPO over all agent turns. */
+async function mtdpoPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel> {
+  const t = await trainablePolicy(r, 'mtdpo');
+  const reference = await loadModel(r.cfg.fromCheckpoint, `ref-${r.runId.slice(0, 8)}-${Date.now()}`, false);
+  const examples = await preparePolicyExamples(reference, data);
+  reference.model.dispose();
+  const pairs = trajectoryPairs(data, examples, r.cfg.train.maxPairsPerTask);
+  r.say(`mtdpo: ${pairs.length} trajectory pairs from ${data.length} sessions`);
+  const phase = mtdpoPhase(t.m, pairs, r.cfg.train);
+  await runUpdates(r, phase, !!r.cfg.train.lora, t.resume);
+  phase.dispose();
+  return t.m;
+}
+
+/** SWEET-RL, phase 1: the critic (sees the reference) learns turn advantages with Bradley-Terry. */
+async function trainCritic(r: RunState, data: Trajectory[]): Promise<string> {
+  const base = r.cfg.fromCheckpoint;
+  const criticDir = join(r.dir, 'critic');
+  if (r.progress.done.includes('critic')) return criticDir;
+  const resume = r.progress.current?.phase === 'critic' ? r.progress.current : undefined;
+  const critic = await Critic.load(base, resume ? resume.dir : base);
+  try {
+    const examples = await critic.prepare(data);
+    const pairs = criticPairs(data, examples, r.cfg.train.maxPairsPerTask);
+    r.say(`critic: ${pairs.length} trajectory pairs from ${data.length} sessions`);
+    const phase = criticPhase(critic, pairs, { ...r.cfg.train, lora: null });
+    await runUpdates(r, phase, false, resume ? { step: resume.step, dir: resume.dir } : undefined);
+    phase.dispose();
+    await rm(criticDir, { recursive: true, force: true });
+    await saveCheckpoint(criticDir, critic.model);
+    await copyTokenizerFiles(base, criticDir);
+  } finally {
+    critic.dispose();
+  }
+  await finishPhase(r, 'critic');
+  return criticDir;
+}
+
+/**
+ * SWEET-RL, phase 2: for a fraction of the turn states, candidates sampled from the policy and ranked by the
+ * critic, paired top half against bottom half. One line a state in actor-pairs.jsonl: states collected before a
+ * kill are kept, a line cut by the kill is dropped.
+ */
+async function collectCandidates(r: RunState, data: Trajectory[], criticDir: string): Promise<string> {
+  const { cfg } = r;
+  const pairsFile = join(r.dir, 'actor-pairs.jsonl');
+  if (r.progress.done.includes('collect')) return pairsFile;
+  const critic = await Critic.load(cfg.fromCheckpoint, criticDir);
+  const sampler = await loadModel(cfg.fromCheckpoint, `sampler-${r.runId.slice(0, 8)}-${Date.now()}`, false);
+  try {
+    const states = selectStates(data, cfg.train.stateFraction, cfg.train.seed);
+    let collected = 0;
+    if (existsSync(pairsFile)) {
+      const text = await readFile(pairsFile, 'utf8');
+      const complete = text.lastIndexOf('\n') + 1;
+      if (complete < text.length) await truncate(pairsFile, Buffer.byteLength(text.slice(0, complete)));
+      collected = text.slice(0, complete).split('\n').filter(Boolean).length;
+    }
+    r.say(`actor: sampling ${cfg.train.candidates} candidates for ${states.length} turn states (${collected} already done)`);
+    for (let k = collected; k < states.length; k++) {
+      const pairs = await pairsForState(sampler, critic, states[k]!, cfg.train, (cfg.train.seed * 7919 + k) >>> 0);
+      await appendFile(pairsFile, JSON.stringify({ state: k, pairs }) + '\n');
+      r.progress.collected = k + 1;
+      if ((k + 1) % 5 === 0 || k + 1 === states.length) {
+        await saveProgress(r);
+        if (r.ctx.progress !== 'none') r.say(`actor: ${k + 1}/${states.length} states sampled`);
+      }
+    }
+  } finally {
+    critic.dispose();
+    sampler.model.dispose();
+  }
+  await finishPhase(r, 'collect');
+  return pairsFile;
+}
+
+/** SWEET-RL, phase 3: the actor, DPO (+ NLL) on the critic-ranked candidate pairs. */
+async function trainActor(r: RunState, pairsFile: string): Promise<LoadedModel> {
+  const lines = (await readFile(pairsFile, 'utf8')).split('\n').filter(Boolean);
+  const pairs: ActionPair[] = lines.flatMap((l) => (JSON.parse(l) as { pairs: ActionPair[] }).pairs);
+  r.say(`actor: ${pairs.length} candidate pairs`);
+  const t = await trainablePolicy(r, 'actor');
+  const phase = actorPhase(t.m, pairs, r.cfg.train);
+  await runUpdates(r, phase, !!r.cfg.train.lora, t.resume);
+  phase.dispose();
+  return t.m;
+}
+
+/**
+ * Publishes the trained policy as a candidate version. A LoRA run on an endpoint version's base model publishes
+ * the adapter itself (PEFT layout), served on that endpoint (kind 'adapter'); otherwise the adapters are merged
+ * and a full checkpoint is written. progress.current still names the last checkpoint until the version exists,
+ * so a kill from here on resumes straight to publishing (zero updates left) rather than retraining.
+ */
+async function publish(r: RunState, policy: LoadedModel, sessions: number): Promise<PolicyVersion> {
+  const { ctx, cfg, runId, metrics } = r;
+  const name = `${cfg.algorithm}-${runId.slice(0, 8)}`;
+  const out = resolve(join(ctx.checkpointRoot, 'policies', name));
+  await rm(out, { recursive: true, force: true });
+  const asAdapter = !!cfg.train.lora && !!cfg.servedBy;
+  if (asAdapter) {
+    await saveLora(out, policy.model);
+  } else {
+    if (cfg.train.lora) mergeLora(policy.model);
+    await saveCheckpoint(out, policy.model);
+    await copyTokenizerFiles(cfg.fromCheckpoint, out);
+  }
+  const sha = await checkpointSha256(out);
+  const version = await ctx.prisma.$transaction(async (tx) => {
+    const v = await tx.policyVersion.create({
+      data: {
+        name,
+        parentId: cfg.fromVersionId,
+        algorithm: cfg.algorithm,
+        kind: asAdapter ? 'adapter' : 'checkpoint',
+        checkpointPath: out,
+        checkpointSha256: sha,
+        ...(asAdapter ? { serving: { ...cfg.servedBy, adapterName: name } as unknown as Prisma.InputJsonObject } : {}),
+        status: 'candidate',
+        trainingRunId: runId,
+        metrics: { training: metrics, sessions } as Prisma.InputJsonObject,
+      },
+    });
+    await tx.trainingRun.update({ where: { id: runId }, data: { status: 'succeeded', finishedAt: new Date(), metrics: metrics as Prisma.InputJsonObject } });
+    await tx.auditLog.create({ data: { actor: 'trainer', action: 'policy.publish', target: name, detail: { runId, sha256: sha, parent: cfg.fromVersionName, kind: v.kind } } });
+    return v;
+  });
+  r.say(`published candidate ${name}${asAdapter ? ' (LoRA adapter)' : ''} (sha256 ${sha.slice(0, 12)})`);
+  await saveProgress(r);
+  await rm(join(r.dir, 'ckpt'), { recursive: true, force: true });
+  return version;
 }
 
 /** Lists the checkpoint directories a run holds (for tests and `sweetloop train --status`). */

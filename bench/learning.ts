@@ -1,13 +1,17 @@
 // The learning benchmark: starter policy -> simulated collection on ColBench-mini train tasks -> zero-shot,
 // rejection fine-tuning, multi-turn DPO and SWEET-RL -> evaluation on held-out ColBench-mini test tasks with the
-// rule-based simulator. Prints a table (success rate and % tests passed with 95% intervals) and one JSON line.
+// rule-based simulator, every policy on the SAME games. Prints a table (success rate and % tests passed with 95%
+// intervals, and each method's paired difference against zero-shot with its p-value), then a learning curve of
+// the closed loop (held-out % tests passed after each round of collect -> train SWEET-RL -> deploy), and one
+// JSON line. The curve is also drawn to <dir>/learning-curve.svg (and .png when Chromium is there).
 //
 //   npm run bench:learning -- [--tasks 60] [--episodes-per-task 4] [--eval-episodes-per-task 4] [--seed 1234]
-//                             [--max-steps N] [--starter-steps N] [--dir data/bench/learning] [--keep]
+//                             [--max-steps N] [--starter-steps N] [--rounds 3] [--dir data/bench/learning] [--keep]
 //
 // Everything lives in a throwaway PGlite directory under --dir (deleted at the end unless --keep); the starter
-// policy is built once under --dir/starter and reused.
-import { mkdirSync, rmSync } from 'node:fs';
+// policy is built once under --dir/starter and reused. Each curve round deploys its candidate without the
+// promotion gate (the gate plays held-out games; choosing on them would bias the curve).
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import os from 'node:os';
 import { openDatabase } from '../prisma/db.ts';
@@ -15,15 +19,19 @@ import { migrate } from '../prisma/migrate.ts';
 import { importTasks } from '../prisma/task-store.ts';
 import { generateMiniTasks } from '../tasks/mini.ts';
 import { initBackend } from '../trainer/model/backend.ts';
-import { ensureStarterPolicy } from '../trainer/model/starter.ts';
-import { evaluateVersion, type EvaluationReport } from '../trainer/evaluate.ts';
+import { ensureStarterPolicy } from '../trainer/recipes/starter.ts';
+import { comparePaired, formatDifference, formatP, outcomes, summarise, type EvaluationReport, type GameOutcome, type PairedComparison } from '../trainer/evaluate.ts';
 import { trainConfig } from '../trainer/presets.ts';
 import { createRun, executeRun, type Algorithm } from '../trainer/runs.ts';
 import { createScorer } from '../tasks/scorer.ts';
 import { loadConfig } from '../bin/config.ts';
 import { ClipImageEmbedder } from '../trainer/model/clip.ts';
 import { simulate } from '../trainer/simulate.ts';
-import { formatPercent } from '../tasks/stats.ts';
+import { formatPercent, pairedSuccessGames, pairedSuccessPower, type Interval } from '../tasks/stats.ts';
+import { deployPolicyByName } from '../prisma/policy-store.ts';
+import type { PolicyVersion } from '../prisma/generated/client.ts';
+import { barChartSvg } from '../bot/report/svg.ts';
+import { openSvgRenderer } from '../bot/report/png.ts';
 
 function arg(name: string, fallback: number): number;
 function arg(name: string, fallback: string): string;
@@ -46,11 +54,43 @@ const perTask = arg('episodes-per-task', 4);
 const evalPerTask = arg('eval-episodes-per-task', 4);
 const maxStepsArg = arg('max-steps', 0);
 const starterSteps = arg('starter-steps', 0);
+const rounds = arg('rounds', 3);
 const dir = resolve(arg('dir', 'data/bench/learning'));
 const keep = process.argv.includes('--keep');
 const t0 = Date.now();
 const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(0)} s`;
 const log = (line: string) => console.error(`[${elapsed()}] ${line}`);
+
+interface CurvePoint {
+  round: number;
+  version: string;
+  testsPassed: Interval;
+  success: Interval;
+  /** Simulated training sessions the round's policy was trained on (all rounds so far). */
+  sessions: number;
+  vsZeroShot?: { difference: Interval; p: number };
+}
+
+/** The curve as a bar chart with intervals: SVG always, PNG when Chromium is there. */
+async function drawCurve(curve: readonly CurvePoint[], out: string): Promise<void> {
+  const svg = barChartSvg({
+    title: 'Closed loop: held-out % tests passed after each round (95% t intervals)',
+    categories: curve.map((p) => `round ${p.round}`),
+    series: [{ name: 'SWEET-RL loop', values: curve.map((p) => p.testsPassed.estimate), lo: curve.map((p) => p.testsPassed.lo), hi: curve.map((p) => p.testsPassed.hi) }],
+    yLabel: '% tests passed',
+    xLabel: 'round (0 = the starter)',
+    format: (v) => `${(v * 100).toFixed(0)}%`,
+  });
+  writeFileSync(join(out, 'learning-curve.svg'), svg);
+  const chromium = loadConfig().CHROMIUM_PATH;
+  if (!existsSync(chromium)) return;
+  const renderer = await openSvgRenderer(chromium);
+  try {
+    writeFileSync(join(out, 'learning-curve.png'), await renderer.toPng(svg));
+  } finally {
+    await renderer.close();
+  }
+}
 
 const backend = await initBackend();
 mkdirSync(dir, { recursive: true });
@@ -117,21 +157,83 @@ try {
     }
   }
 
+  // Every policy plays the same held-out games (tasks, seeds, collaborator), so each is compared with zero-shot
+  // game by game.
+  const evalOptions = { kind: 'backend' as const, split: 'test' as const, episodes: testTasks * evalPerTask, seed: seed + 1, store: false };
+  const play = async (v: PolicyVersion): Promise<GameOutcome[]> => outcomes(await simulate(db.prisma, v, scorer, evalOptions));
+  const played: { version: string; games: GameOutcome[] }[] = [];
   const reports: EvaluationReport[] = [];
   for (const v of versions) {
-    const r = await time(`eval:${v.name}`, () =>
-      evaluateVersion(db.prisma, v, scorer, { kind: 'backend', split: 'test', episodes: testTasks * evalPerTask, seed: seed + 1, store: false }),
-    );
+    const games = await time(`eval:${v.name}`, () => play(v));
+    played.push({ version: v.name, games });
+    const r = summarise(v.name, 'backend', games);
     reports.push(r);
     log(`${v.name}: ${formatPercent(r.score)} tests passed, success ${formatPercent(r.success)}`);
   }
+  const paired: (PairedComparison | null)[] = played.map((p, i) => (i === 0 ? null : comparePaired(p, played[0]!, { kind: 'backend', seed })));
+  // What these games can tell apart: McNemar's power to detect 10 points of success over zero-shot's rate.
+  const plan = pairedSuccessGames({ delta: 0.1, baseline: reports[0]!.success.estimate });
+  const power = pairedSuccessPower({ games: testTasks * evalPerTask, delta: 0.1, discordance: plan.discordance });
+
+  // The closed loop: collect with the deployed policy, train SWEET-RL from it on everything collected so far,
+  // deploy the candidate, measure it on the held-out games. Round 0 is the starter (zero-shot above).
+  const curve: CurvePoint[] = [{ round: 0, version: zero.name, testsPassed: reports[0]!.score, success: reports[0]!.success, sessions: collected.length }];
+  let deployed: PolicyVersion = zero;
+  for (let round = 1; round <= rounds; round++) {
+    try {
+      const more = await time(`curve:${round}:collect`, () =>
+        simulate(db.prisma, deployed, scorer, { kind: 'backend', split: 'train', episodes: trainTasks * perTask, seed: seed + 1000 * round, store: true, log }),
+      );
+      const ctx = { prisma: db.prisma, checkpointRoot: join(dir, 'checkpoints', `round-${round}`), progress: 'lines' as const, log };
+      const from = deployed;
+      const v = await time(`curve:${round}:train`, async () => {
+        const run = await createRun(ctx, {
+          algorithm: 'sweet',
+          preset: 'cpu-small',
+          train: trainConfig('cpu-small', { seed: seed + round, ...(maxStepsArg > 0 ? { maxSteps: maxStepsArg } : {}) }),
+          fromVersionId: from.id,
+          fromVersionName: from.name,
+          fromCheckpoint: from.checkpointPath!,
+          kind: 'backend',
+          ratingWeight: 0,
+          includeSimulated: true,
+        });
+        return executeRun(ctx, run.id);
+      });
+      deployed = await deployPolicyByName(db, 'bench', v.name);
+      const games = await time(`curve:${round}:eval`, () => play(deployed));
+      const r = summarise(deployed.name, 'backend', games);
+      const c = comparePaired({ version: deployed.name, games }, played[0]!, { kind: 'backend', seed });
+      const sessions = curve[curve.length - 1]!.sessions + more.length;
+      curve.push({ round, version: deployed.name, testsPassed: r.score, success: r.success, sessions, vsZeroShot: { difference: c.score.difference, p: c.score.wilcoxon.pValue } });
+      log(`round ${round}: collected ${more.length} more sessions, deployed ${deployed.name}: ${formatPercent(r.score)} tests passed`);
+    } catch (err) {
+      log(`round ${round}: stopped: ${(err as Error).message}`);
+      break;
+    }
+  }
 
   const label = (name: string) => (name === 'zero-shot' ? 'zero-shot (starter)' : name.startsWith('rft') ? 'rejection FT' : name.startsWith('mtdpo') ? 'multi-turn DPO' : 'SWEET-RL');
-  console.log(`\nColBench-mini backend, ${testTasks} held-out tasks x ${evalPerTask} games, rule-based simulator (95% intervals)`);
-  console.log(`${'policy'.padEnd(22)} ${'success rate %'.padEnd(24)} ${'% tests passed'.padEnd(24)} turns`);
-  for (const r of reports) {
-    console.log(`${label(r.version).padEnd(22)} ${formatPercent(r.success).padEnd(24)} ${formatPercent(r.score).padEnd(24)} ${r.meanAgentTurns.toFixed(2)}`);
+  console.log(`\nColBench-mini backend, ${testTasks} held-out tasks x ${evalPerTask} games, rule-based simulator (95% intervals; differences are paired, against zero-shot on the same games)`);
+  console.log(`${'policy'.padEnd(22)} ${'success rate %'.padEnd(20)} ${'% tests passed'.padEnd(20)} ${'turns'.padEnd(6)} ${'Δ success (McNemar)'.padEnd(34)} Δ tests passed (Wilcoxon)`);
+  reports.forEach((r, i) => {
+    const c = paired[i];
+    const dSuccess = c ? `${formatDifference(c.success.difference)} ${formatP(c.success.mcnemar.pValue)}` : '';
+    const dScore = c ? `${formatDifference(c.score.difference)} ${formatP(c.score.wilcoxon.pValue)}` : '';
+    console.log(`${label(r.version).padEnd(22)} ${formatPercent(r.success).padEnd(20)} ${formatPercent(r.score).padEnd(20)} ${r.meanAgentTurns.toFixed(2).padEnd(6)} ${dSuccess.padEnd(34)} ${dScore}`);
+  });
+  console.log(
+    `${testTasks * evalPerTask} paired games give ${(power * 100).toFixed(0)}% power to detect +10 points of success rate over zero-shot at alpha 0.05 ` +
+      `(McNemar, independent-games discordance ${(plan.discordance * 100).toFixed(1)}%); 80% power needs ${plan.games} games.`,
+  );
+  console.log(`\nLearning curve of the closed loop (collect ${trainTasks * perTask} sessions -> SWEET-RL from the deployed policy -> deploy), held-out % tests passed:`);
+  for (const p of curve) {
+    const d = p.vsZeroShot ? `; vs zero-shot ${formatDifference(p.vsZeroShot.difference)} points, ${formatP(p.vsZeroShot.p)}` : '';
+    console.log(`  round ${p.round} (${p.version}, ${p.sessions} training sessions): ${formatPercent(p.testsPassed)}, success ${formatPercent(p.success)}${d}`);
   }
+  if (curve.length > 1) await drawCurve(curve, dir);
+  const diff = (c: PairedComparison | null) =>
+    c && { success: { difference: c.success.difference, p: c.success.mcnemar.pValue, aOnly: c.success.mcnemar.aOnly, bOnly: c.success.mcnemar.bOnly }, testsPassed: { difference: c.score.difference, p: c.score.wilcoxon.pValue } };
   console.log(
     JSON.stringify({
       bench: 'learning',
@@ -143,7 +245,9 @@ try {
       collectedSessions: collected.length,
       collectedMeanScore: meanTrain,
       evalGames: testTasks * evalPerTask,
-      results: reports.map((r) => ({ policy: label(r.version), version: r.version, success: r.success, testsPassed: r.score, successes: r.successes, meanAgentTurns: r.meanAgentTurns })),
+      power: { delta: 0.1, alpha: 0.05, power, gamesFor80: plan.games, discordance: plan.discordance },
+      results: reports.map((r, i) => ({ policy: label(r.version), version: r.version, success: r.success, testsPassed: r.score, successes: r.successes, meanAgentTurns: r.meanAgentTurns, vsZeroShot: diff(paired[i]!) })),
+      curve,
       training: trainSummaries,
       seconds: timings,
       totalSeconds: (Date.now() - t0) / 1000,

@@ -6,7 +6,10 @@ import { registerBotCommands } from './commands/bot.ts';
 import { registerDbCommands } from './commands/db.ts';
 import { registerDoctorCommands } from './commands/doctor.ts';
 import { registerExportCommands } from './commands/export.ts';
+import { registerImportCommands } from './commands/import.ts';
 import { registerModelCommands } from './commands/model.ts';
+import { registerPolicyCommands } from './commands/policy.ts';
+import { registerServeCommands } from './commands/serve.ts';
 import { registerTasksCommands } from './commands/tasks.ts';
 import { registerTrainerCommands } from './commands/trainer.ts';
 
@@ -22,6 +25,9 @@ export function buildProgram(): Command {
   registerModelCommands(program); // model logits|generate|starter
   registerTrainerCommands(program); // simulate, evaluate, train, trainer, deploy, rollback
   registerExportCommands(program); // export, report
+  registerPolicyCommands(program); // policy add|list
+  registerImportCommands(program); // import-sessions
+  registerServeCommands(program); // serve
   return program;
 }
 

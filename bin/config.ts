@@ -24,6 +24,10 @@ export const configSchema = z.object({
 
   // --- logging ---
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
+  LOG_FORMAT: z
+    .enum(['pretty', 'json'], { message: 'expected pretty or json' })
+    .default('pretty')
+    .describe('Logs on stderr: `pretty`, one readable line each (coloured on a terminal), or `json`, one pino JSON object a line for a log collector.'),
 
   // --- tasks and evaluation ---
   PYTHON_BIN: z.string().default('/usr/bin/python3').describe('Python used inside the sandbox for backend tests.'),
@@ -40,14 +44,32 @@ export const configSchema = z.object({
   CHECKPOINT_DIR: z.string().default('./data/checkpoints').describe('Where policy checkpoints and training state are written.'),
   SEED: z.coerce.number().int().default(1234).describe('Seed for the starter policy and generators.'),
   REWARD_RATING_WEIGHT: unit.default(0).describe('Weight of the human rating in the reward (0 = evaluation score only).'),
-  PROMOTION_MARGIN: z.coerce.number().default(0).describe('A candidate is deployed if its score >= deployed score - margin.'),
+  PROMOTION_ALPHA: z.coerce.number({ message: 'expected a number' }).gt(0, 'expected a number in (0, 0.5)').lt(0.5, 'expected a number in (0, 0.5)').default(0.05).describe('Significance level of the promotion gate\'s paired tests: a candidate is deployed only when it plays the same held-out games significantly better than the deployed version.'),
+  PROMOTION_MARGIN: unit.default(0).describe('Non-inferiority margin of the promotion gate on the score (fraction of tests passed / similarity): > 0 also deploys a candidate whose one-sided (1 - alpha) lower bound of the score difference is above -margin. 0: the candidate must be better.'),
+  PROMOTION_EFFECT: z.coerce.number({ message: 'expected a number' }).gt(0, 'expected a number in (0, 1)').lt(1, 'expected a number in (0, 1)').default(0.1).describe('Difference in success rate the promotion gate should detect; sets its number of games (unless --eval-episodes is given) by a power analysis of the paired success comparison.'),
+  PROMOTION_POWER: z.coerce.number({ message: 'expected a number' }).gt(0, 'expected a number in (0, 1)').lt(1, 'expected a number in (0, 1)').default(0.8).describe('Power the promotion gate\'s games count is chosen for (with PROMOTION_EFFECT and PROMOTION_ALPHA).'),
   TRAINER_MIN_NEW_SESSIONS: positiveInt.default(20).describe('New rated sessions the trainer service waits for before a run.'),
   TRAINER_POLL_SECONDS: positiveInt.default(60).describe('How often the trainer service looks for new data.'),
+  TRAINER_DATA: z.enum(['human', 'simulated', 'both']).default('both').describe('Which sessions training runs use unless `sweetloop train --data` says otherwise: people only, simulated collaborators only, or both.'),
+  TRAINER_SIMULATED_WEIGHT: z.coerce.number({ message: 'expected a number' }).gt(0, 'expected a number in (0, 1]').max(1, 'expected a number in (0, 1]').default(1).describe('With TRAINER_DATA=both: the share of simulated sessions kept (each one in or out by a fixed seeded draw); 1 keeps them all.'),
+  TRAINER_MIN_QUALITY: unit.optional().describe('Leave out the sessions of people whose collaborator-quality score (0-1, see /mod participants) is below this. Unset: no threshold.'),
+  TRAINER_MIN_RATING: z.coerce.number({ message: 'expected a number' }).min(1, 'expected a number from 1 to 5').max(5, 'expected a number from 1 to 5').optional().describe('Leave out human sessions rated below this (and unrated ones). Unset: no threshold.'),
 
   // --- bot ---
   DISCORD_TOKEN: z.string().min(1).optional().describe('Bot token (never logged). Unset: `npm start` runs the console channel.'),
   DISCORD_APPLICATION_ID: snowflake.optional().describe('Application id, needed to register slash commands.'),
-  DISCORD_GUILD_IDS: csv.pipe(z.array(snowflake)).default([]).describe('Comma-separated guild ids: commands are registered per guild (instant) instead of globally.'),
+  DISCORD_GUILD_IDS: csv.pipe(z.array(snowflake)).default([]).describe('Comma-separated guild ids: the allowlist. Commands are registered in these guilds only; the bot ignores and leaves every other guild. Empty: any guild, commands registered globally.'),
+  DISCORD_OPERATOR_IDS: csv.pipe(z.array(snowflake)).default([]).describe('Comma-separated user ids of operators: they may deploy, roll back, pause, run experiments, ban everywhere and export every guild\'s sessions.'),
+  DISCORD_OPERATOR_ROLE_IDS: csv.pipe(z.array(snowflake)).default([]).describe('Comma-separated role ids whose members are operators (in any allowed guild).'),
+  DISCORD_MODERATOR_ROLE_IDS: csv.pipe(z.array(snowflake)).default([]).describe('Comma-separated role ids whose members moderate their guild (besides members with Manage Server): statistics, export, flags and bans within that guild.'),
+  LIMIT_SESSIONS_PER_DAY: positiveInt.default(20).describe('Sessions one person may start in any 24 hours.'),
+  LIMIT_MESSAGES_PER_MINUTE: positiveInt.default(6).describe('Replies one person may send in any minute.'),
+  LIMIT_MESSAGE_CHARS: positiveInt.default(1000).describe('Characters in one reply (the protocol\'s caps per task kind, 400 backend and 1000 frontend, apply too; the lower wins).'),
+  HEALTH_PORT: z.coerce.number({ message: 'expected a port number' }).int().min(0).max(65535).default(9464).describe('Port of the bot\'s /health/live, /health/ready and /metrics (Prometheus) endpoints; 0: off.'),
+  HEALTH_HOST: z.string().default('0.0.0.0').describe('Address the health and metrics endpoints listen on.'),
+  PRIVACY_KEY: z.string().min(16, 'expected at least 16 characters').optional().describe('Secret of the keyed hash that stands for a deleted person (so a ban still applies without their id; never logged). Unset: EXPORT_SALT is used.'),
+  PRIVACY_SCAN_DIRS: csv.default(['./data/exports', './data/console']).describe('Comma-separated folders (besides CHECKPOINT_DIR) searched for a deleted person\'s text by /privacy delete and `sweetloop privacy delete`.'),
+  SHUTDOWN_DEADLINE_SECONDS: positiveInt.default(30).describe('On SIGTERM the bot stops taking new turns, finishes those in flight and exits within this many seconds, whatever is unreachable.'),
   DISCORD_API_BASE: z.string().url('expected an http(s) URL').default('https://discord.com/api').describe('REST base URL handed to discord.js (a proxy or a local server).'),
   SESSION_IDLE_MINUTES: positiveInt.default(30).describe('An active session with no activity for this long expires.'),
   MAX_TURNS: positiveInt.max(50).default(10).describe('Agent turns per session (ColBench: 10).'),
@@ -56,7 +78,13 @@ export const configSchema = z.object({
     .default(
       'Sweetloop records this conversation, your ratings and your Discord id (pseudonymised in exports) to train and evaluate collaborative AI agents. You can withdraw at any time with /privacy delete, which removes your data.',
     )
-    .describe('Shown before a person\'s first session; they must accept it.'),
+    .describe('Shown before a person\'s first session on Discord; they must accept it.'),
+  CONSOLE_CONSENT_TEXT: z
+    .string()
+    .default(
+      'Sweetloop records this conversation and your ratings, under your user name on this computer (pseudonymised in exports), to train and evaluate collaborative AI agents. They stay in this installation\'s database until its operator exports or deletes them.',
+    )
+    .describe('Shown before the first console session (`npm start` without DISCORD_TOKEN, `sweetloop console`); it must be accepted.'),
 
   // --- exports ---
   EXPORT_SALT: z.string().min(8, 'expected at least 8 characters').default('sweetloop-dev-salt').describe('Salt for participant pseudonyms in exports (set your own in production).'),

@@ -1,5 +1,6 @@
 // `sweetloop doctor`: checks each thing Sweetloop needs from the machine, by using it, and says how to fix
-// what is missing. Every check is independent: one failing does not hide the others.
+// what is missing. Every check is independent: one failing does not hide the others. `sweetloop start` runs
+// the tool checks too (toolChecks) and prints one summary of what is missing (missingToolsSummary).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -14,6 +15,10 @@ export interface CheckResult {
   detail: string;
   /** One line: what to do about a warn/fail. */
   fix?: string;
+  /** The Debian package that fixes a fail by being installed (absent when installing is not the fix). */
+  apt?: string;
+  /** What does not work while this check fails. */
+  affects?: string;
 }
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -145,11 +150,17 @@ export async function checkTfjs(config: Config): Promise<CheckResult> {
   }
 }
 
-export async function checkChromium(config: Config): Promise<CheckResult> {
+/** `render: false` only checks that the executable runs (fast, for `sweetloop start`); the default renders a page. */
+export async function checkChromium(config: Config, opts: { render?: boolean } = {}): Promise<CheckResult> {
   const path = config.CHROMIUM_PATH;
   const fix = `apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium/Chrome executable`;
-  if (!existsSync(path)) return { name: 'chromium', status: 'fail', detail: `${path} does not exist (frontend tasks cannot be rendered)`, fix };
+  const affects = 'frontend tasks are off (pages cannot be rendered)';
+  if (!existsSync(path)) return { name: 'chromium', status: 'fail', detail: `${path} does not exist`, fix, apt: 'chromium', affects };
   const version = await run(path, ['--version'], 30_000);
+  if (opts.render === false) {
+    if (version.code === 0) return { name: 'chromium', status: 'ok', detail: firstLine(version.stdout) || path };
+    return { name: 'chromium', status: 'fail', detail: `${path} --version failed: ${version.error ?? (firstLine(version.stderr) || `exit ${version.code}`)}`, fix, affects };
+  }
   // Rendering a page is the real test: a binary that prints its version can still lack libraries or fonts.
   const render = await run(
     path,
@@ -164,13 +175,15 @@ export async function checkChromium(config: Config): Promise<CheckResult> {
     status: 'fail',
     detail: `${path} could not render a page: ${render.error ?? firstLine(render.stderr) ?? `exit ${render.code}`}`,
     fix,
+    affects,
   };
 }
 
 export async function checkBubblewrap(config: Config): Promise<CheckResult> {
   const bwrap = config.BWRAP_BIN;
   const installFix = 'apt-get install bubblewrap (the backend evaluator runs candidate code only inside it)';
-  if (!existsSync(bwrap)) return { name: 'bubblewrap', status: 'fail', detail: `${bwrap} does not exist`, fix: installFix };
+  const affects = 'backend answers cannot be scored (they are kept, and scored by a later start once it works)';
+  if (!existsSync(bwrap)) return { name: 'bubblewrap', status: 'fail', detail: `${bwrap} does not exist`, fix: installFix, apt: 'bubblewrap', affects };
   const r = await run(bwrap, ['--ro-bind', '/', '/', '--unshare-all', '--die-with-parent', 'true'], 30_000);
   if (r.code === 0) return { name: 'bubblewrap', status: 'ok', detail: `${bwrap}: a sandbox with no network and private namespaces starts` };
   return {
@@ -178,16 +191,18 @@ export async function checkBubblewrap(config: Config): Promise<CheckResult> {
     status: 'fail',
     detail: `${bwrap} --unshare-all failed: ${r.error ?? (firstLine(r.stderr) || `exit ${r.code}`)}`,
     fix: 'allow user namespaces (sysctl kernel.unprivileged_userns_clone=1), or in a container run it with --privileged or a seccomp/AppArmor profile that permits them',
+    affects,
   };
 }
 
 export async function checkPython(config: Config): Promise<CheckResult> {
   const py = config.PYTHON_BIN;
   const fix = 'apt-get install python3 (or set PYTHON_BIN to a Python 3 interpreter outside pyenv shims)';
-  if (!existsSync(py)) return { name: 'python3', status: 'fail', detail: `${py} does not exist (backend tasks cannot be scored)`, fix };
+  const affects = 'backend answers cannot be scored (they are kept, and scored by a later start once it works)';
+  if (!existsSync(py)) return { name: 'python3', status: 'fail', detail: `${py} does not exist`, fix, apt: 'python3', affects };
   const r = await run(py, ['-c', 'import sys, json, ast; print(sys.version.split()[0])'], 30_000);
   if (r.code === 0 && /^3\./.test(r.stdout.trim())) return { name: 'python3', status: 'ok', detail: `${py}: Python ${r.stdout.trim()}` };
-  return { name: 'python3', status: 'fail', detail: `${py} did not run as Python 3: ${r.error ?? (firstLine(r.stderr) || r.stdout.trim())}`, fix };
+  return { name: 'python3', status: 'fail', detail: `${py} did not run as Python 3: ${r.error ?? (firstLine(r.stderr) || r.stdout.trim())}`, fix, affects };
 }
 
 export interface DoctorReport {
@@ -218,9 +233,47 @@ export async function runDoctor(env: Record<string, string | undefined>, opts: {
 
 export function formatReport(report: DoctorReport): string {
   const mark = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' } as const;
-  const lines = report.checks.flatMap((c) => [`[${mark[c.status]}] ${c.name}: ${c.detail}`, ...(c.fix && c.status !== 'ok' ? [`       fix: ${c.fix}`] : [])]);
+  const lines = report.checks.flatMap((c) => [`[${mark[c.status]}] ${c.name}: ${c.detail}${c.affects && c.status !== 'ok' ? `; ${c.affects}` : ''}`, ...(c.fix && c.status !== 'ok' ? [`       fix: ${c.fix}`] : [])]);
   const failed = report.checks.filter((c) => c.status === 'fail').length;
   const warned = report.checks.filter((c) => c.status === 'warn').length;
   lines.push(failed ? `${failed} check(s) failed, ${warned} warning(s).` : `All checks passed${warned ? ` (${warned} warning(s))` : ''}.`);
+  return lines.join('\n');
+}
+
+/**
+ * The checks of the tools sessions use (Chromium, bubblewrap, python3), at once and quickly (Chromium is only
+ * started, not asked to render): what `sweetloop start` runs before serving anyone.
+ */
+export async function toolChecks(config: Config): Promise<CheckResult[]> {
+  const guarded = (name: string, fn: () => Promise<CheckResult>) =>
+    fn().catch((err: Error): CheckResult => ({ name, status: 'fail', detail: `check crashed: ${err.message}` }));
+  return Promise.all([
+    guarded('chromium', () => checkChromium(config, { render: false })),
+    guarded('bubblewrap', () => checkBubblewrap(config)),
+    guarded('python3', () => checkPython(config)),
+  ]);
+}
+
+/** The one command that installs every missing Debian package of `checks`, or null when none is missing. */
+export function installCommand(checks: readonly CheckResult[], asRoot: boolean): string | null {
+  const packages = [...new Set(checks.filter((c) => c.status === 'fail' && c.apt).map((c) => c.apt!))];
+  return packages.length ? `${asRoot ? '' : 'sudo '}apt-get install -y ${packages.join(' ')}` : null;
+}
+
+/**
+ * What a person reads at start when tools are missing: each one with what it stops, then the single command
+ * that installs them (and the fix of any failure that installing does not cure). null when nothing failed.
+ */
+export function missingToolsSummary(checks: readonly CheckResult[], asRoot: boolean): string | null {
+  const failed = checks.filter((c) => c.status === 'fail');
+  if (failed.length === 0) return null;
+  const install = installCommand(failed, asRoot);
+  const lines = [
+    'Sweetloop starts, but this machine lacks what some of it needs:',
+    ...failed.map((c) => `  - ${c.name}: ${c.detail}; ${c.affects ?? 'see `npx sweetloop doctor`'}.`),
+    ...(install ? ['Install with (Debian/Ubuntu):', `  ${install}`] : []),
+    ...failed.filter((c) => !c.apt && c.fix).map((c) => `To fix ${c.name}: ${c.fix}`),
+    '`npx sweetloop doctor` checks everything again.',
+  ];
   return lines.join('\n');
 }

@@ -3,7 +3,7 @@
 import { resolve, join } from 'node:path';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import type { Logger } from '../prisma/logger.ts';
+import type { Logger } from '../tasks/logger.ts';
 import { deployedPolicy } from '../prisma/policy-store.ts';
 
 export async function migrateDatabase(db: Database, log?: Logger): Promise<string[]> {
@@ -33,8 +33,9 @@ export interface PolicySetup {
 
 /**
  * Makes sure a policy is deployed. If one already is, it is kept (a deployment made by a moderator or the
- * trainer wins). Otherwise the configured model directory, or the starter policy (built on first run), is
- * registered as a PolicyVersion and deployed.
+ * trainer wins). Otherwise the configured model directory, or the starter policy (on first run copied from the
+ * build the repository ships for the seed, or trained when it ships none), is registered as a PolicyVersion and
+ * deployed.
  */
 export async function ensureDeployedPolicy(db: Database, setup: PolicySetup): Promise<PolicyVersion> {
   const current = await deployedPolicy(db.prisma);

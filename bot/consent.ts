@@ -32,6 +32,9 @@ export async function withdrawAndDelete(prisma: PrismaClient, externalId: string
     const p = await tx.participant.findUnique({ where: { discordUserId: externalId } });
     if (!p) return { sessions: 0, ratings: 0 };
     const ratings = await tx.rating.deleteMany({ where: { raterId: p.id } });
+    // What was derived from the person's data, or judged by them, goes too (their sessions' quality cascades).
+    await tx.preference.deleteMany({ where: { raterId: p.id } });
+    await tx.participantQuality.deleteMany({ where: { participantId: p.id } });
     const sessions = await tx.session.deleteMany({ where: { participantId: p.id } });
     const now = new Date();
     await tx.participant.update({

@@ -114,7 +114,7 @@ export class ConsoleChannel {
         try {
           const started = await engine.start(person, kind, {}, this.hooks);
           sessionId = started.sessionId;
-          this.print(`\nSession ${sessionId.slice(0, 8)} (${started.kind}, policy ${started.policyName}).`);
+          this.print(`\nSession ${sessionId.slice(0, 8)} (${started.kind}, ${started.blind ? 'agent version not shown during an experiment' : `policy ${started.policyName}`}).`);
           this.print(`Your request, as the agent sees it:\n  ${started.description}`);
           await this.showHidden(sessionId, started.targetPng);
         } catch (err) {

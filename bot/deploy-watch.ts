@@ -3,7 +3,7 @@
 // connection was down (and deployments made by another process on PGlite, which has no cross-process NOTIFY).
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { Database } from '../prisma/db.ts';
-import type { Logger } from '../prisma/logger.ts';
+import type { Logger } from '../tasks/logger.ts';
 import { deployedPolicy, POLICY_CHANNEL } from '../prisma/policy-store.ts';
 
 export class PolicyWatcher {

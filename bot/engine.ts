@@ -42,17 +42,23 @@ import {
   endSession,
   outcomeOf,
   recordComment,
+  markRatingAsked,
+  markResultShown,
   recordEvaluation,
   recordRating,
 } from '../prisma/session-store.ts';
 import { taskContent } from '../prisma/task-store.ts';
-import type { Logger } from '../prisma/logger.ts';
+import type { Logger } from '../tasks/logger.ts';
 import { neededKind, NoTaskAvailableError, pickTask } from './assign.ts';
+import { assignSession } from './experiments.ts';
+import { goldAgent, goldSource } from './gold.ts';
 import { acceptConsent, findParticipant, hasConsent } from './consent.ts';
 import type { PolicyWatcher } from './deploy-watch.ts';
 import type { Evaluate, EvaluationOutcome, RenderPage } from './evaluator.ts';
+import { erasedId } from './privacy.ts';
+import { messageLimitRefusal, sessionLimitRefusal, type Limits } from './limits.ts';
 import { KeyedMutex } from './locks.ts';
-import { audit, isPaused } from './moderation.ts';
+import { audit, isBannedIn, isPaused } from './moderation.ts';
 import { withDbRetry } from './retry.ts';
 
 export type Channel = 'discord' | 'console' | 'simulated';
@@ -71,6 +77,10 @@ export interface EngineOptions {
   dbRetryMs?: number;
   /** First and longest wait between tries of a turn while the agent's server is unavailable. */
   agentRetryMs?: { initial: number; max: number };
+  /** Per-person limits (bot/limits.ts); unset: none. */
+  limits?: Limits;
+  /** Secret of the keyed hash a deleted person is kept under (bot/privacy.ts), so that their ban still applies. */
+  erasureKey?: string;
 }
 
 export interface EngineDeps {
@@ -82,9 +92,19 @@ export interface EngineDeps {
   /** Renders frontend pages (target screenshots and drafts). Without it, frontend sessions are refused. */
   render?: RenderPage;
   log?: Logger;
+  /** Told what happened, for the bot's metrics (bot/health.ts). */
+  observer?: EngineObserver;
 }
 
-export type RefusalReason = 'no-consent' | 'banned' | 'paused' | 'active-session' | 'no-policy' | 'no-task' | 'no-renderer';
+/** What the engine reports as it works (counts and latencies; never any text). */
+export interface EngineObserver {
+  /** An agent turn was generated and stored, taking `ms` (model time included). */
+  agentTurn?(ms: number): void;
+  humanTurn?(): void;
+  evaluationFailed?(): void;
+}
+
+export type RefusalReason = 'no-consent' | 'banned' | 'paused' | 'active-session' | 'no-policy' | 'no-task' | 'no-renderer' | 'limit';
 
 /** The engine will not do what was asked; `message` is meant for the person. */
 export class RefusedError extends Error {
@@ -144,6 +164,8 @@ export interface StartedSession {
   kind: TaskKind;
   description: string;
   policyName: string;
+  /** In an A/B experiment: the person must not be told which version plays (policyName is for logs only). */
+  blind: boolean;
   view: CollaboratorView;
   /** Frontend: the screenshot of the target page (shown to the person only). */
   targetPng?: Buffer;
@@ -206,6 +228,10 @@ export class SessionEngine {
     return this.deps.db.prisma;
   }
 
+  private get observer(): EngineObserver | undefined {
+    return this.deps.observer;
+  }
+
   private retry<T>(fn: () => Promise<T>, hooks?: Hooks): Promise<T> {
     return withDbRetry(fn, {
       giveUpAfterMs: this.options.dbRetryMs ?? 15 * 60_000,
@@ -238,7 +264,10 @@ export class SessionEngine {
   async start(person: Person, kindWanted: TaskKind | null, where: { guildId?: string; channelId?: string } = {}, hooks?: Hooks): Promise<StartedSession> {
     return this.personLock.run(person.externalId, async () => {
       const p = await this.retry(() => findParticipant(this.prisma, person.externalId), hooks);
-      if (p?.banned) throw new RefusedError('banned', 'You are not allowed to take part in sessions.');
+      if (p && isBannedIn(p, where.guildId)) throw new RefusedError('banned', 'You are not allowed to take part in sessions.');
+      const key = this.options.erasureKey;
+      const erased = key ? await this.retry(() => findParticipant(this.prisma, erasedId(key, person.externalId)), hooks) : null;
+      if (erased && isBannedIn(erased, where.guildId)) throw new RefusedError('banned', 'You are not allowed to take part in sessions.');
       if (!hasConsent(p)) throw new RefusedError('no-consent', 'Please accept the data-collection notice first.');
       const participant = p!;
       if (await this.retry(() => isPaused(this.prisma), hooks)) {
@@ -247,6 +276,11 @@ export class SessionEngine {
       const active = await this.retry(() => this.prisma.session.findFirst({ where: { participantId: participant.id, status: 'active' } }), hooks);
       if (active) {
         throw new RefusedError('active-session', 'You already have a session running. Finish it, or end it with /task stop.', active.id);
+      }
+      const limits = this.options.limits;
+      if (limits) {
+        const refusal = await this.retry(() => sessionLimitRefusal(this.prisma, participant.id, limits), hooks);
+        if (refusal) throw new RefusedError('limit', refusal);
       }
       const policy = this.deps.policies.deployed ?? (await this.deps.policies.refresh());
       if (!policy) throw new RefusedError('no-policy', 'No agent is deployed yet. Please try again later.');
@@ -261,12 +295,19 @@ export class SessionEngine {
         if (err instanceof NoTaskAvailableError) throw new RefusedError('no-task', err.message);
         throw err;
       }
+      // Now and then a gold check replays a known session's agent (bot/gold.ts); otherwise a running A/B
+      // experiment decides which version plays (bot/experiments.ts). The session keeps what it was given.
+      const goldSourceId = kind === 'backend' ? await this.retry(() => goldSource(this.prisma, taskId, Math.random()), hooks) : null;
+      const assigned = goldSourceId ? null : await this.retry(() => assignSession(this.prisma, taskId), hooks);
+      const playing = assigned?.policy ?? policy;
       const session = await this.retry(
         () =>
           createSession(this.prisma, {
             taskId,
             participantId: participant.id,
-            policyVersionId: policy.id,
+            policyVersionId: goldSourceId ? null : playing.id,
+            ...(assigned ? { experimentId: assigned.experimentId, arm: assigned.arm } : {}),
+            ...(goldSourceId ? { goldSourceId } : {}),
             channel: this.options.channel,
             simulated: this.options.channel === 'simulated',
             guildId: where.guildId ?? null,
@@ -281,11 +322,12 @@ export class SessionEngine {
         taskId,
         kind,
         description: content.description,
-        policyName: policy.name,
+        policyName: playing.name,
+        blind: assigned !== null || goldSourceId !== null,
         view,
       };
       if (view.kind === 'frontend') started.targetPng = await this.deps.render!(view.targetHtml);
-      this.deps.log?.info({ session: session.id, kind, task: taskId, policy: policy.name }, 'session started');
+      this.deps.log?.info({ session: session.id, kind, task: taskId, policy: goldSourceId ? null : playing.name, arm: assigned?.arm, gold: goldSourceId }, 'session started');
       return started;
     });
   }
@@ -348,8 +390,8 @@ export class SessionEngine {
     const agentTurnIndex = turns.filter((t) => t.role === 'agent').length;
     const maxTurns = this.options.maxTurns;
     const policy = s.policyVersion ?? this.deps.policies.deployed;
-    if (!policy) throw new Error(`session ${sessionId} has no policy and none is deployed`);
-    const agent = await this.agentFor(policy);
+    if (!policy && !s.goldSourceId) throw new Error(`session ${sessionId} has no policy and none is deployed`);
+    const agent = s.goldSourceId ? await this.retry(() => goldAgent(this.prisma, s.goldSourceId!), hooks) : await this.agentFor(policy!);
     const content = taskContent(s.task);
     const dialogue = buildDialogue(content, turns, { maxTurns });
 
@@ -387,7 +429,8 @@ export class SessionEngine {
     }
     const parsed = parseAgentMessage(text, { kind: content.kind, turnIndex: agentTurnIndex, maxTurns });
     const done = reply;
-    const turn = await this.retry(
+    const turn = await this.storeUnlessGone(sessionId, () =>
+      this.retry(
       () =>
         appendAgentTurn(
           this.prisma,
@@ -403,8 +446,22 @@ export class SessionEngine {
           parsed.type === 'answer' ? { answer: parsed.answer ?? '', endReason: parsed.fallback ? 'turn-limit' : 'answered' } : undefined,
         ),
       hooks,
+      ),
     );
+    if (!turn) return null; // the session was deleted while the agent wrote (/privacy delete): nothing to show
+    this.observer?.agentTurn?.(modelMs);
     return this.toStep(s, turn, parsed, agentTurnIndex, modelMs);
+  }
+
+  /** Runs a write for a session; null (instead of the database's error) when the session no longer exists. */
+  private async storeUnlessGone<T>(sessionId: string, write: () => Promise<T>): Promise<T | null> {
+    try {
+      return await write();
+    } catch (err) {
+      const gone = await this.prisma.session.findUnique({ where: { id: sessionId }, select: { id: true } }).then((x) => !x, () => false);
+      if (gone) return null;
+      throw err;
+    }
   }
 
   /**
@@ -476,7 +533,8 @@ export class SessionEngine {
 
   /** Records the channel's id of the message that showed an agent turn (it has reached the person). */
   async markShown(turnId: string, externalMessageId: string, hooks?: Hooks): Promise<void> {
-    await this.retry(() => this.prisma.turn.update({ where: { id: turnId }, data: { externalMessageId } }), hooks);
+    // updateMany: a turn deleted meanwhile (/privacy delete) is nothing to record, not an error.
+    await this.retry(() => this.prisma.turn.updateMany({ where: { id: turnId }, data: { externalMessageId } }), hooks);
   }
 
   /**
@@ -504,8 +562,15 @@ export class SessionEngine {
         } catch (err) {
           throw new TurnRejectedError((err as Error).message);
         }
+        const limits = this.options.limits;
+        if (limits) {
+          const refusal = await this.retry(() => messageLimitRefusal(this.prisma, s.participantId, content.length, limits), hooks);
+          if (refusal) throw new TurnRejectedError(refusal);
+        }
         try {
-          const turn = await this.retry(() => appendHumanTurn(this.prisma, sessionId, { content, externalMessageId }), hooks);
+          const turn = await this.storeUnlessGone(sessionId, () => this.retry(() => appendHumanTurn(this.prisma, sessionId, { content, externalMessageId }), hooks));
+          if (!turn) throw new TurnRejectedError('This session no longer exists.');
+          this.observer?.humanTurn?.();
           return { duplicate: false, turnId: turn.id };
         } catch (err) {
           const e = toDatabaseError(err);
@@ -630,7 +695,7 @@ export class SessionEngine {
   async pendingWork(): Promise<PendingWork[]> {
     const sessions = await this.retry(() =>
       this.prisma.session.findMany({
-        where: { channel: this.options.channel, OR: [{ status: 'active' }, { status: 'answered', evaluation: null }] },
+        where: { channel: this.options.channel, OR: [{ status: 'active' }, { status: 'answered', OR: [{ resultShownAt: null }, { ratingAskedAt: null }] }] },
         include: { turns: { orderBy: { index: 'asc' } } },
         orderBy: { startedAt: 'asc' },
       }),
@@ -643,6 +708,24 @@ export class SessionEngine {
       else if (!last || last.role === 'human') work.push({ kind: 'agent', session });
     }
     return work;
+  }
+
+  /**
+   * Active sessions of this channel waiting for the person's reply to a shown agent message, with that
+   * message's channel id: a restarted channel reads what the person sent after it while it was down.
+   */
+  async awaitingReplies(): Promise<{ session: Session; owner: string; after: string }[]> {
+    const sessions = await this.retry(() =>
+      this.prisma.session.findMany({
+        where: { channel: this.options.channel, status: 'active' },
+        include: { turns: { where: { role: { not: 'system' } }, orderBy: { index: 'desc' }, take: 1 }, participant: { select: { discordUserId: true } } },
+        orderBy: { startedAt: 'asc' },
+      }),
+    );
+    return sessions.flatMap(({ turns, participant, ...session }) => {
+      const last = turns[0];
+      return last?.role === 'agent' && last.externalMessageId ? [{ session, owner: participant.discordUserId, after: last.externalMessageId }] : [];
+    });
   }
 
   // ------------------------------------------------------------------------------------------ the turn script
@@ -664,8 +747,7 @@ export class SessionEngine {
         continue;
       }
       if (s.status === 'answered') {
-        const evaluated = await this.retry(() => this.prisma.evaluation.findUnique({ where: { sessionId }, select: { id: true } }), hooks);
-        if (!evaluated) await this.finish(sessionId, view, hooks);
+        await this.finish(s, view, hooks);
         return 'awaiting-rating';
       }
       if (s.status !== 'active') return 'ended';
@@ -701,16 +783,32 @@ export class SessionEngine {
     await this.markShown(step.turnId, shownAs, hooks);
   }
 
-  private async finish(sessionId: string, view: SessionView, hooks?: Hooks): Promise<void> {
-    await view.typing?.().catch(() => {});
-    try {
-      await view.showResult(await this.evaluate(sessionId, hooks));
-    } catch (err) {
-      // The answer is stored; a later advance() (or the next start) scores it. The rating need not wait.
-      this.deps.log?.error({ err: (err as Error).message, session: sessionId }, 'evaluation failed');
-      await view.showResult({ sessionId, error: (err as Error).message });
+  /**
+   * Shows what an answered session still owes: the result, then the rating prompt, each recorded once shown
+   * (a restart between a post and its record re-posts it; the view makes that post idempotent).
+   */
+  private async finish(s: Session, view: SessionView, hooks?: Hooks): Promise<void> {
+    const sessionId = s.id;
+    if (!s.resultShownAt) {
+      await view.typing?.().catch(() => {});
+      let result: EvaluatedSession | null = null;
+      try {
+        result = await this.evaluate(sessionId, hooks);
+      } catch (err) {
+        // The answer is stored; a later advance() (or the next start) scores it. The rating need not wait.
+        this.deps.log?.error({ err: (err as Error).message, session: sessionId }, 'evaluation failed');
+        this.observer?.evaluationFailed?.();
+        await view.showResult({ sessionId, error: 'evaluation failed' });
+      }
+      if (result) {
+        await view.showResult(result);
+        await this.retry(() => markResultShown(this.prisma, sessionId), hooks);
+      }
     }
-    await view.askRating(sessionId);
+    if (!s.ratingAskedAt) {
+      await view.askRating(sessionId);
+      await this.retry(() => markRatingAsked(this.prisma, sessionId), hooks);
+    }
   }
 
   /**

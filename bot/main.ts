@@ -3,9 +3,11 @@
 // `console`. Nothing here reads the environment or imports bin/.
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import type { Logger } from '../prisma/logger.ts';
+import type { Logger } from '../tasks/logger.ts';
 import { openDatabase, type Database } from '../prisma/db.ts';
 import { consoleIdentity, ensureDeployedPolicy, migrateDatabase, seedTasksIfEmpty } from './bootstrap.ts';
+import type { Limits } from './limits.ts';
+import { BotMetrics, startHealthServer } from './health.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
 
 /** What the bot needs from the configuration (bin/config.ts documents each). */
@@ -23,7 +25,27 @@ export interface BotSettings {
   chromiumPath: string;
   consentText: string;
   exportSalt: string;
-  discord: { token: string; apiBase: string; guildIds: string[] } | null;
+  discord: DiscordSettings | null;
+  /** Per-person limits (bot/limits.ts). */
+  limits: Limits;
+  /** Where /health and /metrics listen (bot/health.ts); null: not served. */
+  health: { port: number; host: string } | null;
+  /** How long a SIGTERM may take: in-flight turns are finished within it, then the process exits regardless. */
+  shutdownDeadlineMs: number;
+  /** Deletions (bot/privacy.ts): the keyed hash's secret, and folders besides checkpointDir searched for a deleted person's text. */
+  privacy: { key: string; dirs: string[] };
+  /** EXPORT_SALT is the development default (a Discord bot refuses to export with it). */
+  exportSaltIsDefault: boolean;
+}
+
+export interface DiscordSettings {
+  token: string;
+  apiBase: string;
+  /** The allowlist of guilds (empty: any). */
+  guildIds: string[];
+  operatorIds: string[];
+  operatorRoleIds: string[];
+  moderatorRoleIds: string[];
 }
 
 async function prepare(config: BotSettings, log: Logger, progress: 'bar' | 'lines' | 'none'): Promise<Database> {
@@ -39,7 +61,7 @@ async function prepare(config: BotSettings, log: Logger, progress: 'bar' | 'line
   }
 }
 
-function runtimeFor(config: BotSettings, db: Database, log: Logger, channel: 'discord' | 'console'): Promise<Runtime> {
+function runtimeFor(config: BotSettings, db: Database, log: Logger, channel: 'discord' | 'console', observer?: BotMetrics): Promise<Runtime> {
   return createRuntime({
     channel,
     db,
@@ -50,6 +72,9 @@ function runtimeFor(config: BotSettings, db: Database, log: Logger, channel: 'di
     bwrapPath: config.bwrapPath,
     pythonPath: config.pythonPath,
     chromiumPath: config.chromiumPath,
+    limits: config.limits,
+    privacy: { key: config.privacy.key, dirs: [config.checkpointDir, ...config.privacy.dirs] },
+    ...(observer ? { observer } : {}),
   });
 }
 
@@ -66,19 +91,45 @@ export async function runDiscord(config: BotSettings, log: Logger, prepared?: Da
   const discord = config.discord;
   if (!discord) throw new Error('DISCORD_TOKEN is not set: the Discord bot needs a bot token (or run `sweetloop console`).');
   const db = prepared ?? (await prepare(config, log, 'lines'));
-  const rt = await runtimeFor(config, db, log, 'discord');
+  const metrics = new BotMetrics(() => db.prisma.session.count({ where: { status: 'active', channel: 'discord' } }));
+  const rt = await runtimeFor(config, db, log, 'discord', metrics);
   const { DiscordBot } = await import('./discord/bot.ts');
   const bot = new DiscordBot(rt.engine, rt.services, {
     ...discord,
     consentText: config.consentText,
     exportSalt: config.exportSalt,
+    exportSaltIsDefault: config.exportSaltIsDefault,
+    metrics,
   }, log);
+  let stopping = false;
+  const health = config.health
+    ? await startHealthServer({
+        port: config.health.port,
+        host: config.health.host,
+        metrics,
+        live: () => !stopping,
+        ready: {
+          gateway: () => bot.isReady(),
+          database: async () => (await db.prisma.$queryRaw`SELECT 1`, true),
+          policy: () => rt.policies.deployed !== null,
+        },
+      })
+    : null;
+  if (health) log.info({ port: health.port }, 'health and metrics served');
   try {
     await bot.start();
     const sig = await untilSignal();
-    log.info({ signal: sig }, 'stopping');
+    stopping = true;
+    log.info({ signal: sig, deadlineMs: config.shutdownDeadlineMs }, 'stopping: finishing turns in flight');
+    // Whatever hangs (an unreachable database or Discord), the process ends by the deadline.
+    setTimeout(() => {
+      log.warn('shutdown deadline reached; exiting');
+      process.exit(0);
+    }, config.shutdownDeadlineMs).unref();
+    await bot.shutdown(Math.max(1_000, config.shutdownDeadlineMs - 2_000));
   } finally {
     await bot.stop().catch(() => {});
+    await health?.close().catch(() => {});
     await rt.close();
     await db.close();
   }

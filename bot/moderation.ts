@@ -8,8 +8,24 @@ export class ModerationError extends Error {
   override name = 'ModerationError';
 }
 
-export async function audit(prisma: PrismaClient | Prisma.TransactionClient, actor: string, action: string, target: string | null, detail?: Prisma.InputJsonValue): Promise<void> {
-  await prisma.auditLog.create({ data: { actor, action, target, ...(detail !== undefined ? { detail } : {}) } });
+/**
+ * Who acts, and where: a Discord user in a guild (moderators act within it), an operator (everywhere), or the
+ * CLI. A plain string is an actor without a guild.
+ */
+export interface Actor {
+  id: string;
+  guildId: string | null;
+  /** Operators act on every guild; others only on `guildId`. */
+  operator: boolean;
+}
+
+export function actorOf(a: string | Actor): Actor {
+  return typeof a === 'string' ? { id: a, guildId: null, operator: true } : a;
+}
+
+export async function audit(prisma: PrismaClient | Prisma.TransactionClient, actor: string | Actor, action: string, target: string | null, detail?: Prisma.InputJsonValue): Promise<void> {
+  const a = actorOf(actor);
+  await prisma.auditLog.create({ data: { actor: a.id, guildId: a.guildId, action, target, ...(detail !== undefined ? { detail } : {}) } });
 }
 
 export async function isPaused(prisma: PrismaClient): Promise<boolean> {
@@ -17,54 +33,115 @@ export async function isPaused(prisma: PrismaClient): Promise<boolean> {
   return (s?.value as { paused?: boolean } | null)?.paused === true;
 }
 
-export async function setPaused(prisma: PrismaClient, actor: string, paused: boolean): Promise<void> {
+export async function setPaused(prisma: PrismaClient, actor: string | Actor, paused: boolean): Promise<void> {
   await prisma.$transaction(async (tx) => {
-    const value = { paused, by: actor, at: new Date().toISOString() };
+    const value = { paused, by: actorOf(actor).id, at: new Date().toISOString() };
     await tx.setting.upsert({ where: { key: PAUSED_KEY }, create: { key: PAUSED_KEY, value }, update: { value } });
     await audit(tx, actor, paused ? 'collection.pause' : 'collection.resume', null);
   });
 }
 
-/** Bans a person and ends their active session; returns the ids of the sessions ended. */
-export async function ban(prisma: PrismaClient, actor: string, externalId: string, reason: string | null): Promise<string[]> {
+/**
+ * Bans a person and ends their active session; returns the ids of the sessions ended. `everywhere` (operators
+ * only) bans from every guild; otherwise the ban holds in the actor's guild and ends only a session there.
+ */
+export async function ban(prisma: PrismaClient, actor: string | Actor, externalId: string, reason: string | null, everywhere = true): Promise<string[]> {
+  const a = actorOf(actor);
+  if (everywhere && !a.operator) throw new ModerationError('Only an operator can ban someone everywhere; your ban holds in this server.');
+  if (!everywhere && !a.guildId) throw new ModerationError('A ban within a server needs the server.');
   return prisma.$transaction(async (tx) => {
+    const now = new Date();
     const p = await tx.participant.upsert({
       where: { discordUserId: externalId },
-      create: { discordUserId: externalId, banned: true, bannedAt: new Date(), bannedReason: reason },
-      update: { banned: true, bannedAt: new Date(), bannedReason: reason },
+      create: { discordUserId: externalId, ...(everywhere ? { banned: true, bannedAt: now, bannedReason: reason } : { bannedGuildIds: [a.guildId!] }) },
+      update: everywhere ? { banned: true, bannedAt: now, bannedReason: reason } : {},
     });
-    const active = await tx.session.findMany({ where: { participantId: p.id, status: 'active' }, select: { id: true } });
-    await tx.session.updateMany({
-      where: { participantId: p.id, status: 'active' },
-      data: { status: 'abandoned', endedAt: new Date(), endReason: 'banned' },
-    });
-    await audit(tx, actor, 'participant.ban', externalId, { reason, endedSessions: active.map((s) => s.id) });
+    if (!everywhere && !p.bannedGuildIds.includes(a.guildId!)) {
+      await tx.participant.update({ where: { id: p.id }, data: { bannedGuildIds: { push: a.guildId! } } });
+    }
+    const where = { participantId: p.id, status: 'active' as const, ...(everywhere ? {} : { guildId: a.guildId }) };
+    const active = await tx.session.findMany({ where, select: { id: true } });
+    await tx.session.updateMany({ where, data: { status: 'abandoned', endedAt: now, endReason: 'banned' } });
+    await audit(tx, a, everywhere ? 'participant.ban' : 'participant.guild-ban', externalId, { reason, endedSessions: active.map((s) => s.id) });
     return active.map((s) => s.id);
   });
 }
 
-export async function unban(prisma: PrismaClient, actor: string, externalId: string): Promise<boolean> {
+/** Lifts a ban: a moderator's in their guild, an operator's everywhere (the global ban and every guild's). */
+export async function unban(prisma: PrismaClient, actor: string | Actor, externalId: string): Promise<boolean> {
+  const a = actorOf(actor);
   return prisma.$transaction(async (tx) => {
     const p = await tx.participant.findUnique({ where: { discordUserId: externalId } });
-    if (!p?.banned) return false;
-    await tx.participant.update({ where: { id: p.id }, data: { banned: false, bannedAt: null, bannedReason: null } });
-    await audit(tx, actor, 'participant.unban', externalId);
+    if (!p) return false;
+    if (a.operator) {
+      if (!p.banned && !p.bannedGuildIds.length) return false;
+      await tx.participant.update({ where: { id: p.id }, data: { banned: false, bannedAt: null, bannedReason: null, bannedGuildIds: [] } });
+    } else {
+      if (!a.guildId || !p.bannedGuildIds.includes(a.guildId)) return false;
+      await tx.participant.update({ where: { id: p.id }, data: { bannedGuildIds: p.bannedGuildIds.filter((g) => g !== a.guildId) } });
+    }
+    await audit(tx, a, 'participant.unban', externalId);
     return true;
   });
 }
 
+/** Is the person banned from sessions in this guild (everywhere, or there)? */
+export function isBannedIn(p: { banned: boolean; bannedGuildIds: string[] }, guildId: string | null | undefined): boolean {
+  return p.banned || (!!guildId && p.bannedGuildIds.includes(guildId));
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export async function flagSession(prisma: PrismaClient, actor: string, sessionId: string, reason: string): Promise<string> {
+export async function flagSession(prisma: PrismaClient, actor: string | Actor, sessionId: string, reason: string): Promise<string> {
+  const a = actorOf(actor);
   if (!UUID.test(sessionId)) throw new ModerationError(`"${sessionId}" is not a session id (expected a UUID, as shown by /task status).`);
   return prisma.$transaction(async (tx) => {
-    const session = await tx.session.findUnique({ where: { id: sessionId }, select: { id: true } });
-    if (!session) throw new ModerationError(`No session ${sessionId}.`);
-    const mod = await tx.participant.upsert({ where: { discordUserId: actor }, create: { discordUserId: actor, role: 'moderator' }, update: {} });
+    const session = await tx.session.findUnique({ where: { id: sessionId }, select: { id: true, guildId: true } });
+    // Another guild's session is "not found" for a guild moderator: they may not learn that it exists.
+    if (!session || (!a.operator && session.guildId !== a.guildId)) throw new ModerationError(`No session ${sessionId}.`);
+    const mod = await tx.participant.upsert({ where: { discordUserId: a.id }, create: { discordUserId: a.id, role: a.operator ? 'operator' : 'moderator' }, update: {} });
     const flag = await tx.moderationFlag.create({ data: { sessionId, flaggedById: mod.id, reason } });
-    await audit(tx, actor, 'session.flag', sessionId, { reason, flagId: flag.id });
+    await audit(tx, a, 'session.flag', sessionId, { reason, flagId: flag.id });
     return flag.id;
   });
+}
+
+export interface OpenFlag {
+  id: string;
+  sessionId: string;
+  reason: string;
+  createdAt: Date;
+}
+
+/** Open (unresolved) flags, oldest first: the actor's guild's, or every guild's for an operator. */
+export async function openFlags(prisma: PrismaClient, actor: string | Actor, take = 25): Promise<OpenFlag[]> {
+  const a = actorOf(actor);
+  return prisma.moderationFlag.findMany({
+    where: { resolvedAt: null, ...(a.operator ? {} : { session: { guildId: a.guildId } }) },
+    orderBy: { createdAt: 'asc' },
+    take,
+    select: { id: true, sessionId: true, reason: true, createdAt: true },
+  });
+}
+
+/** Closes an open flag with a reason (audited); the session is exported again unless flagged otherwise. */
+export async function resolveFlag(prisma: PrismaClient, actor: string | Actor, flagId: string, reason: string): Promise<void> {
+  const a = actorOf(actor);
+  if (!UUID.test(flagId)) throw new ModerationError(`"${flagId}" is not a flag id (see /mod flags).`);
+  await prisma.$transaction(async (tx) => {
+    const flag = await tx.moderationFlag.findUnique({ where: { id: flagId }, include: { session: { select: { guildId: true } } } });
+    if (!flag || (!a.operator && flag.session.guildId !== a.guildId)) throw new ModerationError(`No flag ${flagId}.`);
+    if (flag.resolvedAt) throw new ModerationError(`Flag ${flagId} was resolved already.`);
+    await tx.moderationFlag.update({ where: { id: flagId }, data: { resolvedAt: new Date(), resolvedBy: a.id, resolvedReason: reason } });
+    await audit(tx, a, 'flag.resolve', flagId, { reason, sessionId: flag.sessionId });
+  });
+}
+
+/** Records what the person is (operator or moderator) as their participant role; never demotes an operator. */
+export async function recordRole(prisma: PrismaClient, externalId: string, role: 'operator' | 'moderator'): Promise<void> {
+  const p = await prisma.participant.findUnique({ where: { discordUserId: externalId }, select: { role: true } });
+  if (p && (p.role === role || p.role === 'operator' || p.role === 'simulated')) return;
+  await prisma.participant.upsert({ where: { discordUserId: externalId }, create: { discordUserId: externalId, role }, update: { role } });
 }
 
 export interface Stats {
@@ -81,23 +158,28 @@ export interface Stats {
   flags: number;
   deployedPolicy: string | null;
   paused: boolean;
+  /** The promotion gate's last decision, in one line (bot/report/gate.ts). */
+  lastGate?: string;
 }
 
-export async function stats(prisma: PrismaClient): Promise<Stats> {
+/** Collection statistics: every guild's, or with `guildId` only the sessions and people of that guild. */
+export async function stats(prisma: PrismaClient, guildId?: string | null): Promise<Stats> {
+  const inGuild = guildId ? { guildId } : {};
+  const people = guildId ? { sessions: { some: { guildId } } } : {};
   const [participants, consented, banned, byStatus, answered, tasks, evals, ratingAgg, flags, deployed, paused] = await Promise.all([
-    prisma.participant.count(),
-    prisma.participant.count({ where: { consentGivenAt: { not: null } } }),
-    prisma.participant.count({ where: { banned: true } }),
-    prisma.session.groupBy({ by: ['status'], _count: { _all: true } }),
-    prisma.session.findMany({ where: { status: 'answered' }, select: { task: { select: { kind: true } } } }),
+    prisma.participant.count({ where: people }),
+    prisma.participant.count({ where: { ...people, consentGivenAt: { not: null } } }),
+    prisma.participant.count({ where: guildId ? { OR: [{ banned: true }, { bannedGuildIds: { has: guildId } }] } : { banned: true } }),
+    prisma.session.groupBy({ by: ['status'], where: inGuild, _count: { _all: true } }),
+    prisma.session.findMany({ where: { ...inGuild, status: 'answered' }, select: { task: { select: { kind: true } } } }),
     prisma.task.groupBy({ by: ['kind'], _count: { _all: true } }),
-    prisma.evaluation.aggregate({ _avg: { score: true }, _count: { _all: true } }),
-    prisma.rating.aggregate({ _avg: { value: true }, _count: { _all: true } }),
-    prisma.moderationFlag.count({ where: { resolvedAt: null } }),
+    prisma.evaluation.aggregate({ where: { session: inGuild }, _avg: { score: true }, _count: { _all: true } }),
+    prisma.rating.aggregate({ where: { session: inGuild }, _avg: { value: true }, _count: { _all: true } }),
+    prisma.moderationFlag.count({ where: { resolvedAt: null, session: inGuild } }),
     prisma.policyVersion.findFirst({ where: { status: 'deployed' }, select: { name: true } }),
     isPaused(prisma),
   ]);
-  const successes = await prisma.evaluation.count({ where: { success: true } });
+  const successes = await prisma.evaluation.count({ where: { success: true, session: inGuild } });
   const answeredByKind: Record<string, number> = { backend: 0, frontend: 0 };
   for (const s of answered) answeredByKind[s.task.kind] = (answeredByKind[s.task.kind] ?? 0) + 1;
   return {
@@ -127,5 +209,6 @@ export function formatStats(s: Stats): string {
     `Ratings: ${s.ratings}, mean ${s.meanRating === null ? '—' : s.meanRating.toFixed(2)}`,
     `Open flags: ${s.flags}`,
     `Deployed policy: ${s.deployedPolicy ?? 'none'}${s.paused ? '\nCollection is PAUSED' : ''}`,
+    ...(s.lastGate ? [s.lastGate] : []),
   ].join('\n');
 }

@@ -1,14 +1,14 @@
 // Builds a session engine from plain settings: the database, the policy watcher, the agent loader (the
 // deployed checkpoint served by the inference worker), the evaluators and the page renderer. Shared by
 // `sweetloop start|bot|console`, the tests and the benchmark, which may swap the agent loader.
-import { checkpointOf } from '../prisma/policy-store.ts';
 import type { Agent } from '../tasks/agent.ts';
 import type { TaskContent } from '../tasks/model.ts';
 import { openDatabase, type Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import type { Logger } from '../prisma/logger.ts';
+import type { Logger } from '../tasks/logger.ts';
 import { PolicyWatcher } from './deploy-watch.ts';
-import { SessionEngine, type Channel } from './engine.ts';
+import { SessionEngine, type Channel, type EngineObserver } from './engine.ts';
+import type { Limits } from './limits.ts';
 import { BotServices } from './services.ts';
 import type { Evaluate, RenderPage } from './evaluator.ts';
 import { createScorer } from '../tasks/scorer.ts';
@@ -38,6 +38,12 @@ export interface RuntimeOptions {
    * refused). With a replacement, the default evaluator cannot score frontend answers: pass `evaluate` too.
    */
   render?: RenderPage | null;
+  /** Per-person limits (bot/limits.ts); unset: none. */
+  limits?: Limits;
+  /** Told what the engine does, for metrics (bot/health.ts). */
+  observer?: EngineObserver;
+  /** Deletions (bot/privacy.ts): the keyed hash's secret and the folders searched for a deleted person's text. */
+  privacy?: { key: string; dirs: string[] };
 }
 
 export interface Runtime {
@@ -48,9 +54,13 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export async function defaultLoadAgent(policy: PolicyVersion): Promise<Agent> {
-  const { createPolicyAgent } = await import('../trainer/model/policy.ts');
-  return createPolicyAgent({ checkpointDir: checkpointOf(policy), name: policy.name });
+/**
+ * The agent of a policy version of any kind (an in-process checkpoint, a model behind an OpenAI-compatible
+ * server, or a LoRA adapter loaded into such a server on first use and unloaded once retired).
+ */
+export async function defaultLoadAgent(policy: PolicyVersion, db: Database, log?: Logger): Promise<Agent> {
+  const { loadAgent } = await import('../trainer/policies/agent-for.ts');
+  return loadAgent(policy, { prisma: db.prisma, ...(log ? { log: log as never } : {}) });
 }
 
 export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
@@ -82,8 +92,15 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       evaluate = (task, answer) => scorer.evaluate(task, answer);
     }
     const engine = new SessionEngine(
-      { db, policies, loadAgent: opts.loadAgent ?? defaultLoadAgent, evaluate, ...(render ? { render } : {}), ...(opts.log ? { log: opts.log } : {}) },
-      { channel: opts.channel, maxTurns: opts.maxTurns, idleMinutes: opts.idleMinutes, ratingWeight: opts.ratingWeight ?? 0 },
+      { db, policies, loadAgent: opts.loadAgent ?? ((policy) => defaultLoadAgent(policy, db, opts.log)), evaluate, ...(render ? { render } : {}), ...(opts.log ? { log: opts.log } : {}), ...(opts.observer ? { observer: opts.observer } : {}) },
+      {
+        channel: opts.channel,
+        maxTurns: opts.maxTurns,
+        idleMinutes: opts.idleMinutes,
+        ratingWeight: opts.ratingWeight ?? 0,
+        ...(opts.limits ? { limits: opts.limits } : {}),
+        ...(opts.privacy ? { erasureKey: opts.privacy.key } : {}),
+      },
     );
     closers.push(() => engine.close());
     // A deploy retires a version: its agent is closed once no running session still uses it.
@@ -91,7 +108,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     return {
       db,
       engine,
-      services: new BotServices(db),
+      services: new BotServices(db, opts.privacy),
       policies,
       close: async () => {
         for (const c of closers.reverse()) await c().catch(() => {});

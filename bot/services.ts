@@ -6,9 +6,16 @@ import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import { UniqueViolationError, toDatabaseError } from '../prisma/errors.ts';
 import { deployPolicyByName, rollbackPolicy } from '../prisma/policy-store.ts';
-import { withdrawAndDelete, type DeletionResult } from './consent.ts';
-import { audit, ban, flagSession, setPaused, stats, unban, type Stats } from './moderation.ts';
+import { deletePerson, DEV_PRIVACY_KEY, withdrawConsent, type DeletionReceipt } from './privacy.ts';
+import { actorOf, audit, ban, flagSession, openFlags, recordRole, resolveFlag, setPaused, stats, unban, type Actor, type OpenFlag, type Stats } from './moderation.ts';
 import { withDbRetry } from './retry.ts';
+import { gateStatsLine, lastGateDecision } from './report/gate.ts';
+import { experimentSessions, latestExperiment, startExperiment, stopExperiment, type ExperimentOutcome, type RunningExperiment } from '../prisma/experiment-store.ts';
+import { excludeFromTraining, includeInTraining, listParticipants, refreshQuality, type ParticipantListing } from '../prisma/quality-store.ts';
+import { compareExperiment, type ArmComparison } from './experiments.ts';
+import { offerComparison, recordPreference, PreferenceError, type Comparison, type PreferenceChoice } from '../prisma/preference-store.ts';
+import { findParticipant, hasConsent } from './consent.ts';
+import { goldShare, setGoldShare } from './gold.ts';
 
 export interface ExportedFile {
   format: 'sweet-rl' | 'jsonl';
@@ -21,7 +28,11 @@ export interface ExportedFile {
 }
 
 export class BotServices {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    /** The keyed hash's secret for deletions and the folders searched for a deleted person's text (bot/privacy.ts). */
+    private readonly privacy: { key: string; dirs: string[] } = { key: DEV_PRIVACY_KEY, dirs: [] },
+  ) {}
 
   /** Runs `fn`, retrying while the database is unreachable; `onWaiting` tells the person once. */
   private retry<T>(fn: () => Promise<T>, onWaiting?: () => unknown): Promise<T> {
@@ -45,26 +56,42 @@ export class BotServices {
     await this.db.prisma.processedEvent.deleteMany({ where: { createdAt: { lt: cutoff } } });
   }
 
-  stats(onWaiting?: () => unknown): Promise<Stats> {
-    return this.retry(() => stats(this.db.prisma), onWaiting);
+  /** Statistics as the actor may see them: every guild's for an operator, else their guild's. */
+  async stats(onWaiting?: () => unknown, actor?: Actor): Promise<Stats> {
+    const s = await this.retry(() => stats(this.db.prisma, actor && !actor.operator ? actor.guildId : null), onWaiting);
+    return { ...s, lastGate: gateStatsLine(await this.retry(() => lastGateDecision(this.db.prisma), onWaiting)) };
   }
 
-  setPaused(actor: string, paused: boolean, onWaiting?: () => unknown): Promise<void> {
+  /** Records that a person acted as operator or moderator (Participant.role). */
+  recordRole(externalId: string, role: 'operator' | 'moderator', onWaiting?: () => unknown): Promise<void> {
+    return this.retry(() => recordRole(this.db.prisma, externalId, role), onWaiting);
+  }
+
+  /** Open flags the actor may see (their guild's; every guild's for an operator). */
+  openFlags(actor: Actor, onWaiting?: () => unknown): Promise<OpenFlag[]> {
+    return this.retry(() => openFlags(this.db.prisma, actor), onWaiting);
+  }
+
+  resolveFlag(actor: Actor, flagId: string, reason: string, onWaiting?: () => unknown): Promise<void> {
+    return this.retry(() => resolveFlag(this.db.prisma, actor, flagId, reason), onWaiting);
+  }
+
+  setPaused(actor: string | Actor, paused: boolean, onWaiting?: () => unknown): Promise<void> {
     return this.retry(() => setPaused(this.db.prisma, actor, paused), onWaiting);
   }
 
-  /** Bans a person; returns the threads of the sessions that were ended. */
-  async ban(actor: string, externalId: string, reason: string | null, onWaiting?: () => unknown): Promise<string[]> {
-    const ended = await this.retry(() => ban(this.db.prisma, actor, externalId, reason), onWaiting);
+  /** Bans a person (everywhere: operators only; else in the actor's guild); returns the threads of the sessions ended. */
+  async ban(actor: string | Actor, externalId: string, reason: string | null, onWaiting?: () => unknown, everywhere = true): Promise<string[]> {
+    const ended = await this.retry(() => ban(this.db.prisma, actor, externalId, reason, everywhere), onWaiting);
     const rows = await this.retry(() => this.db.prisma.session.findMany({ where: { id: { in: ended } }, select: { threadId: true } }), onWaiting);
     return rows.flatMap((r) => (r.threadId ? [r.threadId] : []));
   }
 
-  unban(actor: string, externalId: string, onWaiting?: () => unknown): Promise<boolean> {
+  unban(actor: string | Actor, externalId: string, onWaiting?: () => unknown): Promise<boolean> {
     return this.retry(() => unban(this.db.prisma, actor, externalId), onWaiting);
   }
 
-  flag(actor: string, sessionId: string, reason: string, onWaiting?: () => unknown): Promise<string> {
+  flag(actor: string | Actor, sessionId: string, reason: string, onWaiting?: () => unknown): Promise<string> {
     return this.retry(() => flagSession(this.db.prisma, actor, sessionId, reason), onWaiting);
   }
 
@@ -73,17 +100,85 @@ export class BotServices {
     return this.retry(() => deployPolicyByName(this.db, actor, name, { notify: 'best-effort' }), onWaiting);
   }
 
+  /** Starts an A/B experiment of `candidate` against the deployed version (audited); `share` in (0, 1). */
+  startExperiment(actor: string, candidate: string, share: number, seed: number, onWaiting?: () => unknown): Promise<RunningExperiment> {
+    return this.retry(() => startExperiment(this.db, actor, { candidate, share, seed }), onWaiting);
+  }
+
+  /** The running (else the latest) experiment with each kind's arm comparison; null when there never was one. */
+  async experimentStatus(onWaiting?: () => unknown): Promise<{ experiment: RunningExperiment; comparisons: ArmComparison[] } | null> {
+    const experiment = await this.retry(() => latestExperiment(this.db.prisma), onWaiting);
+    if (!experiment) return null;
+    const sessions = await this.retry(() => experimentSessions(this.db.prisma, experiment.id), onWaiting);
+    return { experiment, comparisons: compareExperiment(sessions) };
+  }
+
+  /** Stops the running experiment; promote deploys its candidate (audited, with the final figures). */
+  async stopExperiment(actor: string, outcome: ExperimentOutcome, onWaiting?: () => unknown) {
+    const status = await this.experimentStatus(onWaiting);
+    const figures = status?.experiment.status === 'running' ? summaryForAudit(status.comparisons) : {};
+    return this.retry(() => stopExperiment(this.db, actor, outcome, { figures }), onWaiting);
+  }
+
+  /** People with their quality (brought up to date first), worst first. */
+  async participants(onWaiting?: () => unknown): Promise<ParticipantListing[]> {
+    await this.retry(() => refreshQuality(this.db.prisma), onWaiting);
+    return this.retry(() => listParticipants(this.db.prisma), onWaiting);
+  }
+
+  /** Sets the share of new sessions that are gold checks (audited); returns the share before. */
+  async setGoldShare(actor: string, share: number, onWaiting?: () => unknown): Promise<number> {
+    const before = await this.retry(() => goldShare(this.db.prisma), onWaiting);
+    await this.retry(() => setGoldShare(this.db.prisma, actor, share), onWaiting);
+    return before;
+  }
+
+  excludeFromTraining(actor: string, externalId: string, reason: string | null, onWaiting?: () => unknown): Promise<boolean> {
+    return this.retry(() => excludeFromTraining(this.db.prisma, actor, externalId, reason), onWaiting);
+  }
+
+  includeInTraining(actor: string, externalId: string, onWaiting?: () => unknown): Promise<boolean> {
+    return this.retry(() => includeInTraining(this.db.prisma, actor, externalId), onWaiting);
+  }
+
+  /** Two finished sessions of one task for the person to compare (stored unanswered); null when there are none. */
+  async offerComparison(externalId: string, onWaiting?: () => unknown): Promise<Comparison | null> {
+    const p = await this.retry(() => findParticipant(this.db.prisma, externalId), onWaiting);
+    if (!p || p.banned || !hasConsent(p)) throw new PreferenceError('Please accept the data-collection notice first (start a session with /task start).');
+    return this.retry(() => offerComparison(this.db.prisma, p.id), onWaiting);
+  }
+
+  async recordPreference(externalId: string, preferenceId: string, choice: PreferenceChoice, onWaiting?: () => unknown): Promise<void> {
+    const p = await this.retry(() => findParticipant(this.db.prisma, externalId), onWaiting);
+    if (!p) throw new PreferenceError('Only the person who was shown this comparison can answer it.');
+    await this.retry(() => recordPreference(this.db.prisma, preferenceId, p.id, choice), onWaiting);
+  }
+
   rollback(actor: string, onWaiting?: () => unknown): Promise<PolicyVersion> {
     return this.retry(() => rollbackPolicy(this.db, actor, { notify: 'best-effort' }), onWaiting);
   }
 
-  /** Withdraws the person's consent and deletes their data (audited). */
-  deleteParticipant(externalId: string, onWaiting?: () => unknown): Promise<DeletionResult> {
-    return this.retry(() => withdrawAndDelete(this.db.prisma, externalId), onWaiting);
+  /**
+   * Deletes every trace of the person (bot/privacy.ts): rows, audit mentions, files; returns the receipt, whose
+   * thread ids the channel deletes. `names`: what else they are known by (their username), searched for in files.
+   */
+  deleteParticipant(externalId: string, onWaiting?: () => unknown, requestedBy?: string, names?: string[]): Promise<DeletionReceipt> {
+    return this.retry(
+      () => deletePerson(this.db.prisma, externalId, { key: this.privacy.key, dirs: this.privacy.dirs, ...(requestedBy ? { requestedBy } : {}), ...(names ? { names } : {}) }),
+      onWaiting,
+    );
+  }
+
+  /** Withdraws consent, keeping the sessions out of every export and training set (audited); false when none was given. */
+  withdrawConsent(externalId: string, onWaiting?: () => unknown): Promise<boolean> {
+    return this.retry(() => withdrawConsent(this.db.prisma, externalId), onWaiting);
   }
 
   /** Exports every exportable session; the file is kept in memory up to `maxBytes` (audited). */
-  async exportSessions(actor: string, format: 'sweet-rl' | 'jsonl', salt: string, maxBytes: number, onWaiting?: () => unknown): Promise<ExportedFile> {
+  async exportSessions(actor: string | Actor, format: 'sweet-rl' | 'jsonl', salt: string, maxBytes: number, onWaiting?: () => unknown): Promise<ExportedFile> {
+    const a = actorOf(actor);
+    // A guild moderator exports their guild's sessions only.
+    const filters = a.operator ? {} : { guildIds: a.guildId ? [a.guildId] : [] };
     const { exportSessions } = await import('./export/export.ts');
     const out = new PassThrough();
     const chunks: Buffer[] = [];
@@ -92,8 +187,24 @@ export class BotServices {
       bytes += c.length;
       if (bytes <= maxBytes) chunks.push(c);
     });
-    const result = await this.retry(() => exportSessions(this.db.prisma, { format, salt }, out), onWaiting);
-    await this.retry(() => audit(this.db.prisma, actor, 'data.export', null, { format, sessions: result.sessions, bytes }), onWaiting);
+    const result = await this.retry(() => exportSessions(this.db.prisma, { format, salt, filters }, out), onWaiting);
+    await this.retry(() => audit(this.db.prisma, a, 'data.export', null, { format, sessions: result.sessions, bytes, scope: a.operator ? 'all' : 'guild' }), onWaiting);
     return { format, sessions: result.sessions, turns: result.turns, data: bytes <= maxBytes ? Buffer.concat(chunks) : null, bytes, card: result.cardMarkdown };
   }
+}
+
+/** The figures an experiment stopped with, kept in its audit entry (estimates and p-values per kind). */
+function summaryForAudit(comparisons: readonly ArmComparison[]): Record<string, unknown> {
+  // JSON has no NaN (an arm without data): stored as null.
+  const v = (x: number) => (Number.isFinite(x) ? x : null);
+  return Object.fromEntries(
+    comparisons.map((c) => [
+      c.kind,
+      {
+        sessions: { control: c.control.sessions, candidate: c.candidate.sessions },
+        success: { control: v(c.control.success.estimate), candidate: v(c.candidate.success.estimate), p: v(c.differences.success.pValue) },
+        score: { control: v(c.control.score.estimate), candidate: v(c.candidate.score.estimate), p: v(c.differences.score.pValue) },
+      },
+    ]),
+  );
 }

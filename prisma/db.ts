@@ -8,7 +8,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { PGlite } from '@electric-sql/pglite';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from './generated/client.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../tasks/logger.ts';
 import { DatabaseError, describeDatabaseError } from './errors.ts';
 
 export type DatabaseKind = 'postgres' | 'pglite';

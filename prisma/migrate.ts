@@ -15,7 +15,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import type * as Engine from '@prisma/schema-engine-wasm';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../tasks/logger.ts';
 import type { Database, PostgresConnection } from './db.ts';
 import { poolConfig } from './db.ts';
 import { DatabaseError, describeDatabaseError } from './errors.ts';

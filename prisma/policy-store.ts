@@ -95,38 +95,3 @@ export async function rollbackPolicy(db: Database, actor: string, opts: Pick<Swi
   if (!v) throw new PolicyError('There is no earlier deployed version to roll back to.');
   return v;
 }
-
-/** The serving settings of an endpoint or adapter version (PolicyVersion.serving), as stored. */
-export interface ServingSettings {
-  url: string;
-  model: string;
-  apiKeyEnv?: string;
-  contextWindow?: number;
-  temperature?: number;
-  topP?: number;
-  maxTokens?: number;
-  /** The served model's weights as a local Hugging Face directory: what the trainer trains adapters on. */
-  baseModelDir?: string;
-  /** Adapter versions: the endpoint version whose server loads them, and the name they are loaded under. */
-  endpointVersionId?: string;
-  adapterName?: string;
-}
-
-export function servingOf(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>): ServingSettings {
-  const s = v.serving as ServingSettings | null;
-  if (!s || typeof s.url !== 'string' || typeof s.model !== 'string') throw new Error(`policy version "${v.name}" (kind ${v.kind}) has no serving settings`);
-  return s;
-}
-
-/**
- * What a training run starting from `v` trains: a checkpoint's own weights, or, for a version served by an
- * endpoint, the base model's local directory (the run then publishes a LoRA adapter for that server).
- */
-export function trainingBaseOf(v: PolicyVersion): { dir: string; servedBy?: ServingSettings & { endpointVersionId: string } } {
-  if (v.kind === 'checkpoint') return { dir: checkpointOf(v) };
-  const s = servingOf(v);
-  if (!s.baseModelDir) {
-    throw new Error(`policy version "${v.name}" is served by ${s.url} without a local base model: register it with --base-model-dir to train adapters on it`);
-  }
-  return { dir: s.baseModelDir, servedBy: { ...s, endpointVersionId: v.kind === 'adapter' ? s.endpointVersionId! : v.id } };
-}

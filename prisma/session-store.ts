@@ -9,6 +9,7 @@
 // client, so a caller that retries on a lost connection never half-writes.
 import type { TaskContent, TaskKind } from '../tasks/model.ts';
 import type { TurnProvenance } from '../tasks/agent.ts';
+import { sanitizeText } from '../tasks/protocol.ts';
 import type { EvaluationOutcome } from '../tasks/scorer.ts';
 import type { Prisma, PrismaClient, Session, Task, Turn } from './generated/client.ts';
 import { taskContent } from './task-store.ts';
@@ -35,6 +36,11 @@ export interface NewSession {
   simulated: boolean;
   guildId?: string | null;
   channelId?: string | null;
+  /** The A/B experiment and arm the session was assigned to (bot/experiments.ts). */
+  experimentId?: string | null;
+  arm?: 'control' | 'candidate' | null;
+  /** A gold check: the finished session whose agent side is replayed (bot/gold.ts). */
+  goldSourceId?: string | null;
 }
 
 export async function createSession(prisma: PrismaClient, s: NewSession): Promise<Session & { task: Task }> {
@@ -47,6 +53,9 @@ export async function createSession(prisma: PrismaClient, s: NewSession): Promis
       simulated: s.simulated,
       guildId: s.guildId ?? null,
       channelId: s.channelId ?? null,
+      experimentId: s.experimentId ?? null,
+      arm: s.arm ?? null,
+      goldSourceId: s.goldSourceId ?? null,
     },
     include: { task: true },
   });
@@ -81,17 +90,28 @@ async function nextIndex(tx: Tx, sessionId: string): Promise<number> {
   return last ? last.index + 1 : 0;
 }
 
+/**
+ * Postgres text and JSONB cannot hold NUL, which a byte-level model can emit (in its text, its logprob tokens,
+ * or a prompt that quotes it): every string is stored with NUL as U+FFFD, as the turn's content is.
+ */
+function jsonSafe(value: unknown): unknown {
+  if (typeof value === 'string') return sanitizeText(value);
+  if (Array.isArray(value)) return value.map(jsonSafe);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonSafe(v)]));
+  return value;
+}
+
 function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Prisma.TurnUncheckedCreateInput {
   return {
     sessionId,
     index,
     role: 'agent',
-    content: t.content,
-    rawOutput: t.rawOutput,
+    content: sanitizeText(t.content),
+    rawOutput: sanitizeText(t.rawOutput),
     latencyMs: t.latencyMs ?? null,
     promptTokens: t.promptTokens ?? null,
     completionTokens: t.completionTokens ?? null,
-    ...(t.provenance ? { provenance: t.provenance as unknown as Prisma.InputJsonObject } : {}),
+    ...(t.provenance ? { provenance: jsonSafe(t.provenance) as Prisma.InputJsonObject } : {}),
     externalMessageId: t.externalMessageId ?? null,
   };
 }
@@ -121,6 +141,16 @@ export async function appendHumanTurn(prisma: PrismaClient, sessionId: string, t
     await tx.session.update({ where: { id: sessionId }, data: { lastActivityAt: at } });
     return turn;
   });
+}
+
+/** Records that the answer's result reached the person (a restart shows it again only when this is unset). */
+export async function markResultShown(prisma: PrismaClient, sessionId: string, at = new Date()): Promise<void> {
+  await prisma.session.updateMany({ where: { id: sessionId, resultShownAt: null }, data: { resultShownAt: at } });
+}
+
+/** Records that the rating prompt reached the person. */
+export async function markRatingAsked(prisma: PrismaClient, sessionId: string, at = new Date()): Promise<void> {
+  await prisma.session.updateMany({ where: { id: sessionId, ratingAskedAt: null }, data: { ratingAskedAt: at } });
 }
 
 /** Ends an active session without an answer ('abandoned' or 'expired'); false when it was no longer active. */
@@ -230,6 +260,9 @@ export async function storeFinishedSession(prisma: PrismaClient, s: FinishedSess
         lastActivityAt: s.endedAt,
         endedAt: s.endedAt,
         endReason: s.endedBy === 'answer' ? 'answered' : 'turn-limit',
+        // Nobody is waiting to be shown a stored game: a resuming channel must not pick it up.
+        resultShownAt: s.endedAt,
+        ratingAskedAt: s.endedAt,
       },
     });
     await tx.turn.createMany({

@@ -1,21 +1,23 @@
 // A simulated collaborator played by an LLM behind any OpenAI-compatible chat-completions endpoint. It sees the
 // hidden reference and answers the agent as the person who asked, following ColBench's rules for its simulator:
 // only from the hidden information, at most two sentences, "I don't know" otherwise, reply cut to the cap.
+// Requests go through tasks/chat-client.ts (timeouts, retries, in-flight cap, key handling).
 import type { ChatMessage, Collaborator } from './agent.ts';
 import type { TaskContent } from './model.ts';
 import { capCollaboratorReply, parseAgentMessage, ProtocolError } from './protocol.ts';
+import { chatCompletion, EndpointRequestError, EndpointUnavailableError, type ContentPart, type WireMessage } from './chat-client.ts';
 
 export interface LlmSimulatorOptions {
   /** Base URL (`http://host/v1`) or the full `/chat/completions` URL. */
   url: string;
   model: string;
-  /** Sent as `Authorization: Bearer <key>`; never included in errors. */
+  /** Sent as `Authorization: Bearer <key>`; never included in errors or logs. */
   key?: string;
-  /** Per request. */
+  /** For the whole reply, retries included (default 60 s). */
   timeoutMs?: number;
-  /** Extra attempts after a 429, a 5xx, a timeout or a network error. */
+  /** Extra attempts after a 429, a 5xx, a dropped connection or a refused one (default 3). */
   retries?: number;
-  /** First backoff delay; doubles each retry (a Retry-After header wins when present). */
+  /** Base of the backoff for a reply cut mid-way (the client's own retries of a failed request use the SDK's). */
   backoffMs?: number;
   maxTokens?: number;
   temperature?: number;
@@ -25,13 +27,18 @@ export interface LlmSimulatorOptions {
    * otherwise it gets the target page's HTML as text.
    */
   screenshot?: (html: string) => Promise<Buffer>;
-  fetch?: typeof fetch;
 }
 
+/**
+ * The simulator's endpoint failed. `unavailable`: it stayed down, overloaded or too slow through the retries
+ * (the game can be tried again later); otherwise it refused the request or answered nonsense.
+ */
 export class LlmSimulatorError extends Error {
   constructor(
     message: string,
     readonly status?: number,
+    readonly unavailable = false,
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'LlmSimulatorError';
@@ -68,27 +75,6 @@ export function simulatorSystemPrompt(task: TaskContent, options: { withImages?:
   ].join('\n');
 }
 
-function endpoint(url: string): string {
-  const trimmed = url.replace(/\/+$/, '');
-  return /\/chat\/completions$/.test(trimmed) ? trimmed : `${trimmed}/chat/completions`;
-}
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
-  });
-
-type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
-type WireMessage = { role: 'system' | 'user' | 'assistant'; content: string | ContentPart[] };
-
 /**
  * The simulator's side of the conversation: the agent's messages become the `user` turns it answers and its own
  * earlier replies the `assistant` turns. The agent's system prompt is not its business and is dropped.
@@ -107,11 +93,6 @@ export function simulatorMessages(task: TaskContent, dialogue: ChatMessage[], op
 }
 
 export function createLlmCollaborator(task: TaskContent, options: LlmSimulatorOptions): Collaborator {
-  const doFetch = options.fetch ?? fetch;
-  const url = endpoint(options.url);
-  const timeoutMs = options.timeoutMs ?? 60_000;
-  const retries = options.retries ?? 3;
-  const backoffMs = options.backoffMs ?? 1000;
   const withImages = task.kind === 'frontend' && options.screenshot !== undefined;
   let targetImage: string | undefined;
 
@@ -136,58 +117,19 @@ export function createLlmCollaborator(task: TaskContent, options: LlmSimulatorOp
   return {
     name: `llm:${options.model}`,
     async reply(dialogue, callOptions) {
-      const body = JSON.stringify({
-        model: options.model,
-        messages: await wireMessages(dialogue),
-        max_tokens: options.maxTokens ?? 256,
-        temperature: options.temperature ?? 0,
-      });
-      const headers: Record<string, string> = { 'content-type': 'application/json' };
-      if (options.key) headers.authorization = `Bearer ${options.key}`;
-
-      let lastError: LlmSimulatorError | undefined;
-      for (let attempt = 0; attempt <= retries; attempt++) {
-        callOptions?.signal?.throwIfAborted();
-        const signals = [AbortSignal.timeout(timeoutMs)];
-        if (callOptions?.signal) signals.push(callOptions.signal);
-        let response: Response;
-        try {
-          response = await doFetch(url, { method: 'POST', headers, body, signal: AbortSignal.any(signals) });
-        } catch (err) {
-          if (callOptions?.signal?.aborted) throw err;
-          const e = err as Error;
-          lastError = new LlmSimulatorError(
-            e.name === 'TimeoutError' ? `simulator LLM at ${url} did not answer within ${timeoutMs} ms` : `simulator LLM at ${url} unreachable: ${e.message}`,
-          );
-          if (attempt < retries) await sleep(backoffMs * 2 ** attempt, callOptions?.signal);
-          continue;
-        }
-        if (response.status === 429 || response.status >= 500) {
-          const detail = (await response.text().catch(() => '')).slice(0, 200);
-          lastError = new LlmSimulatorError(`simulator LLM at ${url} answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`, response.status);
-          if (attempt < retries) {
-            const retryAfter = Number(response.headers.get('retry-after'));
-            const wait = Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter * 1000, 60_000) : backoffMs * 2 ** attempt;
-            await sleep(wait, callOptions?.signal);
-          }
-          continue;
-        }
-        const raw = await response.text();
-        if (!response.ok) {
-          throw new LlmSimulatorError(`simulator LLM at ${url} refused the request: HTTP ${response.status}: ${raw.slice(0, 300)}`, response.status);
-        }
-        let content: unknown;
-        try {
-          content = (JSON.parse(raw) as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message?.content;
-        } catch {
-          throw new LlmSimulatorError(`simulator LLM at ${url} returned something that is not JSON: ${raw.slice(0, 200)}`);
-        }
-        if (typeof content !== 'string') {
-          throw new LlmSimulatorError(`simulator LLM at ${url} returned no choices[0].message.content: ${raw.slice(0, 200)}`);
-        }
-        return capCollaboratorReply(content, task.kind);
+      const messages = await wireMessages(dialogue);
+      try {
+        const r = await chatCompletion(
+          { url: options.url, apiKey: options.key },
+          { model: options.model, messages, maxTokens: options.maxTokens ?? 256, temperature: options.temperature ?? 0, stream: false, signal: callOptions?.signal },
+          { totalTimeoutMs: options.timeoutMs ?? 60_000, maxRetries: options.retries ?? 3, ...(options.backoffMs !== undefined ? { backoffMs: options.backoffMs } : {}) },
+        );
+        return capCollaboratorReply(r.text, task.kind);
+      } catch (err) {
+        if (err instanceof EndpointUnavailableError) throw new LlmSimulatorError(`simulator LLM: ${err.message}`, err.status, true, err.retryAfterMs);
+        if (err instanceof EndpointRequestError) throw new LlmSimulatorError(`simulator LLM: ${err.message}`, err.status);
+        throw err;
       }
-      throw new LlmSimulatorError(`${lastError?.message ?? 'simulator LLM failed'} (gave up after ${retries + 1} attempts)`, lastError?.status);
     },
   };
 }

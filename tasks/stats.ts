@@ -1,7 +1,11 @@
 // Interval estimates shared by the bot's reports, the trainer's evaluation tables and the frontend win rate, as
 // pure functions: Wilson score intervals for proportions (success rate, win rate), Student-t intervals for means
 // (% tests passed, similarity, rating, turns). Both behave at the small counts a young deployment has, where the
-// normal approximation does not (Wilson never leaves [0, 1]).
+// normal approximation does not (Wilson never leaves [0, 1]). Paired comparisons of two policies on the same games:
+// McNemar's exact test (success), the Wilcoxon signed-rank test and a seeded paired bootstrap (score), and the
+// games a paired success comparison needs (power).
+
+import { createRng } from './random.ts';
 
 export interface Interval {
   estimate: number;
@@ -175,4 +179,233 @@ export function formatPercent(i: Interval, digits = 1): string {
   const f = (x: number) => (x * 100).toFixed(digits);
   if (!Number.isFinite(i.lo)) return `${f(i.estimate)} (n=${i.n})`;
   return `${f(i.estimate)} [${f(i.lo)}, ${f(i.hi)}]`;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Paired comparisons: two policies played the SAME games (task, seed, collaborator), so each game gives a pair
+// of outcomes and the tests below use the pairing (far more power than comparing two independent rates).
+
+/** log of the binomial coefficient C(n, k). */
+export function logChoose(n: number, k: number): number {
+  return logGamma(n + 1) - logGamma(k + 1) - logGamma(n - k + 1);
+}
+
+/** P(X <= k) for X ~ Binomial(n, p), summed term by term in log space (exact up to rounding for any n). */
+export function binomialCdf(k: number, n: number, p: number): number {
+  if (!Number.isInteger(n) || n < 0) throw new RangeError(`binomialCdf: n must be a non-negative integer, got ${n}`);
+  if (k < 0) return 0;
+  if (k >= n) return 1;
+  if (p <= 0) return 1;
+  if (p >= 1) return 0;
+  let sum = 0;
+  for (let i = 0; i <= Math.floor(k); i++) sum += Math.exp(logChoose(n, i) + i * Math.log(p) + (n - i) * Math.log(1 - p));
+  return Math.min(1, sum);
+}
+
+export interface McNemarResult {
+  /** Games A won and B lost (A succeeded, B failed). */
+  aOnly: number;
+  /** Games B won and A lost. */
+  bOnly: number;
+  /** Two-sided exact p-value: the discordant games split as Binomial(aOnly + bOnly, 1/2) under "no difference". */
+  pValue: number;
+}
+
+/**
+ * McNemar's exact test for paired successes. Only discordant games (one policy succeeded, the other failed)
+ * carry information; under the null each goes either way with probability 1/2. p = min(1, 2 P(X <= min(b, c))).
+ * With no discordant game p = 1 (nothing tells the policies apart).
+ */
+export function mcnemarExact(aOnly: number, bOnly: number): McNemarResult {
+  if (!Number.isInteger(aOnly) || !Number.isInteger(bOnly) || aOnly < 0 || bOnly < 0) throw new RangeError(`mcnemarExact: need whole counts, got ${aOnly}, ${bOnly}`);
+  const n = aOnly + bOnly;
+  const pValue = n === 0 ? 1 : Math.min(1, 2 * binomialCdf(Math.min(aOnly, bOnly), n, 0.5));
+  return { aOnly, bOnly, pValue };
+}
+
+/** McNemar's test from paired success flags (a[i] and b[i] are the same game). */
+export function mcnemarPaired(a: readonly boolean[], b: readonly boolean[]): McNemarResult {
+  assertPaired(a, b);
+  let aOnly = 0, bOnly = 0;
+  a.forEach((x, i) => {
+    if (x && !b[i]) aOnly++;
+    else if (!x && b[i]) bOnly++;
+  });
+  return mcnemarExact(aOnly, bOnly);
+}
+
+function assertPaired(a: readonly unknown[], b: readonly unknown[]): void {
+  if (a.length !== b.length) throw new RangeError(`paired samples of different lengths (${a.length} and ${b.length}): they must be the same games`);
+}
+
+/**
+ * Percentile bootstrap interval of the mean of paired differences a[i] - b[i]: resamples whole games (pairs)
+ * with replacement `resamples` times. Seeded (mulberry32), so the same inputs give the same interval.
+ */
+export function pairedBootstrap(a: readonly number[], b: readonly number[], o: { level?: number; resamples?: number; seed?: number } = {}): Interval {
+  assertPaired(a, b);
+  const n = a.length;
+  const d = a.map((x, i) => x - b[i]!);
+  if (d.some((x) => !Number.isFinite(x))) throw new RangeError('pairedBootstrap: not a finite number');
+  if (n === 0) return { estimate: NaN, lo: NaN, hi: NaN, n };
+  const mean = d.reduce((s, x) => s + x, 0) / n;
+  if (n === 1) return { estimate: mean, lo: NaN, hi: NaN, n };
+  const level = o.level ?? 0.95;
+  const resamples = o.resamples ?? 10_000;
+  const rng = createRng(o.seed ?? 1);
+  const means = new Float64Array(resamples);
+  for (let r = 0; r < resamples; r++) {
+    let s = 0;
+    for (let i = 0; i < n; i++) s += d[Math.floor(rng() * n)]!;
+    means[r] = s / n;
+  }
+  means.sort();
+  return { estimate: mean, lo: quantileSorted(means, (1 - level) / 2), hi: quantileSorted(means, 1 - (1 - level) / 2), n };
+}
+
+/** Quantile of sorted values with linear interpolation between order statistics (numpy's default, "linear"). */
+export function quantileSorted(sorted: ArrayLike<number>, q: number): number {
+  const n = sorted.length;
+  if (n === 0) return NaN;
+  const h = (n - 1) * q;
+  const lo = Math.floor(h);
+  const hi = Math.min(n - 1, lo + 1);
+  return sorted[lo]! + (h - lo) * (sorted[hi]! - sorted[lo]!);
+}
+
+/** Standard normal cumulative distribution, Φ(z) = erfc(-z/√2)/2. */
+export function normalCdf(z: number): number {
+  return 0.5 * erfc(-z / Math.SQRT2);
+}
+
+/** Complementary error function (Numerical Recipes' erfcc Chebyshev fit, |relative error| < 1.2e-7). */
+function erfc(x: number): number {
+  const z = Math.abs(x);
+  const t = 1 / (1 + 0.5 * z);
+  const r = t * Math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+    t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+  return x >= 0 ? r : 2 - r;
+}
+
+export interface WilcoxonResult {
+  /** Pairs with a non-zero difference (zero differences are dropped, Wilcoxon's original rule). */
+  n: number;
+  zeros: number;
+  /** Sum of the ranks of the positive differences (a > b); tied |differences| share their average rank. */
+  wPlus: number;
+  wMinus: number;
+  /** Two-sided p-value. */
+  pValue: number;
+  method: 'exact' | 'normal';
+}
+
+/** Below this many non-zero differences the p-value is exact; above, the normal approximation is used. */
+export const WILCOXON_EXACT_MAX = 60;
+
+/**
+ * Wilcoxon signed-rank test of paired samples (H0: the differences a[i] - b[i] are symmetric about 0).
+ * - Zero differences (|d| <= zeroTolerance) are dropped before ranking ("wilcox" rule; scipy's default).
+ * - Ties among |d| get the average of the ranks they span (midranks).
+ * - n <= WILCOXON_EXACT_MAX: exact p-value from the permutation distribution of W+ over the 2^n sign flips of
+ *   the observed (mid)ranks, counted by dynamic programming on doubled ranks (midranks are multiples of 1/2),
+ *   so it stays exact with ties. Otherwise: normal approximation with the tie-corrected variance
+ *   n(n+1)(2n+1)/24 - sum(t^3 - t)/48, no continuity correction.
+ * p = min(1, 2 min(P(W+ <= w), P(W+ >= w))).
+ */
+export function wilcoxonSignedRank(a: readonly number[], b: readonly number[], zeroTolerance = 1e-12): WilcoxonResult {
+  assertPaired(a, b);
+  const all = a.map((x, i) => x - b[i]!);
+  if (all.some((x) => !Number.isFinite(x))) throw new RangeError('wilcoxonSignedRank: not a finite number');
+  const d = all.filter((x) => Math.abs(x) > zeroTolerance);
+  const zeros = all.length - d.length;
+  const n = d.length;
+  if (n === 0) return { n, zeros, wPlus: 0, wMinus: 0, pValue: 1, method: 'exact' };
+  const order = d.map((x, i) => ({ abs: Math.abs(x), i })).sort((p, q) => p.abs - q.abs);
+  const ranks = new Array<number>(n);
+  const tieSizes: number[] = [];
+  for (let s = 0; s < n; ) {
+    let e = s;
+    while (e + 1 < n && order[e + 1]!.abs - order[s]!.abs <= zeroTolerance) e++;
+    const mid = (s + e) / 2 + 1;
+    for (let k = s; k <= e; k++) ranks[order[k]!.i] = mid;
+    tieSizes.push(e - s + 1);
+    s = e + 1;
+  }
+  let wPlus = 0;
+  d.forEach((x, i) => {
+    if (x > 0) wPlus += ranks[i]!;
+  });
+  const total = (n * (n + 1)) / 2;
+  const wMinus = total - wPlus;
+  if (n <= WILCOXON_EXACT_MAX) {
+    // counts[s] = number of sign assignments whose doubled W+ equals s.
+    const doubled = ranks.map((r) => Math.round(2 * r));
+    const max = doubled.reduce((s, r) => s + r, 0);
+    let counts = new Float64Array(max + 1);
+    counts[0] = 1;
+    for (const r of doubled) {
+      const next = new Float64Array(max + 1);
+      for (let s = 0; s <= max; s++) {
+        if (counts[s] === 0) continue;
+        next[s] = next[s]! + counts[s]!;
+        next[s + r] = next[s + r]! + counts[s]!;
+      }
+      counts = next;
+    }
+    const w2 = Math.round(2 * wPlus);
+    let le = 0, ge = 0;
+    const all2 = 2 ** n;
+    for (let s = 0; s <= max; s++) {
+      if (s <= w2) le += counts[s]!;
+      if (s >= w2) ge += counts[s]!;
+    }
+    return { n, zeros, wPlus, wMinus, pValue: Math.min(1, (2 * Math.min(le, ge)) / all2), method: 'exact' };
+  }
+  const variance = (n * (n + 1) * (2 * n + 1)) / 24 - tieSizes.reduce((s, t) => s + t * t * t - t, 0) / 48;
+  const z = (wPlus - total / 2) / Math.sqrt(variance);
+  return { n, zeros, wPlus, wMinus, pValue: Math.min(1, 2 * normalCdf(-Math.abs(z))), method: 'normal' };
+}
+
+export interface PairedSuccessPlan {
+  /** Games needed (rounded up). */
+  games: number;
+  /** The discordance assumed: P(exactly one of the two policies succeeds on a game). */
+  discordance: number;
+  delta: number;
+  alpha: number;
+  power: number;
+}
+
+/**
+ * Games needed for McNemar's test to detect a difference `delta` in success rate (two-sided `alpha`, the given
+ * `power`), by Connor's (1987) formula n = (z_{1-α/2} √ψ + z_{power} √(ψ - δ²))² / δ², ψ the discordance.
+ * Without a known ψ it is taken from independent games at success rates `baseline` and `baseline + delta`
+ * (ψ = p1(1 - p2) + p2(1 - p1)); paired policies agree more often than that, so this errs towards more games.
+ */
+export function pairedSuccessGames(o: { delta: number; alpha?: number; power?: number; baseline?: number; discordance?: number }): PairedSuccessPlan {
+  const alpha = o.alpha ?? 0.05;
+  const power = o.power ?? 0.8;
+  const delta = Math.abs(o.delta);
+  if (!(delta > 0 && delta < 1)) throw new RangeError(`pairedSuccessGames: delta must be in (0, 1), got ${o.delta}`);
+  if (!(alpha > 0 && alpha < 1) || !(power > 0 && power < 1)) throw new RangeError('pairedSuccessGames: alpha and power must be in (0, 1)');
+  let psi = o.discordance;
+  if (psi === undefined) {
+    // Worst case over baselines when none is given: the rates straddle 1/2.
+    const p1 = Math.min(Math.max(o.baseline ?? 0.5 - delta / 2, 0), 1 - delta);
+    const p2 = p1 + delta;
+    psi = p1 * (1 - p2) + p2 * (1 - p1);
+  }
+  if (!(psi >= delta * delta + 1e-12 && psi <= 1)) throw new RangeError(`pairedSuccessGames: discordance ${psi} cannot produce a difference of ${delta}`);
+  const za = normalQuantile(1 - alpha / 2);
+  const zb = normalQuantile(power);
+  const n = (za * Math.sqrt(psi) + zb * Math.sqrt(psi - delta * delta)) ** 2 / (delta * delta);
+  return { games: Math.ceil(n - 1e-9), discordance: psi, delta, alpha, power };
+}
+
+/** Power of McNemar's test with `games` games (normal approximation, the inverse of pairedSuccessGames). */
+export function pairedSuccessPower(o: { games: number; delta: number; discordance: number; alpha?: number }): number {
+  const alpha = o.alpha ?? 0.05;
+  const delta = Math.abs(o.delta);
+  const za = normalQuantile(1 - alpha / 2);
+  return normalCdf((delta * Math.sqrt(o.games) - za * Math.sqrt(o.discordance)) / Math.sqrt(o.discordance - delta * delta));
 }

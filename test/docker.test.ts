@@ -36,6 +36,15 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('checks the bot\'s readiness endpoint and gives SIGTERM longer than the bot\'s shutdown deadline', () => {
+    const b = bot as Service & { stop_grace_period?: string };
+    const port = b.environment?.HEALTH_PORT;
+    expect(port).toMatch(/^\d+$/);
+    expect(b.healthcheck?.test.join(' ')).toContain(`127.0.0.1:${port}/health/ready`);
+    const grace = Number(/^(\d+)s$/.exec(b.stop_grace_period ?? '')?.[1]);
+    expect(grace).toBeGreaterThan(Number(b.environment?.SHUTDOWN_DEADLINE_SECONDS));
+  });
+
   it('reserves an NVIDIA GPU for the trainer through a device request', () => {
     const devices = trainer.deploy?.resources?.reservations?.devices ?? [];
     expect(devices).toHaveLength(1);

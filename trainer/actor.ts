@@ -1,6 +1,8 @@
-// The SWEET-RL actor (arXiv 2503.15478, Sec. 4.3). For a share of the turn states o_t in the data, sample N
-// candidate messages from the policy, score each with the critic's advantage, pair a random top-half candidate
-// (chosen) with a random bottom-half one (rejected), and train the policy with DPO (+ NLL on the chosen one)
+// The SWEET-RL actor (arXiv 2503.15478, Sec. 4.3), as the official scripts do it: take a share of the
+// trajectories (paper: 10%) and every agent-turn state o_t of them; sample N candidate messages per state from
+// the policy (temperature 1 in the paper's preset); score each with the critic's advantage (critic with c minus
+// the sampling policy without c, mean per token); pair a random top-half candidate (chosen) with a random
+// bottom-half one (rejected), `pairsPerState` times; train the policy with DPO (+ NLL on the chosen message)
 // against the frozen initial policy.
 import * as tf from '@tensorflow/tfjs';
 import type { Trajectory } from './data.ts';
@@ -8,7 +10,7 @@ import type { Critic, TurnState } from './critic.ts';
 import { dpoLoss } from './losses.ts';
 import { generate } from './model/generate.ts';
 import { completionLogprobs, completionLogprobValues } from './model/logprobs.ts';
-import { topBottomPairs } from './pairs.ts';
+import { canonicalOrder, topBottomPairs } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
 import { minibatchPhase, Rng, type Phase } from './schedule.ts';
 import { encodeAction, encodePrompt, policyDialogue, type LoadedModel } from './sequences.ts';
@@ -35,17 +37,23 @@ export interface ActionPair {
   rejectedScore: number;
 }
 
-/** Every agent-turn state of the data, then a seeded `fraction` of them (at least one). */
+/**
+ * A seeded `fraction` of the trajectories (at least one), and every agent-turn state of each, in a fixed order.
+ * The official script takes the first 10% of its data file; a seeded sample of the content-ordered
+ * trajectories is the same thing without depending on the order rows come out of a database.
+ */
 export function selectStates(trajectories: readonly Trajectory[], fraction: number, seed: number): ActorState[] {
-  const all: ActorState[] = [];
-  for (const t of trajectories) {
+  const ordered = canonicalOrder(trajectories);
+  const keep = Math.min(ordered.length, Math.max(1, Math.round(ordered.length * fraction)));
+  const chosen = Rng.derive(seed, 'actor-trajectories').shuffle(ordered).slice(0, keep);
+  const states: ActorState[] = [];
+  for (const t of chosen) {
     for (let i = 0; i < t.turns.length; i += 2) {
       if (t.turns[i]!.role !== 'agent') continue;
-      all.push({ sessionId: t.sessionId, agentTurn: i / 2, task: t.task, turns: t.turns.slice(0, i) });
+      states.push({ sessionId: t.sessionId, agentTurn: i / 2, task: t.task, turns: t.turns.slice(0, i) });
     }
   }
-  const keep = Math.max(1, Math.round(all.length * fraction));
-  return Rng.derive(seed, 'actor-states').shuffle(all).slice(0, Math.min(keep, all.length));
+  return states;
 }
 
 /**
@@ -63,22 +71,23 @@ export async function pairsForState(policy: LoadedModel, critic: Critic, state: 
     seed: stateSeed,
   });
   const texts = results.map((r) => r.text);
-  const scores = await critic.scoreCandidates(state, texts);
+  // The sampler's own per-token log-probabilities of every candidate: the critic's reference in the ranking, and
+  // (summed) the frozen reference of the DPO pairs, since no actor update has happened yet.
+  const rows = texts.map((text) => encodeAction(policy, dialogue, text, ctx));
+  const ref = await completionLogprobValues(policy.model, rows, { padTokenId: policy.tokenizer.padTokenId });
+  const scores = await critic.scoreCandidates(state, texts, ref);
   const rng = Rng.derive(stateSeed, 'pairs');
   const picked = topBottomPairs(texts.map((_, i) => i), (i) => scores[i]!, c.pairsPerState, () => rng.next());
-  if (picked.length === 0) return [];
-  const rows = picked.flatMap((p) => [encodeAction(policy, dialogue, texts[p.chosen]!, ctx), encodeAction(policy, dialogue, texts[p.rejected]!, ctx)]);
-  const ref = await completionLogprobValues(policy.model, rows, { padTokenId: policy.tokenizer.padTokenId });
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-  return picked.map((p, k) => ({
+  return picked.map((p) => ({
     sessionId: state.sessionId,
     agentTurn: state.agentTurn,
-    chosenPrompt: rows[2 * k]!.prompt,
-    rejectedPrompt: rows[2 * k + 1]!.prompt,
-    chosen: rows[2 * k]!.completion,
-    rejected: rows[2 * k + 1]!.completion,
-    refChosen: sum(ref[2 * k]!),
-    refRejected: sum(ref[2 * k + 1]!),
+    chosenPrompt: rows[p.chosen]!.prompt,
+    rejectedPrompt: rows[p.rejected]!.prompt,
+    chosen: rows[p.chosen]!.completion,
+    rejected: rows[p.rejected]!.completion,
+    refChosen: sum(ref[p.chosen]!),
+    refRejected: sum(ref[p.rejected]!),
     chosenScore: scores[p.chosen]!,
     rejectedScore: scores[p.rejected]!,
   }));

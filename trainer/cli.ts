@@ -1,25 +1,32 @@
 // The trainer's command actions (simulate, evaluate, train, trainer, deploy, rollback). bin/commands/trainer.ts
 // parses the options and hands over the validated settings; everything else happens here.
-import { checkpointOf, deployPolicyByName, rollbackPolicy } from '../prisma/policy-store.ts';
+import { checkpointOf, deployedPolicy, deployPolicyByName, rollbackPolicy } from '../prisma/policy-store.ts';
+import { trainingBaseOf } from './policies/serving.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { TaskKind, TaskSplit } from '../tasks/model.ts';
-import { evaluateVersion, formatReport } from './evaluate.ts';
+import { compareVersions, evaluateVersion, formatComparison, formatReport, outcomes } from './evaluate.ts';
 import { isPresetName, trainConfig, type TrainConfig } from './presets.ts';
-import { promote } from './promote.ts';
+import { formatGateEvidence, gamesPlan, promote } from './promote.ts';
+import { pairedSuccessPower } from '../tasks/stats.ts';
 import { DEFAULT_SAMPLING } from './rollout.ts';
 import { createRun, executeRun, unfinishedRuns, type Algorithm, type RunConfig } from './runs.ts';
 import { createScorer, type Scorer } from '../tasks/scorer.ts';
 import { simulate, RULE_SIMULATOR, type CollaboratorFactory } from './simulate.ts';
 import { resolveVersion, type VersionContext } from './versions.ts';
-import { usableSessions } from './data.ts';
+import { usableSessions, type DataFilter, type DataSource } from './data.ts';
 import { runService } from './service.ts';
 
 export interface TrainerSettings {
   checkpointRoot: string;
   seed: number;
   ratingWeight: number;
+  /** The promotion gate: significance level, non-inferiority margin on the score (0: must be better). */
+  promotionAlpha: number;
   promotionMargin: number;
+  /** Difference in success rate the gate's games count is sized to detect, and with which power. */
+  promotionEffect: number;
+  promotionPower: number;
   minNewSessions: number;
   pollSeconds: number;
   bwrapPath: string;
@@ -29,6 +36,30 @@ export interface TrainerSettings {
   clipModelDir?: string;
   llmSimulator?: { url: string; model: string; key?: string };
   progress: 'bar' | 'lines' | 'none';
+  /** The data runs train on unless `sweetloop train` says otherwise (TRAINER_DATA and its companions). */
+  trainingData: TrainingDataSettings;
+}
+
+export interface TrainingDataSettings {
+  source: DataSource;
+  /** With `both`: the share of simulated sessions kept, in (0, 1]. */
+  simulatedWeight: number;
+  minQuality?: number;
+  minRating?: number;
+}
+
+/** The run's data filter: the command's options over the configured defaults, seeded by SEED. */
+export function dataFilterFor(s: Pick<TrainerSettings, 'trainingData' | 'seed'>, o: Partial<TrainingDataSettings> = {}): DataFilter {
+  const d = { ...s.trainingData, ...Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) } as TrainingDataSettings;
+  // A weight configured for `both` means nothing to a run on one source; the command asked for that source.
+  const simulatedWeight = d.source === 'both' ? d.simulatedWeight : 1;
+  return {
+    source: d.source,
+    simulatedWeight,
+    ...(d.minQuality !== undefined ? { minQuality: d.minQuality } : {}),
+    ...(d.minRating !== undefined ? { minRating: d.minRating } : {}),
+    seed: s.seed,
+  };
 }
 
 function versionContext(db: Database, s: TrainerSettings): VersionContext {
@@ -81,7 +112,9 @@ export async function simulateCommand(db: Database, s: TrainerSettings, o: { pol
 }
 
 export interface EvalCommandOptions {
-  policy: string;
+  /** One version to evaluate, or `compare` two on the same games. */
+  policy?: string;
+  compare?: string[];
   tasks: TaskSplit;
   episodes: number;
   kind: TaskKind;
@@ -91,18 +124,22 @@ export interface EvalCommandOptions {
 }
 
 export async function evaluateCommand(db: Database, s: TrainerSettings, o: EvalCommandOptions): Promise<void> {
+  if (o.compare && (o.policy || o.against)) throw new Error('evaluate: give either --compare A B or --policy (with --against), not both');
+  if (o.compare && o.compare.length !== 2) throw new Error(`evaluate --compare needs exactly two versions, got ${o.compare.length}`);
+  if (!o.compare && !o.policy) throw new Error('evaluate: give --policy <version> or --compare <A> <B>');
   const ctx = versionContext(db, s);
-  const version = await resolveVersion(ctx, o.policy);
-  const against = o.against ? await resolveVersion(ctx, o.against) : undefined;
   const sc = await scorer(s);
   try {
-    const report = await evaluateVersion(
-      db.prisma,
-      version,
-      sc,
-      { kind: o.kind, split: o.tasks, episodes: o.episodes, seed: o.seed ?? s.seed, store: false, collaborator: await collaboratorFactory(s) },
-      against,
-    );
+    const options = { kind: o.kind, split: o.tasks, episodes: o.episodes, seed: o.seed ?? s.seed, store: false, collaborator: await collaboratorFactory(s) };
+    if (o.compare) {
+      const [a, b] = [await resolveVersion(ctx, o.compare[0]!), await resolveVersion(ctx, o.compare[1]!)];
+      const c = await compareVersions(db.prisma, a, b, sc, options);
+      console.log(o.json ? JSON.stringify(c) : formatComparison(c));
+      return;
+    }
+    const version = await resolveVersion(ctx, o.policy!);
+    const against = o.against ? await resolveVersion(ctx, o.against) : undefined;
+    const report = await evaluateVersion(db.prisma, version, sc, options, against);
     console.log(o.json ? JSON.stringify(report) : formatReport(report));
   } finally {
     await sc.close();
@@ -118,7 +155,13 @@ export interface TrainCommandOptions {
   resume?: string;
   lora?: number;
   promote?: boolean;
-  evalEpisodes: number;
+  /** Games per version in the promotion gate; unset: chosen by the power analysis (PROMOTION_EFFECT, PROMOTION_POWER). */
+  evalEpisodes?: number;
+  /** The data (default: TRAINER_DATA and its companions). */
+  data?: DataSource;
+  simulatedWeight?: number;
+  minQuality?: number;
+  minRating?: number;
 }
 
 export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCommandOptions): Promise<PolicyVersion> {
@@ -127,6 +170,9 @@ export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCom
   if (!runId) {
     if (!isPresetName(o.preset)) throw new Error(`unknown preset "${o.preset}" (cpu-small or paper)`);
     const from = await resolveVersion(versionContext(db, s), o.from);
+    const base = trainingBaseOf(from);
+    if (base.servedBy && o.lora === undefined) throw new Error(`"${from.name}" is served by an endpoint: train a LoRA adapter for it with --lora <rank>`);
+    const data = dataFilterFor(s, { ...(o.data ? { source: o.data } : {}), simulatedWeight: o.simulatedWeight, minQuality: o.minQuality, minRating: o.minRating } as Partial<TrainingDataSettings>);
     const overrides: Partial<TrainConfig> = { seed: s.seed };
     if (o.maxSteps !== undefined) overrides.maxSteps = o.maxSteps;
     if (o.lora !== undefined) overrides.lora = { rank: o.lora, alpha: 2 * o.lora };
@@ -136,10 +182,12 @@ export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCom
       train: trainConfig(o.preset, overrides),
       fromVersionId: from.id,
       fromVersionName: from.name,
-      fromCheckpoint: checkpointOf(from),
+      fromCheckpoint: base.dir,
+      ...(base.servedBy ? { servedBy: base.servedBy } : {}),
       kind: o.kind,
       ratingWeight: s.ratingWeight,
-      includeSimulated: true,
+      includeSimulated: data.source !== 'human',
+      data,
     };
     const run = await createRun(ctx, cfg);
     runId = run.id;
@@ -151,16 +199,25 @@ export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCom
   return version;
 }
 
-async function gate(db: Database, s: TrainerSettings, candidate: string, kind: TaskKind, episodes: number): Promise<void> {
+async function gate(db: Database, s: TrainerSettings, candidate: string, kind: TaskKind, episodes?: number): Promise<void> {
+  const { games, plan } = gamesPlan(await deployedPolicy(db.prisma), { effect: s.promotionEffect, alpha: s.promotionAlpha, power: s.promotionPower }, episodes);
+  const power = pairedSuccessPower({ games, delta: plan.delta, discordance: plan.discordance, alpha: plan.alpha });
+  console.error(
+    `promotion gate: ${games} games a version${episodes === undefined ? ' (chosen by the power analysis)' : ' (--eval-episodes)'}; ` +
+      `power ${(power * 100).toFixed(0)}% to detect ${(plan.delta * 100).toFixed(0)} points of success rate at alpha ${plan.alpha} ` +
+      `(McNemar, assumed discordance ${(plan.discordance * 100).toFixed(1)}%; ${plan.games} games give ${(plan.power * 100).toFixed(0)}%)`,
+  );
   const sc = await scorer(s);
   const collaborator = await collaboratorFactory(s);
   try {
-    const r = await promote(db, candidate, s.promotionMargin, async (v) => {
-      const games = await simulate(db.prisma, v, sc, { kind, split: 'test', episodes, seed: s.seed, store: false, collaborator });
-      return games.reduce((a, g) => a + g.evaluation.score, 0) / games.length;
+    const r = await promote(db, candidate, {
+      gate: { alpha: s.promotionAlpha, margin: s.promotionMargin },
+      kind,
+      plan,
+      seed: s.seed,
+      play: async (v) => outcomes(await simulate(db.prisma, v, sc, { kind, split: 'test', episodes: games, seed: s.seed, store: false, collaborator })),
     });
-    const scores = r.scores ? ` (candidate ${(r.scores.candidate * 100).toFixed(1)}% vs deployed ${(r.scores.deployed * 100).toFixed(1)}%, margin ${r.margin})` : ' (nothing was deployed)';
-    console.log(r.decision === 'deployed' ? `deployed ${candidate}${scores}` : `kept ${candidate} as a candidate${scores}`);
+    console.log(formatGateEvidence(r.evidence));
   } finally {
     await sc.close();
   }
@@ -176,10 +233,11 @@ export async function rollbackCommand(db: Database): Promise<void> {
   console.log(`rolled back to ${v.name}`);
 }
 
-export async function serviceCommand(db: Database, s: TrainerSettings, o: { algo: Algorithm; preset: string; kind: TaskKind; evalEpisodes: number }): Promise<void> {
+export async function serviceCommand(db: Database, s: TrainerSettings, o: { algo: Algorithm; preset: string; kind: TaskKind; evalEpisodes?: number }): Promise<void> {
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   process.once('SIGTERM', () => controller.abort());
+  const data = dataFilterFor(s);
   await runService({
     db,
     minNewSessions: s.minNewSessions,
@@ -187,12 +245,21 @@ export async function serviceCommand(db: Database, s: TrainerSettings, o: { algo
     signal: controller.signal,
     log: (l) => console.error(`trainer: ${l}`),
     countNewSessions: (after) =>
-      db.prisma.session.count({ where: usableSessions({ includeSimulated: true, kind: o.kind, split: 'train', ...(after ? { endedAfter: after } : {}) }) }),
+      db.prisma.session.count({
+        where: usableSessions({
+          source: data.source,
+          ...(data.minQuality !== undefined ? { minQuality: data.minQuality } : {}),
+          ...(data.minRating !== undefined ? { minRating: data.minRating } : {}),
+          kind: o.kind,
+          split: 'train',
+          ...(after ? { endedAfter: after } : {}),
+        }),
+      }),
     cycle: async () => {
       const [unfinished] = await unfinishedRuns(db.prisma);
       const version = unfinished
-        ? await trainCommand(db, s, { algo: o.algo, from: 'deployed', preset: o.preset, kind: o.kind, resume: unfinished.id, evalEpisodes: o.evalEpisodes })
-        : await trainCommand(db, s, { algo: o.algo, from: 'deployed', preset: o.preset, kind: o.kind, evalEpisodes: o.evalEpisodes });
+        ? await trainCommand(db, s, { algo: o.algo, from: 'deployed', preset: o.preset, kind: o.kind, resume: unfinished.id })
+        : await trainCommand(db, s, { algo: o.algo, from: 'deployed', preset: o.preset, kind: o.kind });
       await gate(db, s, version.name, o.kind, o.evalEpisodes);
     },
   });

@@ -1,16 +1,18 @@
 // The SWEET-RL critic (arXiv 2503.15478, Sec. 4.2). A decoder initialised from the policy that reads, in its
-// prompt, the training-time information c (the hidden reference) as well as the dialogue. The advantage of an
-// agent turn is the mean per-token log-ratio of the turn under the critic against a frozen copy of the initial
-// critic; a trajectory's score is the sum of its turns' advantages, trained with Bradley-Terry on pairs of
-// trajectories of the same task (the higher-reward one should score higher).
+// prompt, the training-time information c (the hidden reference) as well as the dialogue. As in the official
+// implementation, a trajectory's score is the mean per-token log-ratio over ALL its agent tokens, critic
+// against a frozen copy of the initial critic (same prompt, with c), trained with Bradley-Terry on pairs of
+// trajectories of the same task (the best one against each worse one). Candidate messages are then ranked by
+// the critic's mean log-probability (with c) minus the sampling policy's (without c), as the official ranking
+// script does. README "SWEET-RL: differences from the official implementation" lists what differs.
 import * as tf from '@tensorflow/tfjs';
 import type { TaskContent } from '../tasks/model.ts';
 import type { DialogueTurn } from '../tasks/protocol.ts';
 import type { Trajectory } from './data.ts';
-import { bradleyTerryLoss, trajectoryScores, turnAdvantages } from './losses.ts';
+import { bradleyTerryLoss, meanLogRatio, trajectoryAdvantages } from './losses.ts';
 import type { Decoder } from './model/decoder.ts';
 import { completionLogprobValues } from './model/logprobs.ts';
-import { preferencePairs, type Pair } from './pairs.ts';
+import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
 import { chunks, epochBatches, phaseOptimizer, type Phase } from './schedule.ts';
 import { TrainStep } from './model/train-step.ts';
@@ -45,8 +47,9 @@ export class Critic {
   private constructor(
     /** The critic being trained. */
     readonly current: LoadedModel,
-    /** The frozen initial critic (pi_ref of the advantage). */
-    readonly reference: LoadedModel,
+    /** Where the frozen initial critic (pi_ref of the training loss) is loaded from, only while `prepare` needs it. */
+    private readonly initialDir: string,
+    private readonly id: number,
   ) {}
 
   /**
@@ -55,14 +58,7 @@ export class Critic {
    */
   static async load(initialDir: string, currentDir: string = initialDir): Promise<Critic> {
     const id = instances++;
-    const reference = await loadModel(initialDir, `critic-ref-${id}`, false);
-    try {
-      const current = await loadModel(currentDir, `critic-${id}`, true);
-      return new Critic(current, reference);
-    } catch (err) {
-      reference.model.dispose();
-      throw err;
-    }
+    return new Critic(await loadModel(currentDir, `critic-${id}`, true), initialDir, id);
   }
 
   get model(): Decoder {
@@ -77,21 +73,29 @@ export class Critic {
     return this.current.tokenizer.padTokenId;
   }
 
-  /** Encodes trajectories for the critic and scores their turns under the frozen reference once. */
-  async prepare(trajectories: readonly Trajectory[]): Promise<CriticExample[]> {
+  /**
+   * Encodes trajectories for the critic and scores their turns under the frozen reference once, in content
+   * order (which sequences share a padded batch then never depends on database order).
+   */
+  async prepare(data: readonly Trajectory[]): Promise<CriticExample[]> {
+    const trajectories = canonicalOrder(data);
     const seqs = trajectories.map((t) => encodeDialogue(this.current, criticDialogue(t.task, t.turns), this.ctx));
-    const ref = await turnLogprobValues(this.reference.model, seqs, this.pad);
-    return trajectories.map((t, i) => ({ sessionId: t.sessionId, seq: seqs[i]!, refTurnLogp: ref[i]! }));
+    const reference = await loadModel(this.initialDir, `critic-ref-${this.id}-${instances++}`, false);
+    try {
+      const ref = await turnLogprobValues(reference.model, seqs, this.pad);
+      return trajectories.map((t, i) => ({ sessionId: t.sessionId, seq: seqs[i]!, refTurnLogp: ref[i]! }));
+    } finally {
+      reference.model.dispose();
+    }
   }
 
-  /** [B] sum of turn advantages of each example (differentiable in the critic's weights). */
+  /** [B] score of each example: mean log-ratio over all its agent tokens (differentiable in the critic's weights). */
   scores(examples: readonly CriticExample[]): tf.Tensor1D {
     return tf.tidy(() => {
       const lp = turnLogprobs(this.current.model, examples.map((e) => e.seq), this.pad);
-      const ref = padTurns(examples.flatMap((e) => e.refTurnLogp), lp.logp.shape[1]);
-      const adv = turnAdvantages(lp.logp, ref, lp.mask);
       if (lp.owner.length === 0) return tf.zeros([examples.length]) as tf.Tensor1D;
-      return trajectoryScores(adv, tf.tensor1d(lp.owner, 'int32'), examples.length);
+      const ref = padTurns(examples.flatMap((e) => e.refTurnLogp), lp.logp.shape[1]);
+      return trajectoryAdvantages(lp.logp, ref, lp.mask, tf.tensor1d(lp.owner, 'int32'), examples.length);
     });
   }
 
@@ -117,38 +121,28 @@ export class Critic {
   }
 
   /**
-   * The critic's advantage of each candidate next message in a state: mean per-token log-ratio of the
-   * candidate's tokens, critic against frozen reference, with the hidden information in the prompt.
+   * The critic's advantage of each candidate next message in a state, as the official ranking computes it: the
+   * mean per-token log-probability of the candidate under the critic, with the hidden information in the
+   * prompt, minus its mean per-token log-probability under the policy that sampled it, without it
+   * (`policyLogp[i]`: the sampler's per-token log-probabilities of candidate i's tokens).
    */
-  async scoreCandidates(state: TurnState, candidates: readonly string[], batchSize = 8): Promise<number[]> {
+  async scoreCandidates(state: TurnState, candidates: readonly string[], policyLogp: readonly (readonly number[])[], batchSize = 8): Promise<number[]> {
+    if (policyLogp.length !== candidates.length) throw new Error(`scoreCandidates: ${candidates.length} candidates but ${policyLogp.length} reference rows`);
     const prompt = criticDialogue(state.task, state.turns);
     const rows = candidates.map((c) => encodeAction(this.current, prompt, c, this.ctx));
-    const [cur, ref] = await Promise.all([
-      completionLogprobValues(this.current.model, rows, { padTokenId: this.pad, batchSize }),
-      completionLogprobValues(this.reference.model, rows, { padTokenId: this.pad, batchSize }),
-    ]);
-    return rows.map((r, i) => {
-      const n = r.completion.length;
-      if (n === 0) return 0;
-      let sum = 0;
-      for (let j = 0; j < n; j++) sum += cur[i]![j]! - ref[i]![j]!;
-      return sum / n;
-    });
+    const cur = await completionLogprobValues(this.current.model, rows, { padTokenId: this.pad, batchSize });
+    return rows.map((_, i) => meanLogRatio(cur[i]!, policyLogp[i]!));
   }
 
   dispose(): void {
     this.current.model.dispose();
-    this.reference.model.dispose();
   }
 }
 
-/** Pairs of trajectories of the same task for the critic: chosen has the strictly higher reward. */
+/** Pairs of trajectories of the same task for the critic: the task's best against each strictly worse one. */
 export function criticPairs(trajectories: readonly Trajectory[], examples: readonly CriticExample[], maxPairsPerTask: number): Pair<CriticExample>[] {
   const byId = new Map(examples.map((e) => [e.sessionId, e]));
-  return preferencePairs(
-    trajectories.map((t) => ({ id: t.sessionId, groupId: t.taskId, reward: t.reward })),
-    maxPairsPerTask,
-  ).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
+  return preferencePairs(scoredTrajectories(trajectories), maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
 }
 
 /** Bradley-Terry training of the critic over trajectory pairs: criticEpochs passes, batchSize pairs an update. */

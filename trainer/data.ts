@@ -1,11 +1,16 @@
 // The training data: finished sessions read back from the database as trajectories with a reward.
-// Only data that may be used leaves here: consented, not withdrawn, not deleted, not banned, not flagged.
+// Only data that may be used leaves here: consented, not withdrawn, not deleted, not banned, not flagged, not a
+// gold check, not of a person a moderator excluded from training. A run chooses its data explicitly
+// (selectTrainingData with a DataFilter: people, simulators or both with a weight, quality and rating thresholds).
+import { trajectoryKey } from './pairs.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
 import type { DialogueTurn } from '../tasks/protocol.ts';
 import type { TaskContent, TaskKind, TaskSplit } from '../tasks/model.ts';
 import { sessionReward } from '../prisma/session-store.ts';
 import { taskContent } from '../prisma/task-store.ts';
+import { refreshQuality } from '../prisma/quality-store.ts';
+import { Rng } from '../tasks/random.ts';
 
 export interface Trajectory {
   sessionId: string;
@@ -25,10 +30,38 @@ export interface Trajectory {
   policyVersionId: string | null;
 }
 
+/** Who played the collaborator in the sessions a run trains on. */
+export type DataSource = 'human' | 'simulated' | 'both';
+export const DATA_SOURCES: readonly DataSource[] = ['human', 'simulated', 'both'];
+
+/**
+ * The filter that chooses a run's data (stored with the run). Quality and rating thresholds apply to the
+ * sessions of people; a simulated collaborator has neither.
+ */
+export interface DataFilter {
+  source: DataSource;
+  /**
+   * With `both`: the weight of simulated sessions relative to human ones, in (0, 1]: each simulated session is
+   * kept with this probability, decided per session from `seed` (the same session is always in or out, whatever
+   * else arrives). 1 keeps them all.
+   */
+  simulatedWeight: number;
+  /** Sessions of people whose quality score (prisma/quality-store.ts) is below this are left out. */
+  minQuality?: number;
+  /** Human sessions whose mean rating is below this are left out, and so are unrated ones. */
+  minRating?: number;
+  seed: number;
+}
+
 export interface TrajectoryQuery {
   /** Weight of the human rating in the reward (0: the score alone). */
   ratingWeight: number;
-  includeSimulated: boolean;
+  /** Whose sessions: people, simulators or both (default: from includeSimulated). */
+  source?: DataSource;
+  /** Older spelling: true = `both`, false = `human` (when `source` is not given). */
+  includeSimulated?: boolean;
+  minQuality?: number;
+  minRating?: number;
   kind?: TaskKind;
   split?: TaskSplit;
   /** Only sessions that ended after this moment (the trainer's "new data" window). */
@@ -37,19 +70,42 @@ export interface TrajectoryQuery {
   sessionIds?: string[];
 }
 
-/** The where-clause every training read shares: only finished, evaluated, usable sessions. */
+export function sourceOf(q: Pick<TrajectoryQuery, 'source' | 'includeSimulated'>): DataSource {
+  return q.source ?? (q.includeSimulated ? 'both' : 'human');
+}
+
+/** A session was played by a simulated collaborator (the flag, or a participant with the simulated role). */
+const SIMULATED: Prisma.SessionWhereInput = { OR: [{ simulated: true }, { participant: { role: 'simulated' } }] };
+const HUMAN: Prisma.SessionWhereInput = { simulated: false, participant: { role: { not: 'simulated' } } };
+
+/**
+ * The where-clause every training read shares: only finished, evaluated, usable sessions (consented, not
+ * withdrawn, deleted or banned, no unresolved flag, not a gold check, the person not excluded from training), of
+ * the source asked for, from people of at least `minQuality`, rated at least at all when `minRating` is set
+ * (the mean is checked after reading).
+ */
 export function usableSessions(q: Omit<TrajectoryQuery, 'ratingWeight'>): Prisma.SessionWhereInput {
-  const where: Prisma.SessionWhereInput = {
-    status: 'answered',
-    evaluation: { isNot: null },
-    flags: { none: { resolvedAt: null } },
-    participant: {
-      deletedAt: null,
-      banned: false,
-      OR: [{ role: 'simulated' }, { consentGivenAt: { not: null }, consentWithdrawnAt: null }],
+  const and: Prisma.SessionWhereInput[] = [
+    {
+      status: 'answered',
+      evaluation: { isNot: null },
+      flags: { none: { resolvedAt: null } },
+      // A gold check replayed a known session's agent: no policy played it.
+      goldSourceId: null,
+      participant: {
+        deletedAt: null,
+        banned: false,
+        trainingExclusion: { is: null },
+        OR: [{ role: 'simulated' }, { consentGivenAt: { not: null }, consentWithdrawnAt: null }],
+      },
     },
-  };
-  if (!q.includeSimulated) where.simulated = false;
+  ];
+  const source = sourceOf(q);
+  if (source === 'human') and.push(HUMAN);
+  if (source === 'simulated') and.push(SIMULATED);
+  if (q.minQuality !== undefined) and.push({ OR: [SIMULATED, { AND: [HUMAN, { participant: { quality: { is: { score: { gte: q.minQuality } } } } }] }] });
+  if (q.minRating !== undefined) and.push({ OR: [SIMULATED, { ratings: { some: {} } }] });
+  const where: Prisma.SessionWhereInput = { AND: and };
   if (q.kind || q.split) where.task = { ...(q.kind ? { kind: q.kind } : {}), ...(q.split ? { split: q.split } : {}) };
   if (q.endedAfter) where.endedAt = { gt: q.endedAfter };
   if (q.sessionIds) where.id = { in: q.sessionIds };
@@ -64,6 +120,7 @@ export async function loadTrajectories(prisma: PrismaClient, q: TrajectoryQuery)
       task: true,
       evaluation: true,
       ratings: { select: { value: true } },
+      participant: { select: { role: true } },
       turns: { where: { role: { in: ['agent', 'human'] } }, orderBy: { index: 'asc' }, select: { role: true, content: true } },
     },
   });
@@ -71,6 +128,7 @@ export async function loadTrajectories(prisma: PrismaClient, q: TrajectoryQuery)
   for (const s of sessions) {
     const evaluation = s.evaluation!;
     const rating = s.ratings.length ? s.ratings.reduce((a, r) => a + r.value, 0) / s.ratings.length : null;
+    if (q.minRating !== undefined && !s.simulated && s.participant.role !== 'simulated' && (rating === null || rating < q.minRating)) continue;
     out.push({
       sessionId: s.id,
       taskId: s.taskId,
@@ -81,11 +139,86 @@ export async function loadTrajectories(prisma: PrismaClient, q: TrajectoryQuery)
       success: evaluation.success,
       rating,
       reward: sessionReward(evaluation.score, rating, q.ratingWeight),
-      simulated: s.simulated,
+      simulated: s.simulated || s.participant.role === 'simulated',
       policyVersionId: s.policyVersionId,
     });
   }
   return out;
 }
 
-/** A stored task row as the protocol and evaluators take it. */
+/** A run needs at least this many sessions (training pairs compare two sessions of a task). */
+export const MIN_TRAINING_SESSIONS = 2;
+
+/** The data filter cannot be used, or chooses too little data; the message says what to do. */
+export class DataSelectionError extends Error {
+  override name = 'DataSelectionError';
+}
+
+/** Rejects a malformed filter before anything is read. */
+export function validateDataFilter(f: DataFilter): void {
+  if (!DATA_SOURCES.includes(f.source)) throw new DataSelectionError(`--data must be one of ${DATA_SOURCES.join(', ')}, got ${JSON.stringify(f.source)}`);
+  if (!(f.simulatedWeight > 0 && f.simulatedWeight <= 1)) throw new DataSelectionError(`--simulated-weight must be in (0, 1], got ${f.simulatedWeight}`);
+  if (f.simulatedWeight < 1 && f.source !== 'both') throw new DataSelectionError('--simulated-weight applies only with --data both');
+  if (f.minQuality !== undefined && !(f.minQuality >= 0 && f.minQuality <= 1)) throw new DataSelectionError(`--min-quality must be in [0, 1], got ${f.minQuality}`);
+  if (f.minRating !== undefined && !(f.minRating >= 1 && f.minRating <= 5)) throw new DataSelectionError(`--min-rating must be from 1 to 5, got ${f.minRating}`);
+  if ((f.minQuality !== undefined || f.minRating !== undefined) && f.source === 'simulated') {
+    throw new DataSelectionError('--min-quality and --min-rating judge people: they do not apply to --data simulated');
+  }
+  if (!Number.isInteger(f.seed)) throw new DataSelectionError(`the data seed must be an integer, got ${f.seed}`);
+}
+
+/**
+ * Is this simulated session in the data at weight w? A fixed draw per key and seed; the key is the trajectory's
+ * content (trajectoryKey), not its random id, so the same data gives the same choice in any database.
+ */
+export function keepsSimulated(key: string, weight: number, seed: number): boolean {
+  return weight >= 1 || Rng.derive(seed, 'simulated-weight', key).next() < weight;
+}
+
+export interface TrainingSelection {
+  trajectories: Trajectory[];
+  filter: DataFilter;
+  counts: { human: number; simulated: number; simulatedLeftOut: number };
+}
+
+function describeFilter(f: DataFilter): string {
+  const parts = [f.minQuality !== undefined ? `quality >= ${f.minQuality}` : '', f.minRating !== undefined ? `rating >= ${f.minRating}` : ''].filter(Boolean);
+  return parts.length ? ` with ${parts.join(' and ')}` : '';
+}
+
+/**
+ * A run's training data: the usable sessions the filter chooses, quality scores brought up to date first (so
+ * a session whose replies pasted the reference is flagged, and left out, before it can be used). Throws
+ * DataSelectionError when fewer than MIN_TRAINING_SESSIONS remain.
+ */
+export async function selectTrainingData(
+  prisma: PrismaClient,
+  q: { ratingWeight: number; kind: TaskKind; split?: TaskSplit },
+  f: DataFilter,
+): Promise<TrainingSelection> {
+  validateDataFilter(f);
+  if (f.source !== 'simulated') await refreshQuality(prisma);
+  const loaded = await loadTrajectories(prisma, {
+    ratingWeight: q.ratingWeight,
+    source: f.source,
+    kind: q.kind,
+    split: q.split ?? 'train',
+    ...(f.minQuality !== undefined ? { minQuality: f.minQuality } : {}),
+    ...(f.minRating !== undefined ? { minRating: f.minRating } : {}),
+  });
+  const trajectories = loaded.filter((t) => !t.simulated || keepsSimulated(trajectoryKey(t), f.simulatedWeight, f.seed));
+  const simulated = trajectories.filter((t) => t.simulated).length;
+  const counts = { human: trajectories.length - simulated, simulated, simulatedLeftOut: loaded.length - trajectories.length };
+  if (trajectories.length < MIN_TRAINING_SESSIONS) {
+    const n = trajectories.length;
+    const what = f.source === 'both' ? '' : `${f.source} `;
+    const advice =
+      f.source === 'human'
+        ? 'collect more sessions with people, lower --min-quality/--min-rating, or train on --data both or --data simulated'
+        : f.source === 'simulated'
+          ? 'play more with `sweetloop simulate`, or train on --data both'
+          : 'collect more first (sweetloop simulate ...)';
+    throw new DataSelectionError(`only ${n} usable ${what}${q.kind} training session(s)${describeFilter(f)}; a run needs at least ${MIN_TRAINING_SESSIONS}: ${advice}`);
+  }
+  return { trajectories, filter: f, counts };
+}

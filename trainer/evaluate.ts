@@ -1,11 +1,24 @@
-// Offline evaluation of a policy version on held-out tasks with a simulated collaborator. Backend: mean share
+// Offline evaluation of policy versions on held-out tasks with a simulated collaborator. Backend: mean share
 // of tests passed (t interval) and success rate (Wilson interval). Frontend: mean similarity, and the win rate
-// against another version on the same tasks (ties count half).
+// against another version on the same tasks (ties count half). Two versions are compared on the SAME games
+// (task, sampling seed, collaborator): `comparePaired` turns the two lists of game outcomes into the paired
+// differences with intervals and p-values (McNemar's exact test for success; Wilcoxon signed-rank and a
+// paired bootstrap for tests passed / similarity). It is pure, so the gate and the tests use it without a model.
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
 import { winRate, type WinRate } from '../tasks/similarity.ts';
 import type { Scorer } from '../tasks/scorer.ts';
 import { simulate, type SimulateOptions, type SimulatedGame } from './simulate.ts';
-import { formatPercent, meanIntervalOf, wilsonCount, type Interval } from '../tasks/stats.ts';
+import {
+  formatPercent,
+  mcnemarPaired,
+  meanIntervalOf,
+  pairedBootstrap,
+  wilcoxonSignedRank,
+  wilsonCount,
+  type Interval,
+  type McNemarResult,
+  type WilcoxonResult,
+} from '../tasks/stats.ts';
 
 export interface EvaluationReport {
   version: string;
@@ -21,18 +34,79 @@ export interface EvaluationReport {
   against?: { version: string; report: Omit<EvaluationReport, 'against'>; winRate: WinRate };
 }
 
-export function summarise(version: string, kind: SimulateOptions['kind'], games: readonly SimulatedGame[]): EvaluationReport {
-  const scores = games.map((g) => g.evaluation.score);
-  const successes = games.filter((g) => g.evaluation.success).length;
+/** One game's outcome as the comparison needs it; `taskId` checks that two lists are the same games. */
+export interface GameOutcome {
+  taskId: string;
+  score: number;
+  success: boolean;
+  agentTurns: number;
+}
+
+export function outcomes(games: readonly SimulatedGame[]): GameOutcome[] {
+  return games.map((g) => ({ taskId: g.taskId, score: g.evaluation.score, success: g.evaluation.success, agentTurns: g.agentTurns }));
+}
+
+export function summarise(version: string, kind: SimulateOptions['kind'], games: readonly (SimulatedGame | GameOutcome)[]): EvaluationReport {
+  const list = games.map((g) => ('evaluation' in g ? outcomes([g])[0]! : g));
+  const scores = list.map((g) => g.score);
+  const successes = list.filter((g) => g.success).length;
   return {
     version,
     kind,
-    episodes: games.length,
+    episodes: list.length,
     score: meanIntervalOf(scores),
-    success: wilsonCount(successes, games.length),
+    success: wilsonCount(successes, list.length),
     successes,
-    meanAgentTurns: games.reduce((a, g) => a + g.agentTurns, 0) / Math.max(1, games.length),
+    meanAgentTurns: list.reduce((a, g) => a + g.agentTurns, 0) / Math.max(1, list.length),
     scores,
+  };
+}
+
+export interface PairedComparison {
+  kind: SimulateOptions['kind'];
+  games: number;
+  /** Interval level of every interval below (the p-values do not depend on it). */
+  level: number;
+  a: Omit<EvaluationReport, 'against'>;
+  b: Omit<EvaluationReport, 'against'>;
+  /** A minus B, in success rate: bootstrap interval of the mean paired difference, and McNemar's test. */
+  success: { difference: Interval; mcnemar: McNemarResult };
+  /** A minus B, in score (tests passed / similarity): bootstrap interval and Wilcoxon signed-rank test. */
+  score: { difference: Interval; wilcoxon: WilcoxonResult };
+  /** Share of games where A's score beats B's (ties half): the paper's frontend win rate. */
+  winRate: WinRate;
+}
+
+export interface CompareOptions {
+  kind: SimulateOptions['kind'];
+  level?: number;
+  /** Seed of the bootstrap resampling (the intervals are reproducible). */
+  seed?: number;
+  resamples?: number;
+}
+
+/** The paired comparison of two versions' outcomes on the same games (index i of both lists is one game). */
+export function comparePaired(a: { version: string; games: readonly GameOutcome[] }, b: { version: string; games: readonly GameOutcome[] }, o: CompareOptions): PairedComparison {
+  if (a.games.length !== b.games.length) throw new Error(`comparePaired: ${a.version} played ${a.games.length} games and ${b.version} ${b.games.length}; a paired comparison needs the same games`);
+  if (a.games.length === 0) throw new Error('comparePaired: no games to compare');
+  a.games.forEach((g, i) => {
+    if (g.taskId !== b.games[i]!.taskId) throw new Error(`comparePaired: game ${i} is task ${g.taskId} for ${a.version} but ${b.games[i]!.taskId} for ${b.version}; not the same games`);
+  });
+  const level = o.level ?? 0.95;
+  const boot = { level, seed: o.seed ?? 1, ...(o.resamples ? { resamples: o.resamples } : {}) };
+  const sa = a.games.map((g) => g.score);
+  const sb = b.games.map((g) => g.score);
+  const ka = a.games.map((g) => g.success);
+  const kb = b.games.map((g) => g.success);
+  return {
+    kind: o.kind,
+    games: a.games.length,
+    level,
+    a: summarise(a.version, o.kind, a.games),
+    b: summarise(b.version, o.kind, b.games),
+    success: { difference: pairedBootstrap(ka.map(Number), kb.map(Number), boot), mcnemar: mcnemarPaired(ka, kb) },
+    score: { difference: pairedBootstrap(sa, sb, boot), wilcoxon: wilcoxonSignedRank(sa, sb) },
+    winRate: winRate(sa, sb),
   };
 }
 
@@ -51,8 +125,17 @@ export async function evaluateVersion(
   return report;
 }
 
+/** Plays the same games (tasks, seeds, collaborator: the same options) with both versions and compares them. */
+export async function compareVersions(prisma: PrismaClient, a: PolicyVersion, b: PolicyVersion, scorer: Scorer, o: SimulateOptions, level = 0.95): Promise<PairedComparison> {
+  const ga = outcomes(await simulate(prisma, a, scorer, o));
+  const gb = outcomes(await simulate(prisma, b, scorer, o));
+  return comparePaired({ version: a.name, games: ga }, { version: b.name, games: gb }, { kind: o.kind, level, seed: o.seed });
+}
+
+const metricName = (kind: SimulateOptions['kind']) => (kind === 'backend' ? '% tests passed' : 'similarity (%)');
+
 export function formatReport(r: EvaluationReport): string {
-  const metric = r.kind === 'backend' ? '% tests passed' : 'similarity (%)';
+  const metric = metricName(r.kind);
   const lines = [
     `${r.version} on ${r.episodes} ${r.kind} games (95% intervals):`,
     `  ${metric}: ${formatPercent(r.score)}`,
@@ -66,5 +149,40 @@ export function formatReport(r: EvaluationReport): string {
       `  win rate vs ${r.against.version}: ${(w.winRate * 100).toFixed(1)} [${(w.ci95[0] * 100).toFixed(1)}, ${(w.ci95[1] * 100).toFixed(1)}] (${w.wins} wins, ${w.ties} ties, ${w.losses} losses)`,
     );
   }
+  return lines.join('\n');
+}
+
+/** "+3.1 [-1.2, 7.4]" percentage points. */
+export function formatDifference(i: Interval, digits = 1): string {
+  const f = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(digits)}`;
+  if (!Number.isFinite(i.lo)) return `${f(i.estimate)} (n=${i.n})`;
+  return `${f(i.estimate)} [${f(i.lo)}, ${f(i.hi)}]`;
+}
+
+export function formatP(p: number): string {
+  return p < 0.001 ? 'p < 0.001' : `p = ${p.toFixed(3)}`;
+}
+
+/** The comparison as a table: each policy with intervals, then the paired differences A - B with p-values. */
+export function formatComparison(c: PairedComparison): string {
+  const pct = `${Math.round(c.level * 100)}%`;
+  const metric = metricName(c.kind);
+  const width = Math.max(8, c.a.version.length, c.b.version.length, 'A - B'.length) + 2;
+  const row = (label: string, success: string, score: string, extra = '') => `  ${label.padEnd(width)}${success.padEnd(30)}${score.padEnd(30)}${extra}`.trimEnd();
+  const w = c.winRate;
+  const lines = [
+    `${c.a.version} (A) vs ${c.b.version} (B) on the same ${c.games} ${c.kind} games (${pct} intervals):`,
+    row('', 'success rate %', metric, 'agent turns'),
+    row(c.a.version, `${formatPercent(c.a.success)} (${c.a.successes})`, formatPercent(c.a.score), c.a.meanAgentTurns.toFixed(2)),
+    row(c.b.version, `${formatPercent(c.b.success)} (${c.b.successes})`, formatPercent(c.b.score), c.b.meanAgentTurns.toFixed(2)),
+    row('A - B', `${formatDifference(c.success.difference)} points`, `${formatDifference(c.score.difference)} points`),
+    row(
+      'p-value',
+      `${formatP(c.success.mcnemar.pValue)} McNemar`,
+      `${formatP(c.score.wilcoxon.pValue)} Wilcoxon`,
+    ),
+    `  discordant games: A only ${c.success.mcnemar.aOnly}, B only ${c.success.mcnemar.bOnly}; ${c.score.wilcoxon.zeros} games with equal ${c.kind === 'backend' ? 'scores' : 'similarity'}`,
+    `  win rate of A over B: ${(w.winRate * 100).toFixed(1)} [${(w.ci95[0] * 100).toFixed(1)}, ${(w.ci95[1] * 100).toFixed(1)}] (${w.wins} wins, ${w.ties} ties, ${w.losses} losses)`,
+  ];
   return lines.join('\n');
 }

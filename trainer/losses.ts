@@ -1,40 +1,46 @@
 // The SWEET-RL objectives and the baselines' DPO objective, as tensor functions.
 //
-// Notation (arXiv 2503.15478, Sec. 4): o_t is the dialogue up to turn t, a_t the agent's turn-t message of
-// L_t tokens, c the training-time information (the hidden reference) that only the critic reads.
+// Notation (arXiv 2503.15478, Sec. 4): o_t is the dialogue up to turn t, a_t the agent's turn-t message, c the
+// training-time information (the hidden reference) that only the critic reads.
 //
-//   turn advantage   A(o_t, a_t, c) = (1 / L_t) * sum_l [ log pi_critic(a_t^l | o_t, c, a_t^<l)
-//                                                        - log pi_ref   (a_t^l | o_t, c, a_t^<l) ]
-//   critic loss      L_BT  = -log sigmoid( beta * sum_t A(chosen_t) - beta * sum_t A(rejected_t) )
+//   trajectory advantage  A(tau, c) = (1 / T) * sum over the T agent tokens of tau (all its agent turns together)
+//                                     of [ log pi_critic(token | prefix, c) - log pi_ref(token | prefix, c) ]
+//   critic loss      L_BT  = -log sigmoid( beta * A(chosen, c) - beta * A(rejected, c) )
 //   actor loss (DPO) L_DPO = -log sigmoid( beta' * [ (log pi(a+|o) - log pi_ref(a+|o))
 //                                                  - (log pi(a-|o) - log pi_ref(a-|o)) ] )
 //                            + lambda_NLL * ( -log pi(a+|o) / |a+| )
 //
-// The 1/L_t normalisation is what keeps the actor from collapsing to short answers (paper ablation).
+// The trajectory's score is ONE mean over all its agent tokens, as the official implementation computes it
+// (openrlhf DPO with --mean_log_prob over the assistant-turn mask: sum of masked log-ratios / masked tokens),
+// not a sum of per-turn means; see README "SWEET-RL: differences from the official implementation". The length
+// normalisation is what keeps the actor from collapsing to short answers (paper ablation).
 import * as tf from '@tensorflow/tfjs';
 
 /**
- * Mean per-token log-ratio of each turn: the critic's advantage.
- * @param criticLogp [N, L] log-probabilities of each turn's tokens under the critic being trained
+ * The critic's score of each trajectory: the mean per-token log-ratio over ALL of its agent-turn tokens.
+ * @param criticLogp [N, L] log-probabilities of each agent turn's tokens under the critic being trained
  * @param refLogp    [N, L] the same tokens under the frozen initial critic
  * @param mask       [N, L] 1 for the turn's tokens, 0 for padding
- * @returns          [N] one advantage per turn
+ * @param trajectory [N] int32: which trajectory (0..numTrajectories-1) each turn belongs to
+ * @returns          [numTrajectories] one score per trajectory (0 for one without agent tokens, not NaN)
  */
-export function turnAdvantages(criticLogp: tf.Tensor2D, refLogp: tf.Tensor2D, mask: tf.Tensor2D): tf.Tensor1D {
+export function trajectoryAdvantages(criticLogp: tf.Tensor2D, refLogp: tf.Tensor2D, mask: tf.Tensor2D, trajectory: tf.Tensor1D, numTrajectories: number): tf.Tensor1D {
   return tf.tidy(() => {
-    const ratio = tf.mul(tf.sub(criticLogp, refLogp), mask);
-    const length = tf.maximum(tf.sum(mask, 1), 1); // a turn with no tokens contributes 0, not NaN
-    return tf.div(tf.sum(ratio, 1), length) as tf.Tensor1D;
+    const perTurnSum = tf.sum(tf.mul(tf.sub(criticLogp, refLogp), mask), 1);
+    const perTurnTokens = tf.sum(mask, 1);
+    const sums = tf.unsortedSegmentSum(perTurnSum, trajectory, numTrajectories);
+    const tokens = tf.unsortedSegmentSum(perTurnTokens, trajectory, numTrajectories);
+    return tf.div(sums, tf.maximum(tokens, 1)) as tf.Tensor1D;
   });
 }
 
-/**
- * Sums turn advantages into one score per trajectory.
- * @param advantages  [N] per-turn advantages (turnAdvantages)
- * @param trajectory  [N] int32: which trajectory (0..numTrajectories-1) each turn belongs to
- */
-export function trajectoryScores(advantages: tf.Tensor1D, trajectory: tf.Tensor1D, numTrajectories: number): tf.Tensor1D {
-  return tf.tidy(() => tf.unsortedSegmentSum(advantages, trajectory, numTrajectories) as tf.Tensor1D);
+/** The same score from plain per-token log-probabilities (one candidate message, no gradient). */
+export function meanLogRatio(critic: readonly number[], reference: readonly number[]): number {
+  if (critic.length !== reference.length) throw new RangeError(`meanLogRatio: ${critic.length} against ${reference.length} tokens`);
+  if (critic.length === 0) return 0;
+  let sum = 0;
+  for (let i = 0; i < critic.length; i++) sum += critic[i]! - reference[i]!;
+  return sum / critic.length;
 }
 
 /** Bradley-Terry loss over trajectory pairs, averaged: chosen[i] should outscore rejected[i]. */

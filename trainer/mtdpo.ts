@@ -1,11 +1,11 @@
-// Multi-turn DPO, the paper's strongest baseline: pairs of whole trajectories of the same task (chosen has the
-// strictly higher reward), DPO over the sum of the log-probabilities of ALL the agent's turns of each
-// trajectory, against the frozen initial policy. Same data, pairing and DPO code as SWEET-RL; what it lacks is
+// Multi-turn DPO, the paper's strongest baseline: pairs of whole trajectories of the same task (the task's best
+// against each strictly worse one, as for the critic), DPO over the sum of the log-probabilities of ALL the
+// agent's turns of each trajectory, against the frozen initial policy. Same data, pairing and DPO code as SWEET-RL; what it lacks is
 // the per-turn credit the critic gives.
 import * as tf from '@tensorflow/tfjs';
 import type { Trajectory } from './data.ts';
 import { dpoLoss } from './losses.ts';
-import { preferencePairs, type Pair } from './pairs.ts';
+import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
 import { minibatchPhase, type Phase } from './schedule.ts';
 import { encodeDialogue, policyDialogue, turnLogprobs, turnLogprobValues, type EncodedDialogue, type LoadedModel } from './sequences.ts';
@@ -18,8 +18,9 @@ export interface PolicyExample {
   tokens: number;
 }
 
-/** Encodes trajectories for the policy and scores them once under the reference (the initial policy). */
-export async function preparePolicyExamples(reference: LoadedModel, trajectories: readonly Trajectory[]): Promise<PolicyExample[]> {
+/** Encodes trajectories for the policy and scores them once under the reference (the initial policy), in content order. */
+export async function preparePolicyExamples(reference: LoadedModel, data: readonly Trajectory[]): Promise<PolicyExample[]> {
+  const trajectories = canonicalOrder(data);
   const ctx = reference.model.config.maxPositionEmbeddings;
   const seqs = trajectories.map((t) => encodeDialogue(reference, policyDialogue(t.task, t.turns), ctx));
   const ref = await turnLogprobValues(reference.model, seqs, reference.tokenizer.padTokenId);
@@ -33,10 +34,7 @@ export async function preparePolicyExamples(reference: LoadedModel, trajectories
 
 export function trajectoryPairs(trajectories: readonly Trajectory[], examples: readonly PolicyExample[], maxPairsPerTask: number): Pair<PolicyExample>[] {
   const byId = new Map(examples.map((e) => [e.sessionId, e]));
-  return preferencePairs(
-    trajectories.map((t) => ({ id: t.sessionId, groupId: t.taskId, reward: t.reward })),
-    maxPairsPerTask,
-  ).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
+  return preferencePairs(scoredTrajectories(trajectories), maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
 }
 
 export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExample>[], c: TrainConfig): Phase {

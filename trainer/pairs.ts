@@ -1,18 +1,16 @@
-// Which trajectories and candidate actions are compared during training. Pure functions: no tensors, no I/O.
-
-/** The reward a session contributes to training: the automatic score, optionally blended with the rating. */
-export function blendedReward(score: number, rating: number | null | undefined, ratingWeight: number): number {
-  if (ratingWeight < 0 || ratingWeight > 1) throw new RangeError(`rating weight must be in [0, 1], got ${ratingWeight}`);
-  if (rating == null || ratingWeight === 0) return score;
-  if (rating < 1 || rating > 5) throw new RangeError(`rating must be in 1..5, got ${rating}`);
-  const ratingAsReward = (rating - 1) / 4;
-  return (1 - ratingWeight) * score + ratingWeight * ratingAsReward;
-}
+// Which trajectories and candidate actions are compared during training, and in which order. Pure functions:
+// no tensors, no I/O. Orders never depend on database ids or row order (random UUIDs, completion order of
+// parallel scoring): every list a phase batches from is sorted by content keys, so the same data and seed give
+// the same updates in any database.
+import { createHash } from 'node:crypto';
+import type { Trajectory } from './data.ts';
 
 export interface Scored {
   id: string;
   groupId: string;
   reward: number;
+  /** Order key independent of database ids (a content hash); defaults to the id. */
+  key?: string;
 }
 
 export interface Pair<T> {
@@ -20,11 +18,39 @@ export interface Pair<T> {
   rejected: T;
 }
 
+const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** A task's content key: the same task gets the same key in any database. */
+export function taskKey(t: Pick<Trajectory, 'task'>): string {
+  return sha(JSON.stringify([t.task.kind, t.task.description, t.task.reference]));
+}
+
+/** A trajectory's content key (dialogue, answer, reward): equal only for interchangeable trajectories. */
+export function trajectoryKey(t: Pick<Trajectory, 'task' | 'turns' | 'answer' | 'reward'>): string {
+  return sha(JSON.stringify([taskKey(t), t.turns.map((x) => [x.role, x.content]), t.answer, t.reward]));
+}
+
+/** Trajectories sorted by (task key, trajectory key), then session id: the order every phase starts from. */
+export function canonicalOrder<T extends Trajectory>(trajectories: readonly T[]): T[] {
+  const keyed = trajectories.map((t) => ({ t, k: `${taskKey(t)}:${trajectoryKey(t)}` }));
+  keyed.sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : a.t.sessionId < b.t.sessionId ? -1 : a.t.sessionId > b.t.sessionId ? 1 : 0));
+  return keyed.map((x) => x.t);
+}
+
+/** Trajectories as preferencePairs takes them: grouped by task content, ordered by content. */
+export function scoredTrajectories(trajectories: readonly Trajectory[]): Scored[] {
+  return trajectories.map((t) => ({ id: t.sessionId, groupId: taskKey(t), reward: t.reward, key: trajectoryKey(t) }));
+}
+
+const keyOf = (x: Scored) => x.key ?? x.id;
+const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 /**
- * Trajectory pairs for the critic and for multi-turn DPO: within each task, every trajectory paired with
- * every trajectory of strictly lower reward (ties carry no preference). `maxPairsPerGroup` keeps tasks with
- * many sessions from dominating; the pairs kept are those with the largest reward gaps, which carry the
- * clearest signal, with ties in the gap broken by id so that the choice is deterministic.
+ * Trajectory pairs for the critic and for multi-turn DPO, as the official implementation builds them
+ * (scripts/evaluate_code.py): within each task, the best trajectory (highest reward; among equals the first by
+ * key) is chosen against every trajectory of the task with a strictly lower reward. Ties carry no preference.
+ * `maxPairsPerGroup` keeps tasks with many sessions from dominating: the pairs kept are those with the largest
+ * reward gaps, ties in the gap broken by key. Groups come in key order.
  */
 export function preferencePairs<T extends Scored>(items: T[], maxPairsPerGroup = Infinity): Pair<T>[] {
   const groups = new Map<string, T[]>();
@@ -34,15 +60,11 @@ export function preferencePairs<T extends Scored>(items: T[], maxPairsPerGroup =
     else groups.set(item.groupId, [item]);
   }
   const pairs: Pair<T>[] = [];
-  for (const groupId of [...groups.keys()].sort()) {
-    const group = groups.get(groupId)!;
-    const inGroup: Pair<T>[] = [];
-    for (const a of group) for (const b of group) if (a.reward > b.reward) inGroup.push({ chosen: a, rejected: b });
-    inGroup.sort(
-      (p, q) =>
-        q.chosen.reward - q.rejected.reward - (p.chosen.reward - p.rejected.reward) ||
-        (p.chosen.id + p.rejected.id).localeCompare(q.chosen.id + q.rejected.id),
-    );
+  for (const groupId of [...groups.keys()].sort(compareKeys)) {
+    const group = [...groups.get(groupId)!].sort((a, b) => b.reward - a.reward || compareKeys(keyOf(a), keyOf(b)));
+    const best = group[0]!;
+    const inGroup: Pair<T>[] = group.filter((x) => x.reward < best.reward).map((rejected) => ({ chosen: best, rejected }));
+    inGroup.sort((p, q) => p.rejected.reward - q.rejected.reward || compareKeys(keyOf(p.rejected), keyOf(q.rejected)));
     pairs.push(...inGroup.slice(0, maxPairsPerGroup));
   }
   return pairs;

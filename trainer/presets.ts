@@ -29,7 +29,7 @@ export const trainConfigSchema = z.object({
   warmupRatio: z.number().min(0).max(1),
   /** Cosine decays to this times the peak. */
   minLrRatio: z.number().min(0).max(1),
-  /** Share of the data's agent-turn states the actor samples candidates for (paper: 10%). */
+  /** Share of the trajectories whose agent-turn states the actor samples candidates for (paper: 10%). */
   stateFraction: z.number().gt(0).max(1),
   /** Candidates sampled per state (paper: 16). */
   candidates: z.number().int().min(2),

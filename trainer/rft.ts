@@ -2,12 +2,14 @@
 // of the successful trajectories only (reward >= rftThreshold; with the default 1, every test passed).
 import type { Trajectory } from './data.ts';
 import { tokenNll } from './losses.ts';
+import { canonicalOrder } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
 import { minibatchPhase, type Phase } from './schedule.ts';
 import { encodeDialogue, policyDialogue, turnLogprobs, type EncodedDialogue, type LoadedModel } from './sequences.ts';
 
+/** The trajectories to imitate, in content order (never the database's row order). */
 export function successfulTrajectories(trajectories: readonly Trajectory[], threshold: number): Trajectory[] {
-  return trajectories.filter((t) => t.reward >= threshold);
+  return canonicalOrder(trajectories.filter((t) => t.reward >= threshold));
 }
 
 export function sftPhase(policy: LoadedModel, trajectories: readonly Trajectory[], c: TrainConfig): Phase {

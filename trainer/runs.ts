@@ -11,7 +11,8 @@ import { appendFile, mkdir, readFile, readdir, rm, truncate } from 'node:fs/prom
 import { join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import type { PrismaClient, Prisma, TrainingRun, PolicyVersion } from '../prisma/generated/client.ts';
-import type { ServingSettings } from '../prisma/policy-store.ts';
+import type { Serving } from './policies/serving.ts';
+import { adapterNameFor } from './policies/vllm-adapters.ts';
 import type { TaskKind } from '../tasks/model.ts';
 import { actorPhase, pairsForState, selectStates, type ActionPair } from './actor.ts';
 import { Critic, criticPairs, criticPhase } from './critic.ts';
@@ -47,7 +48,7 @@ export interface RunConfig {
    * (fromCheckpoint = its base-model directory): a LoRA run then publishes an adapter for that server. Holds the
    * serving settings the adapter version inherits, and the endpoint version it is loaded on.
    */
-  servedBy?: ServingSettings & { endpointVersionId: string };
+  servedBy?: Serving & { endpointVersionId: string };
 }
 
 export interface RunContext {
@@ -389,7 +390,7 @@ async function publish(r: RunState, policy: LoadedModel, sessions: number): Prom
         kind: asAdapter ? 'adapter' : 'checkpoint',
         checkpointPath: out,
         checkpointSha256: sha,
-        ...(asAdapter ? { serving: { ...cfg.servedBy, adapterName: name } as unknown as Prisma.InputJsonObject } : {}),
+
         status: 'candidate',
         trainingRunId: runId,
         metrics: { training: metrics, sessions } as Prisma.InputJsonObject,
@@ -397,7 +398,10 @@ async function publish(r: RunState, policy: LoadedModel, sessions: number): Prom
     });
     await tx.trainingRun.update({ where: { id: runId }, data: { status: 'succeeded', finishedAt: new Date(), metrics: metrics as Prisma.InputJsonObject } });
     await tx.auditLog.create({ data: { actor: 'trainer', action: 'policy.publish', target: name, detail: { runId, sha256: sha, parent: cfg.fromVersionName, kind: v.kind } } });
-    return v;
+    if (!asAdapter) return v;
+    // The adapter's name on the server is versioned (vLLM reloading a name in place is recent).
+    const serving = { ...cfg.servedBy!, adapterName: adapterNameFor(v) };
+    return tx.policyVersion.update({ where: { id: v.id }, data: { serving: serving as unknown as Prisma.InputJsonObject } });
   });
   r.say(`published candidate ${name}${asAdapter ? ' (LoRA adapter)' : ''} (sha256 ${sha.slice(0, 12)})`);
   await saveProgress(r);

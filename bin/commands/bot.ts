@@ -1,20 +1,48 @@
 import type { Command } from 'commander';
-import { loadConfig, type Config } from '../config.ts';
-import { createLogger } from '../log.ts';
+import { configSchema, loadConfig, type Config } from '../config.ts';
+import { createLogger, type Logger } from '../log.ts';
 
 /**
- * The validated configuration, with the tensor backend chosen: on a first run the bot process itself trains
- * the starter policy, which on tfjs's default pure-JS backend would take hours instead of minutes.
+ * Chooses the tensor backend: the policy runs in this process, and with a SEED the repository ships no starter
+ * for, the bot trains one first, which on tfjs's default pure-JS backend would take hours instead of minutes.
  */
-async function setup(): Promise<Config> {
-  const config = loadConfig();
+async function chooseBackend(config: Config): Promise<void> {
   const { initBackend } = await import('../../trainer/model/backend.ts');
   await initBackend(config.TFJS_BACKEND);
-  return config;
+}
+
+/**
+ * Says once, before anything else is printed, which tools sessions need are missing here, what that stops,
+ * and the one command that installs them (the checks are `sweetloop doctor`'s). Nothing stops: what can work,
+ * works. With LOG_FORMAT=json it is one structured warning instead.
+ */
+async function reportMissingTools(config: Config, log: Logger): Promise<void> {
+  const { toolChecks, missingToolsSummary, installCommand } = await import('../doctor.ts');
+  const checks = await toolChecks(config);
+  const asRoot = process.getuid?.() === 0;
+  if (config.LOG_FORMAT === 'json') {
+    const failed = checks.filter((c) => c.status === 'fail');
+    if (failed.length) {
+      log.warn({ missing: failed.map(({ name, detail, affects, fix }) => ({ name, detail, affects, fix })), install: installCommand(failed, asRoot) }, 'tools missing');
+    }
+    return;
+  }
+  const text = missingToolsSummary(checks, asRoot);
+  if (text) process.stderr.write(`\n${text}\n\n`);
+}
+
+/** The validated configuration with the backend chosen, and the missing-tools summary printed (both at once). */
+async function prepare(channel: (config: Config) => 'discord' | 'console'): Promise<{ config: Config; log: Logger; settings: import('../../bot/main.ts').BotSettings }> {
+  const config = loadConfig();
+  const ch = channel(config);
+  // The console shares the terminal with the logs: the default `info` becomes `warn` there; explicit debug stays.
+  const log = createLogger(config, 'sweetloop', { level: ch === 'console' ? quieter(config.LOG_LEVEL) : config.LOG_LEVEL });
+  await Promise.all([chooseBackend(config), reportMissingTools(config, log)]);
+  return { config, log, settings: await botSettings(config, ch) };
 }
 
 /** The bot's typed settings, from the validated configuration (the bot never reads the environment). */
-async function botSettings(config: Config): Promise<import('../../bot/main.ts').BotSettings> {
+async function botSettings(config: Config, channel: 'discord' | 'console'): Promise<import('../../bot/main.ts').BotSettings> {
   return {
     databaseUrl: config.DATABASE_URL,
     pgliteDir: config.PGLITE_DIR,
@@ -27,9 +55,23 @@ async function botSettings(config: Config): Promise<import('../../bot/main.ts').
     bwrapPath: config.BWRAP_BIN,
     pythonPath: config.PYTHON_BIN,
     chromiumPath: config.CHROMIUM_PATH,
-    consentText: config.CONSENT_TEXT,
+    consentText: channel === 'console' ? config.CONSOLE_CONSENT_TEXT : config.CONSENT_TEXT,
     exportSalt: config.EXPORT_SALT,
-    discord: config.DISCORD_TOKEN ? { token: config.DISCORD_TOKEN, apiBase: config.DISCORD_API_BASE, guildIds: config.DISCORD_GUILD_IDS } : null,
+    discord: config.DISCORD_TOKEN
+      ? {
+          token: config.DISCORD_TOKEN,
+          apiBase: config.DISCORD_API_BASE,
+          guildIds: config.DISCORD_GUILD_IDS,
+          operatorIds: config.DISCORD_OPERATOR_IDS,
+          operatorRoleIds: config.DISCORD_OPERATOR_ROLE_IDS,
+          moderatorRoleIds: config.DISCORD_MODERATOR_ROLE_IDS,
+        }
+      : null,
+    limits: { sessionsPerDay: config.LIMIT_SESSIONS_PER_DAY, messagesPerMinute: config.LIMIT_MESSAGES_PER_MINUTE, messageChars: config.LIMIT_MESSAGE_CHARS },
+    health: config.HEALTH_PORT ? { port: config.HEALTH_PORT, host: config.HEALTH_HOST } : null,
+    shutdownDeadlineMs: config.SHUTDOWN_DEADLINE_SECONDS * 1000,
+    privacy: { key: config.PRIVACY_KEY ?? config.EXPORT_SALT, dirs: config.PRIVACY_SCAN_DIRS },
+    exportSaltIsDefault: config.EXPORT_SALT === configSchema.shape.EXPORT_SALT.parse(undefined),
   };
 }
 
@@ -38,29 +80,28 @@ export function registerBotCommands(program: Command): void {
     .command('start')
     .description('Migrate the database, seed tasks, make sure a policy is deployed, then run the Discord bot (DISCORD_TOKEN set) or the console')
     .action(async () => {
-      const config = await setup();
+      const { settings, log } = await prepare((config) => (config.DISCORD_TOKEN ? 'discord' : 'console'));
       const { runStart } = await import('../../bot/main.ts');
-      await runStart(await botSettings(config), createLogger(config.DISCORD_TOKEN ? config.LOG_LEVEL : quieter(config.LOG_LEVEL)));
+      await runStart(settings, log);
     });
   program
     .command('bot')
     .description('Run the Discord bot (needs DISCORD_TOKEN)')
     .action(async () => {
-      const config = await setup();
+      const { settings, log } = await prepare(() => 'discord');
       const { runDiscord } = await import('../../bot/main.ts');
-      await runDiscord(await botSettings(config), createLogger(config.LOG_LEVEL));
+      await runDiscord(settings, log);
     });
   program
     .command('console')
     .description('Run a collaboration session in this terminal (same engine as the bot)')
     .action(async () => {
-      const config = await setup();
+      const { settings, log } = await prepare(() => 'console');
       const { runConsole } = await import('../../bot/main.ts');
-      await runConsole(await botSettings(config), createLogger(quieter(config.LOG_LEVEL)));
+      await runConsole(settings, log);
     });
 }
 
-/** The console shares the terminal with the logs: the default `info` becomes `warn` there; explicit debug stays. */
 function quieter(level: string): string {
   return level === 'info' ? 'warn' : level;
 }

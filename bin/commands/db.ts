@@ -12,7 +12,7 @@ async function openConfiguredDatabase() {
     import('../../prisma/db.ts'),
   ]);
   const config = loadConfig();
-  const log = createLogger(config.LOG_LEVEL);
+  const log = createLogger(config);
   const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
   return { db, log };
 }

@@ -43,7 +43,7 @@ function addFilterOptions(cmd: Command, simulatedDefault: 'excluded' | 'included
     .addOption(new Option('--split <split>', 'task split').choices(['train', 'test']))
     .option('--include-flagged', 'include sessions with an unresolved moderation flag', false)
     .option('--status <list>', 'comma-separated session statuses (answered, abandoned, expired, active)', parseStatuses);
-  if (simulatedDefault === 'excluded') cmd.option('--include-simulated', 'include sessions with simulated collaborators', false);
+  if (simulatedDefault === 'excluded') cmd.option('--include-simulated', 'include sessions with simulated collaborators (same as --source both)', false);
   else cmd.option('--humans-only', 'leave out sessions with simulated collaborators', false);
   return cmd;
 }
@@ -66,9 +66,16 @@ export function registerExportCommands(program: Command): void {
   addFilterOptions(
     program
       .command('export')
-      .description('Export consented sessions as a dataset (sweet-rl trajectories, full JSONL or Parquet) with a dataset card')
-      .addOption(new Option('--format <format>', 'output format').choices(['sweet-rl', 'jsonl', 'parquet']).makeOptionMandatory())
-      .requiredOption('--out <file>', 'output file; the dataset card is written beside it as <file>.README.md')
+      .description('Export consented sessions as a dataset (sweet-rl trajectories, full JSONL, Parquet, or a Hugging Face dataset folder) with a dataset card')
+      .addOption(new Option('--format <format>', 'output format (hf: a dataset folder with one Parquet file per kind and split)').choices(['sweet-rl', 'jsonl', 'parquet', 'hf']).makeOptionMandatory())
+      .requiredOption('--out <path>', 'output file (hf: a new folder); the dataset card is written beside it as <file>.README.md (hf: <folder>/README.md)')
+      .addOption(new Option('--source <who>', 'who played the collaborator (default: human)').choices(['human', 'simulated', 'both']))
+      .option('--per-task <k>', 'sweet-rl: only tasks with at least k sessions, written as k blocks over the same tasks (what the official scripts pair)', (v) => {
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number of at least 1');
+        return n;
+      })
+      .option('--chat-template <name>', 'sweet-rl: template that renders each assistant entry\'s input: llama3 (default), chatml, or a path to a tokenizer_config.json')
       .option('--exclude-comments', 'leave out free-text rating comments and moderation reasons', false)
       .option('--batch-size <n>', 'sessions per page / Parquet row group', (v) => {
         const n = Number(v);
@@ -76,38 +83,74 @@ export function registerExportCommands(program: Command): void {
         return n;
       }),
     'excluded',
-  ).action(async (o: FilterFlags & { format: 'sweet-rl' | 'jsonl' | 'parquet'; out: string; excludeComments: boolean; batchSize?: number }) => {
-    const { loadConfig, configSchema } = await import('../config.ts');
-    const { createLogger } = await import('../log.ts');
-    const { openDatabase } = await import('../../prisma/db.ts');
-    const { exportSessions, terminalProgress } = await import('../../bot/export/export.ts');
-    const config = loadConfig();
-    const log = createLogger(config.LOG_LEVEL);
-    const defaultSalt = config.EXPORT_SALT === configSchema.shape.EXPORT_SALT.parse(undefined);
-    if (defaultSalt) log.warn('EXPORT_SALT is the development default: set your own before sharing an export');
-    const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
-    const progress = terminalProgress(process.stderr, `export ${o.format}`);
-    try {
-      const r = await exportSessions(
-        db.prisma,
-        {
-          format: o.format,
-          filters: filtersFrom(o),
-          salt: config.EXPORT_SALT,
-          excludeComments: o.excludeComments,
-          batchSize: o.batchSize,
-          onProgress: progress.onProgress,
-          defaultSalt,
-        },
-        o.out,
-      );
-      progress.stop();
-      console.log(`exported ${r.sessions} sessions (${r.turns} turns) to ${r.path}; dataset card: ${r.cardPath}`);
-    } finally {
-      progress.stop();
-      await db.close();
-    }
-  });
+  ).action(
+    async (
+      o: FilterFlags & {
+        format: 'sweet-rl' | 'jsonl' | 'parquet' | 'hf';
+        out: string;
+        excludeComments: boolean;
+        batchSize?: number;
+        source?: 'human' | 'simulated' | 'both';
+        perTask?: number;
+        chatTemplate?: string;
+      },
+    ) => {
+      const { loadConfig, configSchema } = await import('../config.ts');
+      const { createLogger } = await import('../log.ts');
+      const { openDatabase } = await import('../../prisma/db.ts');
+      const { exportSessions, terminalProgress } = await import('../../bot/export/export.ts');
+      const { parseExportRequest, filtersOf } = await import('../../bot/export/options.ts');
+      // The same request schema as /mod export: one set of checks for both front ends.
+      const req = parseExportRequest({
+        format: o.format,
+        kind: o.kind,
+        split: o.split,
+        since: o.since,
+        until: o.until,
+        policy: o.policy,
+        status: o.status,
+        minRating: o.minRating,
+        source: o.source ?? (o.includeSimulated ? 'both' : 'human'),
+        includeFlagged: o.includeFlagged ?? false,
+        excludeComments: o.excludeComments,
+        perTask: o.perTask,
+        chatTemplate: o.chatTemplate,
+      });
+      const config = loadConfig();
+      const log = createLogger(config);
+      const defaultSalt = config.EXPORT_SALT === configSchema.shape.EXPORT_SALT.parse(undefined);
+      if (defaultSalt && config.DISCORD_TOKEN) {
+        // Real people's data: pseudonyms under a public salt could be reversed by anyone with their Discord ids.
+        throw new Error('EXPORT_SALT is the development default while a Discord bot is configured: set EXPORT_SALT to a long random secret (e.g. `openssl rand -hex 32`) and export again.');
+      }
+      if (defaultSalt) log.warn('EXPORT_SALT is the development default: set your own before sharing an export');
+      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
+      const progress = terminalProgress(process.stderr, `export ${o.format}`);
+      try {
+        const r = await exportSessions(
+          db.prisma,
+          {
+            format: req.format,
+            filters: filtersOf(req),
+            salt: config.EXPORT_SALT,
+            excludeComments: req.excludeComments,
+            chatTemplate: req.chatTemplate,
+            chromiumPath: config.CHROMIUM_PATH,
+            batchSize: o.batchSize,
+            onProgress: progress.onProgress,
+            defaultSalt,
+          },
+          o.out,
+        );
+        progress.stop();
+        console.log(`exported ${r.sessions} sessions (${r.turns} turns) to ${r.path}; dataset card: ${r.cardPath}`);
+        if (r.assetsDir) console.log(`screenshots of the final pages: ${r.assetsDir}`);
+      } finally {
+        progress.stop();
+        await db.close();
+      }
+    },
+  );
 
   addFilterOptions(
     program
@@ -123,7 +166,7 @@ export function registerExportCommands(program: Command): void {
     const { openDatabase } = await import('../../prisma/db.ts');
     const { writeReport } = await import('../../bot/report/report.ts');
     const config = loadConfig();
-    const log = createLogger(config.LOG_LEVEL);
+    const log = createLogger(config);
     const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
     try {
       const r = await writeReport(db.prisma, {
@@ -139,4 +182,26 @@ export function registerExportCommands(program: Command): void {
       await db.close();
     }
   });
+  program
+    .command('export-preferences')
+    .description("People's pairwise preferences (/compare: which of two agents helped more) as JSON lines, raters pseudonymised")
+    .requiredOption('--out <file>', 'where to write the JSON lines')
+    .action(async (o: { out: string }) => {
+      const { loadConfig } = await import('../config.ts');
+      const { openDatabase } = await import('../../prisma/db.ts');
+      const { exportPreferences } = await import('../../bot/export/preferences.ts');
+      const { createWriteStream } = await import('node:fs');
+      const { finished } = await import('node:stream/promises');
+      const config = loadConfig();
+      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR });
+      try {
+        const out = createWriteStream(o.out);
+        const n = await exportPreferences(db.prisma, config.EXPORT_SALT, out);
+        out.end();
+        await finished(out);
+        console.log(`exported ${n} preference(s) to ${o.out}`);
+      } finally {
+        await db.close();
+      }
+    });
 }

@@ -124,11 +124,34 @@ export function registerModelCommands(program: Command): void {
     .option('--out <dir>', 'output directory (default: CHECKPOINT_DIR/starter)')
     .option('--steps <n>', 'optimizer steps (default: the standard budget)', intOption('steps', 1))
     .option('--force', 'rebuild even if a valid starter policy exists')
-    .action(async (opts: { seed?: number; out?: string; steps?: number; force?: boolean }) => {
+    .option('--verify', 'rebuild the starter the repository ships for the seed from scratch (minutes; into --out, default CHECKPOINT_DIR/starter-verify) and check every file is identical; exit 1 if not')
+    .action(async (opts: { seed?: number; out?: string; steps?: number; force?: boolean; verify?: boolean }) => {
       const [{ loadConfig }, path] = await Promise.all([import('../config.ts'), import('node:path')]);
       const config = loadConfig();
       const { initBackend } = await import('../../trainer/model/backend.ts');
       const backend = await initBackend(config.TFJS_BACKEND);
+      if (opts.verify) {
+        const [{ reproduceStarter }, { shippedStarterDir }] = await Promise.all([
+          import('../../trainer/recipes/starter-reproduce.ts'),
+          import('../../trainer/recipes/starter.ts'),
+        ]);
+        const from = shippedStarterDir(opts.seed ?? config.SEED);
+        const r = await reproduceStarter({
+          from,
+          scratchDir: opts.out ?? path.join(config.CHECKPOINT_DIR, 'starter-verify'),
+          progress: process.stderr.isTTY ? 'bar' : 'lines',
+          log: (line) => console.error(line),
+        });
+        for (const [file, sha] of Object.entries(r.sha256.original)) {
+          console.log(`${r.differences.includes(file) ? 'DIFFERS' : 'same   '} ${file} ${sha.slice(0, 16)} / ${(r.sha256.rebuilt[file] ?? 'missing').slice(0, 16)}`);
+        }
+        console.log(
+          `${r.differences.length ? 'the rebuild differs from' : 'the rebuild is identical to'} ${from} ` +
+            `(backend ${backend.name}, ${r.report.seconds.toFixed(0)} s, ${r.report.cpuSeconds.toFixed(0)} CPU s)`,
+        );
+        if (r.differences.length) process.exitCode = 1;
+        return;
+      }
       const { ensureStarterPolicy } = await import('../../trainer/recipes/starter.ts');
       const out = opts.out ?? path.join(config.CHECKPOINT_DIR, 'starter');
       const result = await ensureStarterPolicy({

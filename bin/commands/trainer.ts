@@ -8,6 +8,16 @@ function intOption(name: string, min: number) {
   };
 }
 
+function numberOption(name: string, min: number, max: number, exclusiveMin = false) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || (exclusiveMin ? n <= min : n < min) || n > max) {
+      throw new Error(`--${name} must be a number in ${exclusiveMin ? '(' : '['}${min}, ${max}], got ${JSON.stringify(value)}`);
+    }
+    return n;
+  };
+}
+
 function choice<T extends string>(name: string, options: readonly T[]) {
   return (value: string): T => {
     if (!options.includes(value as T)) throw new Error(`--${name} must be one of ${options.join(', ')}, got ${JSON.stringify(value)}`);
@@ -30,9 +40,18 @@ async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s:
       checkpointRoot: config.CHECKPOINT_DIR,
       seed: config.SEED,
       ratingWeight: config.REWARD_RATING_WEIGHT,
+      promotionAlpha: config.PROMOTION_ALPHA,
       promotionMargin: config.PROMOTION_MARGIN,
+      promotionEffect: config.PROMOTION_EFFECT,
+      promotionPower: config.PROMOTION_POWER,
       minNewSessions: config.TRAINER_MIN_NEW_SESSIONS,
       pollSeconds: config.TRAINER_POLL_SECONDS,
+      trainingData: {
+        source: config.TRAINER_DATA,
+        simulatedWeight: config.TRAINER_SIMULATED_WEIGHT,
+        ...(config.TRAINER_MIN_QUALITY !== undefined ? { minQuality: config.TRAINER_MIN_QUALITY } : {}),
+        ...(config.TRAINER_MIN_RATING !== undefined ? { minRating: config.TRAINER_MIN_RATING } : {}),
+      },
       bwrapPath: config.BWRAP_BIN,
       pythonPath: config.PYTHON_BIN,
       chromiumPath: config.CHROMIUM_PATH,
@@ -50,6 +69,7 @@ async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s:
 const KINDS = ['backend', 'frontend'] as const;
 const SPLITS = ['train', 'test'] as const;
 const ALGOS = ['sweet', 'mtdpo', 'rft'] as const;
+const DATA_SOURCES = ['human', 'simulated', 'both'] as const;
 
 export function registerTrainerCommands(program: Command): void {
   program
@@ -66,8 +86,9 @@ export function registerTrainerCommands(program: Command): void {
 
   program
     .command('evaluate')
-    .description('Evaluate a policy on held-out tasks with the simulated collaborator (% tests passed and success rate, or similarity and win rate, with 95% intervals)')
-    .requiredOption('--policy <version>', 'policy version name, or starter / deployed')
+    .description('Evaluate a policy on held-out tasks with the simulated collaborator (% tests passed and success rate, or similarity and win rate, with 95% intervals); --compare A B plays both on the same games and prints the paired differences with p-values')
+    .option('--policy <version>', 'policy version name, or starter / deployed')
+    .option('--compare <versions...>', 'two versions (names, starter or deployed) to compare on the same games')
     .option('--tasks <split>', 'train or test', choice('tasks', SPLITS), 'test')
     .option('--episodes <n>', 'games to play', intOption('episodes', 1), 40)
     .option('--kind <kind>', 'backend or frontend', choice('kind', KINDS), 'backend')
@@ -89,7 +110,11 @@ export function registerTrainerCommands(program: Command): void {
     .option('--lora <rank>', 'train LoRA adapters of this rank (merged into the published weights)', intOption('lora', 1))
     .option('--resume <runId>', 'resume an interrupted run')
     .option('--promote', 'run the promotion gate afterwards')
-    .option('--eval-episodes <n>', 'games per version in the promotion gate', intOption('eval-episodes', 1), 40)
+    .option('--eval-episodes <n>', 'games per version in the promotion gate (default: chosen from PROMOTION_EFFECT and PROMOTION_POWER)', intOption('eval-episodes', 1))
+    .option('--data <source>', 'train on sessions with people (human), with simulated collaborators (simulated), or both (default: TRAINER_DATA)', choice('data', DATA_SOURCES))
+    .option('--simulated-weight <w>', 'with --data both: share of simulated sessions kept, in (0, 1] (default: TRAINER_SIMULATED_WEIGHT)', numberOption('simulated-weight', 0, 1, true))
+    .option('--min-quality <q>', "leave out the sessions of people whose quality score is below q, in [0, 1] (default: TRAINER_MIN_QUALITY)", numberOption('min-quality', 0, 1))
+    .option('--min-rating <r>', 'leave out human sessions rated below r (1-5) and unrated ones (default: TRAINER_MIN_RATING)', numberOption('min-rating', 1, 5))
     .action(async (o) => {
       await withTrainer(async (db, s) => {
         await (await import('../../trainer/cli.ts')).trainCommand(db, s, o);
@@ -102,7 +127,7 @@ export function registerTrainerCommands(program: Command): void {
     .option('--algo <algo>', 'sweet, mtdpo or rft', choice('algo', ALGOS), 'sweet')
     .option('--preset <name>', 'cpu-small or paper', 'cpu-small')
     .option('--kind <kind>', 'backend or frontend', choice('kind', KINDS), 'backend')
-    .option('--eval-episodes <n>', 'games per version in the promotion gate', intOption('eval-episodes', 1), 40)
+    .option('--eval-episodes <n>', 'games per version in the promotion gate (default: chosen from PROMOTION_EFFECT and PROMOTION_POWER)', intOption('eval-episodes', 1))
     .action(async (o) => {
       await withTrainer(async (db, s) => (await import('../../trainer/cli.ts')).serviceCommand(db, s, o));
     });

@@ -5,10 +5,12 @@ import { LabelBuilder, MessageFlags, ModalBuilder, TextInputBuilder, TextInputSt
 import { TurnRejectedError } from '../engine.ts';
 import { ack, hooksFor, personOf, say, type BotContext } from './context.ts';
 import { startSession } from './commands/task.ts';
+import { onPreferenceButton } from './commands/compare.ts';
 
 type ButtonHandler = (ctx: BotContext, i: ButtonInteraction, a: string | undefined, b: string | undefined) => Promise<void>;
 
 const buttons: Record<string, ButtonHandler> = {
+  pref: onPreferenceButton,
   async comment(_ctx, i, sessionId) {
     // A modal must be the first answer to the click: no deferral, no database before it.
     const modal = new ModalBuilder()

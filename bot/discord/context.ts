@@ -1,9 +1,11 @@
 // What every Discord handler is given: the session engine, the bot's services, the settings, and the few
 // helpers all of them use to answer an interaction (acknowledge first, reply privately, tell the person to wait
 // through a database outage). Handlers never see the database.
+import { randomBytes } from 'node:crypto';
 import { DiscordAPIError, MessageFlags, type ButtonInteraction, type Client, type Interaction, type RepliableInteraction } from 'discord.js';
-import type { Logger } from '../../prisma/logger.ts';
+import type { Logger } from '../../tasks/logger.ts';
 import type { Hooks, Person, SessionEngine } from '../engine.ts';
+import type { BotMetrics } from '../health.ts';
 import type { BotServices } from '../services.ts';
 import type { Part } from './present.ts';
 import type { ThreadViews } from './thread-view.ts';
@@ -12,10 +14,19 @@ export interface DiscordBotOptions {
   token: string;
   /** REST base, e.g. https://discord.com/api or a local fake. */
   apiBase: string;
-  /** Guilds to register commands in (instant); empty: global commands. */
+  /** The allowlist: guilds to register commands in and answer in (others are ignored and left); empty: any, global commands. */
   guildIds: string[];
+  /** Operators (bot/discord/permissions.ts): user ids, and roles whose members are operators. */
+  operatorIds?: string[];
+  operatorRoleIds?: string[];
+  /** Roles whose members moderate their guild (besides Manage Server). */
+  moderatorRoleIds?: string[];
+  /** Where acknowledgement latency and errors are counted (bot/health.ts). */
+  metrics?: BotMetrics;
   consentText: string;
   exportSalt: string;
+  /** EXPORT_SALT is the development default: /mod export refuses to run (pseudonyms would be guessable). */
+  exportSaltIsDefault?: boolean;
   /** How often idle sessions are looked for (ms). */
   expiryCheckMs?: number;
   /** Largest export attached to a message (bytes); larger ones must use the CLI. */
@@ -33,9 +44,20 @@ export interface BotContext {
 
 export const DB_WAIT_MESSAGE = 'The database is unavailable at the moment. Please wait: nothing is lost, and I will continue as soon as it is back.';
 
-/** Replies privately, whatever state the interaction is in. */
+/**
+ * What a person is told when something broke on our side: a short message and an error id; the details go to
+ * the log under that id (people never see internal errors, which may carry database or server details).
+ */
+export function internalError(ctx: Pick<BotContext, 'log' | 'options'>, err: unknown, where: Record<string, string>): string {
+  const errorId = randomBytes(4).toString('hex');
+  ctx.options.metrics?.errors.inc({ where: Object.keys(where)[0] ?? 'unknown' });
+  ctx.log?.error({ errorId, err: (err as Error)?.message ?? String(err), stack: (err as Error)?.stack, ...where }, 'internal error');
+  return `Something went wrong on our side. Nothing you sent is lost; please try again in a moment. If it keeps happening, tell a moderator the error id \`${errorId}\`.`;
+}
+
+/** Replies privately, whatever state the interaction is in, with mentions off (replies may quote people). */
 export async function say(i: RepliableInteraction, content: string | Part): Promise<void> {
-  const body = typeof content === 'string' ? { content } : content;
+  const body = { allowedMentions: { parse: [] }, ...(typeof content === 'string' ? { content } : content) };
   if (i.deferred || i.replied) await i.editReply(body);
   else await i.reply({ ...body, flags: MessageFlags.Ephemeral });
 }
@@ -66,5 +88,6 @@ export async function ack(ctx: BotContext, i: RepliableInteraction, kind: 'reply
     if (err instanceof DiscordAPIError && (err.code === 40060 || err.code === 10062)) return false;
     throw err;
   }
+  ctx.options.metrics?.ackSeconds.observe(Math.max(0, Date.now() - i.createdTimestamp) / 1000);
   return ctx.services.markProcessed(i.id, `interaction:${i.type}`, waitNotice(i));
 }

@@ -1,33 +1,76 @@
 // A session's private thread as the engine's SessionView: agent messages (split under 2,000 characters, with
 // their screenshots), results and rating buttons are posted there, typing is shown while the agent thinks.
 // Also remembers which thread belongs to which session, and closes threads when sessions end.
-import type { Client, Message, ThreadChannel } from 'discord.js';
+//
+// Every post is idempotent across a crash: each carries a nonce derived from what it shows (the turn and
+// part, the session's result, its rating prompt) with enforce_nonce, so Discord returns the first message
+// instead of posting a second within its dedupe window; a view made for resuming also looks through the
+// thread's recent messages and reuses a post it finds there, however long the bot was down. Nothing posted
+// here pings anyone: mentions are parsed only where a caller names the users to ping.
+import { createHash } from 'node:crypto';
+import type { Client, Message, MessageMentionOptions, ThreadChannel } from 'discord.js';
 import type { EvaluatedSession, SessionEngine, SessionView } from '../engine.ts';
 import { splitText } from '../split.ts';
 import { agentStepParts, ratingMessage, resultText, type Part } from './present.ts';
 
-export async function postTo(thread: ThreadChannel, part: Part): Promise<Message> {
+/** Mentions off: user and model text may contain @everyone, role or user mentions, which must never ping. */
+export const NO_MENTIONS: MessageMentionOptions = { parse: [] };
+
+/** Discord's nonce (at most 25 characters) for a post identified by `key`. */
+export function nonceFor(key: string): string {
+  return createHash('sha256').update(key).digest('base64url').slice(0, 25);
+}
+
+/**
+ * Posts a part in a thread with mentions off (unless the part names whom it may ping). With a `key`, the post
+ * carries its nonce with enforce_nonce: posting the same key again returns the first message.
+ */
+export async function postTo(thread: ThreadChannel, part: Part, key?: string): Promise<Message> {
+  const allowedMentions = part.allowedMentions ?? NO_MENTIONS;
+  const once = (p: Part, k: string | undefined) => thread.send({ ...p, allowedMentions, ...(k ? { nonce: nonceFor(k), enforceNonce: true } : {}) });
   if (typeof part.content === 'string' && part.content.length > 2000) {
     // present.ts splits long text; this guards any caller that did not.
     const chunks = splitText(part.content);
-    for (const c of chunks.slice(0, -1)) await thread.send({ content: c });
-    return thread.send({ ...part, content: chunks.at(-1)! });
+    for (const [n, c] of chunks.slice(0, -1).entries()) await once({ content: c }, key && `${key}:${n}`);
+    return once({ ...part, content: chunks.at(-1)! }, key && `${key}:last`);
   }
-  return thread.send(part);
+  return once(part, key);
 }
 
-export function threadView(thread: ThreadChannel): SessionView {
+export interface ThreadViewOptions {
+  /** Resuming after a restart: before posting, look for the same post in the thread's recent messages. */
+  recovering?: boolean;
+}
+
+export function threadView(thread: ThreadChannel, options: ThreadViewOptions = {}): SessionView {
+  let recent: Message[] | null = null;
+  /** The bot's earlier post of exactly this text in the thread, when resuming. */
+  const earlier = async (part: Part): Promise<Message | null> => {
+    if (!options.recovering || typeof part.content !== 'string') return null;
+    if (!recent) {
+      const me = thread.client.user?.id;
+      const fetched = await thread.messages.fetch({ limit: 100 }).catch(() => null);
+      recent = fetched ? [...fetched.values()].filter((m) => m.author.id === me) : [];
+    }
+    return recent.find((m) => m.content === part.content) ?? null;
+  };
+  const post = async (part: Part, key: string): Promise<Message> => (await earlier(part)) ?? postTo(thread, part, key);
   return {
     async showAgentMessage(step) {
       let lastId = '';
-      for (const part of agentStepParts(step)) lastId = (await postTo(thread, part)).id;
+      for (const [n, part] of agentStepParts(step).entries()) lastId = (await post(part, `turn:${step.turnId}:${n}`)).id;
       return lastId;
     },
     async showResult(r: EvaluatedSession | { sessionId: string; error: string }) {
-      await postTo(thread, { content: 'error' in r ? `The answer is saved but could not be scored right now (${r.error}). It will be scored later.` : resultText(r) });
+      if ('error' in r) {
+        // Why scoring failed is in the log; the person is told only that it will be done.
+        await postTo(thread, { content: 'The answer is saved but could not be scored right now. It will be scored later.' });
+        return;
+      }
+      await post({ content: resultText(r) }, `result:${r.sessionId}`);
     },
     async askRating(sessionId) {
-      await postTo(thread, ratingMessage(sessionId));
+      await post(ratingMessage(sessionId), `rating:${sessionId}`);
     },
     async notice(text) {
       await postTo(thread, { content: text });
@@ -68,12 +111,23 @@ export class ThreadViews {
     return s?.id ?? null;
   }
 
+  /** Deletes a session's thread with every message in it (a deletion request); false when it could not. */
+  async remove(threadId: string): Promise<boolean> {
+    this.sessions.delete(threadId);
+    const thread = await this.thread(threadId);
+    if (!thread) return false;
+    return thread.delete('deleted at the participant\'s request').then(
+      () => true,
+      () => false,
+    );
+  }
+
   /** Posts a last notice in a session's thread and archives it. */
   async close(threadId: string | null, notice: string): Promise<void> {
     if (!threadId) return;
     const thread = await this.thread(threadId);
     if (!thread) return;
-    await thread.send(notice).catch(() => {});
+    await thread.send({ content: notice, allowedMentions: NO_MENTIONS }).catch(() => {});
     await thread.setArchived(true).catch(() => {});
     this.sessions.delete(threadId);
   }

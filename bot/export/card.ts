@@ -1,9 +1,11 @@
 // The dataset card written beside every export (Hugging Face README style): what is in the file, how it was
 // selected, how it was collected, and what was done to protect the people in it.
-import type { ExportFilters } from './query.ts';
+import { sourceOf, type ExportFilters } from './query.ts';
 import type { ExportRecord } from './record.ts';
+import { hfFeatures, type HfFeature } from './parquet.ts';
+import { REFERENCE_COMMITS, SWEET_RL_FORMAT_VERSION, type SweetRlStats } from './sweet-rl.ts';
 
-export type ExportFormat = 'sweet-rl' | 'jsonl' | 'parquet';
+export type ExportFormat = 'sweet-rl' | 'jsonl' | 'parquet' | 'hf';
 
 /** Running counts over the exported records; memory grows with distinct participants and policies only. */
 export class ExportStats {
@@ -17,6 +19,7 @@ export class ExportStats {
   withComments = 0;
   byKind = new Map<string, number>();
   bySplit = new Map<string, number>();
+  bySource = new Map<string, number>();
   byPolicy = new Map<string, number>();
   private participants = new Set<string>();
   private raters = new Set<string>();
@@ -39,6 +42,7 @@ export class ExportStats {
     if (r.session.simulated) this.simulated++;
     bump(this.byKind, r.task.kind);
     bump(this.bySplit, r.task.split);
+    bump(this.bySource, r.session.simulated || r.participant.role === 'simulated' ? 'simulated' : 'human');
     bump(this.byPolicy, r.policyVersion?.name ?? '(none)');
     this.participants.add(r.participant.pseudonym);
     if (this.firstStart === null || r.session.startedAt < this.firstStart) this.firstStart = r.session.startedAt;
@@ -62,22 +66,27 @@ function bump(m: Map<string, number>, k: string): void {
 
 const FIELDS: Record<ExportFormat, [string, string][]> = {
   'sweet-rl': [
-    ['task.problem_description', 'The request the agent saw (also the first "user" message).'],
-    ['task.ground_truth', 'Hidden reference: Python function (backend) or HTML page (frontend).'],
+    ['task.problem_description', 'The request the agent saw (also the first "user" entry).'],
+    ['task.ground_truth', 'Training-time information: the reference Python function (backend) or HTML page (frontend). Never part of `input`.'],
     ['task.test_cases', 'Backend only: {"test1": call, ...}; expected outputs come from running ground_truth.'],
-    ['dialogue_history', 'List of {role: "user" | "assistant", content}; agent turns are "assistant", the human collaborator\'s are "user"; session notices are dropped.'],
-    ['answer', 'The answer the agent committed to.'],
-    ['reward', 'Training reward in [0, 1] (evaluation score, optionally blended with the human rating).'],
+    ['dialogue_history', 'The first entry is {role: "user", content: problem description}; then the agent\'s turns as {role: "assistant", content, input, output} and the collaborator\'s as {role: "user", content} (cut to 400 / 1,000 characters); it ends on an assistant entry. Session notices are dropped.'],
+    ['dialogue_history[].input', 'The full prompt the agent was given for that turn, rendered with the chat template named below (generation prompt included): the recorded prompt where one was stored, otherwise rebuilt by the protocol (counts below).'],
+    ['dialogue_history[].output', 'The raw generation of that turn (a frontend page stays in it, after `OUTPUT:` or `I WANT TO ANSWER:` as the agent wrote it).'],
+    ['answer', 'Backend: the answer the agent committed to. Frontend: the path, relative to this file\'s folder, of a screenshot of the final page.'],
+    ['reward', 'The evaluation\'s score: backend, the fraction of tests passed; frontend, the similarity of the screenshots (metric below). Human ratings never enter it.'],
   ],
   jsonl: [
     ['session', 'id, channel, simulated, status, startedAt, endedAt, endReason, durationMs, turnCount, answer, reward.'],
     ['task', 'id, kind, source, externalId, split, problemDescription, groundTruth, testCases.'],
     ['participant', 'pseudonym (salted HMAC-SHA256 of the Discord id) and role.'],
     ['policyVersion', 'id, name, algorithm, status of the policy that played the agent (null if unknown).'],
-    ['turns', 'List of {index, role (agent | human | system), content, rawOutput, promptTokens, completionTokens, latencyMs, createdAt, offsetMs since the session start}.'],
+    ['turns', 'List of {index, role (agent | human | system), content, rawOutput, promptTokens, completionTokens, latencyMs, createdAt, offsetMs since the session start, prompt (agent turns: the messages the model was sent, when recorded; else null)}.'],
     ['evaluation', 'score, success, testsPassed, testsTotal, metric, evaluatorVersion, detail (null if not evaluated).'],
     ['ratings', 'List of {rater (pseudonym), value 1-5, comment, createdAt}; ratingMean.'],
     ['flags', 'Moderation flags {reason, createdAt, resolvedAt}.'],
+  ],
+  hf: [
+    ['data/<kind>/<split>.parquet', 'One Parquet file per task kind (a config) and split, rows as in the `parquet` format below.'],
   ],
   parquet: [
     ['session_id, started_at, ended_at, duration_ms, status, end_reason, channel, simulated, turn_count, answer, reward', 'The session (timestamps in UTC milliseconds).'],
@@ -100,6 +109,17 @@ export interface CardInput {
   createdAt: Date;
   /** True when the salt is the development default (the card then warns). */
   defaultSalt?: boolean;
+  sweetRl?: {
+    stats: SweetRlStats;
+    /** Chat template that rendered `input`. */
+    template: string;
+    kind: string | null;
+    /** Folder of the frontend screenshots, relative to the file. */
+    screenshotsDir: string | null;
+    metric: string | null;
+  };
+  /** The Hugging Face dataset folder's files: config (task kind) -> split -> file and rows. */
+  hf?: { kind: string; splits: { split: string; path: string; rows: number }[] }[];
 }
 
 function describeFilters(f: ExportFilters, excludeComments: boolean): string[] {
@@ -111,17 +131,86 @@ function describeFilters(f: ExportFilters, excludeComments: boolean): string[] {
     `- split: ${f.split ?? 'all'}`,
     `- policy version: ${f.policy ?? 'all'}`,
     `- minimum mean human rating: ${f.minRating ?? 'none'}`,
-    `- simulated collaborators: ${f.includeSimulated ? 'included' : 'excluded'}`,
+    `- collaborators: ${{ human: 'people only', simulated: 'simulators only', both: 'people and simulators' }[sourceOf(f)]}`,
     `- sessions with an unresolved moderation flag: ${f.includeFlagged ? 'included' : 'excluded'}`,
     `- free-text comments: ${excludeComments ? 'excluded' : 'included'}`,
   ];
-  if (f.requireReward) lines.push('- only sessions with a reward (required by the sweet-rl format)');
+  if (f.perTask !== undefined) lines.push(`- tasks with at least ${f.perTask} such sessions, and their first ${f.perTask} (by start): ${f.perTask} blocks`);
+  if (f.requireTrajectory) lines.push('- only evaluated sessions with at least one agent turn (required by the sweet-rl format)');
   return lines;
 }
 
 function table(title: string, m: Map<string, number>): string {
   const rows = [...m.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   return [`| ${title} | sessions |`, '| --- | ---: |', ...rows.map(([k, v]) => `| ${k.replace(/\|/g, '\\|')} | ${v} |`)].join('\n');
+}
+
+/** A YAML scalar: JSON's double-quoted strings are valid YAML, and safe whatever the text. */
+const q = (v: string) => JSON.stringify(v);
+
+function featureYaml(f: HfFeature, indent: string): string[] {
+  const head = `${indent}- name: ${q(f.name)}`;
+  if ('dtype' in f) return [head, `${indent}  dtype: ${q(f.dtype)}`];
+  if (typeof f.list === 'string') return [head, `${indent}  list: ${q(f.list)}`];
+  return [head, `${indent}  list:`, ...f.list.flatMap((x) => featureYaml(x, `${indent}  `))];
+}
+
+/** `configs` (one per task kind, data files per split) and `dataset_info` (features, rows per split). */
+function hfFrontMatter(configs: NonNullable<CardInput['hf']>): string[] {
+  const features = hfFeatures();
+  return [
+    'configs:',
+    ...configs.flatMap((c, i) => [
+      `- config_name: ${q(c.kind)}`,
+      ...(i === 0 ? ['  default: true'] : []),
+      '  data_files:',
+      ...c.splits.flatMap((x) => [`  - split: ${q(x.split)}`, `    path: ${q(x.path)}`]),
+    ]),
+    'dataset_info:',
+    ...configs.flatMap((c) => [
+      `- config_name: ${q(c.kind)}`,
+      '  features:',
+      ...features.flatMap((f) => featureYaml(f, '  ')),
+      '  splits:',
+      ...c.splits.flatMap((x) => [`  - name: ${q(x.split)}`, `    num_examples: ${x.rows}`]),
+    ]),
+  ];
+}
+
+function sweetRlSection(c: CardInput): string[] {
+  const r = c.sweetRl!;
+  const k = c.filters.perTask ?? 1;
+  const file = c.fileName;
+  const commits = Object.entries(REFERENCE_COMMITS).map(([repo, sha]) => `\`${repo}\` at \`${sha}\``).join(' and ');
+  const frontend = r.kind === 'frontend';
+  return [
+    '## SWEET-RL format',
+    '',
+    `- format version: \`${SWEET_RL_FORMAT_VERSION}\`, checked against ${commits}`,
+    `- task kind: ${r.kind ?? '-'} (one kind per file)`,
+    `- blocks: k = ${k}${c.filters.perTask ? `: line i and line i + ${r.stats.written / k} are the same task, for every i` : ' (no --per-task: sessions in start order; the official scripts make no pairs with k = 1)'}`,
+    `- \`input\` rendered with the chat template \`${r.template}\`: ${r.stats.exactInputs} assistant entries from the recorded prompt, ${r.stats.reconstructedInputs} reconstructed by the protocol (turns stored without their prompt)`,
+    ...(frontend
+      ? [`- screenshots of the final pages: \`${r.screenshotsDir}/\` (${r.stats.screenshots} files); reward metric: ${r.metric ?? 'as stored'} (evaluate_html.py replaces it with CLIP similarity)`]
+      : []),
+    '',
+    'Running the official scripts on it (from a checkout of facebookresearch/sweet_rl with its OpenRLHF fork',
+    'installed, run from the folder that holds this file so that relative paths resolve):',
+    '',
+    '```bash',
+    frontend
+      ? `python scripts/evaluate_html.py ${file} --k ${k} --ground_truth_preference_path gt_preferences.jsonl  # re-scores and REWRITES ${file}: work on a copy`
+      : `python scripts/evaluate_code.py ${file} --k ${k} --ground_truth_preference_path gt_preferences.jsonl   # critic pairs (needs k >= 2)`,
+    `python scripts/sample_best_of_n.py ${file} sampled.jsonl --data_fraction 0.1   # actor states from each assistant entry's input`,
+    'python scripts/rank_best_of_n.py --model_id $CRITIC --input_path sampled.jsonl --output_path ranked.jsonl',
+    'python scripts/generate_random_pairs_from_ranks.py ranked.jsonl pairs.jsonl --no_prompt --num_pairs 4',
+    '```',
+    '',
+    'The critic is trained with `openrlhf.cli.train_dpo --response_template "<|start_header_id|>assistant<|end_header_id|>"`,',
+    "which finds the agent's turns by Llama-3's header markers: export with `--chat-template llama3` (or the trained",
+    "model's own tokenizer_config.json) to match the model you train.",
+    '',
+  ];
 }
 
 export function renderCard(c: CardInput): string {
@@ -131,6 +220,7 @@ export function renderCard(c: CardInput): string {
     'license: other',
     'pretty_name: Sweetloop collaborative-agent sessions',
     `tags: [colbench, sweet-rl, multi-turn, human-ai-collaboration]`,
+    ...(c.hf ? hfFrontMatter(c.hf) : []),
     '---',
     '',
     `# Sweetloop sessions: \`${c.fileName}\``,
@@ -145,11 +235,16 @@ export function renderCard(c: CardInput): string {
     `- human ratings: ${s.ratings} from ${s.raterCount} raters; distribution 1-5: ${s.ratingHistogram.join(' / ')}`,
     `- evaluated sessions: ${s.evaluated}; successes: ${s.successes}`,
     `- simulated sessions: ${s.simulated}`,
+    ...(c.sweetRl && c.sweetRl.stats.leftOut.size > 0
+      ? [`- left out (not a trajectory): ${[...c.sweetRl.stats.leftOut].map(([why, n]) => `${n} (${why})`).join('; ')}`]
+      : []),
     `- sessions started between ${s.firstStart ?? '-'} and ${s.lastStart ?? '-'}`,
     '',
     table('task kind', s.byKind),
     '',
     table('split', s.bySplit),
+    '',
+    table('collaborator', s.bySource),
     '',
     table('policy version', s.byPolicy),
     '',
@@ -166,6 +261,7 @@ export function renderCard(c: CardInput): string {
     '| --- | --- |',
     ...FIELDS[c.format].map(([k, v]) => `| \`${k}\` | ${v} |`),
     '',
+    ...(c.sweetRl ? sweetRlSection(c) : []),
     '## Collection protocol',
     '',
     'Sessions follow the ColBench protocol (SWEET-RL, arXiv 2503.15478). The agent sees only the problem description',

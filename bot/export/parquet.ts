@@ -81,6 +81,39 @@ const COLUMNS: { name: string; schema: El[] }[] = [
 
 export const PARQUET_COLUMNS = COLUMNS.map((c) => c.name);
 
+/** A Hugging Face `datasets` feature as the dataset card's YAML declares it. */
+export type HfFeature = { name: string; dtype: string } | { name: string; list: string | HfFeature[] };
+
+function hfDtype(e: El): string {
+  const logical = e.logical_type as { type?: string; unit?: string; isAdjustedToUTC?: boolean } | undefined;
+  if (logical?.type === 'TIMESTAMP') return `timestamp[${logical.unit === 'MILLIS' ? 'ms' : logical.unit === 'MICROS' ? 'us' : 'ns'}${logical.isAdjustedToUTC ? ', tz=UTC' : ''}]`;
+  switch (e.type) {
+    case 'BYTE_ARRAY':
+      return 'string';
+    case 'INT32':
+      return 'int32';
+    case 'INT64':
+      return 'int64';
+    case 'DOUBLE':
+      return 'float64';
+    case 'BOOLEAN':
+      return 'bool';
+  }
+  throw new Error(`no Hugging Face dtype for parquet column ${e.name} (${String(e.type)})`);
+}
+
+/**
+ * The features of our Parquet rows in the dataset card's terms, derived from the one schema above: scalars by
+ * dtype, LIST columns as `list:` of a dtype or of struct fields (what `datasets` infers from the same file).
+ */
+export function hfFeatures(): HfFeature[] {
+  return COLUMNS.map(({ name, schema }) => {
+    if (schema.length === 1) return { name, dtype: hfDtype(schema[0]!) };
+    const [, , element, ...children] = schema;
+    return children.length ? { name, list: children.map((c) => ({ name: c.name, dtype: hfDtype(c) })) } : { name, list: hfDtype(element!) };
+  });
+}
+
 function parquetSchema(): El[] {
   return [{ name: 'root', num_children: COLUMNS.length }, ...COLUMNS.flatMap((c) => c.schema)];
 }

@@ -21,14 +21,34 @@ export interface ExportFilters {
   /** Mean of the visible human ratings >= this; unrated sessions are then left out. */
   minRating?: number;
   split?: TaskSplit;
-  /** Simulated collaborators' sessions are left out unless true. */
+  /** Who played the collaborator: people only (default), simulators only, or both. */
+  source?: CollaboratorSource;
+  /** Older spelling of `source: 'both'` (when `source` is not given). */
   includeSimulated?: boolean;
   /** Sessions with an unresolved moderation flag are left out unless true. */
   includeFlagged?: boolean;
   /** Session statuses to export; default: only `answered` (complete trajectories). */
   statuses?: SessionStatus[];
-  /** Only sessions that carry a reward (the sweet-rl format needs one). */
-  requireReward?: boolean;
+  /**
+   * Only sessions that make a training trajectory: an evaluation (the sweet-rl reward is its score) and at least
+   * one agent turn.
+   */
+  requireTrajectory?: boolean;
+  /**
+   * Only tasks with at least this many selected sessions, and of each such task its first `perTask` sessions
+   * (by start): the sweet-rl format's k blocks. Pages then come block by block, tasks in the same order in each.
+   */
+  perTask?: number;
+  /** Only sessions run in one of these Discord guilds (a guild moderator's export). */
+  guildIds?: string[];
+}
+
+export type CollaboratorSource = 'human' | 'simulated' | 'both';
+export const COLLABORATOR_SOURCES: readonly CollaboratorSource[] = ['human', 'simulated', 'both'];
+
+/** The collaborator source the filters ask for (`source`, else the older includeSimulated flag). */
+export function sourceOf(f: ExportFilters): CollaboratorSource {
+  return f.source ?? (f.includeSimulated ? 'both' : 'human');
 }
 
 export class FilterError extends Error {}
@@ -49,6 +69,8 @@ export function validateFilters(f: ExportFilters): void {
     throw new FilterError('--min-rating: expected a number from 1 to 5');
   }
   if (f.policy !== undefined && f.policy.trim() === '') throw new FilterError('--policy: empty name');
+  if (f.source !== undefined && !COLLABORATOR_SOURCES.includes(f.source)) throw new FilterError(`--source: expected one of ${COLLABORATOR_SOURCES.join(', ')}`);
+  if (f.perTask !== undefined && !(Number.isInteger(f.perTask) && f.perTask >= 1)) throw new FilterError('--per-task: expected a whole number of at least 1');
   if (f.statuses !== undefined) {
     if (f.statuses.length === 0) throw new FilterError('--status: give at least one status');
     for (const s of f.statuses) if (!STATUSES.includes(s)) throw new FilterError(`--status: unknown status "${s}" (expected ${STATUSES.join(', ')})`);
@@ -89,16 +111,22 @@ function whereClause(f: ExportFilters): Prisma.Sql {
     // Compared as the enum (not as text) so the planner's estimate lets keyset pages walk the startedAt index.
     Prisma.sql`s."status" IN (${Prisma.join(statuses.map((st) => Prisma.sql`${st}::"SessionStatus"`))})`,
   ];
-  if (!f.includeSimulated) conds.push(Prisma.sql`s."simulated" = false AND p."role" <> 'simulated'`);
+  const source = sourceOf(f);
+  if (source === 'human') conds.push(Prisma.sql`s."simulated" = false AND p."role" <> 'simulated'`);
+  if (source === 'simulated') conds.push(Prisma.sql`(s."simulated" = true OR p."role" = 'simulated')`);
   if (!f.includeFlagged) {
     conds.push(Prisma.sql`NOT EXISTS (SELECT 1 FROM "ModerationFlag" mf WHERE mf."sessionId" = s."id" AND mf."resolvedAt" IS NULL)`);
   }
+  if (f.guildIds) conds.push(f.guildIds.length ? Prisma.sql`s."guildId" IN (${Prisma.join(f.guildIds)})` : Prisma.sql`false`);
   if (f.since) conds.push(Prisma.sql`s."startedAt" >= ${f.since}`);
   if (f.until) conds.push(Prisma.sql`s."startedAt" < ${f.until}`);
   if (f.kind) conds.push(Prisma.sql`t."kind" = ${f.kind}::"TaskKind"`);
   if (f.split) conds.push(Prisma.sql`t."split" = ${f.split}::"TaskSplit"`);
   if (f.policy) conds.push(Prisma.sql`(pv."name" = ${f.policy} OR pv."id"::text = ${f.policy})`);
-  if (f.requireReward) conds.push(Prisma.sql`s."reward" IS NOT NULL`);
+  if (f.requireTrajectory) {
+    conds.push(Prisma.sql`EXISTS (SELECT 1 FROM "Evaluation" ev WHERE ev."sessionId" = s."id")`);
+    conds.push(Prisma.sql`EXISTS (SELECT 1 FROM "Turn" tu WHERE tu."sessionId" = s."id" AND tu."role" = 'agent')`);
+  }
   if (f.minRating !== undefined) {
     conds.push(Prisma.sql`(SELECT avg(r."value") FROM "Rating" r JOIN "Participant" rp ON rp."id" = r."raterId"
       WHERE r."sessionId" = s."id" AND ${visibleParticipant('rp')}) >= ${f.minRating}`);
@@ -111,33 +139,66 @@ const FROM = Prisma.sql`FROM "Session" s
   JOIN "Task" t ON t."id" = s."taskId"
   LEFT JOIN "PolicyVersion" pv ON pv."id" = s."policyVersionId"`;
 
+/**
+ * The selected sessions with their page keys: (startedAt, id) normally; with `perTask` K, (block, task's first
+ * start, task id), where block j holds the j-th session of every task that has at least K.
+ */
+function selection(f: ExportFilters): Prisma.Sql {
+  const base = Prisma.sql`SELECT s."id", s."taskId", t."kind"::text AS kind, s."startedAt" ${FROM} WHERE ${whereClause(f)}`;
+  if (f.perTask === undefined) {
+    return Prisma.sql`SELECT b."id", b.kind, b."startedAt" AS k1, b."id"::text AS k2, ''::text AS k3 FROM (${base}) b`;
+  }
+  return Prisma.sql`SELECT w."id", w.kind, w.first AS k1, w."taskId"::text AS k2, lpad(w.rn::text, 10, '0') AS k3 FROM (
+      SELECT b.*, row_number() OVER (PARTITION BY b."taskId" ORDER BY b."startedAt", b."id") AS rn,
+        count(*) OVER (PARTITION BY b."taskId") AS n, min(b."startedAt") OVER (PARTITION BY b."taskId") AS first
+      FROM (${base}) b) w
+    WHERE w.n >= ${f.perTask} AND w.rn <= ${f.perTask}`;
+}
+
 /** How many sessions the filters select (for the progress bar and the dataset card). */
 export async function countSessions(prisma: PrismaClient, f: ExportFilters): Promise<number> {
   validateFilters(f);
-  const rows = await prisma.$queryRaw<{ n: bigint }[]>(Prisma.sql`SELECT count(*) AS n ${FROM} WHERE ${whereClause(f)}`);
+  const rows = await prisma.$queryRaw<{ n: bigint }[]>(Prisma.sql`SELECT count(*) AS n FROM (${selection(f)}) x`);
   return Number(rows[0]?.n ?? 0);
 }
 
-interface Cursor {
-  startedAt: Date;
-  id: string;
+/** The task kinds among the selected sessions (the sweet-rl format takes one kind per file). */
+export async function selectedKinds(prisma: PrismaClient, f: ExportFilters): Promise<TaskKind[]> {
+  validateFilters(f);
+  const rows = await prisma.$queryRaw<{ kind: TaskKind }[]>(Prisma.sql`SELECT DISTINCT x.kind FROM (${selection(f)}) x ORDER BY x.kind`);
+  return rows.map((r) => r.kind);
 }
 
-/** Ids of the selected sessions, page by page, in (startedAt, id) order. */
+interface Cursor {
+  k1: Date;
+  k2: string;
+  k3: string;
+}
+
+/**
+ * Ids of the selected sessions, page by page: in (startedAt, id) order, or with `perTask` block by block (the
+ * tasks in the same order in every block).
+ */
 export async function* selectSessionIdPages(prisma: PrismaClient, f: ExportFilters, pageSize = 500): AsyncGenerator<string[]> {
   validateFilters(f);
   if (!Number.isInteger(pageSize) || pageSize < 1) throw new FilterError('page size must be a positive integer');
+  const perTask = f.perTask !== undefined;
   let cursor: Cursor | undefined;
   for (;;) {
-    const after = cursor ? Prisma.sql`AND (s."startedAt", s."id") > (${cursor.startedAt}, ${cursor.id}::uuid)` : Prisma.empty;
-    const rows = await prisma.$queryRaw<{ id: string; startedAt: Date }[]>(
-      Prisma.sql`SELECT s."id"::text AS id, s."startedAt" AS "startedAt" ${FROM} WHERE ${whereClause(f)} ${after}
-        ORDER BY s."startedAt", s."id" LIMIT ${pageSize}`,
+    // Keyset paging: normally over (startedAt, id), which walks the startedAt index; per task over the block key.
+    const after = !cursor
+      ? Prisma.empty
+      : perTask
+        ? Prisma.sql`WHERE (x.k3, x.k1, x.k2) > (${cursor.k3}, ${cursor.k1}, ${cursor.k2})`
+        : Prisma.sql`WHERE (x.k1, x."id") > (${cursor.k1}, ${cursor.k2}::uuid)`;
+    const order = perTask ? Prisma.sql`ORDER BY x.k3, x.k1, x.k2` : Prisma.sql`ORDER BY x.k1, x."id"`;
+    const rows = await prisma.$queryRaw<{ id: string; k1: Date; k2: string; k3: string }[]>(
+      Prisma.sql`SELECT x."id"::text AS id, x.k1, x.k2, x.k3 FROM (${selection(f)}) x ${after} ${order} LIMIT ${pageSize}`,
     );
     if (rows.length === 0) return;
     yield rows.map((r) => r.id);
     const last = rows[rows.length - 1]!;
-    cursor = { startedAt: last.startedAt, id: last.id };
+    cursor = { k1: last.k1, k2: last.k2, k3: last.k3 };
     if (rows.length < pageSize) return;
   }
 }

@@ -1,6 +1,7 @@
 // The one exported shape of a session (our "full record"): what the jsonl and parquet writers serialise and what
 // the sweet-rl writer derives its trajectories from. Built from a database row, it contains no Discord ids, no
 // display names and no Discord guild/channel/thread ids: participants and raters appear only as pseudonyms.
+import type { ChatMessage } from '../../tasks/agent.ts';
 import type { FullSession } from './query.ts';
 
 export interface ExportTurn {
@@ -15,6 +16,8 @@ export interface ExportTurn {
   createdAt: string;
   /** Milliseconds since the session started. */
   offsetMs: number;
+  /** Agent turns: the exact messages the model was sent (stored provenance); null for turns stored without it. */
+  prompt: ChatMessage[] | null;
 }
 
 export interface ExportRating {
@@ -81,6 +84,16 @@ export function testCasesOf(json: unknown, taskId = '?'): string[] | null {
   throw new Error(`task ${taskId}: testCases is neither an array of strings nor an object of strings; fix the task before exporting`);
 }
 
+const ROLES = new Set(['system', 'user', 'assistant']);
+
+/** The prompt recorded in a turn's provenance, when it is there and well formed. */
+export function promptOf(provenance: unknown): ChatMessage[] | null {
+  const prompt = (provenance as { prompt?: unknown } | null)?.prompt;
+  if (!Array.isArray(prompt) || prompt.length === 0) return null;
+  const ok = prompt.every((m) => m && typeof m === 'object' && ROLES.has((m as ChatMessage).role) && typeof (m as ChatMessage).content === 'string');
+  return ok ? prompt.map((m: ChatMessage) => ({ role: m.role, content: m.content })) : null;
+}
+
 export function toRecord(s: FullSession, opts: RecordOptions): ExportRecord {
   const start = s.startedAt.getTime();
   const ratings = s.ratings.map((r) => ({
@@ -125,6 +138,7 @@ export function toRecord(s: FullSession, opts: RecordOptions): ExportRecord {
       latencyMs: t.latencyMs,
       createdAt: t.createdAt.toISOString(),
       offsetMs: t.createdAt.getTime() - start,
+      prompt: t.role === 'agent' ? promptOf(t.provenance) : null,
     })),
     evaluation: s.evaluation
       ? {

@@ -1,46 +1,173 @@
-// The reference SWEET-RL implementation's trajectory shape, one JSON object a line, so that its PyTorch pipeline
-// can train on our data:
-//   {"task": {"problem_description", "ground_truth", "test_cases"}, "dialogue_history": [{"role", "content"}...],
+// The reference SWEET-RL implementation's trajectory format (facebookresearch/sweet_rl, read at the commit in
+// REFERENCE_COMMITS), one JSON object a line, so that its scripts train on our data as they are:
+//   {"task": {"problem_description", "ground_truth", "test_cases"?},
+//    "dialogue_history": [{"role": "user", "content": <problem description>},
+//                         {"role": "assistant", "content", "input", "output"}, {"role": "user", "content"}, ...,
+//                         {"role": "assistant", "content", "input", "output"}],
 //    "answer", "reward"}
-// The first "user" message is the problem description; our agent turns become "assistant", human turns "user",
-// and system turns (notices shown in the session, never seen by the model) are dropped.
+// What its scripts rely on, and so what this writer guarantees:
+// - every assistant entry carries `input`, the full prompt string the agent was given (rendered with a chat
+//   template, generation prompt included), and `output`, its raw generation: sample_best_of_n.py builds its
+//   actor states from them, and evaluate_code.py / evaluate_html.py build critic pairs from the LAST entry's
+//   input + output, so the dialogue ends on an assistant entry. The training-time information (the reference)
+//   is never in `input`: those scripts prefix it themselves for the critic;
+// - user entries are {role, content}, cut to ColBench's 400 (backend) / 1,000 (frontend) characters;
+// - `reward` is the evaluation's score (backend: fraction of tests passed), never blended with a human rating;
+// - frontend `answer` is the path (relative to the file's folder) of a screenshot of the final page, which
+//   evaluate_html.py re-scores with CLIP; the page itself is in the last entry's `output`;
+// - files are k blocks over the same tasks in the same order (see query.ts `perTask`), one task kind per file.
+// System turns (notices shown in a session, never seen by the model) are dropped.
 import type { Writable } from 'node:stream';
+import type { ChatMessage } from '../../tasks/agent.ts';
+import { buildDialogue, COLLABORATOR_REPLY_CAP, type DialogueTurn } from '../../tasks/protocol.ts';
+import type { ChatFormatter } from '../../trainer/model/chat.ts';
 import type { ExportRecord } from './record.ts';
 import { writeChunk, type RecordSink } from './sink.ts';
 
+/** Bumped whenever a field's meaning changes; written in the dataset card. */
+export const SWEET_RL_FORMAT_VERSION = 'sweetloop-sweet-rl/2';
+
+/** The public code this format was checked against (read with the scripts named above). */
+export const REFERENCE_COMMITS = {
+  'facebookresearch/sweet_rl': '38daf2a58497e898a65ef530a7b1c13ff4b0f128',
+  'YifeiZhou02/collab_openrlhf': '87259d4b6e7363dbd138db348ff2440da2ff82e8',
+} as const;
+
+export type SweetRlEntry = { role: 'user'; content: string } | { role: 'assistant'; content: string; input: string; output: string };
+
 export interface SweetRlTrajectory {
   task: { problem_description: string; ground_truth: string; test_cases?: Record<string, string> };
-  dialogue_history: { role: 'user' | 'assistant'; content: string }[];
+  dialogue_history: SweetRlEntry[];
   answer: string;
   reward: number;
 }
 
-export function toTrajectory(r: ExportRecord): SweetRlTrajectory {
-  const reward = r.session.reward ?? r.evaluation?.score;
-  if (reward === undefined || reward === null) throw new Error(`session ${r.session.id} has no reward: the sweet-rl format needs one`);
-  const task: SweetRlTrajectory['task'] = { problem_description: r.task.problemDescription, ground_truth: r.task.groundTruth };
-  // ColBench stores test cases as {"test1": call, ...}; the reference pipeline reads them in that layout.
-  if (r.task.testCases) task.test_cases = Object.fromEntries(r.task.testCases.map((c, i) => [`test${i + 1}`, c]));
-  const dialogue: SweetRlTrajectory['dialogue_history'] = [];
-  for (const t of r.turns) {
-    if (t.role === 'system') continue;
-    dialogue.push({ role: t.role === 'agent' ? 'assistant' : 'user', content: t.content });
-  }
-  // The session engine may or may not have stored the description as its opening human turn.
-  const first = dialogue[0];
-  if (!(first && first.role === 'user' && first.content === r.task.problemDescription)) {
-    dialogue.unshift({ role: 'user', content: r.task.problemDescription });
-  }
-  return { task, dialogue_history: dialogue, answer: r.session.answer ?? '', reward };
+/** A session that cannot become a trajectory; the sink leaves it out and counts why. */
+export class NotATrajectoryError extends Error {}
+
+export interface TrajectoryOptions {
+  template: ChatFormatter;
+  /** Frontend: the screenshot path written for the final page (the sink renders it). */
+  answerPath?: string;
 }
 
-export function sweetRlSink(out: Writable): RecordSink<ExportRecord> {
+export interface TrajectoryResult {
+  trajectory: SweetRlTrajectory;
+  /** Assistant entries whose input came from the recorded prompt, and those rebuilt by the protocol. */
+  exactInputs: number;
+  reconstructedInputs: number;
+}
+
+/** Our turns as the dialogue the agent played: system notices dropped, cut after the last agent turn. */
+function playedTurns(r: ExportRecord): ExportRecord['turns'] {
+  let turns = r.turns.filter((t) => t.role !== 'system');
+  // Some sessions stored the description as an opening human turn; the format carries it as its first entry.
+  if (turns[0]?.role === 'human' && turns[0].content === r.task.problemDescription) turns = turns.slice(1);
+  let last = -1;
+  turns.forEach((t, i) => {
+    if (t.role === 'agent') last = i;
+  });
+  // An abandoned or expired session (or one whose person spoke last) ends at its last agent turn.
+  return turns.slice(0, last + 1);
+}
+
+export function toTrajectory(r: ExportRecord, opts: TrajectoryOptions): TrajectoryResult {
+  const score = r.evaluation?.score;
+  if (score === undefined || score === null) throw new NotATrajectoryError(`session ${r.session.id} has no evaluation: the sweet-rl format needs its score as the reward`);
+  const kind = r.task.kind;
+  const turns = playedTurns(r);
+  if (turns.length === 0) throw new NotATrajectoryError(`session ${r.session.id} has no agent turn`);
+  // The format (and the official scripts' pairing of states) assumes the agent and the collaborator alternate.
+  turns.forEach((t, i) => {
+    const expected = i % 2 === 0 ? 'agent' : 'human';
+    if (t.role !== expected) throw new NotATrajectoryError(`session ${r.session.id}: turn ${i} is from the ${t.role}, expected the ${expected} (turns alternate, agent first)`);
+  });
+  const task: SweetRlTrajectory['task'] = { problem_description: r.task.problemDescription, ground_truth: r.task.groundTruth };
+  // ColBench's layout of test cases ({"test1": call, ...}), which evaluate_code.py iterates.
+  if (r.task.testCases) task.test_cases = Object.fromEntries(r.task.testCases.map((c, i) => [`test${i + 1}`, c]));
+
+  const dialogue: SweetRlEntry[] = [{ role: 'user', content: r.task.problemDescription }];
+  const played: DialogueTurn[] = [];
+  let exactInputs = 0;
+  let reconstructedInputs = 0;
+  for (const t of turns) {
+    if (t.role === 'human') {
+      dialogue.push({ role: 'user', content: t.content.slice(0, COLLABORATOR_REPLY_CAP[kind]) });
+    } else {
+      let prompt: ChatMessage[];
+      if (t.prompt) {
+        prompt = t.prompt;
+        exactInputs++;
+      } else {
+        // Turns stored before prompts were recorded: the protocol rebuilds what the agent was sent.
+        prompt = buildDialogue({ kind, description: r.task.problemDescription }, played);
+        reconstructedInputs++;
+      }
+      dialogue.push({
+        role: 'assistant',
+        content: t.content,
+        input: opts.template.format(prompt, { addGenerationPrompt: true }),
+        output: t.rawOutput ?? t.content,
+      });
+    }
+    played.push({ role: t.role === 'agent' ? 'agent' : 'human', content: t.content });
+  }
+  let answer: string;
+  if (kind === 'frontend') {
+    if (opts.answerPath === undefined) throw new Error('a frontend trajectory needs the path of its answer screenshot');
+    answer = opts.answerPath;
+  } else {
+    answer = r.session.answer ?? '';
+  }
+  return { trajectory: { task, dialogue_history: dialogue, answer, reward: score }, exactInputs, reconstructedInputs };
+}
+
+/** What a sweet-rl export did with its sessions (for the dataset card). */
+export class SweetRlStats {
+  written = 0;
+  exactInputs = 0;
+  reconstructedInputs = 0;
+  screenshots = 0;
+  /** Reason -> sessions left out for it. */
+  leftOut = new Map<string, number>();
+}
+
+export interface SweetRlSinkOptions {
+  template: ChatFormatter;
+  stats: SweetRlStats;
+  /** Frontend only: writes the PNG of a final page and returns the path to put in `answer`. */
+  screenshot?: (r: ExportRecord) => Promise<string>;
+}
+
+export function sweetRlSink(out: Writable, opts: SweetRlSinkOptions): RecordSink<ExportRecord> & { accepted(r: ExportRecord): boolean } {
+  const accepted = new Set<string>();
   return {
+    accepted: (r) => accepted.has(r.session.id),
     async write(batch) {
-      if (batch.length === 0) return;
       let text = '';
-      for (const r of batch) text += JSON.stringify(toTrajectory(r)) + '\n';
-      await writeChunk(out, text);
+      for (const r of batch) {
+        let result: TrajectoryResult;
+        try {
+          // Checked before the (slow) screenshot; the path is only a placeholder in this dry run.
+          result = toTrajectory(r, { template: opts.template, answerPath: '' });
+        } catch (err) {
+          if (!(err instanceof NotATrajectoryError)) throw err;
+          const reason = err.message.replace(/^session \S+:? ?/, '');
+          opts.stats.leftOut.set(reason, (opts.stats.leftOut.get(reason) ?? 0) + 1);
+          continue;
+        }
+        if (r.task.kind === 'frontend') {
+          if (!opts.screenshot) throw new Error('a frontend sweet-rl export needs a folder for its screenshots: export to a file path');
+          result.trajectory.answer = await opts.screenshot(r);
+          opts.stats.screenshots++;
+        }
+        opts.stats.written++;
+        opts.stats.exactInputs += result.exactInputs;
+        opts.stats.reconstructedInputs += result.reconstructedInputs;
+        accepted.add(r.session.id);
+        text += JSON.stringify(result.trajectory) + '\n';
+      }
+      if (text) await writeChunk(out, text);
     },
     async finish() {},
   };

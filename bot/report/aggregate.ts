@@ -1,5 +1,9 @@
 // Per policy version, task kind and kind of collaborator (human or simulated): the figures of the report,
 // accumulated in one streaming pass over the sessions (memory grows with groups and tasks, not with sessions).
+import type { GateEvidence } from '../../trainer/promote.ts';
+import { lastGateDecision } from './gate.ts';
+import { collectExperiments, type ExperimentReport } from './experiments.ts';
+import { collectTrainedVersions, type TrainedVersion } from './training-data.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { assertPolicyExists, streamSessionSummaries, validateFilters, type ExportFilters, type SessionSummary } from '../export/query.ts';
 import { histogramMedian, MeanAccumulator, wilson, type Interval } from '../../tasks/stats.ts';
@@ -32,6 +36,12 @@ export interface ReportData {
   filters: ExportFilters;
   referencePolicy: string | null;
   groups: GroupReport[];
+  /** The promotion gate's latest decision and its evidence (null: the gate has not run). */
+  lastGate?: GateEvidence | null;
+  /** A/B experiments with people, newest first (bot/report/experiments.ts). */
+  experiments?: ExperimentReport[];
+  /** The data each trained version learnt from (bot/report/training-data.ts). */
+  trainedVersions?: TrainedVersion[];
 }
 
 const NO_POLICY = '(none)';
@@ -152,5 +162,5 @@ export async function collectReport(prisma: PrismaClient, filters: ExportFilters
   await assertPolicyExists(prisma, f.policy);
   const acc = new ReportAccumulator();
   for await (const page of streamSessionSummaries(prisma, f)) for (const s of page) acc.add(s);
-  return acc.finish(f, referencePolicy, now);
+  return { ...acc.finish(f, referencePolicy, now), lastGate: await lastGateDecision(prisma), experiments: await collectExperiments(prisma), trainedVersions: await collectTrainedVersions(prisma) };
 }

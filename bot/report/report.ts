@@ -8,6 +8,9 @@ import { collectReport, type GroupReport, type ReportData } from './aggregate.ts
 import { openSvgRenderer } from './png.ts';
 import type { Interval } from '../../tasks/stats.ts';
 import { barChartSvg, type BarChart } from './svg.ts';
+import { gateMarkdown } from './gate.ts';
+import { experimentsMarkdown } from './experiments.ts';
+import { compareSources, trainingDataMarkdown } from './training-data.ts';
 
 export interface ReportOptions {
   outDir: string;
@@ -77,6 +80,9 @@ export function renderMarkdown(data: ReportData): string {
     '',
     '![Agent turns per session](turns-histogram.svg)',
     '',
+    ...(data.lastGate !== undefined ? [gateMarkdown(data.lastGate)] : []),
+    ...(data.trainedVersions?.length ? [trainingDataMarkdown(data.trainedVersions, compareSources(data.trainedVersions, data.groups))] : []),
+    ...(data.experiments?.length ? [experimentsMarkdown(data.experiments)] : []),
   ].join('\n');
 }
 

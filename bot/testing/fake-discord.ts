@@ -104,6 +104,11 @@ export class FakeDiscord {
   readonly identifies: any[] = [];
   private readonly rateLimits: { method: string; path: RegExp; retryAfter: number; global: boolean }[] = [];
   private readonly failures: { method: string; path: RegExp; left: number }[] = [];
+  /** Every message in each channel (people's and the bot's), oldest first, as GET .../messages returns them. */
+  readonly history = new Map<string, any[]>();
+  /** Nonces of posts sent with enforce_nonce, per channel: a repeat returns the first message. */
+  private readonly nonces = new Map<string, string>();
+  private readonly holds: { method: string; path: RegExp; match: (body: any) => boolean; resolve: (r: RecordedRequest) => void }[] = [];
   private server: Server | null = null;
   private wss: WebSocketServer | null = null;
   private conns = new Set<Conn>();
@@ -111,12 +116,23 @@ export class FakeDiscord {
   private readonly heartbeatIntervalMs: number;
   port = 0;
 
+  /** Guilds the bot is in (the first is `guildId`), with their roles beyond @everyone. */
+  readonly guilds = new Map<string, { id: string; channelId: string; roles: any[] }>();
+  /** Guilds the bot left (DELETE /users/@me/guilds/:id). */
+  readonly left: string[] = [];
+
   constructor(options: FakeDiscordOptions = {}) {
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 2_000;
-    this.channels.set(this.channelId, {
-      id: this.channelId,
+    this.addGuild(this.guildId, this.channelId);
+  }
+
+  /** Adds a guild with one text channel (announced on the gateway when a client is connected). */
+  addGuild(guildId = snowflake(), channelId = snowflake()): { guildId: string; channelId: string } {
+    this.guilds.set(guildId, { id: guildId, channelId, roles: [] });
+    this.channels.set(channelId, {
+      id: channelId,
       type: 0,
-      guild_id: this.guildId,
+      guild_id: guildId,
       name: 'sweetloop',
       position: 0,
       permission_overwrites: [],
@@ -126,6 +142,21 @@ export class FakeDiscord {
       rate_limit_per_user: 0,
       topic: null,
     });
+    for (const c of this.conns) if (c.identified) this.send(c, 'GUILD_CREATE', this.guildCreate(guildId));
+    return { guildId, channelId };
+  }
+
+  /** Creates a role in a guild; returns its id (give it to members with `command(..., { roles })`). */
+  role(guildId: string, name: string): string {
+    const g = this.guilds.get(guildId)!;
+    const role = { id: snowflake(), name, permissions: '0', position: g.roles.length + 1, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 };
+    g.roles.push(role);
+    this.dispatch('GUILD_ROLE_CREATE', { guild_id: guildId, role });
+    return role.id;
+  }
+
+  private guildOf(channelId: string): string {
+    return this.channels.get(channelId)?.guild_id ?? this.guildId;
   }
 
   get apiBase(): string {
@@ -163,19 +194,23 @@ export class FakeDiscord {
     return { id: snowflake(), username: name, global_name: name, discriminator: '0', avatar: null, bot: false };
   }
 
-  member(user: FakeUser, moderator = false) {
+  member(user: FakeUser, moderator = false, roles: string[] = []) {
     const perms = PERMISSIONS.member | (moderator ? PERMISSIONS.manageGuild : 0n);
-    return { user, roles: [], permissions: perms.toString(), joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0, nick: null, avatar: null, pending: false };
+    return { user, roles, permissions: perms.toString(), joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0, nick: null, avatar: null, pending: false };
   }
 
-  /** Sends a slash command; options are `{ name: value }` for the (sub)command's options. */
+  /**
+   * Sends a slash command; options are `{ name: value }` for the (sub)command's options. A subcommand in a group
+   * is written "group subcommand" (e.g. "experiment start").
+   */
   command(
     user: FakeUser,
     name: string,
     subcommand: string | null,
     options: Record<string, string | number | boolean | FakeUser> = {},
-    extra: { moderator?: boolean; channelId?: string } = {},
+    extra: { moderator?: boolean; channelId?: string; guildId?: string; roles?: string[] } = {},
   ): InteractionRecord {
+    const channelId = extra.channelId ?? (extra.guildId ? this.guilds.get(extra.guildId)!.channelId : undefined);
     const resolvedUsers: Record<string, FakeUser> = {};
     const resolvedMembers: Record<string, any> = {};
     const opts = Object.entries(options).map(([k, v]) => {
@@ -191,11 +226,11 @@ export class FakeDiscord {
       id: this.registeredId(name),
       name,
       type: 1,
-      guild_id: this.guildId,
-      options: subcommand ? [{ type: 1, name: subcommand, options: opts }] : opts,
+      guild_id: channelId ? this.guildOf(channelId) : this.guildId,
+      options: subcommandOptions(subcommand, opts),
     };
     if (Object.keys(resolvedUsers).length) data.resolved = { users: resolvedUsers, members: resolvedMembers };
-    return this.interaction(user, 2, data, { moderator: extra.moderator, channelId: extra.channelId });
+    return this.interaction(user, 2, data, { moderator: extra.moderator, channelId, roles: extra.roles });
   }
 
   /** Clicks a button of a message the bot showed. */
@@ -204,7 +239,8 @@ export class FakeDiscord {
     if (!found) throw new Error(`the message has no component ${customId}`);
     return this.interaction(user, 3, { custom_id: customId, component_type: 2 }, {
       moderator: extra.moderator,
-      channelId: message.channelId ?? this.channelId,
+      // A button on an interaction's reply is clicked where that interaction happened.
+      channelId: message.channelId ?? (message.interactionId ? this.interactions.get(message.interactionId)?.payload.channel_id : undefined) ?? this.channelId,
       message: this.messageObject(message),
     });
   }
@@ -223,7 +259,7 @@ export class FakeDiscord {
     const msg = {
       id,
       channel_id: channelId,
-      guild_id: this.guildId,
+      guild_id: this.guildOf(channelId),
       author: user,
       member: (({ user: _u, ...m }) => m)(this.member(user)),
       content,
@@ -241,31 +277,48 @@ export class FakeDiscord {
       components: [],
     };
     if (channel) channel.last_message_id = id;
+    if (!this.history.get(channelId)?.some((x) => x.id === id)) this.remember(channelId, msg);
     this.dispatch('MESSAGE_CREATE', msg);
     return id;
   }
 
-  private interaction(user: FakeUser, type: number, data: any, extra: { moderator?: boolean; channelId?: string; message?: any }): InteractionRecord {
+  private remember(channelId: string, msg: any): void {
+    let list = this.history.get(channelId);
+    if (!list) this.history.set(channelId, (list = []));
+    list.push(msg);
+  }
+
+  /**
+   * The next matching request is carried out (a message is created, and announced on the gateway) but its
+   * response never comes: the moment a crash right after Discord accepted a post leaves behind. Resolves
+   * with the request once it has been carried out.
+   */
+  holdResponse(method: string, path: RegExp, match: (body: any) => boolean = () => true): Promise<RecordedRequest> {
+    return new Promise((resolve) => this.holds.push({ method, path, match, resolve }));
+  }
+
+  private interaction(user: FakeUser, type: number, data: any, extra: { moderator?: boolean; channelId?: string | undefined; message?: any; roles?: string[] | undefined }): InteractionRecord {
     const id = snowflake();
     const token = 'itk_' + Buffer.from(id + ':' + Math.random()).toString('base64url');
     const channelId = extra.channelId ?? this.channelId;
+    const guildId = this.guildOf(channelId);
     const payload: any = {
       id,
       application_id: this.appId,
       type,
       data,
-      guild_id: this.guildId,
-      guild: { id: this.guildId, locale: 'en-US', features: [] },
+      guild_id: guildId,
+      guild: { id: guildId, locale: 'en-US', features: [] },
       channel_id: channelId,
       channel: this.channels.get(channelId),
-      member: this.member(user, extra.moderator ?? false),
+      member: this.member(user, extra.moderator ?? false, extra.roles ?? []),
       token,
       version: 1,
       app_permissions: ((1n << 53n) - 1n).toString(),
       locale: 'en-US',
       guild_locale: 'en-US',
       entitlements: [],
-      authorizing_integration_owners: { '0': this.guildId },
+      authorizing_integration_owners: { '0': guildId },
       context: 0,
       attachment_size_limit: 10485760,
     };
@@ -359,7 +412,7 @@ export class FakeDiscord {
     this.send(conn, 'READY', {
       v: 10,
       user: { ...this.bot, verified: true, mfa_enabled: false, flags: 0 },
-      guilds: [{ id: this.guildId, unavailable: true }],
+      guilds: [...this.guilds.keys()].map((id) => ({ id, unavailable: true })),
       session_id: sessionId,
       resume_gateway_url: `ws://127.0.0.1:${this.port}/gateway`,
       shard: [0, 1],
@@ -368,18 +421,22 @@ export class FakeDiscord {
       relationships: [],
       _trace: ['fake-discord'],
     });
-    const channels = [...this.channels.values()].filter((c) => c.type !== 11 && c.type !== 12);
-    const threads = this.threads().filter((t) => !t.thread_metadata.archived);
-    this.send(conn, 'GUILD_CREATE', {
-      id: this.guildId,
-      name: 'Sweetloop test guild',
+    for (const g of this.guilds.keys()) this.send(conn, 'GUILD_CREATE', this.guildCreate(g));
+  }
+
+  private guildCreate(guildId: string): any {
+    const channels = [...this.channels.values()].filter((c) => c.guild_id === guildId && c.type !== 11 && c.type !== 12);
+    const threads = this.threads().filter((t) => t.guild_id === guildId && !t.thread_metadata.archived);
+    return {
+      id: guildId,
+      name: `Sweetloop test guild ${guildId.slice(-4)}`,
       icon: null,
       owner_id: snowflake(),
       unavailable: false,
       member_count: 2,
       large: false,
       features: [],
-      roles: [{ id: this.guildId, name: '@everyone', permissions: PERMISSIONS.member.toString(), position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 }],
+      roles: [{ id: guildId, name: '@everyone', permissions: PERMISSIONS.member.toString(), position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 }, ...this.guilds.get(guildId)!.roles],
       channels,
       threads,
       members: [{ user: this.bot, roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 }],
@@ -398,7 +455,7 @@ export class FakeDiscord {
       explicit_content_filter: 0,
       mfa_level: 0,
       nsfw_level: 0,
-    });
+    };
   }
 
   private send(conn: Conn, t: string, d: any): void {
@@ -466,8 +523,16 @@ export class FakeDiscord {
       return;
     }
 
+    const hold = this.holds.findIndex((h) => h.method === method && h.path.test(path) && h.match(body));
+    const held = hold >= 0 ? this.holds.splice(hold, 1)[0]! : null;
     const reply = (status: number, json?: unknown) => {
       rec.status = status;
+      if (held) {
+        // Carried out, never answered (the connection is closed when the fake stops).
+        held.resolve(rec);
+        this.wake();
+        return;
+      }
       res.writeHead(status, {
         ...(json === undefined ? {} : { 'content-type': 'application/json' }),
         'x-ratelimit-limit': '50',
@@ -490,6 +555,12 @@ export class FakeDiscord {
     }
     if (method === 'GET' && path === '/gateway') return reply(200, { url: `ws://127.0.0.1:${this.port}/gateway` });
     if (method === 'GET' && path === '/users/@me') return reply(200, this.bot);
+    if ((m = path.match(/^\/users\/@me\/guilds\/(\d+)$/)) && method === 'DELETE') {
+      if (!this.guilds.delete(m[1]!)) return reply(404, { message: 'Unknown Guild', code: 10004 });
+      this.left.push(m[1]!);
+      this.dispatch('GUILD_DELETE', { id: m[1] });
+      return reply(204);
+    }
     if (method === 'GET' && path === '/applications/@me') return reply(200, { id: this.appId, name: 'sweetloop', flags: 0, bot: this.bot });
     if ((m = path.match(/^\/applications\/(\d+)(?:\/guilds\/(\d+))?\/commands$/)) && method === 'PUT') {
       const list = (body as any[]).map((c) => ({ ...c, id: snowflake(), application_id: this.appId, version: snowflake(), ...(m![2] ? { guild_id: m![2] } : {}) }));
@@ -530,7 +601,7 @@ export class FakeDiscord {
       const thread = {
         id: snowflake(),
         type: body.type ?? 12,
-        guild_id: this.guildId,
+        guild_id: parent.guild_id,
         parent_id: parent.id,
         name: body.name,
         owner_id: this.bot.id,
@@ -567,11 +638,32 @@ export class FakeDiscord {
       if (typeof body?.content === 'string' && body.content.length > 2000) {
         return reply(400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } });
       }
+      const nonceKey = body?.enforce_nonce && body.nonce !== undefined ? `${channel.id}:${body.nonce}` : null;
+      const first = nonceKey ? this.nonces.get(nonceKey) : undefined;
+      if (first) {
+        // Discord: with enforce_nonce, a second post with the same nonce returns the first message.
+        return reply(200, this.history.get(channel.id)!.find((x) => x.id === first));
+      }
       const shown = this.record('channel', body ?? {}, files, channel.id, null);
       channel.last_message_id = shown.id;
       const msg = this.messageObject(shown);
+      if (nonceKey) this.nonces.set(nonceKey, shown.id);
+      this.remember(channel.id, msg);
       this.dispatch('MESSAGE_CREATE', msg);
       return reply(200, msg);
+    }
+    if ((m = path.match(/^\/channels\/(\d+)\/messages$/)) && method === 'GET') {
+      const channel = this.channels.get(m[1]!);
+      if (!channel) return reply(404, { message: 'Unknown Channel', code: 10003 });
+      // Discord's paging: `after` gives the oldest `limit` messages after it, otherwise the newest `limit`
+      // (before `before`); newest first either way.
+      const limit = Math.min(100, Number(url.searchParams.get('limit') ?? 50));
+      const after = url.searchParams.get('after');
+      const before = url.searchParams.get('before');
+      let list = [...(this.history.get(channel.id) ?? [])].sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+      if (after) list = list.filter((x) => BigInt(x.id) > BigInt(after)).slice(0, limit);
+      else list = list.filter((x) => !before || BigInt(x.id) < BigInt(before)).slice(-limit);
+      return reply(200, list.reverse());
     }
     if ((m = path.match(/^\/channels\/(\d+)\/messages\/(\d+)$/)) && method === 'PATCH') {
       const prev = this.shown.find((s) => s.id === m![2]);
@@ -583,6 +675,14 @@ export class FakeDiscord {
       const channel = this.channels.get(m[1]!);
       if (!channel) return reply(404, { message: 'Unknown Channel', code: 10003 });
       if (method === 'GET') return reply(200, channel);
+      if (method === 'DELETE') {
+        // A deleted channel takes its messages with it.
+        this.channels.delete(channel.id);
+        this.history.delete(channel.id);
+        this.threadMembers.delete(channel.id);
+        this.dispatch(channel.thread_metadata ? 'THREAD_DELETE' : 'CHANNEL_DELETE', { id: channel.id, guild_id: channel.guild_id, parent_id: channel.parent_id, type: channel.type });
+        return reply(200, channel);
+      }
       if (method === 'PATCH') {
         if (body.name) channel.name = body.name;
         if (channel.thread_metadata) {
@@ -622,7 +722,7 @@ export class FakeDiscord {
     return {
       id: s.id,
       channel_id: channelId,
-      guild_id: this.guildId,
+      guild_id: this.guildOf(channelId),
       author: this.bot,
       content: s.content,
       embeds: s.embeds,
@@ -635,6 +735,7 @@ export class FakeDiscord {
       mentions: [],
       mention_roles: [],
       pinned: false,
+      ...(s.raw?.nonce !== undefined ? { nonce: s.raw.nonce } : {}),
       type: s.interactionId ? 20 : 0,
       flags: s.flags,
       ...(s.interactionId ? { application_id: this.appId, webhook_id: this.appId } : {}),
@@ -652,4 +753,12 @@ export class FakeDiscord {
   private wake(): void {
     this.waiters = this.waiters.filter((w) => !w.check());
   }
+}
+
+/** The options of a command invocation: the subcommand (inside its group, when "group subcommand") holds them. */
+function subcommandOptions(subcommand: string | null, opts: unknown[]): unknown[] {
+  if (!subcommand) return opts;
+  const [first, second] = subcommand.split(' ');
+  if (second) return [{ type: 2, name: first, options: [{ type: 1, name: second, options: opts }] }];
+  return [{ type: 1, name: subcommand, options: opts }];
 }

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { checkBubblewrap, checkPython, runDoctor } from '../../bin/doctor.ts';
+import { checkBubblewrap, checkPython, installCommand, missingToolsSummary, runDoctor, toolChecks } from '../../bin/doctor.ts';
 import { parseConfig } from '../../bin/config.ts';
 
 const exec = promisify(execFile);
@@ -17,6 +17,32 @@ describe('sweetloop doctor', () => {
     expect(p.status).toBe('fail');
     expect(p.detail).toMatch(/did not run as Python 3/);
     expect(p.fix).toMatch(/apt-get install python3/);
+  });
+
+  it('sums up at start what is missing, what that stops, and the one command that installs it', async () => {
+    const missing = await toolChecks(parseConfig({ CHROMIUM_PATH: '/nonexistent/chromium', BWRAP_BIN: '/nonexistent/bwrap', PYTHON_BIN: '/usr/bin/python3' }));
+    expect(missing.map((c) => [c.name, c.status, c.apt])).toEqual([
+      ['chromium', 'fail', 'chromium'],
+      ['bubblewrap', 'fail', 'bubblewrap'],
+      ['python3', 'ok', undefined],
+    ]);
+    expect(installCommand(missing, false)).toBe('sudo apt-get install -y chromium bubblewrap');
+    expect(installCommand(missing, true)).toBe('apt-get install -y chromium bubblewrap');
+    const text = missingToolsSummary(missing, false)!;
+    expect(text).toContain('chromium: /nonexistent/chromium does not exist; frontend tasks are off');
+    expect(text).toContain('bubblewrap: /nonexistent/bwrap does not exist; backend answers cannot be scored');
+    expect(text.match(/apt-get install/g)).toHaveLength(1);
+    expect(text).not.toContain('python3');
+
+    // A bubblewrap that exists but cannot start a sandbox is not cured by installing: its own fix is printed.
+    const broken = await toolChecks(parseConfig({ BWRAP_BIN: '/bin/false' }));
+    const summary = missingToolsSummary(broken, true)!;
+    expect(summary).toContain('bubblewrap: /bin/false --unshare-all failed');
+    expect(summary).toMatch(/To fix bubblewrap: allow user namespaces/);
+
+    const healthy = await toolChecks(parseConfig({}));
+    for (const c of healthy) expect(c.status, `${c.name}: ${c.detail}`).toBe('ok');
+    expect(missingToolsSummary(healthy, false)).toBeNull();
   });
 
   it('reports a bad variable, still runs the other checks, and exits 1', async () => {

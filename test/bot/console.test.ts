@@ -1,51 +1,17 @@
 // `npm start` without a Discord token, driven through a pseudo-terminal (util-linux `script`) like a person at
 // a terminal: consent, a backend session with the policy served by the inference worker, the rating. It runs
 // on the embedded PGlite database, as a user's first `npm start` does; the policy is a tiny random-weight
-// checkpoint given by POLICY_MODEL_DIR (building the real starter would take minutes).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+// checkpoint given by POLICY_MODEL_DIR, whose turns take milliseconds (the first run on the shipped starter is
+// in test/bin/commands/bot.test.ts).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../prisma/db.ts';
 import { makeTinyCheckpoint } from '../../bot/testing/tiny-checkpoint.ts';
+import { Terminal, hasScript } from '../helpers/terminal.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const hasScript = spawnSync('script', ['--version']).status === 0;
-
-class Terminal {
-  out = '';
-  private child: ChildProcess;
-  readonly exited: Promise<number | null>;
-
-  constructor(command: string, env: NodeJS.ProcessEnv) {
-    // -q quiet, -f flush at once, -e the child's exit code; the transcript file is not needed.
-    this.child = spawn('script', ['-qfec', command, '/dev/null'], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
-    this.child.stdout!.on('data', (d: Buffer) => (this.out += d.toString('utf8')));
-    this.child.stderr!.on('data', (d: Buffer) => (this.out += d.toString('utf8')));
-    this.exited = new Promise((r) => this.child.on('exit', (code) => r(code)));
-  }
-
-  /** Waits until `text` appears after position `from` of the output; returns the position after it. */
-  async expect(text: string, from = 0, timeoutMs = 180_000): Promise<number> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const at = this.out.indexOf(text, from);
-      if (at >= 0) return at + text.length;
-      if (Date.now() > deadline) throw new Error(`terminal: no "${text}" after ${from}; output so far:\n${this.out.slice(-3000)}`);
-      if (this.child.exitCode !== null) throw new Error(`terminal: exited (${this.child.exitCode}) before "${text}":\n${this.out.slice(-3000)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
-  type(line: string): void {
-    this.child.stdin!.write(line + '\r');
-  }
-
-  kill(): void {
-    if (this.child.exitCode === null) this.child.kill('SIGTERM');
-  }
-}
 
 describe.skipIf(!hasScript)('console channel (npm start without DISCORD_TOKEN)', () => {
   let dir: string;
@@ -72,7 +38,7 @@ describe.skipIf(!hasScript)('console channel (npm start without DISCORD_TOKEN)',
       LOG_LEVEL: 'warn',
       DISCORD_TOKEN: '',
     };
-    term = new Terminal('npm start --silent', env);
+    term = new Terminal('npm start --silent', env, ROOT);
     let at = await term.expect('Do you accept? [y/N]');
     term.type('y');
     at = await term.expect('Which kind of task?', at);

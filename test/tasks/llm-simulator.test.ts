@@ -111,6 +111,8 @@ describe('LLM collaborator simulator', () => {
     expect(err).toBeInstanceOf(LlmSimulatorError);
     expect((err as Error).message).toMatch(/HTTP 500: boom \(gave up after 2 attempts\)/);
     expect((err as LlmSimulatorError).status).toBe(500);
+    // The server stayed in trouble: the game may be tried again later (a 4xx below is not that).
+    expect((err as LlmSimulatorError).unavailable).toBe(true);
     expect((err as Error).message).not.toContain('sk-secret');
   });
 

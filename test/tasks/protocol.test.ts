@@ -13,6 +13,9 @@ import {
   agentMessageView,
   agentSystemPrompt,
   buildDialogue,
+  estimateTokens,
+  fitDialogue,
+  type DialogueTurn,
   capCollaboratorReply,
   checkAgentMessage,
   checkHumanMessage,
@@ -231,5 +234,44 @@ describe('sanitizeText', () => {
     expect(sanitizeText('\u0000')).toBe('\uFFFD');
     const clean = 'déjà vu\n\t';
     expect(sanitizeText(clean)).toBe(clean);
+  });
+});
+
+describe('fitDialogue (the context budget)', () => {
+  const task = { kind: 'backend' as const, description: 'Task description.' };
+  const turns: DialogueTurn[] = Array.from({ length: 8 }, (_, i) => ({ role: i % 2 === 0 ? ('agent' as const) : ('human' as const), content: `turn ${i} ${'x'.repeat(40)}` }));
+  const dialogue = buildDialogue(task, turns);
+  // One "token" per character: easy to reason about.
+  const chars = (ms: readonly { content: string }[]) => ms.reduce((n, m) => n + m.content.length, 0);
+
+  it('keeps everything when it fits', () => {
+    const f = fitDialogue(dialogue, chars(dialogue), chars);
+    expect(f).toEqual({ messages: dialogue, droppedTurns: 0, tokens: chars(dialogue), fits: true });
+  });
+
+  it('drops the oldest agent/human pairs, keeping system prompt, task and the latest turns', () => {
+    const f = fitDialogue(dialogue, chars(dialogue) - 1, chars);
+    expect(f.droppedTurns).toBe(2);
+    expect(f.messages.slice(0, 2)).toEqual(dialogue.slice(0, 2));
+    expect(f.messages.slice(2)).toEqual(dialogue.slice(4));
+    expect(f.messages[2]!.role).toBe('assistant');
+    expect(f.tokens).toBeLessThanOrEqual(chars(dialogue) - 1);
+    // The fewest pairs that fit: a budget for the head and the last pair only drops three pairs.
+    const lastPair = chars(dialogue.slice(0, 2)) + chars(dialogue.slice(-2));
+    const g = fitDialogue(dialogue, lastPair, chars);
+    expect(g.droppedTurns).toBe(6);
+    expect(g.messages.slice(2)).toEqual(dialogue.slice(-2));
+  });
+
+  it('falls back to the task alone, and says when even that does not fit', () => {
+    const head = chars(dialogue.slice(0, 2));
+    const f = fitDialogue(dialogue, head + 10, chars);
+    expect(f).toMatchObject({ droppedTurns: 8, fits: true, messages: dialogue.slice(0, 2) });
+    const g = fitDialogue(dialogue, head - 1, chars);
+    expect(g).toMatchObject({ droppedTurns: 8, fits: false, tokens: head });
+  });
+
+  it('estimates tokens pessimistically (3 characters a token, 8 a message)', () => {
+    expect(estimateTokens([{ role: 'user', content: 'x'.repeat(30) }])).toBe(18);
   });
 });

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { formatPercent, histogramMedian, incompleteBeta, logGamma, meanInterval, meanIntervalOf, MeanAccumulator, normalQuantile, tCdf, tQuantile, wilson, wilsonCount } from '../../tasks/stats.ts';
+import {
+  binomialCdf, formatPercent, histogramMedian, incompleteBeta, logGamma, mcnemarExact, mcnemarPaired, meanInterval, meanIntervalOf, MeanAccumulator,
+  normalCdf, normalQuantile, pairedBootstrap, pairedSuccessGames, pairedSuccessPower, quantileSorted, tCdf, tQuantile, wilcoxonSignedRank, wilson, wilsonCount,
+} from '../../tasks/stats.ts';
 
 // Expected values worked out by hand from the formulas (see comments) and checked against printed tables.
 describe('report statistics', () => {
@@ -150,5 +153,151 @@ describe('confidence intervals against hand-computed values', () => {
     expect(incompleteBeta(0.3, 1, 1)).toBeCloseTo(0.3, 12);
     expect(incompleteBeta(0.6, 3, 1)).toBeCloseTo(0.216, 12);
     expect(incompleteBeta(0.5, 4.5, 4.5)).toBeCloseTo(0.5, 12);
+  });
+});
+
+// Paired comparisons. Reference values come from scipy 1.17.1 / numpy 2.4.6 and from independent Python
+// implementations (brute-force enumeration, a Python port of mulberry32): the script is reproduced in the
+// comment of each test that needs it, so the constants can be recomputed.
+describe('McNemar exact test', () => {
+  it('b = 10, c = 2: p = 2 * (C(12,0) + C(12,1) + C(12,2)) / 2^12 = 2 * 79/4096 = 0.0385742', () => {
+    // scipy.stats.binomtest(2, 12, 0.5).pvalue == 0.03857421875
+    const r = mcnemarExact(10, 2);
+    expect(r.pValue).toBeCloseTo(0.03857421875, 12);
+    expect(mcnemarExact(2, 10).pValue).toBeCloseTo(0.03857421875, 12);
+  });
+
+  it('0 vs 5 discordant games: p = 2/32 = 0.0625 (five straight wins are not yet significant)', () => {
+    expect(mcnemarExact(5, 0).pValue).toBeCloseTo(0.0625, 12);
+  });
+
+  it('no discordant game, or an even split: p = 1', () => {
+    expect(mcnemarExact(0, 0).pValue).toBe(1);
+    expect(mcnemarExact(3, 3).pValue).toBe(1);
+  });
+
+  it('counts the discordant pairs of paired flags and rejects unpaired or fractional input', () => {
+    const a = [true, true, false, true, false, true];
+    const b = [false, true, false, false, true, false];
+    const r = mcnemarPaired(a, b);
+    expect([r.aOnly, r.bOnly]).toEqual([3, 1]);
+    // 2 * P(Bin(4, 1/2) <= 1) = 2 * 5/16
+    expect(r.pValue).toBeCloseTo(0.625, 12);
+    expect(() => mcnemarPaired([true], [true, false])).toThrow(/same games/);
+    expect(() => mcnemarExact(1.5, 2)).toThrow(RangeError);
+  });
+
+  it('binomial CDF against hand sums', () => {
+    expect(binomialCdf(2, 12, 0.5)).toBeCloseTo(79 / 4096, 12);
+    expect(binomialCdf(0, 3, 0.2)).toBeCloseTo(0.512, 12);
+    expect(binomialCdf(-1, 3, 0.2)).toBe(0);
+    expect(binomialCdf(3, 3, 0.2)).toBe(1);
+  });
+});
+
+describe('paired bootstrap of the mean difference', () => {
+  const a = [0.9, 0.4, 0.7, 1.0, 0.3, 0.6, 0.8, 0.5, 0.2, 0.7];
+  const b = [0.6, 0.5, 0.4, 0.8, 0.3, 0.2, 0.9, 0.1, 0.2, 0.4];
+
+  it('seed 7, 2000 resamples: [0.05, 0.28] around 0.17, as an independent Python port computes', () => {
+    // Python: mulberry32(7); each resample draws index int(u * n) n times; the interval is
+    // numpy.quantile(means, [0.025, 0.975]) (linear) -> (0.05, 0.28). scipy.stats.bootstrap(percentile, its own
+    // random stream, 20000 resamples) gives the same [0.05, 0.28] on this sample.
+    const i = pairedBootstrap(a, b, { seed: 7, resamples: 2000 });
+    expect(i.estimate).toBeCloseTo(0.17, 12);
+    expect(i.lo).toBeCloseTo(0.05, 9);
+    expect(i.hi).toBeCloseTo(0.28, 9);
+    expect(i.n).toBe(10);
+  });
+
+  it('is reproducible with a seed and moves with another', () => {
+    const x = pairedBootstrap(a, b, { seed: 3, resamples: 500 });
+    expect(pairedBootstrap(a, b, { seed: 3, resamples: 500 })).toEqual(x);
+    const many = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((seed) => pairedBootstrap(a, b, { seed, resamples: 200 }).lo);
+    expect(new Set(many).size).toBeGreaterThan(1);
+  });
+
+  it('degenerate samples: no games, one game, identical games', () => {
+    expect(Number.isNaN(pairedBootstrap([], []).estimate)).toBe(true);
+    const one = pairedBootstrap([1], [0]);
+    expect(one.estimate).toBe(1);
+    expect(Number.isNaN(one.lo)).toBe(true);
+    const same = pairedBootstrap([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]);
+    expect([same.lo, same.hi]).toEqual([0, 0]);
+    expect(() => pairedBootstrap([1, 2], [1])).toThrow(/same games/);
+  });
+
+  it('linear quantile of sorted values (numpy default)', () => {
+    expect(quantileSorted([1, 2, 3, 4], 0.5)).toBe(2.5);
+    expect(quantileSorted([1, 2, 3, 4], 0.025)).toBeCloseTo(1.075, 12);
+  });
+});
+
+describe('Wilcoxon signed-rank test', () => {
+  it('no ties: d = 1..7, -8 -> W+ = 28, exact p = 0.1953125 (scipy.stats.wilcoxon(method="exact") agrees)', () => {
+    const d = [1, 2, 3, 4, 5, 6, 7, -8];
+    const r = wilcoxonSignedRank(d, d.map(() => 0));
+    expect(r.wPlus).toBe(28);
+    expect(r.wMinus).toBe(8);
+    expect(r.method).toBe('exact');
+    expect(r.pValue).toBeCloseTo(0.1953125, 12);
+  });
+
+  it('a zero and tied |d|: the zero is dropped, 0.3/0.3 and 0.1/-0.1 share midranks; exact conditional p = 0.03515625', () => {
+    // Brute force in Python over the 2^9 sign flips of scipy.stats.rankdata(|d|) with the zero dropped:
+    // W+ = 40.5, p = 2 * min(P(W+ <= 40.5), P(W+ >= 40.5)) = 0.03515625. (scipy's own "exact" method ignores the
+    // ties and reports 0.0390625; the enumeration over the midranks is the exact permutation test.)
+    const d = [0.1, 0.5, -0.2, 0.7, 0.3, 0.0, 0.3, -0.1, 0.6, 0.4];
+    const r = wilcoxonSignedRank(d, d.map(() => 0));
+    expect(r.zeros).toBe(1);
+    expect(r.n).toBe(9);
+    expect(r.wPlus).toBe(40.5);
+    expect(r.pValue).toBeCloseTo(0.03515625, 12);
+  });
+
+  it('n = 80 uses the normal approximation with the tie correction, as scipy does (p = 0.51378)', () => {
+    // numpy.random.default_rng(3).normal(0.15, 1, 80) rounded to 1 decimal (two zeros, many ties);
+    // scipy.stats.wilcoxon(z, zero_method="wilcox", method="approx", correction=False) -> W- = 1409.5, p = 0.5137770764.
+    const z = [2.2, -2.4, 0.6, -0.4, -0.3, -0.1, -1.9, -0.1, -0.7, 3.5, 0.4, -0.2, -0.1, -0.5, -0.9, -0.2, 0.6, -0.1, 1.1, -0.0, 0.2, 1.7, 0.7, -0.4, -0.0, 0.7, 2.1, -0.1, -0.1, 1.2, -0.7, -0.1, 1.0, 0.7, 0.2, 0.8, -2.7, 1.2, -0.8, -1.5, 0.4, 0.9, -0.3, -0.9, 0.2, 0.1, 1.6, 0.9, 0.3, 1.3, -0.1, -0.8, 0.7, 0.7, -0.1, -0.6, 0.4, -2.3, 0.8, 0.6, -1.5, 0.2, -0.8, 0.9, -1.9, -0.8, 0.9, 1.3, -2.0, -0.3, 0.5, -0.5, 1.7, -1.0, 0.5, -0.9, 1.6, 0.1, -0.2, -1.6];
+    const r = wilcoxonSignedRank(z, z.map(() => 0));
+    expect(r.method).toBe('normal');
+    expect(r.zeros).toBe(2);
+    expect(Math.min(r.wPlus, r.wMinus)).toBe(1409.5);
+    expect(r.pValue).toBeCloseTo(0.5137770764, 6);
+  });
+
+  it('all pairs equal: nothing to test, p = 1', () => {
+    const r = wilcoxonSignedRank([0.2, 0.4], [0.2, 0.4]);
+    expect(r.n).toBe(0);
+    expect(r.pValue).toBe(1);
+  });
+
+  it('normal CDF against the table (scipy.stats.norm.cdf)', () => {
+    expect(normalCdf(-1.96)).toBeCloseTo(0.0249979, 6);
+    expect(normalCdf(0.5)).toBeCloseTo(0.6914625, 6);
+    expect(normalCdf(0)).toBeCloseTo(0.5, 7);
+  });
+});
+
+describe('games needed for a paired success comparison', () => {
+  it("Connor's formula, psi = 0.3, delta = 0.1, alpha 0.05, power 0.8: n = 233.09 -> 234 games", () => {
+    // (1.959964 * sqrt(0.3) + 0.841621 * sqrt(0.29))^2 / 0.01 = 233.0945 (computed with scipy.stats.norm.ppf).
+    const plan = pairedSuccessGames({ delta: 0.1, discordance: 0.3 });
+    expect(plan.games).toBe(234);
+    // And the power of 234 games is just over 0.8: Φ((0.1 √234 - 1.959964 √0.3) / √0.29) = 0.80154.
+    expect(pairedSuccessPower({ games: 234, delta: 0.1, discordance: 0.3 })).toBeCloseTo(0.80154, 4);
+  });
+
+  it('without a known discordance, assumes independent games at the worst baseline (0.45 vs 0.55: psi = 0.505, n = 394.002 -> 395)', () => {
+    const plan = pairedSuccessGames({ delta: 0.1 });
+    expect(plan.discordance).toBeCloseTo(0.505, 12);
+    expect(plan.games).toBe(395);
+    // A low baseline needs far fewer games: 0.05 vs 0.15 -> psi = 0.05*0.85 + 0.15*0.95 = 0.185.
+    expect(pairedSuccessGames({ delta: 0.1, baseline: 0.05 }).discordance).toBeCloseTo(0.185, 12);
+  });
+
+  it('rejects impossible plans', () => {
+    expect(() => pairedSuccessGames({ delta: 0 })).toThrow(RangeError);
+    expect(() => pairedSuccessGames({ delta: 0.3, discordance: 0.05 })).toThrow(/cannot produce/);
   });
 });

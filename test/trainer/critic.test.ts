@@ -1,7 +1,7 @@
 // The critic learns to rank: trained with Bradley-Terry on pairs from some tasks (the expert's session, which
 // asks and passes, against the non-asking agent's, which guesses and fails), it ranks the pair of a task it
-// never saw the same way. Also checks that a fresh critic gives every turn an advantage of exactly 0 (it is
-// its own reference), and that candidates are scored per state.
+// never saw the same way. Also checks that a fresh critic gives every trajectory a score of exactly 0 (it is
+// its own reference), and that candidates are scored per state against the sampling policy.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,6 +9,8 @@ import { createTestDatabase, type TestDatabase } from '../../bot/testing/databas
 import { Critic, criticPairs, criticPhase } from '../../trainer/critic.ts';
 import { loadTrajectories } from '../../trainer/data.ts';
 import { trainConfig } from '../../trainer/presets.ts';
+import { completionLogprobValues } from '../../trainer/model/logprobs.ts';
+import { criticDialogue, encodeAction, loadModel, policyDialogue } from '../../trainer/sequences.ts';
 import { scratchDir, seedSessions, tinyPolicy } from './fixture.ts';
 
 let t: TestDatabase;
@@ -50,11 +52,26 @@ describe('SWEET-RL critic', () => {
       const [chosen, rejected] = await critic.trajectoryScores([heldOut.chosen, heldOut.rejected]);
       expect(chosen!).toBeGreaterThan(rejected!);
 
-      // Candidate scoring: a state's candidates get one finite advantage each.
+      // Candidate scoring: a state's candidates get one finite advantage each, against the sampling policy's
+      // log-probabilities without the hidden information. Against the critic's own log-probabilities (with it)
+      // every advantage is exactly 0, so the reference really is what the caller passes.
       const traj = data.find((d) => d.sessionId === heldOut.chosen.sessionId)!;
-      const scores = await critic.scoreCandidates({ task: traj.task, turns: [] }, [traj.turns[0]!.content, 'I WANT TO ANSWER: def f(): pass']);
-      expect(scores).toHaveLength(2);
-      expect(scores.every(Number.isFinite)).toBe(true);
+      const candidates = [traj.turns[0]!.content, 'I WANT TO ANSWER: def f(): pass'];
+      const policy = await loadModel(policyDir, 'critic-test-policy', false);
+      try {
+        const ctx = policy.model.config.maxPositionEmbeddings;
+        const policyRows = candidates.map((c) => encodeAction(policy, policyDialogue(traj.task, []), c, ctx));
+        const policyLogp = await completionLogprobValues(policy.model, policyRows, { padTokenId: policy.tokenizer.padTokenId });
+        const scores = await critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, policyLogp);
+        expect(scores).toHaveLength(2);
+        expect(scores.every(Number.isFinite)).toBe(true);
+        const criticRows = candidates.map((c) => encodeAction(critic.current, criticDialogue(traj.task, []), c, ctx));
+        const own = await completionLogprobValues(critic.model, criticRows, { padTokenId: critic.current.tokenizer.padTokenId });
+        expect(await critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, own)).toEqual([0, 0]);
+        await expect(critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, own.slice(0, 1))).rejects.toThrow(/reference rows/);
+      } finally {
+        policy.model.dispose();
+      }
     } finally {
       critic.dispose();
     }

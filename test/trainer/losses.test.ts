@@ -1,6 +1,6 @@
 import { describe, expect, it, beforeAll } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
-import { bradleyTerryLoss, dpoLoss, negLogSigmoid, tokenNll, trajectoryScores, turnAdvantages } from '../../trainer/losses.ts';
+import { bradleyTerryLoss, dpoLoss, meanLogRatio, negLogSigmoid, tokenNll, trajectoryAdvantages } from '../../trainer/losses.ts';
 
 const sig = (x: number) => 1 / (1 + Math.exp(-x));
 
@@ -9,25 +9,29 @@ beforeAll(async () => {
 });
 
 describe('SWEET-RL losses against hand-computed values', () => {
-  it('turn advantage is the mean per-token log-ratio over the turn tokens only', () => {
-    const critic = tf.tensor2d([[-1.0, -2.0, -3.0], [-0.5, -0.5, 0]]);
-    const ref = tf.tensor2d([[-1.5, -1.0, -3.5], [-1.0, -0.25, -9]]);
-    const mask = tf.tensor2d([[1, 1, 1], [1, 1, 0]]);
-    const adv = turnAdvantages(critic, ref, mask).arraySync();
-    // turn 0: (0.5 - 1.0 + 0.5) / 3 = 0; turn 1: (0.5 - 0.25) / 2 = 0.125 (the padded -9 is ignored)
-    expect(adv[0]).toBeCloseTo(0, 6);
-    expect(adv[1]).toBeCloseTo(0.125, 6);
+  it('a trajectory scores one mean log-ratio over all its agent tokens (not a sum of per-turn means)', () => {
+    // Three turns: turns 0 and 1 belong to trajectory 0, turn 2 to trajectory 1.
+    const critic = tf.tensor2d([[-1.0, -2.0, -3.0], [-0.5, -0.5, 0], [-2.0, 0, 0]]);
+    const ref = tf.tensor2d([[-1.5, -1.0, -3.5], [-1.0, -0.25, -9], [-1.0, 0, 0]]);
+    const mask = tf.tensor2d([[1, 1, 1], [1, 1, 0], [1, 0, 0]]);
+    const s = trajectoryAdvantages(critic, ref, mask, tf.tensor1d([0, 0, 1], 'int32'), 2).arraySync();
+    // trajectory 0: ratios 0.5, -1.0, 0.5 | 0.5, -0.25 (the padded -9 is ignored): sum 0.25 over 5 tokens = 0.05.
+    // (The per-turn means would be 0 and 0.125, summing to 0.125: the official code does not do that.)
+    expect(s[0]).toBeCloseTo(0.05, 6);
+    // trajectory 1: one token, -2 - (-1) = -1.
+    expect(s[1]).toBeCloseTo(-1, 6);
   });
 
-  it('a turn with no tokens has advantage 0, not NaN', () => {
-    const adv = turnAdvantages(tf.tensor2d([[0, 0]]), tf.tensor2d([[0, 0]]), tf.tensor2d([[0, 0]])).arraySync();
-    expect(adv[0]).toBe(0);
+  it('a trajectory with no agent tokens scores 0, not NaN', () => {
+    const s = trajectoryAdvantages(tf.tensor2d([[0, 0]]), tf.tensor2d([[0, 0]]), tf.tensor2d([[0, 0]]), tf.tensor1d([0], 'int32'), 2).arraySync();
+    expect(s).toEqual([0, 0]);
   });
 
-  it('trajectory score sums its turns', () => {
-    const s = trajectoryScores(tf.tensor1d([0.1, 0.2, -0.3, 0.4]), tf.tensor1d([0, 0, 1, 1], 'int32'), 2).arraySync();
-    expect(s[0]).toBeCloseTo(0.3, 6);
-    expect(s[1]).toBeCloseTo(0.1, 6);
+  it('a candidate message scores the mean of its per-token log-ratios', () => {
+    expect(meanLogRatio([-1, -2, -3], [-1.5, -1, -3.5])).toBeCloseTo(0, 12);
+    expect(meanLogRatio([-0.5, -0.5], [-1, -0.25])).toBeCloseTo(0.125, 12);
+    expect(meanLogRatio([], [])).toBe(0);
+    expect(() => meanLogRatio([1], [])).toThrow(RangeError);
   });
 
   it('Bradley-Terry loss = mean of -log sigmoid(beta * (chosen - rejected))', () => {

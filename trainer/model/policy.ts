@@ -1,9 +1,15 @@
 // The deployed policy as an Agent: a checkpoint served by the inference worker, prompted with the dialogue the
 // protocol builds (system prompt, task description, alternating turns) rendered by the model's chat template.
-import type { Agent, AgentReply, ChatMessage } from '../../tasks/agent.ts';
+// Before each reply the dialogue is fitted to the checkpoint's window minus the reply budget (tasks/protocol.ts
+// fitDialogue), counted with the checkpoint's own tokenizer and chat template, so a long session drops its oldest
+// turns instead of overflowing the model. Every reply carries its provenance (engine 'tfjs').
+import type { Agent, AgentReply, ChatMessage, TurnProvenance } from '../../tasks/agent.ts';
+import { fitDialogue, ProtocolError } from '../../tasks/protocol.ts';
 import type { BackendChoice } from './backend.ts';
+import { ChatFormatter } from './chat.ts';
 import { InferenceClient } from './inference.ts';
 import type { WorkerInfo } from './inference.ts';
+import { TextTokenizer } from './tokenizer.ts';
 
 export interface PolicyAgentOptions {
   /** Hugging Face model directory to serve (ignored when `client` is given). */
@@ -16,7 +22,11 @@ export interface PolicyAgentOptions {
   temperature?: number;
   /** Default 0.95. */
   topP?: number;
-  /** Default 1024 tokens (a backend answer; frontend pages may want more). The context limit also applies. */
+  /**
+   * Default 1024 tokens (a backend answer; frontend pages may want more). Room for the reply is kept in the
+   * window: this many tokens, but never more than half the window, so that a small model still sees the
+   * conversation (generation stops at the window's end anyway).
+   */
   maxTokens?: number;
   /** With a seed, reply k samples with seed + k: a whole game is reproducible. */
   seed?: number;
@@ -29,6 +39,26 @@ export interface PolicyAgent extends Agent {
   close(): Promise<void>;
 }
 
+/** Counts prompt tokens exactly as the worker will encode them (Engine.encodePrompt), on this thread. */
+interface PromptCounter {
+  count(messages: readonly ChatMessage[]): number;
+  token(id: number): string;
+}
+
+async function promptCounter(checkpointDir: string): Promise<PromptCounter> {
+  const tokenizer = await TextTokenizer.load(checkpointDir);
+  const chat = ChatFormatter.fromTokenizer(tokenizer);
+  return {
+    count: (messages) => tokenizer.encode(chat.format(messages, { addGenerationPrompt: true })).length,
+    token: (id) => tokenizer.decode([id]),
+  };
+}
+
+/** Tokens kept free for the reply in a window of `window` tokens. */
+export function replyReserve(window: number, maxTokens: number): number {
+  return Math.max(1, Math.min(maxTokens, Math.floor(window / 2)));
+}
+
 export async function createPolicyAgent(options: PolicyAgentOptions): Promise<PolicyAgent> {
   let client = options.client;
   const owned = !client;
@@ -37,25 +67,61 @@ export async function createPolicyAgent(options: PolicyAgentOptions): Promise<Po
     client = await InferenceClient.start({ checkpointDir: options.checkpointDir, ...(options.backend ? { backend: options.backend } : {}) });
   }
   const c = client;
+  let counter: PromptCounter;
+  try {
+    counter = await promptCounter(c.info.checkpointDir);
+  } catch (err) {
+    if (owned) await c.close();
+    throw err;
+  }
   const temperature = options.temperature ?? 0.7;
   const topP = options.topP ?? 0.95;
   const maxTokens = options.maxTokens ?? 1024;
+  const name = options.name ?? 'policy';
   let calls = 0;
 
   return {
-    name: options.name ?? 'policy',
+    name,
     client: c,
     async reply(dialogue: ChatMessage[], opts?: { signal?: AbortSignal }): Promise<AgentReply> {
       const seed = options.seed !== undefined ? options.seed + calls : undefined;
       calls++;
+      const window = c.info.contextLength;
+      const fitted = fitDialogue(dialogue, window - replyReserve(window, maxTokens), counter.count);
+      if (!fitted.fits) {
+        throw new ProtocolError(
+          `${name}: the system prompt and the task alone take ${fitted.tokens} tokens, more than the ${window}-token window leaves after ${replyReserve(window, maxTokens)} tokens for the reply`,
+        );
+      }
+      const started = performance.now();
       const [r] = await c.generate(
-        [{ messages: dialogue }],
-        { temperature, topP, maxTokens, ...(seed !== undefined ? { seed } : {}) },
+        [{ messages: fitted.messages }],
+        // The window ends generation too; asking for no more than fits keeps the worker's own check quiet.
+        { temperature, topP, maxTokens: Math.max(1, Math.min(maxTokens, window - fitted.tokens)), ...(seed !== undefined ? { seed } : {}) },
         opts?.signal,
       );
-      return { text: r!.text, promptTokens: r!.promptTokens, completionTokens: r!.tokenIds.length };
+      const latencyMs = performance.now() - started;
+      const provenance: TurnProvenance = {
+        engine: 'tfjs',
+        servedModel: name,
+        adapter: null,
+        sampling: { temperature, topP, maxTokens, seed: seed ?? null },
+        finishReason: r!.finishReason,
+        latencyMs,
+        firstTokenMs: null,
+        prompt: fitted.messages,
+        droppedTurns: fitted.droppedTurns,
+        // The model's own log-probabilities (temperature 1, no top-p) of the tokens it sampled.
+        logprobs: r!.tokenIds.map((id, i) => ({ token: counter.token(id), logprob: r!.tokenLogprobs[i]! })),
+      };
+      return { text: r!.text, promptTokens: r!.promptTokens, completionTokens: r!.tokenIds.length, provenance };
     },
-    reload: (dir: string) => c.reload(dir),
+    async reload(dir: string) {
+      const next = await promptCounter(dir);
+      const info = await c.reload(dir);
+      counter = next;
+      return info;
+    },
     async close() {
       if (owned) await c.close();
     },

@@ -356,3 +356,6 @@ export async function writeSafetensorsDir(
 
 /** Exposed for tests: the rounding the writer applies. */
 export const roundTo = { f16: (v: number) => halfToFloat(floatToHalf(v)), bf16: (v: number) => { u32[0] = floatToBf16(v) << 16; return f32[0]!; } };
+
+/** Float32 values as little-endian F32, F16 or BF16 bytes (the writer's rounding), e.g. for GGUF tensors. */
+export { encode as encodeFloats };

@@ -12,10 +12,16 @@
 // Deterministic from the seed: the tasks, the games, the tokenizer, the initial weights and the batch order all
 // derive from it, and tfjs' wasm and cpu kernels are single-threaded, so the same seed on the same backend
 // writes the same files.
+//
+// The standard recipe's build from the default seed is shipped in the repository (starter-checkpoint/seed-N,
+// see its README.md): a first `npm start` installs that copy in milliseconds instead of training for minutes.
+// It is used only when its manifest names exactly the recipe asked for, and every file still has its recorded
+// sha256; test/trainer/recipes/shipped-starter.test.ts fails when the recipe moves away from it.
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile, readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { copyFile, mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import cliProgress from 'cli-progress';
 import type { ChatMessage } from '../../tasks/agent.ts';
@@ -128,12 +134,15 @@ export interface StarterOptions {
   dialogues?: readonly (readonly ChatMessage[])[];
   /** Rebuild even when the directory holds a valid starter of the same recipe. */
   force?: boolean;
+  /** Install the shipped build when it is of the same recipe (default true); false always trains. */
+  shipped?: boolean;
   /** 'bar': a cli-progress bar on stderr; 'lines': a line every 10%; 'none'. Default 'none'. */
   progress?: 'bar' | 'lines' | 'none';
   log?: (line: string) => void;
 }
 
-function recipeOf(options: StarterOptions): StarterRecipe {
+/** The full recipe the options ask for (defaults filled in): what a starter's manifest records. */
+export function recipeOf(options: Omit<StarterOptions, 'dir'>): StarterRecipe {
   return {
     seed: options.seed,
     steps: options.steps ?? DEFAULT_RECIPE.steps,
@@ -424,7 +433,10 @@ async function checkStarterDir(dir: string): Promise<void> {
 }
 
 export interface EnsureResult {
+  /** True when nothing was trained: the directory already held the starter, or the shipped copy was installed. */
   reused: boolean;
+  /** True when the shipped copy was installed. */
+  shipped?: boolean;
   sha256: string;
   numParameters: number;
   report?: StarterReport;
@@ -442,10 +454,38 @@ export async function ensureStarterPolicy(options: StarterOptions): Promise<Ensu
       const manifest = JSON.parse(await readFile(join(options.dir, STARTER_MANIFEST), 'utf8')) as { numParameters: number };
       return { reused: true, sha256: await checkpointSha256(options.dir), numParameters: manifest.numParameters };
     }
+    const shippedDir = shippedStarterDir(recipe.seed);
+    if (options.shipped !== false && (await verifyStarter(shippedDir, recipe)) === null) {
+      const numParameters = await installStarter(shippedDir, options.dir);
+      options.log?.(`starter: installed the shipped starter (recipe ${STARTER_RECIPE_VERSION}, seed ${recipe.seed}) into ${options.dir}`);
+      return { reused: true, shipped: true, sha256: await checkpointSha256(options.dir), numParameters };
+    }
     options.log?.(`starter: building (${reason})`);
   }
   const report = await buildStarterPolicy(options);
   return { reused: false, sha256: await checkpointSha256(options.dir), numParameters: report.numParameters, report };
+}
+
+/** Where the repository ships the standard recipe's build for a seed (it may ship none for that seed). */
+export function shippedStarterDir(seed: number): string {
+  return join(dirname(fileURLToPath(import.meta.url)), 'starter-checkpoint', `seed-${seed}`);
+}
+
+/**
+ * Copies a verified starter (its manifest and the files it lists, nothing else) into dir, replacing the
+ * starter there; refuses a directory holding anything else. Copied beside dir and renamed into place, so an
+ * interrupted copy never looks like a starter. Returns the starter's parameter count.
+ */
+async function installStarter(from: string, dir: string): Promise<number> {
+  await checkStarterDir(dir);
+  const manifest = JSON.parse(await readFile(join(from, STARTER_MANIFEST), 'utf8')) as { numParameters: number; files: Record<string, string> };
+  const staging = `${dir}.tmp-${process.pid}`;
+  await rm(staging, { recursive: true, force: true });
+  await mkdir(staging, { recursive: true });
+  for (const f of [...Object.keys(manifest.files), STARTER_MANIFEST]) await copyFile(join(from, f), join(staging, f));
+  await rm(dir, { recursive: true, force: true });
+  await rename(staging, dir);
+  return manifest.numParameters;
 }
 
 /** null when dir holds a valid starter of this recipe, else why not. */

@@ -42,6 +42,21 @@ export interface EngineStats {
   queued: number;
   maxBatch: number;
   maxQueue: number;
+  /**
+   * Cumulative since the engine started (optional; additive, H2b): decoding steps run, and the sum over those
+   * steps of the sequences each one decoded. /metrics exports both as counters: their ratio is the mean batch
+   * size, and a step count that grows by less than the tokens of two concurrent requests shows they shared steps.
+   */
+  decodeSteps?: number;
+  stepSequences?: number;
+}
+
+/**
+ * Thrown by generate() when the request cannot be served as asked (prompt longer than the context, an option
+ * this engine does not offer): the server answers 400 with the message. (Additive, H2b.)
+ */
+export class EngineRequestError extends Error {
+  override name = 'EngineRequestError';
 }
 
 /** Thrown by generate() when the queue is full: the server answers 429. */
@@ -59,4 +74,17 @@ export interface ServingEngine {
   unloadAdapter(name: string): Promise<void>;
   adapters(): string[];
   close(): Promise<void>;
+}
+
+/**
+ * What it takes to start an engine over a Hugging Face checkpoint directory (additive, H2b): the follow loop
+ * (follow.ts) builds engines from it, so that `--engine llama|tfjs` is a choice of constructor only.
+ */
+export interface EngineStartOptions {
+  /** The name clients send as `model` (the policy version's name). */
+  modelName: string;
+  checkpointDir: string;
+  /** Most sequences decoding at once, and most requests waiting beyond them before 429. */
+  maxBatch: number;
+  maxQueue: number;
 }

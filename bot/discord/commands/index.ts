@@ -1,4 +1,5 @@
 // The registry of Sweetloop's slash commands: one file per top-level command, looked up by name.
+import { compare } from './compare.ts';
 import { mod } from './mod.ts';
 import { privacy } from './privacy.ts';
 import { task } from './task.ts';
@@ -8,6 +9,7 @@ export const commands: ReadonlyMap<string, SlashCommand> = new Map([
   ['task', task],
   ['privacy', privacy],
   ['mod', mod],
+  ['compare', compare],
 ]);
 
 export function commandDefinitions(): SlashCommand['definition'][] {

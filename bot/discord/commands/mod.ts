@@ -1,12 +1,16 @@
 // /mod: moderators' tools (statistics, export, deploy and rollback, pause and resume, ban and unban, flags).
 // Carries Discord's default member permission Manage Server (the client hides it from others) and is checked
-// again here before anything else, since a server admin can re-grant commands to anyone; the refusal needs no
-// database. Every action is audited by the services it calls.
+// again here before anything else (permissions.ts: guild moderators act within their guild, operators
+// everywhere), since a server admin can re-grant commands to anyone; the refusal needs no database. Every
+// action is audited, with its guild and actor, by the services it calls.
 import { AttachmentBuilder, MessageFlags, PermissionFlagsBits, SlashCommandBuilder, type ChatInputCommandInteraction } from 'discord.js';
 import { PolicyError } from '../../../prisma/policy-store.ts';
 import { formatStats, ModerationError } from '../../moderation.ts';
 import { ack, say, waitNotice, type BotContext } from '../context.ts';
 import type { SlashCommand } from './types.ts';
+import { actorFor, authorityOf, mayRun } from '../permissions.ts';
+import { experimentGroup, experimentHandlers } from './mod-experiment.ts';
+import { excludeSubcommand, goldSubcommand, includeSubcommand, participantHandlers, participantsSubcommand } from './mod-participants.ts';
 
 export const MODERATOR_PERMISSION = PermissionFlagsBits.ManageGuild;
 
@@ -34,7 +38,8 @@ const definition = new SlashCommandBuilder()
       .setName('ban')
       .setDescription('Ban a person from sessions')
       .addUserOption((o) => o.setName('user').setDescription('Who').setRequired(true))
-      .addStringOption((o) => o.setName('reason').setDescription('Why (kept in the audit log)')),
+      .addStringOption((o) => o.setName('reason').setDescription('Why (kept in the audit log)'))
+      .addBooleanOption((o) => o.setName('everywhere').setDescription('Ban from every server (operators only); default: this server')),
   )
   .addSubcommand((s) => s.setName('unban').setDescription('Lift a ban').addUserOption((o) => o.setName('user').setDescription('Who').setRequired(true)))
   .addSubcommand((s) =>
@@ -44,17 +49,46 @@ const definition = new SlashCommandBuilder()
       .addStringOption((o) => o.setName('session').setDescription('Session id').setRequired(true))
       .addStringOption((o) => o.setName('reason').setDescription('Why')),
   )
+  .addSubcommand((s) => s.setName('flags').setDescription('List the open flags'))
+  .addSubcommand((s) =>
+    s
+      .setName('resolve')
+      .setDescription('Resolve (close) a flag')
+      .addStringOption((o) => o.setName('flag').setDescription('Flag id (see /mod flags)').setRequired(true))
+      .addStringOption((o) => o.setName('reason').setDescription('How it was resolved').setRequired(true)),
+  )
+  .addSubcommandGroup(experimentGroup)
+  .addSubcommand(participantsSubcommand)
+  .addSubcommand(excludeSubcommand)
+  .addSubcommand(includeSubcommand)
+  .addSubcommand(goldSubcommand)
   .toJSON();
 
 type Handler = (ctx: BotContext, i: ChatInputCommandInteraction) => Promise<void>;
 
 const subcommands: Record<string, Handler> = {
-  stats: async (ctx, i) => say(i, formatStats(await ctx.services.stats(waitNotice(i)))),
+  stats: async (ctx, i) => say(i, formatStats(await ctx.services.stats(waitNotice(i), actorOf(ctx, i)))),
+
+  async flags(ctx, i) {
+    const open = await ctx.services.openFlags(actorOf(ctx, i), waitNotice(i));
+    if (!open.length) return say(i, 'No open flags.');
+    const lines = open.map((f) => `\`${f.id}\` session \`${f.sessionId}\` (${f.createdAt.toISOString().slice(0, 16).replace('T', ' ')}): ${f.reason.slice(0, 200)}`);
+    return say(i, `Open flags (${open.length}):\n${lines.join('\n')}`.slice(0, 2000));
+  },
+
+  async resolve(ctx, i) {
+    const id = i.options.getString('flag', true);
+    await ctx.services.resolveFlag(actorOf(ctx, i), id, i.options.getString('reason', true), waitNotice(i));
+    return say(i, `Flag \`${id}\` resolved.`);
+  },
 
   async export(ctx, i) {
     const format = (i.options.getString('format') as 'sweet-rl' | 'jsonl' | null) ?? 'sweet-rl';
+    if (ctx.options.exportSaltIsDefault) {
+      return say(i, 'Exports are refused: EXPORT_SALT is the development default, so the pseudonyms in an export could be reversed. Set EXPORT_SALT to a long random secret (e.g. `openssl rand -hex 32`) in the bot\'s environment and restart it.');
+    }
     const max = ctx.options.maxExportBytes ?? 8 * 1024 * 1024;
-    const file = await ctx.services.exportSessions(i.user.id, format, ctx.options.exportSalt, max, waitNotice(i));
+    const file = await ctx.services.exportSessions(actorOf(ctx, i), format, ctx.options.exportSalt, max, waitNotice(i));
     if (!file.data) {
       return say(i, `The export is ${(file.bytes / 1e6).toFixed(1)} MB, over the ${(max / 1e6).toFixed(0)} MB a message can carry. Run \`sweetloop export\` on the server instead.`);
     }
@@ -81,31 +115,32 @@ const subcommands: Record<string, Handler> = {
   },
 
   async pause(ctx, i) {
-    await ctx.services.setPaused(i.user.id, true, waitNotice(i));
+    await ctx.services.setPaused(actorOf(ctx, i), true, waitNotice(i));
     return say(i, 'Collection paused: no new sessions start. Running sessions continue.');
   },
 
   async resume(ctx, i) {
-    await ctx.services.setPaused(i.user.id, false, waitNotice(i));
+    await ctx.services.setPaused(actorOf(ctx, i), false, waitNotice(i));
     return say(i, 'Collection resumed.');
   },
 
   async ban(ctx, i) {
     const user = i.options.getUser('user', true);
-    const threads = await ctx.services.ban(i.user.id, user.id, i.options.getString('reason'), waitNotice(i));
+    const everywhere = i.options.getBoolean('everywhere') ?? false;
+    const threads = await ctx.services.ban(actorOf(ctx, i), user.id, i.options.getString('reason'), waitNotice(i), everywhere);
     for (const t of threads) await ctx.threads.close(t, 'This session was ended by a moderator.');
     return say(i, `Banned <@${user.id}>${threads.length ? ' and ended their running session' : ''}.`);
   },
 
   async unban(ctx, i) {
     const user = i.options.getUser('user', true);
-    const done = await ctx.services.unban(i.user.id, user.id, waitNotice(i));
+    const done = await ctx.services.unban(actorOf(ctx, i), user.id, waitNotice(i));
     return say(i, done ? `Unbanned <@${user.id}>.` : `<@${user.id}> was not banned.`);
   },
 
   async flag(ctx, i) {
     const session = i.options.getString('session', true).trim();
-    const id = await ctx.services.flag(i.user.id, session, i.options.getString('reason') ?? 'flagged by a moderator', waitNotice(i));
+    const id = await ctx.services.flag(actorOf(ctx, i), session, i.options.getString('reason') ?? 'flagged by a moderator', waitNotice(i));
     return say(i, `Flagged (flag ${id}).`);
   },
 };
@@ -113,12 +148,19 @@ const subcommands: Record<string, Handler> = {
 export const mod: SlashCommand = {
   definition,
   async execute(ctx, i) {
-    if (!i.memberPermissions?.has(MODERATOR_PERMISSION)) {
-      await i.reply({ content: 'This command is for moderators (Manage Server permission).', flags: MessageFlags.Ephemeral });
+    const authority = authorityOf(ctx.options, i);
+    const name = i.options.getSubcommand();
+    if (!authority) {
+      await i.reply({ content: 'This command is for moderators (Manage Server permission or the moderator role).', flags: MessageFlags.Ephemeral });
+      return;
+    }
+    if (!mayRun(authority, name, i.options.getSubcommandGroup(false))) {
+      await i.reply({ content: 'This command acts on every server, so it is for operators only. Moderators can use stats, export, ban, unban, flag, flags and resolve within this server.', flags: MessageFlags.Ephemeral });
       return;
     }
     if (!(await ack(ctx, i, 'reply'))) return;
-    const run = subcommands[i.options.getSubcommand()];
+    await ctx.services.recordRole(i.user.id, authority, waitNotice(i));
+    const run = i.options.getSubcommandGroup(false) === 'experiment' ? experimentHandlers[name] : (subcommands[name] ?? participantHandlers[name]);
     if (!run) return say(i, 'Unknown moderator command.');
     try {
       await run(ctx, i);
@@ -128,3 +170,8 @@ export const mod: SlashCommand = {
     }
   },
 };
+
+/** The actor behind a /mod interaction (execute has checked there is one). */
+function actorOf(ctx: BotContext, i: ChatInputCommandInteraction) {
+  return actorFor(authorityOf(ctx.options, i) ?? 'moderator', i);
+}

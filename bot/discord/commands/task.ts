@@ -7,6 +7,7 @@ import { RefusedError } from '../../engine.ts';
 import { ack, hooksFor, personOf, say, type BotContext } from '../context.ts';
 import { consentMessage, hiddenInfoParts } from '../present.ts';
 import { postTo, threadView } from '../thread-view.ts';
+import { isBannedIn } from '../../moderation.ts';
 import type { SlashCommand } from './types.ts';
 
 const definition = new SlashCommandBuilder()
@@ -31,7 +32,7 @@ const definition = new SlashCommandBuilder()
 export async function startSession(ctx: BotContext, i: RepliableInteraction, kind: TaskKind | null): Promise<void> {
   const hooks = hooksFor(i);
   const p = await ctx.engine.participant(i.user.id, hooks);
-  if (p?.banned) return say(i, 'You are not allowed to take part in sessions.');
+  if (p && isBannedIn(p, i.guildId)) return say(i, 'You are not allowed to take part in sessions.');
   if (!hasConsent(p)) return say(i, consentMessage(ctx.options.consentText, kind));
   const channel = i.channel;
   if (!channel || channel.type !== ChannelType.GuildText) {
@@ -57,8 +58,10 @@ export async function startSession(ctx: BotContext, i: RepliableInteraction, kin
   await say(i, { ...parts[0]!, components: [] });
   for (const part of parts.slice(1)) await i.followUp({ ...part, flags: MessageFlags.Ephemeral });
   await postTo(thread, {
-    content: `<@${i.user.id}> Here is your ${started.kind} session with the agent (policy ${started.policyName}). Your request, as the agent sees it:\n> ${started.description.replace(/\n/g, '\n> ')}`,
-  });
+    content: `<@${i.user.id}> Here is your ${started.kind} session with the agent (${started.blind ? 'agent version not shown during an experiment' : `policy ${started.policyName}`}). Your request, as the agent sees it:\n> ${started.description.replace(/\n/g, '\n> ')}`,
+    // Only the person is pinged (the task text could hold a mention).
+    allowedMentions: { users: [i.user.id] },
+  }, `intro:${started.sessionId}`);
   await ctx.engine.advance(started.sessionId, threadView(thread));
 }
 
@@ -85,7 +88,7 @@ const subcommands: Record<string, (ctx: BotContext, i: ChatInputCommandInteracti
       [
         `Session \`${a.id}\` (${a.task.kind})${a.threadId ? ` in <#${a.threadId}>` : ''}`,
         `Agent messages: ${agentTurns} of ${ctx.engine.options.maxTurns}; ${waiting}.`,
-        `Policy: ${a.policyVersion?.name ?? '—'}. Finished sessions: ${st.answered}.`,
+        `Policy: ${a.experimentId || a.goldSourceId ? 'not shown during an experiment' : (a.policyVersion?.name ?? '—')}. Finished sessions: ${st.answered}.`,
       ].join('\n'),
     );
     for (const part of hiddenInfoParts(hidden.view, hidden.targetPng, null)) await i.followUp({ ...part, flags: MessageFlags.Ephemeral });

@@ -8,6 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeDiscord } from '../../../bot/testing/fake-discord.ts';
 import { createTestDatabase } from '../../../bot/testing/database.ts';
 import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
+import { openDatabase } from '../../../prisma/db.ts';
+import { checkpointSha256 } from '../../../trainer/model/checkpoint.ts';
+import { shippedStarterDir, starterVersionName } from '../../../trainer/recipes/starter.ts';
+import { Terminal, hasScript } from '../../helpers/terminal.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 
@@ -69,5 +73,59 @@ describe('npm start with a Discord token', () => {
       child.kill('SIGTERM');
     }
     expect(await exited).toBe(0);
+  });
+});
+
+// `npm start` as a new user's first run: no configuration, no Discord token, a machine without Chromium and
+// bubblewrap, in a terminal. It reaches the console's first question on the shipped starter (installed, not
+// trained), says once what is missing and the one command that installs it, logs readable lines, and asks for
+// the console's own consent (no Discord id, no `/privacy delete`).
+describe.skipIf(!hasScript)('npm start on a first run', () => {
+  let dir: string;
+  let term: Terminal | undefined;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sweetloop-first-run-'));
+  });
+  afterAll(async () => {
+    term?.kill();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reaches the first question on the shipped starter and explains what is missing', async () => {
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TERM: 'dumb',
+      PGLITE_DIR: join(dir, 'pglite'),
+      CHECKPOINT_DIR: join(dir, 'checkpoints'),
+      CHROMIUM_PATH: join(dir, 'no-chromium'),
+      BWRAP_BIN: join(dir, 'no-bwrap'),
+      DISCORD_TOKEN: '',
+    };
+    term = new Terminal('npm start --silent', env, ROOT);
+    let at = await term.expect('lacks what some of it needs');
+    at = await term.expect('apt-get install -y chromium bubblewrap', at);
+    const consentFrom = await term.expect('collaborate with the agent on a task.', at);
+    at = await term.expect('Do you accept? [y/N]', consentFrom);
+    const consent = term.out.slice(consentFrom, at);
+    expect(consent).toContain('Sweetloop records this conversation');
+    expect(consent).not.toMatch(/Discord|\/privacy/);
+    term.type('y');
+    at = await term.expect('Which kind of task?', at);
+    term.type('q');
+    expect(await term.exited).toBe(0);
+
+    expect(term.out.match(/lacks what some of it needs/g)).toHaveLength(1);
+    expect(term.out.split(/\r?\n/).filter((line) => line.trimStart().startsWith('{'))).toEqual([]); // no JSON log line
+    expect(term.out).not.toContain('starter policy ['); // no training progress bar
+
+    const shippedSha = await checkpointSha256(shippedStarterDir(1234));
+    const db = await openDatabase({ pgliteDir: join(dir, 'pglite') });
+    try {
+      const policy = await db.prisma.policyVersion.findFirstOrThrow({ where: { status: 'deployed' } });
+      expect(policy).toMatchObject({ algorithm: 'starter', name: starterVersionName(shippedSha), checkpointSha256: shippedSha, checkpointPath: resolve(dir, 'checkpoints', 'starter') });
+    } finally {
+      await db.close();
+    }
   });
 });

@@ -24,7 +24,7 @@ describe('Discord bot, backend session', () => {
 
   it('registers its slash commands as guild commands on start', () => {
     const names = (h.fake.commands.get(h.fake.guildId) ?? []).map((c) => c.name).sort();
-    expect(names).toEqual(['mod', 'privacy', 'task']);
+    expect(names).toEqual(['compare', 'mod', 'privacy', 'task']);
     const mod = h.fake.commands.get(h.fake.guildId)!.find((c) => c.name === 'mod');
     expect(mod.default_member_permissions).toBe('32'); // Manage Server
     expect(h.fake.identifies[0].intents & (1 << 15)).toBeTruthy(); // message content

@@ -5,7 +5,10 @@ import { importTasks } from '../../../prisma/task-store.ts';
 import type { PolicyVersion } from '../../../prisma/generated/client.ts';
 import { createRuntime, type Runtime } from '../../../bot/runtime.ts';
 import type { Database } from '../../../prisma/db.ts';
-import { DiscordBot } from '../../../bot/discord/bot.ts';
+import { DiscordBot, type DiscordBotOptions } from '../../../bot/discord/bot.ts';
+import type { Limits } from '../../../bot/limits.ts';
+import type { BotMetrics } from '../../../bot/health.ts';
+import type { Logger } from '../../../tasks/logger.ts';
 import type { Evaluate, RenderPage } from '../../../bot/evaluator.ts';
 import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../../../bot/testing/fake-discord.ts';
 import { createTestDatabase } from '../../../bot/testing/database.ts';
@@ -28,12 +31,24 @@ export function scriptedAgent(name: string, next: (dialogue: ChatMessage[]) => s
 export interface HarnessOptions {
   tasks: TaskRecord[];
   agent: Agent;
+  /** The agent of a given policy version (A/B tests); default: `agent` for every version. */
+  agentFor?: (policy: PolicyVersion) => Agent | undefined;
   /** 'chromium': the real renderer and frontend evaluator; default: none (frontend sessions refused). */
   render?: RenderPage | null | 'chromium';
   evaluate?: Evaluate;
   consentText?: string;
   /** Opens the database the bot uses (default: the test database's own connection). */
   openDb?: (url: string) => Promise<Database>;
+  /** Per-person limits (default: none). */
+  limits?: Limits;
+  /** Settings of the Discord bot beyond the harness's own (guilds, operators, ...). */
+  botOptions?: (fake: FakeDiscord) => Partial<DiscordBotOptions>;
+  /** A logger for the bot (tests that look at what is logged). */
+  log?: Logger;
+  /** Deletions: the keyed hash's secret and the folders searched for a deleted person's text. */
+  privacy?: { key: string; dirs: string[] };
+  /** Metrics the engine and the bot report to (bot/health.ts). */
+  metrics?: BotMetrics;
 }
 
 export class BotHarness {
@@ -68,10 +83,14 @@ export class BotHarness {
       db: this.botDb,
       maxTurns: 10,
       idleMinutes: 30,
-      loadAgent: async () => this.options.agent,
+      loadAgent: async (policy) => this.options.agentFor?.(policy) ?? this.options.agent,
       ...(this.options.render === 'chromium' ? {} : { render: this.options.render ?? null }),
       ...(this.options.evaluate ? { evaluate: this.options.evaluate } : {}),
       policyPollMs: 500,
+      ...(this.options.limits ? { limits: this.options.limits } : {}),
+      ...(this.options.log ? { log: this.options.log } : {}),
+      ...(this.options.privacy ? { privacy: this.options.privacy } : {}),
+      ...(this.options.metrics ? { observer: this.options.metrics } : {}),
     });
     this.bot = new DiscordBot(this.runtime.engine, this.runtime.services, {
       token: 'fake-bot-token',
@@ -80,7 +99,9 @@ export class BotHarness {
       consentText: this.consentText,
       exportSalt: 'test-export-salt',
       expiryCheckMs: 250,
-    });
+      ...(this.options.metrics ? { metrics: this.options.metrics } : {}),
+      ...this.options.botOptions?.(this.fake),
+    }, this.options.log);
     await this.bot.start();
   }
 

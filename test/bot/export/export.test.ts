@@ -72,7 +72,9 @@ describe('selection', () => {
     expect(await selected({ includeSimulated: true })).toEqual(['S1', 'S10', 'S2', 'S3', 'S8']);
     expect(await selected({ includeFlagged: true })).toEqual(['S1', 'S10', 'S2', 'S3', 'S9']);
     expect(await selected({ statuses: ['abandoned'] })).toEqual(['S4']);
-    expect(await selected({ requireReward: true })).toEqual(['S1', 'S2', 'S3']);
+    expect(await selected({ requireTrajectory: true })).toEqual(['S1', 'S2', 'S3']);
+    expect(await selected({ source: 'simulated' })).toEqual(['S8']);
+    expect(await selected({ source: 'both' })).toEqual(await selected({ includeSimulated: true }));
     expect(await selected({ kind: 'backend', split: 'test', includeFlagged: true, policy: 'sweet-0001' })).toEqual(['S2', 'S9']);
   });
 
@@ -121,30 +123,30 @@ describe('formats round-trip', () => {
     expect(readFileSync(r.cardPath!, 'utf8')).toBe(r.cardMarkdown);
   });
 
-  it('sweet-rl writes the reference trajectory shape', async () => {
+  it('sweet-rl writes the reference trajectory shape, one task kind per file', async () => {
+    await expect(exportSessions(prisma, { format: 'sweet-rl', salt: SALT }, join(dir, 'mixed.jsonl'))).rejects.toThrow(
+      /holds backend and frontend sessions.*add --kind backend or --kind frontend/,
+    );
+    expect(existsSync(join(dir, 'mixed.jsonl'))).toBe(false);
     const path = join(dir, 'all.sweet-rl.jsonl');
-    const r = await exportSessions(prisma, { format: 'sweet-rl', salt: SALT }, path);
+    const r = await exportSessions(prisma, { format: 'sweet-rl', salt: SALT, filters: { kind: 'backend' } }, path);
     const rows = readJsonl<SweetRlTrajectory>(path);
-    // S10 has no reward, so it cannot be a training trajectory.
-    expect(r.sessions).toBe(3);
-    expect(rows).toHaveLength(3);
+    // S10 has no evaluation, so it cannot be a training trajectory.
+    expect(r.sessions).toBe(2);
+    expect(rows).toHaveLength(2);
     const first = rows[0]!;
     expect(Object.keys(first).sort()).toEqual(['answer', 'dialogue_history', 'reward', 'task']);
-    expect(first).toEqual({
-      task: { problem_description: seeded.tasks.T1!.description, ground_truth: seeded.tasks.T1!.reference, test_cases: { test1: 'fT1(1)', test2: 'fT1(2)', test3: 'fT1(3)' } },
-      dialogue_history: [
-        { role: 'user', content: seeded.tasks.T1!.description },
-        { role: 'assistant', content: 'What should f return for negative x?' },
-        { role: 'user', content: 'alice: add one, always.' },
-        { role: 'assistant', content: 'I WANT TO ANSWER: def f(x): return x + 1' },
-      ],
-      answer: 'def f(x): return x + 1',
-      reward: 1,
-    });
-    const frontend = rows.find((x) => x.task.problem_description === seeded.tasks.T3!.description)!;
-    expect(frontend.task.test_cases).toBeUndefined();
-    expect(frontend.reward).toBe(0.8);
-    expect(rows.map((x) => x.reward)).toEqual([1, 0.5, 0.8]);
+    expect(first.task).toEqual({ problem_description: seeded.tasks.T1!.description, ground_truth: seeded.tasks.T1!.reference, test_cases: { test1: 'fT1(1)', test2: 'fT1(2)', test3: 'fT1(3)' } });
+    expect(first.dialogue_history.map((e) => [e.role, e.content, 'output' in e ? e.output : undefined])).toEqual([
+      ['user', seeded.tasks.T1!.description, undefined],
+      ['assistant', 'What should f return for negative x?', 'THINKING... What should f return for negative x?'],
+      ['user', 'alice: add one, always.', undefined],
+      ['assistant', 'I WANT TO ANSWER: def f(x): return x + 1', 'I WANT TO ANSWER: def f(x): return x + 1'],
+    ]);
+    for (const e of first.dialogue_history) if (e.role === 'assistant') expect(e.input).toMatch(/^<\|begin_of_text\|>[^]*<\|start_header_id\|>assistant<\|end_header_id\|>\n\n$/);
+    expect(first.answer).toBe('def f(x): return x + 1');
+    expect(rows.map((x) => x.reward)).toEqual([1, 0.5]);
+    expect(r.cardMarkdown).toMatch(/sweetloop-sweet-rl\/2/);
   });
 
   it('parquet reads back identically through hyparquet and through arrow-rs (parquet-wasm), one row group per batch', async () => {
@@ -224,12 +226,14 @@ describe('formats round-trip', () => {
     const out = new PassThrough();
     const chunks: Buffer[] = [];
     out.on('data', (c: Buffer) => chunks.push(c));
-    const r = await exportSessions(prisma, { format: 'sweet-rl', salt: SALT, filters: { kind: 'frontend' } }, out);
+    const r = await exportSessions(prisma, { format: 'sweet-rl', salt: SALT, filters: { kind: 'backend' } }, out);
     expect(out.writableEnded).toBe(true);
     const lines = Buffer.concat(chunks).toString('utf8').trim().split('\n');
-    expect(lines).toHaveLength(1);
-    expect(r.sessions).toBe(1);
-    expect(r.cardMarkdown).toMatch(/- task kind: frontend/);
+    expect(lines).toHaveLength(2);
+    expect(r.sessions).toBe(2);
+    expect(r.cardMarkdown).toMatch(/- task kind: backend/);
+    // Frontend answers are screenshot files beside the export, which a stream has no place for.
+    await expect(exportSessions(prisma, { format: 'sweet-rl', salt: SALT, filters: { kind: 'frontend' } }, new PassThrough())).rejects.toThrow(/export to a file path/);
   });
 });
 
@@ -239,7 +243,8 @@ describe('privacy', () => {
   it('unconsented, withdrawn and deleted people never appear, nor any Discord id or display name', async () => {
     for (const format of ['jsonl', 'sweet-rl', 'parquet'] as ExportFormat[]) {
       const path = join(dir, `privacy.${format}`);
-      await exportSessions(prisma, { format, salt: SALT, filters: { ...everything, requireReward: undefined } }, path);
+      // One task kind per sweet-rl file: the backend sessions carry every case here.
+      await exportSessions(prisma, { format, salt: SALT, filters: { ...everything, ...(format === 'sweet-rl' ? { kind: 'backend' as const } : {}) } }, path);
       let text: string;
       if (format === 'parquet') {
         const bytes = readFileSync(path);
@@ -295,7 +300,9 @@ describe('dataset card and failures', () => {
     expect(card).toMatch(/\| frontend \| 1 \|/);
     expect(card).toMatch(/\| starter \| 2 \|/);
     expect(card).toMatch(/\| sweet-0001 \| 3 \|/);
-    expect(card).toMatch(/simulated collaborators: included/);
+    expect(card).toMatch(/- collaborators: people and simulators/);
+    expect(card).toMatch(/\| human \| 4 \|/);
+    expect(card).toMatch(/\| simulated \| 1 \|/);
     expect(card).toMatch(/## Collection protocol/);
     expect(card).toMatch(/## Pseudonymisation/);
     expect(card).toMatch(/## Licence/);

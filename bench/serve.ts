@@ -1,0 +1,303 @@
+// Serving benchmark: ColBench-mini sessions replayed from 1, 8, 32 and 64 concurrent clients through the official
+// openai client against `sweetloop serve` (the llama.cpp engine, continuous batching) and, in the same run,
+// against today's one-request-at-a-time inference worker behind the same server (TfjsEngine). Each session is a
+// stored-shape dialogue (tasks/protocol.ts buildDialogue: system prompt, task, then agent and collaborator turns)
+// that grows by one agent reply (the model's own streamed answer) and one collaborator reply (a withheld fact of
+// the task) per turn. Measures, per engine and concurrency: generated tokens/s (all sessions' completion tokens
+// over the wall time), time to first token and time per agent turn (p50/p99), and the mean batch size the engine
+// reported in /metrics. The serial worker hands over a whole completion at once, so its time to first token is
+// its turn time: that is the experience today's path gives.
+// Usage: npm run bench:serve [-- --sessions 1,8,32,64 --turns 3 --max-tokens 32 --engines llama,tfjs
+//                                --checkpoint DIR --max-batch N (default: sweetloop serve's) --json]
+// Checkpoint: --checkpoint, else the built starter (./data/checkpoints/starter, then the one shipped in the
+// repository), else a random-weight checkpoint of the starter's shape; the run prints which.
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import OpenAI from 'openai';
+import { generateMiniTasks, miniMeta } from '../tasks/mini.ts';
+import type { TaskRecord } from '../tasks/model.ts';
+import { buildDialogue, capCollaboratorReply } from '../tasks/protocol.ts';
+import type { DialogueTurn } from '../tasks/protocol.ts';
+import type { ServingEngine } from '../trainer/serve/engine.ts';
+import { startServer } from '../trainer/serve/server.ts';
+import { SERVE_DEFAULTS } from '../trainer/serve/defaults.ts';
+import { TfjsEngine } from '../trainer/serve/tfjs-engine.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    sessions: { type: 'string', default: '1,8,32,64' },
+    turns: { type: 'string', default: '3' },
+    'max-tokens': { type: 'string', default: '32' },
+    engines: { type: 'string', default: 'llama,tfjs' },
+    checkpoint: { type: 'string' },
+    'max-batch': { type: 'string', default: String(SERVE_DEFAULTS.maxBatch) },
+    seed: { type: 'string', default: '1234' },
+    json: { type: 'boolean', default: false },
+  },
+});
+
+function positiveInt(name: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+const SESSIONS = args.sessions.split(',').map((s) => positiveInt('sessions', s.trim()));
+const TURNS = positiveInt('turns', args.turns);
+const MAX_TOKENS = positiveInt('max-tokens', args['max-tokens']);
+const MAX_BATCH = positiveInt('max-batch', args['max-batch']);
+const SEED = positiveInt('seed', args.seed);
+const ENGINES = args.engines.split(',').map((e) => e.trim());
+for (const e of ENGINES) if (e !== 'llama' && e !== 'tfjs') throw new Error(`--engines: unknown engine ${JSON.stringify(e)} (llama, tfjs)`);
+
+/** Nearest-rank percentile. */
+function pct(xs: readonly number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The checkpoint
+
+interface Checkpoint {
+  dir: string;
+  what: string;
+  cleanup?: () => Promise<void>;
+}
+
+/** A random-weight checkpoint of the starter's shape, its tokenizer learnt (as the starter's is) from expert games. */
+async function randomStarterShape(): Promise<Checkpoint> {
+  const [{ STARTER_SIZE, expertDialogues }, { ChatFormatter, CHATML_TEMPLATE }, { trainByteLevelBpe, chatMlTokenizerConfig }, { TextTokenizer, saveTokenizerFiles }, { llamaConfig }, { Decoder }, { saveCheckpoint }] =
+    await Promise.all([
+      import('../trainer/recipes/starter.ts'),
+      import('../trainer/model/chat.ts'),
+      import('../trainer/model/bpe-train.ts'),
+      import('../trainer/model/tokenizer.ts'),
+      import('../trainer/model/architecture.ts'),
+      import('../trainer/model/decoder.ts'),
+      import('../trainer/model/checkpoint.ts'),
+    ]);
+  const dir = await mkdtemp(join(tmpdir(), 'bench-serve-'));
+  const chat = new ChatFormatter(CHATML_TEMPLATE);
+  const rendered = (await expertDialogues(SEED, 120)).map((d) => chat.format(d));
+  const tokenizerJson = trainByteLevelBpe(rendered, { vocabSize: STARTER_SIZE.vocabSize });
+  const tokenizerConfig = chatMlTokenizerConfig(CHATML_TEMPLATE, { model_max_length: STARTER_SIZE.contextLength });
+  const tok = new TextTokenizer({ tokenizerJson: tokenizerJson as unknown as Record<string, unknown>, tokenizerConfig });
+  const config = llamaConfig({
+    vocabSize: tok.vocabSize,
+    hiddenSize: STARTER_SIZE.hiddenSize,
+    intermediateSize: STARTER_SIZE.intermediateSize,
+    numLayers: STARTER_SIZE.numLayers,
+    numHeads: STARTER_SIZE.numHeads,
+    numKvHeads: STARTER_SIZE.numKvHeads,
+    maxPositionEmbeddings: STARTER_SIZE.contextLength,
+    tieWordEmbeddings: true,
+    eosTokenIds: [tok.tokenToId('<|im_end|>')!],
+    padTokenId: tok.padTokenId,
+  });
+  const model = new Decoder(config, { name: 'bench', seed: SEED });
+  try {
+    await saveCheckpoint(dir, model);
+  } finally {
+    model.dispose();
+  }
+  await saveTokenizerFiles(dir, tokenizerJson, tokenizerConfig);
+  return {
+    dir,
+    what: `random weights in the starter's shape (d${config.hiddenSize}, ${config.numLayers} layers, vocab ${config.vocabSize}, context ${config.maxPositionEmbeddings}): the starter is not built`,
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+async function pickCheckpoint(): Promise<Checkpoint> {
+  if (args.checkpoint) {
+    if (!existsSync(join(args.checkpoint, 'config.json'))) throw new Error(`--checkpoint ${args.checkpoint}: no config.json there`);
+    return { dir: resolve(args.checkpoint), what: `--checkpoint ${args.checkpoint}` };
+  }
+  // CHECKPOINT_DIR's default (bin/config.ts); another CHECKPOINT_DIR's starter is given with --checkpoint.
+  const built = resolve('./data/checkpoints', 'starter');
+  if (existsSync(join(built, 'config.json'))) return { dir: built, what: `the built starter policy (${built})` };
+  const { shippedStarterDir } = await import('../trainer/recipes/starter.ts');
+  const shipped = shippedStarterDir(SEED);
+  if (existsSync(join(shipped, 'config.json'))) return { dir: shipped, what: `the starter policy shipped in the repository (${shipped})` };
+  return randomStarterShape();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Sessions
+
+interface TurnRecord {
+  ttftMs: number;
+  turnMs: number;
+  tokens: number;
+}
+
+/** What the collaborator says after agent turn k: one of the task's withheld facts, as a person would answer. */
+function collaboratorReply(task: TaskRecord, k: number): string {
+  const facts = miniMeta(task)?.withheld ?? [];
+  const f = facts[k % Math.max(1, facts.length)];
+  return capCollaboratorReply(f ? `${f.answer}, that is what I want for ${f.key.toLowerCase().replace(/_/g, ' ')}.` : 'Whatever you think is best.', 'backend');
+}
+
+async function session(client: OpenAI, model: string, task: TaskRecord, seed: number): Promise<TurnRecord[]> {
+  const turns: DialogueTurn[] = [];
+  const out: TurnRecord[] = [];
+  for (let k = 0; k < TURNS; k++) {
+    const started = performance.now();
+    let ttft = NaN;
+    let text = '';
+    let tokens = 0;
+    const stream = await client.chat.completions.create({
+      model,
+      messages: buildDialogue(task, turns),
+      max_tokens: MAX_TOKENS,
+      temperature: 0.7,
+      top_p: 0.95,
+      seed: seed + k,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    for await (const chunk of stream) {
+      const piece = chunk.choices[0]?.delta?.content;
+      if (piece && Number.isNaN(ttft)) ttft = performance.now() - started;
+      if (piece) text += piece;
+      if (chunk.usage) tokens = chunk.usage.completion_tokens;
+    }
+    out.push({ ttftMs: Number.isNaN(ttft) ? performance.now() - started : ttft, turnMs: performance.now() - started, tokens });
+    turns.push({ role: 'agent', content: text }, { role: 'human', content: collaboratorReply(task, k) });
+  }
+  return out;
+}
+
+async function scrape(url: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const m = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const at = line.lastIndexOf(' ');
+    m.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return m;
+}
+
+interface PhaseResult {
+  engine: string;
+  sessions: number;
+  requests: number;
+  tokens: number;
+  wallS: number;
+  tokensPerS: number;
+  ttftP50Ms: number;
+  ttftP99Ms: number;
+  turnP50Ms: number;
+  turnP99Ms: number;
+  meanBatch: number | null;
+}
+
+async function runEngine(kind: string, engine: ServingEngine, tasks: TaskRecord[]): Promise<PhaseResult[]> {
+  const server = await startServer({ engine });
+  const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'bench', maxRetries: 0, timeout: 30 * 60_000 });
+  const results: PhaseResult[] = [];
+  try {
+    // Warm-up: first-request costs (graph building, caches) are not what this measures.
+    await session(client, engine.modelName, tasks[0]!, 1);
+    for (const n of SESSIONS) {
+      const before = await scrape(server.url);
+      const t0 = performance.now();
+      const records = (await Promise.all(tasks.slice(0, n).map((task, i) => session(client, engine.modelName, task, 1000 * i)))).flat();
+      const wallS = (performance.now() - t0) / 1000;
+      const after = await scrape(server.url);
+      const steps = (after.get('sweetloop_serve_decode_steps_total') ?? 0) - (before.get('sweetloop_serve_decode_steps_total') ?? 0);
+      const seqs = (after.get('sweetloop_serve_step_sequences_total') ?? 0) - (before.get('sweetloop_serve_step_sequences_total') ?? 0);
+      const tokens = records.reduce((s, r) => s + r.tokens, 0);
+      const r: PhaseResult = {
+        engine: kind,
+        sessions: n,
+        requests: records.length,
+        tokens,
+        wallS,
+        tokensPerS: tokens / wallS,
+        ttftP50Ms: pct(records.map((x) => x.ttftMs), 50),
+        ttftP99Ms: pct(records.map((x) => x.ttftMs), 99),
+        turnP50Ms: pct(records.map((x) => x.turnMs), 50),
+        turnP99Ms: pct(records.map((x) => x.turnMs), 99),
+        meanBatch: steps > 0 ? seqs / steps : null,
+      };
+      results.push(r);
+      if (!args.json) process.stderr.write(`  ${kind} x${n}: ${r.tokensPerS.toFixed(1)} tokens/s over ${wallS.toFixed(1)} s\n`);
+    }
+  } finally {
+    await server.close();
+  }
+  return results;
+}
+
+async function main(): Promise<void> {
+  const loadBefore = loadavg();
+  const ckpt = await pickCheckpoint();
+  const maxSessions = Math.max(...SESSIONS);
+  const tasks = generateMiniTasks({ seed: SEED, count: maxSessions });
+  console.log(`bench:serve  checkpoint: ${ckpt.what}`);
+  console.log(`  ${TURNS} agent turns a session, at most ${MAX_TOKENS} tokens a turn, sampled at temperature 0.7; load average before ${loadBefore.map((x) => x.toFixed(2)).join(' ')}`);
+  const all: PhaseResult[] = [];
+  try {
+    for (const kind of ENGINES) {
+      const opts = { modelName: 'bench', checkpointDir: ckpt.dir, maxBatch: kind === 'tfjs' ? 1 : MAX_BATCH, maxQueue: maxSessions * 2 };
+      let engine: ServingEngine;
+      if (kind === 'llama') {
+        // Imported here: it loads llama.cpp's native code, which the tfjs-only run does not need.
+        const { LlamaCppEngine } = await import('../trainer/serve/llama-engine.ts');
+        engine = await LlamaCppEngine.start(opts);
+      } else engine = await TfjsEngine.start(opts);
+      all.push(...(await runEngine(kind === 'tfjs' ? 'tfjs (serial worker)' : 'llama.cpp (batched)', engine, tasks)));
+    }
+  } finally {
+    await ckpt.cleanup?.();
+  }
+
+  const fmt = (x: number, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
+  const header = ['engine', 'sessions', 'requests', 'tokens', 'tokens/s', 'TTFT p50 ms', 'TTFT p99 ms', 'turn p50 ms', 'turn p99 ms', 'mean batch'];
+  const rows = all.map((r) => [
+    r.engine,
+    String(r.sessions),
+    String(r.requests),
+    String(r.tokens),
+    fmt(r.tokensPerS, 1),
+    fmt(r.ttftP50Ms),
+    fmt(r.ttftP99Ms),
+    fmt(r.turnP50Ms),
+    fmt(r.turnP99Ms),
+    r.meanBatch === null ? '-' : r.meanBatch.toFixed(2),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  console.log(line(header));
+  for (const row of rows) console.log(line(row));
+
+  const ratio: Record<string, number> = {};
+  for (const n of SESSIONS) {
+    const batched = all.find((r) => r.engine.startsWith('llama') && r.sessions === n);
+    const serial = all.find((r) => r.engine.startsWith('tfjs') && r.sessions === n);
+    if (batched && serial && serial.tokensPerS > 0) ratio[String(n)] = Number((batched.tokensPerS / serial.tokensPerS).toFixed(2));
+  }
+  if (Object.keys(ratio).length) console.log(`throughput ratio (batched / serial tokens/s): ${Object.entries(ratio).map(([n, r]) => `${n}: ${r}x`).join(', ')}`);
+  const loadAfter = loadavg();
+  console.log(`load average after ${loadAfter.map((x) => x.toFixed(2)).join(' ')}`);
+  if (args.json) {
+    console.log(
+      JSON.stringify({
+        throughputRatio: ratio,
+        checkpoint: ckpt.what,
+        turns: TURNS,
+        maxTokens: MAX_TOKENS,
+        loadAverage: { before: loadBefore, after: loadAfter },
+        results: all,
+      }),
+    );
+  }
+}
+
+await main();

@@ -1,0 +1,102 @@
+// `sweetloop policy add|list`: policy versions served by an OpenAI-compatible server (vLLM, SGLang, llama.cpp's
+// server, TGI, Ollama, hosted APIs), and every version with where it is served. Deploy and rollback are
+// `sweetloop deploy|rollback` (bin/commands/trainer.ts), for every kind of version alike.
+import type { Command } from 'commander';
+
+function intOption(name: string, min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
+function numberOption(name: string, min: number, max: number, exclusiveMin = false) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || (exclusiveMin ? n <= min : n < min) || n > max) {
+      throw new Error(`--${name} must be a number in ${exclusiveMin ? '(' : '['}${min}, ${max}], got ${JSON.stringify(value)}`);
+    }
+    return n;
+  };
+}
+
+/** Opens the configured database (no model backend: nothing here runs a model). */
+async function withDatabase<T>(fn: (db: import('../../prisma/db.ts').Database) => Promise<T>): Promise<T> {
+  const [{ loadConfig }, { openDatabase }] = await Promise.all([import('../config.ts'), import('../../prisma/db.ts')]);
+  const config = loadConfig();
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR });
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+interface AddOptions {
+  endpoint: string;
+  model: string;
+  apiKeyEnv?: string;
+  contextWindow?: number;
+  temperature?: number;
+  topP?: number;
+  maxTokens?: number;
+  baseModelDir?: string;
+  check: boolean;
+}
+
+export function registerPolicyCommands(program: Command): void {
+  const policy = program.command('policy').description('Register policy versions served by OpenAI-compatible servers, and list every version');
+
+  policy
+    .command('add <name>')
+    .description('Register a version served by an OpenAI-compatible /v1/chat/completions server (a candidate: deploy it with `sweetloop deploy`)')
+    .requiredOption('--endpoint <url>', 'the server\'s base URL, e.g. http://127.0.0.1:8000/v1')
+    .requiredOption('--model <model>', 'the model name the server serves (as listed by GET /v1/models)')
+    .option('--api-key-env <var>', 'NAME of the environment variable holding the key (the key itself is never stored)')
+    .option('--context-window <n>', 'the model\'s context window in tokens (default: the server\'s max_model_len)', intOption('context-window', 256))
+    .option('--temperature <t>', 'sampling temperature (default 0.7)', numberOption('temperature', 0, 2))
+    .option('--top-p <p>', 'nucleus sampling (default 0.95)', numberOption('top-p', 0, 1, true))
+    .option('--max-tokens <n>', 'longest agent message in tokens (default 1024)', intOption('max-tokens', 1))
+    .option('--base-model-dir <dir>', 'the served model\'s Hugging Face directory: exact token counts, and the base for LoRA training')
+    .option('--no-check', 'register without asking the server (it must then answer by the time the version is used)')
+    .action(async (name: string, o: AddOptions) => {
+      const { registerEndpointVersion } = await import('../../trainer/policies/registry.ts');
+      const { servedAt, servingOf } = await import('../../trainer/policies/serving.ts');
+      await withDatabase(async (db) => {
+        const v = await registerEndpointVersion(db.prisma, {
+          name,
+          url: o.endpoint,
+          model: o.model,
+          apiKeyEnv: o.apiKeyEnv,
+          contextWindow: o.contextWindow,
+          temperature: o.temperature,
+          topP: o.topP,
+          maxTokens: o.maxTokens,
+          baseModelDir: o.baseModelDir,
+          check: o.check,
+        });
+        const s = servingOf(v);
+        console.log(`registered ${v.name} (endpoint, candidate): ${servedAt(v)}, window ${s.contextWindow} tokens, temperature ${s.temperature}, top-p ${s.topP}, max ${s.maxTokens} tokens`);
+        console.log(`deploy it with: sweetloop deploy ${v.name}`);
+      });
+    });
+
+  policy
+    .command('list')
+    .description('List every policy version with its kind, status and where it is served')
+    .option('--json', 'print the versions as JSON')
+    .action(async (o: { json?: boolean }) => {
+      const { servedAt } = await import('../../trainer/policies/serving.ts');
+      await withDatabase(async (db) => {
+        const versions = await db.prisma.policyVersion.findMany({ orderBy: { createdAt: 'asc' } });
+        const rows = versions.map((v) => ({ name: v.name, kind: v.kind, status: v.status, algorithm: v.algorithm, servedAt: servedAt(v), createdAt: v.createdAt.toISOString() }));
+        if (o.json) return console.log(JSON.stringify(rows, null, 2));
+        if (rows.length === 0) return console.log('no policy versions yet (`sweetloop start` creates the starter; `sweetloop policy add` registers an endpoint)');
+        const w = (k: 'name' | 'kind' | 'status') => Math.max(k.length, ...rows.map((r) => r[k].length));
+        const line = (a: string, b: string, c: string, d: string) => `${a.padEnd(w('name'))}  ${b.padEnd(w('kind'))}  ${c.padEnd(w('status'))}  ${d}`;
+        console.log(line('name', 'kind', 'status', 'served at'));
+        for (const r of rows) console.log(line(r.name, r.kind, r.status, r.servedAt));
+      });
+    });
+}

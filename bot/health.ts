@@ -1,0 +1,145 @@
+// What an operator watches: /health/live (the process answers), /health/ready (gateway connected, database
+// reachable, a policy served; 503 with the failing checks otherwise) and /metrics (Prometheus text: active
+// sessions, turns, interaction acknowledgement and turn latency, evaluation failures, queue depth, errors).
+// The metrics are the engine's observer (counts and latencies only, never text, ids or secrets).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EngineObserver } from './engine.ts';
+
+const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60, 120];
+
+export class BotMetrics implements EngineObserver {
+  readonly registry = new Registry();
+  readonly turns: Counter<'role'>;
+  readonly ackSeconds: Histogram;
+  readonly turnSeconds: Histogram;
+  readonly evaluationFailures: Counter;
+  readonly errors: Counter<'where'>;
+  readonly queueDepth: Gauge;
+  private queued = 0;
+
+  /** `activeSessions` is read at each scrape (null when it cannot be read now: the gauge keeps its last value). */
+  constructor(activeSessions?: () => Promise<number | null>) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'sweetloop_bot_' });
+    this.turns = new Counter({ name: 'sweetloop_turns_total', help: 'Dialogue turns stored', labelNames: ['role'], registers: [this.registry] });
+    this.ackSeconds = new Histogram({ name: 'sweetloop_interaction_ack_seconds', help: 'Time from an interaction being created to its acknowledgement', buckets: LATENCY_BUCKETS, registers: [this.registry] });
+    this.turnSeconds = new Histogram({ name: 'sweetloop_agent_turn_seconds', help: 'Time the agent took to write a turn', buckets: LATENCY_BUCKETS, registers: [this.registry] });
+    this.evaluationFailures = new Counter({ name: 'sweetloop_evaluation_failures_total', help: 'Answers that could not be scored', registers: [this.registry] });
+    this.errors = new Counter({ name: 'sweetloop_errors_total', help: 'Internal errors shown to people as an error id', labelNames: ['where'], registers: [this.registry] });
+    const self = this;
+    this.queueDepth = new Gauge({
+      name: 'sweetloop_queue_depth',
+      help: 'Messages and interactions being handled now',
+      registers: [this.registry],
+      collect() {
+        this.set(self.queued);
+      },
+    });
+    new Gauge({
+      name: 'sweetloop_active_sessions',
+      help: 'Sessions running now',
+      registers: [this.registry],
+      async collect() {
+        const n = activeSessions ? await activeSessions().catch(() => null) : null;
+        if (n !== null) this.set(n);
+      },
+    });
+  }
+
+  agentTurn(ms: number): void {
+    this.turns.inc({ role: 'agent' });
+    this.turnSeconds.observe(ms / 1000);
+  }
+
+  humanTurn(): void {
+    this.turns.inc({ role: 'human' });
+  }
+
+  evaluationFailed(): void {
+    this.evaluationFailures.inc();
+  }
+
+  /** Counts a piece of work for the queue depth while `fn` runs. */
+  async track<T>(fn: () => Promise<T>): Promise<T> {
+    this.queued++;
+    try {
+      return await fn();
+    } finally {
+      this.queued--;
+    }
+  }
+
+  get inFlight(): number {
+    return this.queued;
+  }
+}
+
+export interface ReadinessChecks {
+  [name: string]: () => Promise<boolean> | boolean;
+}
+
+export interface HealthServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** A check that does not answer within this time counts as failed (an unreachable database hangs). */
+const CHECK_TIMEOUT_MS = 2_000;
+
+async function runCheck(check: () => Promise<boolean> | boolean): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS)));
+  try {
+    return await Promise.race([Promise.resolve().then(check).catch(() => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Serves /health/live, /health/ready and /metrics on `port` (0: any free port; see the returned port). */
+export async function startHealthServer(o: { port: number; host?: string; metrics: BotMetrics; ready: ReadinessChecks; live?: () => boolean }): Promise<HealthServer> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method !== 'GET') return json(405, { error: 'method not allowed' });
+    if (path === '/health/live' || path === '/health') {
+      const alive = o.live ? o.live() : true;
+      return json(alive ? 200 : 503, { status: alive ? 'live' : 'stopping' });
+    }
+    if (path === '/health/ready') {
+      void Promise.all(Object.entries(o.ready).map(async ([name, check]) => [name, await runCheck(check)] as const)).then((results) => {
+        const checks = Object.fromEntries(results);
+        const ok = results.every(([, v]) => v);
+        json(ok ? 200 : 503, { status: ok ? 'ready' : 'not ready', checks });
+      });
+      return;
+    }
+    if (path === '/metrics') {
+      void o.metrics.registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': o.metrics.registry.contentType });
+          res.end(text);
+        },
+        (err) => json(500, { error: (err as Error).message }),
+      );
+      return;
+    }
+    json(404, { error: 'not found' });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host ?? '0.0.0.0', () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,163 @@
+// Collaborator quality in the database: the signals of tasks/quality.ts computed for every finished session of a
+// person (SessionQuality), each person's score (ParticipantQuality), the automatic flag on a session whose
+// replies pasted the hidden reference, and a moderator's exclusion of a person's sessions from training
+// (TrainingExclusion; the sessions stay, and exports keep them). Every moderator action is audited.
+import type { Prisma, PrismaClient } from './generated/client.ts';
+import { personQuality, sessionScore, sessionSignals, SIGNAL_NAMES, type SessionSignals, type SignalName } from '../tasks/quality.ts';
+
+/** Reason of the flag put on a session whose replies pasted the reference (a moderator may resolve it). */
+export const PASTE_FLAG_REASON = 'quality: hidden reference pasted in the replies';
+
+/** The sessions played by people (not simulated collaborators) that have ended. */
+const humanEnded = {
+  simulated: false,
+  status: { in: ['answered', 'abandoned', 'expired'] },
+  participant: { role: { not: 'simulated' }, deletedAt: null },
+} satisfies Prisma.SessionWhereInput;
+
+export interface RefreshResult {
+  /** Sessions looked at. */
+  sessions: number;
+  /** People whose score was recomputed (one of their sessions changed). */
+  participants: number;
+  /** Sessions newly flagged for a pasted reference. */
+  flagged: string[];
+}
+
+const PAGE = 200;
+
+/** JSON with sorted keys: Postgres' jsonb does not keep the order keys were written in. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  return JSON.stringify(v);
+}
+
+/**
+ * Recomputes the quality of the ended sessions of people (all of them, or those of `participantIds`) and the
+ * scores of their people; flags (once) each session whose replies pasted the reference. Idempotent: a flag a
+ * moderator resolved is not raised again.
+ */
+export async function refreshQuality(prisma: PrismaClient, o: { participantIds?: string[] } = {}): Promise<RefreshResult> {
+  const where: Prisma.SessionWhereInput = { ...humanEnded, ...(o.participantIds ? { participantId: { in: o.participantIds } } : {}) };
+  const touched = new Set<string>();
+  const flagged: string[] = [];
+  let sessions = 0;
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await prisma.session.findMany({
+      where,
+      orderBy: { id: 'asc' },
+      take: PAGE,
+      ...(cursor ? { cursor: { id: cursor }, skip: 1 } : {}),
+      include: {
+        task: { select: { kind: true, hiddenReference: true, description: true } },
+        turns: { where: { role: { in: ['agent', 'human'] } }, orderBy: { index: 'asc' }, select: { role: true, content: true, createdAt: true } },
+        evaluation: { select: { score: true, success: true } },
+        ratings: { select: { value: true } },
+        flags: { where: { reason: PASTE_FLAG_REASON }, select: { id: true } },
+        quality: { select: { score: true, signals: true } },
+      },
+    });
+    if (page.length === 0) break;
+    cursor = page.at(-1)!.id;
+    for (const s of page) {
+      const signals = sessionSignals({
+        kind: s.task.kind,
+        hiddenReference: s.task.hiddenReference,
+        description: s.task.description,
+        turns: s.turns.map((t) => ({ role: t.role as 'agent' | 'human', content: t.content, at: t.createdAt })),
+        status: s.status,
+        endReason: s.endReason,
+        evaluation: s.evaluation,
+        rating: s.ratings.length ? s.ratings.reduce((a, r) => a + r.value, 0) / s.ratings.length : null,
+        gold: s.goldSourceId !== null,
+      });
+      sessions++;
+      const score = sessionScore(signals);
+      const pasteToFlag = signals.referencePasted && s.flags.length === 0;
+      // Most sessions have not changed since the last refresh: write (and rescore the person) only when they did.
+      if (!pasteToFlag && s.quality && s.quality.score === score && canonical(s.quality.signals) === canonical(signals)) continue;
+      const data = { score, signals: signals as unknown as Prisma.InputJsonObject, computedAt: new Date() };
+      await prisma.$transaction(async (tx) => {
+        await tx.sessionQuality.upsert({ where: { sessionId: s.id }, create: { sessionId: s.id, ...data }, update: data });
+        if (pasteToFlag) {
+          await tx.moderationFlag.create({ data: { sessionId: s.id, reason: PASTE_FLAG_REASON } });
+          await tx.auditLog.create({ data: { actor: 'quality', action: 'session.flag', target: s.id, detail: { reason: PASTE_FLAG_REASON, paste: { ...signals.paste } } } });
+          flagged.push(s.id);
+        }
+      });
+      touched.add(s.participantId);
+    }
+  }
+  for (const participantId of touched) await refreshPerson(prisma, participantId);
+  return { sessions, participants: touched.size, flagged };
+}
+
+/** Recomputes one person's score from their sessions' stored signals. */
+async function refreshPerson(prisma: PrismaClient, participantId: string): Promise<void> {
+  const rows = await prisma.sessionQuality.findMany({ where: { session: { participantId } }, select: { signals: true } });
+  const q = personQuality(rows.map((r) => r.signals as unknown as SessionSignals));
+  const data = { score: q.score, sessions: q.sessions, signals: q.counts as unknown as Prisma.InputJsonObject, computedAt: new Date() };
+  await prisma.participantQuality.upsert({ where: { participantId }, create: { participantId, ...data }, update: data });
+}
+
+export interface ParticipantListing {
+  externalId: string;
+  displayName: string | null;
+  /** Null until the person has an ended session. */
+  score: number | null;
+  sessions: number;
+  signals: Record<SignalName, number>;
+  excluded: { by: string; reason: string | null; at: Date } | null;
+  banned: boolean;
+}
+
+/** People (not simulated collaborators, not deleted), the worst quality first, then those without a score. */
+export async function listParticipants(prisma: PrismaClient, o: { limit?: number } = {}): Promise<ParticipantListing[]> {
+  const rows = await prisma.participant.findMany({
+    where: { role: { not: 'simulated' }, deletedAt: null },
+    include: { quality: true, trainingExclusion: true },
+  });
+  const zero = Object.fromEntries(SIGNAL_NAMES.map((n) => [n, 0])) as Record<SignalName, number>;
+  const out = rows.map(
+    (p): ParticipantListing => ({
+      externalId: p.discordUserId,
+      displayName: p.displayName,
+      score: p.quality && Number.isFinite(p.quality.score) ? p.quality.score : null,
+      sessions: p.quality?.sessions ?? 0,
+      signals: { ...zero, ...((p.quality?.signals as Record<SignalName, number> | undefined) ?? {}) },
+      excluded: p.trainingExclusion ? { by: p.trainingExclusion.excludedBy, reason: p.trainingExclusion.reason, at: p.trainingExclusion.createdAt } : null,
+      banned: p.banned,
+    }),
+  );
+  out.sort((a, b) => (a.score ?? 2) - (b.score ?? 2) || a.externalId.localeCompare(b.externalId));
+  return o.limit !== undefined ? out.slice(0, o.limit) : out;
+}
+
+export class QualityError extends Error {
+  override name = 'QualityError';
+}
+
+/** Leaves every session of the person out of training (they stay, and exports keep them). False when already. */
+export async function excludeFromTraining(prisma: PrismaClient, actor: string, externalId: string, reason: string | null): Promise<boolean> {
+  return prisma.$transaction(async (tx) => {
+    const p = await tx.participant.findUnique({ where: { discordUserId: externalId }, include: { trainingExclusion: true } });
+    if (!p || p.deletedAt) throw new QualityError(`<@${externalId}> has no data here.`);
+    if (p.trainingExclusion) return false;
+    await tx.trainingExclusion.create({ data: { participantId: p.id, excludedBy: actor, reason } });
+    await tx.auditLog.create({ data: { actor, action: 'participant.exclude-training', target: externalId, detail: { reason } } });
+    return true;
+  });
+}
+
+/** Lets the person's sessions into training again. False when they were not excluded. */
+export async function includeInTraining(prisma: PrismaClient, actor: string, externalId: string): Promise<boolean> {
+  return prisma.$transaction(async (tx) => {
+    const p = await tx.participant.findUnique({ where: { discordUserId: externalId }, include: { trainingExclusion: true } });
+    if (!p?.trainingExclusion) return false;
+    await tx.trainingExclusion.delete({ where: { participantId: p.id } });
+    await tx.auditLog.create({ data: { actor, action: 'participant.include-training', target: externalId } });
+    return true;
+  });
+}

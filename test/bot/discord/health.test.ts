@@ -1,0 +1,130 @@
+// Operations: /health/live, /health/ready and /metrics answer during a session (real HTTP server, real bot over
+// the fake Discord, real Postgres); a graceful stop in the middle of a turn finishes and shows that turn, takes
+// no new message (it is caught up on at the next start) and returns within its deadline, even when the turn in
+// flight never ends.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtinTasks } from '../../../tasks/library.ts';
+import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
+import { BotMetrics, startHealthServer, type HealthServer } from '../../../bot/health.ts';
+import { BotHarness, scriptedAgent } from './harness.ts';
+
+const task = builtinTasks({ kind: 'backend' })[1] as TaskRecord & BackendTask;
+let hold: Promise<void> | null = null;
+const agent = scriptedAgent('scripted', async (dialogue) => {
+  if (hold) await hold;
+  const mine = dialogue.filter((m) => m.role === 'assistant').length;
+  return mine < 3 ? `Question ${mine + 1}?` : `I WANT TO ANSWER:\n${task.reference}`;
+});
+
+describe('health, metrics and graceful stop', () => {
+  let metrics: BotMetrics;
+  const h = new BotHarness({
+    tasks: builtinTasks({ kind: 'backend' }).slice(0, 3),
+    agent,
+    get metrics() {
+      return metrics;
+    },
+  });
+  let server: HealthServer;
+  const get = async (path: string) => {
+    const r = await fetch(`http://127.0.0.1:${server.port}${path}`);
+    return { status: r.status, text: await r.text() };
+  };
+
+  beforeAll(async () => {
+    metrics = new BotMetrics(() => h.tdb.prisma.session.count({ where: { status: 'active' } }));
+    await h.start();
+    server = await startHealthServer({
+      port: 0,
+      host: '127.0.0.1',
+      metrics,
+      ready: {
+        gateway: () => h.bot.isReady(),
+        database: async () => (await h.tdb.prisma.$queryRaw`SELECT 1`, true),
+        policy: () => h.runtime.policies.deployed !== null,
+      },
+    });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await h.stop();
+  });
+
+  it('answers /health and /metrics during a session', async () => {
+    const alice = h.fake.user('alice');
+    const { threadId } = await h.startSession(alice, 'backend');
+    await h.agentMessage(threadId, 1);
+    let release!: () => void;
+    hold = new Promise<void>((r) => (release = r));
+    const calls = agent.calls;
+    h.fake.say(alice, threadId, 'Nothing unusual.');
+    await h.fake.waitFor(() => agent.calls > calls, 30_000, 'the agent to start');
+
+    expect(await get('/health/live')).toEqual({ status: 200, text: JSON.stringify({ status: 'live' }) });
+    const ready = await get('/health/ready');
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(ready.text)).toEqual({ status: 'ready', checks: { gateway: true, database: true, policy: true } });
+    const m = (await get('/metrics')).text;
+    expect(m).toMatch(/^sweetloop_active_sessions 1$/m);
+    expect(m).toMatch(/^sweetloop_queue_depth 1$/m); // the message being answered
+    expect(m).toMatch(/^sweetloop_turns_total\{role="agent"\} 1$/m);
+    expect(m).toMatch(/^sweetloop_turns_total\{role="human"\} 1$/m);
+    expect(m).toMatch(/^sweetloop_interaction_ack_seconds_count [1-9]/m);
+    expect(m).toMatch(/^sweetloop_agent_turn_seconds_count 1$/m);
+    expect(m).toMatch(/^sweetloop_evaluation_failures_total 0$/m);
+    hold = null;
+    release();
+    await h.agentMessage(threadId, 2);
+  });
+
+  it('a graceful stop mid-turn finishes the turn, takes nothing new, and returns within its deadline', async () => {
+    const bob = h.fake.user('bob');
+    const { threadId } = await h.startSession(bob, 'backend');
+    await h.agentMessage(threadId, 1);
+    let release!: () => void;
+    hold = new Promise<void>((r) => (release = r));
+    const calls = agent.calls;
+    h.fake.say(bob, threadId, 'First reply.');
+    await h.fake.waitFor(() => agent.calls > calls, 30_000, 'the agent to start');
+
+    const t0 = Date.now();
+    const stopping = h.bot.shutdown(10_000);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await get('/health/ready')).status).toBe(503); // no longer taking work
+    setTimeout(() => {
+      hold = null;
+      release();
+    }, 300);
+    expect(await stopping).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    // The turn in flight was stored and shown before the bot stopped.
+    const shown = await h.agentMessage(threadId, 2);
+    const turns = await h.tdb.prisma.turn.findMany({ where: { session: { threadId } }, orderBy: { index: 'asc' } });
+    expect(turns.map((t) => t.role)).toEqual(['agent', 'human', 'agent']);
+    expect(turns[2]!.externalMessageId).toBe(shown.id);
+
+    // A reply sent while the bot is away is taken at the next start.
+    await h.runtime.close();
+    const late = h.fake.say(bob, threadId, 'Sent while the bot was stopping.');
+    await h.startBot();
+    await h.agentMessage(threadId, 3);
+    expect((await h.tdb.prisma.turn.findFirstOrThrow({ where: { externalMessageId: late } })).role).toBe('human');
+  });
+
+  it('returns by its deadline when the turn in flight never ends', async () => {
+    const carol = h.fake.user('carol');
+    const { threadId } = await h.startSession(carol, 'backend');
+    await h.agentMessage(threadId, 1);
+    hold = new Promise<void>(() => {}); // the agent's server never answers
+    const calls = agent.calls;
+    h.fake.say(carol, threadId, 'Hello?');
+    await h.fake.waitFor(() => agent.calls > calls, 30_000, 'the agent to start');
+    const t0 = Date.now();
+    expect(await h.bot.shutdown(1_500)).toBe(false);
+    const took = Date.now() - t0;
+    expect(took).toBeGreaterThanOrEqual(1_000);
+    expect(took).toBeLessThan(3_000);
+    hold = null;
+    await h.runtime.close();
+  });
+});

@@ -1,0 +1,122 @@
+// trainer/policies/: policy versions and where they are served. A PolicyVersion row becomes something that
+// answers: the in-process checkpoint agent (trainer/model/policy.ts), an agent over any OpenAI-compatible server
+// (endpoint-agent.ts, through tasks/chat-client.ts), or a LoRA adapter hot-loaded into a vLLM server
+// (vllm-adapters.ts); registry.ts registers endpoint and adapter versions, serving.ts checks their settings.
+// Files here may import tasks/, prisma/ and trainer/.
+//
+// This file: the one way to get an Agent for a policy version, whatever serves it. The bot's engine,
+// simulate/evaluate and the benchmarks call loadAgent. Serving side effects live here, not in deploy (which is
+// bookkeeping in prisma/policy-store.ts): loading an adapter version makes sure the adapter is loaded into its
+// server, and closing it unloads the adapter once the version is no longer deployed (the engine closes the
+// agents of retired versions; the trainer closes what it evaluated).
+import type { Logger } from '../../tasks/logger.ts';
+import type { PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
+import { checkpointOf } from '../../prisma/policy-store.ts';
+import { AgentUnavailableError, type Agent } from '../../tasks/agent.ts';
+import type { ChatClientOptions, ChatEndpoint } from '../../tasks/chat-client.ts';
+import type { BackendChoice } from '../model/backend.ts';
+import type { PolicyAgentOptions } from '../model/policy.ts';
+import { createEndpointAgent } from './endpoint-agent.ts';
+import { servingOf } from './serving.ts';
+import { ensureLoaded, unloadAdapter } from './vllm-adapters.ts';
+
+export interface LoadAgentOptions {
+  /**
+   * Adapter versions: read at close() to decide whether to unload (only a version that is not deployed any
+   * more is unloaded). Without it, close() leaves adapters loaded.
+   */
+  prisma?: PrismaClient;
+  /** Base seed: reply k of a game is sampled with seed + k. */
+  seed?: number;
+  /** Checkpoint versions: the tfjs backend of the inference worker. */
+  backend?: BackendChoice;
+  /** Overrides the version's sampling (checkpoints: createPolicyAgent's defaults; endpoints: their serving settings). */
+  sampling?: Partial<Pick<PolicyAgentOptions, 'temperature' | 'topP' | 'maxTokens'>>;
+  /** Endpoint and adapter versions: timeouts, retries, in-flight cap of the chat client. */
+  chat?: ChatClientOptions;
+  log?: Logger;
+}
+
+export interface LoadedAgent extends Agent {
+  readonly version: PolicyVersion;
+  /** The same agent with another base seed (endpoint and adapter versions; one per simulated game). */
+  withSeed?(seed: number): Agent;
+  /** Frees what the agent holds (the inference worker; an adapter of a version no longer deployed). */
+  close(): Promise<void>;
+}
+
+export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = {}): Promise<LoadedAgent> {
+  if (policy.kind === 'checkpoint') {
+    const { createPolicyAgent } = await import('../model/policy.ts');
+    const agent = await createPolicyAgent({
+      checkpointDir: checkpointOf(policy),
+      name: policy.name,
+      ...opts.sampling,
+      ...(opts.backend ? { backend: opts.backend } : {}),
+      ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
+    });
+    return { name: agent.name, version: policy, reply: (d, o) => agent.reply(d, o), close: () => agent.close() };
+  }
+
+  const serving = { ...servingOf(policy), ...opts.sampling };
+  const common = { name: policy.name, serving, client: opts.chat ?? {}, ...(opts.seed !== undefined ? { seed: opts.seed } : {}), ...(opts.log ? { log: opts.log } : {}) };
+  if (policy.kind === 'endpoint') {
+    const agent = await createEndpointAgent(common);
+    return { name: agent.name, version: policy, reply: agent.reply, withSeed: agent.withSeed, close: agent.close };
+  }
+  if (policy.kind !== 'adapter') throw new Error(`policy version "${policy.name}" has an unknown kind "${policy.kind}"`);
+
+  const endpoint: ChatEndpoint = { url: serving.url, apiKeyEnv: serving.apiKeyEnv ?? null };
+  const adapterName = serving.adapterName!;
+  const adapterDir = checkpointOf(policy);
+  // Loaded before the first reply; a server that is down now is not a reason to fail the load: the reply then
+  // raises AgentUnavailableError, which callers wait out like any other outage.
+  let loaded: Promise<void> | null = null;
+  const ensure = (): Promise<void> =>
+    (loaded ??= ensureLoaded(endpoint, adapterName, adapterDir, opts.log).then(
+      () => {},
+      (err: unknown) => {
+        loaded = null;
+        throw err;
+      },
+    ));
+  try {
+    await ensure();
+  } catch (err) {
+    if (!(err instanceof AgentUnavailableError)) throw err;
+    opts.log?.warn({ policy: policy.name, err: err.message }, 'adapter not loaded yet: its server is unavailable');
+  }
+  const agent = await createEndpointAgent({
+    ...common,
+    adapter: adapterName,
+    onModelMissing: () => {
+      loaded = null;
+      return ensure();
+    },
+  });
+  const whenLoaded = (a: Agent): Agent['reply'] => async (dialogue, o) => {
+    await ensure();
+    return a.reply(dialogue, o);
+  };
+  let closed = false;
+  return {
+    name: agent.name,
+    version: policy,
+    reply: whenLoaded(agent),
+    withSeed: (seed) => ({ name: agent.name, reply: whenLoaded(agent.withSeed(seed)) }),
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (!opts.prisma) return;
+      const now = await opts.prisma.policyVersion.findUnique({ where: { id: policy.id }, select: { status: true } });
+      if (now?.status === 'deployed') return;
+      try {
+        await unloadAdapter(endpoint, adapterName, opts.log);
+      } catch (err) {
+        // A server that is down has no adapters to free (a restart forgets runtime-loaded ones).
+        opts.log?.warn({ policy: policy.name, adapter: adapterName, err: (err as Error).message }, 'could not unload the adapter');
+        if (!(err instanceof AgentUnavailableError)) throw err;
+      }
+    },
+  };
+}

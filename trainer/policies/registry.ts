@@ -1,0 +1,121 @@
+// Registering policy versions that Sweetloop does not run itself: an 'endpoint' version (a model behind an
+// OpenAI-compatible server) and an 'adapter' version (a LoRA adapter directory in PEFT layout, served on top of
+// an endpoint version's model). Registration only writes the row (a candidate, like any new version); deploying
+// it is prisma/policy-store.ts's bookkeeping, and loading it is agent-for.ts's. The key is never stored: only
+// the name of the environment variable that holds it.
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Logger } from '../../tasks/logger.ts';
+import type { Prisma, PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
+import { endpointBaseUrl, EndpointUnavailableError } from '../../tasks/chat-client.ts';
+import { SERVING_DEFAULTS, servingOf, servingSchema, type Serving } from './serving.ts';
+import { adapterNameFor, listModels } from './vllm-adapters.ts';
+
+/** A registration that cannot be done; the message is meant for the person who asked. */
+export class RegistryError extends Error {
+  override name = 'RegistryError';
+}
+
+export interface EndpointRegistration {
+  name: string;
+  url: string;
+  model: string;
+  apiKeyEnv?: string | undefined;
+  /** Tokens; default: the server's max_model_len when it reports one (vLLM does). */
+  contextWindow?: number | undefined;
+  temperature?: number | undefined;
+  topP?: number | undefined;
+  maxTokens?: number | undefined;
+  baseModelDir?: string | undefined;
+  /** Ask the server's /v1/models first (default true): it must answer and list the model. */
+  check?: boolean;
+  log?: Logger;
+}
+
+async function assertNewName(prisma: PrismaClient, name: string): Promise<void> {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/.test(name)) {
+    throw new RegistryError(`"${name}" is not a usable version name: use letters, digits, '.', '_' and '-' (at most 80 characters)`);
+  }
+  if (await prisma.policyVersion.findUnique({ where: { name }, select: { id: true } })) {
+    throw new RegistryError(`a policy version named "${name}" already exists: choose another name`);
+  }
+}
+
+/** Registers an endpoint version (status candidate, algorithm 'external'); returns the stored row. */
+export async function registerEndpointVersion(prisma: PrismaClient, r: EndpointRegistration): Promise<PolicyVersion> {
+  await assertNewName(prisma, r.name);
+  const url = endpointBaseUrl(r.url);
+  let contextWindow = r.contextWindow;
+  if (r.check ?? true) {
+    const endpoint = { url, apiKeyEnv: r.apiKeyEnv ?? null };
+    const models = await listModels(endpoint, r.log).catch((err: Error) => {
+      const hint = err instanceof EndpointUnavailableError ? 'is the server running? (register anyway with --no-check)' : 'check the URL and the key';
+      throw new RegistryError(`${url} did not answer GET /models: ${err.message}; ${hint}`);
+    });
+    const card = models.find((m) => m.id === r.model);
+    if (!card) throw new RegistryError(`${url} does not serve a model named "${r.model}"; it serves: ${models.map((m) => m.id).join(', ') || 'nothing'}`);
+    contextWindow ??= typeof card.max_model_len === 'number' ? card.max_model_len : undefined;
+  }
+  if (contextWindow === undefined) throw new RegistryError(`give the model's context window (--context-window N): the server did not report one`);
+  if (r.baseModelDir && !existsSync(join(r.baseModelDir, 'tokenizer.json'))) {
+    throw new RegistryError(`${r.baseModelDir} has no tokenizer.json: --base-model-dir must be the served model's Hugging Face directory`);
+  }
+  const candidate = {
+    url,
+    model: r.model,
+    ...(r.apiKeyEnv ? { apiKeyEnv: r.apiKeyEnv } : {}),
+    contextWindow,
+    temperature: r.temperature ?? SERVING_DEFAULTS.temperature,
+    topP: r.topP ?? SERVING_DEFAULTS.topP,
+    maxTokens: r.maxTokens ?? SERVING_DEFAULTS.maxTokens,
+    ...(r.baseModelDir ? { baseModelDir: resolve(r.baseModelDir) } : {}),
+  };
+  const parsed = servingSchema.safeParse(candidate);
+  if (!parsed.success) throw new RegistryError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  if (parsed.data.maxTokens >= parsed.data.contextWindow) {
+    throw new RegistryError(`--max-tokens ${parsed.data.maxTokens} leaves no room for the dialogue in a ${parsed.data.contextWindow}-token window`);
+  }
+  return prisma.policyVersion.create({
+    data: { name: r.name, algorithm: 'external', kind: 'endpoint', checkpointPath: null, serving: parsed.data as Prisma.InputJsonObject },
+  });
+}
+
+export interface AdapterRegistration {
+  name: string;
+  /** The endpoint version whose server serves the base model. */
+  endpoint: PolicyVersion;
+  /** Directory with adapter_config.json and adapter_model.safetensors, as the trainer writes it. */
+  adapterDir: string;
+  algorithm: string;
+  parentId?: string | null;
+  trainingRunId?: string | null;
+  checkpointSha256?: string | null;
+  metrics?: Prisma.InputJsonValue;
+}
+
+/** Registers "adapter A on endpoint E" (status candidate); the adapter's server name is versioned. */
+export async function registerAdapterVersion(prisma: PrismaClient, r: AdapterRegistration): Promise<PolicyVersion> {
+  await assertNewName(prisma, r.name);
+  if (r.endpoint.kind !== 'endpoint') throw new RegistryError(`"${r.endpoint.name}" is a ${r.endpoint.kind} version: adapters are served on an endpoint version`);
+  const base = servingOf(r.endpoint);
+  const { ADAPTER_CONFIG, ADAPTER_WEIGHTS } = await import('../model/lora.ts');
+  for (const f of [ADAPTER_CONFIG, ADAPTER_WEIGHTS]) {
+    if (!existsSync(join(r.adapterDir, f))) throw new RegistryError(`${r.adapterDir} has no ${f}: an adapter version needs a PEFT adapter directory`);
+  }
+  return prisma.$transaction(async (tx) => {
+    const v = await tx.policyVersion.create({
+      data: {
+        name: r.name,
+        algorithm: r.algorithm,
+        kind: 'adapter',
+        checkpointPath: resolve(r.adapterDir),
+        checkpointSha256: r.checkpointSha256 ?? null,
+        parentId: r.parentId ?? null,
+        trainingRunId: r.trainingRunId ?? null,
+        ...(r.metrics !== undefined ? { metrics: r.metrics } : {}),
+      },
+    });
+    const serving: Serving = { ...base, endpointVersionId: r.endpoint.id, adapterName: adapterNameFor(v) };
+    return tx.policyVersion.update({ where: { id: v.id }, data: { serving: serving as Prisma.InputJsonObject } });
+  });
+}

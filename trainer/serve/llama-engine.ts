@@ -1,0 +1,685 @@
+// trainer/serve/: serving a policy (engine contract, llama.cpp engine, GGUF files, OpenAI-compatible server).
+// Files here may import tasks/, prisma/ and trainer/ only (and their npm dependencies).
+//
+// The CPU serving engine: llama.cpp through node-llama-cpp, with continuous batching.
+//
+// Batching. One llama.cpp context holds `maxBatch` sequences, each with its own KV cache. A request takes a free
+// sequence as soon as one is free (synchronously inside generate() when one is) and runs its own evaluate loop
+// on it; node-llama-cpp gathers the pending evaluations of a context's sequences into one llama_decode, so
+// requests that started at different times share forward passes (a new prompt being read and other requests'
+// next tokens go in the same batch). A step barrier (stepBarrier) makes every running sequence ask for its next
+// step together; without it most steps decoded one sequence. One thread a context: on these 2-vCPU machines two
+// were slower (FACTS, "Serving a policy"). A request that finishes, or whose signal aborts, leaves after the
+// step in flight and gives its sequence back (KV cleared); the first waiting request takes it. A request that
+// cannot start waits; generate() throws EngineOverloadedError when `maxQueue` already wait.
+//
+// Adapters. llama.cpp applies LoRA per context, not per sequence, so each adapter in use gets a context of its
+// own (created on first use, `maxBatch` sequences, keyed by the adapter's GGUF path), the base model another;
+// `maxBatch` caps the sequences running over all contexts together and at most `maxContexts` contexts exist at
+// once (an idle one is closed to make room; requests for an adapter without room wait in the queue). A PEFT
+// directory is converted once (cached by sha256, a new path per version, since llama.cpp caches adapters by
+// path); replacing an adapter name sends new requests to the new version while requests accepted before finish
+// on the old one, whose context is closed after them. A .gguf adapter file given directly must likewise get a
+// new path per version.
+//
+// Prompts are the checkpoint's own chat template rendered by trainer/model/chat.ts and encoded by
+// trainer/model/tokenizer.ts, exactly as the tfjs path does; llama.cpp never tokenizes. Completion text is
+// decoded by the same tokenizer.
+//
+// Sampling. Without logprobs, llama.cpp samples natively (greedy at temperature 0; else top-p on the model's
+// distribution, then temperature, then a draw seeded by `seed`). With logprobs, llama.cpp returns the model's
+// full next-token distribution (temperature 1, nothing cut) and the token is drawn in JavaScript by
+// trainer/model/generate.ts's sampleToken and seeded stream, the tfjs path's own sampler, so the reported
+// logprobs are those of the model's distribution (as the tfjs path reports them). A seed reproduces a request
+// exactly as long as the request (logprobs included) is the same.
+//
+// Safety. A GGUF file is validated (gguf-validate.ts) and then loaded once in a child process
+// (llama-probe.mjs) before this process loads it: llama.cpp aborts the process on some malformed files.
+import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stat } from 'node:fs/promises';
+import { getLlama, LlamaLogLevel, TokenBias, type BatchItem, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type PrioritizedBatchItem, type Token } from 'node-llama-cpp';
+import type { Logger } from 'pino';
+import type { ModelConfig } from '../model/architecture.ts';
+import { ChatFormatter } from '../model/chat.ts';
+import { readConfig } from '../model/checkpoint.ts';
+import { seededRandom } from '../../tasks/random.ts';
+import { sampleToken } from '../model/generate.ts';
+import { TextTokenizer } from '../model/tokenizer.ts';
+import { EngineOverloadedError, EngineRequestError } from './engine.ts';
+import type { EngineRequest, EngineResult, EngineStartOptions, EngineStats, EngineStream, EngineToken, ServingEngine } from './engine.ts';
+import { convertAdapterToGguf, convertCheckpointToGguf, type GgufDtype } from './gguf-convert.ts';
+import { validateAdapterGguf, validateModelGguf } from './gguf-validate.ts';
+import { TokenChannel } from './token-channel.ts';
+
+export interface LlamaEngineOptions extends EngineStartOptions {
+  /** Where converted GGUF files are kept (content-addressed). Default: <os tmpdir>/sweetloop-gguf. */
+  cacheDir?: string;
+  /** Tokens each sequence can hold (prompt + completion). Default: min(max_position_embeddings, 4096). */
+  contextSize?: number;
+  /** Contexts alive at once (the base model and each adapter in use take one). Default 2. */
+  maxContexts?: number;
+  /** Storage of the converted matrices. F16 was ~14% faster here (FACTS); F32 is exact. Default F32. */
+  dtype?: GgufDtype;
+  /** Threads per context (default 1: two were slower on the 2-vCPU machines measured). */
+  threads?: number;
+  /** Load each new GGUF file in a child process first (default true). */
+  probe?: boolean;
+  log?: Logger;
+}
+
+/** What stats() reports beyond EngineStats. */
+export interface LlamaEngineStats extends EngineStats {
+  decodeSteps: number;
+  stepSequences: number;
+  /** Steps by how many sequences they decoded: batchSizes[n] = steps that decoded n sequences. */
+  batchSizes: Record<number, number>;
+  /** Prompt and generated tokens that went through forward passes. */
+  tokensDecoded: number;
+  contexts: number;
+}
+
+interface ContextEntry {
+  /** GGUF path of the adapter, '' for the base model. */
+  key: string;
+  context: LlamaContext;
+  free: LlamaContextSequence[];
+  running: number;
+  lastUsed: number;
+  retired: boolean;
+  /** Sequences whose step a batch has decoded but whose result has not reached their loop yet. */
+  awaitingResults: number;
+  /** Loops waiting for the rest of their step's results (see stepBarrier). */
+  barrier: (() => void)[];
+}
+
+interface Job {
+  req: EngineRequest;
+  channel: TokenChannel;
+  promptIds: number[];
+  limit: number;
+  /** GGUF path of the adapter this request was accepted for ('' = base). */
+  adapterKey: string;
+  aborted: boolean;
+  onAbort: () => void;
+}
+
+const ABORTED = Symbol('aborted');
+/** Longest a sequence waits at the step barrier for the other results of its step. */
+const BARRIER_SAFETY_MS = 20;
+let llamaPromise: Promise<Llama> | undefined;
+
+/** The process's llama.cpp binding: the prebuilt CPU binary, never a build or a download. */
+export function loadLlama(): Promise<Llama> {
+  llamaPromise ??= getLlama({ gpu: false, build: 'never', skipDownload: true, logLevel: LlamaLogLevel.warn }).catch((err: unknown) => {
+    llamaPromise = undefined;
+    throw new Error(`node-llama-cpp's prebuilt CPU binary could not be loaded: ${(err as Error).message}`);
+  });
+  return llamaPromise;
+}
+
+const PROBE_SCRIPT = fileURLToPath(new URL('./llama-probe.mjs', import.meta.url));
+const probed = new Set<string>();
+
+/**
+ * Loads a GGUF model (and adapter) once in a child process: resolves when that worked, throws with the child's
+ * last output otherwise. Files are content-addressed, so a success is remembered per path and size.
+ */
+export async function probeGgufInChild(modelPath: string, adapterPath?: string, timeoutMs = 120_000): Promise<void> {
+  const key = `${modelPath}:${(await stat(modelPath)).size}|${adapterPath ? `${adapterPath}:${(await stat(adapterPath)).size}` : ''}`;
+  if (probed.has(key)) return;
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, [PROBE_SCRIPT, modelPath, ...(adapterPath ? [adapterPath] : [])], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // ggml's abort otherwise spends seconds trying to print a backtrace through gdb.
+      env: { ...process.env, GGML_NO_BACKTRACE: '1' },
+    });
+    let out = '';
+    const keep = (b: Buffer) => (out = (out + b.toString()).slice(-2000));
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve();
+      else {
+        const what = adapterPath ? `${adapterPath} (on ${modelPath})` : modelPath;
+        reject(new Error(`llama.cpp could not load ${what}: the probe process ${signal ? `was killed by ${signal}` : `exited with ${code}`}: ${out.trim().split('\n').slice(-4).join(' | ')}`));
+      }
+    });
+  });
+  probed.add(key);
+}
+
+function withLogprobs(t: EngineToken, logprob: number | undefined, top: EngineToken['top']): EngineToken {
+  if (logprob !== undefined) t.logprob = logprob;
+  if (top) t.top = top;
+  return t;
+}
+
+/**
+ * Streams a completion's text as it grows, holding back what may still turn into a stop string or a UTF-8
+ * character. The text is decoded from the token ids by the model's tokenizer; ids before `anchor` are already
+ * text (`stable`) and were cut at a character boundary, so only the tail is decoded again.
+ */
+export class CompletionText {
+  private readonly ids: number[] = [];
+  private anchor = 0;
+  private stable = '';
+  private emitted = 0;
+  private searched = 0;
+  private readonly longestStop: number;
+
+  constructor(private readonly decode: (ids: number[]) => string, private readonly stops: readonly string[]) {
+    this.longestStop = stops.reduce((m, s) => Math.max(m, s.length), 0);
+  }
+
+  /** Adds a token; returns the text it releases, and whether a stop string ended the completion. */
+  push(id: number): { text: string; stopped: boolean } {
+    this.ids.push(id);
+    const tail = this.decode(this.ids.slice(this.anchor));
+    const full = this.stable + tail;
+    // Byte-level tokens split characters: a trailing U+FFFD may still become a character.
+    let partial = 0;
+    while (partial < 3 && partial < tail.length && tail[tail.length - 1 - partial] === '\uFFFD') partial++;
+    if (partial === 0) {
+      this.stable = full;
+      this.anchor = this.ids.length;
+    }
+    if (this.stops.length === 0) return { text: this.release(full, full.length - partial), stopped: false };
+    const from = Math.max(0, this.searched - this.longestStop - 3);
+    let cut = -1;
+    for (const s of this.stops) {
+      const at = full.indexOf(s, from);
+      if (at >= 0 && (cut < 0 || at < cut)) cut = at;
+    }
+    this.searched = full.length;
+    if (cut >= 0) return { text: this.release(full, cut), stopped: true };
+    // Hold back the longest end of the text that begins some stop string.
+    let hold = 0;
+    for (const s of this.stops) {
+      for (let k = Math.min(s.length - 1, full.length); k > hold; k--) {
+        if (full.endsWith(s.slice(0, k))) {
+          hold = k;
+          break;
+        }
+      }
+    }
+    return { text: this.release(full, full.length - Math.max(hold, partial)), stopped: false };
+  }
+
+  /** Everything not yet released (the end of a completion that no stop string cut). */
+  flush(): string {
+    const full = this.stable + (this.anchor < this.ids.length ? this.decode(this.ids.slice(this.anchor)) : '');
+    return this.release(full, full.length);
+  }
+
+  private release(full: string, end: number): string {
+    if (end <= this.emitted) return '';
+    const piece = full.slice(this.emitted, end);
+    this.emitted = end;
+    return piece;
+  }
+}
+
+export class LlamaCppEngine implements ServingEngine {
+  readonly modelName: string;
+  private readonly maxBatch: number;
+  private readonly maxQueue: number;
+  private readonly maxContexts: number;
+  private readonly contexts = new Map<string, ContextEntry>();
+  private readonly creating = new Map<string, Promise<void>>();
+  private readonly adapterPaths = new Map<string, string>();
+  private readonly queue: Job[] = [];
+  private running = 0;
+  private closed = false;
+  private idleWaiters: (() => void)[] = [];
+  private readonly eos: Set<number>;
+  private readonly sampleable: number;
+  private readonly tokenBias: TokenBias | undefined;
+  private counters = { decodeSteps: 0, stepSequences: 0, tokensDecoded: 0, batchSizes: {} as Record<number, number> };
+
+  private constructor(
+    private readonly options: LlamaEngineOptions,
+    private readonly config: ModelConfig,
+    private readonly tokenizer: TextTokenizer,
+    private readonly chat: ChatFormatter,
+    private readonly model: LlamaModel,
+    readonly ggufPath: string,
+    readonly contextSize: number,
+  ) {
+    this.modelName = options.modelName;
+    this.maxBatch = options.maxBatch;
+    this.maxQueue = options.maxQueue;
+    this.maxContexts = options.maxContexts ?? 2;
+    this.eos = new Set(tokenizer.eosTokenIds);
+    this.sampleable = Math.min(config.vocabSize, tokenizer.vocabSize);
+    // Embedding rows past the tokenizer (Qwen2 pads its vocabulary) can never be decoded: never sample them.
+    if (this.sampleable < config.vocabSize) {
+      this.tokenBias = new TokenBias(model.tokenizer);
+      for (let id = this.sampleable; id < config.vocabSize; id++) this.tokenBias.set(id as Token, 'never');
+    }
+  }
+
+  /** Converts (cached) and validates the checkpoint's GGUF, probes it in a child process, loads it. */
+  static async start(options: LlamaEngineOptions): Promise<LlamaCppEngine> {
+    if (!Number.isInteger(options.maxBatch) || options.maxBatch < 1) throw new Error(`maxBatch must be a positive integer, got ${options.maxBatch}`);
+    if (!Number.isInteger(options.maxQueue) || options.maxQueue < 0) throw new Error(`maxQueue must be a non-negative integer, got ${options.maxQueue}`);
+    const config = await readConfig(options.checkpointDir);
+    const tokenizer = await TextTokenizer.load(options.checkpointDir);
+    const chat = ChatFormatter.fromTokenizer(tokenizer);
+    const cacheDir = options.cacheDir ?? path.join(tmpdir(), 'sweetloop-gguf');
+    const conv = await convertCheckpointToGguf(options.checkpointDir, { cacheDir }, { dtype: options.dtype ?? 'F32' });
+    await validateModelGguf(conv.path, config);
+    if (options.probe ?? true) await probeGgufInChild(conv.path);
+    const llama = await loadLlama();
+    const model = await llama.loadModel({ modelPath: conv.path, gpuLayers: 0 });
+    const contextSize = Math.min(options.contextSize ?? 4096, config.maxPositionEmbeddings);
+    options.log?.info({ gguf: conv.path, converted: conv.converted, maxBatch: options.maxBatch, contextSize }, 'llama.cpp engine loaded');
+    const engine = new LlamaCppEngine({ ...options, cacheDir }, config, tokenizer, chat, model, conv.path, contextSize);
+    // The base model's context up front: the first request should not wait for it.
+    try {
+      engine.contexts.set('', await engine.createContext(''));
+    } catch (err) {
+      await model.dispose();
+      throw err;
+    }
+    return engine;
+  }
+
+  stats(): LlamaEngineStats {
+    return {
+      running: this.running,
+      queued: this.queue.length,
+      maxBatch: this.maxBatch,
+      maxQueue: this.maxQueue,
+      decodeSteps: this.counters.decodeSteps,
+      stepSequences: this.counters.stepSequences,
+      batchSizes: { ...this.counters.batchSizes },
+      tokensDecoded: this.counters.tokensDecoded,
+      contexts: this.contexts.size,
+    };
+  }
+
+  adapters(): string[] {
+    return [...this.adapterPaths.keys()];
+  }
+
+  /**
+   * Makes an adapter available under `name`: a PEFT directory (converted to GGUF, cached by sha256) or a GGUF
+   * file. Loading the same source again is a no-op; a new source replaces the old for new requests only.
+   */
+  async loadAdapter(name: string, source: string): Promise<void> {
+    let ggufPath: string;
+    if ((await stat(source)).isDirectory()) {
+      ggufPath = (await convertAdapterToGguf(source, this.config, { cacheDir: this.options.cacheDir! }, { dtype: this.options.dtype ?? 'F32' })).path;
+    } else ggufPath = path.resolve(source);
+    await validateAdapterGguf(ggufPath, this.config);
+    if (this.options.probe ?? true) await probeGgufInChild(this.ggufPath, ggufPath);
+    const old = this.adapterPaths.get(name);
+    this.adapterPaths.set(name, ggufPath);
+    if (old && old !== ggufPath) this.retireIfUnused(old);
+    this.options.log?.info({ adapter: name, gguf: ggufPath }, 'adapter loaded');
+  }
+
+  async unloadAdapter(name: string): Promise<void> {
+    const old = this.adapterPaths.get(name);
+    if (old === undefined) return;
+    this.adapterPaths.delete(name);
+    this.retireIfUnused(old);
+  }
+
+  /** Closes the context of an adapter path no name points to any more, once its requests have finished. */
+  private retireIfUnused(key: string): void {
+    if ([...this.adapterPaths.values()].includes(key)) return;
+    if (this.queue.some((j) => j.adapterKey === key)) return;
+    const entry = this.contexts.get(key);
+    if (!entry) return;
+    // Out of the map at once (no new request gets it); closed when its last request has finished.
+    this.contexts.delete(key);
+    entry.retired = true;
+    if (entry.running === 0) void this.disposeContext(entry);
+  }
+
+  generate(req: EngineRequest): EngineStream {
+    if (this.closed) throw new Error(`the llama.cpp engine for ${this.modelName} is closed`);
+    let adapterKey = '';
+    if (req.adapter !== null) {
+      const p = this.adapterPaths.get(req.adapter);
+      if (p === undefined) throw new EngineRequestError(`no adapter named "${req.adapter}" is loaded`);
+      adapterKey = p;
+    }
+    if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) throw new EngineRequestError(`max_tokens must be a positive integer, got ${req.maxTokens}`);
+    if (!Number.isFinite(req.temperature) || req.temperature < 0) throw new EngineRequestError(`temperature must be >= 0, got ${req.temperature}`);
+    if (!Number.isFinite(req.topP) || req.topP <= 0 || req.topP > 1) throw new EngineRequestError(`top_p must be in (0, 1], got ${req.topP}`);
+    if (req.stop?.some((s) => s.length === 0)) throw new EngineRequestError('stop strings must not be empty');
+    let promptIds: number[];
+    try {
+      promptIds = this.tokenizer.encode(this.chat.format(req.messages, { addGenerationPrompt: true }));
+    } catch (err) {
+      throw new EngineRequestError(`the messages cannot be formatted: ${(err as Error).message}`);
+    }
+    if (promptIds.length === 0) throw new EngineRequestError('the prompt is empty');
+    if (promptIds.length >= this.contextSize) {
+      throw new EngineRequestError(`the prompt has ${promptIds.length} tokens; each sequence holds ${this.contextSize}`);
+    }
+    const channel = new TokenChannel();
+    const job: Job = {
+      req,
+      channel,
+      promptIds,
+      limit: Math.min(req.maxTokens, this.contextSize - promptIds.length),
+      adapterKey,
+      aborted: false,
+      onAbort: () => {
+        job.aborted = true;
+        const i = this.queue.indexOf(job);
+        if (i >= 0) {
+          this.queue.splice(i, 1);
+          channel.end({ promptTokens: promptIds.length, completionTokens: 0, finishReason: 'abort' });
+          this.notifyIdle();
+        }
+      },
+    };
+    if (req.signal.aborted) {
+      channel.end({ promptTokens: promptIds.length, completionTokens: 0, finishReason: 'abort' });
+      return channel;
+    }
+    this.queue.push(job);
+    this.pump();
+    // Exact: it waits only if it could not start, and it may wait only if fewer than maxQueue already do.
+    if (this.queue.length > this.maxQueue && this.queue.includes(job)) {
+      this.queue.splice(this.queue.indexOf(job), 1);
+      throw new EngineOverloadedError(`the queue is full (${this.queue.length} waiting, ${this.maxQueue} allowed, ${this.running} decoding)`);
+    }
+    req.signal.addEventListener('abort', job.onAbort, { once: true });
+    return channel;
+  }
+
+  /**
+   * Starts waiting requests while sequences are free, in arrival order (a request whose adapter has no context
+   * yet does not hold up the others). Synchronous where the context exists, so a request that can start has
+   * started when generate() returns; a missing context is created in the background and pump() runs again.
+   */
+  private pump(): void {
+    const blocked = new Set<string>();
+    for (const job of [...this.queue]) {
+      if (this.running >= this.maxBatch) break;
+      if (blocked.has(job.adapterKey)) continue;
+      const entry = this.contexts.get(job.adapterKey);
+      const seq = entry?.free.pop();
+      if (!entry || !seq) {
+        blocked.add(job.adapterKey);
+        if (!entry) this.ensureContext(job.adapterKey);
+        continue;
+      }
+      this.queue.splice(this.queue.indexOf(job), 1);
+      this.running++;
+      entry.running++;
+      void this.run(job, entry, seq);
+    }
+  }
+
+  /** Creates the context for `key` if there is room (closing the least recently used idle one if needed). */
+  private ensureContext(key: string): void {
+    if (this.creating.has(key) || this.closed) return;
+    if (this.contexts.size + this.creating.size >= this.maxContexts) {
+      const idle = [...this.contexts.values()].filter((e) => e.running === 0).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      // No room: the next request to finish calls pump() again.
+      if (!idle) return;
+      void this.disposeContext(idle);
+    }
+    const creation = this.createContext(key).then(
+      (entry) => {
+        this.contexts.set(key, entry);
+      },
+      (err: unknown) => {
+        const error = new Error(`llama.cpp could not create a context${key ? ` with adapter ${key}` : ''}: ${(err as Error).message}`);
+        for (const job of this.queue.filter((j) => j.adapterKey === key)) {
+          this.queue.splice(this.queue.indexOf(job), 1);
+          job.req.signal.removeEventListener('abort', job.onAbort);
+          job.channel.fail(error);
+        }
+      },
+    );
+    this.creating.set(
+      key,
+      creation.finally(() => {
+        this.creating.delete(key);
+        this.pump();
+        this.notifyIdle();
+      }),
+    );
+  }
+
+  private async createContext(key: string): Promise<ContextEntry> {
+    const entry = { key, free: [], running: 0, lastUsed: Date.now(), retired: false, awaitingResults: 0, barrier: [] } as unknown as ContextEntry;
+    entry.context = await this.model.createContext({
+      sequences: this.maxBatch,
+      contextSize: this.contextSize,
+      threads: this.options.threads ?? 1,
+      failedCreationRemedy: false,
+      batching: { itemPrioritizationStrategy: (o) => this.recordStep(entry, o) },
+      ...(key ? { lora: { adapters: [{ filePath: key, scale: 1 }] } } : {}),
+    });
+    for (let i = 0; i < this.maxBatch; i++) entry.free.push(entry.context.getSequence());
+    this.options.log?.debug({ adapter: key || null, sequences: this.maxBatch }, 'llama.cpp context created');
+    return entry;
+  }
+
+  /**
+   * Continuous batching needs every running sequence's next token in the same llama_decode. node-llama-cpp
+   * samples each sequence's token on the thread pool after a decode, and its dispatch loop decodes whatever is
+   * queued as soon as the last sample is in: left alone, the sequence that finished sampling first re-queues
+   * early and most steps decode one sequence (measured: 46 of 47 steps for two requests). So a loop that has
+   * its token waits here until every result of the step has been delivered, plus one event-loop turn (the
+   * dispatch loop has ended by then); then all ask for their next step together and share one batch.
+   */
+  private async stepBarrier(entry: ContextEntry): Promise<void> {
+    if (entry.awaitingResults <= 0) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      entry.barrier.push(resolve);
+      // A safety net against a result that never arrives: never hold a sequence for long.
+      setTimeout(resolve, BARRIER_SAFETY_MS).unref();
+    });
+  }
+
+  private stepResolved(entry: ContextEntry): void {
+    entry.awaitingResults = Math.max(0, entry.awaitingResults - 1);
+    if (entry.awaitingResults > 0 || entry.barrier.length === 0) return;
+    const waiting = entry.barrier.splice(0);
+    setImmediate(() => waiting.forEach((f) => f()));
+  }
+
+  /**
+   * node-llama-cpp asks this, once per llama_decode, which pending tokens go into the batch: every sequence gets
+   * an equal share of the batch (the rest to the first ones), as its "maximumParallelism" strategy does. Here is
+   * also where a step is counted, with the number of sequences it decodes.
+   */
+  private recordStep(entry: ContextEntry, { items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] {
+    const out: PrioritizedBatchItem[] = [];
+    let left = size;
+    const share = Math.max(1, Math.floor(size / Math.max(1, items.length)));
+    for (const item of items) {
+      if (left <= 0) break;
+      const n = Math.min(item.tokens.length, share, left);
+      out.push({ item, processAmount: n });
+      left -= n;
+    }
+    for (const p of out) {
+      if (left <= 0) break;
+      const more = Math.min(p.item.tokens.length - p.processAmount, left);
+      p.processAmount += more;
+      left -= more;
+    }
+    const seqs = out.filter((p) => p.processAmount > 0).length;
+    // Items taken whole get their result after this step (a prompt cut into chunks only after its last one).
+    entry.awaitingResults += out.filter((p) => p.processAmount === p.item.tokens.length).length;
+    if (seqs > 0) {
+      this.counters.decodeSteps++;
+      this.counters.stepSequences += seqs;
+      this.counters.batchSizes[seqs] = (this.counters.batchSizes[seqs] ?? 0) + 1;
+      this.counters.tokensDecoded += size - left;
+    }
+    return out;
+  }
+
+  private async disposeContext(entry: ContextEntry): Promise<void> {
+    if (this.contexts.get(entry.key) === entry) this.contexts.delete(entry.key);
+    entry.retired = true;
+    if (!entry.context.disposed) await entry.context.dispose();
+  }
+
+  private async run(job: Job, entry: ContextEntry, seq: LlamaContextSequence): Promise<void> {
+    let outcome: { result: EngineResult } | { error: unknown };
+    try {
+      outcome = { result: await this.decode(job, entry, seq) };
+    } catch (err) {
+      outcome = job.aborted ? { result: { promptTokens: job.promptIds.length, completionTokens: 0, finishReason: 'abort' } } : { error: err };
+    }
+    job.req.signal.removeEventListener('abort', job.onAbort);
+    // The request has left the batch: counters first, so that stats() agree with a result the client sees.
+    entry.running--;
+    entry.lastUsed = Date.now();
+    this.running--;
+    if ('result' in outcome) job.channel.end(outcome.result);
+    else job.channel.fail(outcome.error);
+    try {
+      await seq.clearHistory();
+      entry.free.push(seq);
+    } catch (err) {
+      if (!entry.retired) this.options.log?.warn({ err }, 'a llama.cpp sequence could not be cleared; its context is retired');
+      entry.retired = true;
+      if (this.contexts.get(entry.key) === entry) this.contexts.delete(entry.key);
+    }
+    if (entry.retired && entry.running === 0) void this.disposeContext(entry);
+    else if (entry.key) this.retireIfUnused(entry.key);
+    this.pump();
+    this.notifyIdle();
+  }
+
+  /** Runs one request on its sequence; streams its tokens and returns its totals (the caller ends the stream). */
+  private async decode(job: Job, entry: ContextEntry, seq: LlamaContextSequence): Promise<EngineResult> {
+    const { req, channel } = job;
+    const jsSampling = req.logprobs && req.temperature > 0;
+    const wantDistribution = req.logprobs && (jsSampling || req.topLogprobs > 0);
+    const seed = req.seed ?? Math.floor(Math.random() * 2 ** 32);
+    const rand = seededRandom(seed, 0);
+    const text = new CompletionText((ids) => this.tokenizer.decode(ids), req.stop ?? []);
+    const iterator = seq.evaluateWithMetadata(
+      job.promptIds as Token[],
+      { probabilities: wantDistribution, confidence: req.logprobs && !wantDistribution },
+      {
+        // Greedy when we sample ourselves: the greedy sampler leaves the distribution as the model gave it.
+        temperature: jsSampling ? 0 : req.temperature,
+        topP: jsSampling ? 1 : req.topP,
+        topK: 0,
+        minP: 0,
+        seed,
+        yieldEogToken: true,
+        ...(this.tokenBias ? { tokenBias: this.tokenBias } : {}),
+      },
+    );
+    let onAbort = () => {};
+    const abort = new Promise<typeof ABORTED>((resolve) => {
+      onAbort = () => resolve(ABORTED);
+      if (req.signal.aborted) resolve(ABORTED);
+      req.signal.addEventListener('abort', onAbort, { once: true });
+    });
+    let completion = 0;
+    let replacement: Token | undefined;
+    let finish: EngineResult['finishReason'] = 'length';
+    try {
+      for (;;) {
+        if (completion > 0) await this.stepBarrier(entry);
+        const next = iterator.next(replacement);
+        next.then(
+          () => this.stepResolved(entry),
+          () => this.stepResolved(entry),
+        );
+        const step = await Promise.race([next, abort]);
+        if (step === ABORTED) {
+          finish = 'abort';
+          break;
+        }
+        if (step.done) {
+          finish = 'stop';
+          break;
+        }
+        const out = step.value as { token: Token; probabilities?: Map<Token, number>; confidence?: number };
+        let token = out.token as number;
+        let logprob: number | undefined;
+        let top: EngineToken['top'];
+        if (wantDistribution) {
+          const probs = out.probabilities!;
+          if (jsSampling) {
+            const logp = new Float64Array(this.config.vocabSize).fill(-Infinity);
+            for (const [id, p] of probs) logp[id] = Math.log(p);
+            token = sampleToken(logp.subarray(0, this.sampleable), req.temperature, req.topP, rand);
+            replacement = token as Token;
+          }
+          logprob = Math.log(probs.get(token as Token) ?? 0);
+          if (req.topLogprobs > 0) {
+            top = [];
+            for (const [id, p] of probs) {
+              if (top.length >= req.topLogprobs) break;
+              top.push({ token: this.tokenizer.decode([id]), logprob: Math.log(p) });
+            }
+          }
+        } else if (req.logprobs && out.confidence !== undefined) logprob = Math.log(out.confidence);
+        completion++;
+        // Every emitted piece belongs to a token with its logprob: text held back (a possible stop string, half a
+        // character) is released with the last token, or with the end-of-sequence token if that ends the text.
+        if (this.eos.has(token)) {
+          finish = 'stop';
+          const rest = text.flush();
+          if (rest) channel.push(withLogprobs({ text: rest }, logprob, top));
+          break;
+        }
+        const piece = text.push(token);
+        const last = !piece.stopped && completion >= job.limit;
+        channel.push(withLogprobs({ text: last ? piece.text + text.flush() : piece.text }, logprob, top));
+        if (piece.stopped) {
+          finish = 'stop';
+          break;
+        }
+        if (last) break;
+      }
+      return { promptTokens: job.promptIds.length, completionTokens: completion, finishReason: finish };
+    } finally {
+      req.signal.removeEventListener('abort', onAbort);
+      // Waits for a step still in flight (after an abort) before the sequence is cleared and reused.
+      await iterator.return(undefined);
+    }
+  }
+
+  private notifyIdle(): void {
+    if (this.running > 0 || this.queue.length > 0) return;
+    const w = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const f of w) f();
+  }
+
+  /** Ends waiting requests with 'abort', lets running ones finish, then frees the model. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const job of this.queue.splice(0)) {
+      job.req.signal.removeEventListener('abort', job.onAbort);
+      job.channel.end({ promptTokens: job.promptIds.length, completionTokens: 0, finishReason: 'abort' });
+    }
+    if (this.running > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    for (const p of this.creating.values()) await p.catch(() => undefined);
+    for (const entry of [...this.contexts.values()]) await this.disposeContext(entry);
+    await this.model.dispose();
+  }
+}

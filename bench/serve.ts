@@ -188,6 +188,12 @@ interface PhaseResult {
   sessions: number;
   requests: number;
   tokens: number;
+  /** Prompt tokens of the requests (the whole dialogue, every turn): the other half of the work. */
+  promptTokens: number;
+  /** Of those, tokens the engine found in a sequence's KV cache and did not evaluate again (null: not reported). */
+  promptTokensReused: number | null;
+  /** CPU time of this process (server, engine and its threads, the clients) over the phase. */
+  cpuS: number;
   wallS: number;
   tokensPerS: number;
   ttftP50Ms: number;
@@ -195,6 +201,12 @@ interface PhaseResult {
   turnP50Ms: number;
   turnP99Ms: number;
   meanBatch: number | null;
+}
+
+/** The llama.cpp engine's count of prompt tokens served from its KV caches (prefix reuse); null for others. */
+function reusedPromptTokens(engine: ServingEngine): number | null {
+  const s = engine.stats() as { promptTokensReused?: number };
+  return typeof s.promptTokensReused === 'number' ? s.promptTokensReused : null;
 }
 
 async function runEngine(kind: string, engine: ServingEngine, tasks: TaskRecord[]): Promise<PhaseResult[]> {
@@ -206,18 +218,26 @@ async function runEngine(kind: string, engine: ServingEngine, tasks: TaskRecord[
     await session(client, engine.modelName, tasks[0]!, 1);
     for (const n of SESSIONS) {
       const before = await scrape(server.url);
+      const reusedBefore = reusedPromptTokens(engine);
+      const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       const records = (await Promise.all(tasks.slice(0, n).map((task, i) => session(client, engine.modelName, task, 1000 * i)))).flat();
       const wallS = (performance.now() - t0) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      const reusedAfter = reusedPromptTokens(engine);
       const after = await scrape(server.url);
       const steps = (after.get('sweetloop_serve_decode_steps_total') ?? 0) - (before.get('sweetloop_serve_decode_steps_total') ?? 0);
       const seqs = (after.get('sweetloop_serve_step_sequences_total') ?? 0) - (before.get('sweetloop_serve_step_sequences_total') ?? 0);
       const tokens = records.reduce((s, r) => s + r.tokens, 0);
+      const promptTokens = (after.get('sweetloop_serve_prompt_tokens_total') ?? 0) - (before.get('sweetloop_serve_prompt_tokens_total') ?? 0);
       const r: PhaseResult = {
         engine: kind,
         sessions: n,
         requests: records.length,
         tokens,
+        promptTokens,
+        promptTokensReused: reusedBefore === null || reusedAfter === null ? null : reusedAfter - reusedBefore,
+        cpuS: (cpu.user + cpu.system) / 1e6,
         wallS,
         tokensPerS: tokens / wallS,
         ttftP50Ms: pct(records.map((x) => x.ttftMs), 50),
@@ -259,13 +279,16 @@ async function main(): Promise<void> {
   }
 
   const fmt = (x: number, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
-  const header = ['engine', 'sessions', 'requests', 'tokens', 'tokens/s', 'TTFT p50 ms', 'TTFT p99 ms', 'turn p50 ms', 'turn p99 ms', 'mean batch'];
+  const header = ['engine', 'sessions', 'requests', 'prompt tokens', 'of them cached', 'tokens', 'tokens/s', 'CPU s', 'TTFT p50 ms', 'TTFT p99 ms', 'turn p50 ms', 'turn p99 ms', 'mean batch'];
   const rows = all.map((r) => [
     r.engine,
     String(r.sessions),
     String(r.requests),
+    String(r.promptTokens),
+    r.promptTokensReused === null ? '-' : String(r.promptTokensReused),
     String(r.tokens),
     fmt(r.tokensPerS, 1),
+    fmt(r.cpuS, 1),
     fmt(r.ttftP50Ms),
     fmt(r.ttftP99Ms),
     fmt(r.turnP50Ms),

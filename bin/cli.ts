@@ -9,6 +9,7 @@ import { registerExportCommands } from './commands/export.ts';
 import { registerImportCommands } from './commands/import.ts';
 import { registerModelCommands } from './commands/model.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
+import { registerPrivacyCommands } from './commands/privacy.ts';
 import { registerServeCommands } from './commands/serve.ts';
 import { registerTasksCommands } from './commands/tasks.ts';
 import { registerTrainerCommands } from './commands/trainer.ts';
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerPolicyCommands(program); // policy add|list
   registerImportCommands(program); // import-sessions
   registerServeCommands(program); // serve
+  registerPrivacyCommands(program); // privacy delete|withdraw
   return program;
 }
 

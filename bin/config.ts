@@ -41,6 +41,12 @@ export const configSchema = z.object({
   // --- model and training ---
   TFJS_BACKEND: z.enum(['tensorflow', 'wasm', 'cpu']).optional().describe('Force a tfjs backend; fails loudly when unavailable.'),
   POLICY_MODEL_DIR: z.string().optional().describe('Hugging Face model directory of the initial policy. Unset: the built-in starter policy.'),
+  LOCAL_SERVE_ENGINE: z
+    .enum(['llama', 'tfjs'], { message: 'expected llama or tfjs' })
+    .default('llama')
+    .describe('Engine of the OpenAI-compatible server the bot starts in its own process for checkpoint versions (see "sweetloop serve" in README.md): `llama` (llama.cpp, batched; falls back to tfjs, saying why once, when it cannot load) or `tfjs` (one request at a time).'),
+  LOCAL_SERVE_MAX_BATCH: positiveInt.max(1024, 'expected at most 1024').default(32).describe('Most sequences the bot\'s local server decodes together per checkpoint version.'),
+  LOCAL_SERVE_MAX_QUEUE: z.coerce.number({ message: 'expected a number' }).int('expected an integer').min(0, 'expected an integer >= 0').default(256).describe('Requests waiting beyond the batch before the bot\'s local server answers 429 (the bot\'s chat client then retries).'),
   CHECKPOINT_DIR: z.string().default('./data/checkpoints').describe('Where policy checkpoints and training state are written.'),
   SEED: z.coerce.number().int().default(1234).describe('Seed for the starter policy and generators.'),
   REWARD_RATING_WEIGHT: unit.default(0).describe('Weight of the human rating in the reward (0 = evaluation score only).'),
@@ -67,6 +73,7 @@ export const configSchema = z.object({
   LIMIT_MESSAGE_CHARS: positiveInt.default(1000).describe('Characters in one reply (the protocol\'s caps per task kind, 400 backend and 1000 frontend, apply too; the lower wins).'),
   HEALTH_PORT: z.coerce.number({ message: 'expected a port number' }).int().min(0).max(65535).default(9464).describe('Port of the bot\'s /health/live, /health/ready and /metrics (Prometheus) endpoints; 0: off.'),
   HEALTH_HOST: z.string().default('0.0.0.0').describe('Address the health and metrics endpoints listen on.'),
+  TRAINER_HEALTH_PORT: z.coerce.number({ message: 'expected a port number' }).int().min(0).max(65535).default(9465).describe('Port of the trainer service\'s /health/live, /health/ready (database reachable) and /metrics; 0: off.'),
   PRIVACY_KEY: z.string().min(16, 'expected at least 16 characters').optional().describe('Secret of the keyed hash that stands for a deleted person (so a ban still applies without their id; never logged). Unset: EXPORT_SALT is used.'),
   PRIVACY_SCAN_DIRS: csv.default(['./data/exports', './data/console']).describe('Comma-separated folders (besides CHECKPOINT_DIR) searched for a deleted person\'s text by /privacy delete and `sweetloop privacy delete`.'),
   SHUTDOWN_DEADLINE_SECONDS: positiveInt.default(30).describe('On SIGTERM the bot stops taking new turns, finishes those in flight and exits within this many seconds, whatever is unreachable.'),
@@ -87,6 +94,7 @@ export const configSchema = z.object({
     .describe('Shown before the first console session (`npm start` without DISCORD_TOKEN, `sweetloop console`); it must be accepted.'),
 
   // --- exports ---
+  EXPORT_DIR: z.string().default('./data/exports').describe('Where `/mod export` writes exports too large to attach to a Discord message (the moderator is told the path).'),
   EXPORT_SALT: z.string().min(8, 'expected at least 8 characters').default('sweetloop-dev-salt').describe('Salt for participant pseudonyms in exports (set your own in production).'),
 });
 

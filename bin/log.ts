@@ -9,7 +9,7 @@ export type { Logger };
 
 export type LogSettings = Pick<Config, 'LOG_LEVEL' | 'LOG_FORMAT'>;
 
-export const REDACTED_PATHS = ['DISCORD_TOKEN', 'SIMULATOR_LLM_KEY', 'EXPORT_SALT', '*.DISCORD_TOKEN', '*.SIMULATOR_LLM_KEY', '*.EXPORT_SALT', 'token', '*.token', 'authorization', '*.authorization'];
+export const REDACTED_PATHS = ['DISCORD_TOKEN', 'SIMULATOR_LLM_KEY', 'EXPORT_SALT', 'PRIVACY_KEY', '*.DISCORD_TOKEN', '*.SIMULATOR_LLM_KEY', '*.EXPORT_SALT', '*.PRIVACY_KEY', 'token', '*.token', 'authorization', '*.authorization', 'exportSalt', '*.exportSalt', 'salt', '*.salt', 'key', '*.key'];
 
 /**
  * The logger of a command. `level` overrides LOG_LEVEL (the console lowers the default `info` to `warn`);

@@ -84,6 +84,26 @@ export interface HealthServer {
   close(): Promise<void>;
 }
 
+/**
+ * The trainer service's metrics: process metrics and the training runs by status (read from the database at
+ * each scrape; kept at their last value while it is unreachable).
+ */
+export function trainerMetrics(runsByStatus: () => Promise<Record<string, number>>): { registry: Registry } {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'sweetloop_trainer_' });
+  new Gauge({
+    name: 'sweetloop_training_runs',
+    help: 'Training runs by status',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      const counts = await runsByStatus().catch(() => null);
+      if (counts) for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
+    },
+  });
+  return { registry };
+}
+
 /** A check that does not answer within this time counts as failed (an unreachable database hangs). */
 const CHECK_TIMEOUT_MS = 2_000;
 
@@ -98,7 +118,7 @@ async function runCheck(check: () => Promise<boolean> | boolean): Promise<boolea
 }
 
 /** Serves /health/live, /health/ready and /metrics on `port` (0: any free port; see the returned port). */
-export async function startHealthServer(o: { port: number; host?: string; metrics: BotMetrics; ready: ReadinessChecks; live?: () => boolean }): Promise<HealthServer> {
+export async function startHealthServer(o: { port: number; host?: string; metrics: { registry: Registry }; ready: ReadinessChecks; live?: () => boolean }): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const json = (status: number, body: unknown) => {

@@ -4,11 +4,13 @@
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../tasks/logger.ts';
+import type { LocalServeSettings } from '../trainer/serve/local.ts';
 import { openDatabase, type Database } from '../prisma/db.ts';
 import { consoleIdentity, ensureDeployedPolicy, migrateDatabase, seedTasksIfEmpty } from './bootstrap.ts';
 import type { Limits } from './limits.ts';
 import { BotMetrics, startHealthServer } from './health.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
+import { serveUntilSignal, untilSignal } from './shutdown.ts';
 
 /** What the bot needs from the configuration (bin/config.ts documents each). */
 export interface BotSettings {
@@ -17,6 +19,8 @@ export interface BotSettings {
   policyModelDir: string | undefined;
   checkpointDir: string;
   seed: number;
+  /** How checkpoint versions are served: by Sweetloop's own server in this process (trainer/serve/local.ts). */
+  localServe: LocalServeSettings;
   maxTurns: number;
   sessionIdleMinutes: number;
   ratingWeight: number;
@@ -25,6 +29,7 @@ export interface BotSettings {
   chromiumPath: string;
   consentText: string;
   exportSalt: string;
+  exportDir: string;
   discord: DiscordSettings | null;
   /** Per-person limits (bot/limits.ts). */
   limits: Limits;
@@ -73,17 +78,9 @@ function runtimeFor(config: BotSettings, db: Database, log: Logger, channel: 'di
     pythonPath: config.pythonPath,
     chromiumPath: config.chromiumPath,
     limits: config.limits,
+    localServe: config.localServe,
     privacy: { key: config.privacy.key, dirs: [config.checkpointDir, ...config.privacy.dirs] },
     ...(observer ? { observer } : {}),
-  });
-}
-
-/** Resolves when the process is asked to stop (SIGINT/SIGTERM). */
-function untilSignal(): Promise<string> {
-  return new Promise((resolve) => {
-    const on = (sig: string) => resolve(sig);
-    process.once('SIGINT', on);
-    process.once('SIGTERM', on);
   });
 }
 
@@ -99,6 +96,8 @@ export async function runDiscord(config: BotSettings, log: Logger, prepared?: Da
     consentText: config.consentText,
     exportSalt: config.exportSalt,
     exportSaltIsDefault: config.exportSaltIsDefault,
+    exportDir: config.exportDir,
+    chromiumPath: config.chromiumPath,
     metrics,
   }, log);
   let stopping = false;
@@ -118,15 +117,17 @@ export async function runDiscord(config: BotSettings, log: Logger, prepared?: Da
   if (health) log.info({ port: health.port }, 'health and metrics served');
   try {
     await bot.start();
-    const sig = await untilSignal();
-    stopping = true;
-    log.info({ signal: sig, deadlineMs: config.shutdownDeadlineMs }, 'stopping: finishing turns in flight');
-    // Whatever hangs (an unreachable database or Discord), the process ends by the deadline.
-    setTimeout(() => {
-      log.warn('shutdown deadline reached; exiting');
-      process.exit(0);
-    }, config.shutdownDeadlineMs).unref();
-    await bot.shutdown(Math.max(1_000, config.shutdownDeadlineMs - 2_000));
+    await serveUntilSignal({
+      service: bot,
+      deadlineMs: config.shutdownDeadlineMs,
+      log,
+      onSignal: () => (stopping = true),
+      close: async () => {
+        await health?.close().catch(() => {});
+        await rt.close();
+        await db.close();
+      },
+    });
   } finally {
     await bot.stop().catch(() => {});
     await health?.close().catch(() => {});

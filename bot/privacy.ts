@@ -76,6 +76,15 @@ export async function deletePerson(prisma: PrismaClient, externalId: string, o: 
       const target = a.target !== null && targets.includes(a.target) ? pseudonym : a.target;
       await tx.auditLog.update({ where: { id: a.id }, data: { actor: a.actor === externalId ? pseudonym : a.actor, target, detail: Prisma.DbNull } });
     }
+    // What they did as a moderator or operator names them by id: the hash stands in.
+    await tx.moderationFlag.updateMany({ where: { resolvedBy: externalId }, data: { resolvedBy: pseudonym } });
+    await tx.experiment.updateMany({ where: { startedBy: externalId }, data: { startedBy: pseudonym } });
+    await tx.experiment.updateMany({ where: { stoppedBy: externalId }, data: { stoppedBy: pseudonym } });
+    if (p) {
+      // Their comparisons of others' sessions and the quality computed from their work go with them.
+      await tx.preference.deleteMany({ where: { raterId: p.id } });
+      await tx.participantQuality.deleteMany({ where: { participantId: p.id } });
+    }
     // A pause switched by them names them too.
     const paused = await tx.setting.findMany({ where: { value: { path: ['by'], equals: externalId } } });
     for (const s of paused) await tx.setting.update({ where: { key: s.key }, data: { value: { ...(s.value as object), by: pseudonym } } });

@@ -1,5 +1,6 @@
-// Builds a session engine from plain settings: the database, the policy watcher, the agent loader (the
-// deployed checkpoint served by the inference worker), the evaluators and the page renderer. Shared by
+// Builds a session engine from plain settings: the database, the policy watcher, the agent loader (checkpoint
+// versions served by Sweetloop's own OpenAI-compatible server, started in this process on first use and following
+// deploys; other versions by their endpoints), the evaluators and the page renderer. Shared by
 // `sweetloop start|bot|console`, the tests and the benchmark, which may swap the agent loader.
 import type { Agent } from '../tasks/agent.ts';
 import type { TaskContent } from '../tasks/model.ts';
@@ -13,6 +14,8 @@ import { BotServices } from './services.ts';
 import type { Evaluate, RenderPage } from './evaluator.ts';
 import { createScorer } from '../tasks/scorer.ts';
 import type { Renderer } from '../tasks/render.ts';
+import type { LocalServeSettings, LocalServing } from '../trainer/serve/local.ts';
+import { SERVE_DEFAULTS } from '../trainer/serve/defaults.ts';
 
 export interface RuntimeOptions {
   channel: Channel;
@@ -29,7 +32,9 @@ export interface RuntimeOptions {
   chromiumPath?: string;
   /** How often the deployed policy is re-read besides NOTIFY (ms). */
   policyPollMs?: number;
-  /** Replaces the default loader (the checkpoint of the policy version, served by the inference worker). */
+  /** How the default loader serves checkpoint versions (engine, batch and queue caps); default: `sweetloop serve`'s. */
+  localServe?: LocalServeSettings;
+  /** Replaces the default loader (checkpoint versions through the local server, others through their endpoints). */
   loadAgent?: (policy: PolicyVersion) => Promise<Agent>;
   /** Replaces the default evaluators. */
   evaluate?: Evaluate;
@@ -51,16 +56,19 @@ export interface Runtime {
   engine: SessionEngine;
   services: BotServices;
   policies: PolicyWatcher;
+  /** The local server of checkpoint versions, once the default loader has started it (null until then). */
+  localServing(): LocalServing | null;
   close(): Promise<void>;
 }
 
 /**
- * The agent of a policy version of any kind (an in-process checkpoint, a model behind an OpenAI-compatible
- * server, or a LoRA adapter loaded into such a server on first use and unloaded once retired).
+ * The agent of a policy version of any kind, always over the OpenAI protocol: a checkpoint served by `local` (this
+ * process's own server), a model behind an OpenAI-compatible server, or a LoRA adapter loaded into such a server
+ * on first use and unloaded once retired.
  */
-export async function defaultLoadAgent(policy: PolicyVersion, db: Database, log?: Logger): Promise<Agent> {
+export async function defaultLoadAgent(policy: PolicyVersion, db: Database, log?: Logger, local?: () => Promise<LocalServing>): Promise<Agent> {
   const { loadAgent } = await import('../trainer/policies/agent-for.ts');
-  return loadAgent(policy, { prisma: db.prisma, ...(log ? { log: log as never } : {}) });
+  return loadAgent(policy, { prisma: db.prisma, ...(log ? { log: log as never } : {}), ...(policy.kind === 'checkpoint' && local ? { local: await local() } : {}) });
 }
 
 export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
@@ -71,6 +79,27 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     const policies = new PolicyWatcher(db, opts.policyPollMs ?? (db.kind === 'pglite' ? 5_000 : 30_000), opts.log);
     await policies.start();
     closers.push(() => policies.stop());
+    // Started on the first checkpoint agent (a runtime with its own loader never listens); from then on it loads
+    // each deployed checkpoint as it is deployed. Closed after the engine, whose agents release their versions.
+    let local: Promise<LocalServing> | null = null;
+    let localNow: LocalServing | null = null;
+    const startLocal = (): Promise<LocalServing> =>
+      (local ??= (async () => {
+        const { LocalServing } = await import('../trainer/serve/local.ts');
+        const s = opts.localServe ?? { engine: SERVE_DEFAULTS.engine, maxBatch: SERVE_DEFAULTS.maxBatch, maxQueue: SERVE_DEFAULTS.maxQueue };
+        const l = await LocalServing.start({ ...s, prisma: db.prisma, ...(opts.log ? { log: opts.log as never } : {}) });
+        localNow = l;
+        await l.follow(policies.deployed);
+        return l;
+      })().catch((err: unknown) => {
+        local = null;
+        throw err;
+      }));
+    closers.push(async () => {
+      const l = await local?.catch(() => null);
+      await l?.close();
+    });
+    policies.onChange((v) => void localNow?.follow(v));
     let render: RenderPage | undefined;
     let renderer: Renderer | null = null;
     if (opts.render === undefined) {
@@ -92,7 +121,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       evaluate = (task, answer) => scorer.evaluate(task, answer);
     }
     const engine = new SessionEngine(
-      { db, policies, loadAgent: opts.loadAgent ?? ((policy) => defaultLoadAgent(policy, db, opts.log)), evaluate, ...(render ? { render } : {}), ...(opts.log ? { log: opts.log } : {}), ...(opts.observer ? { observer: opts.observer } : {}) },
+      { db, policies, loadAgent: opts.loadAgent ?? ((policy) => defaultLoadAgent(policy, db, opts.log, startLocal)), evaluate, ...(render ? { render } : {}), ...(opts.log ? { log: opts.log } : {}), ...(opts.observer ? { observer: opts.observer } : {}) },
       {
         channel: opts.channel,
         maxTurns: opts.maxTurns,
@@ -110,6 +139,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       engine,
       services: new BotServices(db, opts.privacy),
       policies,
+      localServing: () => localNow,
       close: async () => {
         for (const c of closers.reverse()) await c().catch(() => {});
         if (ownDb) await db.close();

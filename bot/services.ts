@@ -1,7 +1,7 @@
 // What the bot's commands may do besides running sessions: moderation, statistics, deploys, exports and the
 // bookkeeping of processed events, each over the database and each retried through an outage. Channels get
 // this object and the engine; neither hands them the database, so no command can write a row by itself.
-import { PassThrough } from 'node:stream';
+import type { ExportRequestInput, ModeratorExport } from './export/options.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import { UniqueViolationError, toDatabaseError } from '../prisma/errors.ts';
@@ -17,15 +17,6 @@ import { offerComparison, recordPreference, PreferenceError, type Comparison, ty
 import { findParticipant, hasConsent } from './consent.ts';
 import { goldShare, setGoldShare } from './gold.ts';
 
-export interface ExportedFile {
-  format: 'sweet-rl' | 'jsonl';
-  sessions: number;
-  turns: number;
-  /** The file, or null when it was larger than the limit given. */
-  data: Buffer | null;
-  bytes: number;
-  card: string;
-}
 
 export class BotServices {
   constructor(
@@ -96,8 +87,9 @@ export class BotServices {
   }
 
   /** Deploys a version for new sessions (the announcement is best effort: the switch has committed). */
-  deploy(actor: string, name: string, onWaiting?: () => unknown): Promise<PolicyVersion> {
-    return this.retry(() => deployPolicyByName(this.db, actor, name, { notify: 'best-effort' }), onWaiting);
+  deploy(actor: string | Actor, name: string, onWaiting?: () => unknown): Promise<PolicyVersion> {
+    const a = actorOf(actor);
+    return this.retry(() => deployPolicyByName(this.db, a.id, name, { notify: 'best-effort', guildId: a.guildId }), onWaiting);
   }
 
   /** Starts an A/B experiment of `candidate` against the deployed version (audited); `share` in (0, 1). */
@@ -154,8 +146,9 @@ export class BotServices {
     await this.retry(() => recordPreference(this.db.prisma, preferenceId, p.id, choice), onWaiting);
   }
 
-  rollback(actor: string, onWaiting?: () => unknown): Promise<PolicyVersion> {
-    return this.retry(() => rollbackPolicy(this.db, actor, { notify: 'best-effort' }), onWaiting);
+  rollback(actor: string | Actor, onWaiting?: () => unknown): Promise<PolicyVersion> {
+    const a = actorOf(actor);
+    return this.retry(() => rollbackPolicy(this.db, a.id, { notify: 'best-effort', guildId: a.guildId }), onWaiting);
   }
 
   /**
@@ -174,22 +167,22 @@ export class BotServices {
     return this.retry(() => withdrawConsent(this.db.prisma, externalId), onWaiting);
   }
 
-  /** Exports every exportable session; the file is kept in memory up to `maxBytes` (audited). */
-  async exportSessions(actor: string | Actor, format: 'sweet-rl' | 'jsonl', salt: string, maxBytes: number, onWaiting?: () => unknown): Promise<ExportedFile> {
+  /**
+   * `/mod export`: the same formats and filters as `sweetloop export` (bot/export/options.ts), scoped to the
+   * moderator's guild unless they are an operator. A file over `maxBytes` stays on the server under `serverDir`
+   * and its path comes back instead (audited either way).
+   */
+  async exportSessions(actor: string | Actor, request: ExportRequestInput, o: { salt: string; defaultSalt: boolean; maxBytes: number; serverDir: string; chromiumPath?: string }, onWaiting?: () => unknown): Promise<ModeratorExport> {
     const a = actorOf(actor);
-    // A guild moderator exports their guild's sessions only.
-    const filters = a.operator ? {} : { guildIds: a.guildId ? [a.guildId] : [] };
-    const { exportSessions } = await import('./export/export.ts');
-    const out = new PassThrough();
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    out.on('data', (c: Buffer) => {
-      bytes += c.length;
-      if (bytes <= maxBytes) chunks.push(c);
-    });
-    const result = await this.retry(() => exportSessions(this.db.prisma, { format, salt, filters }, out), onWaiting);
-    await this.retry(() => audit(this.db.prisma, a, 'data.export', null, { format, sessions: result.sessions, bytes, scope: a.operator ? 'all' : 'guild' }), onWaiting);
-    return { format, sessions: result.sessions, turns: result.turns, data: bytes <= maxBytes ? Buffer.concat(chunks) : null, bytes, card: result.cardMarkdown };
+    const { exportForModerator } = await import('./export/options.ts');
+    const scope = a.operator ? {} : { guildIds: a.guildId ? [a.guildId] : [] };
+    const result = await this.retry(() => exportForModerator(this.db.prisma, request, { ...o, scope }), onWaiting);
+    const bytes = result.delivery === 'server' ? result.bytes : result.files.reduce((n, f) => n + f.data.length, 0);
+    await this.retry(
+      () => audit(this.db.prisma, a, 'data.export', null, { format: request.format, sessions: result.sessions, bytes, delivery: result.delivery, scope: a.operator ? 'all' : 'guild' }),
+      onWaiting,
+    );
+    return result;
   }
 }
 

@@ -35,6 +35,8 @@ export interface SwitchOptions {
    * ignored — for callers that must report the committed switch whatever happens to the announcement.
    */
   notify?: 'required' | 'best-effort';
+  /** The Discord guild the switch was asked from (kept in the audit entry). */
+  guildId?: string | null;
 }
 
 /**
@@ -48,7 +50,7 @@ export async function switchDeployedPolicy(db: Database, actor: string, target: 
     await tx.policyVersion.updateMany({ where: { status: 'deployed', id: { not: target.id } }, data: { status: 'retired', retiredAt: now } });
     const v = await tx.policyVersion.update({ where: { id: target.id }, data: { status: 'deployed', deployedAt: now, retiredAt: null } });
     await tx.auditLog.create({
-      data: { actor, action, target: v.name, detail: { versionId: v.id, previous: previous.map((p) => p.name), ...opts.detail } as Prisma.InputJsonObject },
+      data: { actor, action, target: v.name, guildId: opts.guildId ?? null, detail: { versionId: v.id, previous: previous.map((p) => p.name), ...opts.detail } as Prisma.InputJsonObject },
     });
     return v;
   });
@@ -62,7 +64,7 @@ export async function switchDeployedPolicy(db: Database, actor: string, target: 
  * Re-deploys the version deployed before the current one (audit action 'policy.rollback', detail `from` the
  * current version's name). Null when there is none; nothing changes then.
  */
-export async function rollbackDeployedPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify'> = {}): Promise<PolicyVersion | null> {
+export async function rollbackDeployedPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId'> = {}): Promise<PolicyVersion | null> {
   const current = await deployedPolicy(db.prisma);
   const previous = await previouslyDeployedPolicy(db.prisma);
   if (!previous) return null;
@@ -90,7 +92,7 @@ export async function deployPolicyByName(db: Database, actor: string, name: stri
 }
 
 /** Re-deploys the version deployed before the current one; PolicyError when there is none. */
-export async function rollbackPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify'> = {}): Promise<PolicyVersion> {
+export async function rollbackPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId'> = {}): Promise<PolicyVersion> {
   const v = await rollbackDeployedPolicy(db, actor, opts);
   if (!v) throw new PolicyError('There is no earlier deployed version to roll back to.');
   return v;

@@ -43,6 +43,9 @@ describe('docker-compose.yml', () => {
     expect(b.healthcheck?.test.join(' ')).toContain(`127.0.0.1:${port}/health/ready`);
     const grace = Number(/^(\d+)s$/.exec(b.stop_grace_period ?? '')?.[1]);
     expect(grace).toBeGreaterThan(Number(b.environment?.SHUTDOWN_DEADLINE_SECONDS));
+    const tport = trainer.environment?.TRAINER_HEALTH_PORT;
+    expect(tport).toMatch(/^\d+$/);
+    expect(trainer.healthcheck?.test.join(' ')).toContain(`127.0.0.1:${tport}/health/ready`);
   });
 
   it('reserves an NVIDIA GPU for the trainer through a device request', () => {

@@ -5,12 +5,18 @@
 // trajectories of the same task (the best one against each worse one). Candidate messages are then ranked by
 // the critic's mean log-probability (with c) minus the sampling policy's (without c), as the official ranking
 // script does. README "SWEET-RL: differences from the official implementation" lists what differs.
+// The critic is fully fine-tuned, or, in a LoRA run (an 8B base does not fit full fine-tuning), trains LoRA
+// adapters over the frozen base: its checkpoints are then adapters (PEFT layout) and its frozen reference is the
+// base itself, scored with the adapters set aside, so no second copy of the weights is loaded.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import type { TaskContent } from '../tasks/model.ts';
 import type { DialogueTurn } from '../tasks/protocol.ts';
 import type { Trajectory } from './data.ts';
 import { bradleyTerryLoss, meanLogRatio, trajectoryAdvantages } from './losses.ts';
 import type { Decoder } from './model/decoder.ts';
+import { ADAPTER_CONFIG, addLora, loadLora, withoutLora } from './model/lora.ts';
 import { completionLogprobValues } from './model/logprobs.ts';
 import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
@@ -43,6 +49,13 @@ export interface TurnState {
 
 let instances = 0;
 
+/** LoRA settings of a critic that trains adapters (rank, alpha, and the seed of A's initialisation). */
+export interface CriticLora {
+  rank: number;
+  alpha: number;
+  seed?: number;
+}
+
 export class Critic {
   private constructor(
     /** The critic being trained. */
@@ -54,11 +67,31 @@ export class Critic {
 
   /**
    * The critic starts as a copy of `initialDir` (the policy the data came from); `currentDir` resumes a
-   * critic trained earlier (its reference is still the initial copy).
+   * critic trained earlier (its reference is still the initial copy). A `currentDir` holding an adapter
+   * (adapter_config.json) is loaded as that adapter over `initialDir`; otherwise, with `lora`, a fresh critic
+   * gets new adapters over the frozen `initialDir`. A full checkpoint in `currentDir` (a run begun before
+   * critics trained adapters) resumes as full fine-tuning.
    */
-  static async load(initialDir: string, currentDir: string = initialDir): Promise<Critic> {
+  static async load(initialDir: string, currentDir: string = initialDir, opts: { lora?: CriticLora | null } = {}): Promise<Critic> {
     const id = instances++;
-    return new Critic(await loadModel(currentDir, `critic-${id}`, true), initialDir, id);
+    const name = `critic-${id}`;
+    if (currentDir !== initialDir && existsSync(join(currentDir, ADAPTER_CONFIG))) {
+      const m = await loadModel(initialDir, name, false);
+      await adopt(m, () => loadLora(currentDir, m.model));
+      return new Critic(m, initialDir, id);
+    }
+    if (opts.lora && currentDir === initialDir) {
+      const m = await loadModel(initialDir, name, false);
+      const lora = opts.lora;
+      await adopt(m, async () => addLora(m.model, { rank: lora.rank, alpha: lora.alpha, seed: lora.seed ?? 0 }));
+      return new Critic(m, initialDir, id);
+    }
+    return new Critic(await loadModel(currentDir, name, true), initialDir, id);
+  }
+
+  /** True when the critic trains LoRA adapters (its checkpoints are adapters over `initialDir`). */
+  get lora(): boolean {
+    return this.current.model.adapters.size > 0;
   }
 
   get model(): Decoder {
@@ -80,10 +113,16 @@ export class Critic {
   async prepare(data: readonly Trajectory[]): Promise<CriticExample[]> {
     const trajectories = canonicalOrder(data);
     const seqs = trajectories.map((t) => encodeDialogue(this.current, criticDialogue(t.task, t.turns), this.ctx));
+    const ref = await this.referenceTurnLogprobs(seqs);
+    return trajectories.map((t, i) => ({ sessionId: t.sessionId, seq: seqs[i]!, refTurnLogp: ref[i]! }));
+  }
+
+  /** The frozen initial critic's log-probabilities of every agent turn: the base alone for a LoRA critic. */
+  private async referenceTurnLogprobs(seqs: readonly EncodedDialogue[]): Promise<number[][][]> {
+    if (this.lora) return withoutLora(this.current.model, () => turnLogprobValues(this.current.model, seqs, this.pad));
     const reference = await loadModel(this.initialDir, `critic-ref-${this.id}-${instances++}`, false);
     try {
-      const ref = await turnLogprobValues(reference.model, seqs, this.pad);
-      return trajectories.map((t, i) => ({ sessionId: t.sessionId, seq: seqs[i]!, refTurnLogp: ref[i]! }));
+      return await turnLogprobValues(reference.model, seqs, this.pad);
     } finally {
       reference.model.dispose();
     }
@@ -136,6 +175,16 @@ export class Critic {
 
   dispose(): void {
     this.current.model.dispose();
+  }
+}
+
+/** Runs `attach` on a freshly loaded model, freeing the model when it fails (a bad adapter directory). */
+async function adopt(m: LoadedModel, attach: () => Promise<void>): Promise<void> {
+  try {
+    await attach();
+  } catch (err) {
+    m.model.dispose();
+    throw err;
   }
 }
 

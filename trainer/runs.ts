@@ -287,22 +287,27 @@ async function mtdpoPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel
   return t.m;
 }
 
-/** SWEET-RL, phase 1: the critic (sees the reference) learns turn advantages with Bradley-Terry. */
+/**
+ * SWEET-RL, phase 1: the critic (sees the reference) learns turn advantages with Bradley-Terry. In a LoRA run
+ * the critic trains adapters too (same rank), and its checkpoints and result are adapters over the base.
+ */
 async function trainCritic(r: RunState, data: Trajectory[]): Promise<string> {
   const base = r.cfg.fromCheckpoint;
   const criticDir = join(r.dir, 'critic');
   if (r.progress.done.includes('critic')) return criticDir;
   const resume = r.progress.current?.phase === 'critic' ? r.progress.current : undefined;
-  const critic = await Critic.load(base, resume ? resume.dir : base);
+  const lora = r.cfg.train.lora ? { ...r.cfg.train.lora, seed: r.cfg.train.seed } : null;
+  const critic = await Critic.load(base, resume ? resume.dir : base, { lora });
   try {
     const examples = await critic.prepare(data);
     const pairs = criticPairs(data, examples, r.cfg.train.maxPairsPerTask);
-    r.say(`critic: ${pairs.length} trajectory pairs from ${data.length} sessions`);
-    const phase = criticPhase(critic, pairs, { ...r.cfg.train, lora: null });
-    await runUpdates(r, phase, false, resume ? { step: resume.step, dir: resume.dir } : undefined);
+    r.say(`critic: ${pairs.length} trajectory pairs from ${data.length} sessions${critic.lora ? ' (LoRA)' : ''}`);
+    const phase = criticPhase(critic, pairs, r.cfg.train);
+    await runUpdates(r, phase, critic.lora, resume ? { step: resume.step, dir: resume.dir } : undefined);
     phase.dispose();
     await rm(criticDir, { recursive: true, force: true });
-    await saveCheckpoint(criticDir, critic.model);
+    if (critic.lora) await saveLora(criticDir, critic.model);
+    else await saveCheckpoint(criticDir, critic.model);
     await copyTokenizerFiles(base, criticDir);
   } finally {
     critic.dispose();

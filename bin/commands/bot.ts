@@ -49,6 +49,7 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
     policyModelDir: config.POLICY_MODEL_DIR,
     checkpointDir: config.CHECKPOINT_DIR,
     seed: config.SEED,
+    localServe: { engine: config.LOCAL_SERVE_ENGINE, maxBatch: config.LOCAL_SERVE_MAX_BATCH, maxQueue: config.LOCAL_SERVE_MAX_QUEUE, ...(config.TFJS_BACKEND ? { backend: config.TFJS_BACKEND } : {}) },
     maxTurns: config.MAX_TURNS,
     sessionIdleMinutes: config.SESSION_IDLE_MINUTES,
     ratingWeight: config.REWARD_RATING_WEIGHT,
@@ -57,6 +58,7 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
     chromiumPath: config.CHROMIUM_PATH,
     consentText: channel === 'console' ? config.CONSOLE_CONSENT_TEXT : config.CONSENT_TEXT,
     exportSalt: config.EXPORT_SALT,
+    exportDir: config.EXPORT_DIR,
     discord: config.DISCORD_TOKEN
       ? {
           token: config.DISCORD_TOKEN,

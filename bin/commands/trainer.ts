@@ -107,7 +107,7 @@ export function registerTrainerCommands(program: Command): void {
     .option('--preset <name>', 'cpu-small (the starter policy on a CPU) or paper (the paper\'s hyper-parameters)', 'cpu-small')
     .option('--kind <kind>', 'backend or frontend sessions', choice('kind', KINDS), 'backend')
     .option('--max-steps <n>', 'stop each phase after this many updates', intOption('max-steps', 1))
-    .option('--lora <rank>', 'train LoRA adapters of this rank (merged into the published weights)', intOption('lora', 1))
+    .option('--lora <rank>', 'train LoRA adapters of this rank (policy and critic; merged into the published weights, or published as an adapter when training from an endpoint version)', intOption('lora', 1))
     .option('--resume <runId>', 'resume an interrupted run')
     .option('--promote', 'run the promotion gate afterwards')
     .option('--eval-episodes <n>', 'games per version in the promotion gate (default: chosen from PROMOTION_EFFECT and PROMOTION_POWER)', intOption('eval-episodes', 1))
@@ -129,7 +129,27 @@ export function registerTrainerCommands(program: Command): void {
     .option('--kind <kind>', 'backend or frontend', choice('kind', KINDS), 'backend')
     .option('--eval-episodes <n>', 'games per version in the promotion gate (default: chosen from PROMOTION_EFFECT and PROMOTION_POWER)', intOption('eval-episodes', 1))
     .action(async (o) => {
-      await withTrainer(async (db, s) => (await import('../../trainer/cli.ts')).serviceCommand(db, s, o));
+      const { loadConfig } = await import('../config.ts');
+      const { HEALTH_HOST, TRAINER_HEALTH_PORT } = loadConfig();
+      await withTrainer(async (db, s) => {
+        // The service's health and metrics (bot/health.ts): ready when the database answers.
+        const { startHealthServer, trainerMetrics } = await import('../../bot/health.ts');
+        const health = TRAINER_HEALTH_PORT
+          ? await startHealthServer({
+              port: TRAINER_HEALTH_PORT,
+              host: HEALTH_HOST,
+              metrics: trainerMetrics(async () =>
+                Object.fromEntries((await db.prisma.trainingRun.groupBy({ by: ['status'], _count: { _all: true } })).map((g) => [g.status, g._count._all])),
+              ),
+              ready: { database: async () => (await db.prisma.$queryRaw`SELECT 1`, true) },
+            })
+          : null;
+        try {
+          await (await import('../../trainer/cli.ts')).serviceCommand(db, s, o);
+        } finally {
+          await health?.close();
+        }
+      });
     });
 
   program

@@ -27,6 +27,10 @@ export interface DiscordBotOptions {
   exportSalt: string;
   /** EXPORT_SALT is the development default: /mod export refuses to run (pseudonyms would be guessable). */
   exportSaltIsDefault?: boolean;
+  /** Where `/mod export` writes exports too large to attach (the moderator is told the path). */
+  exportDir?: string;
+  /** Chromium for frontend exports' screenshots. */
+  chromiumPath?: string;
   /** How often idle sessions are looked for (ms). */
   expiryCheckMs?: number;
   /** Largest export attached to a message (bytes); larger ones must use the CLI. */

@@ -95,6 +95,8 @@ export interface ModeratorExportOptions {
   serverDir: string;
   chromiumPath?: string;
   now?: Date;
+  /** Filters the requester cannot lift (a guild moderator sees only their guild's sessions). */
+  scope?: Pick<ExportFilters, 'guildIds'>;
 }
 
 export type ModeratorExport = {
@@ -130,7 +132,7 @@ export async function exportForModerator(prisma: PrismaClient, input: ExportRequ
     prisma,
     {
       format: req.format,
-      filters: filtersOf(req),
+      filters: { ...filtersOf(req), ...o.scope },
       salt: o.salt,
       excludeComments: req.excludeComments,
       chatTemplate: req.chatTemplate,

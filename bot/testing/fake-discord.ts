@@ -288,6 +288,18 @@ export class FakeDiscord {
     list.push(msg);
   }
 
+  /** Removes a message the bot posted as if it had never reached Discord (its nonce included). */
+  forget(messageId: string): void {
+    const at = this.shown.findIndex((s) => s.id === messageId);
+    if (at >= 0) this.shown.splice(at, 1);
+    this.messages.delete(messageId);
+    for (const list of this.history.values()) {
+      const i = list.findIndex((m) => m.id === messageId);
+      if (i >= 0) list.splice(i, 1);
+    }
+    for (const [k, v] of this.nonces) if (v === messageId) this.nonces.delete(k);
+  }
+
   /**
    * The next matching request is carried out (a message is created, and announced on the gateway) but its
    * response never comes: the moment a crash right after Discord accepted a post leaves behind. Resolves

@@ -73,6 +73,8 @@ describe.skipIf(!hasScript)('console channel (npm start without DISCORD_TOKEN)',
       expect(s.status).toBe('answered');
       expect(s.turns.map((t) => t.role)).toEqual(['agent', 'human', 'agent']);
       expect(s.turns[1]!.content).toBe('Round to two decimals, please.');
+      // Answered by the bot's own OpenAI-compatible server (trainer/serve/local.ts), llama.cpp engine.
+      expect(s.turns[0]!.provenance).toMatchObject({ engine: 'llama', servedModel: s.policyVersion!.name });
       expect(s.evaluation).not.toBeNull();
       expect(s.evaluation!.testsTotal).toBeGreaterThan(0);
       expect(s.ratings[0]!.value).toBe(2);

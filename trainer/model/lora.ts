@@ -71,6 +71,21 @@ export function mergeLora(decoder: Decoder): void {
   for (const v of decoder.params.values()) v.trainable = true;
 }
 
+/**
+ * Runs `fn` on the base model alone: the adapters are set aside for its duration and put back after, so a
+ * frozen reference (the base without adapters) needs no second copy of the weights. Nothing else may use the
+ * decoder meanwhile.
+ */
+export async function withoutLora<T>(decoder: Decoder, fn: () => Promise<T>): Promise<T> {
+  const adapters = new Map(decoder.adapters);
+  decoder.adapters.clear();
+  try {
+    return await fn();
+  } finally {
+    for (const [module, ad] of adapters) decoder.adapters.set(module, ad);
+  }
+}
+
 /** Adapter weights under PEFT's names. */
 export function loraTensors(decoder: Decoder): Map<string, NamedTensor> {
   const out = new Map<string, NamedTensor>();

@@ -1,5 +1,6 @@
 // trainer/policies/: policy versions and where they are served. A PolicyVersion row becomes something that
-// answers: the in-process checkpoint agent (trainer/model/policy.ts), an agent over any OpenAI-compatible server
+// answers: a checkpoint served by Sweetloop's own server (trainer/serve/local.ts: the bot) or by the in-process
+// tfjs worker (trainer/model/policy.ts: training, simulation), an agent over any OpenAI-compatible server
 // (endpoint-agent.ts, through tasks/chat-client.ts), or a LoRA adapter hot-loaded into a vLLM server
 // (vllm-adapters.ts); registry.ts registers endpoint and adapter versions, serving.ts checks their settings.
 // Files here may import tasks/, prisma/ and trainer/.
@@ -16,8 +17,9 @@ import { AgentUnavailableError, type Agent } from '../../tasks/agent.ts';
 import type { ChatClientOptions, ChatEndpoint } from '../../tasks/chat-client.ts';
 import type { BackendChoice } from '../model/backend.ts';
 import type { PolicyAgentOptions } from '../model/policy.ts';
+import type { LocalCheckpointServer } from '../serve/local.ts';
 import { createEndpointAgent } from './endpoint-agent.ts';
-import { servingOf } from './serving.ts';
+import { SERVING_DEFAULTS, servingOf, type Serving } from './serving.ts';
 import { ensureLoaded, unloadAdapter } from './vllm-adapters.ts';
 
 export interface LoadAgentOptions {
@@ -34,6 +36,11 @@ export interface LoadAgentOptions {
   sampling?: Partial<Pick<PolicyAgentOptions, 'temperature' | 'topP' | 'maxTokens'>>;
   /** Endpoint and adapter versions: timeouts, retries, in-flight cap of the chat client. */
   chat?: ChatClientOptions;
+  /**
+   * Checkpoint versions: serve them through Sweetloop's own OpenAI-compatible server (trainer/serve/local.ts)
+   * and talk to it with the endpoint agent, as to any other server. Unset: the in-process tfjs worker.
+   */
+  local?: LocalCheckpointServer;
   log?: Logger;
 }
 
@@ -46,6 +53,7 @@ export interface LoadedAgent extends Agent {
 }
 
 export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = {}): Promise<LoadedAgent> {
+  if (policy.kind === 'checkpoint' && opts.local) return localCheckpointAgent(policy, opts.local, opts);
   if (policy.kind === 'checkpoint') {
     const { createPolicyAgent } = await import('../model/policy.ts');
     const agent = await createPolicyAgent({
@@ -120,3 +128,53 @@ export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = 
     },
   };
 }
+
+/**
+ * A checkpoint version served by the local server: the endpoint agent asking for `model` = the version's name,
+ * its prompt counted with the checkpoint's tokenizer in the window the engine holds, the reply budget that of the
+ * in-process agent (replyReserve), provenance.engine the engine that answered (llama or tfjs). The version is
+ * loaded before the agent exists and held until close(), whatever is deployed meanwhile.
+ */
+async function localCheckpointAgent(policy: PolicyVersion, local: LocalCheckpointServer, opts: LoadAgentOptions): Promise<LoadedAgent> {
+  const { replyReserve } = await import('../model/policy.ts');
+  const served = await local.acquire(policy);
+  try {
+    const sampling = { ...SERVING_DEFAULTS, ...opts.sampling };
+    const serving: Serving = {
+      url: served.url,
+      model: served.model,
+      contextWindow: served.contextWindow,
+      temperature: sampling.temperature,
+      topP: sampling.topP,
+      maxTokens: replyReserve(served.contextWindow, sampling.maxTokens),
+      baseModelDir: served.checkpointDir,
+    };
+    // The server queues and batches: a reply may wait behind many others, so only the whole-reply deadline applies.
+    const client: ChatClientOptions = { firstTokenTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, totalTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, ...opts.chat };
+    const agent = await createEndpointAgent({ name: policy.name, serving, client, ...(opts.seed !== undefined ? { seed: opts.seed } : {}), ...(opts.log ? { log: opts.log } : {}) });
+    const tagged = (reply: Agent['reply']): Agent['reply'] => async (dialogue, o) => {
+      const r = await reply(dialogue, o);
+      return r.provenance ? { ...r, provenance: { ...r.provenance, engine: served.engine } } : r;
+    };
+    let closed = false;
+    return {
+      name: agent.name,
+      version: policy,
+      reply: tagged(agent.reply),
+      withSeed: (seed) => {
+        const a = agent.withSeed(seed);
+        return { name: a.name, reply: tagged(a.reply) };
+      },
+      async close() {
+        if (closed) return;
+        closed = true;
+        await local.release(policy);
+      },
+    };
+  } catch (err) {
+    await local.release(policy);
+    throw err;
+  }
+}
+
+const LOCAL_REPLY_TIMEOUT_MS = 10 * 60_000;

@@ -4,7 +4,7 @@
 // old engine and new ones go to the new one. Adapter versions are loaded into the engine of their base.
 // Imports: prisma/ (policy store, Database type), trainer/serve (engines, slot), pino's types.
 import { resolve } from 'node:path';
-import type { Logger } from 'pino';
+import type { Logger } from '../../tasks/logger.ts';
 import type { Database } from '../../prisma/db.ts';
 import type { PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import { checkpointOf, deployedPolicy, POLICY_CHANNEL } from '../../prisma/policy-store.ts';

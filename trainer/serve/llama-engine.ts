@@ -3,15 +3,20 @@
 //
 // The CPU serving engine: llama.cpp through node-llama-cpp, with continuous batching.
 //
-// Batching. One llama.cpp context holds `maxBatch` sequences, each with its own KV cache. A request takes a free
-// sequence as soon as one is free (synchronously inside generate() when one is) and runs its own evaluate loop
-// on it; node-llama-cpp gathers the pending evaluations of a context's sequences into one llama_decode, so
-// requests that started at different times share forward passes (a new prompt being read and other requests'
-// next tokens go in the same batch). A step barrier (stepBarrier) makes every running sequence ask for its next
-// step together; without it most steps decoded one sequence. One thread a context: on these 2-vCPU machines two
-// were slower (FACTS, "Serving a policy"). A request that finishes, or whose signal aborts, leaves after the
-// step in flight and gives its sequence back (KV cleared); the first waiting request takes it. A request that
-// cannot start waits; generate() throws EngineOverloadedError when `maxQueue` already wait.
+// Batching. One llama.cpp context holds `maxBatch` + `cachedSequences` sequences, each with its own KV cache
+// (llama.cpp's per-sequence streams: attention reads only the sequence's own cells); at most `maxBatch` decode at
+// once. A request takes a free sequence as soon as one is free (synchronously inside generate() when one is) and
+// runs its own evaluate loop on it; node-llama-cpp gathers the pending evaluations of a context's sequences into
+// one llama_decode, whose contents planBatch (llama-schedule.ts) picks: every generating sequence's next token,
+// then new prompts whole in arrival order. A step barrier (stepBarrier) makes every running sequence ask for its
+// next step together; without it most steps decoded one sequence. One thread a context: on these 2-vCPU machines
+// two were slower (FACTS, "Serving a policy"). A request that finishes, or whose signal aborts, leaves after the
+// step in flight and gives its sequence back with its tokens still cached; the first waiting request takes it.
+// A request that cannot start waits; generate() throws EngineOverloadedError when `maxQueue` already wait.
+//
+// Prefix reuse. Each turn of a dialogue sends the whole dialogue again. A request takes the free sequence whose
+// last request's prompt its own prompt extends, and evaluates only the tokens after the common prefix; other
+// requests take the least recently used free sequence (pickSequence, llama-schedule.ts).
 //
 // Adapters. llama.cpp applies LoRA per context, not per sequence, so each adapter in use gets a context of its
 // own (created on first use, `maxBatch` sequences, keyed by the adapter's GGUF path), the base model another;
@@ -41,7 +46,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stat } from 'node:fs/promises';
 import { getLlama, LlamaLogLevel, TokenBias, type BatchItem, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type PrioritizedBatchItem, type Token } from 'node-llama-cpp';
-import type { Logger } from 'pino';
+import type { Logger } from '../../tasks/logger.ts';
 import type { ModelConfig } from '../model/architecture.ts';
 import { ChatFormatter } from '../model/chat.ts';
 import { readConfig } from '../model/checkpoint.ts';
@@ -52,6 +57,7 @@ import { EngineOverloadedError, EngineRequestError } from './engine.ts';
 import type { EngineRequest, EngineResult, EngineStartOptions, EngineStats, EngineStream, EngineToken, ServingEngine } from './engine.ts';
 import { convertAdapterToGguf, convertCheckpointToGguf, type GgufDtype } from './gguf-convert.ts';
 import { validateAdapterGguf, validateModelGguf } from './gguf-validate.ts';
+import { pickSequence, planBatch } from './llama-schedule.ts';
 import { TokenChannel } from './token-channel.ts';
 
 export interface LlamaEngineOptions extends EngineStartOptions {
@@ -65,6 +71,17 @@ export interface LlamaEngineOptions extends EngineStartOptions {
   dtype?: GgufDtype;
   /** Threads per context (default 1: two were slower on the 2-vCPU machines measured). */
   threads?: number;
+  /**
+   * Most tokens one llama_decode takes (prompts are cut to fit). Default 2048: on the starter, 32 prompts cost
+   * half the CPU time at 2048 than at node-llama-cpp's default of 512 (llama-schedule.ts).
+   */
+  batchSize?: number;
+  /**
+   * Sequences each context keeps beyond `maxBatch` so that finished dialogues' KV caches survive for their next
+   * turn (prefix reuse, llama-schedule.ts); at most `maxBatch` of a context's sequences decode at once. Each
+   * costs `contextSize` KV cells. Default `maxBatch`; 0 still reuses prefixes, among fewer sequences.
+   */
+  cachedSequences?: number;
   /** Load each new GGUF file in a child process first (default true). */
   probe?: boolean;
   log?: Logger;
@@ -78,6 +95,9 @@ export interface LlamaEngineStats extends EngineStats {
   batchSizes: Record<number, number>;
   /** Prompt and generated tokens that went through forward passes. */
   tokensDecoded: number;
+  /** Prompt tokens of started requests found in a sequence's KV cache (not evaluated again), and all of them. */
+  promptTokensReused: number;
+  promptTokens: number;
   contexts: number;
 }
 
@@ -85,7 +105,8 @@ interface ContextEntry {
   /** GGUF path of the adapter, '' for the base model. */
   key: string;
   context: LlamaContext;
-  free: LlamaContextSequence[];
+  /** Sequences no request runs on; each keeps its last request's tokens in its KV cache for prefix reuse. */
+  free: FreeSequence[];
   running: number;
   lastUsed: number;
   retired: boolean;
@@ -93,6 +114,13 @@ interface ContextEntry {
   awaitingResults: number;
   /** Loops waiting for the rest of their step's results (see stepBarrier). */
   barrier: (() => void)[];
+}
+
+interface FreeSequence {
+  seq: LlamaContextSequence;
+  /** Prompt length of the last request that ran on it (0: none, or its state is not to be trusted). */
+  promptLength: number;
+  releasedAt: number;
 }
 
 interface Job {
@@ -243,7 +271,7 @@ export class LlamaCppEngine implements ServingEngine {
   private readonly eos: Set<number>;
   private readonly sampleable: number;
   private readonly tokenBias: TokenBias | undefined;
-  private counters = { decodeSteps: 0, stepSequences: 0, tokensDecoded: 0, batchSizes: {} as Record<number, number> };
+  private counters = { decodeSteps: 0, stepSequences: 0, tokensDecoded: 0, promptTokens: 0, promptTokensReused: 0, batchSizes: {} as Record<number, number> };
 
   private constructor(
     private readonly options: LlamaEngineOptions,
@@ -303,6 +331,8 @@ export class LlamaCppEngine implements ServingEngine {
       stepSequences: this.counters.stepSequences,
       batchSizes: { ...this.counters.batchSizes },
       tokensDecoded: this.counters.tokensDecoded,
+      promptTokens: this.counters.promptTokens,
+      promptTokensReused: this.counters.promptTokensReused,
       contexts: this.contexts.size,
     };
   }
@@ -413,16 +443,19 @@ export class LlamaCppEngine implements ServingEngine {
       if (this.running >= this.maxBatch) break;
       if (blocked.has(job.adapterKey)) continue;
       const entry = this.contexts.get(job.adapterKey);
-      const seq = entry?.free.pop();
-      if (!entry || !seq) {
+      const choice = entry ? pickSequence(entry.free.map((f) => ({ tokens: f.seq.contextTokens, promptLength: f.promptLength, releasedAt: f.releasedAt })), job.promptIds) : null;
+      if (!entry || !choice) {
         blocked.add(job.adapterKey);
         if (!entry) this.ensureContext(job.adapterKey);
         continue;
       }
+      const [free] = entry.free.splice(choice.index, 1);
       this.queue.splice(this.queue.indexOf(job), 1);
       this.running++;
       entry.running++;
-      void this.run(job, entry, seq);
+      this.counters.promptTokens += job.promptIds.length;
+      this.counters.promptTokensReused += choice.keep;
+      void this.run(job, entry, free!.seq, choice.keep);
     }
   }
 
@@ -460,16 +493,19 @@ export class LlamaCppEngine implements ServingEngine {
 
   private async createContext(key: string): Promise<ContextEntry> {
     const entry = { key, free: [], running: 0, lastUsed: Date.now(), retired: false, awaitingResults: 0, barrier: [] } as unknown as ContextEntry;
+    // llama.cpp's limit is 256 sequences a context.
+    const sequences = Math.min(256, this.maxBatch + (this.options.cachedSequences ?? this.maxBatch));
     entry.context = await this.model.createContext({
-      sequences: this.maxBatch,
+      sequences,
       contextSize: this.contextSize,
+      batchSize: Math.min(this.options.batchSize ?? 2048, this.contextSize * sequences),
       threads: this.options.threads ?? 1,
       failedCreationRemedy: false,
       batching: { itemPrioritizationStrategy: (o) => this.recordStep(entry, o) },
       ...(key ? { lora: { adapters: [{ filePath: key, scale: 1 }] } } : {}),
     });
-    for (let i = 0; i < this.maxBatch; i++) entry.free.push(entry.context.getSequence());
-    this.options.log?.debug({ adapter: key || null, sequences: this.maxBatch }, 'llama.cpp context created');
+    for (let i = 0; i < sequences; i++) entry.free.push({ seq: entry.context.getSequence(), promptLength: 0, releasedAt: 0 });
+    this.options.log?.debug({ adapter: key || null, sequences, batchSize: entry.context.batchSize }, 'llama.cpp context created');
     return entry;
   }
 
@@ -501,34 +537,25 @@ export class LlamaCppEngine implements ServingEngine {
   }
 
   /**
-   * node-llama-cpp asks this, once per llama_decode, which pending tokens go into the batch: every sequence gets
-   * an equal share of the batch (the rest to the first ones), as its "maximumParallelism" strategy does. Here is
-   * also where a step is counted, with the number of sequences it decodes.
+   * node-llama-cpp asks this, once per llama_decode, which pending tokens go into the batch: planBatch's order
+   * (every generating sequence's next token, then prompts in arrival order, whole where they fit). Here is also
+   * where a step is counted, with the number of sequences it decodes.
    */
   private recordStep(entry: ContextEntry, { items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] {
+    const amounts = planBatch(items.map((i) => i.tokens.length), size);
     const out: PrioritizedBatchItem[] = [];
-    let left = size;
-    const share = Math.max(1, Math.floor(size / Math.max(1, items.length)));
-    for (const item of items) {
-      if (left <= 0) break;
-      const n = Math.min(item.tokens.length, share, left);
-      out.push({ item, processAmount: n });
-      left -= n;
-    }
-    for (const p of out) {
-      if (left <= 0) break;
-      const more = Math.min(p.item.tokens.length - p.processAmount, left);
-      p.processAmount += more;
-      left -= more;
-    }
-    const seqs = out.filter((p) => p.processAmount > 0).length;
+    let tokens = 0;
+    items.forEach((item, i) => {
+      if (amounts[i]! > 0) out.push({ item, processAmount: amounts[i]! });
+      tokens += amounts[i]!;
+    });
     // Items taken whole get their result after this step (a prompt cut into chunks only after its last one).
     entry.awaitingResults += out.filter((p) => p.processAmount === p.item.tokens.length).length;
-    if (seqs > 0) {
+    if (out.length > 0) {
       this.counters.decodeSteps++;
-      this.counters.stepSequences += seqs;
-      this.counters.batchSizes[seqs] = (this.counters.batchSizes[seqs] ?? 0) + 1;
-      this.counters.tokensDecoded += size - left;
+      this.counters.stepSequences += out.length;
+      this.counters.batchSizes[out.length] = (this.counters.batchSizes[out.length] ?? 0) + 1;
+      this.counters.tokensDecoded += tokens;
     }
     return out;
   }
@@ -539,10 +566,10 @@ export class LlamaCppEngine implements ServingEngine {
     if (!entry.context.disposed) await entry.context.dispose();
   }
 
-  private async run(job: Job, entry: ContextEntry, seq: LlamaContextSequence): Promise<void> {
+  private async run(job: Job, entry: ContextEntry, seq: LlamaContextSequence, keep: number): Promise<void> {
     let outcome: { result: EngineResult } | { error: unknown };
     try {
-      outcome = { result: await this.decode(job, entry, seq) };
+      outcome = { result: await this.decode(job, entry, seq, keep) };
     } catch (err) {
       outcome = job.aborted ? { result: { promptTokens: job.promptIds.length, completionTokens: 0, finishReason: 'abort' } } : { error: err };
     }
@@ -554,8 +581,9 @@ export class LlamaCppEngine implements ServingEngine {
     if ('result' in outcome) job.channel.end(outcome.result);
     else job.channel.fail(outcome.error);
     try {
-      await seq.clearHistory();
-      entry.free.push(seq);
+      // The sequence keeps its tokens for the dialogue's next turn; after a failure nothing of it is trusted.
+      if ('error' in outcome) await seq.clearHistory();
+      entry.free.push({ seq, promptLength: 'error' in outcome ? 0 : job.promptIds.length, releasedAt: performance.now() });
     } catch (err) {
       if (!entry.retired) this.options.log?.warn({ err }, 'a llama.cpp sequence could not be cleared; its context is retired');
       entry.retired = true;
@@ -567,16 +595,21 @@ export class LlamaCppEngine implements ServingEngine {
     this.notifyIdle();
   }
 
-  /** Runs one request on its sequence; streams its tokens and returns its totals (the caller ends the stream). */
-  private async decode(job: Job, entry: ContextEntry, seq: LlamaContextSequence): Promise<EngineResult> {
+  /**
+   * Runs one request on its sequence, whose first `keep` tokens are the prompt's already (prefix reuse): the rest
+   * of the old state is erased and only the prompt after them evaluated. Streams the request's tokens and
+   * returns its totals (the caller ends the stream).
+   */
+  private async decode(job: Job, entry: ContextEntry, seq: LlamaContextSequence, keep: number): Promise<EngineResult> {
     const { req, channel } = job;
+    if (seq.nextTokenIndex > keep) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
     const jsSampling = req.logprobs && req.temperature > 0;
     const wantDistribution = req.logprobs && (jsSampling || req.topLogprobs > 0);
     const seed = req.seed ?? Math.floor(Math.random() * 2 ** 32);
     const rand = seededRandom(seed, 0);
     const text = new CompletionText((ids) => this.tokenizer.decode(ids), req.stop ?? []);
     const iterator = seq.evaluateWithMetadata(
-      job.promptIds as Token[],
+      job.promptIds.slice(keep) as Token[],
       { probabilities: wantDistribution, confidence: req.logprobs && !wantDistribution },
       {
         // Greedy when we sample ourselves: the greedy sampler leaves the distribution as the model gave it.

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Logger } from 'pino';
+import type { Logger } from '../../tasks/logger.ts';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { z } from 'zod';
 import type { ChatMessage } from '../../tasks/agent.ts';

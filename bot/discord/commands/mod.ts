@@ -8,6 +8,10 @@ import { PolicyError } from '../../../prisma/policy-store.ts';
 import { formatStats, ModerationError } from '../../moderation.ts';
 import { ack, say, waitNotice, type BotContext } from '../context.ts';
 import type { SlashCommand } from './types.ts';
+import { ChatTemplateError } from '../../export/chat-template.ts';
+import { EXPORT_FORMATS, ExportError } from '../../export/export.ts';
+import { ExportRequestError, type ExportRequestInput } from '../../export/options.ts';
+import { FilterError } from '../../export/query.ts';
 import { actorFor, authorityOf, mayRun } from '../permissions.ts';
 import { experimentGroup, experimentHandlers } from './mod-experiment.ts';
 import { excludeSubcommand, goldSubcommand, includeSubcommand, participantHandlers, participantsSubcommand } from './mod-participants.ts';
@@ -22,10 +26,26 @@ const definition = new SlashCommandBuilder()
   .addSubcommand((s) =>
     s
       .setName('export')
-      .setDescription('Export the collected sessions as a file')
+      .setDescription('Export the collected sessions (same formats and filters as `sweetloop export`)')
       .addStringOption((o) =>
-        o.setName('format').setDescription('File format (default sweet-rl)').addChoices({ name: 'sweet-rl', value: 'sweet-rl' }, { name: 'jsonl', value: 'jsonl' }),
-      ),
+        o
+          .setName('format')
+          .setDescription('File format (default sweet-rl)')
+          .addChoices(...EXPORT_FORMATS.map((f) => ({ name: f, value: f }))),
+      )
+      .addStringOption((o) => o.setName('kind').setDescription('Task kind (sweet-rl: one kind per file)').addChoices({ name: 'backend', value: 'backend' }, { name: 'frontend', value: 'frontend' }))
+      .addStringOption((o) => o.setName('since').setDescription('Sessions started on or after (e.g. 2026-03-01)'))
+      .addStringOption((o) => o.setName('until').setDescription('Sessions started before (e.g. 2026-04-01)'))
+      .addStringOption((o) => o.setName('policy').setDescription('Only sessions with this policy version'))
+      .addStringOption((o) =>
+        o.setName('status').setDescription('Session status (default answered)').addChoices(...['answered', 'abandoned', 'expired', 'active'].map((v) => ({ name: v, value: v }))),
+      )
+      .addIntegerOption((o) => o.setName('min_rating').setDescription('Only sessions rated at least this').setMinValue(1).setMaxValue(5))
+      .addStringOption((o) =>
+        o.setName('source').setDescription('Who played the collaborator (default human)').addChoices(...['human', 'simulated', 'both'].map((v) => ({ name: v, value: v }))),
+      )
+      .addIntegerOption((o) => o.setName('per_task').setDescription('sweet-rl: tasks with at least K sessions, as K blocks').setMinValue(1))
+      .addStringOption((o) => o.setName('chat_template').setDescription('sweet-rl: llama3 (default) or chatml').addChoices({ name: 'llama3', value: 'llama3' }, { name: 'chatml', value: 'chatml' })),
   )
   .addSubcommand((s) =>
     s.setName('deploy').setDescription('Deploy a policy version').addStringOption((o) => o.setName('version').setDescription('Version name').setRequired(true)),
@@ -39,7 +59,7 @@ const definition = new SlashCommandBuilder()
       .setDescription('Ban a person from sessions')
       .addUserOption((o) => o.setName('user').setDescription('Who').setRequired(true))
       .addStringOption((o) => o.setName('reason').setDescription('Why (kept in the audit log)'))
-      .addBooleanOption((o) => o.setName('everywhere').setDescription('Ban from every server (operators only); default: this server')),
+      .addBooleanOption((o) => o.setName('everywhere').setDescription('Ban from every server (operators only; their default); moderators ban in this server')),
   )
   .addSubcommand((s) => s.setName('unban').setDescription('Lift a ban').addUserOption((o) => o.setName('user').setDescription('Who').setRequired(true)))
   .addSubcommand((s) =>
@@ -83,33 +103,56 @@ const subcommands: Record<string, Handler> = {
   },
 
   async export(ctx, i) {
-    const format = (i.options.getString('format') as 'sweet-rl' | 'jsonl' | null) ?? 'sweet-rl';
     if (ctx.options.exportSaltIsDefault) {
       return say(i, 'Exports are refused: EXPORT_SALT is the development default, so the pseudonyms in an export could be reversed. Set EXPORT_SALT to a long random secret (e.g. `openssl rand -hex 32`) in the bot\'s environment and restart it.');
     }
-    const max = ctx.options.maxExportBytes ?? 8 * 1024 * 1024;
-    const file = await ctx.services.exportSessions(actorOf(ctx, i), format, ctx.options.exportSalt, max, waitNotice(i));
-    if (!file.data) {
-      return say(i, `The export is ${(file.bytes / 1e6).toFixed(1)} MB, over the ${(max / 1e6).toFixed(0)} MB a message can carry. Run \`sweetloop export\` on the server instead.`);
+    const o = i.options;
+    const status = o.getString('status');
+    const request = {
+      format: o.getString('format') ?? 'sweet-rl',
+      ...optional('kind', o.getString('kind')),
+      ...optional('since', o.getString('since')),
+      ...optional('until', o.getString('until')),
+      ...optional('policy', o.getString('policy')),
+      ...(status ? { status: [status] } : {}),
+      ...optional('minRating', o.getInteger('min_rating')),
+      ...optional('source', o.getString('source')),
+      ...optional('perTask', o.getInteger('per_task')),
+      ...optional('chatTemplate', o.getString('chat_template')),
+    } as ExportRequestInput;
+    const maxBytes = ctx.options.maxExportBytes ?? 8 * 1024 * 1024;
+    let r;
+    try {
+      r = await ctx.services.exportSessions(
+        actorOf(ctx, i),
+        request,
+        { salt: ctx.options.exportSalt, defaultSalt: !!ctx.options.exportSaltIsDefault, maxBytes, serverDir: ctx.options.exportDir ?? './data/exports', ...(ctx.options.chromiumPath ? { chromiumPath: ctx.options.chromiumPath } : {}) },
+        waitNotice(i),
+      );
+    } catch (err) {
+      // A bad filter, or a selection the format cannot hold (two kinds in one sweet-rl file): the message says why.
+      if (err instanceof ExportRequestError || err instanceof ExportError || err instanceof FilterError || err instanceof ChatTemplateError) return say(i, err.message);
+      throw err;
     }
-    const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-');
+    const what = `${r.sessions} session(s), ${r.turns} turn(s), format ${request.format}`;
+    if (r.delivery === 'server') {
+      return say(i, `Export: ${what}. It is ${(r.bytes / 1e3).toFixed(1)} kB${request.format === 'hf' ? ' (a folder)' : ''}, more than a message can carry here, so it was written on the server: \`${r.path}\` (dataset card: \`${r.cardPath}\`).`);
+    }
     await i.editReply({
-      content: `Export: ${file.sessions} session(s), ${file.turns} turn(s), format ${format}. The dataset card is attached too.`,
-      files: [
-        new AttachmentBuilder(file.data, { name: `sweetloop-${stamp}.jsonl` }),
-        new AttachmentBuilder(Buffer.from(file.card), { name: `sweetloop-${stamp}.README.md` }),
-      ],
+      content: `Export: ${what}. The dataset card is attached too.`,
+      files: r.files.map((f) => new AttachmentBuilder(f.data, { name: f.name })),
+      allowedMentions: { parse: [] },
     });
   },
 
   async deploy(ctx, i) {
-    const v = await ctx.services.deploy(i.user.id, i.options.getString('version', true), waitNotice(i));
+    const v = await ctx.services.deploy(actorOf(ctx, i), i.options.getString('version', true), waitNotice(i));
     await ctx.engine.refreshPolicy();
     return say(i, `Deployed ${v.name}. New sessions use it; running sessions keep their policy.`);
   },
 
   async rollback(ctx, i) {
-    const v = await ctx.services.rollback(i.user.id, waitNotice(i));
+    const v = await ctx.services.rollback(actorOf(ctx, i), waitNotice(i));
     await ctx.engine.refreshPolicy();
     return say(i, `Rolled back: ${v.name} is deployed again.`);
   },
@@ -126,7 +169,8 @@ const subcommands: Record<string, Handler> = {
 
   async ban(ctx, i) {
     const user = i.options.getUser('user', true);
-    const everywhere = i.options.getBoolean('everywhere') ?? false;
+    // An operator's ban holds everywhere unless they say otherwise; a moderator's in their guild.
+    const everywhere = i.options.getBoolean('everywhere') ?? actorOf(ctx, i).operator;
     const threads = await ctx.services.ban(actorOf(ctx, i), user.id, i.options.getString('reason'), waitNotice(i), everywhere);
     for (const t of threads) await ctx.threads.close(t, 'This session was ended by a moderator.');
     return say(i, `Banned <@${user.id}>${threads.length ? ' and ended their running session' : ''}.`);
@@ -174,4 +218,9 @@ export const mod: SlashCommand = {
 /** The actor behind a /mod interaction (execute has checked there is one). */
 function actorOf(ctx: BotContext, i: ChatInputCommandInteraction) {
   return actorFor(authorityOf(ctx.options, i) ?? 'moderator', i);
+}
+
+/** An option the moderator gave, as a request field; nothing when they did not. */
+function optional<K extends string, V>(key: K, value: V | null): { [P in K]?: V } {
+  return (value === null ? {} : { [key]: value }) as { [P in K]?: V };
 }

@@ -131,7 +131,7 @@ describe('Discord bot, backend session', () => {
   it('refuses a banned person and writes the audit log', async () => {
     const mod = h.fake.user('mod2');
     const carol = h.fake.user('carol');
-    const ban = h.fake.command(mod, 'mod', 'ban', { user: carol, reason: 'spam' }, { moderator: true });
+    const ban = h.fake.command(mod, 'mod', 'ban', { user: carol, reason: 'spam' }, { moderator: true, roles: [h.operatorRole] });
     await h.reply(ban, (s) => s.content.startsWith('Banned'), 'ban reply');
     const start = h.fake.command(carol, 'task', 'start', { kind: 'backend' });
     const r = await h.reply(start, (s) => s.kind === 'original', 'refusal');
@@ -142,7 +142,7 @@ describe('Discord bot, backend session', () => {
     expect(await h.tdb.prisma.session.count({ where: { participantId: p.id } })).toBe(0);
     expect(await h.tdb.prisma.auditLog.findFirst({ where: { action: 'participant.ban', target: carol.id, actor: mod.id } })).not.toBeNull();
 
-    const unban = h.fake.command(mod, 'mod', 'unban', { user: carol }, { moderator: true });
+    const unban = h.fake.command(mod, 'mod', 'unban', { user: carol }, { moderator: true, roles: [h.operatorRole] });
     await h.reply(unban, (s) => s.content.startsWith('Unbanned'), 'unban reply');
     const again = h.fake.command(carol, 'task', 'start', { kind: 'backend' });
     const consent = await h.reply(again, (s) => s.kind === 'original', 'consent after unban');
@@ -176,12 +176,12 @@ describe('Discord bot, backend session', () => {
     const second = h.fake.command(erin, 'task', 'start', { kind: 'backend' });
     expect((await h.reply(second, (s) => s.kind === 'original')).content).toContain('already have a session');
 
-    const pause = h.fake.command(mod, 'mod', 'pause', {}, { moderator: true });
+    const pause = h.fake.command(mod, 'mod', 'pause', {}, { moderator: true, roles: [h.operatorRole] });
     await h.reply(pause, (s) => s.content.includes('paused'));
     const frank = h.fake.user('frank');
     const accept = h.fake.click(frank, await h.reply(h.fake.command(frank, 'task', 'start', { kind: 'backend' }), (s) => s.kind === 'original'), 'consent:accept:backend');
     expect((await h.reply(accept, (s) => s.content.includes('paused'))).content).toContain('paused');
-    const resume = h.fake.command(mod, 'mod', 'resume', {}, { moderator: true });
+    const resume = h.fake.command(mod, 'mod', 'resume', {}, { moderator: true, roles: [h.operatorRole] });
     await h.reply(resume, (s) => s.content.includes('resumed'));
     expect(await h.tdb.prisma.auditLog.count({ where: { action: { in: ['collection.pause', 'collection.resume'] }, actor: mod.id } })).toBe(2);
 
@@ -213,9 +213,9 @@ describe('Discord bot, backend session', () => {
     await h.tdb.prisma.policyVersion.create({
       data: { name: 'test-policy-2', algorithm: 'sweet', checkpointPath: '/nonexistent-2', checkpointSha256: '1'.repeat(64) },
     });
-    const unknown = h.fake.command(mod, 'mod', 'deploy', { version: 'no-such-version' }, { moderator: true });
+    const unknown = h.fake.command(mod, 'mod', 'deploy', { version: 'no-such-version' }, { moderator: true, roles: [h.operatorRole] });
     expect((await h.reply(unknown, (s) => s.kind === 'original')).content).toContain('No policy version named');
-    const deploy = h.fake.command(mod, 'mod', 'deploy', { version: 'test-policy-2' }, { moderator: true });
+    const deploy = h.fake.command(mod, 'mod', 'deploy', { version: 'test-policy-2' }, { moderator: true, roles: [h.operatorRole] });
     await h.reply(deploy, (s) => s.content.startsWith('Deployed test-policy-2'));
     const v2 = await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'test-policy-2' } });
     expect(v2.status).toBe('deployed');
@@ -228,7 +228,7 @@ describe('Discord bot, backend session', () => {
     expect(harryS.policyVersionId).toBe(v2.id);
     expect(ginaS.policyVersionId).toBe(h.policy.id);
 
-    const rollback = h.fake.command(mod, 'mod', 'rollback', {}, { moderator: true });
+    const rollback = h.fake.command(mod, 'mod', 'rollback', {}, { moderator: true, roles: [h.operatorRole] });
     await h.reply(rollback, (s) => s.content.includes('test-policy is deployed again'));
     expect((await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'test-policy' } })).status).toBe('deployed');
     expect(await h.tdb.prisma.auditLog.count({ where: { actor: mod.id, action: { in: ['policy.deploy', 'policy.rollback'] } } })).toBe(2);

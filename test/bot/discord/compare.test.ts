@@ -7,7 +7,7 @@ import { builtinTasks } from '../../../tasks/library.ts';
 import { storeFinishedSession } from '../../../prisma/session-store.ts';
 import { preferencePairs } from '../../../prisma/preference-store.ts';
 import { exportPreferences } from '../../../bot/export/preferences.ts';
-import { withdrawAndDelete } from '../../../bot/consent.ts';
+import { DEV_PRIVACY_KEY, deletePerson } from '../../../bot/privacy.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 
 const tasks = builtinTasks({ kind: 'backend' }).slice(0, 2);
@@ -92,8 +92,8 @@ describe('/compare', () => {
     await h.reply(forged, (s) => s.content.includes('Only the person who was shown this comparison'), 'refusal');
     expect((await h.tdb.prisma.preference.findUniqueOrThrow({ where: { id: stored.id } })).choice).toBe('b');
 
-    // Withdrawing consent deletes her preferences.
-    await withdrawAndDelete(h.tdb.prisma, dana.id);
+    // Deleting her data deletes her preferences.
+    await deletePerson(h.tdb.prisma, dana.id, { key: DEV_PRIVACY_KEY });
     expect(await h.tdb.prisma.preference.count()).toBe(0);
   }, 120_000);
 });

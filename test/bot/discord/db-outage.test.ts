@@ -1,41 +1,12 @@
 // Postgres goes away in the middle of a session (the bot reaches it through a TCP proxy that the test cuts):
 // interactions are still acknowledged, the person is told to wait, and once the database is back their message
 // is stored and answered — nothing lost.
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../prisma/db.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
+import { TcpProxy } from '../../../bot/testing/tcp-proxy.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
-
-class TcpProxy {
-  private server: Server | null = null;
-  private sockets = new Set<Socket>();
-  port = 0;
-  constructor(private readonly targetPort: number) {}
-
-  async up(): Promise<void> {
-    this.server = createServer((client) => {
-      const upstream = connect(this.targetPort, '127.0.0.1');
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => {});
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((r) => this.server!.listen(this.port, '127.0.0.1', r));
-    this.port = (this.server.address() as { port: number }).port;
-  }
-
-  /** The database "goes away": every connection is cut and new ones are refused. */
-  async down(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    this.sockets.clear();
-    await new Promise<void>((r) => this.server?.close(() => r()) ?? r());
-    this.server = null;
-  }
-}
 
 const task = builtinTasks({ kind: 'backend' })[2] as TaskRecord & BackendTask;
 const agent = scriptedAgent('scripted', (dialogue) =>

@@ -59,6 +59,8 @@ export class BotHarness {
   policy!: PolicyVersion;
   /** The database the bot uses. */
   botDb!: Database;
+  /** A role of the default guild whose members are operators (give it with `command(..., { roles: [h.operatorRole] })`). */
+  operatorRole = '';
   readonly consentText: string;
 
   constructor(readonly options: HarnessOptions) {
@@ -72,6 +74,7 @@ export class BotHarness {
       data: { name: 'test-policy', algorithm: 'external', checkpointPath: '/nonexistent', checkpointSha256: '0'.repeat(64), status: 'deployed', deployedAt: new Date() },
     });
     this.fake = await new FakeDiscord({ heartbeatIntervalMs: 1_000 }).start();
+    this.operatorRole = this.fake.role(this.fake.guildId, 'operators');
     this.botDb = this.options.openDb ? await this.options.openDb(this.tdb.url) : this.tdb.db;
     await this.startBot();
     return this;
@@ -99,6 +102,7 @@ export class BotHarness {
       consentText: this.consentText,
       exportSalt: 'test-export-salt',
       expiryCheckMs: 250,
+      operatorRoleIds: [this.operatorRole],
       ...(this.options.metrics ? { metrics: this.options.metrics } : {}),
       ...this.options.botOptions?.(this.fake),
     }, this.options.log);

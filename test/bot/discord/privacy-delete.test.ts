@@ -89,4 +89,18 @@ describe('/privacy delete', () => {
     const refused = await h.reply(accept, (s) => s.kind === 'original' || s.kind === 'edit' ? /not allowed/.test(s.content) : false, 'the ban');
     expect(refused.content).toMatch(/not allowed/);
   });
+
+  it('/privacy withdraw withdraws consent and keeps the sessions, which no export includes any more', async () => {
+    const gil = h.fake.user('gil');
+    const { threadId } = await h.startSession(gil, 'backend');
+    await h.agentMessage(threadId, 1);
+    const w = h.fake.command(gil, 'privacy', 'withdraw');
+    const r = await h.reply(w, (s) => s.kind === 'original' && s.content !== '', 'the withdrawal');
+    expect(r.content).toMatch(/consent is withdrawn/);
+    const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: gil.id } });
+    expect(p.consentGivenAt).toBeNull();
+    expect(p.consentWithdrawnAt).not.toBeNull();
+    expect(await h.tdb.prisma.session.count({ where: { participantId: p.id } })).toBe(1);
+    expect(await h.tdb.prisma.auditLog.count({ where: { action: 'consent.withdraw', actor: gil.id } })).toBe(1);
+  });
 });

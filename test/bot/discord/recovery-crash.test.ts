@@ -132,8 +132,9 @@ describe('Discord bot crash recovery', () => {
     await new Promise((r) => setTimeout(r, 500));
     const everything = [...h.fake.inChannel(threadId), ...h.fake.replies(del)].map((s) => s.content).join('\n');
     expect(everything).not.toMatch(/Something went wrong|Invalid `|constraint|prisma/i);
-    const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: dan.id } });
-    expect(await h.tdb.prisma.session.count({ where: { participantId: p.id } })).toBe(0);
+    // Deleted: their id is gone, and so is every session of theirs (no half-written turn left behind).
+    expect(await h.tdb.prisma.participant.findUnique({ where: { discordUserId: dan.id } })).toBeNull();
+    expect(await h.tdb.prisma.session.count({ where: { threadId } })).toBe(0);
   });
 
   it('nothing the bot posted could ping: mentions are off on every post carrying text', async () => {

@@ -59,7 +59,7 @@ describe('Discord bot recovery', () => {
     // Simulate the crash window between storing and posting: the message never reached Discord.
     const postedBefore = h.fake.inChannel(bobThread).filter((s) => s.content.startsWith('**Agent**')).length;
     await h.tdb.prisma.turn.update({ where: { id: bobTurns[0]!.id }, data: { externalMessageId: null } });
-    h.fake.shown.splice(h.fake.shown.findIndex((s) => s.channelId === bobThread && s.content.startsWith('**Agent**')), 1);
+    h.fake.forget(h.fake.shown.find((s) => s.channelId === bobThread && s.content.startsWith('**Agent**'))!.id);
     expect(postedBefore).toBe(1);
 
     await h.startBot();
@@ -97,7 +97,9 @@ describe('Discord bot recovery', () => {
     h.fake.failRequests('POST', /^\/channels\/\d+\/messages$/, 5);
     const accept = h.fake.click(carol, consent, 'consent:accept:backend');
     const err = await h.reply(accept, (s) => s.content.startsWith('Something went wrong'), 'the error reply');
-    expect(err.content).toContain('Bad Gateway');
+    // People never see internal errors: a short message with an error id (the details are in the log).
+    expect(err.content).toMatch(/error id `[0-9a-f]{8}`/);
+    expect(err.content).not.toContain('Bad Gateway');
     const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: carol.id } });
     const s = await h.tdb.prisma.session.findFirstOrThrow({ where: { participantId: p.id } });
     expect(s.status).toBe('active');

@@ -112,17 +112,21 @@ describe('guilds and roles', () => {
     const exp = h.fake.command(op, 'mod', 'export', { format: 'jsonl' }, { roles: [operatorRole] });
     const done = await h.reply(exp, (s) => s.kind === 'original' && s.content.startsWith('Export:'), 'export');
     expect(done.content).toContain('2 session(s)');
+    // Neither the salt nor the token is in the file or its dataset card.
+    expect(done.files.length).toBe(2);
+    for (const f of done.files) for (const secret of ['test-export-salt', 'fake-bot-token']) expect(f.data.toString('utf8'), f.name).not.toContain(secret);
     const pause = await ans(h.fake.command(op, 'mod', 'pause', {}, { roles: [operatorRole] }), 'pause');
     expect(pause.content).toMatch(/paused/);
     await ans(h.fake.command(op, 'mod', 'resume', {}, { roles: [operatorRole] }), 'resume');
-    const dep = await ans(h.fake.command(op, 'mod', 'deploy', { version: 'test-policy' }, { roles: [operatorRole] }), 'deploy');
-    expect(dep.content).not.toMatch(/operator/);
+    await h.tdb.prisma.policyVersion.create({ data: { name: 'test-policy-b', algorithm: 'external', checkpointPath: '/nonexistent', checkpointSha256: '0'.repeat(64) } });
+    const dep = await ans(h.fake.command(op, 'mod', 'deploy', { version: 'test-policy-b' }, { roles: [operatorRole] }), 'deploy');
+    expect(dep.content).toMatch(/Deployed test-policy-b/);
     const ban = await ans(h.fake.command(op, 'mod', 'ban', { user: bob, everywhere: true, reason: 'spam' }, { roles: [operatorRole] }), 'ban');
     expect(ban.content).toMatch(/Banned/);
     expect((await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: bob.id } })).banned).toBe(true);
     expect((await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: op.id } })).role).toBe('operator');
     const audits = await h.tdb.prisma.auditLog.findMany({ where: { actor: op.id } });
-    expect(audits.map((x) => x.action).sort()).toEqual(['collection.pause', 'collection.resume', 'data.export', 'participant.ban'].sort().concat().sort());
+    expect(audits.map((x) => x.action).sort()).toEqual(['collection.pause', 'collection.resume', 'data.export', 'participant.ban', 'policy.deploy'].sort());
     expect(audits.every((x) => x.guildId === h.fake.guildId)).toBe(true);
   });
 
@@ -186,5 +190,25 @@ describe('guilds and roles', () => {
     const fourth = await ans(h.fake.command(dan, 'task', 'start', { kind: 'backend' }), 'fourth start');
     expect(fourth.content).toMatch(/started 3 sessions in the last 24 hours/);
     expect(await h.tdb.prisma.session.count({ where: { participantId: p.id } })).toBe(sessionsBefore);
+  });
+});
+
+describe('secrets', () => {
+  const h = new BotHarness({ tasks: [task], agent, botOptions: () => ({ exportSaltIsDefault: true }) });
+  beforeAll(async () => {
+    await h.start();
+  });
+  afterAll(async () => {
+    await h.stop();
+  });
+
+  it('/mod export refuses the development salt and says how to set one; nothing is exported or audited', async () => {
+    const op = h.fake.user('op');
+    const i = h.fake.command(op, 'mod', 'export', { format: 'jsonl' }, { roles: [h.operatorRole] });
+    const r = await h.reply(i, (s) => s.kind === 'original' && s.content !== '', 'the refusal');
+    expect(r.content).toMatch(/EXPORT_SALT is the development default/);
+    expect(r.content).toMatch(/openssl rand/);
+    expect(r.files).toEqual([]);
+    expect(await h.tdb.prisma.auditLog.count({ where: { action: 'data.export' } })).toBe(0);
   });
 });

@@ -1,0 +1,36 @@
+// How a long-running bot process ends: on SIGINT/SIGTERM it stops taking new work, lets what is in flight
+// finish, closes what it opened, and exits by the deadline whatever hangs (an unreachable database or Discord
+// would otherwise keep it alive for as long as their retries last).
+import type { Logger } from '../tasks/logger.ts';
+
+export interface Drainable {
+  /** Stops taking work and waits (at most `deadlineMs`) for what is in flight; true when all of it finished. */
+  shutdown(deadlineMs: number): Promise<boolean>;
+}
+
+/** Resolves with the signal's name when the process is asked to stop (SIGINT/SIGTERM); a second one kills it. */
+export function untilSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (sig: string) => resolve(sig);
+    process.once('SIGINT', on);
+    process.once('SIGTERM', on);
+  });
+}
+
+/**
+ * Waits for a stop signal, then drains `service` and runs `close`; the process exits when `deadlineMs` has
+ * passed since the signal even if either hangs.
+ */
+export async function serveUntilSignal(o: { service: Drainable; deadlineMs: number; close: () => Promise<void>; log?: Logger; onSignal?: () => void }): Promise<void> {
+  const sig = await untilSignal();
+  o.onSignal?.();
+  o.log?.info({ signal: sig, deadlineMs: o.deadlineMs }, 'stopping: finishing turns in flight');
+  setTimeout(() => {
+    o.log?.warn({ deadlineMs: o.deadlineMs }, 'shutdown deadline reached; exiting');
+    process.exit(0);
+  }, o.deadlineMs).unref();
+  // Leave a little of the deadline for closing the database and the client.
+  const drained = await o.service.shutdown(Math.max(500, o.deadlineMs - Math.min(2_000, o.deadlineMs / 4)));
+  o.log?.info({ drained }, 'turns in flight finished');
+  await o.close();
+}

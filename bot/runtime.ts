@@ -71,6 +71,8 @@ export async function defaultLoadAgent(policy: PolicyVersion, db: Database, log?
   return loadAgent(policy, { prisma: db.prisma, ...(log ? { log: log as never } : {}), ...(policy.kind === 'checkpoint' && local ? { local: await local() } : {}) });
 }
 
+const RETIRED_SWEEP_MS = 60_000;
+
 export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const ownDb = !opts.db;
   const db = opts.db ?? (await openDatabase({ databaseUrl: opts.databaseUrl, pgliteDir: opts.pgliteDir ?? './data/pglite', log: opts.log }));
@@ -133,7 +135,13 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     );
     closers.push(() => engine.close());
     // A deploy retires a version: its agent is closed once no running session still uses it.
-    policies.onChange(() => void engine.evictRetired().catch((err) => opts.log?.warn({ err: (err as Error).message }, 'cannot evict retired agents')));
+    const evict = () => void engine.evictRetired().catch((err) => opts.log?.warn({ err: (err as Error).message }, 'cannot evict retired agents'));
+    policies.onChange(evict);
+    // The last session on a retired version ends some time after the deploy: look again now and then, so its
+    // engine in the local server is unloaded without waiting for the next deploy.
+    const sweeper = setInterval(evict, RETIRED_SWEEP_MS);
+    sweeper.unref();
+    closers.push(async () => clearInterval(sweeper));
     return {
       db,
       engine,

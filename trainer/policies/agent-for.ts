@@ -150,7 +150,8 @@ async function localCheckpointAgent(policy: PolicyVersion, local: LocalCheckpoin
       baseModelDir: served.checkpointDir,
     };
     // The server queues and batches: a reply may wait behind many others, so only the whole-reply deadline applies.
-    const client: ChatClientOptions = { firstTokenTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, totalTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, ...opts.chat };
+    // Its own queue and 429s pace the requests: the client's in-flight cap is set to what it accepts.
+    const client: ChatClientOptions = { firstTokenTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, totalTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, maxInFlight: served.maxInFlight, ...opts.chat };
     const agent = await createEndpointAgent({ name: policy.name, serving, client, ...(opts.seed !== undefined ? { seed: opts.seed } : {}), ...(opts.log ? { log: opts.log } : {}) });
     const tagged = (reply: Agent['reply']): Agent['reply'] => async (dialogue, o) => {
       const r = await reply(dialogue, o);

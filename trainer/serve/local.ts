@@ -38,6 +38,8 @@ export interface LocalModel {
   checkpointDir: string;
   /** Tokens one sequence holds: the checkpoint's positions, or less where the engine's context is smaller. */
   contextWindow: number;
+  /** Requests worth having in flight at once (batch plus queue): the client's cap, so the server does the queueing. */
+  maxInFlight: number;
 }
 
 /** What trainer/policies/agent-for.ts needs from local serving. */
@@ -222,16 +224,18 @@ export class LocalServing implements LocalCheckpointServer {
     this.following = this.following.then(async () => {
       if (this.closed || v?.id === this.deployed?.id) return;
       const previous = this.deployed;
+      this.deployed = null;
       if (v?.kind === 'checkpoint') {
         try {
           await this.acquire(v);
+          this.deployed = v;
+          this.router.primary = v.name;
         } catch (err) {
+          // Its first session tries again (and tells the person the agent is unavailable meanwhile).
           this.o.log?.error({ version: v.name, err: (err as Error).message }, 'local serve: cannot load the deployed version');
-          return;
         }
-        this.router.primary = v.name;
       }
-      this.deployed = v?.kind === 'checkpoint' ? v : null;
+      // Sessions still on the previous version hold it themselves.
       if (previous) await this.release(previous);
     });
     return this.following;
@@ -259,7 +263,7 @@ export class LocalServing implements LocalCheckpointServer {
       throw new Error('local serving is closed');
     }
     this.o.log?.info({ version: policy.name, engine: kind, url: this.url }, 'local serve: version loaded');
-    return { engine, kind, inFlight: 0, model: { url: this.url, model: target.modelName, engine: kind, checkpointDir: target.checkpointDir, contextWindow: window } };
+    return { engine, kind, inFlight: 0, model: { url: this.url, model: target.modelName, engine: kind, checkpointDir: target.checkpointDir, contextWindow: window, maxInFlight: this.o.maxBatch + this.o.maxQueue } };
   }
 
   /** Stops listening, lets running requests finish, closes every engine. */

@@ -13,8 +13,8 @@ import { EXPORT_FORMATS, ExportError } from '../../export/export.ts';
 import { ExportRequestError, type ExportRequestInput } from '../../export/options.ts';
 import { FilterError } from '../../export/query.ts';
 import { actorFor, authorityOf, mayRun } from '../permissions.ts';
-import { experimentGroup, experimentHandlers } from './mod-experiment.ts';
-import { excludeSubcommand, goldSubcommand, includeSubcommand, participantHandlers, participantsSubcommand } from './mod-participants.ts';
+import { experimentGroup, experimentHandlers } from './mod/experiment.ts';
+import { excludeSubcommand, goldSubcommand, includeSubcommand, participantHandlers, participantsSubcommand } from './mod/participants.ts';
 
 export const MODERATOR_PERMISSION = PermissionFlagsBits.ManageGuild;
 

@@ -3,10 +3,10 @@
 // has already checked the moderator permission and acknowledged the interaction. Exclusions keep the sessions
 // (and exports keep them).
 import type { ChatInputCommandInteraction, SlashCommandSubcommandBuilder } from 'discord.js';
-import { QualityError } from '../../../prisma/quality-store.ts';
-import { GoldError } from '../../gold.ts';
-import { formatSignals } from '../../../tasks/quality.ts';
-import { say, waitNotice, type BotContext } from '../context.ts';
+import { QualityError } from '../../../../prisma/quality-store.ts';
+import { GoldError } from '../../../gold.ts';
+import { formatSignals } from '../../../../tasks/quality.ts';
+import { say, waitNotice, type BotContext } from '../../context.ts';
 
 /** How many people the listing shows (a Discord message holds 2000 characters). */
 const LISTED = 15;

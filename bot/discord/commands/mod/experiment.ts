@@ -2,10 +2,10 @@
 // has already checked the moderator permission and acknowledged the interaction. Start and stop are audited.
 import { randomInt } from 'node:crypto';
 import type { ChatInputCommandInteraction, SlashCommandSubcommandGroupBuilder } from 'discord.js';
-import { ExperimentError, type ExperimentOutcome } from '../../../prisma/experiment-store.ts';
-import { PolicyError } from '../../../prisma/policy-store.ts';
-import { describeExperiment, formatExperimentStatus } from '../../experiments.ts';
-import { say, waitNotice, type BotContext } from '../context.ts';
+import { ExperimentError, type ExperimentOutcome } from '../../../../prisma/experiment-store.ts';
+import { PolicyError } from '../../../../prisma/policy-store.ts';
+import { describeExperiment, formatExperimentStatus } from '../../../experiments.ts';
+import { say, waitNotice, type BotContext } from '../../context.ts';
 
 export function experimentGroup(g: SlashCommandSubcommandGroupBuilder): SlashCommandSubcommandGroupBuilder {
   return g

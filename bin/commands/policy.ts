@@ -2,24 +2,7 @@
 // server, TGI, Ollama, hosted APIs), and every version with where it is served. Deploy and rollback are
 // `sweetloop deploy|rollback` (bin/commands/trainer.ts), for every kind of version alike.
 import type { Command } from 'commander';
-
-function intOption(name: string, min: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
-    return n;
-  };
-}
-
-function numberOption(name: string, min: number, max: number, exclusiveMin = false) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n) || (exclusiveMin ? n <= min : n < min) || n > max) {
-      throw new Error(`--${name} must be a number in ${exclusiveMin ? '(' : '['}${min}, ${max}], got ${JSON.stringify(value)}`);
-    }
-    return n;
-  };
-}
+import { intOption, numberOption } from './options.ts';
 
 /** Opens the configured database (no model backend: nothing here runs a model). */
 async function withDatabase<T>(fn: (db: import('../../prisma/db.ts').Database) => Promise<T>): Promise<T> {

@@ -1,22 +1,8 @@
 // `sweetloop serve`: the OpenAI-compatible server over the project's checkpoints (trainer/serve/service.ts),
 // configured here from bin/config.ts and the command's options.
 import type { Command } from 'commander';
+import { intOption, choice } from './options.ts';
 import { SERVE_DEFAULTS } from '../../trainer/serve/defaults.ts';
-
-function intOption(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`);
-    return n;
-  };
-}
-
-function choice<T extends string>(name: string, options: readonly T[]) {
-  return (value: string): T => {
-    if (!options.includes(value as T)) throw new Error(`--${name} must be one of ${options.join(', ')}, got ${JSON.stringify(value)}`);
-    return value as T;
-  };
-}
 
 const ENGINES = ['llama', 'tfjs'] as const;
 

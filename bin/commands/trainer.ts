@@ -1,29 +1,5 @@
 import type { Command } from 'commander';
-
-function intOption(name: string, min: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
-    return n;
-  };
-}
-
-function numberOption(name: string, min: number, max: number, exclusiveMin = false) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n) || (exclusiveMin ? n <= min : n < min) || n > max) {
-      throw new Error(`--${name} must be a number in ${exclusiveMin ? '(' : '['}${min}, ${max}], got ${JSON.stringify(value)}`);
-    }
-    return n;
-  };
-}
-
-function choice<T extends string>(name: string, options: readonly T[]) {
-  return (value: string): T => {
-    if (!options.includes(value as T)) throw new Error(`--${name} must be one of ${options.join(', ')}, got ${JSON.stringify(value)}`);
-    return value as T;
-  };
-}
+import { intOption, numberOption, choice } from './options.ts';
 
 /** Opens the configured database, initialises the model backend and runs `fn` with the trainer's settings. */
 async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s: import('../../trainer/cli.ts').TrainerSettings) => Promise<T>): Promise<T> {

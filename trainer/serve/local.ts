@@ -1,8 +1,8 @@
 // Sweetloop's own server inside the bot's process: how the bot serves local checkpoint versions through the same
 // protocol (and the same endpoint agent and chat client) as any other model. One OpenAI-compatible server
 // (server.ts) listens on 127.0.0.1 at a free port; behind it a router holds one engine per checkpoint version in
-// use (llama.cpp, or the tfjs worker when llama.cpp cannot load: decided once, logged once by follow.ts's
-// engineFactory) and sends each request to the engine named by its `model`. A version stays loaded while anyone
+// use (llama.cpp, or the tfjs worker when llama.cpp cannot load it: follow.ts's engineFactory decides per version,
+// each reason logged once) and sends each request to the engine named by its `model`. A version stays loaded while anyone
 // holds it: the deployed version (follow()), and every agent of a running session (acquire()/release()), so a
 // deploy loads the new version first and a session that started on the old one keeps being answered by it until
 // its agent is closed. Imports: prisma/ (policy store), trainer/model (config, the reply reserve), trainer/serve.
@@ -11,7 +11,7 @@ import type { PolicyVersion, PrismaClient } from '../../prisma/generated/client.
 import type { BackendChoice } from '../model/backend.ts';
 import { EngineRequestError } from './engine.ts';
 import type { EngineRequest, EngineStats, EngineStream, ServingEngine } from './engine.ts';
-import { engineFactory, servingTarget, type EngineKind } from './follow.ts';
+import { engineFactory, servingTarget, type EngineFactory, type EngineKind } from './follow.ts';
 import { startServer, type RunningServer } from './server.ts';
 
 /** How the bot serves local checkpoints (LOCAL_SERVE_* in bin/config.ts). */
@@ -148,8 +148,7 @@ export interface LocalServingOptions extends LocalServeSettings {
 
 export class LocalServing implements LocalCheckpointServer {
   private readonly entries = new Map<string, Entry>();
-  /** Once llama.cpp has failed to load, every later version goes straight to tfjs (the reason was logged then). */
-  private kind: EngineKind;
+  private readonly factory: EngineFactory;
   private deployed: PolicyVersion | null = null;
   private following: Promise<void> = Promise.resolve();
   private closed = false;
@@ -159,7 +158,7 @@ export class LocalServing implements LocalCheckpointServer {
     private readonly router: VersionRouter,
     readonly server: RunningServer,
   ) {
-    this.kind = o.engine;
+    this.factory = engineFactory({ kind: o.engine, maxBatch: o.maxBatch, maxQueue: o.maxQueue, ...(o.backend ? { backend: o.backend } : {}), ...(o.log ? { log: onceLogger(o.log) } : {}) });
   }
 
   /** Listens on 127.0.0.1 at a free port; nothing is loaded until a version is followed or acquired. */
@@ -231,7 +230,7 @@ export class LocalServing implements LocalCheckpointServer {
           this.deployed = v;
           this.router.primary = v.name;
         } catch (err) {
-          // Its first session tries again (and tells the person the agent is unavailable meanwhile).
+          // Not held: the next session on it tries to load it again (its agent is loaded on first use).
           this.o.log?.error({ version: v.name, err: (err as Error).message }, 'local serve: cannot load the deployed version');
         }
       }
@@ -244,11 +243,8 @@ export class LocalServing implements LocalCheckpointServer {
   private async load(policy: PolicyVersion): Promise<Loaded> {
     if (policy.kind !== 'checkpoint') throw new Error(`policy version "${policy.name}" is a ${policy.kind}: only checkpoints are served locally`);
     const target = await servingTarget(this.o.prisma, policy);
-    const asked = this.kind;
-    const factory = engineFactory({ kind: asked, maxBatch: this.o.maxBatch, maxQueue: this.o.maxQueue, ...(this.o.backend ? { backend: this.o.backend } : {}), ...(this.o.log ? { log: this.o.log } : {}) });
-    const [engine, { TfjsEngine }, { readConfig }] = await Promise.all([factory(target), import('./tfjs-engine.ts'), import('../model/checkpoint.ts')]);
+    const [engine, { TfjsEngine }, { readConfig }] = await Promise.all([this.factory(target), import('./tfjs-engine.ts'), import('../model/checkpoint.ts')]);
     const kind: EngineKind = engine instanceof TfjsEngine ? 'tfjs' : 'llama';
-    if (asked === 'llama' && kind === 'tfjs') this.kind = 'tfjs';
     let window: number;
     try {
       window = (await readConfig(target.checkpointDir)).maxPositionEmbeddings;
@@ -275,4 +271,21 @@ export class LocalServing implements LocalCheckpointServer {
     this.entries.clear();
     await this.server.close();
   }
+}
+
+/**
+ * `log` with each warning said once: every version tries llama.cpp first (a checkpoint it refuses must not
+ * condemn the next one to tfjs), and a reason that holds for all of them (no binary for this platform) is
+ * worth one line, not one per load.
+ */
+function onceLogger(log: Logger): Logger {
+  const said = new Set<string>();
+  const once = Object.create(log) as Logger;
+  once.warn = ((obj: unknown, msg?: string, ...rest: unknown[]) => {
+    const key = `${JSON.stringify(obj)}\0${msg ?? ''}`;
+    if (said.has(key)) return;
+    said.add(key);
+    (log.warn as (...a: unknown[]) => void)(obj, msg, ...rest);
+  }) as Logger['warn'];
+  return once;
 }

@@ -5,7 +5,9 @@
 // that grows by one agent reply (the model's own streamed answer) and one collaborator reply (a withheld fact of
 // the task) per turn. Measures, per engine and concurrency: generated tokens/s (all sessions' completion tokens
 // over the wall time), time to first token and time per agent turn (p50/p99), and the mean batch size the engine
-// reported in /metrics. The serial worker hands over a whole completion at once, so its time to first token is
+// reported in /metrics; also the prompt tokens the llama.cpp engine found in its KV caches (prefix reuse: a
+// dialogue's next turn repeats the dialogue) and this process's CPU seconds (engine threads included), since on
+// the shared 2-core machine wall-clock rates move with other people's load. The serial worker hands over a whole completion at once, so its time to first token is
 // its turn time: that is the experience today's path gives.
 // Usage: npm run bench:serve [-- --sessions 1,8,32,64 --turns 3 --max-tokens 32 --engines llama,tfjs
 //                                --checkpoint DIR --max-batch N (default: sweetloop serve's) --json]

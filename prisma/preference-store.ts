@@ -100,7 +100,7 @@ export async function recordPreference(prisma: PrismaClient, preferenceId: strin
  * `sessionIds`, only pairs whose two sessions are both among them (a run's data snapshot). Ties carry no order
  * and are left out; raters who withdrew or were deleted are left out too.
  */
-export async function preferencePairs(prisma: PrismaClient, sessionIds?: readonly string[]): Promise<{ chosen: string; rejected: string; raterId: string }[]> {
+export async function preferencePairs(prisma: PrismaClient, sessionIds?: readonly string[]): Promise<{ id: string; chosen: string; rejected: string; raterId: string }[]> {
   const rows = await prisma.preference.findMany({
     where: {
       choice: { in: ['a', 'b'] },
@@ -109,5 +109,5 @@ export async function preferencePairs(prisma: PrismaClient, sessionIds?: readonl
     },
     orderBy: { answeredAt: 'asc' },
   });
-  return rows.map((r) => (r.choice === 'a' ? { chosen: r.sessionAId, rejected: r.sessionBId, raterId: r.raterId } : { chosen: r.sessionBId, rejected: r.sessionAId, raterId: r.raterId }));
+  return rows.map((r) => (r.choice === 'a' ? { id: r.id, chosen: r.sessionAId, rejected: r.sessionBId, raterId: r.raterId } : { id: r.id, chosen: r.sessionBId, rejected: r.sessionAId, raterId: r.raterId }));
 }

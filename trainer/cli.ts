@@ -27,6 +27,8 @@ export interface TrainerSettings {
   /** Difference in success rate the gate's games count is sized to detect, and with which power. */
   promotionEffect: number;
   promotionPower: number;
+  /** Percent (1-99) of new sessions a candidate that passes the gate gets in an A/B experiment with people instead of being deployed; 0: deploy. */
+  promotionHumanAbShare: number;
   minNewSessions: number;
   pollSeconds: number;
   bwrapPath: string;
@@ -38,6 +40,8 @@ export interface TrainerSettings {
   progress: 'bar' | 'lines' | 'none';
   /** The data runs train on unless `sweetloop train` says otherwise (TRAINER_DATA and its companions). */
   trainingData: TrainingDataSettings;
+  /** sweet runs: people's pairwise preferences are extra critic pairs unless `sweetloop train` says otherwise. */
+  usePreferences: boolean;
 }
 
 export interface TrainingDataSettings {
@@ -162,6 +166,8 @@ export interface TrainCommandOptions {
   simulatedWeight?: number;
   minQuality?: number;
   minRating?: number;
+  /** sweet: use people's pairwise preferences as extra critic pairs (default: TRAINER_USE_PREFERENCES). */
+  preferences?: boolean;
 }
 
 export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCommandOptions): Promise<PolicyVersion> {
@@ -188,6 +194,7 @@ export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCom
       ratingWeight: s.ratingWeight,
       includeSimulated: data.source !== 'human',
       data,
+      preferences: o.preferences ?? s.usePreferences,
     };
     const run = await createRun(ctx, cfg);
     runId = run.id;
@@ -215,6 +222,7 @@ async function gate(db: Database, s: TrainerSettings, candidate: string, kind: T
       kind,
       plan,
       seed: s.seed,
+      ...(s.promotionHumanAbShare > 0 ? { humanAb: { share: s.promotionHumanAbShare / 100, seed: s.seed } } : {}),
       play: async (v) => outcomes(await simulate(db.prisma, v, sc, { kind, split: 'test', episodes: games, seed: s.seed, store: false, collaborator })),
     });
     console.log(formatGateEvidence(r.evidence));

@@ -2,7 +2,8 @@
 // prompt, the training-time information c (the hidden reference) as well as the dialogue. As in the official
 // implementation, a trajectory's score is the mean per-token log-ratio over ALL its agent tokens, critic
 // against a frozen copy of the initial critic (same prompt, with c), trained with Bradley-Terry on pairs of
-// trajectories of the same task (the best one against each worse one). Candidate messages are then ranked by
+// trajectories of the same task (the best one against each worse one; people's pairwise judgements, when a run
+// uses them, add pairs of their own). Candidate messages are then ranked by
 // the critic's mean log-probability (with c) minus the sampling policy's (without c), as the official ranking
 // script does. README "SWEET-RL: differences from the official implementation" lists what differs.
 // The critic is fully fine-tuned, or, in a LoRA run (an 8B base does not fit full fine-tuning), trains LoRA
@@ -18,7 +19,7 @@ import { bradleyTerryLoss, meanLogRatio, trajectoryAdvantages } from './losses.t
 import type { Decoder } from './model/decoder.ts';
 import { ADAPTER_CONFIG, addLora, loadLora, withoutLora } from './model/lora.ts';
 import { completionLogprobValues } from './model/logprobs.ts';
-import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair } from './pairs.ts';
+import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair, type Scored } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
 import { chunks, epochBatches, phaseOptimizer, type Phase } from './schedule.ts';
 import { TrainStep } from './model/train-step.ts';
@@ -188,10 +189,42 @@ async function adopt(m: LoadedModel, attach: () => Promise<void>): Promise<void>
   }
 }
 
-/** Pairs of trajectories of the same task for the critic: the task's best against each strictly worse one. */
-export function criticPairs(trajectories: readonly Trajectory[], examples: readonly CriticExample[], maxPairsPerTask: number): Pair<CriticExample>[] {
+/** A pair the critic trains on, and where its order came from: the rewards, or a person's judgement. */
+export type CriticPair = Pair<CriticExample> & { from: 'rewards' | 'people' };
+
+/** A person's judgement of two sessions of one task (prisma/preference-store.ts preferencePairs). */
+export interface PeoplePair {
+  chosen: string;
+  rejected: string;
+}
+
+/**
+ * Pairs of trajectories of the same task for the critic: the task's best against each strictly worse one, then
+ * the pairs people judged (`people`, the session picked as chosen), an extra signal that may contradict the
+ * rewards: each judgement is one pair, so the critic weighs disagreeing evidence by how much there is. People's
+ * pairs whose sessions are not both among the trajectories, or are of different tasks, are left out; at most
+ * `maxPairsPerTask` of them per task (as for the rewards' pairs), in content order, so no database order or id
+ * decides which batch a pair lands in.
+ */
+export function criticPairs(trajectories: readonly Trajectory[], examples: readonly CriticExample[], maxPairsPerTask: number, people: readonly PeoplePair[] = []): CriticPair[] {
   const byId = new Map(examples.map((e) => [e.sessionId, e]));
-  return preferencePairs(scoredTrajectories(trajectories), maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
+  const scored = scoredTrajectories(trajectories);
+  const fromRewards: CriticPair[] = preferencePairs(scored, maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)!, from: 'rewards' }));
+  const keyed = new Map(scored.map((x) => [x.id, x]));
+  const judged = people
+    .map((p) => ({ c: keyed.get(p.chosen), r: keyed.get(p.rejected) }))
+    .filter((p): p is { c: Scored; r: Scored } => !!p.c && !!p.r && p.c.groupId === p.r.groupId && byId.has(p.c.id) && byId.has(p.r.id))
+    .map((p) => ({ ...p, order: `${p.c.groupId}:${p.c.key}:${p.r.key}:${p.c.id}:${p.r.id}` }))
+    .sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+  const perTask = new Map<string, number>();
+  const fromPeople: CriticPair[] = [];
+  for (const p of judged) {
+    const n = perTask.get(p.c.groupId) ?? 0;
+    if (n >= maxPairsPerTask) continue;
+    perTask.set(p.c.groupId, n + 1);
+    fromPeople.push({ chosen: byId.get(p.c.id)!, rejected: byId.get(p.r.id)!, from: 'people' });
+  }
+  return [...fromRewards, ...fromPeople];
 }
 
 /** Bradley-Terry training of the critic over trajectory pairs: criticEpochs passes, batchSize pairs an update. */

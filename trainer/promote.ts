@@ -6,12 +6,16 @@
 //                 (bootstrap) is above -margin, and success is not significantly worse            -> deploy
 //   worse         significantly worse on either metric                                             -> keep
 //   tie           anything else: no evidence either way                                            -> keep
-// A tie keeps the deployed version: redeploying needs evidence. The numbers behind each decision are stored on
-// the candidate (PolicyVersion.metrics.gate) and in the audit log. Deploy and rollback themselves (one deployed
+// A tie keeps the deployed version: redeploying needs evidence. With a human A/B share configured
+// (PROMOTION_HUMAN_AB_SHARE), a candidate the simulated gate would deploy is not deployed: it stays a candidate
+// and an A/B experiment with people starts (prisma/experiment-store.ts), which a moderator ends with
+// `/mod experiment stop promote|discard`; while another experiment runs, the candidate is only kept. The numbers
+// behind each decision are stored on the candidate (PolicyVersion.metrics.gate) and in the audit log. Deploy and rollback themselves (one deployed
 // version, retire the previous, audit log, NOTIFY policy_deployed) live in prisma/policy-store.ts.
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion, Prisma } from '../prisma/generated/client.ts';
 import { deployedPolicy, switchDeployedPolicy } from '../prisma/policy-store.ts';
+import { ExperimentError, startExperiment, type RunningExperiment } from '../prisma/experiment-store.ts';
 import type { TaskKind } from '../tasks/model.ts';
 import { pairedSuccessGames, type Interval, type PairedSuccessPlan } from '../tasks/stats.ts';
 import { comparePaired, formatDifference, formatP, type GameOutcome, type PairedComparison } from './evaluate.ts';
@@ -50,6 +54,11 @@ export interface GateEvidence {
   deployedOnlySuccesses?: number;
   /** How the games count was chosen, when it was (power analysis of the paired success comparison). */
   plan?: PairedSuccessPlan;
+  /**
+   * Set when the gate passed but promotion waits for people (PROMOTION_HUMAN_AB_SHARE): the experiment started
+   * with the candidate on `share` of new sessions, or why none could start (one already running).
+   */
+  humanAb?: { share: number; experimentId?: string; notStarted?: string };
   decidedAt: string;
 }
 
@@ -121,6 +130,8 @@ export interface PromotionResult {
   deployedBefore: PolicyVersion | null;
   evidence: GateEvidence;
   comparison: PairedComparison | null;
+  /** The A/B experiment with people the candidate went to instead of being deployed. */
+  experiment?: RunningExperiment;
 }
 
 export interface PromoteOptions {
@@ -133,14 +144,21 @@ export interface PromoteOptions {
   /** Seed of the bootstrap intervals. */
   seed?: number;
   actor?: string;
+  /**
+   * Promote only after a human A/B: a candidate that passes the gate starts an experiment against the deployed
+   * version with `share` (in (0, 1)) of new sessions, seeded by `seed`, instead of being deployed. Unset: deploy.
+   */
+  humanAb?: { share: number; seed: number };
 }
 
 /**
  * Plays the candidate and the deployed version on the same games and deploys the candidate when the gate says
- * so. With nothing deployed, the candidate is deployed (there is nothing to compare with).
+ * so, or with `humanAb` starts an A/B experiment with people instead. With nothing deployed, the candidate is
+ * deployed (there is nothing to compare with).
  */
 export async function promote(db: Database, candidateName: string, o: PromoteOptions): Promise<PromotionResult> {
   const actor = o.actor ?? 'trainer';
+  if (o.humanAb && !(o.humanAb.share > 0 && o.humanAb.share < 1)) throw new RangeError(`promote: the human A/B share must be in (0, 1), got ${o.humanAb.share}`);
   const candidate = await db.prisma.policyVersion.findUnique({ where: { name: candidateName } });
   if (!candidate) throw new Error(`no policy version named "${candidateName}"`);
   if (candidate.status === 'deployed') throw new Error(`"${candidateName}" is already deployed`);
@@ -158,12 +176,25 @@ export async function promote(db: Database, candidateName: string, o: PromoteOpt
   } else {
     evidence = { verdict: 'nothing-deployed', decision: 'deployed', candidate: candidate.name, against: null, kind: o.kind, games: 0, alpha: o.gate.alpha, margin: o.gate.margin, decidedAt: new Date().toISOString() };
   }
+  // With nothing deployed there is no control arm: the candidate is deployed as before.
+  let experiment: RunningExperiment | undefined;
+  if (o.humanAb && evidence.decision === 'deployed' && deployedBefore) {
+    evidence = { ...evidence, decision: 'kept', humanAb: { share: o.humanAb.share } };
+    try {
+      experiment = await startExperiment(db, actor, { candidate: candidate.name, share: o.humanAb.share, seed: o.humanAb.seed });
+      evidence.humanAb!.experimentId = experiment.id;
+    } catch (err) {
+      // Another experiment running (or starting at this moment) is the expected case; anything else is a fault.
+      if (!(err instanceof ExperimentError)) throw err;
+      evidence.humanAb!.notStarted = err.message;
+    }
+  }
   const json = JSON.parse(JSON.stringify(evidence)) as Prisma.InputJsonObject; // NaN bounds become null
   const metrics = { ...((candidate.metrics as Record<string, unknown> | null) ?? {}), gate: json };
   await db.prisma.policyVersion.update({ where: { id: candidate.id }, data: { metrics: metrics as Prisma.InputJsonObject } });
   if (evidence.decision === 'kept') {
     await db.prisma.auditLog.create({ data: { actor, action: 'policy.keep-candidate', target: candidate.name, detail: json } });
-    return { decision: 'kept', candidate, deployedBefore, evidence, comparison };
+    return { decision: 'kept', candidate, deployedBefore, evidence, comparison, ...(experiment ? { experiment } : {}) };
   }
   const v = await switchDeployedPolicy(db, actor, candidate, 'policy.promote', { detail: json });
   return { decision: 'deployed', candidate: v, deployedBefore, evidence, comparison };
@@ -180,7 +211,12 @@ const VERDICT_TEXT: Record<GateEvidence['verdict'], string> = {
 /** The decision and the numbers behind it, for the CLI, the report and /mod stats. */
 export function formatGateEvidence(e: GateEvidence): string {
   const head = `${e.decision === 'deployed' ? 'deployed' : 'kept as a candidate'} ${e.candidate}: ${VERDICT_TEXT[e.verdict]}`;
-  if (e.verdict === 'nothing-deployed' || !e.scoreDifference || !e.successDifference) return head;
+  const ab = !e.humanAb
+    ? []
+    : e.humanAb.experimentId
+      ? [`  promotion waits for people: A/B experiment started, ${e.candidate} on ${Math.round(e.humanAb.share * 100)}% of new sessions; a moderator ends it with /mod experiment stop (promote or discard)`]
+      : [`  promotion waits for people, but no A/B experiment started: ${e.humanAb.notStarted}`];
+  if (e.verdict === 'nothing-deployed' || !e.scoreDifference || !e.successDifference) return [head, ...ab].join('\n');
   const pct = (x: number | undefined) => (x === undefined || x === null ? '-' : `${(x * 100).toFixed(1)}%`);
   const level = `${Math.round(gateLevel(e.alpha) * 100)}%`;
   const metric = e.kind === 'backend' ? 'tests passed' : 'similarity';
@@ -189,5 +225,6 @@ export function formatGateEvidence(e: GateEvidence): string {
     `  ${e.games} paired games against ${e.against}, alpha ${e.alpha}${e.margin > 0 ? `, non-inferiority margin ${(e.margin * 100).toFixed(1)} points` : ''}`,
     `  ${metric}: ${pct(e.candidateScore)} vs ${pct(e.deployedScore)}, difference ${formatDifference(e.scoreDifference)} points (${level} interval), Wilcoxon ${formatP(e.scorePValue!)}`,
     `  success: ${pct(e.candidateSuccess)} vs ${pct(e.deployedSuccess)}, difference ${formatDifference(e.successDifference)} points, McNemar ${formatP(e.successPValue!)} (${e.candidateOnlySuccesses} vs ${e.deployedOnlySuccesses} discordant games)`,
+    ...ab,
   ].join('\n');
 }

@@ -1,11 +1,12 @@
 // Training runs: `sweetloop train --algo sweet|mtdpo|rft`. A run is recorded in TrainingRun (config, data
-// snapshot = session ids and rewards, status, per-update TrainingStep metrics, log) and executed as named
-// phases (PHASES below: sweet = trainCritic -> collectCandidates -> trainActor; mtdpo; rft = sft), then
-// published; evaluation and promotion follow in trainer/cli.ts and trainer/service.ts. Every `checkpointEvery` updates the
-// phase's weights and optimizer state go into a fresh directory, and only then does progress.json (phase,
-// step, RNG state) point at it, so a run killed at any moment resumes from a consistent state and, since batch
-// order and sampling are pure functions of (seed, phase, step), ends with the same weights as an uninterrupted
-// run. The run ends by publishing a candidate PolicyVersion (checkpoint + sha256, parent, algorithm, metrics).
+// snapshot = session ids and rewards, and the people's preferences its critic uses, status, per-update
+// TrainingStep metrics, log) and executed as named phases (PHASES below: sweet = trainCritic ->
+// collectCandidates -> trainActor; mtdpo; rft = sft), then published; evaluation and promotion follow in
+// trainer/cli.ts and trainer/service.ts. Every `checkpointEvery` updates the phase's weights and optimizer state
+// go into a fresh directory, and only then does progress.json (phase, step, RNG state) point at it, so a run
+// killed at any moment resumes from a consistent state and, since batch order and sampling are pure functions
+// of (seed, phase, step), ends with the same weights as an uninterrupted run. The run ends by publishing a
+// candidate PolicyVersion (checkpoint + sha256, parent, algorithm, metrics).
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, readdir, rm, truncate } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -15,7 +16,8 @@ import type { Serving } from './policies/serving.ts';
 import { adapterNameFor } from './policies/vllm-adapters.ts';
 import type { TaskKind } from '../tasks/model.ts';
 import { actorPhase, pairsForState, selectStates, type ActionPair } from './actor.ts';
-import { Critic, criticPairs, criticPhase } from './critic.ts';
+import { preferencePairs } from '../prisma/preference-store.ts';
+import { Critic, criticPairs, criticPhase, type PeoplePair } from './critic.ts';
 import { loadTrajectories, selectTrainingData, type DataFilter, type Trajectory } from './data.ts';
 import { checkpointSha256, loadOptimizer, saveCheckpoint, saveOptimizer } from './model/checkpoint.ts';
 import { addLora, loadLora, mergeLora, saveLora } from './model/lora.ts';
@@ -43,6 +45,11 @@ export interface RunConfig {
   includeSimulated: boolean;
   /** The filter that chose the run's data (trainer/data.ts); unset: all usable sessions of includeSimulated's source. */
   data?: DataFilter;
+  /**
+   * sweet only: people's pairwise preferences between two of the run's sessions are extra Bradley-Terry pairs for
+   * the critic (TRAINER_USE_PREFERENCES, `sweetloop train --[no-]preferences`). Unset (runs created before): off.
+   */
+  preferences?: boolean;
   /**
    * Set when the run starts from a version served by an OpenAI-compatible server whose base model is local
    * (fromCheckpoint = its base-model directory): a LoRA run then publishes an adapter for that server. Holds the
@@ -75,16 +82,24 @@ interface Progress {
   rng: { algorithm: 'mulberry32'; seed: number };
 }
 
+/** A person's preference a run uses: the Preference row, and its sessions in chosen/rejected order. */
+interface SnapshotPreference extends PeoplePair {
+  id: string;
+}
+
 /** Creates a run: its config and data snapshot. Fails with a clear message when there is nothing to learn from. */
 export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<TrainingRun> {
   const filter: DataFilter = cfg.data ?? { source: cfg.includeSimulated ? 'both' : 'human', simulatedWeight: 1, seed: cfg.train.seed };
   const { trajectories: data, counts } = await selectTrainingData(ctx.prisma, { ratingWeight: cfg.ratingWeight, kind: cfg.kind, split: 'train' }, filter);
+  // Only judgements between two sessions the run trains on: the critic scores nothing else.
+  const preferences: SnapshotPreference[] | undefined =
+    cfg.algorithm === 'sweet' && cfg.preferences ? (await preferencePairs(ctx.prisma, data.map((t) => t.sessionId))).map((p) => ({ id: p.id, chosen: p.chosen, rejected: p.rejected })) : undefined;
   const run = await ctx.prisma.trainingRun.create({
     data: {
       algorithm: cfg.algorithm,
       config: cfg as unknown as Prisma.InputJsonObject,
-      // Exactly which sessions, and the filter that chose them.
-      dataSnapshot: { filter, counts, sessions: data.map((t) => ({ id: t.sessionId, reward: t.reward, simulated: t.simulated })) } as unknown as Prisma.InputJsonObject,
+      // Exactly which sessions (and people's preferences between them), and the filter that chose them.
+      dataSnapshot: { filter, counts, sessions: data.map((t) => ({ id: t.sessionId, reward: t.reward, simulated: t.simulated })), ...(preferences ? { preferences } : {}) } as unknown as Prisma.InputJsonObject,
       status: 'queued',
     },
   });
@@ -200,6 +215,22 @@ async function snapshotData(r: RunState, run: TrainingRun): Promise<Trajectory[]
   return loaded.map((t) => ({ ...t, reward: rewards.get(t.sessionId) ?? t.reward }));
 }
 
+/**
+ * The people's preferences the snapshot recorded that still hold: the rater has not withdrawn or been deleted,
+ * the answer is unchanged, and both sessions are still usable (`data`). A changed answer is left out rather than
+ * followed, so the run trains on what its snapshot says or less, never on something else.
+ */
+async function snapshotPreferences(r: RunState, data: readonly Trajectory[]): Promise<PeoplePair[]> {
+  const run = await r.ctx.prisma.trainingRun.findUniqueOrThrow({ where: { id: r.runId }, select: { dataSnapshot: true } });
+  const recorded = (run.dataSnapshot as { preferences?: SnapshotPreference[] } | null)?.preferences ?? [];
+  if (recorded.length === 0) return [];
+  const key = (p: SnapshotPreference) => `${p.id}:${p.chosen}:${p.rejected}`;
+  const holding = new Set((await preferencePairs(r.ctx.prisma, data.map((t) => t.sessionId))).map(key));
+  const kept = recorded.filter((p) => holding.has(key(p)));
+  if (kept.length < recorded.length) r.say(`${recorded.length - kept.length} preference(s) of the snapshot no longer hold (withdrawn, changed, or a session no longer usable): left out`);
+  return kept.map((p) => ({ chosen: p.chosen, rejected: p.rejected }));
+}
+
 /** Runs a phase's updates from its latest checkpoint to the end, checkpointing every `checkpointEvery`. */
 async function runUpdates(r: RunState, phase: Phase, lora: boolean, resumeFrom: { step: number; dir: string } | undefined): Promise<void> {
   const { ctx, cfg, runId } = r;
@@ -300,8 +331,11 @@ async function trainCritic(r: RunState, data: Trajectory[]): Promise<string> {
   const critic = await Critic.load(base, resume ? resume.dir : base, { lora });
   try {
     const examples = await critic.prepare(data);
-    const pairs = criticPairs(data, examples, r.cfg.train.maxPairsPerTask);
-    r.say(`critic: ${pairs.length} trajectory pairs from ${data.length} sessions${critic.lora ? ' (LoRA)' : ''}`);
+    const pairs = criticPairs(data, examples, r.cfg.train.maxPairsPerTask, await snapshotPreferences(r, data));
+    const people = pairs.filter((p) => p.from === 'people').length;
+    r.say(`critic: ${pairs.length} trajectory pairs from ${data.length} sessions${people ? ` (${people} from people's preferences)` : ''}${critic.lora ? ' (LoRA)' : ''}`);
+    // Which pairs the critic trained on, by session, for whoever audits the run.
+    await writeFileAtomic(join(r.dir, 'critic-pairs.json'), JSON.stringify(pairs.map((p) => ({ chosen: p.chosen.sessionId, rejected: p.rejected.sessionId, from: p.from })), null, 2) + '\n');
     const phase = criticPhase(critic, pairs, r.cfg.train);
     await runUpdates(r, phase, critic.lora, resume ? { step: resume.step, dir: resume.dir } : undefined);
     phase.dispose();

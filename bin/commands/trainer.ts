@@ -20,6 +20,7 @@ async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s:
       promotionMargin: config.PROMOTION_MARGIN,
       promotionEffect: config.PROMOTION_EFFECT,
       promotionPower: config.PROMOTION_POWER,
+      promotionHumanAbShare: config.PROMOTION_HUMAN_AB_SHARE,
       minNewSessions: config.TRAINER_MIN_NEW_SESSIONS,
       pollSeconds: config.TRAINER_POLL_SECONDS,
       trainingData: {
@@ -28,6 +29,7 @@ async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s:
         ...(config.TRAINER_MIN_QUALITY !== undefined ? { minQuality: config.TRAINER_MIN_QUALITY } : {}),
         ...(config.TRAINER_MIN_RATING !== undefined ? { minRating: config.TRAINER_MIN_RATING } : {}),
       },
+      usePreferences: config.TRAINER_USE_PREFERENCES,
       bwrapPath: config.BWRAP_BIN,
       pythonPath: config.PYTHON_BIN,
       chromiumPath: config.CHROMIUM_PATH,
@@ -91,6 +93,8 @@ export function registerTrainerCommands(program: Command): void {
     .option('--simulated-weight <w>', 'with --data both: share of simulated sessions kept, in (0, 1] (default: TRAINER_SIMULATED_WEIGHT)', numberOption('simulated-weight', 0, 1, true))
     .option('--min-quality <q>', "leave out the sessions of people whose quality score is below q, in [0, 1] (default: TRAINER_MIN_QUALITY)", numberOption('min-quality', 0, 1))
     .option('--min-rating <r>', 'leave out human sessions rated below r (1-5) and unrated ones (default: TRAINER_MIN_RATING)', numberOption('min-rating', 1, 5))
+    .option('--preferences', "sweet: use people's pairwise preferences between the run's sessions as extra critic pairs (default: TRAINER_USE_PREFERENCES)")
+    .option('--no-preferences', "sweet: do not use people's pairwise preferences")
     .action(async (o) => {
       await withTrainer(async (db, s) => {
         await (await import('../../trainer/cli.ts')).trainCommand(db, s, o);

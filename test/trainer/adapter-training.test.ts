@@ -50,6 +50,7 @@ function settings(checkpointRoot: string): TrainerSettings {
     promotionMargin: 0,
     promotionEffect: 0.1,
     promotionPower: 0.8,
+    promotionHumanAbShare: 0,
     minNewSessions: 1,
     pollSeconds: 60,
     bwrapPath: 'bwrap',
@@ -57,6 +58,7 @@ function settings(checkpointRoot: string): TrainerSettings {
     chromiumPath: 'chromium',
     progress: 'none',
     trainingData: { source: 'simulated', simulatedWeight: 1 },
+    usePreferences: true,
   };
 }
 

@@ -3,9 +3,9 @@
 //
 // The CPU serving engine: llama.cpp through node-llama-cpp, with continuous batching.
 //
-// Batching. One llama.cpp context holds `maxBatch` + `cachedSequences` sequences, each with its own KV cache
-// (llama.cpp's per-sequence streams: attention reads only the sequence's own cells); at most `maxBatch` decode at
-// once. A request takes a free sequence as soon as one is free (synchronously inside generate() when one is) and
+// Batching. A model's sequences (`maxBatch` + `cachedSequences`) are divided among `shards` llama.cpp contexts,
+// each decoding on its own thread; every sequence has its own KV cache (llama.cpp's per-sequence streams:
+// attention reads only the sequence's own cells); at most `maxBatch` decode at once. A request takes a free sequence as soon as one is free (synchronously inside generate() when one is) and
 // runs its own evaluate loop on it; node-llama-cpp gathers the pending evaluations of a context's sequences into
 // one llama_decode, whose contents planBatch (llama-schedule.ts) picks: every generating sequence's next token,
 // then new prompts whole in arrival order. A step barrier (stepBarrier) makes every running sequence ask for its
@@ -41,7 +41,7 @@
 // Safety. A GGUF file is validated (gguf-validate.ts) and then loaded once in a child process
 // (llama-probe.mjs) before this process loads it: llama.cpp aborts the process on some malformed files.
 import { spawn } from 'node:child_process';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stat } from 'node:fs/promises';
@@ -83,6 +83,12 @@ export interface LlamaEngineOptions extends EngineStartOptions {
    */
   cachedSequences?: number;
   /**
+   * Contexts per model (the base model and each adapter), among which sequences are divided: each decodes on
+   * its own thread, so two use two cores where one context with two threads was slower (FACTS). Default: one
+   * per core, at most one per 8 of `maxBatch` (at least 1).
+   */
+  shards?: number;
+  /**
    * llama.cpp's flash attention. Default off: on the starter with 32 sequences of 500 tokens, it took about twice
    * the CPU time (prompts and decoding alike) of the plain attention on these machines.
    */
@@ -104,21 +110,30 @@ export interface LlamaEngineStats extends EngineStats {
   promptTokensReused: number;
   promptTokens: number;
   contexts: number;
+  /** llama.cpp contexts over all of them (each model's shards). */
+  shards: number;
 }
 
-interface ContextEntry {
-  /** GGUF path of the adapter, '' for the base model. */
-  key: string;
+/** One llama.cpp context: its own dispatch loop, so shards of one model decode at the same time on their threads. */
+interface Shard {
   context: LlamaContext;
   /** Sequences no request runs on; each keeps its last request's tokens in its KV cache for prefix reuse. */
   free: FreeSequence[];
   running: number;
-  lastUsed: number;
-  retired: boolean;
   /** Sequences whose step a batch has decoded but whose result has not reached their loop yet. */
   awaitingResults: number;
   /** Loops waiting for the rest of their step's results (see stepBarrier). */
   barrier: (() => void)[];
+}
+
+/** The base model or one adapter: `shards` contexts with the same weights (and LoRA). */
+interface ContextEntry {
+  /** GGUF path of the adapter, '' for the base model. */
+  key: string;
+  shards: Shard[];
+  running: number;
+  lastUsed: number;
+  retired: boolean;
 }
 
 interface FreeSequence {
@@ -339,6 +354,7 @@ export class LlamaCppEngine implements ServingEngine {
       promptTokens: this.counters.promptTokens,
       promptTokensReused: this.counters.promptTokensReused,
       contexts: this.contexts.size,
+      shards: [...this.contexts.values()].reduce((n, e) => n + e.shards.length, 0),
     };
   }
 
@@ -448,20 +464,41 @@ export class LlamaCppEngine implements ServingEngine {
       if (this.running >= this.maxBatch) break;
       if (blocked.has(job.adapterKey)) continue;
       const entry = this.contexts.get(job.adapterKey);
-      const choice = entry ? pickSequence(entry.free.map((f) => ({ tokens: f.seq.contextTokens, promptLength: f.promptLength, releasedAt: f.releasedAt })), job.promptIds) : null;
-      if (!entry || !choice) {
+      const picked = entry ? this.pickShardSequence(entry, job.promptIds) : null;
+      if (!entry || !picked) {
         blocked.add(job.adapterKey);
         if (!entry) this.ensureContext(job.adapterKey);
         continue;
       }
-      const [free] = entry.free.splice(choice.index, 1);
+      const { shard, index, keep } = picked;
+      const [free] = shard.free.splice(index, 1);
       this.queue.splice(this.queue.indexOf(job), 1);
       this.running++;
       entry.running++;
+      shard.running++;
       this.counters.promptTokens += job.promptIds.length;
-      this.counters.promptTokensReused += choice.keep;
-      void this.run(job, entry, free!.seq, choice.keep);
+      this.counters.promptTokensReused += keep;
+      void this.run(job, entry, shard, free!.seq, keep);
     }
+  }
+
+  /**
+   * The sequence for a prompt: the one (in any shard) whose last request this prompt continues, else the least
+   * recently used free one of the shard running the fewest requests, so that new dialogues spread over shards.
+   */
+  private pickShardSequence(entry: ContextEntry, prompt: readonly number[]): { shard: Shard; index: number; keep: number } | null {
+    const view = (shard: Shard) => shard.free.map((f) => ({ tokens: f.seq.contextTokens, promptLength: f.promptLength, releasedAt: f.releasedAt }));
+    let fallback: { shard: Shard; index: number; keep: number } | null = null;
+    for (const shard of entry.shards) {
+      const free = view(shard);
+      const choice = pickSequence(free, prompt);
+      if (!choice) continue;
+      // A continuation: its prefix covers the previous request's prompt on that sequence.
+      const f = free[choice.index]!;
+      if (f.promptLength > 0 && choice.keep >= Math.min(f.promptLength, prompt.length - 1)) return { shard, ...choice };
+      if (!fallback || shard.running < fallback.shard.running) fallback = { shard, ...choice };
+    }
+    return fallback;
   }
 
   /** Creates the context for `key` if there is room (closing the least recently used idle one if needed). */
@@ -497,22 +534,37 @@ export class LlamaCppEngine implements ServingEngine {
   }
 
   private async createContext(key: string): Promise<ContextEntry> {
-    const entry = { key, free: [], running: 0, lastUsed: Date.now(), retired: false, awaitingResults: 0, barrier: [] } as unknown as ContextEntry;
+    const entry: ContextEntry = { key, shards: [], running: 0, lastUsed: Date.now(), retired: false };
+    const count = this.shardCount();
     // llama.cpp's limit is 256 sequences a context.
-    const sequences = Math.min(256, this.maxBatch + (this.options.cachedSequences ?? this.maxBatch));
-    entry.context = await this.model.createContext({
-      sequences,
-      contextSize: this.contextSize,
-      batchSize: Math.min(this.options.batchSize ?? 2048, this.contextSize * sequences),
-      flashAttention: this.options.flashAttention ?? false,
-      threads: this.options.threads ?? 1,
-      failedCreationRemedy: false,
-      batching: { itemPrioritizationStrategy: (o) => this.recordStep(entry, o) },
-      ...(key ? { lora: { adapters: [{ filePath: key, scale: 1 }] } } : {}),
-    });
-    for (let i = 0; i < sequences; i++) entry.free.push({ seq: entry.context.getSequence(), promptLength: 0, releasedAt: 0 });
-    this.options.log?.debug({ adapter: key || null, sequences, batchSize: entry.context.batchSize }, 'llama.cpp context created');
+    const sequences = Math.min(256, Math.ceil((this.maxBatch + (this.options.cachedSequences ?? this.maxBatch)) / count));
+    try {
+      for (let i = 0; i < count; i++) {
+        const shard = { free: [], running: 0, awaitingResults: 0, barrier: [] } as unknown as Shard;
+        shard.context = await this.model.createContext({
+          sequences,
+          contextSize: this.contextSize,
+          batchSize: Math.min(this.options.batchSize ?? 2048, this.contextSize * sequences),
+          flashAttention: this.options.flashAttention ?? false,
+          threads: this.options.threads ?? 1,
+          failedCreationRemedy: false,
+          batching: { itemPrioritizationStrategy: (o) => this.recordStep(shard, o) },
+          ...(key ? { lora: { adapters: [{ filePath: key, scale: 1 }] } } : {}),
+        });
+        for (let j = 0; j < sequences; j++) shard.free.push({ seq: shard.context.getSequence(), promptLength: 0, releasedAt: 0 });
+        entry.shards.push(shard);
+      }
+    } catch (err) {
+      for (const shard of entry.shards) await shard.context.dispose();
+      throw err;
+    }
+    this.options.log?.debug({ adapter: key || null, shards: count, sequences, batchSize: entry.shards[0]!.context.batchSize }, 'llama.cpp context created');
     return entry;
+  }
+
+  /** Contexts per model: the option, else one per core up to one per 8 running sequences. */
+  private shardCount(): number {
+    return Math.max(1, this.options.shards ?? Math.min(availableParallelism(), Math.floor(this.maxBatch / 8)));
   }
 
   /**
@@ -523,7 +575,7 @@ export class LlamaCppEngine implements ServingEngine {
    * its token waits here until every result of the step has been delivered, plus one event-loop turn (the
    * dispatch loop has ended by then); then all ask for their next step together and share one batch.
    */
-  private async stepBarrier(entry: ContextEntry): Promise<void> {
+  private async stepBarrier(entry: Shard): Promise<void> {
     if (entry.awaitingResults <= 0) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       return;
@@ -535,7 +587,7 @@ export class LlamaCppEngine implements ServingEngine {
     });
   }
 
-  private stepResolved(entry: ContextEntry): void {
+  private stepResolved(entry: Shard): void {
     entry.awaitingResults = Math.max(0, entry.awaitingResults - 1);
     if (entry.awaitingResults > 0 || entry.barrier.length === 0) return;
     const waiting = entry.barrier.splice(0);
@@ -547,7 +599,7 @@ export class LlamaCppEngine implements ServingEngine {
    * (every generating sequence's next token, then prompts in arrival order, whole where they fit). Here is also
    * where a step is counted, with the number of sequences it decodes.
    */
-  private recordStep(entry: ContextEntry, { items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] {
+  private recordStep(entry: Shard, { items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] {
     const amounts = planBatch(items.map((i) => i.tokens.length), size);
     const out: PrioritizedBatchItem[] = [];
     let tokens = 0;
@@ -569,19 +621,20 @@ export class LlamaCppEngine implements ServingEngine {
   private async disposeContext(entry: ContextEntry): Promise<void> {
     if (this.contexts.get(entry.key) === entry) this.contexts.delete(entry.key);
     entry.retired = true;
-    if (!entry.context.disposed) await entry.context.dispose();
+    for (const shard of entry.shards) if (!shard.context.disposed) await shard.context.dispose();
   }
 
-  private async run(job: Job, entry: ContextEntry, seq: LlamaContextSequence, keep: number): Promise<void> {
+  private async run(job: Job, entry: ContextEntry, shard: Shard, seq: LlamaContextSequence, keep: number): Promise<void> {
     let outcome: { result: EngineResult } | { error: unknown };
     try {
-      outcome = { result: await this.decode(job, entry, seq, keep) };
+      outcome = { result: await this.decode(job, shard, seq, keep) };
     } catch (err) {
       outcome = job.aborted ? { result: { promptTokens: job.promptIds.length, completionTokens: 0, finishReason: 'abort' } } : { error: err };
     }
     job.req.signal.removeEventListener('abort', job.onAbort);
     // The request has left the batch: counters first, so that stats() agree with a result the client sees.
     entry.running--;
+    shard.running--;
     entry.lastUsed = Date.now();
     this.running--;
     if ('result' in outcome) job.channel.end(outcome.result);
@@ -589,7 +642,7 @@ export class LlamaCppEngine implements ServingEngine {
     try {
       // The sequence keeps its tokens for the dialogue's next turn; after a failure nothing of it is trusted.
       if ('error' in outcome) await seq.clearHistory();
-      entry.free.push({ seq, promptLength: 'error' in outcome ? 0 : job.promptIds.length, releasedAt: performance.now() });
+      shard.free.push({ seq, promptLength: 'error' in outcome ? 0 : job.promptIds.length, releasedAt: performance.now() });
     } catch (err) {
       if (!entry.retired) this.options.log?.warn({ err }, 'a llama.cpp sequence could not be cleared; its context is retired');
       entry.retired = true;
@@ -606,7 +659,7 @@ export class LlamaCppEngine implements ServingEngine {
    * of the old state is erased and only the prompt after them evaluated. Streams the request's tokens and
    * returns its totals (the caller ends the stream).
    */
-  private async decode(job: Job, entry: ContextEntry, seq: LlamaContextSequence, keep: number): Promise<EngineResult> {
+  private async decode(job: Job, entry: Shard, seq: LlamaContextSequence, keep: number): Promise<EngineResult> {
     const { req, channel } = job;
     if (seq.nextTokenIndex > keep) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
     const jsSampling = req.logprobs && req.temperature > 0;

@@ -70,7 +70,7 @@ describe('/compare', () => {
     await h.reply(click, (s) => s.content.includes('you chose "Agent B helped more"'), 'thanks');
     const answered = await h.tdb.prisma.preference.findUniqueOrThrow({ where: { id: stored.id } });
     expect(answered.choice).toBe('b');
-    expect(await preferencePairs(h.tdb.prisma, sessions)).toEqual([{ chosen: stored.sessionBId, rejected: stored.sessionAId, raterId: answered.raterId }]);
+    expect(await preferencePairs(h.tdb.prisma, sessions)).toEqual([{ id: stored.id, chosen: stored.sessionBId, rejected: stored.sessionAId, raterId: answered.raterId }]);
 
     const out = new PassThrough();
     let text = '';

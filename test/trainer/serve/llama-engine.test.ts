@@ -62,6 +62,29 @@ describe('LlamaCppEngine', () => {
     }
   });
 
+  it("a dialogue's next turn reuses the KV cache of its previous turn and still decodes what the tfjs path does", async () => {
+    await initBackend('wasm');
+    const tfjs = await Engine.load(ckpt);
+    try {
+      const first = await collect(engine.generate(request({ maxTokens: 12 })));
+      const next = [...DIALOGUE, { role: 'assistant' as const, content: first.text }, { role: 'user' as const, content: 'And when it holds None?' }];
+      const before = engine.stats();
+      const got = await collect(engine.generate(request({ maxTokens: 24, messages: next })));
+      const reused = engine.stats().promptTokensReused - before.promptTokensReused;
+      // At least the whole previous prompt came from the cache; the new turn's tokens were evaluated.
+      expect(reused).toBeGreaterThanOrEqual(first.result.promptTokens);
+      expect(reused).toBeLessThan(got.result.promptTokens);
+      const [want] = await tfjs.generate([{ messages: next }], { maxTokens: 24, temperature: 0 });
+      expect(got.text).toBe(want!.text);
+      // The same prompt again: all but its last token from the cache, the same text.
+      const again = await collect(engine.generate(request({ maxTokens: 24, messages: next })));
+      expect(engine.stats().promptTokensReused - before.promptTokensReused).toBe(reused + got.result.promptTokens - 1);
+      expect(again.text).toBe(want!.text);
+    } finally {
+      tfjs.dispose();
+    }
+  });
+
   it('two requests started together are decoded in the same steps', async () => {
     const before = engine.stats();
     const [a, b] = await Promise.all([
@@ -197,6 +220,26 @@ describe('CompletionText', () => {
     expect(stopped).toBe(true);
     expect(out.join('')).toBe('return [v → v*2] ');
     expect(out.some((p) => p.includes('E'))).toBe(false);
+  });
+});
+
+describe('LlamaCppEngine shards', () => {
+  it('divides sequences among contexts that decode side by side, with the same text as one context', async () => {
+    const sharded = await LlamaCppEngine.start({ ...opts(), maxBatch: 8, maxQueue: 8, shards: 2 });
+    try {
+      expect(sharded.stats()).toMatchObject({ contexts: 1, shards: 2 });
+      const prompts = ['def scale(values, factor):', 'Return the sum of the list.', 'What about negative numbers?', 'Sort it, please.'];
+      const req = (content: string) => request({ maxTokens: 20, messages: [{ role: 'user', content }] });
+      const got = await Promise.all(prompts.map((p) => collect(sharded.generate(req(p)))));
+      const want = await Promise.all(prompts.map((p) => collect(engine.generate(req(p)))));
+      expect(got.map((g) => g.text)).toEqual(want.map((w) => w.text));
+      // Four requests over two contexts: no step decoded all four.
+      const steps = sharded.stats().batchSizes;
+      expect(steps[4] ?? 0).toBe(0);
+      expect(steps[2] ?? 0).toBeGreaterThan(0);
+    } finally {
+      await sharded.close();
+    }
   });
 });
 

@@ -1,8 +1,12 @@
-// The bot's local server (trainer/serve/local.ts) with the tfjs engine, through loadAgent's local path: a
-// checkpoint version's agent is the endpoint agent against the local server (model = the version's name, tfjs
-// provenance, the checkpoint's window), holds keep a version loaded, the last release unloads it, and a version
-// that cannot be loaded fails with its reason and leaves nothing held. Real Postgres, a real tiny checkpoint.
-import { rm } from 'node:fs/promises';
+// The bot's local server (trainer/serve/local.ts), through loadAgent's local path: a checkpoint version's agent is
+// the endpoint agent against the local server (model = the version's name, the engine's provenance, the
+// checkpoint's window), holds keep a version loaded, the last release unloads it, a version that cannot be loaded
+// fails with its reason and leaves nothing held, and a checkpoint llama.cpp refuses is served by tfjs (the reason
+// logged once) while the next one still gets llama.cpp. Real Postgres, real tiny checkpoints, real engines.
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
 import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
@@ -18,7 +22,7 @@ const task: BackendTask = {
   testCases: ['convert(0)'],
 };
 
-describe('local serving (tfjs engine)', () => {
+describe('local serving', () => {
   let t: TestDatabase;
   let dir: string;
   let local: LocalServing;
@@ -63,4 +67,47 @@ describe('local serving (tfjs engine)', () => {
     });
     await expect(local.acquire(endpoint)).rejects.toThrow(/only checkpoints are served locally/);
   });
+
+  it('falls back to tfjs for a checkpoint llama.cpp refuses, saying why once, and still uses llama.cpp for the next', async () => {
+    // A byte-fallback BPE tokenizer: the tfjs tokenizer reads it, the GGUF writer refuses it.
+    const refused = await makeTinyCheckpoint({ seed: 5, maxPositionEmbeddings: 1024 });
+    const tokFile = join(refused, 'tokenizer.json');
+    const tok = JSON.parse(await readFile(tokFile, 'utf8')) as { model: Record<string, unknown> };
+    tok.model.byte_fallback = true;
+    await writeFile(tokFile, JSON.stringify(tok));
+    const lines: { level: number; msg: string; reason?: string }[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+        done();
+      },
+    });
+    const llama = await LocalServing.start({ prisma: t.prisma, engine: 'llama', maxBatch: 2, maxQueue: 4, log: pino({ level: 'info' }, sink) });
+    try {
+      const a = await t.prisma.policyVersion.create({ data: { name: 'refused', algorithm: 'starter', checkpointPath: refused } });
+      const b = await t.prisma.policyVersion.create({ data: { name: 'fine', algorithm: 'starter', checkpointPath: dir } });
+      expect((await llama.acquire(a)).engine).toBe('tfjs');
+      await llama.release(a);
+      expect((await llama.acquire(a)).engine).toBe('tfjs'); // loaded again: the same reason is not repeated
+      const agent = await loadAgent(b, { local: llama, sampling: { maxTokens: 4 } });
+      try {
+        expect((await agent.reply(buildDialogue(task, []))).provenance).toMatchObject({ engine: 'llama', servedModel: 'fine' });
+      } finally {
+        await agent.close();
+      }
+      const agentA = await loadAgent(a, { local: llama, sampling: { maxTokens: 4 } });
+      try {
+        expect((await agentA.reply(buildDialogue(task, []))).provenance).toMatchObject({ engine: 'tfjs', servedModel: 'refused' });
+      } finally {
+        await agentA.close();
+      }
+      await llama.release(a);
+      const fallbacks = lines.filter((l) => l.level === 40 && /falling back/.test(l.msg));
+      expect(fallbacks).toHaveLength(1);
+      expect(fallbacks[0]!.reason).toMatch(/byte-level BPE/);
+    } finally {
+      await llama.close();
+      await rm(refused, { recursive: true, force: true });
+    }
+  }, 180_000);
 });

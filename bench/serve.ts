@@ -218,12 +218,16 @@ async function runEngine(kind: string, engine: ServingEngine, tasks: TaskRecord[
   try {
     // Warm-up: first-request costs (graph building, caches) are not what this measures.
     await session(client, engine.modelName, tasks[0]!, 1);
+    // Each phase has tasks of its own (after the warm-up's): a dialogue repeated from an earlier phase would find
+    // its turns in the llama.cpp engine's KV caches, which real sessions never would.
+    let offset = 1;
     for (const n of SESSIONS) {
       const before = await scrape(server.url);
       const reusedBefore = reusedPromptTokens(engine);
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
-      const records = (await Promise.all(tasks.slice(0, n).map((task, i) => session(client, engine.modelName, task, 1000 * i)))).flat();
+      const records = (await Promise.all(tasks.slice(offset, offset + n).map((task, i) => session(client, engine.modelName, task, 1000 * (offset + i))))).flat();
+      offset += n;
       const wallS = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);
       const reusedAfter = reusedPromptTokens(engine);
@@ -261,7 +265,7 @@ async function main(): Promise<void> {
   const loadBefore = loadavg();
   const ckpt = await pickCheckpoint();
   const maxSessions = Math.max(...SESSIONS);
-  const tasks = generateMiniTasks({ seed: SEED, count: maxSessions });
+  const tasks = generateMiniTasks({ seed: SEED, count: 1 + SESSIONS.reduce((a, b) => a + b, 0) });
   console.log(`bench:serve  checkpoint: ${ckpt.what}`);
   console.log(`  ${TURNS} agent turns a session, at most ${MAX_TOKENS} tokens a turn, sampled at temperature 0.7; load average before ${loadBefore.map((x) => x.toFixed(2)).join(' ')}`);
   const all: PhaseResult[] = [];

@@ -1,7 +1,8 @@
 // `sweetloop trainer`: runs forever. Waits until enough new usable sessions have arrived since the last run's
 // data, trains (resuming an unfinished run first), evaluates the candidate against the deployed version and
-// promotes it through the gate. One run at a time across processes: on Postgres a session-level advisory lock
-// held for the whole run (a second trainer waits, not trains); PGlite allows one process by construction.
+// promotes it through the gate (with PROMOTION_HUMAN_AB_SHARE, into an A/B experiment with people). One run
+// at a time across processes: on Postgres a session-level advisory lock held for the whole run (a second
+// trainer waits, not trains); PGlite allows one process by construction.
 import type pg from 'pg';
 import type { Database } from '../prisma/db.ts';
 

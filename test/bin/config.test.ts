@@ -72,6 +72,15 @@ describe('configuration', () => {
     expect(err!.stderr).toMatch(/MAX_TURNS: expected a number/);
   });
 
+  it('reads the human A/B share of promotion as a whole percent below 100, and the preferences switch', () => {
+    expect(parseConfig({}).PROMOTION_HUMAN_AB_SHARE).toBe(0);
+    expect(parseConfig({ PROMOTION_HUMAN_AB_SHARE: '25' }).PROMOTION_HUMAN_AB_SHARE).toBe(25);
+    for (const bad of ['100', '-1', '12.5', 'half']) expect(problemsOf({ PROMOTION_HUMAN_AB_SHARE: bad }).map((p) => p.variable)).toEqual(['PROMOTION_HUMAN_AB_SHARE']);
+    expect(parseConfig({}).TRAINER_USE_PREFERENCES).toBe(true);
+    expect(parseConfig({ TRAINER_USE_PREFERENCES: 'false' }).TRAINER_USE_PREFERENCES).toBe(false);
+    expect(problemsOf({ TRAINER_USE_PREFERENCES: 'maybe' })[0]!.message).toMatch(/true or false/);
+  });
+
   it('describes every variable', () => {
     for (const row of describeConfig()) expect(row.description, row.variable).not.toBe('');
   });

@@ -18,8 +18,9 @@
 // last request's prompt its own prompt extends, and evaluates only the tokens after the common prefix; other
 // requests take the least recently used free sequence (pickSequence, llama-schedule.ts).
 //
-// Adapters. llama.cpp applies LoRA per context, not per sequence, so each adapter in use gets a context of its
-// own (created on first use, `maxBatch` sequences, keyed by the adapter's GGUF path), the base model another;
+// Adapters. llama.cpp applies LoRA per context, not per sequence, so each adapter in use gets contexts of its
+// own (created on first use, its `shards` like the base model's, keyed by the adapter's GGUF path; "a context"
+// below means such a set), the base model another;
 // `maxBatch` caps the sequences running over all contexts together and at most `maxContexts` contexts exist at
 // once (an idle one is closed to make room; requests for an adapter without room wait in the queue). A PEFT
 // directory is converted once (cached by sha256, a new path per version, since llama.cpp caches adapters by
@@ -65,7 +66,7 @@ export interface LlamaEngineOptions extends EngineStartOptions {
   cacheDir?: string;
   /** Tokens each sequence can hold (prompt + completion). Default: min(max_position_embeddings, 4096). */
   contextSize?: number;
-  /** Contexts alive at once (the base model and each adapter in use take one). Default 2. */
+  /** Contexts alive at once (the base model and each adapter in use take one set of `shards`). Default 2. */
   maxContexts?: number;
   /** Storage of the converted matrices. F16 was ~14% faster here (FACTS); F32 is exact. Default F32. */
   dtype?: GgufDtype;

@@ -68,7 +68,7 @@ export interface Runtime {
  */
 export async function defaultLoadAgent(policy: PolicyVersion, db: Database, log?: Logger, local?: () => Promise<LocalServing>): Promise<Agent> {
   const { loadAgent } = await import('../trainer/policies/agent-for.ts');
-  return loadAgent(policy, { prisma: db.prisma, ...(log ? { log: log as never } : {}), ...(policy.kind === 'checkpoint' && local ? { local: await local() } : {}) });
+  return loadAgent(policy, { prisma: db.prisma, ...(log ? { log } : {}), ...(policy.kind === 'checkpoint' && local ? { local: await local() } : {}) });
 }
 
 const RETIRED_SWEEP_MS = 60_000;
@@ -89,7 +89,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       (local ??= (async () => {
         const { LocalServing } = await import('../trainer/serve/local.ts');
         const s = opts.localServe ?? { engine: SERVE_DEFAULTS.engine, maxBatch: SERVE_DEFAULTS.maxBatch, maxQueue: SERVE_DEFAULTS.maxQueue };
-        const l = await LocalServing.start({ ...s, prisma: db.prisma, ...(opts.log ? { log: opts.log as never } : {}) });
+        const l = await LocalServing.start({ ...s, prisma: db.prisma, ...(opts.log ? { log: opts.log } : {}) });
         localNow = l;
         await l.follow(policies.deployed);
         return l;

@@ -6,7 +6,7 @@
 // holds it: the deployed version (follow()), and every agent of a running session (acquire()/release()), so a
 // deploy loads the new version first and a session that started on the old one keeps being answered by it until
 // its agent is closed. Imports: prisma/ (policy store), trainer/model (config, the reply reserve), trainer/serve.
-import type { Logger } from 'pino';
+import type { Logger } from '../../tasks/logger.ts';
 import type { PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import type { BackendChoice } from '../model/backend.ts';
 import { EngineRequestError } from './engine.ts';

@@ -2,19 +2,8 @@
 // server, TGI, Ollama, hosted APIs), and every version with where it is served. Deploy and rollback are
 // `sweetloop deploy|rollback` (bin/commands/trainer.ts), for every kind of version alike.
 import type { Command } from 'commander';
+import { withDatabase } from './database.ts';
 import { intOption, numberOption } from './options.ts';
-
-/** Opens the configured database (no model backend: nothing here runs a model). */
-async function withDatabase<T>(fn: (db: import('../../prisma/db.ts').Database) => Promise<T>): Promise<T> {
-  const [{ loadConfig }, { openDatabase }] = await Promise.all([import('../config.ts'), import('../../prisma/db.ts')]);
-  const config = loadConfig();
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR });
-  try {
-    return await fn(db);
-  } finally {
-    await db.close();
-  }
-}
 
 interface AddOptions {
   endpoint: string;

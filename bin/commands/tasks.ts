@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { withDatabase } from './database.ts';
 
 /** The `tasks` group, created once whichever module registers into it first. */
 function tasksGroup(program: Command): Command {
@@ -19,23 +20,6 @@ function nonNegativeInt(name: string, value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new Error(`--${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
   return n;
-}
-
-async function withDatabase<T>(fn: (db: import('../../prisma/db.ts').Database) => Promise<T>): Promise<T> {
-  const [{ loadConfig }, { openDatabase }] = await Promise.all([import('../config.ts'), import('../../prisma/db.ts')]);
-  const config = loadConfig();
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR });
-  try {
-    return await fn(db);
-  } catch (err) {
-    const { toDatabaseError } = await import('../../prisma/errors.ts');
-    const e = toDatabaseError(err);
-    // P2021: the table does not exist, i.e. the database was never migrated.
-    if ((e as { code?: string }).code === 'P2021') e.message += ' (run `sweetloop db migrate` first)';
-    throw e;
-  } finally {
-    await db.close();
-  }
 }
 
 function printImport(label: string, counts: { inserted: number; duplicates: number; invalid: number }, extra = ''): void {

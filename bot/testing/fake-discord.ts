@@ -263,15 +263,9 @@ export class FakeDiscord {
       author: user,
       member: (({ user: _u, ...m }) => m)(this.member(user)),
       content,
-      timestamp: new Date().toISOString(),
-      edited_timestamp: null,
-      tts: false,
-      mention_everyone: false,
-      mentions: [],
-      mention_roles: [],
+      ...plainMessageFields(),
       attachments: [],
       embeds: [],
-      pinned: false,
       type: 0,
       flags: 0,
       components: [],
@@ -740,13 +734,7 @@ export class FakeDiscord {
       embeds: s.embeds,
       components: s.components,
       attachments: s.files.map((f) => ({ id: snowflake(), filename: f.name, size: f.data.length, url: `http://127.0.0.1:${this.port}/attachments/${f.name}`, proxy_url: `http://127.0.0.1:${this.port}/attachments/${f.name}`, content_type: f.contentType })),
-      timestamp: new Date().toISOString(),
-      edited_timestamp: null,
-      tts: false,
-      mention_everyone: false,
-      mentions: [],
-      mention_roles: [],
-      pinned: false,
+      ...plainMessageFields(),
       ...(s.raw?.nonce !== undefined ? { nonce: s.raw.nonce } : {}),
       type: s.interactionId ? 20 : 0,
       flags: s.flags,
@@ -773,4 +761,9 @@ function subcommandOptions(subcommand: string | null, opts: unknown[]): unknown[
   const [first, second] = subcommand.split(' ');
   if (second) return [{ type: 2, name: first, options: [{ type: 1, name: second, options: opts }] }];
   return [{ type: 1, name: subcommand, options: opts }];
+}
+
+/** The fields every message object carries that the fake never varies (no edits, mentions, pins or TTS). */
+function plainMessageFields() {
+  return { timestamp: new Date().toISOString(), edited_timestamp: null, tts: false, mention_everyone: false, mentions: [], mention_roles: [], pinned: false };
 }

@@ -7,10 +7,19 @@
 // over the wall time), time to first token and time per agent turn (p50/p99), and the mean batch size the engine
 // reported in /metrics; also the prompt tokens the llama.cpp engine found in its KV caches (prefix reuse: a
 // dialogue's next turn repeats the dialogue) and this process's CPU seconds (engine threads included), since on
-// the shared 2-core machine wall-clock rates move with other people's load. The serial worker hands over a whole completion at once, so its time to first token is
-// its turn time: that is the experience today's path gives.
+// the shared 2-core machine wall-clock rates move with other people's load. The serial worker hands over a whole
+// completion at once, so its time to first token is its turn time: that is the experience today's path gives.
+//
+// Requests are the bot's (trainer/policies/endpoint-agent.ts): temperature 0.7, top-p 0.95, a seed, and
+// logprobs, which the bot stores as provenance; the llama.cpp engine then hands each token's whole distribution
+// to JavaScript, so every phase also runs without logprobs (`--logprobs on,off`), as a client that does not
+// ask for them is served. Replies are capped at --max-tokens (32) where the bot allows 1,024. Clients run in
+// a worker thread (bench/serve-clients.ts), as people's clients run in processes of their own, and each engine
+// is warmed up first with one turn of as many sessions as the largest phase, as a server that has been running
+// is: JIT-compiled, every sequence's memory touched, and every sequence holding a dialogue.
 // Usage: npm run bench:serve [-- --sessions 1,8,32,64 --turns 3 --max-tokens 32 --engines llama,tfjs
-//                                --checkpoint DIR --max-batch N (default: sweetloop serve's) --json]
+//                                --logprobs on,off --checkpoint DIR --max-batch N (default: sweetloop serve's)
+//                                --json]
 // Checkpoint: --checkpoint, else the built starter (./data/checkpoints/starter, then the one shipped in the
 // repository), else a random-weight checkpoint of the starter's shape; the run prints which.
 import { existsSync } from 'node:fs';
@@ -18,11 +27,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import OpenAI from 'openai';
-import { generateMiniTasks, miniMeta } from '../tasks/mini.ts';
+import { Worker } from 'node:worker_threads';
+import { generateMiniTasks } from '../tasks/mini.ts';
 import type { TaskRecord } from '../tasks/model.ts';
-import { buildDialogue, capCollaboratorReply } from '../tasks/protocol.ts';
-import type { DialogueTurn } from '../tasks/protocol.ts';
+import type { PhaseReply, PhaseRequest, TurnRecord } from './serve-clients.ts';
 import type { ServingEngine } from '../trainer/serve/engine.ts';
 import { startServer } from '../trainer/serve/server.ts';
 import { SERVE_DEFAULTS } from '../trainer/serve/defaults.ts';
@@ -34,6 +42,7 @@ const { values: args } = parseArgs({
     turns: { type: 'string', default: '3' },
     'max-tokens': { type: 'string', default: '32' },
     engines: { type: 'string', default: 'llama,tfjs' },
+    logprobs: { type: 'string', default: 'on,off' },
     checkpoint: { type: 'string' },
     'max-batch': { type: 'string', default: String(SERVE_DEFAULTS.maxBatch) },
     seed: { type: 'string', default: '1234' },
@@ -53,6 +62,10 @@ const MAX_BATCH = positiveInt('max-batch', args['max-batch']);
 const SEED = positiveInt('seed', args.seed);
 const ENGINES = args.engines.split(',').map((e) => e.trim());
 for (const e of ENGINES) if (e !== 'llama' && e !== 'tfjs') throw new Error(`--engines: unknown engine ${JSON.stringify(e)} (llama, tfjs)`);
+const LOGPROBS = args.logprobs.split(',').map((v) => {
+  if (v.trim() !== 'on' && v.trim() !== 'off') throw new Error(`--logprobs: ${JSON.stringify(v)} is neither on nor off`);
+  return v.trim() === 'on';
+});
 
 /** Nearest-rank percentile. */
 function pct(xs: readonly number[], p: number): number {
@@ -131,47 +144,41 @@ async function pickCheckpoint(): Promise<Checkpoint> {
 // ---------------------------------------------------------------------------------------------------------
 // Sessions
 
-interface TurnRecord {
-  ttftMs: number;
-  turnMs: number;
-  tokens: number;
-}
+/** The load generator: a worker thread running the sessions' clients (bench/serve-clients.ts). */
+class Clients {
+  // The worker registers tsx's loader itself (a worker does not inherit the hooks npm run bench:serve runs under).
+  private readonly worker = new Worker(
+    `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(new URL('./serve-clients.ts', import.meta.url).href)}); })`,
+    { eval: true },
+  );
+  private next = 0;
+  private readonly pending = new Map<number, { resolve: (r: TurnRecord[]) => void; reject: (e: Error) => void }>();
 
-/** What the collaborator says after agent turn k: one of the task's withheld facts, as a person would answer. */
-function collaboratorReply(task: TaskRecord, k: number): string {
-  const facts = miniMeta(task)?.withheld ?? [];
-  const f = facts[k % Math.max(1, facts.length)];
-  return capCollaboratorReply(f ? `${f.answer}, that is what I want for ${f.key.toLowerCase().replace(/_/g, ' ')}.` : 'Whatever you think is best.', 'backend');
-}
-
-async function session(client: OpenAI, model: string, task: TaskRecord, seed: number): Promise<TurnRecord[]> {
-  const turns: DialogueTurn[] = [];
-  const out: TurnRecord[] = [];
-  for (let k = 0; k < TURNS; k++) {
-    const started = performance.now();
-    let ttft = NaN;
-    let text = '';
-    let tokens = 0;
-    const stream = await client.chat.completions.create({
-      model,
-      messages: buildDialogue(task, turns),
-      max_tokens: MAX_TOKENS,
-      temperature: 0.7,
-      top_p: 0.95,
-      seed: seed + k,
-      stream: true,
-      stream_options: { include_usage: true },
+  constructor() {
+    this.worker.on('message', (reply: PhaseReply) => {
+      const p = this.pending.get(reply.id);
+      this.pending.delete(reply.id);
+      if ('error' in reply) p?.reject(new Error(`a bench session failed: ${reply.error}`));
+      else p?.resolve(reply.records);
     });
-    for await (const chunk of stream) {
-      const piece = chunk.choices[0]?.delta?.content;
-      if (piece && Number.isNaN(ttft)) ttft = performance.now() - started;
-      if (piece) text += piece;
-      if (chunk.usage) tokens = chunk.usage.completion_tokens;
-    }
-    out.push({ ttftMs: Number.isNaN(ttft) ? performance.now() - started : ttft, turnMs: performance.now() - started, tokens });
-    turns.push({ role: 'agent', content: text }, { role: 'human', content: collaboratorReply(task, k) });
+    this.worker.on('error', (err) => {
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+    });
   }
-  return out;
+
+  /** Plays `tasks` as concurrent sessions of `turns` turns; session i's turn k has seed seeds[i] + k. */
+  play(baseURL: string, model: string, tasks: TaskRecord[], seeds: number[], logprobs: boolean, turns = TURNS): Promise<TurnRecord[]> {
+    const id = this.next++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ id, baseURL, model, tasks, seeds, turns, maxTokens: MAX_TOKENS, logprobs } satisfies PhaseRequest);
+    });
+  }
+
+  close(): Promise<number> {
+    return this.worker.terminate();
+  }
 }
 
 async function scrape(url: string): Promise<Map<string, number>> {
@@ -187,6 +194,8 @@ async function scrape(url: string): Promise<Map<string, number>> {
 
 interface PhaseResult {
   engine: string;
+  /** Whether the requests asked for logprobs (the bot does). */
+  logprobs: boolean;
   sessions: number;
   requests: number;
   tokens: number;
@@ -213,20 +222,23 @@ function reusedPromptTokens(engine: ServingEngine): number | null {
 
 async function runEngine(kind: string, engine: ServingEngine, tasks: TaskRecord[]): Promise<PhaseResult[]> {
   const server = await startServer({ engine });
-  const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'bench', maxRetries: 0, timeout: 30 * 60_000 });
+  const clients = new Clients();
+  const baseURL = `${server.url}/v1`;
   const results: PhaseResult[] = [];
   try {
-    // Warm-up: first-request costs (graph building, caches) are not what this measures.
-    await session(client, engine.modelName, tasks[0]!, 1);
+    // Warm-up (see the top of this file): one turn of as many sessions as the largest phase.
+    const warm = Math.max(...SESSIONS);
+    await clients.play(baseURL, engine.modelName, tasks.slice(0, warm), tasks.slice(0, warm).map((_, i) => 1 + i), LOGPROBS[0]!, 1);
     // Each phase has tasks of its own (after the warm-up's): a dialogue repeated from an earlier phase would find
     // its turns in the llama.cpp engine's KV caches, which real sessions never would.
-    let offset = 1;
-    for (const n of SESSIONS) {
+    let offset = warm;
+    for (const logprobs of LOGPROBS) for (const n of SESSIONS) {
       const before = await scrape(server.url);
       const reusedBefore = reusedPromptTokens(engine);
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
-      const records = (await Promise.all(tasks.slice(offset, offset + n).map((task, i) => session(client, engine.modelName, task, 1000 * (offset + i))))).flat();
+      const phase = tasks.slice(offset, offset + n);
+      const records = await clients.play(baseURL, engine.modelName, phase, phase.map((_, i) => 1000 * (offset + i)), logprobs);
       offset += n;
       const wallS = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);
@@ -238,6 +250,7 @@ async function runEngine(kind: string, engine: ServingEngine, tasks: TaskRecord[
       const promptTokens = (after.get('sweetloop_serve_prompt_tokens_total') ?? 0) - (before.get('sweetloop_serve_prompt_tokens_total') ?? 0);
       const r: PhaseResult = {
         engine: kind,
+        logprobs,
         sessions: n,
         requests: records.length,
         tokens,
@@ -253,9 +266,10 @@ async function runEngine(kind: string, engine: ServingEngine, tasks: TaskRecord[
         meanBatch: steps > 0 ? seqs / steps : null,
       };
       results.push(r);
-      if (!args.json) process.stderr.write(`  ${kind} x${n}: ${r.tokensPerS.toFixed(1)} tokens/s over ${wallS.toFixed(1)} s\n`);
+      if (!args.json) process.stderr.write(`  ${kind} x${n}${logprobs ? ', logprobs' : ''}: ${r.tokensPerS.toFixed(1)} tokens/s over ${wallS.toFixed(1)} s\n`);
     }
   } finally {
+    await clients.close();
     await server.close();
   }
   return results;
@@ -265,9 +279,10 @@ async function main(): Promise<void> {
   const loadBefore = loadavg();
   const ckpt = await pickCheckpoint();
   const maxSessions = Math.max(...SESSIONS);
-  const tasks = generateMiniTasks({ seed: SEED, count: 1 + SESSIONS.reduce((a, b) => a + b, 0) });
+  const tasks = generateMiniTasks({ seed: SEED, count: maxSessions + LOGPROBS.length * SESSIONS.reduce((a, b) => a + b, 0) });
+  const pool = process.env.UV_THREADPOOL_SIZE ?? '4 (libuv\'s default: run through npm run bench:serve to get sweetloop\'s)';
   console.log(`bench:serve  checkpoint: ${ckpt.what}`);
-  console.log(`  ${TURNS} agent turns a session, at most ${MAX_TOKENS} tokens a turn, sampled at temperature 0.7; load average before ${loadBefore.map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`  ${TURNS} agent turns a session, at most ${MAX_TOKENS} tokens a turn, temperature 0.7, top-p 0.95; libuv thread pool ${pool}; load average before ${loadBefore.map((x) => x.toFixed(2)).join(' ')}`);
   const all: PhaseResult[] = [];
   try {
     for (const kind of ENGINES) {
@@ -285,9 +300,10 @@ async function main(): Promise<void> {
   }
 
   const fmt = (x: number, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
-  const header = ['engine', 'sessions', 'requests', 'prompt tokens', 'of them cached', 'tokens', 'tokens/s', 'CPU s', 'TTFT p50 ms', 'TTFT p99 ms', 'turn p50 ms', 'turn p99 ms', 'mean batch'];
+  const header = ['engine', 'logprobs', 'sessions', 'requests', 'prompt tokens', 'of them cached', 'tokens', 'tokens/s', 'CPU s', 'TTFT p50 ms', 'TTFT p99 ms', 'turn p50 ms', 'turn p99 ms', 'mean batch'];
   const rows = all.map((r) => [
     r.engine,
+    r.logprobs ? 'yes' : 'no',
     String(r.sessions),
     String(r.requests),
     String(r.promptTokens),
@@ -306,19 +322,34 @@ async function main(): Promise<void> {
   console.log(line(header));
   for (const row of rows) console.log(line(row));
 
-  const ratio: Record<string, number> = {};
-  for (const n of SESSIONS) {
-    const batched = all.find((r) => r.engine.startsWith('llama') && r.sessions === n);
-    const serial = all.find((r) => r.engine.startsWith('tfjs') && r.sessions === n);
-    if (batched && serial && serial.tokensPerS > 0) ratio[String(n)] = Number((batched.tokensPerS / serial.tokensPerS).toFixed(2));
-  }
-  if (Object.keys(ratio).length) console.log(`throughput ratio (batched / serial tokens/s): ${Object.entries(ratio).map(([n, r]) => `${n}: ${r}x`).join(', ')}`);
+  // Batched ÷ serial tokens/s per concurrency: throughputRatio for the bot's requests (with logprobs) when they
+  // ran, else for the others; the other kind under its own name.
+  const ratios = (logprobs: boolean): Record<string, number> => {
+    const ratio: Record<string, number> = {};
+    for (const n of SESSIONS) {
+      const batched = all.find((r) => r.engine.startsWith('llama') && r.logprobs === logprobs && r.sessions === n);
+      const serial = all.find((r) => r.engine.startsWith('tfjs') && r.logprobs === logprobs && r.sessions === n);
+      if (batched && serial && serial.tokensPerS > 0) ratio[String(n)] = Number((batched.tokensPerS / serial.tokensPerS).toFixed(2));
+    }
+    return ratio;
+  };
+  const primary = LOGPROBS.includes(true);
+  const ratio = ratios(primary);
+  const other = LOGPROBS.length > 1 ? ratios(!primary) : {};
+  const show = (r: Record<string, number>, what: string) => {
+    if (Object.keys(r).length) console.log(`throughput ratio (batched / serial tokens/s), ${what}: ${Object.entries(r).map(([n, x]) => `${n}: ${x}x`).join(', ')}`);
+  };
+  show(ratio, primary ? 'with logprobs (the bot\'s requests)' : 'without logprobs');
+  show(other, 'without logprobs');
   const loadAfter = loadavg();
   console.log(`load average after ${loadAfter.map((x) => x.toFixed(2)).join(' ')}`);
   if (args.json) {
     console.log(
       JSON.stringify({
         throughputRatio: ratio,
+        logprobs: primary,
+        ...(Object.keys(other).length ? { throughputRatioWithoutLogprobs: other } : {}),
+        threadPool: process.env.UV_THREADPOOL_SIZE ?? null,
         checkpoint: ckpt.what,
         turns: TURNS,
         maxTokens: MAX_TOKENS,

@@ -71,7 +71,7 @@ describe('docker-compose.yml', () => {
     expect(trainer.build?.dockerfile).toBe('Dockerfile.trainer');
     for (const [name, s] of Object.entries({ bot, trainer })) {
       expect(existsSync(s.build!.dockerfile), name).toBe(true);
-      expect(s.command?.slice(0, 2)).toEqual(['node', 'bin/sweetloop.mjs']);
+      expect(s.command?.slice(0, 2)).toEqual(['node', 'bin/sweetloop.cjs']);
       const sub = s.command![2]!;
       if (name === 'trainer' && !registered.includes(sub)) {
         // The trainer service command belongs to the training issue; until it lands this cannot be checked.

@@ -61,7 +61,7 @@ describe('configuration', () => {
   });
 
   it('a command started with a bad variable stops with exit code 2 and names it', async () => {
-    const err = await run(process.execPath, ['bin/sweetloop.mjs', 'db', 'status'], {
+    const err = await run(process.execPath, ['bin/sweetloop.cjs', 'db', 'status'], {
       env: { ...process.env, MAX_TURNS: 'lots', DATABASE_URL: '' },
     }).then(
       () => null,

@@ -54,7 +54,7 @@ describe('sweetloop doctor', () => {
     ]);
     expect(report.checks[0]!.detail).toMatch(/MAX_TURNS/);
 
-    const err = await exec(process.execPath, ['bin/sweetloop.mjs', 'doctor', '--json', '--skip', 'database,tfjs backend,chromium'], {
+    const err = await exec(process.execPath, ['bin/sweetloop.cjs', 'doctor', '--json', '--skip', 'database,tfjs backend,chromium'], {
       env: { ...process.env, BWRAP_BIN: '/nonexistent/bwrap' },
     }).then(
       () => null,
@@ -67,7 +67,7 @@ describe('sweetloop doctor', () => {
   });
 
   it('on a machine set up as .ci/run sets it up, every tool check passes', async () => {
-    const { stdout } = await exec(process.execPath, ['bin/sweetloop.mjs', 'doctor', '--json', '--skip', 'database'], { timeout: 180_000 });
+    const { stdout } = await exec(process.execPath, ['bin/sweetloop.cjs', 'doctor', '--json', '--skip', 'database'], { timeout: 180_000 });
     const json = JSON.parse(stdout) as { ok: boolean; checks: { name: string; status: string; detail: string }[] };
     for (const c of json.checks) expect(c.status, `${c.name}: ${c.detail}`).not.toBe('fail');
     expect(json.checks.map((c) => c.name)).toEqual(['configuration', 'tfjs backend', 'chromium', 'bubblewrap', 'python3']);

@@ -39,7 +39,7 @@ const backend = (i: number): TaskRecord => ({
 });
 
 async function sweetloop(args: string[]) {
-  return run(process.execPath, ['bin/sweetloop.mjs', ...args], {
+  return run(process.execPath, ['bin/sweetloop.cjs', ...args], {
     cwd: resolve(import.meta.dirname, '../..'),
     env: { ...process.env, DATABASE_URL: t.url, LOG_LEVEL: 'silent' },
   }).then(

@@ -66,7 +66,7 @@ describe('scoreAnswerFiles', () => {
 });
 
 describe('sweetloop tasks score', () => {
-  const cli = resolve(import.meta.dirname, '../../bin/sweetloop.mjs');
+  const cli = resolve(import.meta.dirname, '../../bin/sweetloop.cjs');
   it('prints exactly one JSON object with --json', () => {
     const p = answers('cli.jsonl', [{ task: 1, answer: tasks[1]!.ground_truth }]);
     const out = execFileSync(process.execPath, [cli, 'tasks', 'score', '--tasks', tasksPath, '--answers', p, '--json'], { encoding: 'utf8' });

@@ -238,7 +238,7 @@ describe('sweetloop train --data human', () => {
       mkdirSync(dir);
       writeFileSync(join(dir, 'config.json'), '{}');
       await db.prisma.policyVersion.create({ data: { name: 'base', algorithm: 'starter', checkpointPath: dir, status: 'deployed', deployedAt: new Date() } });
-      const child = spawn(process.execPath, [join(REPO, 'bin/sweetloop.mjs'), 'train', '--data', 'human', '--from', 'base', '--algo', 'rft'], {
+      const child = spawn(process.execPath, [join(REPO, 'bin/sweetloop.cjs'), 'train', '--data', 'human', '--from', 'base', '--algo', 'rft'], {
         cwd: root,
         env: { ...process.env, DATABASE_URL: db.url, CHECKPOINT_DIR: join(root, 'ck'), TFJS_BACKEND: 'cpu' },
       });

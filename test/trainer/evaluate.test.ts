@@ -44,7 +44,7 @@ describe('sweetloop evaluate --compare', () => {
   let root: string;
   const sweetloop = async (args: string[]) => {
     try {
-      const r = await exec(process.execPath, ['bin/sweetloop.mjs', ...args], { env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, TFJS_BACKEND: 'wasm' }, timeout: 300_000 });
+      const r = await exec(process.execPath, ['bin/sweetloop.cjs', ...args], { env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, TFJS_BACKEND: 'wasm' }, timeout: 300_000 });
       return { code: 0, stdout: r.stdout, stderr: r.stderr };
     } catch (err) {
       const e = err as { code: number; stdout: string; stderr: string };

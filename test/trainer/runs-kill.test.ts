@@ -61,7 +61,7 @@ interface Child {
 }
 
 function trainResume(runId: string, checkpointRoot: string): Child {
-  const proc = spawn(process.execPath, [join(REPO, 'bin/sweetloop.mjs'), 'train', '--resume', runId], {
+  const proc = spawn(process.execPath, [join(REPO, 'bin/sweetloop.cjs'), 'train', '--resume', runId], {
     cwd: REPO,
     env: { ...process.env, DATABASE_URL: t.url, CHECKPOINT_DIR: checkpointRoot, TFJS_BACKEND: 'wasm', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],

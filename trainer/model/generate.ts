@@ -59,8 +59,48 @@ function logSoftmaxRow(logits: Float32Array, offset: number, V: number): Float64
   return out;
 }
 
-/** Picks a token from log-probabilities with temperature and top-p; greedy at temperature 0. */
-export function sampleToken(logp: Float64Array, temperature: number, topP: number, rand: () => number): number {
+/** sampleToken's scratch: the tempered weights of the last call. */
+let weights = new Float64Array(0);
+
+/**
+ * The ids of a distribution handed over in descending order of probability (llama.cpp's, ties in no particular
+ * order) as sampleToken's `order`: ties put in order of id, the only sorting left, where sorting all ids for
+ * every token took most of the llama.cpp engine's main thread with logprobs on. Undefined when the entries are
+ * not in descending order or do not cover exactly the ids below `vocab` (ids at or above it are skipped).
+ */
+export function descendingOrder(entries: Iterable<readonly [number, number]>, vocab: number): number[] | undefined {
+  const ids: number[] = [];
+  const ps: number[] = [];
+  for (const [id, p] of entries) {
+    if (id >= vocab) continue;
+    if (ps.length > 0 && p > ps[ps.length - 1]!) return undefined;
+    ids.push(id);
+    ps.push(p);
+  }
+  if (ids.length !== vocab) return undefined;
+  const seen = new Uint8Array(vocab);
+  for (const id of ids) {
+    if (seen[id]) return undefined;
+    seen[id] = 1;
+  }
+  for (let i = 0; i < ids.length; ) {
+    let j = i + 1;
+    while (j < ids.length && ps[j] === ps[i]) j++;
+    if (j - i > 1) {
+      const run = ids.slice(i, j).sort((a, b) => a - b);
+      for (let k = i; k < j; k++) ids[k] = run[k - i]!;
+    }
+    i = j;
+  }
+  return ids;
+}
+
+/**
+ * Picks a token from log-probabilities with temperature and top-p; greedy at temperature 0. `order`, when the
+ * caller has it, is every id in descending order of logp with ties by id (llama.cpp hands its distribution over
+ * sorted): the same draw without sorting the vocabulary again for every token.
+ */
+export function sampleToken(logp: Float64Array, temperature: number, topP: number, rand: () => number, order?: readonly number[]): number {
   const V = logp.length;
   if (temperature <= 0) {
     let best = 0;
@@ -69,22 +109,26 @@ export function sampleToken(logp: Float64Array, temperature: number, topP: numbe
   }
   let max = -Infinity;
   for (let i = 0; i < V; i++) if (logp[i]! > max) max = logp[i]!;
-  const p = new Float64Array(V);
+  // One buffer for every call (the function is synchronous): a new one a token was the llama.cpp engine's
+  // main source of garbage with logprobs on.
+  if (weights.length < V) weights = new Float64Array(V);
+  const p = weights;
   let total = 0;
   for (let i = 0; i < V; i++) total += p[i] = Math.exp((logp[i]! - max) / temperature);
-  let order: number[] | undefined;
+  let nucleus: readonly number[] | undefined;
+  let n = V;
   if (topP < 1) {
     // Sorted by probability, ties by id, so the nucleus does not depend on the sort's stability.
-    order = Array.from({ length: V }, (_, i) => i).sort((a, b) => p[b]! - p[a]! || a - b);
+    if (order && order.length !== V) throw new Error(`sampleToken: order has ${order.length} ids for a vocabulary of ${V}`);
+    nucleus = order ?? Array.from({ length: V }, (_, i) => i).sort((a, b) => p[b]! - p[a]! || a - b);
     let cum = 0;
     let keep = 0;
-    while (keep < V && cum < topP * total) cum += p[order[keep++]!]!;
-    order.length = Math.max(1, keep);
+    while (keep < V && cum < topP * total) cum += p[nucleus[keep++]!]!;
+    n = Math.max(1, keep);
     total = cum;
   }
   let r = rand() * total;
-  const ids = order ?? null;
-  const n = ids ? ids.length : V;
+  const ids = nucleus ?? null;
   for (let j = 0; j < n; j++) {
     const id = ids ? ids[j]! : j;
     r -= p[id]!;

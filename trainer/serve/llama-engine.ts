@@ -52,7 +52,7 @@ import type { ModelConfig } from '../model/architecture.ts';
 import { ChatFormatter } from '../model/chat.ts';
 import { readConfig } from '../model/checkpoint.ts';
 import { seededRandom } from '../../tasks/random.ts';
-import { sampleToken } from '../model/generate.ts';
+import { descendingOrder, sampleToken } from '../model/generate.ts';
 import { TextTokenizer } from '../model/tokenizer.ts';
 import { EngineOverloadedError, EngineRequestError } from './engine.ts';
 import type { EngineRequest, EngineResult, EngineStartOptions, EngineStats, EngineStream, EngineToken, ServingEngine } from './engine.ts';
@@ -292,6 +292,7 @@ export class LlamaCppEngine implements ServingEngine {
   private readonly eos: Set<number>;
   private readonly sampleable: number;
   private readonly tokenBias: TokenBias | undefined;
+  private readonly logpScratch: Float64Array;
   private counters = { decodeSteps: 0, stepSequences: 0, tokensDecoded: 0, promptTokens: 0, promptTokensReused: 0, batchSizes: {} as Record<number, number> };
 
   private constructor(
@@ -308,6 +309,7 @@ export class LlamaCppEngine implements ServingEngine {
     this.maxQueue = options.maxQueue;
     this.maxContexts = options.maxContexts ?? 2;
     this.eos = new Set(tokenizer.eosTokenIds);
+    this.logpScratch = new Float64Array(config.vocabSize);
     this.sampleable = Math.min(config.vocabSize, tokenizer.vocabSize);
     // Embedding rows past the tokenizer (Qwen2 pads its vocabulary) can never be decoded: never sample them.
     if (this.sampleable < config.vocabSize) {
@@ -715,9 +717,10 @@ export class LlamaCppEngine implements ServingEngine {
         if (wantDistribution) {
           const probs = out.probabilities!;
           if (jsSampling) {
-            const logp = new Float64Array(this.config.vocabSize).fill(-Infinity);
+            // Filled and read before the next await: one buffer serves every sequence.
+            const logp = this.logpScratch.fill(-Infinity);
             for (const [id, p] of probs) logp[id] = Math.log(p);
-            token = sampleToken(logp.subarray(0, this.sampleable), req.temperature, req.topP, rand);
+            token = sampleToken(logp.subarray(0, this.sampleable), req.temperature, req.topP, rand, req.topP < 1 ? descendingOrder(probs, this.sampleable) : undefined);
             replacement = token as Token;
           }
           logprob = Math.log(probs.get(token as Token) ?? 0);

@@ -33,7 +33,7 @@ describe('npm start with a Discord token', () => {
   it('prepares the database, registers the commands, serves a person, and stops cleanly on SIGTERM', async () => {
     const ckpt = await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 });
     let out = '';
-    const child = spawn(process.execPath, ['bin/sweetloop.mjs', 'start'], {
+    const child = spawn(process.execPath, ['bin/sweetloop.cjs', 'start'], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,

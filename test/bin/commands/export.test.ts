@@ -27,7 +27,7 @@ afterAll(async () => {
 /** Runs the CLI without blocking the test worker (a blocked worker misses vitest's own heartbeats). */
 function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/sweetloop.mjs', ...args], { env: { ...process.env, DATABASE_URL: t.url, EXPORT_SALT: 'cli-test-salt', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['bin/sweetloop.cjs', ...args], { env: { ...process.env, DATABASE_URL: t.url, EXPORT_SALT: 'cli-test-salt', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

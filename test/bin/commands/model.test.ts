@@ -14,7 +14,7 @@ let backend: string;
 
 /** Runs the real `sweetloop` launcher on the same tfjs backend as this process. */
 function sweetloop(args: string[]) {
-  return run(process.execPath, ['bin/sweetloop.mjs', ...args], {
+  return run(process.execPath, ['bin/sweetloop.cjs', ...args], {
     env: { ...process.env, TFJS_BACKEND: backend, LOG_LEVEL: 'silent' },
     maxBuffer: 64 * 1024 * 1024,
   });

@@ -11,7 +11,7 @@ let server: OpenAiServer;
 
 async function sweetloop(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await exec(process.execPath, ['bin/sweetloop.mjs', ...args], { env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, ...env }, timeout: 120_000 });
+    const r = await exec(process.execPath, ['bin/sweetloop.cjs', ...args], { env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, ...env }, timeout: 120_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

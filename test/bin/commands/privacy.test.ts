@@ -17,7 +17,7 @@ async function sweetloop(args: string[], env: Record<string, string>): Promise<{
   const base = { ...process.env };
   for (const k of ['DISCORD_TOKEN', 'EXPORT_SALT', 'PRIVACY_KEY', 'DATABASE_URL']) delete base[k];
   try {
-    const r = await exec(process.execPath, ['bin/sweetloop.mjs', ...args], { env: { ...base, LOG_LEVEL: 'warn', ...env }, timeout: 120_000 });
+    const r = await exec(process.execPath, ['bin/sweetloop.cjs', ...args], { env: { ...base, LOG_LEVEL: 'warn', ...env }, timeout: 120_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

@@ -26,7 +26,7 @@ describe('sweetloop trainer health', () => {
     const port = await freePort();
     const base = { ...process.env };
     delete base.DISCORD_TOKEN;
-    const child = spawn(process.execPath, ['bin/sweetloop.mjs', 'trainer'], {
+    const child = spawn(process.execPath, ['bin/sweetloop.cjs', 'trainer'], {
       env: { ...base, DATABASE_URL: t.url, TRAINER_HEALTH_PORT: String(port), HEALTH_HOST: '127.0.0.1', TRAINER_MIN_NEW_SESSIONS: '1000', TRAINER_POLL_SECONDS: '60', LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

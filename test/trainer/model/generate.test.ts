@@ -5,7 +5,7 @@ import { initBackend } from '../../../trainer/model/backend.ts';
 import { Engine } from '../../../trainer/model/engine.ts';
 import { loadCheckpoint } from '../../../trainer/model/checkpoint.ts';
 import { Decoder } from '../../../trainer/model/decoder.ts';
-import { generate, sampleToken } from '../../../trainer/model/generate.ts';
+import { descendingOrder, generate, sampleToken } from '../../../trainer/model/generate.ts';
 import { seededRandom } from '../../../tasks/random.ts';
 import { completionLogprobs, completionLogprobValues } from '../../../trainer/model/logprobs.ts';
 import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
@@ -138,6 +138,42 @@ describe('sampling', () => {
     const cold = [0, 0, 0, 0];
     for (let i = 0; i < 2000; i++) cold[sampleToken(logp, 0.05, 1, rand)]!++;
     expect(cold[0]).toBeGreaterThan(1990);
+  });
+
+  it('draws the same token from a distribution handed over sorted (llama.cpp\'s) as from one it sorts itself', () => {
+    const rand = seededRandom(5);
+    for (let trial = 0; trial < 40; trial++) {
+      const V = 64;
+      // Probabilities on a coarse grid, so that many are tied.
+      const weights = Array.from({ length: V }, () => 1 + Math.floor(rand() * 6));
+      const total = weights.reduce((a, b) => a + b, 0);
+      const probs = weights.map((w) => w / total);
+      // Descending, ties in a shuffled order, as a sort that is not stable leaves them.
+      const handed = probs.map((p, id) => [id, p] as const);
+      for (let i = V - 1; i > 0; i--) {
+        const j = Math.floor(rand() * (i + 1));
+        [handed[i], handed[j]] = [handed[j]!, handed[i]!];
+      }
+      handed.sort((a, b) => b[1] - a[1]);
+      const order = descendingOrder(handed, V);
+      expect(order).toBeDefined();
+      const logp = Float64Array.from(probs, Math.log);
+      for (const [temperature, topP] of [[1, 0.5], [0.7, 0.95], [1.3, 0.3]] as const) {
+        const seed = 1000 * trial + Math.round(100 * topP);
+        const a = seededRandom(seed);
+        const b = seededRandom(seed);
+        for (let i = 0; i < 20; i++) expect(sampleToken(logp, temperature, topP, b, order)).toBe(sampleToken(logp, temperature, topP, a));
+      }
+    }
+  });
+
+  it('takes no order from a distribution that is not sorted or does not cover the vocabulary', () => {
+    expect(descendingOrder([[0, 0.2], [1, 0.5], [2, 0.3]], 3)).toBeUndefined();
+    expect(descendingOrder([[1, 0.5], [2, 0.5]], 3)).toBeUndefined();
+    expect(descendingOrder([[1, 0.5], [1, 0.5], [0, 0]], 3)).toBeUndefined();
+    // Ids at or above the vocabulary (padded embedding rows) are left out; ties go by id.
+    expect(descendingOrder([[3, 0.6], [2, 0.2], [0, 0.1], [1, 0.1]], 3)).toEqual([2, 0, 1]);
+    expect(() => sampleToken(Float64Array.from([0.5, 0.5], Math.log), 1, 0.9, seededRandom(1), [0])).toThrow(/order has 1 ids/);
   });
 });
 

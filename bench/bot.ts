@@ -31,6 +31,7 @@ import type { Agent } from '../tasks/agent.ts';
 import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../bot/testing/fake-discord.ts';
 import { createTestDatabase } from '../bot/testing/database.ts';
 import { makeTinyCheckpoint } from '../bot/testing/tiny-checkpoint.ts';
+import { percentile } from '../tasks/stats.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -48,11 +49,6 @@ const PEOPLE = Number(args.people);
 const TURNS = Number(args.turns);
 const MAX_TOKENS = Number(args['max-tokens']);
 
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-}
 
 type Mode = 'tfjs' | 'endpoint';
 interface Row {
@@ -191,7 +187,7 @@ async function run(mode: Mode): Promise<RunResult> {
   await tdb.drop();
   await rm(dir, { recursive: true, force: true });
 
-  const row = (name: string, xs: number[]): Row => ({ name, n: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) });
+  const row = (name: string, xs: number[]): Row => ({ name, n: xs.length, p50: percentile(xs, 50), p99: percentile(xs, 99), max: Math.max(...xs) });
   const rows = [row('interaction ack (ms)', acks), row('turn overhead excl. model (ms)', overheads), row('model time per turn (ms)', models), row('turn total (ms)', totals)];
   return {
     mode,
@@ -207,12 +203,12 @@ async function run(mode: Mode): Promise<RunResult> {
     ],
     json: {
       ackMs: { p50: rows[0]!.p50, p99: rows[0]!.p99, max: rows[0]!.max, n: acks.length },
-      ackMsByKind: Object.fromEntries(Object.entries(acksByKind).map(([k, xs]) => [k, { p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) }])),
+      ackMsByKind: Object.fromEntries(Object.entries(acksByKind).map(([k, xs]) => [k, { p50: percentile(xs, 50), p99: percentile(xs, 99), max: Math.max(...xs) }])),
       acksOver3s: acks.filter((a) => a > 3000).length,
       eventLoopDelayMs: { p99: loopP99, max: loopMax },
       loadAverage: [load0, load1],
       turnOverheadMs: { p50: rows[1]!.p50, p99: rows[1]!.p99, max: rows[1]!.max, n: overheads.length },
-      turnOverheadMsByMessage: Object.fromEntries(Object.entries(overheadsByTurn).map(([k, xs]) => [k, { p50: pct(xs, 50), p99: pct(xs, 99), max: Math.max(...xs) }])),
+      turnOverheadMsByMessage: Object.fromEntries(Object.entries(overheadsByTurn).map(([k, xs]) => [k, { p50: percentile(xs, 50), p99: percentile(xs, 99), max: Math.max(...xs) }])),
       modelMs: { p50: rows[2]!.p50, p99: rows[2]!.p99, max: rows[2]!.max },
       answered,
       evaluated,

@@ -35,6 +35,7 @@ import type { ServingEngine } from '../trainer/serve/engine.ts';
 import { startServer } from '../trainer/serve/server.ts';
 import { SERVE_DEFAULTS } from '../trainer/serve/defaults.ts';
 import { TfjsEngine } from '../trainer/serve/tfjs-engine.ts';
+import { percentile } from '../tasks/stats.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -67,12 +68,6 @@ const LOGPROBS = args.logprobs.split(',').map((v) => {
   return v.trim() === 'on';
 });
 
-/** Nearest-rank percentile. */
-function pct(xs: readonly number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // The checkpoint
@@ -259,10 +254,10 @@ async function runEngine(kind: string, engine: ServingEngine, tasks: TaskRecord[
         cpuS: (cpu.user + cpu.system) / 1e6,
         wallS,
         tokensPerS: tokens / wallS,
-        ttftP50Ms: pct(records.map((x) => x.ttftMs), 50),
-        ttftP99Ms: pct(records.map((x) => x.ttftMs), 99),
-        turnP50Ms: pct(records.map((x) => x.turnMs), 50),
-        turnP99Ms: pct(records.map((x) => x.turnMs), 99),
+        ttftP50Ms: percentile(records.map((x) => x.ttftMs), 50),
+        ttftP99Ms: percentile(records.map((x) => x.ttftMs), 99),
+        turnP50Ms: percentile(records.map((x) => x.turnMs), 50),
+        turnP99Ms: percentile(records.map((x) => x.turnMs), 99),
         meanBatch: steps > 0 ? seqs / steps : null,
       };
       results.push(r);

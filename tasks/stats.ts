@@ -273,6 +273,13 @@ export function quantileSorted(sorted: ArrayLike<number>, q: number): number {
   return sorted[lo]! + (h - lo) * (sorted[hi]! - sorted[lo]!);
 }
 
+/** Nearest-rank percentile (p in 0..100) of unsorted values: an observed value, as latency reports give. */
+export function percentile(values: readonly number[], p: number): number {
+  const s = [...values].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}
+
 /** Standard normal cumulative distribution, Φ(z) = erfc(-z/√2)/2. */
 export function normalCdf(z: number): number {
   return 0.5 * erfc(-z / Math.SQRT2);

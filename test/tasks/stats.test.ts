@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   binomialCdf, formatPercent, histogramMedian, incompleteBeta, logGamma, mcnemarExact, mcnemarPaired, meanInterval, meanIntervalOf, MeanAccumulator,
-  normalCdf, normalQuantile, pairedBootstrap, pairedSuccessGames, pairedSuccessPower, quantileSorted, tCdf, tQuantile, wilcoxonSignedRank, wilson, wilsonCount,
+  normalCdf, normalQuantile, pairedBootstrap, percentile, pairedSuccessGames, pairedSuccessPower, quantileSorted, tCdf, tQuantile, wilcoxonSignedRank, wilson, wilsonCount,
 } from '../../tasks/stats.ts';
 
 // Expected values worked out by hand from the formulas (see comments) and checked against printed tables.
@@ -230,6 +230,16 @@ describe('paired bootstrap of the mean difference', () => {
   it('linear quantile of sorted values (numpy default)', () => {
     expect(quantileSorted([1, 2, 3, 4], 0.5)).toBe(2.5);
     expect(quantileSorted([1, 2, 3, 4], 0.025)).toBeCloseTo(1.075, 12);
+  });
+
+  it('nearest-rank percentile of unsorted values (an observed value)', () => {
+    const xs = [40, 10, 30, 20, 50, 60, 70, 80, 90, 100];
+    expect(percentile(xs, 50)).toBe(50);
+    expect(percentile(xs, 99)).toBe(100);
+    expect(percentile(xs, 0)).toBe(10);
+    expect(percentile([7], 99)).toBe(7);
+    expect(percentile([], 50)).toBeNaN();
+    expect(xs[0]).toBe(40);
   });
 });
 

@@ -2,15 +2,23 @@
 // rejection fine-tuning, multi-turn DPO and SWEET-RL -> evaluation on held-out ColBench-mini test tasks with the
 // rule-based simulator, every policy on the SAME games. Prints a table (success rate and % tests passed with 95%
 // intervals, and each method's paired difference against zero-shot with its p-value), then a learning curve of
-// the closed loop (held-out % tests passed after each round of collect -> train SWEET-RL -> deploy), and one
-// JSON line. The curve is also drawn to <dir>/learning-curve.svg (and .png when Chromium is there).
+// the closed loop (round 1 is the table's SWEET-RL policy; each later round collects with the deployed policy,
+// trains SWEET-RL from it on everything collected so far and deploys it), and one JSON line. The curve is also
+// drawn to <dir>/learning-curve.svg (and .png when Chromium is there).
 //
-//   npm run bench:learning -- [--tasks 60] [--episodes-per-task 4] [--eval-episodes-per-task 4] [--seed 1234]
-//                             [--max-steps N] [--starter-steps N] [--rounds 3] [--dir data/bench/learning] [--keep]
+//   npm run bench:learning -- [--tasks 125] [--episodes-per-task 3] [--eval-episodes-per-task 6] [--seed 1234]
+//                             [--max-steps N] [--rounds 3] [--curve-max-steps 12] [--dir data/bench/learning] [--keep]
+//                             [--starter-steps N] [--starter-games N] [--starter-mix expert,hasty,noisy,noise]
+//                             [--train '{"temperature":0.7}'] [--methods rft,mtdpo,sweet] [--validate]
+//
+// --validate chooses settings without looking at the held-out tasks: the test split is left out and a fifth of
+// the train-split tasks is played in its place (the table then says VALIDATION). --train overrides the
+// cpu-small preset for every training run; --methods trains only some baselines.
 //
 // Everything lives in a throwaway PGlite directory under --dir (deleted at the end unless --keep); the starter
-// policy is built once under --dir/starter and reused. Each curve round deploys its candidate without the
-// promotion gate (the gate plays held-out games; choosing on them would bias the curve).
+// policy is built once under --dir/starter and reused (the shipped build is installed when the recipe is the
+// standard one). Each curve round deploys its candidate without the promotion gate (the gate plays held-out
+// games; choosing on them would bias the curve).
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import os from 'node:os';
@@ -18,10 +26,11 @@ import { openDatabase } from '../prisma/db.ts';
 import { migrate } from '../prisma/migrate.ts';
 import { importTasks } from '../prisma/task-store.ts';
 import { generateMiniTasks } from '../tasks/mini.ts';
+import { fnv1a } from '../tasks/library.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { ensureStarterPolicy } from '../trainer/recipes/starter.ts';
 import { comparePaired, formatDifference, formatP, outcomes, summarise, type EvaluationReport, type GameOutcome, type PairedComparison } from '../trainer/evaluate.ts';
-import { trainConfig } from '../trainer/presets.ts';
+import { PRESETS, trainConfig, type TrainConfig } from '../trainer/presets.ts';
 import { createRun, executeRun, type Algorithm } from '../trainer/runs.ts';
 import { createScorer } from '../tasks/scorer.ts';
 import { loadConfig } from '../bin/config.ts';
@@ -49,14 +58,39 @@ function arg(name: string, fallback: number | string): number | string {
 }
 
 const seed = arg('seed', 1234);
-const taskCount = arg('tasks', 60);
-const perTask = arg('episodes-per-task', 4);
-const evalPerTask = arg('eval-episodes-per-task', 4);
+const taskCount = arg('tasks', 125);
+const perTask = arg('episodes-per-task', 3);
+const evalPerTask = arg('eval-episodes-per-task', 6);
 const maxStepsArg = arg('max-steps', 0);
 const starterSteps = arg('starter-steps', 0);
+const starterGames = arg('starter-games', 0);
+// --starter-mix expert,hasty,noisy,noise: demonstrator weights of the benchmark's own starter (see
+// trainer/recipes/starter.ts); 'none' (or absent) keeps the standard recipe's careful expert alone.
+const starterMixArg = arg('starter-mix', 'none');
+const starterMix = (() => {
+  if (starterMixArg === 'none') return undefined;
+  const [expert, hasty, noisy, noise] = starterMixArg.split(',').map(Number);
+  if ([expert, hasty, noisy, noise].some((x) => x === undefined || !Number.isFinite(x))) throw new Error(`--starter-mix must be expert,hasty,noisy,noise weights, got ${starterMixArg}`);
+  return { expert: expert!, hasty: hasty!, noisy: noisy!, noise: noise! };
+})();
 const rounds = arg('rounds', 3);
+// Updates per phase in the curve's later rounds (0: as --max-steps), which train on all sessions so far: a cap
+// that keeps the whole benchmark within 40 minutes on 2 cores.
+const curveMaxSteps = arg('curve-max-steps', 12);
 const dir = resolve(arg('dir', 'data/bench/learning'));
 const keep = process.argv.includes('--keep');
+// --validate: choose settings without touching the held-out tasks. The test split is dropped and about one in
+// five TRAIN-split tasks (by a hash of its id) is held out as a validation slice, played in place of the test
+// split; collection and training see only the rest.
+const validate = process.argv.includes('--validate');
+// --train '{"temperature":0.7,...}': overrides of the cpu-small preset for every training run of the benchmark.
+// Default: candidates sampled at the temperature the policy plays at (0.7, not the paper's 1.0) and NLL weight 1
+// on the chosen message (paper 0.01): of the settings tried on the validation slice (bench/RESULTS.md), the one
+// that hurt SWEET-RL least; none improved it.
+const trainOverrides = JSON.parse(arg('train', '{"temperature":0.7,"nllCoefficient":1}')) as Partial<TrainConfig>;
+// --methods rft,mtdpo,sweet: which baselines to train besides zero-shot (all three by default).
+const methods = arg('methods', 'rft,mtdpo,sweet').split(',').filter(Boolean) as Algorithm[];
+for (const m of methods) if (!['rft', 'mtdpo', 'sweet'].includes(m)) throw new Error(`--methods: unknown method ${m}`);
 const t0 = Date.now();
 const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(0)} s`;
 const log = (line: string) => console.error(`[${elapsed()}] ${line}`);
@@ -112,14 +146,28 @@ const time = async <T>(label: string, fn: () => Promise<T>): Promise<T> => {
 
 try {
   await migrate(db);
-  const tasks = generateMiniTasks({ seed, count: taskCount });
+  const tasks = validate
+    ? generateMiniTasks({ seed, count: taskCount })
+        .filter((t) => t.split === 'train')
+        .map((t) => ({ ...t, split: fnv1a(`sweetloop-validation:${t.externalId}`) % 5 === 0 ? ('test' as const) : ('train' as const) }))
+    : generateMiniTasks({ seed, count: taskCount });
   await importTasks(db.prisma, tasks);
   const trainTasks = tasks.filter((t) => t.split === 'train').length;
   const testTasks = tasks.length - trainTasks;
-  log(`${trainTasks} train and ${testTasks} test ColBench-mini tasks; backend ${backend.name}, ${os.cpus().length} CPUs`);
+  log(`${trainTasks} train and ${testTasks} ${validate ? 'VALIDATION (train-split)' : 'test'} ColBench-mini tasks; backend ${backend.name}, ${os.cpus().length} CPUs`);
 
   const starterDir = join(dir, 'starter');
-  const starter = await time('starter', () => ensureStarterPolicy({ dir: starterDir, seed, progress: 'lines', log, ...(starterSteps > 0 ? { steps: starterSteps } : {}) }));
+  const starter = await time('starter', () =>
+    ensureStarterPolicy({
+      dir: starterDir,
+      seed,
+      progress: 'lines',
+      log,
+      ...(starterSteps > 0 ? { steps: starterSteps } : {}),
+      ...(starterGames > 0 ? { games: starterGames } : {}),
+      ...(starterMix ? { demonstrators: starterMix } : {}),
+    }),
+  );
   const zero = await db.prisma.policyVersion.create({
     data: { name: 'zero-shot', algorithm: 'starter', checkpointPath: starterDir, checkpointSha256: starter.sha256, status: 'deployed', deployedAt: new Date() },
   });
@@ -132,14 +180,14 @@ try {
 
   const versions = [zero];
   const trainSummaries: Record<string, unknown> = {};
-  for (const algorithm of ['rft', 'mtdpo', 'sweet'] as Algorithm[]) {
+  for (const algorithm of methods) {
     const ctx = { prisma: db.prisma, checkpointRoot: join(dir, 'checkpoints'), progress: 'lines' as const, log };
     try {
       const v = await time(`train:${algorithm}`, async () => {
         const run = await createRun(ctx, {
           algorithm,
           preset: 'cpu-small',
-          train: trainConfig('cpu-small', { seed, ...(maxStepsArg > 0 ? { maxSteps: maxStepsArg } : {}) }),
+          train: trainConfig('cpu-small', { ...trainOverrides, seed, ...(maxStepsArg > 0 ? { maxSteps: maxStepsArg } : {}) }),
           fromVersionId: zero.id,
           fromVersionName: zero.name,
           fromCheckpoint: starterDir,
@@ -177,20 +225,38 @@ try {
 
   // The closed loop: collect with the deployed policy, train SWEET-RL from it on everything collected so far,
   // deploy the candidate, measure it on the held-out games. Round 0 is the starter (zero-shot above).
-  const curve: CurvePoint[] = [{ round: 0, version: zero.name, testsPassed: reports[0]!.score, success: reports[0]!.success, sessions: collected.length }];
+  const curve: CurvePoint[] = [{ round: 0, version: zero.name, testsPassed: reports[0]!.score, success: reports[0]!.success, sessions: 0 }];
   let deployed: PolicyVersion = zero;
-  for (let round = 1; round <= rounds; round++) {
+  // Round 1 is exactly the table's SWEET-RL policy (collected by the starter, trained from it), so it is not
+  // trained twice; later rounds collect with the policy that round deployed.
+  const sweetIndex = versions.findIndex((v) => v.algorithm === 'sweet');
+  let firstRound = 1;
+  if (rounds >= 1 && sweetIndex > 0) {
+    deployed = await deployPolicyByName(db, 'bench', versions[sweetIndex]!.name);
+    const c = paired[sweetIndex]!;
+    curve.push({ round: 1, version: deployed.name, testsPassed: reports[sweetIndex]!.score, success: reports[sweetIndex]!.success, sessions: collected.length, vsZeroShot: { difference: c.score.difference, p: c.score.wilcoxon.pValue } });
+    firstRound = 2;
+  }
+  for (let round = firstRound; round <= rounds; round++) {
     try {
       const more = await time(`curve:${round}:collect`, () =>
         simulate(db.prisma, deployed, scorer, { kind: 'backend', split: 'train', episodes: trainTasks * perTask, seed: seed + 1000 * round, store: true, log }),
       );
       const ctx = { prisma: db.prisma, checkpointRoot: join(dir, 'checkpoints', `round-${round}`), progress: 'lines' as const, log };
       const from = deployed;
+      const trainingSessions = (round === 1 ? collected.length : curve.at(-1)!.sessions) + more.length;
       const v = await time(`curve:${round}:train`, async () => {
         const run = await createRun(ctx, {
           algorithm: 'sweet',
           preset: 'cpu-small',
-          train: trainConfig('cpu-small', { seed: seed + round, ...(maxStepsArg > 0 ? { maxSteps: maxStepsArg } : {}) }),
+          // Later rounds train on everything collected so far; to keep a round's cost near the first one's, the
+          // actor samples candidates for about as many states as in round 1 (the same number of trajectories).
+          train: trainConfig('cpu-small', {
+            ...trainOverrides,
+            stateFraction: (trainOverrides.stateFraction ?? PRESETS['cpu-small'].stateFraction) * (collected.length / trainingSessions),
+            seed: seed + round,
+            ...(curveMaxSteps > 0 ? { maxSteps: curveMaxSteps } : maxStepsArg > 0 ? { maxSteps: maxStepsArg } : {}),
+          }),
           fromVersionId: from.id,
           fromVersionName: from.name,
           fromCheckpoint: from.checkpointPath!,
@@ -204,8 +270,7 @@ try {
       const games = await time(`curve:${round}:eval`, () => play(deployed));
       const r = summarise(deployed.name, 'backend', games);
       const c = comparePaired({ version: deployed.name, games }, played[0]!, { kind: 'backend', seed });
-      const sessions = curve[curve.length - 1]!.sessions + more.length;
-      curve.push({ round, version: deployed.name, testsPassed: r.score, success: r.success, sessions, vsZeroShot: { difference: c.score.difference, p: c.score.wilcoxon.pValue } });
+      curve.push({ round, version: deployed.name, testsPassed: r.score, success: r.success, sessions: trainingSessions, vsZeroShot: { difference: c.score.difference, p: c.score.wilcoxon.pValue } });
       log(`round ${round}: collected ${more.length} more sessions, deployed ${deployed.name}: ${formatPercent(r.score)} tests passed`);
     } catch (err) {
       log(`round ${round}: stopped: ${(err as Error).message}`);
@@ -214,7 +279,7 @@ try {
   }
 
   const label = (name: string) => (name === 'zero-shot' ? 'zero-shot (starter)' : name.startsWith('rft') ? 'rejection FT' : name.startsWith('mtdpo') ? 'multi-turn DPO' : 'SWEET-RL');
-  console.log(`\nColBench-mini backend, ${testTasks} held-out tasks x ${evalPerTask} games, rule-based simulator (95% intervals; differences are paired, against zero-shot on the same games)`);
+  console.log(`\nColBench-mini backend, ${testTasks} ${validate ? 'VALIDATION (train-split, not held-out)' : 'held-out'} tasks x ${evalPerTask} games, rule-based simulator (95% intervals; differences are paired, against zero-shot on the same games)`);
   console.log(`${'policy'.padEnd(22)} ${'success rate %'.padEnd(20)} ${'% tests passed'.padEnd(20)} ${'turns'.padEnd(6)} ${'Δ success (McNemar)'.padEnd(34)} Δ tests passed (Wilcoxon)`);
   reports.forEach((r, i) => {
     const c = paired[i];
@@ -226,7 +291,7 @@ try {
     `${testTasks * evalPerTask} paired games give ${(power * 100).toFixed(0)}% power to detect +10 points of success rate over zero-shot at alpha 0.05 ` +
       `(McNemar, independent-games discordance ${(plan.discordance * 100).toFixed(1)}%); 80% power needs ${plan.games} games.`,
   );
-  console.log(`\nLearning curve of the closed loop (collect ${trainTasks * perTask} sessions -> SWEET-RL from the deployed policy -> deploy), held-out % tests passed:`);
+  console.log(`\nLearning curve of the closed loop (round 1 = the SWEET-RL policy above; each later round collects ${trainTasks * perTask} more sessions with the deployed policy -> SWEET-RL from it on all sessions so far -> deploy), held-out % tests passed:`);
   for (const p of curve) {
     const d = p.vsZeroShot ? `; vs zero-shot ${formatDifference(p.vsZeroShot.difference)} points, ${formatP(p.vsZeroShot.p)}` : '';
     console.log(`  round ${p.round} (${p.version}, ${p.sessions} training sessions): ${formatPercent(p.testsPassed)}, success ${formatPercent(p.success)}${d}`);
@@ -238,6 +303,8 @@ try {
     JSON.stringify({
       bench: 'learning',
       seed,
+      validate,
+      trainOverrides,
       backend: backend.name,
       cpus: os.cpus().length,
       trainTasks,

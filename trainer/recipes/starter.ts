@@ -93,6 +93,23 @@ export interface StarterRecipe {
    */
   compactAnswers: boolean;
   size: StarterSize;
+  /**
+   * Who plays the demonstration games (absent: the careful expert alone, the standard recipe). Each game's
+   * demonstrator is drawn with these weights: the careful expert (asks about every withheld fact), the hasty
+   * agent (answers at once with the common guesses) and the noisy expert (skips, misreads, answers early, with
+   * `noise`). A mix is meant to make "ask first or answer now" a choice the starter samples; bench/RESULTS.md
+   * (Learning) measures how much reward that choice moves with the standard size (little: the starter copies
+   * few of the told values, so asking pays little).
+   */
+  demonstrators?: DemonstratorMix;
+}
+
+export interface DemonstratorMix {
+  expert: number;
+  hasty: number;
+  noisy: number;
+  /** The noisy expert's mistake probability. */
+  noise: number;
 }
 
 export const DEFAULT_RECIPE: Omit<StarterRecipe, 'seed'> = {
@@ -130,6 +147,8 @@ export interface StarterOptions {
   tokensPerStep?: number;
   peakLr?: number;
   size?: Partial<StarterSize>;
+  /** A mix of demonstrators (see StarterRecipe.demonstrators); absent: the careful expert alone. */
+  demonstrators?: DemonstratorMix;
   /** Training dialogues to use instead of playing expert games (each ends with an assistant message). */
   dialogues?: readonly (readonly ChatMessage[])[];
   /** Rebuild even when the directory holds a valid starter of the same recipe. */
@@ -152,12 +171,14 @@ export function recipeOf(options: Omit<StarterOptions, 'dir'>): StarterRecipe {
     warmup: DEFAULT_RECIPE.warmup,
     compactAnswers: DEFAULT_RECIPE.compactAnswers,
     size: { ...DEFAULT_RECIPE.size, ...options.size },
+    // Only when asked for, so that the standard recipe (and the shipped build's manifest) stays as it was.
+    ...(options.demonstrators ? { demonstrators: { ...options.demonstrators } } : {}),
   };
 }
 
 /** Plays the expert against the rule-based collaborator on ColBench-mini tasks; returns full dialogues. */
-export async function expertDialogues(seed: number, games: number): Promise<ChatMessage[][]> {
-  const [{ generateMiniTasks }, { createExpertAgent }, { createRuleSimulator }, { playEpisode, buildDialogue }] = await Promise.all([
+export async function expertDialogues(seed: number, games: number, mix?: DemonstratorMix): Promise<ChatMessage[][]> {
+  const [{ generateMiniTasks }, { createExpertAgent, createNonAskingAgent }, { createRuleSimulator }, { playEpisode, buildDialogue }] = await Promise.all([
     import('../../tasks/mini.ts'),
     import('../../tasks/expert.ts'),
     import('../../tasks/simulator.ts'),
@@ -170,6 +191,20 @@ export async function expertDialogues(seed: number, games: number): Promise<Chat
     .slice(0, games);
   const expert = createExpertAgent({ tasks, name: 'expert' });
   const out: ChatMessage[][] = [];
+  if (mix) {
+    const total = mix.expert + mix.hasty + mix.noisy;
+    if (!(total > 0) || [mix.expert, mix.hasty, mix.noisy].some((w) => !(w >= 0))) throw new Error('starter: demonstrator weights must be >= 0 with a positive sum');
+    const hasty = createNonAskingAgent({ tasks, name: 'hasty' });
+    const noisy = createExpertAgent({ tasks, noise: mix.noise, seed: seed ^ 0x6e6f, name: 'noisy' });
+    const draw = seededRandom(seed, 0x6d6978);
+    for (const task of tasks) {
+      const u = draw() * total;
+      const agent = u < mix.expert ? expert : u < mix.expert + mix.hasty ? hasty : noisy;
+      const episode = await playEpisode({ task, agent, collaborator: createRuleSimulator(task) });
+      out.push(buildDialogue(task, episode.turns));
+    }
+    return out;
+  }
   for (const task of tasks) {
     const episode = await playEpisode({ task, agent: expert, collaborator: createRuleSimulator(task) });
     out.push(buildDialogue(task, episode.turns));
@@ -306,7 +341,7 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   const rand = seededRandom(recipe.seed, 0x5747);
 
   if (!options.dialogues) log(`starter: playing ${recipe.games} expert games on ColBench-mini tasks (seed ${recipe.seed})`);
-  let dialogues: readonly (readonly ChatMessage[])[] = options.dialogues ?? (await expertDialogues(recipe.seed, recipe.games));
+  let dialogues: readonly (readonly ChatMessage[])[] = options.dialogues ?? (await expertDialogues(recipe.seed, recipe.games, recipe.demonstrators));
   if (dialogues.length === 0) throw new Error('starter: no training dialogues');
   if (recipe.compactAnswers) {
     const comments = MINI_TEMPLATES.flatMap((t) => t.facts.map((f) => f.comment));

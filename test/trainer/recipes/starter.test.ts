@@ -7,7 +7,7 @@ import { Engine } from '../../../trainer/model/engine.ts';
 import * as tf from '@tensorflow/tfjs';
 import { llamaConfig } from '../../../trainer/model/architecture.ts';
 import { Decoder } from '../../../trainer/model/decoder.ts';
-import { batchLoss, compactAnswer, ensureStarterPolicy, expertDialogues, sharedPrefixLength } from '../../../trainer/recipes/starter.ts';
+import { batchLoss, compactAnswer, ensureStarterPolicy, expertDialogues, recipeOf, sharedPrefixLength } from '../../../trainer/recipes/starter.ts';
 import type { Example, StarterOptions } from '../../../trainer/recipes/starter.ts';
 import { ANSWER_MARKER, buildDialogue } from '../../../tasks/protocol.ts';
 import { generateMiniTasks, miniTemplate } from '../../../tasks/mini.ts';
@@ -44,6 +44,22 @@ describe('starter policy', () => {
       expect(d.at(-1)!.role).toBe('assistant');
       expect(d.at(-1)!.content).toContain(ANSWER_MARKER);
     }
+  });
+
+  it('mixes demonstrators only when asked, and records the mix in the recipe', async () => {
+    const mix = { expert: 1, hasty: 1, noisy: 1, noise: 0.5 };
+    const dialogues = await expertDialogues(7, 30, mix);
+    expect(dialogues).toHaveLength(30);
+    // The hasty demonstrator answers in its first message; the careful expert never does.
+    const hasty = dialogues.filter((d) => d.filter((m) => m.role === 'assistant').length === 1);
+    expect(hasty.length).toBeGreaterThan(0);
+    expect(hasty.length).toBeLessThan(30);
+    for (const d of dialogues) expect(d.at(-1)!.content).toContain(ANSWER_MARKER);
+    expect(await expertDialogues(7, 30, mix)).toEqual(dialogues);
+    const careful = await expertDialogues(7, 30);
+    expect(careful.every((d) => d.filter((m) => m.role === 'assistant').length > 1)).toBe(true);
+    expect('demonstrators' in recipeOf({ seed: 7 })).toBe(false);
+    expect(recipeOf({ seed: 7, demonstrators: mix }).demonstrators).toEqual(mix);
   });
 
   it('computes the shared prompt prefix once per batch without changing the loss or its gradients', () => {

@@ -232,7 +232,12 @@ describe('LlamaCppEngine shards', () => {
       const req = (content: string) => request({ maxTokens: 20, messages: [{ role: 'user', content }] });
       const got = await Promise.all(prompts.map((p) => collect(sharded.generate(req(p)))));
       const want = await Promise.all(prompts.map((p) => collect(engine.generate(req(p)))));
-      expect(got.map((g) => g.text)).toEqual(want.map((w) => w.text));
+      // Each sequence continues its own prompt from its own cache: a sequence read against another's would differ
+      // from the first token. Further on, greedy decoding of random weights meets near-ties, which a different
+      // batch composition (2+2 sequences here, 4 there; llama.cpp is not batch-invariant) may flip, as CI once did.
+      const head = (r: { tokens: EngineToken[] }) => r.tokens.slice(0, 4).map((t) => t.text);
+      expect(got.map(head)).toEqual(want.map(head));
+      expect(got.every((g) => g.tokens.length > 4)).toBe(true);
       // Four requests over two contexts: no step decoded all four.
       const steps = sharded.stats().batchSizes;
       expect(steps[4] ?? 0).toBe(0);

@@ -1,23 +1,15 @@
 // The `sweetloop` command line: every command documented in --help, and the db commands end to end.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
 import type { Command } from 'commander';
 import pg from 'pg';
 import { buildProgram } from '../../bin/cli.ts';
 import { EXIT_MIGRATIONS_PENDING } from '../../bin/commands/db.ts';
+import { runSweetloop, type SweetloopRun } from '../../bot/testing/sweetloop-cli.ts';
 
-const exec = promisify(execFile);
 
-async function sweetloop(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await exec(process.execPath, ['bin/sweetloop.cjs', ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, timeout: 120_000 });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+function sweetloop(args: string[], env: Record<string, string> = {}): Promise<SweetloopRun> {
+  return runSweetloop(args, { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, timeoutMs: 120_000 });
 }
 
 function allCommands(cmd: Command, path: string[] = []): { path: string[]; cmd: Command }[] {

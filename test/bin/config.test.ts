@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ConfigError, describeConfig, parseConfig } from '../../bin/config.ts';
+import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
 
 const run = promisify(execFile);
 
@@ -61,7 +62,7 @@ describe('configuration', () => {
   });
 
   it('a command started with a bad variable stops with exit code 2 and names it', async () => {
-    const err = await run(process.execPath, ['bin/sweetloop.cjs', 'db', 'status'], {
+    const err = await run(process.execPath, [SWEETLOOP_ENTRY, 'db', 'status'], {
       env: { ...process.env, MAX_TURNS: 'lots', DATABASE_URL: '' },
     }).then(
       () => null,

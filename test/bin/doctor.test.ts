@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { checkBubblewrap, checkPython, installCommand, missingToolsSummary, runDoctor, toolChecks } from '../../bin/doctor.ts';
 import { parseConfig } from '../../bin/config.ts';
+import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
 
 const exec = promisify(execFile);
 
@@ -54,7 +55,7 @@ describe('sweetloop doctor', () => {
     ]);
     expect(report.checks[0]!.detail).toMatch(/MAX_TURNS/);
 
-    const err = await exec(process.execPath, ['bin/sweetloop.cjs', 'doctor', '--json', '--skip', 'database,tfjs backend,chromium'], {
+    const err = await exec(process.execPath, [SWEETLOOP_ENTRY, 'doctor', '--json', '--skip', 'database,tfjs backend,chromium'], {
       env: { ...process.env, BWRAP_BIN: '/nonexistent/bwrap' },
     }).then(
       () => null,
@@ -67,7 +68,7 @@ describe('sweetloop doctor', () => {
   });
 
   it('on a machine set up as .ci/run sets it up, every tool check passes', async () => {
-    const { stdout } = await exec(process.execPath, ['bin/sweetloop.cjs', 'doctor', '--json', '--skip', 'database'], { timeout: 180_000 });
+    const { stdout } = await exec(process.execPath, [SWEETLOOP_ENTRY, 'doctor', '--json', '--skip', 'database'], { timeout: 180_000 });
     const json = JSON.parse(stdout) as { ok: boolean; checks: { name: string; status: string; detail: string }[] };
     for (const c of json.checks) expect(c.status, `${c.name}: ${c.detail}`).not.toBe('fail');
     expect(json.checks.map((c) => c.name)).toEqual(['configuration', 'tfjs backend', 'chromium', 'bubblewrap', 'python3']);

@@ -1,16 +1,14 @@
 // Importing into a real Postgres database (a throwaway one per file), through the library and through the CLI.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { createTestDatabase } from '../../bot/testing/database.ts';
 import { parseTaskFile, exportTaskLine } from '../../tasks/importer.ts';
 import type { TaskRecord } from '../../tasks/model.ts';
 import { importTasks, listTasks } from '../../prisma/task-store.ts';
+import { runSweetloop } from '../../bot/testing/sweetloop-cli.ts';
 
-const run = promisify(execFile);
 const SHARED = resolve(import.meta.dirname, '../../../shared/colbench');
 const haveShared = existsSync(join(SHARED, 'backend_sample.jsonl')) && existsSync(join(SHARED, 'frontend_sample.jsonl'));
 if (!haveShared) console.warn(`NOTICE: ${SHARED} is absent: the ColBench sample import tests are skipped.`);
@@ -38,14 +36,8 @@ const backend = (i: number): TaskRecord => ({
   split: 'train',
 });
 
-async function sweetloop(args: string[]) {
-  return run(process.execPath, ['bin/sweetloop.cjs', ...args], {
-    cwd: resolve(import.meta.dirname, '../..'),
-    env: { ...process.env, DATABASE_URL: t.url, LOG_LEVEL: 'silent' },
-  }).then(
-    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
-  );
+function sweetloop(args: string[]) {
+  return runSweetloop(args, { cwd: resolve(import.meta.dirname, '../..'), env: { ...process.env, DATABASE_URL: t.url, LOG_LEVEL: 'silent' } });
 }
 
 describe.skipIf(!haveShared)('importing the ColBench samples', () => {

@@ -2,8 +2,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseBackendRecord, ScoreInputError, scoreAnswerFiles } from '../../tasks/score.ts';
+import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sweetloop-score-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -66,7 +67,7 @@ describe('scoreAnswerFiles', () => {
 });
 
 describe('sweetloop tasks score', () => {
-  const cli = resolve(import.meta.dirname, '../../bin/sweetloop.cjs');
+  const cli = SWEETLOOP_ENTRY;
   it('prints exactly one JSON object with --json', () => {
     const p = answers('cli.jsonl', [{ task: 1, answer: tasks[1]!.ground_truth }]);
     const out = execFileSync(process.execPath, [cli, 'tasks', 'score', '--tasks', tasksPath, '--answers', p, '--json'], { encoding: 'utf8' });

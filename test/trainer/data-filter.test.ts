@@ -18,6 +18,7 @@ import { dataFilterFor } from '../../trainer/cli.ts';
 import { createRun, type RunConfig } from '../../trainer/runs.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 import { streamSessionSummaries } from '../../bot/export/query.ts';
+import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
 
 const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
@@ -238,7 +239,7 @@ describe('sweetloop train --data human', () => {
       mkdirSync(dir);
       writeFileSync(join(dir, 'config.json'), '{}');
       await db.prisma.policyVersion.create({ data: { name: 'base', algorithm: 'starter', checkpointPath: dir, status: 'deployed', deployedAt: new Date() } });
-      const child = spawn(process.execPath, [join(REPO, 'bin/sweetloop.cjs'), 'train', '--data', 'human', '--from', 'base', '--algo', 'rft'], {
+      const child = spawn(process.execPath, [SWEETLOOP_ENTRY, 'train', '--data', 'human', '--from', 'base', '--algo', 'rft'], {
         cwd: root,
         env: { ...process.env, DATABASE_URL: db.url, CHECKPOINT_DIR: join(root, 'ck'), TFJS_BACKEND: 'cpu' },
       });

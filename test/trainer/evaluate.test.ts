@@ -1,17 +1,15 @@
 // Paired evaluation: `comparePaired` (pure) on fixed outcomes, and `sweetloop evaluate --compare A B` end to end
 // (the real binary, a real database, two tiny policies playing the same held-out games in the real sandbox).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import { comparePaired, formatComparison, type GameOutcome } from '../../trainer/evaluate.ts';
 import { scratchDir, tinyPolicy } from './fixture.ts';
+import { runSweetloop } from '../../bot/testing/sweetloop-cli.ts';
 
-const exec = promisify(execFile);
 const games = (scores: number[], prefix = 't'): GameOutcome[] => scores.map((score, i) => ({ taskId: `${prefix}${i}`, score, success: score >= 1, agentTurns: 2 + (i % 3) }));
 
 describe('comparePaired', () => {
@@ -42,15 +40,7 @@ describe('comparePaired', () => {
 describe('sweetloop evaluate --compare', () => {
   let t: TestDatabase;
   let root: string;
-  const sweetloop = async (args: string[]) => {
-    try {
-      const r = await exec(process.execPath, ['bin/sweetloop.cjs', ...args], { env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, TFJS_BACKEND: 'wasm' }, timeout: 300_000 });
-      return { code: 0, stdout: r.stdout, stderr: r.stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  };
+  const sweetloop = (args: string[]) => runSweetloop(args, { env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, TFJS_BACKEND: 'wasm' }, timeoutMs: 300_000 });
 
   beforeAll(async () => {
     t = await createTestDatabase();

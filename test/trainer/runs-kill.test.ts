@@ -17,6 +17,7 @@ import { readSafetensors } from '../../trainer/model/safetensors.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 import { createRun, executeRun, runCheckpoints, type RunConfig } from '../../trainer/runs.ts';
 import { runWorld } from './fixture.ts';
+import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
 
 const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const CHECKPOINT_EVERY = 3;
@@ -61,7 +62,7 @@ interface Child {
 }
 
 function trainResume(runId: string, checkpointRoot: string): Child {
-  const proc = spawn(process.execPath, [join(REPO, 'bin/sweetloop.cjs'), 'train', '--resume', runId], {
+  const proc = spawn(process.execPath, [SWEETLOOP_ENTRY, 'train', '--resume', runId], {
     cwd: REPO,
     env: { ...process.env, DATABASE_URL: t.url, CHECKPOINT_DIR: checkpointRoot, TFJS_BACKEND: 'wasm', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],

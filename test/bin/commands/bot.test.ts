@@ -12,6 +12,7 @@ import { openDatabase } from '../../../prisma/db.ts';
 import { checkpointSha256 } from '../../../trainer/model/checkpoint.ts';
 import { shippedStarterDir, starterVersionName } from '../../../trainer/recipes/starter.ts';
 import { Terminal, hasScript } from '../../helpers/terminal.ts';
+import { SWEETLOOP_ENTRY } from '../../../bot/testing/sweetloop-cli.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 
@@ -33,7 +34,7 @@ describe('npm start with a Discord token', () => {
   it('prepares the database, registers the commands, serves a person, and stops cleanly on SIGTERM', async () => {
     const ckpt = await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 });
     let out = '';
-    const child = spawn(process.execPath, ['bin/sweetloop.cjs', 'start'], {
+    const child = spawn(process.execPath, [SWEETLOOP_ENTRY, 'start'], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,

@@ -1,6 +1,5 @@
 // The `sweetloop export` and `sweetloop report` commands end to end: configuration from the environment, a real
 // database, files on disk, and clear errors for bad flags.
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../bot/testing/database.ts';
 import { pseudonymize } from '../../../bot/export/pseudonym.ts';
 import { IDS, seedExportWorld } from '../../bot/export/fixtures.ts';
+import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
 
 let t: Awaited<ReturnType<typeof createTestDatabase>>;
 let dir: string;
@@ -24,24 +24,15 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-/** Runs the CLI without blocking the test worker (a blocked worker misses vitest's own heartbeats). */
-function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/sweetloop.cjs', ...args], { env: { ...process.env, DATABASE_URL: t.url, EXPORT_SALT: 'cli-test-salt', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
+function cli(args: string[]): Promise<SweetloopRun> {
+  return runSweetloop(args, { env: { ...process.env, DATABASE_URL: t.url, EXPORT_SALT: 'cli-test-salt', LOG_LEVEL: 'warn' } });
 }
 
 describe('sweetloop export / report', () => {
   it('exports with filters, writes the card, uses EXPORT_SALT', async () => {
     const out = join(dir, 'backend-test.jsonl');
     const r = await cli(['export', '--format', 'jsonl', '--out', out, '--kind', 'backend', '--split', 'test', '--include-flagged', '--exclude-comments']);
-    expect(r.status, r.stderr).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/exported 2 sessions \(8 turns\)/);
     const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     expect(rows.map((x) => x.task.externalId)).toEqual(['T2', 'T2']);
@@ -56,23 +47,23 @@ describe('sweetloop export / report', () => {
   it('rejects bad flags with a clear message and writes nothing', async () => {
     const out = join(dir, 'bad.jsonl');
     const bad = await cli(['export', '--format', 'jsonl', '--out', out, '--since', '2026-02-01', '--until', '2026-01-01']);
-    expect(bad.status).not.toBe(0);
+    expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/--since must be before --until/);
     const badDate = await cli(['export', '--format', 'jsonl', '--out', out, '--since', 'yesterday-ish']);
-    expect(badDate.status).not.toBe(0);
+    expect(badDate.code).not.toBe(0);
     expect(badDate.stderr).toMatch(/--since: expected a date/);
     expect(existsSync(out)).toBe(false);
   });
 
   it('sweet-rl: one kind per file (the refusal names --kind), --source, --per-task and --chat-template', async () => {
     const mixed = await cli(['export', '--format', 'sweet-rl', '--out', join(dir, 'mixed.jsonl')]);
-    expect(mixed.status).not.toBe(0);
+    expect(mixed.code).not.toBe(0);
     expect(mixed.stderr).toMatch(/one task kind.*add --kind backend or --kind frontend/);
     expect(existsSync(join(dir, 'mixed.jsonl'))).toBe(false);
 
     const out = join(dir, 'backend.sweet-rl.jsonl');
     const r = await cli(['export', '--format', 'sweet-rl', '--out', out, '--kind', 'backend', '--source', 'both', '--chat-template', 'chatml']);
-    expect(r.status, r.stderr).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     // S1 and S2 (people) and S8 (simulated); S10 has no evaluation.
     expect(r.stdout).toMatch(/exported 3 sessions/);
     const rows = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
@@ -84,22 +75,22 @@ describe('sweetloop export / report', () => {
     // T1 is the only task with two such sessions (S1 and the simulated S8): k = 2 blocks of one task.
     const blocks = join(dir, 'blocks.jsonl');
     const b = await cli(['export', '--format', 'sweet-rl', '--out', blocks, '--kind', 'backend', '--source', 'both', '--per-task', '2']);
-    expect(b.status, b.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
     expect(readFileSync(blocks, 'utf8').trim().split('\n').map((l) => JSON.parse(l).task.problem_description)).toEqual(
       Array(2).fill(rows[0].task.problem_description),
     );
     const bad = await cli(['export', '--format', 'jsonl', '--out', join(dir, 'x.jsonl'), '--per-task', '2']);
-    expect(bad.status).not.toBe(0);
+    expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/perTask: only with the sweet-rl format/);
     const badTemplate = await cli(['export', '--format', 'sweet-rl', '--kind', 'backend', '--out', join(dir, 'y.jsonl'), '--chat-template', 'no-such-template']);
-    expect(badTemplate.status).not.toBe(0);
+    expect(badTemplate.code).not.toBe(0);
     expect(badTemplate.stderr).toMatch(/--chat-template: "no-such-template" is neither llama3 nor chatml/);
   });
 
   it('hf writes a dataset folder', async () => {
     const out = join(dir, 'hf-folder');
     const r = await cli(['export', '--format', 'hf', '--out', out]);
-    expect(r.status, r.stderr).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     expect(existsSync(join(out, 'README.md'))).toBe(true);
     expect(existsSync(join(out, 'data', 'backend', 'train.parquet'))).toBe(true);
     expect(existsSync(join(out, 'data', 'backend', 'test.parquet'))).toBe(true);
@@ -109,7 +100,7 @@ describe('sweetloop export / report', () => {
   it('writes a report directory', async () => {
     const out = join(dir, 'report');
     const r = await cli(['report', '--out', out, '--no-png', '--humans-only']);
-    expect(r.status, r.stderr).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     const data = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
     expect(data.groups.every((g: { collaborator: string }) => g.collaborator === 'human')).toBe(true);
     expect(data.groups.reduce((a: number, g: { sessions: number }) => a + g.sessions, 0)).toBe(5); // S1 S4 S10 S2 S3

@@ -1,6 +1,5 @@
 // `sweetloop import-sessions` end to end: a real database, a sweet-rl file written by `sweetloop export`, bad lines
 // reported with their numbers (exit code 1), and a second import that stores nothing.
-import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../bot/testing/database.ts';
 import { seedSimulatedWorld } from '../../bot/export/simulated-world.ts';
+import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
 
 let source: Awaited<ReturnType<typeof createTestDatabase>>;
 let target: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -24,28 +24,19 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-/** Runs the CLI without blocking the test worker (a blocked worker misses vitest's own heartbeats). */
-function cli(url: string, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/sweetloop.cjs', ...args], { env: { ...process.env, DATABASE_URL: url, EXPORT_SALT: 'cli-import-salt', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
+function cli(url: string, args: string[]): Promise<SweetloopRun> {
+  return runSweetloop(args, { env: { ...process.env, DATABASE_URL: url, EXPORT_SALT: 'cli-import-salt', LOG_LEVEL: 'warn' } });
 }
 
 describe('sweetloop import-sessions', () => {
   it('imports an export as simulated sessions, reports bad lines, and stores nothing on a second run', async () => {
     const file = join(dir, 'rollouts.jsonl');
     const e = await cli(source.url, ['export', '--format', 'sweet-rl', '--out', file, '--kind', 'backend', '--source', 'simulated', '--per-task', '2']);
-    expect(e.status, e.stderr).toBe(0);
+    expect(e.code, e.stderr).toBe(0);
     appendFileSync(file, '{"task": {"problem_description": "x"}, "dialogue_history": []}\n');
 
     const first = await cli(target.url, ['import-sessions', file, '--kind', 'backend', '--collaborator', 'paper-rollouts']);
-    expect(first.status).toBe(1);
+    expect(first.code).toBe(1);
     expect(first.stderr).toMatch(/rollouts\.jsonl:7: dialogue_history: needs the problem description/);
     expect(first.stdout).toMatch(/7 lines, 6 sessions stored, 0 already stored, 1 invalid; 3 new tasks/);
     const sessions = await target.prisma.session.findMany({ include: { participant: true } });
@@ -57,10 +48,10 @@ describe('sweetloop import-sessions', () => {
     expect(await target.prisma.session.count()).toBe(6);
 
     const missing = await cli(target.url, ['import-sessions', join(dir, 'nope.jsonl'), '--kind', 'backend']);
-    expect(missing.status).not.toBe(0);
+    expect(missing.code).not.toBe(0);
     expect(missing.stderr).toMatch(/no such file/);
     const noKind = await cli(target.url, ['import-sessions', file]);
-    expect(noKind.status).not.toBe(0);
+    expect(noKind.code).not.toBe(0);
     expect(noKind.stderr).toMatch(/--kind/);
   });
 });

@@ -6,6 +6,7 @@ import { initBackend } from '../../../trainer/model/backend.ts';
 import { Engine } from '../../../trainer/model/engine.ts';
 import { generate } from '../../../trainer/model/generate.ts';
 import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
+import { SWEETLOOP_ENTRY } from '../../../bot/testing/sweetloop-cli.ts';
 
 const run = promisify(execFile);
 let dir: string;
@@ -14,7 +15,7 @@ let backend: string;
 
 /** Runs the real `sweetloop` launcher on the same tfjs backend as this process. */
 function sweetloop(args: string[]) {
-  return run(process.execPath, ['bin/sweetloop.cjs', ...args], {
+  return run(process.execPath, [SWEETLOOP_ENTRY, ...args], {
     env: { ...process.env, TFJS_BACKEND: backend, LOG_LEVEL: 'silent' },
     maxBuffer: 64 * 1024 * 1024,
   });

@@ -1,22 +1,14 @@
 // `sweetloop policy add|list` end to end: the real binary, a real database, a real OpenAI-compatible server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
 import { startOpenAiServer, type OpenAiServer } from '../../../bot/testing/openai-server.ts';
+import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
 
-const exec = promisify(execFile);
 let t: TestDatabase;
 let server: OpenAiServer;
 
-async function sweetloop(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await exec(process.execPath, ['bin/sweetloop.cjs', ...args], { env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, ...env }, timeout: 120_000 });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+function sweetloop(args: string[], env: Record<string, string> = {}): Promise<SweetloopRun> {
+  return runSweetloop(args, { env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, ...env }, timeoutMs: 120_000 });
 }
 
 beforeAll(async () => {

@@ -1,28 +1,20 @@
 // `sweetloop privacy delete|withdraw` end to end (a real process on a real Postgres database), and the export's
 // refusal of the development salt when a Discord bot is configured.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
 import { erasedId } from '../../../bot/privacy.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
+import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
 
-const exec = promisify(execFile);
 
-async function sweetloop(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+function sweetloop(args: string[], env: Record<string, string>): Promise<SweetloopRun> {
   const base = { ...process.env };
   for (const k of ['DISCORD_TOKEN', 'EXPORT_SALT', 'PRIVACY_KEY', 'DATABASE_URL']) delete base[k];
-  try {
-    const r = await exec(process.execPath, ['bin/sweetloop.cjs', ...args], { env: { ...base, LOG_LEVEL: 'warn', ...env }, timeout: 120_000 });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+  return runSweetloop(args, { env: { ...base, LOG_LEVEL: 'warn', ...env }, timeoutMs: 120_000 });
 }
 
 describe('sweetloop privacy', () => {

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
+import { SWEETLOOP_ENTRY } from '../../../bot/testing/sweetloop-cli.ts';
 
 async function freePort(): Promise<number> {
   const s = createServer();
@@ -26,7 +27,7 @@ describe('sweetloop trainer health', () => {
     const port = await freePort();
     const base = { ...process.env };
     delete base.DISCORD_TOKEN;
-    const child = spawn(process.execPath, ['bin/sweetloop.cjs', 'trainer'], {
+    const child = spawn(process.execPath, [SWEETLOOP_ENTRY, 'trainer'], {
       env: { ...base, DATABASE_URL: t.url, TRAINER_HEALTH_PORT: String(port), HEALTH_HOST: '127.0.0.1', TRAINER_MIN_NEW_SESSIONS: '1000', TRAINER_POLL_SECONDS: '60', LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

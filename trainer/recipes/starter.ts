@@ -24,7 +24,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import cliProgress from 'cli-progress';
-import type { ChatMessage } from '../../tasks/agent.ts';
+import type { Agent, ChatMessage } from '../../tasks/agent.ts';
 import { MINI_TEMPLATES } from '../../tasks/mini.ts';
 import { ANSWER_MARKER } from '../../tasks/protocol.ts';
 import { llamaConfig, type ModelConfig } from '../model/architecture.ts';
@@ -190,23 +190,22 @@ export async function expertDialogues(seed: number, games: number, mix?: Demonst
     .filter((t) => t.split === 'train')
     .slice(0, games);
   const expert = createExpertAgent({ tasks, name: 'expert' });
-  const out: ChatMessage[][] = [];
+  // Each game's demonstrator: the careful expert, or one drawn from the mix.
+  let demonstrator = (): Agent => expert;
   if (mix) {
     const total = mix.expert + mix.hasty + mix.noisy;
     if (!(total > 0) || [mix.expert, mix.hasty, mix.noisy].some((w) => !(w >= 0))) throw new Error('starter: demonstrator weights must be >= 0 with a positive sum');
     const hasty = createNonAskingAgent({ tasks, name: 'hasty' });
     const noisy = createExpertAgent({ tasks, noise: mix.noise, seed: seed ^ 0x6e6f, name: 'noisy' });
     const draw = seededRandom(seed, 0x6d6978);
-    for (const task of tasks) {
+    demonstrator = () => {
       const u = draw() * total;
-      const agent = u < mix.expert ? expert : u < mix.expert + mix.hasty ? hasty : noisy;
-      const episode = await playEpisode({ task, agent, collaborator: createRuleSimulator(task) });
-      out.push(buildDialogue(task, episode.turns));
-    }
-    return out;
+      return u < mix.expert ? expert : u < mix.expert + mix.hasty ? hasty : noisy;
+    };
   }
+  const out: ChatMessage[][] = [];
   for (const task of tasks) {
-    const episode = await playEpisode({ task, agent: expert, collaborator: createRuleSimulator(task) });
+    const episode = await playEpisode({ task, agent: demonstrator(), collaborator: createRuleSimulator(task) });
     out.push(buildDialogue(task, episode.turns));
   }
   return out;

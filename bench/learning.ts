@@ -279,8 +279,8 @@ try {
   }
 
   const label = (name: string) => (name === 'zero-shot' ? 'zero-shot (starter)' : name.startsWith('rft') ? 'rejection FT' : name.startsWith('mtdpo') ? 'multi-turn DPO' : 'SWEET-RL');
-  console.log(`\nColBench-mini backend, ${testTasks} ${validate ? 'VALIDATION (train-split, not held-out)' : 'held-out'} tasks x ${evalPerTask} games, rule-based simulator (95% intervals; differences are paired, against zero-shot on the same games)`);
-  console.log(`${'policy'.padEnd(22)} ${'success rate %'.padEnd(20)} ${'% tests passed'.padEnd(20)} ${'turns'.padEnd(6)} ${'Δ success (McNemar)'.padEnd(34)} Δ tests passed (Wilcoxon)`);
+  console.log(`\nColBench-mini backend, ${testTasks} ${validate ? 'VALIDATION (train-split, not held-out)' : 'held-out'} tasks x ${evalPerTask} games, rule-based simulator (95% intervals; differences are paired, against zero-shot on the same games; a task's ${evalPerTask} games are one unit: intervals resample tasks, tests are over tasks)`);
+  console.log(`${'policy'.padEnd(22)} ${'success rate %'.padEnd(20)} ${'% tests passed'.padEnd(20)} ${'turns'.padEnd(6)} ${'Δ success (clustered McNemar)'.padEnd(34)} Δ tests passed (Wilcoxon over tasks)`);
   reports.forEach((r, i) => {
     const c = paired[i];
     const dSuccess = c ? `${formatDifference(c.success.difference)} ${formatP(c.success.mcnemar.pValue)}` : '';
@@ -289,7 +289,8 @@ try {
   });
   console.log(
     `${testTasks * evalPerTask} paired games give ${(power * 100).toFixed(0)}% power to detect +10 points of success rate over zero-shot at alpha 0.05 ` +
-      `(McNemar, independent-games discordance ${(plan.discordance * 100).toFixed(1)}%); 80% power needs ${plan.games} games.`,
+      `(McNemar, independent-games discordance ${(plan.discordance * 100).toFixed(1)}%); 80% power needs ${plan.games} games. ` +
+      `Games of one task are correlated, so ${testTasks} tasks give less than this.`,
   );
   console.log(`\nLearning curve of the closed loop (round 1 = the SWEET-RL policy above; each later round collects ${trainTasks * perTask} more sessions with the deployed policy -> SWEET-RL from it on all sessions so far -> deploy), held-out % tests passed:`);
   for (const p of curve) {
@@ -298,7 +299,11 @@ try {
   }
   if (curve.length > 1) await drawCurve(curve, dir);
   const diff = (c: PairedComparison | null) =>
-    c && { success: { difference: c.success.difference, p: c.success.mcnemar.pValue, aOnly: c.success.mcnemar.aOnly, bOnly: c.success.mcnemar.bOnly }, testsPassed: { difference: c.score.difference, p: c.score.wilcoxon.pValue } };
+    c && {
+      tasks: c.tasks,
+      success: { difference: c.success.difference, p: c.success.mcnemar.pValue, test: c.success.mcnemar.method, aOnly: c.success.mcnemar.aOnly, bOnly: c.success.mcnemar.bOnly },
+      testsPassed: { difference: c.score.difference, p: c.score.wilcoxon.pValue, tasks: c.score.tasks },
+    };
   console.log(
     JSON.stringify({
       bench: 'learning',

@@ -207,8 +207,10 @@ export interface McNemarResult {
   aOnly: number;
   /** Games B won and A lost. */
   bOnly: number;
-  /** Two-sided exact p-value: the discordant games split as Binomial(aOnly + bOnly, 1/2) under "no difference". */
+  /** Two-sided p-value. Exact: the discordant games split as Binomial(aOnly + bOnly, 1/2) under "no difference". */
   pValue: number;
+  /** 'exact' for independent games; 'clustered' (mcnemarClustered) when games share clusters. */
+  method: 'exact' | 'clustered';
 }
 
 /**
@@ -220,18 +222,40 @@ export function mcnemarExact(aOnly: number, bOnly: number): McNemarResult {
   if (!Number.isInteger(aOnly) || !Number.isInteger(bOnly) || aOnly < 0 || bOnly < 0) throw new RangeError(`mcnemarExact: need whole counts, got ${aOnly}, ${bOnly}`);
   const n = aOnly + bOnly;
   const pValue = n === 0 ? 1 : Math.min(1, 2 * binomialCdf(Math.min(aOnly, bOnly), n, 0.5));
-  return { aOnly, bOnly, pValue };
+  return { aOnly, bOnly, pValue, method: 'exact' };
 }
 
-/** McNemar's test from paired success flags (a[i] and b[i] are the same game). */
-export function mcnemarPaired(a: readonly boolean[], b: readonly boolean[]): McNemarResult {
+/**
+ * McNemar's test from paired success flags (a[i] and b[i] are the same game): exact, unless `clusters` puts
+ * several games in one cluster (then mcnemarClustered).
+ */
+export function mcnemarPaired(a: readonly boolean[], b: readonly boolean[], clusters?: readonly string[]): McNemarResult {
   assertPaired(a, b);
+  if (clusters && repeatsClusters(clusters)) return mcnemarClustered(a, b, clusters);
   let aOnly = 0, bOnly = 0;
   a.forEach((x, i) => {
     if (x && !b[i]) aOnly++;
     else if (!x && b[i]) bOnly++;
   });
   return mcnemarExact(aOnly, bOnly);
+}
+
+/**
+ * McNemar's test when paired games come in clusters (the games of one task share it and are correlated):
+ * Durkalski et al. (2003, Stat Med 22:1417), X² = (Σ_k (b_k − c_k))² / Σ_k (b_k − c_k)², where b_k and c_k are
+ * cluster k's games won by A only and by B only; X² is χ²(1) under "no difference" (asymptotic, so
+ * `method: 'clustered'`). With one game a cluster X² is McNemar's (b − c)²/(b + c); there the exact test
+ * (mcnemarExact) is the one to use, and mcnemarPaired chooses it.
+ */
+export function mcnemarClustered(a: readonly boolean[], b: readonly boolean[], clusters: readonly string[]): McNemarResult {
+  assertPaired(a, b);
+  const { sums } = clusterSums(a.map((x, i) => Number(x) - Number(b[i])), clusters);
+  const aOnly = a.filter((x, i) => x && !b[i]).length;
+  const bOnly = a.filter((x, i) => !x && b[i]).length;
+  const den = sums.reduce((s, x) => s + x * x, 0);
+  if (den === 0) return { aOnly, bOnly, pValue: 1, method: 'clustered' };
+  const num = sums.reduce((s, x) => s + x, 0) ** 2;
+  return { aOnly, bOnly, pValue: Math.min(1, 2 * normalCdf(-Math.sqrt(num / den))), method: 'clustered' };
 }
 
 function assertPaired(a: readonly unknown[], b: readonly unknown[]): void {
@@ -241,26 +265,72 @@ function assertPaired(a: readonly unknown[], b: readonly unknown[]): void {
 /**
  * Percentile bootstrap interval of the mean of paired differences a[i] - b[i]: resamples whole games (pairs)
  * with replacement `resamples` times. Seeded (mulberry32), so the same inputs give the same interval.
+ *
+ * With `clusters` (clusters[i] names game i's cluster, e.g. its task) whole clusters are resampled instead (the
+ * cluster bootstrap): games of one task share it and are correlated, and resampling them one by one would
+ * narrow the interval as if they were independent. Each resample's mean is its summed differences over its
+ * games. With one game a cluster this is exactly the game bootstrap (same seed, same interval).
  */
-export function pairedBootstrap(a: readonly number[], b: readonly number[], o: { level?: number; resamples?: number; seed?: number } = {}): Interval {
+export function pairedBootstrap(
+  a: readonly number[],
+  b: readonly number[],
+  o: { level?: number; resamples?: number; seed?: number; clusters?: readonly string[] } = {},
+): Interval {
   assertPaired(a, b);
   const n = a.length;
   const d = a.map((x, i) => x - b[i]!);
   if (d.some((x) => !Number.isFinite(x))) throw new RangeError('pairedBootstrap: not a finite number');
   if (n === 0) return { estimate: NaN, lo: NaN, hi: NaN, n };
   const mean = d.reduce((s, x) => s + x, 0) / n;
-  if (n === 1) return { estimate: mean, lo: NaN, hi: NaN, n };
+  const groups = o.clusters ? clusterSums(d, o.clusters) : { sums: d, sizes: d.map(() => 1) };
+  const k = groups.sums.length;
+  if (k === 1) return { estimate: mean, lo: NaN, hi: NaN, n };
   const level = o.level ?? 0.95;
   const resamples = o.resamples ?? 10_000;
   const rng = createRng(o.seed ?? 1);
   const means = new Float64Array(resamples);
   for (let r = 0; r < resamples; r++) {
-    let s = 0;
-    for (let i = 0; i < n; i++) s += d[Math.floor(rng() * n)]!;
-    means[r] = s / n;
+    let s = 0, m = 0;
+    for (let i = 0; i < k; i++) {
+      const j = Math.floor(rng() * k);
+      s += groups.sums[j]!;
+      m += groups.sizes[j]!;
+    }
+    means[r] = s / m;
   }
   means.sort();
   return { estimate: mean, lo: quantileSorted(means, (1 - level) / 2), hi: quantileSorted(means, 1 - (1 - level) / 2), n };
+}
+
+/** Sums and sizes of `values` by cluster (clusters[i] names value i's), in order of first appearance. */
+function clusterSums(values: readonly number[], clusters: readonly string[]): { sums: number[]; sizes: number[] } {
+  if (clusters.length !== values.length) throw new RangeError(`${values.length} values but ${clusters.length} cluster labels`);
+  const index = new Map<string, number>();
+  const sums: number[] = [];
+  const sizes: number[] = [];
+  values.forEach((v, i) => {
+    let j = index.get(clusters[i]!);
+    if (j === undefined) {
+      j = sums.length;
+      index.set(clusters[i]!, j);
+      sums.push(0);
+      sizes.push(0);
+    }
+    sums[j]! += v;
+    sizes[j]! += 1;
+  });
+  return { sums, sizes };
+}
+
+/** Mean of `values` within each cluster (clusters[i] names value i's), in order of first appearance. */
+export function clusterMeans(values: readonly number[], clusters: readonly string[]): number[] {
+  const { sums, sizes } = clusterSums(values, clusters);
+  return sums.map((s, j) => s / sizes[j]!);
+}
+
+/** True when some cluster holds more than one value. */
+export function repeatsClusters(clusters: readonly string[]): boolean {
+  return new Set(clusters).size < clusters.length;
 }
 
 /** Quantile of sorted values with linear interpolation between order statistics (numpy's default, "linear"). */

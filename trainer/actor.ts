@@ -104,6 +104,7 @@ export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c:
     epochs: c.actorEpochs,
     peakLr: c.lr,
     config: c,
+    shape: (p) => ({ rows: 2, tokens: Math.max(p.chosenPrompt.length + p.chosen.length, p.rejectedPrompt.length + p.rejected.length) }),
     microStep: (micro) => {
       const lp = completionLogprobs(
         policy.model,

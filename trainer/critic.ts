@@ -21,7 +21,7 @@ import { ADAPTER_CONFIG, addLora, loadLora, withoutLora } from './model/lora.ts'
 import { completionLogprobValues } from './model/logprobs.ts';
 import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair, type Scored } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
-import { chunks, epochBatches, phaseOptimizer, type Phase } from './schedule.ts';
+import { epochBatches, microBatches, phaseOptimizer, type ItemShape, type Phase } from './schedule.ts';
 import { TrainStep } from './model/train-step.ts';
 import {
   criticDialogue,
@@ -227,6 +227,8 @@ export function criticPairs(trajectories: readonly Trajectory[], examples: reado
   return [...fromRewards, ...fromPeople];
 }
 
+const pairShape = (p: Pair<CriticExample>): ItemShape => ({ rows: 2, tokens: Math.max(p.chosen.seq.ids.length, p.rejected.seq.ids.length) });
+
 /** Bradley-Terry training of the critic over trajectory pairs: criticEpochs passes, batchSize pairs an update. */
 export function criticPhase(critic: Critic, pairs: readonly Pair<CriticExample>[], c: TrainConfig): Phase {
   if (pairs.length === 0) throw new Error('critic: no trajectory pairs (every task needs sessions with different rewards)');
@@ -244,8 +246,9 @@ export function criticPhase(critic: Critic, pairs: readonly Pair<CriticExample>[
       const batch = batches[index]!.map((i) => pairs[i]!);
       let loss = 0;
       let correct = 0;
-      for (const micro of chunks(batch, c.microBatch)) {
-        const weight = (micro.length / batch.length) * Math.ceil(batch.length / c.microBatch);
+      const micros = microBatches(batch, c, pairShape);
+      for (const micro of micros) {
+        const weight = (micro.length / batch.length) * micros.length;
         let got = 0;
         const r = trainer.run(() => {
           const { loss: l, correct: k } = critic.loss(micro, c.criticBeta);

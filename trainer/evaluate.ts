@@ -3,13 +3,15 @@
 // against another version on the same tasks (ties count half). Two versions are compared on the SAME games
 // (task, sampling seed, collaborator): `comparePaired` turns the two lists of game outcomes into the paired
 // differences with intervals and p-values (McNemar's exact test for success; Wilcoxon signed-rank and a
-// paired bootstrap for tests passed / similarity). It is pure, so the gate and the tests use it without a model.
+// paired bootstrap for tests passed / similarity; over tasks, not games, when a task was played more than once).
+// It is pure, so the gate and the tests use it without a model.
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
 import { winRate, type WinRate } from '../tasks/similarity.ts';
 import type { Scorer } from '../tasks/scorer.ts';
 import { simulate, type SimulateOptions, type SimulatedGame } from './simulate.ts';
 import {
   formatPercent,
+  clusterMeans,
   mcnemarPaired,
   meanIntervalOf,
   pairedBootstrap,
@@ -69,12 +71,24 @@ export interface PairedComparison {
   level: number;
   a: Omit<EvaluationReport, 'against'>;
   b: Omit<EvaluationReport, 'against'>;
+  /** Distinct tasks among the games: the units of the tests below when a task was played more than once. */
+  tasks: number;
   /** A minus B, in success rate: bootstrap interval of the mean paired difference, and McNemar's test. */
   success: { difference: Interval; mcnemar: McNemarResult };
-  /** A minus B, in score (tests passed / similarity): bootstrap interval and Wilcoxon signed-rank test. */
-  score: { difference: Interval; wilcoxon: WilcoxonResult };
+  /**
+   * A minus B, in score (tests passed / similarity): bootstrap interval and Wilcoxon signed-rank test over the
+   * tasks' mean differences (over games when each task was played once).
+   */
+  score: { difference: Interval; wilcoxon: WilcoxonResult; tasks: TaskTally };
   /** Share of games where A's score beats B's (ties half): the paper's frontend win rate. */
   winRate: WinRate;
+}
+
+/** Tasks on which A's mean score is above, below or equal to B's. */
+export interface TaskTally {
+  better: number;
+  worse: number;
+  equal: number;
 }
 
 export interface CompareOptions {
@@ -85,7 +99,13 @@ export interface CompareOptions {
   resamples?: number;
 }
 
-/** The paired comparison of two versions' outcomes on the same games (index i of both lists is one game). */
+/**
+ * The paired comparison of two versions' outcomes on the same games (index i of both lists is one game).
+ * Games of one task are not independent (they share the task, and a policy that cannot do a task fails all of
+ * its games), so when a task was played more than once the task is the unit: bootstrap intervals resample whole
+ * tasks, the score's Wilcoxon test ranks each task's mean difference, and McNemar's test is the clustered one
+ * (tasks/stats.ts mcnemarClustered). With one game a task these are the plain game-level tests.
+ */
 export function comparePaired(a: { version: string; games: readonly GameOutcome[] }, b: { version: string; games: readonly GameOutcome[] }, o: CompareOptions): PairedComparison {
   if (a.games.length !== b.games.length) throw new Error(`comparePaired: ${a.version} played ${a.games.length} games and ${b.version} ${b.games.length}; a paired comparison needs the same games`);
   if (a.games.length === 0) throw new Error('comparePaired: no games to compare');
@@ -93,21 +113,36 @@ export function comparePaired(a: { version: string; games: readonly GameOutcome[
     if (g.taskId !== b.games[i]!.taskId) throw new Error(`comparePaired: game ${i} is task ${g.taskId} for ${a.version} but ${b.games[i]!.taskId} for ${b.version}; not the same games`);
   });
   const level = o.level ?? 0.95;
-  const boot = { level, seed: o.seed ?? 1, ...(o.resamples ? { resamples: o.resamples } : {}) };
+  const tasks = a.games.map((g) => g.taskId);
+  const boot = { level, seed: o.seed ?? 1, clusters: tasks, ...(o.resamples ? { resamples: o.resamples } : {}) };
   const sa = a.games.map((g) => g.score);
   const sb = b.games.map((g) => g.score);
+  const ta = clusterMeans(sa, tasks);
+  const tb = clusterMeans(sb, tasks);
   const ka = a.games.map((g) => g.success);
   const kb = b.games.map((g) => g.success);
   return {
     kind: o.kind,
     games: a.games.length,
+    tasks: new Set(tasks).size,
     level,
     a: summarise(a.version, o.kind, a.games),
     b: summarise(b.version, o.kind, b.games),
-    success: { difference: pairedBootstrap(ka.map(Number), kb.map(Number), boot), mcnemar: mcnemarPaired(ka, kb) },
-    score: { difference: pairedBootstrap(sa, sb, boot), wilcoxon: wilcoxonSignedRank(sa, sb) },
+    success: { difference: pairedBootstrap(ka.map(Number), kb.map(Number), boot), mcnemar: mcnemarPaired(ka, kb, tasks) },
+    score: { difference: pairedBootstrap(sa, sb, boot), wilcoxon: wilcoxonSignedRank(ta, tb), tasks: tally(ta, tb) },
     winRate: winRate(sa, sb),
   };
+}
+
+function tally(a: readonly number[], b: readonly number[], tolerance = 1e-12): TaskTally {
+  const t = { better: 0, worse: 0, equal: 0 };
+  a.forEach((x, i) => {
+    const d = x - b[i]!;
+    if (Math.abs(d) <= tolerance) t.equal++;
+    else if (d > 0) t.better++;
+    else t.worse++;
+  });
+  return t;
 }
 
 export async function evaluateVersion(
@@ -170,18 +205,21 @@ export function formatComparison(c: PairedComparison): string {
   const width = Math.max(8, c.a.version.length, c.b.version.length, 'A - B'.length) + 2;
   const row = (label: string, success: string, score: string, extra = '') => `  ${label.padEnd(width)}${success.padEnd(30)}${score.padEnd(30)}${extra}`.trimEnd();
   const w = c.winRate;
+  const byTask = c.tasks < c.games;
+  const unit = byTask ? 'tasks' : 'games';
   const lines = [
-    `${c.a.version} (A) vs ${c.b.version} (B) on the same ${c.games} ${c.kind} games (${pct} intervals):`,
+    `${c.a.version} (A) vs ${c.b.version} (B) on the same ${c.games} ${c.kind} games${byTask ? ` of ${c.tasks} tasks (intervals and tests over tasks)` : ''} (${pct} intervals):`,
     row('', 'success rate %', metric, 'agent turns'),
     row(c.a.version, `${formatPercent(c.a.success)} (${c.a.successes})`, formatPercent(c.a.score), c.a.meanAgentTurns.toFixed(2)),
     row(c.b.version, `${formatPercent(c.b.success)} (${c.b.successes})`, formatPercent(c.b.score), c.b.meanAgentTurns.toFixed(2)),
     row('A - B', `${formatDifference(c.success.difference)} points`, `${formatDifference(c.score.difference)} points`),
     row(
       'p-value',
-      `${formatP(c.success.mcnemar.pValue)} McNemar`,
+      `${formatP(c.success.mcnemar.pValue)} McNemar${byTask ? ' (clustered)' : ''}`,
       `${formatP(c.score.wilcoxon.pValue)} Wilcoxon`,
     ),
-    `  discordant games: A only ${c.success.mcnemar.aOnly}, B only ${c.success.mcnemar.bOnly}; ${c.score.wilcoxon.zeros} games with equal ${c.kind === 'backend' ? 'scores' : 'similarity'}`,
+    ...(byTask ? [`  tasks where A's mean ${c.kind === 'backend' ? 'score' : 'similarity'} is higher: ${c.score.tasks.better}, lower: ${c.score.tasks.worse}, equal: ${c.score.tasks.equal}`] : []),
+    `  discordant games: A only ${c.success.mcnemar.aOnly}, B only ${c.success.mcnemar.bOnly}; ${c.score.wilcoxon.zeros} ${unit} with equal ${byTask ? 'mean ' : ''}${c.kind === 'backend' ? 'scores' : 'similarity'}`,
     `  win rate of A over B: ${(w.winRate * 100).toFixed(1)} [${(w.ci95[0] * 100).toFixed(1)}, ${(w.ci95[1] * 100).toFixed(1)}] (${w.wins} wins, ${w.ties} ties, ${w.losses} losses)`,
   ];
   return lines.join('\n');

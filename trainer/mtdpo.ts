@@ -47,6 +47,7 @@ export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExamp
     epochs: c.actorEpochs,
     peakLr: c.lr,
     config: c,
+    shape: (p) => ({ rows: 2, tokens: Math.max(p.chosen.seq.ids.length, p.rejected.seq.ids.length) }),
     microStep: (micro) => {
       const seqs = [...micro.map((p) => p.chosen.seq), ...micro.map((p) => p.rejected.seq)];
       const lp = turnLogprobs(policy.model, seqs, pad);

@@ -4,6 +4,8 @@
 // pre-trained 8B one), fewer sampled candidates and fewer actor states.
 import { z } from 'zod';
 
+export const DEFAULT_MICRO_BATCH_CELLS = 2 * 1024 * 1024;
+
 export const trainConfigSchema = z.object({
   /** Peak learning rate of the actor / policy (DPO, SFT). */
   lr: z.number().positive(),
@@ -17,8 +19,14 @@ export const trainConfigSchema = z.object({
   nllCoefficient: z.number().min(0),
   /** Pairs (critic, DPO) or dialogues (RFT) per optimizer update. */
   batchSize: z.number().int().positive(),
-  /** Rows per forward pass inside one update (gradient accumulation over the batch). */
+  /** Items per forward pass inside one update (gradient accumulation over the batch). */
   microBatch: z.number().int().positive(),
+  /**
+   * Memory cap of one forward pass: a micro-batch is cut earlier when its rows x (longest row's tokens)^2, the
+   * size of its attention scores per head and layer, would pass this. Default 2 x 1024^2: two rows of the
+   * starter's full 1,024-token window or four of 724 (see trainer/schedule.ts microBatches).
+   */
+  microBatchCells: z.number().int().positive().default(DEFAULT_MICRO_BATCH_CELLS),
   criticEpochs: z.number().int().positive(),
   actorEpochs: z.number().int().positive(),
   adamBeta1: z.number().min(0).max(1),
@@ -65,6 +73,7 @@ const PAPER = {
   nllCoefficient: 0.01,
   batchSize: 8,
   microBatch: 2,
+  microBatchCells: DEFAULT_MICRO_BATCH_CELLS,
   criticEpochs: 4,
   actorEpochs: 1,
   adamBeta1: 0.9,

@@ -37,6 +37,8 @@ export interface GateEvidence {
   against: string | null;
   kind: TaskKind;
   games: number;
+  /** Distinct tasks among the games (older evidence lacks it): when fewer than the games, the tests are over tasks. */
+  tasks?: number;
   alpha: number;
   margin: number;
   /** Candidate's and deployed version's success rate and score (95% intervals not stored: the level is 1 - 2 alpha). */
@@ -95,6 +97,7 @@ export function gateEvidence(c: PairedComparison, g: GateConfig, plan?: PairedSu
     against: c.b.version,
     kind: c.kind,
     games: c.games,
+    tasks: c.tasks,
     alpha: g.alpha,
     margin: g.margin,
     candidateSuccess: c.a.success.estimate,
@@ -222,7 +225,7 @@ export function formatGateEvidence(e: GateEvidence): string {
   const metric = e.kind === 'backend' ? 'tests passed' : 'similarity';
   return [
     head,
-    `  ${e.games} paired games against ${e.against}, alpha ${e.alpha}${e.margin > 0 ? `, non-inferiority margin ${(e.margin * 100).toFixed(1)} points` : ''}`,
+    `  ${e.games} paired games${e.tasks !== undefined && e.tasks < e.games ? ` of ${e.tasks} tasks (tests over tasks)` : ''} against ${e.against}, alpha ${e.alpha}${e.margin > 0 ? `, non-inferiority margin ${(e.margin * 100).toFixed(1)} points` : ''}`,
     `  ${metric}: ${pct(e.candidateScore)} vs ${pct(e.deployedScore)}, difference ${formatDifference(e.scoreDifference)} points (${level} interval), Wilcoxon ${formatP(e.scorePValue!)}`,
     `  success: ${pct(e.candidateSuccess)} vs ${pct(e.deployedSuccess)}, difference ${formatDifference(e.successDifference)} points, McNemar ${formatP(e.successPValue!)} (${e.candidateOnlySuccesses} vs ${e.deployedOnlySuccesses} discordant games)`,
     ...ab,

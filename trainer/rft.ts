@@ -25,6 +25,7 @@ export function sftPhase(policy: LoadedModel, trajectories: readonly Trajectory[
     epochs: c.sftEpochs,
     peakLr: c.lr,
     config: c,
+    shape: (seq) => ({ rows: 1, tokens: seq.ids.length }),
     microStep: (micro) => {
       const lp = turnLogprobs(policy.model, micro, pad);
       return { loss: tokenNll(lp.logp, lp.mask) };

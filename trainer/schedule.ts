@@ -6,7 +6,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { Decoder } from './model/decoder.ts';
 import { AdamW, warmupCosine } from './model/optim.ts';
 import { TrainStep } from './model/train-step.ts';
-import type { TrainConfig } from './presets.ts';
+import { DEFAULT_MICRO_BATCH_CELLS, type TrainConfig } from './presets.ts';
 import { Rng } from '../tasks/random.ts';
 
 export { Rng };
@@ -31,10 +31,44 @@ export function phaseOptimizer(params: ReadonlyMap<string, tf.Variable>, peakLr:
   });
 }
 
-/** Splits a batch into micro-batches of at most `size` items. */
-export function chunks<T>(items: readonly T[], size: number): T[][] {
+/** How much of a forward pass one training item makes: its rows (2 for a pair) and its longest row's tokens. */
+export interface ItemShape {
+  rows: number;
+  tokens: number;
+}
+
+/**
+ * Splits a batch, in order, into micro-batches of at most `c.microBatch` items, cutting earlier where the
+ * micro-batch's rows x (longest row's tokens)^2 would pass `c.microBatchCells` (an item over it alone gets a
+ * micro-batch of its own). Why: on tfjs-wasm the attention scores of every layer, kept for the backward pass,
+ * fill memory (rows x heads x T^2 floats each), WebAssembly memory only grows, and it ends at 4 GB. One
+ * forward + backward of the starter (d128, 4 layers, 1,024-token window) took the heap to 3.1 GB at 4 rows x
+ * 1,024 tokens, 2.1 GB at 8 x 512, 1.8 GB at 4 x 724, 1.6 GB at 2 x 1,024, and aborted the process at
+ * 8 x 1,024: what the critic's micro-batch of 4 pairs became once the dialogues grew long (the closed loop's
+ * third round). Short items still share a micro-batch, so the common case runs as before.
+ */
+export function microBatches<T>(batch: readonly T[], c: Pick<TrainConfig, 'microBatch' | 'microBatchCells'>, shape: (item: T) => ItemShape): T[][] {
+  const cells = c.microBatchCells ?? DEFAULT_MICRO_BATCH_CELLS; // runs stored before the cap existed lack it
   const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  let current: T[] = [];
+  let rows = 0;
+  let longest = 0;
+  for (const item of batch) {
+    const s = shape(item);
+    const nextRows = rows + s.rows;
+    const nextLongest = Math.max(longest, s.tokens);
+    if (current.length > 0 && (current.length >= c.microBatch || nextRows * nextLongest * nextLongest > cells)) {
+      out.push(current);
+      current = [];
+      rows = s.rows;
+      longest = s.tokens;
+    } else {
+      rows = nextRows;
+      longest = nextLongest;
+    }
+    current.push(item);
+  }
+  if (current.length > 0) out.push(current);
   return out;
 }
 
@@ -65,6 +99,8 @@ export interface MinibatchPhaseOptions<T> {
    * any per-micro-batch statistics (read them with dataSync inside this call).
    */
   microStep: (micro: T[]) => { loss: tf.Scalar; metrics?: Record<string, number> };
+  /** Rows and longest row of an item's forward pass: micro-batches are cut to `config.microBatchCells`. */
+  shape: (item: T) => ItemShape;
   /** Fixed figures reported with every update (after gradNorm and lr). */
   constantMetrics?: Record<string, number>;
 }
@@ -92,10 +128,11 @@ export function minibatchPhase<T>(o: MinibatchPhaseOptions<T>): Phase {
     optimizer,
     async step(index) {
       const batch = batches[index]!.map((i) => o.items[i]!);
-      const nMicro = Math.ceil(batch.length / c.microBatch);
+      const micros = microBatches(batch, c, o.shape);
+      const nMicro = micros.length;
       let loss = 0;
       const means: Record<string, number> = {};
-      for (const micro of chunks(batch, c.microBatch)) {
+      for (const micro of micros) {
         const share = micro.length / batch.length;
         let metrics: Record<string, number> = {};
         const r = trainer.run(() => {

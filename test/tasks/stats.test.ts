@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  binomialCdf, formatPercent, histogramMedian, incompleteBeta, logGamma, mcnemarExact, mcnemarPaired, meanInterval, meanIntervalOf, MeanAccumulator,
+  binomialCdf, clusterMeans, formatPercent, histogramMedian, incompleteBeta, logGamma, mcnemarClustered, mcnemarExact, mcnemarPaired, meanInterval, meanIntervalOf, MeanAccumulator,
   normalCdf, normalQuantile, pairedBootstrap, percentile, pairedSuccessGames, pairedSuccessPower, quantileSorted, tCdf, tQuantile, wilcoxonSignedRank, wilson, wilsonCount,
 } from '../../tasks/stats.ts';
 
@@ -187,6 +187,29 @@ describe('McNemar exact test', () => {
     expect(() => mcnemarExact(1.5, 2)).toThrow(RangeError);
   });
 
+  it('clustered McNemar (Durkalski 2003) on a fixed table: cluster sums 2, 1, 0, -1, 3 give X² = 25/15, p = 0.19671', () => {
+    // Per cluster (a task): A-only minus B-only games. t1: +2 (two A-only), t2: +1, t3: one each way, t4: -1,
+    // t5: +3. X² = (2+1+0-1+3)² / (4+1+0+1+9) = 25/15; p = erfc(sqrt(X²/2)) = 0.196706 (Python math.erfc).
+    const rows: [boolean, boolean, string][] = [
+      [true, false, 't1'], [true, false, 't1'], [true, true, 't1'],
+      [true, false, 't2'], [false, false, 't2'],
+      [true, false, 't3'], [false, true, 't3'],
+      [false, true, 't4'], [true, true, 't4'],
+      [true, false, 't5'], [true, false, 't5'], [true, false, 't5'],
+    ];
+    const r = mcnemarClustered(rows.map((x) => x[0]), rows.map((x) => x[1]), rows.map((x) => x[2]));
+    expect([r.aOnly, r.bOnly, r.method]).toEqual([7, 2, 'clustered']);
+    expect(r.pValue).toBeCloseTo(0.196706, 5);
+    // mcnemarPaired takes the clustered test when a cluster repeats, the exact one when none does.
+    expect(mcnemarPaired(rows.map((x) => x[0]), rows.map((x) => x[1]), rows.map((x) => x[2]))).toEqual(r);
+    const a = [true, true, false, true, false, true];
+    const b = [false, true, false, false, true, false];
+    expect(mcnemarPaired(a, b, a.map((_, i) => `t${i}`))).toEqual(mcnemarPaired(a, b));
+    // One game a cluster: X² is McNemar's (b - c)² / (b + c) = 4/4, p = 0.317311.
+    expect(mcnemarClustered(a, b, a.map((_, i) => `t${i}`)).pValue).toBeCloseTo(0.317311, 5);
+    expect(mcnemarClustered([true], [true], ['t']).pValue).toBe(1);
+  });
+
   it('binomial CDF against hand sums', () => {
     expect(binomialCdf(2, 12, 0.5)).toBeCloseTo(79 / 4096, 12);
     expect(binomialCdf(0, 3, 0.2)).toBeCloseTo(0.512, 12);
@@ -225,6 +248,22 @@ describe('paired bootstrap of the mean difference', () => {
     const same = pairedBootstrap([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]);
     expect([same.lo, same.hi]).toEqual([0, 0]);
     expect(() => pairedBootstrap([1, 2], [1])).toThrow(/same games/);
+  });
+
+  it('clusters: whole tasks are resampled; with one game a task it is the game bootstrap', () => {
+    // 5 tasks of 4 games each, every game of a task with the same difference (1, 1, 0, 0, 1): a resample's mean
+    // is Binomial(5, 0.6)/5, whose 2.5% and 97.5% quantiles are 0.2 and 1.0. Resampling the 20 games as if
+    // independent gives Binomial(20, 0.6)/20: 0.4 and 0.8, too narrow for what 5 tasks can tell.
+    const d = [1, 1, 0, 0, 1].flatMap((x) => [x, x, x, x]);
+    const tasks = [0, 1, 2, 3, 4].flatMap((t) => [`t${t}`, `t${t}`, `t${t}`, `t${t}`]);
+    const zeros = d.map(() => 0);
+    const byTask = pairedBootstrap(d, zeros, { seed: 5, resamples: 20_000, clusters: tasks });
+    expect([byTask.estimate, byTask.lo, byTask.hi, byTask.n]).toEqual([0.6, 0.2, 1, 20]);
+    const byGame = pairedBootstrap(d, zeros, { seed: 5, resamples: 20_000 });
+    expect([byGame.lo, byGame.hi]).toEqual([0.4, 0.8]);
+    expect(pairedBootstrap(a, b, { seed: 7, resamples: 2000, clusters: a.map((_, i) => `g${i}`) })).toEqual(pairedBootstrap(a, b, { seed: 7, resamples: 2000 }));
+    expect(clusterMeans([1, 0, 0.5, 0.5, 1], ['x', 'y', 'x', 'y', 'z'])).toEqual([0.75, 0.25, 1]);
+    expect(() => pairedBootstrap([1, 2], [1, 2], { clusters: ['t'] })).toThrow(/cluster labels/);
   });
 
   it('linear quantile of sorted values (numpy default)', () => {

@@ -35,6 +35,28 @@ describe('comparePaired', () => {
     expect(text).toMatch(/p = 0\.250 McNemar\s+p = 0\.125 Wilcoxon/);
     expect(text).toContain('discordant games: A only 3, B only 0; 4 games with equal scores');
   });
+
+  it('counts a task played several times once: intervals resample tasks, Wilcoxon ranks task means, McNemar is clustered', () => {
+    // 4 tasks x 3 games. Task means of A - B: t0 +1/6, t1 +0.2, t2 0, t3 +0.1 -> 3 non-zero, all positive:
+    // exact Wilcoxon p = 2/8 = 0.25 over tasks (over the 12 games it would be 2/2^8 = 0.0078).
+    const rep = (scores: number[]): GameOutcome[] => scores.map((score, i) => ({ taskId: `t${Math.floor(i / 3)}`, score, success: score >= 1, agentTurns: 2 }));
+    const a = rep([1, 1, 0.5, 0.6, 0.6, 0.6, 0.3, 0.3, 0.3, 0.4, 0.4, 0.4]);
+    const b = rep([0.5, 0.5, 1, 0.4, 0.4, 0.4, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]);
+    const c = comparePaired({ version: 'new', games: a }, { version: 'old', games: b }, { kind: 'backend', seed: 1, resamples: 2000 });
+    expect([c.games, c.tasks]).toEqual([12, 4]);
+    expect(c.score.wilcoxon.n).toBe(3);
+    expect(c.score.wilcoxon.zeros).toBe(1);
+    expect(c.score.wilcoxon.pValue).toBeCloseTo(0.25, 12);
+    expect(c.score.difference.estimate).toBeCloseTo(1.4 / 12, 12);
+    // Successes: t0 has A-only twice and B-only once (sum +1), the rest none: X² = 1/1, p = 0.3173.
+    expect(c.success.mcnemar.method).toBe('clustered');
+    expect(c.success.mcnemar.pValue).toBeCloseTo(0.317311, 5);
+    const text = formatComparison(c);
+    expect(text).toContain('on the same 12 backend games of 4 tasks (intervals and tests over tasks)');
+    expect(text).toContain('1 tasks with equal mean scores');
+    expect(c.score.tasks).toEqual({ better: 3, worse: 0, equal: 1 });
+    expect(text).toContain("tasks where A's mean score is higher: 3, lower: 0, equal: 1");
+  });
 });
 
 describe('sweetloop evaluate --compare', () => {

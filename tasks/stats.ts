@@ -232,12 +232,18 @@ export function mcnemarExact(aOnly: number, bOnly: number): McNemarResult {
 export function mcnemarPaired(a: readonly boolean[], b: readonly boolean[], clusters?: readonly string[]): McNemarResult {
   assertPaired(a, b);
   if (clusters && repeatsClusters(clusters)) return mcnemarClustered(a, b, clusters);
+  const { aOnly, bOnly } = discordant(a, b);
+  return mcnemarExact(aOnly, bOnly);
+}
+
+/** Games A alone succeeded in and games B alone succeeded in. */
+function discordant(a: readonly boolean[], b: readonly boolean[]): { aOnly: number; bOnly: number } {
   let aOnly = 0, bOnly = 0;
   a.forEach((x, i) => {
     if (x && !b[i]) aOnly++;
     else if (!x && b[i]) bOnly++;
   });
-  return mcnemarExact(aOnly, bOnly);
+  return { aOnly, bOnly };
 }
 
 /**
@@ -250,8 +256,7 @@ export function mcnemarPaired(a: readonly boolean[], b: readonly boolean[], clus
 export function mcnemarClustered(a: readonly boolean[], b: readonly boolean[], clusters: readonly string[]): McNemarResult {
   assertPaired(a, b);
   const { sums } = clusterSums(a.map((x, i) => Number(x) - Number(b[i])), clusters);
-  const aOnly = a.filter((x, i) => x && !b[i]).length;
-  const bOnly = a.filter((x, i) => !x && b[i]).length;
+  const { aOnly, bOnly } = discordant(a, b);
   const den = sums.reduce((s, x) => s + x * x, 0);
   if (den === 0) return { aOnly, bOnly, pValue: 1, method: 'clustered' };
   const num = sums.reduce((s, x) => s + x, 0) ** 2;

@@ -21,8 +21,7 @@ import { ADAPTER_CONFIG, addLora, loadLora, withoutLora } from './model/lora.ts'
 import { completionLogprobValues } from './model/logprobs.ts';
 import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair, type Scored } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
-import { epochBatches, microBatches, phaseOptimizer, type ItemShape, type Phase } from './schedule.ts';
-import { TrainStep } from './model/train-step.ts';
+import { minibatchPhase, type Phase } from './schedule.ts';
 import {
   criticDialogue,
   encodeAction,
@@ -227,44 +226,20 @@ export function criticPairs(trajectories: readonly Trajectory[], examples: reado
   return [...fromRewards, ...fromPeople];
 }
 
-const pairShape = (p: Pair<CriticExample>): ItemShape => ({ rows: 2, tokens: Math.max(p.chosen.seq.ids.length, p.rejected.seq.ids.length) });
-
 /** Bradley-Terry training of the critic over trajectory pairs: criticEpochs passes, batchSize pairs an update. */
 export function criticPhase(critic: Critic, pairs: readonly Pair<CriticExample>[], c: TrainConfig): Phase {
   if (pairs.length === 0) throw new Error('critic: no trajectory pairs (every task needs sessions with different rewards)');
-  const batches = epochBatches(pairs.length, c.batchSize, c.criticEpochs, c.seed, 'critic');
-  const totalSteps = Math.min(batches.length, c.maxSteps ?? Infinity);
-  const params = critic.model.namedTrainableVariables();
-  const optimizer = phaseOptimizer(params, c.criticLr, totalSteps, c);
-  const trainer = new TrainStep({ optimizer, maxGradNorm: c.maxGradNorm, accumulationSteps: Number.POSITIVE_INFINITY });
-  return {
+  return minibatchPhase({
     name: 'critic',
-    totalSteps,
     model: critic.model,
-    optimizer,
-    async step(index) {
-      const batch = batches[index]!.map((i) => pairs[i]!);
-      let loss = 0;
-      let correct = 0;
-      const micros = microBatches(batch, c, pairShape);
-      for (const micro of micros) {
-        const weight = (micro.length / batch.length) * micros.length;
-        let got = 0;
-        const r = trainer.run(() => {
-          const { loss: l, correct: k } = critic.loss(micro, c.criticBeta);
-          got = k.dataSync()[0]!;
-          return tf.mul(l, weight) as tf.Scalar;
-        });
-        loss += (r.loss / weight) * (micro.length / batch.length);
-        correct += got;
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
-      const u = trainer.flush()!;
-      return { loss, accuracy: correct / batch.length, gradNorm: u.gradNorm, lr: u.lr };
+    items: pairs,
+    epochs: c.criticEpochs,
+    peakLr: c.criticLr,
+    config: c,
+    shape: (p) => ({ rows: 2, tokens: Math.max(p.chosen.seq.ids.length, p.rejected.seq.ids.length) }),
+    microStep: (micro) => {
+      const { loss, correct } = critic.loss(micro, c.criticBeta);
+      return { loss, metrics: { accuracy: correct.dataSync()[0]! / micro.length } };
     },
-    dispose() {
-      trainer.dispose();
-      optimizer.dispose();
-    },
-  };
+  });
 }

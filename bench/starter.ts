@@ -5,6 +5,10 @@
 // points. Prints a table and one JSON line.
 //   npm run bench:starter [-- --seed 1234] [-- --tasks 10] [-- --samples 2] [-- --temperature 0.7]
 //     [-- --dir DIR | --checkpoint DIR] [-- --steps N --games N --tokens-per-step N] [-- --show N]
+//     [-- --task-seed N] [-- --varied F] [-- --drills F]
+// Besides the score it counts what the answer copied from the dialogue: the function's name (given only in
+// the description) and the withheld facts' values. --task-seed plays another seed's tasks (not the learning
+// benchmark's held-out ones); --varied and --drills set the recipe's variedTasks and copyDrills.
 // --checkpoint evaluates any Hugging Face model directory as it is (no build); --dir is where the starter is
 // built and reused (default data/bench/starter-SEED). Build CPU seconds are kept in DIR.build.json, so a reused
 // starter still reports what its build cost.
@@ -14,7 +18,7 @@ import { dirname, resolve } from 'node:path';
 import type { Agent } from '../tasks/agent.ts';
 import { evaluateBackend } from '../tasks/backend-eval.ts';
 import { createExpertAgent, createNonAskingAgent } from '../tasks/expert.ts';
-import { generateMiniTasks } from '../tasks/mini.ts';
+import { generateMiniTasks, miniMeta } from '../tasks/mini.ts';
 import type { BackendTask, TaskRecord } from '../tasks/model.ts';
 import { playEpisode } from '../tasks/protocol.ts';
 import { createRuleSimulator } from '../tasks/simulator.ts';
@@ -39,6 +43,9 @@ function intOpt(name: string, def: number, min = 0): number {
   return n;
 }
 const seed = intOpt('seed', 1234);
+// The tasks played: by default the test split of the starter's own seed; another seed's tasks measure the
+// starter without looking at the learning benchmark's held-out tasks.
+const taskSeed = intOpt('task-seed', seed);
 const numTasks = intOpt('tasks', 10, 1);
 const samples = intOpt('samples', 2);
 const temperature = Number(opt('temperature') ?? '0.7');
@@ -69,6 +76,10 @@ if (checkpoint) {
     ...(opt('steps') ? { steps: intOpt('steps', 0, 1) } : {}),
     ...(opt('games') ? { games: intOpt('games', 0, 1) } : {}),
     ...(opt('tokens-per-step') ? { tokensPerStep: intOpt('tokens-per-step', 0, 64) } : {}),
+    ...(opt('varied') ? { variedTasks: Number(opt('varied')) } : {}),
+    ...(opt('drills') ? { copyDrills: Number(opt('drills')) } : {}),
+    ...(opt('drill-steps') ? { copyDrillPhase: { steps: intOpt('drill-steps', 0, 1), peakLr: Number(opt('drill-lr') ?? '1e-3'), drills: 2 * intOpt('drill-steps', 0, 1) } } : {}),
+    ...(opt('lr') ? { peakLr: Number(opt('lr')) } : {}),
   };
   const r = await ensureStarterPolicy(options);
   const sidecar = `${dir}.build.json`;
@@ -90,7 +101,7 @@ if (checkpoint) {
 // Held-out tasks: the starter trains on the train split of the same generator.
 const tasks: TaskRecord[] = [];
 for (let count = numTasks * 5; tasks.length < numTasks; count *= 2) {
-  tasks.splice(0, tasks.length, ...generateMiniTasks({ seed, count }).filter((t) => t.split === 'test').slice(0, numTasks));
+  tasks.splice(0, tasks.length, ...generateMiniTasks({ seed: taskSeed, count }).filter((t) => t.split === 'test').slice(0, numTasks));
 }
 
 const engine = await Engine.load(modelDir);
@@ -114,7 +125,19 @@ interface Game {
   answered: boolean;
   loads: boolean;
   answer: string;
+  /** The answer defines the function under the name the person gave. */
+  nameRight: boolean;
+  /** Fraction of the withheld facts whose constant the answer sets to the true value. */
+  factsRight: number;
   error?: string;
+}
+
+/** What the answer took over from the dialogue: the function's name (only in the description) and the facts. */
+function copied(task: TaskRecord, answer: string): { nameRight: boolean; factsRight: number } {
+  const meta = miniMeta(task)!;
+  const lines = new Set(answer.split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()));
+  const right = meta.withheld.filter((f) => lines.has(`${f.key} = ${f.answer}`)).length;
+  return { nameRight: answer.includes(`def ${meta.functionName}(`), factsRight: right / meta.withheld.length };
 }
 
 async function play(task: TaskRecord, agent: Agent, mode: string, index: number): Promise<Game> {
@@ -123,7 +146,7 @@ async function play(task: TaskRecord, agent: Agent, mode: string, index: number)
     episode = await playEpisode({ task, agent, collaborator: createRuleSimulator(task) });
   } catch (err) {
     // A policy that rambles until the dialogue outgrows its context never answers: a failed game, not a crash.
-    return { task: index, mode, score: 0, success: false, turns: 0, answered: false, loads: false, answer: '', error: (err as Error).message };
+    return { task: index, mode, score: 0, success: false, turns: 0, answered: false, loads: false, answer: '', nameRight: false, factsRight: 0, error: (err as Error).message };
   }
   const ev = await evaluateBackend(task as BackendTask, episode.answer, { label: `bench-starter-${index}` });
   const g: Game = {
@@ -135,6 +158,7 @@ async function play(task: TaskRecord, agent: Agent, mode: string, index: number)
     answered: episode.endedBy === 'answer',
     loads: !ev.error,
     answer: episode.answer,
+    ...copied(task, episode.answer),
   };
   if (ev.error) g.error = ev.error;
   return g;
@@ -175,6 +199,8 @@ function summary(mode: string) {
     answerRate: mean(gs.map((g) => (g.answered ? 1 : 0))),
     loadRate: mean(gs.map((g) => (g.loads ? 1 : 0))),
     anyTestPassed: mean(gs.map((g) => (g.score > 0 ? 1 : 0))),
+    nameRight: mean(gs.map((g) => (g.nameRight ? 1 : 0))),
+    factsRight: mean(gs.map((g) => g.factsRight)),
     tasksWithSpread: samples > 1 && mode.includes('T=') ? tasksWithSpread : null,
   };
 }
@@ -182,14 +208,14 @@ const modes = ['expert', 'non-asking', 'starter greedy', ...(samples > 0 ? [`sta
 const rows = modes.map(summary);
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-console.log(`\nColBench-mini test split, seed ${seed}, ${tasks.length} tasks, rule-based collaborator, backend ${backend.name}`);
+console.log(`\nColBench-mini test split, task seed ${taskSeed}, ${tasks.length} tasks, rule-based collaborator, backend ${backend.name}`);
 console.log(`model ${modelDir}${build ? ` (${build.reused ? 'reused' : 'built'}, ${build.numParameters.toLocaleString('en')} parameters, build ${build.cpuSeconds === null ? '?' : build.cpuSeconds.toFixed(0)} CPU s)` : ''}`);
-console.log('| agent | games | % tests passed (95% CI) | success | turns | answer rate | code loads | any test passed |');
-console.log('|---|---|---|---|---|---|---|---|');
+console.log('| agent | games | % tests passed (95% CI) | success | turns | answer rate | code loads | any test passed | name right | facts right |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   console.log(
     `| ${r.mode} | ${r.games} | ${pct(r.meanTestsPassed)}${r.ci95 === null ? '' : ` ± ${pct(r.ci95)}`} | ${pct(r.successRate)} | ${r.meanTurns.toFixed(1)} | ` +
-      `${pct(r.answerRate)} | ${pct(r.loadRate)} | ${pct(r.anyTestPassed)} |`,
+      `${pct(r.answerRate)} | ${pct(r.loadRate)} | ${pct(r.anyTestPassed)} | ${pct(r.nameRight)} | ${pct(r.factsRight)} |`,
   );
 }
 const sampled = rows.find((r) => r.tasksWithSpread !== null);
@@ -203,6 +229,7 @@ console.log(
   JSON.stringify({
     bench: 'starter',
     seed,
+    taskSeed,
     tasks: tasks.length,
     samples,
     temperature,

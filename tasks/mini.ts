@@ -442,9 +442,41 @@ export function miniTemplate(id: string): MiniTemplate {
 const OPENERS = ['', '', 'Hi! ', 'Hello, quick one. ', 'Hey there. ', 'Hi, I could use some help. ', 'Good morning! '];
 const PRODUCTS = ['handmade candles', 'loose-leaf tea', 'board games', 'yarn', 'art prints', 'soap', 'coffee beans'];
 
-function sampleValues(rng: Rng, template: MiniTemplate): Record<string, FactValue> {
+// Made-up function names for varied tasks: 26 x 26 of them, so that a model trained on varied tasks cannot
+// remember a template's few names and has to copy the one the person gave.
+const NAME_VERBS = ['compute', 'get', 'calc', 'find', 'make', 'work_out', 'figure', 'price', 'check', 'format', 'convert', 'rate', 'score', 'count', 'judge', 'build', 'give', 'show', 'total', 'label', 'grade', 'measure', 'quote', 'bill', 'tally', 'derive'];
+const NAME_NOUNS = ['amount', 'value', 'result', 'total', 'charge', 'fee', 'band', 'line', 'change', 'cost', 'price', 'score', 'level', 'figure', 'answer', 'output', 'number', 'text', 'status', 'verdict', 'sum', 'rate', 'mark', 'tag', 'entry', 'report'];
+
+export function madeUpFunctionName(rng: Rng): string {
+  return `${pick(rng, NAME_VERBS)}_${pick(rng, NAME_NOUNS)}`;
+}
+
+/** Decimal places of a number as written (0.8 -> 1, 4.25 -> 2). */
+function decimalsOf(x: number): number {
+  const s = String(x);
+  const dot = s.indexOf('.');
+  return dot < 0 ? 0 : s.length - dot - 1;
+}
+
+/**
+ * A number fact's value drawn uniformly from its pool's range at the pool's precision (hundreds of values
+ * instead of four to eight), never the common guess. The ranges of the templates' pools keep their order
+ * (grade cut-offs, length limits), so the reference stays a sensible function.
+ */
+function variedNumber(rng: Rng, fact: FactSpec): number {
+  const pool = fact.pool as readonly number[];
+  const scale = 10 ** Math.max(...pool.map(decimalsOf));
+  const lo = Math.round(Math.min(...pool) * scale);
+  const hi = Math.round(Math.max(...pool) * scale);
+  for (;;) {
+    const v = randInt(rng, lo, hi) / scale;
+    if (v !== fact.guess || lo === hi) return v;
+  }
+}
+
+function sampleValues(rng: Rng, template: MiniTemplate, varied = false): Record<string, FactValue> {
   const values: Record<string, FactValue> = {};
-  for (const f of template.facts) values[f.key] = pick(rng, f.pool);
+  for (const f of template.facts) values[f.key] = varied && f.kind === 'number' ? variedNumber(rng, f) : pick(rng, f.pool);
   if (template.id === 'distance-units') {
     // Same unit in and out would make the task trivial; the common guess (miles to km) would make asking moot.
     while (values.INPUT_UNIT === values.OUTPUT_UNIT || (values.INPUT_UNIT === 'miles' && values.OUTPUT_UNIT === 'kilometers')) {
@@ -461,6 +493,12 @@ export interface GenerateMiniOptions {
   split?: TaskSplit;
   /** Restrict to some templates (ids). */
   templates?: readonly string[];
+  /**
+   * Varied tasks (for pre-training, never for evaluation): made-up function names and number facts drawn
+   * across their pools' ranges, so that copying the name and the told values is the only way to get them
+   * right. Their ids (`mini-varied:SEED:I`) never collide with the standard tasks'.
+   */
+  varied?: boolean;
 }
 
 /** Makes `count` tasks; task i depends only on (seed, i), so a longer run extends a shorter one. */
@@ -472,11 +510,11 @@ export function generateMiniTasks(options: GenerateMiniOptions): TaskRecord[] {
   if (templates.length === 0) throw new Error('no templates selected');
   const tasks: TaskRecord[] = [];
   for (let i = 0; i < count; i++) {
-    const externalId = `mini:${seed}:${i}`;
+    const externalId = `${options.varied ? 'mini-varied' : 'mini'}:${seed}:${i}`;
     const rng = createRng(fnv1a(externalId));
     const template = pick(rng, templates);
-    const functionName = pick(rng, template.functionNames);
-    const values = sampleValues(rng, template);
+    const functionName = options.varied ? madeUpFunctionName(rng) : pick(rng, template.functionNames);
+    const values = sampleValues(rng, template, options.varied);
     const request = pick(rng, template.requests).replace('{product}', pick(rng, PRODUCTS));
     // Drawn from a stream of its own so that the wording varies without changing any value or test.
     const opener = pick(createRng(fnv1a(`${externalId}:opener`)), OPENERS);

@@ -74,6 +74,41 @@ describe('ColBench-mini generator', () => {
     });
   });
 
+  it('makes varied tasks for pre-training: made-up names and numbers across their pools\' ranges, still sound', async () => {
+    const varied = generateMiniTasks({ seed: 11, count: 120, varied: true });
+    expect(varied.map((t) => t.externalId)).toEqual(Array.from({ length: 120 }, (_, i) => `mini-varied:11:${i}`));
+    expect(generateMiniTasks({ seed: 11, count: 120, varied: true })).toEqual(varied);
+    const names = varied.map((t) => miniMeta(t)!.functionName);
+    // Far more names than the templates' three each, and rarely one of those.
+    expect(new Set(names).size).toBeGreaterThan(80);
+    expect(names.filter((n) => MINI_TEMPLATES.some((tpl) => tpl.functionNames.includes(n))).length).toBeLessThan(12);
+    const numbers = new Map<string, Set<number>>();
+    for (const t of varied) {
+      const meta = miniMeta(t)!;
+      const template = miniTemplate(meta.template);
+      expect(t.description.endsWith(`def ${meta.functionName}(${template.params})`)).toBe(true);
+      for (const f of template.facts.filter((x) => x.kind === 'number')) {
+        const v = Number(meta.withheld.find((w) => w.key === f.key)!.answer);
+        const pool = f.pool as number[];
+        expect(v).toBeGreaterThanOrEqual(Math.min(...pool));
+        expect(v).toBeLessThanOrEqual(Math.max(...pool));
+        expect(v).not.toBe(f.guess);
+        const decimals = Math.max(...pool.map((x) => (String(x).split('.')[1] ?? '').length));
+        expect(Math.abs(v * 10 ** decimals - Math.round(v * 10 ** decimals))).toBeLessThan(1e-6);
+        numbers.set(`${template.id}.${f.key}`, (numbers.get(`${template.id}.${f.key}`) ?? new Set()).add(v));
+      }
+    }
+    // A wide fact (a threshold between 40 and 200 dollars) takes many more values than its pool of eight.
+    expect(numbers.get('bulk-discount.DISCOUNT_THRESHOLD')!.size).toBeGreaterThan(8);
+    // Varied references are still sound: every one passes its own tests with distinct expected values.
+    const sample = backend(varied.slice(0, 36));
+    const results = await evaluateBackendBatch(sample.map((task) => ({ task, answer: task.reference })));
+    results.forEach((r, i) => {
+      expect(r.score, sample[i]!.externalId).toBe(1);
+      expect(new Set(r.tests.map((x) => x.expected)).size, sample[i]!.externalId).toBeGreaterThanOrEqual(2);
+    });
+  });
+
   it('has a PRNG that is seed-stable and roughly uniform', () => {
     const a = createRng(7);
     const b = createRng(7);

@@ -24,6 +24,7 @@ export async function tinyPolicy(dir: string, seed = 5): Promise<string> {
     dir,
     seed,
     dialogues: await expertDialogues(seed, 10),
+    copyDrillPhase: null,
     steps: 4,
     tokensPerStep: 1024,
     size: { vocabSize: 320, hiddenSize: 32, intermediateSize: 64, numLayers: 1, numHeads: 2, numKvHeads: 1, contextLength: 768 },

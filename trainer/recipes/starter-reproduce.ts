@@ -38,6 +38,11 @@ export async function reproduceStarter(options: { from: string; scratchDir: stri
     tokensPerStep: recipe.tokensPerStep,
     peakLr: recipe.peakLr,
     size: recipe.size,
+    ...(recipe.demonstrators ? { demonstrators: recipe.demonstrators } : {}),
+    // Absent from a manifest means none, not the current defaults.
+    variedTasks: recipe.variedTasks ?? 0,
+    copyDrills: recipe.copyDrills ?? 0,
+    copyDrillPhase: recipe.copyDrillPhase ?? null,
     force: true,
     shipped: false,
     ...(options.progress ? { progress: options.progress } : {}),

@@ -1,20 +1,22 @@
 // The starter policy: what `sweetloop` serves when no POLICY_MODEL_DIR is configured. A small Llama-style model
 // (about 1M parameters) trained from scratch, by supervised next-token prediction on the agent's turns only, on
 // dialogues that the scripted expert agent plays against the rule-based collaborator on ColBench-mini tasks.
-// It learns the game's shape (ask, then answer with the marker) and each task family's function, but copies the
-// collaborator's values only now and then (see bench/RESULTS.md, `## Starter policy`): it is the starting point
-// that human sessions and SWEET-RL improve, and a real model is one environment variable away.
+// It learns the game's shape (ask, then answer with the marker), each task family's function, and to copy most
+// of the values it was told into its answer (not yet the function's name: bench/RESULTS.md, "Copying"): it is
+// the starting point that human sessions and SWEET-RL improve, and a real model is one environment variable away.
 //
-// Recipe (version 2): many short expert games (fresh data for every update rather than epochs over a few),
-// answers without the constants' explanatory comments, small batches (1-2 dialogues) and many updates, and the
-// system prompt, which every dialogue shares token for token, run once per update as a KV-cache prefix.
+// Recipe (version 3): first copy drills alone until copying appears (a model this small shows none for ~1,500
+// updates), then many short expert games (fresh data for every update rather than epochs over a few), half on
+// varied tasks where remembered values are wrong, with drills mixed in so that the copying is kept; answers
+// without the constants' explanatory comments, small batches (1-2 dialogues) and many updates, and the system
+// prompt, which every dialogue shares token for token, run once per update as a KV-cache prefix.
 //
 // Deterministic from the seed: the tasks, the games, the tokenizer, the initial weights and the batch order all
 // derive from it, and tfjs' wasm and cpu kernels are single-threaded, so the same seed on the same backend
 // writes the same files.
 //
 // The standard recipe's build from the default seed is shipped in the repository (starter-checkpoint/seed-N,
-// see its README.md): a first `npm start` installs that copy in milliseconds instead of training for minutes.
+// see its README.md): a first `npm start` installs that copy in milliseconds instead of training for about 20 minutes.
 // It is used only when its manifest names exactly the recipe asked for, and every file still has its recorded
 // sha256; test/trainer/recipes/shipped-starter.test.ts fails when the recipe moves away from it.
 import { createHash } from 'node:crypto';
@@ -37,9 +39,10 @@ import { crossEntropy } from '../model/ops.ts';
 import { AdamW, warmupCosine } from '../model/optim.ts';
 import { TextTokenizer, saveTokenizerFiles } from '../model/tokenizer.ts';
 import { TrainStep } from '../model/train-step.ts';
+import { copyDrills } from './copy-drills.ts';
 
 /** Bumped whenever the recipe changes, so an old starter directory is rebuilt rather than reused. */
-export const STARTER_RECIPE_VERSION = 2;
+export const STARTER_RECIPE_VERSION = 3;
 export const STARTER_MANIFEST = 'starter.json';
 
 /** The PolicyVersion name of a starter build: the bot registers it on first start, the trainer as `starter`. */
@@ -61,7 +64,7 @@ export interface StarterSize {
 /**
  * The standard starter: about 1M parameters (0.21M of them the tied embedding). Sized by measurement: on one
  * wasm core a training update of 2,048 tokens takes ~1.5 s at this size and ~3.4 s at d=160 / 5 layers, and
- * the whole build must stay within minutes on a 2-core machine (the standard recipe: ~7 CPU minutes).
+ * the whole build must stay within minutes on a 2-core machine (the standard recipe: ~20 CPU minutes, two thirds of them copy drills).
  */
 export const STARTER_SIZE: StarterSize = {
   vocabSize: 2048,
@@ -102,6 +105,32 @@ export interface StarterRecipe {
    * few of the told values, so asking pays little).
    */
   demonstrators?: DemonstratorMix;
+  /**
+   * Fraction of the demonstration games played on varied tasks (made-up function names, numbers across their
+   * ranges: `generateMiniTasks({ varied })`); absent: none. With the templates' few names and values the
+   * model can score by remembering them, and learns no copying (the function name right by chance only,
+   * bench/RESULTS.md); varied tasks make copying from the dialogue the only way to lower the loss.
+   */
+  variedTasks?: number;
+  /**
+   * Copy drills (trainer/recipes/copy-drills.ts) added per demonstration game (0.5: one drill for every two
+   * games); absent: none. Dozens of copied tokens per drill against a handful per game.
+   */
+  copyDrills?: number;
+  /**
+   * A first phase of updates on copy drills alone (their own warm-up and cosine to `peakLr`), before the
+   * `steps` updates on the games; absent: none. Measured (bench/RESULTS.md): on drills alone the starter's
+   * loss sits on a plateau for ~1,500 updates before copying appears; mixed into the games it never does
+   * within the build.
+   */
+  copyDrillPhase?: CopyDrillPhase;
+}
+
+export interface CopyDrillPhase {
+  steps: number;
+  peakLr: number;
+  /** Drills made for the phase (a few epochs' worth: about six fill an update). */
+  drills: number;
 }
 
 export interface DemonstratorMix {
@@ -116,10 +145,15 @@ export const DEFAULT_RECIPE: Omit<StarterRecipe, 'seed'> = {
   steps: 1200,
   games: 1200,
   tokensPerStep: 512,
-  peakLr: 4e-3,
+  peakLr: 2e-3,
   warmup: 0.05,
   compactAnswers: true,
   size: STARTER_SIZE,
+  // Recipe 3: learn to copy first (drills alone until copying appears), then the games, half of them on
+  // varied tasks and with drills mixed in so that copying is still used and kept. bench/RESULTS.md, "Copying".
+  variedTasks: 0.5,
+  copyDrills: 0.5,
+  copyDrillPhase: { steps: 3000, peakLr: 1e-3, drills: 6000 },
 };
 
 export interface StarterReport {
@@ -149,6 +183,12 @@ export interface StarterOptions {
   size?: Partial<StarterSize>;
   /** A mix of demonstrators (see StarterRecipe.demonstrators); absent: the careful expert alone. */
   demonstrators?: DemonstratorMix;
+  /** See StarterRecipe.variedTasks. */
+  variedTasks?: number;
+  /** See StarterRecipe.copyDrills. */
+  copyDrills?: number;
+  /** See StarterRecipe.copyDrillPhase; null: none (the standard recipe has one). */
+  copyDrillPhase?: CopyDrillPhase | null;
   /** Training dialogues to use instead of playing expert games (each ends with an assistant message). */
   dialogues?: readonly (readonly ChatMessage[])[];
   /** Rebuild even when the directory holds a valid starter of the same recipe. */
@@ -158,6 +198,11 @@ export interface StarterOptions {
   /** 'bar': a cli-progress bar on stderr; 'lines': a line every 10%; 'none'. Default 'none'. */
   progress?: 'bar' | 'lines' | 'none';
   log?: (line: string) => void;
+}
+
+function withDefault(key: 'variedTasks' | 'copyDrills', value: number | undefined): Partial<StarterRecipe> {
+  const v = value ?? DEFAULT_RECIPE[key];
+  return v ? { [key]: v } : {};
 }
 
 /** The full recipe the options ask for (defaults filled in): what a starter's manifest records. */
@@ -171,13 +216,19 @@ export function recipeOf(options: Omit<StarterOptions, 'dir'>): StarterRecipe {
     warmup: DEFAULT_RECIPE.warmup,
     compactAnswers: DEFAULT_RECIPE.compactAnswers,
     size: { ...DEFAULT_RECIPE.size, ...options.size },
-    // Only when asked for, so that the standard recipe (and the shipped build's manifest) stays as it was.
     ...(options.demonstrators ? { demonstrators: { ...options.demonstrators } } : {}),
+    // 0 / null turn the standard recipe's copying aids off (small test builds); they are then left out.
+    ...withDefault('variedTasks', options.variedTasks),
+    ...withDefault('copyDrills', options.copyDrills),
+    ...(() => {
+      const phase = options.copyDrillPhase === undefined ? DEFAULT_RECIPE.copyDrillPhase : options.copyDrillPhase;
+      return phase ? { copyDrillPhase: { ...phase } } : {};
+    })(),
   };
 }
 
 /** Plays the expert against the rule-based collaborator on ColBench-mini tasks; returns full dialogues. */
-export async function expertDialogues(seed: number, games: number, mix?: DemonstratorMix): Promise<ChatMessage[][]> {
+export async function expertDialogues(seed: number, games: number, mix?: DemonstratorMix, variedTasks = 0): Promise<ChatMessage[][]> {
   const [{ generateMiniTasks }, { createExpertAgent, createNonAskingAgent }, { createRuleSimulator }, { playEpisode, buildDialogue }] = await Promise.all([
     import('../../tasks/mini.ts'),
     import('../../tasks/expert.ts'),
@@ -186,9 +237,19 @@ export async function expertDialogues(seed: number, games: number, mix?: Demonst
   ]);
   // Train-split tasks only: the test split is what the starter is evaluated on. Task i depends only on (seed, i),
   // so drawing more and keeping the train ones is still deterministic.
-  const tasks = generateMiniTasks({ seed, count: Math.ceil(games * 1.5) + 10 })
-    .filter((t) => t.split === 'train')
-    .slice(0, games);
+  if (!(variedTasks >= 0 && variedTasks <= 1)) throw new Error(`starter: variedTasks must be between 0 and 1, got ${variedTasks}`);
+  const trainTasks = (n: number, varied: boolean) =>
+    generateMiniTasks({ seed, count: Math.ceil(n * 1.5) + 10, varied })
+      .filter((t) => t.split === 'train')
+      .slice(0, n);
+  const nVaried = Math.round(games * variedTasks);
+  // Varied and standard games alternate evenly, so that every stretch of the build sees both.
+  const varied = trainTasks(nVaried, true);
+  const standard = trainTasks(games - nVaried, false);
+  const tasks = Array.from({ length: games }, (_, i) => {
+    const v = Math.floor(((i + 1) * nVaried) / games) - Math.floor((i * nVaried) / games);
+    return v ? varied.shift()! : standard.shift()!;
+  });
   const expert = createExpertAgent({ tasks, name: 'expert' });
   // Each game's demonstrator: the careful expert, or one drawn from the mix.
   let demonstrator = (): Agent => expert;
@@ -340,8 +401,17 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   const rand = seededRandom(recipe.seed, 0x5747);
 
   if (!options.dialogues) log(`starter: playing ${recipe.games} expert games on ColBench-mini tasks (seed ${recipe.seed})`);
-  let dialogues: readonly (readonly ChatMessage[])[] = options.dialogues ?? (await expertDialogues(recipe.seed, recipe.games, recipe.demonstrators));
+  let dialogues: readonly (readonly ChatMessage[])[] = options.dialogues ?? (await expertDialogues(recipe.seed, recipe.games, recipe.demonstrators, recipe.variedTasks));
+  if (!options.dialogues && recipe.copyDrills) {
+    if (!(recipe.copyDrills > 0)) throw new Error(`starter: copyDrills must be > 0, got ${recipe.copyDrills}`);
+    dialogues = [...dialogues, ...copyDrills(recipe.seed, Math.round(recipe.games * recipe.copyDrills))];
+  }
   if (dialogues.length === 0) throw new Error('starter: no training dialogues');
+  const phase = recipe.copyDrillPhase;
+  if (phase && !(Number.isInteger(phase.steps) && phase.steps > 0 && phase.peakLr > 0 && Number.isInteger(phase.drills) && phase.drills > 0)) {
+    throw new Error('starter: copyDrillPhase needs integer steps > 0, peakLr > 0 and integer drills > 0');
+  }
+  const phaseDialogues = phase ? copyDrills(recipe.seed ^ 0x7068, phase.drills) : [];
   if (recipe.compactAnswers) {
     const comments = MINI_TEMPLATES.flatMap((t) => t.facts.map((f) => f.comment));
     dialogues = dialogues.map((d) => compactAnswer(d, comments));
@@ -349,18 +419,21 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
 
   // Tokenizer: byte-level BPE learnt from the same dialogues, rendered as the model will see them.
   const chat = new ChatFormatter(CHATML_TEMPLATE);
-  const rendered = dialogues.map((d) => chat.format(d));
+  const rendered = [...dialogues, ...phaseDialogues].map((d) => chat.format(d));
   const tokenizerJson = trainByteLevelBpe(rendered, { vocabSize: recipe.size.vocabSize });
   const tokenizerConfig = chatMlTokenizerConfig(CHATML_TEMPLATE, { model_max_length: recipe.size.contextLength });
   const tok = new TextTokenizer({ tokenizerJson: tokenizerJson as unknown as Record<string, unknown>, tokenizerConfig });
   log(`starter: tokenizer with ${tok.vocabSize} tokens`);
 
-  const examples = dialogues
-    .map((d) => encodeDialogue(chat, tok, d, recipe.size.contextLength + 1))
-    .filter((e): e is Example => e !== null);
+  const encode = (ds: readonly (readonly ChatMessage[])[]) =>
+    ds.map((d) => encodeDialogue(chat, tok, d, recipe.size.contextLength + 1)).filter((e): e is Example => e !== null);
+  const examples = encode(dialogues);
+  const drillExamples = encode(phaseDialogues);
   if (examples.length === 0) throw new Error('starter: no dialogue has an assistant turn to learn from');
-  const trainTokens = examples.reduce((n, e) => n + e.ids.length, 0);
-  const prefix = examples[0]!.ids.slice(0, sharedPrefixLength(examples));
+  const trainTokens = [...examples, ...drillExamples].reduce((n, e) => n + e.ids.length, 0);
+  const prefix = examples[0]!.ids.slice(0, sharedPrefixLength([...examples, ...drillExamples]));
+  const drillSteps = phase?.steps ?? 0;
+  const totalSteps = drillSteps + recipe.steps;
 
   const config: ModelConfig = llamaConfig({
     vocabSize: tok.vocabSize,
@@ -376,7 +449,12 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   });
   const model = new Decoder(config, { name: 'starter', seed: recipe.seed });
   const optimizer = new AdamW(model.params, {
-    lr: warmupCosine({ peakLr: recipe.peakLr, warmupSteps: Math.max(1, Math.round(recipe.steps * recipe.warmup)), totalSteps: recipe.steps }),
+    lr: (() => {
+      const games = warmupCosine({ peakLr: recipe.peakLr, warmupSteps: Math.max(1, Math.round(recipe.steps * recipe.warmup)), totalSteps: recipe.steps });
+      if (!phase) return games;
+      const drills = warmupCosine({ peakLr: phase.peakLr, warmupSteps: Math.max(1, Math.round(phase.steps * recipe.warmup)), totalSteps: phase.steps });
+      return (step: number) => (step < drillSteps ? drills(step) : games(step - drillSteps));
+    })(),
     beta1: 0.9,
     beta2: 0.95,
     weightDecay: 0.01,
@@ -384,7 +462,7 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   const trainer = new TrainStep({ optimizer, maxGradNorm: 1.0 });
   log(
     `starter: ${model.numParameters.toLocaleString('en')} parameters, ${examples.length} dialogues, ${trainTokens.toLocaleString('en')} tokens, ` +
-      `${recipe.steps} updates of ~${recipe.tokensPerStep} tokens after a shared prefix of ${prefix.length}`,
+      `${drillSteps ? `${drillSteps} updates on ${drillExamples.length} copy drills, then ` : ''}${recipe.steps} updates of ~${recipe.tokensPerStep} tokens after a shared prefix of ${prefix.length}`,
   );
 
   const bar =
@@ -394,20 +472,21 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
           cliProgress.Presets.shades_classic,
         )
       : undefined;
-  bar?.start(recipe.steps, 0, { loss: '-' });
+  bar?.start(totalSteps, 0, { loss: '-' });
 
   const losses: number[] = [];
   let queue: Example[][] = [];
   try {
-    for (let step = 0; step < recipe.steps; step++) {
-      if (queue.length === 0) queue = shuffle(makeBatches(examples, recipe.tokensPerStep, prefix.length, rand), rand);
+    for (let step = 0; step < totalSteps; step++) {
+      if (step === drillSteps) queue = [];
+      if (queue.length === 0) queue = shuffle(makeBatches(step < drillSteps ? drillExamples : examples, recipe.tokensPerStep, prefix.length, rand), rand);
       const batch = queue.pop()!;
       const { loss } = trainer.run(batchLoss(model, batch, tok.padTokenId, prefix));
       if (!Number.isFinite(loss)) throw new Error(`starter: loss became ${loss} at update ${step}`);
       losses.push(loss);
       bar?.update(step + 1, { loss: loss.toFixed(3) });
-      if (options.progress === 'lines' && ((step + 1) % Math.max(1, Math.round(recipe.steps / 10)) === 0 || step + 1 === recipe.steps)) {
-        log(`starter: update ${step + 1}/${recipe.steps}, loss ${loss.toFixed(3)}, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+      if (options.progress === 'lines' && ((step + 1) % Math.max(1, Math.round(totalSteps / 10)) === 0 || step + 1 === totalSteps)) {
+        log(`starter: update ${step + 1}/${totalSteps}, loss ${loss.toFixed(3)}, ${((Date.now() - started) / 1000).toFixed(0)} s`);
       }
       // Lets other work on this thread (a progress bar's timer, a bot's heartbeat) run between updates.
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -420,7 +499,7 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
       recipe,
       numParameters: model.numParameters,
       trainTokens,
-      trainDialogues: examples.length,
+      trainDialogues: examples.length + drillExamples.length,
       initialLoss: mean(losses.slice(0, tenth)),
       finalLoss: mean(losses.slice(-tenth)),
       losses,

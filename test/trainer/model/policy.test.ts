@@ -38,7 +38,7 @@ beforeAll(async () => {
   // only two updates: its tokenizer is the real starter's kind, its answers are still noise.
   await initBackend('wasm');
   dir = join(await mkdtemp(join(tmpdir(), 'policy-budget-')), 'starter');
-  await buildStarterPolicy({ dir, seed: 4, games: 24, steps: 2, tokensPerStep: 512 });
+  await buildStarterPolicy({ dir, seed: 4, games: 24, steps: 2, tokensPerStep: 512, copyDrillPhase: null });
   agent = await createPolicyAgent({ checkpointDir: dir, name: 'tiny-starter', maxTokens: 48, temperature: 0.8, seed: 11 });
 }, 120_000);
 

@@ -7,7 +7,8 @@ import { Engine } from '../../../trainer/model/engine.ts';
 import * as tf from '@tensorflow/tfjs';
 import { llamaConfig } from '../../../trainer/model/architecture.ts';
 import { Decoder } from '../../../trainer/model/decoder.ts';
-import { batchLoss, compactAnswer, ensureStarterPolicy, expertDialogues, recipeOf, sharedPrefixLength } from '../../../trainer/recipes/starter.ts';
+import { MINI_TEMPLATES } from '../../../tasks/mini.ts';
+import { DEFAULT_RECIPE, batchLoss, compactAnswer, ensureStarterPolicy, expertDialogues, recipeOf, sharedPrefixLength } from '../../../trainer/recipes/starter.ts';
 import type { Example, StarterOptions } from '../../../trainer/recipes/starter.ts';
 import { ANSWER_MARKER, buildDialogue } from '../../../tasks/protocol.ts';
 import { generateMiniTasks, miniTemplate } from '../../../tasks/mini.ts';
@@ -32,6 +33,8 @@ function tinyOptions(dir: string): StarterOptions {
     steps: 8,
     tokensPerStep: 512,
     size: { vocabSize: 600, hiddenSize: 32, intermediateSize: 64, numLayers: 1, numHeads: 4, numKvHeads: 2, contextLength: 512 },
+    // The standard recipe's 3,000 drill updates would dwarf this budget; the phase has a test of its own.
+    copyDrillPhase: null,
   };
 }
 
@@ -60,6 +63,23 @@ describe('starter policy', () => {
     expect(careful.every((d) => d.filter((m) => m.role === 'assistant').length > 1)).toBe(true);
     expect('demonstrators' in recipeOf({ seed: 7 })).toBe(false);
     expect(recipeOf({ seed: 7, demonstrators: mix }).demonstrators).toEqual(mix);
+  });
+
+  it('plays the asked fraction of its games on varied tasks, spread over the build, and records it and the copy drills in the recipe', async () => {
+    const dialogues = await expertDialogues(7, 12, undefined, 0.5);
+    const variedAt = dialogues.map((d) => {
+      const name = /def (\w+)\(/.exec(d[1]!.content)![1]!;
+      return !MINI_TEMPLATES.some((t) => t.functionNames.includes(name));
+    });
+    // Every other game (a made-up name can, rarely, be a template's: none is with this seed).
+    expect(variedAt).toEqual(Array.from({ length: 12 }, (_, i) => i % 2 === 1));
+    expect(await expertDialogues(7, 12)).toEqual(await expertDialogues(7, 12, undefined, 0));
+    // The standard recipe has all three copying aids; 0 / null turn them off and leave them out of the manifest.
+    expect(recipeOf({ seed: 7 })).toMatchObject({ variedTasks: DEFAULT_RECIPE.variedTasks, copyDrills: DEFAULT_RECIPE.copyDrills, copyDrillPhase: DEFAULT_RECIPE.copyDrillPhase });
+    const off = recipeOf({ seed: 7, variedTasks: 0, copyDrills: 0, copyDrillPhase: null });
+    expect(['variedTasks', 'copyDrills', 'copyDrillPhase'].filter((k) => k in off)).toEqual([]);
+    expect(recipeOf({ seed: 7, copyDrills: 2 }).copyDrills).toBe(2);
+    await expect(expertDialogues(7, 2, undefined, 1.5)).rejects.toThrow(/variedTasks must be between 0 and 1/);
   });
 
   it('computes the shared prompt prefix once per batch without changing the loss or its gradients', () => {
@@ -103,6 +123,20 @@ describe('starter policy', () => {
     // Everything but the comments is kept, line for line.
     expect(compact!.content.split('\n')).toHaveLength(answer.split('\n').length);
     expect(answer.split('\n').filter((l) => !comments.some((c) => l.endsWith(c)))).toEqual(compact!.content.split('\n').filter((l) => !/^[A-Z_]+ = /.test(l)));
+  });
+
+  it('runs a copy-drill phase before the games when the recipe has one, and records it', async () => {
+    const dir = join(root, 'drill-phase');
+    const phase = { steps: 3, peakLr: 1e-3, drills: 20 };
+    const plain = await ensureStarterPolicy({ ...tinyOptions(join(root, 'no-drill-phase')), shipped: false });
+    const built = await ensureStarterPolicy({ ...tinyOptions(dir), copyDrillPhase: phase, shipped: false });
+    expect(built.report!.losses).toHaveLength(3 + 8);
+    expect(built.report!.trainDialogues).toBe(plain.report!.trainDialogues + 20);
+    expect(built.report!.recipe.copyDrillPhase).toEqual(phase);
+    expect(JSON.parse(await readFile(join(dir, 'starter.json'), 'utf8')).recipe.copyDrillPhase).toEqual(phase);
+    // The drills' words are in the tokenizer's training text too.
+    expect(built.sha256).not.toBe(plain.sha256);
+    await expect(ensureStarterPolicy({ ...tinyOptions(join(root, 'bad-phase')), copyDrillPhase: { ...phase, steps: 0 } })).rejects.toThrow(/copyDrillPhase needs/);
   });
 
   it('builds a loadable checkpoint whose loss went down, reuses it, and rebuilds it identically when damaged', async () => {

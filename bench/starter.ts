@@ -5,10 +5,11 @@
 // points. Prints a table and one JSON line.
 //   npm run bench:starter [-- --seed 1234] [-- --tasks 10] [-- --samples 2] [-- --temperature 0.7]
 //     [-- --dir DIR | --checkpoint DIR] [-- --steps N --games N --tokens-per-step N] [-- --show N]
-//     [-- --task-seed N] [-- --varied F] [-- --drills F]
+//     [-- --task-seed N] [-- --lr X] [-- --varied F] [-- --drills F] [-- --drill-steps N [-- --drill-lr X]]
 // Besides the score it counts what the answer copied from the dialogue: the function's name (given only in
 // the description) and the withheld facts' values. --task-seed plays another seed's tasks (not the learning
-// benchmark's held-out ones); --varied and --drills set the recipe's variedTasks and copyDrills.
+// benchmark's held-out ones); --lr, --varied, --drills and --drill-steps/--drill-lr (with twice as many drills
+// as updates) override the recipe's peakLr, variedTasks, copyDrills and copyDrillPhase.
 // --checkpoint evaluates any Hugging Face model directory as it is (no build); --dir is where the starter is
 // built and reused (default data/bench/starter-SEED). Build CPU seconds are kept in DIR.build.json, so a reused
 // starter still reports what its build cost.

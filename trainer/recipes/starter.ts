@@ -16,7 +16,8 @@
 // writes the same files.
 //
 // The standard recipe's build from the default seed is shipped in the repository (starter-checkpoint/seed-N,
-// see its README.md): a first `npm start` installs that copy in milliseconds instead of training for about 20 minutes.
+// see its README.md): a first `npm start` installs that copy in milliseconds instead of training for about 20
+// minutes.
 // It is used only when its manifest names exactly the recipe asked for, and every file still has its recorded
 // sha256; test/trainer/recipes/shipped-starter.test.ts fails when the recipe moves away from it.
 import { createHash } from 'node:crypto';
@@ -64,7 +65,8 @@ export interface StarterSize {
 /**
  * The standard starter: about 1M parameters (0.21M of them the tied embedding). Sized by measurement: on one
  * wasm core a training update of 2,048 tokens takes ~1.5 s at this size and ~3.4 s at d=160 / 5 layers, and
- * the whole build must stay within minutes on a 2-core machine (the standard recipe: ~20 CPU minutes, two thirds of them copy drills).
+ * the whole build must stay within minutes on a 2-core machine (the standard recipe: ~20 CPU minutes, two
+ * thirds of them on copy drills).
  */
 export const STARTER_SIZE: StarterSize = {
   vocabSize: 2048,

@@ -21,7 +21,7 @@ import { ADAPTER_CONFIG, addLora, loadLora, withoutLora } from './model/lora.ts'
 import { completionLogprobValues } from './model/logprobs.ts';
 import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair, type Scored } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
-import { minibatchPhase, type Phase } from './schedule.ts';
+import { minibatchPhase, sequencePairShape, type Phase } from './schedule.ts';
 import {
   criticDialogue,
   encodeAction,
@@ -236,7 +236,7 @@ export function criticPhase(critic: Critic, pairs: readonly Pair<CriticExample>[
     epochs: c.criticEpochs,
     peakLr: c.criticLr,
     config: c,
-    shape: (p) => ({ rows: 2, tokens: Math.max(p.chosen.seq.ids.length, p.rejected.seq.ids.length) }),
+    shape: sequencePairShape,
     microStep: (micro) => {
       const { loss, correct } = critic.loss(micro, c.criticBeta);
       return { loss, metrics: { accuracy: correct.dataSync()[0]! / micro.length } };

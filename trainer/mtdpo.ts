@@ -7,7 +7,7 @@ import type { Trajectory } from './data.ts';
 import { dpoLoss } from './losses.ts';
 import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
-import { minibatchPhase, type Phase } from './schedule.ts';
+import { minibatchPhase, sequencePairShape, type Phase } from './schedule.ts';
 import { encodeDialogue, policyDialogue, turnLogprobs, turnLogprobValues, type EncodedDialogue, type LoadedModel } from './sequences.ts';
 
 export interface PolicyExample {
@@ -47,7 +47,7 @@ export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExamp
     epochs: c.actorEpochs,
     peakLr: c.lr,
     config: c,
-    shape: (p) => ({ rows: 2, tokens: Math.max(p.chosen.seq.ids.length, p.rejected.seq.ids.length) }),
+    shape: sequencePairShape,
     microStep: (micro) => {
       const seqs = [...micro.map((p) => p.chosen.seq), ...micro.map((p) => p.rejected.seq)];
       const lp = turnLogprobs(policy.model, seqs, pad);

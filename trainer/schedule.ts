@@ -37,6 +37,11 @@ export interface ItemShape {
   tokens: number;
 }
 
+/** The shape of a chosen/rejected pair of sequences (the critic's and multi-turn DPO's items). */
+export function sequencePairShape(p: { chosen: { seq: { ids: { length: number } } }; rejected: { seq: { ids: { length: number } } } }): ItemShape {
+  return { rows: 2, tokens: Math.max(p.chosen.seq.ids.length, p.rejected.seq.ids.length) };
+}
+
 /**
  * Splits a batch, in order, into micro-batches of at most `c.microBatch` items, cutting earlier where the
  * micro-batch's rows x (longest row's tokens)^2 would pass `c.microBatchCells` (an item over it alone gets a

@@ -202,9 +202,10 @@ export interface StarterOptions {
   log?: (line: string) => void;
 }
 
-function withDefault(key: 'variedTasks' | 'copyDrills', value: number | undefined): Partial<StarterRecipe> {
-  const v = value ?? DEFAULT_RECIPE[key];
-  return v ? { [key]: v } : {};
+/** A copying aid as the recipe records it: the default when not given, left out when 0 or null (turned off). */
+function withDefault<K extends 'variedTasks' | 'copyDrills' | 'copyDrillPhase'>(key: K, value: StarterOptions[K]): Partial<StarterRecipe> {
+  const v = value === undefined ? DEFAULT_RECIPE[key] : value;
+  return v ? { [key]: typeof v === 'object' ? { ...v } : v } : {};
 }
 
 /** The full recipe the options ask for (defaults filled in): what a starter's manifest records. */
@@ -222,10 +223,7 @@ export function recipeOf(options: Omit<StarterOptions, 'dir'>): StarterRecipe {
     // 0 / null turn the standard recipe's copying aids off (small test builds); they are then left out.
     ...withDefault('variedTasks', options.variedTasks),
     ...withDefault('copyDrills', options.copyDrills),
-    ...(() => {
-      const phase = options.copyDrillPhase === undefined ? DEFAULT_RECIPE.copyDrillPhase : options.copyDrillPhase;
-      return phase ? { copyDrillPhase: { ...phase } } : {};
-    })(),
+    ...withDefault('copyDrillPhase', options.copyDrillPhase),
   };
 }
 

@@ -12,7 +12,7 @@ import { generate } from './model/generate.ts';
 import { completionLogprobs, completionLogprobValues } from './model/logprobs.ts';
 import { canonicalOrder, topBottomPairs } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
-import { minibatchPhase, Rng, type Phase } from './schedule.ts';
+import { minibatchPhase, Rng, type Phase, type PhaseAnchor } from './schedule.ts';
 import { encodeAction, encodePrompt, policyDialogue, type LoadedModel } from './sequences.ts';
 
 export interface ActorState extends TurnState {
@@ -93,8 +93,9 @@ export async function pairsForState(policy: LoadedModel, critic: Critic, state: 
   }));
 }
 
-/** DPO (+ NLL) of the policy on the actor's pairs: actorEpochs passes, batchSize pairs an update. */
-export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c: TrainConfig, name = 'actor'): Phase {
+/** DPO (+ NLL, + the rehearsal `anchor` when given) of the policy on the actor's pairs: actorEpochs passes, batchSize pairs an update. */
+export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c: TrainConfig, anchor?: PhaseAnchor): Phase {
+  const name = 'actor';
   if (pairs.length === 0) throw new Error(`${name}: no candidate pairs (the critic scored every candidate of every state alike)`);
   const pad = policy.tokenizer.padTokenId;
   return minibatchPhase({
@@ -104,6 +105,7 @@ export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c:
     epochs: c.actorEpochs,
     peakLr: c.lr,
     config: c,
+    ...(anchor ? { anchor } : {}),
     shape: (p) => ({ rows: 2, tokens: Math.max(p.chosenPrompt.length + p.chosen.length, p.rejectedPrompt.length + p.rejected.length) }),
     microStep: (micro) => {
       const lp = completionLogprobs(

@@ -7,7 +7,7 @@ import type { Trajectory } from './data.ts';
 import { dpoLoss } from './losses.ts';
 import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
-import { minibatchPhase, sequencePairShape, type Phase } from './schedule.ts';
+import { minibatchPhase, sequencePairShape, type Phase, type PhaseAnchor } from './schedule.ts';
 import { encodeDialogue, policyDialogue, turnLogprobs, turnLogprobValues, type EncodedDialogue, type LoadedModel } from './sequences.ts';
 
 export interface PolicyExample {
@@ -37,7 +37,7 @@ export function trajectoryPairs(trajectories: readonly Trajectory[], examples: r
   return preferencePairs(scoredTrajectories(trajectories), maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
 }
 
-export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExample>[], c: TrainConfig): Phase {
+export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExample>[], c: TrainConfig, anchor?: PhaseAnchor): Phase {
   if (pairs.length === 0) throw new Error('mtdpo: no trajectory pairs (every task needs sessions with different rewards)');
   const pad = policy.tokenizer.padTokenId;
   return minibatchPhase({
@@ -47,6 +47,7 @@ export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExamp
     epochs: c.actorEpochs,
     peakLr: c.lr,
     config: c,
+    ...(anchor ? { anchor } : {}),
     shape: sequencePairShape,
     microStep: (micro) => {
       const seqs = [...micro.map((p) => p.chosen.seq), ...micro.map((p) => p.rejected.seq)];

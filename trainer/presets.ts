@@ -53,6 +53,16 @@ export const trainConfigSchema = z.object({
   rftThreshold: z.number().min(0).max(1),
   /** RFT epochs over the successful trajectories. */
   sftEpochs: z.number().int().positive(),
+  /**
+   * Rehearsal (trainer/rehearsal.ts): every policy update (actor, multi-turn DPO, RFT) also lowers
+   * `coefficient` times the NLL of `perUpdate` dialogues of the starter recipe's mix (`games` expert games and
+   * their copy drills, from the run's seed). At most 2 a pass: one pass of two 1,024-token rows is what
+   * microBatchCells allows. null: none (the paper; runs stored before it existed).
+   */
+  rehearsal: z
+    .object({ coefficient: z.number().min(0), games: z.number().int().positive(), perUpdate: z.number().int().min(1).max(2) })
+    .nullable()
+    .default(null),
   /** Train LoRA adapters (merged into the published weights) instead of all parameters. */
   lora: z.object({ rank: z.number().int().positive(), alpha: z.number().positive() }).nullable(),
   /** Checkpoint every this many optimizer updates. */
@@ -90,6 +100,7 @@ const PAPER = {
   maxPairsPerTask: 64,
   rftThreshold: 1,
   sftEpochs: 1,
+  rehearsal: null,
   lora: null,
   checkpointEvery: 20,
   maxSteps: null,
@@ -110,6 +121,8 @@ export const PRESETS = {
     maxPairsPerTask: 8,
     sftEpochs: 2,
     checkpointEvery: 5,
+    // A model this small forgets its copying and its code under preference updates (bench/RESULTS.md).
+    rehearsal: { coefficient: 1, games: 400, perUpdate: 2 },
   },
 } as const satisfies Record<string, TrainConfig>;
 

@@ -4,7 +4,7 @@ import type { Trajectory } from './data.ts';
 import { tokenNll } from './losses.ts';
 import { canonicalOrder } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
-import { minibatchPhase, type Phase } from './schedule.ts';
+import { minibatchPhase, type Phase, type PhaseAnchor } from './schedule.ts';
 import { encodeDialogue, policyDialogue, turnLogprobs, type EncodedDialogue, type LoadedModel } from './sequences.ts';
 
 /** The trajectories to imitate, in content order (never the database's row order). */
@@ -12,7 +12,7 @@ export function successfulTrajectories(trajectories: readonly Trajectory[], thre
   return canonicalOrder(trajectories.filter((t) => t.reward >= threshold));
 }
 
-export function sftPhase(policy: LoadedModel, trajectories: readonly Trajectory[], c: TrainConfig): Phase {
+export function sftPhase(policy: LoadedModel, trajectories: readonly Trajectory[], c: TrainConfig, anchor?: PhaseAnchor): Phase {
   const kept = successfulTrajectories(trajectories, c.rftThreshold);
   if (kept.length === 0) throw new Error(`rft: no trajectory has reward >= ${c.rftThreshold}: nothing to imitate`);
   const ctx = policy.model.config.maxPositionEmbeddings;
@@ -25,6 +25,7 @@ export function sftPhase(policy: LoadedModel, trajectories: readonly Trajectory[
     epochs: c.sftEpochs,
     peakLr: c.lr,
     config: c,
+    ...(anchor ? { anchor } : {}),
     shape: (seq) => ({ rows: 1, tokens: seq.ids.length }),
     microStep: (micro) => {
       const lp = turnLogprobs(policy.model, micro, pad);

@@ -24,8 +24,9 @@ import { addLora, loadLora, mergeLora, saveLora } from './model/lora.ts';
 import { writeFileAtomic } from './model/safetensors.ts';
 import { mtdpoPhase, preparePolicyExamples, trajectoryPairs } from './mtdpo.ts';
 import type { PresetName, TrainConfig } from './presets.ts';
+import { rehearsalAnchor, rehearsalSet } from './rehearsal.ts';
 import { sftPhase } from './rft.ts';
-import type { Phase } from './schedule.ts';
+import type { Phase, PhaseAnchor } from './schedule.ts';
 import { loadModel, type LoadedModel } from './sequences.ts';
 import { copyTokenizerFiles } from './versions.ts';
 
@@ -295,10 +296,17 @@ async function trainablePolicy(r: RunState, phaseName: string): Promise<{ m: Loa
   return { m: { ...m, dir: base }, ...(resume ? { resume: { step: resume.step, dir: resume.dir } } : {}) };
 }
 
+/** The rehearsal term of a policy phase (none when the configuration has no rehearsal). */
+async function policyAnchor(r: RunState, m: LoadedModel): Promise<PhaseAnchor | undefined> {
+  const set = await rehearsalSet(m, r.cfg.train);
+  if (set.length) r.say(`rehearsal: ${set.length} dialogues, ${r.cfg.train.rehearsal!.perUpdate} an update, weight ${r.cfg.train.rehearsal!.coefficient}`);
+  return rehearsalAnchor(m, set, r.cfg.train);
+}
+
 /** Rejection fine-tuning: SFT on the successful trajectories. */
 async function sftPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel> {
   const t = await trainablePolicy(r, 'sft');
-  const phase = sftPhase(t.m, data, r.cfg.train);
+  const phase = sftPhase(t.m, data, r.cfg.train, await policyAnchor(r, t.m));
   await runUpdates(r, phase, !!r.cfg.train.lora, t.resume);
   phase.dispose();
   return t.m;
@@ -312,7 +320,7 @@ async function mtdpoPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel
   reference.model.dispose();
   const pairs = trajectoryPairs(data, examples, r.cfg.train.maxPairsPerTask);
   r.say(`mtdpo: ${pairs.length} trajectory pairs from ${data.length} sessions`);
-  const phase = mtdpoPhase(t.m, pairs, r.cfg.train);
+  const phase = mtdpoPhase(t.m, pairs, r.cfg.train, await policyAnchor(r, t.m));
   await runUpdates(r, phase, !!r.cfg.train.lora, t.resume);
   phase.dispose();
   return t.m;
@@ -394,7 +402,7 @@ async function trainActor(r: RunState, pairsFile: string): Promise<LoadedModel> 
   const pairs: ActionPair[] = lines.flatMap((l) => (JSON.parse(l) as { pairs: ActionPair[] }).pairs);
   r.say(`actor: ${pairs.length} candidate pairs`);
   const t = await trainablePolicy(r, 'actor');
-  const phase = actorPhase(t.m, pairs, r.cfg.train);
+  const phase = actorPhase(t.m, pairs, r.cfg.train, await policyAnchor(r, t.m));
   await runUpdates(r, phase, !!r.cfg.train.lora, t.resume);
   phase.dispose();
   return t.m;

@@ -89,6 +89,14 @@ export interface Phase {
   dispose(): void;
 }
 
+/**
+ * A second term of every update of a phase (trainer/rehearsal.ts): its loss for update `index`, added once to
+ * the batch mean, computed in one forward pass of its own.
+ */
+export interface PhaseAnchor {
+  loss: (index: number) => { loss: tf.Scalar; metrics?: Record<string, number> };
+}
+
 /** What a minibatch phase's algorithm supplies: everything else about the update is the same for all of them. */
 export interface MinibatchPhaseOptions<T> {
   /** The phase's name; also labels its seeded epoch orders (so it must stay stable across resumes). */
@@ -108,6 +116,8 @@ export interface MinibatchPhaseOptions<T> {
   shape: (item: T) => ItemShape;
   /** Fixed figures reported with every update (after gradNorm and lr). */
   constantMetrics?: Record<string, number>;
+  /** A term added to every update's loss (rehearsal); absent: the batch mean alone. */
+  anchor?: PhaseAnchor;
 }
 
 /**
@@ -115,10 +125,11 @@ export interface MinibatchPhaseOptions<T> {
  * micro-batches to bound memory. Every algorithm whose update is "mean loss over a batch" (SFT, DPO of both
  * kinds) shares this skeleton, so it lives here once and each algorithm's file shows only its loss.
  *
- * Each micro-batch's loss is scaled by its share of the batch times the number of micro-batches because
- * TrainStep averages the accumulated gradients over micro-batches: the update is then the gradient of the
- * batch mean however the batch is split (the last micro-batch may be short). The reported loss and metrics
- * are the batch means (metrics weighted by each micro-batch's share).
+ * Each micro-batch's loss is scaled by its share of the batch times the number of forward passes because
+ * TrainStep averages the accumulated gradients over them: the update is then the gradient of the batch mean
+ * (plus the anchor's term, one pass of its own) however the batch is split (the last micro-batch may be
+ * short). The reported loss and metrics are the batch means (metrics weighted by each micro-batch's share),
+ * the anchor's term included in the loss.
  */
 export function minibatchPhase<T>(o: MinibatchPhaseOptions<T>): Phase {
   const c = o.config;
@@ -134,7 +145,7 @@ export function minibatchPhase<T>(o: MinibatchPhaseOptions<T>): Phase {
     async step(index) {
       const batch = batches[index]!.map((i) => o.items[i]!);
       const micros = microBatches(batch, c, o.shape);
-      const nMicro = micros.length;
+      const passes = micros.length + (o.anchor ? 1 : 0);
       let loss = 0;
       const means: Record<string, number> = {};
       for (const micro of micros) {
@@ -143,12 +154,23 @@ export function minibatchPhase<T>(o: MinibatchPhaseOptions<T>): Phase {
         const r = trainer.run(() => {
           const out = o.microStep(micro);
           metrics = out.metrics ?? {};
-          return tf.mul(out.loss, share * nMicro) as tf.Scalar;
+          return tf.mul(out.loss, share * passes) as tf.Scalar;
         });
-        loss += r.loss / nMicro;
+        loss += r.loss / passes;
         for (const [k, v] of Object.entries(metrics)) means[k] = (means[k] ?? 0) + v * share;
         // Lets the event loop run (progress output, signals) between micro-batches of a long update.
         await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      if (o.anchor) {
+        const anchor = o.anchor;
+        let metrics: Record<string, number> = {};
+        const r = trainer.run(() => {
+          const out = anchor.loss(index);
+          metrics = out.metrics ?? {};
+          return tf.mul(out.loss, passes) as tf.Scalar;
+        });
+        loss += r.loss / passes;
+        Object.assign(means, metrics);
       }
       const u = trainer.flush()!;
       return { loss, ...means, gradNorm: u.gradNorm, lr: u.lr, ...o.constantMetrics };

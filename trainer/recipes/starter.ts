@@ -387,6 +387,28 @@ export function compactAnswer(dialogue: readonly ChatMessage[], comments: readon
   });
 }
 
+/** The dialogues as the recipe trains on them: answers compacted when it says so. */
+function compactAnswers(dialogues: readonly (readonly ChatMessage[])[], recipe: Pick<StarterRecipe, 'compactAnswers'>): readonly (readonly ChatMessage[])[] {
+  if (!recipe.compactAnswers) return dialogues;
+  const comments = MINI_TEMPLATES.flatMap((t) => t.facts.map((f) => f.comment));
+  return dialogues.map((d) => compactAnswer(d, comments));
+}
+
+/**
+ * The game phase's dialogues of a recipe: its expert games (part on varied tasks), the copy drills mixed in
+ * after them, answers compacted. The trainer's rehearsal (trainer/rehearsal.ts) replays the same mix.
+ */
+export async function recipeGameDialogues(
+  recipe: Pick<StarterRecipe, 'seed' | 'games' | 'demonstrators' | 'variedTasks' | 'copyDrills' | 'compactAnswers'>,
+): Promise<readonly (readonly ChatMessage[])[]> {
+  let dialogues: readonly (readonly ChatMessage[])[] = await expertDialogues(recipe.seed, recipe.games, recipe.demonstrators, recipe.variedTasks);
+  if (recipe.copyDrills) {
+    if (!(recipe.copyDrills > 0)) throw new Error(`starter: copyDrills must be > 0, got ${recipe.copyDrills}`);
+    dialogues = [...dialogues, ...copyDrills(recipe.seed, Math.round(recipe.games * recipe.copyDrills))];
+  }
+  return compactAnswers(dialogues, recipe);
+}
+
 async function sha256File(path: string): Promise<string> {
   return createHash('sha256').update(await readFile(path)).digest('hex');
 }
@@ -401,21 +423,13 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   const rand = seededRandom(recipe.seed, 0x5747);
 
   if (!options.dialogues) log(`starter: playing ${recipe.games} expert games on ColBench-mini tasks (seed ${recipe.seed})`);
-  let dialogues: readonly (readonly ChatMessage[])[] = options.dialogues ?? (await expertDialogues(recipe.seed, recipe.games, recipe.demonstrators, recipe.variedTasks));
-  if (!options.dialogues && recipe.copyDrills) {
-    if (!(recipe.copyDrills > 0)) throw new Error(`starter: copyDrills must be > 0, got ${recipe.copyDrills}`);
-    dialogues = [...dialogues, ...copyDrills(recipe.seed, Math.round(recipe.games * recipe.copyDrills))];
-  }
+  const dialogues = options.dialogues ? compactAnswers(options.dialogues, recipe) : await recipeGameDialogues(recipe);
   if (dialogues.length === 0) throw new Error('starter: no training dialogues');
   const phase = recipe.copyDrillPhase;
   if (phase && !(Number.isInteger(phase.steps) && phase.steps > 0 && phase.peakLr > 0 && Number.isInteger(phase.drills) && phase.drills > 0)) {
     throw new Error('starter: copyDrillPhase needs integer steps > 0, peakLr > 0 and integer drills > 0');
   }
   const phaseDialogues = phase ? copyDrills(recipe.seed ^ 0x7068, phase.drills) : [];
-  if (recipe.compactAnswers) {
-    const comments = MINI_TEMPLATES.flatMap((t) => t.facts.map((f) => f.comment));
-    dialogues = dialogues.map((d) => compactAnswer(d, comments));
-  }
 
   // Tokenizer: byte-level BPE learnt from the same dialogues, rendered as the model will see them.
   const chat = new ChatFormatter(CHATML_TEMPLATE);

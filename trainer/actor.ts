@@ -105,7 +105,7 @@ export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c:
     epochs: c.actorEpochs,
     peakLr: c.lr,
     config: c,
-    ...(anchor ? { anchor } : {}),
+    anchor,
     shape: (p) => ({ rows: 2, tokens: Math.max(p.chosenPrompt.length + p.chosen.length, p.rejectedPrompt.length + p.rejected.length) }),
     microStep: (micro) => {
       const lp = completionLogprobs(

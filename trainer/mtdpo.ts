@@ -47,7 +47,7 @@ export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExamp
     epochs: c.actorEpochs,
     peakLr: c.lr,
     config: c,
-    ...(anchor ? { anchor } : {}),
+    anchor,
     shape: sequencePairShape,
     microStep: (micro) => {
       const seqs = [...micro.map((p) => p.chosen.seq), ...micro.map((p) => p.rejected.seq)];

@@ -25,7 +25,7 @@ export function sftPhase(policy: LoadedModel, trajectories: readonly Trajectory[
     epochs: c.sftEpochs,
     peakLr: c.lr,
     config: c,
-    ...(anchor ? { anchor } : {}),
+    anchor,
     shape: (seq) => ({ rows: 1, tokens: seq.ids.length }),
     microStep: (micro) => {
       const lp = turnLogprobs(policy.model, micro, pad);

@@ -31,8 +31,18 @@ function taskOf(dialogue: ChatMessage[]): TaskRecord & BackendTask {
   return t;
 }
 
-const right = scriptedAgent('right', (d) => `I WANT TO ANSWER:\n\`\`\`python\n${taskOf(d).reference}\`\`\``);
-const wrong = scriptedAgent('wrong', (d) => `I WANT TO ANSWER:\n\`\`\`python\n${taskOf(d).reference.split('\n')[0]}\n    return None\n\`\`\``);
+/**
+ * When set, both agents ask one question before answering, so the session stays active until the person replies:
+ * a test that looks at a running session must not race the agent's immediate answer (which ends it).
+ */
+let askFirst = false;
+function asking(answer: (d: ChatMessage[]) => string): (d: ChatMessage[]) => string {
+  // The first user message is the task itself; any later one is the person's reply.
+  return (d) => (askFirst && d.filter((m) => m.role === 'user').length < 2 ? 'What should the function return when the input is empty?' : answer(d));
+}
+
+const right = scriptedAgent('right', asking((d) => `I WANT TO ANSWER:\n\`\`\`python\n${taskOf(d).reference}\`\`\``));
+const wrong = scriptedAgent('wrong', asking((d) => `I WANT TO ANSWER:\n\`\`\`python\n${taskOf(d).reference.split('\n')[0]}\n    return None\n\`\`\``));
 
 /** A view that shows nothing: these sessions are driven through the engine, not a channel. */
 const quietView: SessionView = {
@@ -140,15 +150,27 @@ describe('A/B experiments over the fake Discord', () => {
   it('the person is not told which version plays', async () => {
     await mod('experiment start', { candidate: 'cand-1', share: 50, seed: 11 });
     const alice = h.fake.user('alice');
-    const { threadId } = await h.startSession(alice, 'backend');
+    askFirst = true;
+    let threadId: string;
+    try {
+      threadId = (await h.startSession(alice, 'backend')).threadId;
+      // The session is running (the agent asked and waits for alice) when she asks for its status.
+      const asked = await h.agentMessage(threadId, 1);
+      expect(asked.content).not.toMatch(/cand-1|test-policy/);
+    } finally {
+      askFirst = false;
+    }
     const intro = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('Here is your')), 30_000, 'intro');
     expect(intro.content).toContain('agent version not shown during an experiment');
     expect(intro.content).not.toContain('cand-1');
     expect(intro.content).not.toContain('test-policy');
     const status = h.fake.command(alice, 'task', 'status', {});
-    const shown = await h.reply(status, (s) => s.kind === 'original' && s.content.includes('Policy:'), '/task status');
-    expect(shown.content).toContain('not shown during an experiment');
+    const shown = await h.reply(status, (s) => s.kind === 'original' && s.content.length > 0, '/task status');
+    expect(shown.content).toContain('your turn to answer');
+    expect(shown.content).toContain('Policy: not shown during an experiment');
     expect(shown.content).not.toContain('cand-1');
+    expect(shown.content).not.toContain('test-policy');
+    await h.runtime.engine.stop(alice.id);
   }, 120_000);
 
   it('status shows both arms with intervals and the difference with its p-value; promote deploys the candidate', async () => {

@@ -88,6 +88,10 @@ const validate = process.argv.includes('--validate');
 // on the chosen message (paper 0.01): of the settings tried on the validation slice (bench/RESULTS.md), the one
 // that hurt SWEET-RL least; none improved it.
 const trainOverrides = JSON.parse(arg('train', '{"temperature":0.7,"nllCoefficient":1}')) as Partial<TrainConfig>;
+// A starter built from a demonstrator mix is rehearsed on that mix (unless --train sets the rehearsal itself).
+if (starterMix && !('rehearsal' in trainOverrides) && PRESETS['cpu-small'].rehearsal) {
+  trainOverrides.rehearsal = { ...PRESETS['cpu-small'].rehearsal, demonstrators: starterMix };
+}
 // --methods rft,mtdpo,sweet: which baselines to train besides zero-shot (all three by default).
 const methods = arg('methods', 'rft,mtdpo,sweet').split(',').filter(Boolean) as Algorithm[];
 for (const m of methods) if (!['rft', 'mtdpo', 'sweet'].includes(m)) throw new Error(`--methods: unknown method ${m}`);

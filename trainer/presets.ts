@@ -57,10 +57,17 @@ export const trainConfigSchema = z.object({
    * Rehearsal (trainer/rehearsal.ts): every policy update (actor, multi-turn DPO, RFT) also lowers
    * `coefficient` times the NLL of `perUpdate` dialogues of the starter recipe's mix (`games` expert games and
    * their copy drills, from the run's seed). At most 2 a pass: one pass of two 1,024-token rows is what
-   * microBatchCells allows. null: none (the paper; runs stored before it existed).
+   * microBatchCells allows. `demonstrators`: the demonstrator mix the base starter was built with, when it was
+   * not the careful expert alone (replay what the starter learnt from, not another mix). null: none (the paper;
+   * runs stored before it existed).
    */
   rehearsal: z
-    .object({ coefficient: z.number().min(0), games: z.number().int().positive(), perUpdate: z.number().int().min(1).max(2) })
+    .object({
+      coefficient: z.number().min(0),
+      games: z.number().int().positive(),
+      perUpdate: z.number().int().min(1).max(2),
+      demonstrators: z.object({ expert: z.number().min(0), hasty: z.number().min(0), noisy: z.number().min(0), noise: z.number().min(0).max(1) }).optional(),
+    })
     .nullable()
     .default(null),
   /** Train LoRA adapters (merged into the published weights) instead of all parameters. */

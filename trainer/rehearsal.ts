@@ -17,14 +17,14 @@ import { Rng, type PhaseAnchor } from './schedule.ts';
 import { encodeDialogue, turnLogprobs, type EncodedDialogue, type LoadedModel } from './sequences.ts';
 
 /**
- * The rehearsal dialogues of a run, encoded for `policy`: the starter recipe's game mix (expert games, varied
- * tasks, copy drills, compact answers) from the run's seed, i.e. the first of the dialogues a starter of that
+ * The rehearsal dialogues of a run, encoded for `policy`: the starter recipe's game mix (expert games, or the
+ * configured demonstrator mix; varied tasks, copy drills, compact answers) from the run's seed, i.e. the first of the dialogues a starter of that
  * seed was built from (replay of the original data). Train-split tasks only, as in the starter. Empty when the
  * configuration has no rehearsal.
  */
 export async function rehearsalSet(policy: Pick<LoadedModel, 'chat' | 'tokenizer' | 'model'>, c: TrainConfig): Promise<EncodedDialogue[]> {
   if (!c.rehearsal || c.rehearsal.coefficient === 0) return [];
-  const dialogues = await recipeGameDialogues({ ...DEFAULT_RECIPE, seed: c.seed, games: c.rehearsal.games });
+  const dialogues = await recipeGameDialogues({ ...DEFAULT_RECIPE, seed: c.seed, games: c.rehearsal.games, demonstrators: c.rehearsal.demonstrators ?? DEFAULT_RECIPE.demonstrators });
   const ctx = policy.model.config.maxPositionEmbeddings;
   return dialogues.map((d) => encodeDialogue(policy, d, ctx)).filter((e) => e.turns.length > 0);
 }

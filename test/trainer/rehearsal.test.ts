@@ -31,7 +31,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const load = (name: string): Promise<LoadedModel> => loadModel(dir, `${name}-${Date.now()}`, true);
 
 describe('rehearsal', () => {
-  it('replays the starter mix from the run seed: expert games and their copy drills, each with agent tokens; none when off', async () => {
+  it('replays the starter mix from the run seed: expert games (or the configured demonstrators) and their copy drills, each with agent tokens; none when off', async () => {
     const m = await load('set');
     try {
       expect(await rehearsalSet(m, trainConfig('paper'))).toEqual([]);
@@ -43,6 +43,11 @@ describe('rehearsal', () => {
       for (const s of set) expect(s.turns.length).toBeGreaterThan(0);
       expect(await rehearsalSet(m, c)).toEqual(set);
       expect(await rehearsalSet(m, { ...c, seed: 5 })).not.toEqual(set);
+      // The expert asks before it answers; a starter built from hasty games alone is rehearsed on games that
+      // answer at once (one agent turn each, like the drills).
+      expect(set.slice(0, 6).every((s) => s.turns.length > 1)).toBe(true);
+      const hasty = await rehearsalSet(m, trainConfig('cpu-small', { rehearsal: { ...rehearsal, demonstrators: { expert: 0, hasty: 1, noisy: 0, noise: 0 } }, seed: 4 }));
+      expect(hasty.map((s) => s.turns.length)).toEqual(Array(9).fill(1));
     } finally {
       m.model.dispose();
     }

@@ -3,7 +3,8 @@
 // rule-based simulator, every policy on the SAME games. Prints a table (success rate and % tests passed with 95%
 // intervals, and each method's paired difference against zero-shot with its p-value), then a learning curve of
 // the closed loop (round 1 is the table's SWEET-RL policy; each later round collects with the deployed policy,
-// trains SWEET-RL from it on everything collected so far and deploys it), and one JSON line. The curve is also
+// trains SWEET-RL from it on everything collected so far and deploys it), and one JSON line. It also says how
+// often SWEET-RL's critic ranked two answer candidates as their tests do (bench/critic-check.ts). The curve is also
 // drawn to <dir>/learning-curve.svg (and .png when Chromium is there).
 //
 //   npm run bench:learning -- [--tasks 125] [--episodes-per-task 3] [--eval-episodes-per-task 6] [--seed 1234]
@@ -29,6 +30,7 @@ import { generateMiniTasks } from '../tasks/mini.ts';
 import { fnv1a } from '../tasks/library.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { ensureStarterPolicy } from '../trainer/recipes/starter.ts';
+import { checkCritic, formatCriticCheck } from './critic-check.ts';
 import { comparePaired, formatDifference, formatP, outcomes, summarise, type EvaluationReport, type GameOutcome, type PairedComparison } from '../trainer/evaluate.ts';
 import { PRESETS, trainConfig, type TrainConfig } from '../trainer/presets.ts';
 import { createRun, executeRun, type Algorithm } from '../trainer/runs.ts';
@@ -184,6 +186,7 @@ try {
 
   const versions = [zero];
   const trainSummaries: Record<string, unknown> = {};
+  let sweetRunDir: string | null = null;
   for (const algorithm of methods) {
     const ctx = { prisma: db.prisma, checkpointRoot: join(dir, 'checkpoints'), progress: 'lines' as const, log };
     try {
@@ -199,6 +202,7 @@ try {
           ratingWeight: 0,
           includeSimulated: true,
         });
+        if (algorithm === 'sweet') sweetRunDir = run.checkpointDir;
         return executeRun(ctx, run.id);
       });
       versions.push(v);
@@ -208,6 +212,10 @@ try {
       trainSummaries[algorithm] = { error: (err as Error).message };
     }
   }
+
+  // Whether the critic's ranking of the actor's answer candidates agrees with the tests (bench/critic-check.ts).
+  const criticCheck = sweetRunDir ? await time('critic-check', () => checkCritic(db.prisma, sweetRunDir!, starterDir, scorer)) : null;
+  if (criticCheck) log(formatCriticCheck(criticCheck));
 
   // Every policy plays the same held-out games (tasks, seeds, collaborator), so each is compared with zero-shot
   // game by game.
@@ -296,6 +304,7 @@ try {
       `(McNemar, independent-games discordance ${(plan.discordance * 100).toFixed(1)}%); 80% power needs ${plan.games} games. ` +
       `Games of one task are correlated, so ${testTasks} tasks give less than this.`,
   );
+  if (criticCheck) console.log(`SWEET-RL's ${formatCriticCheck(criticCheck)}`);
   console.log(`\nLearning curve of the closed loop (round 1 = the SWEET-RL policy above; each later round collects ${trainTasks * perTask} more sessions with the deployed policy -> SWEET-RL from it on all sessions so far -> deploy), held-out % tests passed:`);
   for (const p of curve) {
     const d = p.vsZeroShot ? `; vs zero-shot ${formatDifference(p.vsZeroShot.difference)} points, ${formatP(p.vsZeroShot.p)}` : '';
@@ -324,6 +333,7 @@ try {
       power: { delta: 0.1, alpha: 0.05, power, gamesFor80: plan.games, discordance: plan.discordance },
       results: reports.map((r, i) => ({ policy: label(r.version), version: r.version, success: r.success, testsPassed: r.score, successes: r.successes, meanAgentTurns: r.meanAgentTurns, vsZeroShot: diff(paired[i]!) })),
       curve,
+      criticCheck,
       training: trainSummaries,
       seconds: timings,
       totalSeconds: (Date.now() - t0) / 1000,

@@ -1,0 +1,126 @@
+// Does SWEET-RL's critic rank candidates the way the tests do? Where both candidates of an actor pair are
+// answers, the tests can judge them too: score both with the task's own evaluator and count the pairs the
+// critic ordered as the tests do, the other way, or where the tests see no difference. A critic at about
+// half right on the pairs the tests can tell apart gives the actor noise to learn from, whatever the actor's
+// step does. Pairs where a side asks a question cannot be judged this way; they are counted apart.
+//
+// Used by bench:learning on its SWEET-RL run, and standalone on a run kept with --keep:
+//   npx tsx bench/critic-check.ts --dir data/bench/learning [--run <training run id>]
+import { readdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { openDatabase } from '../prisma/db.ts';
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import { taskContent } from '../prisma/task-store.ts';
+import { parseAgentMessage } from '../tasks/protocol.ts';
+import { createScorer, type Scorer } from '../tasks/scorer.ts';
+import { mcnemarExact } from '../tasks/stats.ts';
+import type { ActionPair } from '../trainer/actor.ts';
+import { TextTokenizer } from '../trainer/model/tokenizer.ts';
+
+export interface CriticCheck {
+  pairs: number;
+  /** Both sides answer, and the tests score them differently. */
+  judged: number;
+  /** Of those, the critic preferred the one passing more tests. */
+  agree: number;
+  /** Both answer, same test score. */
+  testsTie: number;
+  /** One side answers, the other asks. */
+  answerVsQuestion: number;
+  /** Both ask. */
+  bothQuestions: number;
+  /** Two-sided exact binomial test of agree against disagree (pairs of one state are not independent: a guide). */
+  p: number;
+  /** Mean test-score gain of chosen over rejected on the pairs where both answer (0 when none). */
+  meanScoreGain: number;
+}
+
+/** Checks the pairs of one SWEET-RL run (its actor-pairs.jsonl), decoding with the policy's tokenizer. */
+export async function checkCritic(prisma: PrismaClient, runDir: string, tokenizerDir: string, scorer: Scorer): Promise<CriticCheck> {
+  const tokenizer = await TextTokenizer.load(tokenizerDir);
+  const lines = (await readFile(join(runDir, 'actor-pairs.jsonl'), 'utf8')).split('\n').filter(Boolean);
+  const pairs = lines.flatMap((l) => (JSON.parse(l) as { pairs: ActionPair[] }).pairs);
+  const tasks = new Map<string, ReturnType<typeof taskContent>>();
+  const scores = new Map<string, number>();
+  const score = async (sessionId: string, answer: string): Promise<number> => {
+    let task = tasks.get(sessionId);
+    if (!task) {
+      const s = await prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { task: true } });
+      task = taskContent(s.task);
+      tasks.set(sessionId, task);
+    }
+    const key = `${task.reference}\u0000${answer}`;
+    let v = scores.get(key);
+    if (v === undefined) {
+      v = (await scorer.evaluate(task, answer)).score;
+      scores.set(key, v);
+    }
+    return v;
+  };
+  const c: CriticCheck = { pairs: pairs.length, judged: 0, agree: 0, testsTie: 0, answerVsQuestion: 0, bothQuestions: 0, p: 1, meanScoreGain: 0 };
+  let gain = 0;
+  let answered = 0;
+  for (const p of pairs) {
+    const parse = (ids: number[]) => parseAgentMessage(tokenizer.decode(ids, { skipSpecialTokens: true }), { kind: 'backend', turnIndex: p.agentTurn });
+    const chosen = parse(p.chosen);
+    const rejected = parse(p.rejected);
+    const chosenAnswers = chosen.type === 'answer';
+    const rejectedAnswers = rejected.type === 'answer';
+    if (!chosenAnswers && !rejectedAnswers) c.bothQuestions++;
+    else if (chosenAnswers !== rejectedAnswers) c.answerVsQuestion++;
+    else {
+      const d = (await score(p.sessionId, chosen.answer ?? '')) - (await score(p.sessionId, rejected.answer ?? ''));
+      gain += d;
+      answered++;
+      if (d === 0) c.testsTie++;
+      else {
+        c.judged++;
+        if (d > 0) c.agree++;
+      }
+    }
+  }
+  c.meanScoreGain = answered ? gain / answered : 0;
+  c.p = mcnemarExact(c.agree, c.judged - c.agree).pValue;
+  return c;
+}
+
+export function formatCriticCheck(c: CriticCheck): string {
+  const share = c.judged ? `${((c.agree / c.judged) * 100).toFixed(1)}%` : 'n/a';
+  return (
+    `critic vs tests: of ${c.pairs} actor pairs, ${c.judged + c.testsTie} have two answers; the tests tell ${c.judged} apart and the critic chose ` +
+    `the better one in ${c.agree} (${share}, exact binomial p=${c.p < 0.001 ? c.p.toExponential(1) : c.p.toFixed(3)} against a coin); ` +
+    `${c.testsTie} test ties; mean test-score gain of chosen over rejected ${(c.meanScoreGain * 100).toFixed(1)} points. ` +
+    `Not judged: ${c.answerVsQuestion} answer-vs-question, ${c.bothQuestions} question-vs-question pairs.`
+  );
+}
+
+/** Standalone: the SWEET-RL runs of a benchmark directory kept with --keep (its PGlite database and checkpoints). */
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { dir: { type: 'string', default: 'data/bench/learning' }, run: { type: 'string' } } });
+  const dir = resolve(values.dir!);
+  const pglite = readdirSync(dir).filter((f) => f.startsWith('pglite-')).sort().at(-1);
+  if (!pglite) throw new Error(`no PGlite database in ${dir}: was the benchmark run with --keep?`);
+  const db = await openDatabase({ pgliteDir: join(dir, pglite) });
+  const scorer = createScorer();
+  try {
+    const runs = await db.prisma.trainingRun.findMany({ where: { algorithm: 'sweet', status: 'succeeded', ...(values.run ? { id: values.run } : {}) }, orderBy: { createdAt: 'asc' } });
+    if (!runs.length) throw new Error(`no finished SWEET-RL run in ${dir}${values.run ? ` with id ${values.run}` : ''}`);
+    for (const run of runs) {
+      const from = (run.config as { fromCheckpoint: string }).fromCheckpoint;
+      console.log(`run ${run.id} (from ${from}):\n  ${formatCriticCheck(await checkCritic(db.prisma, run.checkpointDir!, from, scorer))}`);
+    }
+  } finally {
+    await scorer.close();
+    await db.close();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err) => {
+    console.error((err as Error).message);
+    process.exit(1);
+  });
+}

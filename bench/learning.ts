@@ -32,7 +32,7 @@ import { initBackend } from '../trainer/model/backend.ts';
 import { ensureStarterPolicy } from '../trainer/recipes/starter.ts';
 import { checkCritic, formatCriticCheck } from './critic-check.ts';
 import { comparePaired, formatDifference, formatP, outcomes, summarise, type EvaluationReport, type GameOutcome, type PairedComparison } from '../trainer/evaluate.ts';
-import { PRESETS, trainConfig, type TrainConfig } from '../trainer/presets.ts';
+import { demonstratorMixSchema, PRESETS, trainConfig, type TrainConfig } from '../trainer/presets.ts';
 import { createRun, executeRun, type Algorithm } from '../trainer/runs.ts';
 import { createScorer } from '../tasks/scorer.ts';
 import { loadConfig } from '../bin/config.ts';
@@ -72,8 +72,9 @@ const starterMixArg = arg('starter-mix', 'none');
 const starterMix = (() => {
   if (starterMixArg === 'none') return undefined;
   const [expert, hasty, noisy, noise] = starterMixArg.split(',').map(Number);
-  if ([expert, hasty, noisy, noise].some((x) => x === undefined || !Number.isFinite(x))) throw new Error(`--starter-mix must be expert,hasty,noisy,noise weights, got ${starterMixArg}`);
-  return { expert: expert!, hasty: hasty!, noisy: noisy!, noise: noise! };
+  const mix = demonstratorMixSchema.safeParse({ expert, hasty, noisy, noise });
+  if (!mix.success || [expert, hasty, noisy, noise].some((x) => !Number.isFinite(x))) throw new Error(`--starter-mix must be expert,hasty,noisy,noise (weights >= 0, noise in [0, 1]), got ${starterMixArg}`);
+  return mix.data;
 })();
 const rounds = arg('rounds', 3);
 // Updates per phase in the curve's later rounds (0: as --max-steps), which train on all sessions so far: a cap

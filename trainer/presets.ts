@@ -6,6 +6,15 @@ import { z } from 'zod';
 
 export const DEFAULT_MICRO_BATCH_CELLS = 2 * 1024 * 1024;
 
+/** Who plays a starter's demonstration games (trainer/recipes/starter.ts, StarterRecipe.demonstrators). */
+export const demonstratorMixSchema = z.object({
+  expert: z.number().min(0),
+  hasty: z.number().min(0),
+  noisy: z.number().min(0),
+  /** The noisy expert's mistake probability. */
+  noise: z.number().min(0).max(1),
+});
+
 export const trainConfigSchema = z.object({
   /** Peak learning rate of the actor / policy (DPO, SFT). */
   lr: z.number().positive(),
@@ -66,7 +75,7 @@ export const trainConfigSchema = z.object({
       coefficient: z.number().min(0),
       games: z.number().int().positive(),
       perUpdate: z.number().int().min(1).max(2),
-      demonstrators: z.object({ expert: z.number().min(0), hasty: z.number().min(0), noisy: z.number().min(0), noise: z.number().min(0).max(1) }).optional(),
+      demonstrators: demonstratorMixSchema.optional(),
     })
     .nullable()
     .default(null),

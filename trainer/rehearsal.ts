@@ -18,9 +18,9 @@ import { encodeDialogue, turnLogprobs, type EncodedDialogue, type LoadedModel } 
 
 /**
  * The rehearsal dialogues of a run, encoded for `policy`: the starter recipe's game mix (expert games, or the
- * configured demonstrator mix; varied tasks, copy drills, compact answers) from the run's seed, i.e. the first of the dialogues a starter of that
- * seed was built from (replay of the original data). Train-split tasks only, as in the starter. Empty when the
- * configuration has no rehearsal.
+ * configured demonstrator mix; varied tasks, copy drills, compact answers) from the run's seed, i.e. the first
+ * of the dialogues a starter of that seed was built from (replay of the original data). Train-split tasks
+ * only, as in the starter. Empty when the configuration has no rehearsal.
  */
 export async function rehearsalSet(policy: Pick<LoadedModel, 'chat' | 'tokenizer' | 'model'>, c: TrainConfig): Promise<EncodedDialogue[]> {
   if (!c.rehearsal || c.rehearsal.coefficient === 0) return [];

@@ -43,19 +43,20 @@ export async function checkCritic(prisma: PrismaClient, runDir: string, tokenize
   const tokenizer = await TextTokenizer.load(tokenizerDir);
   const lines = (await readFile(join(runDir, 'actor-pairs.jsonl'), 'utf8')).split('\n').filter(Boolean);
   const pairs = lines.flatMap((l) => (JSON.parse(l) as { pairs: ActionPair[] }).pairs);
-  const tasks = new Map<string, ReturnType<typeof taskContent>>();
+  // A session's task, and each (task, answer)'s score: candidates repeat, and each scoring runs the sandbox.
+  const tasks = new Map<string, { id: string; content: ReturnType<typeof taskContent> }>();
   const scores = new Map<string, number>();
   const score = async (sessionId: string, answer: string): Promise<number> => {
     let task = tasks.get(sessionId);
     if (!task) {
       const s = await prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { task: true } });
-      task = taskContent(s.task);
+      task = { id: s.task.id, content: taskContent(s.task) };
       tasks.set(sessionId, task);
     }
-    const key = `${task.reference}\u0000${answer}`;
+    const key = `${task.id}\u0000${answer}`;
     let v = scores.get(key);
     if (v === undefined) {
-      v = (await scorer.evaluate(task, answer)).score;
+      v = (await scorer.evaluate(task.content, answer)).score;
       scores.set(key, v);
     }
     return v;

@@ -2,7 +2,7 @@
 // the fake Discord, real Postgres); a graceful stop in the middle of a turn finishes and shows that turn, takes
 // no new message (it is caught up on at the next start) and returns within its deadline, even when the turn in
 // flight never ends.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
 import { BotMetrics, startHealthServer, type HealthServer } from '../../../bot/health.ts';
@@ -10,6 +10,17 @@ import { BotHarness, scriptedAgent } from './harness.ts';
 
 const task = builtinTasks({ kind: 'backend' })[1] as TaskRecord & BackendTask;
 let hold: Promise<void> | null = null;
+let releaseHold: (() => void) | null = null;
+/** Holds the agent's next turn until the returned function is called. */
+const holdAgent = (): (() => void) => {
+  let release!: () => void;
+  hold = new Promise<void>((r) => (release = r));
+  releaseHold = () => {
+    hold = null;
+    release();
+  };
+  return releaseHold;
+};
 const agent = scriptedAgent('scripted', async (dialogue) => {
   if (hold) await hold;
   const mine = dialogue.filter((m) => m.role === 'assistant').length;
@@ -45,6 +56,12 @@ describe('health, metrics and graceful stop', () => {
       },
     });
   });
+  // A failed test must not leave the agent held for the next one.
+  afterEach(() => {
+    releaseHold?.();
+    releaseHold = null;
+    hold = null;
+  });
   afterAll(async () => {
     await server?.close();
     await h.stop();
@@ -54,8 +71,9 @@ describe('health, metrics and graceful stop', () => {
     const alice = h.fake.user('alice');
     const { threadId } = await h.startSession(alice, 'backend');
     await h.agentMessage(threadId, 1);
-    let release!: () => void;
-    hold = new Promise<void>((r) => (release = r));
+    // The /task start interaction may still be finishing after the first question shows (slow machines).
+    await h.fake.waitFor(() => metrics.inFlight === 0, 30_000, 'the start to finish');
+    const release = holdAgent();
     const calls = agent.calls;
     h.fake.say(alice, threadId, 'Nothing unusual.');
     await h.fake.waitFor(() => agent.calls > calls, 30_000, 'the agent to start');
@@ -72,7 +90,6 @@ describe('health, metrics and graceful stop', () => {
     expect(m).toMatch(/^sweetloop_interaction_ack_seconds_count [1-9]/m);
     expect(m).toMatch(/^sweetloop_agent_turn_seconds_count 1$/m);
     expect(m).toMatch(/^sweetloop_evaluation_failures_total 0$/m);
-    hold = null;
     release();
     await h.agentMessage(threadId, 2);
   });
@@ -81,8 +98,7 @@ describe('health, metrics and graceful stop', () => {
     const bob = h.fake.user('bob');
     const { threadId } = await h.startSession(bob, 'backend');
     await h.agentMessage(threadId, 1);
-    let release!: () => void;
-    hold = new Promise<void>((r) => (release = r));
+    const release = holdAgent();
     const calls = agent.calls;
     h.fake.say(bob, threadId, 'First reply.');
     await h.fake.waitFor(() => agent.calls > calls, 30_000, 'the agent to start');
@@ -91,10 +107,7 @@ describe('health, metrics and graceful stop', () => {
     const stopping = h.bot.shutdown(10_000);
     await new Promise((r) => setTimeout(r, 200));
     expect((await get('/health/ready')).status).toBe(503); // no longer taking work
-    setTimeout(() => {
-      hold = null;
-      release();
-    }, 300);
+    setTimeout(release, 300);
     expect(await stopping).toBe(true);
     expect(Date.now() - t0).toBeLessThan(10_000);
     // The turn in flight was stored and shown before the bot stopped.

@@ -17,7 +17,8 @@ import { taskContent } from '../prisma/task-store.ts';
 import { parseAgentMessage } from '../tasks/protocol.ts';
 import { createScorer, type Scorer } from '../tasks/scorer.ts';
 import { mcnemarExact } from '../tasks/stats.ts';
-import type { ActionPair } from '../trainer/actor.ts';
+import { criticGap, type ActionPair } from '../trainer/actor.ts';
+import { widestGaps } from '../trainer/pairs.ts';
 import { TextTokenizer } from '../trainer/model/tokenizer.ts';
 
 export interface CriticCheck {
@@ -36,6 +37,11 @@ export interface CriticCheck {
   p: number;
   /** Mean test-score gain of chosen over rejected on the pairs where both answer (0 when none). */
   meanScoreGain: number;
+  /**
+   * The same counts on the half of all pairs with the widest critic gap (at or above the median gap): does the
+   * critic know when it is sure? (what the actor's pairGapQuantile relies on)
+   */
+  wideGap: { judged: number; agree: number; meanScoreGain: number };
 }
 
 /** Checks the pairs of one SWEET-RL run (its actor-pairs.jsonl), decoding with the policy's tokenizer. */
@@ -61,9 +67,12 @@ export async function checkCritic(prisma: PrismaClient, runDir: string, tokenize
     }
     return v;
   };
-  const c: CriticCheck = { pairs: pairs.length, judged: 0, agree: 0, testsTie: 0, answerVsQuestion: 0, bothQuestions: 0, p: 1, meanScoreGain: 0 };
+  const c: CriticCheck = { pairs: pairs.length, judged: 0, agree: 0, testsTie: 0, answerVsQuestion: 0, bothQuestions: 0, p: 1, meanScoreGain: 0, wideGap: { judged: 0, agree: 0, meanScoreGain: 0 } };
+  const wide = new Set(widestGaps(pairs, criticGap, 0.5));
   let gain = 0;
   let answered = 0;
+  let wideGain = 0;
+  let wideAnswered = 0;
   for (const p of pairs) {
     const parse = (ids: number[]) => parseAgentMessage(tokenizer.decode(ids, { skipSpecialTokens: true }), { kind: 'backend', turnIndex: p.agentTurn });
     const chosen = parse(p.chosen);
@@ -81,9 +90,16 @@ export async function checkCritic(prisma: PrismaClient, runDir: string, tokenize
         c.judged++;
         if (d > 0) c.agree++;
       }
+      if (wide.has(p)) {
+        wideGain += d;
+        wideAnswered++;
+        if (d !== 0) c.wideGap.judged++;
+        if (d > 0) c.wideGap.agree++;
+      }
     }
   }
   c.meanScoreGain = answered ? gain / answered : 0;
+  c.wideGap.meanScoreGain = wideAnswered ? wideGain / wideAnswered : 0;
   c.p = mcnemarExact(c.agree, c.judged - c.agree).pValue;
   return c;
 }
@@ -94,7 +110,8 @@ export function formatCriticCheck(c: CriticCheck): string {
     `critic vs tests: of ${c.pairs} actor pairs, ${c.judged + c.testsTie} have two answers; the tests tell ${c.judged} apart and the critic chose ` +
     `the better one in ${c.agree} (${share}, exact binomial p=${c.p < 0.001 ? c.p.toExponential(1) : c.p.toFixed(3)} against a coin); ` +
     `${c.testsTie} test ties; mean test-score gain of chosen over rejected ${(c.meanScoreGain * 100).toFixed(1)} points. ` +
-    `Not judged: ${c.answerVsQuestion} answer-vs-question, ${c.bothQuestions} question-vs-question pairs.`
+    `Not judged: ${c.answerVsQuestion} answer-vs-question, ${c.bothQuestions} question-vs-question pairs. ` +
+    `The half with the widest critic gaps: ${c.wideGap.agree} of ${c.wideGap.judged} right, gain ${(c.wideGap.meanScoreGain * 100).toFixed(1)} points.`
   );
 }
 

@@ -93,6 +93,9 @@ export async function pairsForState(policy: LoadedModel, critic: Critic, state: 
   }));
 }
 
+/** How much surer the critic is of the chosen side than of the rejected one. */
+export const criticGap = (p: ActionPair): number => p.chosenScore - p.rejectedScore;
+
 /** DPO (+ NLL, + the rehearsal `anchor` when given) of the policy on the actor's pairs: actorEpochs passes, batchSize pairs an update. */
 export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c: TrainConfig, anchor?: PhaseAnchor): Phase {
   const name = 'actor';

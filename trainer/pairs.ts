@@ -3,6 +3,7 @@
 // parallel scoring): every list a phase batches from is sorted by content keys, so the same data and seed give
 // the same updates in any database.
 import { createHash } from 'node:crypto';
+import { quantileSorted } from '../tasks/stats.ts';
 import type { Trajectory } from './data.ts';
 
 export interface Scored {
@@ -88,4 +89,14 @@ export function topBottomPairs<T>(candidates: T[], score: (c: T) => number, coun
     if (score(chosen) > score(rejected)) pairs.push({ chosen, rejected });
   }
   return pairs;
+}
+
+/**
+ * The pairs whose `gap` (how sure the ranker is) reaches the `quantile` of all gaps; all of them at 0. Ties at
+ * the threshold are kept, so equal gaps are never split by their order.
+ */
+export function widestGaps<P>(pairs: readonly P[], gap: (p: P) => number, quantile: number): P[] {
+  if (quantile <= 0 || pairs.length === 0) return [...pairs];
+  const threshold = quantileSorted(pairs.map(gap).sort((a, b) => a - b), quantile);
+  return pairs.filter((p) => gap(p) >= threshold);
 }

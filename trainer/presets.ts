@@ -52,6 +52,11 @@ export const trainConfigSchema = z.object({
   candidates: z.number().int().min(2),
   /** Top-half vs bottom-half pairs per state (paper: 4). */
   pairsPerState: z.number().int().positive(),
+  /**
+   * The actor trains only on the pairs whose critic gap (chosen minus rejected advantage) reaches this quantile of
+   * the run's gaps: 0.5 drops the half the critic is least sure of. 0: every pair (the paper).
+   */
+  pairGapQuantile: z.number().min(0).lt(1).default(0),
   /** Sampling temperature of the candidates. */
   temperature: z.number().positive(),
   /** Longest sampled candidate, in tokens. */
@@ -111,6 +116,7 @@ const PAPER = {
   stateFraction: 0.1,
   candidates: 16,
   pairsPerState: 4,
+  pairGapQuantile: 0,
   temperature: 1.0,
   maxNewTokens: 512,
   maxPairsPerTask: 64,

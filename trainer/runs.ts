@@ -15,7 +15,8 @@ import type { PrismaClient, Prisma, TrainingRun, PolicyVersion } from '../prisma
 import type { Serving } from './policies/serving.ts';
 import { adapterNameFor } from './policies/vllm-adapters.ts';
 import type { TaskKind } from '../tasks/model.ts';
-import { actorPhase, pairsForState, selectStates, type ActionPair } from './actor.ts';
+import { actorPhase, criticGap, pairsForState, selectStates, type ActionPair } from './actor.ts';
+import { widestGaps } from './pairs.ts';
 import { preferencePairs } from '../prisma/preference-store.ts';
 import { Critic, criticPairs, criticPhase, type PeoplePair } from './critic.ts';
 import { loadTrajectories, selectTrainingData, type DataFilter, type Trajectory } from './data.ts';
@@ -399,8 +400,9 @@ async function collectCandidates(r: RunState, data: Trajectory[], criticDir: str
 /** SWEET-RL, phase 3: the actor, DPO (+ NLL) on the critic-ranked candidate pairs. */
 async function trainActor(r: RunState, pairsFile: string): Promise<LoadedModel> {
   const lines = (await readFile(pairsFile, 'utf8')).split('\n').filter(Boolean);
-  const pairs: ActionPair[] = lines.flatMap((l) => (JSON.parse(l) as { pairs: ActionPair[] }).pairs);
-  r.say(`actor: ${pairs.length} candidate pairs`);
+  const sampled: ActionPair[] = lines.flatMap((l) => (JSON.parse(l) as { pairs: ActionPair[] }).pairs);
+  const pairs = widestGaps(sampled, criticGap, r.cfg.train.pairGapQuantile);
+  r.say(`actor: ${pairs.length} candidate pairs${pairs.length < sampled.length ? ` (of ${sampled.length}: the critic's widest gaps)` : ''}`);
   const t = await trainablePolicy(r, 'actor');
   const phase = actorPhase(t.m, pairs, r.cfg.train, await policyAnchor(r, t.m));
   await runUpdates(r, phase, !!r.cfg.train.lora, t.resume);

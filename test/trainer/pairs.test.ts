@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { preferencePairs, topBottomPairs } from '../../trainer/pairs.ts';
+import { preferencePairs, topBottomPairs, widestGaps } from '../../trainer/pairs.ts';
 import { sessionReward as blendedReward } from '../../prisma/session-store.ts';
 
 describe('reward blending', () => {
@@ -54,5 +54,18 @@ describe('actor candidate pairs (top half vs bottom half)', () => {
   it('gives nothing for fewer than two candidates and skips ties', () => {
     expect(topBottomPairs([{ s: 1 }], (c) => c.s, 4, Math.random)).toEqual([]);
     expect(topBottomPairs([{ s: 1 }, { s: 1 }], (c) => c.s, 4, Math.random)).toEqual([]);
+  });
+});
+
+describe('the actor pairs the critic is surest of (pairGapQuantile)', () => {
+  const gaps = [0.1, 0.5, 0.3, 0.9, 0.3, 0.7].map((gap, i) => ({ i, gap }));
+  it('keeps every pair at 0 and the widest gaps above', () => {
+    expect(widestGaps(gaps, (p) => p.gap, 0)).toEqual(gaps);
+    // Sorted gaps 0.1 0.3 0.3 0.5 0.7 0.9: the median is 0.4, so 0.5, 0.9 and 0.7 stay, in their order.
+    expect(widestGaps(gaps, (p) => p.gap, 0.5).map((p) => p.i)).toEqual([1, 3, 5]);
+  });
+  it('keeps ties at the threshold together', () => {
+    // The 0.25 quantile of those gaps is 0.3 (linear interpolation): both 0.3s stay.
+    expect(widestGaps(gaps, (p) => p.gap, 0.25).map((p) => p.i)).toEqual([1, 2, 3, 4, 5]);
   });
 });

@@ -7,7 +7,6 @@
 // Used by bench:learning on its SWEET-RL run, and standalone on a run kept with --keep:
 //   npx tsx bench/critic-check.ts --dir data/bench/learning [--run <training run id>]
 import { readdirSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -17,7 +16,7 @@ import { taskContent } from '../prisma/task-store.ts';
 import { parseAgentMessage } from '../tasks/protocol.ts';
 import { createScorer, type Scorer } from '../tasks/scorer.ts';
 import { mcnemarExact } from '../tasks/stats.ts';
-import { criticGap, type ActionPair } from '../trainer/actor.ts';
+import { criticGap, readActorPairs } from '../trainer/actor.ts';
 import { widestGaps } from '../trainer/pairs.ts';
 import { TextTokenizer } from '../trainer/model/tokenizer.ts';
 
@@ -44,11 +43,19 @@ export interface CriticCheck {
   wideGap: { judged: number; agree: number; meanScoreGain: number };
 }
 
+/** Of test-score differences chosen minus rejected: how many the tests tell apart, how many favour the chosen side, the mean. */
+function tally(diffs: readonly number[]): { judged: number; agree: number; meanScoreGain: number } {
+  return {
+    judged: diffs.filter((d) => d !== 0).length,
+    agree: diffs.filter((d) => d > 0).length,
+    meanScoreGain: diffs.length ? diffs.reduce((a, b) => a + b, 0) / diffs.length : 0,
+  };
+}
+
 /** Checks the pairs of one SWEET-RL run (its actor-pairs.jsonl), decoding with the policy's tokenizer. */
 export async function checkCritic(prisma: PrismaClient, runDir: string, tokenizerDir: string, scorer: Scorer): Promise<CriticCheck> {
   const tokenizer = await TextTokenizer.load(tokenizerDir);
-  const lines = (await readFile(join(runDir, 'actor-pairs.jsonl'), 'utf8')).split('\n').filter(Boolean);
-  const pairs = lines.flatMap((l) => (JSON.parse(l) as { pairs: ActionPair[] }).pairs);
+  const pairs = await readActorPairs(join(runDir, 'actor-pairs.jsonl'));
   // A session's task, and each (task, answer)'s score: candidates repeat, and each scoring runs the sandbox.
   const tasks = new Map<string, { id: string; content: ReturnType<typeof taskContent> }>();
   const scores = new Map<string, number>();
@@ -67,41 +74,36 @@ export async function checkCritic(prisma: PrismaClient, runDir: string, tokenize
     }
     return v;
   };
-  const c: CriticCheck = { pairs: pairs.length, judged: 0, agree: 0, testsTie: 0, answerVsQuestion: 0, bothQuestions: 0, p: 1, meanScoreGain: 0, wideGap: { judged: 0, agree: 0, meanScoreGain: 0 } };
+  // Test-score differences (chosen minus rejected) of the pairs where both sides answer.
+  const all: number[] = [];
+  const wideDiffs: number[] = [];
   const wide = new Set(widestGaps(pairs, criticGap, 0.5));
-  let gain = 0;
-  let answered = 0;
-  let wideGain = 0;
-  let wideAnswered = 0;
+  let answerVsQuestion = 0;
+  let bothQuestions = 0;
   for (const p of pairs) {
     const parse = (ids: number[]) => parseAgentMessage(tokenizer.decode(ids, { skipSpecialTokens: true }), { kind: 'backend', turnIndex: p.agentTurn });
     const chosen = parse(p.chosen);
     const rejected = parse(p.rejected);
     const chosenAnswers = chosen.type === 'answer';
     const rejectedAnswers = rejected.type === 'answer';
-    if (!chosenAnswers && !rejectedAnswers) c.bothQuestions++;
-    else if (chosenAnswers !== rejectedAnswers) c.answerVsQuestion++;
+    if (!chosenAnswers && !rejectedAnswers) bothQuestions++;
+    else if (chosenAnswers !== rejectedAnswers) answerVsQuestion++;
     else {
       const d = (await score(p.sessionId, chosen.answer ?? '')) - (await score(p.sessionId, rejected.answer ?? ''));
-      gain += d;
-      answered++;
-      if (d === 0) c.testsTie++;
-      else {
-        c.judged++;
-        if (d > 0) c.agree++;
-      }
-      if (wide.has(p)) {
-        wideGain += d;
-        wideAnswered++;
-        if (d !== 0) c.wideGap.judged++;
-        if (d > 0) c.wideGap.agree++;
-      }
+      all.push(d);
+      if (wide.has(p)) wideDiffs.push(d);
     }
   }
-  c.meanScoreGain = answered ? gain / answered : 0;
-  c.wideGap.meanScoreGain = wideAnswered ? wideGain / wideAnswered : 0;
-  c.p = mcnemarExact(c.agree, c.judged - c.agree).pValue;
-  return c;
+  const t = tally(all);
+  return {
+    pairs: pairs.length,
+    ...t,
+    testsTie: all.length - t.judged,
+    answerVsQuestion,
+    bothQuestions,
+    p: mcnemarExact(t.agree, t.judged - t.agree).pValue,
+    wideGap: tally(wideDiffs),
+  };
 }
 
 export function formatCriticCheck(c: CriticCheck): string {

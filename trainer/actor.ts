@@ -4,6 +4,7 @@
 // the sampling policy without c, mean per token); pair a random top-half candidate (chosen) with a random
 // bottom-half one (rejected), `pairsPerState` times; train the policy with DPO (+ NLL on the chosen message)
 // against the frozen initial policy.
+import { readFile } from 'node:fs/promises';
 import * as tf from '@tensorflow/tfjs';
 import type { Trajectory } from './data.ts';
 import type { Critic, TurnState } from './critic.ts';
@@ -91,6 +92,12 @@ export async function pairsForState(policy: LoadedModel, critic: Critic, state: 
     chosenScore: scores[p.chosen]!,
     rejectedScore: scores[p.rejected]!,
   }));
+}
+
+/** The actor's pairs stored by a run: its actor-pairs.jsonl, one line `{ state, pairs }` a sampled state. */
+export async function readActorPairs(file: string): Promise<ActionPair[]> {
+  const lines = (await readFile(file, 'utf8')).split('\n').filter(Boolean);
+  return lines.flatMap((l) => (JSON.parse(l) as { pairs: ActionPair[] }).pairs);
 }
 
 /** How much surer the critic is of the chosen side than of the rejected one. */

@@ -15,7 +15,7 @@ import type { PrismaClient, Prisma, TrainingRun, PolicyVersion } from '../prisma
 import type { Serving } from './policies/serving.ts';
 import { adapterNameFor } from './policies/vllm-adapters.ts';
 import type { TaskKind } from '../tasks/model.ts';
-import { actorPhase, criticGap, pairsForState, selectStates, type ActionPair } from './actor.ts';
+import { actorPhase, criticGap, pairsForState, readActorPairs, selectStates } from './actor.ts';
 import { widestGaps } from './pairs.ts';
 import { preferencePairs } from '../prisma/preference-store.ts';
 import { Critic, criticPairs, criticPhase, type PeoplePair } from './critic.ts';
@@ -399,8 +399,7 @@ async function collectCandidates(r: RunState, data: Trajectory[], criticDir: str
 
 /** SWEET-RL, phase 3: the actor, DPO (+ NLL) on the critic-ranked candidate pairs. */
 async function trainActor(r: RunState, pairsFile: string): Promise<LoadedModel> {
-  const lines = (await readFile(pairsFile, 'utf8')).split('\n').filter(Boolean);
-  const sampled: ActionPair[] = lines.flatMap((l) => (JSON.parse(l) as { pairs: ActionPair[] }).pairs);
+  const sampled = await readActorPairs(pairsFile);
   const pairs = widestGaps(sampled, criticGap, r.cfg.train.pairGapQuantile);
   r.say(`actor: ${pairs.length} candidate pairs${pairs.length < sampled.length ? ` (of ${sampled.length}: the critic's widest gaps)` : ''}`);
   const t = await trainablePolicy(r, 'actor');

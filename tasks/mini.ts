@@ -41,7 +41,12 @@ export interface MiniMeta {
 export interface MiniTemplate {
   id: string;
   facts: readonly FactSpec[];
-  functionNames: readonly string[];
+  /**
+   * The function's name, one per template. It is given only in the description, and a wrong name fails every
+   * test; the ~1M-parameter starter never learnt to copy it (it picked one of three names a template by chance:
+   * 20 % right, bench/RESULTS.md), so with several names a game's score was mostly that lottery.
+   */
+  functionName: string;
   /** Argument list of the signature (without parentheses). */
   params: string;
   requests: readonly string[];
@@ -114,7 +119,7 @@ const r2 = (x: number): number => Math.round(x * 100) / 100;
 
 const bulkDiscount: MiniTemplate = {
   id: 'bulk-discount',
-  functionNames: ['order_charge', 'amount_to_charge', 'checkout_amount'],
+  functionName: 'order_charge',
   params: 'subtotal',
   requests: [
     'I sell {product} online. Bigger orders get a discount and small orders pay for shipping. Can you write a function that tells me what to charge a customer for a given order subtotal?',
@@ -148,7 +153,7 @@ const UNITS = Object.keys(METERS_PER_UNIT);
 
 const distanceUnits: MiniTemplate = {
   id: 'distance-units',
-  functionNames: ['convert_distance', 'distance_in_my_units', 'to_my_unit'],
+  functionName: 'convert_distance',
   params: 'distance',
   requests: [
     'I log distances from different apps and they never agree on units. Write me a function that converts a distance for me.',
@@ -188,7 +193,7 @@ def ${name}(distance):
 
 const gradeBands: MiniTemplate = {
   id: 'grade-bands',
-  functionNames: ['result_band', 'exam_band', 'score_to_band'],
+  functionName: 'result_band',
   params: 'score',
   requests: [
     'I mark exams out of 100 and put every score in one of our bands: distinction, merit or pass, and something else for those who did not pass. Write a function that gives the band for a score.',
@@ -228,7 +233,7 @@ def ${name}(score):
 
 const tagLine: MiniTemplate = {
   id: 'tag-line',
-  functionNames: ['tag_line', 'format_tags', 'tags_to_text'],
+  functionName: 'tag_line',
   params: 'tags',
   requests: [
     'Under each post on my blog I show its tags on a single line. Write a function that turns the list of tags into that line.',
@@ -264,7 +269,7 @@ def ${name}(tags):
 
 const priceChange: MiniTemplate = {
   id: 'price-change',
-  functionNames: ['percent_change', 'price_change_percent', 'change_in_percent'],
+  functionName: 'percent_change',
   params: 'price_a, price_b',
   requests: [
     'I keep track of the prices of things I buy regularly. Write a function that takes the two prices and tells me by how many percent the price changed.',
@@ -298,7 +303,7 @@ def ${name}(price_a, price_b):
 
 const parcelShipping: MiniTemplate = {
   id: 'parcel-shipping',
-  functionNames: ['parcel_cost', 'shipping_price', 'postage_for'],
+  functionName: 'parcel_cost',
   params: 'weight_kg',
   requests: [
     "I ship parcels for my small business. Write a function that gives the shipping cost from the parcel's weight in kilograms; parcels that are too heavy should give 'too heavy'.",
@@ -331,7 +336,7 @@ def ${name}(weight_kg):
 
 const averageRating: MiniTemplate = {
   id: 'average-rating',
-  functionNames: ['average_rating', 'mean_rating', 'rating_score'],
+  functionName: 'average_rating',
   params: 'ratings',
   requests: [
     'People rate the recipes on my site and I want to show the average rating next to each recipe. Write a function that computes it from the list of ratings.',
@@ -362,7 +367,7 @@ def ${name}(ratings):
 
 const usernameRules: MiniTemplate = {
   id: 'username-rules',
-  functionNames: ['valid_username', 'username_ok', 'check_username'],
+  functionName: 'valid_username',
   params: 'name',
   requests: [
     'People pick a username when they join my forum. Write a function that says whether a username is allowed.',
@@ -398,7 +403,7 @@ def ${name}(name):
 
 const billableTime: MiniTemplate = {
   id: 'billable-time',
-  functionNames: ['call_fee', 'bill_for_call', 'consulting_charge'],
+  functionName: 'call_fee',
   params: 'minutes',
   requests: [
     'I do consulting calls and bill by the time spent. Write a function that gives the amount to bill for a call of a given length in minutes.',
@@ -441,15 +446,6 @@ export function miniTemplate(id: string): MiniTemplate {
 
 const OPENERS = ['', '', 'Hi! ', 'Hello, quick one. ', 'Hey there. ', 'Hi, I could use some help. ', 'Good morning! '];
 const PRODUCTS = ['handmade candles', 'loose-leaf tea', 'board games', 'yarn', 'art prints', 'soap', 'coffee beans'];
-
-// Made-up function names for varied tasks: 26 x 26 of them, so that a model trained on varied tasks cannot
-// remember a template's few names and has to copy the one the person gave.
-const NAME_VERBS = ['compute', 'get', 'calc', 'find', 'make', 'work_out', 'figure', 'price', 'check', 'format', 'convert', 'rate', 'score', 'count', 'judge', 'build', 'give', 'show', 'total', 'label', 'grade', 'measure', 'quote', 'bill', 'tally', 'derive'];
-const NAME_NOUNS = ['amount', 'value', 'result', 'total', 'charge', 'fee', 'band', 'line', 'change', 'cost', 'price', 'score', 'level', 'figure', 'answer', 'output', 'number', 'text', 'status', 'verdict', 'sum', 'rate', 'mark', 'tag', 'entry', 'report'];
-
-export function madeUpFunctionName(rng: Rng): string {
-  return `${pick(rng, NAME_VERBS)}_${pick(rng, NAME_NOUNS)}`;
-}
 
 /** Decimal places of a number as written (0.8 -> 1, 4.25 -> 2). */
 function decimalsOf(x: number): number {
@@ -494,9 +490,9 @@ export interface GenerateMiniOptions {
   /** Restrict to some templates (ids). */
   templates?: readonly string[];
   /**
-   * Varied tasks (for pre-training, never for evaluation): made-up function names and number facts drawn
-   * across their pools' ranges, so that copying the name and the told values is the only way to get them
-   * right. Their ids (`mini-varied:SEED:I`) never collide with the standard tasks'.
+   * Varied tasks (for pre-training, never for evaluation): number facts drawn across their pools' ranges, so
+   * that copying the told values is the only way to get them right. Their ids (`mini-varied:SEED:I`) never
+   * collide with the standard tasks'.
    */
   varied?: boolean;
 }
@@ -513,7 +509,7 @@ export function generateMiniTasks(options: GenerateMiniOptions): TaskRecord[] {
     const externalId = `${options.varied ? 'mini-varied' : 'mini'}:${seed}:${i}`;
     const rng = createRng(fnv1a(externalId));
     const template = pick(rng, templates);
-    const functionName = options.varied ? madeUpFunctionName(rng) : pick(rng, template.functionNames);
+    const functionName = template.functionName;
     const values = sampleValues(rng, template, options.varied);
     const request = pick(rng, template.requests).replace('{product}', pick(rng, PRODUCTS));
     // Drawn from a stream of its own so that the wording varies without changing any value or test.

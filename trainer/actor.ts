@@ -39,20 +39,23 @@ export interface ActionPair {
 }
 
 /**
- * A seeded `fraction` of the trajectories (at least one), and every agent-turn state of each, in a fixed order.
+ * A seeded `fraction` of the trajectories (at least one), and every agent-turn state of each (or only the last,
+ * `which` = 'last'), in a fixed order.
  * The official script takes the first 10% of its data file; a seeded sample of the content-ordered
  * trajectories is the same thing without depending on the order rows come out of a database.
  */
-export function selectStates(trajectories: readonly Trajectory[], fraction: number, seed: number): ActorState[] {
+export function selectStates(trajectories: readonly Trajectory[], fraction: number, seed: number, which: TrainConfig['actorStates'] = 'every'): ActorState[] {
   const ordered = canonicalOrder(trajectories);
   const keep = Math.min(ordered.length, Math.max(1, Math.round(ordered.length * fraction)));
   const chosen = Rng.derive(seed, 'actor-trajectories').shuffle(ordered).slice(0, keep);
   const states: ActorState[] = [];
   for (const t of chosen) {
+    const agentTurns: ActorState[] = [];
     for (let i = 0; i < t.turns.length; i += 2) {
       if (t.turns[i]!.role !== 'agent') continue;
-      states.push({ sessionId: t.sessionId, agentTurn: i / 2, task: t.task, turns: t.turns.slice(0, i) });
+      agentTurns.push({ sessionId: t.sessionId, agentTurn: i / 2, task: t.task, turns: t.turns.slice(0, i) });
     }
+    states.push(...(which === 'last' ? agentTurns.slice(-1) : agentTurns));
   }
   return states;
 }

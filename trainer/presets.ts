@@ -48,6 +48,13 @@ export const trainConfigSchema = z.object({
   minLrRatio: z.number().min(0).max(1),
   /** Share of the trajectories whose agent-turn states the actor samples candidates for (paper: 10%). */
   stateFraction: z.number().gt(0).max(1),
+  /**
+   * Which agent-turn states of a sampled trajectory the actor samples candidates for: 'every' one (the paper), or
+   * only the 'last' (where the collected game gave its answer, unless it ran out of turns). With a policy that
+   * already asks about everything, the question turns' pairs differ in wording that no test can tell apart;
+   * 'last' spends the same sampling on answers (raise stateFraction to keep the number of states).
+   */
+  actorStates: z.enum(['every', 'last']).default('every'),
   /** Candidates sampled per state (paper: 16). */
   candidates: z.number().int().min(2),
   /** Top-half vs bottom-half pairs per state (paper: 4). */
@@ -114,6 +121,7 @@ const PAPER = {
   warmupRatio: 0.03,
   minLrRatio: 0.1,
   stateFraction: 0.1,
+  actorStates: 'every',
   candidates: 16,
   pairsPerState: 4,
   pairGapQuantile: 0,

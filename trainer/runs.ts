@@ -371,7 +371,7 @@ async function collectCandidates(r: RunState, data: Trajectory[], criticDir: str
   const critic = await Critic.load(cfg.fromCheckpoint, criticDir);
   const sampler = await loadModel(cfg.fromCheckpoint, `sampler-${r.runId.slice(0, 8)}-${Date.now()}`, false);
   try {
-    const states = selectStates(data, cfg.train.stateFraction, cfg.train.seed);
+    const states = selectStates(data, cfg.train.stateFraction, cfg.train.seed, cfg.train.actorStates);
     let collected = 0;
     if (existsSync(pairsFile)) {
       const text = await readFile(pairsFile, 'utf8');

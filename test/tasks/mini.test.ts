@@ -74,14 +74,12 @@ describe('ColBench-mini generator', () => {
     });
   });
 
-  it('makes varied tasks for pre-training: made-up names and numbers across their pools\' ranges, still sound', async () => {
+  it('makes varied tasks for pre-training: numbers across their pools\' ranges under the template\'s name, still sound', async () => {
     const varied = generateMiniTasks({ seed: 11, count: 120, varied: true });
     expect(varied.map((t) => t.externalId)).toEqual(Array.from({ length: 120 }, (_, i) => `mini-varied:11:${i}`));
     expect(generateMiniTasks({ seed: 11, count: 120, varied: true })).toEqual(varied);
-    const names = varied.map((t) => miniMeta(t)!.functionName);
-    // Far more names than the templates' three each, and rarely one of those.
-    expect(new Set(names).size).toBeGreaterThan(80);
-    expect(names.filter((n) => MINI_TEMPLATES.some((tpl) => tpl.functionNames.includes(n))).length).toBeLessThan(12);
+    // One name a template, varied or not: a model that cannot copy a name can still remember nine.
+    for (const t of varied) expect(miniMeta(t)!.functionName).toBe(miniTemplate(miniMeta(t)!.template).functionName);
     const numbers = new Map<string, Set<number>>();
     for (const t of varied) {
       const meta = miniMeta(t)!;

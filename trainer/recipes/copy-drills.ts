@@ -5,17 +5,25 @@
 // look up a token's earlier occurrence and copy what followed it (an induction head). Same system prompt as
 // the games, so the shared-prefix batching still applies. Imports tasks/ only.
 import type { ChatMessage } from '../../tasks/agent.ts';
-import { madeUpFunctionName, MINI_TEMPLATES, pick, py } from '../../tasks/mini.ts';
+import { MINI_TEMPLATES, pick, py, type Rng } from '../../tasks/mini.ts';
 import { agentSystemPrompt, MAX_AGENT_TURNS } from '../../tasks/protocol.ts';
 import { seededRandom } from '../../tasks/random.ts';
+
+// Made-up identifiers, 26 x 26 of them: the drills teach copying names never seen before, not remembering a few.
+const NAME_VERBS = ['compute', 'get', 'calc', 'find', 'make', 'work_out', 'figure', 'price', 'check', 'format', 'convert', 'rate', 'score', 'count', 'judge', 'build', 'give', 'show', 'total', 'label', 'grade', 'measure', 'quote', 'bill', 'tally', 'derive'];
+const NAME_NOUNS = ['amount', 'value', 'result', 'total', 'charge', 'fee', 'band', 'line', 'change', 'cost', 'price', 'score', 'level', 'figure', 'answer', 'output', 'number', 'text', 'status', 'verdict', 'sum', 'rate', 'mark', 'tag', 'entry', 'report'];
+
+function madeUpName(rand: Rng): string {
+  return `${pick(rand, NAME_VERBS)}_${pick(rand, NAME_NOUNS)}`;
+}
 
 const DRILL_OPENERS = ['Copy this exactly:', 'Please write back exactly this:', 'Repeat after me:'];
 
 /** One item: the kinds of text a game's answer copies from the dialogue. */
 function item(rand: () => number): string {
   const u = rand();
-  if (u < 0.3) return madeUpFunctionName(rand);
-  if (u < 0.45) return pick(rand, pick(rand, MINI_TEMPLATES).functionNames);
+  if (u < 0.3) return madeUpName(rand);
+  if (u < 0.45) return pick(rand, MINI_TEMPLATES).functionName;
   if (u < 0.75) {
     const decimals = pick(rand, [0, 0, 1, 2]);
     return String(Math.round(rand() * 300 * 10 ** decimals) / 10 ** decimals);

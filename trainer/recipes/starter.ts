@@ -1,15 +1,16 @@
 // The starter policy: what `sweetloop` serves when no POLICY_MODEL_DIR is configured. A small Llama-style model
 // (about 1M parameters) trained from scratch, by supervised next-token prediction on the agent's turns only, on
 // dialogues that the scripted expert agent plays against the rule-based collaborator on ColBench-mini tasks.
-// It learns the game's shape (ask, then answer with the marker), each task family's function, and to copy most
-// of the values it was told into its answer (not yet the function's name: bench/RESULTS.md, "Copying"): it is
-// the starting point that human sessions and SWEET-RL improve, and a real model is one environment variable away.
+// It learns the game's shape (ask, then answer with the marker), each task family's function and name, and to
+// copy some of the values it was told into its answer (bench/RESULTS.md, "Copying"): it is the starting point
+// that human sessions and SWEET-RL improve, and a real model is one environment variable away.
 //
-// Recipe (version 3): first copy drills alone until copying appears (a model this small shows none for ~1,500
-// updates), then many short expert games (fresh data for every update rather than epochs over a few), half on
-// varied tasks where remembered values are wrong, with drills mixed in so that the copying is kept; answers
-// without the constants' explanatory comments, small batches (1-2 dialogues) and many updates, and the system
-// prompt, which every dialogue shares token for token, run once per update as a KV-cache prefix.
+// Recipe (version 4: ColBench-mini has one function name a template; version 3 played three): first copy
+// drills alone until copying appears (a model this small shows none for ~1,500 updates), then many short expert
+// games (fresh data for every update rather than epochs over a few), half on varied tasks where remembered
+// values are wrong, with drills mixed in so that the copying is kept; answers without the constants' explanatory
+// comments, small batches (1-2 dialogues) and many updates, and the system prompt, which every dialogue shares
+// token for token, run once per update as a KV-cache prefix.
 //
 // Deterministic from the seed: the tasks, the games, the tokenizer, the initial weights and the batch order all
 // derive from it, and tfjs' wasm and cpu kernels are single-threaded, so the same seed on the same backend
@@ -45,7 +46,7 @@ import type { demonstratorMixSchema } from '../presets.ts';
 import { copyDrills } from './copy-drills.ts';
 
 /** Bumped whenever the recipe changes, so an old starter directory is rebuilt rather than reused. */
-export const STARTER_RECIPE_VERSION = 3;
+export const STARTER_RECIPE_VERSION = 4;
 export const STARTER_MANIFEST = 'starter.json';
 
 /** The PolicyVersion name of a starter build: the bot registers it on first start, the trainer as `starter`. */
@@ -110,10 +111,10 @@ export interface StarterRecipe {
    */
   demonstrators?: DemonstratorMix;
   /**
-   * Fraction of the demonstration games played on varied tasks (made-up function names, numbers across their
-   * ranges: `generateMiniTasks({ varied })`); absent: none. With the templates' few names and values the
-   * model can score by remembering them, and learns no copying (the function name right by chance only,
-   * bench/RESULTS.md); varied tasks make copying from the dialogue the only way to lower the loss.
+   * Fraction of the demonstration games played on varied tasks (numbers across their ranges:
+   * `generateMiniTasks({ varied })`); absent: none. With the templates' few values the model can score by
+   * remembering them, and learns no copying (bench/RESULTS.md); varied tasks make copying from the dialogue the
+   * only way to lower the loss.
    */
   variedTasks?: number;
   /**
@@ -148,7 +149,7 @@ export const DEFAULT_RECIPE: Omit<StarterRecipe, 'seed'> = {
   warmup: 0.05,
   compactAnswers: true,
   size: STARTER_SIZE,
-  // Recipe 3: learn to copy first (drills alone until copying appears), then the games, half of them on
+  // Since recipe 3: learn to copy first (drills alone until copying appears), then the games, half of them on
   // varied tasks and with drills mixed in so that copying is still used and kept. bench/RESULTS.md, "Copying".
   variedTasks: 0.5,
   copyDrills: 0.5,

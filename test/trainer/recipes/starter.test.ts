@@ -7,11 +7,11 @@ import { Engine } from '../../../trainer/model/engine.ts';
 import * as tf from '@tensorflow/tfjs';
 import { llamaConfig } from '../../../trainer/model/architecture.ts';
 import { Decoder } from '../../../trainer/model/decoder.ts';
-import { MINI_TEMPLATES } from '../../../tasks/mini.ts';
 import { DEFAULT_RECIPE, batchLoss, compactAnswer, ensureStarterPolicy, expertDialogues, recipeOf, sharedPrefixLength } from '../../../trainer/recipes/starter.ts';
 import type { Example, StarterOptions } from '../../../trainer/recipes/starter.ts';
 import { ANSWER_MARKER, buildDialogue } from '../../../tasks/protocol.ts';
-import { generateMiniTasks, miniTemplate } from '../../../tasks/mini.ts';
+import { generateMiniTasks, miniMeta, miniTemplate } from '../../../tasks/mini.ts';
+import type { TaskRecord } from '../../../tasks/model.ts';
 
 let root: string;
 
@@ -67,12 +67,14 @@ describe('starter policy', () => {
 
   it('plays the asked fraction of its games on varied tasks, spread over the build, and records it and the copy drills in the recipe', async () => {
     const dialogues = await expertDialogues(7, 12, undefined, 0.5);
-    const variedAt = dialogues.map((d) => {
-      const name = /def (\w+)\(/.exec(d[1]!.content)![1]!;
-      return !MINI_TEMPLATES.some((t) => t.functionNames.includes(name));
-    });
-    // Every other game (a made-up name can, rarely, be a template's: none is with this seed).
-    expect(variedAt).toEqual(Array.from({ length: 12 }, (_, i) => i % 2 === 1));
+    // Every other game is varied: game i plays the next task of its list, in order (the answer sets that task's
+    // withheld values; varied tasks draw numbers that standard ones never take).
+    const pool = (varied: boolean) => generateMiniTasks({ seed: 7, count: 40, varied }).filter((t) => t.split === 'train');
+    const [standard, varied] = [pool(false), pool(true)];
+    const sets = (answer: string, t: TaskRecord) =>
+      miniMeta(t)!.withheld.every((w) => answer.split('\n').some((line) => line === `${w.key} = ${w.answer}` || line.startsWith(`${w.key} = ${w.answer} `)));
+    dialogues.forEach((d, i) => expect(sets(d.at(-1)!.content, (i % 2 === 1 ? varied : standard)[Math.floor(i / 2)]!), `game ${i}`).toBe(true));
+    expect(sets(dialogues[1]!.at(-1)!.content, standard[0]!)).toBe(false);
     expect(await expertDialogues(7, 12)).toEqual(await expertDialogues(7, 12, undefined, 0));
     // The standard recipe has all three copying aids; 0 / null turn them off and leave them out of the manifest.
     expect(recipeOf({ seed: 7 })).toMatchObject({ variedTasks: DEFAULT_RECIPE.variedTasks, copyDrills: DEFAULT_RECIPE.copyDrills, copyDrillPhase: DEFAULT_RECIPE.copyDrillPhase });

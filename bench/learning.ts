@@ -90,7 +90,7 @@ const validate = process.argv.includes('--validate');
 // Default: candidates sampled at the temperature the policy plays at (0.7, not the paper's 1.0), NLL weight 1
 // on the chosen message (paper 0.01) and a policy learning rate of 1e-4 (cpu-small: 3e-4): of the settings tried
 // on the validation slice (bench/RESULTS.md), the ones that hurt SWEET-RL least; a third of cpu-small's rate
-// left it +1.7 points over zero-shot there (not significant) where 3e-4 lost 1.7-2.3.
+// left it +1.7 points over zero-shot there (not significant), where every setting tried at 3e-4 lost 1.7-6.1.
 const trainOverrides = JSON.parse(arg('train', '{"temperature":0.7,"nllCoefficient":1,"lr":0.0001}')) as Partial<TrainConfig>;
 // A starter built from a demonstrator mix is rehearsed on that mix (unless --train sets the rehearsal itself).
 if (starterMix && !('rehearsal' in trainOverrides) && PRESETS['cpu-small'].rehearsal) {

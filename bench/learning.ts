@@ -7,14 +7,17 @@
 // often SWEET-RL's critic ranked two answer candidates as their tests do (bench/critic-check.ts). The curve is also
 // drawn to <dir>/learning-curve.svg (and .png when Chromium is there).
 //
-//   npm run bench:learning -- [--tasks 125] [--episodes-per-task 3] [--eval-episodes-per-task 6] [--seed 1234]
-//                             [--max-steps N] [--rounds 3] [--curve-max-steps 12] [--dir data/bench/learning] [--keep]
+//   npm run bench:learning -- [--tasks 125] [--test-tasks 72] [--episodes-per-task 3] [--eval-episodes-per-task 2]
+//                             [--seed 1234] [--max-steps N] [--rounds 3] [--curve-max-steps 8]
+//                             [--curve-episodes-per-task 1] [--dir data/bench/learning] [--keep]
 //                             [--starter-steps N] [--starter-games N] [--starter-mix expert,hasty,noisy,noise]
 //                             [--train '{"temperature":0.7}'] [--methods rft,mtdpo,sweet] [--validate]
 //
-// --validate chooses settings without looking at the held-out tasks: the test split is left out and a fifth of
-// the train-split tasks is played in its place (the table then says VALIDATION). --train overrides the
-// cpu-small preset for every training run; --methods trains only some baselines.
+// Training uses the train split of the first --tasks generated tasks; the held-out games are played on the first
+// --test-tasks test-split tasks of the same stream (generated further when the pool holds fewer). --validate
+// chooses settings without looking at them: the same training, played instead on train-split tasks generated
+// after the pool (the table then says VALIDATION). --train overrides the cpu-small preset for every training run;
+// --methods trains only some baselines.
 //
 // Everything lives in a throwaway PGlite directory under --dir (deleted at the end unless --keep); the starter
 // policy is built once under --dir/starter and reused (the shipped build is installed when the recipe is the
@@ -27,7 +30,7 @@ import { openDatabase } from '../prisma/db.ts';
 import { migrate } from '../prisma/migrate.ts';
 import { importTasks } from '../prisma/task-store.ts';
 import { generateMiniTasks } from '../tasks/mini.ts';
-import { fnv1a } from '../tasks/library.ts';
+import type { TaskRecord } from '../tasks/model.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { ensureStarterPolicy } from '../trainer/recipes/starter.ts';
 import { checkCritic, formatCriticCheck } from './critic-check.ts';
@@ -61,8 +64,12 @@ function arg(name: string, fallback: number | string): number | string {
 
 const seed = arg('seed', 1234);
 const taskCount = arg('tasks', 125);
+// The paired tests take a task's games as one unit: for the same number of games, more tasks with fewer games
+// each never widen the interval in expectation (the task-to-task part of the variance shrinks, the game-to-game
+// part stays). 72 x 2 games cost what 24 x 6 did.
+const testTaskCount = arg('test-tasks', 72);
 const perTask = arg('episodes-per-task', 3);
-const evalPerTask = arg('eval-episodes-per-task', 6);
+const evalPerTask = arg('eval-episodes-per-task', 2);
 const maxStepsArg = arg('max-steps', 0);
 const starterSteps = arg('starter-steps', 0);
 const starterGames = arg('starter-games', 0);
@@ -79,19 +86,22 @@ const starterMix = (() => {
 const rounds = arg('rounds', 3);
 // Updates per phase in the curve's later rounds (0: as --max-steps), which train on all sessions so far: a cap
 // that keeps the whole benchmark within 40 minutes on 2 cores.
-const curveMaxSteps = arg('curve-max-steps', 12);
+const curveMaxSteps = arg('curve-max-steps', 8);
+// Games a train task that each later curve round collects with the deployed policy (the first collection plays
+// --episodes-per-task): also a cap for the 40 minutes.
+const curvePerTask = arg('curve-episodes-per-task', 1);
 const dir = resolve(arg('dir', 'data/bench/learning'));
 const keep = process.argv.includes('--keep');
-// --validate: choose settings without touching the held-out tasks. The test split is dropped and about one in
-// five TRAIN-split tasks (by a hash of its id) is held out as a validation slice, played in place of the test
-// split; collection and training see only the rest.
+// --validate: choose settings without touching the held-out tasks. Train-split tasks generated after the pool
+// (never trained on) are played in place of the test split; collection and training are the benchmark's own.
 const validate = process.argv.includes('--validate');
 // --train '{"temperature":0.7,...}': overrides of the cpu-small preset for every training run of the benchmark.
 // Default: candidates sampled at the temperature the policy plays at (0.7, not the paper's 1.0), NLL weight 1
-// on the chosen message (paper 0.01) and a policy learning rate of 1e-4 (cpu-small: 3e-4): of the settings tried
-// on the validation slice (bench/RESULTS.md), the ones that hurt SWEET-RL least; a third of cpu-small's rate
-// left it +1.7 points over zero-shot there (not significant), where every setting tried at 3e-4 lost 1.7-6.1.
-const trainOverrides = JSON.parse(arg('train', '{"temperature":0.7,"nllCoefficient":1,"lr":0.0001}')) as Partial<TrainConfig>;
+// on the chosen message (paper 0.01), a policy learning rate of 1e-4 (cpu-small: 3e-4) and DPO beta' 0.01
+// (paper 0.1): of the settings tried on the validation slice (bench/RESULTS.md), the ones that did SWEET-RL
+// most good; there a third of cpu-small's rate left it +1.7 points over zero-shot and beta' 0.01 on top +3.3
+// (neither significant), where every setting tried at 3e-4 lost 1.7-6.1.
+const trainOverrides = JSON.parse(arg('train', '{"temperature":0.7,"nllCoefficient":1,"lr":0.0001,"beta":0.01}')) as Partial<TrainConfig>;
 // A starter built from a demonstrator mix is rehearsed on that mix (unless --train sets the rehearsal itself).
 if (starterMix && !('rehearsal' in trainOverrides) && PRESETS['cpu-small'].rehearsal) {
   trainOverrides.rehearsal = { ...PRESETS['cpu-small'].rehearsal, demonstrators: starterMix };
@@ -102,6 +112,22 @@ for (const m of methods) if (!['rft', 'mtdpo', 'sweet'].includes(m)) throw new E
 const t0 = Date.now();
 const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(0)} s`;
 const log = (line: string) => console.error(`[${elapsed()}] ${line}`);
+
+/**
+ * The train split of the first --tasks generated tasks, and --test-tasks held-out ones (split 'test'): the first
+ * test-split tasks of the stream, or with --validate the first train-split tasks after the pool. Task i depends
+ * only on (seed, i), so a longer stream extends the pool without changing it.
+ */
+function benchmarkTasks(): TaskRecord[] {
+  if (!Number.isInteger(testTaskCount) || testTaskCount < 1) throw new Error(`--test-tasks must be a positive integer, got ${testTaskCount}`);
+  const train = generateMiniTasks({ seed, count: taskCount }).filter((t) => t.split === 'train');
+  const heldOut = (t: TaskRecord, i: number) => (validate ? i >= taskCount && t.split === 'train' : t.split === 'test');
+  // Generate until enough held-out tasks are there (about one task in five is test-split).
+  for (let count = taskCount + 5 * testTaskCount; ; count *= 2) {
+    const held = generateMiniTasks({ seed, count }).filter(heldOut).slice(0, testTaskCount);
+    if (held.length === testTaskCount) return [...train, ...held.map((t) => ({ ...t, split: 'test' as const }))];
+  }
+}
 
 interface CurvePoint {
   round: number;
@@ -154,11 +180,7 @@ const time = async <T>(label: string, fn: () => Promise<T>): Promise<T> => {
 
 try {
   await migrate(db);
-  const tasks = validate
-    ? generateMiniTasks({ seed, count: taskCount })
-        .filter((t) => t.split === 'train')
-        .map((t) => ({ ...t, split: fnv1a(`sweetloop-validation:${t.externalId}`) % 5 === 0 ? ('test' as const) : ('train' as const) }))
-    : generateMiniTasks({ seed, count: taskCount });
+  const tasks = benchmarkTasks();
   await importTasks(db.prisma, tasks);
   const trainTasks = tasks.filter((t) => t.split === 'train').length;
   const testTasks = tasks.length - trainTasks;
@@ -251,26 +273,30 @@ try {
     curve.push({ round: 1, version: deployed.name, testsPassed: reports[sweetIndex]!.score, success: reports[sweetIndex]!.success, sessions: collected.length, vsZeroShot: { difference: c.score.difference, p: c.score.wilcoxon.pValue } });
     firstRound = 2;
   }
+  let sessionsSoFar = collected;
+  const curveGames = Math.max(1, Math.round(trainTasks * curvePerTask));
   for (let round = firstRound; round <= rounds; round++) {
     try {
       const more = await time(`curve:${round}:collect`, () =>
-        simulate(db.prisma, deployed, scorer, { kind: 'backend', split: 'train', episodes: trainTasks * perTask, seed: seed + 1000 * round, store: true, log }),
+        simulate(db.prisma, deployed, scorer, { kind: 'backend', split: 'train', episodes: curveGames, seed: seed + 1000 * round, store: true, log }),
       );
+      sessionsSoFar = [...sessionsSoFar, ...more];
       const ctx = { prisma: db.prisma, checkpointRoot: join(dir, 'checkpoints', `round-${round}`), progress: 'lines' as const, log };
       const from = deployed;
-      const trainingSessions = (round === 1 ? collected.length : curve.at(-1)!.sessions) + more.length;
+      const trainingSessions = sessionsSoFar.length;
+      const cap = curveMaxSteps > 0 ? curveMaxSteps : maxStepsArg > 0 ? maxStepsArg : null;
+      const base = trainConfig('cpu-small', { ...trainOverrides, seed: seed + round, ...(cap ? { maxSteps: cap } : {}) });
+      // Later rounds train on everything collected so far, but the actor samples candidates for a bounded number
+      // of trajectories, so that a round's cost does not grow with the sessions: a capped actor uses maxSteps x
+      // batchSize pairs, and about twice that many candidate pairs (pairsPerState a state, one state an agent
+      // turn) are enough; uncapped, as many trajectories as in round 1.
+      const meanTurns = sessionsSoFar.reduce((a, g) => a + g.agentTurns, 0) / trainingSessions;
+      const trajectories = cap ? Math.ceil((2 * cap * base.batchSize) / base.pairsPerState / Math.max(1, meanTurns)) : Math.round(base.stateFraction * collected.length);
       const v = await time(`curve:${round}:train`, async () => {
         const run = await createRun(ctx, {
           algorithm: 'sweet',
           preset: 'cpu-small',
-          // Later rounds train on everything collected so far; to keep a round's cost near the first one's, the
-          // actor samples candidates for about as many states as in round 1 (the same number of trajectories).
-          train: trainConfig('cpu-small', {
-            ...trainOverrides,
-            stateFraction: (trainOverrides.stateFraction ?? PRESETS['cpu-small'].stateFraction) * (collected.length / trainingSessions),
-            seed: seed + round,
-            ...(curveMaxSteps > 0 ? { maxSteps: curveMaxSteps } : maxStepsArg > 0 ? { maxSteps: maxStepsArg } : {}),
-          }),
+          train: { ...base, stateFraction: Math.min(1, Math.max(1, trajectories) / trainingSessions) },
           fromVersionId: from.id,
           fromVersionName: from.name,
           fromCheckpoint: from.checkpointPath!,
@@ -307,7 +333,7 @@ try {
       `Games of one task are correlated, so ${testTasks} tasks give less than this.`,
   );
   if (criticCheck) console.log(`SWEET-RL's ${formatCriticCheck(criticCheck)}`);
-  console.log(`\nLearning curve of the closed loop (round 1 = the SWEET-RL policy above; each later round collects ${trainTasks * perTask} more sessions with the deployed policy -> SWEET-RL from it on all sessions so far -> deploy), held-out % tests passed:`);
+  console.log(`\nLearning curve of the closed loop (round 1 = the SWEET-RL policy above; each later round collects ${curveGames} more sessions with the deployed policy -> SWEET-RL from it on all sessions so far -> deploy), held-out % tests passed:`);
   for (const p of curve) {
     const d = p.vsZeroShot ? `; vs zero-shot ${formatDifference(p.vsZeroShot.difference)} points, ${formatP(p.vsZeroShot.p)}` : '';
     console.log(`  round ${p.round} (${p.version}, ${p.sessions} training sessions): ${formatPercent(p.testsPassed)}, success ${formatPercent(p.success)}${d}`);

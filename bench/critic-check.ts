@@ -8,9 +8,8 @@
 //   npx tsx bench/critic-check.ts --dir data/bench/learning [--run <training run id>]
 import { readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { openDatabase } from '../prisma/db.ts';
+import { openDatabase, type Database } from '../prisma/db.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { parseAgentMessage } from '../tasks/protocol.ts';
@@ -19,6 +18,7 @@ import { mcnemarExact } from '../tasks/stats.ts';
 import { criticGap, readActorPairs } from '../trainer/actor.ts';
 import { widestGaps } from '../trainer/pairs.ts';
 import { TextTokenizer } from '../trainer/model/tokenizer.ts';
+import { runWhenMain } from './standalone.ts';
 
 export interface CriticCheck {
   pairs: number;
@@ -117,17 +117,22 @@ export function formatCriticCheck(c: CriticCheck): string {
   );
 }
 
+/** The PGlite database that `bench:learning --keep` left in `dir` (the latest, when there are several). */
+export async function openKeptDatabase(dir: string): Promise<Database> {
+  const root = resolve(dir);
+  const pglite = readdirSync(root).filter((f) => f.startsWith('pglite-')).sort().at(-1);
+  if (!pglite) throw new Error(`no PGlite database in ${root}: was the benchmark run with --keep?`);
+  return openDatabase({ pgliteDir: join(root, pglite) });
+}
+
 /** Standalone: the SWEET-RL runs of a benchmark directory kept with --keep (its PGlite database and checkpoints). */
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { dir: { type: 'string', default: 'data/bench/learning' }, run: { type: 'string' } } });
-  const dir = resolve(values.dir!);
-  const pglite = readdirSync(dir).filter((f) => f.startsWith('pglite-')).sort().at(-1);
-  if (!pglite) throw new Error(`no PGlite database in ${dir}: was the benchmark run with --keep?`);
-  const db = await openDatabase({ pgliteDir: join(dir, pglite) });
+  const db = await openKeptDatabase(values.dir!);
   const scorer = createScorer();
   try {
     const runs = await db.prisma.trainingRun.findMany({ where: { algorithm: 'sweet', status: 'succeeded', ...(values.run ? { id: values.run } : {}) }, orderBy: { createdAt: 'asc' } });
-    if (!runs.length) throw new Error(`no finished SWEET-RL run in ${dir}${values.run ? ` with id ${values.run}` : ''}`);
+    if (!runs.length) throw new Error(`no finished SWEET-RL run in ${values.dir}${values.run ? ` with id ${values.run}` : ''}`);
     for (const run of runs) {
       const from = (run.config as { fromCheckpoint: string }).fromCheckpoint;
       console.log(`run ${run.id} (from ${from}):\n  ${formatCriticCheck(await checkCritic(db.prisma, run.checkpointDir!, from, scorer))}`);
@@ -138,9 +143,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((err) => {
-    console.error((err as Error).message);
-    process.exit(1);
-  });
-}
+runWhenMain(import.meta.url, main);

@@ -34,6 +34,7 @@ import type { TaskRecord } from '../tasks/model.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { ensureStarterPolicy } from '../trainer/recipes/starter.ts';
 import { checkCritic, formatCriticCheck } from './critic-check.ts';
+import { heldOutGames } from './noise.ts';
 import { comparePaired, formatDifference, formatP, outcomes, summarise, type EvaluationReport, type GameOutcome, type PairedComparison } from '../trainer/evaluate.ts';
 import { demonstratorMixSchema, PRESETS, trainConfig, type TrainConfig } from '../trainer/presets.ts';
 import { createRun, executeRun, type Algorithm } from '../trainer/runs.ts';
@@ -243,7 +244,7 @@ try {
 
   // Every policy plays the same held-out games (tasks, seeds, collaborator), so each is compared with zero-shot
   // game by game.
-  const evalOptions = { kind: 'backend' as const, split: 'test' as const, episodes: testTasks * evalPerTask, seed: seed + 1, store: false };
+  const evalOptions = heldOutGames(testTasks, evalPerTask, seed);
   const play = async (v: PolicyVersion): Promise<GameOutcome[]> => outcomes(await simulate(db.prisma, v, scorer, evalOptions));
   const played: { version: string; games: GameOutcome[] }[] = [];
   const reports: EvaluationReport[] = [];

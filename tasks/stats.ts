@@ -2,8 +2,8 @@
 // pure functions: Wilson score intervals for proportions (success rate, win rate), Student-t intervals for means
 // (% tests passed, similarity, rating, turns). Both behave at the small counts a young deployment has, where the
 // normal approximation does not (Wilson never leaves [0, 1]). Paired comparisons of two policies on the same games:
-// McNemar's exact test (success), the Wilcoxon signed-rank test and a seeded paired bootstrap (score), and the
-// games a paired success comparison needs (power).
+// McNemar's exact test (success), the Wilcoxon signed-rank test and a seeded paired bootstrap (score), the games
+// a paired comparison needs (power), and where a paired difference's variance comes from (task or game).
 
 import { createRng } from './random.ts';
 
@@ -490,4 +490,41 @@ export function pairedSuccessPower(o: { games: number; delta: number; discordanc
   const delta = Math.abs(o.delta);
   const za = normalQuantile(1 - alpha / 2);
   return normalCdf((delta * Math.sqrt(o.games) - za * Math.sqrt(o.discordance)) / Math.sqrt(o.discordance - delta * delta));
+}
+
+/** The two parts of the variance of values grouped in clusters of equal size (tasks of k games each). */
+export interface VarianceSplit {
+  clusters: number;
+  perCluster: number;
+  /** Between values of one cluster: the mean square within. */
+  within: number;
+  /** Between cluster means beyond what `within` explains: max(0, (MSB - MSW) / k), the random-effects estimate. */
+  between: number;
+}
+
+/** One-way random-effects ANOVA (equal cluster sizes, at least 2 clusters of at least 2 values). */
+export function varianceComponents(values: readonly number[], clusters: readonly string[]): VarianceSplit {
+  if (values.length !== clusters.length) throw new RangeError('varianceComponents: one cluster a value');
+  const groups = new Map<string, number[]>();
+  values.forEach((v, i) => groups.set(clusters[i]!, [...(groups.get(clusters[i]!) ?? []), v]));
+  const list = [...groups.values()];
+  const k = list[0]?.length ?? 0;
+  if (list.length < 2 || k < 2 || list.some((g) => g.length !== k)) throw new RangeError('varianceComponents: needs at least 2 clusters of the same size, at least 2 values each');
+  const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const grand = mean(values);
+  const msw = list.reduce((a, g) => { const m = mean(g); return a + g.reduce((s, x) => s + (x - m) ** 2, 0); }, 0) / (list.length * (k - 1));
+  const msb = (k * list.reduce((a, g) => a + (mean(g) - grand) ** 2, 0)) / (list.length - 1);
+  return { clusters: list.length, perCluster: k, within: msw, between: Math.max(0, (msb - msw) / k) };
+}
+
+/**
+ * Paired games needed to detect a mean difference `delta` (two-sided `alpha`, the given `power`; normal
+ * approximation): n = ((z_{1-α/2} + z_power) sd / δ)². For games in tasks of k, sd² = within + k · between.
+ */
+export function pairedMeanGames(o: { delta: number; sd: number; alpha?: number; power?: number }): number {
+  const alpha = o.alpha ?? 0.05;
+  const power = o.power ?? 0.8;
+  if (!(o.delta !== 0 && Number.isFinite(o.delta)) || !(o.sd >= 0)) throw new RangeError(`pairedMeanGames: needs a non-zero delta and sd >= 0, got ${o.delta}, ${o.sd}`);
+  if (!(alpha > 0 && alpha < 1) || !(power > 0 && power < 1)) throw new RangeError('pairedMeanGames: alpha and power must be in (0, 1)');
+  return Math.ceil((((normalQuantile(1 - alpha / 2) + normalQuantile(power)) * o.sd) / Math.abs(o.delta)) ** 2 - 1e-9);
 }

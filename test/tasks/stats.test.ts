@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   binomialCdf, clusterMeans, formatPercent, histogramMedian, incompleteBeta, logGamma, mcnemarClustered, mcnemarExact, mcnemarPaired, meanInterval, meanIntervalOf, MeanAccumulator,
-  normalCdf, normalQuantile, pairedBootstrap, percentile, pairedSuccessGames, pairedSuccessPower, quantileSorted, tCdf, tQuantile, wilcoxonSignedRank, wilson, wilsonCount,
+  normalCdf, normalQuantile, pairedBootstrap, percentile, pairedMeanGames, pairedSuccessGames, pairedSuccessPower, quantileSorted, varianceComponents, tCdf, tQuantile, wilcoxonSignedRank, wilson, wilsonCount,
 } from '../../tasks/stats.ts';
 
 // Expected values worked out by hand from the formulas (see comments) and checked against printed tables.
@@ -343,6 +343,19 @@ describe('games needed for a paired success comparison', () => {
     expect(plan.games).toBe(395);
     // A low baseline needs far fewer games: 0.05 vs 0.15 -> psi = 0.05*0.85 + 0.15*0.95 = 0.185.
     expect(pairedSuccessGames({ delta: 0.1, baseline: 0.05 }).discordance).toBeCloseTo(0.185, 12);
+  });
+
+  it('variance components: [0, 2] and [4, 6] give MSW = 4/2 = 2, MSB = 2 * (4 + 4) / 1 = 16, between = (16 - 2) / 2 = 7', () => {
+    expect(varianceComponents([0, 2, 4, 6], ['a', 'a', 'b', 'b'])).toEqual({ clusters: 2, perCluster: 2, within: 2, between: 7 });
+    // Clusters no more different than their values: the between part is clipped at 0, not negative.
+    expect(varianceComponents([0, 4, 1, 3], ['a', 'a', 'b', 'b']).between).toBe(0);
+    expect(() => varianceComponents([1, 2, 3], ['a', 'a', 'b'])).toThrow(RangeError);
+  });
+
+  it('paired mean games: delta 0.5, sd 1 -> ((1.959964 + 0.841621) * 2)^2 = 31.396 -> 32', () => {
+    expect(pairedMeanGames({ delta: 0.5, sd: 1 })).toBe(32);
+    expect(pairedMeanGames({ delta: -0.5, sd: 1 })).toBe(32);
+    expect(() => pairedMeanGames({ delta: 0, sd: 1 })).toThrow(RangeError);
   });
 
   it('rejects impossible plans', () => {

@@ -504,17 +504,15 @@ export interface VarianceSplit {
 
 /** One-way random-effects ANOVA (equal cluster sizes, at least 2 clusters of at least 2 values). */
 export function varianceComponents(values: readonly number[], clusters: readonly string[]): VarianceSplit {
-  if (values.length !== clusters.length) throw new RangeError('varianceComponents: one cluster a value');
-  const groups = new Map<string, number[]>();
-  values.forEach((v, i) => groups.set(clusters[i]!, [...(groups.get(clusters[i]!) ?? []), v]));
-  const list = [...groups.values()];
-  const k = list[0]?.length ?? 0;
-  if (list.length < 2 || k < 2 || list.some((g) => g.length !== k)) throw new RangeError('varianceComponents: needs at least 2 clusters of the same size, at least 2 values each');
-  const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const grand = mean(values);
-  const msw = list.reduce((a, g) => { const m = mean(g); return a + g.reduce((s, x) => s + (x - m) ** 2, 0); }, 0) / (list.length * (k - 1));
-  const msb = (k * list.reduce((a, g) => a + (mean(g) - grand) ** 2, 0)) / (list.length - 1);
-  return { clusters: list.length, perCluster: k, within: msw, between: Math.max(0, (msb - msw) / k) };
+  const { sums, sizes } = clusterSums(values, clusters);
+  const k = sizes[0] ?? 0;
+  const m = sums.length;
+  if (m < 2 || k < 2 || sizes.some((size) => size !== k)) throw new RangeError('varianceComponents: needs at least 2 clusters of the same size, at least 2 values each');
+  const grand = sums.reduce((a, b) => a + b, 0) / values.length;
+  const msb = sums.reduce((a, sum) => a + k * (sum / k - grand) ** 2, 0) / (m - 1);
+  // Within sum of squares as Σx² - Σ sum_j²/k; clipped at 0 against rounding when every cluster is constant.
+  const msw = Math.max(0, values.reduce((a, x) => a + x * x, 0) - sums.reduce((a, sum) => a + (sum * sum) / k, 0)) / (m * (k - 1));
+  return { clusters: m, perCluster: k, within: msw, between: Math.max(0, (msb - msw) / k) };
 }
 
 /**

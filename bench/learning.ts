@@ -276,6 +276,7 @@ try {
   }
   let sessionsSoFar = collected;
   const curveGames = Math.max(1, Math.round(trainTasks * curvePerTask));
+  const cap = curveMaxSteps > 0 ? curveMaxSteps : maxStepsArg > 0 ? maxStepsArg : null;
   for (let round = firstRound; round <= rounds; round++) {
     try {
       const more = await time(`curve:${round}:collect`, () =>
@@ -285,7 +286,6 @@ try {
       const ctx = { prisma: db.prisma, checkpointRoot: join(dir, 'checkpoints', `round-${round}`), progress: 'lines' as const, log };
       const from = deployed;
       const trainingSessions = sessionsSoFar.length;
-      const cap = curveMaxSteps > 0 ? curveMaxSteps : maxStepsArg > 0 ? maxStepsArg : null;
       const base = trainConfig('cpu-small', { ...trainOverrides, seed: seed + round, ...(cap ? { maxSteps: cap } : {}) });
       // Later rounds train on everything collected so far, but the actor samples candidates for a bounded number
       // of trajectories, so that a round's cost does not grow with the sessions: a capped actor uses maxSteps x

@@ -50,3 +50,19 @@ function mix(x: number): number {
 export function seededRandom(seed: number, stream = 0): () => number {
   return createRng(mix(mix(seed >>> 0) ^ Math.imul(stream + 1, 0x27d4eb2d)));
 }
+
+/**
+ * The seeds of a seeded run of games, for every path that plays them (in-process batches, served agents): game
+ * i of a run seeded `seed` starts from gameSeed(seed, i) and samples its k-th agent reply with replySeed(base,
+ * k). A game then draws the same random numbers however it is played and whatever plays beside it, and two
+ * policies playing the same games draw the same ones: common random numbers, so that their paired difference is
+ * the policies' and less the draws'.
+ */
+export function gameSeed(seed: number, game: number): number {
+  return (seed + 1000 * game) >>> 0;
+}
+
+/** The seed of agent reply k (0-based) of a game whose base seed is `base` (see gameSeed). */
+export function replySeed(base: number, reply: number): number {
+  return (base + reply) >>> 0;
+}

@@ -7,6 +7,7 @@ import type { TaskContent } from '../tasks/model.ts';
 import { playEpisode, sanitizeText, type Episode } from '../tasks/protocol.ts';
 import { generate, type GenerationResult } from './model/generate.ts';
 import { encodePrompt, type LoadedModel } from './sequences.ts';
+import { gameSeed, replySeed } from '../tasks/random.ts';
 
 export interface SamplingOptions {
   temperature: number;
@@ -32,13 +33,16 @@ export interface RolloutResult {
 
 interface Waiting {
   prompt: number[];
+  seed: number;
   resolve: (r: GenerationResult) => void;
   reject: (e: unknown) => void;
 }
 
 /**
- * Plays `jobs` in groups of `parallel` games. Deterministic for a given (policy, jobs, seed, parallel): which
- * replies share a batch, and so which random stream each row draws from, depends only on those.
+ * Plays `jobs` in groups of `parallel` games. Reply k of game i samples with replySeed(gameSeed(seed, i), k)
+ * (tasks/random.ts), as a served agent would, whatever shares its batch: a game's draws do not move when another
+ * game ends sooner, so two policies playing the same jobs and seed draw the same random numbers game by game
+ * (paired evaluations compare the policies, not the batches), and the result does not depend on `parallel`.
  */
 export async function playBatched(
   policy: LoadedModel,
@@ -55,7 +59,6 @@ export async function playBatched(
   const parallel = Math.max(1, options.parallel ?? 16);
   const ctx = policy.model.config.maxPositionEmbeddings;
   const results: RolloutResult[] = new Array(jobs.length);
-  let flushes = 0;
 
   for (let start = 0; start < jobs.length; start += parallel) {
     const group = jobs.slice(start, start + parallel);
@@ -72,7 +75,7 @@ export async function playBatched(
           policy.model,
           policy.tokenizer,
           batch.map((w) => w.prompt),
-          { temperature: sampling.temperature, topP: sampling.topP, maxTokens: sampling.maxTokens, seed: (options.seed + flushes++ * 7919) >>> 0 },
+          { temperature: sampling.temperature, topP: sampling.topP, maxTokens: sampling.maxTokens, seeds: batch.map((w) => w.seed) },
         );
         batch.forEach((w, i) => w.resolve(out[i]!));
       } catch (err) {
@@ -85,12 +88,14 @@ export async function playBatched(
       if (!flushing && waiting.length > 0 && waiting.length >= running) void flush();
     };
 
-    const agent: Agent = {
+    const agentOf = (game: number): Agent => ({
       name: 'policy',
       reply(dialogue) {
         return new Promise((resolve, reject) => {
           waiting.push({
             prompt: encodePrompt(policy, dialogue, ctx, sampling.maxTokens),
+            // The reply's index is counted from the dialogue, as the served agents count it.
+            seed: replySeed(gameSeed(options.seed, game), dialogue.filter((m) => m.role === 'assistant').length),
             // Postgres text cannot hold NUL, which a byte-level model can emit: it becomes U+FFFD before anyone sees it.
             resolve: (r) => resolve({ text: sanitizeText(r.text), promptTokens: r.promptTokens, completionTokens: r.tokenIds.length }),
             reject,
@@ -99,14 +104,14 @@ export async function playBatched(
           queueMicrotask(maybeFlush);
         });
       },
-    };
+    });
 
     await Promise.all(
       group.map(async (job, k) => {
         const startedAt = new Date();
         let episode: Episode;
         try {
-          episode = await playEpisode({ task: job.task, agent, collaborator: options.collaborator(job.task) });
+          episode = await playEpisode({ task: job.task, agent: agentOf(start + k), collaborator: options.collaborator(job.task) });
         } finally {
           running--;
           queueMicrotask(maybeFlush);

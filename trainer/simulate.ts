@@ -10,6 +10,7 @@ import { AgentUnavailableError, type Agent, type Collaborator } from '../tasks/a
 import { playEpisode } from '../tasks/protocol.ts';
 import type { TaskContent, TaskKind, TaskSplit } from '../tasks/model.ts';
 import { createRuleSimulator } from '../tasks/simulator.ts';
+import { gameSeed } from '../tasks/random.ts';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { playBatched, DEFAULT_SAMPLING, type RolloutJob, type RolloutResult, type SamplingOptions } from './rollout.ts';
@@ -115,8 +116,8 @@ const UNAVAILABLE_PATIENCE_MS = 10 * 60_000;
 
 /**
  * Plays each job with tasks/protocol.ts playEpisode against the version's agent (trainer/policies/agent-for.ts),
- * `parallel` games at a time (default 4). Game i samples with seed + 1000 i, so a run is reproducible on servers
- * that honour seeds whatever the interleaving. A server that is down is waited for (its Retry-After, else 5 s)
+ * `parallel` games at a time (default 4). Game i samples with gameSeed(seed, i) (tasks/random.ts), so a run is
+ * reproducible on servers that honour seeds whatever the interleaving. A server that is down is waited for (its Retry-After, else 5 s)
  * up to UNAVAILABLE_PATIENCE_MS per game; the turn is then asked again, so no game is lost to an outage.
  */
 async function playThroughAgent(
@@ -132,7 +133,7 @@ async function playThroughAgent(
     const results = await Promise.allSettled(
       jobs.map((job, i) =>
         limit(async () => {
-          const seeded = agent.withSeed ? agent.withSeed(o.seed + 1000 * i) : agent;
+          const seeded = agent.withSeed ? agent.withSeed(gameSeed(o.seed, i)) : agent;
           const startedAt = new Date();
           const episode = await playEpisode({ task: job.task, agent: patient(seeded, o.log), collaborator: o.collaborator.create(job.task) });
           o.onResult({ job, episode, startedAt, endedAt: new Date() }, i);

@@ -5,7 +5,9 @@
 // string, their token budget) are dropped from the cache, so the batch shrinks as it goes. Sampling happens in
 // JavaScript on the last position's logits: temperature, nucleus (top-p), greedy at temperature 0. Each row
 // draws from its own seeded stream (seed, row index), so a seeded batch is reproducible, and row i of a batch
-// samples the same tokens as the same prompt sent alone with the same seed at index i.
+// samples the same tokens as the same prompt sent alone with the same seed at index i. With `seeds`, row i
+// draws the stream of seeds[i] alone, whatever else shares its batch: a game played in batches then samples as
+// it would alone, and two policies playing it draw the same random numbers.
 import { seededRandom } from '../../tasks/random.ts';
 import * as tf from '@tensorflow/tfjs';
 import { disposeCache, selectCacheRows } from './decoder.ts';
@@ -23,6 +25,8 @@ export interface GenerateOptions {
   stop?: readonly string[];
   /** Seed of the sampling streams; unset: a random seed. */
   seed?: number;
+  /** One seed a prompt (overrides `seed`): row i samples as prompts[i] would alone with seed seeds[i]. */
+  seeds?: readonly number[];
   /** Token ids that end a row (default: the tokenizer's end-of-sequence ids). */
   eosTokenIds?: readonly number[];
   /** Polled between steps; when true, unfinished rows end with finishReason 'cancelled'. */
@@ -191,12 +195,14 @@ export async function generate(
   const stops = options.stop ?? [];
   const longestStop = stops.reduce((m, s) => Math.max(m, s.length), 0);
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
+  const seeds = options.seeds;
+  if (seeds && seeds.length !== prompts.length) throw new Error(`generate: ${seeds.length} seeds for ${prompts.length} prompts`);
   const rows: Row[] = prompts.map((prompt, index) => ({
     index,
     prompt: [...prompt],
     ids: [],
     logprobs: [],
-    rand: seededRandom(seed, index),
+    rand: seeds ? seededRandom(seeds[index]!, 0) : seededRandom(seed, index),
     limit: Math.min(maxTokens, ctx - prompt.length),
     searched: 0,
   }));

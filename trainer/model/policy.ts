@@ -5,6 +5,7 @@
 // turns instead of overflowing the model. Every reply carries its provenance (engine 'tfjs').
 import type { Agent, AgentReply, ChatMessage, TurnProvenance } from '../../tasks/agent.ts';
 import { fitDialogue, ProtocolError } from '../../tasks/protocol.ts';
+import { replySeed } from '../../tasks/random.ts';
 import type { BackendChoice } from './backend.ts';
 import { ChatFormatter } from './chat.ts';
 import { InferenceClient } from './inference.ts';
@@ -84,7 +85,7 @@ export async function createPolicyAgent(options: PolicyAgentOptions): Promise<Po
     name,
     client: c,
     async reply(dialogue: ChatMessage[], opts?: { signal?: AbortSignal }): Promise<AgentReply> {
-      const seed = options.seed !== undefined ? options.seed + calls : undefined;
+      const seed = options.seed !== undefined ? replySeed(options.seed, calls) : undefined;
       calls++;
       const window = c.info.contextLength;
       const fitted = fitDialogue(dialogue, window - replyReserve(window, maxTokens), counter.count);

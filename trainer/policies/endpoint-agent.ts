@@ -9,6 +9,7 @@ import type { Logger } from '../../tasks/logger.ts';
 import type { Agent, AgentReply, ChatMessage, TurnProvenance } from '../../tasks/agent.ts';
 import { chatCompletion, EndpointRequestError, type ChatClientOptions, type ChatEndpoint } from '../../tasks/chat-client.ts';
 import { estimateTokens, fitDialogue, ProtocolError, sanitizeText } from '../../tasks/protocol.ts';
+import { replySeed } from '../../tasks/random.ts';
 import type { Serving } from './serving.ts';
 
 export type TokenCounter = (messages: readonly ChatMessage[]) => number;
@@ -74,7 +75,7 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
 
   async function reply(dialogue: ChatMessage[], seedBase: number | undefined, signal?: AbortSignal): Promise<AgentReply> {
     const turn = dialogue.filter((m) => m.role === 'assistant').length;
-    const seed = seedBase !== undefined ? seedBase + turn : null;
+    const seed = seedBase !== undefined ? replySeed(seedBase, turn) : null;
     let room = budget;
     let modelReloaded = false;
     for (let shrink = 0; ; ) {

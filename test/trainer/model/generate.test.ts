@@ -60,6 +60,18 @@ describe('generation', () => {
     expect(s0!.tokenIds).toEqual(a0!.tokenIds);
   });
 
+  it('samples row i from seeds[i] as that prompt alone, whatever else is in the batch', async () => {
+    const seeds = [5, 91, 7, 12];
+    const batched = await generate(engine.model, engine.tokenizer, prompts, { temperature: 1, maxTokens: 16, seeds, ...noEos });
+    for (const [i, p] of prompts.entries()) {
+      const [alone] = await generate(engine.model, engine.tokenizer, [p], { temperature: 1, maxTokens: 16, seed: seeds[i]!, ...noEos });
+      expect(batched[i]!.tokenIds).toEqual(alone!.tokenIds);
+    }
+    const reversed = await generate(engine.model, engine.tokenizer, [...prompts].reverse(), { temperature: 1, maxTokens: 16, seeds: [...seeds].reverse(), ...noEos });
+    expect(reversed.reverse().map((r) => r.tokenIds)).toEqual(batched.map((r) => r.tokenIds));
+    await expect(generate(engine.model, engine.tokenizer, prompts, { temperature: 1, seeds: [1] })).rejects.toThrow(/1 seeds for 4 prompts/);
+  });
+
   it('stops at a stop string, cutting the text before it', async () => {
     const [full] = await generate(engine.model, engine.tokenizer, [prompts[0]!], { temperature: 0, maxTokens: 40, ...noEos });
     // A stop string taken from the middle of the unconstrained output (clean characters only).

@@ -7,7 +7,8 @@
 // often SWEET-RL's critic ranked two answer candidates as their tests do (bench/critic-check.ts). The curve is also
 // drawn to <dir>/learning-curve.svg (and .png when Chromium is there).
 //
-//   npm run bench:learning -- [--tasks 125] [--test-tasks 72] [--episodes-per-task 3] [--eval-episodes-per-task 2]
+//   npm run bench:learning -- [--tasks 125] [--test-tasks 144] [--episodes-per-task 3] [--eval-episodes-per-task 1]
+//                             [--eval-temperature 0]
 //                             [--seed 1234] [--max-steps N] [--rounds 3] [--curve-max-steps 8]
 //                             [--curve-episodes-per-task 1] [--dir data/bench/learning] [--keep]
 //                             [--starter-steps N] [--starter-games N] [--starter-mix expert,hasty,noisy,noise]
@@ -67,10 +68,20 @@ const seed = arg('seed', 1234);
 const taskCount = arg('tasks', 125);
 // The paired tests take a task's games as one unit: for the same number of games, more tasks with fewer games
 // each never widen the interval in expectation (the task-to-task part of the variance shrinks, the game-to-game
-// part stays). 72 x 2 games cost what 24 x 6 did.
-const testTaskCount = arg('test-tasks', 72);
+// part stays). 144 x 1 games cost what 72 x 2 and 24 x 6 did.
+const testTaskCount = arg('test-tasks', 144);
 const perTask = arg('episodes-per-task', 3);
-const evalPerTask = arg('eval-episodes-per-task', 2);
+const evalPerTask = arg('eval-episodes-per-task', 1);
+// Held-out games are played greedily (temperature 0): most of the noise of sampled paired games is between the
+// games of one task (bench/noise.ts), which a greedy game does not have, so each task is one deterministic pair.
+// On the validation slice this narrowed SWEET-RL's interval at the same cost (bench/RESULTS.md, "Greedy held-out
+// games"). The official evaluation samples at temperature 1. --eval-temperature 0.7 --eval-episodes-per-task 2
+// --test-tasks 72 plays as the bot serves, the earlier protocol. Collection always samples (it needs variety).
+const evalTemperature = arg('eval-temperature', 0);
+if (!(evalTemperature >= 0 && evalTemperature <= 2)) throw new Error(`--eval-temperature must be in [0, 2], got ${evalTemperature}`);
+if (evalTemperature === 0 && evalPerTask !== 1) {
+  throw new Error(`--eval-episodes-per-task ${evalPerTask} at --eval-temperature 0 would replay one greedy game ${evalPerTask} times: play more --test-tasks instead, or sample (--eval-temperature 0.7)`);
+}
 const maxStepsArg = arg('max-steps', 0);
 const starterSteps = arg('starter-steps', 0);
 const starterGames = arg('starter-games', 0);
@@ -244,7 +255,7 @@ try {
 
   // Every policy plays the same held-out games (tasks, seeds, collaborator), so each is compared with zero-shot
   // game by game.
-  const evalOptions = heldOutGames(testTasks, evalPerTask, seed);
+  const evalOptions = heldOutGames(testTasks, evalPerTask, seed, evalTemperature);
   const play = async (v: PolicyVersion): Promise<GameOutcome[]> => outcomes(await simulate(db.prisma, v, scorer, evalOptions));
   const played: { version: string; games: GameOutcome[] }[] = [];
   const reports: EvaluationReport[] = [];
@@ -320,7 +331,7 @@ try {
   }
 
   const label = (name: string) => (name === 'zero-shot' ? 'zero-shot (starter)' : name.startsWith('rft') ? 'rejection FT' : name.startsWith('mtdpo') ? 'multi-turn DPO' : 'SWEET-RL');
-  console.log(`\nColBench-mini backend, ${testTasks} ${validate ? 'VALIDATION (train-split, not held-out)' : 'held-out'} tasks x ${evalPerTask} games, rule-based simulator (95% intervals; differences are paired, against zero-shot on the same games; a task's ${evalPerTask} games are one unit: intervals resample tasks, tests are over tasks)`);
+  console.log(`\nColBench-mini backend, ${testTasks} ${validate ? 'VALIDATION (train-split, not held-out)' : 'held-out'} tasks x ${evalPerTask} ${evalTemperature === 0 ? 'greedy game' : `game(s) sampled at temperature ${evalTemperature}`}, rule-based simulator (95% intervals; differences are paired, against zero-shot on the same games; a task's ${evalPerTask} games are one unit: intervals resample tasks, tests are over tasks)`);
   console.log(`${'policy'.padEnd(22)} ${'success rate %'.padEnd(20)} ${'% tests passed'.padEnd(20)} ${'turns'.padEnd(6)} ${'Δ success (clustered McNemar)'.padEnd(34)} Δ tests passed (Wilcoxon over tasks)`);
   reports.forEach((r, i) => {
     const c = paired[i];
@@ -331,7 +342,7 @@ try {
   console.log(
     `${testTasks * evalPerTask} paired games give ${(power * 100).toFixed(0)}% power to detect +10 points of success rate over zero-shot at alpha 0.05 ` +
       `(McNemar, independent-games discordance ${(plan.discordance * 100).toFixed(1)}%); 80% power needs ${plan.games} games. ` +
-      `Games of one task are correlated, so ${testTasks} tasks give less than this.`,
+      (evalPerTask > 1 ? `Games of one task are correlated, so ${testTasks} tasks give less than this.` : ''),
   );
   if (criticCheck) console.log(`SWEET-RL's ${formatCriticCheck(criticCheck)}`);
   console.log(`\nLearning curve of the closed loop (round 1 = the SWEET-RL policy above; each later round collects ${curveGames} more sessions with the deployed policy -> SWEET-RL from it on all sessions so far -> deploy), held-out % tests passed:`);
@@ -359,6 +370,7 @@ try {
       collectedSessions: collected.length,
       collectedMeanScore: meanTrain,
       evalGames: testTasks * evalPerTask,
+      evalTemperature,
       power: { delta: 0.1, alpha: 0.05, power, gamesFor80: plan.games, discordance: plan.discordance },
       results: reports.map((r, i) => ({ policy: label(r.version), version: r.version, success: r.success, testsPassed: r.score, successes: r.successes, meanAgentTurns: r.meanAgentTurns, vsZeroShot: diff(paired[i]!) })),
       curve,

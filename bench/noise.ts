@@ -5,9 +5,12 @@
 // size needs at the benchmark's games a task. More games a task only shrink the second part; more tasks both.
 //
 //   npx tsx bench/noise.ts --dir data/bench/learning [--versions rft-xxxx,sweet-yyyy] [--eval-episodes-per-task 2]
+//                          [--eval-temperature 0.7]
 //                          [--seed 1234] [--delta 2,4]
 //
-// Without --versions: every version trained from zero-shot (the table's methods, not the curve's rounds).
+// Without --versions: every version trained from zero-shot (the table's methods, not the curve's rounds). It
+// needs sampled games, two or more a task: a run kept with bench:learning's sampled protocol
+// (--eval-temperature 0.7 --eval-episodes-per-task 2), or any run's versions replayed that way.
 import { parseArgs } from 'node:util';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { createScorer, type Scorer } from '../tasks/scorer.ts';
@@ -15,12 +18,16 @@ import { pairedMeanGames, varianceComponents, type VarianceSplit } from '../task
 import { initBackend } from '../trainer/model/backend.ts';
 import { comparePaired, outcomes, type GameOutcome } from '../trainer/evaluate.ts';
 import { simulate, type SimulateOptions } from '../trainer/simulate.ts';
+import { DEFAULT_SAMPLING } from '../trainer/rollout.ts';
 import { openKeptDatabase } from './critic-check.ts';
 import { runWhenMain } from './standalone.ts';
 
-/** The held-out games of bench:learning: `perTask` games of every test-split task, seeded apart from collection. */
-export function heldOutGames(testTasks: number, perTask: number, seed: number): SimulateOptions {
-  return { kind: 'backend', split: 'test', episodes: testTasks * perTask, seed: seed + 1, store: false };
+/**
+ * The held-out games of bench:learning: `perTask` games of every test-split task, seeded apart from collection,
+ * played at `temperature` (0: greedy).
+ */
+export function heldOutGames(testTasks: number, perTask: number, seed: number, temperature: number): SimulateOptions {
+  return { kind: 'backend', split: 'test', episodes: testTasks * perTask, seed: seed + 1, store: false, sampling: { ...DEFAULT_SAMPLING, temperature } };
 }
 
 export interface Noise {
@@ -57,6 +64,7 @@ async function main(): Promise<void> {
       dir: { type: 'string', default: 'data/bench/learning' },
       versions: { type: 'string' },
       'eval-episodes-per-task': { type: 'string', default: '2' },
+      'eval-temperature': { type: 'string', default: String(DEFAULT_SAMPLING.temperature) },
       seed: { type: 'string', default: '1234' },
       delta: { type: 'string', default: '2,4' },
     },
@@ -65,6 +73,8 @@ async function main(): Promise<void> {
   const seed = Number(values.seed);
   const deltas = values.delta!.split(',').map((d) => Number(d) / 100);
   if (!Number.isInteger(perTask) || perTask < 2) throw new Error('--eval-episodes-per-task must be an integer >= 2 (one game a task has no within-task variance)');
+  const temperature = Number(values['eval-temperature']);
+  if (!(temperature > 0 && temperature <= 2)) throw new Error('--eval-temperature must be in (0, 2]: greedy games of one task are one game, with no within-task variance');
   if (!Number.isInteger(seed) || deltas.some((d) => !(d > 0 && d < 1))) throw new Error('--seed must be an integer and --delta points in (0, 100)');
   await initBackend();
   const db = await openKeptDatabase(values.dir!);
@@ -75,7 +85,7 @@ async function main(): Promise<void> {
     const names = values.versions
       ? values.versions.split(',').filter(Boolean)
       : (await db.prisma.policyVersion.findMany({ where: { parentId: zero.id }, orderBy: { createdAt: 'asc' } })).map((v) => v.name);
-    const o = heldOutGames(await db.prisma.task.count({ where: { kind: 'backend', split: 'test' } }), perTask, seed);
+    const o = heldOutGames(await db.prisma.task.count({ where: { kind: 'backend', split: 'test' } }), perTask, seed, temperature);
     const zeroGames = await replay(db.prisma, scorer, 'zero-shot', o);
     const rows: Noise[] = [];
     for (const name of names) rows.push(noiseOf(name, await replay(db.prisma, scorer, name, o), zeroGames, deltas));

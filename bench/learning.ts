@@ -331,7 +331,7 @@ try {
   }
 
   const label = (name: string) => (name === 'zero-shot' ? 'zero-shot (starter)' : name.startsWith('rft') ? 'rejection FT' : name.startsWith('mtdpo') ? 'multi-turn DPO' : 'SWEET-RL');
-  console.log(`\nColBench-mini backend, ${testTasks} ${validate ? 'VALIDATION (train-split, not held-out)' : 'held-out'} tasks x ${evalPerTask} ${evalTemperature === 0 ? 'greedy game' : `game(s) sampled at temperature ${evalTemperature}`}, rule-based simulator (95% intervals; differences are paired, against zero-shot on the same games; a task's ${evalPerTask} games are one unit: intervals resample tasks, tests are over tasks)`);
+  console.log(`\nColBench-mini backend, ${testTasks} ${validate ? 'VALIDATION (train-split, not held-out)' : 'held-out'} tasks x ${evalPerTask} ${evalTemperature === 0 ? 'greedy game' : `game(s) sampled at temperature ${evalTemperature}`}, rule-based simulator (95% intervals; differences are paired, against zero-shot on the same games; ${evalPerTask > 1 ? `a task's ${evalPerTask} games are one unit: ` : ''}intervals resample tasks, tests are over tasks)`);
   console.log(`${'policy'.padEnd(22)} ${'success rate %'.padEnd(20)} ${'% tests passed'.padEnd(20)} ${'turns'.padEnd(6)} ${'Δ success (clustered McNemar)'.padEnd(34)} Δ tests passed (Wilcoxon over tasks)`);
   reports.forEach((r, i) => {
     const c = paired[i];

@@ -74,9 +74,10 @@ const perTask = arg('episodes-per-task', 3);
 const evalPerTask = arg('eval-episodes-per-task', 1);
 // Held-out games are played greedily (temperature 0): most of the noise of sampled paired games is between the
 // games of one task (bench/noise.ts), which a greedy game does not have, so each task is one deterministic pair.
-// On the validation slice this narrowed SWEET-RL's interval at the same cost (bench/RESULTS.md, "Greedy held-out
-// games"). The official evaluation samples at temperature 1. --eval-temperature 0.7 --eval-episodes-per-task 2
-// --test-tasks 72 plays as the bot serves, the earlier protocol. Collection always samples (it needs variety).
+// On the validation slice this narrowed SWEET-RL's interval at the same cost (bench/RESULTS.md, "Common random
+// numbers and greedy held-out games"). The official evaluation samples at temperature 1. --eval-temperature 0.7
+// --eval-episodes-per-task 2 --test-tasks 72 plays as the bot serves, the earlier protocol. Collection always
+// samples (it needs variety).
 const evalTemperature = arg('eval-temperature', 0);
 if (!(evalTemperature >= 0 && evalTemperature <= 2)) throw new Error(`--eval-temperature must be in [0, 2], got ${evalTemperature}`);
 if (evalTemperature === 0 && evalPerTask !== 1) {

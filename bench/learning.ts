@@ -74,7 +74,7 @@ const perTask = arg('episodes-per-task', 3);
 const evalPerTask = arg('eval-episodes-per-task', 1);
 // Held-out games are played greedily (temperature 0): most of the noise of sampled paired games is between the
 // games of one task (bench/noise.ts), which a greedy game does not have, so each task is one deterministic pair.
-// On the validation slice this narrowed SWEET-RL's interval at the same cost (bench/RESULTS.md, "Common random
+// On the validation slice this narrowed SWEET-RL's interval at the same cost (bench/HISTORY.md, "Common random
 // numbers and greedy held-out games"). The official evaluation samples at temperature 1. --eval-temperature 0.7
 // --eval-episodes-per-task 2 --test-tasks 72 plays as the bot serves, the earlier protocol. Collection always
 // samples (it needs variety).
@@ -111,9 +111,8 @@ const validate = process.argv.includes('--validate');
 // --train '{"temperature":0.7,...}': overrides of the cpu-small preset for every training run of the benchmark.
 // Default: candidates sampled at the temperature the policy plays at (0.7, not the paper's 1.0), NLL weight 1
 // on the chosen message (paper 0.01), a policy learning rate of 1e-4 (cpu-small: 3e-4) and DPO beta' 0.01
-// (paper 0.1): of the settings tried on the validation slice (bench/RESULTS.md), the ones that did SWEET-RL
-// most good; there a third of cpu-small's rate left it +1.7 points over zero-shot and beta' 0.01 on top +3.3
-// (neither significant), where every setting tried at 3e-4 lost 1.7-6.1.
+// (paper 0.1): of the settings tried on the validation slice, the ones that did SWEET-RL most good, though not
+// significantly (bench/HISTORY.md, "A third of the policy learning rate" and "72 held-out tasks").
 const trainOverrides = JSON.parse(arg('train', '{"temperature":0.7,"nllCoefficient":1,"lr":0.0001,"beta":0.01}')) as Partial<TrainConfig>;
 // A starter built from a demonstrator mix is rehearsed on that mix (unless --train sets the rehearsal itself).
 if (starterMix && !('rehearsal' in trainOverrides) && PRESETS['cpu-small'].rehearsal) {

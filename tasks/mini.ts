@@ -44,7 +44,7 @@ export interface MiniTemplate {
   /**
    * The function's name, one per template. It is given only in the description, and a wrong name fails every
    * test; the ~1M-parameter starter never learnt to copy it (it picked one of three names a template by chance:
-   * 20 % right, bench/RESULTS.md), so with several names a game's score was mostly that lottery.
+   * 20 % right, bench/HISTORY.md), so with several names a game's score was mostly that lottery.
    */
   functionName: string;
   /** Argument list of the signature (without parentheses). */

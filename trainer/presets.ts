@@ -151,7 +151,7 @@ export const PRESETS = {
     maxPairsPerTask: 8,
     sftEpochs: 2,
     checkpointEvery: 5,
-    // A model this small forgets its copying and its code under preference updates (bench/RESULTS.md).
+    // A model this small forgets its copying and its code under preference updates (bench/HISTORY.md).
     rehearsal: { coefficient: 1, games: 400, perUpdate: 2 },
   },
 } as const satisfies Record<string, TrainConfig>;

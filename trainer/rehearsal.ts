@@ -3,7 +3,7 @@
 // train-split ColBench-mini tasks, half of them on varied tasks, with copy drills mixed in. It is InstructGPT's
 // "pretraining mix" (PPO-ptx, Ouyang et al. 2022) for a model small enough to forget: under preference updates
 // alone the ~1M-parameter starter lost what it had learnt to copy and wrote code that no longer loaded. With it,
-// one round of any method leaves the starter level instead of 4-5 points worse (bench/RESULTS.md, "Rehearsal").
+// one round of any method leaves the starter level instead of 4-5 points worse (bench/HISTORY.md, "Rehearsal").
 // Off in the paper's preset: an 8B model at lr 2e-7 has no such problem, and a real model's own pre-training
 // data is not ours to replay.
 //

@@ -2,7 +2,7 @@
 // (about 1M parameters) trained from scratch, by supervised next-token prediction on the agent's turns only, on
 // dialogues that the scripted expert agent plays against the rule-based collaborator on ColBench-mini tasks.
 // It learns the game's shape (ask, then answer with the marker), each task family's function and name, and to
-// copy some of the values it was told into its answer (bench/RESULTS.md, "Copying"): it is the starting point
+// copy some of the values it was told into its answer (bench/HISTORY.md, "Copying"): it is the starting point
 // that human sessions and SWEET-RL improve, and a real model is one environment variable away.
 //
 // Recipe (version 4: ColBench-mini has one function name a template; version 3 played three): first copy
@@ -105,7 +105,7 @@ export interface StarterRecipe {
    * Who plays the demonstration games (absent: the careful expert alone, the standard recipe). Each game's
    * demonstrator is drawn with these weights: the careful expert (asks about every withheld fact), the hasty
    * agent (answers at once with the common guesses) and the noisy expert (skips, misreads, answers early, with
-   * `noise`). A mix is meant to make "ask first or answer now" a choice the starter samples; bench/RESULTS.md
+   * `noise`). A mix is meant to make "ask first or answer now" a choice the starter samples; bench/HISTORY.md
    * (Learning) measures how much reward that choice moves with the standard size (little: the starter copies
    * few of the told values, so asking pays little).
    */
@@ -113,7 +113,7 @@ export interface StarterRecipe {
   /**
    * Fraction of the demonstration games played on varied tasks (numbers across their ranges:
    * `generateMiniTasks({ varied })`); absent: none. With the templates' few values the model can score by
-   * remembering them, and learns no copying (bench/RESULTS.md); varied tasks make copying from the dialogue the
+   * remembering them, and learns no copying (bench/HISTORY.md); varied tasks make copying from the dialogue the
    * only way to lower the loss.
    */
   variedTasks?: number;
@@ -124,7 +124,7 @@ export interface StarterRecipe {
   copyDrills?: number;
   /**
    * A first phase of updates on copy drills alone (their own warm-up and cosine to `peakLr`), before the
-   * `steps` updates on the games; absent: none. Measured (bench/RESULTS.md): on drills alone the starter's
+   * `steps` updates on the games; absent: none. Measured (bench/HISTORY.md): on drills alone the starter's
    * loss sits on a plateau for ~1,500 updates before copying appears; mixed into the games it never does
    * within the build.
    */
@@ -150,7 +150,7 @@ export const DEFAULT_RECIPE: Omit<StarterRecipe, 'seed'> = {
   compactAnswers: true,
   size: STARTER_SIZE,
   // Since recipe 3: learn to copy first (drills alone until copying appears), then the games, half of them on
-  // varied tasks and with drills mixed in so that copying is still used and kept. bench/RESULTS.md, "Copying".
+  // varied tasks and with drills mixed in so that copying is still used and kept. bench/HISTORY.md, "Copying".
   variedTasks: 0.5,
   copyDrills: 0.5,
   copyDrillPhase: { steps: 3000, peakLr: 1e-3, drills: 6000 },

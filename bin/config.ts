@@ -44,7 +44,7 @@ export const configSchema = z.object({
   LOCAL_SERVE_ENGINE: z
     .enum(['llama', 'tfjs'], { message: 'expected llama or tfjs' })
     .default('llama')
-    .describe('Engine of the OpenAI-compatible server the bot starts in its own process for checkpoint versions (see "sweetloop serve" in README.md): `llama` (llama.cpp, batched; falls back to tfjs, saying why once, when it cannot load) or `tfjs` (one request at a time).'),
+    .describe('Engine of the OpenAI-compatible server the bot starts in its own process for checkpoint versions (see docs/serving-and-vllm.md): `llama` (llama.cpp, batched; falls back to tfjs, saying why once, when it cannot load) or `tfjs` (one request at a time).'),
   LOCAL_SERVE_MAX_BATCH: positiveInt.max(1024, 'expected at most 1024').default(32).describe('Most sequences the bot\'s local server decodes together per checkpoint version.'),
   LOCAL_SERVE_MAX_QUEUE: z.coerce.number({ message: 'expected a number' }).int('expected an integer').min(0, 'expected an integer >= 0').default(256).describe('Requests waiting beyond the batch before the bot\'s local server answers 429 (the bot\'s chat client then retries).'),
   CHECKPOINT_DIR: z.string().default('./data/checkpoints').describe('Where policy checkpoints and training state are written.'),
@@ -107,7 +107,7 @@ export class ConfigError extends Error {
     super(
       'Invalid configuration:\n' +
         problems.map((p) => `  ${p.variable}: ${p.message}`).join('\n') +
-        '\nSee the configuration table in README.md.',
+        '\nSee the configuration table in docs/configuration.md.',
     );
     this.name = 'ConfigError';
   }
@@ -132,7 +132,7 @@ export function loadConfig(): Config {
   return parseConfig(process.env);
 }
 
-/** Name, default and description of every variable, for the README table and `sweetloop doctor`. */
+/** Name, default and description of every variable, for the table in docs/configuration.md and `sweetloop doctor`. */
 export function describeConfig(): { variable: string; default: string; description: string }[] {
   return Object.entries(configSchema.shape).map(([variable, schema]) => {
     let def = '';

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs `prisma generate` offline. The Prisma CLI insists on fetching its native schema engine before any
 // command, which cannot be downloaded here; `generate` does not actually use it, so a stub executable
-// satisfies the check (see README, "Prisma offline").
+// satisfies the check (see docs/architecture.md, "Prisma offline").
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, chmodSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 // Docker cannot run on the development machines: this checks the compose file and Dockerfiles for the
-// structure the deployment relies on (see README, "Docker", for what was and was not tried).
+// structure the deployment relies on (see docs/architecture.md, "Docker", for what was and was not tried).
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';

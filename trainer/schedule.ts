@@ -45,12 +45,9 @@ export function sequencePairShape(p: { chosen: { seq: { ids: { length: number } 
 /**
  * Splits a batch, in order, into micro-batches of at most `c.microBatch` items, cutting earlier where the
  * micro-batch's rows x (longest row's tokens)^2 would pass `c.microBatchCells` (an item over it alone gets a
- * micro-batch of its own). Why: on tfjs-wasm the attention scores of every layer, kept for the backward pass,
- * fill memory (rows x heads x T^2 floats each), WebAssembly memory only grows, and it ends at 4 GB. One
- * forward + backward of the starter (d128, 4 layers, 1,024-token window) took the heap to 3.1 GB at 4 rows x
- * 1,024 tokens, 2.1 GB at 8 x 512, 1.8 GB at 4 x 724, 1.6 GB at 2 x 1,024, and aborted the process at
- * 8 x 1,024: what the critic's micro-batch of 4 pairs became once the dialogues grew long (the closed loop's
- * third round). Short items still share a micro-batch, so the common case runs as before.
+ * micro-batch of its own). Why: on tfjs-wasm the attention scores kept for the backward pass (rows x heads x
+ * T^2 floats a layer) fill WebAssembly memory, which ends at 4 GB; the heap sizes measured on the starter are
+ * in docs/training.md ("Memory").
  */
 export function microBatches<T>(batch: readonly T[], c: Pick<TrainConfig, 'microBatch' | 'microBatchCells'>, shape: (item: T) => ItemShape): T[][] {
   const cells = c.microBatchCells ?? DEFAULT_MICRO_BATCH_CELLS; // runs stored before the cap existed lack it

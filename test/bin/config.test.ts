@@ -23,7 +23,7 @@ describe('configuration', () => {
     expect(c.PGLITE_DIR).toBe('./data/pglite');
     expect(c.MAX_TURNS).toBe(10);
     expect(c.DISCORD_GUILD_IDS).toEqual([]);
-    // Every default shown in the README table is the value parseConfig really uses.
+    // Every default shown in the table of docs/configuration.md is the value parseConfig really uses.
     for (const row of describeConfig()) {
       if (!row.default) continue;
       expect(JSON.stringify((c as Record<string, unknown>)[row.variable])).toBe(row.default);

@@ -1,4 +1,4 @@
-// The ColBench samples, for every test that reads them. They live outside the repository (../shared, never
+// The ColBench samples, for every test that reads them. They live outside the repository (SHARED_DIR, never
 // committed): tests that need them skip with a notice on a fresh clone.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -32,7 +32,7 @@ describe('built-in backend tasks', () => {
     }
   });
 
-  // Reported as skipped (not as passed) on a fresh clone without ../shared.
+  // Reported as skipped (not as passed) on a fresh clone without the samples (test/helpers/colbench-sample.ts).
   it.skipIf(!haveBackendSample())('shares no function name with the ColBench sample', () => {
     const theirs = new Set(sampleReferences().map((r) => /def\s+(\w+)/.exec(r)?.[1]));
     for (const t of tasks) expect(theirs.has(/^def (\w+)/m.exec(t.reference)?.[1]), t.externalId).toBe(false);

@@ -88,7 +88,7 @@ describe('rule-based simulator, backend', () => {
     expect(reply).not.toBe(DONT_KNOW);
   });
 
-  // Reported as skipped (not as passed) on a fresh clone without ../shared.
+  // Reported as skipped (not as passed) on a fresh clone without the samples (test/helpers/colbench-sample.ts).
   it.skipIf(!haveBackendSample())('handles every ColBench sample reference: short replies, nothing made up, numbers found', () => {
     let asked = 0;
     let found = 0;

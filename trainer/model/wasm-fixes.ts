@@ -1,6 +1,6 @@
 // Kernel fixes for @tensorflow/tfjs-backend-wasm 4.22, applied at the kernel registry so that every op —
-// including the ones tfjs calls inside gradients — gets them. Each fix answers a measured problem (see
-// ../shared/FACTS.md, "TensorFlow.js"):
+// including the ones tfjs calls inside gradients — gets them. Each fix answers a measured problem (what they
+// changed on a training step: bench/HISTORY.md, "Model"):
 //
 // 1. UnsortedSegmentSum: wasm has no such kernel, yet it is the gradient of tf.gather, i.e. of the token
 //    embedding. Without it, training an embedding throws "kernel not registered". Registered here in JS.

@@ -43,7 +43,7 @@ export interface EngineStats {
   maxBatch: number;
   maxQueue: number;
   /**
-   * Cumulative since the engine started (optional; additive, H2b): decoding steps run, and the sum over those
+   * Cumulative since the engine started (optional: an engine may not count them): decoding steps run, and the sum over those
    * steps of the sequences each one decoded. /metrics exports both as counters: their ratio is the mean batch
    * size, and a step count that grows by less than the tokens of two concurrent requests shows they shared steps.
    */
@@ -53,7 +53,7 @@ export interface EngineStats {
 
 /**
  * Thrown by generate() when the request cannot be served as asked (prompt longer than the context, an option
- * this engine does not offer): the server answers 400 with the message. (Additive, H2b.)
+ * this engine does not offer): the server answers 400 with the message.
  */
 export class EngineRequestError extends Error {
   override name = 'EngineRequestError';
@@ -77,7 +77,7 @@ export interface ServingEngine {
 }
 
 /**
- * What it takes to start an engine over a Hugging Face checkpoint directory (additive, H2b): the follow loop
+ * What it takes to start an engine over a Hugging Face checkpoint directory: the follow loop
  * (follow.ts) builds engines from it, so that `--engine llama|tfjs` is a choice of constructor only.
  */
 export interface EngineStartOptions {

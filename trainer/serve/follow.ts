@@ -84,7 +84,7 @@ interface LlamaModule {
 }
 
 /**
- * The llama.cpp engine, imported only when asked for: its module (H2a's llama-engine.ts) loads native code.
+ * The llama.cpp engine, imported only when asked for: its module (llama-engine.ts) loads native code.
  * Null with the reason when it is unavailable.
  */
 async function startLlama(o: EngineStartOptions, log?: Logger): Promise<{ engine: ServingEngine } | { reason: string }> {

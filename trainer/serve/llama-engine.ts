@@ -9,8 +9,8 @@
 // runs its own evaluate loop on it; node-llama-cpp gathers the pending evaluations of a context's sequences into
 // one llama_decode, whose contents planBatch (llama-schedule.ts) picks: every generating sequence's next token,
 // then new prompts whole in arrival order. A step barrier (stepBarrier) makes every running sequence ask for its
-// next step together; without it most steps decoded one sequence. One thread a context: on these 2-vCPU machines
-// two were slower (FACTS, "Serving a policy"). A request that finishes, or whose signal aborts, leaves after the
+// next step together; without it most steps decoded one sequence. One thread a context: on 2-vCPU machines two
+// threads a context were 3-20x slower and erratic. A request that finishes, or whose signal aborts, leaves after the
 // step in flight and gives its sequence back with its tokens still cached; the first waiting request takes it.
 // A request that cannot start waits; generate() throws EngineOverloadedError when `maxQueue` already wait.
 //
@@ -68,7 +68,7 @@ export interface LlamaEngineOptions extends EngineStartOptions {
   contextSize?: number;
   /** Contexts alive at once (the base model and each adapter in use take one set of `shards`). Default 2. */
   maxContexts?: number;
-  /** Storage of the converted matrices. F16 was ~14% faster here (FACTS); F32 is exact. Default F32. */
+  /** Storage of the converted matrices. F16 was ~5% faster (bench/HISTORY.md, "Serving"); F32 is exact. Default F32. */
   dtype?: GgufDtype;
   /** Threads per context (default 1: two were slower on the 2-vCPU machines measured). */
   threads?: number;
@@ -85,7 +85,7 @@ export interface LlamaEngineOptions extends EngineStartOptions {
   cachedSequences?: number;
   /**
    * Contexts per model (the base model and each adapter), among which sequences are divided: each decodes on
-   * its own thread, so two use two cores where one context with two threads was slower (FACTS). Default: one
+   * its own thread, so two use two cores where one context with two threads was slower. Default: one
    * per core, at most one per 8 of `maxBatch` (at least 1).
    */
   shards?: number;

@@ -10,7 +10,7 @@
 // free sequence, never one a dialogue could continue on while an idle one is left: two dialogues share the
 // system prompt, and taking a sequence for that short shared prefix would throw away another's whole history.
 //
-// Batches. Measured here (2 shared vCPUs, the starter's shape): llama.cpp reads one sequence's 300-token prompt
+// Batches. Measured here (2 shared vCPUs, the starter's shape; bench/HISTORY.md, "Serving"): llama.cpp reads one sequence's 300-token prompt
 // at about twice the tokens per CPU-second of 32 prompts cut into equal slices and decoded together, and larger
 // batches (2048) cost half the CPU of 512 for the same prompts. So each decode takes the next token of every
 // sequence that is generating (continuous batching), then fills the rest with prompts in arrival order, whole

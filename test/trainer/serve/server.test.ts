@@ -327,7 +327,7 @@ describe('sweetloop serve over the llama.cpp engine', () => {
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'serve-llama-'));
     const ckpt = await makeTinyCheckpoint({ dir: join(work, 'ckpt') });
-    // Imported here: the native engine is H2a's module; the tfjs tests above do not depend on it.
+    // Imported here: the native engine loads native code; the tfjs tests above do not depend on it.
     const { LlamaCppEngine } = await import('../../../trainer/serve/llama-engine.ts');
     engine = await LlamaCppEngine.start({ modelName: 'tiny-llama', checkpointDir: ckpt, cacheDir: join(work, 'gguf'), contextSize: 512, maxBatch: 4, maxQueue: 4 });
     server = await startServer({ engine });

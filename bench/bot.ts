@@ -26,7 +26,7 @@ import { DiscordBot } from '../bot/discord/bot.ts';
 import { createPolicyAgent } from '../trainer/model/policy.ts';
 import { loadAgent } from '../trainer/policies/agent-for.ts';
 import { registerEndpointVersion } from '../trainer/policies/registry.ts';
-import { deployPolicyByName } from '../prisma/policy-store.ts';
+import { deployPolicyByName, registerVersion } from '../prisma/policy-store.ts';
 import type { Agent } from '../tasks/agent.ts';
 import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../bot/testing/fake-discord.ts';
 import { createTestDatabase } from '../bot/testing/database.ts';
@@ -70,9 +70,8 @@ interface RunResult {
 async function policyFor(mode: Mode, tdb: Awaited<ReturnType<typeof createTestDatabase>>, dir: string): Promise<{ loader: () => Promise<Agent>; close: () => Promise<void>; label: string }> {
   if (mode === 'tfjs') {
     const ckpt = await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 });
-    await tdb.prisma.policyVersion.create({
-      data: { name: 'tiny', algorithm: 'external', checkpointPath: ckpt, checkpointSha256: '0'.repeat(64), status: 'deployed', deployedAt: new Date() },
-    });
+    await registerVersion(tdb.prisma, { name: 'tiny', algorithm: 'external', checkpointPath: ckpt, checkpointSha256: '0'.repeat(64) });
+    await deployPolicyByName(tdb.db, 'bench', 'tiny');
     const agent = await createPolicyAgent({ checkpointDir: ckpt, name: 'tiny', maxTokens: MAX_TOKENS, seed: 1 });
     return { loader: async () => agent, close: () => agent.close(), label: `tiny tfjs policy (max ${MAX_TOKENS} tokens/reply) in one inference worker` };
   }

@@ -44,7 +44,7 @@ import { loadConfig } from '../bin/config.ts';
 import { ClipImageEmbedder } from '../trainer/model/clip.ts';
 import { simulate } from '../trainer/simulate.ts';
 import { formatPercent, pairedSuccessGames, pairedSuccessPower, type Interval } from '../tasks/stats.ts';
-import { deployPolicyByName } from '../prisma/policy-store.ts';
+import { deployPolicyByName, registerVersion } from '../prisma/policy-store.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import { barChartSvg } from '../bot/report/svg.ts';
 import { openSvgRenderer } from '../bot/report/png.ts';
@@ -210,9 +210,8 @@ try {
       ...(starterMix ? { demonstrators: starterMix } : {}),
     }),
   );
-  const zero = await db.prisma.policyVersion.create({
-    data: { name: 'zero-shot', algorithm: 'starter', checkpointPath: starterDir, checkpointSha256: starter.sha256, status: 'deployed', deployedAt: new Date() },
-  });
+  await registerVersion(db.prisma, { name: 'zero-shot', algorithm: 'starter', checkpointPath: starterDir, checkpointSha256: starter.sha256 });
+  const zero = await deployPolicyByName(db, 'bench', 'zero-shot');
 
   const collected = await time('collect', () =>
     simulate(db.prisma, zero, scorer, { kind: 'backend', split: 'train', episodes: trainTasks * perTask, seed, store: true, log }),

@@ -3,7 +3,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from './config.ts';
 import { registerBotCommands } from './commands/bot.ts';
-import { registerDbCommands } from './commands/db.ts';
+import { registerMigrationCommands } from './commands/migrations.ts';
 import { registerDoctorCommands } from './commands/doctor.ts';
 import { registerExportCommands } from './commands/export.ts';
 import { registerImportCommands } from './commands/import.ts';
@@ -20,13 +20,13 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   registerBotCommands(program); // start, bot, console
-  registerDbCommands(program); // db migrate, db status
+  registerMigrationCommands(program); // db migrate|status|diff
   registerDoctorCommands(program); // doctor
   registerTasksCommands(program); // tasks import|list|score
   registerModelCommands(program); // model logits|generate|starter
-  registerTrainerCommands(program); // simulate, evaluate, train, trainer, deploy, rollback
+  registerTrainerCommands(program); // simulate, evaluate, train, trainer
   registerExportCommands(program); // export, report
-  registerPolicyCommands(program); // policy add|list
+  registerPolicyCommands(program); // deploy, rollback, policy add|list
   registerImportCommands(program); // import-sessions
   registerServeCommands(program); // serve
   registerPrivacyCommands(program); // privacy delete|withdraw

@@ -4,7 +4,7 @@ import { resolve, join } from 'node:path';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { Logger } from '../tasks/logger.ts';
-import { deployedPolicy } from '../prisma/policy-store.ts';
+import { deployedPolicy, registerVersion, switchDeployedPolicy } from '../prisma/policy-store.ts';
 
 export async function migrateDatabase(db: Database, log?: Logger): Promise<string[]> {
   const { migrate } = await import('../prisma/migrate.ts');
@@ -35,7 +35,7 @@ export interface PolicySetup {
  * Makes sure a policy is deployed. If one already is, it is kept (a deployment made by a moderator or the
  * trainer wins). Otherwise the configured model directory, or the starter policy (on first run copied from the
  * build the repository ships for the seed, or trained when it ships none), is registered as a PolicyVersion and
- * deployed.
+ * deployed (audit action 'policy.deploy' by 'bot').
  */
 export async function ensureDeployedPolicy(db: Database, setup: PolicySetup): Promise<PolicyVersion> {
   const current = await deployedPolicy(db.prisma);
@@ -58,16 +58,9 @@ export async function ensureDeployedPolicy(db: Database, setup: PolicySetup): Pr
     name = starterVersionName(sha);
     algorithm = 'starter';
   }
-  const now = new Date();
-  const v = await db.prisma.$transaction(async (tx) => {
-    const v = await tx.policyVersion.upsert({
-      where: { name },
-      create: { name, algorithm, checkpointPath: dir, checkpointSha256: sha, status: 'deployed', deployedAt: now },
-      update: { status: 'deployed', deployedAt: now, retiredAt: null, checkpointPath: dir },
-    });
-    await tx.auditLog.create({ data: { actor: 'bot', action: 'policy.deploy', target: name, detail: { reason: 'no policy was deployed', checkpoint: dir } } });
-    return v;
-  });
+  // Deployed through the one deploy path, so running bots and servers hear of it (NOTIFY) as of any other deploy.
+  const registered = await registerVersion(db.prisma, { name, algorithm, checkpointPath: dir, checkpointSha256: sha, ifExists: 'reuse' });
+  const v = await switchDeployedPolicy(db, 'bot', registered, 'policy.deploy', { detail: { reason: 'no policy was deployed', checkpoint: dir } });
   setup.log?.info({ policy: name, dir }, 'policy deployed');
   return v;
 }

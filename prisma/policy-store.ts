@@ -3,7 +3,10 @@
 // current one, and a rollback re-deploys the one deployed before it. Every change is written to the audit log
 // and announced with NOTIFY policy_deployed <version id> so running bots switch at once (on PGlite they also poll).
 // Deploy and rollback by name are here too, with errors worded for a person (PolicyError): the bot's /mod
-// commands, the CLI and the trainer's promotion all call these, so the rules cannot drift apart.
+// commands, the CLI and the trainer's promotion all call these, so the rules cannot drift apart. New versions
+// come in through registerVersion alone (training runs, endpoint and adapter registrations, the bot's first
+// start), always as candidates: only switchDeployedPolicy makes one deployed.
+import { randomUUID } from 'node:crypto';
 import type { Database } from './db.ts';
 import type { PolicyVersion, Prisma, PrismaClient } from './generated/client.ts';
 
@@ -12,6 +15,69 @@ export const POLICY_CHANNEL = 'policy_deployed';
 /** A deploy or rollback that cannot be done; the message is meant for the person who asked. */
 export class PolicyError extends Error {
   override name = 'PolicyError';
+}
+
+export type PolicyKind = 'checkpoint' | 'endpoint' | 'adapter';
+
+/** A new version (kinds: prisma/schema.prisma, model PolicyVersion). */
+export interface VersionRegistration {
+  name: string;
+  /** 'starter' | 'sweet' | 'mtdpo' | 'rft' | 'external'. */
+  algorithm: string;
+  /** Default 'checkpoint'. */
+  kind?: PolicyKind;
+  /** Null for endpoint versions: their weights live with the server. */
+  checkpointPath: string | null;
+  checkpointSha256?: string | null;
+  parentId?: string | null;
+  trainingRunId?: string | null;
+  metrics?: Prisma.InputJsonValue;
+  /** Serving settings; a function of the row when they name it (an adapter's server name carries its id). */
+  serving?: Prisma.InputJsonObject | ((v: { id: string; name: string }) => Prisma.InputJsonObject);
+  /** An audit entry written with the row (the trainer's 'policy.publish'). */
+  audit?: { actor: string; action: string; detail?: Record<string, unknown> };
+  /**
+   * 'reuse': a version of this name already registered is the same version (the starter and a configured model
+   * directory are named by their checkpoint's sha256), returned with its checkpoint path set to where it lies now.
+   * Default 'refuse': the unique name is violated (callers taking names from people check them first).
+   */
+  ifExists?: 'refuse' | 'reuse';
+}
+
+/**
+ * Registers a candidate version, with its audit entry when one is given, in one transaction. `alongside` adds the
+ * writes that must commit with the row or not at all (run-store.ts: the run that published it marked succeeded).
+ */
+export async function registerVersion(
+  prisma: PrismaClient,
+  r: VersionRegistration,
+  alongside?: (tx: Prisma.TransactionClient, v: PolicyVersion) => Promise<void>,
+): Promise<PolicyVersion> {
+  const id = randomUUID();
+  const serving = typeof r.serving === 'function' ? r.serving({ id, name: r.name }) : r.serving;
+  const data = {
+    id,
+    name: r.name,
+    algorithm: r.algorithm,
+    kind: r.kind ?? 'checkpoint',
+    checkpointPath: r.checkpointPath,
+    checkpointSha256: r.checkpointSha256 ?? null,
+    parentId: r.parentId ?? null,
+    trainingRunId: r.trainingRunId ?? null,
+    status: 'candidate' as const,
+    ...(r.metrics !== undefined ? { metrics: r.metrics } : {}),
+    ...(serving !== undefined ? { serving } : {}),
+  };
+  const write = async (tx: Prisma.TransactionClient) => {
+    const v =
+      r.ifExists === 'reuse'
+        ? await tx.policyVersion.upsert({ where: { name: r.name }, create: data, update: { checkpointPath: r.checkpointPath } })
+        : await tx.policyVersion.create({ data });
+    if (r.audit) await tx.auditLog.create({ data: { actor: r.audit.actor, action: r.audit.action, target: v.name, detail: { versionId: v.id, ...r.audit.detail } as Prisma.InputJsonObject } });
+    await alongside?.(tx, v);
+    return v;
+  };
+  return prisma.$transaction(write);
 }
 
 export async function deployedPolicy(prisma: PrismaClient): Promise<PolicyVersion | null> {
@@ -96,4 +162,16 @@ export async function rollbackPolicy(db: Database, actor: string, opts: Pick<Swi
   const v = await rollbackDeployedPolicy(db, actor, opts);
   if (!v) throw new PolicyError('There is no earlier deployed version to roll back to.');
   return v;
+}
+
+/**
+ * Records a promotion gate's evidence on the candidate (metrics.gate, beside what training stored); a candidate the
+ * gate keeps also gets the audit entry 'policy.keep-candidate'. A deployed one is audited by its switch.
+ */
+export async function recordGateEvidence(prisma: PrismaClient, actor: string, candidate: PolicyVersion, gate: Prisma.InputJsonObject, decision: 'deployed' | 'kept'): Promise<void> {
+  const metrics = { ...((candidate.metrics as Record<string, unknown> | null) ?? {}), gate };
+  await prisma.$transaction(async (tx) => {
+    await tx.policyVersion.update({ where: { id: candidate.id }, data: { metrics: metrics as Prisma.InputJsonObject } });
+    if (decision === 'kept') await tx.auditLog.create({ data: { actor, action: 'policy.keep-candidate', target: candidate.name, detail: gate } });
+  });
 }

@@ -38,6 +38,9 @@ export interface ActionPair {
   rejectedScore: number;
 }
 
+/** The collection of the actor's candidate pairs (selectStates, pairsForState), as runs record it (progress). */
+export const COLLECT_PHASE = 'collect';
+
 /**
  * A seeded `fraction` of the trajectories (at least one), and every agent-turn state of each (or only the last,
  * `which` = 'last'), in a fixed order.
@@ -106,13 +109,15 @@ export async function readActorPairs(file: string): Promise<ActionPair[]> {
 /** How much surer the critic is of the chosen side than of the rejected one. */
 export const criticGap = (p: ActionPair): number => p.chosenScore - p.rejectedScore;
 
+/** The actor's training phase, as runs record it (TrainingStep.phase, progress). */
+export const ACTOR_PHASE = 'actor';
+
 /** DPO (+ NLL, + the rehearsal `anchor` when given) of the policy on the actor's pairs: actorEpochs passes, batchSize pairs an update. */
 export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c: TrainConfig, anchor?: PhaseAnchor): Phase {
-  const name = 'actor';
-  if (pairs.length === 0) throw new Error(`${name}: no candidate pairs (the critic scored every candidate of every state alike)`);
+  if (pairs.length === 0) throw new Error(`${ACTOR_PHASE}: no candidate pairs (the critic scored every candidate of every state alike)`);
   const pad = policy.tokenizer.padTokenId;
   return minibatchPhase({
-    name,
+    name: ACTOR_PHASE,
     model: policy.model,
     items: pairs,
     epochs: c.actorEpochs,

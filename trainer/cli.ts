@@ -1,6 +1,6 @@
-// The trainer's command actions (simulate, evaluate, train, trainer, deploy, rollback). bin/commands/trainer.ts
+// The trainer's command actions (simulate, evaluate, train, trainer). bin/commands/trainer.ts
 // parses the options and hands over the validated settings; everything else happens here.
-import { checkpointOf, deployedPolicy, deployPolicyByName, rollbackPolicy } from '../prisma/policy-store.ts';
+import { checkpointOf, deployedPolicy } from '../prisma/policy-store.ts';
 import { trainingBaseOf } from './policies/serving.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
@@ -229,16 +229,6 @@ async function gate(db: Database, s: TrainerSettings, candidate: string, kind: T
   } finally {
     await sc.close();
   }
-}
-
-export async function deployCommand(db: Database, name: string): Promise<void> {
-  const v = await deployPolicyByName(db, 'cli', name);
-  console.log(`deployed ${v.name}`);
-}
-
-export async function rollbackCommand(db: Database): Promise<void> {
-  const v = await rollbackPolicy(db, 'cli');
-  console.log(`rolled back to ${v.name}`);
 }
 
 export async function serviceCommand(db: Database, s: TrainerSettings, o: { algo: Algorithm; preset: string; kind: TaskKind; evalEpisodes?: number }): Promise<void> {

@@ -226,11 +226,14 @@ export function criticPairs(trajectories: readonly Trajectory[], examples: reado
   return [...fromRewards, ...fromPeople];
 }
 
+/** The critic's training phase, as runs record it (TrainingStep.phase, progress). */
+export const CRITIC_PHASE = 'critic';
+
 /** Bradley-Terry training of the critic over trajectory pairs: criticEpochs passes, batchSize pairs an update. */
 export function criticPhase(critic: Critic, pairs: readonly Pair<CriticExample>[], c: TrainConfig): Phase {
-  if (pairs.length === 0) throw new Error('critic: no trajectory pairs (every task needs sessions with different rewards)');
+  if (pairs.length === 0) throw new Error(`${CRITIC_PHASE}: no trajectory pairs (every task needs sessions with different rewards)`);
   return minibatchPhase({
-    name: 'critic',
+    name: CRITIC_PHASE,
     model: critic.model,
     items: pairs,
     epochs: c.criticEpochs,

@@ -37,11 +37,14 @@ export function trajectoryPairs(trajectories: readonly Trajectory[], examples: r
   return preferencePairs(scoredTrajectories(trajectories), maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
 }
 
+/** Multi-turn DPO's training phase, as runs record it (TrainingStep.phase, progress). */
+export const MTDPO_PHASE = 'mtdpo';
+
 export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExample>[], c: TrainConfig, anchor?: PhaseAnchor): Phase {
-  if (pairs.length === 0) throw new Error('mtdpo: no trajectory pairs (every task needs sessions with different rewards)');
+  if (pairs.length === 0) throw new Error(`${MTDPO_PHASE}: no trajectory pairs (every task needs sessions with different rewards)`);
   const pad = policy.tokenizer.padTokenId;
   return minibatchPhase({
-    name: 'mtdpo',
+    name: MTDPO_PHASE,
     model: policy.model,
     items: pairs,
     epochs: c.actorEpochs,

@@ -14,7 +14,7 @@
 // version, retire the previous, audit log, NOTIFY policy_deployed) live in prisma/policy-store.ts.
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion, Prisma } from '../prisma/generated/client.ts';
-import { deployedPolicy, switchDeployedPolicy } from '../prisma/policy-store.ts';
+import { deployedPolicy, recordGateEvidence, switchDeployedPolicy } from '../prisma/policy-store.ts';
 import { ExperimentError, startExperiment, type RunningExperiment } from '../prisma/experiment-store.ts';
 import type { TaskKind } from '../tasks/model.ts';
 import { pairedSuccessGames, type Interval, type PairedSuccessPlan } from '../tasks/stats.ts';
@@ -193,10 +193,8 @@ export async function promote(db: Database, candidateName: string, o: PromoteOpt
     }
   }
   const json = JSON.parse(JSON.stringify(evidence)) as Prisma.InputJsonObject; // NaN bounds become null
-  const metrics = { ...((candidate.metrics as Record<string, unknown> | null) ?? {}), gate: json };
-  await db.prisma.policyVersion.update({ where: { id: candidate.id }, data: { metrics: metrics as Prisma.InputJsonObject } });
+  await recordGateEvidence(db.prisma, actor, candidate, json, evidence.decision);
   if (evidence.decision === 'kept') {
-    await db.prisma.auditLog.create({ data: { actor, action: 'policy.keep-candidate', target: candidate.name, detail: json } });
     return { decision: 'kept', candidate, deployedBefore, evidence, comparison, ...(experiment ? { experiment } : {}) };
   }
   const v = await switchDeployedPolicy(db, actor, candidate, 'policy.promote', { detail: json });

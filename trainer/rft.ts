@@ -12,14 +12,17 @@ export function successfulTrajectories(trajectories: readonly Trajectory[], thre
   return canonicalOrder(trajectories.filter((t) => t.reward >= threshold));
 }
 
-export function sftPhase(policy: LoadedModel, trajectories: readonly Trajectory[], c: TrainConfig, anchor?: PhaseAnchor): Phase {
+/** Rejection fine-tuning's training phase, as runs record it (TrainingStep.phase, progress). */
+export const RFT_PHASE = 'rft';
+
+export function rftPhase(policy: LoadedModel, trajectories: readonly Trajectory[], c: TrainConfig, anchor?: PhaseAnchor): Phase {
   const kept = successfulTrajectories(trajectories, c.rftThreshold);
-  if (kept.length === 0) throw new Error(`rft: no trajectory has reward >= ${c.rftThreshold}: nothing to imitate`);
+  if (kept.length === 0) throw new Error(`${RFT_PHASE}: no trajectory has reward >= ${c.rftThreshold}: nothing to imitate`);
   const ctx = policy.model.config.maxPositionEmbeddings;
   const seqs: EncodedDialogue[] = kept.map((t) => encodeDialogue(policy, policyDialogue(t.task, t.turns), ctx));
   const pad = policy.tokenizer.padTokenId;
   return minibatchPhase({
-    name: 'sft',
+    name: RFT_PHASE,
     model: policy.model,
     items: seqs,
     epochs: c.sftEpochs,

@@ -1,32 +1,34 @@
 // Training runs: `sweetloop train --algo sweet|mtdpo|rft`. A run is recorded in TrainingRun (config, data
 // snapshot = session ids and rewards, and the people's preferences its critic uses, status, per-update
-// TrainingStep metrics, log) and executed as named phases (PHASES below: sweet = trainCritic ->
-// collectCandidates -> trainActor; mtdpo; rft = sft), then published; evaluation and promotion follow in
-// trainer/cli.ts and trainer/service.ts. Every `checkpointEvery` updates the phase's weights and optimizer state
-// go into a fresh directory, and only then does progress.json (phase, step, RNG state) point at it, so a run
-// killed at any moment resumes from a consistent state and, since batch order and sampling are pure functions
-// of (seed, phase, step), ends with the same weights as an uninterrupted run. The run ends by publishing a
-// candidate PolicyVersion (checkpoint + sha256, parent, algorithm, metrics).
+// TrainingStep metrics, log; written by prisma/run-store.ts) and executed as named phases (PHASES below: sweet =
+// critic -> collect -> actor; mtdpo; rft; each phase's module exports its name), then published; evaluation and
+// promotion follow in trainer/cli.ts and trainer/service.ts. Every `checkpointEvery` updates the phase's weights
+// and optimizer state go into a fresh directory, and only then does the run's progress (phase, step, RNG state:
+// TrainingRun.progress, what a resume reads, copied to progress.json for whoever looks at the directory) point
+// at it, so a run killed at any moment resumes from a consistent state and, since batch order and sampling are
+// pure functions of (seed, phase, step), ends with the same weights as an uninterrupted run. The run ends by
+// publishing a candidate PolicyVersion (checkpoint + sha256, parent, algorithm, metrics).
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, readdir, rm, truncate } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import type { PrismaClient, Prisma, TrainingRun, PolicyVersion } from '../prisma/generated/client.ts';
+import { createTrainingRun, markRunFailed, markRunRunning, publishRun, recordTrainingStep, saveRunProgress } from '../prisma/run-store.ts';
 import type { Serving } from './policies/serving.ts';
 import { adapterNameFor } from './policies/vllm-adapters.ts';
 import type { TaskKind } from '../tasks/model.ts';
-import { actorPhase, criticGap, pairsForState, readActorPairs, selectStates } from './actor.ts';
+import { ACTOR_PHASE, actorPhase, COLLECT_PHASE, criticGap, pairsForState, readActorPairs, selectStates } from './actor.ts';
 import { widestGaps } from './pairs.ts';
 import { preferencePairs } from '../prisma/preference-store.ts';
-import { Critic, criticPairs, criticPhase, type PeoplePair } from './critic.ts';
+import { Critic, CRITIC_PHASE, criticPairs, criticPhase, type PeoplePair } from './critic.ts';
 import { loadTrajectories, selectTrainingData, type DataFilter, type Trajectory } from './data.ts';
 import { checkpointSha256, loadOptimizer, saveCheckpoint, saveOptimizer } from './model/checkpoint.ts';
 import { addLora, loadLora, mergeLora, saveLora } from './model/lora.ts';
 import { writeFileAtomic } from './model/safetensors.ts';
-import { mtdpoPhase, preparePolicyExamples, trajectoryPairs } from './mtdpo.ts';
+import { MTDPO_PHASE, mtdpoPhase, preparePolicyExamples, trajectoryPairs } from './mtdpo.ts';
 import type { PresetName, TrainConfig } from './presets.ts';
 import { rehearsalAnchor, rehearsalSet } from './rehearsal.ts';
-import { sftPhase } from './rft.ts';
+import { RFT_PHASE, rftPhase } from './rft.ts';
 import type { Phase, PhaseAnchor } from './schedule.ts';
 import { loadModel, type LoadedModel } from './sequences.ts';
 import { copyTokenizerFiles } from './versions.ts';
@@ -96,17 +98,16 @@ export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<Traini
   // Only judgements between two sessions the run trains on: the critic scores nothing else.
   const preferences: SnapshotPreference[] | undefined =
     cfg.algorithm === 'sweet' && cfg.preferences ? (await preferencePairs(ctx.prisma, data.map((t) => t.sessionId))).map((p) => ({ id: p.id, chosen: p.chosen, rejected: p.rejected })) : undefined;
-  const run = await ctx.prisma.trainingRun.create({
-    data: {
+  return createTrainingRun(
+    ctx.prisma,
+    {
       algorithm: cfg.algorithm,
       config: cfg as unknown as Prisma.InputJsonObject,
       // Exactly which sessions (and people's preferences between them), and the filter that chose them.
       dataSnapshot: { filter, counts, sessions: data.map((t) => ({ id: t.sessionId, reward: t.reward, simulated: t.simulated })), ...(preferences ? { preferences } : {}) } as unknown as Prisma.InputJsonObject,
-      status: 'queued',
     },
-  });
-  const dir = resolve(join(ctx.checkpointRoot, 'runs', run.id));
-  return ctx.prisma.trainingRun.update({ where: { id: run.id }, data: { checkpointDir: dir } });
+    (id) => resolve(join(ctx.checkpointRoot, 'runs', id)),
+  );
 }
 
 /** The unfinished runs (queued, running, or failed by a kill), oldest first. */
@@ -143,7 +144,7 @@ export async function executeRun(ctx: RunContext, runId: string): Promise<Policy
     // A stand-in kill leaves the run as a kill would: running, resumable. A real error marks it failed.
     if (!(err instanceof RunInterrupted)) {
       r.say(`failed: ${(err as Error).message}`);
-      await ctx.prisma.trainingRun.update({ where: { id: runId }, data: { status: 'failed', error: (err as Error).message, finishedAt: new Date(), log: r.logLines.join('\n') } });
+      await markRunFailed(ctx.prisma, runId, (err as Error).message, r.logLines.join('\n'));
     }
     throw err;
   } finally {
@@ -153,7 +154,7 @@ export async function executeRun(ctx: RunContext, runId: string): Promise<Policy
 
 /** The phases of each algorithm, in order; each returns the trained policy (the critic is an inner phase). */
 const PHASES: Record<Algorithm, (r: RunState, data: Trajectory[]) => Promise<LoadedModel>> = {
-  rft: (r, data) => sftPolicy(r, data),
+  rft: (r, data) => rftPolicy(r, data),
   mtdpo: (r, data) => mtdpoPolicy(r, data),
   sweet: async (r, data) => {
     const criticDir = await trainCritic(r, data);
@@ -162,15 +163,13 @@ const PHASES: Record<Algorithm, (r: RunState, data: Trajectory[]) => Promise<Loa
   },
 };
 
-/** Marks the run running and reads its progress (a fresh run starts from nothing). */
+/** Marks the run running and reads its progress from its row (a fresh run starts from nothing). */
 async function openRun(ctx: RunContext, run: TrainingRun): Promise<RunState> {
   const cfg = run.config as unknown as RunConfig;
   const dir = run.checkpointDir!;
   await mkdir(dir, { recursive: true });
   const logLines: string[] = run.log ? run.log.split('\n').filter(Boolean) : [];
-  const progress: Progress = existsSync(join(dir, 'progress.json'))
-    ? JSON.parse(await readFile(join(dir, 'progress.json'), 'utf8'))
-    : { done: [], rng: { algorithm: 'mulberry32', seed: cfg.train.seed } };
+  const progress: Progress = (run.progress as unknown as Progress | null) ?? { done: [], rng: { algorithm: 'mulberry32', seed: cfg.train.seed } };
   const r: RunState = {
     ctx,
     runId: run.id,
@@ -185,7 +184,7 @@ async function openRun(ctx: RunContext, run: TrainingRun): Promise<RunState> {
       ctx.log?.(line);
     },
   };
-  await ctx.prisma.trainingRun.update({ where: { id: run.id }, data: { status: 'running', startedAt: run.startedAt ?? new Date(), error: null } });
+  await markRunRunning(ctx.prisma, run);
   r.say(
     progress.done.length || progress.current || progress.collected
       ? `resuming run ${run.id} (${JSON.stringify({ done: progress.done, current: progress.current, collected: progress.collected })})`
@@ -195,11 +194,8 @@ async function openRun(ctx: RunContext, run: TrainingRun): Promise<RunState> {
 }
 
 async function saveProgress(r: RunState): Promise<void> {
+  await saveRunProgress(r.ctx.prisma, r.runId, r.progress as unknown as Prisma.InputJsonObject, r.logLines.join('\n'));
   await writeFileAtomic(join(r.dir, 'progress.json'), JSON.stringify(r.progress, null, 2) + '\n');
-  await r.ctx.prisma.trainingRun.update({
-    where: { id: r.runId },
-    data: { progress: r.progress as unknown as Prisma.InputJsonObject, heartbeatAt: new Date(), log: r.logLines.join('\n') },
-  });
 }
 
 async function finishPhase(r: RunState, name: string): Promise<void> {
@@ -251,11 +247,7 @@ async function runUpdates(r: RunState, phase: Phase, lora: boolean, resumeFrom: 
       const m = await phase.step(s);
       if (!Number.isFinite(m.loss)) throw new Error(`${phase.name}: loss became ${m.loss} at update ${s}`);
       r.metrics[phase.name] = m;
-      await ctx.prisma.trainingStep.upsert({
-        where: { runId_phase_step: { runId, phase: phase.name, step: s } },
-        create: { runId, phase: phase.name, step: s, metrics: m },
-        update: { metrics: m },
-      });
+      await recordTrainingStep(ctx.prisma, runId, phase.name, s, m);
       bar?.update(s + 1, { loss: m.loss!.toFixed(4) });
       if (ctx.progress === 'lines' && ((s + 1) % Math.max(1, Math.round(phase.totalSteps / 10)) === 0 || s + 1 === phase.totalSteps)) {
         r.say(`${phase.name}: update ${s + 1}/${phase.totalSteps}, ${Object.entries(m).map(([k, v]) => `${k} ${Number(v.toPrecision(4))}`).join(', ')}`);
@@ -269,7 +261,7 @@ async function runUpdates(r: RunState, phase: Phase, lora: boolean, resumeFrom: 
   }
 }
 
-/** Writes the phase's weights and optimizer to a fresh directory, then points progress.json at it. */
+/** Writes the phase's weights and optimizer to a fresh directory, then points the run's progress at it. */
 async function checkpointPhase(r: RunState, phase: Phase, lora: boolean, step: number): Promise<void> {
   const ck = join(r.dir, 'ckpt', `${phase.name}-${String(step).padStart(6, '0')}`);
   await rm(ck, { recursive: true, force: true });
@@ -305,9 +297,9 @@ async function policyAnchor(r: RunState, m: LoadedModel): Promise<PhaseAnchor | 
 }
 
 /** Rejection fine-tuning: SFT on the successful trajectories. */
-async function sftPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel> {
-  const t = await trainablePolicy(r, 'sft');
-  const phase = sftPhase(t.m, data, r.cfg.train, await policyAnchor(r, t.m));
+async function rftPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel> {
+  const t = await trainablePolicy(r, RFT_PHASE);
+  const phase = rftPhase(t.m, data, r.cfg.train, await policyAnchor(r, t.m));
   await runUpdates(r, phase, !!r.cfg.train.lora, t.resume);
   phase.dispose();
   return t.m;
@@ -315,12 +307,12 @@ async function sftPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel> 
 
 /** Multi-turn DPO: trajectory pairs of a task, DPO over all agent turns. */
 async function mtdpoPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel> {
-  const t = await trainablePolicy(r, 'mtdpo');
+  const t = await trainablePolicy(r, MTDPO_PHASE);
   const reference = await loadModel(r.cfg.fromCheckpoint, `ref-${r.runId.slice(0, 8)}-${Date.now()}`, false);
   const examples = await preparePolicyExamples(reference, data);
   reference.model.dispose();
   const pairs = trajectoryPairs(data, examples, r.cfg.train.maxPairsPerTask);
-  r.say(`mtdpo: ${pairs.length} trajectory pairs from ${data.length} sessions`);
+  r.say(`${MTDPO_PHASE}: ${pairs.length} trajectory pairs from ${data.length} sessions`);
   const phase = mtdpoPhase(t.m, pairs, r.cfg.train, await policyAnchor(r, t.m));
   await runUpdates(r, phase, !!r.cfg.train.lora, t.resume);
   phase.dispose();
@@ -334,15 +326,15 @@ async function mtdpoPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel
 async function trainCritic(r: RunState, data: Trajectory[]): Promise<string> {
   const base = r.cfg.fromCheckpoint;
   const criticDir = join(r.dir, 'critic');
-  if (r.progress.done.includes('critic')) return criticDir;
-  const resume = r.progress.current?.phase === 'critic' ? r.progress.current : undefined;
+  if (r.progress.done.includes(CRITIC_PHASE)) return criticDir;
+  const resume = r.progress.current?.phase === CRITIC_PHASE ? r.progress.current : undefined;
   const lora = r.cfg.train.lora ? { ...r.cfg.train.lora, seed: r.cfg.train.seed } : null;
   const critic = await Critic.load(base, resume ? resume.dir : base, { lora });
   try {
     const examples = await critic.prepare(data);
     const pairs = criticPairs(data, examples, r.cfg.train.maxPairsPerTask, await snapshotPreferences(r, data));
     const people = pairs.filter((p) => p.from === 'people').length;
-    r.say(`critic: ${pairs.length} trajectory pairs from ${data.length} sessions${people ? ` (${people} from people's preferences)` : ''}${critic.lora ? ' (LoRA)' : ''}`);
+    r.say(`${CRITIC_PHASE}: ${pairs.length} trajectory pairs from ${data.length} sessions${people ? ` (${people} from people's preferences)` : ''}${critic.lora ? ' (LoRA)' : ''}`);
     // Which pairs the critic trained on, by session, for whoever audits the run.
     await writeFileAtomic(join(r.dir, 'critic-pairs.json'), JSON.stringify(pairs.map((p) => ({ chosen: p.chosen.sessionId, rejected: p.rejected.sessionId, from: p.from })), null, 2) + '\n');
     const phase = criticPhase(critic, pairs, r.cfg.train);
@@ -355,7 +347,7 @@ async function trainCritic(r: RunState, data: Trajectory[]): Promise<string> {
   } finally {
     critic.dispose();
   }
-  await finishPhase(r, 'critic');
+  await finishPhase(r, CRITIC_PHASE);
   return criticDir;
 }
 
@@ -367,7 +359,7 @@ async function trainCritic(r: RunState, data: Trajectory[]): Promise<string> {
 async function collectCandidates(r: RunState, data: Trajectory[], criticDir: string): Promise<string> {
   const { cfg } = r;
   const pairsFile = join(r.dir, 'actor-pairs.jsonl');
-  if (r.progress.done.includes('collect')) return pairsFile;
+  if (r.progress.done.includes(COLLECT_PHASE)) return pairsFile;
   const critic = await Critic.load(cfg.fromCheckpoint, criticDir);
   const sampler = await loadModel(cfg.fromCheckpoint, `sampler-${r.runId.slice(0, 8)}-${Date.now()}`, false);
   try {
@@ -393,7 +385,7 @@ async function collectCandidates(r: RunState, data: Trajectory[], criticDir: str
     critic.dispose();
     sampler.model.dispose();
   }
-  await finishPhase(r, 'collect');
+  await finishPhase(r, COLLECT_PHASE);
   return pairsFile;
 }
 
@@ -402,7 +394,7 @@ async function trainActor(r: RunState, pairsFile: string): Promise<LoadedModel> 
   const sampled = await readActorPairs(pairsFile);
   const pairs = widestGaps(sampled, criticGap, r.cfg.train.pairGapQuantile);
   r.say(`actor: ${pairs.length} candidate pairs${pairs.length < sampled.length ? ` (of ${sampled.length}: the critic's widest gaps)` : ''}`);
-  const t = await trainablePolicy(r, 'actor');
+  const t = await trainablePolicy(r, ACTOR_PHASE);
   const phase = actorPhase(t.m, pairs, r.cfg.train, await policyAnchor(r, t.m));
   await runUpdates(r, phase, !!r.cfg.train.lora, t.resume);
   phase.dispose();
@@ -429,27 +421,18 @@ async function publish(r: RunState, policy: LoadedModel, sessions: number): Prom
     await copyTokenizerFiles(cfg.fromCheckpoint, out);
   }
   const sha = await checkpointSha256(out);
-  const version = await ctx.prisma.$transaction(async (tx) => {
-    const v = await tx.policyVersion.create({
-      data: {
-        name,
-        parentId: cfg.fromVersionId,
-        algorithm: cfg.algorithm,
-        kind: asAdapter ? 'adapter' : 'checkpoint',
-        checkpointPath: out,
-        checkpointSha256: sha,
-
-        status: 'candidate',
-        trainingRunId: runId,
-        metrics: { training: metrics, sessions } as Prisma.InputJsonObject,
-      },
-    });
-    await tx.trainingRun.update({ where: { id: runId }, data: { status: 'succeeded', finishedAt: new Date(), metrics: metrics as Prisma.InputJsonObject } });
-    await tx.auditLog.create({ data: { actor: 'trainer', action: 'policy.publish', target: name, detail: { runId, sha256: sha, parent: cfg.fromVersionName, kind: v.kind } } });
-    if (!asAdapter) return v;
+  const kind = asAdapter ? 'adapter' : 'checkpoint';
+  const version = await publishRun(ctx.prisma, runId, metrics as Prisma.InputJsonObject, {
+    name,
+    parentId: cfg.fromVersionId,
+    algorithm: cfg.algorithm,
+    kind,
+    checkpointPath: out,
+    checkpointSha256: sha,
+    metrics: { training: metrics, sessions } as Prisma.InputJsonObject,
     // The adapter's name on the server is versioned (vLLM reloading a name in place is recent).
-    const serving = { ...cfg.servedBy!, adapterName: adapterNameFor(v) };
-    return tx.policyVersion.update({ where: { id: v.id }, data: { serving: serving as unknown as Prisma.InputJsonObject } });
+    ...(asAdapter ? { serving: (v: { id: string; name: string }) => ({ ...cfg.servedBy!, adapterName: adapterNameFor(v) }) as unknown as Prisma.InputJsonObject } : {}),
+    audit: { actor: 'trainer', action: 'policy.publish', detail: { runId, sha256: sha, parent: cfg.fromVersionName, kind } },
   });
   r.say(`published candidate ${name}${asAdapter ? ' (LoRA adapter)' : ''} (sha256 ${sha.slice(0, 12)})`);
   await saveProgress(r);

@@ -4,7 +4,7 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
-import { checkpointOf, deployedPolicy } from '../prisma/policy-store.ts';
+import { checkpointOf, deployedPolicy, registerVersion } from '../prisma/policy-store.ts';
 
 export interface VersionContext {
   prisma: PrismaClient;
@@ -19,18 +19,14 @@ export async function starterVersion(ctx: VersionContext): Promise<PolicyVersion
   const dir = resolve(join(ctx.checkpointRoot, 'starter'));
   const r = await ensureStarterPolicy({ dir, seed: ctx.seed, progress: 'none', ...(ctx.log ? { log: ctx.log } : {}) });
   const name = starterVersionName(r.sha256);
-  return ctx.prisma.policyVersion.upsert({
-    where: { name },
-    create: { name, algorithm: 'starter', checkpointPath: dir, checkpointSha256: r.sha256, status: 'candidate' },
-    update: {},
-  });
+  return registerVersion(ctx.prisma, { name, algorithm: 'starter', checkpointPath: dir, checkpointSha256: r.sha256, ifExists: 'reuse' });
 }
 
 export async function resolveVersion(ctx: VersionContext, ref: string): Promise<PolicyVersion> {
   if (ref === 'starter') return starterVersion(ctx);
   if (ref === 'deployed') {
     const v = await deployedPolicy(ctx.prisma);
-    if (!v) throw new Error('no policy version is deployed yet (run `sweetloop start` once, or `sweetloop deploy --version V`)');
+    if (!v) throw new Error('no policy version is deployed yet (run `sweetloop start` once, or `sweetloop deploy NAME`)');
     return v;
   }
   const v = await ctx.prisma.policyVersion.findUnique({ where: { name: ref } });

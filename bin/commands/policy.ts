@@ -1,8 +1,9 @@
 // `sweetloop policy add|list`: policy versions served by an OpenAI-compatible server (vLLM, SGLang, llama.cpp's
-// server, TGI, Ollama, hosted APIs), and every version with where it is served. Deploy and rollback are
-// `sweetloop deploy|rollback` (bin/commands/trainer.ts), for every kind of version alike.
+// server, TGI, Ollama, hosted APIs), and every version with where it is served. `sweetloop deploy NAME` and
+// `sweetloop rollback`, for every kind of version alike, only switch rows (prisma/policy-store.ts, the rules the
+// bot's /mod commands use too): no model backend is started for them.
 import type { Command } from 'commander';
-import { withDatabase } from './database.ts';
+import { withDatabase } from './with-database.ts';
 import { intOption, numberOption } from './options.ts';
 
 interface AddOptions {
@@ -18,6 +19,22 @@ interface AddOptions {
 }
 
 export function registerPolicyCommands(program: Command): void {
+  program
+    .command('deploy <name>')
+    .description('Deploy a policy version now (the bot switches new sessions to it)')
+    .action(async (name: string) => {
+      const { deployPolicyByName } = await import('../../prisma/policy-store.ts');
+      await withDatabase(async (db) => console.log(`deployed ${(await deployPolicyByName(db, 'cli', name)).name}`));
+    });
+
+  program
+    .command('rollback')
+    .description('Re-deploy the version that was deployed before the current one')
+    .action(async () => {
+      const { rollbackPolicy } = await import('../../prisma/policy-store.ts');
+      await withDatabase(async (db) => console.log(`rolled back to ${(await rollbackPolicy(db, 'cli')).name}`));
+    });
+
   const policy = program.command('policy').description('Register policy versions served by OpenAI-compatible servers, and list every version');
 
   policy

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { withDatabase } from './database.ts';
+import { withDatabase } from './with-database.ts';
 
 /** The `tasks` group, created once whichever module registers into it first. */
 function tasksGroup(program: Command): Command {

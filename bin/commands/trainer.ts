@@ -131,19 +131,4 @@ export function registerTrainerCommands(program: Command): void {
         }
       });
     });
-
-  program
-    .command('deploy')
-    .description('Deploy a policy version now (the bot switches new sessions to it)')
-    .requiredOption('--version <name>', 'policy version name')
-    .action(async (o: { version: string }) => {
-      await withTrainer(async (db) => (await import('../../trainer/cli.ts')).deployCommand(db, o.version));
-    });
-
-  program
-    .command('rollback')
-    .description('Re-deploy the version that was deployed before the current one')
-    .action(async () => {
-      await withTrainer(async (db) => (await import('../../trainer/cli.ts')).rollbackCommand(db));
-    });
 }

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import pg from 'pg';
 import { buildProgram } from '../../bin/cli.ts';
-import { EXIT_MIGRATIONS_PENDING } from '../../bin/commands/db.ts';
+import { EXIT_MIGRATIONS_PENDING } from '../../bin/commands/migrations.ts';
 import { runSweetloop, type SweetloopRun } from '../../bot/testing/sweetloop-cli.ts';
 
 

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
 import type { Database } from '../../prisma/db.ts';
-import { deployedPolicy, previouslyDeployedPolicy, rollbackDeployedPolicy, switchDeployedPolicy } from '../../prisma/policy-store.ts';
+import { deployedPolicy, previouslyDeployedPolicy, registerVersion, rollbackDeployedPolicy, switchDeployedPolicy } from '../../prisma/policy-store.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -43,5 +43,41 @@ describe('policy store', () => {
     expect(audit.find((x) => x.action === 'policy.deploy' && x.target === 'a')!.detail).toEqual({ versionId: a.id, previous: [] });
     expect(audit.find((x) => x.action === 'policy.deploy' && x.target === 'b')!.detail).toEqual({ versionId: b.id, previous: ['a'], why: 'test' });
     expect(audit.find((x) => x.action === 'policy.rollback')!.detail).toEqual({ versionId: a.id, previous: ['b'], from: 'b' });
+  });
+
+  it('registers every new version as a candidate, with its audit entry, and reuses a name only when asked', async () => {
+    const v = await registerVersion(t.prisma, {
+      name: 'reg-adapter',
+      algorithm: 'sweet',
+      kind: 'adapter',
+      checkpointPath: '/adapters/one',
+      checkpointSha256: 'f'.repeat(64),
+      metrics: { training: { actor: { loss: 0.5 } } },
+      serving: (row) => ({ adapterName: `${row.name}:${row.id}` }),
+      audit: { actor: 'trainer', action: 'policy.publish', detail: { runId: 'r1' } },
+    });
+    expect(v).toMatchObject({ name: 'reg-adapter', algorithm: 'sweet', kind: 'adapter', status: 'candidate', deployedAt: null, checkpointPath: '/adapters/one' });
+    // The serving settings were computed from the row itself (an adapter's server name carries its id).
+    expect(v.serving).toEqual({ adapterName: `reg-adapter:${v.id}` });
+    const audit = await t.prisma.auditLog.findFirstOrThrow({ where: { action: 'policy.publish', target: 'reg-adapter' } });
+    expect(audit.actor).toBe('trainer');
+    expect(audit.detail).toEqual({ versionId: v.id, runId: 'r1' });
+
+    await expect(registerVersion(t.prisma, { name: 'reg-adapter', algorithm: 'sweet', checkpointPath: '/elsewhere' })).rejects.toThrow();
+    const again = await registerVersion(t.prisma, { name: 'reg-adapter', algorithm: 'sweet', checkpointPath: '/adapters/moved', ifExists: 'reuse' });
+    expect(again.id).toBe(v.id);
+    expect(again.checkpointPath).toBe('/adapters/moved');
+    expect(again.serving).toEqual(v.serving);
+    expect(await t.prisma.policyVersion.count({ where: { name: 'reg-adapter' } })).toBe(1);
+  });
+
+  it('commits the row, its audit entry and the writes alongside together, or none of them', async () => {
+    const failing = registerVersion(t.prisma, { name: 'reg-never', algorithm: 'rft', checkpointPath: '/x', audit: { actor: 'trainer', action: 'policy.publish' } }, async (tx) => {
+      await tx.auditLog.create({ data: { actor: 'trainer', action: 'alongside', target: 'reg-never' } });
+      throw new Error('the run could not be marked');
+    });
+    await expect(failing).rejects.toThrow(/could not be marked/);
+    expect(await t.prisma.policyVersion.count({ where: { name: 'reg-never' } })).toBe(0);
+    expect(await t.prisma.auditLog.count({ where: { target: 'reg-never' } })).toBe(0);
   });
 });

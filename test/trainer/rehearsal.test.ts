@@ -9,7 +9,7 @@ import { rehearsalAnchor, rehearsalSet } from '../../trainer/rehearsal.ts';
 import { minibatchPhase, phaseOptimizer } from '../../trainer/schedule.ts';
 import { loadModel, turnLogprobValues, type LoadedModel } from '../../trainer/sequences.ts';
 import { TrainStep } from '../../trainer/model/train-step.ts';
-import { sftPhase } from '../../trainer/rft.ts';
+import { rftPhase } from '../../trainer/rft.ts';
 import type { Trajectory } from '../../trainer/data.ts';
 import { scratchDir, tinyPolicy } from './fixture.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
@@ -104,7 +104,7 @@ describe('rehearsal', () => {
       try {
         const c = trainConfig('cpu-small', { rehearsal: withRehearsal ? rehearsal : null, lr: 3e-3, sftEpochs: 6, batchSize: 2, microBatch: 2, seed: 4 });
         const set = await rehearsalSet(m, trainConfig('cpu-small', { rehearsal, seed: 4 }));
-        const phase = sftPhase(m, data, c, rehearsalAnchor(m, set, c));
+        const phase = rftPhase(m, data, c, rehearsalAnchor(m, set, c));
         for (let s = 0; s < phase.totalSteps; s++) await phase.step(s);
         phase.dispose();
         const lp = await turnLogprobValues(m.model, set, m.tokenizer.padTokenId);

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { TestDatabase } from '../../bot/testing/database.ts';
 import { readSafetensors } from '../../trainer/model/safetensors.ts';
 import { trainConfig } from '../../trainer/presets.ts';
+import { RFT_PHASE } from '../../trainer/rft.ts';
 import { createRun, executeRun, runCheckpoints, type RunConfig } from '../../trainer/runs.ts';
 import { runWorld } from './fixture.ts';
 import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
@@ -85,7 +86,7 @@ interface StepRow {
 
 async function stepRows(runId: string): Promise<StepRow[]> {
   const rows = await t.prisma.trainingStep.findMany({ where: { runId }, orderBy: [{ phase: 'asc' }, { step: 'asc' }] });
-  for (const r of rows) expect(r.phase).toBe('sft');
+  for (const r of rows) expect(r.phase).toBe(RFT_PHASE);
   return rows.map((r) => ({ id: r.id, step: r.step, metrics: r.metrics as Record<string, number>, createdAt: r.createdAt }));
 }
 
@@ -130,17 +131,21 @@ describe('rft run killed with SIGKILL and resumed by a new process', () => {
     expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
     expect(first.stderr()).toMatch(/starting run [0-9a-f-]+: rft from tiny/);
 
-    // State a kill leaves: still "running", a consistent progress.json naming a complete checkpoint.
+    // State a kill leaves: still "running", a consistent progress (what a resume reads) naming a complete
+    // checkpoint, and its copy in progress.json at most the checkpoint being recorded behind.
     const mid = await t.prisma.trainingRun.findUniqueOrThrow({ where: { id: run.id } });
     expect(mid.status).toBe('running');
-    const onDisk = JSON.parse(readFileSync(join(mid.checkpointDir!, 'progress.json'), 'utf8')) as { current: { phase: string; step: number; dir: string } };
-    expect(onDisk.current.phase).toBe('sft');
-    // The kill may land after the next checkpoint's progress.json but before its database update, never before.
-    expect(onDisk.current.step).toBeGreaterThanOrEqual(seenCheckpoint);
-    expect(onDisk.current.step % CHECKPOINT_EVERY).toBe(0);
-    expect(onDisk.current.step).toBeLessThan(total);
-    expect(existsSync(join(onDisk.current.dir, 'model.safetensors'))).toBe(true);
-    const resumeFrom = onDisk.current.step;
+    const recorded = mid.progress as { current: { phase: string; step: number; dir: string } };
+    expect(recorded.current.phase).toBe(RFT_PHASE);
+    // The kill may land after the next checkpoint was recorded, never before.
+    expect(recorded.current.step).toBeGreaterThanOrEqual(seenCheckpoint);
+    expect(recorded.current.step % CHECKPOINT_EVERY).toBe(0);
+    expect(recorded.current.step).toBeLessThan(total);
+    expect(existsSync(join(recorded.current.dir, 'model.safetensors'))).toBe(true);
+    const onDisk = JSON.parse(readFileSync(join(mid.checkpointDir!, 'progress.json'), 'utf8')) as { current: { phase: string; step: number } };
+    expect(onDisk.current.phase).toBe(RFT_PHASE);
+    expect([recorded.current.step, recorded.current.step - CHECKPOINT_EVERY]).toContain(onDisk.current.step);
+    const resumeFrom = recorded.current.step;
     const beforeKill = await stepRows(run.id);
     expect(beforeKill.length).toBeLessThan(total);
     expect(beforeKill.map((r) => r.step)).toEqual(beforeKill.map((_, i) => i));
@@ -156,9 +161,9 @@ describe('rft run killed with SIGKILL and resumed by a new process', () => {
     const resumedAt = /resuming run [0-9a-f-]+ \((.*)\)/.exec(log);
     expect(resumedAt, log).not.toBeNull();
     expect((JSON.parse(resumedAt![1]!) as { current: { step: number } }).current.step).toBe(resumeFrom);
-    // Progress lines ("sft: update k/total", every round(total/10) updates) of the second process start after
+    // Progress lines ("rft: update k/total", every round(total/10) updates) of the second process start after
     // the checkpoint: the updates before it were not run again.
-    const updates = [...log.matchAll(/sft: update (\d+)\/(\d+)/g)].map((m) => Number(m[1]));
+    const updates = [...log.matchAll(new RegExp(`${RFT_PHASE}: update (\\d+)/(\\d+)`, 'g'))].map((m) => Number(m[1]));
     const every = Math.max(1, Math.round(total / 10));
     const expected: number[] = [];
     for (let k = resumeFrom + 1; k <= total; k++) if (k % every === 0 || k === total) expected.push(k);

@@ -1,12 +1,13 @@
 // Registering policy versions that Sweetloop does not run itself: an 'endpoint' version (a model behind an
 // OpenAI-compatible server) and an 'adapter' version (a LoRA adapter directory in PEFT layout, served on top of
-// an endpoint version's model). Registration only writes the row (a candidate, like any new version); deploying
-// it is prisma/policy-store.ts's bookkeeping, and loading it is agent-for.ts's. The key is never stored: only
-// the name of the environment variable that holds it.
+// an endpoint version's model). This file checks what a person asked for; the row (a candidate, like any new
+// version) is written by prisma/policy-store.ts's registerVersion, deploying is that store's job too, and loading
+// is agent-for.ts's. The key is never stored: only the name of the environment variable that holds it.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../../tasks/logger.ts';
 import type { Prisma, PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
+import { registerVersion } from '../../prisma/policy-store.ts';
 import { endpointBaseUrl, EndpointUnavailableError } from '../../tasks/chat-client.ts';
 import { SERVING_DEFAULTS, servingOf, servingSchema, type Serving } from './serving.ts';
 import { adapterNameFor, listModels } from './vllm-adapters.ts';
@@ -75,9 +76,7 @@ export async function registerEndpointVersion(prisma: PrismaClient, r: EndpointR
   if (parsed.data.maxTokens >= parsed.data.contextWindow) {
     throw new RegistryError(`--max-tokens ${parsed.data.maxTokens} leaves no room for the dialogue in a ${parsed.data.contextWindow}-token window`);
   }
-  return prisma.policyVersion.create({
-    data: { name: r.name, algorithm: 'external', kind: 'endpoint', checkpointPath: null, serving: parsed.data as Prisma.InputJsonObject },
-  });
+  return registerVersion(prisma, { name: r.name, algorithm: 'external', kind: 'endpoint', checkpointPath: null, serving: parsed.data as Prisma.InputJsonObject });
 }
 
 export interface AdapterRegistration {
@@ -102,20 +101,15 @@ export async function registerAdapterVersion(prisma: PrismaClient, r: AdapterReg
   for (const f of [ADAPTER_CONFIG, ADAPTER_WEIGHTS]) {
     if (!existsSync(join(r.adapterDir, f))) throw new RegistryError(`${r.adapterDir} has no ${f}: an adapter version needs a PEFT adapter directory`);
   }
-  return prisma.$transaction(async (tx) => {
-    const v = await tx.policyVersion.create({
-      data: {
-        name: r.name,
-        algorithm: r.algorithm,
-        kind: 'adapter',
-        checkpointPath: resolve(r.adapterDir),
-        checkpointSha256: r.checkpointSha256 ?? null,
-        parentId: r.parentId ?? null,
-        trainingRunId: r.trainingRunId ?? null,
-        ...(r.metrics !== undefined ? { metrics: r.metrics } : {}),
-      },
-    });
-    const serving: Serving = { ...base, endpointVersionId: r.endpoint.id, adapterName: adapterNameFor(v) };
-    return tx.policyVersion.update({ where: { id: v.id }, data: { serving: serving as Prisma.InputJsonObject } });
+  return registerVersion(prisma, {
+    name: r.name,
+    algorithm: r.algorithm,
+    kind: 'adapter',
+    checkpointPath: resolve(r.adapterDir),
+    checkpointSha256: r.checkpointSha256 ?? null,
+    parentId: r.parentId ?? null,
+    trainingRunId: r.trainingRunId ?? null,
+    ...(r.metrics !== undefined ? { metrics: r.metrics } : {}),
+    serving: (v) => ({ ...base, endpointVersionId: r.endpoint.id, adapterName: adapterNameFor(v) }) satisfies Serving as Prisma.InputJsonObject,
   });
 }

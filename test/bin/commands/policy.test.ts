@@ -1,8 +1,10 @@
-// `sweetloop policy add|list` end to end: the real binary, a real database, a real OpenAI-compatible server.
+// `sweetloop policy add|list`, `deploy NAME` and `rollback` end to end: the real binary, a real database, a real
+// OpenAI-compatible server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
 import { startOpenAiServer, type OpenAiServer } from '../../../bot/testing/openai-server.ts';
 import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
+import { deployedPolicy, registerVersion } from '../../../prisma/policy-store.ts';
 
 let t: TestDatabase;
 let server: OpenAiServer;
@@ -54,5 +56,32 @@ describe('sweetloop policy', () => {
     expect(bad.stderr).toMatch(/--top-p must be a number in \(0, 1\]/);
     const later = await sweetloop(['policy', 'add', 'later', '--endpoint', 'http://127.0.0.1:9/v1', '--model', 'm', '--no-check', '--context-window', '4096']);
     expect(later.code, later.stderr).toBe(0);
+  });
+
+  it('deploys a version named as `policy add` says (sweetloop deploy NAME) and rolls back to the one before', async () => {
+    await registerVersion(t.prisma, { name: 'cli-a', algorithm: 'external', kind: 'endpoint', checkpointPath: null });
+    await registerVersion(t.prisma, { name: 'cli-b', algorithm: 'external', kind: 'endpoint', checkpointPath: null });
+    const a = await sweetloop(['deploy', 'cli-a']);
+    expect(a.code, a.stderr).toBe(0);
+    expect(a.stdout.trim()).toBe('deployed cli-a');
+    const b = await sweetloop(['deploy', 'cli-b']);
+    expect(b.code, b.stderr).toBe(0);
+    expect((await deployedPolicy(t.prisma))!.name).toBe('cli-b');
+    const again = await sweetloop(['deploy', 'cli-b']);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/"cli-b" is already deployed/);
+    const unknown = await sweetloop(['deploy', 'no-such-version']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/No policy version named "no-such-version"\. Recent versions: .*cli-b/);
+    const missing = await sweetloop(['deploy']);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toMatch(/missing required argument 'name'/);
+
+    const back = await sweetloop(['rollback']);
+    expect(back.code, back.stderr).toBe(0);
+    expect(back.stdout.trim()).toBe('rolled back to cli-a');
+    expect((await deployedPolicy(t.prisma))!.name).toBe('cli-a');
+    const audit = await t.prisma.auditLog.findMany({ where: { actor: 'cli' } });
+    expect(audit.map((x) => `${x.action}:${x.target}`).sort()).toEqual(['policy.deploy:cli-a', 'policy.deploy:cli-b', 'policy.rollback:cli-a']);
   });
 });

@@ -1,3 +1,4 @@
+// `sweetloop db migrate|status|diff`: the schema's migrations (prisma/migrate.ts) applied, listed and written.
 import type { Command } from 'commander';
 
 // Exit codes: 0 done / up to date; 1 error; 3 `db status` found pending, failed or edited migrations;
@@ -17,7 +18,7 @@ async function openConfiguredDatabase() {
   return { db, log };
 }
 
-export function registerDbCommands(program: Command): void {
+export function registerMigrationCommands(program: Command): void {
   const db = program.command('db').description('Database: apply migrations, show their status, create new ones');
 
   db.command('migrate')

@@ -2,8 +2,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * The tests that need more from the machine than Node and the npm packages, by what they need. `npm test` checks
- * all of it first (test/preflight.ts); `npm run test:unit` (`vitest run --mode unit`) leaves these files out, so
- * it runs wherever `npm ci` ran. A new test that reaches Postgres, Chromium, bubblewrap or python3 goes here.
+ * all of it first (test/preflight.ts); `npm run test:unit` (`vitest run --mode unit`) leaves these files out, and
+ * SLOW_TESTS, so it runs wherever `npm ci` ran. A new test that reaches one of these programs goes here.
  */
 export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'python3', string[]> = {
   // bot/testing/database.ts (directly, or through test/bot/discord/harness.ts and test/trainer/fixture.ts), or a
@@ -29,10 +29,21 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   python3: ['test/trainer/model/torch-reference.test.ts'],
 };
 
+/**
+ * Tests that need nothing from the machine but train or start models for tens of CPU-seconds each; `npm test`
+ * runs them, `npm run test:unit` leaves them out to stay under two minutes on two cores.
+ */
+export const SLOW_TESTS: string[] = [
+  'test/bin/commands/model.test.ts',
+  'test/trainer/model/policy.test.ts',
+  'test/trainer/recipes/shipped-starter.test.ts',
+  'test/trainer/{rehearsal,rollout}.test.ts',
+];
+
 export default defineConfig(({ mode }) => ({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: [...configDefaults.exclude, ...(mode === 'unit' ? Object.values(MACHINE_TESTS).flat() : [])],
+    exclude: [...configDefaults.exclude, ...(mode === 'unit' ? [...Object.values(MACHINE_TESTS).flat(), ...SLOW_TESTS] : [])],
     pool: 'forks',
     // Two cores: more workers only make the heavy suites (model, sandbox, browser) fight for them.
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },

@@ -1,8 +1,49 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
-export default defineConfig({
+/**
+ * The tests that need more from the machine than Node and the npm packages, by what they need. `npm test` checks
+ * all of it first (test/preflight.ts); `npm run test:unit` (`vitest run --mode unit`) leaves these files out, and
+ * SLOW_TESTS, so it runs wherever `npm ci` ran. A new test that reaches one of these programs goes here.
+ */
+export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'python3', string[]> = {
+  // bot/testing/database.ts (directly, or through test/bot/discord/harness.ts and test/trainer/fixture.ts), or a
+  // Postgres URL of their own.
+  postgres: [
+    'test/bin/cli.test.ts',
+    'test/bin/commands/{bot,export,import,policy,privacy,trainer-health}.test.ts',
+    'test/bot/discord/**/*.test.ts',
+    'test/bot/{endpoint,engine,limits,runtime}.test.ts',
+    'test/bot/export/{export,import,official-format}.test.ts',
+    'test/bot/report/{report,training-data}.test.ts',
+    'test/prisma/{db-notify,errors,migrate-postgres,policy-store,task-store}.test.ts',
+    'test/trainer/{adapter-training,critic,critic-preferences,data,data-filter,evaluate,promote,promote-human-ab,reproducible,runs-kill,runs-resume,simulate,simulate-endpoint}.test.ts',
+    'test/trainer/policies/{agent-for,registry}.test.ts',
+    'test/trainer/serve/{local,server}.test.ts',
+  ],
+  // Rendering pages (tasks/render.ts), besides the Postgres tests above that render too.
+  chromium: ['test/tasks/{frontend-eval,frontend-game,render}.test.ts'],
+  // The sandbox (tasks/sandbox.ts) runs python3 inside bubblewrap; `npm start` in console.test.ts scores its
+  // session's answer there; doctor.test.ts checks every tool as .ci/run installs them.
+  bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,sandbox,score}.test.ts', 'test/bot/console.test.ts', 'test/bin/doctor.test.ts'],
+  // The PyTorch twin of the decoder (bot/testing/model_torch.py); it skips without torch.
+  python3: ['test/trainer/model/torch-reference.test.ts'],
+};
+
+/**
+ * Tests that need nothing from the machine but train or start models for tens of CPU-seconds each; `npm test`
+ * runs them, `npm run test:unit` leaves them out to stay under two minutes on two cores.
+ */
+export const SLOW_TESTS: string[] = [
+  'test/bin/commands/model.test.ts',
+  'test/trainer/model/policy.test.ts',
+  'test/trainer/recipes/shipped-starter.test.ts',
+  'test/trainer/{rehearsal,rollout}.test.ts',
+];
+
+export default defineConfig(({ mode }) => ({
   test: {
     include: ['test/**/*.test.ts'],
+    exclude: [...configDefaults.exclude, ...(mode === 'unit' ? [...Object.values(MACHINE_TESTS).flat(), ...SLOW_TESTS] : [])],
     pool: 'forks',
     // Two cores: more workers only make the heavy suites (model, sandbox, browser) fight for them.
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
@@ -10,4 +51,4 @@ export default defineConfig({
     hookTimeout: 180_000,
     reporters: ['default'],
   },
-});
+}));

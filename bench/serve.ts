@@ -31,7 +31,7 @@ import { Worker } from 'node:worker_threads';
 import { generateMiniTasks } from '../tasks/mini.ts';
 import type { TaskRecord } from '../tasks/model.ts';
 import type { PhaseReply, PhaseRequest, TurnRecord } from './serve-clients.ts';
-import type { ServingEngine } from '../trainer/serve/engine.ts';
+import type { ServingEngine } from '../trainer/serve/engine-contract.ts';
 import { startServer } from '../trainer/serve/server.ts';
 import { SERVE_DEFAULTS } from '../trainer/serve/defaults.ts';
 import { TfjsEngine } from '../trainer/serve/tfjs-engine.ts';

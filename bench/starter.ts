@@ -24,7 +24,7 @@ import type { BackendTask, TaskRecord } from '../tasks/model.ts';
 import { playEpisode } from '../tasks/protocol.ts';
 import { createRuleSimulator } from '../tasks/simulator.ts';
 import { initBackend } from '../trainer/model/backend.ts';
-import { Engine } from '../trainer/model/engine.ts';
+import { LoadedPolicy } from '../trainer/model/loaded-policy.ts';
 import { ensureStarterPolicy } from '../trainer/recipes/starter.ts';
 import type { StarterOptions } from '../trainer/recipes/starter.ts';
 
@@ -105,13 +105,13 @@ for (let count = numTasks * 5; tasks.length < numTasks; count *= 2) {
   tasks.splice(0, tasks.length, ...generateMiniTasks({ seed: taskSeed, count }).filter((t) => t.split === 'test').slice(0, numTasks));
 }
 
-const engine = await Engine.load(modelDir);
+const policy = await LoadedPolicy.load(modelDir);
 function policyAgent(temp: number, sampleSeed: number): Agent {
   let calls = 0;
   return {
     name: 'starter',
     async reply(dialogue) {
-      const [r] = await engine.generate([{ messages: dialogue }], { temperature: temp, topP: temp === 0 ? 1 : 0.95, maxTokens, seed: sampleSeed + calls++ });
+      const [r] = await policy.generate([{ messages: dialogue }], { temperature: temp, topP: temp === 0 ? 1 : 0.95, maxTokens, seed: sampleSeed + calls++ });
       return { text: r!.text, promptTokens: r!.promptTokens, completionTokens: r!.tokenIds.length };
     },
   };
@@ -179,7 +179,7 @@ for (let i = 0; i < tasks.length; i++) {
   const last = games.filter((g) => g.task === i && g.mode.startsWith('starter'));
   console.error(`task ${i + 1}/${tasks.length}: starter scores ${last.map((g) => g.score.toFixed(2)).join(' ')}`);
 }
-engine.dispose();
+policy.dispose();
 
 const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 function summary(mode: string) {

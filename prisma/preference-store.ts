@@ -2,7 +2,7 @@
 // finished sessions of the same task and says which agent helped more. Offering a comparison stores it unanswered
 // (so buttons need only its id); the answer completes it. Only sessions played by simulated collaborators are
 // shown: another person's messages are theirs, and the consent text does not cover showing them to others.
-// The pairs feed the critic's Bradley-Terry training as chosen/rejected sessions (preferencePairs).
+// The pairs feed the critic's Bradley-Terry training as chosen/rejected sessions (peoplePairs).
 import type { Preference, Prisma, PrismaClient, Turn } from './generated/client.ts';
 
 export type PreferenceChoice = 'a' | 'b' | 'tie';
@@ -100,7 +100,7 @@ export async function recordPreference(prisma: PrismaClient, preferenceId: strin
  * `sessionIds`, only pairs whose two sessions are both among them (a run's data snapshot). Ties carry no order
  * and are left out; raters who withdrew or were deleted are left out too.
  */
-export async function preferencePairs(prisma: PrismaClient, sessionIds?: readonly string[]): Promise<{ id: string; chosen: string; rejected: string; raterId: string }[]> {
+export async function peoplePairs(prisma: PrismaClient, sessionIds?: readonly string[]): Promise<{ id: string; chosen: string; rejected: string; raterId: string }[]> {
   const rows = await prisma.preference.findMany({
     where: {
       choice: { in: ['a', 'b'] },

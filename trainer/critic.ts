@@ -19,7 +19,7 @@ import { bradleyTerryLoss, meanLogRatio, trajectoryAdvantages } from './losses.t
 import type { Decoder } from './model/decoder.ts';
 import { ADAPTER_CONFIG, addLora, loadLora, withoutLora } from './model/lora.ts';
 import { completionLogprobValues } from './model/logprobs.ts';
-import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair, type Scored } from './pairs.ts';
+import { canonicalOrder, rewardPairs, scoredTrajectories, type Pair, type Scored } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
 import { minibatchPhase, sequencePairShape, type Phase } from './schedule.ts';
 import {
@@ -191,7 +191,7 @@ async function adopt(m: LoadedModel, attach: () => Promise<void>): Promise<void>
 /** A pair the critic trains on, and where its order came from: the rewards, or a person's judgement. */
 export type CriticPair = Pair<CriticExample> & { from: 'rewards' | 'people' };
 
-/** A person's judgement of two sessions of one task (prisma/preference-store.ts preferencePairs). */
+/** A person's judgement of two sessions of one task (prisma/preference-store.ts peoplePairs). */
 export interface PeoplePair {
   chosen: string;
   rejected: string;
@@ -208,7 +208,7 @@ export interface PeoplePair {
 export function criticPairs(trajectories: readonly Trajectory[], examples: readonly CriticExample[], maxPairsPerTask: number, people: readonly PeoplePair[] = []): CriticPair[] {
   const byId = new Map(examples.map((e) => [e.sessionId, e]));
   const scored = scoredTrajectories(trajectories);
-  const fromRewards: CriticPair[] = preferencePairs(scored, maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)!, from: 'rewards' }));
+  const fromRewards: CriticPair[] = rewardPairs(scored, maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)!, from: 'rewards' }));
   const keyed = new Map(scored.map((x) => [x.id, x]));
   const judged = people
     .map((p) => ({ c: keyed.get(p.chosen), r: keyed.get(p.rejected) }))

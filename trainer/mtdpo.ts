@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Trajectory } from './data.ts';
 import { dpoLoss } from './losses.ts';
-import { canonicalOrder, preferencePairs, scoredTrajectories, type Pair } from './pairs.ts';
+import { canonicalOrder, rewardPairs, scoredTrajectories, type Pair } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
 import { minibatchPhase, sequencePairShape, type Phase, type PhaseAnchor } from './schedule.ts';
 import { encodeDialogue, policyDialogue, turnLogprobs, turnLogprobValues, type EncodedDialogue, type LoadedModel } from './sequences.ts';
@@ -34,7 +34,7 @@ export async function preparePolicyExamples(reference: LoadedModel, data: readon
 
 export function trajectoryPairs(trajectories: readonly Trajectory[], examples: readonly PolicyExample[], maxPairsPerTask: number): Pair<PolicyExample>[] {
   const byId = new Map(examples.map((e) => [e.sessionId, e]));
-  return preferencePairs(scoredTrajectories(trajectories), maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
+  return rewardPairs(scoredTrajectories(trajectories), maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
 }
 
 /** Multi-turn DPO's training phase, as runs record it (TrainingStep.phase, progress). */

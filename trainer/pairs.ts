@@ -38,7 +38,7 @@ export function canonicalOrder<T extends Trajectory>(trajectories: readonly T[])
   return keyed.map((x) => x.t);
 }
 
-/** Trajectories as preferencePairs takes them: grouped by task content, ordered by content. */
+/** Trajectories as rewardPairs takes them: grouped by task content, ordered by content. */
 export function scoredTrajectories(trajectories: readonly Trajectory[]): Scored[] {
   return trajectories.map((t) => ({ id: t.sessionId, groupId: taskKey(t), reward: t.reward, key: trajectoryKey(t) }));
 }
@@ -53,7 +53,7 @@ const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
  * `maxPairsPerGroup` keeps tasks with many sessions from dominating: the pairs kept are those with the largest
  * reward gaps, ties in the gap broken by key. Groups come in key order.
  */
-export function preferencePairs<T extends Scored>(items: T[], maxPairsPerGroup = Infinity): Pair<T>[] {
+export function rewardPairs<T extends Scored>(items: T[], maxPairsPerGroup = Infinity): Pair<T>[] {
   const groups = new Map<string, T[]>();
   for (const item of items) {
     const g = groups.get(item.groupId);

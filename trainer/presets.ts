@@ -3,17 +3,9 @@
 // within minutes: a learning rate four orders of magnitude larger (a tiny model trained from scratch, not a
 // pre-trained 8B one), fewer sampled candidates and fewer actor states.
 import { z } from 'zod';
+import { demonstratorMixSchema } from './recipes/demonstrator-mix.ts';
 
 export const DEFAULT_MICRO_BATCH_CELLS = 2 * 1024 * 1024;
-
-/** Who plays a starter's demonstration games (trainer/recipes/starter.ts, StarterRecipe.demonstrators). */
-export const demonstratorMixSchema = z.object({
-  expert: z.number().min(0),
-  hasty: z.number().min(0),
-  noisy: z.number().min(0),
-  /** The noisy expert's mistake probability. */
-  noise: z.number().min(0).max(1),
-});
 
 export const trainConfigSchema = z.object({
   /** Peak learning rate of the actor / policy (DPO, SFT). */

@@ -19,7 +19,7 @@ import { adapterNameFor } from './policies/vllm-adapters.ts';
 import type { TaskKind } from '../tasks/model.ts';
 import { ACTOR_PHASE, actorPhase, COLLECT_PHASE, criticGap, pairsForState, readActorPairs, selectStates } from './actor.ts';
 import { widestGaps } from './pairs.ts';
-import { preferencePairs } from '../prisma/preference-store.ts';
+import { peoplePairs } from '../prisma/preference-store.ts';
 import { Critic, CRITIC_PHASE, criticPairs, criticPhase, type PeoplePair } from './critic.ts';
 import { loadTrajectories, selectTrainingData, type DataFilter, type Trajectory } from './data.ts';
 import { checkpointSha256, loadOptimizer, saveCheckpoint, saveOptimizer } from './model/checkpoint.ts';
@@ -97,7 +97,7 @@ export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<Traini
   const { trajectories: data, counts } = await selectTrainingData(ctx.prisma, { ratingWeight: cfg.ratingWeight, kind: cfg.kind, split: 'train' }, filter);
   // Only judgements between two sessions the run trains on: the critic scores nothing else.
   const preferences: SnapshotPreference[] | undefined =
-    cfg.algorithm === 'sweet' && cfg.preferences ? (await preferencePairs(ctx.prisma, data.map((t) => t.sessionId))).map((p) => ({ id: p.id, chosen: p.chosen, rejected: p.rejected })) : undefined;
+    cfg.algorithm === 'sweet' && cfg.preferences ? (await peoplePairs(ctx.prisma, data.map((t) => t.sessionId))).map((p) => ({ id: p.id, chosen: p.chosen, rejected: p.rejected })) : undefined;
   return createTrainingRun(
     ctx.prisma,
     {
@@ -223,7 +223,7 @@ async function snapshotPreferences(r: RunState, data: readonly Trajectory[]): Pr
   const recorded = (run.dataSnapshot as { preferences?: SnapshotPreference[] } | null)?.preferences ?? [];
   if (recorded.length === 0) return [];
   const key = (p: SnapshotPreference) => `${p.id}:${p.chosen}:${p.rejected}`;
-  const holding = new Set((await preferencePairs(r.ctx.prisma, data.map((t) => t.sessionId))).map(key));
+  const holding = new Set((await peoplePairs(r.ctx.prisma, data.map((t) => t.sessionId))).map(key));
   const kept = recorded.filter((p) => holding.has(key(p)));
   if (kept.length < recorded.length) r.say(`${recorded.length - kept.length} preference(s) of the snapshot no longer hold (withdrawn, changed, or a session no longer usable): left out`);
   return kept.map((p) => ({ chosen: p.chosen, rejected: p.rejected }));

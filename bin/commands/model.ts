@@ -30,14 +30,14 @@ function collect(value: string, previous: string[]): string[] {
 }
 
 /** Loads a checkpoint in this process on the configured backend. */
-async function loadEngine(dir: string) {
+async function loadPolicy(dir: string) {
   const [{ loadConfig }, { existsSync }] = await Promise.all([import('../config.ts'), import('node:fs')]);
   const config = loadConfig();
   if (!existsSync(dir)) throw new Error(`no such checkpoint directory: ${dir}`);
   const { initBackend } = await import('../../trainer/model/backend.ts');
   await initBackend(config.TFJS_BACKEND);
-  const { Engine } = await import('../../trainer/model/engine.ts');
-  return Engine.load(dir);
+  const { LoadedPolicy } = await import('../../trainer/model/loaded-policy.ts');
+  return LoadedPolicy.load(dir);
 }
 
 export function registerModelCommands(program: Command): void {
@@ -50,9 +50,9 @@ export function registerModelCommands(program: Command): void {
     .requiredOption('--ids <ids>', 'comma-separated token ids, e.g. 1,2,3', parseIds)
     .option('--json', 'print {"logits": number[][]} (one row a position, full vocabulary)')
     .action(async (opts: { checkpoint: string; ids: number[]; json?: boolean }) => {
-      const engine = await loadEngine(opts.checkpoint);
+      const policy = await loadPolicy(opts.checkpoint);
       try {
-        const logits = await engine.logits(opts.ids);
+        const logits = await policy.logits(opts.ids);
         if (opts.json) {
           process.stdout.write(JSON.stringify({ logits }) + '\n');
           return;
@@ -62,11 +62,11 @@ export function registerModelCommands(program: Command): void {
             .map((v, id) => [id, v] as const)
             .sort((a, b) => b[1] - a[1])
             .slice(0, 5)
-            .map(([id, v]) => `${id}:${JSON.stringify(engine.tokenizer.idToToken(id) ?? '')}=${v.toFixed(3)}`);
+            .map(([id, v]) => `${id}:${JSON.stringify(policy.tokenizer.idToToken(id) ?? '')}=${v.toFixed(3)}`);
           console.log(`position ${t} (token ${opts.ids[t]}): top ${top.join('  ')}`);
         });
       } finally {
-        engine.dispose();
+        policy.dispose();
       }
     });
 
@@ -96,13 +96,13 @@ export function registerModelCommands(program: Command): void {
         stop: string[];
         json?: boolean;
       }) => {
-        const engine = await loadEngine(opts.checkpoint);
+        const policy = await loadPolicy(opts.checkpoint);
         try {
           const messages = [
             ...(opts.system !== undefined ? [{ role: 'system' as const, content: opts.system }] : []),
             { role: 'user' as const, content: opts.prompt },
           ];
-          const [result] = await engine.generate([opts.chat ? { messages } : { text: opts.prompt }], {
+          const [result] = await policy.generate([opts.chat ? { messages } : { text: opts.prompt }], {
             maxTokens: opts.maxTokens,
             temperature: opts.temperature,
             topP: opts.topP,
@@ -112,7 +112,7 @@ export function registerModelCommands(program: Command): void {
           if (opts.json) process.stdout.write(JSON.stringify(result) + '\n');
           else process.stdout.write(result!.text + '\n');
         } finally {
-          engine.dispose();
+          policy.dispose();
         }
       },
     );

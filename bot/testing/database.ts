@@ -55,6 +55,23 @@ async function withAdmin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Whether the Postgres the tests use answers (test/preflight.ts asks before `npm test`): null when it does, else
+ * where it looked and why it failed.
+ */
+export async function testPostgresProblem(): Promise<{ server: string; fromEnv: boolean; error: string } | null> {
+  const c = new pg.Client(poolConfig(admin()));
+  try {
+    await c.connect();
+    await c.query('SELECT 1');
+    return null;
+  } catch (err) {
+    return { server: `${admin().host}:${admin().port}`, fromEnv: !!process.env.TEST_POSTGRES_URL, error: (err as Error).message };
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
 function migrationsHash(): string {
   const h = createHash('sha256');
   for (const entry of readdirSync(MIGRATIONS_DIR).sort()) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { preferencePairs, topBottomPairs, widestGaps } from '../../trainer/pairs.ts';
+import { rewardPairs, topBottomPairs, widestGaps } from '../../trainer/pairs.ts';
 import { sessionReward as blendedReward } from '../../prisma/session-store.ts';
 
 describe('reward blending', () => {
@@ -15,12 +15,12 @@ describe('reward blending', () => {
 describe('trajectory preference pairs', () => {
   const t = (id: string, groupId: string, reward: number) => ({ id, groupId, reward });
   it('pairs only within a task and only strictly better with worse', () => {
-    const pairs = preferencePairs([t('a', 'x', 1), t('b', 'x', 0.5), t('c', 'x', 0.5), t('d', 'y', 1), t('e', 'z', 0.2), t('f', 'z', 0.1)]);
+    const pairs = rewardPairs([t('a', 'x', 1), t('b', 'x', 0.5), t('c', 'x', 0.5), t('d', 'y', 1), t('e', 'z', 0.2), t('f', 'z', 0.1)]);
     const names = pairs.map((p) => p.chosen.id + '>' + p.rejected.id).sort();
     expect(names).toEqual(['a>b', 'a>c', 'e>f']);
   });
   it('pairs the best trajectory of a task against each worse one, as the official code does (not every ordered pair)', () => {
-    const pairs = preferencePairs([t('a', 'x', 1), t('b', 'x', 0.5), t('c', 'x', 0)]);
+    const pairs = rewardPairs([t('a', 'x', 1), t('b', 'x', 0.5), t('c', 'x', 0)]);
     // b > c is a valid preference too, but the official implementation only uses the best as chosen.
     expect(pairs.map((p) => p.chosen.id + '>' + p.rejected.id)).toEqual(['a>c', 'a>b']);
   });
@@ -28,13 +28,13 @@ describe('trajectory preference pairs', () => {
     const k = (id: string, groupId: string, reward: number, key: string) => ({ id, groupId, reward, key });
     const one = [k('id-9', 'g2', 1, 'k1'), k('id-1', 'g2', 1, 'k0'), k('id-5', 'g1', 0.2, 'k3'), k('id-2', 'g1', 0, 'k2'), k('id-3', 'g2', 0, 'k5')];
     const other = [...one].reverse().map((x, i) => ({ ...x, id: `other-${i}` }));
-    const names = (ps: ReturnType<typeof preferencePairs<ReturnType<typeof k>>>) => ps.map((p) => `${p.chosen.key}>${p.rejected.key}`);
+    const names = (ps: ReturnType<typeof rewardPairs<ReturnType<typeof k>>>) => ps.map((p) => `${p.chosen.key}>${p.rejected.key}`);
     // Equal best rewards: the first by key (k0) is chosen; groups in key order (g1 before g2).
-    expect(names(preferencePairs(one))).toEqual(['k3>k2', 'k0>k5']);
-    expect(names(preferencePairs(other))).toEqual(names(preferencePairs(one)));
+    expect(names(rewardPairs(one))).toEqual(['k3>k2', 'k0>k5']);
+    expect(names(rewardPairs(other))).toEqual(names(rewardPairs(one)));
   });
   it('keeps the largest gaps when capped', () => {
-    const pairs = preferencePairs([t('a', 'x', 1), t('b', 'x', 0.9), t('c', 'x', 0)], 1);
+    const pairs = rewardPairs([t('a', 'x', 1), t('b', 'x', 0.9), t('c', 'x', 0)], 1);
     expect(pairs.map((p) => p.chosen.id + '>' + p.rejected.id)).toEqual(['a>c']);
   });
 });

@@ -13,6 +13,7 @@ import * as tf from '@tensorflow/tfjs';
 import { disposeCache, selectCacheRows } from './decoder.ts';
 import type { Decoder, KVCache } from './decoder.ts';
 import type { TextTokenizer } from './tokenizer.ts';
+import { StopMatcher } from './stop-strings.ts';
 
 export interface GenerateOptions {
   /** Most new tokens per row (default 256). The context limit (max_position_embeddings) also ends a row. */
@@ -167,8 +168,8 @@ interface Row {
   rand: () => number;
   limit: number;
   done?: { reason: FinishReason; text: string; stopString?: string };
-  /** Decoded text length already searched for stop strings (minus the longest stop, to catch overlaps). */
-  searched: number;
+  /** Searches the decoded text for the stop strings (absent without any). */
+  stops?: StopMatcher;
 }
 
 /**
@@ -193,7 +194,6 @@ export async function generate(
   const sampleable = Math.min(V, tokenizer.vocabSize);
   const eos = new Set(options.eosTokenIds ?? tokenizer.eosTokenIds);
   const stops = options.stop ?? [];
-  const longestStop = stops.reduce((m, s) => Math.max(m, s.length), 0);
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
   const seeds = options.seeds;
   if (seeds && seeds.length !== prompts.length) throw new Error(`generate: ${seeds.length} seeds for ${prompts.length} prompts`);
@@ -204,7 +204,7 @@ export async function generate(
     logprobs: [],
     rand: seeds ? seededRandom(seeds[index]!, 0) : seededRandom(seed, index),
     limit: Math.min(maxTokens, ctx - prompt.length),
-    searched: 0,
+    ...(stops.length > 0 ? { stops: new StopMatcher(stops) } : {}),
   }));
 
   // Left-padded prompt batch.
@@ -237,7 +237,7 @@ export async function generate(
         row.ids.push(tok);
         row.logprobs.push(logp[tok]!);
         next.push(tok);
-        finishIfDone(row, tok, eos, stops, longestStop, tokenizer);
+        finishIfDone(row, tok, eos, tokenizer);
       }
       const cancelled = options.shouldStop?.() === true;
       const keep: number[] = [];
@@ -279,28 +279,16 @@ export async function generate(
   });
 }
 
-function finishIfDone(row: Row, tok: number, eos: Set<number>, stops: readonly string[], longestStop: number, tokenizer: TextTokenizer): void {
+function finishIfDone(row: Row, tok: number, eos: Set<number>, tokenizer: TextTokenizer): void {
   if (eos.has(tok)) {
     row.done = { reason: 'eos', text: tokenizer.decode(row.ids.slice(0, -1)) };
     return;
   }
-  if (stops.length > 0) {
+  if (row.stops) {
     const text = tokenizer.decode(row.ids);
-    // Back off by the longest stop (a match may straddle the old end) and a few characters more, since an
-    // incomplete UTF-8 sequence at the old end decoded to replacement characters that are now a real one.
-    const from = Math.max(0, row.searched - longestStop - 3);
-    let cut = -1;
-    let which: string | undefined;
-    for (const s of stops) {
-      const at = text.indexOf(s, from);
-      if (at >= 0 && (cut < 0 || at < cut)) {
-        cut = at;
-        which = s;
-      }
-    }
-    row.searched = text.length;
-    if (cut >= 0) {
-      row.done = { reason: 'stop', text: text.slice(0, cut), stopString: which! };
+    const match = row.stops.find(text);
+    if (match) {
+      row.done = { reason: 'stop', text: text.slice(0, match.at), stopString: match.stop };
       return;
     }
     if (row.ids.length >= row.limit) row.done = { reason: 'length', text };

@@ -4,11 +4,11 @@
 // pending and later request with a clear message instead of hanging.
 import { Worker } from 'node:worker_threads';
 import type { BackendChoice } from './backend.ts';
-import type { PromptInput, ScoreRequest } from './engine.ts';
+import type { PromptInput, ScoreRequest } from './loaded-policy.ts';
 import type { GenerateOptions, GenerationResult } from './generate.ts';
 import type { SerializedError, WorkerInfo, WorkerInit, WorkerMessage, WorkerRequest, WorkerResultMap } from './worker.ts';
 
-export type { PromptInput, ScoreRequest } from './engine.ts';
+export type { PromptInput, ScoreRequest } from './loaded-policy.ts';
 export type { GenerateOptions, GenerationResult } from './generate.ts';
 export type { WorkerInfo } from './worker.ts';
 

@@ -40,7 +40,7 @@ export interface PolicyAgent extends Agent {
   close(): Promise<void>;
 }
 
-/** Counts prompt tokens exactly as the worker will encode them (Engine.encodePrompt), on this thread. */
+/** Counts prompt tokens exactly as the worker will encode them (LoadedPolicy.encodePrompt), on this thread. */
 interface PromptCounter {
   count(messages: readonly ChatMessage[]): number;
   token(id: number): string;

@@ -1,5 +1,5 @@
 // The inference worker: runs in a worker_threads thread (started through worker-entry.mjs, which registers
-// tsx), holds one loaded Engine and answers requests from inference.ts's client. The model's forward passes are
+// tsx), holds one LoadedPolicy and answers requests from inference.ts's client. The model's forward passes are
 // synchronous tfjs work; here they block only this thread, never the bot's event loop (gateway heartbeats,
 // Discord's 3-second acknowledgements).
 //
@@ -13,7 +13,7 @@
 import { parentPort, threadId, workerData } from 'node:worker_threads';
 import type { BackendChoice } from './backend.ts';
 import type { GenerateOptions, GenerationResult } from './generate.ts';
-import type { EngineInfo, PromptInput, ScoreRequest } from './engine.ts';
+import type { LoadedPolicyInfo, PromptInput, ScoreRequest } from './loaded-policy.ts';
 
 export interface WorkerInit {
   checkpointDir: string;
@@ -35,7 +35,7 @@ export type WorkerRequest =
   | { id: number; op: 'close' }
   | { op: 'cancel'; target: number };
 
-export interface WorkerInfo extends EngineInfo {
+export interface WorkerInfo extends LoadedPolicyInfo {
   backend: string;
   threadId: number;
 }
@@ -65,19 +65,19 @@ async function main(): Promise<void> {
   if (!port) throw new Error('worker.ts must run in a worker thread (start it through inference.ts)');
   const init = workerData as WorkerInit;
 
-  let engine: import('./engine.ts').Engine;
+  let policy: import('./loaded-policy.ts').LoadedPolicy;
   let backendName: string;
   try {
     // Imported here so that a failure to load tfjs is reported as 'fatal' like any other.
     const { initBackend } = await import('./backend.ts');
     backendName = (await initBackend(init.backend)).name;
-    const { Engine } = await import('./engine.ts');
-    engine = await Engine.load(init.checkpointDir);
+    const { LoadedPolicy } = await import('./loaded-policy.ts');
+    policy = await LoadedPolicy.load(init.checkpointDir);
   } catch (err) {
     port.postMessage({ type: 'fatal', error: serializeError(err) } satisfies WorkerMessage);
     return;
   }
-  const info = (): WorkerInfo => ({ ...engine.info(), backend: backendName, threadId });
+  const info = (): WorkerInfo => ({ ...policy.info(), backend: backendName, threadId });
   port.postMessage({ type: 'ready', info: info() } satisfies WorkerMessage);
 
   const cancelled = new Set<number>();
@@ -88,19 +88,19 @@ async function main(): Promise<void> {
     if (cancelled.has(req.id)) throw Object.assign(new Error('request cancelled'), { name: 'AbortError' });
     switch (req.op) {
       case 'generate': {
-        const results = await engine.generate(req.prompts, { ...req.options, shouldStop: () => cancelled.has(req.id) });
+        const results = await policy.generate(req.prompts, { ...req.options, shouldStop: () => cancelled.has(req.id) });
         if (cancelled.has(req.id)) throw Object.assign(new Error('request cancelled'), { name: 'AbortError' });
         return results;
       }
       case 'logprobs':
-        return engine.logprobs(req.items, req.batchSize !== undefined ? { batchSize: req.batchSize } : {});
+        return policy.logprobs(req.items, req.batchSize !== undefined ? { batchSize: req.batchSize } : {});
       case 'encode':
-        return engine.encodePrompt(req.prompt);
+        return policy.encodePrompt(req.prompt);
       case 'load': {
-        const { Engine } = await import('./engine.ts');
-        const next = await Engine.load(req.checkpointDir);
-        const old = engine;
-        engine = next;
+        const { LoadedPolicy } = await import('./loaded-policy.ts');
+        const next = await LoadedPolicy.load(req.checkpointDir);
+        const old = policy;
+        policy = next;
         old.dispose();
         return info();
       }
@@ -132,7 +132,7 @@ async function main(): Promise<void> {
       }
       port.postMessage(msg);
       if (req.op === 'close') {
-        engine.dispose();
+        policy.dispose();
         port.close();
       }
     });

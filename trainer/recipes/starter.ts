@@ -28,7 +28,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import cliProgress from 'cli-progress';
-import type { z } from 'zod';
 import type { Agent, ChatMessage } from '../../tasks/agent.ts';
 import { MINI_TEMPLATES } from '../../tasks/mini.ts';
 import { ANSWER_MARKER } from '../../tasks/protocol.ts';
@@ -42,8 +41,8 @@ import { crossEntropy } from '../model/ops.ts';
 import { AdamW, warmupCosine } from '../model/optim.ts';
 import { TextTokenizer, saveTokenizerFiles } from '../model/tokenizer.ts';
 import { TrainStep } from '../model/train-step.ts';
-import type { demonstratorMixSchema } from '../presets.ts';
 import { copyDrills } from './copy-drills.ts';
+import type { DemonstratorMix } from './demonstrator-mix.ts';
 
 /** Bumped whenever the recipe changes, so an old starter directory is rebuilt rather than reused. */
 export const STARTER_RECIPE_VERSION = 4;
@@ -137,9 +136,6 @@ export interface CopyDrillPhase {
   /** Drills made for the phase (a few epochs' worth: about six fill an update). */
   drills: number;
 }
-
-/** Weights of the careful expert, the hasty agent and the noisy expert, and the noisy expert's mistake rate. */
-export type DemonstratorMix = z.infer<typeof demonstratorMixSchema>;
 
 export const DEFAULT_RECIPE: Omit<StarterRecipe, 'seed'> = {
   steps: 1200,

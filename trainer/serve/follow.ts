@@ -9,7 +9,7 @@ import type { Database } from '../../prisma/db.ts';
 import type { PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import { checkpointOf, deployedPolicy, POLICY_CHANNEL } from '../../prisma/policy-store.ts';
 import type { BackendChoice } from '../model/backend.ts';
-import type { EngineStartOptions, ServingEngine } from './engine.ts';
+import type { EngineStartOptions, ServingEngine } from './engine-contract.ts';
 import type { EngineSlot } from './slot.ts';
 
 export type EngineKind = 'llama' | 'tfjs';

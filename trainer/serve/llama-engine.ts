@@ -53,9 +53,10 @@ import { ChatFormatter } from '../model/chat.ts';
 import { readConfig } from '../model/checkpoint.ts';
 import { seededRandom } from '../../tasks/random.ts';
 import { descendingOrder, sampleToken } from '../model/generate.ts';
+import { StopMatcher } from '../model/stop-strings.ts';
 import { TextTokenizer } from '../model/tokenizer.ts';
-import { EngineOverloadedError, EngineRequestError } from './engine.ts';
-import type { EngineRequest, EngineResult, EngineStartOptions, EngineStats, EngineStream, EngineToken, ServingEngine } from './engine.ts';
+import { EngineOverloadedError, EngineRequestError } from './engine-contract.ts';
+import type { EngineRequest, EngineResult, EngineStartOptions, EngineStats, EngineStream, EngineToken, ServingEngine } from './engine-contract.ts';
 import { convertAdapterToGguf, convertCheckpointToGguf, type GgufDtype } from './gguf-convert.ts';
 import { validateAdapterGguf, validateModelGguf } from './gguf-validate.ts';
 import { pickSequence, planBatch } from './llama-schedule.ts';
@@ -222,11 +223,10 @@ export class CompletionText {
   private anchor = 0;
   private stable = '';
   private emitted = 0;
-  private searched = 0;
-  private readonly longestStop: number;
+  private readonly stops: StopMatcher;
 
-  constructor(private readonly decode: (ids: number[]) => string, private readonly stops: readonly string[]) {
-    this.longestStop = stops.reduce((m, s) => Math.max(m, s.length), 0);
+  constructor(private readonly decode: (ids: number[]) => string, stops: readonly string[]) {
+    this.stops = new StopMatcher(stops);
   }
 
   /** Adds a token; returns the text it releases, and whether a stop string ended the completion. */
@@ -241,26 +241,9 @@ export class CompletionText {
       this.stable = full;
       this.anchor = this.ids.length;
     }
-    if (this.stops.length === 0) return { text: this.release(full, full.length - partial), stopped: false };
-    const from = Math.max(0, this.searched - this.longestStop - 3);
-    let cut = -1;
-    for (const s of this.stops) {
-      const at = full.indexOf(s, from);
-      if (at >= 0 && (cut < 0 || at < cut)) cut = at;
-    }
-    this.searched = full.length;
-    if (cut >= 0) return { text: this.release(full, cut), stopped: true };
-    // Hold back the longest end of the text that begins some stop string.
-    let hold = 0;
-    for (const s of this.stops) {
-      for (let k = Math.min(s.length - 1, full.length); k > hold; k--) {
-        if (full.endsWith(s.slice(0, k))) {
-          hold = k;
-          break;
-        }
-      }
-    }
-    return { text: this.release(full, full.length - Math.max(hold, partial)), stopped: false };
+    const match = this.stops.find(full);
+    if (match) return { text: this.release(full, match.at), stopped: true };
+    return { text: this.release(full, full.length - Math.max(this.stops.pendingLength(full), partial)), stopped: false };
   }
 
   /** Everything not yet released (the end of a completion that no stop string cut). */

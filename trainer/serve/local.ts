@@ -9,8 +9,8 @@
 import type { Logger } from '../../tasks/logger.ts';
 import type { PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import type { BackendChoice } from '../model/backend.ts';
-import { EngineRequestError } from './engine.ts';
-import type { EngineRequest, EngineStats, EngineStream, ServingEngine } from './engine.ts';
+import { EngineRequestError } from './engine-contract.ts';
+import type { EngineRequest, EngineStats, EngineStream, ServingEngine } from './engine-contract.ts';
 import { engineFactory, servingTarget, type EngineFactory, type EngineKind } from './follow.ts';
 import { startServer, type RunningServer } from './server.ts';
 

@@ -11,8 +11,8 @@ import type { Logger } from '../../tasks/logger.ts';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { z } from 'zod';
 import type { ChatMessage } from '../../tasks/agent.ts';
-import { EngineOverloadedError, EngineRequestError } from './engine.ts';
-import type { EngineRequest, EngineResult, EngineToken, ServingEngine } from './engine.ts';
+import { EngineOverloadedError, EngineRequestError } from './engine-contract.ts';
+import type { EngineRequest, EngineResult, EngineToken, ServingEngine } from './engine-contract.ts';
 import { EngineSlot } from './slot.ts';
 
 export interface ServerOptions {

@@ -1,7 +1,7 @@
 // The engine a server answers with, swappable while requests run: each request leases the engine that is current
 // when it arrives and keeps it to the end, so a deploy sends new requests to the new engine while those already
 // running finish on the old one, which is closed once its last lease is returned. Imports only engine.ts's types.
-import type { ServingEngine } from './engine.ts';
+import type { ServingEngine } from './engine-contract.ts';
 
 export interface EngineLease {
   readonly engine: ServingEngine;

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import type { BackendChoice } from '../model/backend.ts';
 import { InferenceClient } from '../model/inference.ts';
 import { TextTokenizer } from '../model/tokenizer.ts';
-import { EngineOverloadedError, EngineRequestError } from './engine.ts';
-import type { EngineRequest, EngineResult, EngineStartOptions, EngineStats, EngineStream, EngineToken, ServingEngine } from './engine.ts';
+import { EngineOverloadedError, EngineRequestError } from './engine-contract.ts';
+import type { EngineRequest, EngineResult, EngineStartOptions, EngineStats, EngineStream, EngineToken, ServingEngine } from './engine-contract.ts';
 import { TokenChannel } from './token-channel.ts';
 
 export interface TfjsEngineOptions extends EngineStartOptions {

@@ -1,7 +1,7 @@
 // A one-consumer channel of decoded tokens: the producer (an engine's scheduler) pushes tokens and finally a
 // result or an error; the consumer (the HTTP server) iterates the tokens and awaits the result. This is the
 // EngineStream of engine.ts in its simplest honest form; imports only engine.ts's types.
-import type { EngineResult, EngineStream, EngineToken } from './engine.ts';
+import type { EngineResult, EngineStream, EngineToken } from './engine-contract.ts';
 
 export class TokenChannel implements EngineStream {
   private readonly buffered: EngineToken[] = [];

@@ -3,14 +3,14 @@ import { execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { initBackend } from '../../../trainer/model/backend.ts';
-import { Engine } from '../../../trainer/model/engine.ts';
+import { LoadedPolicy } from '../../../trainer/model/loaded-policy.ts';
 import { generate } from '../../../trainer/model/generate.ts';
 import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
 import { SWEETLOOP_ENTRY } from '../../../bot/testing/sweetloop-cli.ts';
 
 const run = promisify(execFile);
 let dir: string;
-let engine: Engine;
+let engine: LoadedPolicy;
 let backend: string;
 
 /** Runs the real `sweetloop` launcher on the same tfjs backend as this process. */
@@ -24,7 +24,7 @@ function sweetloop(args: string[]) {
 beforeAll(async () => {
   backend = (await initBackend()).name;
   dir = await makeTinyCheckpoint({ seed: 5 });
-  engine = await Engine.load(dir);
+  engine = await LoadedPolicy.load(dir);
 });
 
 afterAll(async () => {

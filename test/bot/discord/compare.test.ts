@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { storeFinishedSession } from '../../../prisma/session-store.ts';
-import { preferencePairs } from '../../../prisma/preference-store.ts';
+import { peoplePairs } from '../../../prisma/preference-store.ts';
 import { exportPreferences } from '../../../bot/export/preferences.ts';
 import { DEV_PRIVACY_KEY, deletePerson } from '../../../bot/privacy.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
@@ -70,7 +70,7 @@ describe('/compare', () => {
     await h.reply(click, (s) => s.content.includes('you chose "Agent B helped more"'), 'thanks');
     const answered = await h.tdb.prisma.preference.findUniqueOrThrow({ where: { id: stored.id } });
     expect(answered.choice).toBe('b');
-    expect(await preferencePairs(h.tdb.prisma, sessions)).toEqual([{ id: stored.id, chosen: stored.sessionBId, rejected: stored.sessionAId, raterId: answered.raterId }]);
+    expect(await peoplePairs(h.tdb.prisma, sessions)).toEqual([{ id: stored.id, chosen: stored.sessionBId, rejected: stored.sessionAId, raterId: answered.raterId }]);
 
     const out = new PassThrough();
     let text = '';

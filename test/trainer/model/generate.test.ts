@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../../../trainer/model/backend.ts';
-import { Engine } from '../../../trainer/model/engine.ts';
+import { LoadedPolicy } from '../../../trainer/model/loaded-policy.ts';
 import { loadCheckpoint } from '../../../trainer/model/checkpoint.ts';
 import { Decoder } from '../../../trainer/model/decoder.ts';
 import { descendingOrder, generate, sampleToken } from '../../../trainer/model/generate.ts';
@@ -11,14 +11,14 @@ import { completionLogprobs, completionLogprobValues } from '../../../trainer/mo
 import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
 
 let dir: string;
-let engine: Engine;
+let engine: LoadedPolicy;
 let prompts: number[][];
 let trainable: Decoder;
 
 beforeAll(async () => {
   await initBackend();
   dir = await makeTinyCheckpoint({ seed: 3 });
-  engine = await Engine.load(dir);
+  engine = await LoadedPolicy.load(dir);
   trainable = (await loadCheckpoint(dir, { name: 'trainable', trainable: true })).model;
   // Different lengths, so a batch is left-padded.
   prompts = ['def scale(values', 'What should the function return when', 'I', 'It should return 7.\n<|im_end|>'].map((s) => engine.tokenizer.encode(s));

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../../../trainer/model/backend.ts';
 import { checkpointSha256 } from '../../../trainer/model/checkpoint.ts';
-import { Engine } from '../../../trainer/model/engine.ts';
+import { LoadedPolicy } from '../../../trainer/model/loaded-policy.ts';
 import { openSafetensors } from '../../../trainer/model/safetensors.ts';
 import {
   DEFAULT_RECIPE,
@@ -95,7 +95,7 @@ describe('the shipped starter policy', () => {
       return { prompt: { messages: d.slice(0, i) }, completion: d[i]!.content };
     });
     const meanNll = async (ckpt: string) => {
-      const engine = await Engine.load(ckpt);
+      const engine = await LoadedPolicy.load(ckpt);
       try {
         const lp = (await engine.logprobs(items)).flat();
         return -lp.reduce((a, b) => a + b, 0) / lp.length;

@@ -3,7 +3,7 @@ import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/pro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initBackend } from '../../../trainer/model/backend.ts';
-import { Engine } from '../../../trainer/model/engine.ts';
+import { LoadedPolicy } from '../../../trainer/model/loaded-policy.ts';
 import * as tf from '@tensorflow/tfjs';
 import { llamaConfig } from '../../../trainer/model/architecture.ts';
 import { Decoder } from '../../../trainer/model/decoder.ts';
@@ -151,7 +151,7 @@ describe('starter policy', () => {
     expect(report.finalLoss).toBeLessThan(report.initialLoss);
     expect(lines.some((l) => l.includes('update 8/8'))).toBe(true);
 
-    const engine = await Engine.load(dir);
+    const engine = await LoadedPolicy.load(dir);
     try {
       expect(engine.info().chatTemplate).toBe('model');
       expect(engine.model.numParameters).toBe(built.numParameters);

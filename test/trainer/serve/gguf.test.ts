@@ -16,7 +16,7 @@ import { chatMlTokenizerConfig, trainByteLevelBpe } from '../../../trainer/model
 import { CHATML_TEMPLATE, ChatFormatter } from '../../../trainer/model/chat.ts';
 import { loadCheckpoint, readConfig, saveCheckpoint } from '../../../trainer/model/checkpoint.ts';
 import { Decoder } from '../../../trainer/model/decoder.ts';
-import { Engine } from '../../../trainer/model/engine.ts';
+import { LoadedPolicy } from '../../../trainer/model/loaded-policy.ts';
 import { addLora, mergeLora, saveLora } from '../../../trainer/model/lora.ts';
 import { saveTokenizerFiles, TextTokenizer } from '../../../trainer/model/tokenizer.ts';
 import { encodeGgufHeader, GgufFormatError, gguf, readGgufHeader, writeGguf, type GgufValue } from '../../../trainer/serve/gguf.ts';
@@ -93,7 +93,7 @@ async function llamaGreedy(modelPath: string, ids: number[], vocab: number, adap
   }
 }
 
-async function tfjsGreedy(engine: Engine, ids: number[]): Promise<Trace> {
+async function tfjsGreedy(engine: LoadedPolicy, ids: number[]): Promise<Trace> {
   const [g] = await engine.generate([{ ids }], { maxTokens: STEPS, temperature: 0, eosTokenIds: [] });
   const logits = await engine.logits([...ids, ...g!.tokenIds.slice(0, -1)]);
   const probs = g!.tokenIds.map((_, t) => {
@@ -114,8 +114,8 @@ function maxProbDiff(a: Trace, b: Trace): number {
   return m;
 }
 
-async function compare(dir: string, gguf: string, adapterGguf?: string, engine?: Engine): Promise<{ llama: Trace; tfjs: Trace; diff: number }> {
-  const eng = engine ?? (await Engine.load(dir));
+async function compare(dir: string, gguf: string, adapterGguf?: string, engine?: LoadedPolicy): Promise<{ llama: Trace; tfjs: Trace; diff: number }> {
+  const eng = engine ?? (await LoadedPolicy.load(dir));
   try {
     const ids = eng.encodePrompt({ messages: PROMPT });
     const t = await tfjsGreedy(eng, ids);
@@ -231,7 +231,7 @@ describe('GGUF conversion against the tfjs decoder', () => {
     expect(v).toMatchObject({ rank: 4, alpha: 8 });
     const base = await convertCheckpointToGguf(dir, { cacheDir: join(work, 'cache') });
     const tok = await TextTokenizer.load(dir);
-    const merged = new Engine(model, tok, ChatFormatter.fromTokenizer(tok), dir);
+    const merged = new LoadedPolicy(model, tok, ChatFormatter.fromTokenizer(tok), dir);
     const r = await compare(dir, base.path, conv.path, merged);
     console.log(`LoRA r=4 on all 7 modules, F32: greedy ${r.llama.tokens.length} tokens, max |Δp| ${r.diff.toExponential(2)}`);
     expect(r.llama.tokens).toEqual(r.tfjs.tokens);

@@ -10,10 +10,10 @@ import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
 import { initBackend } from '../../../trainer/model/backend.ts';
 import { ChatFormatter } from '../../../trainer/model/chat.ts';
 import { loadCheckpoint } from '../../../trainer/model/checkpoint.ts';
-import { Engine } from '../../../trainer/model/engine.ts';
+import { LoadedPolicy } from '../../../trainer/model/loaded-policy.ts';
 import { addLora, mergeLora, saveLora } from '../../../trainer/model/lora.ts';
 import { TextTokenizer } from '../../../trainer/model/tokenizer.ts';
-import { EngineOverloadedError, EngineRequestError, type EngineRequest, type EngineStream, type EngineToken } from '../../../trainer/serve/engine.ts';
+import { EngineOverloadedError, EngineRequestError, type EngineRequest, type EngineStream, type EngineToken } from '../../../trainer/serve/engine-contract.ts';
 import { CompletionText, LlamaCppEngine } from '../../../trainer/serve/llama-engine.ts';
 
 const DIALOGUE = [
@@ -49,7 +49,7 @@ afterAll(async () => {
 describe('LlamaCppEngine', () => {
   it('renders the chat template and decodes exactly what the tfjs path does (greedy)', async () => {
     await initBackend('wasm');
-    const tfjs = await Engine.load(ckpt);
+    const tfjs = await LoadedPolicy.load(ckpt);
     try {
       const [want] = await tfjs.generate([{ messages: DIALOGUE }], { maxTokens: 40, temperature: 0 });
       const got = await collect(engine.generate(request({ maxTokens: 40 })));
@@ -64,7 +64,7 @@ describe('LlamaCppEngine', () => {
 
   it("a dialogue's next turn reuses the KV cache of its previous turn and still decodes what the tfjs path does", async () => {
     await initBackend('wasm');
-    const tfjs = await Engine.load(ckpt);
+    const tfjs = await LoadedPolicy.load(ckpt);
     try {
       const first = await collect(engine.generate(request({ maxTokens: 12 })));
       const next = [...DIALOGUE, { role: 'assistant' as const, content: first.text }, { role: 'user' as const, content: 'And when it holds None?' }];
@@ -159,7 +159,7 @@ describe('LlamaCppEngine', () => {
     await saveLora(adapterDir, model);
     mergeLora(model);
     const tok = await TextTokenizer.load(ckpt);
-    const merged = new Engine(model, tok, ChatFormatter.fromTokenizer(tok), ckpt);
+    const merged = new LoadedPolicy(model, tok, ChatFormatter.fromTokenizer(tok), ckpt);
     let want: string;
     try {
       want = (await merged.generate([{ messages: DIALOGUE }], { maxTokens: 24, temperature: 0 }))[0]!.text;

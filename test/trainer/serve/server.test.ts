@@ -10,7 +10,7 @@ import { createTestDatabase, type TestDatabase } from '../../../bot/testing/data
 import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
 import { switchDeployedPolicy } from '../../../prisma/policy-store.ts';
 import type { PolicyVersion } from '../../../prisma/generated/client.ts';
-import type { EngineRequest, ServingEngine } from '../../../trainer/serve/engine.ts';
+import type { EngineRequest, ServingEngine } from '../../../trainer/serve/engine-contract.ts';
 import { engineFactory, followDeployed, type Follower } from '../../../trainer/serve/follow.ts';
 import { startServer, type RunningServer } from '../../../trainer/serve/server.ts';
 import { EngineSlot } from '../../../trainer/serve/slot.ts';

@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
 import { TextTokenizer } from '../../../trainer/model/tokenizer.ts';
-import { EngineOverloadedError, type EngineRequest } from '../../../trainer/serve/engine.ts';
+import { EngineOverloadedError, type EngineRequest } from '../../../trainer/serve/engine-contract.ts';
 import { TfjsEngine, tokenPieces } from '../../../trainer/serve/tfjs-engine.ts';
 
 let dir: string;

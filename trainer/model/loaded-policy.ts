@@ -20,7 +20,7 @@ export interface ScoreRequest {
   completion: string | readonly number[];
 }
 
-export interface EngineInfo {
+export interface LoadedPolicyInfo {
   checkpointDir: string;
   numParameters: number;
   vocabSize: number;
@@ -29,7 +29,7 @@ export interface EngineInfo {
   chatTemplate: 'model' | 'chatml-default';
 }
 
-export class Engine {
+export class LoadedPolicy {
   constructor(
     readonly model: Decoder,
     readonly tokenizer: TextTokenizer,
@@ -42,11 +42,11 @@ export class Engine {
   }
 
   /** Loads a Hugging Face model directory (config.json, safetensors, tokenizer.json, tokenizer_config.json). */
-  static async load(checkpointDir: string, options: { name?: string } = {}): Promise<Engine> {
+  static async load(checkpointDir: string, options: { name?: string } = {}): Promise<LoadedPolicy> {
     const tokenizer = await TextTokenizer.load(checkpointDir);
     const { model } = await loadCheckpoint(checkpointDir, { name: options.name ?? 'policy', trainable: false });
     try {
-      return new Engine(model, tokenizer, ChatFormatter.fromTokenizer(tokenizer), checkpointDir);
+      return new LoadedPolicy(model, tokenizer, ChatFormatter.fromTokenizer(tokenizer), checkpointDir);
     } catch (err) {
       model.dispose();
       throw err;
@@ -84,7 +84,7 @@ export class Engine {
     return Array.from({ length: ids.length }, (_, t) => Array.from(data.subarray(t * V, (t + 1) * V)));
   }
 
-  info(): EngineInfo {
+  info(): LoadedPolicyInfo {
     return {
       checkpointDir: this.checkpointDir,
       numParameters: this.model.numParameters,

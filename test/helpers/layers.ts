@@ -1,0 +1,215 @@
+// The layering rules as the folders' READMEs state them, checked against the source by test/layers.test.ts:
+// which files may import which ("May import:" lines), and which files may write through Prisma. Source is
+// parsed with the TypeScript compiler, so comments, strings and look-alike calls (a Map's delete) never count.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, posix } from 'node:path';
+import ts from 'typescript';
+
+/** Folders of code that ships; test/ is read for its imports only. */
+export const SOURCE_FOLDERS = ['tasks', 'prisma', 'trainer', 'bot', 'bin', 'bench'] as const;
+export const TOP_FOLDERS: readonly string[] = [...SOURCE_FOLDERS, 'test'];
+/** The layers bottom to top (each README's "May import:" line builds on the one before): "below" in a README means earlier here. */
+export const LAYERS: readonly string[] = ['tasks', 'prisma', 'trainer', 'bot', 'bin'];
+const SOURCE_EXTENSIONS = /\.(c|m)?(t|j)s$/;
+/** Generated or installed code, not ours to check (prisma/generated is written by `prisma generate`). */
+const SKIPPED = new Set(['node_modules', 'prisma/generated']);
+
+export interface SourceFile {
+  /** Relative to the repository root, with forward slashes. */
+  path: string;
+  text: string;
+}
+
+export interface Violation {
+  file: string;
+  line: number;
+  message: string;
+}
+
+export const formatViolation = (v: Violation): string => `${v.file}:${v.line}: ${v.message}`;
+
+export interface ImportRule {
+  /** The folder whose README states the rule; it covers the files below it that no nearer README covers. */
+  folder: string;
+  /** Folders its files may import besides their own (relative to the root, no trailing slash). */
+  allowed: string[];
+  /** The line as written, for messages. */
+  text: string;
+}
+
+const inside = (path: string, folder: string) => path === folder || path.startsWith(`${folder}/`);
+
+/**
+ * Reads a README's "May import:" line; undefined when it has none. Only the first sentence counts, and words in
+ * parentheses are prose (e.g. bot/discord's "`prisma/` (types and errors)" allows `prisma/`).
+ */
+export function parseMayImport(folder: string, readme: string): ImportRule | undefined {
+  const line = /^May import:\s*(.*)$/m.exec(readme)?.[1];
+  if (line === undefined) return undefined;
+  const sentence = line.replace(/\([^)]*\)/g, '').split(/\.(?:\s|$)/)[0]!.trim();
+  const named = [...sentence.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/\/+$/, ''));
+  const lower = sentence.toLowerCase();
+  let allowed: string[];
+  if (lower.startsWith('nothing')) allowed = [];
+  else if (lower.startsWith('everything')) allowed = [...TOP_FOLDERS];
+  else if (lower.startsWith('anything except')) allowed = TOP_FOLDERS.filter((f) => !named.some((n) => inside(f, n)));
+  else if (lower.startsWith('anything below') && named.length === 1 && LAYERS.includes(named[0]!)) allowed = LAYERS.slice(0, LAYERS.indexOf(named[0]!));
+  else if (named.length > 0 && /^(`[^`]+`[\s,]*(and\s+)?)+$/.test(sentence)) allowed = named;
+  else throw new Error(`${folder}/README.md: cannot read its "May import:" line: ${line}`);
+  return { folder, allowed, text: `May import: ${line}` };
+}
+
+function walk(root: string, dir: string, visit: (relPath: string) => void): void {
+  for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+    const rel = posix.join(dir, entry.name);
+    if (SKIPPED.has(entry.name) || SKIPPED.has(rel)) continue;
+    if (entry.isDirectory()) walk(root, rel, visit);
+    else if (entry.isFile()) visit(rel);
+  }
+}
+
+/** The rule of every folder with a README that has a "May import:" line; each top folder must have one. */
+export function loadImportRules(root: string): Map<string, ImportRule> {
+  const rules = new Map<string, ImportRule>();
+  for (const top of TOP_FOLDERS) {
+    walk(root, top, (rel) => {
+      if (posix.basename(rel) !== 'README.md') return;
+      const folder = posix.dirname(rel);
+      const rule = parseMayImport(folder, readFileSync(join(root, rel), 'utf8'));
+      if (rule) rules.set(folder, rule);
+    });
+    if (!rules.has(top)) throw new Error(`${top}/README.md has no "May import:" line`);
+  }
+  return rules;
+}
+
+/** Every TypeScript/JavaScript file under `folders`. */
+export function readSource(root: string, folders: readonly string[] = TOP_FOLDERS): SourceFile[] {
+  const files: SourceFile[] = [];
+  for (const top of folders) {
+    walk(root, top, (rel) => {
+      if (SOURCE_EXTENSIONS.test(rel)) files.push({ path: rel, text: readFileSync(join(root, rel), 'utf8') });
+    });
+  }
+  return files;
+}
+
+/** The Prisma client's model delegates: each `model Name` of the schema is reached as `<client>.name`. */
+export function prismaModels(schema: string): Set<string> {
+  return new Set([...schema.matchAll(/^model\s+(\w+)\s*\{/gm)].map((m) => m[1]![0]!.toLowerCase() + m[1]!.slice(1)));
+}
+
+function parse(file: SourceFile): ts.SourceFile {
+  const kind = /\.(c|m)?js$/.test(file.path) ? ts.ScriptKind.JS : ts.ScriptKind.TS;
+  return ts.createSourceFile(file.path, file.text, ts.ScriptTarget.Latest, true, kind);
+}
+
+function visitAll(node: ts.Node, fn: (n: ts.Node) => void): void {
+  fn(node);
+  ts.forEachChild(node, (child) => visitAll(child, fn));
+}
+
+const lineOf = (sf: ts.SourceFile, node: ts.Node) => sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1;
+
+const literal = (node: ts.Node | undefined): string | undefined =>
+  node && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) ? node.text : undefined;
+
+/**
+ * What a file imports, with the line: `import`/`export ... from`, `import x = require()`, `import('...')` and
+ * `require('...')` with a literal specifier, and `import('...')` types. A computed specifier cannot be checked
+ * here (the code has a few, all npm packages chosen at run time).
+ */
+export function importsOf(file: SourceFile): { specifier: string; line: number }[] {
+  const sf = parse(file);
+  const found: { specifier: string; line: number }[] = [];
+  visitAll(sf, (node) => {
+    let spec: string | undefined;
+    if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) spec = literal(node.moduleSpecifier);
+    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) spec = literal(node.moduleReference.expression);
+    else if (ts.isCallExpression(node) && (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))) spec = literal(node.arguments[0]);
+    else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) spec = literal(node.argument.literal);
+    if (spec !== undefined) found.push({ specifier: spec, line: lineOf(sf, node) });
+  });
+  return found;
+}
+
+function ruleFor(path: string, rules: ReadonlyMap<string, ImportRule>): ImportRule | undefined {
+  for (let dir = posix.dirname(path); dir !== '.'; dir = posix.dirname(dir)) {
+    const rule = rules.get(dir);
+    if (rule) return rule;
+  }
+  return undefined;
+}
+
+/**
+ * Imports a file's rule does not allow. Only our own files are checked (relative specifiers); npm packages and
+ * Node's modules may be imported everywhere. Besides the READMEs' lines, nothing outside bin/ imports bin/
+ * (bin/README.md), save the tests of bin/ itself.
+ */
+export function checkImports(files: readonly SourceFile[], rules: ReadonlyMap<string, ImportRule>): Violation[] {
+  const violations: Violation[] = [];
+  for (const file of files) {
+    const rule = ruleFor(file.path, rules);
+    if (!rule) {
+      violations.push({ file: file.path, line: 1, message: 'no README above it states what it may import' });
+      continue;
+    }
+    for (const { specifier, line } of importsOf(file)) {
+      if (!specifier.startsWith('./') && !specifier.startsWith('../')) continue;
+      const target = posix.normalize(posix.join(posix.dirname(file.path), specifier));
+      const where = `imports ${target}`;
+      if (inside(target, 'bin') && !inside(file.path, 'bin') && !inside(file.path, 'test')) {
+        violations.push({ file: file.path, line, message: `${where}: nothing outside bin/ imports bin/ (bin/README.md)` });
+      } else if (!inside(target, rule.folder) && !rule.allowed.some((f) => inside(target, f))) {
+        violations.push({ file: file.path, line, message: `${where}: ${rule.folder}/README.md says "${rule.text}"` });
+      }
+    }
+  }
+  return violations;
+}
+
+/** Prisma calls that write rows (called on a model delegate) and the raw statements that may. */
+export const WRITE_METHODS: ReadonlySet<string> = new Set(['create', 'createMany', 'createManyAndReturn', 'update', 'updateMany', 'updateManyAndReturn', 'upsert', 'delete', 'deleteMany']);
+export const RAW_WRITES: ReadonlySet<string> = new Set(['$executeRaw', '$executeRawUnsafe']);
+
+/** The stores (prisma/*store*.ts) and the migrator are the only writers (prisma/README.md). */
+export const mayWrite = (path: string): boolean => /^prisma\/[^/]*store[^/]*\.ts$/.test(path) || path === 'prisma/migrate.ts';
+
+/**
+ * Prisma writes outside the stores and the migrator. A delegate is recognised by its name: a write method called
+ * on a property named after a schema model (`prisma.session.update(`, `tx.turn.create(`,
+ * `this.db.prisma.policyVersion.upsert(`), so a Map's or a Discord thread's `.delete(` never counts. A delegate
+ * first put in a variable of its own would be missed; nothing in the code does that. `$executeRaw` and
+ * `$executeRawUnsafe` count wherever they are used (called or as a tagged template).
+ */
+export function checkPrismaWrites(files: readonly SourceFile[], models: ReadonlySet<string>): Violation[] {
+  const violations: Violation[] = [];
+  for (const file of files) {
+    if (mayWrite(file.path)) continue;
+    const sf = parse(file);
+    visitAll(sf, (node) => {
+      if (ts.isPropertyAccessExpression(node) && RAW_WRITES.has(node.name.text)) {
+        violations.push({ file: file.path, line: lineOf(sf, node), message: `${node.name.text} outside the stores (prisma/README.md)` });
+      } else if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && WRITE_METHODS.has(node.expression.name.text)) {
+        const delegate = node.expression.expression;
+        if (ts.isPropertyAccessExpression(delegate) && models.has(delegate.name.text)) {
+          const call = `${delegate.name.text}.${node.expression.name.text}`;
+          violations.push({ file: file.path, line: lineOf(sf, node.expression.name), message: `Prisma write ${call}() outside the stores (prisma/README.md)` });
+        }
+      }
+    });
+  }
+  return violations;
+}
+
+/** Both checks over the repository at `root`: imports everywhere, writes in the source folders. */
+export function checkRepository(root: string): { imports: Violation[]; writes: Violation[] } {
+  const files = readSource(root);
+  const schema = join(root, 'prisma', 'schema.prisma');
+  if (!existsSync(schema)) throw new Error(`no Prisma schema at ${schema}`);
+  const source = files.filter((f) => SOURCE_FOLDERS.some((top) => inside(f.path, top)));
+  return {
+    imports: checkImports(files, loadImportRules(root)),
+    writes: checkPrismaWrites(source, prismaModels(readFileSync(schema, 'utf8'))),
+  };
+}

@@ -1,0 +1,141 @@
+// The layers, read from the source (checker: test/helpers/layers.ts). Imports: every file of tasks/, prisma/,
+// trainer/, bot/, bin/, bench/ and test/ imports only what the "May import:" line of its nearest README allows,
+// and nothing outside bin/ imports bin/. Writes: Prisma writes appear only in prisma/*store*.ts and
+// prisma/migrate.ts. The write rule covers every source folder, bot/testing/ and bench/ included: fixtures and
+// benchmarks that need rows make them through the stores, so a test never starts from a row production could
+// not have written. test/ is outside it: tests plant rows directly on purpose (rows a store would refuse, a
+// crash half-way through a write) to check how the code reads them.
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import {
+  checkImports,
+  checkPrismaWrites,
+  checkRepository,
+  formatViolation,
+  loadImportRules,
+  parseMayImport,
+  prismaModels,
+  type SourceFile,
+  type Violation,
+} from './helpers/layers.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const rules = loadImportRules(root);
+const models = new Set(['session', 'turn', 'policyVersion']);
+const at = (vs: Violation[]) => vs.map((v) => `${v.file}:${v.line}`);
+const lines = (...ls: string[]) => ls.join('\n');
+
+describe('the "May import:" lines', () => {
+  it('reads every phrasing the READMEs use', () => {
+    const allowed = (line: string) => parseMayImport('x', `# x\n\nSome words.\n\nMay import: ${line}\n`)?.allowed;
+    expect(allowed('nothing of ours (only npm packages and Node). Everything else may import it.')).toEqual([]);
+    expect(allowed('`tasks/`. Imported by `trainer/`, `bot/`, `bin/`.')).toEqual(['tasks']);
+    expect(allowed('`tasks/`, `prisma/` (types and errors), `bot/`.')).toEqual(['tasks', 'prisma', 'bot']);
+    expect(allowed('`tasks/`, `trainer/model/`.')).toEqual(['tasks', 'trainer/model']);
+    expect(allowed('everything. Nothing imports `bin/`.')).toEqual(['tasks', 'prisma', 'trainer', 'bot', 'bin', 'bench', 'test']);
+    expect(allowed('anything except `test/` (shared fixtures live in `bot/testing/`).')).toEqual(['tasks', 'prisma', 'trainer', 'bot', 'bin', 'bench']);
+    expect(allowed('anything below `bin/`.')).toEqual(['tasks', 'prisma', 'trainer', 'bot']);
+    expect(parseMayImport('x', '# x\n\nNo rule here.\n')).toBeUndefined();
+    expect(() => parseMayImport('x', 'May import: whatever seems right.')).toThrow(/x\/README.md: cannot read/);
+  });
+
+  it('come from each top folder and from the nested folders that state their own', () => {
+    expect([...rules.keys()].sort()).toEqual(expect.arrayContaining(['bench', 'bin', 'bot', 'bot/discord', 'bot/testing', 'prisma', 'tasks', 'test', 'trainer', 'trainer/model', 'trainer/recipes']));
+    expect(rules.get('tasks')!.allowed).toEqual([]);
+    expect(rules.get('trainer/model')!.allowed).toEqual(['tasks']);
+    expect(rules.get('bot/testing')!.allowed).toEqual(['tasks', 'prisma', 'trainer', 'bot']);
+    expect(rules.get('test')!.allowed).not.toContain('bench');
+  });
+});
+
+describe('the source', () => {
+  const { imports, writes } = checkRepository(root);
+
+  it('imports only what its folder allows, and nothing outside bin/ imports bin/', () => {
+    expect(imports.map(formatViolation)).toEqual([]);
+  });
+
+  it('writes through Prisma only in the stores and the migrator', () => {
+    expect(writes.map(formatViolation)).toEqual([]);
+  });
+});
+
+describe('the checker', () => {
+  it('reports planted imports against the layers with their file and line', () => {
+    const planted: SourceFile[] = [
+      {
+        path: 'tasks/planted.ts',
+        text: lines(
+          "import { buildDialogue } from './protocol.ts';",
+          "import pg from 'pg';",
+          "import { SessionEngine } from '../bot/engine.ts';",
+          "// import { x } from '../bot/engine.ts' in a comment does not count",
+          'const s = "import(\'../bot/engine.ts\')";',
+        ),
+      },
+      {
+        path: 'trainer/model/planted.ts',
+        text: lines("type Agent = import('../../tasks/agent.ts').Agent;", 'export async function f() {', "  const { rewardPairs } = await import('../pairs.ts');", '}'),
+      },
+      { path: 'trainer/recipes/planted.ts', text: "import { LoadedPolicy } from '../model/loaded-policy.ts';\nimport { PRESETS } from '../presets.ts';" },
+      { path: 'bot/discord/planted.ts', text: "export { loadAgent } from '../../trainer/policies/agent-for.ts';" },
+      { path: 'bot/testing/planted.cjs', text: "'use strict';\nconst { loadConfig } = require('../../bin/config.ts');" },
+      { path: 'bench/planted.ts', text: "import { Terminal } from '../test/helpers/terminal.ts';\nimport { readFileSync } from 'node:fs';" },
+      { path: 'bin/planted.ts', text: "import { main } from './cli.ts';\nimport { SessionEngine } from '../bot/engine.ts';" },
+      { path: 'test/planted.test.ts', text: "import { buildProgram } from '../bin/cli.ts';\nimport { heldOutGames } from '../bench/noise.ts';" },
+    ];
+    const found = checkImports(planted, rules);
+    expect(at(found)).toEqual([
+      'tasks/planted.ts:3',
+      'trainer/model/planted.ts:3',
+      'trainer/recipes/planted.ts:2',
+      'bot/discord/planted.ts:1',
+      'bot/testing/planted.cjs:2',
+      'bench/planted.ts:1',
+      'test/planted.test.ts:2',
+    ]);
+    expect(formatViolation(found[0]!)).toBe('tasks/planted.ts:3: imports bot/engine.ts: tasks/README.md says "May import: nothing of ours (only npm packages and Node). Everything else may import it."');
+    expect(found[4]!.message).toMatch(/imports bin\/config\.ts: nothing outside bin\/ imports bin\//);
+  });
+
+  it('reports a planted Prisma write outside a store with its file and line, and no look-alike', () => {
+    const planted: SourceFile[] = [
+      {
+        path: 'bot/planted.ts',
+        text: lines(
+          'export async function planted(ctx: any, tx: any, cache: Map<string, number>, thread: any, client: any) {',
+          "  cache.delete('k');",
+          "  await thread.delete('asked by the person');",
+          "  await ctx.prisma.session.update({ where: { id: 'x' }, data: { threadId: 't' } });",
+          '  await tx.turn.create({ data: {} });',
+          '  await ctx.prisma.$executeRaw`DELETE FROM "Turn"`;',
+          '  await client.chat.completions.create({});',
+          '  // prisma.session.delete({ where: { id } }) in a comment does not count',
+          "  const text = 'prisma.session.delete()';",
+          '  await ctx.prisma',
+          '    .policyVersion',
+          "    .delete({ where: { id: 'x' } });",
+          '  return ctx.prisma.session.findMany();',
+          '}',
+        ),
+      },
+      { path: 'prisma/session-store.ts', text: 'export const f = (p: any) => p.session.update({});' },
+      { path: 'prisma/migrate.ts', text: "export const g = (p: any) => p.$executeRawUnsafe('SELECT 1');" },
+      { path: 'prisma/db.ts', text: "export const h = (p: any) => p.$executeRawUnsafe('TRUNCATE x');" },
+      { path: 'trainer/planted.ts', text: 'export const i = (p: any) => p.policyVersion.upsert({});' },
+    ];
+    const found = checkPrismaWrites(planted, models);
+    expect(found.map(formatViolation)).toEqual([
+      'bot/planted.ts:4: Prisma write session.update() outside the stores (prisma/README.md)',
+      'bot/planted.ts:5: Prisma write turn.create() outside the stores (prisma/README.md)',
+      'bot/planted.ts:6: $executeRaw outside the stores (prisma/README.md)',
+      'bot/planted.ts:12: Prisma write policyVersion.delete() outside the stores (prisma/README.md)',
+      'prisma/db.ts:1: $executeRawUnsafe outside the stores (prisma/README.md)',
+      'trainer/planted.ts:1: Prisma write policyVersion.upsert() outside the stores (prisma/README.md)',
+    ]);
+  });
+
+  it('knows the delegates by the schema\'s model names', () => {
+    expect([...prismaModels('model Session {\n}\nmodel PolicyVersion {\n}\nenum TurnRole {\n}\n')]).toEqual(['session', 'policyVersion']);
+  });
+});

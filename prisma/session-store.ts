@@ -143,6 +143,17 @@ export async function appendHumanTurn(prisma: PrismaClient, sessionId: string, t
   });
 }
 
+/** Records where the session is shown (its Discord thread). */
+export async function attachThread(prisma: PrismaClient, sessionId: string, threadId: string): Promise<void> {
+  await prisma.session.update({ where: { id: sessionId }, data: { threadId } });
+}
+
+/** Records the channel's id of the message that showed an agent turn (it has reached the person). */
+export async function markTurnShown(prisma: PrismaClient, turnId: string, externalMessageId: string): Promise<void> {
+  // updateMany: a turn deleted meanwhile (/privacy delete) is nothing to record, not an error.
+  await prisma.turn.updateMany({ where: { id: turnId }, data: { externalMessageId } });
+}
+
 /** Records that the answer's result reached the person (a restart shows it again only when this is unset). */
 export async function markResultShown(prisma: PrismaClient, sessionId: string, at = new Date()): Promise<void> {
   await prisma.session.updateMany({ where: { id: sessionId, resultShownAt: null }, data: { resultShownAt: at } });

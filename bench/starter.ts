@@ -156,7 +156,7 @@ async function play(task: TaskRecord, agent: Agent, mode: string, index: number)
     score: ev.score,
     success: ev.success,
     turns: episode.turns.filter((t) => t.role === 'agent').length,
-    answered: episode.endedBy === 'answer',
+    answered: episode.endReason === 'answered',
     loads: !ev.error,
     answer: episode.answer,
     ...copied(task, episode.answer),

@@ -7,8 +7,7 @@ import { join, resolve } from 'node:path';
 import { createInterface, type Interface } from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
 import type { TaskKind } from '../tasks/model.ts';
-import { hasConsent } from './consent.ts';
-import { RefusedError, TurnRejectedError, type AgentStep, type EvaluatedSession, type Hooks, type Person, type SessionEngine, type SessionView } from './engine.ts';
+import { RefusedError, TurnRejectedError, type AgentStep, type EvaluatedSession, type Hooks, type Person, type SessionEngine, type SessionView } from './session/engine.ts';
 
 export interface ConsoleOptions {
   engine: SessionEngine;
@@ -84,19 +83,20 @@ export class ConsoleChannel {
     for (const w of await engine.pendingWork()) {
       if (w.kind === 'evaluate') await engine.evaluate(w.session.id).catch(() => {});
     }
-    let p = await engine.participant(person.externalId, this.hooks);
-    if (p?.banned) {
-      this.print('You are not allowed to take part in sessions.');
+    // A pause only stops new sessions (start() refuses them below): an active one may still be finished.
+    const admitted = await engine.admission(person, {}, this.hooks);
+    if ('refused' in admitted && admitted.reason === 'banned') {
+      this.print(admitted.message);
       return this.close();
     }
-    if (!hasConsent(p)) {
+    if ('needsConsent' in admitted) {
       this.print(`\n${this.o.consentText}\n`);
       const a = await this.ask('Do you accept? [y/N] ');
       if (!a || !/^y(es)?$/i.test(a)) {
         this.print('Nothing was recorded. Goodbye.');
         return this.close();
       }
-      p = await engine.acceptConsent(person, this.hooks);
+      await engine.acceptConsent(person, this.hooks);
       this.print('Thank you.');
     }
     for (;;) {

@@ -6,11 +6,12 @@ export class KeyedMutex {
   run<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.tails.get(key) ?? Promise.resolve();
     const next = prev.then(fn, fn);
-    const tail = next.catch(() => {});
-    this.tails.set(key, tail);
-    void tail.then(() => {
+    // Released in the first reaction to `next`, before the caller's: whoever awaited run() sees it free.
+    const release = () => {
       if (this.tails.get(key) === tail) this.tails.delete(key);
-    });
+    };
+    const tail = next.then(release, release);
+    this.tails.set(key, tail);
     return next;
   }
 

@@ -8,7 +8,7 @@ import { openDatabase, type Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { Logger } from '../tasks/logger.ts';
 import { PolicyWatcher } from './deploy-watch.ts';
-import { SessionEngine, type Channel, type EngineObserver } from './engine.ts';
+import { SessionEngine, type Channel, type EngineObserver } from './session/engine.ts';
 import type { Limits } from './limits.ts';
 import { BotServices } from './services.ts';
 import type { Evaluate, RenderPage } from './evaluator.ts';

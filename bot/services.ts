@@ -4,7 +4,7 @@
 import type { ExportRequestInput, ModeratorExport } from './export/options.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import { UniqueViolationError, toDatabaseError } from '../prisma/errors.ts';
+import { markProcessed, pruneProcessed } from '../prisma/event-store.ts';
 import { deployPolicyByName, rollbackPolicy } from '../prisma/policy-store.ts';
 import { deletePerson, DEV_PRIVACY_KEY, withdrawConsent, type DeletionReceipt } from './privacy.ts';
 import { actorOf, audit, ban, flagSession, openFlags, recordRole, resolveFlag, setPaused, stats, unban, type Actor, type OpenFlag, type Stats } from './moderation.ts';
@@ -14,7 +14,8 @@ import { experimentSessions, latestExperiment, startExperiment, stopExperiment, 
 import { excludeFromTraining, includeInTraining, listParticipants, refreshQuality, type ParticipantListing } from '../prisma/quality-store.ts';
 import { compareExperiment, type ArmComparison } from './experiments.ts';
 import { offerComparison, recordPreference, PreferenceError, type Comparison, type PreferenceChoice } from '../prisma/preference-store.ts';
-import { findParticipant, hasConsent } from './consent.ts';
+import { findParticipant } from '../prisma/participant-store.ts';
+import { admission } from './session/admission.ts';
 import { goldShare, setGoldShare } from './gold.ts';
 
 
@@ -31,20 +32,13 @@ export class BotServices {
   }
 
   /** Records an interaction as handled; false when it was handled before (a redelivery). */
-  async markProcessed(id: string, kind: string, onWaiting?: () => unknown): Promise<boolean> {
-    try {
-      await this.retry(() => this.db.prisma.processedEvent.create({ data: { id, kind } }), onWaiting);
-      return true;
-    } catch (err) {
-      if (toDatabaseError(err) instanceof UniqueViolationError) return false;
-      throw err;
-    }
+  markProcessed(id: string, kind: string, onWaiting?: () => unknown): Promise<boolean> {
+    return this.retry(() => markProcessed(this.db.prisma, id, kind), onWaiting);
   }
 
   /** Forgets processed events older than `days` (redelivery happens within minutes). */
   async pruneProcessed(days: number): Promise<void> {
-    const cutoff = new Date(Date.now() - days * 24 * 3600_000);
-    await this.db.prisma.processedEvent.deleteMany({ where: { createdAt: { lt: cutoff } } });
+    await pruneProcessed(this.db.prisma, new Date(Date.now() - days * 24 * 3600_000));
   }
 
   /** Statistics as the actor may see them: every guild's for an operator, else their guild's. */
@@ -133,11 +127,15 @@ export class BotServices {
     return this.retry(() => includeInTraining(this.db.prisma, actor, externalId), onWaiting);
   }
 
-  /** Two finished sessions of one task for the person to compare (stored unanswered); null when there are none. */
-  async offerComparison(externalId: string, onWaiting?: () => unknown): Promise<Comparison | null> {
-    const p = await this.retry(() => findParticipant(this.db.prisma, externalId), onWaiting);
-    if (!p || p.banned || !hasConsent(p)) throw new PreferenceError('Please accept the data-collection notice first (start a session with /task start).');
-    return this.retry(() => offerComparison(this.db.prisma, p.id), onWaiting);
+  /**
+   * Two finished sessions of one task for the person to compare (stored unanswered); null when there are none.
+   * The person must be admitted as for a session (bot/session/admission.ts), in the guild asked from.
+   */
+  async offerComparison(externalId: string, onWaiting?: () => unknown, guildId?: string | null): Promise<Comparison | null> {
+    const a = await this.retry(() => admission(this.db.prisma, { externalId }, { guildId }, this.privacy.key), onWaiting);
+    if ('refused' in a) throw new PreferenceError(a.message);
+    if ('needsConsent' in a) throw new PreferenceError('Please accept the data-collection notice first (start a session with /task start).');
+    return this.retry(() => offerComparison(this.db.prisma, a.participant.id), onWaiting);
   }
 
   async recordPreference(externalId: string, preferenceId: string, choice: PreferenceChoice, onWaiting?: () => unknown): Promise<void> {

@@ -9,7 +9,7 @@
 // client, so a caller that retries on a lost connection never half-writes.
 import type { TaskContent, TaskKind } from '../tasks/model.ts';
 import type { TurnProvenance } from '../tasks/agent.ts';
-import { sanitizeText } from '../tasks/protocol.ts';
+import { sanitizeText, type EndReason } from '../tasks/protocol.ts';
 import type { EvaluationOutcome } from '../tasks/scorer.ts';
 import type { Prisma, PrismaClient, Session, Task, Turn } from './generated/client.ts';
 import { taskContent } from './task-store.ts';
@@ -79,10 +79,10 @@ export interface HumanTurnInput {
   externalMessageId?: string | null;
 }
 
-/** The agent's message ended the session: its answer and why it ended ('answered', or 'turn-limit'). */
+/** The agent's message ended the session: its answer and why it ended (tasks/protocol.ts endReasonOf). */
 export interface AnswerInput {
   answer: string;
-  endReason: 'answered' | 'turn-limit';
+  endReason: EndReason;
 }
 
 async function nextIndex(tx: Tx, sessionId: string): Promise<number> {
@@ -141,6 +141,17 @@ export async function appendHumanTurn(prisma: PrismaClient, sessionId: string, t
     await tx.session.update({ where: { id: sessionId }, data: { lastActivityAt: at } });
     return turn;
   });
+}
+
+/** Records where the session is shown (its Discord thread). */
+export async function attachThread(prisma: PrismaClient, sessionId: string, threadId: string): Promise<void> {
+  await prisma.session.update({ where: { id: sessionId }, data: { threadId } });
+}
+
+/** Records the channel's id of the message that showed an agent turn (it has reached the person). */
+export async function markTurnShown(prisma: PrismaClient, turnId: string, externalMessageId: string): Promise<void> {
+  // updateMany: a turn deleted meanwhile (/privacy delete) is nothing to record, not an error.
+  await prisma.turn.updateMany({ where: { id: turnId }, data: { externalMessageId } });
 }
 
 /** Records that the answer's result reached the person (a restart shows it again only when this is unset). */
@@ -231,7 +242,7 @@ export interface FinishedSession {
   /** Agent turns may carry what a live turn stores (raw output defaults to the content). */
   turns: readonly ({ role: 'agent' | 'human'; content: string } & Partial<Omit<AgentTurnInput, 'content'>>)[];
   answer: string;
-  endedBy: 'answer' | 'turn-limit';
+  endReason: EndReason;
   evaluation: EvaluationOutcome;
   startedAt: Date;
   endedAt: Date;
@@ -259,7 +270,7 @@ export async function storeFinishedSession(prisma: PrismaClient, s: FinishedSess
         startedAt: s.startedAt,
         lastActivityAt: s.endedAt,
         endedAt: s.endedAt,
-        endReason: s.endedBy === 'answer' ? 'answered' : 'turn-limit',
+        endReason: s.endReason,
         // Nobody is waiting to be shown a stored game: a resuming channel must not pick it up.
         resultShownAt: s.endedAt,
         ratingAskedAt: s.endedAt,

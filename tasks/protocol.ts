@@ -328,12 +328,19 @@ export interface EpisodeTurn extends DialogueTurn {
   provenance?: TurnProvenance;
 }
 
+/** Why a game ended with an answer: the agent wrote the marker, or its last allowed message became the answer. */
+export type EndReason = 'answered' | 'turn-limit';
+
+/** The end reason of an agent message parsed as an answer (a fallback answer is the turn limit's). */
+export function endReasonOf(parsed: Pick<ParsedAgentMessage, 'fallback'>): EndReason {
+  return parsed.fallback ? 'turn-limit' : 'answered';
+}
+
 export interface Episode {
   turns: EpisodeTurn[];
   /** The answer the agent committed to (always set: the last turn is an answer by rule). */
   answer: string;
-  /** 'answer': the agent wrote the marker; 'turn-limit': its last allowed message became the answer. */
-  endedBy: 'answer' | 'turn-limit';
+  endReason: EndReason;
 }
 
 export interface PlayEpisodeOptions {
@@ -373,7 +380,7 @@ export async function playEpisode(options: PlayEpisodeOptions): Promise<Episode>
     if (reply.provenance) agentTurn.provenance = reply.provenance;
     await push(agentTurn);
     if (parsed.type === 'answer') {
-      return { turns, answer: parsed.answer ?? '', endedBy: parsed.fallback ? 'turn-limit' : 'answer' };
+      return { turns, answer: parsed.answer ?? '', endReason: endReasonOf(parsed) };
     }
     signal?.throwIfAborted();
     const answer = await collaborator.reply(buildDialogue(task, turns, { maxTurns }), signal ? { signal } : undefined);

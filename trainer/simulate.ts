@@ -73,7 +73,7 @@ export async function simulate(prisma: PrismaClient, version: PolicyVersion, sco
               channel: 'simulated',
               turns: r.episode.turns.map((t) => (t.provenance ? { ...t, latencyMs: Math.round(t.provenance.latencyMs) } : t)),
               answer: r.episode.answer,
-              endedBy: r.episode.endedBy,
+              endReason: r.episode.endReason,
               evaluation,
               startedAt: r.startedAt,
               endedAt: r.endedAt,

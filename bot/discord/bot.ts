@@ -4,7 +4,7 @@
 import { Client, Events, GatewayIntentBits, MessageFlags, Partials, type Interaction, type Message } from 'discord.js';
 import type { Session } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../tasks/logger.ts';
-import { TurnRejectedError, type Hooks, type SessionEngine } from '../engine.ts';
+import { TurnRejectedError, type Hooks, type SessionEngine } from '../session/engine.ts';
 import type { BotServices } from '../services.ts';
 import { commandDefinitions, commands } from './commands/index.ts';
 import { onButton, onModal } from './components.ts';

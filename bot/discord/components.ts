@@ -2,7 +2,7 @@
 // buttons, and the comment button with its modal. Custom ids carry what the click is about
 // (`consent:accept:<kind>`, `rate:<session>:<n>`, `comment:<session>`).
 import { LabelBuilder, MessageFlags, ModalBuilder, TextInputBuilder, TextInputStyle, type ButtonInteraction, type ModalSubmitInteraction } from 'discord.js';
-import { TurnRejectedError } from '../engine.ts';
+import { TurnRejectedError } from '../session/engine.ts';
 import { ack, hooksFor, personOf, say, type BotContext } from './context.ts';
 import { startSession } from './commands/task.ts';
 import { onPreferenceButton } from './commands/compare.ts';

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { DiscordAPIError, MessageFlags, type ButtonInteraction, type Client, type Interaction, type RepliableInteraction } from 'discord.js';
 import type { Logger } from '../../tasks/logger.ts';
-import type { Hooks, Person, SessionEngine } from '../engine.ts';
+import type { Hooks, Person, SessionEngine } from '../session/engine.ts';
 import type { BotMetrics } from '../health.ts';
 import type { BotServices } from '../services.ts';
 import type { Part } from './present.ts';

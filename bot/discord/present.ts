@@ -2,7 +2,7 @@
 // information, agent messages with their screenshots, results and the rating buttons.
 import { ActionRowBuilder, AttachmentBuilder, ButtonBuilder, ButtonStyle, type BaseMessageOptions } from 'discord.js';
 import type { CollaboratorView } from '../../tasks/protocol.ts';
-import type { AgentStep, EvaluatedSession } from '../engine.ts';
+import type { AgentStep, EvaluatedSession } from '../session/engine.ts';
 import { splitCodeBlock, splitText } from '../split.ts';
 
 export type Part = BaseMessageOptions;

@@ -9,7 +9,7 @@
 // here pings anyone: mentions are parsed only where a caller names the users to ping.
 import { createHash } from 'node:crypto';
 import type { Client, Message, MessageMentionOptions, ThreadChannel } from 'discord.js';
-import type { EvaluatedSession, SessionEngine, SessionView } from '../engine.ts';
+import type { EvaluatedSession, SessionEngine, SessionView } from '../session/engine.ts';
 import { splitText } from '../split.ts';
 import { agentStepParts, ratingMessage, resultText, type Part } from './present.ts';
 

@@ -25,7 +25,7 @@ import { importTasks, taskContent } from '../../prisma/task-store.ts';
 import { DEFAULT_FRONTEND_THRESHOLD } from '../../tasks/frontend-eval.ts';
 import { canonicalJson, parseTaskRecord, readLines, type ImportedTask, type LineError } from '../../tasks/importer.ts';
 import type { TaskKind, TaskSplit } from '../../tasks/model.ts';
-import { MAX_AGENT_TURNS, parseAgentMessage, sanitizeText } from '../../tasks/protocol.ts';
+import { endReasonOf, MAX_AGENT_TURNS, parseAgentMessage, sanitizeText } from '../../tasks/protocol.ts';
 import type { EvaluationOutcome, Scorer } from '../../tasks/scorer.ts';
 
 /** Written as the evaluatorVersion of an evaluation taken from the file's reward. */
@@ -72,7 +72,7 @@ interface Checked {
   task: ImportedTask;
   turns: FinishedSession['turns'];
   answer: string;
-  endedBy: FinishedSession['endedBy'];
+  endReason: FinishedSession['endReason'];
   reward: number | undefined;
 }
 
@@ -118,7 +118,7 @@ export function checkTrajectoryLine(text: string, line: number, o: { kind: TaskK
   // The official frontend `answer` is a screenshot path; the page is what the last assistant entry holds.
   const answer = o.kind === 'frontend' ? (last.answer ?? '') : sanitizeText(t.answer ?? '');
   if (o.needReward && t.reward === undefined) return 'reward: missing (add --rescore to score the answer instead)';
-  return { line, task: task.task, turns, answer, endedBy: last.fallback ? 'turn-limit' : 'answer', reward: t.reward };
+  return { line, task: task.task, turns, answer, endReason: endReasonOf(last), reward: t.reward };
 }
 
 /** What identifies a stored trajectory: the task, the turns as stored, the answer. */
@@ -216,7 +216,7 @@ export async function importSessions(prisma: PrismaClient, path: string, o: Impo
       channel: 'imported',
       turns: g.turns,
       answer: g.answer,
-      endedBy: g.endedBy,
+      endReason: g.endReason,
       evaluation,
       startedAt: at,
       endedAt: at,

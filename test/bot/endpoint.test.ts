@@ -11,7 +11,7 @@ import { PassThrough } from 'node:stream';
 import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
 import { startOpenAiServer, type ChatBody, type OpenAiServer } from '../../bot/testing/openai-server.ts';
 import { ConsoleChannel } from '../../bot/console.ts';
-import type { SessionView } from '../../bot/engine.ts';
+import type { SessionView } from '../../bot/session/engine.ts';
 import { createRuntime, type Runtime } from '../../bot/runtime.ts';
 import { deployPolicyByName, rollbackPolicy } from '../../prisma/policy-store.ts';
 import type { PolicyVersion } from '../../prisma/generated/client.ts';

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acceptConsent } from '../../bot/consent.ts';
+import { acceptConsent } from '../../prisma/participant-store.ts';
 import { createRuntime, type Runtime } from '../../bot/runtime.ts';
 import { createTestDatabase } from '../../bot/testing/database.ts';
 import { makeTinyCheckpoint } from '../../bot/testing/tiny-checkpoint.ts';

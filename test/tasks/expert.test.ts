@@ -25,7 +25,7 @@ describe('scripted expert on ColBench-mini', () => {
     const expert = await play(createExpertAgent({ tasks }), tasks);
     expect(expert.scores.every((s) => s === 1)).toBe(true);
     expert.episodes.forEach((ep, i) => {
-      expect(ep.endedBy).toBe('answer');
+      expect(ep.endReason).toBe('answered');
       const questions = ep.turns.filter((t) => t.role === 'agent' && t.parsed?.type === 'question').map((t) => t.content).join('\n');
       // Tasks can share a description (same request, different hidden values), so any phrasing of the
       // template's question counts.

@@ -46,7 +46,7 @@ describe('a frontend game with screenshots', () => {
     const collaborator = createRuleSimulator(task, { describeVisualDifference: describe });
     const ep = await playEpisode({ task, agent: scripted, collaborator });
 
-    expect(ep.endedBy).toBe('answer');
+    expect(ep.endReason).toBe('answered');
     expect(ep.answer).toBe(task.reference);
     expect(ep.turns[0]!.parsed?.type).toBe('draft');
     const feedback = ep.turns[1]!.content;

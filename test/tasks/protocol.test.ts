@@ -192,7 +192,7 @@ describe('playEpisode', () => {
     const collaborator = echoCollaborator((q) => (q.includes('express') ? 'Yes, twice.' : 'It is 4.5 plus 1.2 per kilo.'));
     const seenTurns: number[] = [];
     const ep = await playEpisode({ task: backend, agent, collaborator, onTurn: (_t, i) => void seenTurns.push(i) });
-    expect(ep.endedBy).toBe('answer');
+    expect(ep.endReason).toBe('answered');
     expect(ep.answer).toBe(fn);
     expect(ep.turns.map((t) => t.role)).toEqual(['agent', 'human', 'agent', 'human', 'agent']);
     expect(ep.turns[1]!.content).toBe('Yes, twice.');
@@ -207,7 +207,7 @@ describe('playEpisode', () => {
     const agent = scriptedAgent(['q1?', 'q2?', fn]);
     const collaborator = echoCollaborator(() => 'z'.repeat(900));
     const ep = await playEpisode({ task: backend, agent, collaborator, maxTurns: 3 });
-    expect(ep.endedBy).toBe('turn-limit');
+    expect(ep.endReason).toBe('turn-limit');
     expect(ep.answer).toBe(fn);
     expect(ep.turns).toHaveLength(5);
     expect(ep.turns[1]!.content).toHaveLength(400);

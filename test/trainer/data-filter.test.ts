@@ -80,7 +80,7 @@ async function simulatedSession(score: number): Promise<string> {
       { role: 'agent', content: 'I WANT TO ANSWER: def f(): pass' },
     ],
     answer: 'def f(): pass',
-    endedBy: 'answer',
+    endReason: 'answered',
     evaluation: { score, success: score === 1, detail: {}, evaluatorVersion: 'test' } as never,
     startedAt: new Date(Date.now() - 60_000),
     endedAt: new Date(),

@@ -58,7 +58,7 @@ export async function seedSessions(prisma: PrismaClient, taskCount: number, seed
             channel: 'simulated',
             turns: episode.turns,
             answer: episode.answer,
-            endedBy: episode.endedBy,
+            endReason: episode.endReason,
             evaluation,
             startedAt,
             endedAt: new Date(),

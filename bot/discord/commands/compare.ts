@@ -20,7 +20,7 @@ export const compare: SlashCommand = {
     if (!(await ack(ctx, i, 'reply'))) return;
     let c;
     try {
-      c = await ctx.services.offerComparison(i.user.id, waitNotice(i));
+      c = await ctx.services.offerComparison(i.user.id, waitNotice(i), i.guildId);
     } catch (err) {
       if (err instanceof PreferenceError) return say(i, err.message);
       throw err;

@@ -2,12 +2,10 @@
 // to startSession), opens a private thread, shows the hidden information privately, then lets the agent speak.
 import { ChannelType, MessageFlags, SlashCommandBuilder, type ChatInputCommandInteraction, type RepliableInteraction } from 'discord.js';
 import type { TaskKind } from '../../../tasks/model.ts';
-import { hasConsent } from '../../consent.ts';
-import { RefusedError } from '../../engine.ts';
+import { RefusedError } from '../../session/engine.ts';
 import { ack, hooksFor, personOf, say, type BotContext } from '../context.ts';
 import { consentMessage, hiddenInfoParts } from '../present.ts';
 import { postTo, threadView } from '../thread-view.ts';
-import { isBannedIn } from '../../moderation.ts';
 import type { SlashCommand } from './types.ts';
 
 const definition = new SlashCommandBuilder()
@@ -31,9 +29,9 @@ const definition = new SlashCommandBuilder()
 /** Starts a session for the person behind `i` (already acknowledged), or asks for consent first. */
 export async function startSession(ctx: BotContext, i: RepliableInteraction, kind: TaskKind | null): Promise<void> {
   const hooks = hooksFor(i);
-  const p = await ctx.engine.participant(i.user.id, hooks);
-  if (p && isBannedIn(p, i.guildId)) return say(i, 'You are not allowed to take part in sessions.');
-  if (!hasConsent(p)) return say(i, consentMessage(ctx.options.consentText, kind));
+  const admitted = await ctx.engine.admission(personOf(i), { guildId: i.guildId ?? undefined }, hooks);
+  if ('refused' in admitted) return say(i, admitted.message);
+  if ('needsConsent' in admitted) return say(i, consentMessage(ctx.options.consentText, kind));
   const channel = i.channel;
   if (!channel || channel.type !== ChannelType.GuildText) {
     return say(i, 'Please use /task start in a text channel of the server (sessions run in private threads).');

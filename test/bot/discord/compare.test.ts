@@ -31,7 +31,7 @@ beforeAll(async () => {
           { role: 'agent', content: `I WANT TO ANSWER: def f(): return ${k}` },
         ],
         answer: `def f(): return ${k}`,
-        endedBy: 'answer',
+        endReason: 'answered',
         evaluation: { score: k / 2, success: false, detail: {}, evaluatorVersion: 'test' } as never,
         startedAt: new Date(),
         endedAt: new Date(),

@@ -12,7 +12,7 @@ import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
 import type { ChatMessage } from '../../../tasks/agent.ts';
 import type { PolicyVersion } from '../../../prisma/generated/client.ts';
-import type { SessionView } from '../../../bot/engine.ts';
+import type { SessionView } from '../../../bot/session/engine.ts';
 import { armFor } from '../../../bot/experiments.ts';
 import { binomialCdf } from '../../../tasks/stats.ts';
 import { writeReport } from '../../../bot/report/report.ts';

@@ -82,12 +82,14 @@ describe('/privacy delete', () => {
     const marked = await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'trained-on-erin' } });
     expect((marked.metrics as { trainedOnErasedData?: boolean }).trainedOnErasedData).toBe(true);
 
-    // Back in the server where they were banned: still banned, though their id is no longer stored.
+    // Back in the server where they were banned: still banned, though their id is no longer stored. /task start
+    // refuses at once (bot/session/admission.ts), without asking for consent, so nothing is recorded of them.
     const again = h.fake.command(erin, 'task', 'start', { kind: 'backend' });
-    const consent = await h.reply(again, (s) => s.kind === 'original');
-    const accept = h.fake.click(erin, consent, 'consent:accept:backend');
-    const refused = await h.reply(accept, (s) => s.kind === 'original' || s.kind === 'edit' ? /not allowed/.test(s.content) : false, 'the ban');
+    const refused = await h.reply(again, (s) => s.kind === 'original' && s.content !== '', 'the ban');
     expect(refused.content).toMatch(/not allowed/);
+    expect(refused.content).not.toContain(h.consentText);
+    expect(refused.components).toHaveLength(0);
+    expect(await h.tdb.prisma.participant.count({ where: { discordUserId: erin.id } })).toBe(0);
   });
 
   it('/privacy withdraw withdraws consent and keeps the sessions, which no export includes any more', async () => {

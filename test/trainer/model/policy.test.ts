@@ -61,7 +61,7 @@ describe('policy agent context budget', () => {
     const episode = await playEpisode({ task, agent: recording, collaborator: longWinded, maxTurns: MAX_AGENT_TURNS });
     const agentTurns = episode.turns.filter((t) => t.role === 'agent');
     expect(agentTurns.length).toBe(replies.length);
-    expect(episode.endedBy).toBe('turn-limit');
+    expect(episode.endReason).toBe('turn-limit');
     expect(agentTurns).toHaveLength(MAX_AGENT_TURNS);
 
     // Without the budget the last prompt would not have fit the window at all.

@@ -59,7 +59,7 @@ describe('loadAgent', () => {
     const agent = await loadAgent(endpoint, { seed: 100 });
     try {
       const episode = await playEpisode({ task, agent, collaborator: createRuleSimulator(task) });
-      expect(episode.endedBy).toBe('answer');
+      expect(episode.endReason).toBe('answered');
       expect(episode.turns.map((x) => x.role)).toEqual(['agent', 'human', 'agent']);
       const [first, , last] = episode.turns;
       expect(first!.provenance).toMatchObject({

@@ -1,15 +1,12 @@
-// Consent to data collection: nobody's session is recorded before they accept the configured text. Withdrawing
-// and deleting are in bot/privacy.ts.
-import type { Participant, PrismaClient } from '../prisma/generated/client.ts';
-
-export function hasConsent(p: Pick<Participant, 'consentGivenAt'> | null | undefined): boolean {
-  return !!p?.consentGivenAt;
-}
+// A person's own participant row: found by their channel id, and written when they accept the consent text.
+// Nobody's session is recorded before that acceptance (bot/session/admission.ts checks it).
+import type { Participant, PrismaClient } from './generated/client.ts';
 
 export async function findParticipant(prisma: PrismaClient, externalId: string): Promise<Participant | null> {
   return prisma.participant.findUnique({ where: { discordUserId: externalId } });
 }
 
+/** Records the acceptance (again, after a withdrawal or a deletion), creating the row on first contact. */
 export async function acceptConsent(prisma: PrismaClient, externalId: string, displayName: string | null): Promise<Participant> {
   const now = new Date();
   return prisma.participant.upsert({

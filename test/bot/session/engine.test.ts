@@ -1,15 +1,15 @@
 // The session engine without Discord: task assignment, the turn limit, refused messages, consent rules.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { builtinTasks } from '../../tasks/library.ts';
-import { importTasks } from '../../prisma/task-store.ts';
-import { acceptConsent } from '../../bot/consent.ts';
-import { neededKind, pickTask, NoTaskAvailableError } from '../../bot/assign.ts';
-import { RefusedError, TurnRejectedError } from '../../bot/engine.ts';
-import { createRuntime, type Runtime } from '../../bot/runtime.ts';
-import { createTestDatabase } from '../../bot/testing/database.ts';
-import { openDatabase } from '../../prisma/db.ts';
-import { deployPolicyByName } from '../../prisma/policy-store.ts';
-import { scriptedAgent } from './discord/harness.ts';
+import { builtinTasks } from '../../../tasks/library.ts';
+import { importTasks } from '../../../prisma/task-store.ts';
+import { acceptConsent } from '../../../prisma/participant-store.ts';
+import { neededKind, pickTask, NoTaskAvailableError } from '../../../bot/assign.ts';
+import { RefusedError, TurnRejectedError } from '../../../bot/session/engine.ts';
+import { createRuntime, type Runtime } from '../../../bot/runtime.ts';
+import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { openDatabase } from '../../../prisma/db.ts';
+import { deployPolicyByName } from '../../../prisma/policy-store.ts';
+import { scriptedAgent } from '../discord/harness.ts';
 
 type TestDb = Awaited<ReturnType<typeof createTestDatabase>>;
 let mode: 'chatty' | 'huge' = 'chatty';

@@ -1,0 +1,148 @@
+// Who may take part, and starting a session: one admission rule (bans, the ban a deleted person keeps, consent,
+// a pause) used by every channel and service, then the checks and choices that create a session.
+import type { TaskKind } from '../../tasks/model.ts';
+import { collaboratorView, type CollaboratorView } from '../../tasks/protocol.ts';
+import type { Participant, PrismaClient } from '../../prisma/generated/client.ts';
+import { acceptConsent, findParticipant } from '../../prisma/participant-store.ts';
+import { attachThread, createSession } from '../../prisma/session-store.ts';
+import { taskContent } from '../../prisma/task-store.ts';
+import { neededKind, NoTaskAvailableError, pickTask } from '../assign.ts';
+import { assignSession } from '../experiments.ts';
+import { goldSource } from '../gold.ts';
+import { sessionLimitRefusal } from '../limits.ts';
+import { audit, isBannedIn, isPaused } from '../moderation.ts';
+import { DEV_PRIVACY_KEY, erasedId } from '../privacy.ts';
+import type { EngineContext } from './context.ts';
+import { RefusedError, type Hooks, type Person, type StartedSession, type Where } from './types.ts';
+
+/** May the person take part: admitted, asked to accept the consent text first, or refused with a reason. */
+export type Admission =
+  | { ok: true; participant: Participant }
+  | { needsConsent: true }
+  | { refused: true; reason: 'banned' | 'paused'; message: string };
+
+export function hasConsent(p: Pick<Participant, 'consentGivenAt'> | null | undefined): boolean {
+  return !!p?.consentGivenAt;
+}
+
+/**
+ * The admission rule. Refused when the person is banned (everywhere, or in the guild asked from), also under the
+ * keyed hash a deletion keeps them as (bot/privacy.ts erasedId, with the secret `erasureKey`); else asked for
+ * consent when they have not given it; else refused while collection is paused; else admitted.
+ */
+export async function admission(prisma: PrismaClient, person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId'>, erasureKey: string): Promise<Admission> {
+  const p = await findParticipant(prisma, person.externalId);
+  const erased = await findParticipant(prisma, erasedId(erasureKey, person.externalId));
+  if ((p && isBannedIn(p, where.guildId)) || (erased && isBannedIn(erased, where.guildId))) {
+    return { refused: true, reason: 'banned', message: 'You are not allowed to take part in sessions.' };
+  }
+  if (!p || !hasConsent(p)) return { needsConsent: true };
+  if (await isPaused(prisma)) return { refused: true, reason: 'paused', message: 'Collection is paused by the moderators right now. Please try again later.' };
+  return { ok: true, participant: p };
+}
+
+/** The engine's door: who a person is, their consent, the admission rule, and starting their session. */
+export class Admissions {
+  constructor(private readonly ctx: EngineContext) {}
+
+  participant(externalId: string, hooks?: Hooks): Promise<Participant | null> {
+    return this.ctx.retry(() => findParticipant(this.ctx.prisma, externalId), hooks);
+  }
+
+  /** Records the person's acceptance of the consent text, with its audit row (every channel alike). */
+  acceptConsent(person: Person, hooks?: Hooks): Promise<Participant> {
+    const { ctx } = this;
+    return ctx.retry(async () => {
+      const p = await acceptConsent(ctx.prisma, person.externalId, person.displayName);
+      await audit(ctx.prisma, person.externalId, 'consent.accept', null, { channel: ctx.options.channel });
+      return p;
+    }, hooks);
+  }
+
+  /** The admission rule for this person here (deletions made without a configured key use the development one). */
+  admission(person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId'> = {}, hooks?: Hooks): Promise<Admission> {
+    const key = this.ctx.options.erasureKey ?? DEV_PRIVACY_KEY;
+    return this.ctx.retry(() => admission(this.ctx.prisma, person, where, key), hooks);
+  }
+
+  /** Checks everything and creates the session; the caller shows the hidden information, then calls agentStep. */
+  start(person: Person, kindWanted: TaskKind | null, where: Where = {}, hooks?: Hooks): Promise<StartedSession> {
+    const { ctx } = this;
+    const prisma = ctx.prisma;
+    return ctx.personLock.run(person.externalId, async () => {
+      const admitted = await this.admission(person, where, hooks);
+      if ('refused' in admitted) throw new RefusedError(admitted.reason, admitted.message);
+      if ('needsConsent' in admitted) throw new RefusedError('no-consent', 'Please accept the data-collection notice first.');
+      const participant = admitted.participant;
+      const active = await ctx.retry(() => prisma.session.findFirst({ where: { participantId: participant.id, status: 'active' } }), hooks);
+      if (active) {
+        throw new RefusedError('active-session', 'You already have a session running. Finish it, or end it with /task stop.', active.id);
+      }
+      const limits = ctx.options.limits;
+      if (limits) {
+        const refusal = await ctx.retry(() => sessionLimitRefusal(prisma, participant.id, limits), hooks);
+        if (refusal) throw new RefusedError('limit', refusal);
+      }
+      const policy = ctx.deps.policies.deployed ?? (await ctx.deps.policies.refresh());
+      if (!policy) throw new RefusedError('no-policy', 'No agent is deployed yet. Please try again later.');
+      const kind = kindWanted ?? (await ctx.retry(() => neededKind(prisma), hooks));
+      if (kind === 'frontend' && !ctx.deps.render) {
+        throw new RefusedError('no-renderer', 'Frontend sessions need the page renderer, which is not available here.');
+      }
+      let taskId: string;
+      try {
+        taskId = await ctx.retry(() => pickTask(prisma, participant.id, kind), hooks);
+      } catch (err) {
+        if (err instanceof NoTaskAvailableError) throw new RefusedError('no-task', err.message);
+        throw err;
+      }
+      // Now and then a gold check replays a known session's agent (bot/gold.ts); otherwise a running A/B
+      // experiment decides which version plays (bot/experiments.ts). The session keeps what it was given.
+      const goldSourceId = kind === 'backend' ? await ctx.retry(() => goldSource(prisma, taskId, Math.random()), hooks) : null;
+      const assigned = goldSourceId ? null : await ctx.retry(() => assignSession(prisma, taskId), hooks);
+      const playing = assigned?.policy ?? policy;
+      const session = await ctx.retry(
+        () =>
+          createSession(prisma, {
+            taskId,
+            participantId: participant.id,
+            policyVersionId: goldSourceId ? null : playing.id,
+            ...(assigned ? { experimentId: assigned.experimentId, arm: assigned.arm } : {}),
+            ...(goldSourceId ? { goldSourceId } : {}),
+            channel: ctx.options.channel,
+            simulated: ctx.options.channel === 'simulated',
+            guildId: where.guildId ?? null,
+            channelId: where.channelId ?? null,
+          }),
+        hooks,
+      );
+      const content = taskContent(session.task);
+      const view = collaboratorView(content);
+      const started: StartedSession = {
+        sessionId: session.id,
+        taskId,
+        kind,
+        description: content.description,
+        policyName: playing.name,
+        blind: assigned !== null || goldSourceId !== null,
+        view,
+      };
+      if (view.kind === 'frontend') started.targetPng = await ctx.deps.render!(view.targetHtml);
+      ctx.deps.log?.info({ session: session.id, kind, task: taskId, policy: goldSourceId ? null : playing.name, arm: assigned?.arm, gold: goldSourceId }, 'session started');
+      return started;
+    });
+  }
+
+  /** Records where the session is shown (a Discord thread). */
+  async attachThread(sessionId: string, threadId: string, hooks?: Hooks): Promise<void> {
+    await this.ctx.retry(() => attachThread(this.ctx.prisma, sessionId, threadId), hooks);
+  }
+
+  /** Re-shows the hidden information of a session (e.g. on /task status). */
+  async hiddenInfo(sessionId: string): Promise<{ view: CollaboratorView; targetPng?: Buffer }> {
+    const s = await this.ctx.retry(() => this.ctx.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { task: true } }));
+    const view = collaboratorView(taskContent(s.task));
+    if (view.kind === 'frontend' && this.ctx.deps.render) return { view, targetPng: await this.ctx.deps.render(view.targetHtml) };
+    return { view };
+  }
+}

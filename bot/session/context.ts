@@ -1,0 +1,59 @@
+// What the engine's parts share: its settings and dependencies, the locks that order work on a session and on a
+// person, database retries that tell the person to wait, and loading a session with its turns.
+import type { DialogueTurn } from '../../tasks/protocol.ts';
+import type { PolicyVersion, Session, Task, Turn } from '../../prisma/generated/client.ts';
+import { KeyedMutex } from '../locks.ts';
+import { withDbRetry } from '../retry.ts';
+import type { EngineDeps, EngineOptions, Hooks } from './types.ts';
+
+export type SessionWithAll = Session & { task: Task; turns: Turn[]; policyVersion: PolicyVersion | null };
+
+/** The dialogue turns of a session as the protocol sees them (system notices left out). */
+export function dialogueTurns(turns: readonly Turn[]): DialogueTurn[] {
+  return turns
+    .filter((t) => t.role !== 'system')
+    .sort((a, b) => a.index - b.index)
+    .map((t) => ({ role: t.role as 'agent' | 'human', content: t.content }));
+}
+
+export class EngineContext {
+  /** Held while a session's turn is generated or stored: one writer per session. */
+  readonly sessionLock = new KeyedMutex();
+  /** Held while a person's session is started or stopped: one active session per person. */
+  readonly personLock = new KeyedMutex();
+  /** Set once the engine closes: a turn waiting for its agent's server gives up. */
+  closing = false;
+
+  constructor(
+    readonly deps: EngineDeps,
+    readonly options: EngineOptions,
+  ) {}
+
+  get prisma() {
+    return this.deps.db.prisma;
+  }
+
+  /** Runs a database operation, retrying it through an outage (the hooks tell the person to wait). */
+  retry<T>(fn: () => Promise<T>, hooks?: Hooks): Promise<T> {
+    return withDbRetry(fn, {
+      giveUpAfterMs: this.options.dbRetryMs ?? 15 * 60_000,
+      onWaiting: (err) => {
+        this.deps.log?.warn({ err: (err as Error).message }, 'database unreachable; retrying');
+        return hooks?.onDbWaiting?.();
+      },
+      onRecovered: () => hooks?.onDbRecovered?.(),
+    });
+  }
+
+  /** Is the agent working on this session right now (the person must wait for its message)? */
+  isBusy(sessionId: string): boolean {
+    return this.sessionLock.isBusy(sessionId);
+  }
+
+  load(sessionId: string, hooks?: Hooks): Promise<SessionWithAll | null> {
+    return this.retry(
+      () => this.prisma.session.findUnique({ where: { id: sessionId }, include: { task: true, turns: { orderBy: { index: 'asc' } }, policyVersion: true } }),
+      hooks,
+    );
+  }
+}

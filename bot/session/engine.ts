@@ -1,0 +1,199 @@
+// The session engine that channels (Discord, the console, the benchmark) call: it composes admission, the turn
+// script, recovery and expiry, and the agent cache (the rules each keeps: bot/session/README.md) and delegates.
+import type { TaskKind } from '../../tasks/model.ts';
+import type { CollaboratorView, DialogueTurn } from '../../tasks/protocol.ts';
+import type { Participant, PolicyVersion, Session } from '../../prisma/generated/client.ts';
+import { findParticipant } from '../../prisma/participant-store.ts';
+import { Admissions, type Admission } from './admission.ts';
+import { AgentCache } from './agents.ts';
+import { EngineContext } from './context.ts';
+import { Recovery } from './recovery.ts';
+import { TurnScript } from './turns.ts';
+import type { AgentStep, EngineDeps, EngineOptions, EvaluatedSession, Hooks, PendingWork, Person, SessionState, SessionView, StartedSession, Where } from './types.ts';
+
+export * from './types.ts';
+export type { Admission } from './admission.ts';
+
+export class SessionEngine {
+  private readonly ctx: EngineContext;
+  private readonly admissions: Admissions;
+  private readonly agents: AgentCache;
+  private readonly turns: TurnScript;
+  private readonly recovery: Recovery;
+
+  constructor(
+    readonly deps: EngineDeps,
+    readonly options: EngineOptions,
+  ) {
+    this.ctx = new EngineContext(deps, options);
+    this.admissions = new Admissions(this.ctx);
+    this.agents = new AgentCache(this.ctx);
+    this.turns = new TurnScript(this.ctx, this.agents);
+    this.recovery = new Recovery(this.ctx, this.turns);
+  }
+
+  // ------------------------------------------------------------------------------------------ people (admission.ts)
+
+  participant(externalId: string, hooks?: Hooks): Promise<Participant | null> {
+    return this.admissions.participant(externalId, hooks);
+  }
+
+  /** Records the person's acceptance of the consent text, with its audit row (every channel alike). */
+  acceptConsent(person: Person, hooks?: Hooks): Promise<Participant> {
+    return this.admissions.acceptConsent(person, hooks);
+  }
+
+  /** May the person take part here now (admitted, needs to accept the consent text, or refused and why)? */
+  admission(person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId'> = {}, hooks?: Hooks): Promise<Admission> {
+    return this.admissions.admission(person, where, hooks);
+  }
+
+  /** Checks everything and creates the session; the caller shows the hidden information, then calls agentStep. */
+  start(person: Person, kindWanted: TaskKind | null, where: Where = {}, hooks?: Hooks): Promise<StartedSession> {
+    return this.admissions.start(person, kindWanted, where, hooks);
+  }
+
+  /** Re-reads the deployed policy now (after a deploy from this process), rather than at the next poll. */
+  refreshPolicy(): Promise<PolicyVersion | null> {
+    return this.deps.policies.refresh();
+  }
+
+  /** Records where the session is shown (a Discord thread). */
+  attachThread(sessionId: string, threadId: string, hooks?: Hooks): Promise<void> {
+    return this.admissions.attachThread(sessionId, threadId, hooks);
+  }
+
+  /** Re-shows the hidden information of a session (e.g. on /task status). */
+  hiddenInfo(sessionId: string): Promise<{ view: CollaboratorView; targetPng?: Buffer }> {
+    return this.admissions.hiddenInfo(sessionId);
+  }
+
+  // ------------------------------------------------------------------------------------------ the turn script (turns.ts)
+
+  /** Is the agent working on this session right now (the person must wait for its message)? */
+  isBusy(sessionId: string): boolean {
+    return this.ctx.isBusy(sessionId);
+  }
+
+  /** Does what the session owes next, showing each step through `view`; returns whose move it is. */
+  advance(sessionId: string, view: SessionView, hooks?: Hooks): Promise<SessionState> {
+    return this.turns.advance(sessionId, view, hooks);
+  }
+
+  /** Stores the person's reply, then lets the agent answer it (see advance). Null for a duplicate message. */
+  receive(sessionId: string, text: string, externalMessageId: string | null, view: SessionView, hooks?: Hooks): Promise<SessionState | null> {
+    return this.turns.receive(sessionId, text, externalMessageId, view, hooks);
+  }
+
+  /** The agent's next message, generated, checked and stored; null when the agent owes nothing. */
+  agentStep(sessionId: string, hooks?: Hooks): Promise<AgentStep | null> {
+    return this.turns.agentStep(sessionId, hooks);
+  }
+
+  /** Rebuilds what to show for an agent turn already stored. */
+  stepOf(turnId: string): Promise<AgentStep> {
+    return this.turns.stepOf(turnId);
+  }
+
+  /** Records the channel's id of the message that showed an agent turn (it has reached the person). */
+  markShown(turnId: string, externalMessageId: string, hooks?: Hooks): Promise<void> {
+    return this.turns.markShown(turnId, externalMessageId, hooks);
+  }
+
+  /** Stores the person's message (`duplicate: true` for one already stored or being handled). */
+  humanTurn(sessionId: string, text: string, externalMessageId: string | null, hooks?: Hooks): Promise<{ duplicate: boolean; turnId?: string }> {
+    return this.turns.humanTurn(sessionId, text, externalMessageId, hooks);
+  }
+
+  /** Scores the answer of an answered session (once; later calls return the stored evaluation). */
+  evaluate(sessionId: string, hooks?: Hooks): Promise<EvaluatedSession> {
+    return this.turns.evaluate(sessionId, hooks);
+  }
+
+  /** Stores the person's 1-5 rating of their answered session (a second rating replaces the first). */
+  rate(sessionId: string, rater: Person, value: number, hooks?: Hooks): Promise<void> {
+    return this.turns.rate(sessionId, rater, value, hooks);
+  }
+
+  comment(sessionId: string, rater: Person, comment: string, hooks?: Hooks): Promise<void> {
+    return this.turns.comment(sessionId, rater, comment, hooks);
+  }
+
+  /** Ends the person's active session at their request; returns it, or null when they had none. */
+  stop(externalId: string, hooks?: Hooks): Promise<Session | null> {
+    return this.turns.stop(externalId, hooks);
+  }
+
+  /** The dialogue of a session so far, for showing it again (system notices left out). */
+  transcript(sessionId: string, hooks?: Hooks): Promise<DialogueTurn[]> {
+    return this.turns.transcript(sessionId, hooks);
+  }
+
+  // ------------------------------------------------------------------------------------------ lookups
+
+  async status(externalId: string, hooks?: Hooks) {
+    const { ctx } = this;
+    const p = await ctx.retry(() => findParticipant(ctx.prisma, externalId), hooks);
+    if (!p) return { participant: null, active: null, answered: 0 };
+    const [active, answered] = await ctx.retry(
+      () =>
+        Promise.all([
+          ctx.prisma.session.findFirst({ where: { participantId: p.id, status: 'active' }, include: { task: true, policyVersion: true, turns: { select: { role: true } } } }),
+          ctx.prisma.session.count({ where: { participantId: p.id, status: 'answered' } }),
+        ]),
+      hooks,
+    );
+    return { participant: p, active, answered };
+  }
+
+  /** The external id (Discord user id) of the person whose session this is, or null. */
+  async ownerOf(sessionId: string, hooks?: Hooks): Promise<string | null> {
+    const { ctx } = this;
+    const s = await ctx.retry(() => ctx.prisma.session.findUnique({ where: { id: sessionId }, select: { participant: { select: { discordUserId: true } } } }), hooks);
+    return s?.participant.discordUserId ?? null;
+  }
+
+  sessionByThread(threadId: string, hooks?: Hooks): Promise<Session | null> {
+    return this.ctx.retry(() => this.ctx.prisma.session.findUnique({ where: { threadId } }), hooks);
+  }
+
+  // ------------------------------------------------------------------------------------------ recovery and expiry (recovery.ts)
+
+  /** What a (re)started channel must finish: agent messages owed or never shown, answers never evaluated. */
+  pendingWork(): Promise<PendingWork[]> {
+    return this.recovery.pendingWork();
+  }
+
+  /** Finishes what a previous run left halfway, each session in the view `viewFor` gives (null: left as it is). */
+  resume(viewFor: (session: Session) => Promise<SessionView | null>): Promise<number> {
+    return this.recovery.resume(viewFor);
+  }
+
+  /** Active sessions waiting for the person's reply to a shown agent message, with that message's channel id. */
+  awaitingReplies(): Promise<{ session: Session; owner: string; after: string }[]> {
+    return this.recovery.awaitingReplies();
+  }
+
+  /** Expires active sessions idle for longer than the configured time; returns them. */
+  expireIdle(now?: Date): Promise<Session[]> {
+    return this.recovery.expireIdle(now);
+  }
+
+  /** Runs expireIdle every `everyMs`, handing what expired to `onExpired`. */
+  startExpiry(everyMs: number, onExpired: (s: Session) => void | Promise<void>): void {
+    this.recovery.startExpiry(everyMs, onExpired);
+  }
+
+  // ------------------------------------------------------------------------------------------ agents (agents.ts)
+
+  /** Closes the agents of versions no longer deployed that no active session still uses. Called on every deploy. */
+  evictRetired(): Promise<string[]> {
+    return this.agents.evictRetired();
+  }
+
+  async close(): Promise<void> {
+    this.ctx.closing = true;
+    this.recovery.stopExpiry();
+    await this.agents.closeAll();
+  }
+}

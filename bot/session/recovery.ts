@@ -1,0 +1,112 @@
+// After a restart and over time: finishing what a previous run left halfway (messages stored but never shown,
+// replies sent while the channel was down, answers never scored) and expiring sessions left idle.
+import type { Session } from '../../prisma/generated/client.ts';
+import { endSession } from '../../prisma/session-store.ts';
+import type { EngineContext } from './context.ts';
+import type { TurnScript } from './turns.ts';
+import type { PendingWork, SessionView } from './types.ts';
+
+export class Recovery {
+  private expiryTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly turns: TurnScript,
+  ) {}
+
+  /**
+   * What a (re)started channel must finish: sessions whose agent owes a message, agent messages stored but
+   * never shown, answers never evaluated.
+   */
+  async pendingWork(): Promise<PendingWork[]> {
+    const { ctx } = this;
+    const sessions = await ctx.retry(() =>
+      ctx.prisma.session.findMany({
+        where: { channel: ctx.options.channel, OR: [{ status: 'active' }, { status: 'answered', OR: [{ resultShownAt: null }, { ratingAskedAt: null }] }] },
+        include: { turns: { orderBy: { index: 'asc' } } },
+        orderBy: { startedAt: 'asc' },
+      }),
+    );
+    const work: PendingWork[] = [];
+    for (const { turns, ...session } of sessions) {
+      const last = turns.filter((t) => t.role !== 'system').at(-1);
+      if (last && last.role === 'agent' && last.externalMessageId === null) work.push({ kind: 'show', session, turn: last });
+      else if (session.status === 'answered') work.push({ kind: 'evaluate', session });
+      else if (!last || last.role === 'human') work.push({ kind: 'agent', session });
+    }
+    return work;
+  }
+
+  /**
+   * Finishes what a previous run left halfway, for every session of this channel: `viewFor` gives the view
+   * to show it in (null: it cannot be shown here, e.g. its thread is gone; it is left as it is).
+   */
+  async resume(viewFor: (session: Session) => Promise<SessionView | null>): Promise<number> {
+    let resumed = 0;
+    for (const w of await this.pendingWork()) {
+      const view = await viewFor(w.session);
+      if (!view) {
+        this.ctx.deps.log?.warn({ session: w.session.id }, 'cannot show this session here; leaving it for later');
+        continue;
+      }
+      try {
+        await this.turns.advance(w.session.id, view);
+        resumed++;
+      } catch (err) {
+        this.ctx.deps.log?.error({ err: (err as Error).message, session: w.session.id }, 'cannot resume session');
+      }
+    }
+    return resumed;
+  }
+
+  /**
+   * Active sessions of this channel waiting for the person's reply to a shown agent message, with that
+   * message's channel id: a restarted channel reads what the person sent after it while it was down.
+   */
+  async awaitingReplies(): Promise<{ session: Session; owner: string; after: string }[]> {
+    const { ctx } = this;
+    const sessions = await ctx.retry(() =>
+      ctx.prisma.session.findMany({
+        where: { channel: ctx.options.channel, status: 'active' },
+        include: { turns: { where: { role: { not: 'system' } }, orderBy: { index: 'desc' }, take: 1 }, participant: { select: { discordUserId: true } } },
+        orderBy: { startedAt: 'asc' },
+      }),
+    );
+    return sessions.flatMap(({ turns, participant, ...session }) => {
+      const last = turns[0];
+      return last?.role === 'agent' && last.externalMessageId ? [{ session, owner: participant.discordUserId, after: last.externalMessageId }] : [];
+    });
+  }
+
+  /** Expires active sessions idle for longer than the configured time; returns them. */
+  async expireIdle(now = new Date()): Promise<Session[]> {
+    const { ctx } = this;
+    const cutoff = new Date(now.getTime() - ctx.options.idleMinutes * 60_000);
+    const idle = await ctx.retry(() => ctx.prisma.session.findMany({ where: { status: 'active', channel: ctx.options.channel, lastActivityAt: { lt: cutoff } } }));
+    const expired: Session[] = [];
+    for (const s of idle) {
+      if (ctx.isBusy(s.id)) continue;
+      const ended = await ctx.retry(() => endSession(ctx.prisma, s.id, 'expired', 'idle', now, cutoff));
+      if (ended) expired.push({ ...s, status: 'expired', endedAt: now, endReason: 'idle' });
+    }
+    if (expired.length) ctx.deps.log?.info({ count: expired.length }, 'expired idle sessions');
+    return expired;
+  }
+
+  /** Runs expireIdle every `everyMs`, handing what expired to `onExpired`. */
+  startExpiry(everyMs: number, onExpired: (s: Session) => void | Promise<void>): void {
+    this.expiryTimer = setInterval(() => {
+      this.expireIdle()
+        .then(async (list) => {
+          for (const s of list) await onExpired(s);
+        })
+        .catch((err) => this.ctx.deps.log?.warn({ err: (err as Error).message }, 'idle expiry failed'));
+    }, everyMs);
+    this.expiryTimer.unref();
+  }
+
+  stopExpiry(): void {
+    if (this.expiryTimer) clearInterval(this.expiryTimer);
+    this.expiryTimer = null;
+  }
+}

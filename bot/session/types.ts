@@ -1,0 +1,159 @@
+// What the session engine's callers see: its settings and dependencies, the people and views it works with,
+// what its steps return, and the two errors whose message is meant for the person.
+import type { Agent } from '../../tasks/agent.ts';
+import type { TaskKind } from '../../tasks/model.ts';
+import type { AgentMessageView, CollaboratorView, ParsedAgentMessage } from '../../tasks/protocol.ts';
+import type { Logger } from '../../tasks/logger.ts';
+import type { Database } from '../../prisma/db.ts';
+import type { PolicyVersion, Session, Turn } from '../../prisma/generated/client.ts';
+import type { PolicyWatcher } from '../deploy-watch.ts';
+import type { Evaluate, EvaluationOutcome, RenderPage } from '../evaluator.ts';
+import type { Limits } from '../limits.ts';
+
+export type Channel = 'discord' | 'console' | 'simulated';
+
+export interface EngineOptions {
+  channel: Channel;
+  /** Agent turns per session (ColBench: 10). */
+  maxTurns: number;
+  /** An active session idle this long expires. */
+  idleMinutes: number;
+  /** Weight of the rating in the reward (0: evaluation score only). */
+  ratingWeight: number;
+  /** Retries of an agent message refused by the protocol (over the length cap) before the session ends. */
+  agentRetries?: number;
+  /** How long a database write keeps being retried during an outage (default 15 minutes). */
+  dbRetryMs?: number;
+  /** First and longest wait between tries of a turn while the agent's server is unavailable. */
+  agentRetryMs?: { initial: number; max: number };
+  /** Per-person limits (bot/limits.ts); unset: none. */
+  limits?: Limits;
+  /**
+   * Secret of the keyed hash a deleted person is kept under (bot/privacy.ts), so that their ban still applies;
+   * unset: the development key bot/services.ts deletes with when none is configured.
+   */
+  erasureKey?: string;
+}
+
+export interface EngineDeps {
+  db: Database;
+  policies: PolicyWatcher;
+  /** Loads the agent of a policy version (called once per version; the engine caches it). */
+  loadAgent: (policy: PolicyVersion) => Promise<Agent>;
+  evaluate: Evaluate;
+  /** Renders frontend pages (target screenshots and drafts). Without it, frontend sessions are refused. */
+  render?: RenderPage;
+  log?: Logger;
+  /** Told what happened, for the bot's metrics (bot/health.ts). */
+  observer?: EngineObserver;
+}
+
+/** What the engine reports as it works (counts and latencies; never any text). */
+export interface EngineObserver {
+  /** An agent turn was generated and stored, taking `ms` (model time included). */
+  agentTurn?(ms: number): void;
+  humanTurn?(): void;
+  evaluationFailed?(): void;
+}
+
+export type RefusalReason = 'no-consent' | 'banned' | 'paused' | 'active-session' | 'no-policy' | 'no-task' | 'no-renderer' | 'limit';
+
+/** The engine will not do what was asked; `message` is meant for the person. */
+export class RefusedError extends Error {
+  override name = 'RefusedError';
+  constructor(
+    readonly reason: RefusalReason,
+    message: string,
+    readonly sessionId?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A message that cannot be taken now (not their turn, session over, too long, empty); `message` is for the person. */
+export class TurnRejectedError extends Error {
+  override name = 'TurnRejectedError';
+}
+
+export interface Person {
+  /** Discord user id, or `console:<name>`. */
+  externalId: string;
+  displayName: string | null;
+}
+
+/** Where a session is asked for: the Discord guild and channel (none on the console). */
+export interface Where {
+  guildId?: string | null | undefined;
+  channelId?: string | null | undefined;
+}
+
+export interface Hooks {
+  /** The database is unreachable; the operation is being retried. Called at most once per call. */
+  onDbWaiting?: () => void | Promise<void>;
+  onDbRecovered?: () => void | Promise<void>;
+  /** The agent's server is unavailable; the turn will be tried again. Called at most once per turn. */
+  onAgentWaiting?: () => void | Promise<void>;
+  onAgentRecovered?: () => void | Promise<void>;
+}
+
+/**
+ * How a channel shows the engine's results. Each method shows something to the person and nothing else; the
+ * engine decides what comes next.
+ */
+export interface SessionView {
+  /** Shows the agent's message; returns the channel's id of the (last) message that carried it. */
+  showAgentMessage(step: AgentStep): Promise<string>;
+  /** Shows the answer's score (or that it could not be scored now). */
+  showResult(result: EvaluatedSession | { sessionId: string; error: string }): Promise<void>;
+  /** Offers the 1-5 rating (buttons on Discord; the console asks after advance() returns). */
+  askRating(sessionId: string): Promise<void>;
+  /** A short notice (the agent failed, the session ended). */
+  notice(text: string): Promise<void>;
+  /** The agent is working (Discord's typing indicator). */
+  typing?(): Promise<void>;
+}
+
+/** Where a session stands after advance(): whose move it is. */
+export type SessionState = 'awaiting-human' | 'awaiting-rating' | 'ended';
+
+export interface StartedSession {
+  sessionId: string;
+  taskId: string;
+  kind: TaskKind;
+  description: string;
+  policyName: string;
+  /** In an A/B experiment: the person must not be told which version plays (policyName is for logs only). */
+  blind: boolean;
+  view: CollaboratorView;
+  /** Frontend: the screenshot of the target page (shown to the person only). */
+  targetPng?: Buffer;
+}
+
+export interface AgentStep {
+  sessionId: string;
+  turnId: string;
+  /** 0-based index of the turn in the session (agent and human turns together). */
+  index: number;
+  /** 1-based number of this agent message, and how many the agent may write. */
+  agentTurn: number;
+  maxTurns: number;
+  parsed: ParsedAgentMessage;
+  view: AgentMessageView;
+  /** Screenshot of the draft or answer page (frontend). */
+  png?: Buffer;
+  /** True when this message ended the session with an answer. */
+  answered: boolean;
+  modelMs: number;
+}
+
+export interface EvaluatedSession {
+  sessionId: string;
+  kind: TaskKind;
+  answer: string;
+  outcome: EvaluationOutcome;
+}
+
+export type PendingWork =
+  | { kind: 'agent'; session: Session }
+  | { kind: 'show'; session: Session; turn: Turn }
+  | { kind: 'evaluate'; session: Session };

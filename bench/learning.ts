@@ -27,6 +27,7 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import os from 'node:os';
+import { DEFAULT_CHROMIUM_PATH } from '../tasks/render.ts';
 import { openDatabase } from '../prisma/db.ts';
 import { migrate } from '../prisma/migrate.ts';
 import { importTasks } from '../prisma/task-store.ts';
@@ -41,7 +42,6 @@ import { PRESETS, trainConfig, type TrainConfig } from '../trainer/presets.ts';
 import { demonstratorMixSchema } from '../trainer/recipes/demonstrator-mix.ts';
 import { createRun, executeRun, type Algorithm } from '../trainer/runs.ts';
 import { createScorer } from '../tasks/scorer.ts';
-import { loadConfig } from '../bin/config.ts';
 import { ClipImageEmbedder } from '../trainer/model/clip.ts';
 import { simulate } from '../trainer/simulate.ts';
 import { formatPercent, pairedSuccessGames, pairedSuccessPower, type Interval } from '../tasks/stats.ts';
@@ -163,7 +163,8 @@ async function drawCurve(curve: readonly CurvePoint[], out: string): Promise<voi
     format: (v) => `${(v * 100).toFixed(0)}%`,
   });
   writeFileSync(join(out, 'learning-curve.svg'), svg);
-  const chromium = loadConfig().CHROMIUM_PATH;
+  // The same variables `sweetloop` reads (bin/config.ts); a benchmark does not import the composition root.
+  const chromium = process.env.CHROMIUM_PATH || DEFAULT_CHROMIUM_PATH;
   if (!existsSync(chromium)) return;
   const renderer = await openSvgRenderer(chromium);
   try {
@@ -178,7 +179,7 @@ mkdirSync(dir, { recursive: true });
 const pgliteDir = join(dir, `pglite-${Date.now()}`);
 const db = await openDatabase({ pgliteDir });
 // Scored as `sweetloop evaluate` would be: CLIP for frontend pages when CLIP_MODEL_DIR is configured.
-const clipDir = loadConfig().CLIP_MODEL_DIR;
+const clipDir = process.env.CLIP_MODEL_DIR || undefined;
 const embedder = clipDir ? await ClipImageEmbedder.load(clipDir, { initBackend: false }) : undefined;
 const scorer = createScorer({ embedder });
 const timings: Record<string, number> = {};

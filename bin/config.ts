@@ -3,6 +3,7 @@
 // process.env itself.
 import { z } from 'zod';
 import { config as loadDotenv } from 'dotenv';
+import { DEFAULT_CHROMIUM_PATH } from '../tasks/render.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
@@ -32,7 +33,7 @@ export const configSchema = z.object({
   // --- tasks and evaluation ---
   PYTHON_BIN: z.string().default('/usr/bin/python3').describe('Python used inside the sandbox for backend tests.'),
   BWRAP_BIN: z.string().default('/usr/bin/bwrap').describe('bubblewrap executable; the backend evaluator refuses to run without it.'),
-  CHROMIUM_PATH: z.string().default('/usr/bin/chromium').describe('Chromium used to render frontend pages.'),
+  CHROMIUM_PATH: z.string().default(DEFAULT_CHROMIUM_PATH).describe('Chromium used to render frontend pages.'),
   CLIP_MODEL_DIR: z.string().optional().describe('Local CLIP ViT-B/32 weights for the paper\'s frontend metric, used by simulate/evaluate/train scoring; live bot sessions use pixel-ssim-v1. Unset: pixel-ssim-v1 everywhere.'),
   SIMULATOR_LLM_URL: z.string().url('expected an http(s) URL').optional().describe('OpenAI-compatible chat endpoint for the LLM collaborator simulator.'),
   SIMULATOR_LLM_MODEL: z.string().optional().describe('Model name sent to SIMULATOR_LLM_URL.'),

@@ -4,10 +4,12 @@
 import type { ExportRequestInput, ModeratorExport } from './export/options.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import { UniqueViolationError, toDatabaseError } from '../prisma/errors.ts';
 import { deployPolicyByName, rollbackPolicy } from '../prisma/policy-store.ts';
-import { deletePerson, DEV_PRIVACY_KEY, withdrawConsent, type DeletionReceipt } from './privacy.ts';
-import { actorOf, audit, ban, flagSession, openFlags, recordRole, resolveFlag, setPaused, stats, unban, type Actor, type OpenFlag, type Stats } from './moderation.ts';
+import { deletePerson, DEV_PRIVACY_KEY, type DeletionReceipt } from './privacy.ts';
+import { withdrawConsent } from '../prisma/privacy-store.ts';
+import { actorOf, ban, flagSession, openFlags, resolveFlag, stats, unban, type Actor, type OpenFlag, type Stats } from './moderation.ts';
+import { audit, recordRole, setPaused } from '../prisma/moderation-store.ts';
+import { markProcessed, pruneProcessed } from '../prisma/event-store.ts';
 import { withDbRetry } from './retry.ts';
 import { gateStatsLine, lastGateDecision } from './report/gate.ts';
 import { experimentSessions, latestExperiment, startExperiment, stopExperiment, type ExperimentOutcome, type RunningExperiment } from '../prisma/experiment-store.ts';
@@ -32,19 +34,12 @@ export class BotServices {
 
   /** Records an interaction as handled; false when it was handled before (a redelivery). */
   async markProcessed(id: string, kind: string, onWaiting?: () => unknown): Promise<boolean> {
-    try {
-      await this.retry(() => this.db.prisma.processedEvent.create({ data: { id, kind } }), onWaiting);
-      return true;
-    } catch (err) {
-      if (toDatabaseError(err) instanceof UniqueViolationError) return false;
-      throw err;
-    }
+    return this.retry(() => markProcessed(this.db.prisma, id, kind), onWaiting);
   }
 
   /** Forgets processed events older than `days` (redelivery happens within minutes). */
   async pruneProcessed(days: number): Promise<void> {
-    const cutoff = new Date(Date.now() - days * 24 * 3600_000);
-    await this.db.prisma.processedEvent.deleteMany({ where: { createdAt: { lt: cutoff } } });
+    await pruneProcessed(this.db.prisma, new Date(Date.now() - days * 24 * 3600_000));
   }
 
   /** Statistics as the actor may see them: every guild's for an operator, else their guild's. */

@@ -237,7 +237,7 @@ try {
           fromCheckpoint: starterDir,
           kind: 'backend',
           ratingWeight: 0,
-          includeSimulated: true,
+          data: { source: 'both', simulatedWeight: 1, seed },
         });
         if (algorithm === 'sweet') sweetRunDir = run.checkpointDir;
         return executeRun(ctx, run.id);
@@ -315,7 +315,7 @@ try {
           fromCheckpoint: from.checkpointPath!,
           kind: 'backend',
           ratingWeight: 0,
-          includeSimulated: true,
+          data: { source: 'both', simulatedWeight: 1, seed: base.seed },
         });
         return executeRun(ctx, run.id);
       });

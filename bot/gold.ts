@@ -7,8 +7,7 @@
 // reads numbers from the reference function).
 import type { Agent, AgentReply, ChatMessage } from '../tasks/agent.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-
-export const GOLD_SETTING = 'gold-checks';
+import { GOLD_SHARE_KEY, saveGoldShare } from '../prisma/moderation-store.ts';
 
 export class GoldError extends Error {
   override name = 'GoldError';
@@ -16,18 +15,14 @@ export class GoldError extends Error {
 
 /** The share of new sessions that are gold checks (0 when never set). */
 export async function goldShare(prisma: PrismaClient): Promise<number> {
-  const s = await prisma.setting.findUnique({ where: { key: GOLD_SETTING } });
+  const s = await prisma.setting.findUnique({ where: { key: GOLD_SHARE_KEY } });
   const share = (s?.value as { share?: unknown } | null)?.share;
   return typeof share === 'number' && share >= 0 && share <= 1 ? share : 0;
 }
 
 export async function setGoldShare(prisma: PrismaClient, actor: string, share: number): Promise<void> {
   if (!(share >= 0 && share <= 1)) throw new GoldError(`The share of gold checks is a percentage from 0 to 100, got ${Math.round(share * 100)}.`);
-  await prisma.$transaction(async (tx) => {
-    const value = { share, by: actor, at: new Date().toISOString() };
-    await tx.setting.upsert({ where: { key: GOLD_SETTING }, create: { key: GOLD_SETTING, value }, update: { value } });
-    await tx.auditLog.create({ data: { actor, action: 'gold.share', target: null, detail: { share } } });
-  });
+  await saveGoldShare(prisma, actor, share);
 }
 
 /**

@@ -1,8 +1,8 @@
 // What moderators can do besides deploying policies: pause and resume collection, ban and unban people, flag
-// sessions, read statistics. Every action is written to the audit log with who did it.
-import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
-
-export const PAUSED_KEY = 'paused';
+// sessions, read statistics. Here: who may do what, and what they are told when they may not; the writes, each
+// audited with who did it, are prisma/moderation-store.ts's.
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import { closeFlag, liftBan, PAUSED_KEY, recordBan, recordFlag } from '../prisma/moderation-store.ts';
 
 export class ModerationError extends Error {
   override name = 'ModerationError';
@@ -23,22 +23,9 @@ export function actorOf(a: string | Actor): Actor {
   return typeof a === 'string' ? { id: a, guildId: null, operator: true } : a;
 }
 
-export async function audit(prisma: PrismaClient | Prisma.TransactionClient, actor: string | Actor, action: string, target: string | null, detail?: Prisma.InputJsonValue): Promise<void> {
-  const a = actorOf(actor);
-  await prisma.auditLog.create({ data: { actor: a.id, guildId: a.guildId, action, target, ...(detail !== undefined ? { detail } : {}) } });
-}
-
 export async function isPaused(prisma: PrismaClient): Promise<boolean> {
   const s = await prisma.setting.findUnique({ where: { key: PAUSED_KEY } });
   return (s?.value as { paused?: boolean } | null)?.paused === true;
-}
-
-export async function setPaused(prisma: PrismaClient, actor: string | Actor, paused: boolean): Promise<void> {
-  await prisma.$transaction(async (tx) => {
-    const value = { paused, by: actorOf(actor).id, at: new Date().toISOString() };
-    await tx.setting.upsert({ where: { key: PAUSED_KEY }, create: { key: PAUSED_KEY, value }, update: { value } });
-    await audit(tx, actor, paused ? 'collection.pause' : 'collection.resume', null);
-  });
 }
 
 /**
@@ -49,40 +36,14 @@ export async function ban(prisma: PrismaClient, actor: string | Actor, externalI
   const a = actorOf(actor);
   if (everywhere && !a.operator) throw new ModerationError('Only an operator can ban someone everywhere; your ban holds in this server.');
   if (!everywhere && !a.guildId) throw new ModerationError('A ban within a server needs the server.');
-  return prisma.$transaction(async (tx) => {
-    const now = new Date();
-    const p = await tx.participant.upsert({
-      where: { discordUserId: externalId },
-      create: { discordUserId: externalId, ...(everywhere ? { banned: true, bannedAt: now, bannedReason: reason } : { bannedGuildIds: [a.guildId!] }) },
-      update: everywhere ? { banned: true, bannedAt: now, bannedReason: reason } : {},
-    });
-    if (!everywhere && !p.bannedGuildIds.includes(a.guildId!)) {
-      await tx.participant.update({ where: { id: p.id }, data: { bannedGuildIds: { push: a.guildId! } } });
-    }
-    const where = { participantId: p.id, status: 'active' as const, ...(everywhere ? {} : { guildId: a.guildId }) };
-    const active = await tx.session.findMany({ where, select: { id: true } });
-    await tx.session.updateMany({ where, data: { status: 'abandoned', endedAt: now, endReason: 'banned' } });
-    await audit(tx, a, everywhere ? 'participant.ban' : 'participant.guild-ban', externalId, { reason, endedSessions: active.map((s) => s.id) });
-    return active.map((s) => s.id);
-  });
+  return recordBan(prisma, a, externalId, { reason, guildId: everywhere ? null : a.guildId });
 }
 
 /** Lifts a ban: a moderator's in their guild, an operator's everywhere (the global ban and every guild's). */
 export async function unban(prisma: PrismaClient, actor: string | Actor, externalId: string): Promise<boolean> {
   const a = actorOf(actor);
-  return prisma.$transaction(async (tx) => {
-    const p = await tx.participant.findUnique({ where: { discordUserId: externalId } });
-    if (!p) return false;
-    if (a.operator) {
-      if (!p.banned && !p.bannedGuildIds.length) return false;
-      await tx.participant.update({ where: { id: p.id }, data: { banned: false, bannedAt: null, bannedReason: null, bannedGuildIds: [] } });
-    } else {
-      if (!a.guildId || !p.bannedGuildIds.includes(a.guildId)) return false;
-      await tx.participant.update({ where: { id: p.id }, data: { bannedGuildIds: p.bannedGuildIds.filter((g) => g !== a.guildId) } });
-    }
-    await audit(tx, a, 'participant.unban', externalId);
-    return true;
-  });
+  if (!a.operator && !a.guildId) return false;
+  return liftBan(prisma, a, externalId, a.operator ? null : a.guildId);
 }
 
 /** Is the person banned from sessions in this guild (everywhere, or there)? */
@@ -95,15 +56,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export async function flagSession(prisma: PrismaClient, actor: string | Actor, sessionId: string, reason: string): Promise<string> {
   const a = actorOf(actor);
   if (!UUID.test(sessionId)) throw new ModerationError(`"${sessionId}" is not a session id (expected a UUID, as shown by /task status).`);
-  return prisma.$transaction(async (tx) => {
-    const session = await tx.session.findUnique({ where: { id: sessionId }, select: { id: true, guildId: true } });
-    // Another guild's session is "not found" for a guild moderator: they may not learn that it exists.
-    if (!session || (!a.operator && session.guildId !== a.guildId)) throw new ModerationError(`No session ${sessionId}.`);
-    const mod = await tx.participant.upsert({ where: { discordUserId: a.id }, create: { discordUserId: a.id, role: a.operator ? 'operator' : 'moderator' }, update: {} });
-    const flag = await tx.moderationFlag.create({ data: { sessionId, flaggedById: mod.id, reason } });
-    await audit(tx, a, 'session.flag', sessionId, { reason, flagId: flag.id });
-    return flag.id;
-  });
+  const flagId = await recordFlag(prisma, { ...a, everyGuild: a.operator }, sessionId, reason);
+  // Another guild's session is "not found" for a guild moderator: they may not learn that it exists.
+  if (!flagId) throw new ModerationError(`No session ${sessionId}.`);
+  return flagId;
 }
 
 export interface OpenFlag {
@@ -128,20 +84,9 @@ export async function openFlags(prisma: PrismaClient, actor: string | Actor, tak
 export async function resolveFlag(prisma: PrismaClient, actor: string | Actor, flagId: string, reason: string): Promise<void> {
   const a = actorOf(actor);
   if (!UUID.test(flagId)) throw new ModerationError(`"${flagId}" is not a flag id (see /mod flags).`);
-  await prisma.$transaction(async (tx) => {
-    const flag = await tx.moderationFlag.findUnique({ where: { id: flagId }, include: { session: { select: { guildId: true } } } });
-    if (!flag || (!a.operator && flag.session.guildId !== a.guildId)) throw new ModerationError(`No flag ${flagId}.`);
-    if (flag.resolvedAt) throw new ModerationError(`Flag ${flagId} was resolved already.`);
-    await tx.moderationFlag.update({ where: { id: flagId }, data: { resolvedAt: new Date(), resolvedBy: a.id, resolvedReason: reason } });
-    await audit(tx, a, 'flag.resolve', flagId, { reason, sessionId: flag.sessionId });
-  });
-}
-
-/** Records what the person is (operator or moderator) as their participant role; never demotes an operator. */
-export async function recordRole(prisma: PrismaClient, externalId: string, role: 'operator' | 'moderator'): Promise<void> {
-  const p = await prisma.participant.findUnique({ where: { discordUserId: externalId }, select: { role: true } });
-  if (p && (p.role === role || p.role === 'operator' || p.role === 'simulated')) return;
-  await prisma.participant.upsert({ where: { discordUserId: externalId }, create: { discordUserId: externalId, role }, update: { role } });
+  const outcome = await closeFlag(prisma, { ...a, everyGuild: a.operator }, flagId, reason);
+  if (outcome === 'missing') throw new ModerationError(`No flag ${flagId}.`);
+  if (outcome === 'closed-before') throw new ModerationError(`Flag ${flagId} was resolved already.`);
 }
 
 export interface Stats {

@@ -2,7 +2,7 @@
 // a keyed hash that cannot be turned back into their id, and a receipt says what was done. Shared by
 // /privacy delete and `sweetloop privacy delete <user>` (an operator handling a request by mail).
 //
-// - Database: their sessions (turns, evaluations, ratings, flags) and the ratings they gave are deleted; audit
+// - Database (prisma/privacy-store.ts): their sessions (turns, evaluations, ratings, flags) and the ratings they gave are deleted; audit
 //   rows naming them (as actor or target) keep their action and time but name the keyed hash instead, and lose
 //   their detail (which may quote them); their participant row is kept only under the keyed hash, emptied, so
 //   a ban still applies when they come back (engine.start looks the hash up) — without their raw id.
@@ -15,7 +15,8 @@
 import { createHmac } from 'node:crypto';
 import { lstat, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import { eraseParticipant, markTrainedOnErasedData } from '../prisma/privacy-store.ts';
 
 /** The key used when none is configured (development only; bin/config.ts refuses it for a Discord bot). */
 export const DEV_PRIVACY_KEY = 'sweetloop-dev-privacy-key';
@@ -57,89 +58,23 @@ const MAX_SCAN_BYTES = 512 * 1024 * 1024;
 export async function deletePerson(prisma: PrismaClient, externalId: string, o: DeletionOptions): Promise<DeletionReceipt> {
   const pseudonym = erasedId(o.key, externalId);
   const now = new Date();
-  const p = await prisma.participant.findUnique({ where: { discordUserId: externalId } });
-  const sessions = p ? await prisma.session.findMany({ where: { participantId: p.id }, select: { id: true, threadId: true } }) : [];
-  const sessionIds = sessions.map((s) => s.id);
-  const texts = p
-    ? [
-        ...(await prisma.turn.findMany({ where: { sessionId: { in: sessionIds }, role: 'human' }, select: { content: true } })).map((t) => t.content),
-        ...(await prisma.rating.findMany({ where: { raterId: p.id, comment: { not: null } }, select: { comment: true } })).map((r) => r.comment!),
-      ]
-    : [];
-  const db = await prisma.$transaction(async (tx) => {
-    const turns = await tx.turn.count({ where: { sessionId: { in: sessionIds } } });
-    const ratings = p ? await tx.rating.deleteMany({ where: { raterId: p.id } }) : { count: 0 };
-    if (p) await tx.session.deleteMany({ where: { participantId: p.id } });
-    const targets = [externalId, ...(p ? [p.id] : []), ...sessionIds];
-    const audits = await tx.auditLog.findMany({ where: { OR: [{ actor: externalId }, { target: { in: targets } }] }, select: { id: true, actor: true, target: true } });
-    for (const a of audits) {
-      const target = a.target !== null && targets.includes(a.target) ? pseudonym : a.target;
-      await tx.auditLog.update({ where: { id: a.id }, data: { actor: a.actor === externalId ? pseudonym : a.actor, target, detail: Prisma.DbNull } });
-    }
-    // What they did as a moderator or operator names them by id: the hash stands in.
-    await tx.moderationFlag.updateMany({ where: { resolvedBy: externalId }, data: { resolvedBy: pseudonym } });
-    await tx.experiment.updateMany({ where: { startedBy: externalId }, data: { startedBy: pseudonym } });
-    await tx.experiment.updateMany({ where: { stoppedBy: externalId }, data: { stoppedBy: pseudonym } });
-    if (p) {
-      // Their comparisons of others' sessions and the quality computed from their work go with them.
-      await tx.preference.deleteMany({ where: { raterId: p.id } });
-      await tx.participantQuality.deleteMany({ where: { participantId: p.id } });
-    }
-    // A pause switched by them names them too.
-    const paused = await tx.setting.findMany({ where: { value: { path: ['by'], equals: externalId } } });
-    for (const s of paused) await tx.setting.update({ where: { key: s.key }, data: { value: { ...(s.value as object), by: pseudonym } } });
-    if (p) {
-      // Kept only as the hash, emptied: a ban (global or per guild) still applies if they come back.
-      const existing = await tx.participant.findUnique({ where: { discordUserId: pseudonym } });
-      if (existing && existing.id !== p.id) {
-        await tx.participant.update({
-          where: { id: existing.id },
-          data: { banned: existing.banned || p.banned, bannedGuildIds: [...new Set([...existing.bannedGuildIds, ...p.bannedGuildIds])], bannedReason: null },
-        });
-        await tx.participant.delete({ where: { id: p.id } });
-      } else {
-        await tx.participant.update({
-          where: { id: p.id },
-          data: { discordUserId: pseudonym, displayName: null, consentGivenAt: null, consentWithdrawnAt: now, deletedAt: now, bannedReason: null },
-        });
-      }
-    }
-    await tx.auditLog.create({
-      data: { actor: !o.requestedBy || o.requestedBy === externalId ? pseudonym : o.requestedBy, action: 'privacy.delete', target: pseudonym, detail: { sessions: sessions.length, turns, ratings: ratings.count } },
-    });
-    return { turns, ratings: ratings.count, auditRows: audits.length };
-  });
-  const policiesMarked = await markPolicies(prisma, sessionIds);
-  const needles = [externalId, ...(p?.displayName ? [p.displayName] : []), ...(o.names ?? []), ...texts].map((t) => t.trim()).filter((t) => t.length >= 3);
+  const erased = await eraseParticipant(prisma, externalId, { pseudonym, now, ...(o.requestedBy ? { requestedBy: o.requestedBy } : {}) });
+  const policiesMarked = await markTrainedOnErasedData(prisma, erased.sessions.map((s) => s.id));
+  const needles = [externalId, ...(erased.displayName ? [erased.displayName] : []), ...(o.names ?? []), ...erased.texts].map((t) => t.trim()).filter((t) => t.length >= 3);
   const files = { deleted: [] as string[], rewritten: [] as string[] };
   for (const dir of o.dirs ?? []) await scrubDir(dir, needles, files);
   return {
     pseudonym,
-    sessions: sessions.length,
-    turns: db.turns,
-    ratings: db.ratings,
-    auditRows: db.auditRows,
-    threadIds: sessions.flatMap((s) => (s.threadId ? [s.threadId] : [])),
+    sessions: erased.sessions.length,
+    turns: erased.turns,
+    ratings: erased.ratings,
+    auditRows: erased.auditRows,
+    threadIds: erased.sessions.flatMap((s) => (s.threadId ? [s.threadId] : [])),
     filesDeleted: files.deleted,
     filesRewritten: files.rewritten,
     policiesMarked,
     at: now,
   };
-}
-
-/** Marks the policy versions whose training runs used any of these sessions; returns their names. */
-async function markPolicies(prisma: PrismaClient, sessionIds: string[]): Promise<string[]> {
-  if (!sessionIds.length) return [];
-  const ids = new Set(sessionIds);
-  const runs = await prisma.trainingRun.findMany({ select: { id: true, dataSnapshot: true } });
-  const used = runs.filter((r) => ((r.dataSnapshot as { sessions?: { id: string }[] } | null)?.sessions ?? []).some((s) => ids.has(s.id))).map((r) => r.id);
-  if (!used.length) return [];
-  const versions = await prisma.policyVersion.findMany({ where: { trainingRunId: { in: used } }, select: { id: true, name: true, metrics: true } });
-  for (const v of versions) {
-    const metrics = { ...((v.metrics as object | null) ?? {}), trainedOnErasedData: true };
-    await prisma.policyVersion.update({ where: { id: v.id }, data: { metrics } });
-  }
-  return versions.map((v) => v.name);
 }
 
 /** Removes the needles' lines from JSON Lines files, and deletes any other file holding one. */
@@ -186,15 +121,4 @@ export function formatReceipt(r: DeletionReceipt): string {
     `Audit entries pseudonymised: ${r.auditRows}.${r.policiesMarked.length ? ` Policy versions trained on your sessions marked: ${r.policiesMarked.join(', ')}.` : ''}`,
     `Your id is no longer stored; a keyed hash stands in for it so that a ban still applies. Receipt time ${r.at.toISOString()}.`,
   ].join('\n');
-}
-
-/** Withdraws consent without deleting: kept sessions leave no export or training set from now on (audited). */
-export async function withdrawConsent(prisma: PrismaClient, externalId: string): Promise<boolean> {
-  return prisma.$transaction(async (tx) => {
-    const p = await tx.participant.findUnique({ where: { discordUserId: externalId } });
-    if (!p?.consentGivenAt) return false;
-    await tx.participant.update({ where: { id: p.id }, data: { consentGivenAt: null, consentWithdrawnAt: new Date() } });
-    await tx.auditLog.create({ data: { actor: externalId, action: 'consent.withdraw', target: p.id } });
-    return true;
-  });
 }

@@ -4,10 +4,12 @@
 import type { ExportRequestInput, ModeratorExport } from './export/options.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import { markProcessed, pruneProcessed } from '../prisma/event-store.ts';
 import { deployPolicyByName, rollbackPolicy } from '../prisma/policy-store.ts';
-import { deletePerson, DEV_PRIVACY_KEY, withdrawConsent, type DeletionReceipt } from './privacy.ts';
-import { actorOf, audit, ban, flagSession, openFlags, recordRole, resolveFlag, setPaused, stats, unban, type Actor, type OpenFlag, type Stats } from './moderation.ts';
+import { deletePerson, DEV_PRIVACY_KEY, type DeletionReceipt } from './privacy.ts';
+import { withdrawConsent } from '../prisma/privacy-store.ts';
+import { actorOf, ban, flagSession, openFlags, resolveFlag, stats, unban, type Actor, type OpenFlag, type Stats } from './moderation.ts';
+import { audit, recordRole, setPaused } from '../prisma/moderation-store.ts';
+import { markProcessed, pruneProcessed } from '../prisma/event-store.ts';
 import { withDbRetry } from './retry.ts';
 import { gateStatsLine, lastGateDecision } from './report/gate.ts';
 import { experimentSessions, latestExperiment, startExperiment, stopExperiment, type ExperimentOutcome, type RunningExperiment } from '../prisma/experiment-store.ts';

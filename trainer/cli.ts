@@ -14,7 +14,8 @@ import { createRun, executeRun, unfinishedRuns, type Algorithm, type RunConfig }
 import { createScorer, type Scorer } from '../tasks/scorer.ts';
 import { simulate, RULE_SIMULATOR, type CollaboratorFactory } from './simulate.ts';
 import { resolveVersion, type VersionContext } from './versions.ts';
-import { usableSessions, type DataFilter, type DataSource } from './data.ts';
+import { usableSessions, type DataFilter } from './data.ts';
+import type { DataSource } from './data-source.ts';
 import { runService } from './service.ts';
 
 export interface TrainerSettings {
@@ -192,7 +193,6 @@ export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCom
       ...(base.servedBy ? { servedBy: base.servedBy } : {}),
       kind: o.kind,
       ratingWeight: s.ratingWeight,
-      includeSimulated: data.source !== 'human',
       data,
       preferences: o.preferences ?? s.usePreferences,
     };

@@ -11,6 +11,7 @@ import { sessionReward } from '../prisma/session-store.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { refreshQuality } from '../prisma/quality-store.ts';
 import { Rng } from '../tasks/random.ts';
+import { DATA_SOURCES, type DataSource } from './data-source.ts';
 
 export interface Trajectory {
   sessionId: string;
@@ -29,10 +30,6 @@ export interface Trajectory {
   simulated: boolean;
   policyVersionId: string | null;
 }
-
-/** Who played the collaborator in the sessions a run trains on. */
-export type DataSource = 'human' | 'simulated' | 'both';
-export const DATA_SOURCES: readonly DataSource[] = ['human', 'simulated', 'both'];
 
 /**
  * The filter that chooses a run's data (stored with the run). Quality and rating thresholds apply to the
@@ -56,10 +53,8 @@ export interface DataFilter {
 export interface TrajectoryQuery {
   /** Weight of the human rating in the reward (0: the score alone). */
   ratingWeight: number;
-  /** Whose sessions: people, simulators or both (default: from includeSimulated). */
-  source?: DataSource;
-  /** Older spelling: true = `both`, false = `human` (when `source` is not given). */
-  includeSimulated?: boolean;
+  /** Whose sessions: people, simulators or both. */
+  source: DataSource;
   minQuality?: number;
   minRating?: number;
   kind?: TaskKind;
@@ -68,10 +63,6 @@ export interface TrajectoryQuery {
   endedAfter?: Date;
   /** Exactly these sessions (a run's data snapshot, for resuming with the same data). */
   sessionIds?: string[];
-}
-
-export function sourceOf(q: Pick<TrajectoryQuery, 'source' | 'includeSimulated'>): DataSource {
-  return q.source ?? (q.includeSimulated ? 'both' : 'human');
 }
 
 /** A session was played by a simulated collaborator (the flag, or a participant with the simulated role). */
@@ -100,9 +91,8 @@ export function usableSessions(q: Omit<TrajectoryQuery, 'ratingWeight'>): Prisma
       },
     },
   ];
-  const source = sourceOf(q);
-  if (source === 'human') and.push(HUMAN);
-  if (source === 'simulated') and.push(SIMULATED);
+  if (q.source === 'human') and.push(HUMAN);
+  if (q.source === 'simulated') and.push(SIMULATED);
   if (q.minQuality !== undefined) and.push({ OR: [SIMULATED, { AND: [HUMAN, { participant: { quality: { is: { score: { gte: q.minQuality } } } } }] }] });
   if (q.minRating !== undefined) and.push({ OR: [SIMULATED, { ratings: { some: {} } }] });
   const where: Prisma.SessionWhereInput = { AND: and };

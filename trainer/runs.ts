@@ -45,10 +45,8 @@ export interface RunConfig {
   fromCheckpoint: string;
   kind: TaskKind;
   ratingWeight: number;
-  /** Kept for runs created before `data`: true = both sources, false = people only. */
-  includeSimulated: boolean;
-  /** The filter that chose the run's data (trainer/data.ts); unset: all usable sessions of includeSimulated's source. */
-  data?: DataFilter;
+  /** The filter that chose the run's data (trainer/data.ts). */
+  data: DataFilter;
   /**
    * sweet only: people's pairwise preferences between two of the run's sessions are extra Bradley-Terry pairs for
    * the critic (TRAINER_USE_PREFERENCES, `sweetloop train --[no-]preferences`). Unset (runs created before): off.
@@ -93,8 +91,7 @@ interface SnapshotPreference extends PeoplePair {
 
 /** Creates a run: its config and data snapshot. Fails with a clear message when there is nothing to learn from. */
 export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<TrainingRun> {
-  const filter: DataFilter = cfg.data ?? { source: cfg.includeSimulated ? 'both' : 'human', simulatedWeight: 1, seed: cfg.train.seed };
-  const { trajectories: data, counts } = await selectTrainingData(ctx.prisma, { ratingWeight: cfg.ratingWeight, kind: cfg.kind, split: 'train' }, filter);
+  const { trajectories: data, counts, filter } = await selectTrainingData(ctx.prisma, { ratingWeight: cfg.ratingWeight, kind: cfg.kind, split: 'train' }, cfg.data);
   // Only judgements between two sessions the run trains on: the critic scores nothing else.
   const preferences: SnapshotPreference[] | undefined =
     cfg.algorithm === 'sweet' && cfg.preferences ? (await peoplePairs(ctx.prisma, data.map((t) => t.sessionId))).map((p) => ({ id: p.id, chosen: p.chosen, rejected: p.rejected })) : undefined;
@@ -208,7 +205,7 @@ async function finishPhase(r: RunState, name: string): Promise<void> {
 async function snapshotData(r: RunState, run: TrainingRun): Promise<Trajectory[]> {
   const snapshot = (run.dataSnapshot as { sessions: { id: string; reward: number }[] }).sessions;
   const rewards = new Map(snapshot.map((s) => [s.id, s.reward]));
-  const loaded = await loadTrajectories(r.ctx.prisma, { ratingWeight: r.cfg.ratingWeight, includeSimulated: r.cfg.includeSimulated, sessionIds: snapshot.map((s) => s.id) });
+  const loaded = await loadTrajectories(r.ctx.prisma, { ratingWeight: r.cfg.ratingWeight, source: r.cfg.data.source, sessionIds: snapshot.map((s) => s.id) });
   if (loaded.length < snapshot.length) r.say(`${snapshot.length - loaded.length} session(s) of the snapshot are no longer usable (deleted, withdrawn or flagged): left out`);
   return loaded.map((t) => ({ ...t, reward: rewards.get(t.sessionId) ?? t.reward }));
 }

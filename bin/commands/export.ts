@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { DATA_SOURCES, DEFAULT_DATA_SOURCE, type DataSource } from '../../trainer/data-source.ts';
 
 function parseDate(flag: string) {
   return (v: string): Date => {
@@ -28,13 +29,12 @@ interface FilterFlags {
   policy?: string;
   minRating?: number;
   split?: 'train' | 'test';
-  includeSimulated?: boolean;
   includeFlagged?: boolean;
   status?: string[];
 }
 
-function addFilterOptions(cmd: Command, simulatedDefault: 'excluded' | 'included'): Command {
-  cmd
+function addFilterOptions(cmd: Command): Command {
+  return cmd
     .option('--since <date>', 'sessions started at or after this date/time (UTC unless an offset is given)', parseDate('--since'))
     .option('--until <date>', 'sessions started before this date/time', parseDate('--until'))
     .addOption(new Option('--kind <kind>', 'task kind').choices(['backend', 'frontend']))
@@ -43,12 +43,10 @@ function addFilterOptions(cmd: Command, simulatedDefault: 'excluded' | 'included
     .addOption(new Option('--split <split>', 'task split').choices(['train', 'test']))
     .option('--include-flagged', 'include sessions with an unresolved moderation flag', false)
     .option('--status <list>', 'comma-separated session statuses (answered, abandoned, expired, active)', parseStatuses);
-  if (simulatedDefault === 'excluded') cmd.option('--include-simulated', 'include sessions with simulated collaborators (same as --source both)', false);
-  else cmd.option('--humans-only', 'leave out sessions with simulated collaborators', false);
-  return cmd;
 }
 
-function filtersFrom(o: FilterFlags & { humansOnly?: boolean }) {
+/** The report's filters: every source unless --humans-only (bot/report/aggregate.ts reportFilters). */
+function reportFiltersFrom(o: FilterFlags & { humansOnly: boolean }) {
   return {
     since: o.since,
     until: o.until,
@@ -56,7 +54,7 @@ function filtersFrom(o: FilterFlags & { humansOnly?: boolean }) {
     policy: o.policy,
     minRating: o.minRating,
     split: o.split,
-    includeSimulated: o.humansOnly !== undefined ? !o.humansOnly : o.includeSimulated,
+    source: o.humansOnly ? ('human' as const) : undefined,
     includeFlagged: o.includeFlagged,
     statuses: o.status as ('active' | 'answered' | 'abandoned' | 'expired')[] | undefined,
   };
@@ -69,7 +67,7 @@ export function registerExportCommands(program: Command): void {
       .description('Export consented sessions as a dataset (sweet-rl trajectories, full JSONL, Parquet, or a Hugging Face dataset folder) with a dataset card')
       .addOption(new Option('--format <format>', 'output format (hf: a dataset folder with one Parquet file per kind and split)').choices(['sweet-rl', 'jsonl', 'parquet', 'hf']).makeOptionMandatory())
       .requiredOption('--out <path>', 'output file (hf: a new folder); the dataset card is written beside it as <file>.README.md (hf: <folder>/README.md)')
-      .addOption(new Option('--source <who>', 'who played the collaborator (default: human)').choices(['human', 'simulated', 'both']))
+      .addOption(new Option('--source <who>', `who played the collaborator (default: ${DEFAULT_DATA_SOURCE})`).choices(DATA_SOURCES))
       .option('--per-task <k>', 'sweet-rl: only tasks with at least k sessions, written as k blocks over the same tasks (what the official scripts pair)', (v) => {
         const n = Number(v);
         if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number of at least 1');
@@ -82,7 +80,6 @@ export function registerExportCommands(program: Command): void {
         if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new InvalidArgumentError('expected an integer from 1 to 100000');
         return n;
       }),
-    'excluded',
   ).action(
     async (
       o: FilterFlags & {
@@ -90,7 +87,7 @@ export function registerExportCommands(program: Command): void {
         out: string;
         excludeComments: boolean;
         batchSize?: number;
-        source?: 'human' | 'simulated' | 'both';
+        source?: DataSource;
         perTask?: number;
         chatTemplate?: string;
       },
@@ -110,7 +107,7 @@ export function registerExportCommands(program: Command): void {
         policy: o.policy,
         status: o.status,
         minRating: o.minRating,
-        source: o.source ?? (o.includeSimulated ? 'both' : 'human'),
+        source: o.source,
         includeFlagged: o.includeFlagged ?? false,
         excludeComments: o.excludeComments,
         perTask: o.perTask,
@@ -158,8 +155,8 @@ export function registerExportCommands(program: Command): void {
       .description('Per policy version and task kind: success, tests passed / similarity, win rate, ratings, turns, with 95% intervals and plots')
       .requiredOption('--out <dir>', 'directory for report.md, report.json and the SVG/PNG plots')
       .option('--reference-policy <name>', 'policy the frontend win rate compares against (default: the oldest)')
-      .option('--no-png', 'write the plots as SVG only (no Chromium needed)'),
-    'included',
+      .option('--no-png', 'write the plots as SVG only (no Chromium needed)')
+      .option('--humans-only', 'leave out sessions with simulated collaborators', false),
   ).action(async (o: FilterFlags & { out: string; referencePolicy?: string; png: boolean; humansOnly: boolean }) => {
     const { loadConfig } = await import('../config.ts');
     const { createLogger } = await import('../log.ts');
@@ -171,7 +168,7 @@ export function registerExportCommands(program: Command): void {
     try {
       const r = await writeReport(db.prisma, {
         outDir: o.out,
-        filters: filtersFrom(o),
+        filters: reportFiltersFrom(o),
         referencePolicy: o.referencePolicy,
         chromiumPath: o.png ? config.CHROMIUM_PATH : null,
       });

@@ -57,7 +57,7 @@ export function registerPrivacyCommands(program: Command): void {
         import('../config.ts'),
         import('../log.ts'),
         import('../../prisma/db.ts'),
-        import('../../bot/privacy.ts'),
+        import('../../prisma/privacy-store.ts'),
       ]);
       const config = loadConfig();
       const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log: createLogger(config) });

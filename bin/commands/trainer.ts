@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { intOption, numberOption, choice } from './options.ts';
+import { DATA_SOURCES } from '../../trainer/data-source.ts';
 
 /** Opens the configured database, initialises the model backend and runs `fn` with the trainer's settings. */
 async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s: import('../../trainer/cli.ts').TrainerSettings) => Promise<T>): Promise<T> {
@@ -47,7 +48,6 @@ async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s:
 const KINDS = ['backend', 'frontend'] as const;
 const SPLITS = ['train', 'test'] as const;
 const ALGOS = ['sweet', 'mtdpo', 'rft'] as const;
-const DATA_SOURCES = ['human', 'simulated', 'both'] as const;
 
 export function registerTrainerCommands(program: Command): void {
   program

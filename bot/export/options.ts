@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { exportSessions, EXPORT_FORMATS, type ExportResult } from './export.ts';
-import { COLLABORATOR_SOURCES, type ExportFilters } from './query.ts';
+import type { ExportFilters } from './query.ts';
+import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../../trainer/data-source.ts';
 
 const STATUSES = ['active', 'answered', 'abandoned', 'expired'] as const;
 
@@ -37,7 +38,7 @@ export const exportRequestSchema = z
     status: z.array(z.enum(STATUSES)).min(1, 'give at least one status').optional(),
     minRating: z.number().min(1).max(5).optional(),
     /** Who played the collaborator. */
-    source: z.enum(COLLABORATOR_SOURCES as [string, ...string[]]).transform((s) => s as (typeof COLLABORATOR_SOURCES)[number]).default('human'),
+    source: z.enum(DATA_SOURCES).default(DEFAULT_DATA_SOURCE),
     includeFlagged: z.boolean().default(false),
     excludeComments: z.boolean().default(false),
     /** sweet-rl: tasks with at least K sessions, written as K blocks. */

@@ -9,6 +9,7 @@
 // Paging is by keyset on (startedAt, id), never OFFSET: each page is one index range scan, whatever its depth.
 import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
 import type { SessionStatus, TaskKind, TaskSplit } from '../../prisma/generated/enums.ts';
+import { DATA_SOURCES, DEFAULT_DATA_SOURCE, type DataSource } from '../../trainer/data-source.ts';
 
 export interface ExportFilters {
   /** Sessions started at or after this instant. */
@@ -21,10 +22,8 @@ export interface ExportFilters {
   /** Mean of the visible human ratings >= this; unrated sessions are then left out. */
   minRating?: number;
   split?: TaskSplit;
-  /** Who played the collaborator: people only (default), simulators only, or both. */
-  source?: CollaboratorSource;
-  /** Older spelling of `source: 'both'` (when `source` is not given). */
-  includeSimulated?: boolean;
+  /** Who played the collaborator: people, simulators or both (default DEFAULT_DATA_SOURCE). */
+  source?: DataSource;
   /** Sessions with an unresolved moderation flag are left out unless true. */
   includeFlagged?: boolean;
   /** Session statuses to export; default: only `answered` (complete trajectories). */
@@ -43,12 +42,9 @@ export interface ExportFilters {
   guildIds?: string[];
 }
 
-export type CollaboratorSource = 'human' | 'simulated' | 'both';
-export const COLLABORATOR_SOURCES: readonly CollaboratorSource[] = ['human', 'simulated', 'both'];
-
-/** The collaborator source the filters ask for (`source`, else the older includeSimulated flag). */
-export function sourceOf(f: ExportFilters): CollaboratorSource {
-  return f.source ?? (f.includeSimulated ? 'both' : 'human');
+/** The collaborator source the filters ask for. */
+export function sourceOf(f: ExportFilters): DataSource {
+  return f.source ?? DEFAULT_DATA_SOURCE;
 }
 
 export class FilterError extends Error {}
@@ -69,7 +65,7 @@ export function validateFilters(f: ExportFilters): void {
     throw new FilterError('--min-rating: expected a number from 1 to 5');
   }
   if (f.policy !== undefined && f.policy.trim() === '') throw new FilterError('--policy: empty name');
-  if (f.source !== undefined && !COLLABORATOR_SOURCES.includes(f.source)) throw new FilterError(`--source: expected one of ${COLLABORATOR_SOURCES.join(', ')}`);
+  if (f.source !== undefined && !DATA_SOURCES.includes(f.source)) throw new FilterError(`--source: expected one of ${DATA_SOURCES.join(', ')}`);
   if (f.perTask !== undefined && !(Number.isInteger(f.perTask) && f.perTask >= 1)) throw new FilterError('--per-task: expected a whole number of at least 1');
   if (f.statuses !== undefined) {
     if (f.statuses.length === 0) throw new FilterError('--status: give at least one status');

@@ -153,7 +153,7 @@ export function winRateAgainst(mine: Map<string, { sum: number; n: number }>, th
 /** Default selection of the report: every ended session, simulated ones included (they are most evaluations). */
 export function reportFilters(f: ExportFilters): ExportFilters {
   const given = Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined)) as ExportFilters;
-  return { statuses: ['answered', 'abandoned', 'expired'], includeSimulated: true, ...given };
+  return { statuses: ['answered', 'abandoned', 'expired'], source: 'both', ...given };
 }
 
 export async function collectReport(prisma: PrismaClient, filters: ExportFilters, referencePolicy?: string, now?: Date): Promise<ReportData> {

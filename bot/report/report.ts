@@ -3,7 +3,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import type { ExportFilters } from '../export/query.ts';
+import { sourceOf, type ExportFilters } from '../export/query.ts';
 import { collectReport, type GroupReport, type ReportData } from './aggregate.ts';
 import { openSvgRenderer } from './png.ts';
 import type { Interval } from '../../tasks/stats.ts';
@@ -57,7 +57,7 @@ export function renderMarkdown(data: ReportData): string {
   return [
     '# Sweetloop report',
     '',
-    `Generated ${data.generatedAt}. Sessions with status ${(f.statuses ?? []).join(', ')}; simulated collaborators ${f.includeSimulated ? 'included' : 'excluded'};`,
+    `Generated ${data.generatedAt}. Sessions with status ${(f.statuses ?? []).join(', ')}; simulated collaborators ${{ human: 'excluded', simulated: 'only', both: 'included' }[sourceOf(f)]};`,
     `flagged sessions ${f.includeFlagged ? 'included' : 'excluded'}; only consented, not-deleted participants' sessions and ratings.`,
     f.since || f.until || f.kind || f.split || f.policy || f.minRating !== undefined
       ? `Filters: ${JSON.stringify({ since: f.since, until: f.until, kind: f.kind, split: f.split, policy: f.policy, minRating: f.minRating })}.`

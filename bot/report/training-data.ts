@@ -2,7 +2,9 @@
 // the filter: TrainingRun.config.data), and how versions trained on human data compare with versions trained on
 // simulated data, pooled over their evaluated sessions, separately with people and with simulated collaborators.
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import type { DataFilter, DataSource } from '../../trainer/data.ts';
+import type { DataFilter } from '../../trainer/data.ts';
+import type { DataSource } from '../../trainer/data-source.ts';
+import type { RunConfig } from '../../trainer/runs.ts';
 import { wilsonCount, type Interval } from '../../tasks/stats.ts';
 import { compareProportions, type Difference } from '../../tasks/two-sample.ts';
 import type { Collaborator, GroupReport } from './aggregate.ts';
@@ -11,7 +13,7 @@ export interface TrainedVersion {
   policy: string;
   algorithm: string;
   source: DataSource;
-  filter: DataFilter | null;
+  filter: DataFilter;
   sessions: { human: number; simulated: number } | null;
 }
 
@@ -26,13 +28,14 @@ export interface SourceComparison {
 export async function collectTrainedVersions(prisma: PrismaClient): Promise<TrainedVersion[]> {
   const rows = await prisma.policyVersion.findMany({ where: { trainingRunId: { not: null } }, include: { trainingRun: true }, orderBy: { createdAt: 'asc' } });
   return rows.map((v) => {
-    const cfg = (v.trainingRun?.config ?? {}) as { data?: DataFilter; includeSimulated?: boolean };
+    // Every stored run names its data (runs from before the filter: prisma/migrations/*_run_data_source).
+    const cfg = v.trainingRun!.config as unknown as Pick<RunConfig, 'data'>;
     const snap = (v.trainingRun?.dataSnapshot ?? {}) as { counts?: { human: number; simulated: number } };
     return {
       policy: v.name,
       algorithm: v.algorithm,
-      source: cfg.data?.source ?? (cfg.includeSimulated === false ? 'human' : 'both'),
-      filter: cfg.data ?? null,
+      source: cfg.data.source,
+      filter: cfg.data,
       sessions: snap.counts ? { human: snap.counts.human, simulated: snap.counts.simulated } : null,
     };
   });
@@ -65,8 +68,8 @@ const pct = (v: number) => (Number.isFinite(v) ? `${(100 * v).toFixed(1)}%` : '-
 const ci = (i: Interval) => (Number.isFinite(i.lo) ? `${pct(i.estimate)} [${pct(i.lo)}, ${pct(i.hi)}] (n=${i.n})` : `${pct(i.estimate)} (n=${i.n})`);
 
 export function trainingDataMarkdown(versions: readonly TrainedVersion[], comparisons: readonly SourceComparison[]): string {
-  const filter = (f: DataFilter | null) =>
-    f ? [f.source === 'both' && f.simulatedWeight < 1 ? `simulated weight ${f.simulatedWeight}` : '', f.minQuality !== undefined ? `quality >= ${f.minQuality}` : '', f.minRating !== undefined ? `rating >= ${f.minRating}` : ''].filter(Boolean).join(', ') || '-' : '(before data filters)';
+  const filter = (f: DataFilter) =>
+    [f.source === 'both' && f.simulatedWeight < 1 ? `simulated weight ${f.simulatedWeight}` : '', f.minQuality !== undefined ? `quality >= ${f.minQuality}` : '', f.minRating !== undefined ? `rating >= ${f.minRating}` : ''].filter(Boolean).join(', ') || '-';
   const lines = [
     '## Trained on people or simulators',
     '',

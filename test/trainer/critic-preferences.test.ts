@@ -23,7 +23,7 @@ let tasks: { best: Trajectory; worst: Trajectory }[];
 
 beforeAll(async () => {
   ({ t, root, policyDir, fromId } = await runWorld('critic-prefs'));
-  data = await loadTrajectories(t.prisma, { ratingWeight: 0, includeSimulated: true });
+  data = await loadTrajectories(t.prisma, { ratingWeight: 0, source: 'both' });
   const byTask = new Map<string, Trajectory[]>();
   for (const d of data) byTask.set(d.taskId, [...(byTask.get(d.taskId) ?? []), d]);
   tasks = [...byTask.keys()]
@@ -48,7 +48,7 @@ function config(preferences: boolean): RunConfig {
     fromCheckpoint: policyDir,
     kind: 'backend',
     ratingWeight: 0,
-    includeSimulated: true,
+    data: { source: 'both', simulatedWeight: 1, seed: 3 },
     preferences,
   };
 }

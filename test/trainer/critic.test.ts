@@ -31,7 +31,7 @@ afterAll(async () => {
 
 describe('SWEET-RL critic', () => {
   it('ranks a held-out pair correctly after Bradley-Terry training on a separable set', async () => {
-    const data = await loadTrajectories(t.prisma, { ratingWeight: 0, includeSimulated: true });
+    const data = await loadTrajectories(t.prisma, { ratingWeight: 0, source: 'both' });
     const critic = await Critic.load(policyDir);
     try {
       const examples = await critic.prepare(data);

@@ -97,7 +97,6 @@ function runConfig(data: DataFilter): RunConfig {
     fromCheckpoint: '/tmp/unused',
     kind: 'backend',
     ratingWeight: 0,
-    includeSimulated: data.source !== 'human',
     data,
   };
 }
@@ -157,7 +156,7 @@ describe('choosing the training data', () => {
     const weighted = await snapshotOf({ source: 'both', simulatedWeight: 0.5, seed: 99 });
     const keptSim = weighted.sessions.filter((s) => s.simulated).map((s) => s.id).sort();
     // The draw is keyed by the trajectory's content, not its random id.
-    const simTrajectories = await loadTrajectories(t.prisma, { ratingWeight: 0, includeSimulated: true, sessionIds: simulated });
+    const simTrajectories = await loadTrajectories(t.prisma, { ratingWeight: 0, source: 'both', sessionIds: simulated });
     expect(keptSim).toEqual(simTrajectories.filter((x) => keepsSimulated(trajectoryKey(x), 0.5, 99)).map((x) => x.sessionId).sort());
     expect(weighted.sessions.filter((s) => !s.simulated).map((s) => s.id).sort()).toEqual([...human].sort());
     expect(weighted.counts.simulatedLeftOut).toBe(6 - keptSim.length);

@@ -50,7 +50,7 @@ describe('training data exclusions', () => {
     const resolved = await humanSession('flag-resolved', { consentGivenAt: now }, 0.5);
     await t.prisma.moderationFlag.create({ data: { sessionId: resolved, reason: 'checked', resolvedAt: now } });
 
-    const data = await loadTrajectories(t.prisma, { ratingWeight: 0, includeSimulated: true });
+    const data = await loadTrajectories(t.prisma, { ratingWeight: 0, source: 'both' });
     expect(data.map((d) => d.sessionId).sort()).toEqual([ok1, ok2, resolved].sort());
 
     const run = await createRun(
@@ -64,7 +64,7 @@ describe('training data exclusions', () => {
         fromCheckpoint: '/tmp/unused',
         kind: 'backend',
         ratingWeight: 0,
-        includeSimulated: true,
+        data: { source: 'both', simulatedWeight: 1, seed: 1234 },
       },
     );
     const snapshot = (run.dataSnapshot as { sessions: { id: string; reward: number }[] }).sessions;

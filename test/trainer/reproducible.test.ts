@@ -60,7 +60,7 @@ async function pipeline(label: string, reversed: boolean) {
         fromCheckpoint: policyDir,
         kind: 'backend',
         ratingWeight: 0,
-        includeSimulated: true,
+        data: { source: 'both', simulatedWeight: 1, seed: 3 },
       });
       const v = await executeRun(ctx, run.id);
       versions.push(v);

@@ -51,7 +51,7 @@ function config(): RunConfig {
     fromCheckpoint: policyDir,
     kind: 'backend',
     ratingWeight: 0,
-    includeSimulated: true,
+    data: { source: 'both', simulatedWeight: 1, seed: 7 },
   };
 }
 

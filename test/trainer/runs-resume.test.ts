@@ -33,7 +33,7 @@ function config(algorithm: Algorithm): RunConfig {
     fromCheckpoint: policyDir,
     kind: 'backend',
     ratingWeight: 0,
-    includeSimulated: true,
+    data: { source: 'both', simulatedWeight: 1, seed: 3 },
   };
 }
 

@@ -12,6 +12,7 @@ import { ChatTemplateError } from '../../export/chat-template.ts';
 import { EXPORT_FORMATS, ExportError } from '../../export/export.ts';
 import { ExportRequestError, type ExportRequestInput } from '../../export/options.ts';
 import { FilterError } from '../../export/query.ts';
+import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../../../trainer/data-source.ts';
 import { actorFor, authorityOf, mayRun } from '../permissions.ts';
 import { experimentGroup, experimentHandlers } from './mod/experiment.ts';
 import { excludeSubcommand, goldSubcommand, includeSubcommand, participantHandlers, participantsSubcommand } from './mod/participants.ts';
@@ -42,7 +43,7 @@ const definition = new SlashCommandBuilder()
       )
       .addIntegerOption((o) => o.setName('min_rating').setDescription('Only sessions rated at least this').setMinValue(1).setMaxValue(5))
       .addStringOption((o) =>
-        o.setName('source').setDescription('Who played the collaborator (default human)').addChoices(...['human', 'simulated', 'both'].map((v) => ({ name: v, value: v }))),
+        o.setName('source').setDescription(`Who played the collaborator (default ${DEFAULT_DATA_SOURCE})`).addChoices(...DATA_SOURCES.map((v) => ({ name: v, value: v }))),
       )
       .addIntegerOption((o) => o.setName('per_task').setDescription('sweet-rl: tasks with at least K sessions, as K blocks').setMinValue(1))
       .addStringOption((o) => o.setName('chat_template').setDescription('sweet-rl: llama3 (default) or chatml').addChoices({ name: 'llama3', value: 'llama3' }, { name: 'chatml', value: 'chatml' })),

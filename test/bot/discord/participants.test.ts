@@ -117,7 +117,6 @@ describe('collaborator quality over the fake Discord', () => {
           fromCheckpoint: '/tmp/unused',
           kind: 'backend',
           ratingWeight: 0,
-          includeSimulated: true,
           data: { source: 'both', simulatedWeight: 1, seed: 1 },
         },
       );

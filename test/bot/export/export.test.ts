@@ -69,17 +69,18 @@ describe('selection', () => {
     expect(await selected({ minRating: 4 })).toEqual(['S1']);
     expect(await selected({ minRating: 4.6 })).toEqual([]);
     expect(await selected({ minRating: 2 })).toEqual(['S1', 'S2']);
-    expect(await selected({ includeSimulated: true })).toEqual(['S1', 'S10', 'S2', 'S3', 'S8']);
+    expect(await selected({ source: 'both' })).toEqual(['S1', 'S10', 'S2', 'S3', 'S8']);
     expect(await selected({ includeFlagged: true })).toEqual(['S1', 'S10', 'S2', 'S3', 'S9']);
     expect(await selected({ statuses: ['abandoned'] })).toEqual(['S4']);
     expect(await selected({ requireTrajectory: true })).toEqual(['S1', 'S2', 'S3']);
     expect(await selected({ source: 'simulated' })).toEqual(['S8']);
-    expect(await selected({ source: 'both' })).toEqual(await selected({ includeSimulated: true }));
+    // No source named: people only (DEFAULT_DATA_SOURCE, trainer/data-source.ts).
+    expect(await selected({})).toEqual(await selected({ source: 'human' }));
     expect(await selected({ kind: 'backend', split: 'test', includeFlagged: true, policy: 'sweet-0001' })).toEqual(['S2', 'S9']);
   });
 
   it('never selects unconsented, withdrawn or deleted participants, whatever the filters', async () => {
-    const everything = await selected({ includeSimulated: true, includeFlagged: true, statuses: ['answered', 'abandoned', 'expired', 'active'] });
+    const everything = await selected({ source: 'both', includeFlagged: true, statuses: ['answered', 'abandoned', 'expired', 'active'] });
     expect(everything).toEqual(['S1', 'S10', 'S2', 'S3', 'S4', 'S8', 'S9']);
     for (const hidden of ['S5', 'S6', 'S7']) expect(everything).not.toContain(hidden);
   });
@@ -151,10 +152,10 @@ describe('formats round-trip', () => {
 
   it('parquet reads back identically through hyparquet and through arrow-rs (parquet-wasm), one row group per batch', async () => {
     const jsonlPath = join(dir, 'ref.jsonl');
-    await exportSessions(prisma, { format: 'jsonl', salt: SALT, filters: { includeSimulated: true, includeFlagged: true } }, jsonlPath);
+    await exportSessions(prisma, { format: 'jsonl', salt: SALT, filters: { source: 'both', includeFlagged: true } }, jsonlPath);
     const expected = readJsonl<ExportRecord>(jsonlPath);
     const path = join(dir, 'all.parquet');
-    const r = await exportSessions(prisma, { format: 'parquet', salt: SALT, batchSize: 2, filters: { includeSimulated: true, includeFlagged: true } }, path);
+    const r = await exportSessions(prisma, { format: 'parquet', salt: SALT, batchSize: 2, filters: { source: 'both', includeFlagged: true } }, path);
     expect(r.sessions).toBe(6);
     const bytes = readFileSync(path);
     const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
@@ -238,7 +239,7 @@ describe('formats round-trip', () => {
 });
 
 describe('privacy', () => {
-  const everything: ExportFilters = { includeSimulated: true, includeFlagged: true, statuses: ['answered', 'abandoned', 'expired', 'active'] };
+  const everything: ExportFilters = { source: 'both', includeFlagged: true, statuses: ['answered', 'abandoned', 'expired', 'active'] };
 
   it('unconsented, withdrawn and deleted people never appear, nor any Discord id or display name', async () => {
     for (const format of ['jsonl', 'sweet-rl', 'parquet'] as ExportFormat[]) {
@@ -287,7 +288,7 @@ describe('privacy', () => {
 describe('dataset card and failures', () => {
   it('lists the right counts and the filters used', async () => {
     const path = join(dir, 'card.parquet');
-    const r = await exportSessions(prisma, { format: 'parquet', salt: SALT, filters: { includeSimulated: true } }, path);
+    const r = await exportSessions(prisma, { format: 'parquet', salt: SALT, filters: { source: 'both' } }, path);
     const card = readFileSync(`${path}.README.md`, 'utf8');
     // S1, S10, S2, S3 and the simulated S8: 5 sessions, 4 turns each, S4 abandoned is not answered.
     expect(card).toMatch(/- sessions: 5\n/);

@@ -23,12 +23,13 @@ describe('trained on people or simulators', () => {
     for (const [name, data, counts] of [
       ['h-1', { source: 'human', simulatedWeight: 1, minQuality: 0.7, seed: 1 }, { human: 12, simulated: 0, simulatedLeftOut: 0 }],
       ['s-1', { source: 'simulated', simulatedWeight: 1, seed: 1 }, { human: 0, simulated: 40, simulatedLeftOut: 0 }],
-      ['old', null, null],
+      // A run from before data filters, as prisma/migrations/*_run_data_source left it: its source, no counts.
+      ['old', { source: 'both', simulatedWeight: 1, seed: 1 }, null],
     ] as const) {
       const run = await t.prisma.trainingRun.create({
         data: {
           algorithm: 'rft',
-          config: data ? { data, includeSimulated: data.source !== 'human' } : { includeSimulated: true },
+          config: { data },
           ...(counts ? { dataSnapshot: { filter: data, counts, sessions: [] } } : {}),
           status: 'succeeded',
         },
@@ -44,14 +45,14 @@ describe('trained on people or simulators', () => {
     ]);
     const md = trainingDataMarkdown(v, []);
     expect(md).toContain('| h-1 | rft | human | 12 / 0 | quality >= 0.7 |');
-    expect(md).toContain('| old | rft | both | - | (before data filters) |');
+    expect(md).toContain('| old | rft | both | - | - |');
   });
 
   it('pools success by training source, per kind of collaborator, with the difference and its p-value', () => {
     const versions: TrainedVersion[] = [
-      { policy: 'h-1', algorithm: 'rft', source: 'human', filter: null, sessions: null },
-      { policy: 'h-2', algorithm: 'rft', source: 'human', filter: null, sessions: null },
-      { policy: 's-1', algorithm: 'rft', source: 'simulated', filter: null, sessions: null },
+      { policy: 'h-1', algorithm: 'rft', source: 'human', filter: { source: 'human', simulatedWeight: 1, seed: 1 }, sessions: null },
+      { policy: 'h-2', algorithm: 'rft', source: 'human', filter: { source: 'human', simulatedWeight: 1, seed: 1 }, sessions: null },
+      { policy: 's-1', algorithm: 'rft', source: 'simulated', filter: { source: 'simulated', simulatedWeight: 1, seed: 1 }, sessions: null },
     ];
     const groups = [group('h-1', 'human', 6, 10), group('h-2', 'human', 9, 10), group('s-1', 'human', 5, 20), group('h-1', 'simulated', 3, 10), group('starter', 'human', 1, 10)];
     const [people, sims] = compareSources(versions, groups);

@@ -1,0 +1,107 @@
+// A person's rows erased, or their consent withdrawn, each in one transaction (bot/privacy.ts says what deletion
+// means and cleans the files). The keyed hash that stands for an erased person is computed by the caller, so the
+// key never reaches the data layer.
+import { Prisma, type PrismaClient } from './generated/client.ts';
+
+/** What the erasure found and did: the receipt's figures, and what the caller still has to clean elsewhere. */
+export interface ErasedRows {
+  /** The person's sessions (deleted), with the threads they ran in. */
+  sessions: { id: string; threadId: string | null }[];
+  /** Their stored name and what they wrote (turns, rating comments), read before deletion: looked for in files. */
+  displayName: string | null;
+  texts: string[];
+  turns: number;
+  ratings: number;
+  auditRows: number;
+}
+
+/**
+ * Deletes the person's sessions (turns, evaluations, ratings, flags), the ratings, preferences and quality that are
+ * theirs; audit rows, flags, experiments and settings naming them name `pseudonym` instead (audit rows lose their
+ * detail, which may quote them); their participant row is kept only under `pseudonym`, emptied, so that a ban
+ * still applies when they come back. One transaction, audited as `privacy.delete`.
+ */
+export async function eraseParticipant(prisma: PrismaClient, externalId: string, o: { pseudonym: string; requestedBy?: string; now: Date }): Promise<ErasedRows> {
+  const { pseudonym, now } = o;
+  const p = await prisma.participant.findUnique({ where: { discordUserId: externalId } });
+  const sessions = p ? await prisma.session.findMany({ where: { participantId: p.id }, select: { id: true, threadId: true } }) : [];
+  const sessionIds = sessions.map((s) => s.id);
+  const texts = p
+    ? [
+        ...(await prisma.turn.findMany({ where: { sessionId: { in: sessionIds }, role: 'human' }, select: { content: true } })).map((t) => t.content),
+        ...(await prisma.rating.findMany({ where: { raterId: p.id, comment: { not: null } }, select: { comment: true } })).map((r) => r.comment!),
+      ]
+    : [];
+  const counts = await prisma.$transaction(async (tx) => {
+    const turns = await tx.turn.count({ where: { sessionId: { in: sessionIds } } });
+    const ratings = p ? await tx.rating.deleteMany({ where: { raterId: p.id } }) : { count: 0 };
+    if (p) await tx.session.deleteMany({ where: { participantId: p.id } });
+    const targets = [externalId, ...(p ? [p.id] : []), ...sessionIds];
+    const audits = await tx.auditLog.findMany({ where: { OR: [{ actor: externalId }, { target: { in: targets } }] }, select: { id: true, actor: true, target: true } });
+    for (const a of audits) {
+      const target = a.target !== null && targets.includes(a.target) ? pseudonym : a.target;
+      await tx.auditLog.update({ where: { id: a.id }, data: { actor: a.actor === externalId ? pseudonym : a.actor, target, detail: Prisma.DbNull } });
+    }
+    // What they did as a moderator or operator names them by id: the hash stands in.
+    await tx.moderationFlag.updateMany({ where: { resolvedBy: externalId }, data: { resolvedBy: pseudonym } });
+    await tx.experiment.updateMany({ where: { startedBy: externalId }, data: { startedBy: pseudonym } });
+    await tx.experiment.updateMany({ where: { stoppedBy: externalId }, data: { stoppedBy: pseudonym } });
+    if (p) {
+      // Their comparisons of others' sessions and the quality computed from their work go with them.
+      await tx.preference.deleteMany({ where: { raterId: p.id } });
+      await tx.participantQuality.deleteMany({ where: { participantId: p.id } });
+    }
+    // A pause switched by them names them too.
+    const paused = await tx.setting.findMany({ where: { value: { path: ['by'], equals: externalId } } });
+    for (const s of paused) await tx.setting.update({ where: { key: s.key }, data: { value: { ...(s.value as object), by: pseudonym } } });
+    if (p) {
+      // Kept only as the hash, emptied: a ban (global or per guild) still applies if they come back.
+      const existing = await tx.participant.findUnique({ where: { discordUserId: pseudonym } });
+      if (existing && existing.id !== p.id) {
+        await tx.participant.update({
+          where: { id: existing.id },
+          data: { banned: existing.banned || p.banned, bannedGuildIds: [...new Set([...existing.bannedGuildIds, ...p.bannedGuildIds])], bannedReason: null },
+        });
+        await tx.participant.delete({ where: { id: p.id } });
+      } else {
+        await tx.participant.update({
+          where: { id: p.id },
+          data: { discordUserId: pseudonym, displayName: null, consentGivenAt: null, consentWithdrawnAt: now, deletedAt: now, bannedReason: null },
+        });
+      }
+    }
+    await tx.auditLog.create({
+      data: { actor: !o.requestedBy || o.requestedBy === externalId ? pseudonym : o.requestedBy, action: 'privacy.delete', target: pseudonym, detail: { sessions: sessions.length, turns, ratings: ratings.count } },
+    });
+    return { turns, ratings: ratings.count, auditRows: audits.length };
+  });
+  return { sessions, displayName: p?.displayName ?? null, texts, ...counts };
+}
+
+/**
+ * Marks the policy versions whose training runs used any of these sessions (metrics.trainedOnErasedData), so
+ * nobody re-trains or publishes them unknowingly; returns their names.
+ */
+export async function markTrainedOnErasedData(prisma: PrismaClient, sessionIds: string[]): Promise<string[]> {
+  if (!sessionIds.length) return [];
+  const ids = new Set(sessionIds);
+  const runs = await prisma.trainingRun.findMany({ select: { id: true, dataSnapshot: true } });
+  const used = runs.filter((r) => ((r.dataSnapshot as { sessions?: { id: string }[] } | null)?.sessions ?? []).some((s) => ids.has(s.id))).map((r) => r.id);
+  if (!used.length) return [];
+  const versions = await prisma.policyVersion.findMany({ where: { trainingRunId: { in: used } }, select: { id: true, name: true, metrics: true } });
+  await prisma.$transaction(
+    versions.map((v) => prisma.policyVersion.update({ where: { id: v.id }, data: { metrics: { ...((v.metrics as object | null) ?? {}), trainedOnErasedData: true } } })),
+  );
+  return versions.map((v) => v.name);
+}
+
+/** Withdraws consent without deleting: kept sessions leave no export or training set from now on (audited). */
+export async function withdrawConsent(prisma: PrismaClient, externalId: string): Promise<boolean> {
+  return prisma.$transaction(async (tx) => {
+    const p = await tx.participant.findUnique({ where: { discordUserId: externalId } });
+    if (!p?.consentGivenAt) return false;
+    await tx.participant.update({ where: { id: p.id }, data: { consentGivenAt: null, consentWithdrawnAt: new Date() } });
+    await tx.auditLog.create({ data: { actor: externalId, action: 'consent.withdraw', target: p.id } });
+    return true;
+  });
+}

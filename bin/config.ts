@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { config as loadDotenv } from 'dotenv';
 import { DEFAULT_CHROMIUM_PATH } from '../tasks/render.ts';
-import { DATA_SOURCES } from '../trainer/data-source.ts';
+import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../prisma/data-source.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
@@ -59,7 +59,7 @@ export const configSchema = z.object({
   PROMOTION_HUMAN_AB_SHARE: z.coerce.number({ message: 'expected a number' }).int('expected a whole percent').min(0, 'expected a percent from 0 to 99').max(99, 'expected a percent from 0 to 99').default(0).describe('Promote only after a human A/B: a candidate that passes the promotion gate is not deployed but starts an A/B experiment with people, with this percent of new sessions on it, ended by a moderator with `/mod experiment stop` (promote or discard); while an experiment runs, the candidate is only kept. 0: deploy on the gate alone.'),
   TRAINER_MIN_NEW_SESSIONS: positiveInt.default(20).describe('New rated sessions the trainer service waits for before a run.'),
   TRAINER_POLL_SECONDS: positiveInt.default(60).describe('How often the trainer service looks for new data.'),
-  TRAINER_DATA: z.enum(DATA_SOURCES).default('both').describe('Which sessions training runs use unless `sweetloop train --data` says otherwise: people only, simulated collaborators only, or both.'),
+  TRAINER_DATA: z.enum(DATA_SOURCES).default(DEFAULT_DATA_SOURCE).describe('Which sessions training runs use unless `sweetloop train --data` says otherwise: people only, simulated collaborators only, or both.'),
   TRAINER_SIMULATED_WEIGHT: z.coerce.number({ message: 'expected a number' }).gt(0, 'expected a number in (0, 1]').max(1, 'expected a number in (0, 1]').default(1).describe('With TRAINER_DATA=both: the share of simulated sessions kept (each one in or out by a fixed seeded draw); 1 keeps them all.'),
   TRAINER_MIN_QUALITY: unit.optional().describe('Leave out the sessions of people whose collaborator-quality score (0-1, see /mod participants) is below this. Unset: no threshold.'),
   TRAINER_USE_PREFERENCES: bool.default(true).describe('SWEET-RL runs: people\'s pairwise preferences (`/compare`) between two sessions of the run\'s data are extra Bradley-Terry pairs for the critic, unless `sweetloop train --no-preferences`. Without any stored, nothing changes.'),

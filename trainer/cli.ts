@@ -15,7 +15,7 @@ import { createScorer, type Scorer } from '../tasks/scorer.ts';
 import { simulate, RULE_SIMULATOR, type CollaboratorFactory } from './simulate.ts';
 import { resolveVersion, type VersionContext } from './versions.ts';
 import { usableSessions, type DataFilter } from './data.ts';
-import type { DataSource } from './data-source.ts';
+import type { DataSource } from '../prisma/data-source.ts';
 import { runService } from './service.ts';
 
 export interface TrainerSettings {

@@ -11,7 +11,7 @@ import { sessionReward } from '../prisma/session-store.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { refreshQuality } from '../prisma/quality-store.ts';
 import { Rng } from '../tasks/random.ts';
-import { DATA_SOURCES, type DataSource } from './data-source.ts';
+import { DATA_SOURCES, type DataSource } from '../prisma/data-source.ts';
 
 export interface Trajectory {
   sessionId: string;

@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { DATA_SOURCES, DEFAULT_DATA_SOURCE, type DataSource } from '../../trainer/data-source.ts';
+import { DATA_SOURCES, DEFAULT_DATA_SOURCE, type DataSource } from '../../prisma/data-source.ts';
 
 function parseDate(flag: string) {
   return (v: string): Date => {

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { exportSessions, EXPORT_FORMATS, type ExportResult } from './export.ts';
 import type { ExportFilters } from './query.ts';
-import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../../trainer/data-source.ts';
+import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../../prisma/data-source.ts';
 
 const STATUSES = ['active', 'answered', 'abandoned', 'expired'] as const;
 

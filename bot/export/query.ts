@@ -9,7 +9,7 @@
 // Paging is by keyset on (startedAt, id), never OFFSET: each page is one index range scan, whatever its depth.
 import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
 import type { SessionStatus, TaskKind, TaskSplit } from '../../prisma/generated/enums.ts';
-import { DATA_SOURCES, DEFAULT_DATA_SOURCE, type DataSource } from '../../trainer/data-source.ts';
+import { DATA_SOURCES, DEFAULT_DATA_SOURCE, type DataSource } from '../../prisma/data-source.ts';
 
 export interface ExportFilters {
   /** Sessions started at or after this instant. */

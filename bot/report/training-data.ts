@@ -3,7 +3,7 @@
 // simulated data, pooled over their evaluated sessions, separately with people and with simulated collaborators.
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { DataFilter } from '../../trainer/data.ts';
-import type { DataSource } from '../../trainer/data-source.ts';
+import type { DataSource } from '../../prisma/data-source.ts';
 import type { RunConfig } from '../../trainer/runs.ts';
 import { wilsonCount, type Interval } from '../../tasks/stats.ts';
 import { compareProportions, type Difference } from '../../tasks/two-sample.ts';

@@ -12,7 +12,7 @@ import { ChatTemplateError } from '../../export/chat-template.ts';
 import { EXPORT_FORMATS, ExportError } from '../../export/export.ts';
 import { ExportRequestError, type ExportRequestInput } from '../../export/options.ts';
 import { FilterError } from '../../export/query.ts';
-import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../../../trainer/data-source.ts';
+import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../../../prisma/data-source.ts';
 import { actorFor, authorityOf, mayRun } from '../permissions.ts';
 import { experimentGroup, experimentHandlers } from './mod/experiment.ts';
 import { excludeSubcommand, goldSubcommand, includeSubcommand, participantHandlers, participantsSubcommand } from './mod/participants.ts';

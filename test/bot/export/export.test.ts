@@ -74,7 +74,7 @@ describe('selection', () => {
     expect(await selected({ statuses: ['abandoned'] })).toEqual(['S4']);
     expect(await selected({ requireTrajectory: true })).toEqual(['S1', 'S2', 'S3']);
     expect(await selected({ source: 'simulated' })).toEqual(['S8']);
-    // No source named: people only (DEFAULT_DATA_SOURCE, trainer/data-source.ts).
+    // No source named: people only (DEFAULT_DATA_SOURCE, prisma/data-source.ts).
     expect(await selected({})).toEqual(await selected({ source: 'human' }));
     expect(await selected({ kind: 'backend', split: 'test', includeFlagged: true, policy: 'sweet-0001' })).toEqual(['S2', 'S9']);
   });

@@ -5,8 +5,9 @@ export type DataSource = 'human' | 'simulated' | 'both';
 export const DATA_SOURCES = ['human', 'simulated', 'both'] as const satisfies readonly DataSource[];
 
 /**
- * The source when none is named (exports, /mod export): people only, so that simulated sessions leave the
- * database only when asked for. Training runs name theirs (TRAINER_DATA in bin/config.ts, `sweetloop train
- * --data`), and the report shows every source unless told otherwise (bot/report/aggregate.ts reportFilters).
+ * The one default, wherever no source is named (exports, /mod export, training runs and the trainer service
+ * through TRAINER_DATA): people only, so simulated sessions are trained on or leave the database only when asked
+ * for (`--data both`, `--source both`). The report breaks its figures down by source and so shows every source
+ * unless told otherwise (bot/report/aggregate.ts).
  */
 export const DEFAULT_DATA_SOURCE: DataSource = 'human';

@@ -3,7 +3,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 /**
  * The tests that need more from the machine than Node and the npm packages, by what they need. `npm test` checks
  * all of it first (test/preflight.ts); `npm run test:unit` (`vitest run --mode unit`) leaves these files out, and
- * SLOW_TESTS, so it runs wherever `npm ci` ran. A new test that reaches one of these programs goes here.
+ * SLOW_TESTS, so it runs wherever `npm ci` ran. A new test that reaches one of these programs goes here
+ * (test/machine-tests.test.ts fails on a test that opens a database and is not listed).
  */
 export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'python3', string[]> = {
   // bot/testing/database.ts (directly, or through test/bot/discord/harness.ts and test/trainer/fixture.ts), or a
@@ -12,10 +13,12 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bin/cli.test.ts',
     'test/bin/commands/{bot,export,import,policy,privacy,trainer-health}.test.ts',
     'test/bot/discord/**/*.test.ts',
-    'test/bot/{endpoint,engine,limits,runtime}.test.ts',
+    'test/bot/{bootstrap,endpoint,limits,runtime}.test.ts',
+    'test/bot/session/{admission,engine}.test.ts',
     'test/bot/export/{export,import,official-format}.test.ts',
     'test/bot/report/{report,training-data}.test.ts',
-    'test/prisma/{db-notify,errors,migrate-postgres,policy-store,task-store}.test.ts',
+    'test/prisma/{db-notify,errors,event-store,migrate-postgres,policy-store,task-store}.test.ts',
+    'test/prisma/migrations/*.test.ts',
     'test/trainer/{adapter-training,critic,critic-preferences,data,data-filter,evaluate,promote,promote-human-ab,reproducible,runs-kill,runs-resume,simulate,simulate-endpoint}.test.ts',
     'test/trainer/policies/{agent-for,registry}.test.ts',
     'test/trainer/serve/{local,server}.test.ts',

@@ -13,7 +13,8 @@
 // so it carries the same _prisma_migrations rows as a migrated one. Test databases left by killed runs are
 // dropped after 6 hours by the next run.
 import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openDatabase, parsePostgresUrl, poolConfig, type Database, type PostgresConnection } from '../../prisma/db.ts';
@@ -179,5 +180,37 @@ export async function createTestDatabase(): Promise<TestDatabase> {
         await db.close().catch(() => {});
         await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`));
       })()),
+  };
+}
+
+export interface DatabaseBefore {
+  db: Database;
+  /** Applies the named migration and any after it, as `migrate` would on a database stored before them. */
+  migrateRest(): ReturnType<typeof migrate>;
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh database migrated up to, not including, the first migration whose folder name ends with `suffix`:
+ * the database as a version released before that migration left it, for tests of a migration that rewrites rows.
+ */
+export async function createDatabaseBefore(suffix: string): Promise<DatabaseBefore> {
+  const entries = readdirSync(MIGRATIONS_DIR).sort();
+  const target = entries.find((e) => e.endsWith(suffix));
+  if (!target) throw new Error(`no migration ending in ${suffix} under ${MIGRATIONS_DIR}`);
+  const before = mkdtempSync(join(tmpdir(), 'sweetloop-migrations-before-'));
+  for (const e of entries) if (e < target && statSync(join(MIGRATIONS_DIR, e)).isDirectory()) cpSync(join(MIGRATIONS_DIR, e), join(before, e), { recursive: true });
+  const name = `sweetloop_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  await withAdmin((c) => c.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`));
+  const db = await openDatabase({ databaseUrl: urlFor(admin(), name), pgliteDir: '' });
+  await migrate(db, { migrationsDir: before });
+  rmSync(before, { recursive: true, force: true });
+  return {
+    db,
+    migrateRest: () => migrate(db),
+    drop: async () => {
+      await db.close().catch(() => {});
+      await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`));
+    },
   };
 }

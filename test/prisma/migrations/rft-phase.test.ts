@@ -2,52 +2,25 @@
 // "sft" come out of the migration naming it "rft" (trainer/rft.ts RFT_PHASE) wherever a run reads it back: its
 // steps, its progress (what a resume reads), its metrics and its version's; other algorithms' rows are untouched.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomBytes } from 'node:crypto';
-import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
-import { openDatabase, type Database } from '../../prisma/db.ts';
-import { MIGRATIONS_DIR, migrate } from '../../prisma/migrate.ts';
-import { RFT_PHASE } from '../../trainer/rft.ts';
-import { CRITIC_PHASE } from '../../trainer/critic.ts';
-import { ACTOR_PHASE, COLLECT_PHASE } from '../../trainer/actor.ts';
+import { createDatabaseBefore, type DatabaseBefore } from '../../../bot/testing/database.ts';
+import { RFT_PHASE } from '../../../trainer/rft.ts';
+import { CRITIC_PHASE } from '../../../trainer/critic.ts';
+import { ACTOR_PHASE, COLLECT_PHASE } from '../../../trainer/actor.ts';
 
 const MIGRATION = '20261205081500_rft_phase_name';
-const ADMIN = { host: '127.0.0.1', port: 5432, user: 'postgres', database: 'postgres' };
-const name = `sweetloop_rftphase_${randomBytes(4).toString('hex')}`;
-let db: Database;
-let before: string;
-
-async function admin(sql: string): Promise<void> {
-  const c = new pg.Client(ADMIN);
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
+let t: DatabaseBefore;
 
 beforeAll(async () => {
-  await admin(`CREATE DATABASE ${name}`);
-  db = await openDatabase({ databaseUrl: `postgres://postgres@127.0.0.1:5432/${name}`, pgliteDir: '' });
-  // The migrations as they stood before this one.
-  before = await mkdtemp(join(tmpdir(), 'migrations-before-'));
-  for (const e of await readdir(MIGRATIONS_DIR, { withFileTypes: true })) {
-    if (!e.isDirectory() || e.name < MIGRATION) await cp(join(MIGRATIONS_DIR, e.name), join(before, e.name), { recursive: true });
-  }
+  t = await createDatabaseBefore(MIGRATION);
 }, 120_000);
 
 afterAll(async () => {
-  await db?.close();
-  await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  if (before) await rm(before, { recursive: true, force: true });
+  await t?.drop();
 });
 
 describe(`migration ${MIGRATION}`, () => {
   it('renames the phase "sft" to the rft phase in steps, progress and metrics of rft runs only', async () => {
-    await migrate(db, { migrationsDir: before });
+    const db = t.db;
     const q = (sql: string, ...params: unknown[]) => db.prisma.$executeRawUnsafe(sql, ...params);
     const rft = '11111111-1111-4111-8111-111111111111';
     const finished = '22222222-2222-4222-8222-222222222222';
@@ -74,7 +47,7 @@ describe(`migration ${MIGRATION}`, () => {
       finished,
     );
 
-    const { applied } = await migrate(db);
+    const { applied } = await t.migrateRest();
     expect(applied[0]).toBe(MIGRATION);
 
     const steps = await db.prisma.trainingStep.findMany({ orderBy: [{ runId: 'asc' }, { step: 'asc' }] });

@@ -37,6 +37,9 @@ export interface ImportRule {
   text: string;
 }
 
+/** Source files at the repository's top, which only "anything" rules reach. */
+const ROOT_FILES = ['vitest.config.ts'];
+
 const inside = (path: string, folder: string) => path === folder || path.startsWith(`${folder}/`);
 
 /**
@@ -52,7 +55,8 @@ export function parseMayImport(folder: string, readme: string): ImportRule | und
   let allowed: string[];
   if (lower.startsWith('nothing')) allowed = [];
   else if (lower.startsWith('everything')) allowed = [...TOP_FOLDERS];
-  else if (lower.startsWith('anything except')) allowed = TOP_FOLDERS.filter((f) => !named.some((n) => inside(f, n)));
+  // "Anything" takes in the repository's own top-level files too (vitest.config.ts), named by their file name.
+  else if (lower.startsWith('anything except')) allowed = [...TOP_FOLDERS.filter((f) => !named.some((n) => inside(f, n))), ...ROOT_FILES];
   else if (lower.startsWith('anything below') && named.length === 1 && LAYERS.includes(named[0]!)) allowed = LAYERS.slice(0, LAYERS.indexOf(named[0]!));
   else if (named.length > 0 && /^(`[^`]+`[\s,]*(and\s+)?)+$/.test(sentence)) allowed = named;
   else throw new Error(`${folder}/README.md: cannot read its "May import:" line: ${line}`);

@@ -812,25 +812,28 @@ export class SessionEngine {
   }
 
   /**
-   * Finishes what a previous run left halfway, for every session of this channel: `viewFor` gives the view
-   * to show it in (null: it cannot be shown here, e.g. its thread is gone; it is left as it is).
+   * Finishes what a previous run left halfway (`work`; default: all of pendingWork()), every session at once, so
+   * that one whose agent is slow (a first load, a server away) holds up no other: `viewFor` gives the view to
+   * show it in (null: it cannot be shown here, e.g. its thread is gone; it is left as it is).
    */
-  async resume(viewFor: (session: Session) => Promise<SessionView | null>): Promise<number> {
-    let resumed = 0;
-    for (const w of await this.pendingWork()) {
-      const view = await viewFor(w.session);
-      if (!view) {
-        this.deps.log?.warn({ session: w.session.id }, 'cannot show this session here; leaving it for later');
-        continue;
-      }
-      try {
-        await this.advance(w.session.id, view);
-        resumed++;
-      } catch (err) {
-        this.deps.log?.error({ err: (err as Error).message, session: w.session.id }, 'cannot resume session');
-      }
-    }
-    return resumed;
+  async resume(viewFor: (session: Session) => Promise<SessionView | null>, work?: PendingWork[]): Promise<number> {
+    const done = await Promise.all(
+      (work ?? (await this.pendingWork())).map(async (w) => {
+        try {
+          const view = await viewFor(w.session);
+          if (!view) {
+            this.deps.log?.warn({ session: w.session.id }, 'cannot show this session here; leaving it for later');
+            return false;
+          }
+          await this.advance(w.session.id, view);
+          return true;
+        } catch (err) {
+          this.deps.log?.error({ err: (err as Error).message, session: w.session.id }, 'cannot resume session');
+          return false;
+        }
+      }),
+    );
+    return done.filter(Boolean).length;
   }
 
   /** The dialogue of a session so far, for showing it again (system notices left out). */

@@ -12,8 +12,9 @@
 // - a redelivered human message (same external id) is stored once and answered once;
 // - when the database is unreachable, each write is retried with back-off (the caller is told, to tell the
 //   person to wait), so nothing the person sent is lost;
-// - when the agent's server is unavailable (AgentUnavailableError), the person is told, the session waits and
-//   the same turn is tried again with back-off: nothing is stored until the agent has answered;
+// - when the agent's server is unavailable (AgentUnavailableError), its agent cannot be loaded, or it has not
+//   answered within agentWaitMs, the person is told, the session waits and the same turn is tried again with
+//   back-off: nothing is stored until the agent has answered, and the wait ends with the session (stop, expiry);
 // - consent is accepted here, with its audit row, whatever the channel;
 // - every write goes through prisma/session-store.ts (one reward formula, one meaning of each counter).
 import { AgentUnavailableError, type Agent, type AgentReply } from '../tasks/agent.ts';
@@ -77,6 +78,11 @@ export interface EngineOptions {
   dbRetryMs?: number;
   /** First and longest wait between tries of a turn while the agent's server is unavailable. */
   agentRetryMs?: { initial: number; max: number };
+  /**
+   * How long the agent may take to load and answer before the person is told it is unavailable (the wait goes
+   * on, looked at again each time this passes, for as long as the session is active; default 2 minutes).
+   */
+  agentWaitMs?: number;
   /** Per-person limits (bot/limits.ts); unset: none. */
   limits?: Limits;
   /** Secret of the keyed hash a deleted person is kept under (bot/privacy.ts), so that their ban still applies. */
@@ -391,7 +397,9 @@ export class SessionEngine {
     const maxTurns = this.options.maxTurns;
     const policy = s.policyVersion ?? this.deps.policies.deployed;
     if (!policy && !s.goldSourceId) throw new Error(`session ${sessionId} has no policy and none is deployed`);
-    const agent = s.goldSourceId ? await this.retry(() => goldAgent(this.prisma, s.goldSourceId!), hooks) : await this.agentFor(policy!);
+    const gold = s.goldSourceId ? await this.retry(() => goldAgent(this.prisma, s.goldSourceId!), hooks) : null;
+    // Loaded within the wait for its reply: a first load (the local server's, after a restart) can take minutes.
+    const agent = gold ? async () => gold : () => this.agentFor(policy!);
     const content = taskContent(s.task);
     const dialogue = buildDialogue(content, turns, { maxTurns });
 
@@ -465,36 +473,60 @@ export class SessionEngine {
   }
 
   /**
-   * The agent's reply, waiting out an unavailable server: the person is told once, and the same dialogue is
-   * sent again with back-off until the server answers. Null when the session stopped being active (or the
-   * engine closed) meanwhile; nothing has been stored then.
+   * The agent's reply (the agent loaded first), waiting out an unavailable or silent server: when it fails as
+   * unavailable, cannot be loaded, or has not answered within agentWaitMs, the person is told once; a failed try
+   * is sent again with back-off, a silent one given more time, for as long as the session is active. Null when it
+   * stopped being active (stopped, expired) or the engine closed meanwhile; nothing has been stored then.
    */
-  private async replyWhenAvailable(agent: Agent, dialogue: ReturnType<typeof buildDialogue>, sessionId: string, hooks?: Hooks): Promise<AgentReply | null> {
+  private async replyWhenAvailable(agent: () => Promise<Agent>, dialogue: ReturnType<typeof buildDialogue>, sessionId: string, hooks?: Hooks): Promise<AgentReply | null> {
     const { initial, max } = this.options.agentRetryMs ?? { initial: 2_000, max: 30_000 };
+    const patience = this.options.agentWaitMs ?? 120_000;
     let delay = initial;
     let waited = false;
-    for (;;) {
-      try {
-        const reply = await agent.reply(dialogue);
-        this.waitingForAgent.delete(sessionId);
-        if (waited) await Promise.resolve(hooks?.onAgentRecovered?.()).catch(() => {});
-        return reply;
-      } catch (err) {
-        if (!(err instanceof AgentUnavailableError) || this.closing) throw err;
-        if (!waited) {
-          waited = true;
-          this.waitingForAgent.add(sessionId);
-          this.deps.log?.warn({ session: sessionId, err: err.message }, 'agent unavailable; the session waits');
-          await Promise.resolve(hooks?.onAgentWaiting?.()).catch(() => {});
-        }
-        await new Promise((r) => setTimeout(r, Math.max(delay, err.retryAfterMs ?? 0)));
-        delay = Math.min(delay * 2, max);
-        const still = await this.retry(() => this.prisma.session.findUnique({ where: { id: sessionId }, select: { status: true } }), hooks);
-        if (still?.status !== 'active' || this.closing) {
-          this.waitingForAgent.delete(sessionId);
-          return null;
+    let abort: AbortController | null = null;
+    const unavailable = async (why: string) => {
+      if (waited) return;
+      waited = true;
+      this.waitingForAgent.add(sessionId);
+      this.deps.log?.warn({ session: sessionId, err: why }, 'agent unavailable; the session waits');
+      await Promise.resolve(hooks?.onAgentWaiting?.()).catch(() => {});
+    };
+    const gone = async () => {
+      const still = await this.retry(() => this.prisma.session.findUnique({ where: { id: sessionId }, select: { status: true } }), hooks);
+      return still?.status !== 'active' || this.closing;
+    };
+    try {
+      for (;;) {
+        const signal = (abort = new AbortController()).signal;
+        const attempt = agent().then(
+          (a) => a.reply(dialogue, { signal }),
+          (err: unknown) => {
+            throw err instanceof AgentUnavailableError ? err : new AgentUnavailableError(`the agent cannot be loaded: ${(err as Error).message}`);
+          },
+        );
+        try {
+          while (!(await settlesWithin(attempt, patience))) {
+            await unavailable(`no answer within ${patience} ms`);
+            if (await gone()) return null;
+          }
+          const reply = await attempt;
+          if (waited) {
+            // Stopped or expired while it waited: its late reply is not stored.
+            if (await gone()) return null;
+            await Promise.resolve(hooks?.onAgentRecovered?.()).catch(() => {});
+          }
+          return reply;
+        } catch (err) {
+          if (!(err instanceof AgentUnavailableError) || this.closing) throw err;
+          await unavailable(err.message);
+          await new Promise((r) => setTimeout(r, Math.max(delay, err.retryAfterMs ?? 0)));
+          delay = Math.min(delay * 2, max);
+          if (await gone()) return null;
         }
       }
+    } finally {
+      abort?.abort(); // a reply still running for a session that ended is not waited for
+      this.waitingForAgent.delete(sessionId);
     }
   }
 
@@ -668,7 +700,8 @@ export class SessionEngine {
     const idle = await this.retry(() => this.prisma.session.findMany({ where: { status: 'active', channel: this.options.channel, lastActivityAt: { lt: cutoff } } }));
     const expired: Session[] = [];
     for (const s of idle) {
-      if (this.isBusy(s.id)) continue;
+      // A session being written is left alone, unless it is only waiting for its agent: that wait ends with it.
+      if (this.isBusy(s.id) && !this.waitingForAgent.has(s.id)) continue;
       const ended = await this.retry(() => endSession(this.prisma, s.id, 'expired', 'idle', now, cutoff));
       if (ended) expired.push({ ...s, status: 'expired', endedAt: now, endReason: 'idle' });
     }
@@ -867,6 +900,17 @@ export class SessionEngine {
     this.expiryTimer = null;
     for (const a of this.agents.values()) await closeAgent(a);
     this.agents.clear();
+  }
+}
+
+/** Whether `p` settles (either way) within `ms`. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -2,8 +2,9 @@
 // reached Discord, people write while it is down and again right after it is back, and the agent's first load
 // (the local llama.cpp server's, lazy and slow) is held while they do. Every message sent while the bot was down
 // must be taken as the reply it was, ahead of anything sent after the restart, whatever the agent is doing; a
-// message that cannot be taken is answered at once; after the load every session goes on. Real discord.js client
-// against the fake Discord, real Postgres.
+// message that cannot be taken is answered at once; after the load every session goes on. And nothing waits
+// forever: a load that outlasts the agent's deadline is told to the person (their message kept), and the wait
+// ends with the session. Real discord.js client against the fake Discord, real Postgres.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../tasks/agent.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
@@ -26,7 +27,7 @@ let loads = 0;
 const isAgent = (n: number) => (s: { content: string }) => s.content.startsWith(`**Agent** (message ${n} `);
 const lastAsked = (d: ChatMessage[]) => d.at(-1)?.content;
 
-describe('Discord bot restart: catch-up while the agent loads', () => {
+describe('Discord bot restart: catch-up while the agent loads, and an agent that does not come back', () => {
   const h = new BotHarness({
     tasks: [task],
     agent,
@@ -95,6 +96,8 @@ describe('Discord bot restart: catch-up while the agent loads', () => {
     await restarted;
     const aliceThird = await h.agentMessage(a.threadId, 3);
     const bobSecond = await h.agentMessage(b.threadId, 2);
+    const recorded = async (threadId: string, n: number) => (await sessionOf(threadId)).turns[n]?.externalMessageId;
+    await h.fake.waitFor(async () => (await recorded(a.threadId, 4)) && (await recorded(b.threadId, 2)), 10_000, 'the agent messages to be recorded as shown');
     const alicesSession = await sessionOf(a.threadId);
     expect(alicesSession.turns.map((t) => [t.role, t.content])).toEqual([
       ['agent', 'Question number 1?'],
@@ -126,5 +129,60 @@ describe('Discord bot restart: catch-up while the agent loads', () => {
       expect(posted.map((s) => s.content.split('\n')[0])).toHaveLength(n);
       expect(new Set(posted.map((s) => s.content)).size).toBe(n);
     }
+  });
+
+  const unavailable = (threadId: string) => h.fake.inChannel(threadId).filter((s) => s.content.startsWith('The agent is unavailable right now.'));
+
+  /** A session waiting for its person, who answers while the bot is down; the bot comes back with the agent's load held. */
+  async function downAndBack(name: string): Promise<{ threadId: string; down: string }> {
+    loadGate = null;
+    release();
+    const person = h.fake.user(name);
+    const { threadId } = await h.startSession(person, 'backend');
+    await h.agentMessage(threadId, 1);
+    await h.stopBot();
+    const down = h.fake.say(person, threadId, 'Zero for negatives.');
+    loadGate = new Promise<void>((r) => (release = r));
+    h.options.agentWaitMs = 1_000;
+    await h.startBot(); // does not wait for the agent
+    await h.fake.waitFor(async () => (await sessionOf(threadId)).turns.some((t) => t.externalMessageId === down), 10_000, 'the message sent while the bot was down to be stored');
+    return { threadId, down };
+  }
+
+  it('tells the person when the agent\'s first load outlasts the deadline, keeps their message, and answers it once loaded', async () => {
+    const { threadId } = await downAndBack('erin');
+    const told = await h.fake.waitFor(() => unavailable(threadId)[0], 10_000, 'the person to be told the agent is unavailable');
+    expect(told.content).toMatch(/Your session is kept/);
+    expect((await sessionOf(threadId)).turns.map((t) => t.role)).toEqual(['agent', 'human']);
+
+    loadGate = null;
+    release();
+    await h.agentMessage(threadId, 2);
+    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content === 'The agent is back.'), 10_000, 'the notice that the agent is back');
+    expect((await sessionOf(threadId)).turns.map((t) => [t.role, t.content])).toEqual([
+      ['agent', 'Question number 1?'],
+      ['human', 'Zero for negatives.'],
+      ['agent', 'Question number 2?'],
+    ]);
+    expect(unavailable(threadId)).toHaveLength(1);
+  });
+
+  it('ends the wait with the session: an idle session waiting for its agent expires, its lock is let go, and a late reply is not stored', async () => {
+    const { threadId } = await downAndBack('frank');
+    await h.fake.waitFor(() => unavailable(threadId)[0], 10_000, 'the person to be told the agent is unavailable');
+    const { id } = await sessionOf(threadId);
+    expect(h.runtime.engine.isBusy(id)).toBe(true);
+
+    const expired = await h.runtime.engine.expireIdle(new Date(Date.now() + 31 * 60_000));
+    expect(expired.map((s) => s.id)).toContain(id);
+    await h.fake.waitFor(() => !h.runtime.engine.isBusy(id), 10_000, 'the session\'s lock to be let go');
+
+    loadGate = null;
+    release();
+    await new Promise((r) => setTimeout(r, 1_000));
+    const after = await sessionOf(threadId);
+    expect(after.status).toBe('expired');
+    expect(after.turns.map((t) => t.role)).toEqual(['agent', 'human']);
+    expect(h.fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'))).toHaveLength(1);
   });
 });

@@ -27,6 +27,8 @@ export interface RuntimeOptions {
   maxTurns: number;
   idleMinutes: number;
   ratingWeight?: number;
+  /** How long the agent may take to load and answer before the person is told it is unavailable (the engine's default: 2 minutes). */
+  agentWaitMs?: number;
   bwrapPath?: string;
   pythonPath?: string;
   chromiumPath?: string;
@@ -129,6 +131,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
         maxTurns: opts.maxTurns,
         idleMinutes: opts.idleMinutes,
         ratingWeight: opts.ratingWeight ?? 0,
+        ...(opts.agentWaitMs !== undefined ? { agentWaitMs: opts.agentWaitMs } : {}),
         ...(opts.limits ? { limits: opts.limits } : {}),
         ...(opts.privacy ? { erasureKey: opts.privacy.key } : {}),
       },

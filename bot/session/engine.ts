@@ -29,7 +29,7 @@ export class SessionEngine {
     this.admissions = new Admissions(this.ctx);
     this.agents = new AgentCache(this.ctx);
     this.turns = new TurnScript(this.ctx, this.agents);
-    this.recovery = new Recovery(this.ctx, this.turns);
+    this.recovery = new Recovery(this.ctx, this.turns, this.agents);
   }
 
   // ------------------------------------------------------------------------------------------ people (admission.ts)
@@ -164,9 +164,12 @@ export class SessionEngine {
     return this.recovery.pendingWork();
   }
 
-  /** Finishes what a previous run left halfway, each session in the view `viewFor` gives (null: left as it is). */
-  resume(viewFor: (session: Session) => Promise<SessionView | null>): Promise<number> {
-    return this.recovery.resume(viewFor);
+  /**
+   * Finishes what a previous run left halfway (`work`; default: all pending work), all sessions at once, each in
+   * the view `viewFor` gives (null: left as it is).
+   */
+  resume(viewFor: (session: Session) => Promise<SessionView | null>, work?: PendingWork[]): Promise<number> {
+    return this.recovery.resume(viewFor, work);
   }
 
   /** Active sessions waiting for the person's reply to a shown agent message, with that message's channel id. */

@@ -2,6 +2,7 @@
 // replies sent while the channel was down, answers never scored) and expiring sessions left idle.
 import type { Session } from '../../prisma/generated/client.ts';
 import { endSession } from '../../prisma/session-store.ts';
+import type { AgentCache } from './agents.ts';
 import type { EngineContext } from './context.ts';
 import type { TurnScript } from './turns.ts';
 import type { PendingWork, SessionView } from './types.ts';
@@ -12,6 +13,7 @@ export class Recovery {
   constructor(
     private readonly ctx: EngineContext,
     private readonly turns: TurnScript,
+    private readonly agents: AgentCache,
   ) {}
 
   /**
@@ -38,25 +40,29 @@ export class Recovery {
   }
 
   /**
-   * Finishes what a previous run left halfway, for every session of this channel: `viewFor` gives the view
-   * to show it in (null: it cannot be shown here, e.g. its thread is gone; it is left as it is).
+   * Finishes what a previous run left halfway (`work`; default: all of pendingWork()), every session at once, so
+   * that one whose agent is slow (a first load, a server away) holds up no other: `viewFor` gives the view to
+   * show it in (null: it cannot be shown here, e.g. its thread is gone; it is left as it is).
    */
-  async resume(viewFor: (session: Session) => Promise<SessionView | null>): Promise<number> {
-    let resumed = 0;
-    for (const w of await this.pendingWork()) {
-      const view = await viewFor(w.session);
-      if (!view) {
-        this.ctx.deps.log?.warn({ session: w.session.id }, 'cannot show this session here; leaving it for later');
-        continue;
-      }
-      try {
-        await this.turns.advance(w.session.id, view);
-        resumed++;
-      } catch (err) {
-        this.ctx.deps.log?.error({ err: (err as Error).message, session: w.session.id }, 'cannot resume session');
-      }
-    }
-    return resumed;
+  async resume(viewFor: (session: Session) => Promise<SessionView | null>, work?: PendingWork[]): Promise<number> {
+    const { ctx } = this;
+    const done = await Promise.all(
+      (work ?? (await this.pendingWork())).map(async (w) => {
+        try {
+          const view = await viewFor(w.session);
+          if (!view) {
+            ctx.deps.log?.warn({ session: w.session.id }, 'cannot show this session here; leaving it for later');
+            return false;
+          }
+          await this.turns.advance(w.session.id, view);
+          return true;
+        } catch (err) {
+          ctx.deps.log?.error({ err: (err as Error).message, session: w.session.id }, 'cannot resume session');
+          return false;
+        }
+      }),
+    );
+    return done.filter(Boolean).length;
   }
 
   /**
@@ -85,7 +91,8 @@ export class Recovery {
     const idle = await ctx.retry(() => ctx.prisma.session.findMany({ where: { status: 'active', channel: ctx.options.channel, lastActivityAt: { lt: cutoff } } }));
     const expired: Session[] = [];
     for (const s of idle) {
-      if (ctx.isBusy(s.id)) continue;
+      // A session being written is left alone, unless it is only waiting for its agent: that wait ends with it.
+      if (ctx.isBusy(s.id) && !this.agents.waitingForAgent(s.id)) continue;
       const ended = await ctx.retry(() => endSession(ctx.prisma, s.id, 'expired', 'idle', now, cutoff));
       if (ended) expired.push({ ...s, status: 'expired', endedAt: now, endReason: 'idle' });
     }

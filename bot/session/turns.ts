@@ -144,7 +144,9 @@ export class TurnScript {
     const maxTurns = ctx.options.maxTurns;
     const policy = s.policyVersion ?? ctx.deps.policies.deployed;
     if (!policy && !s.goldSourceId) throw new Error(`session ${sessionId} has no policy and none is deployed`);
-    const agent = s.goldSourceId ? await ctx.retry(() => goldAgent(ctx.prisma, s.goldSourceId!), hooks) : await this.agents.agentFor(policy!);
+    const gold = s.goldSourceId ? await ctx.retry(() => goldAgent(ctx.prisma, s.goldSourceId!), hooks) : null;
+    // Loaded within the wait for its reply: a first load (the local server's, after a restart) can take minutes.
+    const agent = gold ? async () => gold : () => this.agents.agentFor(policy!);
     const content = taskContent(s.task);
     const dialogue = buildDialogue(content, turns, { maxTurns });
 

@@ -26,6 +26,11 @@ export interface EngineOptions {
   dbRetryMs?: number;
   /** First and longest wait between tries of a turn while the agent's server is unavailable. */
   agentRetryMs?: { initial: number; max: number };
+  /**
+   * How long the agent may take to load and answer before the person is told it is unavailable (the wait goes
+   * on, looked at again each time this passes, for as long as the session is active; default 2 minutes).
+   */
+  agentWaitMs?: number;
   /** Per-person limits (bot/limits.ts); unset: none. */
   limits?: Limits;
   /**

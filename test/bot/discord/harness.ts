@@ -33,6 +33,10 @@ export interface HarnessOptions {
   agent: Agent;
   /** The agent of a given policy version (A/B tests); default: `agent` for every version. */
   agentFor?: (policy: PolicyVersion) => Agent | undefined;
+  /** Loads the agent of a version, replacing `agentFor`/`agent` (a test that holds the first load, as the local server's is slow). */
+  loadAgent?: (policy: PolicyVersion) => Promise<Agent>;
+  /** How long the agent may take before the person is told it is unavailable (default: the engine's). */
+  agentWaitMs?: number;
   /** 'chromium': the real renderer and frontend evaluator; default: none (frontend sessions refused). */
   render?: RenderPage | null | 'chromium';
   evaluate?: Evaluate;
@@ -86,10 +90,11 @@ export class BotHarness {
       db: this.botDb,
       maxTurns: 10,
       idleMinutes: 30,
-      loadAgent: async (policy) => this.options.agentFor?.(policy) ?? this.options.agent,
+      loadAgent: this.options.loadAgent ?? (async (policy) => this.options.agentFor?.(policy) ?? this.options.agent),
       ...(this.options.render === 'chromium' ? {} : { render: this.options.render ?? null }),
       ...(this.options.evaluate ? { evaluate: this.options.evaluate } : {}),
       policyPollMs: 500,
+      ...(this.options.agentWaitMs !== undefined ? { agentWaitMs: this.options.agentWaitMs } : {}),
       ...(this.options.limits ? { limits: this.options.limits } : {}),
       ...(this.options.log ? { log: this.options.log } : {}),
       ...(this.options.privacy ? { privacy: this.options.privacy } : {}),

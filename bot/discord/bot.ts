@@ -1,10 +1,10 @@
 // The Discord client's wiring: log in, register the commands, route interactions to their handlers
 // (commands/, components.ts) and thread messages to the engine, finish what a previous run left, expire idle
 // sessions. Everything a person sees comes from the engine through a thread's SessionView.
-import { Client, Events, GatewayIntentBits, MessageFlags, Partials, type Interaction, type Message } from 'discord.js';
+import { Client, Events, GatewayIntentBits, MessageFlags, Partials, type Interaction, type Message, type ThreadChannel } from 'discord.js';
 import type { Session } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../tasks/logger.ts';
-import { TurnRejectedError, type Hooks, type PendingWork, type SessionEngine, type SessionView } from '../session/engine.ts';
+import { TurnRejectedError, type Hooks, type PendingWork, type ResumedView, type SessionEngine, type SessionView } from '../session/engine.ts';
 import type { BotServices } from '../services.ts';
 import { commandDefinitions, commands } from './commands/index.ts';
 import { onButton, onModal } from './components.ts';
@@ -74,6 +74,7 @@ export class DiscordBot {
       this.openLive();
     }
     engine.startExpiry(options.expiryCheckMs ?? 60_000, (s) => this.onExpired(s));
+    engine.startSweep(options.sweepMs ?? 15_000, this.advanceOverdue);
     this.pruneTimer = setInterval(() => void this.ctx.services.pruneProcessed(7).catch(() => {}), 3600_000);
     this.pruneTimer.unref();
   }
@@ -85,19 +86,33 @@ export class DiscordBot {
    * background, all sessions at once, since the first one may wait minutes for the local server to load.
    */
   private async recover(): Promise<void> {
-    const { engine, threads } = this.ctx;
-    const viewFor = async (s: Session): Promise<SessionView | null> => {
-      const thread = s.threadId ? await threads.thread(s.threadId) : null;
-      if (!thread) return null;
-      threads.remember(thread.id, s.id);
-      return threadView(thread, { recovering: true });
-    };
+    const { engine, log } = this.ctx;
     const work = await engine.pendingWork();
     const showFirst = (w: PendingWork) => w.kind === 'show' && w.session.status === 'active';
-    this.background(() => engine.resume(viewFor, work.filter((w) => !showFirst(w))));
-    await engine.resume(viewFor, work.filter(showFirst));
+    log?.debug({ show: work.filter(showFirst).length, background: work.filter((w) => !showFirst(w)).length }, 'recovery: resuming what the last run left');
+    this.background(() => engine.resume(this.resumedView, work.filter((w) => !showFirst(w))));
+    await engine.resume(this.resumedView, work.filter(showFirst));
     await this.catchUp();
   }
+
+  /** Advances, now, what is overdue (the sweep's timer does this every `sweepMs`); returns how many sessions. */
+  async sweep(): Promise<number> {
+    return (await this.ctx.engine.sweep(this.advanceOverdue)).length;
+  }
+
+  /** What nobody works on any more (a post that failed, a step that died) is advanced as after a restart. */
+  private readonly advanceOverdue = (work: PendingWork[]): void => {
+    if (!this.stopping && !this.stopped) this.background(() => this.ctx.engine.resume(this.resumedView, work));
+  };
+
+  /** A session's thread, for work no message was handed over for (a restart, the sweep); null when it is gone. */
+  private readonly resumedView = async (s: Session): Promise<ResumedView | null> => {
+    const { threads } = this.ctx;
+    const thread = s.threadId ? await threads.thread(s.threadId) : null;
+    if (!thread) return null;
+    threads.remember(thread.id, s.id);
+    return { view: threadView(thread, { recovering: true }), hooks: this.hooksFor(thread) };
+  };
 
   /** Runs work nobody waits for, counted as in flight (a graceful stop waits for it). */
   private background(fn: () => Promise<unknown>): void {
@@ -180,12 +195,17 @@ export class DiscordBot {
         log?.info({ session: w.session.id, messages: missed.length }, 'catching up on messages sent while the bot was down');
         threads.remember(thread.id, w.session.id);
         const first = missed[0]!;
-        const hooks = this.hooksFor(first);
+        const hooks = this.hooksFor(first.channel, first);
         await this.answering(first, async () => {
           const s = await this.sessionFor(first, hooks);
-          if (!s || (await engine.humanTurn(s.sessionId, first.content, first.id, hooks)).duplicate) return;
+          if (!s || (await engine.humanTurn(s.sessionId, first.content, first.id, hooks)).duplicate) {
+            log?.debug({ session: w.session.id, message: first.id }, 'catch-up: the missed reply was already taken');
+            return;
+          }
+          log?.debug({ session: w.session.id, message: first.id }, 'catch-up: missed reply stored; the agent answers it in the background');
           this.background(() => this.answering(first, () => engine.advance(s.sessionId, s.view, hooks)));
         });
+        if (missed.length > 1) log?.debug({ session: w.session.id, messages: missed.slice(1).map((m) => m.id) }, 'catch-up: later messages asked to be sent again');
         for (const m of missed.slice(1)) {
           this.answeredByCatchUp.add(m.id);
           await m
@@ -208,7 +228,7 @@ export class DiscordBot {
   /** A message in a session thread: the person's reply, handed to the engine, which lets the agent answer. */
   private async onMessage(m: Message): Promise<void> {
     if (m.author.bot || !m.inGuild()) return;
-    const hooks = this.hooksFor(m);
+    const hooks = this.hooksFor(m.channel, m);
     await this.answering(m, async () => {
       const s = await this.sessionFor(m, hooks);
       if (s) await this.ctx.engine.receive(s.sessionId, m.content, m.id, s.view, hooks);
@@ -235,8 +255,11 @@ export class DiscordBot {
     }
   }
 
-  /** What the person is told while their message waits for the database or the agent. */
-  private hooksFor(m: Message<true>): Hooks {
+  /**
+   * What the person is told in `channel` while their step waits for the database or the agent: as a reply to
+   * their message `m` when there is one (a live or caught-up message), else in the thread (a restart, the sweep).
+   */
+  private hooksFor(channel: Message<true>['channel'] | ThreadChannel, m?: Message<true>): Hooks {
     let waitingNotice = false;
     let recovered = false;
     return {
@@ -244,18 +267,18 @@ export class DiscordBot {
       onDbWaiting: async () => {
         if (waitingNotice) return;
         waitingNotice = true;
-        await m.reply({ content: DB_WAIT_MESSAGE, allowedMentions: NO_MENTIONS }).catch(() => {});
+        await (m ? m.reply({ content: DB_WAIT_MESSAGE, allowedMentions: NO_MENTIONS }) : channel.send({ content: DB_WAIT_MESSAGE, allowedMentions: NO_MENTIONS })).catch(() => {});
       },
       onDbRecovered: async () => {
         if (!waitingNotice || recovered) return;
         recovered = true;
-        await m.channel.send('The database is back. Continuing.').catch(() => {});
+        await channel.send('The database is back. Continuing.').catch(() => {});
       },
       onAgentWaiting: async () => {
-        await m.channel.send('The agent is unavailable right now. Your session is kept: it will answer as soon as it is back.').catch(() => {});
+        await channel.send('The agent is unavailable right now. Your session is kept: it will answer as soon as it is back.').catch(() => {});
       },
       onAgentRecovered: async () => {
-        await m.channel.send('The agent is back.').catch(() => {});
+        await channel.send('The agent is back.').catch(() => {});
       },
     };
   }

@@ -37,25 +37,36 @@ export class AgentCache {
    */
   async replyWhenAvailable(agent: () => Promise<Agent>, dialogue: ReturnType<typeof buildDialogue>, sessionId: string, hooks?: Hooks): Promise<AgentReply | null> {
     const { ctx } = this;
+    const log = ctx.deps.log;
     const { initial, max } = ctx.options.agentRetryMs ?? { initial: 2_000, max: 30_000 };
     const patience = ctx.options.agentWaitMs ?? 120_000;
+    const t0 = performance.now();
     let delay = initial;
     let waited = false;
+    let tries = 0;
     let abort: AbortController | null = null;
     const unavailable = async (why: string) => {
       if (waited) return;
       waited = true;
       this.waiting.add(sessionId);
-      ctx.deps.log?.warn({ session: sessionId, err: why }, 'agent unavailable; the session waits');
+      log?.warn({ session: sessionId, err: why }, 'agent unavailable; the session waits');
       await Promise.resolve(hooks?.onAgentWaiting?.()).catch(() => {});
     };
-    const gone = async () => {
+    /** Why the wait ends without a reply (the session is no longer active, the engine closes), or null. */
+    const gone = async (): Promise<string | null> => {
       const still = await ctx.retry(() => ctx.prisma.session.findUnique({ where: { id: sessionId }, select: { status: true } }), hooks);
-      return still?.status !== 'active' || ctx.closing;
+      if (ctx.closing) return 'the engine closes';
+      return still?.status === 'active' ? null : `the session is ${still?.status ?? 'deleted'}`;
+    };
+    const abandon = (why: string) => {
+      log?.warn({ session: sessionId, why, tries, ms: Math.round(performance.now() - t0) }, 'agent request abandoned');
+      return null;
     };
     try {
       for (;;) {
         const signal = (abort = new AbortController()).signal;
+        tries++;
+        log?.debug({ session: sessionId, try: tries }, 'agent request sent');
         const attempt = agent().then(
           (a) => a.reply(dialogue, { signal }),
           (err: unknown) => {
@@ -64,22 +75,34 @@ export class AgentCache {
         );
         try {
           while (!(await settlesWithin(attempt, patience))) {
+            if (waited) log?.debug({ session: sessionId, try: tries, waitedMs: Math.round(performance.now() - t0) }, 'agent still silent');
             await unavailable(`no answer within ${patience} ms`);
-            if (await gone()) return null;
+            const why = await gone();
+            if (why) return abandon(why);
           }
           const reply = await attempt;
+          // The engine sees the first token only through the reply's provenance, so it is logged with the reply.
+          const firstTokenMs = reply.provenance?.firstTokenMs ?? null;
+          if (firstTokenMs !== null) log?.debug({ session: sessionId, try: tries, firstTokenMs: Math.round(firstTokenMs) }, 'agent first token');
+          log?.debug({ session: sessionId, try: tries, ms: Math.round(performance.now() - t0) }, 'agent reply done');
           if (waited) {
             // Stopped or expired while it waited: its late reply is not stored.
-            if (await gone()) return null;
+            const why = await gone();
+            if (why) return abandon(`${why} (a late reply is not stored)`);
             await Promise.resolve(hooks?.onAgentRecovered?.()).catch(() => {});
           }
           return reply;
         } catch (err) {
-          if (!(err instanceof AgentUnavailableError) || ctx.closing) throw err;
+          if (!(err instanceof AgentUnavailableError)) throw err;
+          // Closing: the session is kept as it is (the next start resumes it), not ended for an agent error.
+          if (ctx.closing) return abandon('the engine closes');
           await unavailable(err.message);
-          await new Promise((r) => setTimeout(r, Math.max(delay, err.retryAfterMs ?? 0)));
+          const wait = Math.max(delay, err.retryAfterMs ?? 0);
+          log?.debug({ session: sessionId, try: tries, inMs: wait, err: err.message }, 'agent request retried');
+          await new Promise((r) => setTimeout(r, wait));
           delay = Math.min(delay * 2, max);
-          if (await gone()) return null;
+          const why = await gone();
+          if (why) return abandon(why);
         }
       }
     } finally {

@@ -5,7 +5,7 @@ import { endSession } from '../../prisma/session-store.ts';
 import type { AgentCache } from './agents.ts';
 import type { EngineContext } from './context.ts';
 import type { TurnScript } from './turns.ts';
-import type { PendingWork, SessionView } from './types.ts';
+import type { PendingWork, ResumedView } from './types.ts';
 
 export class Recovery {
   private expiryTimer: NodeJS.Timeout | null = null;
@@ -25,13 +25,14 @@ export class Recovery {
     const sessions = await ctx.retry(() =>
       ctx.prisma.session.findMany({
         where: { channel: ctx.options.channel, OR: [{ status: 'active' }, { status: 'answered', OR: [{ resultShownAt: null }, { ratingAskedAt: null }] }] },
-        include: { turns: { orderBy: { index: 'asc' } } },
+        // Only the last dialogue turn: readiness and the sweep (sweep.ts) read this often.
+        include: { turns: { where: { role: { not: 'system' } }, orderBy: { index: 'desc' }, take: 1 } },
         orderBy: { startedAt: 'asc' },
       }),
     );
     const work: PendingWork[] = [];
     for (const { turns, ...session } of sessions) {
-      const last = turns.filter((t) => t.role !== 'system').at(-1);
+      const last = turns[0];
       if (last && last.role === 'agent' && last.externalMessageId === null) work.push({ kind: 'show', session, turn: last });
       else if (session.status === 'answered') work.push({ kind: 'evaluate', session });
       else if (!last || last.role === 'human') work.push({ kind: 'agent', session });
@@ -42,25 +43,30 @@ export class Recovery {
   /**
    * Finishes what a previous run left halfway (`work`; default: all of pendingWork()), every session at once, so
    * that one whose agent is slow (a first load, a server away) holds up no other: `viewFor` gives the view to
-   * show it in (null: it cannot be shown here, e.g. its thread is gone; it is left as it is).
+   * show it in and the hooks that tell its person to wait (null: it cannot be shown here, e.g. its thread is
+   * gone; it is left as it is). Each session counts as attended from this call on (the sweep leaves it be).
    */
-  async resume(viewFor: (session: Session) => Promise<SessionView | null>, work?: PendingWork[]): Promise<number> {
+  async resume(viewFor: (session: Session) => Promise<ResumedView | null>, work?: PendingWork[]): Promise<number> {
     const { ctx } = this;
+    const log = ctx.deps.log;
     const done = await Promise.all(
-      (work ?? (await this.pendingWork())).map(async (w) => {
-        try {
-          const view = await viewFor(w.session);
-          if (!view) {
-            ctx.deps.log?.warn({ session: w.session.id }, 'cannot show this session here; leaving it for later');
+      (work ?? (await this.pendingWork())).map((w) =>
+        ctx.attend(w.session.id, async () => {
+          try {
+            const shown = await viewFor(w.session);
+            if (!shown) {
+              log?.warn({ session: w.session.id, kind: w.kind }, 'cannot show this session here; leaving it for later');
+              return false;
+            }
+            log?.debug({ session: w.session.id, kind: w.kind }, 'resuming session');
+            await this.turns.advance(w.session.id, shown.view, shown.hooks);
+            return true;
+          } catch (err) {
+            log?.error({ err: (err as Error).message, session: w.session.id }, 'cannot resume session');
             return false;
           }
-          await this.turns.advance(w.session.id, view);
-          return true;
-        } catch (err) {
-          ctx.deps.log?.error({ err: (err as Error).message, session: w.session.id }, 'cannot resume session');
-          return false;
-        }
-      }),
+        }),
+      ),
     );
     return done.filter(Boolean).length;
   }

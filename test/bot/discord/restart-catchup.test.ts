@@ -3,18 +3,22 @@
 // (the local llama.cpp server's, lazy and slow) is held while they do. Every message sent while the bot was down
 // must be taken as the reply it was, ahead of anything sent after the restart, whatever the agent is doing; a
 // message that cannot be taken is answered at once; after the load every session goes on. And nothing waits
-// forever: a load that outlasts the agent's deadline is told to the person (their message kept), and the wait
-// ends with the session. Real discord.js client against the fake Discord, real Postgres.
+// forever: a load that outlasts the agent's deadline is told to the person (their message kept), also for a reply
+// stored before the kill that the restart answers, and the wait ends with the session; catch-up and every
+// abandoned agent request are in the log. Real discord.js client against the fake Discord, real Postgres.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../tasks/agent.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
-import { BotHarness, scriptedAgent } from './harness.ts';
+import { BotHarness, recordingLog, scriptedAgent } from './harness.ts';
 
 const task = builtinTasks({ kind: 'backend' })[1] as TaskRecord & BackendTask;
 /** The dialogues the agent was asked to answer, in order. */
 const asked: ChatMessage[][] = [];
-const agent = scriptedAgent('scripted', (dialogue) => {
+/** While set, the agent's replies wait for it (a turn in flight when the bot is killed). */
+let replyGate: Promise<void> | null = null;
+const agent = scriptedAgent('scripted', async (dialogue) => {
+  if (replyGate) await replyGate;
   asked.push(dialogue);
   const mine = dialogue.filter((m) => m.role === 'assistant').length;
   return mine < 4 ? `Question number ${mine + 1}?` : `I WANT TO ANSWER:\n${task.reference}`;
@@ -28,9 +32,11 @@ const isAgent = (n: number) => (s: { content: string }) => s.content.startsWith(
 const lastAsked = (d: ChatMessage[]) => d.at(-1)?.content;
 
 describe('Discord bot restart: catch-up while the agent loads, and an agent that does not come back', () => {
+  const log = recordingLog();
   const h = new BotHarness({
     tasks: [task],
     agent,
+    log,
     loadAgent: async () => {
       loads++;
       if (loadGate) await loadGate;
@@ -117,6 +123,8 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     expect(bobsSession.turns[2]!.externalMessageId).toBe(bobSecond.id);
     expect(asked.some((d) => lastAsked(d) === 'Inputs are always integers.')).toBe(true);
     expect(asked.some((d) => lastAsked(d) === 'Hello? Are you there?')).toBe(false);
+    const caughtUp = log.lines('debug', 'catch-up: missed reply stored; the agent answers it in the background');
+    expect(caughtUp.map((l) => l.message).sort()).toEqual([aliceDown, bobDown].sort());
 
     // Nothing was posted twice, and both sessions go on.
     h.fake.say(bob, b.threadId, 'Negative numbers count as zero.');
@@ -167,6 +175,41 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     expect(unavailable(threadId)).toHaveLength(1);
   });
 
+  it('after a restart, tells the person whose reply was stored before the kill when the agent outlasts the deadline, and answers it once loaded', async () => {
+    loadGate = null;
+    release();
+    const gina = h.fake.user('gina');
+    const { threadId } = await h.startSession(gina, 'backend');
+    await h.agentMessage(threadId, 1);
+    // Her reply is stored and the agent is writing when the bot is killed (that reply is never answered).
+    replyGate = new Promise<void>(() => {});
+    const calls = agent.calls;
+    const reply = h.fake.say(gina, threadId, 'Zero for negatives.');
+    await h.fake.waitFor(() => agent.calls > calls, 10_000, 'the agent to start');
+    expect(await stored(reply)).toBe(true);
+    await h.stopBot();
+    replyGate = null;
+
+    // The restart owes her the agent's answer; nothing was sent while the bot was down, so no catch-up takes it.
+    loadGate = new Promise<void>((r) => (release = r));
+    h.options.agentWaitMs = 1_000;
+    await h.startBot();
+    const told = await h.fake.waitFor(() => unavailable(threadId)[0], 10_000, 'the person to be told the agent is unavailable');
+    expect(told.content).toMatch(/Your session is kept/);
+    expect((await sessionOf(threadId)).turns.map((t) => t.role)).toEqual(['agent', 'human']);
+
+    loadGate = null;
+    release();
+    await h.agentMessage(threadId, 2);
+    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content === 'The agent is back.'), 10_000, 'the notice that the agent is back');
+    expect((await sessionOf(threadId)).turns.map((t) => [t.role, t.content])).toEqual([
+      ['agent', 'Question number 1?'],
+      ['human', 'Zero for negatives.'],
+      ['agent', 'Question number 2?'],
+    ]);
+    expect(unavailable(threadId)).toHaveLength(1);
+  });
+
   it('ends the wait with the session: an idle session waiting for its agent expires, its lock is let go, and a late reply is not stored', async () => {
     const { threadId } = await downAndBack('frank');
     await h.fake.waitFor(() => unavailable(threadId)[0], 10_000, 'the person to be told the agent is unavailable');
@@ -184,5 +227,7 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     expect(after.status).toBe('expired');
     expect(after.turns.map((t) => t.role)).toEqual(['agent', 'human']);
     expect(h.fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'))).toHaveLength(1);
+    await h.fake.waitFor(() => log.lines('warn', 'agent request abandoned').find((l) => l.session === id), 10_000, 'the abandoned request to be logged');
+    expect(log.lines('warn', 'agent request abandoned').filter((l) => l.session === id)).toEqual([expect.objectContaining({ why: 'the session is expired' })]);
   });
 });

@@ -1,6 +1,7 @@
 // What an operator watches: /health/live (the process answers), /health/ready (gateway connected, database
-// reachable, a policy served; 503 with the failing checks otherwise) and /metrics (Prometheus text: active
-// sessions, turns, interaction acknowledgement and turn latency, evaluation failures, queue depth, errors).
+// reachable, a policy served, no overdue work; 503 with the failing checks otherwise) and /metrics (Prometheus
+// text: active and overdue sessions, turns, interaction acknowledgement and turn latency, evaluation failures,
+// queue depth, errors).
 // The metrics are the engine's observer (counts and latencies only, never text, ids or secrets).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,8 +20,11 @@ export class BotMetrics implements EngineObserver {
   readonly queueDepth: Gauge;
   private queued = 0;
 
-  /** `activeSessions` is read at each scrape (null when it cannot be read now: the gauge keeps its last value). */
-  constructor(activeSessions?: () => Promise<number | null>) {
+  /**
+   * `activeSessions` and `overdueSessions` (sessions whose next step nobody works on past its time, see
+   * bot/session/sweep.ts) are read at each scrape (null when they cannot be read now: the gauge keeps its last value).
+   */
+  constructor(activeSessions?: () => Promise<number | null>, overdueSessions?: () => Promise<number | null>) {
     collectDefaultMetrics({ register: this.registry, prefix: 'sweetloop_bot_' });
     this.turns = new Counter({ name: 'sweetloop_turns_total', help: 'Dialogue turns stored', labelNames: ['role'], registers: [this.registry] });
     this.ackSeconds = new Histogram({ name: 'sweetloop_interaction_ack_seconds', help: 'Time from an interaction being created to its acknowledgement', buckets: LATENCY_BUCKETS, registers: [this.registry] });
@@ -42,6 +46,15 @@ export class BotMetrics implements EngineObserver {
       registers: [this.registry],
       async collect() {
         const n = activeSessions ? await activeSessions().catch(() => null) : null;
+        if (n !== null) this.set(n);
+      },
+    });
+    new Gauge({
+      name: 'sweetloop_overdue_sessions',
+      help: 'Sessions whose next step (agent turn, showing it, result, rating prompt) nobody has worked on past its time',
+      registers: [this.registry],
+      async collect() {
+        const n = overdueSessions ? await overdueSessions().catch(() => null) : null;
         if (n !== null) this.set(n);
       },
     });

@@ -88,7 +88,9 @@ export async function runDiscord(config: BotSettings, log: Logger, prepared?: Da
   const discord = config.discord;
   if (!discord) throw new Error('DISCORD_TOKEN is not set: the Discord bot needs a bot token (or run `sweetloop console`).');
   const db = prepared ?? (await prepare(config, log, 'lines'));
-  const metrics = new BotMetrics(() => db.prisma.session.count({ where: { status: 'active', channel: 'discord' } }));
+  // Scraped only once the health server is up, after `rt` below exists.
+  const overdue = async () => (await rt.engine.overdue()).length;
+  const metrics = new BotMetrics(() => db.prisma.session.count({ where: { status: 'active', channel: 'discord' } }), overdue);
   const rt = await runtimeFor(config, db, log, 'discord', metrics);
   const { DiscordBot } = await import('./discord/bot.ts');
   const bot = new DiscordBot(rt.engine, rt.services, {
@@ -111,6 +113,7 @@ export async function runDiscord(config: BotSettings, log: Logger, prepared?: Da
           gateway: () => bot.isReady(),
           database: async () => (await db.prisma.$queryRaw`SELECT 1`, true),
           policy: () => rt.policies.deployed !== null,
+          noOverdueWork: async () => (await overdue()) === 0,
         },
       })
     : null;

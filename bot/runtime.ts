@@ -27,6 +27,10 @@ export interface RuntimeOptions {
   maxTurns: number;
   idleMinutes: number;
   ratingWeight?: number;
+  /** How long the agent may take to load and answer before the person is told it is unavailable (the engine's default: 2 minutes). */
+  agentWaitMs?: number;
+  /** How long a step owed with nobody working on it may wait before it is overdue (the engine's default: 30 s). */
+  overdueMs?: number;
   bwrapPath?: string;
   pythonPath?: string;
   chromiumPath?: string;
@@ -129,6 +133,8 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
         maxTurns: opts.maxTurns,
         idleMinutes: opts.idleMinutes,
         ratingWeight: opts.ratingWeight ?? 0,
+        ...(opts.agentWaitMs !== undefined ? { agentWaitMs: opts.agentWaitMs } : {}),
+        ...(opts.overdueMs !== undefined ? { overdueMs: opts.overdueMs } : {}),
         ...(opts.limits ? { limits: opts.limits } : {}),
         ...(opts.privacy ? { erasureKey: opts.privacy.key } : {}),
       },

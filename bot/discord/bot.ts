@@ -1,10 +1,10 @@
 // The Discord client's wiring: log in, register the commands, route interactions to their handlers
 // (commands/, components.ts) and thread messages to the engine, finish what a previous run left, expire idle
 // sessions. Everything a person sees comes from the engine through a thread's SessionView.
-import { Client, Events, GatewayIntentBits, MessageFlags, Partials, type Interaction, type Message } from 'discord.js';
+import { Client, Events, GatewayIntentBits, MessageFlags, Partials, type Interaction, type Message, type ThreadChannel } from 'discord.js';
 import type { Session } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../tasks/logger.ts';
-import { TurnRejectedError, type Hooks, type SessionEngine } from '../session/engine.ts';
+import { TurnRejectedError, type Hooks, type PendingWork, type ResumedView, type SessionEngine, type SessionView } from '../session/engine.ts';
 import type { BotServices } from '../services.ts';
 import { commandDefinitions, commands } from './commands/index.ts';
 import { onButton, onModal } from './components.ts';
@@ -22,6 +22,14 @@ export class DiscordBot {
   private stopping = false;
   private inFlight = 0;
   private pruneTimer: NodeJS.Timeout | null = null;
+  /**
+   * Settles once start() has taken what people sent while the bot was down: a message arriving before then waits
+   * for it, so that it is never taken ahead of (and instead of) one sent earlier.
+   */
+  private readonly caughtUp: Promise<void>;
+  private openLive!: () => void;
+  /** Messages the catch-up already answered (asked to be sent again): their gateway events are not handled twice. */
+  private readonly answeredByCatchUp = new Set<string>();
 
   constructor(engine: SessionEngine, services: BotServices, options: DiscordBotOptions, log?: Logger) {
     this.client = new Client({
@@ -36,7 +44,8 @@ export class DiscordBot {
     this.ctx = { client: this.client, engine, services, options, threads: new ThreadViews(this.client, engine), ...(log ? { log } : {}) };
     // The allowlist: nothing from another guild is answered, and the bot leaves guilds it was not meant for.
     this.client.on(Events.InteractionCreate, (i) => void (guildAllowed(options, i.guildId) ? this.tracked(() => this.onInteraction(i)) : undefined));
-    this.client.on(Events.MessageCreate, (m) => void (guildAllowed(options, m.guildId) && !this.stopping ? this.tracked(() => this.onMessage(m)) : undefined));
+    this.caughtUp = new Promise((resolve) => (this.openLive = resolve));
+    this.client.on(Events.MessageCreate, (m) => void (guildAllowed(options, m.guildId) && !this.stopping ? this.tracked(() => this.onLiveMessage(m)) : undefined));
     this.client.on(Events.GuildCreate, (g) => {
       if (guildAllowed(options, g.id)) return;
       log?.warn({ guild: g.id }, 'leaving a guild not in DISCORD_GUILD_IDS');
@@ -48,7 +57,7 @@ export class DiscordBot {
 
   /** Logs in, registers the commands, finishes what a previous run left, starts idle expiry. */
   async start(): Promise<void> {
-    const { engine, options, threads, log } = this.ctx;
+    const { engine, options, log } = this.ctx;
     const ready = new Promise<void>((resolve) => this.client.once(Events.ClientReady, () => resolve()));
     await this.client.login(options.token);
     await ready;
@@ -59,16 +68,57 @@ export class DiscordBot {
       await this.client.application!.commands.set(defs);
     }
     log?.info({ user: this.client.user?.tag, guilds: options.guildIds.length || 'global' }, 'discord bot ready');
-    await engine.resume(async (s) => {
-      const thread = s.threadId ? await threads.thread(s.threadId) : null;
-      if (!thread) return null;
-      threads.remember(thread.id, s.id);
-      return threadView(thread, { recovering: true });
-    });
-    await this.catchUp();
+    try {
+      await this.recover();
+    } finally {
+      this.openLive();
+    }
     engine.startExpiry(options.expiryCheckMs ?? 60_000, (s) => this.onExpired(s));
+    engine.startSweep(options.sweepMs ?? 15_000, this.advanceOverdue);
     this.pruneTimer = setInterval(() => void this.ctx.services.pruneProcessed(7).catch(() => {}), 3600_000);
     this.pruneTimer.unref();
+  }
+
+  /**
+   * Finishes what the previous run left, in an order that loses nothing: agent messages stored but never shown
+   * are shown first (until then nobody's later messages can be told apart), then the messages people sent while
+   * the bot was down are taken. Neither waits for an agent: every answer the agents owe is written in the
+   * background, all sessions at once, since the first one may wait minutes for the local server to load.
+   */
+  private async recover(): Promise<void> {
+    const { engine, log } = this.ctx;
+    const work = await engine.pendingWork();
+    const showFirst = (w: PendingWork) => w.kind === 'show' && w.session.status === 'active';
+    log?.debug({ show: work.filter(showFirst).length, background: work.filter((w) => !showFirst(w)).length }, 'recovery: resuming what the last run left');
+    this.background(() => engine.resume(this.resumedView, work.filter((w) => !showFirst(w))));
+    await engine.resume(this.resumedView, work.filter(showFirst));
+    await this.catchUp();
+  }
+
+  /** Advances, now, what is overdue (the sweep's timer does this every `sweepMs`); returns how many sessions. */
+  async sweep(): Promise<number> {
+    return (await this.ctx.engine.sweep(this.advanceOverdue)).length;
+  }
+
+  /** What nobody works on any more (a post that failed, a step that died) is advanced as after a restart. */
+  private readonly advanceOverdue = (work: PendingWork[]): void => {
+    if (!this.stopping && !this.stopped) this.background(() => this.ctx.engine.resume(this.resumedView, work));
+  };
+
+  /** A session's thread, for work no message was handed over for (a restart, the sweep); null when it is gone. */
+  private readonly resumedView = async (s: Session): Promise<ResumedView | null> => {
+    const { threads } = this.ctx;
+    const thread = s.threadId ? await threads.thread(s.threadId) : null;
+    if (!thread) return null;
+    threads.remember(thread.id, s.id);
+    return { view: threadView(thread, { recovering: true }), hooks: this.hooksFor(thread) };
+  };
+
+  /** Runs work nobody waits for, counted as in flight (a graceful stop waits for it). */
+  private background(fn: () => Promise<unknown>): void {
+    void this.tracked(async () => {
+      await fn().catch((err) => this.ctx.log?.error({ err: (err as Error).message }, 'background work failed'));
+    });
   }
 
   /** Is the gateway connected (for /health/ready)? */
@@ -128,9 +178,9 @@ export class DiscordBot {
 
   /**
    * Replies the people sent while the bot was down: for each session waiting for its person, the thread's
-   * messages after the agent's last one. The first is taken as the reply (as if it had just arrived); any later
-   * one was written before the agent answered the first, so the person is asked to send it again if it still
-   * applies.
+   * messages after the agent's last one. The first is taken as the reply (stored now; the agent answers it in
+   * the background); any later one was written before the agent answered the first, so the person is asked to
+   * send it again if it still applies.
    */
   private async catchUp(): Promise<void> {
     const { engine, threads, log } = this.ctx;
@@ -144,8 +194,20 @@ export class DiscordBot {
         if (!missed.length) continue;
         log?.info({ session: w.session.id, messages: missed.length }, 'catching up on messages sent while the bot was down');
         threads.remember(thread.id, w.session.id);
-        await this.onMessage(missed[0]!);
+        const first = missed[0]!;
+        const hooks = this.hooksFor(first.channel, first);
+        await this.answering(first, async () => {
+          const s = await this.sessionFor(first, hooks);
+          if (!s || (await engine.humanTurn(s.sessionId, first.content, first.id, hooks)).duplicate) {
+            log?.debug({ session: w.session.id, message: first.id }, 'catch-up: the missed reply was already taken');
+            return;
+          }
+          log?.debug({ session: w.session.id, message: first.id }, 'catch-up: missed reply stored; the agent answers it in the background');
+          this.background(() => this.answering(first, () => engine.advance(s.sessionId, s.view, hooks)));
+        });
+        if (missed.length > 1) log?.debug({ session: w.session.id, messages: missed.slice(1).map((m) => m.id) }, 'catch-up: later messages asked to be sent again');
         for (const m of missed.slice(1)) {
+          this.answeredByCatchUp.add(m.id);
           await m
             .reply({ content: 'This message arrived while I was offline, after the one I answered; it was not taken. Please send it again if it still applies.', allowedMentions: NO_MENTIONS })
             .catch(() => {});
@@ -156,47 +218,69 @@ export class DiscordBot {
     }
   }
 
+  /** A message from the gateway: handled once the catch-up is done (see caughtUp), unless it already was. */
+  private async onLiveMessage(m: Message): Promise<void> {
+    await this.caughtUp;
+    if (this.answeredByCatchUp.delete(m.id) || this.stopping) return;
+    await this.onMessage(m);
+  }
+
   /** A message in a session thread: the person's reply, handed to the engine, which lets the agent answer. */
   private async onMessage(m: Message): Promise<void> {
     if (m.author.bot || !m.inGuild()) return;
-    const { engine, threads, log } = this.ctx;
+    const hooks = this.hooksFor(m.channel, m);
+    await this.answering(m, async () => {
+      const s = await this.sessionFor(m, hooks);
+      if (s) await this.ctx.engine.receive(s.sessionId, m.content, m.id, s.view, hooks);
+    });
+  }
+
+  /** The session whose thread a person's message is in, with its view; null when it is not their own session's. */
+  private async sessionFor(m: Message<true>, hooks: Hooks): Promise<{ sessionId: string; view: SessionView } | null> {
+    const { engine, threads } = this.ctx;
+    const sessionId = await threads.sessionOf(m.channelId, hooks);
+    if (!sessionId) return null;
+    if ((await engine.ownerOf(sessionId, hooks)) !== m.author.id) return null;
+    const thread = await threads.thread(m.channelId);
+    return thread ? { sessionId, view: threadView(thread) } : null;
+  }
+
+  /** Runs `fn` for a person's message; what it cannot take is answered with the reason, a fault with an error id. */
+  private async answering(m: Message, fn: () => Promise<unknown>): Promise<void> {
+    try {
+      await fn();
+    } catch (err) {
+      const text = err instanceof TurnRejectedError ? err.message : internalError(this.ctx, err, { message: m.id });
+      await m.reply({ content: text, allowedMentions: NO_MENTIONS }).catch(() => {});
+    }
+  }
+
+  /**
+   * What the person is told in `channel` while their step waits for the database or the agent: as a reply to
+   * their message `m` when there is one (a live or caught-up message), else in the thread (a restart, the sweep).
+   */
+  private hooksFor(channel: Message<true>['channel'] | ThreadChannel, m?: Message<true>): Hooks {
     let waitingNotice = false;
     let recovered = false;
-    const hooks: Hooks = {
+    return {
       // Several steps may each wait for the database: the person is told once, and once that it is back.
       onDbWaiting: async () => {
         if (waitingNotice) return;
         waitingNotice = true;
-        await m.reply({ content: DB_WAIT_MESSAGE, allowedMentions: NO_MENTIONS }).catch(() => {});
+        await (m ? m.reply({ content: DB_WAIT_MESSAGE, allowedMentions: NO_MENTIONS }) : channel.send({ content: DB_WAIT_MESSAGE, allowedMentions: NO_MENTIONS })).catch(() => {});
       },
       onDbRecovered: async () => {
         if (!waitingNotice || recovered) return;
         recovered = true;
-        await m.channel.send('The database is back. Continuing.').catch(() => {});
+        await channel.send('The database is back. Continuing.').catch(() => {});
       },
       onAgentWaiting: async () => {
-        await m.channel.send('The agent is unavailable right now. Your session is kept: it will answer as soon as it is back.').catch(() => {});
+        await channel.send('The agent is unavailable right now. Your session is kept: it will answer as soon as it is back.').catch(() => {});
       },
       onAgentRecovered: async () => {
-        await m.channel.send('The agent is back.').catch(() => {});
+        await channel.send('The agent is back.').catch(() => {});
       },
     };
-    try {
-      const sessionId = await threads.sessionOf(m.channelId, hooks);
-      if (!sessionId) return;
-      if ((await engine.ownerOf(sessionId, hooks)) !== m.author.id) return;
-      const thread = await threads.thread(m.channelId);
-      if (!thread) return;
-      try {
-        await engine.receive(sessionId, m.content, m.id, threadView(thread), hooks);
-      } catch (err) {
-        if (err instanceof TurnRejectedError) return void (await m.reply({ content: err.message, allowedMentions: NO_MENTIONS }).catch(() => {}));
-        throw err;
-      }
-    } catch (err) {
-      const text = internalError(this.ctx, err, { message: m.id });
-      await m.reply({ content: text, allowedMentions: NO_MENTIONS }).catch(() => {});
-    }
   }
 
   private async onExpired(s: Session): Promise<void> {

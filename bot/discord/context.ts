@@ -33,6 +33,8 @@ export interface DiscordBotOptions {
   chromiumPath?: string;
   /** How often idle sessions are looked for (ms). */
   expiryCheckMs?: number;
+  /** How often sessions whose next step is overdue (nobody working on it) are looked for and advanced (ms; default 15 s). */
+  sweepMs?: number;
   /** Largest export attached to a message (bytes); larger ones must use the CLI. */
   maxExportBytes?: number;
 }

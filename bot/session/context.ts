@@ -23,6 +23,8 @@ export class EngineContext {
   readonly personLock = new KeyedMutex();
   /** Set once the engine closes: a turn waiting for its agent's server gives up. */
   closing = false;
+  /** Sessions a step is being taken for now (an advance, a person's message being stored): the sweep leaves them be. */
+  private readonly attended = new Map<string, number>();
 
   constructor(
     readonly deps: EngineDeps,
@@ -48,6 +50,23 @@ export class EngineContext {
   /** Is the agent working on this session right now (the person must wait for its message)? */
   isBusy(sessionId: string): boolean {
     return this.sessionLock.isBusy(sessionId);
+  }
+
+  /** Runs `fn` counted as work on the session (see isAttended); counted from the call on, before any await. */
+  async attend<T>(sessionId: string, fn: () => Promise<T>): Promise<T> {
+    this.attended.set(sessionId, (this.attended.get(sessionId) ?? 0) + 1);
+    try {
+      return await fn();
+    } finally {
+      const left = this.attended.get(sessionId)! - 1;
+      if (left > 0) this.attended.set(sessionId, left);
+      else this.attended.delete(sessionId);
+    }
+  }
+
+  /** Is anyone taking a step for this session now (an advance, its lock held)? If not, what it owes waits on the sweep. */
+  isAttended(sessionId: string): boolean {
+    return this.attended.has(sessionId) || this.isBusy(sessionId);
   }
 
   load(sessionId: string, hooks?: Hooks): Promise<SessionWithAll | null> {

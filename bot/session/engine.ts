@@ -8,8 +8,9 @@ import { Admissions, type Admission } from './admission.ts';
 import { AgentCache } from './agents.ts';
 import { EngineContext } from './context.ts';
 import { Recovery } from './recovery.ts';
+import { Sweep } from './sweep.ts';
 import { TurnScript } from './turns.ts';
-import type { AgentStep, EngineDeps, EngineOptions, EvaluatedSession, Hooks, PendingWork, Person, SessionState, SessionView, StartedSession, Where } from './types.ts';
+import type { AgentStep, EngineDeps, EngineOptions, EvaluatedSession, Hooks, PendingWork, Person, ResumedView, SessionState, SessionView, StartedSession, Where } from './types.ts';
 
 export * from './types.ts';
 export type { Admission } from './admission.ts';
@@ -20,6 +21,7 @@ export class SessionEngine {
   private readonly agents: AgentCache;
   private readonly turns: TurnScript;
   private readonly recovery: Recovery;
+  private readonly sweeper: Sweep;
 
   constructor(
     readonly deps: EngineDeps,
@@ -29,7 +31,8 @@ export class SessionEngine {
     this.admissions = new Admissions(this.ctx);
     this.agents = new AgentCache(this.ctx);
     this.turns = new TurnScript(this.ctx, this.agents);
-    this.recovery = new Recovery(this.ctx, this.turns);
+    this.recovery = new Recovery(this.ctx, this.turns, this.agents);
+    this.sweeper = new Sweep(this.ctx, this.recovery);
   }
 
   // ------------------------------------------------------------------------------------------ people (admission.ts)
@@ -164,9 +167,12 @@ export class SessionEngine {
     return this.recovery.pendingWork();
   }
 
-  /** Finishes what a previous run left halfway, each session in the view `viewFor` gives (null: left as it is). */
-  resume(viewFor: (session: Session) => Promise<SessionView | null>): Promise<number> {
-    return this.recovery.resume(viewFor);
+  /**
+   * Finishes what a previous run left halfway (`work`; default: all pending work), all sessions at once, each in
+   * the view and with the hooks `viewFor` gives (null: left as it is).
+   */
+  resume(viewFor: (session: Session) => Promise<ResumedView | null>, work?: PendingWork[]): Promise<number> {
+    return this.recovery.resume(viewFor, work);
   }
 
   /** Active sessions waiting for the person's reply to a shown agent message, with that message's channel id. */
@@ -184,6 +190,23 @@ export class SessionEngine {
     this.recovery.startExpiry(everyMs, onExpired);
   }
 
+  // ------------------------------------------------------------------------------------------ overdue work (sweep.ts)
+
+  /** Steps owed that nobody has worked on for longer than `overdueMs` (readiness and /metrics count them). */
+  overdue(now?: Date): Promise<PendingWork[]> {
+    return this.sweeper.overdue(now?.getTime());
+  }
+
+  /** Hands what is overdue now to `advance` (normally by resume); returns what it handed over. */
+  sweep(advance: (work: PendingWork[]) => void, now?: Date): Promise<PendingWork[]> {
+    return this.sweeper.sweep(advance, now?.getTime());
+  }
+
+  /** Sweeps every `everyMs`. */
+  startSweep(everyMs: number, advance: (work: PendingWork[]) => void): void {
+    this.sweeper.start(everyMs, advance);
+  }
+
   // ------------------------------------------------------------------------------------------ agents (agents.ts)
 
   /** Closes the agents of versions no longer deployed that no active session still uses. Called on every deploy. */
@@ -194,6 +217,7 @@ export class SessionEngine {
   async close(): Promise<void> {
     this.ctx.closing = true;
     this.recovery.stopExpiry();
+    this.sweeper.stop();
     await this.agents.closeAll();
   }
 }

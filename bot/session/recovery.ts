@@ -2,9 +2,10 @@
 // replies sent while the channel was down, answers never scored) and expiring sessions left idle.
 import type { Session } from '../../prisma/generated/client.ts';
 import { endSession } from '../../prisma/session-store.ts';
+import type { AgentCache } from './agents.ts';
 import type { EngineContext } from './context.ts';
 import type { TurnScript } from './turns.ts';
-import type { PendingWork, SessionView } from './types.ts';
+import type { PendingWork, ResumedView } from './types.ts';
 
 export class Recovery {
   private expiryTimer: NodeJS.Timeout | null = null;
@@ -12,6 +13,7 @@ export class Recovery {
   constructor(
     private readonly ctx: EngineContext,
     private readonly turns: TurnScript,
+    private readonly agents: AgentCache,
   ) {}
 
   /**
@@ -23,13 +25,14 @@ export class Recovery {
     const sessions = await ctx.retry(() =>
       ctx.prisma.session.findMany({
         where: { channel: ctx.options.channel, OR: [{ status: 'active' }, { status: 'answered', OR: [{ resultShownAt: null }, { ratingAskedAt: null }] }] },
-        include: { turns: { orderBy: { index: 'asc' } } },
+        // Only the last dialogue turn: readiness and the sweep (sweep.ts) read this often.
+        include: { turns: { where: { role: { not: 'system' } }, orderBy: { index: 'desc' }, take: 1 } },
         orderBy: { startedAt: 'asc' },
       }),
     );
     const work: PendingWork[] = [];
     for (const { turns, ...session } of sessions) {
-      const last = turns.filter((t) => t.role !== 'system').at(-1);
+      const last = turns[0];
       if (last && last.role === 'agent' && last.externalMessageId === null) work.push({ kind: 'show', session, turn: last });
       else if (session.status === 'answered') work.push({ kind: 'evaluate', session });
       else if (!last || last.role === 'human') work.push({ kind: 'agent', session });
@@ -38,25 +41,34 @@ export class Recovery {
   }
 
   /**
-   * Finishes what a previous run left halfway, for every session of this channel: `viewFor` gives the view
-   * to show it in (null: it cannot be shown here, e.g. its thread is gone; it is left as it is).
+   * Finishes what a previous run left halfway (`work`; default: all of pendingWork()), every session at once, so
+   * that one whose agent is slow (a first load, a server away) holds up no other: `viewFor` gives the view to
+   * show it in and the hooks that tell its person to wait (null: it cannot be shown here, e.g. its thread is
+   * gone; it is left as it is). Each session counts as attended from this call on (the sweep leaves it be).
    */
-  async resume(viewFor: (session: Session) => Promise<SessionView | null>): Promise<number> {
-    let resumed = 0;
-    for (const w of await this.pendingWork()) {
-      const view = await viewFor(w.session);
-      if (!view) {
-        this.ctx.deps.log?.warn({ session: w.session.id }, 'cannot show this session here; leaving it for later');
-        continue;
-      }
-      try {
-        await this.turns.advance(w.session.id, view);
-        resumed++;
-      } catch (err) {
-        this.ctx.deps.log?.error({ err: (err as Error).message, session: w.session.id }, 'cannot resume session');
-      }
-    }
-    return resumed;
+  async resume(viewFor: (session: Session) => Promise<ResumedView | null>, work?: PendingWork[]): Promise<number> {
+    const { ctx } = this;
+    const log = ctx.deps.log;
+    const done = await Promise.all(
+      (work ?? (await this.pendingWork())).map((w) =>
+        ctx.attend(w.session.id, async () => {
+          try {
+            const shown = await viewFor(w.session);
+            if (!shown) {
+              log?.warn({ session: w.session.id, kind: w.kind }, 'cannot show this session here; leaving it for later');
+              return false;
+            }
+            log?.debug({ session: w.session.id, kind: w.kind }, 'resuming session');
+            await this.turns.advance(w.session.id, shown.view, shown.hooks);
+            return true;
+          } catch (err) {
+            log?.error({ err: (err as Error).message, session: w.session.id }, 'cannot resume session');
+            return false;
+          }
+        }),
+      ),
+    );
+    return done.filter(Boolean).length;
   }
 
   /**
@@ -85,7 +97,8 @@ export class Recovery {
     const idle = await ctx.retry(() => ctx.prisma.session.findMany({ where: { status: 'active', channel: ctx.options.channel, lastActivityAt: { lt: cutoff } } }));
     const expired: Session[] = [];
     for (const s of idle) {
-      if (ctx.isBusy(s.id)) continue;
+      // A session being written is left alone, unless it is only waiting for its agent: that wait ends with it.
+      if (ctx.isBusy(s.id) && !this.agents.waitingForAgent(s.id)) continue;
       const ended = await ctx.retry(() => endSession(ctx.prisma, s.id, 'expired', 'idle', now, cutoff));
       if (ended) expired.push({ ...s, status: 'expired', endedAt: now, endReason: 'idle' });
     }

@@ -50,7 +50,11 @@ export class TurnScript {
    * and the rating prompt. Returns whose move it is. Safe to call again at any time (after a restart, a
    * duplicate event): what is stored and shown is never done twice.
    */
-  async advance(sessionId: string, view: SessionView, hooks?: Hooks): Promise<SessionState> {
+  advance(sessionId: string, view: SessionView, hooks?: Hooks): Promise<SessionState> {
+    return this.ctx.attend(sessionId, () => this.advanceAttended(sessionId, view, hooks));
+  }
+
+  private async advanceAttended(sessionId: string, view: SessionView, hooks?: Hooks): Promise<SessionState> {
     for (;;) {
       const s = await this.ctx.load(sessionId, hooks);
       if (!s) return 'ended';
@@ -80,16 +84,24 @@ export class TurnScript {
       } finally {
         if (typing) clearInterval(typing);
       }
-      if (!step) continue; // the session changed under us (stopped, answered elsewhere): look again
+      // The engine closed while the agent wrote: nothing more here (the next start resumes it). Otherwise the
+      // session changed under us (stopped, answered elsewhere): look again.
+      if (!step) {
+        if (this.ctx.closing) return 'ended';
+        continue;
+      }
       await this.present(step, view, hooks);
     }
   }
 
   /** Stores the person's reply, then lets the agent answer it (see advance). Null for a duplicate message. */
-  async receive(sessionId: string, text: string, externalMessageId: string | null, view: SessionView, hooks?: Hooks): Promise<SessionState | null> {
-    const r = await this.humanTurn(sessionId, text, externalMessageId, hooks);
-    if (r.duplicate) return null;
-    return this.advance(sessionId, view, hooks);
+  receive(sessionId: string, text: string, externalMessageId: string | null, view: SessionView, hooks?: Hooks): Promise<SessionState | null> {
+    // Attended from the store on: the stored message owes the agent's answer, which this call gives, not the sweep.
+    return this.ctx.attend(sessionId, async () => {
+      const r = await this.humanTurn(sessionId, text, externalMessageId, hooks);
+      if (r.duplicate) return null;
+      return this.advance(sessionId, view, hooks);
+    });
   }
 
   private async present(step: AgentStep, view: SessionView, hooks?: Hooks): Promise<void> {
@@ -113,7 +125,8 @@ export class TurnScript {
         // The answer is stored; a later advance() (or the next start) scores it. The rating need not wait.
         ctx.deps.log?.error({ err: (err as Error).message, session: sessionId }, 'evaluation failed');
         ctx.deps.observer?.evaluationFailed?.();
-        await view.showResult({ sessionId, error: 'evaluation failed' });
+        // Told once (the rating prompt follows it); a later try (the sweep, a restart) says nothing until it scores.
+        if (!s.ratingAskedAt) await view.showResult({ sessionId, error: 'evaluation failed' });
       }
       if (result) {
         await view.showResult(result);
@@ -136,6 +149,7 @@ export class TurnScript {
 
   private async agentStepLocked(sessionId: string, hooks?: Hooks): Promise<AgentStep | null> {
     const { ctx } = this;
+    if (ctx.closing) return null; // a closed engine sends no more requests
     const s = await ctx.load(sessionId, hooks);
     if (!s || s.status !== 'active') return null;
     const turns = dialogueTurns(s.turns);
@@ -144,7 +158,9 @@ export class TurnScript {
     const maxTurns = ctx.options.maxTurns;
     const policy = s.policyVersion ?? ctx.deps.policies.deployed;
     if (!policy && !s.goldSourceId) throw new Error(`session ${sessionId} has no policy and none is deployed`);
-    const agent = s.goldSourceId ? await ctx.retry(() => goldAgent(ctx.prisma, s.goldSourceId!), hooks) : await this.agents.agentFor(policy!);
+    const gold = s.goldSourceId ? await ctx.retry(() => goldAgent(ctx.prisma, s.goldSourceId!), hooks) : null;
+    // Loaded within the wait for its reply: a first load (the local server's, after a restart) can take minutes.
+    const agent = gold ? async () => gold : () => this.agents.agentFor(policy!);
     const content = taskContent(s.task);
     const dialogue = buildDialogue(content, turns, { maxTurns });
 
@@ -177,6 +193,7 @@ export class TurnScript {
     }
     if (text === null || reply === null) {
       const why = failure ? `agent-error: ${failure}` : 'agent-error: message over the length cap';
+      ctx.deps.log?.warn({ session: sessionId, why }, 'session abandoned: the agent wrote no usable message');
       await ctx.retry(() => endSession(ctx.prisma, sessionId, 'abandoned', why), hooks);
       throw new TurnRejectedError('The agent failed to write a usable message, so this session had to end. Sorry! You can start a new one.');
     }

@@ -26,6 +26,17 @@ export interface EngineOptions {
   dbRetryMs?: number;
   /** First and longest wait between tries of a turn while the agent's server is unavailable. */
   agentRetryMs?: { initial: number; max: number };
+  /**
+   * How long the agent may take to load and answer before the person is told it is unavailable (the wait goes
+   * on, looked at again each time this passes, for as long as the session is active; default 2 minutes).
+   */
+  agentWaitMs?: number;
+  /**
+   * How long what a session owes (the agent's turn, showing it, the result or the rating prompt) may wait with
+   * nobody working on it before it is overdue: counted on /metrics and readiness, and picked up by the sweep
+   * (default 30 s: long enough for a step to be handed from one piece of work to the next).
+   */
+  overdueMs?: number;
   /** Per-person limits (bot/limits.ts); unset: none. */
   limits?: Limits;
   /**
@@ -113,7 +124,14 @@ export interface SessionView {
   typing?(): Promise<void>;
 }
 
-/** Where a session stands after advance(): whose move it is. */
+/** How a channel shows a session it was handed no message for (after a restart, by the sweep). */
+export interface ResumedView {
+  view: SessionView;
+  /** What tells its person to wait (the agent past its deadline, the database away), as in a live turn. */
+  hooks?: Hooks;
+}
+
+/** Where a session stands after advance(): whose move it is ('ended' also when the engine closed meanwhile). */
 export type SessionState = 'awaiting-human' | 'awaiting-rating' | 'ended';
 
 export interface StartedSession {

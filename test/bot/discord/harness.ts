@@ -28,11 +28,34 @@ export function scriptedAgent(name: string, next: (dialogue: ChatMessage[]) => s
   return agent;
 }
 
+export interface LogLine {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  msg: string;
+  fields: Record<string, unknown>;
+}
+
+/** A logger that keeps every line, for tests of what is logged (`lines(level, msg)`: those with that message). */
+export function recordingLog(): Logger & { all: LogLine[]; lines(level: LogLine['level'], msg: string): Record<string, unknown>[] } {
+  const all: LogLine[] = [];
+  const at =
+    (level: LogLine['level']) =>
+    (a: object | string, msg?: string): void => {
+      all.push(typeof a === 'string' ? { level, msg: a, fields: {} } : { level, msg: msg ?? '', fields: a as Record<string, unknown> });
+    };
+  return { all, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), lines: (level, msg) => all.filter((l) => l.level === level && l.msg === msg).map((l) => l.fields) };
+}
+
 export interface HarnessOptions {
   tasks: TaskRecord[];
   agent: Agent;
   /** The agent of a given policy version (A/B tests); default: `agent` for every version. */
   agentFor?: (policy: PolicyVersion) => Agent | undefined;
+  /** Loads the agent of a version, replacing `agentFor`/`agent` (a test that holds the first load, as the local server's is slow). */
+  loadAgent?: (policy: PolicyVersion) => Promise<Agent>;
+  /** How long the agent may take before the person is told it is unavailable (default: the engine's). */
+  agentWaitMs?: number;
+  /** How long an unattended step may wait before it is overdue (default: the engine's). */
+  overdueMs?: number;
   /** 'chromium': the real renderer and frontend evaluator; default: none (frontend sessions refused). */
   render?: RenderPage | null | 'chromium';
   evaluate?: Evaluate;
@@ -86,10 +109,12 @@ export class BotHarness {
       db: this.botDb,
       maxTurns: 10,
       idleMinutes: 30,
-      loadAgent: async (policy) => this.options.agentFor?.(policy) ?? this.options.agent,
+      loadAgent: this.options.loadAgent ?? (async (policy) => this.options.agentFor?.(policy) ?? this.options.agent),
       ...(this.options.render === 'chromium' ? {} : { render: this.options.render ?? null }),
       ...(this.options.evaluate ? { evaluate: this.options.evaluate } : {}),
       policyPollMs: 500,
+      ...(this.options.agentWaitMs !== undefined ? { agentWaitMs: this.options.agentWaitMs } : {}),
+      ...(this.options.overdueMs !== undefined ? { overdueMs: this.options.overdueMs } : {}),
       ...(this.options.limits ? { limits: this.options.limits } : {}),
       ...(this.options.log ? { log: this.options.log } : {}),
       ...(this.options.privacy ? { privacy: this.options.privacy } : {}),

@@ -1,5 +1,6 @@
 // Operations: /health/live, /health/ready and /metrics answer during a session (real HTTP server, real bot over
-// the fake Discord, real Postgres); a graceful stop in the middle of a turn finishes and shows that turn, takes
+// the fake Discord, real Postgres); readiness and /metrics tell of a session whose next step nobody works on, until
+// the sweep has it done; a graceful stop in the middle of a turn finishes and shows that turn, takes
 // no new message (it is caught up on at the next start) and returns within its deadline, even when the turn in
 // flight never ends.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -32,6 +33,9 @@ describe('health, metrics and graceful stop', () => {
   const h = new BotHarness({
     tasks: builtinTasks({ kind: 'backend' }).slice(0, 3),
     agent,
+    overdueMs: 300,
+    // The sweep runs when the test says (bot.sweep(), what its timer calls), not on a timer racing the checks.
+    botOptions: () => ({ sweepMs: 3_600_000 }),
     get metrics() {
       return metrics;
     },
@@ -43,7 +47,9 @@ describe('health, metrics and graceful stop', () => {
   };
 
   beforeAll(async () => {
-    metrics = new BotMetrics(() => h.tdb.prisma.session.count({ where: { status: 'active' } }));
+    // As bot/main.ts wires them.
+    const overdue = async () => (await h.runtime.engine.overdue()).length;
+    metrics = new BotMetrics(() => h.tdb.prisma.session.count({ where: { status: 'active' } }), overdue);
     await h.start();
     server = await startHealthServer({
       port: 0,
@@ -53,6 +59,7 @@ describe('health, metrics and graceful stop', () => {
         gateway: () => h.bot.isReady(),
         database: async () => (await h.tdb.prisma.$queryRaw`SELECT 1`, true),
         policy: () => h.runtime.policies.deployed !== null,
+        noOverdueWork: async () => (await overdue()) === 0,
       },
     });
   });
@@ -81,7 +88,7 @@ describe('health, metrics and graceful stop', () => {
     expect(await get('/health/live')).toEqual({ status: 200, text: JSON.stringify({ status: 'live' }) });
     const ready = await get('/health/ready');
     expect(ready.status).toBe(200);
-    expect(JSON.parse(ready.text)).toEqual({ status: 'ready', checks: { gateway: true, database: true, policy: true } });
+    expect(JSON.parse(ready.text)).toEqual({ status: 'ready', checks: { gateway: true, database: true, policy: true, noOverdueWork: true } });
     const m = (await get('/metrics')).text;
     expect(m).toMatch(/^sweetloop_active_sessions 1$/m);
     expect(m).toMatch(/^sweetloop_queue_depth 1$/m); // the message being answered
@@ -90,8 +97,31 @@ describe('health, metrics and graceful stop', () => {
     expect(m).toMatch(/^sweetloop_interaction_ack_seconds_count [1-9]/m);
     expect(m).toMatch(/^sweetloop_agent_turn_seconds_count 1$/m);
     expect(m).toMatch(/^sweetloop_evaluation_failures_total 0$/m);
+    expect(m).toMatch(/^sweetloop_overdue_sessions 0$/m); // the agent is working on it
     release();
     await h.agentMessage(threadId, 2);
+  });
+
+  it('is not ready and counts an overdue session while a stored reply has nobody answering it, until the sweep does', async () => {
+    const dave = h.fake.user('dave');
+    const { threadId } = await h.startSession(dave, 'backend');
+    await h.agentMessage(threadId, 1);
+    await h.fake.waitFor(() => metrics.inFlight === 0, 30_000, 'the start to finish');
+    const { id } = await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } });
+    // Stored as the person's reply is, with no agent step after it (as when the step that should answer it died).
+    await h.runtime.engine.humanTurn(id, 'Negative numbers count as zero.', null);
+    await new Promise((r) => setTimeout(r, 400)); // past overdueMs
+    const notReady = await get('/health/ready');
+    expect(notReady.status).toBe(503);
+    expect(JSON.parse(notReady.text)).toEqual({ status: 'not ready', checks: { gateway: true, database: true, policy: true, noOverdueWork: false } });
+    expect((await get('/metrics')).text).toMatch(/^sweetloop_overdue_sessions 1$/m);
+
+    expect(await h.bot.sweep()).toBe(1);
+    const second = await h.agentMessage(threadId, 2);
+    await h.fake.waitFor(async () => (await h.tdb.prisma.turn.findFirst({ where: { sessionId: id, index: 2 } }))?.externalMessageId === second.id, 10_000, 'the answer to be recorded as shown');
+    expect((await get('/health/ready')).status).toBe(200);
+    expect((await get('/metrics')).text).toMatch(/^sweetloop_overdue_sessions 0$/m);
+    expect(await h.bot.sweep()).toBe(0);
   });
 
   it('a graceful stop mid-turn finishes the turn, takes nothing new, and returns within its deadline', async () => {

@@ -14,7 +14,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bin/commands/{bot,export,import,policy,privacy,trainer-health}.test.ts',
     'test/bot/discord/**/*.test.ts',
     'test/bot/{bootstrap,endpoint,limits,runtime}.test.ts',
-    'test/bot/session/{admission,engine}.test.ts',
+    'test/bot/session/*.test.ts',
     'test/bot/export/{export,import,official-format}.test.ts',
     'test/bot/report/{report,training-data}.test.ts',
     'test/prisma/{db-notify,errors,event-store,migrate-postgres,policy-store,task-store}.test.ts',

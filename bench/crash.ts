@@ -108,8 +108,9 @@ async function phase(name: PhaseName, kills: number, tdb: TestDb): Promise<Phase
 
   spawnBot();
   const runs = Array.from({ length: name === 'local' ? LOCAL_PEOPLE : PEOPLE }, (_, n) => new Person(n, world).run());
-  const rng = Rng.derive(SEED, name, 'kills');
-  const rounds = killPlan(['stored', 'agent-post', 'result-post', 'scoring', 'catch-up', 'random'], kills, rng);
+  // Separate streams: the order of kill points does not depend on how many waits were drawn before.
+  const rng = Rng.derive(SEED, name, 'waits');
+  const rounds = killPlan(['stored', 'agent-post', 'result-post', 'scoring', 'catch-up', 'random'], kills, Rng.derive(SEED, name, 'plan'));
   // Killed at every load, the local phase's sessions would never move: every other kill is another point.
   const plan = name === 'local' ? rounds.map((p, i): Point => (i % 2 === 0 ? 'local-load' : p)) : rounds;
   let done = 0;

@@ -6,15 +6,19 @@
 //   - no agent message, result or rating prompt shown twice;
 //   - no session silent for longer than the agent deadline while the bot ran: from the moment the bot owed the
 //     person something (their reply, the result, the rating prompt) or the bot's start, whichever is later,
-//     to the bot's next post in the thread or its death.
-// Each violation names the bot's life (epoch) it happened in, so the driver can tie it to the kill before it.
+//     to the bot's next post in the thread or its death; and no person giving up on a session after the bot
+//     ran for `giveUpMs` in all without moving it (silent across restarts).
+// Each violation names the bot's life (epoch) it happened in, so the driver can tie it to the kill before it,
+// and the session's time line (bench/crash-timeline.ts) is written beside the bot's logs.
 import type { FakeDiscord, Shown } from '../bot/testing/fake-discord.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Epoch } from './crash-process.ts';
 import type { PersonSession, Sent } from './crash-people.ts';
+import { writeTimeline } from './crash-timeline.ts';
+import { percentile } from '../tasks/stats.ts';
 
 export interface Violation {
-  kind: 'unfinished' | 'unscored' | 'no-result' | 'no-rating-prompt' | 'ended-untold' | 'lost-message' | 'duplicate-post' | 'silent' | 'bot-exited';
+  kind: 'unfinished' | 'unscored' | 'no-result' | 'no-rating-prompt' | 'ended-untold' | 'lost-message' | 'duplicate-post' | 'silent' | 'gave-up' | 'bot-exited';
   /** The epoch it happened in (the restart after kill `epoch`), when it can be placed. */
   epoch: number | null;
   detail: string;
@@ -27,7 +31,11 @@ export interface SoakRecord {
   sent: Sent[];
   sessions: PersonSession[];
   deadlineMs: number;
+  giveUpMs: number;
   endAt: number;
+  /** Where the time lines of sessions with a violation go, and the phase's start (their zero). */
+  logDir: string;
+  t0: number;
 }
 
 export interface Figures {
@@ -43,6 +51,8 @@ export interface Figures {
   late: number;
   /** The longest a session waited on the running bot (the deadline's yardstick). */
   maxSilenceMs: number;
+  /** The agent's own time per message (turn.latencyMs): how much of a wait was the model's. */
+  agentMs: { p50: number; max: number };
 }
 
 const ENDED = /session (has ended|had to end|expired)|You ended this session/;
@@ -66,7 +76,11 @@ export function chargedTo(epochs: Epoch[], t: number): number | null {
 
 export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[]; figures: Figures }> {
   const violations: Violation[] = [];
-  const add = (kind: Violation['kind'], epoch: number | null, detail: string) => violations.push({ kind, epoch, detail });
+  const broken = new Map<string, string>();
+  const add = (kind: Violation['kind'], epoch: number | null, detail: string, s?: { id: string; threadId: string | null }) => {
+    violations.push({ kind, epoch, detail });
+    if (s?.threadId) broken.set(s.id, s.threadId);
+  };
   const sessions = await r.prisma.session.findMany({
     include: { evaluation: true, participant: true, turns: { orderBy: { index: 'asc' } } },
     orderBy: { startedAt: 'asc' },
@@ -79,24 +93,28 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
   };
 
   // Sessions: finished and scored, or ended with the person told.
-  const figures: Figures = { sessions: sessions.length, rated: 0, answered: 0, endedTold: 0, gaveUp: r.sessions.filter((s) => s.outcome === 'gave-up').length, messages: 0, stored: 0, told: 0, copiesUnanswered: 0, late: 0, maxSilenceMs: 0 };
+  const figures: Figures = { sessions: sessions.length, rated: 0, answered: 0, endedTold: 0, gaveUp: r.sessions.filter((s) => s.outcome === 'gave-up').length, messages: 0, stored: 0, told: 0, copiesUnanswered: 0, late: 0, maxSilenceMs: 0, agentMs: { p50: 0, max: 0 } };
+  const agentMs = sessions.flatMap((s) => s.turns.flatMap((t) => (t.role === 'agent' && t.latencyMs !== null ? [t.latencyMs] : [])));
+  if (agentMs.length) figures.agentMs = { p50: percentile(agentMs, 50), max: Math.max(...agentMs) };
   const stopReplies = [...r.fake.interactions.values()].flatMap((i) => r.fake.replies(i)).filter((x) => x.content.includes('Your session has ended'));
   for (const s of sessions) {
     const shown = posts(s.threadId);
     // Charged to the restart after the kill that interrupted the session's last step.
     const epoch = chargedTo(r.epochs, Math.max(s.lastActivityAt.getTime() - performance.timeOrigin, shown.at(-1)?.at ?? 0));
-    if (s.status === 'active') add('unfinished', epoch, describe(s));
+    if (s.status === 'active') add('unfinished', epoch, describe(s), s);
     else if (s.status === 'answered') {
       figures.answered++;
-      if (!s.evaluation) add('unscored', epoch, describe(s));
-      if (!shown.some((p) => p.content.startsWith('**Result:**') || p.content.includes('could not be scored'))) add('no-result', epoch, describe(s));
-      if (!s.ratingAskedAt || !shown.some((p) => p.content.startsWith('How helpful'))) add('no-rating-prompt', epoch, describe(s));
+      if (!s.evaluation) add('unscored', epoch, describe(s), s);
+      if (!shown.some((p) => p.content.startsWith('**Result:**') || p.content.includes('could not be scored'))) add('no-result', epoch, describe(s), s);
+      if (!s.ratingAskedAt || !shown.some((p) => p.content.startsWith('How helpful'))) add('no-rating-prompt', epoch, describe(s), s);
       if ((await r.prisma.rating.count({ where: { sessionId: s.id } })) > 0) figures.rated++;
     } else {
       const told = shown.some((p) => ENDED.test(p.content) || (p.content.length > 0 && !agentNo(p) && !p.content.startsWith('<@') && !refOf(p)));
       const stopped = s.endReason === 'stopped' && stopReplies.some((x) => r.fake.interactions.get(x.interactionId!)?.userId === s.participant.discordUserId);
+      const gaveUp = r.sessions.some((x) => x.threadId === s.threadId && x.outcome === 'gave-up');
+      if (gaveUp) continue; // a violation of its own, below
       if (told || stopped) figures.endedTold++;
-      else add('ended-untold', epoch, describe(s));
+      else add('ended-untold', epoch, describe(s), s);
     }
   }
 
@@ -109,7 +127,7 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
       if (key) groups.set(key, [...(groups.get(key) ?? []), p]);
     }
     for (const [key, list] of groups) {
-      if (list.length > 1) add('duplicate-post', epochAt(r.epochs, list[1]!.at)?.n ?? null, `${key} shown ${list.length} times: ${describe(s)}`);
+      if (list.length > 1) add('duplicate-post', epochAt(r.epochs, list[1]!.at)?.n ?? null, `${key} shown ${list.length} times: ${describe(s)}`, s);
     }
   }
 
@@ -135,8 +153,17 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
       figures.copiesUnanswered++;
       continue;
     }
+    // Which later lives of the bot finished their start (resume, then catch-up) while the session was still open.
+    const closed = r.sessions.find((x) => x.threadId === m.threadId)?.closedAt ?? r.endAt;
+    const readAfter = r.epochs.filter((e) => e.readyAt !== null && e.readyAt > m.at && e.readyAt < closed).map((e) => e.n);
     const at = epochAt(r.epochs, m.at);
-    add('lost-message', chargedTo(r.epochs, m.at), `${nameOf.get(m.threadId) ?? m.threadId}'s ${m.why} to agent message ${m.question} (${m.id}), sent while the bot was ${at ? `up (epoch ${at.n})` : 'down'}, neither stored nor answered: ${session ? describe(session) : 'no session'}`);
+    const where = at ? `bot life ${at.n} running, ${m.live ? 'its gateway connected' : 'its gateway not yet connected'}` : 'the bot down';
+    add(
+      'lost-message',
+      chargedTo(r.epochs, m.at),
+      `${nameOf.get(m.threadId) ?? m.threadId}'s ${m.why} to agent message ${m.question} (${m.id}), sent with ${where}, neither stored nor answered; lives that finished start() (resume and catch-up) before the session closed: [${readAfter.join(', ')}]: ${session ? describe(session) : 'no session'}`,
+      session,
+    );
   }
 
   // Silence while the bot ran.
@@ -149,14 +176,24 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
         figures.maxSilenceMs = Math.max(figures.maxSilenceMs, to - from);
         if (to - from > r.deadlineMs) {
           const before = r.epochs.find((x) => x.n === e.n - 1);
-          add('silent', e.n, `silent ${((to - from) / 1000).toFixed(1)} s in epoch ${e.n} (restart after a kill ${before?.point ?? 'none'}) while owing ${gap.owed}; ${describe(s)}; log ${e.logFile}`);
+          add('silent', e.n, `silent ${((to - from) / 1000).toFixed(1)} s in epoch ${e.n} (restart after a kill ${before?.point ?? 'none'}) while owing ${gap.owed}; ${describe(s)}; log ${e.logFile}`, s);
         }
       }
     }
   }
 
+  // Silence across restarts: a person who gave up waited `giveUpMs` of the bot's running time for nothing.
+  for (const p of r.sessions.filter((x) => x.outcome === 'gave-up')) {
+    const s = sessions.find((x) => x.threadId === p.threadId);
+    add('gave-up', chargedTo(r.epochs, p.closedAt ?? r.endAt), `${nameOf.get(p.threadId)} stopped the session after ${r.giveUpMs / 1000} s of the bot's running time without progress: ${s ? describe(s) : p.threadId}`, s);
+  }
+
   for (const e of r.epochs) {
     if (e.killAt === null && e.exitAt !== null) add('bot-exited', e.n, `the bot exited by itself (code ${e.exitCode}); log ${e.logFile}`);
+  }
+  for (const [id, threadId] of broken) {
+    const file = await writeTimeline({ dir: r.logDir, sessionId: id, threadId, fake: r.fake, sent: r.sent, epochs: r.epochs, t0: r.t0 });
+    for (const v of violations) if (v.detail.includes(`session ${id.slice(0, 8)}`)) v.detail += `; time line ${file}`;
   }
   return { violations, figures };
 }

@@ -20,6 +20,8 @@ export interface Sent {
   why: 'reply' | 'resend' | 'again';
   /** The agent message it answers (1-based). */
   question: number;
+  /** A bot was connected to the gateway when it was sent (else only a catch-up can read it). */
+  live: boolean;
 }
 
 export type Outcome = 'rated' | 'ended' | 'gave-up' | 'unfinished';
@@ -217,7 +219,7 @@ export class Person {
 
   private say(threadId: string, question: number, why: Sent['why'], content = `Answer ${question} from person ${this.n}: treat it as zero.`): void {
     const id = this.w.fake.say(this.user, threadId, content);
-    this.w.sent.push({ id, person: this.n, threadId, content, at: performance.now(), why, question });
+    this.w.sent.push({ id, person: this.n, threadId, content, at: performance.now(), why, question, live: this.w.fake.connectedClients() > 0 });
   }
 
   /** Clicks a rating until the bot takes it; false when it refused (the person was told why). */

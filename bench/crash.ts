@@ -10,7 +10,7 @@
 // Deterministic given --seed: the order of kill points, the waits, and what each person says and when they give
 // up come from seeded streams (tasks/random.ts); the processes' own timing is not.
 // Usage: npm run bench:crash [-- --kills 100 --people 8 --seed 1 --local-kills 10 --local-people 3
-//   --deadline-ms 30000 --give-up-ms 90000 --questions 2 --score-ms 1500 --cue-timeout-ms 40000 --keep-logs]
+//   --deadline-ms 30000 --local-deadline-ms 120000 --give-up-ms (3 deadlines) --questions 2 --score-ms 1500 --cue-timeout-ms 40000 --keep-logs]
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +34,7 @@ const { values: args } = parseArgs({
     seed: { type: 'string', default: '1' },
     'local-kills': { type: 'string', default: '10' },
     'deadline-ms': { type: 'string', default: '30000' },
+    'local-deadline-ms': { type: 'string', default: '120000' },
     'give-up-ms': { type: 'string' },
     questions: { type: 'string', default: '2' },
     'score-ms': { type: 'string', default: '1500' },
@@ -49,12 +50,13 @@ const LOCAL_KILLS = Number(args['local-kills']);
 // The tiny checkpoint answers one request at a time (tfjs worker): fewer people, so that what is measured is
 // recovery, not the queue.
 const LOCAL_PEOPLE = Number(args['local-people']);
-const DEADLINE_MS = Number(args['deadline-ms']);
-const GIVE_UP_MS = Number(args['give-up-ms'] ?? 3 * DEADLINE_MS);
+// The tiny checkpoint writes up to 1,024 tokens a reply, one request at a time, on the CPU: its phase allows more.
+const deadlines: Record<PhaseName, number> = { scripted: Number(args['deadline-ms']), local: Number(args['local-deadline-ms']) };
+const giveUps: Record<PhaseName, number> = { scripted: Number(args['give-up-ms'] ?? 3 * deadlines.scripted), local: Number(args['give-up-ms'] ?? 3 * deadlines.local) };
 const CUE_TIMEOUT_MS = Number(args['cue-timeout-ms']);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 type PhaseName = 'scripted' | 'local';
+
 interface PhaseResult {
   name: PhaseName;
   epochs: Epoch[];
@@ -96,8 +98,8 @@ async function phase(name: PhaseName, kills: number, tdb: TestDb): Promise<Phase
   const world: World = {
     fake,
     seed: SEED,
-    deadlineMs: DEADLINE_MS,
-    giveUpMs: GIVE_UP_MS,
+    deadlineMs: deadlines[name],
+    giveUpMs: giveUps[name],
     upSince: (t) => epochs.reduce((sum, e) => sum + Math.max(0, (e.killAt ?? e.exitAt ?? performance.now()) - Math.max(t, e.spawnAt)), 0),
     stopping: () => stopping,
     nudge: new Nudge(),
@@ -139,14 +141,14 @@ async function phase(name: PhaseName, kills: number, tdb: TestDb): Promise<Phase
     await killAndRestart(point, cued, plan[k + 1] === 'catch-up');
   }
   process.stderr.write('\n');
-  // The kills are done: people finish what they started (each gives up on a silence of GIVE_UP_MS at most).
+  // The kills are done: people finish what they started (each gives up after a silence of giveUps[name]).
   stopping = true;
   let drainTimer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all(runs), new Promise((r) => (drainTimer = setTimeout(r, 2 * GIVE_UP_MS + 120_000)))]);
+  await Promise.race([Promise.all(runs), new Promise((r) => (drainTimer = setTimeout(r, 2 * giveUps[name] + 120_000)))]);
   clearTimeout(drainTimer);
   await bot.kill('end', true);
   const endAt = bot.epoch.killAt ?? performance.now();
-  const { violations, figures } = await checkSoak({ fake, prisma: tdb.prisma, epochs, sent: world.sent, sessions: world.sessions, deadlineMs: DEADLINE_MS, endAt });
+  const { violations, figures } = await checkSoak({ fake, prisma: tdb.prisma, epochs, sent: world.sent, sessions: world.sessions, deadlineMs: deadlines[name], giveUpMs: giveUps[name], endAt, logDir: dir, t0 });
   await fake.stop();
   await tdb.drop();
   await rm(join(dir, 'tiny'), { recursive: true, force: true });
@@ -175,13 +177,13 @@ results.push(await phase('scripted', KILLS, databases[0]!));
 if (databases[1]) results.push(await phase('local', LOCAL_KILLS, databases[1]));
 const wall = (performance.now() - t0) / 1000;
 
-console.log(`\nbench:crash — ${PEOPLE} people, seed ${SEED}, agent deadline ${DEADLINE_MS / 1000} s, fake Discord, Postgres, the bot in its own process`);
+console.log(`\nbench:crash — seed ${SEED}, fake Discord, Postgres, the bot in its own process`);
 for (const r of results) {
   const rows = byPoint(r);
   console.log(
     r.name === 'scripted'
-      ? `\nphase 1: ${PEOPLE} people, scripted agent (${args.questions} questions, then the reference), real sandboxed evaluator after ${args['score-ms']} ms`
-      : `\nphase 2: ${LOCAL_PEOPLE} people, a tiny checkpoint served by the bot's own local server (tfjs worker)`,
+      ? `\nphase 1: ${PEOPLE} people, scripted agent (${args.questions} questions, then the reference), real sandboxed evaluator after ${args['score-ms']} ms; agent deadline ${deadlines.scripted / 1000} s`
+      : `\nphase 2: ${LOCAL_PEOPLE} people, a tiny checkpoint served by the bot's own local server (tfjs worker); agent deadline ${deadlines.local / 1000} s`,
   );
   console.log(`${'kill point'.padEnd(36)}${'kills'.padStart(7)}${'at cue'.padStart(8)}${'restarts with violations'.padStart(26)}`);
   for (const [point, row] of rows) console.log(`${POINTS[point].padEnd(36)}${String(row.kills).padStart(7)}${String(row.cued).padStart(8)}${String(row.failed).padStart(26)}`);
@@ -193,7 +195,7 @@ for (const r of results) {
   const f = r.figures;
   console.log(`sessions ${f.sessions}: answered ${f.answered}, rated ${f.rated}, ended with the person told ${f.endedTold} (gave up on silence ${f.gaveUp}); starts lost before their thread ${r.lostStarts}`);
   console.log(`people's messages ${f.messages}: stored ${f.stored}, answered by the bot ${f.told}, copies of a stored reply left unanswered ${f.copiesUnanswered}, after the final answer ${f.late}`);
-  console.log(`longest silence while the bot ran: ${(f.maxSilenceMs / 1000).toFixed(1)} s (agent deadline ${DEADLINE_MS / 1000} s)`);
+  console.log(`longest silence while the bot ran: ${(f.maxSilenceMs / 1000).toFixed(1)} s (deadline ${deadlines[r.name] / 1000} s); the agent's own time per message p50 ${(f.agentMs.p50 / 1000).toFixed(1)} s, max ${(f.agentMs.max / 1000).toFixed(1)} s`);
   console.log(`first start to gateway connected ${secs(since([first!], (e) => e.gatewayAt))}; restarts: ${secs(gateway)}; to start() done (resumed, caught up): ${secs(ready)} (${restarts.length - ready.length} of ${restarts.length} killed before)`);
   console.log(`wall ${r.wallSeconds.toFixed(0)} s; bot logs in ${r.logDir}`);
   for (const v of r.violations) console.log(`VIOLATION ${r.name} ${v.kind}${v.epoch !== null ? ` (epoch ${v.epoch})` : ''}: ${v.detail}`);
@@ -207,7 +209,7 @@ console.log(
     bench: 'crash',
     seed: SEED,
     people: PEOPLE,
-    deadlineMs: DEADLINE_MS,
+    deadlineMs: deadlines,
     kills,
     killsSurvived: kills - failed,
     violations,

@@ -3,13 +3,13 @@
 // SIGKILLs and restarts the bot again and again, at the kill points of bench/crash-points.ts: (a) a person's
 // message stored, (b) an agent message posting, (c) the result posting, (d) during scoring, (f) during catch-up,
 // and at random moments. (e), while the local server loads, needs a checkpoint policy served by the bot's own
-// local server, whose load makes every restart slower: it runs in a second, shorter phase (--local-kills) whose
-// kills alternate (e) with the other points. After the kills, people finish their sessions and
+// local server, whose load makes every restart slower: it runs in a second, shorter phase (--local-kills, with
+// fewer people) over all the points, (e) and (b) twice as often. Either phase is skipped with 0 kills. After the kills, people finish their sessions and
 // bench/crash-checks.ts checks the database and what Discord saw. Prints the kills survived, the sessions, each
 // violation, a table, and one JSON line; exits 1 on any violation.
 // Deterministic given --seed: the order of kill points, the waits, and what each person says and when they give
 // up come from seeded streams (tasks/random.ts); the processes' own timing is not.
-// Usage: npm run bench:crash [-- --kills 100 --people 8 --seed 1 --local-kills 10 --local-people 3
+// Usage: npm run bench:crash [-- --kills 100 --people 8 --seed 1 --local-kills 12 --local-people 3
 //   --deadline-ms 30000 --local-deadline-ms 120000 --give-up-ms (3 deadlines) --questions 2 --score-ms 1500 --cue-timeout-ms 40000 --keep-logs]
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -32,7 +32,7 @@ const { values: args } = parseArgs({
     kills: { type: 'string', default: '100' },
     people: { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' },
-    'local-kills': { type: 'string', default: '10' },
+    'local-kills': { type: 'string', default: '12' },
     'deadline-ms': { type: 'string', default: '30000' },
     'local-deadline-ms': { type: 'string', default: '120000' },
     'give-up-ms': { type: 'string' },
@@ -112,9 +112,10 @@ async function phase(name: PhaseName, kills: number, tdb: TestDb): Promise<Phase
   const runs = Array.from({ length: name === 'local' ? LOCAL_PEOPLE : PEOPLE }, (_, n) => new Person(n, world).run());
   // Separate streams: the order of kill points does not depend on how many waits were drawn before.
   const rng = Rng.derive(SEED, name, 'waits');
-  const rounds = killPlan(['stored', 'agent-post', 'result-post', 'scoring', 'catch-up', 'random'], kills, Rng.derive(SEED, name, 'plan'));
-  // Killed at every load, the local phase's sessions would never move: every other kill is another point.
-  const plan = name === 'local' ? rounds.map((p, i): Point => (i % 2 === 0 ? 'local-load' : p)) : rounds;
+  // The local phase weighs (e) and (b) double: a kill as an agent message posts, then a restart that loads the
+  // local server, is the path on which a restarted bot was seen to stay silent.
+  const points: Point[] = ['stored', 'agent-post', 'result-post', 'scoring', 'catch-up', 'random'];
+  const plan = killPlan(name === 'local' ? [...points, 'agent-post', 'local-load', 'local-load'] : points, kills, Rng.derive(SEED, name, 'plan'));
   let done = 0;
   let lastDown = { from: 0, to: 0 };
   const killAndRestart = async (point: Point, cued: boolean, wakeThinkers: boolean) => {
@@ -172,8 +173,8 @@ function byPoint(r: PhaseResult) {
 const results: PhaseResult[] = [];
 const t0 = performance.now();
 // Both databases first: a test run elsewhere on the same server may replace the template they are copied from.
-const databases = [await createTestDatabase(), LOCAL_KILLS > 0 ? await createTestDatabase() : null];
-results.push(await phase('scripted', KILLS, databases[0]!));
+const databases = [KILLS > 0 ? await createTestDatabase() : null, LOCAL_KILLS > 0 ? await createTestDatabase() : null];
+if (databases[0]) results.push(await phase('scripted', KILLS, databases[0]));
 if (databases[1]) results.push(await phase('local', LOCAL_KILLS, databases[1]));
 const wall = (performance.now() - t0) / 1000;
 

@@ -70,6 +70,8 @@ export interface World {
   giveUpMs: number;
   /** Milliseconds of bot uptime since `t` (people give up on silence while the bot runs, not on kills). */
   upSince(t: number): number;
+  /** A bot process is running and connected to the gateway (what a person sends now reaches it live). */
+  connected(): boolean;
   /** No new sessions once set: the kills are done and people finish what they started. */
   stopping(): boolean;
   nudge: Nudge;
@@ -219,7 +221,7 @@ export class Person {
 
   private say(threadId: string, question: number, why: Sent['why'], content = `Answer ${question} from person ${this.n}: treat it as zero.`): void {
     const id = this.w.fake.say(this.user, threadId, content);
-    this.w.sent.push({ id, person: this.n, threadId, content, at: performance.now(), why, question, live: this.w.fake.connectedClients() > 0 });
+    this.w.sent.push({ id, person: this.n, threadId, content, at: performance.now(), why, question, live: this.w.connected() });
   }
 
   /** Clicks a rating until the bot takes it; false when it refused (the person was told why). */

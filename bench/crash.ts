@@ -102,7 +102,7 @@ async function phase(name: PhaseName, kills: number, tdb: TestDb): Promise<Phase
     giveUpMs: giveUps[name],
     upSince: (t) => epochs.reduce((sum, e) => sum + Math.max(0, (e.killAt ?? e.exitAt ?? performance.now()) - Math.max(t, e.spawnAt)), 0),
     // The fake still counts a killed bot's socket for a moment: the process must be alive too.
-    connected: () => bot.alive && fake.connectedClients() > 0,
+    connected: () => bot.alive && bot.epoch.killAt === null && fake.connectedClients() > 0,
     stopping: () => stopping,
     nudge: new Nudge(),
     sent: [],

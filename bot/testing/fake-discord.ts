@@ -297,10 +297,18 @@ export class FakeDiscord {
   /**
    * The next matching request is carried out (a message is created, and announced on the gateway) but its
    * response never comes: the moment a crash right after Discord accepted a post leaves behind. Resolves
-   * with the request once it has been carried out.
+   * with the request once it has been carried out. Aborting `signal` withdraws a hold not yet met (the promise
+   * then never settles).
    */
-  holdResponse(method: string, path: RegExp, match: (body: any) => boolean = () => true): Promise<RecordedRequest> {
-    return new Promise((resolve) => this.holds.push({ method, path, match, resolve }));
+  holdResponse(method: string, path: RegExp, match: (body: any) => boolean = () => true, signal?: AbortSignal): Promise<RecordedRequest> {
+    return new Promise((resolve) => {
+      const hold = { method, path, match, resolve };
+      this.holds.push(hold);
+      signal?.addEventListener('abort', () => {
+        const at = this.holds.indexOf(hold);
+        if (at >= 0) this.holds.splice(at, 1);
+      });
+    });
   }
 
   private interaction(user: FakeUser, type: number, data: any, extra: { moderator?: boolean; channelId?: string | undefined; message?: any; roles?: string[] | undefined }): InteractionRecord {

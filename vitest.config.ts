@@ -17,7 +17,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/session/{admission,engine}.test.ts',
     'test/bot/export/{export,import,official-format}.test.ts',
     'test/bot/report/{report,training-data}.test.ts',
-    'test/prisma/{db-notify,errors,event-store,migrate-postgres,policy-store,task-store}.test.ts',
+    'test/prisma/{db-notify,errors,event-store,migrate-postgres,policy-store,study-store,task-store}.test.ts',
     'test/prisma/migrations/*.test.ts',
     'test/trainer/{adapter-training,critic,critic-preferences,data,data-filter,evaluate,promote,promote-human-ab,reproducible,runs-kill,runs-resume,simulate,simulate-endpoint}.test.ts',
     'test/trainer/policies/{agent-for,registry}.test.ts',

@@ -13,7 +13,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bin/cli.test.ts',
     'test/bin/commands/{bot,export,import,policy,privacy,trainer-health}.test.ts',
     'test/bot/discord/**/*.test.ts',
-    'test/bot/{bootstrap,endpoint,limits,runtime}.test.ts',
+    'test/bot/{assign,bootstrap,endpoint,limits,runtime}.test.ts',
     'test/bot/session/{admission,engine}.test.ts',
     'test/bot/export/{export,import,official-format}.test.ts',
     'test/bot/report/{report,training-data}.test.ts',

@@ -42,7 +42,7 @@ describe('admission', () => {
   it('asks a stranger for consent and admits whoever gave it', async () => {
     expect(await admission(t.prisma, { externalId: 'u:new' }, {}, KEY)).toEqual({ needsConsent: true });
     const p = await acceptConsent(t.prisma, 'u:ok', 'ok');
-    expect(await admission(t.prisma, { externalId: 'u:ok' }, { guildId: 'guild-a' }, KEY)).toEqual({ ok: true, participant: p });
+    expect(await admission(t.prisma, { externalId: 'u:ok' }, { guildId: 'guild-a' }, KEY)).toEqual({ ok: true, participant: p, study: expect.objectContaining({ name: 'default' }) });
   });
 
   it('refuses a banned person before asking for consent; a guild ban holds in that guild only', async () => {

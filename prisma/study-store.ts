@@ -148,8 +148,8 @@ export async function setStudyStatus(prisma: PrismaClient, actor: string, name: 
     const s = await studyNamed(tx, name);
     if (s.name === DEFAULT_STUDY) throw new StudyError(`The default study follows the bot: pause collection with /mod pause instead.`);
     if (s.status === 'closed' && status !== 'closed') throw new StudyError(`Study "${name}" is closed; a closed study does not open again.`);
-    if (status === 'open' && o.requireConsent && !s.consentText) throw new StudyError(`Study "${name}" has no consent text; set one with \`sweetloop study consent ${name} --consent-file FILE\` before it opens.`);
     if (s.status === status) return s;
+    if (status === 'open' && o.requireConsent && !s.consentText) throw new StudyError(`Study "${name}" has no consent text; set one with \`sweetloop study consent ${name} --consent-file FILE\` before it opens.`);
     await tx.study.update({ where: { id: s.id }, data: { status } });
     await audit(tx, actor, `study.${status === 'open' ? 'resume' : status === 'paused' ? 'pause' : 'close'}`, name, { studyId: s.id, from: s.status });
     return studyNamed(tx, name);

@@ -49,6 +49,14 @@ export function consentSha256(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
+/**
+ * The rule that a study runs on Discord only with a consent text of its own (the default study excepted: it uses
+ * the bot's configured notice). Checked when a study is created or opened, and when someone joins it.
+ */
+export function lacksConsent(s: { name: string; consentText: string | null }, onDiscord: boolean): boolean {
+  return onDiscord && s.name !== DEFAULT_STUDY && !s.consentText;
+}
+
 const isWhole = (n: number | null, min: number) => n === null || (Number.isInteger(n) && n >= min);
 
 /** The rules a new study must meet, without the database; the first broken one as a sentence, else null. */
@@ -70,7 +78,7 @@ export function studyInputError(s: NewStudy, o: { requireConsent: boolean }): st
   if ((s.payPerSessionCents !== null || s.bonusSuccessCents !== null) && !s.currency) return 'Pay rules need a currency (--currency).';
   if (s.currency !== null && !/^[A-Z]{3}$/.test(s.currency)) return `A currency is a three-letter ISO 4217 code such as EUR or USD, got "${s.currency}".`;
   if (s.consentText !== null && !s.consentText.trim()) return 'The consent text is empty.';
-  if (o.requireConsent && s.consentText === null) return 'A study that runs on Discord needs a consent text (--consent-file): people must be told what is recorded before it opens.';
+  if (lacksConsent(s, o.requireConsent)) return 'A study that runs on Discord needs a consent text (--consent-file): people must be told what is recorded before it opens.';
   return null;
 }
 
@@ -149,7 +157,7 @@ export async function setStudyStatus(prisma: PrismaClient, actor: string, name: 
     if (s.name === DEFAULT_STUDY) throw new StudyError(`The default study follows the bot: pause collection with /mod pause instead.`);
     if (s.status === 'closed' && status !== 'closed') throw new StudyError(`Study "${name}" is closed; a closed study does not open again.`);
     if (s.status === status) return s;
-    if (status === 'open' && o.requireConsent && !s.consentText) throw new StudyError(`Study "${name}" has no consent text; set one with \`sweetloop study consent ${name} --consent-file FILE\` before it opens.`);
+    if (status === 'open' && lacksConsent(s, o.requireConsent)) throw new StudyError(`Study "${name}" has no consent text; set one with \`sweetloop study consent ${name} --consent-file FILE\` before it opens.`);
     await tx.study.update({ where: { id: s.id }, data: { status } });
     await audit(tx, actor, `study.${status === 'open' ? 'resume' : status === 'paused' ? 'pause' : 'close'}`, name, { studyId: s.id, from: s.status });
     return studyNamed(tx, name);

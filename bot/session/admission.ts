@@ -6,7 +6,7 @@ import { collaboratorView, type CollaboratorView } from '../../tasks/protocol.ts
 import type { Participant, PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import { acceptConsent, findParticipant } from '../../prisma/participant-store.ts';
 import { attachThread, createSession } from '../../prisma/session-store.ts';
-import { acceptStudyConsent, type StudyWithArms } from '../../prisma/study-store.ts';
+import { acceptStudyConsent, lacksConsent, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
 import { assignTask, neededKind, studyFor, StudyRefusedError, type StudyRefusalReason } from '../assign.ts';
 import { assignSession } from '../experiments.ts';
@@ -83,10 +83,18 @@ export class Admissions {
     }, hooks);
   }
 
-  /** The admission rule for this person here (deletions made without a configured key use the development one). */
-  admission(person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'> = {}, hooks?: Hooks): Promise<Admission> {
+  /**
+   * The admission rule for this person here (deletions made without a configured key use the development one).
+   * On Discord a study without a consent text of its own takes nobody (it was made where no bot was configured).
+   */
+  async admission(person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'> = {}, hooks?: Hooks): Promise<Admission> {
     const key = this.ctx.options.erasureKey ?? DEV_PRIVACY_KEY;
-    return this.ctx.retry(() => admission(this.ctx.prisma, person, where, key), hooks);
+    const a = await this.ctx.retry(() => admission(this.ctx.prisma, person, where, key), hooks);
+    if ('ok' in a && lacksConsent(a.study, this.ctx.options.channel === 'discord')) {
+      this.ctx.deps.log?.warn({ study: a.study.name }, 'a study without a consent text was joined on Discord; refused (set one with sweetloop study consent)');
+      return { refused: true, reason: 'study-not-open', message: 'This study is not open on Discord yet: it has no consent text. Please try again later.' };
+    }
+    return a;
   }
 
   /** Checks everything and creates the session; the caller shows the hidden information, then calls agentStep. */

@@ -15,7 +15,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/discord/**/*.test.ts',
     'test/bot/{assign,bootstrap,endpoint,limits,runtime}.test.ts',
     'test/bot/session/{admission,engine}.test.ts',
-    'test/bot/export/{export,import,official-format}.test.ts',
+    'test/bot/export/{export,import,official-format,study-export}.test.ts',
     'test/bot/report/{report,training-data}.test.ts',
     'test/prisma/{db-notify,errors,event-store,migrate-postgres,policy-store,study-store,task-store}.test.ts',
     'test/prisma/migrations/*.test.ts',

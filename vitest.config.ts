@@ -11,13 +11,13 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   // Postgres URL of their own.
   postgres: [
     'test/bin/cli.test.ts',
-    'test/bin/commands/{bot,export,import,policy,privacy,trainer-health}.test.ts',
+    'test/bin/commands/{bot,export,import,policy,privacy,study,trainer-health}.test.ts',
     'test/bot/discord/**/*.test.ts',
-    'test/bot/{bootstrap,endpoint,limits,runtime}.test.ts',
+    'test/bot/{assign,bootstrap,endpoint,limits,runtime}.test.ts',
     'test/bot/session/*.test.ts',
-    'test/bot/export/{export,import,official-format}.test.ts',
+    'test/bot/export/{export,import,official-format,study-export}.test.ts',
     'test/bot/report/{report,training-data}.test.ts',
-    'test/prisma/{db-notify,errors,event-store,migrate-postgres,policy-store,task-store}.test.ts',
+    'test/prisma/{db-notify,errors,event-store,migrate-postgres,policy-store,study-store,task-store}.test.ts',
     'test/prisma/migrations/*.test.ts',
     'test/trainer/{adapter-training,critic,critic-preferences,data,data-filter,evaluate,promote,promote-human-ab,reproducible,runs-kill,runs-resume,simulate,simulate-endpoint}.test.ts',
     'test/trainer/policies/{agent-for,registry}.test.ts',

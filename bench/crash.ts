@@ -19,6 +19,7 @@ import { builtinTasks } from '../tasks/library.ts';
 import { Rng } from '../tasks/random.ts';
 import { percentile } from '../tasks/stats.ts';
 import { importTasks } from '../prisma/task-store.ts';
+import { deployPolicyByName, registerVersion } from '../prisma/policy-store.ts';
 import { FakeDiscord } from '../bot/testing/fake-discord.ts';
 import { createTestDatabase } from '../bot/testing/database.ts';
 import { makeTinyCheckpoint } from '../bot/testing/tiny-checkpoint.ts';
@@ -75,9 +76,8 @@ async function phase(name: PhaseName, kills: number, tdb: TestDb): Promise<Phase
   const fake = await new FakeDiscord({ heartbeatIntervalMs: 1_000 }).start();
   await importTasks(tdb.prisma, builtinTasks({ kind: 'backend' }));
   const checkpoint = name === 'local' ? await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 }) : '/nonexistent';
-  await tdb.prisma.policyVersion.create({
-    data: { name: `crash-${name}`, algorithm: 'external', kind: 'checkpoint', checkpointPath: checkpoint, checkpointSha256: '0'.repeat(64), status: 'deployed', deployedAt: new Date() },
-  });
+  await registerVersion(tdb.prisma, { name: `crash-${name}`, algorithm: 'external', checkpointPath: checkpoint, checkpointSha256: '0'.repeat(64) });
+  await deployPolicyByName(tdb.db, 'bench', `crash-${name}`);
   const env = {
     CRASH_DB_URL: tdb.url,
     CRASH_API_BASE: fake.apiBase,

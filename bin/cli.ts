@@ -11,6 +11,7 @@ import { registerModelCommands } from './commands/model.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPrivacyCommands } from './commands/privacy.ts';
 import { registerServeCommands } from './commands/serve.ts';
+import { registerStudyCommands } from './commands/study.ts';
 import { registerTasksCommands } from './commands/tasks.ts';
 import { registerTrainerCommands } from './commands/trainer.ts';
 
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   registerImportCommands(program); // import-sessions
   registerServeCommands(program); // serve
   registerPrivacyCommands(program); // privacy delete|withdraw
+  registerStudyCommands(program); // study create|list|show|pause|resume|close|consent
   return program;
 }
 

@@ -90,13 +90,13 @@ export class ConsoleChannel {
       return this.close();
     }
     if ('needsConsent' in admitted) {
-      this.print(`\n${this.o.consentText}\n`);
+      this.print(`\n${admitted.consent?.text ?? this.o.consentText}\n`);
       const a = await this.ask('Do you accept? [y/N] ');
       if (!a || !/^y(es)?$/i.test(a)) {
         this.print('Nothing was recorded. Goodbye.');
         return this.close();
       }
-      await engine.acceptConsent(person, this.hooks);
+      await engine.acceptConsent(person, admitted.consent, this.hooks);
       this.print('Thank you.');
     }
     for (;;) {

@@ -9,7 +9,7 @@
 // moment may get the same position (and so the same arm); that costs a little balance, not the probability.
 //
 // The person is not told which arm they are in (the channels show no policy name for an experiment session).
-import type { PrismaClient } from '../prisma/generated/client.ts';
+import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
 import { runningExperiment, sessionsInStratum, type Arm, type ArmSession, type RunningExperiment } from '../prisma/experiment-store.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import { Rng } from '../tasks/random.ts';
@@ -48,7 +48,7 @@ export interface Assignment {
 }
 
 /** For a session about to start on `taskId`: its arm when an experiment runs, else null (the deployed version). */
-export async function assignSession(prisma: PrismaClient, taskId: string): Promise<Assignment | null> {
+export async function assignSession(prisma: PrismaClient | Prisma.TransactionClient, taskId: string): Promise<Assignment | null> {
   const e = await runningExperiment(prisma);
   if (!e) return null;
   const arm = armFor(e, taskId, await sessionsInStratum(prisma, e.id, taskId));

@@ -6,7 +6,7 @@
 // policy: it is never training data (trainer/data.ts) and belongs to no experiment. Backend tasks only (the check
 // reads numbers from the reference function).
 import type { Agent, AgentReply, ChatMessage } from '../tasks/agent.ts';
-import type { PrismaClient } from '../prisma/generated/client.ts';
+import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
 import { GOLD_SHARE_KEY, saveGoldShare } from '../prisma/moderation-store.ts';
 
 export class GoldError extends Error {
@@ -14,7 +14,7 @@ export class GoldError extends Error {
 }
 
 /** The share of new sessions that are gold checks (0 when never set). */
-export async function goldShare(prisma: PrismaClient): Promise<number> {
+export async function goldShare(prisma: PrismaClient | Prisma.TransactionClient): Promise<number> {
   const s = await prisma.setting.findUnique({ where: { key: GOLD_SHARE_KEY } });
   const share = (s?.value as { share?: unknown } | null)?.share;
   return typeof share === 'number' && share >= 0 && share <= 1 ? share : 0;
@@ -30,7 +30,7 @@ export async function setGoldShare(prisma: PrismaClient, actor: string, share: n
  * below the share) and the task has a usable source: an answered backend session of a simulated collaborator in
  * which the agent asked at least one question. Null otherwise.
  */
-export async function goldSource(prisma: PrismaClient, taskId: string, draw: number): Promise<string | null> {
+export async function goldSource(prisma: PrismaClient | Prisma.TransactionClient, taskId: string, draw: number): Promise<string | null> {
   const share = await goldShare(prisma);
   if (!(draw < share)) return null;
   const sources = await prisma.session.findMany({

@@ -3,7 +3,7 @@
 // through policy-store's switchDeployedPolicy, the one deploy there is) or discard. At most one experiment runs at
 // a time; every start and stop is audited. The arm choice itself is bot/experiments.ts.
 import type { Database } from './db.ts';
-import type { Experiment, PolicyVersion, PrismaClient } from './generated/client.ts';
+import type { Experiment, PolicyVersion, Prisma, PrismaClient } from './generated/client.ts';
 import { deployedPolicy, switchDeployedPolicy } from './policy-store.ts';
 
 export type Arm = 'control' | 'candidate';
@@ -19,7 +19,7 @@ export type RunningExperiment = Experiment & { candidate: PolicyVersion; control
 /** Arbitrary, fixed: serialises experiment starts (two moderators at once still get one experiment). */
 const EXPERIMENT_LOCK_KEY = 0x5377_4142; // "SwAB"
 
-export async function runningExperiment(prisma: PrismaClient): Promise<RunningExperiment | null> {
+export async function runningExperiment(prisma: PrismaClient | Prisma.TransactionClient): Promise<RunningExperiment | null> {
   return prisma.experiment.findFirst({ where: { status: 'running' }, include: { candidate: true, control: true }, orderBy: { startedAt: 'desc' } });
 }
 
@@ -74,7 +74,7 @@ export async function stopExperiment(db: Database, actor: string, outcome: Exper
 }
 
 /** How many sessions of the experiment were played on this task: the position of the next one in its stratum. */
-export async function sessionsInStratum(prisma: PrismaClient, experimentId: string, taskId: string): Promise<number> {
+export async function sessionsInStratum(prisma: PrismaClient | Prisma.TransactionClient, experimentId: string, taskId: string): Promise<number> {
   return prisma.session.count({ where: { experimentId, taskId } });
 }
 

@@ -1,13 +1,13 @@
 // A person's own participant row: found by their channel id, and written when they accept the consent text.
 // Nobody's session is recorded before that acceptance (bot/session/admission.ts checks it).
-import type { Participant, PrismaClient } from './generated/client.ts';
+import type { Participant, Prisma, PrismaClient } from './generated/client.ts';
 
 export async function findParticipant(prisma: PrismaClient, externalId: string): Promise<Participant | null> {
   return prisma.participant.findUnique({ where: { discordUserId: externalId } });
 }
 
 /** Records the acceptance (again, after a withdrawal or a deletion), creating the row on first contact. */
-export async function acceptConsent(prisma: PrismaClient, externalId: string, displayName: string | null): Promise<Participant> {
+export async function acceptConsent(prisma: PrismaClient | Prisma.TransactionClient, externalId: string, displayName: string | null): Promise<Participant> {
   const now = new Date();
   return prisma.participant.upsert({
     where: { discordUserId: externalId },

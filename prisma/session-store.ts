@@ -41,9 +41,11 @@ export interface NewSession {
   arm?: 'control' | 'candidate' | null;
   /** A gold check: the finished session whose agent side is replayed (bot/gold.ts). */
   goldSourceId?: string | null;
+  /** The study the session was assigned in (bot/assign.ts). */
+  studyId?: string | null;
 }
 
-export async function createSession(prisma: PrismaClient, s: NewSession): Promise<Session & { task: Task }> {
+export async function createSession(prisma: PrismaClient | Tx, s: NewSession): Promise<Session & { task: Task }> {
   return prisma.session.create({
     data: {
       taskId: s.taskId,
@@ -56,6 +58,7 @@ export async function createSession(prisma: PrismaClient, s: NewSession): Promis
       experimentId: s.experimentId ?? null,
       arm: s.arm ?? null,
       goldSourceId: s.goldSourceId ?? null,
+      studyId: s.studyId ?? null,
     },
     include: { task: true },
   });

@@ -73,6 +73,7 @@ export function registerExportCommands(program: Command): void {
         if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number of at least 1');
         return n;
       })
+      .option('--study <name>', 'only this study\'s sessions; sweet-rl: its complete k-blocks (tasks with fewer than k sessions are left out and counted)')
       .option('--chat-template <name>', 'sweet-rl: template that renders each assistant entry\'s input: llama3 (default), chatml, or a path to a tokenizer_config.json')
       .option('--exclude-comments', 'leave out free-text rating comments and moderation reasons', false)
       .option('--batch-size <n>', 'sessions per page / Parquet row group', (v) => {
@@ -90,6 +91,7 @@ export function registerExportCommands(program: Command): void {
         source?: DataSource;
         perTask?: number;
         chatTemplate?: string;
+        study?: string;
       },
     ) => {
       const { loadConfig, configSchema } = await import('../config.ts');
@@ -136,11 +138,16 @@ export function registerExportCommands(program: Command): void {
             batchSize: o.batchSize,
             onProgress: progress.onProgress,
             defaultSalt,
+            ...(o.study !== undefined ? { study: o.study } : {}),
           },
           o.out,
         );
         progress.stop();
         console.log(`exported ${r.sessions} sessions (${r.turns} turns) to ${r.path}; dataset card: ${r.cardPath}`);
+        if (r.study) {
+          const k = r.study.perTask;
+          console.log(`study ${r.study.name} (consent version ${r.study.consentVersion}): ${r.study.partialTasksLeftOut} partial task(s) with fewer than ${k ?? 'k'} sessions left out`);
+        }
         if (r.assetsDir) console.log(`screenshots of the final pages: ${r.assetsDir}`);
       } finally {
         progress.stop();

@@ -11,6 +11,15 @@ export function intOption(name: string, min: number, max?: number) {
   };
 }
 
+/** Any whole number; the range is a rule of what it sets, checked there with its own message. */
+export function integerOption(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isInteger(n)) throw new Error(`--${name} must be a whole number, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
 export function numberOption(name: string, min: number, max: number, exclusiveMin = false) {
   return (value: string): number => {
     const n = Number(value);

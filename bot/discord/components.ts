@@ -1,8 +1,9 @@
 // Buttons and modals: the consent Accept button (which then starts the session asked for), the 1-5 rating
 // buttons, and the comment button with its modal. Custom ids carry what the click is about
-// (`consent:accept:<kind>`, `rate:<session>:<n>`, `comment:<session>`).
+// (`consent:accept:<kind>[:<study>:<version>]`, `rate:<session>:<n>`, `comment:<session>`).
 import { LabelBuilder, MessageFlags, ModalBuilder, TextInputBuilder, TextInputStyle, type ButtonInteraction, type ModalSubmitInteraction } from 'discord.js';
 import { TurnRejectedError } from '../session/engine.ts';
+import { StudyError } from '../../prisma/study-store.ts';
 import { ack, hooksFor, personOf, say, type BotContext } from './context.ts';
 import { startSession } from './commands/task.ts';
 import { onPreferenceButton } from './commands/compare.ts';
@@ -27,7 +28,13 @@ const buttons: Record<string, ButtonHandler> = {
   async consent(ctx, i, what, kind) {
     if (what !== 'accept') return;
     if (!(await ack(ctx, i, 'update'))) return;
-    await ctx.engine.acceptConsent(personOf(i), hooksFor(i));
+    const [, , , studyId, version] = i.customId.split(':');
+    try {
+      await ctx.engine.acceptConsent(personOf(i), studyId && version ? { studyId, version: Number(version) } : undefined, hooksFor(i));
+    } catch (err) {
+      if (err instanceof StudyError) return void (await i.editReply({ content: err.message, components: [] }));
+      throw err;
+    }
     await i.editReply({ content: 'Thank you! Starting your session…', components: [] });
     return startSession(ctx, i, kind === 'backend' || kind === 'frontend' ? kind : null);
   },

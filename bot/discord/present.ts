@@ -2,17 +2,19 @@
 // information, agent messages with their screenshots, results and the rating buttons.
 import { ActionRowBuilder, AttachmentBuilder, ButtonBuilder, ButtonStyle, type BaseMessageOptions } from 'discord.js';
 import type { CollaboratorView } from '../../tasks/protocol.ts';
-import type { AgentStep, EvaluatedSession } from '../session/engine.ts';
+import type { AgentStep, EvaluatedSession, StudyConsent } from '../session/engine.ts';
 import { splitCodeBlock, splitText } from '../split.ts';
 
 export type Part = BaseMessageOptions;
 
-export function consentMessage(consentText: string, kind: string | null): Part {
+/** The consent text with its Accept button; a study's button names the version shown (`:<study id>:<version>`). */
+export function consentMessage(consentText: string, kind: string | null, study?: Pick<StudyConsent, 'studyId' | 'version' | 'study'>): Part {
+  const id = `consent:accept:${kind ?? 'any'}${study ? `:${study.studyId}:${study.version}` : ''}`;
   return {
-    content: `**Before your first session**\n${consentText}`,
+    content: `${study ? `**Study ${study.study}: consent (version ${study.version})**` : '**Before your first session**'}\n${consentText}`,
     components: [
       new ActionRowBuilder<ButtonBuilder>().addComponents(
-        new ButtonBuilder().setCustomId(`consent:accept:${kind ?? 'any'}`).setLabel('Accept').setStyle(ButtonStyle.Success),
+        new ButtonBuilder().setCustomId(id).setLabel('Accept').setStyle(ButtonStyle.Success),
       ),
     ],
   };

@@ -100,6 +100,23 @@ const FIELDS: Record<ExportFormat, [string, string][]> = {
   ],
 };
 
+/** The study an export was made of (bot/export/export.ts `study`), as its card names it. */
+export interface StudyCard {
+  name: string;
+  perTask: number | null;
+  split: string;
+  consentVersion: number;
+  consentSha256: string | null;
+  arms: { policy: string; share: number }[];
+  payPerSessionCents: number | null;
+  bonusSuccessCents: number | null;
+  currency: string | null;
+  opensAt: Date | null;
+  closesAt: Date | null;
+  /** Tasks with fewer than k selected sessions, left out of the k-blocks. */
+  partialTasksLeftOut: number;
+}
+
 export interface CardInput {
   format: ExportFormat;
   fileName: string;
@@ -120,6 +137,23 @@ export interface CardInput {
   };
   /** The Hugging Face dataset folder's files: config (task kind) -> split -> file and rows. */
   hf?: { kind: string; splits: { split: string; path: string; rows: number }[] }[];
+  study?: StudyCard;
+}
+
+const money = (cents: number | null, currency: string | null) => (cents === null ? 'none' : `${(cents / 100).toFixed(2)} ${currency ?? ''}`.trim());
+
+function studySection(s: StudyCard): string[] {
+  return [
+    '## Study',
+    '',
+    `- study: \`${s.name}\` (${s.split} split${s.split === 'test' ? ': an evaluation study, never training data' : ''})`,
+    `- sessions a task (k): ${s.perTask ?? 'no cap (the default study)'}; tasks left out with fewer than k sessions: ${s.partialTasksLeftOut}`,
+    `- consent text: ${s.consentSha256 ? `version ${s.consentVersion}, sha256 \`${s.consentSha256}\`` : 'the bot\'s configured notice'}`,
+    `- arms: ${s.arms.map((a) => `${a.policy} ${a.share}%`).join(', ') || 'the deployed version'}`,
+    `- pay: ${money(s.payPerSessionCents, s.currency)} a session, bonus on success ${money(s.bonusSuccessCents, s.currency)}`,
+    `- opens: ${s.opensAt?.toISOString() ?? 'at creation'}; closes: ${s.closesAt?.toISOString() ?? 'when closed'}`,
+    '',
+  ];
 }
 
 function describeFilters(f: ExportFilters, excludeComments: boolean): string[] {
@@ -255,6 +289,7 @@ export function renderCard(c: CardInput): string {
     '',
     ...describeFilters(c.filters, c.excludeComments),
     '',
+    ...(c.study ? studySection(c.study) : []),
     '## Fields',
     '',
     '| field | meaning |',

@@ -8,6 +8,7 @@
 //     excludeComments: false,             // drop rating comments and moderation reasons
 //     chatTemplate: 'llama3',             // sweet-rl: 'llama3' | 'chatml' | path to a tokenizer_config.json
 //     onProgress: (done, total) => ...,   // optional
+//     study: 'pilot',                     // optional: that study's sessions; sweet-rl: its complete k-blocks
 //   }, out);
 //
 // `out` is a path or (jsonl, parquet, backend sweet-rl) a Writable:
@@ -31,12 +32,13 @@ import type { Writable } from 'node:stream';
 import cliProgress from 'cli-progress';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Renderer } from '../../tasks/render.ts';
-import { ExportStats, renderCard, type CardInput, type ExportFormat } from './card.ts';
+import { findStudy } from '../../prisma/study-store.ts';
+import { ExportStats, renderCard, type CardInput, type ExportFormat, type StudyCard } from './card.ts';
 import { resolveChatTemplate } from './chat-template.ts';
 import { jsonlSink } from './jsonl.ts';
 import { parquetSink } from './parquet.ts';
 import { pseudonymizer } from './pseudonym.ts';
-import { assertPolicyExists, countSessions, selectedKinds, streamSessions, validateFilters, type ExportFilters } from './query.ts';
+import { assertPolicyExists, countSessions, partialTasks, selectedKinds, streamSessions, validateFilters, type ExportFilters } from './query.ts';
 import { toRecord, type ExportRecord } from './record.ts';
 import type { RecordSink } from './sink.ts';
 import { SweetRlStats, sweetRlSink } from './sweet-rl.ts';
@@ -62,6 +64,11 @@ export interface ExportOptions {
   /** End a Writable `out` when done (default true). */
   end?: boolean;
   now?: Date;
+  /**
+   * Only the sessions of the study of this name. In the sweet-rl format its tasks are written as k-blocks with
+   * the study's k (unless filters.perTask says otherwise): complete blocks only, the partial tasks counted.
+   */
+  study?: string;
 }
 
 export interface ExportResult {
@@ -74,6 +81,8 @@ export interface ExportResult {
   cardPath?: string;
   /** Frontend sweet-rl: the folder of the answer screenshots. */
   assetsDir?: string;
+  /** With `study`: the study's name, consent version and the tasks with fewer than k sessions left out. */
+  study?: StudyCard;
 }
 
 export class ExportError extends Error {}
@@ -94,12 +103,39 @@ interface Prepared {
   pseudonym: (id: string) => string;
   /** sweet-rl: the one task kind of the selection. */
   kind: 'backend' | 'frontend' | null;
+  study: StudyCard | null;
+}
+
+/** The study named by `opts.study`: its filter, its k as the sweet-rl blocks, and what the card says of it. */
+async function studyOf(prisma: PrismaClient, opts: ExportOptions, filters: ExportFilters): Promise<{ filters: ExportFilters; study: StudyCard | null }> {
+  if (opts.study === undefined) return { filters, study: null };
+  const s = await findStudy(prisma, opts.study);
+  if (!s) throw new ExportError(`no study named "${opts.study}"`);
+  const perTask = filters.perTask ?? (opts.format === 'sweet-rl' && s.perTask !== null ? s.perTask : undefined);
+  const scoped: ExportFilters = { ...filters, studyId: s.id, ...(perTask !== undefined ? { perTask } : {}) };
+  return {
+    filters: scoped,
+    study: {
+      name: s.name,
+      perTask: s.perTask,
+      split: s.split,
+      consentVersion: s.consentVersion,
+      consentSha256: s.consentSha256,
+      arms: s.arms.map((a) => ({ policy: a.policyVersion.name, share: a.share })),
+      payPerSessionCents: s.payPerSessionCents,
+      bonusSuccessCents: s.bonusSuccessCents,
+      currency: s.currency,
+      opensAt: s.opensAt,
+      closesAt: s.closesAt,
+      partialTasksLeftOut: await partialTasks(prisma, scoped),
+    },
+  };
 }
 
 async function prepare(prisma: PrismaClient, opts: ExportOptions): Promise<Prepared> {
   if (!EXPORT_FORMATS.includes(opts.format)) throw new ExportError(`unknown format "${opts.format}" (expected ${EXPORT_FORMATS.join(', ')})`);
   // The reference pipeline needs a reward (the evaluation's score) and an assistant entry on every trajectory.
-  const filters: ExportFilters = { ...opts.filters, ...(opts.format === 'sweet-rl' ? { requireTrajectory: true } : {}) };
+  const { filters, study } = await studyOf(prisma, opts, { ...opts.filters, ...(opts.format === 'sweet-rl' ? { requireTrajectory: true } : {}) });
   validateFilters(filters);
   if (filters.perTask !== undefined && opts.format !== 'sweet-rl') throw new ExportError('--per-task arranges sweet-rl blocks: use it with --format sweet-rl');
   const pseudonym = pseudonymizer(opts.salt);
@@ -115,7 +151,7 @@ async function prepare(prisma: PrismaClient, opts: ExportOptions): Promise<Prepa
     }
     kind = kinds[0] ?? filters.kind ?? null;
   }
-  return { filters, now: opts.now ?? new Date(), excludeComments: opts.excludeComments ?? false, pseudonym, kind };
+  return { filters, now: opts.now ?? new Date(), excludeComments: opts.excludeComments ?? false, pseudonym, kind, study };
 }
 
 export async function exportSessions(prisma: PrismaClient, opts: ExportOptions, out: Writable | string): Promise<ExportResult> {
@@ -225,8 +261,16 @@ async function exportToStream(
     createdAt: p.now,
     defaultSalt: opts.defaultSalt ?? false,
     ...(sweetRl ? { sweetRl } : {}),
+    ...(p.study ? { study: p.study } : {}),
   };
-  const result: ExportResult = { sessions: stats.sessions, turns: stats.totalTurns, cardMarkdown: renderCard(card), stats, ...(assets ? { assetsDir: assets.dir } : {}) };
+  const result: ExportResult = {
+    sessions: stats.sessions,
+    turns: stats.totalTurns,
+    cardMarkdown: renderCard(card),
+    stats,
+    ...(assets ? { assetsDir: assets.dir } : {}),
+    ...(p.study ? { study: p.study } : {}),
+  };
   return { result, card };
 }
 
@@ -318,12 +362,13 @@ async function exportHfFolder(prisma: PrismaClient, opts: ExportOptions, p: Prep
       createdAt: p.now,
       defaultSalt: opts.defaultSalt ?? false,
       hf,
+      ...(p.study ? { study: p.study } : {}),
     });
     const cardPath = join(dir, 'README.md');
     await writeFile(join(partial, 'README.md'), cardMarkdown);
     if (existsSync(dir)) await rm(dir, { recursive: true });
     await rename(partial, dir);
-    return { sessions: stats.sessions, turns: stats.totalTurns, cardMarkdown, stats, path: dir, cardPath };
+    return { sessions: stats.sessions, turns: stats.totalTurns, cardMarkdown, stats, path: dir, cardPath, ...(p.study ? { study: p.study } : {}) };
   } catch (err) {
     for (const f of files.values()) f.stream.destroy();
     await rm(partial, { recursive: true, force: true });

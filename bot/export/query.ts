@@ -40,6 +40,8 @@ export interface ExportFilters {
   perTask?: number;
   /** Only sessions run in one of these Discord guilds (a guild moderator's export). */
   guildIds?: string[];
+  /** Only sessions assigned in this study (bot/assign.ts). */
+  studyId?: string;
 }
 
 /** The collaborator source the filters ask for. */
@@ -67,6 +69,7 @@ export function validateFilters(f: ExportFilters): void {
   if (f.policy !== undefined && f.policy.trim() === '') throw new FilterError('--policy: empty name');
   if (f.source !== undefined && !DATA_SOURCES.includes(f.source)) throw new FilterError(`--source: expected one of ${DATA_SOURCES.join(', ')}`);
   if (f.perTask !== undefined && !(Number.isInteger(f.perTask) && f.perTask >= 1)) throw new FilterError('--per-task: expected a whole number of at least 1');
+  if (f.studyId !== undefined && !UUID.test(f.studyId)) throw new FilterError('study: not a study id');
   if (f.statuses !== undefined) {
     if (f.statuses.length === 0) throw new FilterError('--status: give at least one status');
     for (const s of f.statuses) if (!STATUSES.includes(s)) throw new FilterError(`--status: unknown status "${s}" (expected ${STATUSES.join(', ')})`);
@@ -113,6 +116,7 @@ function whereClause(f: ExportFilters): Prisma.Sql {
   if (!f.includeFlagged) {
     conds.push(Prisma.sql`NOT EXISTS (SELECT 1 FROM "ModerationFlag" mf WHERE mf."sessionId" = s."id" AND mf."resolvedAt" IS NULL)`);
   }
+  if (f.studyId) conds.push(Prisma.sql`s."studyId" = ${f.studyId}::uuid`);
   if (f.guildIds) conds.push(f.guildIds.length ? Prisma.sql`s."guildId" IN (${Prisma.join(f.guildIds)})` : Prisma.sql`false`);
   if (f.since) conds.push(Prisma.sql`s."startedAt" >= ${f.since}`);
   if (f.until) conds.push(Prisma.sql`s."startedAt" < ${f.until}`);
@@ -155,6 +159,20 @@ function selection(f: ExportFilters): Prisma.Sql {
 export async function countSessions(prisma: PrismaClient, f: ExportFilters): Promise<number> {
   validateFilters(f);
   const rows = await prisma.$queryRaw<{ n: bigint }[]>(Prisma.sql`SELECT count(*) AS n FROM (${selection(f)}) x`);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * With `perTask` K: the tasks that have selected sessions but fewer than K, which the k blocks leave out (a study
+ * stopped early, or slots still running). 0 without `perTask`.
+ */
+export async function partialTasks(prisma: PrismaClient, f: ExportFilters): Promise<number> {
+  validateFilters(f);
+  if (f.perTask === undefined) return 0;
+  const rows = await prisma.$queryRaw<{ n: bigint }[]>(Prisma.sql`
+    SELECT count(*) AS n FROM (
+      SELECT t."id" ${FROM} WHERE ${whereClause(f)} GROUP BY t."id" HAVING count(*) < ${f.perTask}
+    ) x`);
   return Number(rows[0]?.n ?? 0);
 }
 

@@ -1,12 +1,14 @@
 // Who may take part, and starting a session: one admission rule (bans, the ban a deleted person keeps, consent,
-// a pause) used by every channel and service, then the checks and choices that create a session.
+// a pause, the study joined here) used by every channel and service, then the checks and choices that create a
+// session (its task and arm from the study, bot/assign.ts).
 import type { TaskKind } from '../../tasks/model.ts';
 import { collaboratorView, type CollaboratorView } from '../../tasks/protocol.ts';
-import type { Participant, PrismaClient } from '../../prisma/generated/client.ts';
+import type { Participant, PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import { acceptConsent, findParticipant } from '../../prisma/participant-store.ts';
 import { attachThread, createSession } from '../../prisma/session-store.ts';
+import { acceptStudyConsent, lacksConsent, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
-import { neededKind, NoTaskAvailableError, pickTask } from '../assign.ts';
+import { assignTask, neededKind, studyFor, StudyRefusedError, type StudyRefusalReason } from '../assign.ts';
 import { assignSession } from '../experiments.ts';
 import { goldSource } from '../gold.ts';
 import { sessionLimitRefusal } from '../limits.ts';
@@ -16,11 +18,19 @@ import { DEV_PRIVACY_KEY, erasedId } from '../privacy.ts';
 import type { EngineContext } from './context.ts';
 import { RefusedError, type Hooks, type Person, type StartedSession, type Where } from './types.ts';
 
-/** May the person take part: admitted, asked to accept the consent text first, or refused with a reason. */
+/** A study's own consent text, to show and then accept by its version (absent: the bot's configured notice). */
+export interface StudyConsent {
+  studyId: string;
+  study: string;
+  version: number;
+  text: string;
+}
+
+/** May the person take part: admitted (in this study), asked to accept a consent text first, or refused with a reason. */
 export type Admission =
-  | { ok: true; participant: Participant }
-  | { needsConsent: true }
-  | { refused: true; reason: 'banned' | 'paused'; message: string };
+  | { ok: true; participant: Participant; study: StudyWithArms }
+  | { needsConsent: true; consent?: StudyConsent }
+  | { refused: true; reason: 'banned' | 'paused' | StudyRefusalReason; message: string };
 
 export function hasConsent(p: Pick<Participant, 'consentGivenAt'> | null | undefined): boolean {
   return !!p?.consentGivenAt;
@@ -29,17 +39,25 @@ export function hasConsent(p: Pick<Participant, 'consentGivenAt'> | null | undef
 /**
  * The admission rule. Refused when the person is banned (everywhere, or in the guild asked from), also under the
  * keyed hash a deletion keeps them as (bot/privacy.ts erasedId, with the secret `erasureKey`); else asked for
- * consent when they have not given it; else refused while collection is paused; else admitted.
+ * consent when they have not given it, or have not accepted the current version of the consent text of the study
+ * joined here (bot/assign.ts studyFor); else refused while collection is paused, or while that study is paused,
+ * closed or not open yet; else admitted in that study.
  */
-export async function admission(prisma: PrismaClient, person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId'>, erasureKey: string): Promise<Admission> {
+export async function admission(prisma: PrismaClient, person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'>, erasureKey: string): Promise<Admission> {
   const p = await findParticipant(prisma, person.externalId);
   const erased = await findParticipant(prisma, erasedId(erasureKey, person.externalId));
   if ((p && isBannedIn(p, where.guildId)) || (erased && isBannedIn(erased, where.guildId))) {
     return { refused: true, reason: 'banned', message: 'You are not allowed to take part in sessions.' };
   }
-  if (!p || !hasConsent(p)) return { needsConsent: true };
+  const { study, refusal } = await studyFor(prisma, where);
+  const consent: StudyConsent | undefined = study.consentText ? { studyId: study.id, study: study.name, version: study.consentVersion, text: study.consentText } : undefined;
+  if (!p || !hasConsent(p)) return consent ? { needsConsent: true, consent } : { needsConsent: true };
+  if (consent && !(await prisma.consentAcceptance.findUnique({ where: { participantId_studyId_version: { participantId: p.id, studyId: study.id, version: consent.version } } }))) {
+    return { needsConsent: true, consent };
+  }
   if (await isPaused(prisma)) return { refused: true, reason: 'paused', message: 'Collection is paused by the moderators right now. Please try again later.' };
-  return { ok: true, participant: p };
+  if (refusal) return { refused: true, reason: refusal.reason, message: refusal.message };
+  return { ok: true, participant: p, study };
 }
 
 /** The engine's door: who a person is, their consent, the admission rule, and starting their session. */
@@ -50,20 +68,33 @@ export class Admissions {
     return this.ctx.retry(() => findParticipant(this.ctx.prisma, externalId), hooks);
   }
 
-  /** Records the person's acceptance of the consent text, with its audit row (every channel alike). */
-  acceptConsent(person: Person, hooks?: Hooks): Promise<Participant> {
+  /**
+   * Records the person's acceptance of the consent text, with its audit row (every channel alike): the bot's
+   * notice, or the version of a study's text that was shown (`consent`, from the admission).
+   */
+  acceptConsent(person: Person, consent?: Pick<StudyConsent, 'studyId' | 'version'>, hooks?: Hooks): Promise<Participant> {
     const { ctx } = this;
     return ctx.retry(async () => {
-      const p = await acceptConsent(ctx.prisma, person.externalId, person.displayName);
-      await audit(ctx.prisma, person.externalId, 'consent.accept', null, { channel: ctx.options.channel });
+      const p = consent
+        ? await acceptStudyConsent(ctx.prisma, person.externalId, person.displayName, consent.studyId, consent.version)
+        : await acceptConsent(ctx.prisma, person.externalId, person.displayName);
+      await audit(ctx.prisma, person.externalId, 'consent.accept', null, { channel: ctx.options.channel, ...(consent ? { studyId: consent.studyId, version: consent.version } : {}) });
       return p;
     }, hooks);
   }
 
-  /** The admission rule for this person here (deletions made without a configured key use the development one). */
-  admission(person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId'> = {}, hooks?: Hooks): Promise<Admission> {
+  /**
+   * The admission rule for this person here (deletions made without a configured key use the development one).
+   * On Discord a study without a consent text of its own takes nobody (it was made where no bot was configured).
+   */
+  async admission(person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'> = {}, hooks?: Hooks): Promise<Admission> {
     const key = this.ctx.options.erasureKey ?? DEV_PRIVACY_KEY;
-    return this.ctx.retry(() => admission(this.ctx.prisma, person, where, key), hooks);
+    const a = await this.ctx.retry(() => admission(this.ctx.prisma, person, where, key), hooks);
+    if ('ok' in a && lacksConsent(a.study, this.ctx.options.channel === 'discord')) {
+      this.ctx.deps.log?.warn({ study: a.study.name }, 'a study without a consent text was joined on Discord; refused (set one with sweetloop study consent)');
+      return { refused: true, reason: 'study-not-open', message: 'This study is not open on Discord yet: it has no consent text. Please try again later.' };
+    }
+    return a;
   }
 
   /** Checks everything and creates the session; the caller shows the hidden information, then calls agentStep. */
@@ -74,7 +105,7 @@ export class Admissions {
       const admitted = await this.admission(person, where, hooks);
       if ('refused' in admitted) throw new RefusedError(admitted.reason, admitted.message);
       if ('needsConsent' in admitted) throw new RefusedError('no-consent', 'Please accept the data-collection notice first.');
-      const participant = admitted.participant;
+      const { participant, study } = admitted;
       const active = await ctx.retry(() => prisma.session.findFirst({ where: { participantId: participant.id, status: 'active' } }), hooks);
       if (active) {
         throw new RefusedError('active-session', 'You already have a session running. Finish it, or end it with /task stop.', active.id);
@@ -84,39 +115,47 @@ export class Admissions {
         const refusal = await ctx.retry(() => sessionLimitRefusal(prisma, participant.id, limits), hooks);
         if (refusal) throw new RefusedError('limit', refusal);
       }
-      const policy = ctx.deps.policies.deployed ?? (await ctx.deps.policies.refresh());
-      if (!policy) throw new RefusedError('no-policy', 'No agent is deployed yet. Please try again later.');
-      const kind = kindWanted ?? (await ctx.retry(() => neededKind(prisma), hooks));
+      // A study's arms play its sessions; the default study plays the deployed version.
+      let deployed: PolicyVersion | null = null;
+      if (study.arms.length === 0) {
+        deployed = ctx.deps.policies.deployed ?? (await ctx.deps.policies.refresh());
+        if (!deployed) throw new RefusedError('no-policy', 'No agent is deployed yet. Please try again later.');
+      }
+      const kind = kindWanted ?? study.kind ?? (await ctx.retry(() => neededKind(prisma, study.id), hooks));
       if (kind === 'frontend' && !ctx.deps.render) {
         throw new RefusedError('no-renderer', 'Frontend sessions need the page renderer, which is not available here.');
       }
-      let taskId: string;
-      try {
-        taskId = await ctx.retry(() => pickTask(prisma, participant.id, kind), hooks);
-      } catch (err) {
-        if (err instanceof NoTaskAvailableError) throw new RefusedError('no-task', err.message);
-        throw err;
-      }
-      // Now and then a gold check replays a known session's agent (bot/gold.ts); otherwise a running A/B
-      // experiment decides which version plays (bot/experiments.ts). The session keeps what it was given.
-      const goldSourceId = kind === 'backend' ? await ctx.retry(() => goldSource(prisma, taskId, Math.random()), hooks) : null;
-      const assigned = goldSourceId ? null : await ctx.retry(() => assignSession(prisma, taskId), hooks);
-      const playing = assigned?.policy ?? policy;
-      const session = await ctx.retry(
-        () =>
-          createSession(prisma, {
-            taskId,
-            participantId: participant.id,
-            policyVersionId: goldSourceId ? null : playing.id,
-            ...(assigned ? { experimentId: assigned.experimentId, arm: assigned.arm } : {}),
-            ...(goldSourceId ? { goldSourceId } : {}),
-            channel: ctx.options.channel,
-            simulated: ctx.options.channel === 'simulated',
-            guildId: where.guildId ?? null,
-            channelId: where.channelId ?? null,
-          }),
-        hooks,
-      );
+      const { session, playing, assigned, goldSourceId } = await ctx
+        .retry(
+          () =>
+            assignTask(prisma, study, participant.id, kind, async (tx, pick) => {
+              // In the default study, now and then a gold check replays a known session's agent (bot/gold.ts);
+              // otherwise a running A/B experiment decides which version plays (bot/experiments.ts). The
+              // session keeps what it was given.
+              const goldSourceId = pick.arm === null && kind === 'backend' ? await goldSource(tx, pick.taskId, Math.random()) : null;
+              const assigned = pick.arm === null && !goldSourceId ? await assignSession(tx, pick.taskId) : null;
+              const playing = pick.arm?.policyVersion ?? assigned?.policy ?? deployed!;
+              const session = await createSession(tx, {
+                taskId: pick.taskId,
+                participantId: participant.id,
+                policyVersionId: goldSourceId ? null : playing.id,
+                ...(assigned ? { experimentId: assigned.experimentId, arm: assigned.arm } : {}),
+                ...(goldSourceId ? { goldSourceId } : {}),
+                studyId: study.id,
+                channel: ctx.options.channel,
+                simulated: ctx.options.channel === 'simulated',
+                guildId: where.guildId ?? null,
+                channelId: where.channelId ?? null,
+              });
+              return { session, playing, assigned, goldSourceId };
+            }),
+          hooks,
+        )
+        .catch((err: unknown) => {
+          if (err instanceof StudyRefusedError) throw new RefusedError(err.reason, err.message);
+          throw err;
+        });
+      const taskId = session.taskId;
       const content = taskContent(session.task);
       const view = collaboratorView(content);
       const started: StartedSession = {
@@ -125,11 +164,11 @@ export class Admissions {
         kind,
         description: content.description,
         policyName: playing.name,
-        blind: assigned !== null || goldSourceId !== null,
+        blind: study.arms.length > 1 || assigned !== null || goldSourceId !== null,
         view,
       };
       if (view.kind === 'frontend') started.targetPng = await ctx.deps.render!(view.targetHtml);
-      ctx.deps.log?.info({ session: session.id, kind, task: taskId, policy: goldSourceId ? null : playing.name, arm: assigned?.arm, gold: goldSourceId }, 'session started');
+      ctx.deps.log?.info({ session: session.id, kind, task: taskId, study: study.name, policy: goldSourceId ? null : playing.name, arm: assigned?.arm, gold: goldSourceId }, 'session started');
       return started;
     });
   }

@@ -4,7 +4,7 @@ import type { TaskKind } from '../../tasks/model.ts';
 import type { CollaboratorView, DialogueTurn } from '../../tasks/protocol.ts';
 import type { Participant, PolicyVersion, Session } from '../../prisma/generated/client.ts';
 import { findParticipant } from '../../prisma/participant-store.ts';
-import { Admissions, type Admission } from './admission.ts';
+import { Admissions, type Admission, type StudyConsent } from './admission.ts';
 import { AgentCache } from './agents.ts';
 import { EngineContext } from './context.ts';
 import { Recovery } from './recovery.ts';
@@ -13,7 +13,7 @@ import { TurnScript } from './turns.ts';
 import type { AgentStep, EngineDeps, EngineOptions, EvaluatedSession, Hooks, PendingWork, Person, ResumedView, SessionState, SessionView, StartedSession, Where } from './types.ts';
 
 export * from './types.ts';
-export type { Admission } from './admission.ts';
+export type { Admission, StudyConsent } from './admission.ts';
 
 export class SessionEngine {
   private readonly ctx: EngineContext;
@@ -41,13 +41,13 @@ export class SessionEngine {
     return this.admissions.participant(externalId, hooks);
   }
 
-  /** Records the person's acceptance of the consent text, with its audit row (every channel alike). */
-  acceptConsent(person: Person, hooks?: Hooks): Promise<Participant> {
-    return this.admissions.acceptConsent(person, hooks);
+  /** Records the person's acceptance of the consent text (the bot's, or the version of a study's that was shown), audited. */
+  acceptConsent(person: Person, consent?: Pick<StudyConsent, 'studyId' | 'version'>, hooks?: Hooks): Promise<Participant> {
+    return this.admissions.acceptConsent(person, consent, hooks);
   }
 
-  /** May the person take part here now (admitted, needs to accept the consent text, or refused and why)? */
-  admission(person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId'> = {}, hooks?: Hooks): Promise<Admission> {
+  /** May the person take part here now (admitted in a study, needs to accept a consent text, or refused and why)? */
+  admission(person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'> = {}, hooks?: Hooks): Promise<Admission> {
     return this.admissions.admission(person, where, hooks);
   }
 

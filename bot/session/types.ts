@@ -9,6 +9,7 @@ import type { PolicyVersion, Session, Turn } from '../../prisma/generated/client
 import type { PolicyWatcher } from '../deploy-watch.ts';
 import type { Evaluate, EvaluationOutcome, RenderPage } from '../evaluator.ts';
 import type { Limits } from '../limits.ts';
+import type { StudyRefusalReason } from '../assign.ts';
 
 export type Channel = 'discord' | 'console' | 'simulated';
 
@@ -67,7 +68,7 @@ export interface EngineObserver {
   evaluationFailed?(): void;
 }
 
-export type RefusalReason = 'no-consent' | 'banned' | 'paused' | 'active-session' | 'no-policy' | 'no-task' | 'no-renderer' | 'limit';
+export type RefusalReason = 'no-consent' | 'banned' | 'paused' | 'active-session' | 'no-policy' | 'no-renderer' | 'limit' | StudyRefusalReason;
 
 /** The engine will not do what was asked; `message` is meant for the person. */
 export class RefusedError extends Error {

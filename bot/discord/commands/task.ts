@@ -29,9 +29,9 @@ const definition = new SlashCommandBuilder()
 /** Starts a session for the person behind `i` (already acknowledged), or asks for consent first. */
 export async function startSession(ctx: BotContext, i: RepliableInteraction, kind: TaskKind | null): Promise<void> {
   const hooks = hooksFor(i);
-  const admitted = await ctx.engine.admission(personOf(i), { guildId: i.guildId ?? undefined }, hooks);
+  const admitted = await ctx.engine.admission(personOf(i), { guildId: i.guildId ?? undefined, channelId: i.channelId }, hooks);
   if ('refused' in admitted) return say(i, admitted.message);
-  if ('needsConsent' in admitted) return say(i, consentMessage(ctx.options.consentText, kind));
+  if ('needsConsent' in admitted) return say(i, consentMessage(admitted.consent?.text ?? ctx.options.consentText, kind, admitted.consent));
   const channel = i.channel;
   if (!channel || channel.type !== ChannelType.GuildText) {
     return say(i, 'Please use /task start in a text channel of the server (sessions run in private threads).');

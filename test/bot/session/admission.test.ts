@@ -1,5 +1,6 @@
 // The one admission rule, against a real database: consent asked, bans (everywhere, per guild, and the ban a
-// deleted person keeps under the keyed hash), a pause; and the engine's start() refusing by the same rule.
+// deleted person keeps under the keyed hash), a pause, a study's consent versions and state; and the engine's
+// start() refusing by the same rule.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
@@ -11,6 +12,7 @@ import { deletePerson } from '../../../bot/privacy.ts';
 import { createRuntime, type Runtime } from '../../../bot/runtime.ts';
 import { createTestDatabase } from '../../../bot/testing/database.ts';
 import { scriptedAgent } from '../discord/harness.ts';
+import { createStudy, setStudyConsent, setStudyStatus } from '../../../prisma/study-store.ts';
 
 type TestDb = Awaited<ReturnType<typeof createTestDatabase>>;
 const KEY = 'admission-test-key-0123456789';
@@ -42,7 +44,7 @@ describe('admission', () => {
   it('asks a stranger for consent and admits whoever gave it', async () => {
     expect(await admission(t.prisma, { externalId: 'u:new' }, {}, KEY)).toEqual({ needsConsent: true });
     const p = await acceptConsent(t.prisma, 'u:ok', 'ok');
-    expect(await admission(t.prisma, { externalId: 'u:ok' }, { guildId: 'guild-a' }, KEY)).toEqual({ ok: true, participant: p });
+    expect(await admission(t.prisma, { externalId: 'u:ok' }, { guildId: 'guild-a' }, KEY)).toEqual({ ok: true, participant: p, study: expect.objectContaining({ name: 'default' }) });
   });
 
   it('refuses a banned person before asking for consent; a guild ban holds in that guild only', async () => {
@@ -83,5 +85,59 @@ describe('admission', () => {
     }
     const s = await rt.engine.start({ externalId: 'u:ok', displayName: 'ok' }, 'backend', { guildId: 'guild-a' });
     expect(s.sessionId).toBeTruthy();
+  });
+
+  it('asks for a study\'s consent text, and again for each new version, before the next session; refuses while the study is paused', async () => {
+    const tasks = await t.prisma.task.findMany({ where: { split: 'train' } });
+    const study = await createStudy(
+      t.prisma,
+      'cli',
+      {
+        name: 'consented', kind: 'backend', split: 'train', perTask: 2, seed: 1, taskIds: tasks.map((x) => x.id), arms: [{ policyVersionId: (await t.prisma.policyVersion.findFirstOrThrow()).id, share: 100 }],
+        consentText: 'Version one.', payPerSessionCents: null, bonusSuccessCents: null, currency: null, maxSessionsPerPerson: null, opensAt: null, closesAt: null, guildIds: ['guild-s'], channelIds: [],
+      },
+      { requireConsent: true },
+    );
+    const here = { guildId: 'guild-s' };
+    const person = { externalId: 'u:study', displayName: 'st' };
+    // A stranger, and someone who accepted only the bot's notice, are both shown the study's text, version 1.
+    const v1 = { studyId: study.id, study: 'consented', version: 1, text: 'Version one.' };
+    expect(await admission(t.prisma, person, here, KEY)).toEqual({ needsConsent: true, consent: v1 });
+    await acceptConsent(t.prisma, 'u:study', 'st');
+    expect(await rt.engine.admission(person, here)).toEqual({ needsConsent: true, consent: v1 });
+    await expect(rt.engine.start(person, 'backend', here)).rejects.toMatchObject({ reason: 'no-consent' });
+    await rt.engine.acceptConsent(person, v1);
+    expect(await rt.engine.admission(person, here)).toMatchObject({ ok: true, study: { name: 'consented' } });
+    const first = await rt.engine.start(person, 'backend', here);
+    expect((await t.prisma.session.findUniqueOrThrow({ where: { id: first.sessionId } })).studyId).toBe(study.id);
+    await rt.engine.stop(person.externalId);
+    // A new version is asked for before the next session; the old one can no longer be accepted.
+    await setStudyConsent(t.prisma, 'cli', 'consented', 'Version two.');
+    const v2 = { ...v1, version: 2, text: 'Version two.' };
+    expect(await rt.engine.admission(person, here)).toEqual({ needsConsent: true, consent: v2 });
+    await expect(rt.engine.acceptConsent(person, v1)).rejects.toThrow(/has changed since it was shown/);
+    await rt.engine.acceptConsent(person, v2);
+    const accepted = await t.prisma.consentAcceptance.findMany({ where: { studyId: study.id }, orderBy: { version: 'asc' } });
+    expect(accepted.map((a) => a.version)).toEqual([1, 2]);
+    expect(await t.prisma.auditLog.count({ where: { action: 'consent.accept', actor: 'u:study', detail: { path: ['version'], equals: 2 } } })).toBe(1);
+    // Elsewhere (another guild) the default study applies, with the bot's notice already accepted.
+    expect(await rt.engine.admission(person, { guildId: 'guild-other' })).toMatchObject({ ok: true, study: { name: 'default' } });
+    await setStudyStatus(t.prisma, 'cli', 'consented', 'paused', { requireConsent: true });
+    expect(await rt.engine.admission(person, here)).toMatchObject({ refused: true, reason: 'study-paused', message: 'This study is paused right now. Please try again later.' });
+    await expect(rt.engine.start(person, 'backend', here)).rejects.toMatchObject({ reason: 'study-paused' });
+  });
+
+  it('on Discord, takes nobody into a study without a consent text of its own', async () => {
+    const tasks = await t.prisma.task.findMany({ where: { split: 'train' } });
+    await createStudy(
+      t.prisma,
+      'cli',
+      {
+        name: 'silent', kind: 'backend', split: 'train', perTask: 1, seed: 1, taskIds: tasks.map((x) => x.id), arms: [{ policyVersionId: (await t.prisma.policyVersion.findFirstOrThrow()).id, share: 100 }],
+        consentText: null, payPerSessionCents: null, bonusSuccessCents: null, currency: null, maxSessionsPerPerson: null, opensAt: null, closesAt: null, guildIds: ['guild-q'], channelIds: [],
+      },
+      { requireConsent: false },
+    );
+    expect(await rt.engine.admission({ externalId: 'u:ok' }, { guildId: 'guild-q' })).toMatchObject({ refused: true, reason: 'study-not-open', message: expect.stringMatching(/no consent text/) });
   });
 });

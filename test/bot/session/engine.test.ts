@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
 import { acceptConsent } from '../../../prisma/participant-store.ts';
-import { neededKind, pickTask, NoTaskAvailableError } from '../../../bot/assign.ts';
+import { assignTask, neededKind, StudyRefusedError } from '../../../bot/assign.ts';
+import { defaultStudy } from '../../../prisma/study-store.ts';
 import { RefusedError, TurnRejectedError } from '../../../bot/session/engine.ts';
 import { createRuntime, type Runtime } from '../../../bot/runtime.ts';
 import { createTestDatabase } from '../../../bot/testing/database.ts';
@@ -29,21 +30,25 @@ describe('session engine', () => {
     await t?.drop();
   });
 
-  it('assigns the least-collected task, never the same task twice to one person, and says when none is left', async () => {
+  it('assigns the least-collected task of the default study, never the same task twice to one person, and says when none is left', async () => {
     const a = await acceptConsent(t.prisma, 'console:a', 'a');
     const b = await acceptConsent(t.prisma, 'console:b', 'b');
+    const study = await defaultStudy(t.prisma);
+    const pickTask = (participantId: string) => assignTask(t.prisma, study, participantId, 'backend', async (_tx, pick) => pick.taskId);
     const backend = await t.prisma.task.findMany({ where: { kind: 'backend' }, orderBy: { externalId: 'asc' } });
     // Two sessions on task 0, one on task 1, none on task 2: b gets task 2.
     for (const [task, who] of [[0, a], [0, b], [1, a]] as const) {
-      await t.prisma.session.create({ data: { taskId: backend[task]!.id, participantId: who.id, channel: 'console', status: 'answered' } });
+      await t.prisma.session.create({ data: { taskId: backend[task]!.id, participantId: who.id, channel: 'console', status: 'answered', studyId: study.id } });
     }
-    expect(await pickTask(t.prisma, b.id, 'backend')).toBe(backend[2]!.id);
+    expect(await pickTask(b.id)).toBe(backend[2]!.id);
     // a has had tasks 0 and 1: only task 2 remains for a.
-    expect(await pickTask(t.prisma, a.id, 'backend')).toBe(backend[2]!.id);
-    await t.prisma.session.create({ data: { taskId: backend[2]!.id, participantId: a.id, channel: 'console', status: 'abandoned' } });
-    await expect(pickTask(t.prisma, a.id, 'backend')).rejects.toBeInstanceOf(NoTaskAvailableError);
+    expect(await pickTask(a.id)).toBe(backend[2]!.id);
+    await t.prisma.session.create({ data: { taskId: backend[2]!.id, participantId: a.id, channel: 'console', status: 'abandoned', studyId: study.id } });
+    const none = await pickTask(a.id).catch((e) => e);
+    expect(none).toBeInstanceOf(StudyRefusedError);
+    expect(none).toMatchObject({ reason: 'no-task', message: expect.stringMatching(/no backend task left that you have not done yet/) });
     // Three answered backend sessions over three tasks, none for frontend: frontend is needed.
-    expect(await neededKind(t.prisma)).toBe('frontend');
+    expect(await neededKind(t.prisma, study.id)).toBe('frontend');
   });
 
   it('refuses a person without consent, and frontend sessions without a renderer', async () => {

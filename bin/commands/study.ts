@@ -1,0 +1,145 @@
+// `sweetloop study create|list|show|pause|resume|close|consent`: studies (bot/studies.ts resolves the words,
+// prisma/study-store.ts stores them and checks every rule before anything is written). With DISCORD_TOKEN set, a
+// study does not open without a consent text.
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { withDatabase } from './with-database.ts';
+import { choice, integerOption } from './options.ts';
+
+interface CreateOptions {
+  tasks?: string;
+  kind?: 'backend' | 'frontend';
+  sample?: number;
+  seed?: number;
+  perTask: number;
+  policy?: string;
+  arm: string[];
+  consentFile?: string;
+  payPerSession?: string;
+  bonusSuccess?: string;
+  currency?: string;
+  maxSessionsPerPerson?: number;
+  opens?: string;
+  closes?: string;
+  split: 'train' | 'test';
+  guild: string[];
+  channel: string[];
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+async function readText(flag: string, file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    throw new Error(`${flag} ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+  }
+}
+
+/** Whether a Discord bot is configured here: then a study needs a consent text to open. */
+async function discordConfigured(): Promise<boolean> {
+  const { loadConfig } = await import('../config.ts');
+  return !!loadConfig().DISCORD_TOKEN;
+}
+
+export function registerStudyCommands(program: Command): void {
+  const study = program.command('study').description('Studies: a pool of tasks with k sessions a task, its policy or arms, consent, pay and dates');
+
+  study
+    .command('create <name>')
+    .description('Create a study (nothing is stored when any of its rules is broken)')
+    .option('--tasks <file>', 'the pool: a file of task ids (or external ids), one a line')
+    .option('--kind <kind>', 'the pool: tasks of this kind (backend or frontend)', choice('kind', ['backend', 'frontend'] as const))
+    .option('--sample <n>', 'draw this many tasks (seeded) from the pool', integerOption('sample'))
+    .option('--seed <n>', 'seeds the sample, the order tasks fill in and the arms (default: drawn at random and printed)', integerOption('seed'))
+    .requiredOption('--per-task <k>', 'sessions each task receives, from k different people', integerOption('per-task'))
+    .option('--policy <version>', 'the policy version that plays (default: the deployed one)')
+    .option('--arm <version:share>', 'an arm and its share in percent (repeat; shares sum to 100)', collect, [])
+    .option('--consent-file <file>', 'the consent text people accept before their first session of the study')
+    .option('--pay-per-session <amount>', 'pay for each answered session, e.g. 2.50')
+    .option('--bonus-success <amount>', 'added when the answer succeeds')
+    .option('--currency <code>', 'ISO 4217 code of the amounts, e.g. EUR')
+    .option('--max-sessions-per-person <n>', 'at most this many sessions a person', integerOption('max-sessions-per-person'))
+    .option('--opens <date>', 'when the study opens (ISO 8601; default now)')
+    .option('--closes <date>', 'when the study closes (ISO 8601)')
+    .option('--split <split>', 'train (training data) or test (an evaluation study)', choice('split', ['train', 'test'] as const), 'train')
+    .option('--guild <id>', 'bind to a Discord guild (repeat)', collect, [])
+    .option('--channel <id>', 'bind to a Discord channel (repeat)', collect, [])
+    .action(async (name: string, o: CreateOptions) => {
+      const [{ resolveStudy, taskIdLines }, { createStudy, consentSha256 }] = await Promise.all([import('../../bot/studies.ts'), import('../../prisma/study-store.ts')]);
+      const taskIds = o.tasks ? taskIdLines(await readText('--tasks', o.tasks)) : undefined;
+      const consentText = o.consentFile ? await readText('--consent-file', o.consentFile) : null;
+      const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31);
+      const requireConsent = await discordConfigured();
+      await withDatabase(async (db) => {
+        const spec = await resolveStudy(db.prisma, {
+          name, seed, perTask: o.perTask, split: o.split, consentText,
+          ...(taskIds ? { taskIds } : {}), ...(o.kind ? { kind: o.kind } : {}), ...(o.sample !== undefined ? { sample: o.sample } : {}),
+          ...(o.policy ? { policy: o.policy } : {}), arms: o.arm,
+          ...(o.payPerSession !== undefined ? { payPerSession: o.payPerSession } : {}), ...(o.bonusSuccess !== undefined ? { bonusSuccess: o.bonusSuccess } : {}),
+          ...(o.currency ? { currency: o.currency } : {}), ...(o.maxSessionsPerPerson !== undefined ? { maxSessionsPerPerson: o.maxSessionsPerPerson } : {}),
+          ...(o.opens ? { opens: o.opens } : {}), ...(o.closes ? { closes: o.closes } : {}), guildIds: o.guild, channelIds: o.channel,
+        });
+        const s = await createStudy(db.prisma, 'cli', spec, { requireConsent });
+        const consent = s.consentText ? `consent version ${s.consentVersion} (sha256 ${consentSha256(s.consentText).slice(0, 12)}…)` : 'no consent text of its own';
+        console.log(`created study ${s.name}: ${spec.taskIds.length} task(s), k = ${s.perTask}, arms ${s.arms.map((a) => `${a.policyVersion.name} ${a.share}%`).join(', ')}, ${consent}, seed ${s.seed}`);
+      });
+    });
+
+  study
+    .command('list')
+    .description('List the studies with their status and progress')
+    .option('--json', 'print them as JSON')
+    .action(async (o: { json?: boolean }) => {
+      const [{ studyProgress }, { DEFAULT_STUDY }] = await Promise.all([import('../../bot/studies.ts'), import('../../prisma/study-store.ts')]);
+      await withDatabase(async (db) => {
+        const studies = await db.prisma.study.findMany({ where: { name: { not: DEFAULT_STUDY } }, include: { arms: { include: { policyVersion: true } } }, orderBy: { createdAt: 'asc' } });
+        const rows = [];
+        for (const s of studies) rows.push({ name: s.name, status: s.status, perTask: s.perTask, ...(await studyProgress(db.prisma, s)) });
+        if (o.json) return console.log(JSON.stringify(rows, null, 2));
+        if (rows.length === 0) return console.log('no studies (sessions go to the default study)');
+        const table = [['name', 'status', 'k', 'tasks', 'complete', 'partial', 'untouched', 'answered', 'active'], ...rows.map((r) => [r.name, r.status, String(r.perTask), ...[r.tasks, r.complete, r.partial, r.untouched, r.answered, r.active].map(String)])];
+        const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+        for (const row of table) console.log(row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+      });
+    });
+
+  study
+    .command('show <name>')
+    .description('A study: its rules and progress (tasks complete, partial, untouched; sessions per arm; people active; critic pairs)')
+    .option('--json', 'print it as JSON')
+    .action(async (name: string, o: { json?: boolean }) => {
+      const [{ formatStudy, studyProgress }, { findStudy, StudyError }] = await Promise.all([import('../../bot/studies.ts'), import('../../prisma/study-store.ts')]);
+      await withDatabase(async (db) => {
+        const s = await findStudy(db.prisma, name);
+        if (!s) throw new StudyError(`No study named "${name}".`);
+        const progress = await studyProgress(db.prisma, s);
+        if (o.json) return console.log(JSON.stringify({ name: s.name, status: s.status, perTask: s.perTask, consentVersion: s.consentVersion, consentSha256: s.consentSha256, ...progress }, null, 2));
+        console.log(formatStudy(s, progress));
+      });
+    });
+
+  for (const [verb, status, doing] of [['pause', 'paused', 'Pause'], ['resume', 'open', 'Resume'], ['close', 'closed', 'Close for good']] as const) {
+    study
+      .command(`${verb} <name>`)
+      .description(`${doing} a study (audited)`)
+      .action(async (name: string) => {
+        const { setStudyStatus } = await import('../../prisma/study-store.ts');
+        const requireConsent = await discordConfigured();
+        await withDatabase(async (db) => console.log(`study ${(await setStudyStatus(db.prisma, 'cli', name, status, { requireConsent })).name} is ${status}`));
+      });
+  }
+
+  study
+    .command('consent <name>')
+    .description('Set a new consent text: its version goes up, and people accept it before their next session of the study')
+    .requiredOption('--consent-file <file>', 'the new consent text')
+    .action(async (name: string, o: { consentFile: string }) => {
+      const { setStudyConsent } = await import('../../prisma/study-store.ts');
+      const text = await readText('--consent-file', o.consentFile);
+      await withDatabase(async (db) => {
+        const s = await setStudyConsent(db.prisma, 'cli', name, text);
+        console.log(`study ${s.name}: consent version ${s.consentVersion} (sha256 ${s.consentSha256})`);
+      });
+    });
+}

@@ -5,26 +5,11 @@ import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { withDatabase } from './with-database.ts';
 import { choice, integerOption } from './options.ts';
+import type { StudySpec } from '../../bot/studies.ts';
 
-interface CreateOptions {
-  tasks?: string;
-  kind?: 'backend' | 'frontend';
-  sample?: number;
-  seed?: number;
-  perTask: number;
-  policy?: string;
-  arm: string[];
-  consentFile?: string;
-  payPerSession?: string;
-  bonusSuccess?: string;
-  currency?: string;
-  maxSessionsPerPerson?: number;
-  opens?: string;
-  closes?: string;
-  split: 'train' | 'test';
-  guild: string[];
-  channel: string[];
-}
+/** The command's flags: the study's own words as bot/studies.ts takes them, plus what names files and lists. */
+type CreateOptions = Partial<Pick<StudySpec, 'kind' | 'sample' | 'seed' | 'policy' | 'payPerSession' | 'bonusSuccess' | 'currency' | 'maxSessionsPerPerson' | 'opens' | 'closes'>> &
+  Pick<StudySpec, 'perTask'> & { tasks?: string; consentFile?: string; arm: string[]; split: 'train' | 'test'; guild: string[]; channel: string[] };
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 

@@ -16,7 +16,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/{assign,bootstrap,endpoint,limits,runtime}.test.ts',
     'test/bot/session/*.test.ts',
     'test/bot/export/{export,import,official-format,study-export}.test.ts',
-    'test/bot/report/{report,training-data}.test.ts',
+    'test/bot/report/{calibration,report,training-data}.test.ts',
     'test/prisma/{db-notify,errors,event-store,migrate-postgres,policy-store,study-store,task-store}.test.ts',
     'test/prisma/migrations/*.test.ts',
     'test/trainer/{adapter-training,critic,critic-preferences,data,data-filter,evaluate,promote,promote-human-ab,reproducible,runs-kill,runs-resume,simulate,simulate-endpoint}.test.ts',

@@ -148,8 +148,14 @@ export function pasteMeasure(reference: string, description: string, replies: re
   return { longestTokens: longest, share: privateShingles.size ? seen.size / privateShingles.size : 0, reply: where };
 }
 
-function numbersIn(text: string): number[] {
+/** The numbers written in a text (signed, with decimals). */
+export function numbersIn(text: string): number[] {
   return (text.match(/-?\d+(?:\.\d+)?/g) ?? []).map(Number).filter(Number.isFinite);
+}
+
+/** A number and the forms a person may say it in: as a percentage (15 for 0.15) and as a fraction (0.15 for 15). */
+export function numberForms(n: number): number[] {
+  return [n, Math.round(n * 100 * 1e9) / 1e9, Math.round((n / 100) * 1e9) / 1e9];
 }
 
 /**
@@ -158,11 +164,7 @@ function numbersIn(text: string): number[] {
  */
 export function goldViolations(reference: string, description: string, question: string, reply: string): string[] {
   const allowed = new Set<number>();
-  for (const n of numbersIn(`${reference}\n${description}\n${question}`)) {
-    allowed.add(n);
-    allowed.add(Math.round(n * 100 * 1e9) / 1e9);
-    allowed.add(Math.round((n / 100) * 1e9) / 1e9);
-  }
+  for (const n of numbersIn(`${reference}\n${description}\n${question}`)) for (const f of numberForms(n)) allowed.add(f);
   const stated = reply.match(/-?\d+(?:\.\d+)?/g) ?? [];
   return stated.filter((t) => !allowed.has(Number(t)));
 }
@@ -191,6 +193,16 @@ export function wasAbandoned(s: Pick<QualitySession, 'status' | 'endReason'>): b
   return !why.startsWith('agent-error') && why !== 'banned';
 }
 
+/** The paste measure of a session's replies (backend only: a frontend reference is seen as a screenshot). */
+export function referencePaste(kind: QualitySession['kind'], reference: string, description: string, replies: readonly string[], t: QualityThresholds = DEFAULT_THRESHOLDS): PasteMeasure {
+  return kind === 'backend' ? pasteMeasure(reference, description, replies, t) : { longestTokens: 0, share: 0, reply: -1 };
+}
+
+/** Whether a paste measure means the reference was pasted: one long stretch, or a large share in shorter ones. */
+export function isPasted(paste: PasteMeasure, t: QualityThresholds = DEFAULT_THRESHOLDS): boolean {
+  return paste.longestTokens >= t.pasteTokens || (paste.share >= t.pasteShare && paste.longestTokens >= t.shingle);
+}
+
 export function sessionSignals(s: QualitySession, t: QualityThresholds = DEFAULT_THRESHOLDS): SessionSignals {
   const ordered = [...s.turns].sort((a, b) => a.at.getTime() - b.at.getTime());
   const replies: string[] = [];
@@ -207,11 +219,11 @@ export function sessionSignals(s: QualitySession, t: QualityThresholds = DEFAULT
     if (lastAgent && turn.at.getTime() - lastAgent.at.getTime() < readingMs(lastAgent.content, t)) fast++;
   }
   const empty = replies.filter(isEmptyReply).length;
-  const paste = s.kind === 'backend' ? pasteMeasure(s.hiddenReference, s.description, replies, t) : { longestTokens: 0, share: 0, reply: -1 };
+  const paste = referencePaste(s.kind, s.hiddenReference, s.description, replies, t);
   const emptyShare = replies.length ? empty / replies.length : 0;
   const fastShare = replies.length ? fast / replies.length : 0;
   return {
-    referencePasted: paste.longestTokens >= t.pasteTokens || (paste.share >= t.pasteShare && paste.longestTokens >= t.shingle),
+    referencePasted: isPasted(paste, t),
     paste,
     emptyShare,
     emptyReplies: replies.length > 0 && emptyShare >= t.shareToFire,

@@ -584,7 +584,8 @@ function dictEntries(literal: string): [string, string][] {
 // ---------------------------------------------------------------------------------------------------------
 // Reference HTML -> facts
 
-function stripTags(html: string): string {
+/** The text a page shows, tags dropped and white space collapsed. */
+export function stripTags(html: string): string {
   return html.replace(/<[^>]*>/g, ' ').replace(/&nbsp;/g, ' ').replace(/&amp;/g, '&').replace(/&middot;/g, '·').replace(/&#?\w+;/g, ' ').replace(/\s+/g, ' ').trim();
 }
 
@@ -608,6 +609,12 @@ function elements(html: string, tags: string): Element[] {
 }
 
 const COLOR_CLASS = /^(bg|text|from|to|via|border)-(white|black|transparent|(?:gray|red|yellow|green|blue|indigo|purple|pink|orange|teal|cyan|lime|amber|emerald|sky|violet|fuchsia|rose|slate|zinc|neutral|stone)-\d{2,3})$/;
+
+/** The colours a page's classes name, as a person says them (Tailwind's bg-blue-500 is "blue"). */
+export function pageColours(html: string): string[] {
+  const classes = [...html.matchAll(/class="([^"]*)"/g)].flatMap((m) => (m[1] ?? '').split(/\s+/));
+  return [...new Set(classes.map((c) => COLOR_CLASS.exec(c)?.[2]?.replace(/-\d+$/, '')).filter((c): c is string => !!c))];
+}
 
 function colourWords(classes: string[]): string[] {
   const out: string[] = [];

@@ -7,7 +7,7 @@
 import { checkpointOf } from '../prisma/policy-store.ts';
 import pLimit from 'p-limit';
 import { AgentUnavailableError, type Agent, type Collaborator } from '../tasks/agent.ts';
-import { playEpisode } from '../tasks/protocol.ts';
+import { playEpisode, type EpisodeTurn } from '../tasks/protocol.ts';
 import type { TaskContent, TaskKind, TaskSplit } from '../tasks/model.ts';
 import { createRuleSimulator } from '../tasks/simulator.ts';
 import { gameSeed } from '../tasks/random.ts';
@@ -33,6 +33,8 @@ export interface SimulateOptions {
   /** Store every game as a simulated session. */
   store: boolean;
   collaborator?: CollaboratorFactory;
+  /** Play these tasks (game i plays tasks[i mod count]) instead of the stored tasks of `kind` and `split`. */
+  tasks?: readonly { id: string; content: TaskContent }[];
   sampling?: SamplingOptions;
   parallel?: number;
   log?: (line: string) => void;
@@ -43,6 +45,8 @@ export interface SimulatedGame {
   sessionId: string | null;
   agentTurns: number;
   evaluation: EvaluationOutcome;
+  /** The dialogue as played (read by bot/report/calibration.ts). */
+  turns: EpisodeTurn[];
 }
 
 /** Tasks of a kind and split in a stable order (by content hash): episode i plays task i mod count. */
@@ -53,8 +57,8 @@ export async function storedTasks(prisma: PrismaClient, kind: TaskKind, split: T
 
 export async function simulate(prisma: PrismaClient, version: PolicyVersion, scorer: Scorer, o: SimulateOptions): Promise<SimulatedGame[]> {
   if (!Number.isInteger(o.episodes) || o.episodes < 1) throw new Error(`episodes must be a positive integer, got ${o.episodes}`);
-  const tasks = await storedTasks(prisma, o.kind, o.split);
-  if (tasks.length === 0) throw new Error(`no ${o.kind} tasks in the ${o.split} split: import some first (sweetloop tasks import ...)`);
+  const tasks = o.tasks ?? (await storedTasks(prisma, o.kind, o.split));
+  if (tasks.length === 0) throw new Error(o.tasks ? 'no tasks to play' : `no ${o.kind} tasks in the ${o.split} split: import some first (sweetloop tasks import ...)`);
   const collaborator = o.collaborator ?? RULE_SIMULATOR;
   const jobs = Array.from({ length: o.episodes }, (_, i) => ({ task: tasks[i % tasks.length]!.content, ref: tasks[i % tasks.length]!.id }));
   const games: SimulatedGame[] = new Array(o.episodes);
@@ -79,7 +83,7 @@ export async function simulate(prisma: PrismaClient, version: PolicyVersion, sco
               endedAt: r.endedAt,
             })
           : null;
-        games[i] = { taskId: r.job.ref, sessionId, agentTurns: r.episode.turns.filter((t) => t.role === 'agent').length, evaluation };
+        games[i] = { taskId: r.job.ref, sessionId, agentTurns: r.episode.turns.filter((t) => t.role === 'agent').length, evaluation, turns: r.episode.turns };
         done++;
         if (o.log && (done % 10 === 0 || done === o.episodes)) o.log(`${version.name}: ${done}/${o.episodes} games scored`);
       })(),

@@ -1,4 +1,4 @@
-// `sweetloop study create|list|show|pause|resume|close|consent`: studies (bot/studies.ts resolves the words,
+// `sweetloop study create|list|show|pause|resume|close|consent|calibrate`: studies (bot/studies.ts resolves the words,
 // prisma/study-store.ts stores them and checks every rule before anything is written). With DISCORD_TOKEN set, a
 // study does not open without a consent text.
 import { readFile } from 'node:fs/promises';
@@ -114,6 +114,18 @@ export function registerStudyCommands(program: Command): void {
         await withDatabase(async (db) => console.log(`study ${(await setStudyStatus(db.prisma, 'cli', name, status, { requireConsent })).name} is ${status}`));
       });
   }
+
+  study
+    .command('calibrate <name>')
+    .description('The simulated collaborator against the study\'s people: plays the tasks people answered with the same policy versions, k games a task, and compares them paired by task (bot/report/calibration.ts)')
+    .option('--simulator <which>', 'builtin (rule-based) or llm (SIMULATOR_LLM_URL)', choice('simulator', ['builtin', 'llm'] as const), 'builtin')
+    .option('--per-task <k>', 'games a task (default: the study\'s k)', integerOption('per-task'))
+    .option('--seed <n>', 'sampling seed (default: the study\'s)', integerOption('seed'))
+    .option('--out <dir>', 'also write calibration.md, calibration.json and the figure (calibration.svg, calibration.png) here')
+    .action(async (name: string, o: import('../../bot/report/calibration.ts').CalibrateCommandOptions) => {
+      const [{ withTrainer }, { calibrateCommand }] = await Promise.all([import('./trainer.ts'), import('../../bot/report/calibration.ts')]);
+      await withTrainer((db, s) => calibrateCommand(db.prisma, s, name, o));
+    });
 
   study
     .command('consent <name>')

@@ -3,7 +3,7 @@ import { intOption, numberOption, choice } from './options.ts';
 import { DATA_SOURCES } from '../../prisma/data-source.ts';
 
 /** Opens the configured database, initialises the model backend and runs `fn` with the trainer's settings. */
-async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s: import('../../trainer/cli.ts').TrainerSettings) => Promise<T>): Promise<T> {
+export async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s: import('../../trainer/cli.ts').TrainerSettings) => Promise<T>): Promise<T> {
   const [{ loadConfig }, { openDatabase }, { initBackend }] = await Promise.all([
     import('../config.ts'),
     import('../../prisma/db.ts'),

@@ -135,6 +135,7 @@ export function registerStudyCommands(program: Command): void {
         const p = await studyPayouts(db.prisma, s);
         // Written aside first and moved into place once audited: no payouts file exists that the audit log lacks.
         const aside = `${o.out}.partial`;
+        await rm(aside, { force: true }); // a leftover would keep its own permissions
         await writeFile(aside, payoutsCsv(p), { mode: 0o600 });
         try {
           const erasedPeople = p.lines.filter((l) => l.erased).length;

@@ -31,7 +31,7 @@ export function buildProgram(): Command {
   registerImportCommands(program); // import-sessions
   registerServeCommands(program); // serve
   registerPrivacyCommands(program); // privacy delete|withdraw
-  registerStudyCommands(program); // study create|list|show|pause|resume|close|consent
+  registerStudyCommands(program); // study create|list|show|pause|resume|close|consent|payouts
   return program;
 }
 

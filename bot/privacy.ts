@@ -5,7 +5,8 @@
 // - Database (prisma/privacy-store.ts): their sessions (turns, evaluations, ratings, flags) and the ratings they gave are deleted; audit
 //   rows naming them (as actor or target) keep their action and time but name the keyed hash instead, and lose
 //   their detail (which may quote them); their participant row is kept only under the keyed hash, emptied, so
-//   a ban still applies when they come back (engine.start looks the hash up) — without their raw id.
+//   a ban still applies when they come back (engine.start looks the hash up) — without their raw id. Their
+//   answered sessions of studies that pay leave, under the hash, what the payout needs (success, active time).
 // - Files: every file under the data and checkpoint directories holding their id, their name or a sentence
 //   they wrote (training snapshots, pair caches, exports) loses those lines (JSON Lines) or is deleted.
 // - Policy versions trained on their sessions are marked (metrics.trainedOnErasedData) so nobody re-trains or
@@ -44,6 +45,8 @@ export interface DeletionReceipt {
   turns: number;
   ratings: number;
   auditRows: number;
+  /** Answered sessions of paying studies kept, without text, under the keyed hash so the study can pay them. */
+  paySessionsKept: number;
   /** Threads the person's sessions ran in (for the channel to delete). */
   threadIds: string[];
   filesDeleted: string[];
@@ -69,6 +72,7 @@ export async function deletePerson(prisma: PrismaClient, externalId: string, o: 
     turns: erased.turns,
     ratings: erased.ratings,
     auditRows: erased.auditRows,
+    paySessionsKept: erased.paySessionsKept,
     threadIds: erased.sessions.flatMap((s) => (s.threadId ? [s.threadId] : [])),
     filesDeleted: files.deleted,
     filesRewritten: files.rewritten,
@@ -119,6 +123,7 @@ export function formatReceipt(r: DeletionReceipt): string {
     `Deleted: ${r.sessions} session(s) with ${r.turns} message(s), ${r.ratings} rating(s).`,
     `Threads removed from Discord: ${r.threadIds.length}. Files cleaned: ${files} (${r.filesDeleted.length} deleted, ${r.filesRewritten.length} rewritten).`,
     `Audit entries pseudonymised: ${r.auditRows}.${r.policiesMarked.length ? ` Policy versions trained on your sessions marked: ${r.policiesMarked.join(', ')}.` : ''}`,
+    ...(r.paySessionsKept ? [`Kept so that you are paid: ${r.paySessionsKept} answered study session(s), under the keyed hash, as success and active time only (no text).`] : []),
     `Your id is no longer stored; a keyed hash stands in for it so that a ban still applies. Receipt time ${r.at.toISOString()}.`,
   ].join('\n');
 }

@@ -19,6 +19,8 @@ import { offerComparison, recordPreference, PreferenceError, type Comparison, ty
 import { findParticipant } from '../prisma/participant-store.ts';
 import { admission } from './session/admission.ts';
 import { goldShare, setGoldShare } from './gold.ts';
+import { DEFAULT_STUDY, type StudyWithArms } from '../prisma/study-store.ts';
+import { studyProgress, studyVisibleTo, type StudyProgress } from './study-progress.ts';
 
 
 export class BotServices {
@@ -106,6 +108,25 @@ export class BotServices {
     const status = await this.experimentStatus(onWaiting);
     const figures = status?.experiment.status === 'running' ? summaryForAudit(status.comparisons) : {};
     return this.retry(() => stopExperiment(this.db, actor, outcome, { figures }), onWaiting);
+  }
+
+  /**
+   * The studies the actor may see (bot/study-progress.ts studyVisibleTo) with their progress: the one named, or
+   * every open or paused one besides the default study. `guildChannelIds`: the channels of the actor's guild.
+   */
+  async studyStatus(actor: Actor, name: string | null, guildChannelIds: ReadonlySet<string>, onWaiting?: () => unknown): Promise<{ study: StudyWithArms; progress: StudyProgress }[]> {
+    const studies = await this.retry(
+      () =>
+        this.db.prisma.study.findMany({
+          where: name ? { name } : { name: { not: DEFAULT_STUDY }, status: { not: 'closed' } },
+          include: { arms: { include: { policyVersion: true } } },
+          orderBy: [{ createdAt: 'asc' }, { name: 'asc' }],
+        }),
+      onWaiting,
+    );
+    const out = [];
+    for (const study of studies.filter((s) => studyVisibleTo(s, actor, guildChannelIds))) out.push({ study, progress: await this.retry(() => studyProgress(this.db.prisma, study), onWaiting) });
+    return out;
   }
 
   /** People with their quality (brought up to date first), worst first. */

@@ -1,7 +1,7 @@
 // Studies as operators describe them: turning a command's words (task ids or external ids, a kind and a sample, a
-// policy or arms by version name, amounts of money, dates) into the study prisma/study-store.ts stores, and a
-// study's progress (tasks complete, partial and untouched, sessions per arm, people active now, critic pairs).
-// Every refusal is a StudyError whose message names what to fix; nothing is stored before all is resolved.
+// policy or arms by version name, amounts of money, dates) into the study prisma/study-store.ts stores (its
+// progress is bot/study-progress.ts, its payouts bot/study-payouts.ts). Every refusal is a StudyError whose
+// message names what to fix; nothing is stored before all is resolved.
 import type { PrismaClient, TaskKind, TaskSplit } from '../prisma/generated/client.ts';
 import { deployedPolicy } from '../prisma/policy-store.ts';
 import { StudyError, type NewStudy, type StudyWithArms } from '../prisma/study-store.ts';
@@ -133,80 +133,4 @@ export async function resolveStudy(prisma: PrismaClient, spec: StudySpec): Promi
     guildIds: spec.guildIds ?? [],
     channelIds: spec.channelIds ?? [],
   };
-}
-
-// ------------------------------------------------------------------------------------------- progress
-
-export interface StudyProgress {
-  tasks: number;
-  /** Tasks with k answered sessions. */
-  complete: number;
-  /** Tasks with at least one active or answered session, not complete. */
-  partial: number;
-  untouched: number;
-  answered: number;
-  active: number;
-  /** Per arm (policy version name): answered and active sessions. */
-  arms: { policy: string; share: number; answered: number; active: number }[];
-  /** Different people with a session running now. */
-  peopleActive: number;
-  /** Pairs of answered sessions of one task whose rewards differ: the critic's Bradley-Terry pairs. */
-  criticPairs: number;
-}
-
-/** Pairs (i < j) of values that differ. */
-export function differingPairs(values: readonly number[]): number {
-  let n = 0;
-  for (let i = 0; i < values.length; i++) for (let j = i + 1; j < values.length; j++) if (values[i] !== values[j]) n++;
-  return n;
-}
-
-export async function studyProgress(prisma: PrismaClient, study: StudyWithArms): Promise<StudyProgress> {
-  const [tasks, sessions] = await Promise.all([
-    prisma.studyTask.count({ where: { studyId: study.id } }),
-    prisma.session.findMany({ where: { studyId: study.id, status: { in: ['active', 'answered'] } }, select: { taskId: true, status: true, participantId: true, policyVersionId: true, reward: true } }),
-  ]);
-  const byTask = new Map<string, typeof sessions>();
-  for (const s of sessions) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
-  const k = study.perTask;
-  let complete = 0;
-  let criticPairs = 0;
-  for (const list of byTask.values()) {
-    const answered = list.filter((s) => s.status === 'answered');
-    if (k !== null && answered.length >= k) complete++;
-    criticPairs += differingPairs(answered.map((s) => s.reward).filter((r): r is number => r !== null));
-  }
-  const count = (policyVersionId: string, status: 'active' | 'answered') => sessions.filter((s) => s.policyVersionId === policyVersionId && s.status === status).length;
-  return {
-    tasks,
-    complete,
-    partial: byTask.size - complete,
-    untouched: tasks - byTask.size,
-    answered: sessions.filter((s) => s.status === 'answered').length,
-    active: sessions.filter((s) => s.status === 'active').length,
-    arms: study.arms.map((a) => ({ policy: a.policyVersion.name, share: a.share, answered: count(a.policyVersionId, 'answered'), active: count(a.policyVersionId, 'active') })),
-    peopleActive: new Set(sessions.filter((s) => s.status === 'active').map((s) => s.participantId)).size,
-    criticPairs,
-  };
-}
-
-const day = (d: Date | null) => (d ? d.toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : '—');
-
-/** The study and its progress as lines of text (the CLI's `study show`). */
-export function formatStudy(s: StudyWithArms, p: StudyProgress): string {
-  const pay = s.payPerSessionCents === null && s.bonusSuccessCents === null
-    ? 'none'
-    : `${formatAmount(s.payPerSessionCents ?? 0, s.currency)} a session, +${formatAmount(s.bonusSuccessCents ?? 0, s.currency)} on success`;
-  return [
-    `study ${s.name} (${s.status})`,
-    `  tasks: ${p.tasks} ${s.kind ?? 'backend/frontend'} (${s.split} split), k = ${s.perTask ?? 'none (balanced)'} sessions a task, seed ${s.seed}`,
-    `  arms: ${s.arms.map((a) => `${a.policyVersion.name} ${a.share}%`).join(', ') || 'the deployed version'}`,
-    `  consent: ${s.consentText ? `version ${s.consentVersion} (sha256 ${s.consentSha256!.slice(0, 12)}…)` : 'the bot\'s notice'}`,
-    `  pay: ${pay}; at most ${s.maxSessionsPerPerson ?? 'any number of'} session(s) a person`,
-    `  opens ${day(s.opensAt)}, closes ${day(s.closesAt)}; bound to ${[...s.guildIds.map((g) => `guild ${g}`), ...s.channelIds.map((c) => `channel ${c}`)].join(', ') || 'nowhere (any guild)'}`,
-    `  progress: ${p.complete} task(s) complete, ${p.partial} partial, ${p.untouched} untouched; ${p.answered} answered, ${p.active} active session(s)`,
-    ...p.arms.map((a) => `    arm ${a.policy} (${a.share}%): ${a.answered} answered, ${a.active} active`),
-    `  people active now: ${p.peopleActive}`,
-    `  critic pairs available: ${p.criticPairs} (answered sessions of one task with different rewards)`,
-  ].join('\n');
 }

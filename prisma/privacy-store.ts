@@ -2,6 +2,8 @@
 // means and cleans the files). The keyed hash that stands for an erased person is computed by the caller, so the
 // key never reaches the data layer.
 import { Prisma, type PrismaClient } from './generated/client.ts';
+import { sessionSummaries } from './session-summary.ts';
+import { hasPay } from '../tasks/study-pay.ts';
 
 /** What the erasure found and did: the receipt's figures, and what the caller still has to clean elsewhere. */
 export interface ErasedRows {
@@ -13,13 +15,17 @@ export interface ErasedRows {
   turns: number;
   ratings: number;
   auditRows: number;
+  /** Answered sessions of studies with pay rules, kept without text under the keyed hash (ErasedStudySession). */
+  paySessionsKept: number;
 }
 
 /**
  * Deletes the person's sessions (turns, evaluations, ratings, flags), the ratings, preferences and quality that are
  * theirs; audit rows, flags, experiments and settings naming them name `pseudonym` instead (audit rows lose their
  * detail, which may quote them); their participant row is kept only under `pseudonym`, emptied, so that a ban
- * still applies when they come back. One transaction, audited as `privacy.delete`.
+ * still applies when they come back. What a study still owes them survives: each answered session of a study with
+ * pay rules leaves an ErasedStudySession row under `pseudonym` (success and active time, no text), which
+ * `sweetloop study payouts` pays. One transaction, audited as `privacy.delete`.
  */
 export async function eraseParticipant(prisma: PrismaClient, externalId: string, o: { pseudonym: string; requestedBy?: string; now: Date }): Promise<ErasedRows> {
   const { pseudonym, now } = o;
@@ -34,6 +40,8 @@ export async function eraseParticipant(prisma: PrismaClient, externalId: string,
     : [];
   const counts = await prisma.$transaction(async (tx) => {
     const turns = await tx.turn.count({ where: { sessionId: { in: sessionIds } } });
+    const paid = p ? await paidStudySessions(tx, p.id) : [];
+    if (paid.length) await tx.erasedStudySession.createMany({ data: paid.map((x) => ({ ...x, participantKey: pseudonym, erasedAt: now })) });
     const ratings = p ? await tx.rating.deleteMany({ where: { raterId: p.id } }) : { count: 0 };
     if (p) await tx.session.deleteMany({ where: { participantId: p.id } });
     const targets = [externalId, ...(p ? [p.id] : []), ...sessionIds];
@@ -71,11 +79,25 @@ export async function eraseParticipant(prisma: PrismaClient, externalId: string,
       }
     }
     await tx.auditLog.create({
-      data: { actor: !o.requestedBy || o.requestedBy === externalId ? pseudonym : o.requestedBy, action: 'privacy.delete', target: pseudonym, detail: { sessions: sessions.length, turns, ratings: ratings.count } },
+      data: {
+        actor: !o.requestedBy || o.requestedBy === externalId ? pseudonym : o.requestedBy,
+        action: 'privacy.delete',
+        target: pseudonym,
+        detail: { sessions: sessions.length, turns, ratings: ratings.count, paySessionsKept: paid.length },
+      },
     });
-    return { turns, ratings: ratings.count, auditRows: audits.length };
+    return { turns, ratings: ratings.count, auditRows: audits.length, paySessionsKept: paid.length };
   });
   return { sessions, displayName: p?.displayName ?? null, texts, ...counts };
+}
+
+/** The person's answered sessions in studies that pay, as the payout needs them (no text). */
+async function paidStudySessions(tx: Prisma.TransactionClient, participantId: string): Promise<{ studyId: string; success: boolean; activeMs: number }[]> {
+  const studies = await tx.study.findMany({ where: { sessions: { some: { participantId, status: 'answered' } } }, select: { id: true, payPerSessionCents: true, bonusSuccessCents: true } });
+  const paying = studies.filter(hasPay).map((s) => s.id);
+  if (!paying.length) return [];
+  const summaries = await sessionSummaries(tx, { participantId, status: 'answered', studyId: { in: paying } });
+  return summaries.map((x) => ({ studyId: x.studyId as string, success: x.success === true, activeMs: x.activeMs }));
 }
 
 /**

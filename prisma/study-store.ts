@@ -231,3 +231,16 @@ export async function defaultStudy(prisma: PrismaClient): Promise<StudyWithArms>
   }
   return (await findStudy(prisma, DEFAULT_STUDY))!;
 }
+
+/**
+ * Records that a study's payouts file was written (it names people by platform id, so who wrote it, when and what
+ * it held are audited: the totals, never the ids).
+ */
+export async function recordPayoutsWritten(
+  prisma: PrismaClient,
+  actor: string,
+  name: string,
+  detail: { studyId: string; people: number; erasedPeople: number; sessions: number; totalCents: number; currency: string; file: string },
+): Promise<void> {
+  await audit(prisma, actor, 'study.payouts', name, detail);
+}

@@ -1,7 +1,7 @@
-// `sweetloop study create|list|show|pause|resume|close|consent|calibrate`: studies (bot/studies.ts resolves the words,
-// prisma/study-store.ts stores them and checks every rule before anything is written). With DISCORD_TOKEN set, a
-// study does not open without a consent text.
-import { readFile } from 'node:fs/promises';
+// `sweetloop study create|list|show|pause|resume|close|consent|payouts|calibrate`: studies (bot/studies.ts resolves the
+// words, prisma/study-store.ts stores them and checks every rule before anything is written; bot/study-progress.ts
+// and bot/study-payouts.ts read them). With DISCORD_TOKEN set, a study does not open without a consent text.
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { withDatabase } from './with-database.ts';
 import { choice, integerOption } from './options.ts';
@@ -76,7 +76,7 @@ export function registerStudyCommands(program: Command): void {
     .description('List the studies with their status and progress')
     .option('--json', 'print them as JSON')
     .action(async (o: { json?: boolean }) => {
-      const [{ studyProgress }, { DEFAULT_STUDY }] = await Promise.all([import('../../bot/studies.ts'), import('../../prisma/study-store.ts')]);
+      const [{ studyProgress }, { DEFAULT_STUDY }] = await Promise.all([import('../../bot/study-progress.ts'), import('../../prisma/study-store.ts')]);
       await withDatabase(async (db) => {
         const studies = await db.prisma.study.findMany({ where: { name: { not: DEFAULT_STUDY } }, include: { arms: { include: { policyVersion: true } } }, orderBy: { createdAt: 'asc' } });
         const rows = [];
@@ -94,7 +94,7 @@ export function registerStudyCommands(program: Command): void {
     .description('A study: its rules and progress (tasks complete, partial, untouched; sessions per arm; people active; critic pairs)')
     .option('--json', 'print it as JSON')
     .action(async (name: string, o: { json?: boolean }) => {
-      const [{ formatStudy, studyProgress }, { findStudy, StudyError }] = await Promise.all([import('../../bot/studies.ts'), import('../../prisma/study-store.ts')]);
+      const [{ formatStudy, studyProgress }, { findStudy, StudyError }] = await Promise.all([import('../../bot/study-progress.ts'), import('../../prisma/study-store.ts')]);
       await withDatabase(async (db) => {
         const s = await findStudy(db.prisma, name);
         if (!s) throw new StudyError(`No study named "${name}".`);
@@ -125,6 +125,40 @@ export function registerStudyCommands(program: Command): void {
     .action(async (name: string, o: import('../../bot/report/calibration.ts').CalibrateCommandOptions) => {
       const [{ withTrainer }, { calibrateCommand }] = await Promise.all([import('./trainer.ts'), import('../../bot/report/calibration.ts')]);
       await withTrainer((db, s) => calibrateCommand(db.prisma, s, name, o));
+    });
+
+  study
+    .command('payouts <name>')
+    .description('Write what the study owes each person (CSV: platform_id, sessions, active_minutes, amount, currency); audited')
+    .requiredOption('--out <file>', 'the CSV file to write')
+    .option('--include-ids', 'confirm that the file may name people by their platform (Discord) id')
+    .action(async (name: string, o: { out: string; includeIds?: boolean }) => {
+      if (!o.includeIds) {
+        throw new Error('The payouts file names each person by their platform (Discord) id, which is personal data: run it again with --include-ids to confirm, and keep the file where only whoever pays can read it.');
+      }
+      const [{ studyPayouts, payoutsCsv }, { findStudy, recordPayoutsWritten, StudyError }, { formatAmount }] = await Promise.all([
+        import('../../bot/study-payouts.ts'),
+        import('../../prisma/study-store.ts'),
+        import('../../bot/studies.ts'),
+      ]);
+      await withDatabase(async (db) => {
+        const s = await findStudy(db.prisma, name);
+        if (!s) throw new StudyError(`No study named "${name}".`);
+        const p = await studyPayouts(db.prisma, s);
+        // Written aside first and moved into place once audited: no payouts file exists that the audit log lacks.
+        const aside = `${o.out}.partial`;
+        await rm(aside, { force: true }); // a leftover would keep its own permissions
+        await writeFile(aside, payoutsCsv(p), { mode: 0o600 });
+        try {
+          const erasedPeople = p.lines.filter((l) => l.erased).length;
+          await recordPayoutsWritten(db.prisma, 'cli', s.name, { studyId: s.id, people: p.lines.length, erasedPeople, sessions: p.sessions, totalCents: p.totalCents, currency: p.currency, file: o.out });
+          await rename(aside, o.out);
+        } catch (err) {
+          await rm(aside, { force: true });
+          throw err;
+        }
+        console.log(`wrote ${o.out}: ${p.lines.length} person(s), ${p.sessions} answered session(s), ${formatAmount(p.totalCents, p.currency)} in all`);
+      });
     });
 
   study

@@ -3,7 +3,7 @@
 // - guilds: with an allowlist configured, the bot answers in those guilds only (and leaves others);
 // - operators (configured user ids, or members of a configured role): everything, in every guild;
 // - guild moderators (Manage Server, or a configured moderator role): their own guild's statistics, export,
-//   flags and bans; nothing that touches every guild;
+//   flags and bans, and the progress of the studies that run there; nothing that touches every guild;
 // - everyone else: no /mod at all.
 import { PermissionFlagsBits, type Interaction } from 'discord.js';
 import type { Actor } from '../moderation.ts';
@@ -20,6 +20,9 @@ export type Authority = 'operator' | 'moderator' | null;
 
 /** /mod subcommands a guild moderator may use (within their guild); every other one is for operators. */
 export const GUILD_MODERATOR_SUBCOMMANDS: ReadonlySet<string> = new Set(['stats', 'export', 'ban', 'unban', 'flag', 'flags', 'resolve']);
+
+/** Subcommands of /mod's groups ("group subcommand") a guild moderator may use; they see their guild's part only. */
+export const GUILD_MODERATOR_GROUP_SUBCOMMANDS: ReadonlySet<string> = new Set(['study status']);
 
 export function guildAllowed(settings: Pick<AccessSettings, 'guildIds'>, guildId: string | null | undefined): boolean {
   if (!settings.guildIds.length) return true;
@@ -47,7 +50,7 @@ export function authorityOf(settings: AccessSettings, i: Interaction): Authority
 /** May someone with `authority` run this /mod subcommand? */
 export function mayRun(authority: Authority, subcommand: string, group: string | null): boolean {
   if (authority === 'operator') return true;
-  if (authority === 'moderator') return group === null && GUILD_MODERATOR_SUBCOMMANDS.has(subcommand);
+  if (authority === 'moderator') return group === null ? GUILD_MODERATOR_SUBCOMMANDS.has(subcommand) : GUILD_MODERATOR_GROUP_SUBCOMMANDS.has(`${group} ${subcommand}`);
   return false;
 }
 

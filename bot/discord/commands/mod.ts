@@ -1,4 +1,4 @@
-// /mod: moderators' tools (statistics, export, deploy and rollback, pause and resume, ban and unban, flags).
+// /mod: moderators' tools (statistics, export, deploy and rollback, pause and resume, ban and unban, flags, study progress).
 // Carries Discord's default member permission Manage Server (the client hides it from others) and is checked
 // again here before anything else (permissions.ts: guild moderators act within their guild, operators
 // everywhere), since a server admin can re-grant commands to anyone; the refusal needs no database. Every
@@ -15,6 +15,7 @@ import { FilterError } from '../../export/query.ts';
 import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../../../prisma/data-source.ts';
 import { actorFor, authorityOf, mayRun } from '../permissions.ts';
 import { experimentGroup, experimentHandlers } from './mod/experiment.ts';
+import { studyGroup, studyHandlers } from './mod/study.ts';
 import { excludeSubcommand, goldSubcommand, includeSubcommand, participantHandlers, participantsSubcommand } from './mod/participants.ts';
 
 export const MODERATOR_PERMISSION = PermissionFlagsBits.ManageGuild;
@@ -79,6 +80,7 @@ const definition = new SlashCommandBuilder()
       .addStringOption((o) => o.setName('reason').setDescription('How it was resolved').setRequired(true)),
   )
   .addSubcommandGroup(experimentGroup)
+  .addSubcommandGroup(studyGroup)
   .addSubcommand(participantsSubcommand)
   .addSubcommand(excludeSubcommand)
   .addSubcommand(includeSubcommand)
@@ -86,6 +88,9 @@ const definition = new SlashCommandBuilder()
   .toJSON();
 
 type Handler = (ctx: BotContext, i: ChatInputCommandInteraction) => Promise<void>;
+
+/** The handlers of /mod's subcommand groups, by group. */
+const groups: Record<string, Record<string, Handler>> = { experiment: experimentHandlers, study: studyHandlers };
 
 const subcommands: Record<string, Handler> = {
   stats: async (ctx, i) => say(i, formatStats(await ctx.services.stats(waitNotice(i), actorOf(ctx, i)))),
@@ -200,12 +205,13 @@ export const mod: SlashCommand = {
       return;
     }
     if (!mayRun(authority, name, i.options.getSubcommandGroup(false))) {
-      await i.reply({ content: 'This command acts on every server, so it is for operators only. Moderators can use stats, export, ban, unban, flag, flags and resolve within this server.', flags: MessageFlags.Ephemeral });
+      await i.reply({ content: 'This command acts on every server, so it is for operators only. Moderators can use stats, export, ban, unban, flag, flags, resolve and study status within this server.', flags: MessageFlags.Ephemeral });
       return;
     }
     if (!(await ack(ctx, i, 'reply'))) return;
     await ctx.services.recordRole(i.user.id, authority, waitNotice(i));
-    const run = i.options.getSubcommandGroup(false) === 'experiment' ? experimentHandlers[name] : (subcommands[name] ?? participantHandlers[name]);
+    const group = i.options.getSubcommandGroup(false);
+    const run = group ? groups[group]?.[name] : (subcommands[name] ?? participantHandlers[name]);
     if (!run) return say(i, 'Unknown moderator command.');
     try {
       await run(ctx, i);

@@ -1,7 +1,9 @@
-// `sweetloop study create|list|show|pause|resume|close|consent` end to end: the real binary and a real database.
-// A study is stored with its pool, arms, consent version and rules; bad input gets a clear error and creates
-// nothing; `show` counts complete, partial and untouched tasks, sessions per arm, people active and critic pairs.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// `sweetloop study create|list|show|pause|resume|close|consent|payouts` end to end: the real binary and a real
+// database. A study is stored with its pool, arms, consent version and rules; bad input gets a clear error and
+// creates nothing; `show` counts complete, partial and untouched tasks, sessions per arm, people active, critic
+// pairs, the median active time and the projected completion; `payouts` pays each person answered sessions x pay
+// + successes x bonus, a person who deleted their data under their keyed hash, and refuses without --include-ids.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +11,8 @@ import { createTestDatabase, type TestDatabase } from '../../../bot/testing/data
 import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
-import { consentSha256 } from '../../../prisma/study-store.ts';
+import { consentSha256, createStudy } from '../../../prisma/study-store.ts';
+import { deletePerson, erasedId } from '../../../bot/privacy.ts';
 
 let t: TestDatabase;
 let dir: string;
@@ -148,5 +151,104 @@ describe('sweetloop study', () => {
     expect(v2.stdout.trim()).toBe(`study pilot: consent version 2 (sha256 ${consentSha256('We record your messages and ratings.')})`);
     const audit = (await t.prisma.auditLog.findMany({ where: { target: 'sample-a' }, orderBy: { createdAt: 'asc' } })).map((a) => a.action);
     expect(audit).toEqual(['study.create', 'study.pause', 'study.resume', 'study.close']);
+  });
+});
+
+describe('sweetloop study payouts', () => {
+  const key = 'study-payouts-test-key';
+  const [alice, bob, erin] = ['500000000000000001', '500000000000000002', '500000000000000003'];
+  const SECRET = 'Erin wrote this sentence in her session.';
+  const min = 60_000;
+
+  beforeAll(async () => {
+    const starter = await t.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'starter' } });
+    const study = await createStudy(
+      t.prisma,
+      'cli',
+      {
+        name: 'paid', kind: 'backend', split: 'train', perTask: 2, seed: 3, taskIds: tasks.slice(6, 10).map((x) => x.id),
+        arms: [{ policyVersionId: starter.id, share: 100 }], consentText: 'We pay you.', payPerSessionCents: 250, bonusSuccessCents: 100,
+        currency: 'EUR', maxSessionsPerPerson: null, opensAt: null, closesAt: null, guildIds: [], channelIds: [],
+      },
+      { requireConsent: false },
+    );
+    const t0 = Date.now() - 10 * 3600_000;
+    const ids = new Map<string, string>();
+    for (const who of [alice, bob, erin]) ids.set(who, (await t.prisma.participant.create({ data: { discordUserId: who, consentGivenAt: new Date() } })).id);
+    // A session whose start and messages happen at `moments` (minutes after t0); the last one ends it.
+    const plant = async (who: string, task: number, status: 'answered' | 'abandoned', success: boolean | null, moments: number[]) => {
+      const at = (m: number) => new Date(t0 + m * min);
+      const s = await t.prisma.session.create({
+        data: { studyId: study.id, taskId: tasks[task]!.id, participantId: ids.get(who)!, policyVersionId: starter.id, channel: 'discord', status, startedAt: at(moments[0]!), endedAt: at(moments.at(-1)!), turnCount: 2 },
+      });
+      for (const [index, m] of moments.slice(1).entries()) {
+        await t.prisma.turn.create({ data: { sessionId: s.id, index, role: index % 2 ? 'human' : 'agent', content: who === erin ? SECRET : 'Fine.', createdAt: at(m) } });
+      }
+      if (success !== null) await t.prisma.evaluation.create({ data: { sessionId: s.id, score: success ? 1 : 0, success, detail: {}, evaluatorVersion: 'test' } });
+    };
+    // Active minutes: gaps of at most 5 minutes between consecutive moments.
+    await plant(alice, 6, 'answered', true, [0, 1, 2, 3]); // 3
+    await plant(alice, 7, 'answered', false, [20, 22, 32, 33]); // 2 + 1 (the 10-minute pause left out)
+    await plant(alice, 8, 'abandoned', null, [40, 41]); // not paid
+    await plant(bob, 6, 'answered', true, [0, 4, 10, 11]); // 4 + 1
+    await plant(erin, 7, 'answered', true, [0, 1, 2]); // 2
+    await plant(erin, 8, 'answered', false, [10, 13, 14]); // 4
+    const receipt = await deletePerson(t.prisma, erin, { key });
+    expect(receipt).toMatchObject({ sessions: 2, paySessionsKept: 2 });
+  });
+
+  it('refuses without --include-ids, saying why, and writes nothing', async () => {
+    const out = join(dir, 'refused.csv');
+    const r = await sweetloop(['study', 'payouts', 'paid', '--out', out]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/names each person by their platform \(Discord\) id, which is personal data: run it again with --include-ids/);
+    expect(existsSync(out)).toBe(false);
+    expect(await t.prisma.auditLog.count({ where: { action: 'study.payouts' } })).toBe(0);
+    const unpaid = await sweetloop(['study', 'payouts', 'sample-b', '--out', out, '--include-ids']);
+    expect(unpaid.code).toBe(1);
+    expect(unpaid.stderr).toMatch(/Study "sample-b" has no pay rules/);
+  });
+
+  it('writes one line per person whose amounts are answered sessions x pay + successes x bonus, the erased person under the hash', async () => {
+    const out = join(dir, 'payouts.csv');
+    const r = await sweetloop(['study', 'payouts', 'paid', '--out', out, '--include-ids']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe(`wrote ${out}: 3 person(s), 5 answered session(s), 15.50 EUR in all`);
+    const text = readFileSync(out, 'utf8');
+    expect(text).toBe(
+      [
+        'platform_id,sessions,active_minutes,amount,currency',
+        `${alice},2,6.0,6.00,EUR`,
+        `${bob},1,5.0,3.50,EUR`,
+        `${erasedId(key, erin)},2,6.0,6.00,EUR`,
+        '',
+      ].join('\n'),
+    );
+    // The total is the rules applied to the planted sessions: 5 answered x 2.50 + 3 successes x 1.00.
+    const total = text.trim().split('\n').slice(1).reduce((a, line) => a + Math.round(Number(line.split(',')[3]) * 100), 0);
+    expect(total).toBe(5 * 250 + 3 * 100);
+    // The erased person is named by the hash only, and nothing they wrote survives anywhere.
+    expect(text).not.toContain(erin);
+    expect(await t.prisma.turn.count({ where: { content: SECRET } })).toBe(0);
+    const kept = await t.prisma.erasedStudySession.findMany();
+    expect(kept.map((k) => k.participantKey)).toEqual([erasedId(key, erin), erasedId(key, erin)]);
+    expect(JSON.stringify(kept)).not.toContain(erin);
+    const audit = await t.prisma.auditLog.findFirstOrThrow({ where: { action: 'study.payouts' } });
+    expect(audit).toMatchObject({ actor: 'cli', target: 'paid', detail: { people: 3, erasedPeople: 1, sessions: 5, totalCents: 1550, currency: 'EUR', file: out } });
+  });
+
+  it('shows the median active time of answered sessions and the projected completion', async () => {
+    const show = await sweetloop(['study', 'show', 'paid']);
+    expect(show.code, show.stderr).toBe(0);
+    // Alice's 3 and 3 minutes and Bob's 5 (Erin's sessions were deleted with her data).
+    expect(show.stdout).toContain('median active time of answered sessions: 3.0 min (pauses over 5 min left out)');
+    // 4 tasks x k 2 - 3 answered = 5 slots, at the 3 answered in the last 24 h: 5/3 days from now.
+    const m = /projected completion: (\d{4}-\d\d-\d\d \d\d:\d\d) UTC \(5 slot\(s\) left at 3\.0 answered a day, over the last 24 h\)/.exec(show.stdout);
+    expect(m, show.stdout).not.toBeNull();
+    const at = new Date(`${m![1]!.replace(' ', 'T')}Z`).getTime();
+    expect(Math.abs(at - (Date.now() + (5 / 3) * 24 * 3600_000))).toBeLessThan(5 * min);
+    const fresh = await sweetloop(['study', 'show', 'sample-b']);
+    expect(fresh.stdout).toContain('median active time of answered sessions: — (none answered yet)');
+    expect(fresh.stdout).toContain('projected completion: not enough data yet (8 slot(s) left; fewer than 3 sessions answered)');
   });
 });

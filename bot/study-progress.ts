@@ -1,0 +1,153 @@
+// A study's progress, as `sweetloop study show` and `/mod study status` print it (one formatting rule, formatStudy):
+// tasks complete, partial and untouched, sessions per arm, people active now, critic pairs, the median active time
+// of answered sessions (tasks/study-pay.ts), and when the study should be full at the rate sessions are being
+// answered. Also who may see a study on Discord (studyVisibleTo).
+import type { PrismaClient, Study } from '../prisma/generated/client.ts';
+import type { StudyWithArms } from '../prisma/study-store.ts';
+import { sessionSummaries } from '../prisma/session-summary.ts';
+import { IDLE_GAP_MS } from '../tasks/study-pay.ts';
+import { quantileSorted } from '../tasks/stats.ts';
+import { formatAmount } from './studies.ts';
+import type { Actor } from './moderation.ts';
+
+/** The recent window whose answered sessions give the rate of the projection. */
+export const PROJECTION_WINDOW_MS = 24 * 3600_000;
+/** Fewer answered sessions than this (in the window, else since the first session) say too little to project from. */
+export const PROJECTION_MIN_SESSIONS = 3;
+
+export type Projection =
+  | { state: 'no-k' }
+  | { state: 'complete' }
+  | { state: 'not-enough-data'; remaining: number }
+  | { state: 'projected'; remaining: number; at: Date; perDay: number; basis: 'last-24h' | 'since-first' };
+
+/**
+ * When the study's remaining slots (tasks x k - answered) should be answered: at the rate of the last 24 hours
+ * when at least PROJECTION_MIN_SESSIONS sessions were answered in them, else at the rate since the study's first
+ * session started when that many were answered in all, else not enough data yet.
+ */
+export function projectCompletion(o: { remaining: number | null; answeredAt: readonly Date[]; firstStartedAt: Date | null; now: Date; windowMs?: number }): Projection {
+  if (o.remaining === null) return { state: 'no-k' };
+  if (o.remaining <= 0) return { state: 'complete' };
+  const windowMs = o.windowMs ?? PROJECTION_WINDOW_MS;
+  const now = o.now.getTime();
+  const recent = o.answeredAt.filter((d) => d.getTime() > now - windowMs && d.getTime() <= now).length;
+  let perMs: number;
+  let basis: 'last-24h' | 'since-first';
+  if (recent >= PROJECTION_MIN_SESSIONS) [perMs, basis] = [recent / windowMs, 'last-24h'];
+  else if (o.answeredAt.length >= PROJECTION_MIN_SESSIONS && o.firstStartedAt && now > o.firstStartedAt.getTime()) [perMs, basis] = [o.answeredAt.length / (now - o.firstStartedAt.getTime()), 'since-first'];
+  else return { state: 'not-enough-data', remaining: o.remaining };
+  return { state: 'projected', remaining: o.remaining, at: new Date(now + o.remaining / perMs), perDay: perMs * 24 * 3600_000, basis };
+}
+
+export interface StudyProgress {
+  tasks: number;
+  /** Tasks with k answered sessions. */
+  complete: number;
+  /** Tasks with at least one active or answered session, not complete. */
+  partial: number;
+  untouched: number;
+  answered: number;
+  active: number;
+  /** Per arm (policy version name): answered and active sessions. */
+  arms: { policy: string; share: number; answered: number; active: number }[];
+  /** Different people with a session running now. */
+  peopleActive: number;
+  /** Pairs of answered sessions of one task whose rewards differ: the critic's Bradley-Terry pairs. */
+  criticPairs: number;
+  /** Median active minutes of the answered sessions (tasks/study-pay.ts activeMs); null before the first. */
+  medianActiveMinutes: number | null;
+  projection: Projection;
+}
+
+/** Pairs (i < j) of values that differ. */
+export function differingPairs(values: readonly number[]): number {
+  let n = 0;
+  for (let i = 0; i < values.length; i++) for (let j = i + 1; j < values.length; j++) if (values[i] !== values[j]) n++;
+  return n;
+}
+
+export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, now = new Date()): Promise<StudyProgress> {
+  const [tasks, sessions, first] = await Promise.all([
+    prisma.studyTask.count({ where: { studyId: study.id } }),
+    sessionSummaries(prisma, { studyId: study.id, status: { in: ['active', 'answered'] } }),
+    prisma.session.aggregate({ where: { studyId: study.id }, _min: { startedAt: true } }),
+  ]);
+  const byTask = new Map<string, typeof sessions>();
+  for (const s of sessions) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
+  const k = study.perTask;
+  let complete = 0;
+  let criticPairs = 0;
+  for (const list of byTask.values()) {
+    const answered = list.filter((s) => s.status === 'answered');
+    if (k !== null && answered.length >= k) complete++;
+    criticPairs += differingPairs(answered.map((s) => s.reward).filter((r): r is number => r !== null));
+  }
+  const answered = sessions.filter((s) => s.status === 'answered');
+  const count = (policyVersionId: string, status: 'active' | 'answered') => sessions.filter((s) => s.policyVersionId === policyVersionId && s.status === status).length;
+  return {
+    tasks,
+    complete,
+    partial: byTask.size - complete,
+    untouched: tasks - byTask.size,
+    answered: answered.length,
+    active: sessions.filter((s) => s.status === 'active').length,
+    arms: study.arms.map((a) => ({ policy: a.policyVersion.name, share: a.share, answered: count(a.policyVersionId, 'answered'), active: count(a.policyVersionId, 'active') })),
+    peopleActive: new Set(sessions.filter((s) => s.status === 'active').map((s) => s.participantId)).size,
+    criticPairs,
+    medianActiveMinutes: answered.length ? quantileSorted(answered.map((s) => s.activeMs / 60_000).sort((a, b) => a - b), 0.5) : null,
+    projection: projectCompletion({
+      remaining: k === null ? null : tasks * k - answered.length,
+      answeredAt: answered.map((s) => s.endedAt ?? s.startedAt),
+      firstStartedAt: first._min.startedAt,
+      now,
+    }),
+  };
+}
+
+const day = (d: Date | null) => (d ? d.toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : '—');
+
+function formatProjection(p: Projection): string {
+  switch (p.state) {
+    case 'no-k':
+      return 'none (no k: the study has no end)';
+    case 'complete':
+      return 'complete (every task has its k answered sessions)';
+    case 'not-enough-data':
+      return `not enough data yet (${p.remaining} slot(s) left; fewer than ${PROJECTION_MIN_SESSIONS} sessions answered)`;
+    case 'projected':
+      return `${day(p.at)} (${p.remaining} slot(s) left at ${p.perDay.toFixed(1)} answered a day, ${p.basis === 'last-24h' ? 'over the last 24 h' : 'since the first session'})`;
+  }
+}
+
+/** The study and its progress as lines of text (`sweetloop study show`, `/mod study status`). */
+export function formatStudy(s: StudyWithArms, p: StudyProgress): string {
+  const pay = s.payPerSessionCents === null && s.bonusSuccessCents === null
+    ? 'none'
+    : `${formatAmount(s.payPerSessionCents ?? 0, s.currency)} a session, +${formatAmount(s.bonusSuccessCents ?? 0, s.currency)} on success`;
+  return [
+    `study ${s.name} (${s.status})`,
+    `  tasks: ${p.tasks} ${s.kind ?? 'backend/frontend'} (${s.split} split), k = ${s.perTask ?? 'none (balanced)'} sessions a task, seed ${s.seed}`,
+    `  arms: ${s.arms.map((a) => `${a.policyVersion.name} ${a.share}%`).join(', ') || 'the deployed version'}`,
+    `  consent: ${s.consentText ? `version ${s.consentVersion} (sha256 ${s.consentSha256!.slice(0, 12)}…)` : 'the bot\'s notice'}`,
+    `  pay: ${pay}; at most ${s.maxSessionsPerPerson ?? 'any number of'} session(s) a person`,
+    `  opens ${day(s.opensAt)}, closes ${day(s.closesAt)}; bound to ${[...s.guildIds.map((g) => `guild ${g}`), ...s.channelIds.map((c) => `channel ${c}`)].join(', ') || 'nowhere (any guild)'}`,
+    `  progress: ${p.complete} task(s) complete, ${p.partial} partial, ${p.untouched} untouched; ${p.answered} answered, ${p.active} active session(s)`,
+    ...p.arms.map((a) => `    arm ${a.policy} (${a.share}%): ${a.answered} answered, ${a.active} active`),
+    `  people active now: ${p.peopleActive}`,
+    `  critic pairs available: ${p.criticPairs} (answered sessions of one task with different rewards)`,
+    `  median active time of answered sessions: ${p.medianActiveMinutes === null ? '— (none answered yet)' : `${p.medianActiveMinutes.toFixed(1)} min`} (pauses over ${IDLE_GAP_MS / 60_000} min left out)`,
+    `  projected completion: ${formatProjection(p.projection)}`,
+  ].join('\n');
+}
+
+/**
+ * Whether a /mod user may see a study: an operator sees every study; a guild's moderator the studies bound to
+ * their guild (or to one of its channels, `guildChannelIds`) and the unbound ones, which run in every guild.
+ */
+export function studyVisibleTo(s: Pick<Study, 'guildIds' | 'channelIds'>, actor: Pick<Actor, 'operator' | 'guildId'>, guildChannelIds: ReadonlySet<string> = new Set()): boolean {
+  if (actor.operator) return true;
+  if (s.guildIds.length === 0 && s.channelIds.length === 0) return true;
+  if (actor.guildId && s.guildIds.includes(actor.guildId)) return true;
+  return s.channelIds.some((c) => guildChannelIds.has(c));
+}

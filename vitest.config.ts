@@ -15,7 +15,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/discord/**/*.test.ts',
     'test/bot/{assign,bootstrap,endpoint,limits,runtime}.test.ts',
     'test/bot/session/*.test.ts',
-    'test/bot/export/{consent-version,export,import,official-format,study-export}.test.ts',
+    'test/bot/export/{consent-version,export,import,official-format,official-pairs,study-export}.test.ts',
     'test/bot/report/{calibration,report,training-data}.test.ts',
     'test/prisma/{db-notify,errors,event-store,migrate-postgres,policy-store,study-store,task-store}.test.ts',
     'test/prisma/migrations/*.test.ts',

@@ -1,10 +1,10 @@
-// prisma/migrations/20261205125939_session_consent_version: sessions started before Session.consentVersion existed
+// prisma/migrations/20261205132135_session_consent_version: sessions started before Session.consentVersion existed
 // get the newest version of their study's consent text the person had accepted by the time they started; a study
 // without a text of its own (and a session outside every study) leaves it null.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabaseBefore, type DatabaseBefore } from '../../../bot/testing/database.ts';
 
-const MIGRATION = '20261205125939_session_consent_version';
+const MIGRATION = '20261205132135_session_consent_version';
 let t: DatabaseBefore;
 
 beforeAll(async () => {

@@ -64,6 +64,7 @@ export const configSchema = z.object({
   TRAINER_MIN_QUALITY: unit.optional().describe('Leave out the sessions of people whose collaborator-quality score (0-1, see /mod participants) is below this. Unset: no threshold.'),
   TRAINER_USE_PREFERENCES: bool.default(true).describe('SWEET-RL runs: people\'s pairwise preferences (`/compare`) between two sessions of the run\'s data are extra Bradley-Terry pairs for the critic, unless `sweetloop train --no-preferences`. Without any stored, nothing changes.'),
   TRAINER_MIN_RATING: z.coerce.number({ message: 'expected a number' }).min(1, 'expected a number from 1 to 5').max(5, 'expected a number from 1 to 5').optional().describe('Leave out human sessions rated below this (and unrated ones). Unset: no threshold.'),
+  TRAINER_STUDY: z.string().min(1).optional().describe('Train only on the answered sessions of the study of this name (`sweetloop train --study` overrides it for one run). The trainer service refuses to start when no study has that name or when it is an evaluation study (`--split test`). Unset: every study.'),
 
   // --- bot ---
   DISCORD_TOKEN: z.string().min(1).optional().describe('Bot token (never logged). Unset: `npm start` runs the console channel.'),

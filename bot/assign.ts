@@ -175,13 +175,20 @@ export async function pickTask(tx: Tx, study: StudyWithArms, participantId: stri
 /**
  * Chooses this person's task in the study and hands it to `create`, which creates the session in the same
  * transaction, under the study's lock: the study is read again there (a pause or close since it was joined
- * counts), and no other assignment in the study runs until the session exists.
+ * counts; `create` gets it as read, e.g. to see whether its consent text changed), and no other assignment in the
+ * study runs until the session exists.
  */
-export async function assignTask<T>(prisma: PrismaClient, study: StudyWithArms, participantId: string, kind: TaskKind, create: (tx: Tx, pick: TaskPick) => Promise<T>): Promise<T> {
+export async function assignTask<T>(
+  prisma: PrismaClient,
+  study: StudyWithArms,
+  participantId: string,
+  kind: TaskKind,
+  create: (tx: Tx, pick: TaskPick, current: StudyWithArms) => Promise<T>,
+): Promise<T> {
   return withStudyLock(prisma, study.id, async (tx) => {
     const now = await tx.study.findUniqueOrThrow({ where: { id: study.id }, include: { arms: { include: { policyVersion: true } } } });
     const state = studyState(now, new Date());
     if (state !== 'open') throw refusalFor(now, state);
-    return create(tx, await pickTask(tx, now, participantId, kind));
+    return create(tx, await pickTask(tx, now, participantId, kind), now);
   });
 }

@@ -7,6 +7,7 @@ import type { StudyWithArms } from '../prisma/study-store.ts';
 import { sessionSummaries } from '../prisma/session-summary.ts';
 import { IDLE_GAP_MS } from '../tasks/study-pay.ts';
 import { quantileSorted } from '../tasks/stats.ts';
+import { rewardPairs } from '../trainer/pairs.ts';
 import { formatAmount } from './studies.ts';
 import type { Actor } from './moderation.ts';
 
@@ -53,18 +54,15 @@ export interface StudyProgress {
   arms: { policy: string; share: number; answered: number; active: number }[];
   /** Different people with a session running now. */
   peopleActive: number;
-  /** Pairs of answered sessions of one task whose rewards differ: the critic's Bradley-Terry pairs. */
+  /**
+   * The critic's Bradley-Terry pairs from rewards (trainer/pairs.ts rewardPairs): per task, its best answered
+   * session against each one rewarded lower. The official evaluate_code.py forms these only on tasks whose best
+   * succeeded (docs/training.md).
+   */
   criticPairs: number;
   /** Median active minutes of the answered sessions (tasks/study-pay.ts activeMs); null before the first. */
   medianActiveMinutes: number | null;
   projection: Projection;
-}
-
-/** Pairs (i < j) of values that differ. */
-export function differingPairs(values: readonly number[]): number {
-  let n = 0;
-  for (let i = 0; i < values.length; i++) for (let j = i + 1; j < values.length; j++) if (values[i] !== values[j]) n++;
-  return n;
 }
 
 export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, now = new Date()): Promise<StudyProgress> {
@@ -77,13 +75,11 @@ export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, 
   for (const s of sessions) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
   const k = study.perTask;
   let complete = 0;
-  let criticPairs = 0;
   for (const list of byTask.values()) {
-    const answered = list.filter((s) => s.status === 'answered');
-    if (k !== null && answered.length >= k) complete++;
-    criticPairs += differingPairs(answered.map((s) => s.reward).filter((r): r is number => r !== null));
+    if (k !== null && list.filter((s) => s.status === 'answered').length >= k) complete++;
   }
   const answered = sessions.filter((s) => s.status === 'answered');
+  const criticPairs = rewardPairs(answered.filter((s) => s.reward !== null).map((s) => ({ id: s.id, groupId: s.taskId, reward: s.reward! }))).length;
   const count = (policyVersionId: string, status: 'active' | 'answered') => sessions.filter((s) => s.policyVersionId === policyVersionId && s.status === status).length;
   return {
     tasks,
@@ -135,7 +131,7 @@ export function formatStudy(s: StudyWithArms, p: StudyProgress): string {
     `  progress: ${p.complete} task(s) complete, ${p.partial} partial, ${p.untouched} untouched; ${p.answered} answered, ${p.active} active session(s)`,
     ...p.arms.map((a) => `    arm ${a.policy} (${a.share}%): ${a.answered} answered, ${a.active} active`),
     `  people active now: ${p.peopleActive}`,
-    `  critic pairs available: ${p.criticPairs} (answered sessions of one task with different rewards)`,
+    `  critic pairs available: ${p.criticPairs} (per task, its best answered session against each one rewarded lower)`,
     `  median active time of answered sessions: ${p.medianActiveMinutes === null ? '— (none answered yet)' : `${p.medianActiveMinutes.toFixed(1)} min`} (pauses over ${IDLE_GAP_MS / 60_000} min left out)`,
     `  projected completion: ${formatProjection(p.projection)}`,
   ].join('\n');

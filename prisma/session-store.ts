@@ -43,6 +43,8 @@ export interface NewSession {
   goldSourceId?: string | null;
   /** The study the session was assigned in (bot/assign.ts). */
   studyId?: string | null;
+  /** The version of the study's consent text the person had accepted (null: the study has none of its own). */
+  consentVersion?: number | null;
 }
 
 export async function createSession(prisma: PrismaClient | Tx, s: NewSession): Promise<Session & { task: Task }> {
@@ -59,6 +61,7 @@ export async function createSession(prisma: PrismaClient | Tx, s: NewSession): P
       arm: s.arm ?? null,
       goldSourceId: s.goldSourceId ?? null,
       studyId: s.studyId ?? null,
+      consentVersion: s.consentVersion ?? null,
     },
     include: { task: true },
   });

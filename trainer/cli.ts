@@ -14,7 +14,7 @@ import { createRun, executeRun, unfinishedRuns, type Algorithm, type RunConfig }
 import { createScorer, type Scorer } from '../tasks/scorer.ts';
 import { simulate, RULE_SIMULATOR, type CollaboratorFactory } from './simulate.ts';
 import { resolveVersion, type VersionContext } from './versions.ts';
-import { usableSessions, type DataFilter } from './data.ts';
+import { trainingStudy, usableSessions, type DataFilter } from './data.ts';
 import type { DataSource } from '../prisma/data-source.ts';
 import { runService } from './service.ts';
 
@@ -51,6 +51,8 @@ export interface TrainingDataSettings {
   simulatedWeight: number;
   minQuality?: number;
   minRating?: number;
+  /** Only this study's sessions (TRAINER_STUDY, `sweetloop train --study`). */
+  study?: string;
 }
 
 /** The run's data filter: the command's options over the configured defaults, seeded by SEED. */
@@ -63,6 +65,7 @@ export function dataFilterFor(s: Pick<TrainerSettings, 'trainingData' | 'seed'>,
     simulatedWeight,
     ...(d.minQuality !== undefined ? { minQuality: d.minQuality } : {}),
     ...(d.minRating !== undefined ? { minRating: d.minRating } : {}),
+    ...(d.study !== undefined ? { study: d.study } : {}),
     seed: s.seed,
   };
 }
@@ -172,6 +175,8 @@ export interface TrainCommandOptions {
   simulatedWeight?: number;
   minQuality?: number;
   minRating?: number;
+  /** Only this study's answered sessions (default: TRAINER_STUDY); an evaluation study is refused. */
+  study?: string;
   /** sweet: use people's pairwise preferences as extra critic pairs (default: TRAINER_USE_PREFERENCES). */
   preferences?: boolean;
 }
@@ -184,7 +189,7 @@ export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCom
     const from = await resolveVersion(versionContext(db, s), o.from);
     const base = trainingBaseOf(from);
     if (base.servedBy && o.lora === undefined) throw new Error(`"${from.name}" is served by an endpoint: train a LoRA adapter for it with --lora <rank>`);
-    const data = dataFilterFor(s, { ...(o.data ? { source: o.data } : {}), simulatedWeight: o.simulatedWeight, minQuality: o.minQuality, minRating: o.minRating } as Partial<TrainingDataSettings>);
+    const data = dataFilterFor(s, { ...(o.data ? { source: o.data } : {}), simulatedWeight: o.simulatedWeight, minQuality: o.minQuality, minRating: o.minRating, study: o.study } as Partial<TrainingDataSettings>);
     const overrides: Partial<TrainConfig> = { seed: s.seed };
     if (o.maxSteps !== undefined) overrides.maxSteps = o.maxSteps;
     if (o.lora !== undefined) overrides.lora = { rank: o.lora, alpha: 2 * o.lora };
@@ -241,6 +246,8 @@ export async function serviceCommand(db: Database, s: TrainerSettings, o: { algo
   process.once('SIGINT', () => controller.abort());
   process.once('SIGTERM', () => controller.abort());
   const data = dataFilterFor(s);
+  // A misnamed or evaluation study stops the service at its start rather than at every poll.
+  const study = data.study !== undefined ? await trainingStudy(db.prisma, data.study, o.kind) : null;
   await runService({
     db,
     minNewSessions: s.minNewSessions,
@@ -255,6 +262,7 @@ export async function serviceCommand(db: Database, s: TrainerSettings, o: { algo
           ...(data.minRating !== undefined ? { minRating: data.minRating } : {}),
           kind: o.kind,
           split: 'train',
+          ...(study ? { studyId: study.id } : {}),
           ...(after ? { endedAfter: after } : {}),
         }),
       }),

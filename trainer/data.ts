@@ -1,7 +1,8 @@
 // The training data: finished sessions read back from the database as trajectories with a reward.
 // Only data that may be used leaves here: consented, not withdrawn, not deleted, not banned, not flagged, not a
 // gold check, not of a person a moderator excluded from training. A run chooses its data explicitly
-// (selectTrainingData with a DataFilter: people, simulators or both with a weight, quality and rating thresholds).
+// (selectTrainingData with a DataFilter: people, simulators or both with a weight, quality and rating thresholds,
+// one study's sessions).
 import { trajectoryKey } from './pairs.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
@@ -12,6 +13,7 @@ import { taskContent } from '../prisma/task-store.ts';
 import { refreshQuality } from '../prisma/quality-store.ts';
 import { Rng } from '../tasks/random.ts';
 import { DATA_SOURCES, type DataSource } from '../prisma/data-source.ts';
+import { findStudy } from '../prisma/study-store.ts';
 
 export interface Trajectory {
   sessionId: string;
@@ -47,6 +49,8 @@ export interface DataFilter {
   minQuality?: number;
   /** Human sessions whose mean rating is below this are left out, and so are unrated ones. */
   minRating?: number;
+  /** Only the sessions assigned in the study of this name (never an evaluation study: see trainingStudy). */
+  study?: string;
   seed: number;
 }
 
@@ -63,6 +67,8 @@ export interface TrajectoryQuery {
   endedAfter?: Date;
   /** Exactly these sessions (a run's data snapshot, for resuming with the same data). */
   sessionIds?: string[];
+  /** Only the sessions assigned in this study (Session.studyId). */
+  studyId?: string;
 }
 
 /** A session was played by a simulated collaborator (the flag, or a participant with the simulated role). */
@@ -99,6 +105,7 @@ export function usableSessions(q: Omit<TrajectoryQuery, 'ratingWeight'>): Prisma
   if (q.kind || q.split) where.task = { ...(q.kind ? { kind: q.kind } : {}), ...(q.split ? { split: q.split } : {}) };
   if (q.endedAfter) where.endedAt = { gt: q.endedAfter };
   if (q.sessionIds) where.id = { in: q.sessionIds };
+  if (q.studyId) where.studyId = q.studyId;
   return where;
 }
 
@@ -155,6 +162,23 @@ export function validateDataFilter(f: DataFilter): void {
     throw new DataSelectionError('--min-quality and --min-rating judge people: they do not apply to --data simulated');
   }
   if (!Number.isInteger(f.seed)) throw new DataSelectionError(`the data seed must be an integer, got ${f.seed}`);
+  if (f.study !== undefined && !f.study.trim()) throw new DataSelectionError('--study: give the name of a study');
+}
+
+/**
+ * The study a run (or the trainer service) trains on, by name: refused when there is none of that name, when it
+ * is an evaluation study (split test: its sessions measure policies and are never training data), or when its
+ * tasks are of another kind than the run's.
+ */
+export async function trainingStudy(prisma: PrismaClient, name: string, kind: TaskKind): Promise<{ id: string; name: string }> {
+  const s = await findStudy(prisma, name);
+  if (!s) {
+    const known = (await prisma.study.findMany({ select: { name: true }, orderBy: { createdAt: 'asc' }, take: 20 })).map((x) => x.name);
+    throw new DataSelectionError(`--study: no study named "${name}"${known.length ? ` (known: ${known.join(', ')})` : ''}`);
+  }
+  if (s.split === 'test') throw new DataSelectionError(`--study: "${name}" is an evaluation study (split test): its sessions measure policies and are never trained on`);
+  if (s.kind && s.kind !== kind) throw new DataSelectionError(`--study: "${name}" has only ${s.kind} tasks; train it with --kind ${s.kind}`);
+  return { id: s.id, name: s.name };
 }
 
 /**
@@ -173,7 +197,7 @@ export interface TrainingSelection {
 
 function describeFilter(f: DataFilter): string {
   const parts = [f.minQuality !== undefined ? `quality >= ${f.minQuality}` : '', f.minRating !== undefined ? `rating >= ${f.minRating}` : ''].filter(Boolean);
-  return parts.length ? ` with ${parts.join(' and ')}` : '';
+  return `${f.study !== undefined ? ` in study "${f.study}"` : ''}${parts.length ? ` with ${parts.join(' and ')}` : ''}`;
 }
 
 /**
@@ -187,12 +211,14 @@ export async function selectTrainingData(
   f: DataFilter,
 ): Promise<TrainingSelection> {
   validateDataFilter(f);
+  const study = f.study !== undefined ? await trainingStudy(prisma, f.study, q.kind) : null;
   if (f.source !== 'simulated') await refreshQuality(prisma);
   const loaded = await loadTrajectories(prisma, {
     ratingWeight: q.ratingWeight,
     source: f.source,
     kind: q.kind,
     split: q.split ?? 'train',
+    ...(study ? { studyId: study.id } : {}),
     ...(f.minQuality !== undefined ? { minQuality: f.minQuality } : {}),
     ...(f.minRating !== undefined ? { minRating: f.minRating } : {}),
   });

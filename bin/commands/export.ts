@@ -97,7 +97,8 @@ export function registerExportCommands(program: Command): void {
       const { loadConfig, configSchema } = await import('../config.ts');
       const { createLogger } = await import('../log.ts');
       const { openDatabase } = await import('../../prisma/db.ts');
-      const { exportSessions, terminalProgress } = await import('../../bot/export/export.ts');
+      const { exportSessions } = await import('../../bot/export/export.ts');
+      const { terminalProgress } = await import('../../bot/export/progress.ts');
       const { parseExportRequest, filtersOf } = await import('../../bot/export/options.ts');
       // The same request schema as /mod export: one set of checks for both front ends.
       const req = parseExportRequest({

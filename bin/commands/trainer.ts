@@ -29,6 +29,7 @@ export async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Datab
         simulatedWeight: config.TRAINER_SIMULATED_WEIGHT,
         ...(config.TRAINER_MIN_QUALITY !== undefined ? { minQuality: config.TRAINER_MIN_QUALITY } : {}),
         ...(config.TRAINER_MIN_RATING !== undefined ? { minRating: config.TRAINER_MIN_RATING } : {}),
+        ...(config.TRAINER_STUDY !== undefined ? { study: config.TRAINER_STUDY } : {}),
       },
       usePreferences: config.TRAINER_USE_PREFERENCES,
       bwrapPath: config.BWRAP_BIN,
@@ -93,6 +94,7 @@ export function registerTrainerCommands(program: Command): void {
     .option('--simulated-weight <w>', 'with --data both: share of simulated sessions kept, in (0, 1] (default: TRAINER_SIMULATED_WEIGHT)', numberOption('simulated-weight', 0, 1, true))
     .option('--min-quality <q>', "leave out the sessions of people whose quality score is below q, in [0, 1] (default: TRAINER_MIN_QUALITY)", numberOption('min-quality', 0, 1))
     .option('--min-rating <r>', 'leave out human sessions rated below r (1-5) and unrated ones (default: TRAINER_MIN_RATING)', numberOption('min-rating', 1, 5))
+    .option('--study <name>', "train on that study's answered sessions only (not an evaluation study; default: TRAINER_STUDY)")
     .option('--preferences', "sweet: use people's pairwise preferences between the run's sessions as extra critic pairs (default: TRAINER_USE_PREFERENCES)")
     .option('--no-preferences', "sweet: do not use people's pairwise preferences")
     .action(async (o) => {

@@ -23,69 +23,29 @@
 //   On failure the promise rejects and the stream is left as it is: the caller destroys it.
 // Only consented, not-withdrawn, not-deleted participants' sessions ever leave (see query.ts). Memory stays flat:
 // sessions are read by keyset pages of `batchSize` and each page is written before the next is read.
+// What is selected, and the records built from it, is prepare.ts; the hf folder is hf.ts.
 import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
-import cliProgress from 'cli-progress';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Renderer } from '../../tasks/render.ts';
-import { findStudy } from '../../prisma/study-store.ts';
-import { ExportStats, renderCard, type CardInput, type ExportFormat, type StudyCard } from './card.ts';
+import { ExportStats, renderCard, type CardInput } from './card.ts';
 import { resolveChatTemplate } from './chat-template.ts';
+import { exportHfFolder } from './hf.ts';
 import { jsonlSink } from './jsonl.ts';
 import { parquetSink } from './parquet.ts';
-import { pseudonymizer } from './pseudonym.ts';
-import { assertPolicyExists, countSessions, partialTasks, selectedKinds, streamSessions, validateFilters, type ExportFilters } from './query.ts';
-import { toRecord, type ExportRecord } from './record.ts';
+import { ExportError, prepare, recordPages, type ExportOptions, type ExportResult, type Prepared } from './prepare.ts';
+import { countSessions } from './query.ts';
+import type { ExportRecord } from './record.ts';
 import type { RecordSink } from './sink.ts';
 import { SweetRlStats, sweetRlSink } from './sweet-rl.ts';
 
-export const EXPORT_FORMATS: readonly ExportFormat[] = ['sweet-rl', 'jsonl', 'parquet', 'hf'];
-export type { ExportFormat, ExportFilters };
-
-export interface ExportOptions {
-  format: ExportFormat;
-  filters?: ExportFilters;
-  salt: string;
-  excludeComments?: boolean;
-  /** sweet-rl: how `input` is rendered ('llama3' by default, 'chatml', or a tokenizer_config.json path). */
-  chatTemplate?: string;
-  /** Frontend sweet-rl: Chromium for the answer screenshots (default /usr/bin/chromium), or a running renderer. */
-  chromiumPath?: string;
-  renderer?: Renderer;
-  /** Sessions read and written per page (a Parquet row group). */
-  batchSize?: number;
-  onProgress?: (done: number, total: number) => void;
-  /** Marks the card with a warning (the CLI sets it when EXPORT_SALT is the development default). */
-  defaultSalt?: boolean;
-  /** End a Writable `out` when done (default true). */
-  end?: boolean;
-  now?: Date;
-  /**
-   * Only the sessions of the study of this name. In the sweet-rl format its tasks are written as k-blocks with
-   * the study's k (unless filters.perTask says otherwise): complete blocks only, the partial tasks counted.
-   */
-  study?: string;
-}
-
-export interface ExportResult {
-  sessions: number;
-  turns: number;
-  cardMarkdown: string;
-  stats: ExportStats;
-  /** Set when `out` was a path (for `hf`, the folder). */
-  path?: string;
-  cardPath?: string;
-  /** Frontend sweet-rl: the folder of the answer screenshots. */
-  assetsDir?: string;
-  /** With `study`: the study's name, consent version and the tasks with fewer than k sessions left out. */
-  study?: StudyCard;
-}
-
-export class ExportError extends Error {}
+export { EXPORT_FORMATS, ExportError, type ExportOptions, type ExportResult } from './prepare.ts';
+export type { ExportFormat } from './card.ts';
+export type { ExportFilters } from './query.ts';
 
 export function cardPathFor(path: string): string {
   return `${path}.README.md`;
@@ -94,64 +54,6 @@ export function cardPathFor(path: string): string {
 /** Where a frontend sweet-rl export puts its screenshots, relative to the file's folder. */
 export function screenshotsDirFor(path: string): string {
   return `${basename(path)}.screenshots`;
-}
-
-interface Prepared {
-  filters: ExportFilters;
-  now: Date;
-  excludeComments: boolean;
-  pseudonym: (id: string) => string;
-  /** sweet-rl: the one task kind of the selection. */
-  kind: 'backend' | 'frontend' | null;
-  study: StudyCard | null;
-}
-
-/** The study named by `opts.study`: its filter, its k as the sweet-rl blocks, and what the card says of it. */
-async function studyOf(prisma: PrismaClient, opts: ExportOptions, filters: ExportFilters): Promise<{ filters: ExportFilters; study: StudyCard | null }> {
-  if (opts.study === undefined) return { filters, study: null };
-  const s = await findStudy(prisma, opts.study);
-  if (!s) throw new ExportError(`no study named "${opts.study}"`);
-  const perTask = filters.perTask ?? (opts.format === 'sweet-rl' && s.perTask !== null ? s.perTask : undefined);
-  const scoped: ExportFilters = { ...filters, studyId: s.id, ...(perTask !== undefined ? { perTask } : {}) };
-  return {
-    filters: scoped,
-    study: {
-      name: s.name,
-      perTask: s.perTask,
-      split: s.split,
-      consentVersion: s.consentVersion,
-      consentSha256: s.consentSha256,
-      arms: s.arms.map((a) => ({ policy: a.policyVersion.name, share: a.share })),
-      payPerSessionCents: s.payPerSessionCents,
-      bonusSuccessCents: s.bonusSuccessCents,
-      currency: s.currency,
-      opensAt: s.opensAt,
-      closesAt: s.closesAt,
-      partialTasksLeftOut: await partialTasks(prisma, scoped),
-    },
-  };
-}
-
-async function prepare(prisma: PrismaClient, opts: ExportOptions): Promise<Prepared> {
-  if (!EXPORT_FORMATS.includes(opts.format)) throw new ExportError(`unknown format "${opts.format}" (expected ${EXPORT_FORMATS.join(', ')})`);
-  // The reference pipeline needs a reward (the evaluation's score) and an assistant entry on every trajectory.
-  const { filters, study } = await studyOf(prisma, opts, { ...opts.filters, ...(opts.format === 'sweet-rl' ? { requireTrajectory: true } : {}) });
-  validateFilters(filters);
-  if (filters.perTask !== undefined && opts.format !== 'sweet-rl') throw new ExportError('--per-task arranges sweet-rl blocks: use it with --format sweet-rl');
-  const pseudonym = pseudonymizer(opts.salt);
-  await assertPolicyExists(prisma, filters.policy);
-  let kind: Prepared['kind'] = null;
-  if (opts.format === 'sweet-rl') {
-    const kinds = await selectedKinds(prisma, filters);
-    if (kinds.length > 1) {
-      throw new ExportError(
-        `the selection holds ${kinds.join(' and ')} sessions, but a sweet-rl file takes one task kind (its scripts score one kind): ` +
-          'add --kind backend or --kind frontend',
-      );
-    }
-    kind = kinds[0] ?? filters.kind ?? null;
-  }
-  return { filters, now: opts.now ?? new Date(), excludeComments: opts.excludeComments ?? false, pseudonym, kind, study };
 }
 
 export async function exportSessions(prisma: PrismaClient, opts: ExportOptions, out: Writable | string): Promise<ExportResult> {
@@ -229,8 +131,7 @@ async function exportToStream(
   try {
     opts.onProgress?.(0, total);
     let seen = 0;
-    for await (const page of streamSessions(prisma, p.filters, opts.batchSize ?? 500)) {
-      const records = page.map((s) => toRecord(s, { pseudonym: p.pseudonym, excludeComments: p.excludeComments }));
+    for await (const records of recordPages(prisma, opts, p)) {
       await sink.write(records);
       for (const r of records) if (!sink.accepted || sink.accepted(r)) stats.add(r);
       seen += records.length;
@@ -303,99 +204,4 @@ async function exportToPath(prisma: PrismaClient, opts: ExportOptions, p: Prepar
     if (assets) await rm(assets.dir, { recursive: true, force: true });
     throw err;
   }
-}
-
-/** The Hugging Face dataset folder: one Parquet file per task kind and split, and the card with its features. */
-async function exportHfFolder(prisma: PrismaClient, opts: ExportOptions, p: Prepared, dir: string): Promise<ExportResult> {
-  if (existsSync(dir) && readdirSync(dir).length > 0) throw new ExportError(`${dir} exists and is not empty: the hf format writes a new dataset folder`);
-  const partial = `${dir}.partial`;
-  await rm(partial, { recursive: true, force: true });
-  await mkdir(partial, { recursive: true });
-  const total = opts.onProgress ? await countSessions(prisma, p.filters) : 0;
-  const meta = { 'sweetloop.filters': JSON.stringify(p.filters), 'sweetloop.exported_at': p.now.toISOString() };
-  const files = new Map<string, { kind: string; split: string; path: string; rows: number; stream: Writable; sink: RecordSink<ExportRecord> }>();
-  const stats = new ExportStats();
-  try {
-    opts.onProgress?.(0, total);
-    for await (const page of streamSessions(prisma, p.filters, opts.batchSize ?? 500)) {
-      const records = page.map((s) => toRecord(s, { pseudonym: p.pseudonym, excludeComments: p.excludeComments }));
-      const groups = new Map<string, ExportRecord[]>();
-      for (const r of records) {
-        const key = `${r.task.kind}/${r.task.split}`;
-        const group = groups.get(key);
-        if (group) group.push(r);
-        else groups.set(key, [r]);
-      }
-      for (const [key, group] of groups) {
-        let f = files.get(key);
-        if (!f) {
-          const [kind, split] = key.split('/') as [string, string];
-          const rel = `data/${kind}/${split}.parquet`;
-          await mkdir(join(partial, 'data', kind), { recursive: true });
-          const stream = createWriteStream(join(partial, rel));
-          stream.on('error', () => {});
-          f = { kind, split, path: rel, rows: 0, stream, sink: parquetSink(stream, meta) };
-          files.set(key, f);
-        }
-        await f.sink.write(group);
-        f.rows += group.length;
-      }
-      for (const r of records) stats.add(r);
-      opts.onProgress?.(stats.sessions, Math.max(total, stats.sessions));
-    }
-    for (const f of files.values()) {
-      await f.sink.finish();
-      f.stream.end();
-      await finished(f.stream);
-    }
-    const kinds = [...new Set([...files.values()].map((f) => f.kind))].sort();
-    const hf = kinds.map((kind) => ({
-      kind,
-      splits: [...files.values()].filter((f) => f.kind === kind).sort((a, b) => b.split.localeCompare(a.split)).map(({ split, path, rows }) => ({ split, path, rows })),
-    }));
-    const cardMarkdown = renderCard({
-      format: 'hf',
-      fileName: basename(dir),
-      filters: p.filters,
-      excludeComments: p.excludeComments,
-      stats,
-      createdAt: p.now,
-      defaultSalt: opts.defaultSalt ?? false,
-      hf,
-      ...(p.study ? { study: p.study } : {}),
-    });
-    const cardPath = join(dir, 'README.md');
-    await writeFile(join(partial, 'README.md'), cardMarkdown);
-    if (existsSync(dir)) await rm(dir, { recursive: true });
-    await rename(partial, dir);
-    return { sessions: stats.sessions, turns: stats.totalTurns, cardMarkdown, stats, path: dir, cardPath, ...(p.study ? { study: p.study } : {}) };
-  } catch (err) {
-    for (const f of files.values()) f.stream.destroy();
-    await rm(partial, { recursive: true, force: true });
-    throw err;
-  }
-}
-
-/** A progress bar on a terminal (none when `stream` is not a TTY, e.g. in CI or a pipe). */
-export function terminalProgress(stream: NodeJS.WriteStream, label: string): { onProgress?: (done: number, total: number) => void; stop: () => void } {
-  if (!stream.isTTY) return { stop: () => {} };
-  const bar = new cliProgress.SingleBar(
-    { stream, format: `${label} [{bar}] {percentage}% | {value}/{total} sessions | {eta_formatted} left`, hideCursor: true, etaBuffer: 50 },
-    cliProgress.Presets.shades_classic,
-  );
-  let started = false;
-  return {
-    onProgress(done, total) {
-      if (!started) {
-        bar.start(total, done);
-        started = true;
-      } else {
-        bar.setTotal(total);
-        bar.update(done);
-      }
-    },
-    stop() {
-      if (started) bar.stop();
-    },
-  };
 }

@@ -41,6 +41,11 @@ export interface ExportRecord {
     turnCount: number;
     answer: string | null;
     reward: number | null;
+    /**
+     * The version of its study's consent text the person had accepted when the session started (Study
+     * consentVersion; the card names the study's current one); null where the study had no text of its own.
+     */
+    consentVersion: number | null;
   };
   task: {
     id: string;
@@ -115,6 +120,7 @@ export function toRecord(s: FullSession, opts: RecordOptions): ExportRecord {
       turnCount: s.turnCount,
       answer: s.answer,
       reward: s.reward,
+      consentVersion: s.consentVersion,
     },
     task: {
       id: s.task.id,

@@ -4,7 +4,7 @@
 //    "dialogue_history": [{"role": "user", "content": <problem description>},
 //                         {"role": "assistant", "content", "input", "output"}, {"role": "user", "content"}, ...,
 //                         {"role": "assistant", "content", "input", "output"}],
-//    "answer", "reward"}
+//    "answer", "reward", "consent_version"}
 // What its scripts rely on, and so what this writer guarantees:
 // - every assistant entry carries `input`, the full prompt string the agent was given (rendered with a chat
 //   template, generation prompt included), and `output`, its raw generation: sample_best_of_n.py builds its
@@ -16,6 +16,8 @@
 // - frontend `answer` is the path (relative to the file's folder) of a screenshot of the final page, which
 //   evaluate_html.py re-scores with CLIP; the page itself is in the last entry's `output`;
 // - files are k blocks over the same tasks in the same order (see query.ts `perTask`), one task kind per file.
+// - `consent_version` is ours (the version of the study's consent text the person had accepted; null without
+//   one): the official scripts read only the keys above and keep the others when they rewrite a file.
 // System turns (notices shown in a session, never seen by the model) are dropped.
 import type { Writable } from 'node:stream';
 import type { ChatMessage } from '../../tasks/agent.ts';
@@ -40,6 +42,7 @@ export interface SweetRlTrajectory {
   dialogue_history: SweetRlEntry[];
   answer: string;
   reward: number;
+  consent_version: number | null;
 }
 
 /** A session that cannot become a trajectory; the sink leaves it out and counts why. */
@@ -119,7 +122,7 @@ export function toTrajectory(r: ExportRecord, opts: TrajectoryOptions): Trajecto
   } else {
     answer = r.session.answer ?? '';
   }
-  return { trajectory: { task, dialogue_history: dialogue, answer, reward: score }, exactInputs, reconstructedInputs };
+  return { trajectory: { task, dialogue_history: dialogue, answer, reward: score, consent_version: r.session.consentVersion }, exactInputs, reconstructedInputs };
 }
 
 /** What a sweet-rl export did with its sessions (for the dataset card). */

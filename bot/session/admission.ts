@@ -128,7 +128,12 @@ export class Admissions {
       const { session, playing, assigned, goldSourceId } = await ctx
         .retry(
           () =>
-            assignTask(prisma, study, participant.id, kind, async (tx, pick) => {
+            assignTask(prisma, study, participant.id, kind, async (tx, pick, current) => {
+              // The admission checked the person accepted the study's current consent text; a new version stored
+              // since then is read first. The session keeps the version accepted (exports carry it).
+              if (current.consentText && current.consentVersion !== study.consentVersion) {
+                throw new RefusedError('no-consent', 'The consent text of this study has changed. Please run /task start again to read the new version.');
+              }
               // In the default study, now and then a gold check replays a known session's agent (bot/gold.ts);
               // otherwise a running A/B experiment decides which version plays (bot/experiments.ts). The
               // session keeps what it was given.
@@ -142,6 +147,7 @@ export class Admissions {
                 ...(assigned ? { experimentId: assigned.experimentId, arm: assigned.arm } : {}),
                 ...(goldSourceId ? { goldSourceId } : {}),
                 studyId: study.id,
+                consentVersion: study.consentText ? study.consentVersion : null,
                 channel: ctx.options.channel,
                 simulated: ctx.options.channel === 'simulated',
                 guildId: where.guildId ?? null,

@@ -113,7 +113,7 @@ describe('sweetloop study', () => {
     for (let i = 0; i < 4; i++) people.push((await t.prisma.participant.create({ data: { discordUserId: `40000000000000000${i}`, consentGivenAt: new Date() } })).id);
     const plant = (task: number, who: number, policy: string, status: 'answered' | 'active' | 'abandoned', reward: number | null) =>
       t.prisma.session.create({ data: { studyId: s.id, taskId: s.tasks[task]!.taskId, participantId: people[who]!, policyVersionId: policy, channel: 'discord', status, reward } });
-    // Task 0 complete with rewards 1, 0, 1 (two differing pairs); task 1 complete with 0.5 x 3 (none); task 2 partial
+    // Task 0 complete with rewards 1, 0, 1 (one critic pair: a best against the 0); task 1 complete with 0.5 x 3 (none); task 2 partial
     // (one answered, one active); an abandoned session holds nothing.
     for (const [who, policy, reward] of [[0, starter, 1], [1, sweet, 0], [2, starter, 1]] as const) await plant(0, who, policy!, 'answered', reward);
     for (const [who, policy] of [[0, sweet], [1, starter], [2, sweet]] as const) await plant(1, who, policy!, 'answered', 0.5);
@@ -126,9 +126,9 @@ describe('sweetloop study', () => {
     expect(show.stdout).toContain('arm starter (50%): 4 answered, 0 active');
     expect(show.stdout).toContain('arm sweet-1 (50%): 3 answered, 1 active');
     expect(show.stdout).toContain('people active now: 1');
-    expect(show.stdout).toContain('critic pairs available: 2');
+    expect(show.stdout).toContain('critic pairs available: 1');
     const json = JSON.parse((await sweetloop(['study', 'show', 'pilot', '--json'])).stdout);
-    expect(json).toMatchObject({ complete: 2, partial: 1, untouched: 3, criticPairs: 2, peopleActive: 1, consentVersion: 1 });
+    expect(json).toMatchObject({ complete: 2, partial: 1, untouched: 3, criticPairs: 1, peopleActive: 1, consentVersion: 1 });
   });
 
   it('pauses, resumes and closes a study for good, and versions a new consent text', async () => {

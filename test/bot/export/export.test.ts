@@ -136,7 +136,7 @@ describe('formats round-trip', () => {
     expect(r.sessions).toBe(2);
     expect(rows).toHaveLength(2);
     const first = rows[0]!;
-    expect(Object.keys(first).sort()).toEqual(['answer', 'dialogue_history', 'reward', 'task']);
+    expect(Object.keys(first).sort()).toEqual(['answer', 'consent_version', 'dialogue_history', 'reward', 'task']);
     expect(first.task).toEqual({ problem_description: seeded.tasks.T1!.description, ground_truth: seeded.tasks.T1!.reference, test_cases: { test1: 'fT1(1)', test2: 'fT1(2)', test3: 'fT1(3)' } });
     expect(first.dialogue_history.map((e) => [e.role, e.content, 'output' in e ? e.output : undefined])).toEqual([
       ['user', seeded.tasks.T1!.description, undefined],

@@ -91,7 +91,7 @@ describe('a study\'s sweet-rl export', () => {
     expect(card).toContain('## Study');
     expect(card).toContain('- study: `pilot` (train split)');
     expect(card).toContain('- sessions a task (k): 3; tasks left out with fewer than k sessions: 1');
-    expect(card).toContain(`- consent text: version 1, sha256 \`${consentSha256(CONSENT)}\``);
+    expect(card).toContain(`- consent text: version 1 (current), sha256 \`${consentSha256(CONSENT)}\``);
     expect(card).toContain('- arms: arm-a 50%, arm-b 50%');
     expect(card).toContain('- pay: 2.50 EUR a session, bonus on success 1.00 EUR');
     expect(card).toContain('- opens: 2026-11-01T00:00:00.000Z; closes: when closed');

@@ -12,7 +12,7 @@ type T = [ExportTurn['role'], string, { raw?: string; prompt?: ChatMessage[] }?]
 
 function record(turns: T[], extra: Partial<ExportRecord['session']> = {}, score: number | null = 0.25, kind: 'backend' | 'frontend' = 'backend'): ExportRecord {
   return {
-    session: { id: 's', channel: 'console', simulated: false, status: 'answered', startedAt: '2026-01-01T00:00:00.000Z', endedAt: null, endReason: null, durationMs: null, turnCount: 1, answer: 'ANSWER', reward: 0.9, ...extra },
+    session: { id: 's', channel: 'console', simulated: false, status: 'answered', startedAt: '2026-01-01T00:00:00.000Z', endedAt: null, endReason: null, durationMs: null, turnCount: 1, answer: 'ANSWER', reward: 0.9, consentVersion: null, ...extra },
     task: { id: 't', kind, source: 'builtin', externalId: null, split: 'train', problemDescription: 'DESCRIPTION', groundTruth: 'REF', testCases: kind === 'backend' ? ['f(1)', 'f(2)'] : null },
     participant: { pseudonym: 'p_x', role: 'participant' },
     policyVersion: null,

@@ -17,8 +17,12 @@
 // Arms: a task's k sessions are split between the study's arms in their shares. Each slot goes to the arm
 // furthest below its share of the task's sessions so far; ties go by an order seeded by the study and rotated by
 // the task's position, so that with two arms at 50% and an odd k the arm with the extra session alternates
-// between tasks.
+// between tasks. This is the only way a session gets its policy: an A/B test with people (/mod experiment,
+// `sweetloop study arms`, the trainer's human A/B) sets the arms of a study for a period (prisma/
+// experiment-store.ts); during one, only the period's sessions count towards the shares, and each new session
+// is tagged with the period, so every task's sessions are split between control and candidate (paired by task).
 import type { Prisma, PrismaClient, Study, TaskKind, TaskSplit } from '../prisma/generated/client.ts';
+import { runningExperiment } from '../prisma/experiment-store.ts';
 import { DEFAULT_STUDY, defaultStudy, withStudyLock, type StudyWithArms } from '../prisma/study-store.ts';
 import { Rng } from '../tasks/random.ts';
 
@@ -112,8 +116,10 @@ export interface TaskPick {
   taskId: string;
   /** The task's place in the study's order. */
   position: number;
-  /** The arm that plays the session; null in the default study (the deployed version, or an experiment's arm). */
+  /** The arm that plays the session; null in a study without arms (the default study: the deployed version). */
   arm: Arm | null;
+  /** The A/B period the arms belong to (Session.experimentId), when one is running in the study. */
+  experimentId: string | null;
 }
 
 const HOLDS_SLOT = ['active', 'answered'] as const;
@@ -149,8 +155,11 @@ async function freeTasks(tx: Tx, study: StudyWithArms, kind: TaskKind): Promise<
   return rows[0]?.n ?? 0;
 }
 
-/** The task (and arm) for this person in this study, or a StudyRefusedError saying why there is none. Run it under the study's lock. */
-export async function pickTask(tx: Tx, study: StudyWithArms, participantId: string, kind: TaskKind): Promise<TaskPick> {
+/**
+ * The task (and arm) for this person in this study, or a StudyRefusedError saying why there is none. Run it under
+ * the study's lock. `experimentId`: the A/B period running in the study, whose sessions alone count towards the arms' shares.
+ */
+export async function pickTask(tx: Tx, study: StudyWithArms, participantId: string, kind: TaskKind, experimentId: string | null = null): Promise<TaskPick> {
   if (study.kind && study.kind !== kind) throw new StudyRefusedError('no-task', `This study has only ${study.kind} tasks.`);
   if (study.maxSessionsPerPerson !== null) {
     const mine = await tx.session.count({ where: { studyId: study.id, participantId, status: { in: [...HOLDS_SLOT] } } });
@@ -162,10 +171,14 @@ export async function pickTask(tx: Tx, study: StudyWithArms, participantId: stri
   for (const split of splits) {
     const free = await firstFreeTask(tx, study, participantId, kind, split);
     if (!free) continue;
-    if (study.arms.length === 0) return { ...free, arm: null };
-    const held = await tx.session.groupBy({ by: ['policyVersionId'], where: { studyId: study.id, taskId: free.taskId, status: { in: [...HOLDS_SLOT] } }, _count: { _all: true } });
+    if (study.arms.length === 0) return { ...free, arm: null, experimentId: null };
+    const held = await tx.session.groupBy({
+      by: ['policyVersionId'],
+      where: { studyId: study.id, taskId: free.taskId, status: { in: [...HOLDS_SLOT] }, ...(experimentId ? { experimentId } : {}) },
+      _count: { _all: true },
+    });
     const counts = new Map(held.filter((h) => h.policyVersionId).map((h) => [h.policyVersionId!, h._count._all]));
-    return { ...free, arm: armFor(study, free.position, counts) };
+    return { ...free, arm: armFor(study, free.position, counts), experimentId };
   }
   if (study.perTask === null) throw new StudyRefusedError('no-task', `There is no ${kind} task left that you have not done yet. Thank you for all your sessions!`);
   if ((await freeTasks(tx, study, kind)) === 0) throw new StudyRefusedError('study-full', 'This study is full: every task has all the sessions it needs. Thank you for your interest!');
@@ -189,6 +202,7 @@ export async function assignTask<T>(
     const now = await tx.study.findUniqueOrThrow({ where: { id: study.id }, include: { arms: { include: { policyVersion: true } } } });
     const state = studyState(now, new Date());
     if (state !== 'open') throw refusalFor(now, state);
-    return create(tx, await pickTask(tx, now, participantId, kind), now);
+    const ab = now.arms.length > 1 ? await runningExperiment(tx, now.id) : null;
+    return create(tx, await pickTask(tx, now, participantId, kind, ab?.id ?? null), now);
   });
 }

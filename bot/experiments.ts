@@ -1,64 +1,31 @@
-// A/B tests with real people: which arm a new session is played in, and how the arms compare.
+// A/B tests with real people, compared: each arm's figures on each kind of task and the differences between
+// the arms, over the sessions of an A/B period of a study (Session.experimentId), or over a study's sessions
+// grouped by the version that played them when the study was made with several arms. The arms themselves
+// assign the sessions (bot/assign.ts), so each task's sessions are split between them: besides the comparison
+// of all sessions (Welch / Fisher, tasks/two-sample.ts), the differences are also taken within each task that
+// both arms played and tested paired (Wilcoxon signed-rank over those tasks).
 //
-// The arm is chosen per session by permuted blocks within strata: the stratum is the task (so also its kind),
-// and the n-th session of an experiment on a task takes position n mod B of block floor(n / B), a seeded
-// shuffle of round(share * B) candidate slots among B (B = 100 / gcd(share %, 100): 2 for 50%, 10 for 30%).
-// Every session therefore has probability `share` of the candidate, and each task's sessions are split in that
-// proportion as soon as a block fills. The shuffle derives from the experiment's seed and id, the task and the
-// block: the same order of sessions gives the same arms. Two people starting the same task at the very same
-// moment may get the same position (and so the same arm); that costs a little balance, not the probability.
-//
-// The person is not told which arm they are in (the channels show no policy name for an experiment session).
-import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
-import { runningExperiment, sessionsInStratum, type Arm, type ArmSession, type RunningExperiment } from '../prisma/experiment-store.ts';
-import type { PolicyVersion } from '../prisma/generated/client.ts';
-import { Rng } from '../tasks/random.ts';
+// The person is not told which arm they are in (the channels show no policy name where a study has arms).
+import type { Database } from '../prisma/db.ts';
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import { armSessions, latestExperiment, runningExperiment, stopArms, type ArmSession, type RunningExperiment, type StopRequest, type StopResult } from '../prisma/experiment-store.ts';
+import type { StudyWithArms } from '../prisma/study-store.ts';
 import { wasAbandoned } from '../tasks/quality.ts';
-import { meanIntervalOf, wilsonCount, type Interval } from '../tasks/stats.ts';
+import { meanIntervalOf, wilcoxonSignedRank, wilsonCount, type Interval } from '../tasks/stats.ts';
 import { compareMeans, compareProportions, type Difference } from '../tasks/two-sample.ts';
 
-export type { Arm };
+export type Arm = 'control' | 'candidate';
 
-function gcd(a: number, b: number): number {
-  return b === 0 ? a : gcd(b, a % b);
+/** The two versions compared: the control (reference) and the candidate. */
+export interface ArmPair {
+  control: { id: string; name: string };
+  candidate: { id: string; name: string };
 }
-
-/** Block size and candidate slots per block for a share given to the percent. */
-export function blockOf(share: number): { size: number; candidates: number } {
-  const pct = Math.round(share * 100);
-  if (!(pct > 0 && pct < 100)) throw new RangeError(`an experiment's share must be between 1% and 99%, got ${share}`);
-  const g = gcd(pct, 100);
-  return { size: 100 / g, candidates: pct / g };
-}
-
-/** The arm of the `index`-th (0-based) session of an experiment in a stratum. Pure and reproducible. */
-export function armFor(e: { id: string; seed: number; share: number }, stratum: string, index: number): Arm {
-  if (!Number.isInteger(index) || index < 0) throw new RangeError(`armFor: index must be a whole number >= 0, got ${index}`);
-  const { size, candidates } = blockOf(e.share);
-  const slots: Arm[] = Array.from({ length: size }, (_, i) => (i < candidates ? 'candidate' : 'control'));
-  Rng.derive(e.seed, 'experiment', e.id, stratum, Math.floor(index / size)).shuffle(slots);
-  return slots[index % size]!;
-}
-
-export interface Assignment {
-  experimentId: string;
-  arm: Arm;
-  /** The version that plays the session. */
-  policy: PolicyVersion;
-}
-
-/** For a session about to start on `taskId`: its arm when an experiment runs, else null (the deployed version). */
-export async function assignSession(prisma: PrismaClient | Prisma.TransactionClient, taskId: string): Promise<Assignment | null> {
-  const e = await runningExperiment(prisma);
-  if (!e) return null;
-  const arm = armFor(e, taskId, await sessionsInStratum(prisma, e.id, taskId));
-  return { experimentId: e.id, arm, policy: arm === 'candidate' ? e.candidate : e.control };
-}
-
-// ------------------------------------------------------------------------------------------- comparing arms
 
 export interface ArmFigures {
   arm: Arm;
+  /** The policy version that played the arm. */
+  version: string;
   sessions: number;
   /** Sessions that have ended (answered, abandoned or expired). */
   ended: number;
@@ -73,12 +40,21 @@ export interface ArmFigures {
   abandonment: Interval;
 }
 
+/** Candidate minus control within each task both arms played (evaluated sessions), averaged over those tasks. */
+export interface PairedDifference {
+  difference: Interval;
+  /** Wilcoxon signed-rank over the tasks. */
+  pValue: number;
+}
+
 export interface ArmComparison {
   kind: 'backend' | 'frontend';
   control: ArmFigures;
   candidate: ArmFigures;
   /** Candidate minus control, each with its interval and p-value. */
   differences: { success: Difference; score: Difference; rating: Difference; turns: Difference; abandonment: Difference };
+  /** The same, paired by task: `tasks` is how many tasks both arms played. */
+  paired: { tasks: number; success: PairedDifference; score: PairedDifference };
 }
 
 interface Tally {
@@ -110,9 +86,10 @@ function tally(sessions: readonly ArmSession[]): Tally {
   return t;
 }
 
-function figures(arm: Arm, t: Tally): ArmFigures {
+function figures(arm: Arm, version: string, t: Tally): ArmFigures {
   return {
     arm,
+    version,
     sessions: t.sessions,
     ended: t.ended,
     evaluated: t.evaluated,
@@ -124,15 +101,44 @@ function figures(arm: Arm, t: Tally): ArmFigures {
   };
 }
 
+const mean = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+
+function pairedDifference(candidate: readonly number[], control: readonly number[]): PairedDifference {
+  return {
+    difference: meanIntervalOf(candidate.map((x, i) => x - control[i]!), 0.95, [-1, 1]),
+    pValue: candidate.length ? wilcoxonSignedRank(candidate, control).pValue : NaN,
+  };
+}
+
+/** Per task that both arms played (evaluated sessions): each arm's mean score and success rate, candidate minus control. */
+function pairedByTask(sessions: readonly ArmSession[], pair: ArmPair): ArmComparison['paired'] {
+  const byTask = new Map<string, { control: ArmSession[]; candidate: ArmSession[] }>();
+  for (const s of sessions) {
+    if (!s.evaluation) continue;
+    const arm = s.policyVersionId === pair.candidate.id ? 'candidate' : 'control';
+    const t = byTask.get(s.taskId) ?? { control: [], candidate: [] };
+    t[arm].push(s);
+    byTask.set(s.taskId, t);
+  }
+  const both = [...byTask.values()].filter((t) => t.control.length > 0 && t.candidate.length > 0);
+  const score = (list: ArmSession[]) => mean(list.map((s) => s.evaluation!.score));
+  const success = (list: ArmSession[]) => mean(list.map((s) => (s.evaluation!.success ? 1 : 0)));
+  return {
+    tasks: both.length,
+    success: pairedDifference(both.map((t) => success(t.candidate)), both.map((t) => success(t.control))),
+    score: pairedDifference(both.map((t) => score(t.candidate)), both.map((t) => score(t.control))),
+  };
+}
+
 /** Each arm's figures on one kind of task, and the differences between the arms with their p-values. */
-export function compareArms(sessions: readonly ArmSession[], kind: 'backend' | 'frontend'): ArmComparison {
-  const of = (arm: Arm) => tally(sessions.filter((s) => s.kind === kind && s.arm === arm));
-  const a = of('candidate');
-  const b = of('control');
+export function compareArms(sessions: readonly ArmSession[], kind: 'backend' | 'frontend', pair: ArmPair): ArmComparison {
+  const ofKind = sessions.filter((s) => s.kind === kind && (s.policyVersionId === pair.control.id || s.policyVersionId === pair.candidate.id));
+  const a = tally(ofKind.filter((s) => s.policyVersionId === pair.candidate.id));
+  const b = tally(ofKind.filter((s) => s.policyVersionId === pair.control.id));
   return {
     kind,
-    control: figures('control', b),
-    candidate: figures('candidate', a),
+    control: figures('control', pair.control.name, b),
+    candidate: figures('candidate', pair.candidate.name, a),
     differences: {
       success: compareProportions(a.successes, a.evaluated, b.successes, b.evaluated),
       score: compareMeans(a.scores, b.scores),
@@ -140,12 +146,64 @@ export function compareArms(sessions: readonly ArmSession[], kind: 'backend' | '
       turns: compareMeans(a.turns, b.turns),
       abandonment: compareProportions(a.abandoned, a.ended, b.abandoned, b.ended),
     },
+    paired: pairedByTask(ofKind, pair),
   };
 }
 
-/** One comparison per kind of task that the experiment's sessions played. */
-export function compareExperiment(sessions: readonly ArmSession[]): ArmComparison[] {
-  return (['backend', 'frontend'] as const).filter((k) => sessions.some((s) => s.kind === k)).map((k) => compareArms(sessions, k));
+/** One comparison per kind of task that the two arms played. */
+export function compareExperiment(sessions: readonly ArmSession[], pair: ArmPair): ArmComparison[] {
+  const played = sessions.filter((s) => s.policyVersionId === pair.control.id || s.policyVersionId === pair.candidate.id);
+  return (['backend', 'frontend'] as const).filter((k) => played.some((s) => s.kind === k)).map((k) => compareArms(played, k, pair));
+}
+
+// ------------------------------------------------------------------------------------------- a study's arms
+
+export interface ArmsStatus {
+  study: StudyWithArms;
+  /** The A/B period compared: the running one, else (when the study compares no arms of its own) the latest. */
+  experiment: RunningExperiment | null;
+  comparisons: ArmComparison[];
+}
+
+/** The reference arm of a study made with several arms: the deployed version, else the largest share, else by name. */
+function referenceFirst(arms: StudyWithArms['arms']): StudyWithArms['arms'] {
+  const deployed = (a: StudyWithArms['arms'][number]) => (a.policyVersion.status === 'deployed' ? 1 : 0);
+  return [...arms].sort((a, b) => deployed(b) - deployed(a) || b.share - a.share || a.policyVersion.name.localeCompare(b.policyVersion.name));
+}
+
+/** How a study's arms compare (see the file's comment); no comparison when it has had no arms to compare. */
+export async function armsStatus(prisma: PrismaClient, study: StudyWithArms): Promise<ArmsStatus> {
+  const running = await runningExperiment(prisma, study.id);
+  if (!running && study.arms.length > 1) {
+    const [reference, ...others] = referenceFirst(study.arms).map((a) => a.policyVersion);
+    const sessions = await armSessions(prisma, { studyId: study.id });
+    return { study, experiment: null, comparisons: others.flatMap((o) => compareExperiment(sessions, { control: reference!, candidate: o })) };
+  }
+  const e = running ?? (await latestExperiment(prisma, study.id));
+  if (!e) return { study, experiment: null, comparisons: [] };
+  return { study, experiment: e, comparisons: compareExperiment(await armSessions(prisma, { experimentId: e.id }), { control: e.control, candidate: e.candidate }) };
+}
+
+/** The figures a comparison stopped with, kept in its audit entry (estimates and p-values per kind). */
+export function summaryForAudit(comparisons: readonly ArmComparison[]): Record<string, unknown>[] {
+  // JSON has no NaN (an arm without data): stored as null.
+  const v = (x: number) => (Number.isFinite(x) ? x : null);
+  return comparisons.map((c) => ({
+    kind: c.kind,
+    control: c.control.version,
+    candidate: c.candidate.version,
+    sessions: { control: c.control.sessions, candidate: c.candidate.sessions },
+    success: { control: v(c.control.success.estimate), candidate: v(c.candidate.success.estimate), p: v(c.differences.success.pValue) },
+    score: { control: v(c.control.score.estimate), candidate: v(c.candidate.score.estimate), p: v(c.differences.score.pValue) },
+    pairedByTask: { tasks: c.paired.tasks, success: v(c.paired.success.difference.estimate), successP: v(c.paired.success.pValue), score: v(c.paired.score.difference.estimate), scoreP: v(c.paired.score.pValue) },
+  }));
+}
+
+/** Stops a study's comparison of arms (prisma/experiment-store.ts stopArms), its audit entry holding the final figures. */
+export async function stopStudyArms(db: Database, actor: string, study: StudyWithArms, r: StopRequest): Promise<StopResult> {
+  const status = await armsStatus(db.prisma, study);
+  const live = !status.experiment || status.experiment.status === 'running';
+  return stopArms(db, actor, study.name, r, { figures: live ? summaryForAudit(status.comparisons) : [] });
 }
 
 // ------------------------------------------------------------------------------------------- showing it
@@ -182,19 +240,48 @@ export function comparisonRows(c: ArmComparison): [string, string, string, strin
   ];
 }
 
-export function describeExperiment(e: RunningExperiment): string {
-  const when = e.stoppedAt ? `stopped ${e.stoppedAt.toISOString().slice(0, 16)} (${e.outcome})` : `running since ${e.startedAt.toISOString().slice(0, 16)}`;
-  return `Experiment ${e.id.slice(0, 8)}: candidate **${e.candidate.name}** vs control **${e.control.name}**, ${Math.round(e.share * 100)}% of new sessions on the candidate (seed ${e.seed}); ${when} UTC.`;
+/** The paired-by-task line of a comparison: the differences within tasks both arms played, with Wilcoxon's p. */
+export function pairedLine(c: ArmComparison): string {
+  if (c.paired.tasks === 0) return 'paired by task: no task was played (and scored) in both arms yet';
+  const pts = (v: number) => `${(100 * v).toFixed(1)} pts`;
+  const one = (label: string, d: PairedDifference, f: (v: number) => string) => {
+    const e = d.difference;
+    const signed = (v: number) => (v >= 0 ? '+' : '') + f(v);
+    const ci = Number.isFinite(e.lo) ? ` [${signed(e.lo)}, ${signed(e.hi)}]` : '';
+    const p = Number.isFinite(d.pValue) ? `, p=${d.pValue < 0.001 ? d.pValue.toExponential(1) : d.pValue.toFixed(3)}` : '';
+    return `${label} ${signed(e.estimate)}${ci}${p}`;
+  };
+  const score = c.kind === 'backend' ? one('% tests passed', c.paired.score, pts) : one('similarity', c.paired.score, (v) => v.toFixed(3));
+  return `paired by task (${c.paired.tasks} task(s) played in both arms): success ${one('', c.paired.success, pts).trim()}; ${score} (Wilcoxon signed-rank)`;
 }
 
-/** The status as Discord text: per kind, each arm's figures with 95% intervals and the difference with its p-value. */
-export function formatExperimentStatus(e: RunningExperiment, comparisons: readonly ArmComparison[]): string {
-  const lines = [describeExperiment(e)];
-  if (comparisons.length === 0) lines.push('No session has been played in it yet.');
-  for (const c of comparisons) {
-    lines.push('', `**${c.kind}** — control: ${c.control.sessions} session(s) (${c.control.ended} ended), candidate: ${c.candidate.sessions} session(s) (${c.candidate.ended} ended)`);
+export function describeExperiment(e: RunningExperiment): string {
+  const when = e.stoppedAt ? `stopped ${e.stoppedAt.toISOString().slice(0, 16)} (${e.outcome})` : `running since ${e.startedAt.toISOString().slice(0, 16)}`;
+  return `Experiment ${e.id.slice(0, 8)} in study **${e.study.name}**: candidate **${e.candidate.name}** vs control **${e.control.name}**, ${e.share}% of each task's sessions on the candidate; ${when} UTC.`;
+}
+
+/** The status as text (Discord, the CLI): per kind, each arm's figures with 95% intervals and the differences with p-values. */
+export function formatArmsStatus(st: ArmsStatus): string {
+  const arms = st.study.arms.map((a) => `${a.policyVersion.name} ${a.share}%`).join(', ');
+  const lines = [
+    st.experiment
+      ? describeExperiment(st.experiment)
+      : st.study.arms.length > 1
+        ? `Study **${st.study.name}** compares its arms: ${arms}.`
+        : `Study **${st.study.name}** compares no arms (${arms || 'the deployed version'} plays it) and has had no experiment. Start one with /mod experiment start or sweetloop study arms start.`,
+  ];
+  if (st.experiment && st.experiment.status !== 'running') lines.push(`Study **${st.study.name}** is now played by ${arms || 'the deployed version'}.`);
+  if (comparisonsEmpty(st)) lines.push('No session has been played in it yet.');
+  for (const c of st.comparisons) {
+    lines.push(
+      '',
+      `**${c.kind}** — control ${c.control.version}: ${c.control.sessions} session(s) (${c.control.ended} ended), candidate ${c.candidate.version}: ${c.candidate.sessions} session(s) (${c.candidate.ended} ended)`,
+    );
     for (const [label, control, candidate, diff] of comparisonRows(c)) lines.push(`${label}: control ${control} · candidate ${candidate} · ${diff}`);
+    lines.push(pairedLine(c));
   }
-  lines.push('', '95% intervals: Wilson (proportions), Student t (means); differences are candidate minus control (Newcombe / Welch).');
+  if (st.comparisons.length) lines.push('', '95% intervals: Wilson (proportions), Student t (means); differences are candidate minus control (Newcombe / Welch; within tasks: t interval).');
   return lines.join('\n');
 }
+
+const comparisonsEmpty = (st: ArmsStatus) => st.comparisons.length === 0 && (st.experiment !== null || st.study.arms.length > 1);

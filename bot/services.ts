@@ -12,9 +12,10 @@ import { audit, recordRole, setPaused } from '../prisma/moderation-store.ts';
 import { markProcessed, pruneProcessed } from '../prisma/event-store.ts';
 import { withDbRetry } from './retry.ts';
 import { gateStatsLine, lastGateDecision } from './report/gate.ts';
-import { experimentSessions, latestExperiment, startExperiment, stopExperiment, type ExperimentOutcome, type RunningExperiment } from '../prisma/experiment-store.ts';
+import { armsStudy, startExperiment, type ExperimentOutcome, type RunningExperiment, type StopResult } from '../prisma/experiment-store.ts';
 import { excludeFromTraining, includeInTraining, listParticipants, refreshQuality, type ParticipantListing } from '../prisma/quality-store.ts';
-import { compareExperiment, type ArmComparison } from './experiments.ts';
+import { armsStatus, stopStudyArms, type ArmsStatus } from './experiments.ts';
+import { studyFor, type Place } from './assign.ts';
 import { offerComparison, recordPreference, PreferenceError, type Comparison, type PreferenceChoice } from '../prisma/preference-store.ts';
 import { findParticipant } from '../prisma/participant-store.ts';
 import { admission } from './session/admission.ts';
@@ -90,24 +91,28 @@ export class BotServices {
     return this.retry(() => deployPolicyByName(this.db, a.id, name, { notify: 'best-effort', guildId: a.guildId }), onWaiting);
   }
 
-  /** Starts an A/B experiment of `candidate` against the deployed version (audited); `share` in (0, 1). */
-  startExperiment(actor: string, candidate: string, share: number, seed: number, onWaiting?: () => unknown): Promise<RunningExperiment> {
-    return this.retry(() => startExperiment(this.db, actor, { candidate, share, seed }), onWaiting);
+  /** The study an A/B started or stopped at `where` acts on: the one bot/assign.ts would join there. */
+  private async studyHere(where: Place, onWaiting?: () => unknown) {
+    const { study } = await this.retry(() => studyFor(this.db.prisma, where), onWaiting);
+    return study;
   }
 
-  /** The running (else the latest) experiment with each kind's arm comparison; null when there never was one. */
-  async experimentStatus(onWaiting?: () => unknown): Promise<{ experiment: RunningExperiment; comparisons: ArmComparison[] } | null> {
-    const experiment = await this.retry(() => latestExperiment(this.db.prisma), onWaiting);
-    if (!experiment) return null;
-    const sessions = await this.retry(() => experimentSessions(this.db.prisma, experiment.id), onWaiting);
-    return { experiment, comparisons: compareExperiment(sessions) };
+  /** Starts an A/B of `candidate` (`share` percent) in the study collecting at `where` (audited). */
+  async startExperiment(actor: string, where: Place, candidate: string, share: number, onWaiting?: () => unknown): Promise<RunningExperiment> {
+    const study = await this.studyHere(where, onWaiting);
+    return this.retry(() => startExperiment(this.db, actor, { study: study.name, candidate, share }), onWaiting);
   }
 
-  /** Stops the running experiment; promote deploys its candidate (audited, with the final figures). */
-  async stopExperiment(actor: string, outcome: ExperimentOutcome, onWaiting?: () => unknown) {
-    const status = await this.experimentStatus(onWaiting);
-    const figures = status?.experiment.status === 'running' ? summaryForAudit(status.comparisons) : {};
-    return this.retry(() => stopExperiment(this.db, actor, outcome, { figures }), onWaiting);
+  /** How the arms of the study collecting at `where` compare (its running, else latest, A/B). */
+  async experimentStatus(where: Place, onWaiting?: () => unknown): Promise<ArmsStatus> {
+    const study = await this.studyHere(where, onWaiting);
+    return this.retry(() => armsStatus(this.db.prisma, study), onWaiting);
+  }
+
+  /** Stops the A/B of the study collecting at `where`; promote deploys its candidate (audited, with the final figures). */
+  async stopExperiment(actor: string, where: Place, outcome: ExperimentOutcome, onWaiting?: () => unknown): Promise<StopResult> {
+    const { name } = await this.studyHere(where, onWaiting);
+    return this.retry(async () => stopStudyArms(this.db, actor, await armsStudy(this.db.prisma, name), { outcome }), onWaiting);
   }
 
   /**
@@ -205,20 +210,4 @@ export class BotServices {
     );
     return result;
   }
-}
-
-/** The figures an experiment stopped with, kept in its audit entry (estimates and p-values per kind). */
-function summaryForAudit(comparisons: readonly ArmComparison[]): Record<string, unknown> {
-  // JSON has no NaN (an arm without data): stored as null.
-  const v = (x: number) => (Number.isFinite(x) ? x : null);
-  return Object.fromEntries(
-    comparisons.map((c) => [
-      c.kind,
-      {
-        sessions: { control: c.control.sessions, candidate: c.candidate.sessions },
-        success: { control: v(c.control.success.estimate), candidate: v(c.candidate.success.estimate), p: v(c.differences.success.pValue) },
-        score: { control: v(c.control.score.estimate), candidate: v(c.candidate.score.estimate), p: v(c.differences.score.pValue) },
-      },
-    ]),
-  );
 }

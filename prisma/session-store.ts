@@ -36,9 +36,8 @@ export interface NewSession {
   simulated: boolean;
   guildId?: string | null;
   channelId?: string | null;
-  /** The A/B experiment and arm the session was assigned to (bot/experiments.ts). */
+  /** The A/B period of its study the session was assigned in (bot/assign.ts); its arm is the version playing it. */
   experimentId?: string | null;
-  arm?: 'control' | 'candidate' | null;
   /** A gold check: the finished session whose agent side is replayed (bot/gold.ts). */
   goldSourceId?: string | null;
   /** The study the session was assigned in (bot/assign.ts). */
@@ -58,7 +57,6 @@ export async function createSession(prisma: PrismaClient | Tx, s: NewSession): P
       guildId: s.guildId ?? null,
       channelId: s.channelId ?? null,
       experimentId: s.experimentId ?? null,
-      arm: s.arm ?? null,
       goldSourceId: s.goldSourceId ?? null,
       studyId: s.studyId ?? null,
       consentVersion: s.consentVersion ?? null,

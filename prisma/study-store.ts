@@ -1,4 +1,5 @@
-// Studies at the database level, the only writer of Study, StudyTask, StudyArm and ConsentAcceptance rows:
+// Studies at the database level, the only writer of Study, StudyTask and ConsentAcceptance rows, and of StudyArm
+// rows at creation (an A/B test changes them later: prisma/experiment-store.ts):
 // creating a study (every rule checked first, so bad input creates nothing), its status and consent text, the
 // default study the bot collects in where no other is open, a person's acceptance of a consent version, and
 // the per-study lock that assignment (bot/assign.ts) takes so that two people never overfill a task.
@@ -210,7 +211,8 @@ export async function withStudyLock<T>(prisma: PrismaClient, studyId: string, fn
 
 /**
  * The default study, created on first use, with its pool brought up to the stored tasks (new tasks join at the
- * end of its order). It has no cap per task, no arms (the deployed version plays) and no consent text of its own.
+ * end of its order). It has no cap per task, no arms outside an A/B test (the deployed version plays) and no
+ * consent text of its own.
  */
 export async function defaultStudy(prisma: PrismaClient): Promise<StudyWithArms> {
   const existing = await findStudy(prisma, DEFAULT_STUDY);

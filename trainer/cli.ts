@@ -232,7 +232,7 @@ async function gate(db: Database, s: TrainerSettings, candidate: string, kind: T
       kind,
       plan,
       seed: s.seed,
-      ...(s.promotionHumanAbShare > 0 ? { humanAb: { share: s.promotionHumanAbShare / 100, seed: s.seed } } : {}),
+      ...(s.promotionHumanAbShare > 0 ? { humanAb: { share: s.promotionHumanAbShare / 100 } } : {}),
       play: async (v) => outcomes(await simulate(db.prisma, v, sc, { kind, split: 'test', episodes: games, seed: s.seed, store: false, collaborator })),
     });
     console.log(formatGateEvidence(r.evidence));

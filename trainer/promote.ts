@@ -8,14 +8,16 @@
 //   tie           anything else: no evidence either way                                            -> keep
 // A tie keeps the deployed version: redeploying needs evidence. With a human A/B share configured
 // (PROMOTION_HUMAN_AB_SHARE), a candidate the simulated gate would deploy is not deployed: it stays a candidate
-// and an A/B experiment with people starts (prisma/experiment-store.ts), which a moderator ends with
-// `/mod experiment stop promote|discard`; while another experiment runs, the candidate is only kept. The numbers
+// and an A/B experiment with people starts in the default study, as its arms (prisma/experiment-store.ts, the
+// same code as /mod experiment start and `sweetloop study arms start`), which a moderator ends with
+// `/mod experiment stop promote|discard`; while another experiment runs there, the candidate is only kept. The numbers
 // behind each decision are stored on the candidate (PolicyVersion.metrics.gate) and in the audit log. Deploy and rollback themselves (one deployed
 // version, retire the previous, audit log, NOTIFY policy_deployed) live in prisma/policy-store.ts.
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion, Prisma } from '../prisma/generated/client.ts';
 import { deployedPolicy, recordGateEvidence, switchDeployedPolicy } from '../prisma/policy-store.ts';
 import { ExperimentError, startExperiment, type RunningExperiment } from '../prisma/experiment-store.ts';
+import { DEFAULT_STUDY } from '../prisma/study-store.ts';
 import type { TaskKind } from '../tasks/model.ts';
 import { pairedSuccessGames, type Interval, type PairedSuccessPlan } from '../tasks/stats.ts';
 import { comparePaired, formatDifference, formatP, type GameOutcome, type PairedComparison } from './evaluate.ts';
@@ -58,9 +60,10 @@ export interface GateEvidence {
   plan?: PairedSuccessPlan;
   /**
    * Set when the gate passed but promotion waits for people (PROMOTION_HUMAN_AB_SHARE): the experiment started
-   * with the candidate on `share` of new sessions, or why none could start (one already running).
+   * in `study` with the candidate on `share` (a fraction) of each task's sessions, or why none could start (one
+   * already running). Evidence stored before studies has no `study`.
    */
-  humanAb?: { share: number; experimentId?: string; notStarted?: string };
+  humanAb?: { share: number; study?: string; experimentId?: string; notStarted?: string };
   decidedAt: string;
 }
 
@@ -149,9 +152,10 @@ export interface PromoteOptions {
   actor?: string;
   /**
    * Promote only after a human A/B: a candidate that passes the gate starts an experiment against the deployed
-   * version with `share` (in (0, 1)) of new sessions, seeded by `seed`, instead of being deployed. Unset: deploy.
+   * version in the default study, with `share` (in (0, 1), to the percent) of each task's sessions, instead of
+   * being deployed. Unset: deploy.
    */
-  humanAb?: { share: number; seed: number };
+  humanAb?: { share: number };
 }
 
 /**
@@ -161,7 +165,8 @@ export interface PromoteOptions {
  */
 export async function promote(db: Database, candidateName: string, o: PromoteOptions): Promise<PromotionResult> {
   const actor = o.actor ?? 'trainer';
-  if (o.humanAb && !(o.humanAb.share > 0 && o.humanAb.share < 1)) throw new RangeError(`promote: the human A/B share must be in (0, 1), got ${o.humanAb.share}`);
+  const abPercent = o.humanAb ? Math.round(o.humanAb.share * 100) : 0;
+  if (o.humanAb && !(abPercent >= 1 && abPercent <= 99)) throw new RangeError(`promote: the human A/B share must be in (0, 1), from 1% to 99%, got ${o.humanAb.share}`);
   const candidate = await db.prisma.policyVersion.findUnique({ where: { name: candidateName } });
   if (!candidate) throw new Error(`no policy version named "${candidateName}"`);
   if (candidate.status === 'deployed') throw new Error(`"${candidateName}" is already deployed`);
@@ -182,9 +187,9 @@ export async function promote(db: Database, candidateName: string, o: PromoteOpt
   // With nothing deployed there is no control arm: the candidate is deployed as before.
   let experiment: RunningExperiment | undefined;
   if (o.humanAb && evidence.decision === 'deployed' && deployedBefore) {
-    evidence = { ...evidence, decision: 'kept', humanAb: { share: o.humanAb.share } };
+    evidence = { ...evidence, decision: 'kept', humanAb: { share: o.humanAb.share, study: DEFAULT_STUDY } };
     try {
-      experiment = await startExperiment(db, actor, { candidate: candidate.name, share: o.humanAb.share, seed: o.humanAb.seed });
+      experiment = await startExperiment(db, actor, { study: DEFAULT_STUDY, candidate: candidate.name, share: abPercent });
       evidence.humanAb!.experimentId = experiment.id;
     } catch (err) {
       // Another experiment running (or starting at this moment) is the expected case; anything else is a fault.
@@ -215,7 +220,7 @@ export function formatGateEvidence(e: GateEvidence): string {
   const ab = !e.humanAb
     ? []
     : e.humanAb.experimentId
-      ? [`  promotion waits for people: A/B experiment started, ${e.candidate} on ${Math.round(e.humanAb.share * 100)}% of new sessions; a moderator ends it with /mod experiment stop (promote or discard)`]
+      ? [`  promotion waits for people: A/B experiment started${e.humanAb.study ? ` in study ${e.humanAb.study}` : ''}, ${e.candidate} on ${Math.round(e.humanAb.share * 100)}% of each task's sessions; a moderator ends it with /mod experiment stop (promote or discard)`]
       : [`  promotion waits for people, but no A/B experiment started: ${e.humanAb.notStarted}`];
   if (e.verdict === 'nothing-deployed' || !e.scoreDifference || !e.successDifference) return [head, ...ab].join('\n');
   const pct = (x: number | undefined) => (x === undefined || x === null ? '-' : `${(x * 100).toFixed(1)}%`);

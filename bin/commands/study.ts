@@ -1,11 +1,13 @@
-// `sweetloop study create|list|show|pause|resume|close|consent|payouts|calibrate`: studies (bot/studies.ts resolves the
-// words, prisma/study-store.ts stores them and checks every rule before anything is written; bot/study-progress.ts
-// and bot/study-payouts.ts read them). With DISCORD_TOKEN set, a study does not open without a consent text.
+// `sweetloop study create|list|show|pause|resume|close|consent|payouts|calibrate|arms`: studies (bot/studies.ts
+// resolves the words, prisma/study-store.ts stores them and checks every rule before anything is written;
+// bot/study-progress.ts and bot/study-payouts.ts read them; arms: bin/commands/study-arms.ts). With DISCORD_TOKEN
+// set, a study does not open without a consent text.
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { withDatabase } from './with-database.ts';
 import { choice, integerOption } from './options.ts';
 import type { StudySpec } from '../../bot/studies.ts';
+import { registerStudyArmsCommands } from './study-arms.ts';
 
 /** The command's flags: the study's own words as bot/studies.ts takes them, plus what names files and lists. */
 type CreateOptions = Partial<Pick<StudySpec, 'kind' | 'sample' | 'seed' | 'policy' | 'payPerSession' | 'bonusSuccess' | 'currency' | 'maxSessionsPerPerson' | 'opens' | 'closes'>> &
@@ -173,4 +175,6 @@ export function registerStudyCommands(program: Command): void {
         console.log(`study ${s.name}: consent version ${s.consentVersion} (sha256 ${s.consentSha256})`);
       });
     });
+
+  registerStudyArmsCommands(study); // arms start|status|stop: A/B tests with people (bin/commands/study-arms.ts)
 }

@@ -6,10 +6,9 @@ import { collaboratorView, type CollaboratorView } from '../../tasks/protocol.ts
 import type { Participant, PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import { acceptConsent, findParticipant } from '../../prisma/participant-store.ts';
 import { attachThread, createSession } from '../../prisma/session-store.ts';
-import { acceptStudyConsent, lacksConsent, type StudyWithArms } from '../../prisma/study-store.ts';
+import { acceptStudyConsent, DEFAULT_STUDY, lacksConsent, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
 import { assignTask, neededKind, studyFor, StudyRefusedError, type StudyRefusalReason } from '../assign.ts';
-import { assignSession } from '../experiments.ts';
 import { goldSource } from '../gold.ts';
 import { sessionLimitRefusal } from '../limits.ts';
 import { isBannedIn, isPaused } from '../moderation.ts';
@@ -125,7 +124,7 @@ export class Admissions {
       if (kind === 'frontend' && !ctx.deps.render) {
         throw new RefusedError('no-renderer', 'Frontend sessions need the page renderer, which is not available here.');
       }
-      const { session, playing, assigned, goldSourceId } = await ctx
+      const { session, playing, experimentId, goldSourceId } = await ctx
         .retry(
           () =>
             assignTask(prisma, study, participant.id, kind, async (tx, pick, current) => {
@@ -135,16 +134,18 @@ export class Admissions {
                 throw new RefusedError('no-consent', 'The consent text of this study has changed. Please run /task start again to read the new version.');
               }
               // In the default study, now and then a gold check replays a known session's agent (bot/gold.ts);
-              // otherwise a running A/B experiment decides which version plays (bot/experiments.ts). The
-              // session keeps what it was given.
-              const goldSourceId = pick.arm === null && kind === 'backend' ? await goldSource(tx, pick.taskId, Math.random()) : null;
-              const assigned = pick.arm === null && !goldSourceId ? await assignSession(tx, pick.taskId) : null;
-              const playing = pick.arm?.policyVersion ?? assigned?.policy ?? deployed!;
+              // otherwise the study's arm plays (during an A/B, control or candidate; bot/assign.ts), or the
+              // deployed version where it has none. The session keeps what it was given.
+              const goldSourceId = study.name === DEFAULT_STUDY && kind === 'backend' ? await goldSource(tx, pick.taskId, Math.random()) : null;
+              const experimentId = goldSourceId ? null : pick.experimentId;
+              // An A/B may have begun or ended since the study was read: the pick, made under its lock, decides.
+              const playing = pick.arm?.policyVersion ?? deployed ?? ctx.deps.policies.deployed ?? (await ctx.deps.policies.refresh());
+              if (!playing) throw new RefusedError('no-policy', 'No agent is deployed yet. Please try again later.');
               const session = await createSession(tx, {
                 taskId: pick.taskId,
                 participantId: participant.id,
                 policyVersionId: goldSourceId ? null : playing.id,
-                ...(assigned ? { experimentId: assigned.experimentId, arm: assigned.arm } : {}),
+                ...(experimentId ? { experimentId } : {}),
                 ...(goldSourceId ? { goldSourceId } : {}),
                 studyId: study.id,
                 consentVersion: study.consentText ? study.consentVersion : null,
@@ -153,7 +154,7 @@ export class Admissions {
                 guildId: where.guildId ?? null,
                 channelId: where.channelId ?? null,
               });
-              return { session, playing, assigned, goldSourceId };
+              return { session, playing, experimentId, goldSourceId };
             }),
           hooks,
         )
@@ -170,11 +171,11 @@ export class Admissions {
         kind,
         description: content.description,
         policyName: playing.name,
-        blind: study.arms.length > 1 || assigned !== null || goldSourceId !== null,
+        blind: study.arms.length > 1 || goldSourceId !== null,
         view,
       };
       if (view.kind === 'frontend') started.targetPng = await ctx.deps.render!(view.targetHtml);
-      ctx.deps.log?.info({ session: session.id, kind, task: taskId, study: study.name, policy: goldSourceId ? null : playing.name, arm: assigned?.arm, gold: goldSourceId }, 'session started');
+      ctx.deps.log?.info({ session: session.id, kind, task: taskId, study: study.name, policy: goldSourceId ? null : playing.name, experiment: experimentId, gold: goldSourceId }, 'session started');
       return started;
     });
   }

@@ -1,10 +1,12 @@
 // Promote only after a human A/B (PROMOTION_HUMAN_AB_SHARE): a candidate that passes the simulated gate is not
-// deployed but starts an A/B experiment with people against the deployed version, audited; while one runs, the
-// next passing candidate is only kept, with the reason stored; a moderator's stop with promote then deploys it.
-// With nothing deployed there is no control arm, so the candidate is deployed as before.
+// deployed but starts an A/B experiment with people against the deployed version, as the arms of the default
+// study (the same code as /mod experiment start), audited; while one runs, the next passing candidate is only
+// kept, with the reason stored; a moderator's stop with promote then deploys it and the default study goes back
+// to playing the deployed version. With nothing deployed there is no control arm, so the candidate is deployed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
-import { runningExperiment, stopExperiment } from '../../prisma/experiment-store.ts';
+import { runningExperiment, stopArms } from '../../prisma/experiment-store.ts';
+import { findStudy } from '../../prisma/study-store.ts';
 import { deployedPolicy } from '../../prisma/policy-store.ts';
 import type { GameOutcome } from '../../trainer/evaluate.ts';
 import { formatGateEvidence, promote, type PromoteOptions } from '../../trainer/promote.ts';
@@ -34,14 +36,14 @@ const o: PromoteOptions = {
   gate: { alpha: 0.05, margin: 0 },
   kind: 'backend',
   play: async (v) => games(scores.get(v.name)!),
-  humanAb: { share: 0.3, seed: 7 },
+  humanAb: { share: 0.3 },
 };
 
 describe('promotion through a human A/B', () => {
   it('refuses a share outside (0, 1) before playing any game', async () => {
     await version('bad-share');
     let played = 0;
-    await expect(promote(t.db, 'bad-share', { ...o, humanAb: { share: 1, seed: 1 }, play: async () => (played++, []) })).rejects.toThrow(/share must be in \(0, 1\)/);
+    await expect(promote(t.db, 'bad-share', { ...o, humanAb: { share: 1 }, play: async () => (played++, []) })).rejects.toThrow(/share must be in \(0, 1\)/);
     expect(played).toBe(0);
   });
 
@@ -51,7 +53,7 @@ describe('promotion through a human A/B', () => {
     const rz = await promote(t.db, 'z', o);
     expect(rz.decision).toBe('deployed');
     expect(rz.experiment).toBeUndefined();
-    expect(await runningExperiment(t.prisma)).toBeNull();
+    expect(await t.prisma.experiment.count()).toBe(0);
 
     // b passes the gate: not deployed, an experiment with people starts (candidate b, control z, 30%).
     const b = await version('b');
@@ -60,13 +62,16 @@ describe('promotion through a human A/B', () => {
     expect(rb.decision).toBe('kept');
     expect((await deployedPolicy(t.prisma))!.name).toBe('z');
     expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: b.id } })).status).toBe('candidate');
-    const running = await runningExperiment(t.prisma);
-    expect(running).toMatchObject({ candidate: { name: 'b' }, control: { name: 'z' }, share: 0.3, seed: 7, startedBy: 'trainer' });
+    const study = (await findStudy(t.prisma, 'default'))!;
+    const running = await runningExperiment(t.prisma, study.id);
+    expect(running).toMatchObject({ candidate: { name: 'b' }, control: { name: 'z' }, share: 30, startedBy: 'trainer', study: { name: 'default' } });
+    // The A/B is the default study's arms: z at 70%, b at 30%, which bot/assign.ts assigns sessions by.
+    expect(study.arms.map((a) => [a.policyVersion.name, a.share]).sort()).toEqual([['b', 30], ['z', 70]]);
     expect(rb.experiment!.id).toBe(running!.id);
-    expect(rb.evidence.humanAb).toEqual({ share: 0.3, experimentId: running!.id });
+    expect(rb.evidence.humanAb).toEqual({ share: 0.3, study: 'default', experimentId: running!.id });
     const storedB = (await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: b.id } })).metrics as { gate: { decision: string; humanAb: { experimentId: string } } };
     expect(storedB.gate).toMatchObject({ decision: 'kept', humanAb: { experimentId: running!.id } });
-    expect(formatGateEvidence(rb.evidence)).toMatch(/kept as a candidate b: better than the deployed version[\s\S]*A\/B experiment started, b on 30% of new sessions/);
+    expect(formatGateEvidence(rb.evidence)).toMatch(/kept as a candidate b: better than the deployed version[\s\S]*A\/B experiment started in study default, b on 30% of each task's sessions/);
 
     // c passes too, but an experiment is running: kept, and the reason says so. No second experiment.
     const c = await version('c');
@@ -75,8 +80,8 @@ describe('promotion through a human A/B', () => {
     expect(rc.decision).toBe('kept');
     expect(rc.experiment).toBeUndefined();
     expect(rc.evidence.humanAb!.experimentId).toBeUndefined();
-    expect(rc.evidence.humanAb!.notStarted).toMatch(/already running \(candidate b\)/);
-    expect(formatGateEvidence(rc.evidence)).toMatch(/no A\/B experiment started: An experiment is already running \(candidate b\)/);
+    expect(rc.evidence.humanAb!.notStarted).toMatch(/already running in study "default" \(candidate b\)/);
+    expect(formatGateEvidence(rc.evidence)).toMatch(/no A\/B experiment started: An experiment is already running in study "default" \(candidate b\)/);
     expect(await t.prisma.experiment.count()).toBe(1);
     expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: c.id } })).status).toBe('candidate');
 
@@ -86,10 +91,12 @@ describe('promotion through a human A/B', () => {
     expect(rw.evidence.verdict).toBe('worse');
     expect(rw.evidence.humanAb).toBeUndefined();
 
-    // The moderator ends the experiment with promote: b is deployed.
-    const stopped = await stopExperiment(t.db, 'moderator-1', 'promote');
+    // The moderator ends the experiment with promote: b is deployed, and the default study has no arms again.
+    const stopped = await stopArms(t.db, 'moderator-1', 'default', { outcome: 'promote' });
     expect(stopped.deployed!.name).toBe('b');
+    expect(stopped.experiment).toMatchObject({ status: 'stopped', outcome: 'promote', stoppedBy: 'moderator-1' });
     expect((await deployedPolicy(t.prisma))!.name).toBe('b');
+    expect((await findStudy(t.prisma, 'default'))!.arms).toEqual([]);
 
     const log = await t.prisma.auditLog.findMany({ orderBy: { createdAt: 'asc' } });
     expect(log.map((x) => `${x.actor} ${x.action}:${x.target}`)).toEqual([

@@ -1,20 +1,23 @@
 // End to end: A/B experiments with real people, driven by moderators over the fake Discord (real discord.js
 // client, real Postgres, the real backend sandbox scoring the answers). The candidate's agent answers with the
 // task's reference, the control's with a wrong function, so the arms differ in a known way.
-// - Over 300 sessions started through the engine, the candidate's share falls inside the binomial interval of
-//   the configured share, each task's sessions are split by the permuted blocks, and the stored arms are exactly
-//   those the seeded assignment gives (reproducible).
+// - /mod experiment start sets the arms of the study collecting there (the default study): the deployed version
+//   as control, the candidate with its share. Over 300 sessions started through the engine, every session is
+//   assigned by those arms (bot/assign.ts armFor, replayed here), each task's sessions are split in the share to
+//   within one session and every task with two sessions or more has both arms (paired by task).
 // - The person is not told which version plays.
-// - /mod experiment status shows both arms with intervals and the difference with its p-value.
-// - /mod experiment stop outcome:promote deploys the candidate (audited); discard leaves the deployed version.
+// - /mod experiment status shows both arms with intervals, the difference with its p-value, and the same paired
+//   by task.
+// - /mod experiment stop outcome:promote deploys the candidate (audited) and the default study plays the
+//   deployed version again; discard leaves the deployed version.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
 import type { ChatMessage } from '../../../tasks/agent.ts';
 import type { PolicyVersion } from '../../../prisma/generated/client.ts';
 import type { SessionView } from '../../../bot/session/engine.ts';
-import { armFor } from '../../../bot/experiments.ts';
-import { binomialCdf } from '../../../tasks/stats.ts';
+import { armFor } from '../../../bot/assign.ts';
+import { findStudy } from '../../../prisma/study-store.ts';
 import { writeReport } from '../../../bot/report/report.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +25,8 @@ import { join } from 'node:path';
 import type { FakeUser } from '../../../bot/testing/fake-discord.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 
-const tasks = builtinTasks({ kind: 'backend' }) as (TaskRecord & BackendTask)[];
+// Eight training tasks: the default study fills them in turn, so each gets many sessions of each arm.
+const tasks = builtinTasks({ kind: 'backend', split: 'train' }).slice(0, 8) as (TaskRecord & BackendTask)[];
 
 function taskOf(dialogue: ChatMessage[]): TaskRecord & BackendTask {
   const first = dialogue.find((m) => m.role === 'user')!.content;
@@ -75,13 +79,6 @@ afterAll(async () => {
   await h.stop();
 });
 
-/** Binomial(n, p) quantile: the least k with P(X <= k) >= q. */
-function binomialQuantile(q: number, n: number, p: number): number {
-  let k = 0;
-  while (binomialCdf(k, n, p) < q) k++;
-  return k;
-}
-
 async function people(prefix: string, n: number): Promise<{ externalId: string; displayName: string }[]> {
   const list = Array.from({ length: n }, (_, i) => ({ externalId: `${prefix}${String(i).padStart(4, '0')}`, displayName: `p${i}` }));
   await h.tdb.prisma.participant.createMany({ data: list.map((p) => ({ discordUserId: p.externalId, displayName: p.displayName, consentGivenAt: new Date() })) });
@@ -103,52 +100,61 @@ describe('A/B experiments over the fake Discord', () => {
     expect((await h.reply(guildMod, (r) => /operator/i.test(r.content), 'the operators-only refusal')).content).toMatch(/operators only/i);
     expect((await mod('experiment start', { candidate: 'nope', share: 30 })).content).toContain('No policy version named "nope"');
     expect((await mod('experiment start', { candidate: 'test-policy', share: 30 })).content).toContain('is the deployed version already');
-    expect((await mod('experiment status', {})).content).toContain('No experiment has been run yet');
+    expect((await mod('experiment status', {})).content).toContain('No experiment has been run yet in study default');
     expect(await h.tdb.prisma.experiment.count()).toBe(0);
   });
 
-  it('assigns 30% of 300 new sessions to the candidate, balanced per task, reproducibly', async () => {
-    const started = await mod('experiment start', { candidate: 'cand-1', share: 30, seed: 7 });
+  it('assigns 300 new sessions of the default study by its arms, 30% to the candidate within each task, paired by task', async () => {
+    const started = await mod('experiment start', { candidate: 'cand-1', share: 30 });
     expect(started.content).toContain('Started');
-    expect(started.content).toContain('30% of new sessions on the candidate');
+    expect(started.content).toContain("in study **default**: candidate **cand-1** vs control **test-policy**, 30% of each task's sessions on the candidate");
     const e = await h.tdb.prisma.experiment.findFirstOrThrow({ where: { status: 'running' } });
     expect(e.controlId).toBe(h.policy.id);
     expect(await h.tdb.prisma.auditLog.count({ where: { action: 'experiment.start', target: 'cand-1' } })).toBe(1);
+    // The experiment is the default study's arms: one assignment mechanism.
+    const study = (await findStudy(h.tdb.prisma, 'default'))!;
+    expect(e.studyId).toBe(study.id);
+    expect(study.arms.map((a) => [a.policyVersion.name, a.share]).sort()).toEqual([['cand-1', 30], ['test-policy', 70]]);
 
     const crowd = await people('4000000000000', 300);
-    for (const p of crowd) await h.runtime.engine.start(p, 'backend');
-    const sessions = await h.tdb.prisma.session.findMany({ where: { experimentId: e.id }, orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] });
-    expect(sessions).toHaveLength(300);
-    const onCandidate = sessions.filter((s) => s.arm === 'candidate');
-    // The 99.9% two-sided binomial interval of the count under Binomial(300, 0.3).
-    const lo = binomialQuantile(0.0005, 300, 0.3);
-    const hi = binomialQuantile(0.9995, 300, 0.3);
-    expect(onCandidate.length).toBeGreaterThanOrEqual(lo);
-    expect(onCandidate.length).toBeLessThanOrEqual(hi);
-    // The arm decides the version; every session has one.
-    for (const s of sessions) expect(s.policyVersionId).toBe(s.arm === 'candidate' ? candidate.id : h.policy.id);
-    // Per task: the n-th session's arm is the seeded block's (reproducible), and a task's split never strays
-    // from 30% by more than one block's worth (blocks of 10 hold 3 candidate slots).
+    const order: string[] = [];
+    for (const p of crowd) order.push((await h.runtime.engine.start(p, 'backend')).sessionId);
+    const stored = await h.tdb.prisma.session.findMany({ where: { experimentId: e.id } });
+    expect(stored).toHaveLength(300);
+    const sessions = order.map((id) => stored.find((s) => s.id === id)!);
+    for (const s of sessions) expect([h.policy.id, candidate.id]).toContain(s.policyVersionId);
+    const positions = new Map((await h.tdb.prisma.studyTask.findMany({ where: { studyId: study.id } })).map((x) => [x.taskId, x.position]));
     const byTask = new Map<string, typeof sessions>();
     for (const s of sessions) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
-    expect(byTask.size).toBeGreaterThan(5);
+    expect(byTask.size).toBe(tasks.length);
     for (const [taskId, list] of byTask) {
-      list.forEach((s, n) => expect(s.arm).toBe(armFor(e, taskId, n)));
-      const cand = list.filter((s) => s.arm === 'candidate').length;
-      expect(Math.abs(cand - 0.3 * list.length)).toBeLessThanOrEqual(7);
+      // Replaying the study's rule in the order the sessions started gives exactly the stored arms.
+      const counts = new Map<string, number>();
+      for (const s of list) {
+        expect(s.policyVersionId).toBe(armFor(study, positions.get(taskId)!, counts).policyVersionId);
+        counts.set(s.policyVersionId!, (counts.get(s.policyVersionId!) ?? 0) + 1);
+      }
+      const cand = list.filter((s) => s.policyVersionId === candidate.id).length;
+      expect(Math.abs(cand - 0.3 * list.length)).toBeLessThan(1);
+      expect(list.length).toBeGreaterThanOrEqual(2);
+      expect(cand).toBeGreaterThan(0);
+      expect(cand).toBeLessThan(list.length);
     }
+    const onCandidate = sessions.filter((s) => s.policyVersionId === candidate.id);
+    expect(Math.abs(onCandidate.length - 90)).toBeLessThan(tasks.length);
     for (const p of crowd) await h.runtime.engine.stop(p.externalId);
 
     const stopped = await mod('experiment stop', { outcome: 'discard' });
     expect(stopped.content).toContain('discarded');
     expect((await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { id: h.policy.id } })).status).toBe('deployed');
     expect((await h.tdb.prisma.experiment.findUniqueOrThrow({ where: { id: e.id } })).outcome).toBe('discard');
-    // Sessions keep the arm they were played in.
-    expect(await h.tdb.prisma.session.count({ where: { experimentId: e.id, arm: 'candidate' } })).toBe(onCandidate.length);
+    // The default study plays the deployed version again; sessions keep the period and version they were played in.
+    expect((await findStudy(h.tdb.prisma, 'default'))!.arms).toEqual([]);
+    expect(await h.tdb.prisma.session.count({ where: { experimentId: e.id, policyVersionId: candidate.id } })).toBe(onCandidate.length);
   }, 300_000);
 
   it('the person is not told which version plays', async () => {
-    await mod('experiment start', { candidate: 'cand-1', share: 50, seed: 11 });
+    await mod('experiment start', { candidate: 'cand-1', share: 50 });
     const alice = h.fake.user('alice');
     askFirst = true;
     let threadId: string;
@@ -181,13 +187,13 @@ describe('A/B experiments over the fake Discord', () => {
       expect(await h.runtime.engine.advance(s.sessionId, quietView)).toBe('awaiting-rating');
       await h.runtime.engine.rate(s.sessionId, p, 1 + (k % 5));
     }
-    const arms = await h.tdb.prisma.session.groupBy({ by: ['arm'], where: { experimentId: e.id, status: 'answered' }, _count: { _all: true } });
-    expect(arms.map((a) => a.arm).sort()).toEqual(['candidate', 'control']);
+    const arms = await h.tdb.prisma.session.groupBy({ by: ['policyVersionId'], where: { experimentId: e.id, status: 'answered' }, _count: { _all: true } });
+    expect(arms.map((a) => a.policyVersionId).sort()).toEqual([h.policy.id, candidate.id].sort());
 
     const status = await mod('experiment status', {});
     const text = status.content;
     expect(text).toContain('candidate **cand-1** vs control **test-policy**');
-    expect(text).toMatch(/\*\*backend\*\* — control: \d+ session\(s\)/);
+    expect(text).toMatch(/\*\*backend\*\* — control test-policy: \d+ session\(s\)/);
     // The candidate answers with the reference (all tests pass), the control does not.
     expect(text).toMatch(/success: control 0\.0% \[0\.0%, [\d.]+%\] · candidate 100\.0% \[[\d.]+%, 100\.0%\] · difference \+100\.0 pts \[\+[\d.]+ pts, \+100\.0 pts\], p=[\d.e-]+ \(Fisher\)/);
     expect(text).toMatch(/% tests passed: control [\d.]+% /);
@@ -196,6 +202,8 @@ describe('A/B experiments over the fake Discord', () => {
     expect(text).toMatch(/abandoned: control/);
     const p = Number(/success:.*p=([\d.e-]+)/.exec(text)![1]);
     expect(p).toBeLessThan(0.05);
+    // Paired by task: the eight tasks got two sessions each (the default study fills the fewest first), one per arm.
+    expect(text).toContain('paired by task (8 task(s) played in both arms): success +100.0 pts [+100.0 pts, +100.0 pts], p=0.008; % tests passed +');
 
     const stopped = await mod('experiment stop', { outcome: 'promote' });
     expect(stopped.content).toContain('cand-1 is promoted and deployed');
@@ -204,7 +212,9 @@ describe('A/B experiments over the fake Discord', () => {
     const audits = await h.tdb.prisma.auditLog.findMany({ where: { action: { in: ['experiment.promote', 'experiment.stop'] } }, orderBy: { createdAt: 'asc' } });
     expect(audits.some((a) => a.action === 'experiment.promote' && a.target === 'cand-1')).toBe(true);
     const stopAudit = audits.filter((a) => a.action === 'experiment.stop').at(-1)!;
-    expect((stopAudit.detail as { outcome: string }).outcome).toBe('promote');
+    expect(stopAudit.detail).toMatchObject({ outcome: 'promote', study: 'default', experimentId: e.id, arms: 'the deployed version' });
+    expect((stopAudit.detail as { figures: { pairedByTask: { tasks: number } }[] }).figures[0]!.pairedByTask.tasks).toBe(8);
+    expect((await findStudy(h.tdb.prisma, 'default'))!.arms).toEqual([]);
     // New sessions now get the candidate, with no experiment running.
     const [late] = await people('6000000000000', 1);
     const s = await h.runtime.engine.start(late!, 'backend');
@@ -227,6 +237,8 @@ describe('A/B experiments over the fake Discord', () => {
       expect(md).toMatch(/\| success \| 0\.0% \[0\.0%, [\d.]+%\] \| 100\.0% \[[\d.]+%, 100\.0%\] \| difference \+100\.0 pts .*p=[\d.e-]+ \(Fisher\) \|/);
       expect(md).toMatch(/\| % tests passed \| /);
       expect(md).toMatch(/\| abandoned \| /);
+      expect(md).toContain('in study default: 50% of each task\'s sessions on the candidate');
+      expect(md).toContain('paired by task (8 task(s) played in both arms): success +100.0 pts');
       const json = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
       expect(json.experiments[0].comparisons[0].kind).toBe('backend');
     } finally {

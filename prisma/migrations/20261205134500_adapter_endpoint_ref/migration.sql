@@ -2,7 +2,7 @@
 ALTER TYPE "PolicyStatus" ADD VALUE 'removed';
 
 -- Adapter versions used to carry a copy of their endpoint version's serving settings (URL, model, key variable,
--- window, sampling, base directory); trainer/policies/serving.ts now reads those from the endpoint version, so
+-- window, sampling, base directory), and trainer/policies/serving.ts now reads those from the endpoint version, so
 -- that moving the server is one update. Keep only the reference and the adapter's own name on the server.
 -- Adapters on a checkpoint version (served by `sweetloop serve`, trainer/serve/follow.ts) are left as they are.
 UPDATE "PolicyVersion" AS a

@@ -36,6 +36,7 @@ export async function startExperiment(db: Database, actor: string, o: { candidat
       const known = await tx.policyVersion.findMany({ where: { status: 'candidate' }, select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
       throw new ExperimentError(`No policy version named "${o.candidate}". Candidates: ${known.map((k) => k.name).join(', ') || 'none'}.`);
     }
+    if (candidate.status === 'removed') throw new ExperimentError(`"${candidate.name}" was removed (sweetloop policy remove): it cannot be a candidate.`);
     const control = await deployedPolicy(tx as unknown as PrismaClient);
     if (!control) throw new ExperimentError('No version is deployed: an experiment compares a candidate with the deployed version.');
     if (control.id === candidate.id) throw new ExperimentError(`"${candidate.name}" is the deployed version already.`);

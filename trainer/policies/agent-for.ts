@@ -2,7 +2,9 @@
 // answers: a checkpoint served by Sweetloop's own server (trainer/serve/local.ts: the bot) or by the in-process
 // tfjs worker (trainer/model/policy.ts: training, simulation), an agent over any OpenAI-compatible server
 // (endpoint-agent.ts, through tasks/chat-client.ts), or a LoRA adapter hot-loaded into a vLLM server
-// (vllm-adapters.ts); registry.ts registers endpoint and adapter versions, serving.ts checks their settings.
+// (vllm-adapters.ts); registry.ts registers endpoint and adapter versions, serving.ts checks their settings,
+// adapter-check.ts and adapter-import.ts check and copy an adapter made elsewhere, lifecycle.ts moves an endpoint
+// version's server and removes versions.
 // Files here may import tasks/, prisma/ and trainer/.
 //
 // This file: the one way to get an Agent for a policy version, whatever serves it. The bot's engine,

@@ -103,7 +103,7 @@ export function servedAt(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving' | 'c
 /**
  * What a training run starting from `v` trains: a checkpoint's own weights, or, for a version served by an
  * endpoint, the served model's local directory (`baseModelDir`): the run then trains and publishes a LoRA adapter
- * for that server (`servedBy`: the serving settings it inherits and the endpoint version that loads it).
+ * for that server (`servedBy`: the endpoint version that serves it, with that version's settings at the start).
  */
 export async function trainingBaseOf(prisma: PrismaClient, v: PolicyVersion): Promise<{ dir: string; servedBy?: Serving & { endpointVersionId: string } }> {
   if (v.kind === 'checkpoint') {

@@ -41,7 +41,7 @@ export function registerPolicyCommands(program: Command): void {
       await withDatabase(async (db) => console.log(`rolled back to ${(await rollbackPolicy(db, 'cli')).name}`));
     });
 
-  const policy = program.command('policy').description('Register policy versions served by OpenAI-compatible servers, and list every version');
+  const policy = program.command('policy').description('Register, move and remove policy versions served by OpenAI-compatible servers (models or LoRA adapters on them), and list every version');
 
   policy
     .command('add <name>')
@@ -60,7 +60,13 @@ export function registerPolicyCommands(program: Command): void {
     .option('--no-check', 'register without asking the server (it must then answer by the time the version is used)')
     .action(async (name: string, o: AddOptions) => {
       if (!!o.endpoint === !!o.adapter) throw new Error('give either --endpoint URL --model MODEL (a model on a server) or --adapter DIR --on ENDPOINT_VERSION (a LoRA adapter on one)');
-      if (o.adapter) return addAdapter(name, o.adapter, o.on);
+      if (o.adapter) {
+        // An adapter is served with its endpoint version's settings: options of an endpoint would be ignored.
+        const endpointOnly = (['model', 'apiKeyEnv', 'contextWindow', 'temperature', 'topP', 'maxTokens', 'baseModelDir', 'maxLoraRank'] as const).filter((k) => o[k] !== undefined);
+        if (endpointOnly.length) throw new Error(`--adapter takes its endpoint version's settings: drop ${endpointOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}`);
+        return addAdapter(name, o.adapter, o.on);
+      }
+      if (o.on) throw new Error('--on goes with --adapter DIR');
       if (!o.model) throw new Error('--endpoint needs --model MODEL: the model name the server serves');
       const { registerEndpointVersion } = await import('../../trainer/policies/registry.ts');
       const { servedAt, servingOf } = await import('../../trainer/policies/serving.ts');

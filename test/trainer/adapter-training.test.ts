@@ -22,6 +22,7 @@ import { readSafetensors } from '../../trainer/model/safetensors.ts';
 import { loadAgent, type LoadedAgent } from '../../trainer/policies/agent-for.ts';
 import { registerEndpointVersion } from '../../trainer/policies/registry.ts';
 import { resolveServing, servingOf } from '../../trainer/policies/serving.ts';
+import { checkAdapterDir } from '../../trainer/policies/adapter-check.ts';
 import { adapterNameFor } from '../../trainer/policies/vllm-adapters.ts';
 import { createRun, executeRun, RunInterrupted, type RunConfig } from '../../trainer/runs.ts';
 import { scratchDir, seedSessions, tinyPolicy } from './fixture.ts';
@@ -109,6 +110,8 @@ describe('LoRA training on an endpoint version\'s base model', () => {
     const dir = adapter.checkpointPath!;
     expect(readdirSync(dir).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
     expect(JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8'))).toMatchObject({ peft_type: 'LORA', task_type: 'CAUSAL_LM', r: 4, lora_alpha: 8, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'], base_model_name_or_path: base.baseModelDir });
+    // What the trainer writes passes the check an adapter made elsewhere gets (sweetloop policy add --adapter).
+    expect(await checkAdapterDir(dir, { baseNames: [SERVED_MODEL, base.baseModelDir!], maxRank: 16, endpointName: endpoint.name })).toMatchObject({ rank: 4, alpha: 8 });
     const weights = await readSafetensors(join(dir, 'adapter_model.safetensors'));
     const names = [...weights.keys()];
     expect(names.length).toBe(8); // 1 layer x 4 modules x (A, B)

@@ -1,8 +1,8 @@
 // `sweetloop policy add NAME --adapter DIR --on ENDPOINT`: a LoRA adapter made anywhere becomes a version
 // "adapter NAME on endpoint version ENDPOINT". Everything is checked before anything is written (the name, the
 // endpoint version, the directory: adapter-check.ts), then the directory is copied into the adapters directory
-// the server loads from (ADAPTERS_DIR) under the version's name, and registered through registerAdapterVersion,
-// the one path every adapter version takes (the trainer's too, through the same serving reference). A refusal
+// the server loads from (ADAPTERS_DIR) under the version's name, and registered through registerAdapterVersion
+// (the trainer's adapters get the same serving reference, serving.ts adapterServing). A refusal
 // leaves neither a row nor a copy. Deploying it then loads it like any adapter version (agent-for.ts).
 import { cp, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';

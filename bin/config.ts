@@ -50,6 +50,8 @@ export const configSchema = z.object({
   LOCAL_SERVE_MAX_BATCH: positiveInt.max(1024, 'expected at most 1024').default(32).describe('Most sequences the bot\'s local server decodes together per checkpoint version.'),
   LOCAL_SERVE_MAX_QUEUE: z.coerce.number({ message: 'expected a number' }).int('expected an integer').min(0, 'expected an integer >= 0').default(256).describe('Requests waiting beyond the batch before the bot\'s local server answers 429 (the bot\'s chat client then retries).'),
   CHECKPOINT_DIR: z.string().default('./data/checkpoints').describe('Where policy checkpoints and training state are written.'),
+  ADAPTERS_DIR: z.string().min(1).optional().describe('Where `sweetloop policy add NAME --adapter DIR` copies LoRA adapters; the vLLM server loads them from this path, so it must see it at the same path (same machine or a shared mount). Unset: CHECKPOINT_DIR/adapters.'),
+  VLLM_MAX_LORA_RANK: positiveInt.default(16).describe('Largest LoRA rank an endpoint version\'s server accepts (vLLM\'s --max-lora-rank, whose default is 16), unless the version records its own (`policy add|update --max-lora-rank`); adapters of a higher rank are refused.'),
   SEED: z.coerce.number().int().default(1234).describe('Seed for the starter policy and generators.'),
   REWARD_RATING_WEIGHT: unit.default(0).describe('Weight of the human rating in the reward (0 = evaluation score only).'),
   PROMOTION_ALPHA: z.coerce.number({ message: 'expected a number' }).gt(0, 'expected a number in (0, 0.5)').lt(0.5, 'expected a number in (0, 0.5)').default(0.05).describe('Significance level of the promotion gate\'s paired tests: a candidate is deployed only when it plays the same held-out games significantly better than the deployed version.'),

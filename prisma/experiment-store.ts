@@ -63,6 +63,7 @@ export async function startExperiment(db: Database, actor: string, o: { study: s
       const known = await tx.policyVersion.findMany({ where: { status: 'candidate' }, select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
       throw new ExperimentError(`No policy version named "${o.candidate}". Candidates: ${known.map((k) => k.name).join(', ') || 'none'}.`);
     }
+    if (candidate.status === 'removed') throw new ExperimentError(`"${candidate.name}" was removed (sweetloop policy remove): it cannot be a candidate.`);
     if (study.arms.length > 1) {
       throw new ExperimentError(`Study "${study.name}" already splits its sessions between arms (${armList(study)}); end that first with \`sweetloop study arms stop ${study.name} --promote VERSION\` or \`--discard VERSION\`.`);
     }

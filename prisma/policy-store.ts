@@ -5,10 +5,13 @@
 // Deploy and rollback by name are here too, with errors worded for a person (PolicyError): the bot's /mod
 // commands, the CLI and the trainer's promotion all call these, so the rules cannot drift apart. New versions
 // come in through registerVersion alone (training runs, endpoint and adapter registrations, the bot's first
-// start), always as candidates: only switchDeployedPolicy makes one deployed.
+// start), always as candidates: only switchDeployedPolicy makes one deployed. A version leaves through
+// removePolicyVersion (status 'removed', the row kept for the sessions and runs that name it); an endpoint
+// version's address changes through updateServing.
 import { randomUUID } from 'node:crypto';
 import type { Database } from './db.ts';
 import type { PolicyVersion, Prisma, PrismaClient } from './generated/client.ts';
+import { audit } from './moderation-store.ts';
 
 export const POLICY_CHANNEL = 'policy_deployed';
 
@@ -88,7 +91,7 @@ export async function deployedPolicy(prisma: PrismaClient): Promise<PolicyVersio
 export async function previouslyDeployedPolicy(prisma: PrismaClient): Promise<PolicyVersion | null> {
   const current = await deployedPolicy(prisma);
   return prisma.policyVersion.findFirst({
-    where: { deployedAt: { not: null }, status: { not: 'deployed' }, ...(current ? { id: { not: current.id } } : {}) },
+    where: { deployedAt: { not: null }, status: { notIn: ['deployed', 'removed'] }, ...(current ? { id: { not: current.id } } : {}) },
     orderBy: { deployedAt: 'desc' },
   });
 }
@@ -154,6 +157,7 @@ export async function deployPolicyByName(db: Database, actor: string, name: stri
     throw new PolicyError(`No policy version named "${name}". Recent versions: ${known.map((k) => k.name).join(', ') || 'none'}.`);
   }
   if (target.status === 'deployed') throw new PolicyError(`"${name}" is already deployed.`);
+  if (target.status === 'removed') throw new PolicyError(`"${name}" was removed (sweetloop policy remove): it cannot be deployed.`);
   return switchDeployedPolicy(db, actor, target, 'policy.deploy', opts);
 }
 
@@ -173,5 +177,64 @@ export async function recordGateEvidence(prisma: PrismaClient, actor: string, ca
   await prisma.$transaction(async (tx) => {
     await tx.policyVersion.update({ where: { id: candidate.id }, data: { metrics: metrics as Prisma.InputJsonObject } });
     if (decision === 'kept') await tx.auditLog.create({ data: { actor, action: 'policy.keep-candidate', target: candidate.name, detail: gate } });
+  });
+}
+
+/**
+ * Why `v` cannot be removed now, or null: the deployed version, one already removed, one that active sessions,
+ * a running A/B experiment or an open study still play, and an endpoint version that adapter versions still use.
+ */
+async function removalBlocker(tx: Prisma.TransactionClient | PrismaClient, v: PolicyVersion): Promise<string | null> {
+  if (v.status === 'deployed') return `"${v.name}" is the deployed version: deploy another one (or roll back) before removing it.`;
+  if (v.status === 'removed') return `"${v.name}" was removed already.`;
+  const active = await tx.session.count({ where: { policyVersionId: v.id, status: 'active' } });
+  if (active > 0) return `"${v.name}" is playing ${active} active session(s): remove it once they have ended.`;
+  const experiment = await tx.experiment.findFirst({ where: { status: 'running', OR: [{ candidateId: v.id }, { controlId: v.id }] }, select: { id: true } });
+  if (experiment) return `"${v.name}" is in the running A/B experiment: stop it first (/mod experiment stop).`;
+  const study = await tx.studyArm.findFirst({ where: { policyVersionId: v.id, study: { status: { not: 'closed' } } }, select: { study: { select: { name: true } } } });
+  if (study) return `"${v.name}" is an arm of the study "${study.study.name}", which is not closed.`;
+  if (v.kind === 'endpoint') {
+    const adapters = await tx.policyVersion.findMany({ where: { kind: 'adapter', status: { not: 'removed' }, serving: { path: ['endpointVersionId'], equals: v.id } }, select: { name: true } });
+    if (adapters.length) return `adapter version(s) ${adapters.map((a) => `"${a.name}"`).join(', ')} are served on "${v.name}": remove them first.`;
+  }
+  return null;
+}
+
+/** The version named `name` if it can be removed now; PolicyError naming why not (unknown name included). */
+export async function removableVersion(prisma: PrismaClient, name: string): Promise<PolicyVersion> {
+  const v = await prisma.policyVersion.findUnique({ where: { name } });
+  if (!v) throw new PolicyError(`No policy version named "${name}".`);
+  const blocker = await removalBlocker(prisma, v);
+  if (blocker) throw new PolicyError(blocker);
+  return v;
+}
+
+/**
+ * Takes a version out of service (status 'removed', audit action 'policy.remove' with `detail`): the row stays,
+ * since sessions, training runs and the audit log name it. The rules are checked again inside the transaction.
+ */
+export async function removePolicyVersion(prisma: PrismaClient, actor: string, name: string, detail: Record<string, unknown> = {}): Promise<PolicyVersion> {
+  return prisma.$transaction(async (tx) => {
+    const v = await tx.policyVersion.findUnique({ where: { name } });
+    if (!v) throw new PolicyError(`No policy version named "${name}".`);
+    const blocker = await removalBlocker(tx, v);
+    if (blocker) throw new PolicyError(blocker);
+    const removed = await tx.policyVersion.update({ where: { id: v.id }, data: { status: 'removed', retiredAt: v.retiredAt ?? new Date() } });
+    await audit(tx, actor, 'policy.remove', v.name, { versionId: v.id, kind: v.kind, previousStatus: v.status, ...detail } as Prisma.InputJsonObject);
+    return removed;
+  });
+}
+
+/**
+ * Replaces an endpoint version's serving settings (its adapter versions follow: they refer to it), audited as
+ * 'policy.update' with what changed.
+ */
+export async function updateServing(prisma: PrismaClient, actor: string, v: PolicyVersion, serving: Prisma.InputJsonObject, detail: Record<string, unknown>): Promise<PolicyVersion> {
+  if (v.kind !== 'endpoint') throw new PolicyError(`"${v.name}" is a ${v.kind} version: only an endpoint version's server can be changed.`);
+  if (v.status === 'removed') throw new PolicyError(`"${v.name}" was removed: it cannot be changed.`);
+  return prisma.$transaction(async (tx) => {
+    const updated = await tx.policyVersion.update({ where: { id: v.id }, data: { serving } });
+    await audit(tx, actor, 'policy.update', v.name, { versionId: v.id, ...detail } as Prisma.InputJsonObject);
+    return updated;
   });
 }

@@ -101,8 +101,8 @@ export async function createStudy(prisma: PrismaClient, actor: string, s: NewStu
         if (unknown.length) throw new StudyError(`Unknown task id(s): ${unknown.slice(0, 5).join(', ')}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ''}.`);
         const wrong = tasks.find((t) => t.split !== s.split || (s.kind !== null && t.kind !== s.kind));
         if (wrong) throw new StudyError(`Task ${wrong.id} is a ${wrong.split}-split ${wrong.kind} task; this study takes ${s.split}-split ${s.kind ?? 'backend or frontend'} tasks.`);
-        const versions = await tx.policyVersion.count({ where: { id: { in: s.arms.map((a) => a.policyVersionId) } } });
-        if (versions !== s.arms.length) throw new StudyError('An arm names a policy version that does not exist.');
+        const versions = await tx.policyVersion.count({ where: { id: { in: s.arms.map((a) => a.policyVersionId) }, status: { not: 'removed' } } });
+        if (versions !== s.arms.length) throw new StudyError('An arm names a policy version that does not exist or was removed.');
         const consent = s.consentText === null ? {} : { consentText: s.consentText, consentVersion: 1, consentSha256: consentSha256(s.consentText) };
         const study = await tx.study.create({
           data: {

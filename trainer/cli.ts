@@ -187,7 +187,7 @@ export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCom
   if (!runId) {
     if (!isPresetName(o.preset)) throw new Error(`unknown preset "${o.preset}" (cpu-small or paper)`);
     const from = await resolveVersion(versionContext(db, s), o.from);
-    const base = trainingBaseOf(from);
+    const base = await trainingBaseOf(db.prisma, from);
     if (base.servedBy && o.lora === undefined) throw new Error(`"${from.name}" is served by an endpoint: train a LoRA adapter for it with --lora <rank>`);
     const data = dataFilterFor(s, { ...(o.data ? { source: o.data } : {}), simulatedWeight: o.simulatedWeight, minQuality: o.minQuality, minRating: o.minRating, study: o.study } as Partial<TrainingDataSettings>);
     const overrides: Partial<TrainConfig> = { seed: s.seed };

@@ -14,8 +14,7 @@ import { join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import type { PrismaClient, Prisma, TrainingRun, PolicyVersion } from '../prisma/generated/client.ts';
 import { createTrainingRun, markRunFailed, markRunRunning, publishRun, recordTrainingStep, saveRunProgress } from '../prisma/run-store.ts';
-import type { Serving } from './policies/serving.ts';
-import { adapterNameFor } from './policies/vllm-adapters.ts';
+import { adapterServing, type Serving } from './policies/serving.ts';
 import type { TaskKind } from '../tasks/model.ts';
 import { ACTOR_PHASE, actorPhase, COLLECT_PHASE, criticGap, pairsForState, readActorPairs, selectStates } from './actor.ts';
 import { widestGaps } from './pairs.ts';
@@ -411,7 +410,7 @@ async function publish(r: RunState, policy: LoadedModel, sessions: number): Prom
   await rm(out, { recursive: true, force: true });
   const asAdapter = !!cfg.train.lora && !!cfg.servedBy;
   if (asAdapter) {
-    await saveLora(out, policy.model);
+    await saveLora(out, policy.model, cfg.fromCheckpoint);
   } else {
     if (cfg.train.lora) mergeLora(policy.model);
     await saveCheckpoint(out, policy.model);
@@ -427,8 +426,8 @@ async function publish(r: RunState, policy: LoadedModel, sessions: number): Prom
     checkpointPath: out,
     checkpointSha256: sha,
     metrics: { training: metrics, sessions } as Prisma.InputJsonObject,
-    // The adapter's name on the server is versioned (vLLM reloading a name in place is recent).
-    ...(asAdapter ? { serving: (v: { id: string; name: string }) => ({ ...cfg.servedBy!, adapterName: adapterNameFor(v) }) as unknown as Prisma.InputJsonObject } : {}),
+    // The adapter refers to its endpoint version (whose address it follows); its server name is versioned.
+    ...(asAdapter ? { serving: adapterServing(cfg.servedBy!.endpointVersionId) } : {}),
     audit: { actor: 'trainer', action: 'policy.publish', detail: { runId, sha256: sha, parent: cfg.fromVersionName, kind } },
   });
   r.say(`published candidate ${name}${asAdapter ? ' (LoRA adapter)' : ''} (sha256 ${sha.slice(0, 12)})`);

@@ -34,6 +34,7 @@ export async function resolveVersion(ctx: VersionContext, ref: string): Promise<
     const known = await ctx.prisma.policyVersion.findMany({ select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
     throw new Error(`no policy version named "${ref}" (known: ${known.map((k) => k.name).join(', ') || 'none'}; or use starter / deployed)`);
   }
+  if (v.status === 'removed') throw new Error(`policy version "${ref}" was removed (sweetloop policy remove): it is kept for the record, not played`);
   if (v.kind === 'checkpoint' && !existsSync(join(checkpointOf(v), 'config.json'))) throw new Error(`policy version "${ref}": its checkpoint ${v.checkpointPath} is missing`);
   return v;
 }

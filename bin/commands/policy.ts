@@ -1,14 +1,20 @@
-// `sweetloop policy add|list`: policy versions served by an OpenAI-compatible server (vLLM, SGLang, llama.cpp's
-// server, TGI, Ollama, hosted APIs), and every version with where it is served. `sweetloop deploy NAME` and
+// `sweetloop policy add|update|remove|list`: policy versions served by an OpenAI-compatible server (vLLM, SGLang,
+// llama.cpp's server, TGI, Ollama, hosted APIs) or as a LoRA adapter on one (`add --adapter DIR --on ENDPOINT`),
+// moving an endpoint version to another address, taking a version out of service, and every version with where
+// it is served. `sweetloop deploy NAME` and
 // `sweetloop rollback`, for every kind of version alike, only switch rows (prisma/policy-store.ts, the rules the
 // bot's /mod commands use too): no model backend is started for them.
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { withDatabase } from './with-database.ts';
 import { intOption, numberOption } from './options.ts';
 
 interface AddOptions {
-  endpoint: string;
-  model: string;
+  endpoint?: string;
+  model?: string;
+  adapter?: string;
+  on?: string;
+  maxLoraRank?: number;
   apiKeyEnv?: string;
   contextWindow?: number;
   temperature?: number;
@@ -35,39 +41,78 @@ export function registerPolicyCommands(program: Command): void {
       await withDatabase(async (db) => console.log(`rolled back to ${(await rollbackPolicy(db, 'cli')).name}`));
     });
 
-  const policy = program.command('policy').description('Register policy versions served by OpenAI-compatible servers, and list every version');
+  const policy = program.command('policy').description('Register, move and remove policy versions served by OpenAI-compatible servers (models or LoRA adapters on them), and list every version');
 
   policy
     .command('add <name>')
-    .description('Register a version served by an OpenAI-compatible /v1/chat/completions server (a candidate: deploy it with `sweetloop deploy`)')
-    .requiredOption('--endpoint <url>', 'the server\'s base URL, e.g. http://127.0.0.1:8000/v1')
-    .requiredOption('--model <model>', 'the model name the server serves (as listed by GET /v1/models)')
+    .description('Register a version served by an OpenAI-compatible server (--endpoint) or a LoRA adapter on one (--adapter --on); a candidate: deploy it with `sweetloop deploy`')
+    .option('--endpoint <url>', 'the server\'s base URL, e.g. http://127.0.0.1:8000/v1')
+    .option('--model <model>', 'with --endpoint: the model name the server serves (as listed by GET /v1/models)')
+    .option('--adapter <dir>', 'a PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors): checked, copied into ADAPTERS_DIR')
+    .option('--on <endpoint-version>', 'with --adapter: the endpoint version whose server serves the adapter\'s base model')
     .option('--api-key-env <var>', 'NAME of the environment variable holding the key (the key itself is never stored)')
     .option('--context-window <n>', 'the model\'s context window in tokens (default: the server\'s max_model_len)', intOption('context-window', 256))
     .option('--temperature <t>', 'sampling temperature (default 0.7)', numberOption('temperature', 0, 2))
     .option('--top-p <p>', 'nucleus sampling (default 0.95)', numberOption('top-p', 0, 1, true))
     .option('--max-tokens <n>', 'longest agent message in tokens (default 1024)', intOption('max-tokens', 1))
     .option('--base-model-dir <dir>', 'the served model\'s Hugging Face directory: exact token counts, and the base for LoRA training')
+    .option('--max-lora-rank <n>', 'the server\'s largest LoRA rank (vLLM --max-lora-rank; default: VLLM_MAX_LORA_RANK)', intOption('max-lora-rank', 1))
     .option('--no-check', 'register without asking the server (it must then answer by the time the version is used)')
     .action(async (name: string, o: AddOptions) => {
+      if (!!o.endpoint === !!o.adapter) throw new Error('give either --endpoint URL --model MODEL (a model on a server) or --adapter DIR --on ENDPOINT_VERSION (a LoRA adapter on one)');
+      if (o.adapter) {
+        // An adapter is served with its endpoint version's settings: options of an endpoint would be ignored.
+        const endpointOnly = (['model', 'apiKeyEnv', 'contextWindow', 'temperature', 'topP', 'maxTokens', 'baseModelDir', 'maxLoraRank'] as const).filter((k) => o[k] !== undefined);
+        if (endpointOnly.length) throw new Error(`--adapter takes its endpoint version's settings: drop ${endpointOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}`);
+        return addAdapter(name, o.adapter, o.on);
+      }
+      if (o.on) throw new Error('--on goes with --adapter DIR');
+      if (!o.model) throw new Error('--endpoint needs --model MODEL: the model name the server serves');
       const { registerEndpointVersion } = await import('../../trainer/policies/registry.ts');
       const { servedAt, servingOf } = await import('../../trainer/policies/serving.ts');
       await withDatabase(async (db) => {
         const v = await registerEndpointVersion(db.prisma, {
           name,
-          url: o.endpoint,
-          model: o.model,
+          url: o.endpoint!,
+          model: o.model!,
           apiKeyEnv: o.apiKeyEnv,
           contextWindow: o.contextWindow,
           temperature: o.temperature,
           topP: o.topP,
           maxTokens: o.maxTokens,
           baseModelDir: o.baseModelDir,
+          maxLoraRank: o.maxLoraRank,
           check: o.check,
         });
         const s = servingOf(v);
         console.log(`registered ${v.name} (endpoint, candidate): ${servedAt(v)}, window ${s.contextWindow} tokens, temperature ${s.temperature}, top-p ${s.topP}, max ${s.maxTokens} tokens`);
         console.log(`deploy it with: sweetloop deploy ${v.name}`);
+      });
+    });
+
+  policy
+    .command('update <name>')
+    .description('Move an endpoint version to another server address (its adapter versions follow) or record its server\'s largest LoRA rank')
+    .option('--endpoint <url>', 'the server\'s new base URL')
+    .option('--max-lora-rank <n>', 'the server\'s largest LoRA rank (vLLM --max-lora-rank)', intOption('max-lora-rank', 1))
+    .option('--no-check', 'change it without asking the new address that it serves the model')
+    .action(async (name: string, o: { endpoint?: string; maxLoraRank?: number; check: boolean }) => {
+      const { updateEndpointVersion } = await import('../../trainer/policies/lifecycle.ts');
+      const { servedAt } = await import('../../trainer/policies/serving.ts');
+      await withDatabase(async (db) => {
+        const { version, adapters } = await updateEndpointVersion(db.prisma, name, { url: o.endpoint, maxLoraRank: o.maxLoraRank, check: o.check, actor: 'cli' });
+        console.log(`updated ${version.name}: ${servedAt(version)}${adapters.length ? `; its adapter versions follow: ${adapters.join(', ')}` : ''}`);
+      });
+    });
+
+  policy
+    .command('remove <name>')
+    .description('Take a version out of service (never the deployed one): kept for the record, unloaded from its server if an adapter')
+    .action(async (name: string) => {
+      const { removeVersion } = await import('../../trainer/policies/lifecycle.ts');
+      await withDatabase(async (db) => {
+        const { version, unload } = await removeVersion(db.prisma, name, { actor: 'cli' });
+        console.log(`removed ${version.name} (${version.kind})${unload ? `; adapter ${unload === 'unloaded' ? 'unloaded from its server' : unload === 'not loaded' ? 'was not loaded on its server' : 'not unloaded: its server is unavailable'}` : ''}`);
       });
     });
 
@@ -79,7 +124,8 @@ export function registerPolicyCommands(program: Command): void {
       const { servedAt } = await import('../../trainer/policies/serving.ts');
       await withDatabase(async (db) => {
         const versions = await db.prisma.policyVersion.findMany({ orderBy: { createdAt: 'asc' } });
-        const rows = versions.map((v) => ({ name: v.name, kind: v.kind, status: v.status, algorithm: v.algorithm, servedAt: servedAt(v), createdAt: v.createdAt.toISOString() }));
+        const byId = new Map(versions.map((v) => [v.id, v]));
+        const rows = versions.map((v) => ({ name: v.name, kind: v.kind, status: v.status, algorithm: v.algorithm, servedAt: servedAt(v, byId), createdAt: v.createdAt.toISOString() }));
         if (o.json) return console.log(JSON.stringify(rows, null, 2));
         if (rows.length === 0) return console.log('no policy versions yet (`sweetloop start` creates the starter; `sweetloop policy add` registers an endpoint)');
         const w = (k: 'name' | 'kind' | 'status') => Math.max(k.length, ...rows.map((r) => r[k].length));
@@ -88,4 +134,16 @@ export function registerPolicyCommands(program: Command): void {
         for (const r of rows) console.log(line(r.name, r.kind, r.status, r.servedAt));
       });
     });
+}
+
+async function addAdapter(name: string, dir: string, on: string | undefined): Promise<void> {
+  if (!on) throw new Error('--adapter needs --on ENDPOINT_VERSION: the endpoint version whose server serves the adapter\'s base model');
+  const { loadConfig } = await import('../config.ts');
+  const { importAdapterVersion } = await import('../../trainer/policies/adapter-import.ts');
+  const config = loadConfig();
+  await withDatabase(async (db) => {
+    const { version, adapter } = await importAdapterVersion(db.prisma, { name, on, adapterDir: dir, adaptersDir: config.ADAPTERS_DIR ?? join(config.CHECKPOINT_DIR, 'adapters'), defaultMaxRank: config.VLLM_MAX_LORA_RANK, actor: 'cli' });
+    console.log(`registered ${version.name} (adapter on ${on}, candidate): rank ${adapter.rank}, ${adapter.modules} modules, base ${adapter.baseModel}, copied to ${version.checkpointPath}`);
+    console.log(`deploy it with: sweetloop deploy ${version.name}`);
+  });
 }

@@ -21,7 +21,8 @@ import { loadLora } from '../../trainer/model/lora.ts';
 import { readSafetensors } from '../../trainer/model/safetensors.ts';
 import { loadAgent, type LoadedAgent } from '../../trainer/policies/agent-for.ts';
 import { registerEndpointVersion } from '../../trainer/policies/registry.ts';
-import { servingOf } from '../../trainer/policies/serving.ts';
+import { resolveServing, servingOf } from '../../trainer/policies/serving.ts';
+import { checkAdapterDir } from '../../trainer/policies/adapter-check.ts';
 import { adapterNameFor } from '../../trainer/policies/vllm-adapters.ts';
 import { createRun, executeRun, RunInterrupted, type RunConfig } from '../../trainer/runs.ts';
 import { scratchDir, seedSessions, tinyPolicy } from './fixture.ts';
@@ -98,7 +99,9 @@ describe('LoRA training on an endpoint version\'s base model', () => {
     adapter = await trainCommand(t.db, s, { algo: 'sweet', from: 'tiny-endpoint', preset: 'cpu-small', kind: 'backend', maxSteps: 2, lora: 4 });
 
     expect(adapter).toMatchObject({ kind: 'adapter', status: 'candidate', algorithm: 'sweet', parentId: endpoint.id });
-    const serving = servingOf(adapter);
+    // The row refers to its endpoint version (whose address it follows) and holds nothing else of it.
+    expect(adapter.serving).toEqual({ endpointVersionId: endpoint.id, adapterName: adapterNameFor(adapter) });
+    const serving = await resolveServing(t.prisma, adapter);
     const base = servingOf(endpoint);
     expect(serving).toMatchObject({ url: base.url, model: SERVED_MODEL, baseModelDir: base.baseModelDir, endpointVersionId: endpoint.id, adapterName: adapterNameFor(adapter) });
     expect(serving.adapterName).toMatch(/^sweet-[0-9a-f]{8}-[0-9a-f]{8}$/);
@@ -106,7 +109,9 @@ describe('LoRA training on an endpoint version\'s base model', () => {
     // PEFT layout: the config and the adapter weights only (no base weights, no optimizer state).
     const dir = adapter.checkpointPath!;
     expect(readdirSync(dir).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
-    expect(JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8'))).toMatchObject({ peft_type: 'LORA', task_type: 'CAUSAL_LM', r: 4, lora_alpha: 8, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] });
+    expect(JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8'))).toMatchObject({ peft_type: 'LORA', task_type: 'CAUSAL_LM', r: 4, lora_alpha: 8, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'], base_model_name_or_path: base.baseModelDir });
+    // What the trainer writes passes the check an adapter made elsewhere gets (sweetloop policy add --adapter).
+    expect(await checkAdapterDir(dir, { baseNames: [SERVED_MODEL, base.baseModelDir!], maxRank: 16, endpointName: endpoint.name })).toMatchObject({ rank: 4, alpha: 8 });
     const weights = await readSafetensors(join(dir, 'adapter_model.safetensors'));
     const names = [...weights.keys()];
     expect(names.length).toBe(8); // 1 layer x 4 modules x (A, B)
@@ -153,7 +158,7 @@ describe('LoRA training on an endpoint version\'s base model', () => {
   }, 300_000);
 
   it('deploy loads the adapter into the server and requests name it; rollback switches back and unloads it', async () => {
-    const name = servingOf(adapter).adapterName!;
+    const name = (await resolveServing(t.prisma, adapter)).adapterName!;
     server.adapterCalls.length = 0;
     server.setReply(() => 'Should it work on negative numbers too?');
 

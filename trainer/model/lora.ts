@@ -96,13 +96,17 @@ export function loraTensors(decoder: Decoder): Map<string, NamedTensor> {
   return out;
 }
 
-/** Writes adapter_config.json and adapter_model.safetensors (PEFT layout) into dir. */
-export async function saveLora(dir: string, decoder: Decoder): Promise<void> {
+/**
+ * Writes adapter_config.json and adapter_model.safetensors (PEFT layout) into dir. `baseModel`: the base's
+ * directory or Hub id, recorded as PEFT does (base_model_name_or_path), which `sweetloop policy add --adapter`
+ * checks against the server's model.
+ */
+export async function saveLora(dir: string, decoder: Decoder, baseModel?: string): Promise<void> {
   const s = loraSettings.get(decoder);
   if (!s || !decoder.adapters.size) throw new Error('this decoder has no LoRA adapters to save');
   await fs.mkdir(dir, { recursive: true });
   await writeSafetensors(path.join(dir, ADAPTER_WEIGHTS), loraTensors(decoder));
-  const config = { peft_type: 'LORA', task_type: 'CAUSAL_LM', r: s.rank, lora_alpha: s.alpha, target_modules: s.targetModules, lora_dropout: 0, bias: 'none' };
+  const config = { peft_type: 'LORA', task_type: 'CAUSAL_LM', ...(baseModel ? { base_model_name_or_path: baseModel } : {}), r: s.rank, lora_alpha: s.alpha, target_modules: s.targetModules, lora_dropout: 0, bias: 'none' };
   await writeFileAtomic(path.join(dir, ADAPTER_CONFIG), JSON.stringify(config, null, 2) + '\n');
 }
 

@@ -2,7 +2,9 @@
 // answers: a checkpoint served by Sweetloop's own server (trainer/serve/local.ts: the bot) or by the in-process
 // tfjs worker (trainer/model/policy.ts: training, simulation), an agent over any OpenAI-compatible server
 // (endpoint-agent.ts, through tasks/chat-client.ts), or a LoRA adapter hot-loaded into a vLLM server
-// (vllm-adapters.ts); registry.ts registers endpoint and adapter versions, serving.ts checks their settings.
+// (vllm-adapters.ts); registry.ts registers endpoint and adapter versions, serving.ts checks their settings,
+// adapter-check.ts and adapter-import.ts check and copy an adapter made elsewhere, lifecycle.ts moves an endpoint
+// version's server and removes versions.
 // Files here may import tasks/, prisma/ and trainer/.
 //
 // This file: the one way to get an Agent for a policy version, whatever serves it. The bot's engine,
@@ -19,13 +21,13 @@ import type { BackendChoice } from '../model/backend.ts';
 import type { PolicyAgentOptions } from '../model/policy.ts';
 import type { LocalCheckpointServer } from '../serve/local.ts';
 import { createEndpointAgent } from './endpoint-agent.ts';
-import { SERVING_DEFAULTS, servingOf, type Serving } from './serving.ts';
+import { resolveServing, SERVING_DEFAULTS, servingOf, type Serving } from './serving.ts';
 import { ensureLoaded, unloadAdapter } from './vllm-adapters.ts';
 
 export interface LoadAgentOptions {
   /**
-   * Adapter versions: read at close() to decide whether to unload (only a version that is not deployed any
-   * more is unloaded). Without it, close() leaves adapters loaded.
+   * Adapter versions (required for them): their endpoint version's address and settings are read through it, and
+   * at close() whether the version is still deployed (only one that is not is unloaded).
    */
   prisma?: PrismaClient;
   /** Base seed: reply k of a game is sampled with seed + k. */
@@ -53,6 +55,7 @@ export interface LoadedAgent extends Agent {
 }
 
 export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = {}): Promise<LoadedAgent> {
+  if (policy.status === 'removed') throw new Error(`policy version "${policy.name}" was removed: it is not served any more`);
   if (policy.kind === 'checkpoint' && opts.local) return localCheckpointAgent(policy, opts.local, opts);
   if (policy.kind === 'checkpoint') {
     const { createPolicyAgent } = await import('../model/policy.ts');
@@ -66,7 +69,8 @@ export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = 
     return { name: agent.name, version: policy, reply: (d, o) => agent.reply(d, o), close: () => agent.close() };
   }
 
-  const serving = { ...servingOf(policy), ...opts.sampling };
+  if (policy.kind === 'adapter' && !opts.prisma) throw new Error(`adapter version "${policy.name}": loading it needs the database (its endpoint version's settings)`);
+  const serving = { ...(opts.prisma ? await resolveServing(opts.prisma, policy) : servingOf(policy)), ...opts.sampling };
   const common = { name: policy.name, serving, client: opts.chat ?? {}, ...(opts.seed !== undefined ? { seed: opts.seed } : {}), ...(opts.log ? { log: opts.log } : {}) };
   if (policy.kind === 'endpoint') {
     const agent = await createEndpointAgent(common);

@@ -2,15 +2,15 @@
 // OpenAI-compatible server) and an 'adapter' version (a LoRA adapter directory in PEFT layout, served on top of
 // an endpoint version's model). This file checks what a person asked for; the row (a candidate, like any new
 // version) is written by prisma/policy-store.ts's registerVersion, deploying is that store's job too, and loading
-// is agent-for.ts's. The key is never stored: only the name of the environment variable that holds it.
+// is agent-for.ts's; an adapter made elsewhere is checked and copied first (adapter-import.ts). The key is never stored: only the name of the environment variable that holds it.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../../tasks/logger.ts';
 import type { Prisma, PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import { registerVersion } from '../../prisma/policy-store.ts';
 import { endpointBaseUrl, EndpointUnavailableError } from '../../tasks/chat-client.ts';
-import { SERVING_DEFAULTS, servingOf, servingSchema, type Serving } from './serving.ts';
-import { adapterNameFor, listModels } from './vllm-adapters.ts';
+import { adapterServing, SERVING_DEFAULTS, servingOf, servingSchema } from './serving.ts';
+import { listModels, type ModelCard } from './vllm-adapters.ts';
 
 /** A registration that cannot be done; the message is meant for the person who asked. */
 export class RegistryError extends Error {
@@ -28,12 +28,14 @@ export interface EndpointRegistration {
   topP?: number | undefined;
   maxTokens?: number | undefined;
   baseModelDir?: string | undefined;
+  /** The server's largest LoRA rank (vLLM's --max-lora-rank); unset: the VLLM_MAX_LORA_RANK setting applies. */
+  maxLoraRank?: number | undefined;
   /** Ask the server's /v1/models first (default true): it must answer and list the model. */
   check?: boolean;
   log?: Logger;
 }
 
-async function assertNewName(prisma: PrismaClient, name: string): Promise<void> {
+export async function assertNewName(prisma: PrismaClient, name: string): Promise<void> {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/.test(name)) {
     throw new RegistryError(`"${name}" is not a usable version name: use letters, digits, '.', '_' and '-' (at most 80 characters)`);
   }
@@ -42,19 +44,27 @@ async function assertNewName(prisma: PrismaClient, name: string): Promise<void> 
   }
 }
 
+/**
+ * Asks the server at `url` (GET /models) that it serves `model`; returns the model's card. A RegistryError says
+ * what went wrong (server down, wrong key, model not served).
+ */
+export async function checkServesModel(url: string, model: string, apiKeyEnv: string | null | undefined, log?: Logger): Promise<ModelCard> {
+  const models = await listModels({ url, apiKeyEnv: apiKeyEnv ?? null }, log).catch((err: Error) => {
+    const hint = err instanceof EndpointUnavailableError ? 'is the server running? (register anyway with --no-check)' : 'check the URL and the key';
+    throw new RegistryError(`${url} did not answer GET /models: ${err.message}; ${hint}`);
+  });
+  const card = models.find((m) => m.id === model);
+  if (!card) throw new RegistryError(`${url} does not serve a model named "${model}"; it serves: ${models.map((m) => m.id).join(', ') || 'nothing'}`);
+  return card;
+}
+
 /** Registers an endpoint version (status candidate, algorithm 'external'); returns the stored row. */
 export async function registerEndpointVersion(prisma: PrismaClient, r: EndpointRegistration): Promise<PolicyVersion> {
   await assertNewName(prisma, r.name);
   const url = endpointBaseUrl(r.url);
   let contextWindow = r.contextWindow;
   if (r.check ?? true) {
-    const endpoint = { url, apiKeyEnv: r.apiKeyEnv ?? null };
-    const models = await listModels(endpoint, r.log).catch((err: Error) => {
-      const hint = err instanceof EndpointUnavailableError ? 'is the server running? (register anyway with --no-check)' : 'check the URL and the key';
-      throw new RegistryError(`${url} did not answer GET /models: ${err.message}; ${hint}`);
-    });
-    const card = models.find((m) => m.id === r.model);
-    if (!card) throw new RegistryError(`${url} does not serve a model named "${r.model}"; it serves: ${models.map((m) => m.id).join(', ') || 'nothing'}`);
+    const card = await checkServesModel(url, r.model, r.apiKeyEnv, r.log);
     contextWindow ??= typeof card.max_model_len === 'number' ? card.max_model_len : undefined;
   }
   if (contextWindow === undefined) throw new RegistryError(`give the model's context window (--context-window N): the server did not report one`);
@@ -70,6 +80,7 @@ export async function registerEndpointVersion(prisma: PrismaClient, r: EndpointR
     topP: r.topP ?? SERVING_DEFAULTS.topP,
     maxTokens: r.maxTokens ?? SERVING_DEFAULTS.maxTokens,
     ...(r.baseModelDir ? { baseModelDir: resolve(r.baseModelDir) } : {}),
+    ...(r.maxLoraRank !== undefined ? { maxLoraRank: r.maxLoraRank } : {}),
   };
   const parsed = servingSchema.safeParse(candidate);
   if (!parsed.success) throw new RegistryError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
@@ -90,13 +101,19 @@ export interface AdapterRegistration {
   trainingRunId?: string | null;
   checkpointSha256?: string | null;
   metrics?: Prisma.InputJsonValue;
+  /** An audit entry written with the row (`sweetloop policy add --adapter`: 'policy.add'). */
+  audit?: { actor: string; action: string; detail?: Record<string, unknown> };
 }
 
-/** Registers "adapter A on endpoint E" (status candidate); the adapter's server name is versioned. */
+/**
+ * Registers "adapter A on endpoint E" (status candidate): the row refers to the endpoint version (whose address
+ * and settings it follows) and names the adapter on the server with a versioned name.
+ */
 export async function registerAdapterVersion(prisma: PrismaClient, r: AdapterRegistration): Promise<PolicyVersion> {
   await assertNewName(prisma, r.name);
   if (r.endpoint.kind !== 'endpoint') throw new RegistryError(`"${r.endpoint.name}" is a ${r.endpoint.kind} version: adapters are served on an endpoint version`);
-  const base = servingOf(r.endpoint);
+  if (r.endpoint.status === 'removed') throw new RegistryError(`"${r.endpoint.name}" was removed: adapters cannot be added on it`);
+  servingOf(r.endpoint); // its settings must be usable
   const { ADAPTER_CONFIG, ADAPTER_WEIGHTS } = await import('../model/lora.ts');
   for (const f of [ADAPTER_CONFIG, ADAPTER_WEIGHTS]) {
     if (!existsSync(join(r.adapterDir, f))) throw new RegistryError(`${r.adapterDir} has no ${f}: an adapter version needs a PEFT adapter directory`);
@@ -110,6 +127,7 @@ export async function registerAdapterVersion(prisma: PrismaClient, r: AdapterReg
     parentId: r.parentId ?? null,
     trainingRunId: r.trainingRunId ?? null,
     ...(r.metrics !== undefined ? { metrics: r.metrics } : {}),
-    serving: (v) => ({ ...base, endpointVersionId: r.endpoint.id, adapterName: adapterNameFor(v) }) satisfies Serving as Prisma.InputJsonObject,
+    ...(r.audit ? { audit: r.audit } : {}),
+    serving: adapterServing(r.endpoint.id),
   });
 }

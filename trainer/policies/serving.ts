@@ -1,8 +1,11 @@
 // The `serving` JSON of endpoint and adapter versions (prisma/schema.prisma PolicyVersion.serving), validated on
 // the way in and on the way out, so a hand-edited row fails with a message, not a crash mid-session; and the
-// one-line "where is it served" of any version.
+// one-line "where is it served" of any version. An endpoint version holds the server's address and settings; an
+// adapter version holds only which endpoint version serves it and its name there (adapterRef), so moving the
+// server (`sweetloop policy update NAME --endpoint URL`) moves its adapters too: resolveServing joins the two.
 import { z } from 'zod';
-import type { PolicyVersion } from '../../prisma/generated/client.ts';
+import type { PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
+import { adapterNameFor } from './vllm-adapters.ts';
 
 /** Sampling defaults of an endpoint version (a collaborator-facing agent should not ramble). */
 export const SERVING_DEFAULTS = { temperature: 0.7, topP: 0.95, maxTokens: 1024 } as const;
@@ -20,32 +23,78 @@ export const servingSchema = z.object({
   maxTokens: z.number().int().min(1),
   /** The Hugging Face directory of the served model: its tokenizer counts prompt tokens exactly; LoRA base. */
   baseModelDir: z.string().min(1).nullish(),
-  /** Adapter versions: the endpoint version whose server serves them, and the name they are loaded under. */
+  /** The server's largest LoRA rank (vLLM's --max-lora-rank); unset: the VLLM_MAX_LORA_RANK setting. */
+  maxLoraRank: z.number().int().positive().nullish(),
+  /** Resolved adapter versions (resolveServing): the endpoint version whose server serves them, their name there. */
   endpointVersionId: z.string().uuid().nullish(),
   adapterName: z.string().min(1).nullish(),
 });
 
 export type Serving = z.infer<typeof servingSchema>;
 
-/** A version's serving settings, checked; for 'adapter' versions also the adapter's name and endpoint. */
-export function servingOf(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>): Serving {
-  if (v.kind !== 'endpoint' && v.kind !== 'adapter') throw new Error(`policy version "${v.name}" is a ${v.kind}, not served by an endpoint`);
-  const parsed = servingSchema.safeParse(v.serving);
-  if (!parsed.success) {
-    throw new Error(`policy version "${v.name}" has unusable serving settings: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'serving'}: ${i.message}`).join('; ')}`);
-  }
-  if (v.kind === 'adapter' && (!parsed.data.adapterName || !parsed.data.endpointVersionId)) {
+/** What an adapter version stores: the endpoint version that serves it and the name it is loaded under there. */
+export const adapterRefSchema = z.object({ endpointVersionId: z.string().uuid(), adapterName: z.string().min(1) });
+export type AdapterRef = z.infer<typeof adapterRefSchema>;
+
+/** The serving JSON of a new adapter version on `endpointVersionId` (its server name is versioned: adapterNameFor). */
+export function adapterServing(endpointVersionId: string): (v: { id: string; name: string }) => AdapterRef {
+  return (v) => ({ endpointVersionId, adapterName: adapterNameFor(v) });
+}
+
+/** An adapter version's reference to its endpoint version, checked. */
+export function adapterRefOf(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>): AdapterRef {
+  const parsed = adapterRefSchema.safeParse(v.serving);
+  if (v.kind !== 'adapter' || !parsed.success) {
     throw new Error(`adapter version "${v.name}" does not say which adapter name and endpoint version it uses (serving.adapterName, serving.endpointVersionId)`);
   }
   return parsed.data;
 }
 
-/** Where a version is served, in one line (`sweetloop policy list`, logs). */
-export function servedAt(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving' | 'checkpointPath'>): string {
+/** An endpoint version's serving settings, checked (an adapter's: resolveServing, which reads its endpoint's). */
+export function servingOf(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>): Serving {
+  if (v.kind === 'adapter') throw new Error(`policy version "${v.name}" is an adapter: its serving settings are its endpoint version's (resolveServing)`);
+  if (v.kind !== 'endpoint') throw new Error(`policy version "${v.name}" is a ${v.kind}, not served by an endpoint`);
+  const parsed = servingSchema.safeParse(v.serving);
+  if (!parsed.success) {
+    throw new Error(`policy version "${v.name}" has unusable serving settings: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'serving'}: ${i.message}`).join('; ')}`);
+  }
+  return parsed.data;
+}
+
+/** The endpoint version an adapter version refers to; an Error naming both when it is gone or not an endpoint. */
+export async function endpointOfAdapter(prisma: PrismaClient, v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>): Promise<PolicyVersion> {
+  const ref = adapterRefOf(v);
+  const e = await prisma.policyVersion.findUnique({ where: { id: ref.endpointVersionId } });
+  if (!e) throw new Error(`adapter version "${v.name}": its endpoint version ${ref.endpointVersionId} does not exist`);
+  if (e.kind !== 'endpoint') throw new Error(`adapter version "${v.name}": its base "${e.name}" is a ${e.kind} version, not an endpoint`);
+  return e;
+}
+
+/**
+ * The serving settings of an endpoint or adapter version: an adapter's are those of its endpoint version (read
+ * now, so they follow an update of the endpoint) with its endpoint version id and adapter name.
+ */
+export async function resolveServing(prisma: PrismaClient, v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>): Promise<Serving> {
+  if (v.kind !== 'adapter') return servingOf(v);
+  const ref = adapterRefOf(v);
+  return { ...servingOf(await endpointOfAdapter(prisma, v)), ...ref };
+}
+
+/**
+ * Where a version is served, in one line (`sweetloop policy list`, logs). `versions`: the rows by id, where an
+ * adapter version finds its endpoint version.
+ */
+export function servedAt(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving' | 'checkpointPath'>, versions: ReadonlyMap<string, PolicyVersion> = new Map()): string {
   if (v.kind === 'checkpoint') return v.checkpointPath ?? '(no checkpoint)';
   try {
-    const s = servingOf(v);
-    return `${s.url} ${s.model}${v.kind === 'adapter' ? ` + adapter ${s.adapterName} (${v.checkpointPath ?? 'no directory'})` : ''}`;
+    if (v.kind === 'endpoint') {
+      const s = servingOf(v);
+      return `${s.url} ${s.model}`;
+    }
+    const ref = adapterRefOf(v);
+    const e = versions.get(ref.endpointVersionId);
+    const on = e?.kind === 'endpoint' ? `${e.name} (${servedAt(e)})` : `endpoint version ${ref.endpointVersionId}`;
+    return `on ${on} + adapter ${ref.adapterName} (${v.checkpointPath ?? 'no directory'})`;
   } catch (err) {
     return `(invalid: ${(err as Error).message})`;
   }
@@ -54,14 +103,14 @@ export function servedAt(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving' | 'c
 /**
  * What a training run starting from `v` trains: a checkpoint's own weights, or, for a version served by an
  * endpoint, the served model's local directory (`baseModelDir`): the run then trains and publishes a LoRA adapter
- * for that server (`servedBy`: the serving settings it inherits and the endpoint version that loads it).
+ * for that server (`servedBy`: the endpoint version that serves it, with that version's settings at the start).
  */
-export function trainingBaseOf(v: PolicyVersion): { dir: string; servedBy?: Serving & { endpointVersionId: string } } {
+export async function trainingBaseOf(prisma: PrismaClient, v: PolicyVersion): Promise<{ dir: string; servedBy?: Serving & { endpointVersionId: string } }> {
   if (v.kind === 'checkpoint') {
     if (!v.checkpointPath) throw new Error(`policy version "${v.name}" has no checkpoint`);
     return { dir: v.checkpointPath };
   }
-  const s = servingOf(v);
+  const s = await resolveServing(prisma, v);
   if (!s.baseModelDir) {
     throw new Error(`policy version "${v.name}" is served by ${s.url} without a local base model: register it with --base-model-dir to train adapters on it`);
   }

@@ -1,0 +1,68 @@
+// After registration: moving an endpoint version to another server address, and taking a version out of service.
+// The bookkeeping (rules, status, audit) is prisma/policy-store.ts's; what touches a server is here, beside
+// agent-for.ts: an update asks the new address that it serves the model, a removal unloads the adapter when the
+// server has it loaded. Adapter versions refer to their endpoint version (serving.ts), so an update moves them too.
+import type { PolicyVersion, Prisma, PrismaClient } from '../../prisma/generated/client.ts';
+import { removableVersion, removePolicyVersion, updateServing } from '../../prisma/policy-store.ts';
+import { AgentUnavailableError } from '../../tasks/agent.ts';
+import { endpointBaseUrl } from '../../tasks/chat-client.ts';
+import type { Logger } from '../../tasks/logger.ts';
+import { checkServesModel, RegistryError } from './registry.ts';
+import { resolveServing, servingOf, servingSchema } from './serving.ts';
+import { listModels, unloadAdapter } from './vllm-adapters.ts';
+
+export interface EndpointUpdate {
+  /** The server's new base URL. */
+  url?: string | undefined;
+  /** The server's largest LoRA rank (vLLM's --max-lora-rank). */
+  maxLoraRank?: number | undefined;
+  /** Ask the new address that it serves the version's model first (default true). */
+  check?: boolean;
+  actor: string;
+  log?: Logger;
+}
+
+/** Changes where an endpoint version is served (its adapter versions follow); returns the row and its adapters' names. */
+export async function updateEndpointVersion(prisma: PrismaClient, name: string, u: EndpointUpdate): Promise<{ version: PolicyVersion; adapters: string[] }> {
+  const v = await prisma.policyVersion.findUnique({ where: { name } });
+  if (!v) throw new RegistryError(`unknown endpoint version "${name}"`);
+  if (v.kind === 'adapter') throw new RegistryError(`"${name}" is an adapter version: it follows its endpoint version; update that one instead`);
+  if (v.kind !== 'endpoint') throw new RegistryError(`"${name}" is a ${v.kind} version: only an endpoint version has a server address`);
+  if (u.url === undefined && u.maxLoraRank === undefined) throw new RegistryError('nothing to update: give --endpoint URL and/or --max-lora-rank N');
+  const before = servingOf(v);
+  const next = { ...before, ...(u.url !== undefined ? { url: endpointBaseUrl(u.url) } : {}), ...(u.maxLoraRank !== undefined ? { maxLoraRank: u.maxLoraRank } : {}) };
+  const parsed = servingSchema.safeParse(next);
+  if (!parsed.success) throw new RegistryError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  if (u.url !== undefined && (u.check ?? true)) await checkServesModel(parsed.data.url, parsed.data.model, parsed.data.apiKeyEnv, u.log);
+  const changed: Record<string, { from: unknown; to: unknown }> = {};
+  for (const k of ['url', 'maxLoraRank'] as const) if (before[k] !== parsed.data[k]) changed[k] = { from: before[k] ?? null, to: parsed.data[k] ?? null };
+  const version = await updateServing(prisma, u.actor, v, parsed.data as Prisma.InputJsonObject, { changed });
+  const adapters = await prisma.policyVersion.findMany({ where: { kind: 'adapter', status: { not: 'removed' }, serving: { path: ['endpointVersionId'], equals: v.id } }, select: { name: true }, orderBy: { createdAt: 'asc' } });
+  return { version, adapters: adapters.map((a) => a.name) };
+}
+
+export type UnloadOutcome = 'unloaded' | 'not loaded' | 'server unavailable';
+
+/**
+ * Removes a version (prisma/policy-store.ts removePolicyVersion: never the deployed one, the row kept, audited).
+ * An adapter version is unloaded from its server first when the server lists it; a server that is down has
+ * nothing to unload (a restart forgets runtime adapters), which the audit entry records.
+ */
+export async function removeVersion(prisma: PrismaClient, name: string, o: { actor: string; log?: Logger }): Promise<{ version: PolicyVersion; unload: UnloadOutcome | null }> {
+  const v = await removableVersion(prisma, name);
+  let unload: UnloadOutcome | null = null;
+  if (v.kind === 'adapter') {
+    const s = await resolveServing(prisma, v);
+    const endpoint = { url: s.url, apiKeyEnv: s.apiKeyEnv ?? null };
+    try {
+      const loaded = (await listModels(endpoint, o.log)).some((m) => m.id === s.adapterName);
+      unload = loaded && (await unloadAdapter(endpoint, s.adapterName!, o.log)) ? 'unloaded' : 'not loaded';
+    } catch (err) {
+      if (!(err instanceof AgentUnavailableError)) throw err;
+      o.log?.warn({ policy: v.name, endpoint: s.url, err: err.message }, 'server unavailable: nothing to unload');
+      unload = 'server unavailable';
+    }
+  }
+  const version = await removePolicyVersion(prisma, o.actor, name, unload ? { adapterName: (v.serving as { adapterName?: string }).adapterName ?? null, unload } : {});
+  return { version, unload };
+}

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { MACHINE_TESTS } from '../vitest.config.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const OPENS_DATABASE = ['createTestDatabase', 'createDatabaseBefore'];
+const OPENS_DATABASE = ['createTestDatabase', 'createDatabaseBefore', 'databaseBeforeMigration'];
 
 function files(dir: string): string[] {
   return readdirSync(join(ROOT, dir)).flatMap((name) => {

@@ -2,24 +2,16 @@
 // version's settings (URL and all) keep only their reference and adapter name, so they follow an update of the
 // endpoint; an adapter on a checkpoint version (sweetloop serve) and endpoint versions are untouched; and a
 // version can be marked 'removed'.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabaseBefore, type DatabaseBefore } from '../../../bot/testing/database.ts';
+import { describe, expect, it } from 'vitest';
+import { databaseBeforeMigration } from '../../helpers/migration.ts';
 import { resolveServing } from '../../../trainer/policies/serving.ts';
 
 const MIGRATION = '20261205134500_adapter_endpoint_ref';
-let t: DatabaseBefore;
-
-beforeAll(async () => {
-  t = await createDatabaseBefore(MIGRATION);
-}, 120_000);
-
-afterAll(async () => {
-  await t?.drop();
-});
+const t = databaseBeforeMigration(MIGRATION);
 
 describe(`migration ${MIGRATION}`, () => {
   it('keeps only the endpoint reference and adapter name of adapters on endpoint versions', async () => {
-    const q = (sql: string, ...params: unknown[]) => t.db.prisma.$executeRawUnsafe(sql, ...params);
+    const q = t.sql;
     const endpoint = '11111111-1111-4111-8111-111111111111';
     const adapter = '22222222-2222-4222-8222-222222222222';
     const checkpoint = '33333333-3333-4333-8333-333333333333';

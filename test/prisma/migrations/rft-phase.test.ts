@@ -1,22 +1,14 @@
 // prisma/migrations/20261205081500_rft_phase_name: runs stored while rejection fine-tuning's phase was called
 // "sft" come out of the migration naming it "rft" (trainer/rft.ts RFT_PHASE) wherever a run reads it back: its
 // steps, its progress (what a resume reads), its metrics and its version's; other algorithms' rows are untouched.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabaseBefore, type DatabaseBefore } from '../../../bot/testing/database.ts';
+import { describe, expect, it } from 'vitest';
+import { databaseBeforeMigration } from '../../helpers/migration.ts';
 import { RFT_PHASE } from '../../../trainer/rft.ts';
 import { CRITIC_PHASE } from '../../../trainer/critic.ts';
 import { ACTOR_PHASE, COLLECT_PHASE } from '../../../trainer/actor.ts';
 
 const MIGRATION = '20261205081500_rft_phase_name';
-let t: DatabaseBefore;
-
-beforeAll(async () => {
-  t = await createDatabaseBefore(MIGRATION);
-}, 120_000);
-
-afterAll(async () => {
-  await t?.drop();
-});
+const t = databaseBeforeMigration(MIGRATION);
 
 describe(`migration ${MIGRATION}`, () => {
   it('renames the phase "sft" to the rft phase in steps, progress and metrics of rft runs only', async () => {

@@ -1,19 +1,11 @@
 // prisma/migrations/*_run_data_source: runs stored with the old includeSimulated flag get the data filter they
 // trained with, so trainer/runs.ts resumes them and the report names their source.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { createDatabaseBefore, type DatabaseBefore } from '../../../bot/testing/database.ts';
+import { databaseBeforeMigration } from '../../helpers/migration.ts';
 
 const THIS = '_run_data_source';
-let t: DatabaseBefore;
-
-beforeAll(async () => {
-  t = await createDatabaseBefore(THIS);
-}, 120_000);
-
-afterAll(async () => {
-  await t?.drop();
-});
+const t = databaseBeforeMigration(THIS);
 
 async function storeRun(config: object): Promise<string> {
   const id = randomUUID();

@@ -1,23 +1,15 @@
 // prisma/migrations/20261205132135_session_consent_version: sessions started before Session.consentVersion existed
 // get the newest version of their study's consent text the person had accepted by the time they started; a study
 // without a text of its own (and a session outside every study) leaves it null.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabaseBefore, type DatabaseBefore } from '../../../bot/testing/database.ts';
+import { describe, expect, it } from 'vitest';
+import { databaseBeforeMigration } from '../../helpers/migration.ts';
 
 const MIGRATION = '20261205132135_session_consent_version';
-let t: DatabaseBefore;
-
-beforeAll(async () => {
-  t = await createDatabaseBefore(MIGRATION);
-}, 120_000);
-
-afterAll(async () => {
-  await t?.drop();
-});
+const t = databaseBeforeMigration(MIGRATION);
 
 describe(`migration ${MIGRATION}`, () => {
   it('fills in the version accepted before each session started', async () => {
-    const q = (sql: string, ...params: unknown[]) => t.db.prisma.$executeRawUnsafe(sql, ...params);
+    const q = t.sql;
     const task = '11111111-1111-4111-8111-111111111111';
     const person = '22222222-2222-4222-8222-222222222222';
     const [study, plain] = ['33333333-3333-4333-8333-333333333333', '44444444-4444-4444-8444-444444444444'];

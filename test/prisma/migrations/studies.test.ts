@@ -1,23 +1,15 @@
 // prisma/migrations/20261205090139_studies: the sessions people played before studies existed join the default study (so its
 // balance continues where it stood); simulated games stay outside every study.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabaseBefore, type DatabaseBefore } from '../../../bot/testing/database.ts';
+import { describe, expect, it } from 'vitest';
+import { databaseBeforeMigration } from '../../helpers/migration.ts';
 import { DEFAULT_STUDY } from '../../../prisma/study-store.ts';
 
 const MIGRATION = '20261205090139_studies';
-let t: DatabaseBefore;
-
-beforeAll(async () => {
-  t = await createDatabaseBefore(MIGRATION);
-}, 120_000);
-
-afterAll(async () => {
-  await t?.drop();
-});
+const t = databaseBeforeMigration(MIGRATION);
 
 describe(`migration ${MIGRATION}`, () => {
   it('creates the default study and puts the sessions of people in it, not those of simulators', async () => {
-    const q = (sql: string, ...params: unknown[]) => t.db.prisma.$executeRawUnsafe(sql, ...params);
+    const q = t.sql;
     const task = '11111111-1111-4111-8111-111111111111';
     const [person, sim] = ['22222222-2222-4222-8222-222222222222', '33333333-3333-4333-8333-333333333333'];
     const [mine, game] = ['44444444-4444-4444-8444-444444444444', '55555555-5555-4555-8555-555555555555'];

@@ -2,24 +2,16 @@
 // the default study, their share becomes a whole percent, a running one becomes the default study's arms (so it
 // keeps assigning after the upgrade), and the sessions keep the period they were played in (their arm is the
 // version that played them, so Session.arm goes).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabaseBefore, type DatabaseBefore } from '../../../bot/testing/database.ts';
+import { describe, expect, it } from 'vitest';
+import { databaseBeforeMigration } from '../../helpers/migration.ts';
 import { DEFAULT_STUDY } from '../../../prisma/study-store.ts';
 
 const THIS = '_study_arms';
-let t: DatabaseBefore;
-
-beforeAll(async () => {
-  t = await createDatabaseBefore(THIS);
-}, 120_000);
-
-afterAll(async () => {
-  await t?.drop();
-});
+const t = databaseBeforeMigration(THIS);
 
 describe('migration study_arms', () => {
   it('links old experiments to the default study, keeps their sessions, and turns a running one into the arms', async () => {
-    const q = (sql: string, ...params: unknown[]) => t.db.prisma.$executeRawUnsafe(sql, ...params);
+    const q = t.sql;
     const task = '11111111-1111-4111-8111-111111111111';
     const person = '22222222-2222-4222-8222-222222222222';
     const [old, running] = ['66666666-6666-4666-8666-666666666666', '77777777-7777-4777-8777-777777777777'];

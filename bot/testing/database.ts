@@ -148,15 +148,23 @@ function ensureTemplate(): Promise<string> {
 }
 
 export async function createTestDatabase(): Promise<TestDatabase> {
-  const template = await ensureTemplate();
+  let template = await ensureTemplate();
   const name = `sweetloop_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   await withAdmin(async (c) => {
     // Copying needs the template idle; another file's copy in the same instant makes Postgres refuse, so retry.
-    for (let attempt = 0; ; attempt++) {
+    // A checkout with other migrations (a second worktree testing at the same time) drops templates not its own:
+    // then this one is built again.
+    for (let attempt = 0, rebuilt = 0; ; attempt++) {
       try {
         await c.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(template)}`);
         return;
       } catch (err) {
+        if (rebuilt < 3 && /template database .* does not exist/.test((err as Error).message)) {
+          rebuilt++;
+          templateReady = null;
+          template = await ensureTemplate();
+          continue;
+        }
         if (attempt >= 50 || !/being accessed by other users/.test((err as Error).message)) throw err;
         await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
       }

@@ -107,6 +107,37 @@ export const configSchema = z.object({
 
 export type Config = z.infer<typeof configSchema>;
 
+/**
+ * Secret values that anyone can read in this repository, so none may key real people's pseudonyms or deletion
+ * hashes: the schema's default EXPORT_SALT, and every example value shipped or once shipped (docker-compose.yml
+ * passed `change-me-please` until it read the env file). test/bin/config.test.ts checks that every EXPORT_SALT or
+ * PRIVACY_KEY value written in docker-compose.yml, .env.example and docs/ is in this list.
+ */
+export const PUBLIC_SECRETS: readonly string[] = ['sweetloop-dev-salt', 'change-me-please'];
+
+/** The command a production deployment is told to make a secret with (also in docs/configuration.md). */
+export const MAKE_SECRET_COMMAND = 'openssl rand -hex 32';
+
+/** Whether a secret value is the development default or another value published in this repository. */
+export function isPublicSecret(value: string): boolean {
+  return PUBLIC_SECRETS.includes(value);
+}
+
+/**
+ * Production (DISCORD_TOKEN set: real people's data) needs its own EXPORT_SALT and PRIVACY_KEY: a missing or
+ * published one would let anyone with a person's Discord id reverse their export pseudonym or deletion hash.
+ * Throws a ConfigError naming each, with the command that makes one; a console or CLI run is not refused.
+ */
+export function assertProductionSecrets(config: Pick<Config, 'DISCORD_TOKEN' | 'EXPORT_SALT' | 'PRIVACY_KEY'>): void {
+  if (!config.DISCORD_TOKEN) return;
+  const fix = `make one with \`${MAKE_SECRET_COMMAND}\` (or \`node -e "console.log(require('node:crypto').randomBytes(32).toString('hex'))"\`) and set it in the environment or the env file`;
+  const problems: { variable: string; message: string }[] = [];
+  if (isPublicSecret(config.EXPORT_SALT)) problems.push({ variable: 'EXPORT_SALT', message: `is a publicly known value while DISCORD_TOKEN is set; ${fix}` });
+  if (config.PRIVACY_KEY === undefined) problems.push({ variable: 'PRIVACY_KEY', message: `is not set while DISCORD_TOKEN is set; ${fix}` });
+  else if (isPublicSecret(config.PRIVACY_KEY)) problems.push({ variable: 'PRIVACY_KEY', message: `is a publicly known value while DISCORD_TOKEN is set; ${fix}` });
+  if (problems.length) throw new ConfigError(problems);
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: { variable: string; message: string }[]) {
     super(

@@ -81,7 +81,7 @@ export const configSchema = z.object({
   HEALTH_PORT: z.coerce.number({ message: 'expected a port number' }).int().min(0).max(65535).default(9464).describe('Port of the bot\'s /health/live, /health/ready and /metrics (Prometheus) endpoints; 0: off.'),
   HEALTH_HOST: z.string().default('0.0.0.0').describe('Address the health and metrics endpoints listen on.'),
   TRAINER_HEALTH_PORT: z.coerce.number({ message: 'expected a port number' }).int().min(0).max(65535).default(9465).describe('Port of the trainer service\'s /health/live, /health/ready (database reachable) and /metrics; 0: off.'),
-  PRIVACY_KEY: z.string().min(16, 'expected at least 16 characters').optional().describe('Secret of the keyed hash that stands for a deleted person (so a ban still applies without their id; never logged). Unset: EXPORT_SALT is used.'),
+  PRIVACY_KEY: z.string().min(16, 'expected at least 16 characters').optional().describe('Secret of the keyed hash that stands for a deleted person (so a ban still applies without their id; never logged). Unset: EXPORT_SALT is used, except with DISCORD_TOKEN set, where the bot refuses to start without its own (`openssl rand -hex 32`).'),
   PRIVACY_SCAN_DIRS: csv.default(['./data/exports', './data/console']).describe('Comma-separated folders (besides CHECKPOINT_DIR) searched for a deleted person\'s text by /privacy delete and `sweetloop privacy delete`.'),
   SHUTDOWN_DEADLINE_SECONDS: positiveInt.default(30).describe('On SIGTERM the bot stops taking new turns, finishes those in flight and exits within this many seconds, whatever is unreachable.'),
   DISCORD_API_BASE: z.string().url('expected an http(s) URL').default('https://discord.com/api').describe('REST base URL handed to discord.js (a proxy or a local server).'),
@@ -102,7 +102,7 @@ export const configSchema = z.object({
 
   // --- exports ---
   EXPORT_DIR: z.string().default('./data/exports').describe('Where `/mod export` writes exports too large to attach to a Discord message (the moderator is told the path).'),
-  EXPORT_SALT: z.string().min(8, 'expected at least 8 characters').default('sweetloop-dev-salt').describe('Salt for participant pseudonyms in exports (set your own in production).'),
+  EXPORT_SALT: z.string().min(8, 'expected at least 8 characters').default('sweetloop-dev-salt').describe('Salt for participant pseudonyms in exports. With DISCORD_TOKEN set the bot refuses to start on this default or any other value published in the repository (bin/config.ts PUBLIC_SECRETS): make one with `openssl rand -hex 32`.'),
 });
 
 export type Config = z.infer<typeof configSchema>;

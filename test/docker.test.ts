@@ -181,6 +181,7 @@ describe('Dockerfiles', () => {
 
   it('.dockerignore keeps local data and installed modules out of the build context', () => {
     const ignore = readFileSync('.dockerignore', 'utf8').split('\n');
-    for (const p of ['node_modules', 'data', 'prisma/generated', '.env']) expect(ignore).toContain(p);
+    // models: the vllm profile's default VLLM_MODEL_DIR (./models/policy), gigabytes of weights no image needs.
+    for (const p of ['node_modules', 'data', 'prisma/generated', '.env', 'models']) expect(ignore).toContain(p);
   });
 });

@@ -81,7 +81,7 @@ export const configSchema = z.object({
   HEALTH_PORT: z.coerce.number({ message: 'expected a port number' }).int().min(0).max(65535).default(9464).describe('Port of the bot\'s /health/live, /health/ready and /metrics (Prometheus) endpoints; 0: off.'),
   HEALTH_HOST: z.string().default('0.0.0.0').describe('Address the health and metrics endpoints listen on.'),
   TRAINER_HEALTH_PORT: z.coerce.number({ message: 'expected a port number' }).int().min(0).max(65535).default(9465).describe('Port of the trainer service\'s /health/live, /health/ready (database reachable) and /metrics; 0: off.'),
-  PRIVACY_KEY: z.string().min(16, 'expected at least 16 characters').optional().describe('Secret of the keyed hash that stands for a deleted person (so a ban still applies without their id; never logged). Unset: EXPORT_SALT is used.'),
+  PRIVACY_KEY: z.string().min(16, 'expected at least 16 characters').optional().describe('Secret of the keyed hash that stands for a deleted person (so a ban still applies without their id; never logged). Unset: EXPORT_SALT is used, except with DISCORD_TOKEN set, where the bot refuses to start without its own (`openssl rand -hex 32`).'),
   PRIVACY_SCAN_DIRS: csv.default(['./data/exports', './data/console']).describe('Comma-separated folders (besides CHECKPOINT_DIR) searched for a deleted person\'s text by /privacy delete and `sweetloop privacy delete`.'),
   SHUTDOWN_DEADLINE_SECONDS: positiveInt.default(30).describe('On SIGTERM the bot stops taking new turns, finishes those in flight and exits within this many seconds, whatever is unreachable.'),
   DISCORD_API_BASE: z.string().url('expected an http(s) URL').default('https://discord.com/api').describe('REST base URL handed to discord.js (a proxy or a local server).'),
@@ -102,10 +102,41 @@ export const configSchema = z.object({
 
   // --- exports ---
   EXPORT_DIR: z.string().default('./data/exports').describe('Where `/mod export` writes exports too large to attach to a Discord message (the moderator is told the path).'),
-  EXPORT_SALT: z.string().min(8, 'expected at least 8 characters').default('sweetloop-dev-salt').describe('Salt for participant pseudonyms in exports (set your own in production).'),
+  EXPORT_SALT: z.string().min(8, 'expected at least 8 characters').default('sweetloop-dev-salt').describe('Salt for participant pseudonyms in exports. With DISCORD_TOKEN set the bot refuses to start on this default or any other value published in the repository (bin/config.ts PUBLIC_SECRETS): make one with `openssl rand -hex 32`.'),
 });
 
 export type Config = z.infer<typeof configSchema>;
+
+/**
+ * Secret values that anyone can read in this repository, so none may key real people's pseudonyms or deletion
+ * hashes: the schema's default EXPORT_SALT, and every example value shipped or once shipped (docker-compose.yml
+ * passed `change-me-please` until it read the env file). test/bin/config.test.ts checks that every EXPORT_SALT or
+ * PRIVACY_KEY value written in docker-compose.yml, .env.example and docs/ is in this list.
+ */
+export const PUBLIC_SECRETS: readonly string[] = ['sweetloop-dev-salt', 'change-me-please'];
+
+/** The command a production deployment is told to make a secret with (also in docs/configuration.md). */
+export const MAKE_SECRET_COMMAND = 'openssl rand -hex 32';
+
+/** Whether a secret value is the development default or another value published in this repository. */
+export function isPublicSecret(value: string): boolean {
+  return PUBLIC_SECRETS.includes(value);
+}
+
+/**
+ * Production (DISCORD_TOKEN set: real people's data) needs its own EXPORT_SALT and PRIVACY_KEY: a missing or
+ * published one would let anyone with a person's Discord id reverse their export pseudonym or deletion hash.
+ * Throws a ConfigError naming each, with the command that makes one; a console or CLI run is not refused.
+ */
+export function assertProductionSecrets(config: Pick<Config, 'DISCORD_TOKEN' | 'EXPORT_SALT' | 'PRIVACY_KEY'>): void {
+  if (!config.DISCORD_TOKEN) return;
+  const fix = `make one with \`${MAKE_SECRET_COMMAND}\` (or \`node -e "console.log(require('node:crypto').randomBytes(32).toString('hex'))"\`) and set it in the environment or the env file`;
+  const problems: { variable: string; message: string }[] = [];
+  if (isPublicSecret(config.EXPORT_SALT)) problems.push({ variable: 'EXPORT_SALT', message: `is a publicly known value while DISCORD_TOKEN is set; ${fix}` });
+  if (config.PRIVACY_KEY === undefined) problems.push({ variable: 'PRIVACY_KEY', message: `is not set while DISCORD_TOKEN is set; ${fix}` });
+  else if (isPublicSecret(config.PRIVACY_KEY)) problems.push({ variable: 'PRIVACY_KEY', message: `is a publicly known value while DISCORD_TOKEN is set; ${fix}` });
+  if (problems.length) throw new ConfigError(problems);
+}
 
 export class ConfigError extends Error {
   constructor(readonly problems: { variable: string; message: string }[]) {

@@ -1,9 +1,51 @@
-// Regenerates the configuration table of docs/configuration.md from bin/config.ts (`npm run readme:config`), so
-// the two cannot disagree; test/readme.test.ts fails when they do.
+// Regenerates the configuration table of docs/configuration.md and the .env.example file from bin/config.ts
+// (`npm run readme:config`), so neither can disagree with the schema; test/readme.test.ts fails when they do.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describeConfig } from './config.ts';
+import { configSchema, describeConfig, MAKE_SECRET_COMMAND } from './config.ts';
+
+/** The env file template, relative to the repository root. */
+export const ENV_EXAMPLE = '.env.example';
+
+/**
+ * Variables docker-compose.yml reads that no Sweetloop process does (they configure Postgres and the vLLM
+ * container). test/docker.test.ts allows the compose file these and the schema's variables only, and checks the
+ * defaults written there against these.
+ */
+export const COMPOSE_VARIABLES: readonly { variable: string; default: string; description: string }[] = [
+  { variable: 'POSTGRES_PASSWORD', default: 'sweetloop', description: 'Password of the compose Postgres (user and database sweetloop); it never leaves the compose network.' },
+  { variable: 'VLLM_MODEL_DIR', default: './models/policy', description: 'Host directory of the Hugging Face model the `vllm` profile serves, mounted read-only at /models/policy.' },
+  { variable: 'VLLM_SERVED_MODEL_NAME', default: 'policy', description: 'Model name vLLM answers to (`policy add NAME --endpoint http://vllm:8000/v1 --model` this).' },
+  { variable: 'VLLM_MAX_LORAS', default: '4', description: 'LoRA adapters vLLM keeps loaded at once (--max-loras).' },
+  { variable: 'VLLM_MAX_MODEL_LEN', default: '8192', description: 'Context window vLLM serves (--max-model-len).' },
+  { variable: 'VLLM_GPU_MEMORY_UTILIZATION', default: '0.9', description: 'Share of the GPU\'s memory vLLM takes (--gpu-memory-utilization); lower it when the trainer shares the GPU.' },
+  { variable: 'VLLM_API_KEY', default: '', description: 'Key vLLM requires of clients (it reads this variable itself); register the endpoint with `--api-key-env VLLM_API_KEY` so the bot sends it. Empty: no key.' },
+];
+
+/** A schema default as an env file writes it: lists comma-separated, everything else as its text. */
+function envValue(variable: string): string {
+  const parsed = (configSchema.shape as Record<string, { safeParse(v: unknown): { success: boolean; data?: unknown } }>)[variable]!.safeParse(undefined);
+  if (!parsed.success || parsed.data === undefined) return '';
+  return Array.isArray(parsed.data) ? parsed.data.join(',') : String(parsed.data);
+}
+
+/** The whole .env.example: every setting commented out at its default, with its meaning. */
+export function envExample(): string {
+  const entry = (description: string, line: string) => `# ${description.replace(/\n/g, ' ')}\n${line}\n`;
+  return [
+    '# Sweetloop settings. Generated from bin/config.ts by `npm run readme:config` (test/readme.test.ts fails when',
+    '# stale); docs/configuration.md explains them. Copy to .env and uncomment what you change: `sweetloop` reads',
+    '# .env from its working directory, and docker compose reads it for the compose file and passes it to every',
+    '# service. A Discord deployment (DISCORD_TOKEN set) refuses to start without its own EXPORT_SALT and PRIVACY_KEY:',
+    `# make each with \`${MAKE_SECRET_COMMAND}\`.`,
+    '',
+    ...describeConfig().map((r) => entry(r.description, `# ${r.variable}=${envValue(r.variable)}`)),
+    '# --- docker-compose.yml only ---',
+    '',
+    ...COMPOSE_VARIABLES.map((r) => entry(r.description, `# ${r.variable}=${r.default}`)),
+  ].join('\n');
+}
 
 /** The guide that holds the table, relative to the repository root. */
 export const CONFIG_DOC = 'docs/configuration.md';
@@ -28,5 +70,7 @@ export function withConfigTable(doc: string): string {
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const path = join(dirname(fileURLToPath(import.meta.url)), '..', CONFIG_DOC);
   writeFileSync(path, withConfigTable(readFileSync(path, 'utf8')));
-  console.log(`updated the configuration table in ${path}`);
+  const env = join(dirname(fileURLToPath(import.meta.url)), '..', ENV_EXAMPLE);
+  writeFileSync(env, envExample());
+  console.log(`updated the configuration table in ${path} and ${env}`);
 }

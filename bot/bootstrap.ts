@@ -4,7 +4,7 @@ import { resolve, join } from 'node:path';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { Logger } from '../tasks/logger.ts';
-import { deployedPolicy, registerVersion, switchDeployedPolicy } from '../prisma/policy-store.ts';
+import { STARTER_ALGORITHM, deployedPolicy, registerVersion, servesOnlyStarter, switchDeployedPolicy } from '../prisma/policy-store.ts';
 
 export async function migrateDatabase(db: Database, log?: Logger): Promise<string[]> {
   const { migrate } = await import('../prisma/migrate.ts');
@@ -56,13 +56,22 @@ export async function ensureDeployedPolicy(db: Database, setup: PolicySetup): Pr
     const r = await ensureStarterPolicy({ dir, seed: setup.seed, progress: setup.progress ?? 'none', log: (line) => setup.log?.info(line) });
     sha = r.sha256;
     name = starterVersionName(sha);
-    algorithm = 'starter';
+    algorithm = STARTER_ALGORITHM;
   }
   // Deployed through the one deploy path, so running bots and servers hear of it (NOTIFY) as of any other deploy.
   const registered = await registerVersion(db.prisma, { name, algorithm, checkpointPath: dir, checkpointSha256: sha, ifExists: 'reuse' });
   const v = await switchDeployedPolicy(db, 'bot', registered, 'policy.deploy', { detail: { reason: 'no policy was deployed', checkpoint: dir } });
   setup.log?.info({ policy: name, dir }, 'policy deployed');
   return v;
+}
+
+/** Words of the warning when people on Discord would play only the starter (at `start` and in a study's status). */
+export const STARTER_ONLY_WARNING =
+  'only the built-in starter policy serves people: a small model trained on a CPU for trying Sweetloop, not a policy to study; register and deploy one (docs/serving-and-vllm.md)';
+
+/** At a Discord start: warns (pino) when the deployed version is the starter, so a study does not run on it unnoticed. */
+export function warnIfOnlyStarter(deployed: PolicyVersion, log: Logger): void {
+  if (servesOnlyStarter([deployed])) log.warn({ policy: deployed.name }, STARTER_ONLY_WARNING);
 }
 
 /** A stable id for the console's person: the same OS user resumes the same sessions. */

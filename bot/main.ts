@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Logger } from '../tasks/logger.ts';
 import type { LocalServeSettings } from '../trainer/serve/local.ts';
 import { openDatabase, type Database } from '../prisma/db.ts';
-import { consoleIdentity, ensureDeployedPolicy, migrateDatabase, seedTasksIfEmpty } from './bootstrap.ts';
+import { consoleIdentity, ensureDeployedPolicy, migrateDatabase, seedTasksIfEmpty, warnIfOnlyStarter } from './bootstrap.ts';
 import type { Limits } from './limits.ts';
 import { BotMetrics, startHealthServer } from './health.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
@@ -58,7 +58,9 @@ async function prepare(config: BotSettings, log: Logger, progress: 'bar' | 'line
   try {
     await migrateDatabase(db, log);
     await seedTasksIfEmpty(db, log);
-    await ensureDeployedPolicy(db, { policyModelDir: config.policyModelDir, checkpointDir: config.checkpointDir, seed: config.seed, log, progress });
+    const deployed = await ensureDeployedPolicy(db, { policyModelDir: config.policyModelDir, checkpointDir: config.checkpointDir, seed: config.seed, log, progress });
+    // People on Discord are who a study is for; the console is for trying the starter.
+    if (config.discord) warnIfOnlyStarter(deployed, log);
     return db;
   } catch (err) {
     await db.close();

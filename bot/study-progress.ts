@@ -5,6 +5,8 @@
 import type { PrismaClient, Study } from '../prisma/generated/client.ts';
 import type { StudyWithArms } from '../prisma/study-store.ts';
 import { sessionSummaries } from '../prisma/session-summary.ts';
+import { deployedPolicy, servesOnlyStarter } from '../prisma/policy-store.ts';
+import { STARTER_ONLY_WARNING } from './bootstrap.ts';
 import { IDLE_GAP_MS } from '../tasks/study-pay.ts';
 import { quantileSorted } from '../tasks/stats.ts';
 import { rewardPairs } from '../trainer/pairs.ts';
@@ -63,14 +65,20 @@ export interface StudyProgress {
   /** Median active minutes of the answered sessions (tasks/study-pay.ts activeMs); null before the first. */
   medianActiveMinutes: number | null;
   projection: Projection;
+  /** The deployed version's name, which serves a study without arms; null when none is deployed. */
+  deployed: string | null;
+  /** Every version serving the study (its arms, else the deployed one) is the built-in starter (servesOnlyStarter). */
+  starterOnly: boolean;
 }
 
 export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, now = new Date()): Promise<StudyProgress> {
-  const [tasks, sessions, first] = await Promise.all([
+  const [tasks, sessions, first, deployed] = await Promise.all([
     prisma.studyTask.count({ where: { studyId: study.id } }),
     sessionSummaries(prisma, { studyId: study.id, status: { in: ['active', 'answered'] } }),
     prisma.session.aggregate({ where: { studyId: study.id }, _min: { startedAt: true } }),
+    deployedPolicy(prisma),
   ]);
+  const serving = study.arms.length ? study.arms.map((a) => a.policyVersion) : deployed ? [deployed] : [];
   const byTask = new Map<string, typeof sessions>();
   for (const s of sessions) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
   const k = study.perTask;
@@ -98,6 +106,8 @@ export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, 
       firstStartedAt: first._min.startedAt,
       now,
     }),
+    deployed: deployed?.name ?? null,
+    starterOnly: servesOnlyStarter(serving),
   };
 }
 
@@ -124,7 +134,8 @@ export function formatStudy(s: StudyWithArms, p: StudyProgress): string {
   return [
     `study ${s.name} (${s.status})`,
     `  tasks: ${p.tasks} ${s.kind ?? 'backend/frontend'} (${s.split} split), k = ${s.perTask ?? 'none (balanced)'} sessions a task, seed ${s.seed}`,
-    `  arms: ${s.arms.map((a) => `${a.policyVersion.name} ${a.share}%`).join(', ') || 'the deployed version'}`,
+    `  arms: ${s.arms.map((a) => `${a.policyVersion.name} ${a.share}%`).join(', ') || `the deployed version (${p.deployed ?? 'none deployed'})`}`,
+    ...(p.starterOnly ? [`  warning: ${STARTER_ONLY_WARNING}`] : []),
     `  consent: ${s.consentText ? `version ${s.consentVersion} (sha256 ${s.consentSha256!.slice(0, 12)}…)` : 'the bot\'s notice'}`,
     `  pay: ${pay}; at most ${s.maxSessionsPerPerson ?? 'any number of'} session(s) a person`,
     `  opens ${day(s.opensAt)}, closes ${day(s.closesAt)}; bound to ${[...s.guildIds.map((g) => `guild ${g}`), ...s.channelIds.map((c) => `channel ${c}`)].join(', ') || 'nowhere (any guild)'}`,

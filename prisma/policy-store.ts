@@ -83,6 +83,18 @@ export async function registerVersion(
   return prisma.$transaction(write);
 }
 
+/** The algorithm recorded for the built-in starter policy (bot/bootstrap.ts, trainer/versions.ts register it so). */
+export const STARTER_ALGORITHM = 'starter';
+
+/**
+ * Whether the versions that serve people are all the built-in starter: a toy model trained in minutes on a CPU
+ * (trainer/recipes/starter.ts), fine for trying the bot, not for a study. The one rule behind the warning at
+ * `start` (bot/main.ts) and in a study's status (bot/study-progress.ts formatStudy). None serving: false.
+ */
+export function servesOnlyStarter(versions: readonly Pick<PolicyVersion, 'algorithm'>[]): boolean {
+  return versions.length > 0 && versions.every((v) => v.algorithm === STARTER_ALGORITHM);
+}
+
 export async function deployedPolicy(prisma: PrismaClient): Promise<PolicyVersion | null> {
   return prisma.policyVersion.findFirst({ where: { status: 'deployed' }, orderBy: { deployedAt: 'desc' } });
 }

@@ -3,10 +3,16 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
+import type { Command } from 'commander';
 import { buildProgram } from '../bin/cli.ts';
+import { configSchema } from '../bin/config.ts';
+import { COMPOSE_VARIABLES } from '../bin/readme-config.ts';
+import { isPresetName } from '../trainer/presets.ts';
 
 interface Service {
   image?: string;
+  profiles?: string[];
+  env_file?: { path: string; required?: boolean }[];
   build?: { context: string; dockerfile: string };
   command?: string[];
   environment?: Record<string, string>;
@@ -19,7 +25,12 @@ const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true 
   services: Record<string, Service>;
   volumes: Record<string, unknown>;
 };
-const { postgres, bot, trainer } = compose.services as Record<'postgres' | 'bot' | 'trainer', Service>;
+const { postgres, bot, trainer, vllm } = compose.services as Record<'postgres' | 'bot' | 'trainer' | 'vllm', Service>;
+const composeText = readFileSync('docker-compose.yml', 'utf8');
+const schemaVariables = new Set(Object.keys(configSchema.shape));
+const composeOnly = new Map(COMPOSE_VARIABLES.map((v) => [v.variable, v.default]));
+/** Every `${VAR}` / `${VAR:-default}` the compose file interpolates (comments included: they are instructions too). */
+const interpolated = [...composeText.matchAll(/\$\{([A-Z0-9_]+)(?::?[-?]([^}]*))?\}/g)].map((m) => ({ variable: m[1]!, default: m[2] }));
 
 describe('docker-compose.yml', () => {
   it('has postgres with a persistent volume and a pg_isready health check', () => {
@@ -65,21 +76,73 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('builds each service from a Dockerfile that exists, and runs a registered sweetloop command', () => {
-    const registered = buildProgram().commands.map((c) => c.name());
+  it('builds each service from a Dockerfile that exists, and runs sweetloop commands and options commander knows', () => {
+    const program = buildProgram();
     expect(bot.build?.dockerfile).toBe('Dockerfile.bot');
     expect(trainer.build?.dockerfile).toBe('Dockerfile.trainer');
     for (const [name, s] of Object.entries({ bot, trainer })) {
       expect(existsSync(s.build!.dockerfile), name).toBe(true);
       expect(s.command?.slice(0, 2)).toEqual(['node', 'bin/sweetloop.cjs']);
-      const sub = s.command![2]!;
-      if (name === 'trainer' && !registered.includes(sub)) {
-        // The trainer service command belongs to the training issue; until it lands this cannot be checked.
-        console.warn(`docker.test: \`sweetloop ${sub}\` is not registered yet; the trainer service cannot start until it is`);
-        continue;
-      }
-      expect(registered, `${name} runs sweetloop ${sub}`).toContain(sub);
+      const [sub, ...args] = s.command!.slice(2);
+      const command: Command | undefined = program.commands.find((c) => c.name() === sub);
+      expect(command, `${name} runs sweetloop ${sub}`).toBeDefined();
+      const flags = command!.options.map((o) => o.long);
+      for (const a of args.filter((x) => x.startsWith('--'))) expect(flags, `${name}: sweetloop ${sub} ${a}`).toContain(a);
     }
+    // The trainer image has a GPU: a preset meant for one, not the starter's CPU preset.
+    const preset = trainer.command![trainer.command!.indexOf('--preset') + 1]!;
+    expect(isPresetName(preset)).toBe(true);
+    expect(preset).not.toBe('cpu-small');
+  });
+
+  it('passes every setting through the env file, and names only variables the schema or COMPOSE_VARIABLES define', () => {
+    for (const s of [bot, trainer]) expect(s.env_file).toEqual([{ path: '.env', required: false }]);
+    expect(interpolated.length).toBeGreaterThan(0);
+    for (const v of interpolated) expect(schemaVariables.has(v.variable) || composeOnly.has(v.variable), `\${${v.variable}} in docker-compose.yml`).toBe(true);
+    for (const [name, s] of Object.entries({ bot, trainer })) {
+      for (const key of Object.keys(s.environment ?? {})) expect(schemaVariables.has(key), `${name}.environment.${key}`).toBe(true);
+    }
+    // A default written in the compose file is the one the schema (or COMPOSE_VARIABLES) documents, except
+    // where a container path or the containers' log format is the point.
+    const containerDefaults: Record<string, string> = { LOG_FORMAT: 'json', PRIVACY_SCAN_DIRS: '/data/exports' };
+    for (const v of interpolated.filter((x) => x.default !== undefined)) {
+      const documented = containerDefaults[v.variable] ?? composeOnly.get(v.variable) ?? String((configSchema.shape as Record<string, { parse(x: unknown): unknown }>)[v.variable]!.parse(undefined));
+      expect(v.default, `\${${v.variable}:-…}`).toBe(documented);
+    }
+    // No secret has a default in the compose file: it would be a published value (bin/config.ts PUBLIC_SECRETS).
+    for (const secret of ['EXPORT_SALT', 'PRIVACY_KEY']) {
+      expect(interpolated.map((v) => v.variable)).not.toContain(secret);
+      for (const s of Object.values(compose.services)) expect(s.environment ?? {}).not.toHaveProperty(secret);
+    }
+  });
+
+  it('runs the pinned vLLM OpenAI server under the vllm profile, with runtime LoRA loading and a health check', () => {
+    expect(vllm.profiles).toEqual(['vllm']);
+    for (const s of [postgres, bot, trainer]) expect(s.profiles).toBeUndefined();
+    expect(vllm.image).toMatch(/^vllm\/vllm-openai:v\d+\.\d+\.\d+$/);
+    const args = vllm.command!;
+    const value = (flag: string) => args[args.indexOf(flag) + 1];
+    expect(args).toContain('--enable-lora');
+    expect(value('--max-lora-rank')).toBe('${VLLM_MAX_LORA_RANK:-16}');
+    expect(value('--model')).toBe('/models/policy');
+    expect(vllm.volumes).toContain('${VLLM_MODEL_DIR:-./models/policy}:/models/policy:ro');
+    expect(vllm.environment?.VLLM_ALLOW_RUNTIME_LORA_UPDATING).toBe('True');
+    expect(vllm.healthcheck?.test.join(' ')).toContain(`127.0.0.1:${value('--port')}/health`);
+    expect(vllm.deploy?.resources?.reservations?.devices?.[0]?.capabilities).toContain('gpu');
+  });
+
+  it('mounts one adapters volume at ADAPTERS_DIR in bot, trainer and vllm, and keeps exports on a volume', () => {
+    expect(compose.volumes).toHaveProperty('adapters');
+    expect(compose.volumes).toHaveProperty('exports');
+    const dir = bot.environment?.ADAPTERS_DIR;
+    expect(dir).toMatch(/^\/data\//);
+    expect(trainer.environment?.ADAPTERS_DIR).toBe(dir);
+    for (const s of [bot, trainer]) expect(s.volumes).toContain(`adapters:${dir}`);
+    expect(vllm.volumes).toContain(`adapters:${dir}:ro`);
+    // Adapters a training run publishes under its checkpoint directory are readable by vLLM at the same path.
+    expect(vllm.volumes).toContain(`checkpoints:${trainer.environment?.CHECKPOINT_DIR}:ro`);
+    expect(bot.volumes).toContain(`exports:${bot.environment?.EXPORT_DIR}`);
+    expect(bot.environment?.PRIVACY_SCAN_DIRS).toContain(bot.environment?.EXPORT_DIR);
   });
 });
 
@@ -98,8 +161,11 @@ describe('Dockerfiles', () => {
     expect(pkg.optionalDependencies['@tensorflow/tfjs-node-gpu']).toBe('4.22.0');
   });
 
-  it('the bot image has Node 20 and the evaluators\' tools', () => {
+  it('the bot image has Node 20 and the evaluators\' tools, and keeps the optional native binaries tsx and llama.cpp need', () => {
     expect(bot).toMatch(/^FROM node:20-/m);
+    expect(bot).not.toMatch(/--omit=optional/);
+    expect(bot).toMatch(/@esbuild\/linux-/);
+    expect(bot).toMatch(/@node-llama-cpp\/linux-/);
     for (const pkg of ['chromium', 'bubblewrap', 'python3']) expect(bot).toMatch(new RegExp(`apt-get install[^\\n]*\\b${pkg}\\b`));
   });
 
@@ -115,6 +181,7 @@ describe('Dockerfiles', () => {
 
   it('.dockerignore keeps local data and installed modules out of the build context', () => {
     const ignore = readFileSync('.dockerignore', 'utf8').split('\n');
-    for (const p of ['node_modules', 'data', 'prisma/generated', '.env']) expect(ignore).toContain(p);
+    // models: the vllm profile's default VLLM_MODEL_DIR (./models/policy), gigabytes of weights no image needs.
+    for (const p of ['node_modules', 'data', 'prisma/generated', '.env', 'models']) expect(ignore).toContain(p);
   });
 });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describeConfig } from '../bin/config.ts';
-import { CONFIG_DOC, TABLE_END, TABLE_START, configTable } from '../bin/readme-config.ts';
+import { CONFIG_DOC, ENV_EXAMPLE, TABLE_END, TABLE_START, configTable, envExample } from '../bin/readme-config.ts';
 
 const readme = readFileSync('README.md', 'utf8');
 const architecture = readFileSync('docs/architecture.md', 'utf8');
@@ -47,6 +47,14 @@ describe('the guides in docs/', () => {
     const table = doc.slice(doc.indexOf(TABLE_START) + TABLE_START.length, doc.indexOf(TABLE_END)).trim();
     for (const { variable } of describeConfig()) expect(table, `${variable} (run: npm run readme:config)`).toContain(`| \`${variable}\` |`);
     expect(table, 'the table is stale: run npm run readme:config').toBe(configTable());
+  });
+
+  it('come with a .env.example generated from the same schema, listing every variable at its default', () => {
+    const example = readFileSync(ENV_EXAMPLE, 'utf8');
+    expect(example, '.env.example is stale: run npm run readme:config').toBe(envExample());
+    for (const { variable } of describeConfig()) expect(example).toMatch(new RegExp(`^# ${variable}=`, 'm'));
+    // Parsed as an env file, every line is a comment: copying it changes nothing until a line is uncommented.
+    expect(example.split('\n').filter((l) => l.trim() && !l.startsWith('#'))).toEqual([]);
   });
 
   it('explain why each dependency in package.json is there', () => {

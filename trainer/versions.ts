@@ -4,7 +4,7 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
-import { checkpointOf, deployedPolicy, registerVersion } from '../prisma/policy-store.ts';
+import { STARTER_ALGORITHM, checkpointOf, deployedPolicy, registerVersion } from '../prisma/policy-store.ts';
 
 export interface VersionContext {
   prisma: PrismaClient;
@@ -19,7 +19,7 @@ export async function starterVersion(ctx: VersionContext): Promise<PolicyVersion
   const dir = resolve(join(ctx.checkpointRoot, 'starter'));
   const r = await ensureStarterPolicy({ dir, seed: ctx.seed, progress: 'none', ...(ctx.log ? { log: ctx.log } : {}) });
   const name = starterVersionName(r.sha256);
-  return registerVersion(ctx.prisma, { name, algorithm: 'starter', checkpointPath: dir, checkpointSha256: r.sha256, ifExists: 'reuse' });
+  return registerVersion(ctx.prisma, { name, algorithm: STARTER_ALGORITHM, checkpointPath: dir, checkpointSha256: r.sha256, ifExists: 'reuse' });
 }
 
 export async function resolveVersion(ctx: VersionContext, ref: string): Promise<PolicyVersion> {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { configSchema, loadConfig, type Config } from '../config.ts';
+import { assertProductionSecrets, isPublicSecret, loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
 
 /**
@@ -35,6 +35,8 @@ async function reportMissingTools(config: Config, log: Logger): Promise<void> {
 async function prepare(channel: (config: Config) => 'discord' | 'console'): Promise<{ config: Config; log: Logger; settings: import('../../bot/main.ts').BotSettings }> {
   const config = loadConfig();
   const ch = channel(config);
+  // Before anything is migrated or served: a Discord bot collects real people's data.
+  if (ch === 'discord') assertProductionSecrets(config);
   // The console shares the terminal with the logs: the default `info` becomes `warn` there; explicit debug stays.
   const log = createLogger(config, 'sweetloop', { level: ch === 'console' ? quieter(config.LOG_LEVEL) : config.LOG_LEVEL });
   await Promise.all([chooseBackend(config), reportMissingTools(config, log)]);
@@ -73,7 +75,7 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
     health: config.HEALTH_PORT ? { port: config.HEALTH_PORT, host: config.HEALTH_HOST } : null,
     shutdownDeadlineMs: config.SHUTDOWN_DEADLINE_SECONDS * 1000,
     privacy: { key: config.PRIVACY_KEY ?? config.EXPORT_SALT, dirs: config.PRIVACY_SCAN_DIRS },
-    exportSaltIsDefault: config.EXPORT_SALT === configSchema.shape.EXPORT_SALT.parse(undefined),
+    exportSaltIsDefault: isPublicSecret(config.EXPORT_SALT),
   };
 }
 

@@ -94,7 +94,7 @@ export function registerExportCommands(program: Command): void {
         study?: string;
       },
     ) => {
-      const { loadConfig, configSchema } = await import('../config.ts');
+      const { loadConfig, isPublicSecret } = await import('../config.ts');
       const { createLogger } = await import('../log.ts');
       const { openDatabase } = await import('../../prisma/db.ts');
       const { exportSessions } = await import('../../bot/export/export.ts');
@@ -118,7 +118,7 @@ export function registerExportCommands(program: Command): void {
       });
       const config = loadConfig();
       const log = createLogger(config);
-      const defaultSalt = config.EXPORT_SALT === configSchema.shape.EXPORT_SALT.parse(undefined);
+      const defaultSalt = isPublicSecret(config.EXPORT_SALT);
       if (defaultSalt && config.DISCORD_TOKEN) {
         // Real people's data: pseudonyms under a public salt could be reversed by anyone with their Discord ids.
         throw new Error('EXPORT_SALT is the development default while a Discord bot is configured: set EXPORT_SALT to a long random secret (e.g. `openssl rand -hex 32`) and export again.');

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { ConfigError, describeConfig, parseConfig } from '../../bin/config.ts';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, MAKE_SECRET_COMMAND, PUBLIC_SECRETS, assertProductionSecrets, configSchema, describeConfig, isPublicSecret, parseConfig } from '../../bin/config.ts';
 import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
 
 const run = promisify(execFile);
@@ -84,5 +86,63 @@ describe('configuration', () => {
 
   it('describes every variable', () => {
     for (const row of describeConfig()) expect(row.description, row.variable).not.toBe('');
+  });
+});
+
+describe('production secrets (bin/config.ts assertProductionSecrets)', () => {
+  const own = { EXPORT_SALT: 'a1b2c3d4e5f60718293a4b5c6d7e8f90', PRIVACY_KEY: '0f9e8d7c6b5a49382716f5e4d3c2b1a0' };
+  const refusal = (env: Record<string, string>) => {
+    try {
+      assertProductionSecrets(parseConfig(env));
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      return err as ConfigError;
+    }
+    return null;
+  };
+
+  it('lets a console or CLI run use the development default', () => {
+    expect(refusal({})).toBeNull();
+  });
+
+  it('refuses a Discord bot with the default salt and no privacy key, naming both and the command that makes one', () => {
+    const err = refusal({ DISCORD_TOKEN: 'token' })!;
+    expect(err.problems.map((p) => p.variable)).toEqual(['EXPORT_SALT', 'PRIVACY_KEY']);
+    expect(err.problems[1]!.message).toMatch(/not set/);
+    expect(err.message).toContain(MAKE_SECRET_COMMAND);
+    expect(err.message).toContain("randomBytes(32).toString('hex')");
+  });
+
+  it('refuses every publicly known value, for either secret, and accepts the deployment\'s own', () => {
+    for (const known of PUBLIC_SECRETS) {
+      expect(refusal({ DISCORD_TOKEN: 'token', ...own, EXPORT_SALT: known })?.problems.map((p) => p.variable)).toEqual(['EXPORT_SALT']);
+      if (known.length >= 16) expect(refusal({ DISCORD_TOKEN: 'token', ...own, PRIVACY_KEY: known })?.problems.map((p) => p.variable)).toEqual(['PRIVACY_KEY']);
+    }
+    expect(refusal({ DISCORD_TOKEN: 'token', ...own })).toBeNull();
+  });
+
+  it('knows every EXPORT_SALT or PRIVACY_KEY value written in the compose file, .env.example and docs/', () => {
+    const files = ['docker-compose.yml', '.env.example', 'README.md', ...readdirSync('docs').map((f) => join('docs', f))];
+    const shipped = new Set<string>([configSchema.shape.EXPORT_SALT.parse(undefined)]);
+    for (const f of files) {
+      const text = readFileSync(f, 'utf8');
+      // `EXPORT_SALT=value`, `EXPORT_SALT: value`, `${EXPORT_SALT:-value}`, each optionally quoted or in backticks.
+      for (const m of text.matchAll(/\b(?:EXPORT_SALT|PRIVACY_KEY)(?:=|: |:-)["'`]?([A-Za-z0-9_.\-]{8,})/g)) shipped.add(m[1]!);
+    }
+    for (const value of shipped) expect(isPublicSecret(value), `${value} is written in the repository`).toBe(true);
+  });
+
+  it('is what `sweetloop start` checks before anything else when DISCORD_TOKEN is set', async () => {
+    const { DISCORD_TOKEN: _t, EXPORT_SALT: _s, PRIVACY_KEY: _k, ...rest } = process.env;
+    const r = await run(process.execPath, [SWEETLOOP_ENTRY, 'start'], {
+      env: { ...rest, DISCORD_TOKEN: 'token', EXPORT_SALT: 'change-me-please', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
+    }).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/EXPORT_SALT: is a publicly known value/);
+    expect(r.stderr).toMatch(/PRIVACY_KEY: is not set/);
+    expect(r.stderr).toContain(MAKE_SECRET_COMMAND);
   });
 });

@@ -41,6 +41,9 @@ describe('npm start with a Discord token', () => {
         HOME: process.env.HOME,
         DATABASE_URL: tdb.url,
         DISCORD_TOKEN: 'cli-test-token',
+        // A Discord deployment refuses to start without its own secrets (bin/config.ts assertProductionSecrets).
+        EXPORT_SALT: 'cli-test-export-salt-3f9a',
+        PRIVACY_KEY: 'cli-test-privacy-key-8c2e',
         DISCORD_API_BASE: fake.apiBase,
         DISCORD_APPLICATION_ID: fake.appId,
         DISCORD_GUILD_IDS: fake.guildId,

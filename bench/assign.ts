@@ -20,19 +20,13 @@ import { createStudy, setStudyStatus, type StudyWithArms } from '../prisma/study
 import { importTasks } from '../prisma/task-store.ts';
 import { generateMiniTasks } from '../tasks/mini.ts';
 import { percentile } from '../tasks/stats.ts';
+import { countArg } from './args.ts';
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name}: expected a positive integer`);
-  return v;
-}
 
-const TASKS = arg('tasks', 1000);
-const K = arg('per-task', 3);
-const PEOPLE = arg('people', 200);
-const ROUNDS = arg('rounds', 3);
+const TASKS = countArg('tasks', 1000);
+const K = countArg('per-task', 3);
+const PEOPLE = countArg('people', 200);
+const ROUNDS = countArg('rounds', 3);
 const CONSENT = 'Your messages in this study are recorded for research on collaborative agents.';
 
 interface Phase {

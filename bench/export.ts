@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { countArg } from './args.ts';
 
 const FORMATS = ['jsonl', 'sweet-rl', 'parquet'] as const;
 type Format = (typeof FORMATS)[number];
@@ -34,13 +35,6 @@ interface Measurement {
   peakHeapHalvesMiB?: [number, number];
 }
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name}: expected a positive integer`);
-  return v;
-}
 
 const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
 
@@ -200,10 +194,10 @@ async function main(): Promise<void> {
     await child(process.argv[3] as Format, process.argv[4]!, process.argv[5]!, Number(process.argv[6]));
     return;
   }
-  const n = arg('sessions', 100_000);
-  const batchSize = arg('batch-size', 500);
+  const n = countArg('sessions', 100_000);
+  const batchSize = countArg('batch-size', 500);
   // With a cap, an export whose memory grew with the number of sessions would die: a pass proves it flat.
-  const heapCapMiB = process.argv.includes('--heap-cap-mib') ? arg('heap-cap-mib', 96) : null;
+  const heapCapMiB = process.argv.includes('--heap-cap-mib') ? countArg('heap-cap-mib', 96) : null;
   const { createTestDatabase } = await import('../bot/testing/database.ts');
   const db = await createTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'sweetloop-bench-export-'));

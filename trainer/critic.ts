@@ -49,10 +49,11 @@ export interface TurnState {
 
 let instances = 0;
 
-/** LoRA settings of a critic that trains adapters (rank, alpha, and the seed of A's initialisation). */
+/** LoRA settings of a critic that trains adapters (rank, alpha, targets, and the seed of A's initialisation). */
 export interface CriticLora {
   rank: number;
   alpha: number;
+  targetModules?: string[];
   seed?: number;
 }
 
@@ -83,7 +84,7 @@ export class Critic {
     if (opts.lora && currentDir === initialDir) {
       const m = await loadModel(initialDir, name, false);
       const lora = opts.lora;
-      await adopt(m, async () => addLora(m.model, { rank: lora.rank, alpha: lora.alpha, seed: lora.seed ?? 0 }));
+      await adopt(m, async () => addLora(m.model, { rank: lora.rank, alpha: lora.alpha, ...(lora.targetModules ? { targetModules: lora.targetModules } : {}), seed: lora.seed ?? 0 }));
       return new Critic(m, initialDir, id);
     }
     return new Critic(await loadModel(currentDir, name, true), initialDir, id);

@@ -1,8 +1,10 @@
 // Hyper-parameters of the three training algorithms. `paper` is the SWEET-RL paper's table (8B models, full
 // fine-tuning); `cpu-small` is what the built-in ~1M-parameter starter policy needs to move at all on a CPU
 // within minutes: a learning rate four orders of magnitude larger (a tiny model trained from scratch, not a
-// pre-trained 8B one), fewer sampled candidates and fewer actor states.
+// pre-trained 8B one), fewer sampled candidates and fewer actor states. `paper-lora` is the paper's recipe for
+// LoRA adapters on a served (8B-class) base, whose rates must be higher than full fine-tuning's.
 import { z } from 'zod';
+import { LINEAR_MODULES } from './model/lora-modules.ts';
 import { demonstratorMixSchema } from './recipes/demonstrator-mix.ts';
 
 export const DEFAULT_MICRO_BATCH_CELLS = 2 * 1024 * 1024;
@@ -83,8 +85,18 @@ export const trainConfigSchema = z.object({
     })
     .nullable()
     .default(null),
-  /** Train LoRA adapters (merged into the published weights) instead of all parameters. */
-  lora: z.object({ rank: z.number().int().positive(), alpha: z.number().positive() }).nullable(),
+  /**
+   * Train LoRA adapters instead of all parameters (merged into the published weights, or published as an adapter
+   * in a run on a served base): rank r, alpha (the update is scaled by alpha / r), and which projection matrices
+   * get adapters (PEFT's target_modules; unset in runs stored before: q, k, v and o).
+   */
+  lora: z
+    .object({
+      rank: z.number().int().positive(),
+      alpha: z.number().positive(),
+      targetModules: z.array(z.enum(LINEAR_MODULES)).min(1).optional(),
+    })
+    .nullable(),
   /** Checkpoint every this many optimizer updates. */
   checkpointEvery: z.number().int().positive(),
   /** Stop each phase after this many updates (a smoke run); null: no limit. */
@@ -145,6 +157,16 @@ export const PRESETS = {
     checkpointEvery: 5,
     // A model this small forgets its copying and its code under preference updates (bench/HISTORY.md).
     rehearsal: { coefficient: 1, games: 400, perUpdate: 2 },
+  },
+  // LoRA adapters on a pre-trained base (what the trainer service trains on an endpoint's --base-model-dir):
+  // adapters need a rate about ten times full fine-tuning's. 5e-6 is the LoRA DPO rate of the Zephyr-7B recipe
+  // (huggingface/alignment-handbook recipes/zephyr-7b-beta/dpo/config_qlora.yaml; its full DPO used 5e-7), used
+  // here for the actor, the critic and RFT alike. Not tuned on Sweetloop's data: change it with --lr / --critic-lr.
+  'paper-lora': {
+    ...PAPER,
+    lr: 5e-6,
+    criticLr: 5e-6,
+    lora: { rank: 16, alpha: 32, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] },
   },
 } as const satisfies Record<string, TrainConfig>;
 

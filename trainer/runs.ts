@@ -57,6 +57,11 @@ export interface RunConfig {
    * serving settings the adapter version inherits, and the endpoint version it is loaded on.
    */
   servedBy?: Serving & { endpointVersionId: string };
+  /**
+   * A LoRA run that continues an adapter version (trainer/training-source.ts): that adapter's directory. The
+   * policy starts as the base with this adapter (its sampler and DPO reference too), and goes on training it.
+   */
+  fromAdapter?: string;
 }
 
 export interface RunContext {
@@ -279,10 +284,18 @@ async function trainablePolicy(r: RunState, phaseName: string): Promise<{ m: Loa
   const m = await loadModel(resume && !lora ? resume.dir : base, `policy-${r.runId.slice(0, 8)}-${Date.now()}`, true);
   if (lora) {
     if (resume) await loadLora(resume.dir, m.model);
-    else addLora(m.model, { rank: lora.rank, alpha: lora.alpha, seed: r.cfg.train.seed });
+    else if (r.cfg.fromAdapter) await loadLora(r.cfg.fromAdapter, m.model);
+    else addLora(m.model, { rank: lora.rank, alpha: lora.alpha, ...(lora.targetModules ? { targetModules: lora.targetModules } : {}), seed: r.cfg.train.seed });
   }
   // Tokenizer files travel with the base, whatever directory the weights came from.
   return { m: { ...m, dir: base }, ...(resume ? { resume: { step: resume.step, dir: resume.dir } } : {}) };
+}
+
+/** The policy as the run found it, frozen (a sampler, a DPO reference): the base, with the adapter it continues. */
+async function startingPolicy(r: RunState, label: string): Promise<LoadedModel> {
+  const m = await loadModel(r.cfg.fromCheckpoint, `${label}-${r.runId.slice(0, 8)}-${Date.now()}`, false);
+  if (r.cfg.fromAdapter) await loadLora(r.cfg.fromAdapter, m.model);
+  return m;
 }
 
 /** The rehearsal term of a policy phase (none when the configuration has no rehearsal). */
@@ -304,7 +317,7 @@ async function rftPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel> 
 /** Multi-turn DPO: trajectory pairs of a task, DPO over all agent turns. */
 async function mtdpoPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel> {
   const t = await trainablePolicy(r, MTDPO_PHASE);
-  const reference = await loadModel(r.cfg.fromCheckpoint, `ref-${r.runId.slice(0, 8)}-${Date.now()}`, false);
+  const reference = await startingPolicy(r, 'ref');
   const examples = await preparePolicyExamples(reference, data);
   reference.model.dispose();
   const pairs = trajectoryPairs(data, examples, r.cfg.train.maxPairsPerTask);
@@ -317,7 +330,8 @@ async function mtdpoPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel
 
 /**
  * SWEET-RL, phase 1: the critic (sees the reference) learns turn advantages with Bradley-Terry. In a LoRA run
- * the critic trains adapters too (same rank), and its checkpoints and result are adapters over the base.
+ * the critic trains adapters too (same rank, alpha and targets), and its checkpoints and result are adapters over
+ * the base; a run that continues an adapter still gives its critic fresh adapters over the bare base.
  */
 async function trainCritic(r: RunState, data: Trajectory[]): Promise<string> {
   const base = r.cfg.fromCheckpoint;
@@ -357,7 +371,7 @@ async function collectCandidates(r: RunState, data: Trajectory[], criticDir: str
   const pairsFile = join(r.dir, 'actor-pairs.jsonl');
   if (r.progress.done.includes(COLLECT_PHASE)) return pairsFile;
   const critic = await Critic.load(cfg.fromCheckpoint, criticDir);
-  const sampler = await loadModel(cfg.fromCheckpoint, `sampler-${r.runId.slice(0, 8)}-${Date.now()}`, false);
+  const sampler = await startingPolicy(r, 'sampler');
   try {
     const states = selectStates(data, cfg.train.stateFraction, cfg.train.seed, cfg.train.actorStates);
     let collected = 0;

@@ -8,6 +8,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import type { Decoder } from './decoder.ts';
+import { DEFAULT_LORA_TARGETS, isLinearModule, LINEAR_MODULES } from './lora-modules.ts';
 import { readSafetensors, writeFileAtomic, writeSafetensors, type NamedTensor } from './safetensors.ts';
 
 export interface LoraOptions {
@@ -19,14 +20,13 @@ export interface LoraOptions {
   seed?: number;
 }
 
-const LINEAR_MODULES = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 export const ADAPTER_CONFIG = 'adapter_config.json';
 export const ADAPTER_WEIGHTS = 'adapter_model.safetensors';
 const PEFT_PREFIX = 'base_model.model.';
 
 function targetNames(decoder: Decoder, targets: string[]): string[] {
   for (const t of targets) {
-    if (!LINEAR_MODULES.includes(t)) throw new Error(`unknown LoRA target module "${t}" (known: ${LINEAR_MODULES.join(', ')})`);
+    if (!isLinearModule(t)) throw new Error(`unknown LoRA target module "${t}" (known: ${LINEAR_MODULES.join(', ')})`);
   }
   return [...decoder.params.keys()]
     .filter((n) => n.endsWith('.weight'))
@@ -42,7 +42,7 @@ function targetNames(decoder: Decoder, targets: string[]): string[] {
 export function addLora(decoder: Decoder, opts: LoraOptions): void {
   if (decoder.adapters.size) throw new Error('this decoder already has LoRA adapters');
   if (!Number.isInteger(opts.rank) || opts.rank <= 0) throw new Error(`LoRA rank must be a positive integer, got ${opts.rank}`);
-  const modules = targetNames(decoder, opts.targetModules ?? ['q_proj', 'k_proj', 'v_proj', 'o_proj']);
+  const modules = targetNames(decoder, opts.targetModules ?? [...DEFAULT_LORA_TARGETS]);
   let seed = opts.seed ?? 0;
   for (const module of modules) {
     const w = decoder.param(module + '.weight');
@@ -53,7 +53,7 @@ export function addLora(decoder: Decoder, opts: LoraOptions): void {
     decoder.adapters.set(module, { a, b, scale: opts.alpha / opts.rank });
   }
   for (const v of decoder.params.values()) v.trainable = false;
-  loraSettings.set(decoder, { rank: opts.rank, alpha: opts.alpha, targetModules: opts.targetModules ?? ['q_proj', 'k_proj', 'v_proj', 'o_proj'] });
+  loraSettings.set(decoder, { rank: opts.rank, alpha: opts.alpha, targetModules: opts.targetModules ?? [...DEFAULT_LORA_TARGETS] });
 }
 
 const loraSettings = new WeakMap<Decoder, { rank: number; alpha: number; targetModules: string[] }>();

@@ -88,8 +88,11 @@ export class BotMetrics implements EngineObserver {
   }
 }
 
+/** A readiness check: passed or not, or not with the reason (shown under `reasons` in /health/ready). */
+export type CheckResult = boolean | { ok: boolean; reason?: string };
+
 export interface ReadinessChecks {
-  [name: string]: () => Promise<boolean> | boolean;
+  [name: string]: () => Promise<CheckResult> | CheckResult;
 }
 
 export interface HealthServer {
@@ -101,7 +104,11 @@ export interface HealthServer {
  * The trainer service's metrics: process metrics and the training runs by status (read from the database at
  * each scrape; kept at their last value while it is unreachable).
  */
-export function trainerMetrics(runsByStatus: () => Promise<Record<string, number>>): { registry: Registry } {
+export function trainerMetrics(
+  runsByStatus: () => Promise<Record<string, number>>,
+  /** The service's state (trainer/service.ts ServiceStatus): one gauge a state, 1 for the current one. */
+  service?: { states: readonly string[]; now: () => { state: string; failures: number; polls: number } },
+): { registry: Registry } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'sweetloop_trainer_' });
   new Gauge({
@@ -114,17 +121,46 @@ export function trainerMetrics(runsByStatus: () => Promise<Record<string, number
       if (counts) for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
     },
   });
+  if (service) {
+    new Gauge({
+      name: 'sweetloop_trainer_state',
+      help: 'What the trainer service is doing: 1 for its current state (cannot-train: it cannot train what is deployed; backing-off: its cycles fail), 0 for the others',
+      labelNames: ['state'],
+      registers: [registry],
+      collect() {
+        const now = service.now().state;
+        for (const state of service.states) this.set({ state }, state === now ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'sweetloop_trainer_consecutive_failures',
+      help: 'Training cycles failed in a row (0 after a cycle that did not fail)',
+      registers: [registry],
+      collect() {
+        this.set(service.now().failures);
+      },
+    });
+    new Gauge({
+      name: 'sweetloop_trainer_polls',
+      help: 'Times the trainer service has looked at the deployed version and the data since it started',
+      registers: [registry],
+      collect() {
+        this.set(service.now().polls);
+      },
+    });
+  }
   return { registry };
 }
 
 /** A check that does not answer within this time counts as failed (an unreachable database hangs). */
 const CHECK_TIMEOUT_MS = 2_000;
 
-async function runCheck(check: () => Promise<boolean> | boolean): Promise<boolean> {
+async function runCheck(check: () => Promise<CheckResult> | CheckResult): Promise<{ ok: boolean; reason?: string }> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS)));
+  const timeout = new Promise<{ ok: boolean; reason?: string }>((resolve) => (timer = setTimeout(() => resolve({ ok: false, reason: `no answer within ${CHECK_TIMEOUT_MS} ms` }), CHECK_TIMEOUT_MS)));
+  const asResult = (r: CheckResult) => (typeof r === 'boolean' ? { ok: r } : r);
   try {
-    return await Promise.race([Promise.resolve().then(check).catch(() => false), timeout]);
+    return await Promise.race([Promise.resolve().then(check).then(asResult, () => ({ ok: false })), timeout]);
   } finally {
     clearTimeout(timer);
   }
@@ -145,9 +181,10 @@ export async function startHealthServer(o: { port: number; host?: string; metric
     }
     if (path === '/health/ready') {
       void Promise.all(Object.entries(o.ready).map(async ([name, check]) => [name, await runCheck(check)] as const)).then((results) => {
-        const checks = Object.fromEntries(results);
-        const ok = results.every(([, v]) => v);
-        json(ok ? 200 : 503, { status: ok ? 'ready' : 'not ready', checks });
+        const checks = Object.fromEntries(results.map(([name, r]) => [name, r.ok]));
+        const reasons = Object.fromEntries(results.filter(([, r]) => !r.ok && r.reason).map(([name, r]) => [name, r.reason]));
+        const ok = results.every(([, r]) => r.ok);
+        json(ok ? 200 : 503, { status: ok ? 'ready' : 'not ready', checks, ...(Object.keys(reasons).length ? { reasons } : {}) });
       });
       return;
     }

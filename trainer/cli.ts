@@ -1,12 +1,14 @@
 // The trainer's command actions (simulate, evaluate, train, trainer). bin/commands/trainer.ts
 // parses the options and hands over the validated settings; everything else happens here.
 import { checkpointOf, deployedPolicy } from '../prisma/policy-store.ts';
-import { trainingBaseOf } from './policies/serving.ts';
+import { resolveServing } from './policies/serving.ts';
+import { trainingSource, type TrainingSource } from './training-source.ts';
+import { DEFAULT_LORA_TARGETS } from './model/lora-modules.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { TaskKind, TaskSplit } from '../tasks/model.ts';
 import { compareVersions, evaluateVersion, formatComparison, formatReport, outcomes } from './evaluate.ts';
-import { isPresetName, trainConfig, type TrainConfig } from './presets.ts';
+import { isPresetName, loraRequest, PRESETS, trainConfig, type PresetName, type TrainConfig } from './presets.ts';
 import { formatGateEvidence, gamesPlan, promote } from './promote.ts';
 import { pairedSuccessPower } from '../tasks/stats.ts';
 import { DEFAULT_SAMPLING } from './rollout.ts';
@@ -16,7 +18,7 @@ import { simulate, RULE_SIMULATOR, type CollaboratorFactory } from './simulate.t
 import { resolveVersion, type VersionContext } from './versions.ts';
 import { trainingStudy, usableSessions, type DataFilter } from './data.ts';
 import type { DataSource } from '../prisma/data-source.ts';
-import { runService } from './service.ts';
+import { runService, type ServiceStatus } from './service.ts';
 
 export interface TrainerSettings {
   checkpointRoot: string;
@@ -43,6 +45,12 @@ export interface TrainerSettings {
   trainingData: TrainingDataSettings;
   /** sweet runs: people's pairwise preferences are extra critic pairs unless `sweetloop train` says otherwise. */
   usePreferences: boolean;
+  /** A server's largest LoRA rank when its endpoint version records none (VLLM_MAX_LORA_RANK). */
+  maxLoraRank: number;
+  /** The service: rank of a fresh adapter on a served base (TRAINER_LORA_RANK). */
+  loraRank: number;
+  /** The service: longest wait after failing cycles (TRAINER_MAX_BACKOFF_SECONDS). */
+  maxBackoffSeconds: number;
 }
 
 export interface TrainingDataSettings {
@@ -179,36 +187,71 @@ export interface TrainCommandOptions {
   study?: string;
   /** sweet: use people's pairwise preferences as extra critic pairs (default: TRAINER_USE_PREFERENCES). */
   preferences?: boolean;
+  /** LoRA alpha (default 2 x rank) and target projections (default the preset's, or q/k/v/o). */
+  loraAlpha?: number;
+  loraTargets?: string[];
+  /** Peak learning rates of the policy (actor, DPO, SFT) and the critic; epochs of the policy phase and the critic. */
+  lr?: number;
+  criticLr?: number;
+  epochs?: number;
+  criticEpochs?: number;
+}
+
+/** The preset with the command's overrides (rates, epochs, steps, seed; LoRA comes from the training source). */
+export function trainOverrides(s: Pick<TrainerSettings, 'seed'>, o: Pick<TrainCommandOptions, 'maxSteps' | 'lr' | 'criticLr' | 'epochs' | 'criticEpochs'>): Partial<TrainConfig> {
+  return {
+    seed: s.seed,
+    ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
+    ...(o.lr !== undefined ? { lr: o.lr } : {}),
+    ...(o.criticLr !== undefined ? { criticLr: o.criticLr } : {}),
+    ...(o.epochs !== undefined ? { actorEpochs: o.epochs, sftEpochs: o.epochs } : {}),
+    ...(o.criticEpochs !== undefined ? { criticEpochs: o.criticEpochs } : {}),
+  };
+}
+
+function presetOf(name: string): PresetName {
+  if (!isPresetName(name)) throw new Error(`unknown preset "${name}" (${Object.keys(PRESETS).join(', ')})`);
+  return name;
+}
+
+/** Creates a run from a decided training source (trainer/training-source.ts). */
+async function createRunFrom(db: Database, s: TrainerSettings, o: TrainCommandOptions, src: Extract<TrainingSource, { ok: true }>, log: (l: string) => void): Promise<string> {
+  const preset = presetOf(o.preset);
+  const data = dataFilterFor(s, { ...(o.data ? { source: o.data } : {}), simulatedWeight: o.simulatedWeight, minQuality: o.minQuality, minRating: o.minRating, study: o.study } as Partial<TrainingDataSettings>);
+  let servedBy: RunConfig['servedBy'];
+  if (src.endpointVersionId) {
+    const endpoint = await db.prisma.policyVersion.findUniqueOrThrow({ where: { id: src.endpointVersionId } });
+    servedBy = { ...(await resolveServing(db.prisma, endpoint)), endpointVersionId: src.endpointVersionId };
+  }
+  const cfg: RunConfig = {
+    algorithm: o.algo,
+    preset,
+    train: trainConfig(preset, { ...trainOverrides(s, o), lora: src.lora }),
+    fromVersionId: src.fromId,
+    fromVersionName: src.fromName,
+    fromCheckpoint: src.baseDir,
+    ...(servedBy ? { servedBy } : {}),
+    ...(src.continueAdapter ? { fromAdapter: src.continueAdapter } : {}),
+    kind: o.kind,
+    ratingWeight: s.ratingWeight,
+    data,
+    preferences: o.preferences ?? s.usePreferences,
+  };
+  const run = await createRun({ prisma: db.prisma, checkpointRoot: s.checkpointRoot }, cfg);
+  log(`training run ${run.id} (${o.algo}, preset ${preset}) ${src.summary}; resume it after an interruption with: sweetloop train --resume ${run.id}`);
+  return run.id;
 }
 
 export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCommandOptions): Promise<PolicyVersion> {
   const ctx = { prisma: db.prisma, checkpointRoot: s.checkpointRoot, progress: s.progress, log: (l: string) => console.error(l) };
   let runId = o.resume;
   if (!runId) {
-    if (!isPresetName(o.preset)) throw new Error(`unknown preset "${o.preset}" (cpu-small or paper)`);
+    const lora = loraRequest(PRESETS[presetOf(o.preset)].lora, o);
     const from = await resolveVersion(versionContext(db, s), o.from);
-    const base = await trainingBaseOf(db.prisma, from);
-    if (base.servedBy && o.lora === undefined) throw new Error(`"${from.name}" is served by an endpoint: train a LoRA adapter for it with --lora <rank>`);
-    const data = dataFilterFor(s, { ...(o.data ? { source: o.data } : {}), simulatedWeight: o.simulatedWeight, minQuality: o.minQuality, minRating: o.minRating, study: o.study } as Partial<TrainingDataSettings>);
-    const overrides: Partial<TrainConfig> = { seed: s.seed };
-    if (o.maxSteps !== undefined) overrides.maxSteps = o.maxSteps;
-    if (o.lora !== undefined) overrides.lora = { rank: o.lora, alpha: 2 * o.lora };
-    const cfg: RunConfig = {
-      algorithm: o.algo,
-      preset: o.preset,
-      train: trainConfig(o.preset, overrides),
-      fromVersionId: from.id,
-      fromVersionName: from.name,
-      fromCheckpoint: base.dir,
-      ...(base.servedBy ? { servedBy: base.servedBy } : {}),
-      kind: o.kind,
-      ratingWeight: s.ratingWeight,
-      data,
-      preferences: o.preferences ?? s.usePreferences,
-    };
-    const run = await createRun(ctx, cfg);
-    runId = run.id;
-    console.error(`training run ${run.id} (${o.algo}, preset ${o.preset}); resume it after an interruption with: sweetloop train --resume ${run.id}`);
+    // A person named the version: one trained on erased data is refused (naming a clean ancestor), not replaced.
+    const src = await trainingSource(db.prisma, from, { onErased: 'refuse', lora: lora.spec, loraExplicit: lora.explicit, defaultMaxLoraRank: s.maxLoraRank });
+    if (!src.ok) throw new Error(src.reason);
+    runId = await createRunFrom(db, s, o, src, (l) => console.error(l));
   }
   const version = await executeRun(ctx, runId);
   console.log(`candidate policy version ${version.name} (sha256 ${version.checkpointSha256}) at ${version.checkpointPath}`);
@@ -241,18 +284,47 @@ async function gate(db: Database, s: TrainerSettings, candidate: string, kind: T
   }
 }
 
-export async function serviceCommand(db: Database, s: TrainerSettings, o: { algo: Algorithm; preset: string; kind: TaskKind; evalEpisodes?: number }): Promise<void> {
-  const controller = new AbortController();
-  process.once('SIGINT', () => controller.abort());
-  process.once('SIGTERM', () => controller.abort());
+export interface ServiceCommandOptions {
+  algo: Algorithm;
+  /** Preset of runs from an own checkpoint. */
+  preset: string;
+  /** Preset of LoRA runs on a served base (default paper-lora); its LoRA rank gives way to TRAINER_LORA_RANK. */
+  loraPreset?: string;
+  kind: TaskKind;
+  evalEpisodes?: number;
+  /** Cap each phase (a smoke run; tests). */
+  maxSteps?: number;
+}
+
+/**
+ * The trainer service. `status` is shared with its health server; `signal` stops it (default: SIGINT / SIGTERM).
+ * From an own checkpoint a run uses `preset` (full fine-tuning unless the preset has LoRA); from a version served
+ * by an endpoint, `loraPreset` with a fresh adapter of TRAINER_LORA_RANK (alpha 2 x rank) or the deployed adapter
+ * continued; from a version trained on erased data, its nearest clean ancestor (trainer/training-source.ts).
+ */
+export async function serviceCommand(db: Database, s: TrainerSettings, o: ServiceCommandOptions, run: { status?: ServiceStatus; signal?: AbortSignal } = {}): Promise<void> {
+  let signal = run.signal;
+  if (!signal) {
+    const controller = new AbortController();
+    process.once('SIGINT', () => controller.abort());
+    process.once('SIGTERM', () => controller.abort());
+    signal = controller.signal;
+  }
+  const preset = presetOf(o.preset);
+  const loraPreset = presetOf(o.loraPreset ?? 'paper-lora');
+  const presetLora = PRESETS[loraPreset].lora;
+  const servedLora = { rank: s.loraRank, alpha: 2 * s.loraRank, targetModules: [...(presetLora?.targetModules ?? DEFAULT_LORA_TARGETS)] };
   const data = dataFilterFor(s);
   // A misnamed or evaluation study stops the service at its start rather than at every poll.
   const study = data.study !== undefined ? await trainingStudy(db.prisma, data.study, o.kind) : null;
+  const runOptions = (p: string): TrainCommandOptions => ({ algo: o.algo, from: 'deployed', preset: p, kind: o.kind, ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}) });
   await runService({
     db,
     minNewSessions: s.minNewSessions,
     pollSeconds: s.pollSeconds,
-    signal: controller.signal,
+    maxBackoffSeconds: s.maxBackoffSeconds,
+    signal,
+    ...(run.status ? { status: run.status } : {}),
     log: (l) => console.error(`trainer: ${l}`),
     countNewSessions: (after) =>
       db.prisma.session.count({
@@ -266,13 +338,26 @@ export async function serviceCommand(db: Database, s: TrainerSettings, o: { algo
           ...(after ? { endedAfter: after } : {}),
         }),
       }),
-    cycle: async () => {
-      const [unfinished] = await unfinishedRuns(db.prisma);
-      const version = unfinished
-        ? await trainCommand(db, s, { algo: o.algo, from: 'deployed', preset: o.preset, kind: o.kind, resume: unfinished.id })
-        : await trainCommand(db, s, { algo: o.algo, from: 'deployed', preset: o.preset, kind: o.kind });
+    plan: async () => {
+      const deployed = await deployedPolicy(db.prisma);
+      // Served by an endpoint (the deployed version, or its clean ancestor): LoRA on its base, preset loraPreset.
+      const served = await trainingSource(db.prisma, deployed, { onErased: 'ancestor', lora: servedLora, loraExplicit: false, defaultMaxLoraRank: s.maxLoraRank });
+      if (!served.ok) return served;
+      if (served.endpointVersionId) return { ...served, summary: `${served.summary}, preset ${loraPreset}`, preset: loraPreset as string };
+      // An own checkpoint: the preset's own settings.
+      const own = await trainingSource(db.prisma, deployed, { onErased: 'ancestor', lora: PRESETS[preset].lora ?? null, loraExplicit: false, defaultMaxLoraRank: s.maxLoraRank });
+      return own.ok ? { ...own, summary: `${own.summary}, preset ${preset}`, preset: preset as string } : own;
+    },
+    cycle: async (plan) => {
+      let version: PolicyVersion;
+      if (!plan) {
+        const [unfinished] = await unfinishedRuns(db.prisma);
+        version = await trainCommand(db, s, { ...runOptions(o.preset), resume: unfinished!.id });
+      } else {
+        const runId = await createRunFrom(db, s, runOptions(plan.preset), plan, (l) => console.error(`trainer: ${l}`));
+        version = await trainCommand(db, s, { ...runOptions(plan.preset), resume: runId });
+      }
       await gate(db, s, version.name, o.kind, o.evalEpisodes);
     },
   });
 }
-

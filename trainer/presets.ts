@@ -4,7 +4,7 @@
 // pre-trained 8B one), fewer sampled candidates and fewer actor states. `paper-lora` is the paper's recipe for
 // LoRA adapters on a served (8B-class) base, whose rates must be higher than full fine-tuning's.
 import { z } from 'zod';
-import { LINEAR_MODULES } from './model/lora-modules.ts';
+import { DEFAULT_LORA_TARGETS, isLinearModule, LINEAR_MODULES, type LinearModule } from './model/lora-modules.ts';
 import { demonstratorMixSchema } from './recipes/demonstrator-mix.ts';
 
 export const DEFAULT_MICRO_BATCH_CELLS = 2 * 1024 * 1024;
@@ -184,4 +184,31 @@ export function trainConfig(preset: PresetName, overrides: Partial<TrainConfig> 
     throw new Error(`invalid training configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
   return parsed.data;
+}
+
+/** LoRA options of a command (`train --lora --lora-alpha --lora-targets`). */
+export interface LoraFlags {
+  lora?: number;
+  loraAlpha?: number;
+  loraTargets?: string[];
+}
+
+/**
+ * The LoRA settings a run asks for: the flags over the preset's (alpha defaults to 2 x rank when the rank is
+ * given, targets to the preset's or q/k/v/o). `explicit`: a flag was given (trainer/training-source.ts refuses
+ * to silently ignore one). An alpha or targets without any rank is an error.
+ */
+export function loraRequest(preset: TrainConfig['lora'], f: LoraFlags): { spec: { rank: number; alpha: number; targetModules: LinearModule[] } | null; explicit: boolean } {
+  const explicit = f.lora !== undefined || f.loraAlpha !== undefined || f.loraTargets !== undefined;
+  const rank = f.lora ?? preset?.rank;
+  if (rank === undefined) {
+    if (explicit) throw new Error('--lora-alpha and --lora-targets need --lora RANK (or a preset with LoRA, such as paper-lora)');
+    return { spec: null, explicit };
+  }
+  const bad = (f.loraTargets ?? []).filter((t) => !isLinearModule(t));
+  if (bad.length) throw new Error(`unknown LoRA target module(s) ${bad.join(', ')} (known: ${LINEAR_MODULES.join(', ')})`);
+  if (f.loraTargets && f.loraTargets.length === 0) throw new Error('--lora-targets needs at least one module');
+  const alpha = f.loraAlpha ?? (f.lora !== undefined ? 2 * f.lora : preset!.alpha);
+  const targetModules = (f.loraTargets as LinearModule[] | undefined) ?? [...(preset?.targetModules ?? DEFAULT_LORA_TARGETS)];
+  return { spec: { rank, alpha, targetModules }, explicit };
 }

@@ -3,6 +3,11 @@
 // promotes it through the gate (with PROMOTION_HUMAN_AB_SHARE, into an A/B experiment with people). One run
 // at a time across processes: on Postgres a session-level advisory lock held for the whole run (a second
 // trainer waits, not trains); PGlite allows one process by construction.
+// Before counting data it asks `plan` what it would train on (trainer/training-source.ts): when it cannot train
+// (an endpoint without a local base model, nothing deployed...) it says so once, creates no run, shows it in
+// its status (readiness and the sweetloop_trainer_state gauge, bin/commands/trainer.ts) and looks again at the
+// next poll, so deploying a trainable version or registering a base directory is picked up. A failing cycle
+// backs off: the wait doubles with each failure in a row, up to TRAINER_MAX_BACKOFF_SECONDS.
 import type pg from 'pg';
 import type { Database } from '../prisma/db.ts';
 
@@ -54,15 +59,54 @@ export async function tryTrainerLock(db: Database): Promise<TrainerLock | null> 
 }
 let localHeld = false;
 
-export interface ServiceOptions {
+/** What the service is doing, for its readiness and metrics. */
+export const TRAINER_STATES = ['starting', 'waiting', 'training', 'cannot-train', 'backing-off', 'lock-held'] as const;
+export type TrainerState = (typeof TRAINER_STATES)[number];
+
+export class ServiceStatus {
+  state: TrainerState = 'starting';
+  /** Why it cannot train, or the last failure's message. */
+  reason: string | null = null;
+  /** Failed cycles in a row. */
+  failures = 0;
+  /** Polls done (each a look at the deployed version and the data). */
+  polls = 0;
+
+  /** Ready: it has looked once, can train and its last cycle did not fail; otherwise why not. */
+  readiness(): { ok: boolean; reason?: string } {
+    if (this.state === 'starting') return { ok: false, reason: 'starting: has not looked at the deployed version and the data yet' };
+    if (this.state === 'cannot-train') return { ok: false, reason: `cannot train: ${this.reason}` };
+    if (this.state === 'backing-off') return { ok: false, reason: `${this.failures} failed cycle(s) in a row, the last: ${this.reason}` };
+    return { ok: true };
+  }
+}
+
+/**
+ * Seconds to wait before the next poll: the poll interval, or after `failures` failed cycles in a row twice
+ * the previous wait (poll x 2^failures), never more than `maxSeconds` (nor less than the poll interval).
+ */
+export function backoffSeconds(failures: number, pollSeconds: number, maxSeconds: number): number {
+  if (failures <= 0) return pollSeconds;
+  return Math.max(pollSeconds, Math.min(maxSeconds, pollSeconds * 2 ** Math.min(failures, 52)));
+}
+
+/** What the next run would train on (trainer/training-source.ts), or why none can be made. */
+export type ServicePlan<P> = ({ ok: true; summary: string } & P) | { ok: false; reason: string };
+
+export interface ServiceOptions<P = object> {
   db: Database;
   minNewSessions: number;
   pollSeconds: number;
+  /** The longest wait after failing cycles (TRAINER_MAX_BACKOFF_SECONDS). */
+  maxBackoffSeconds: number;
   /** Counts usable sessions that ended after a moment (the newest data of the last run). */
   countNewSessions: (after: Date | null) => Promise<number>;
-  /** One training cycle: resume or start a run, then the gate. */
-  cycle: () => Promise<void>;
+  /** What a new run would start from, read at each poll. */
+  plan: () => Promise<ServicePlan<P>>;
+  /** One training cycle: resume the unfinished run (plan null) or start one from `plan`, then the gate. */
+  cycle: (plan: ({ ok: true; summary: string } & P) | null) => Promise<void>;
   log: (line: string) => void;
+  status?: ServiceStatus;
   signal?: AbortSignal;
 }
 
@@ -72,32 +116,64 @@ export async function lastTrainedAt(db: Database): Promise<Date | null> {
   return run ? run.createdAt : null;
 }
 
-export async function runService(o: ServiceOptions): Promise<void> {
+export async function runService<P>(o: ServiceOptions<P>): Promise<void> {
+  const status = o.status ?? new ServiceStatus();
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
       const t = setTimeout(resolve, ms);
       o.signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
     });
+  // Said once until it changes: what it would train on, or why it cannot.
+  let said: string | null = null;
+  const sayOnce = (line: string) => {
+    if (line !== said) o.log(line);
+    said = line;
+  };
   while (!o.signal?.aborted) {
     const lock = await tryTrainerLock(o.db);
     if (!lock) {
-      o.log('another trainer holds the lock; waiting');
+      if (status.state !== 'lock-held') o.log('another trainer holds the lock; waiting');
+      status.state = 'lock-held';
     } else {
       try {
         const unfinished = await o.db.prisma.trainingRun.count({ where: { status: { in: ['queued', 'running'] } } });
-        const fresh = await o.countNewSessions(await lastTrainedAt(o.db));
-        if (unfinished > 0 || fresh >= o.minNewSessions) {
-          o.log(unfinished > 0 ? 'resuming an unfinished run' : `${fresh} new sessions: training`);
-          await o.cycle();
+        if (unfinished > 0) {
+          o.log('resuming an unfinished run');
+          status.state = 'training';
+          await o.cycle(null);
+          status.state = 'waiting';
+          status.reason = null;
         } else {
-          o.log(`${fresh}/${o.minNewSessions} new sessions; waiting`);
+          const plan = await o.plan();
+          if (!plan.ok) {
+            sayOnce(`cannot train: ${plan.reason}`);
+            status.state = 'cannot-train';
+            status.reason = plan.reason;
+          } else {
+            sayOnce(`next run: ${plan.summary}`);
+            const fresh = await o.countNewSessions(await lastTrainedAt(o.db));
+            if (fresh >= o.minNewSessions) {
+              o.log(`${fresh} new sessions: training`);
+              status.state = 'training';
+              await o.cycle(plan);
+            } else {
+              o.log(`${fresh}/${o.minNewSessions} new sessions; waiting`);
+            }
+            status.state = 'waiting';
+            status.reason = null;
+          }
         }
+        status.failures = 0;
       } catch (err) {
-        o.log(`training cycle failed: ${(err as Error).message}`);
+        status.failures++;
+        status.state = 'backing-off';
+        status.reason = (err as Error).message;
+        o.log(`training cycle failed (${status.failures} in a row): ${status.reason}; next try in ${backoffSeconds(status.failures, o.pollSeconds, o.maxBackoffSeconds)} s`);
       } finally {
         await lock.release();
       }
     }
-    await sleep(o.pollSeconds * 1000);
+    status.polls++;
+    await sleep(backoffSeconds(status.failures, o.pollSeconds, o.maxBackoffSeconds) * 1000);
   }
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { intOption, numberOption, choice } from './options.ts';
 import { DATA_SOURCES } from '../../prisma/data-source.ts';
+import { LINEAR_MODULES } from '../../trainer/model/lora-modules.ts';
 
 /** Opens the configured database, initialises the model backend and runs `fn` with the trainer's settings. */
 export async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s: import('../../trainer/cli.ts').TrainerSettings) => Promise<T>): Promise<T> {
@@ -32,6 +33,9 @@ export async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Datab
         ...(config.TRAINER_STUDY !== undefined ? { study: config.TRAINER_STUDY } : {}),
       },
       usePreferences: config.TRAINER_USE_PREFERENCES,
+      maxLoraRank: config.VLLM_MAX_LORA_RANK,
+      loraRank: config.TRAINER_LORA_RANK,
+      maxBackoffSeconds: config.TRAINER_MAX_BACKOFF_SECONDS,
       bwrapPath: config.BWRAP_BIN,
       pythonPath: config.PYTHON_BIN,
       chromiumPath: config.CHROMIUM_PATH,
@@ -83,10 +87,16 @@ export function registerTrainerCommands(program: Command): void {
     .description('Train a candidate policy (SWEET-RL, multi-turn DPO or rejection fine-tuning) on the stored sessions; resumable')
     .option('--algo <algo>', 'sweet, mtdpo or rft', choice('algo', ALGOS), 'sweet')
     .option('--from <version>', 'policy to start from: a version name, starter or deployed', 'deployed')
-    .option('--preset <name>', 'cpu-small (the starter policy on a CPU) or paper (the paper\'s hyper-parameters)', 'cpu-small')
+    .option('--preset <name>', 'cpu-small (the starter policy on a CPU), paper (the paper\'s hyper-parameters, full fine-tuning) or paper-lora (the paper\'s recipe with rates for LoRA adapters, rank 16)', 'cpu-small')
     .option('--kind <kind>', 'backend or frontend sessions', choice('kind', KINDS), 'backend')
     .option('--max-steps <n>', 'stop each phase after this many updates', intOption('max-steps', 1))
-    .option('--lora <rank>', 'train LoRA adapters of this rank (policy and critic; merged into the published weights, or published as an adapter when training from an endpoint version)', intOption('lora', 1))
+    .option('--lora <rank>', 'train LoRA adapters of this rank (policy and critic; merged into the published weights, or published as an adapter when training from an endpoint version; from an adapter version its adapter is continued)', intOption('lora', 1))
+    .option('--lora-alpha <a>', 'LoRA alpha: the update is scaled by alpha / rank (default: 2 x rank)', numberOption('lora-alpha', 0, 10000, true))
+    .option('--lora-targets <modules>', `comma-separated projection matrices that get adapters, of ${LINEAR_MODULES.join(', ')} (default: q_proj,k_proj,v_proj,o_proj)`, (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean))
+    .option('--lr <rate>', 'peak learning rate of the policy (actor, DPO, SFT) (default: the preset\'s)', numberOption('lr', 0, 1, true))
+    .option('--critic-lr <rate>', 'peak learning rate of the critic (default: the preset\'s)', numberOption('critic-lr', 0, 1, true))
+    .option('--epochs <n>', 'passes of the policy phase over its data (actor, multi-turn DPO, RFT; default: the preset\'s)', intOption('epochs', 1))
+    .option('--critic-epochs <n>', 'passes of the critic over its pairs (default: the preset\'s)', intOption('critic-epochs', 1))
     .option('--resume <runId>', 'resume an interrupted run')
     .option('--promote', 'run the promotion gate afterwards')
     .option('--eval-episodes <n>', 'games per version in the promotion gate (default: chosen from PROMOTION_EFFECT and PROMOTION_POWER)', intOption('eval-episodes', 1))
@@ -107,27 +117,32 @@ export function registerTrainerCommands(program: Command): void {
     .command('trainer')
     .description('Run the trainer service: wait for TRAINER_MIN_NEW_SESSIONS new sessions, train, evaluate, promote; forever')
     .option('--algo <algo>', 'sweet, mtdpo or rft', choice('algo', ALGOS), 'sweet')
-    .option('--preset <name>', 'cpu-small or paper', 'cpu-small')
+    .option('--preset <name>', 'preset of runs from an own checkpoint: cpu-small, paper or paper-lora', 'cpu-small')
+    .option('--lora-preset <name>', 'preset of LoRA runs on an endpoint\'s base model (rank: TRAINER_LORA_RANK)', 'paper-lora')
     .option('--kind <kind>', 'backend or frontend', choice('kind', KINDS), 'backend')
     .option('--eval-episodes <n>', 'games per version in the promotion gate (default: chosen from PROMOTION_EFFECT and PROMOTION_POWER)', intOption('eval-episodes', 1))
     .action(async (o) => {
       const { loadConfig } = await import('../config.ts');
       const { HEALTH_HOST, TRAINER_HEALTH_PORT } = loadConfig();
       await withTrainer(async (db, s) => {
-        // The service's health and metrics (bot/health.ts): ready when the database answers.
+        // The service's health and metrics (bot/health.ts): ready when the database answers and the service can
+        // train what is deployed without its last cycle having failed (trainer/service.ts ServiceStatus).
         const { startHealthServer, trainerMetrics } = await import('../../bot/health.ts');
+        const { ServiceStatus, TRAINER_STATES } = await import('../../trainer/service.ts');
+        const status = new ServiceStatus();
         const health = TRAINER_HEALTH_PORT
           ? await startHealthServer({
               port: TRAINER_HEALTH_PORT,
               host: HEALTH_HOST,
-              metrics: trainerMetrics(async () =>
-                Object.fromEntries((await db.prisma.trainingRun.groupBy({ by: ['status'], _count: { _all: true } })).map((g) => [g.status, g._count._all])),
+              metrics: trainerMetrics(
+                async () => Object.fromEntries((await db.prisma.trainingRun.groupBy({ by: ['status'], _count: { _all: true } })).map((g) => [g.status, g._count._all])),
+                { states: TRAINER_STATES, now: () => status },
               ),
-              ready: { database: async () => (await db.prisma.$queryRaw`SELECT 1`, true) },
+              ready: { database: async () => (await db.prisma.$queryRaw`SELECT 1`, true), training: () => status.readiness() },
             })
           : null;
         try {
-          await (await import('../../trainer/cli.ts')).serviceCommand(db, s, o);
+          await (await import('../../trainer/cli.ts')).serviceCommand(db, s, o, { status });
         } finally {
           await health?.close();
         }

@@ -60,6 +60,9 @@ function settings(checkpointRoot: string): TrainerSettings {
     progress: 'none',
     trainingData: { source: 'simulated', simulatedWeight: 1 },
     usePreferences: true,
+    maxLoraRank: 16,
+    loraRank: 4,
+    maxBackoffSeconds: 60,
   };
 }
 

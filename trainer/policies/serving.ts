@@ -99,20 +99,3 @@ export function servedAt(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving' | 'c
     return `(invalid: ${(err as Error).message})`;
   }
 }
-
-/**
- * What a training run starting from `v` trains: a checkpoint's own weights, or, for a version served by an
- * endpoint, the served model's local directory (`baseModelDir`): the run then trains and publishes a LoRA adapter
- * for that server (`servedBy`: the endpoint version that serves it, with that version's settings at the start).
- */
-export async function trainingBaseOf(prisma: PrismaClient, v: PolicyVersion): Promise<{ dir: string; servedBy?: Serving & { endpointVersionId: string } }> {
-  if (v.kind === 'checkpoint') {
-    if (!v.checkpointPath) throw new Error(`policy version "${v.name}" has no checkpoint`);
-    return { dir: v.checkpointPath };
-  }
-  const s = await resolveServing(prisma, v);
-  if (!s.baseModelDir) {
-    throw new Error(`policy version "${v.name}" is served by ${s.url} without a local base model: register it with --base-model-dir to train adapters on it`);
-  }
-  return { dir: s.baseModelDir, servedBy: { ...s, endpointVersionId: v.kind === 'adapter' ? s.endpointVersionId! : v.id } };
-}

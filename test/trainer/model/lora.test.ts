@@ -84,4 +84,30 @@ describe('training memory', () => {
       m.dispose();
     });
   }
+
+  it('alpha scales the update as alpha / r, and the targets choose which weights get adapters', () => {
+    const delta = (alpha: number, targetModules: string[]) => {
+      const m = tinyDecoder();
+      const before = new Map([...m.params].map(([k, v]) => [k, v.dataSync().slice()]));
+      addLora(m, { rank: 4, alpha, targetModules, seed: 7 });
+      for (const ad of m.adapters.values()) ad.b.assign(tf.onesLike(ad.b));
+      const adapted = [...m.adapters.keys()].sort();
+      mergeLora(m);
+      const changed = new Map([...m.params].filter(([k, v]) => v.dataSync().some((x, i) => x !== before.get(k)![i])).map(([k, v]) => [k, [...v.dataSync()].map((x, i) => x - before.get(k)![i]!)]));
+      m.dispose();
+      return { adapted, changed };
+    };
+    const a4 = delta(4, ['q_proj', 'down_proj']);
+    const a8 = delta(8, ['q_proj', 'down_proj']);
+    expect(a4.adapted.length).toBe(2 * tinyConfig().numLayers);
+    expect(a4.adapted.every((m) => /\.(q_proj|down_proj)$/.test(m))).toBe(true);
+    // Only the targeted weights move.
+    expect([...a4.changed.keys()].every((k) => /\.(q_proj|down_proj)\.weight$/.test(k))).toBe(true);
+    expect(a4.changed.size).toBe(a4.adapted.length);
+    // Same A (seeded) and B: doubling alpha at the same rank doubles the update.
+    for (const [k, d4] of a4.changed) {
+      const d8 = a8.changed.get(k)!;
+      d4.forEach((x, i) => expect(d8[i]!).toBeCloseTo(2 * x, 4));
+    }
+  });
 });

@@ -125,14 +125,14 @@ export function decideTrainingSource(f: SourceFacts, o: DecideOptions): Training
   const s = f.served;
   if (!s.baseModelDir) {
     return fail(
-      `cannot train: "${f.name}" is served by ${s.url} (model ${s.model}) without a local copy of its base model, so there are no weights here to train LoRA adapters on. ` +
+      `"${f.name}" is served by ${s.url} (model ${s.model}) without a local copy of its base model, so there are no weights here to train LoRA adapters on. ` +
         `Register the served model's Hugging Face directory with the endpoint version (sweetloop policy add NAME --endpoint ${s.url} --model ${s.model} --base-model-dir DIR) and deploy it`,
     );
   }
   const onEndpoint = { fromId: f.id, fromName: f.name, baseDir: s.baseModelDir, endpointVersionId: s.endpointVersionId };
   const fitsServer = (l: LoraSpec): string | null =>
     l.rank > s.maxLoraRank
-      ? `cannot train: LoRA rank ${l.rank} is above the largest rank the server of "${s.endpointName}" loads (${s.maxLoraRank}; vLLM --max-lora-rank). Lower the rank (TRAINER_LORA_RANK, --lora), or start vLLM with a larger --max-lora-rank and record it (sweetloop policy update ${s.endpointName} --max-lora-rank N)`
+      ? `LoRA rank ${l.rank} is above the largest rank the server of "${s.endpointName}" loads (${s.maxLoraRank}; vLLM --max-lora-rank). Lower the rank (TRAINER_LORA_RANK, --lora), or start vLLM with a larger --max-lora-rank and record it (sweetloop policy update ${s.endpointName} --max-lora-rank N)`
       : null;
   let freshBecause = `"${f.name}" is the base model itself, with no adapter deployed on it`;
   if (f.kind === 'adapter') {

@@ -20,7 +20,7 @@ describe('decideTrainingSource', () => {
     const r = decideTrainingSource(endpoint(null), { lora: LORA, loraExplicit: false });
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.reason).toMatch(/^cannot train: "llama-8b" is served by http:\/\/vllm:8000\/v1 \(model meta-llama\/Llama-3\.1-8B-Instruct\) without a local copy of its base model/);
+    expect(r.reason).toMatch(/^"llama-8b" is served by http:\/\/vllm:8000\/v1 \(model meta-llama\/Llama-3\.1-8B-Instruct\) without a local copy of its base model/);
     expect(r.reason).toContain('--base-model-dir DIR');
   });
 
@@ -82,6 +82,6 @@ describe('chooseStart: versions trained on erased data', () => {
 
   it('a note from chooseStart reaches the decision, and a failure after it keeps it', () => {
     const r = decideTrainingSource(endpoint(null), { lora: LORA, loraExplicit: false, note: 'N' });
-    expect(!r.ok && r.reason).toMatch(/^N, but cannot train:/);
+    expect(!r.ok && r.reason).toMatch(/^N, but "llama-8b" is served by/);
   });
 });

@@ -66,8 +66,7 @@ export async function simulate(prisma: PrismaClient, version: PolicyVersion, sco
   let done = 0;
   // Scored while the other games go on; stored once scored.
   const onResult = (r: RolloutResult, i: number) => {
-    scoring.push(
-      (async () => {
+    const scored = (async () => {
         const evaluation = await scorer.evaluate(r.job.task, r.episode.answer);
         const sessionId = o.store
           ? await storeFinishedSession(prisma, {
@@ -86,8 +85,11 @@ export async function simulate(prisma: PrismaClient, version: PolicyVersion, sco
         games[i] = { taskId: r.job.ref, sessionId, agentTurns: r.episode.turns.filter((t) => t.role === 'agent').length, evaluation, turns: r.episode.turns };
         done++;
         if (o.log && (done % 10 === 0 || done === o.episodes)) o.log(`${version.name}: ${done}/${o.episodes} games scored`);
-      })(),
-    );
+      })();
+    // Awaited below with the others; until then a failed score (no sandbox, say) must not be an unhandled
+    // rejection, which ends the whole process (the trainer service) instead of failing this call.
+    scored.catch(() => undefined);
+    scoring.push(scored);
   };
 
   if (version.kind === 'checkpoint') {

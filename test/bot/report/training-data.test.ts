@@ -50,9 +50,9 @@ describe('trained on people or simulators', () => {
 
   it('pools success by training source, per kind of collaborator, with the difference and its p-value', () => {
     const versions: TrainedVersion[] = [
-      { policy: 'h-1', algorithm: 'rft', source: 'human', filter: { source: 'human', simulatedWeight: 1, seed: 1 }, sessions: null },
-      { policy: 'h-2', algorithm: 'rft', source: 'human', filter: { source: 'human', simulatedWeight: 1, seed: 1 }, sessions: null },
-      { policy: 's-1', algorithm: 'rft', source: 'simulated', filter: { source: 'simulated', simulatedWeight: 1, seed: 1 }, sessions: null },
+      { policy: 'h-1', algorithm: 'rft', source: 'human', filter: { source: 'human', simulatedWeight: 1, seed: 1 }, sessions: null, trainedOnErasedData: false },
+      { policy: 'h-2', algorithm: 'rft', source: 'human', filter: { source: 'human', simulatedWeight: 1, seed: 1 }, sessions: null, trainedOnErasedData: false },
+      { policy: 's-1', algorithm: 'rft', source: 'simulated', filter: { source: 'simulated', simulatedWeight: 1, seed: 1 }, sessions: null, trainedOnErasedData: false },
     ];
     const groups = [group('h-1', 'human', 6, 10), group('h-2', 'human', 9, 10), group('s-1', 'human', 5, 20), group('h-1', 'simulated', 3, 10), group('starter', 'human', 1, 10)];
     const [people, sims] = compareSources(versions, groups);

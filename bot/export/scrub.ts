@@ -242,7 +242,7 @@ export function cardWithRows(text: string, rel: string, rows: number): string | 
   let section = '';
   let target: { config: string; split: string } | null = null;
   for (const line of lines) {
-    if (/^\S/.test(line)) section = line.replace(/:.*$/, '');
+    if (/^[A-Za-z_]\w*:/.test(line) || line === '---') section = line.replace(/:.*$/, '');
     const c = field(line, 'config_name');
     if (c !== null) config = c;
     const s = field(line, 'split');
@@ -254,7 +254,7 @@ export function cardWithRows(text: string, rel: string, rows: number): string | 
   let inSplit = false;
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
-    if (/^\S/.test(line)) section = line.replace(/:.*$/, '');
+    if (/^[A-Za-z_]\w*:/.test(line) || line === '---') section = line.replace(/:.*$/, '');
     if (section !== 'dataset_info') continue;
     const c = field(line, 'config_name');
     if (c !== null) {

@@ -10,6 +10,7 @@ import type { Database } from '../prisma/db.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { armSessions, latestExperiment, runningExperiment, stopArms, type ArmSession, type RunningExperiment, type StopRequest, type StopResult } from '../prisma/experiment-store.ts';
 import type { StudyWithArms } from '../prisma/study-store.ts';
+import { markedName } from '../prisma/policy-store.ts';
 import { wasAbandoned } from '../tasks/quality.ts';
 import { meanIntervalOf, wilcoxonSignedRank, wilsonCount, type Interval } from '../tasks/stats.ts';
 import { compareMeans, compareProportions, type Difference } from '../tasks/two-sample.ts';
@@ -257,12 +258,12 @@ export function pairedLine(c: ArmComparison): string {
 
 export function describeExperiment(e: RunningExperiment): string {
   const when = e.stoppedAt ? `stopped ${e.stoppedAt.toISOString().slice(0, 16)} (${e.outcome})` : `running since ${e.startedAt.toISOString().slice(0, 16)}`;
-  return `Experiment ${e.id.slice(0, 8)} in study **${e.study.name}**: candidate **${e.candidate.name}** vs control **${e.control.name}**, ${e.share}% of each task's sessions on the candidate; ${when} UTC.`;
+  return `Experiment ${e.id.slice(0, 8)} in study **${e.study.name}**: candidate **${markedName(e.candidate)}** vs control **${markedName(e.control)}**, ${e.share}% of each task's sessions on the candidate; ${when} UTC.`;
 }
 
 /** The status as text (Discord, the CLI): per kind, each arm's figures with 95% intervals and the differences with p-values. */
 export function formatArmsStatus(st: ArmsStatus): string {
-  const arms = st.study.arms.map((a) => `${a.policyVersion.name} ${a.share}%`).join(', ');
+  const arms = st.study.arms.map((a) => `${markedName(a.policyVersion)} ${a.share}%`).join(', ');
   const lines = [
     st.experiment
       ? describeExperiment(st.experiment)

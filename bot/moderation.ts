@@ -3,6 +3,7 @@
 // audited with who did it, are prisma/moderation-store.ts's.
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { closeFlag, liftBan, PAUSED_KEY, recordBan, recordFlag } from '../prisma/moderation-store.ts';
+import { markedName, trainedOnErasedData } from '../prisma/policy-store.ts';
 
 export class ModerationError extends Error {
   override name = 'ModerationError';
@@ -102,6 +103,8 @@ export interface Stats {
   ratings: number;
   flags: number;
   deployedPolicy: string | null;
+  /** Versions trained on sessions of people whose data was deleted (deployed only with an operator's force). */
+  erasedDataVersions: string[];
   paused: boolean;
   /** The promotion gate's last decision, in one line (bot/report/gate.ts). */
   lastGate?: string;
@@ -111,7 +114,7 @@ export interface Stats {
 export async function stats(prisma: PrismaClient, guildId?: string | null): Promise<Stats> {
   const inGuild = guildId ? { guildId } : {};
   const people = guildId ? { sessions: { some: { guildId } } } : {};
-  const [participants, consented, banned, byStatus, answered, tasks, evals, ratingAgg, flags, deployed, paused] = await Promise.all([
+  const [participants, consented, banned, byStatus, answered, tasks, evals, ratingAgg, flags, deployed, paused, versions] = await Promise.all([
     prisma.participant.count({ where: people }),
     prisma.participant.count({ where: { ...people, consentGivenAt: { not: null } } }),
     prisma.participant.count({ where: guildId ? { OR: [{ banned: true }, { bannedGuildIds: { has: guildId } }] } : { banned: true } }),
@@ -121,8 +124,9 @@ export async function stats(prisma: PrismaClient, guildId?: string | null): Prom
     prisma.evaluation.aggregate({ where: { session: inGuild }, _avg: { score: true }, _count: { _all: true } }),
     prisma.rating.aggregate({ where: { session: inGuild }, _avg: { value: true }, _count: { _all: true } }),
     prisma.moderationFlag.count({ where: { resolvedAt: null, session: inGuild } }),
-    prisma.policyVersion.findFirst({ where: { status: 'deployed' }, select: { name: true } }),
+    prisma.policyVersion.findFirst({ where: { status: 'deployed' }, select: { name: true, metrics: true } }),
     isPaused(prisma),
+    prisma.policyVersion.findMany({ where: { status: { not: 'removed' } }, select: { name: true, metrics: true }, orderBy: { createdAt: 'asc' } }),
   ]);
   const successes = await prisma.evaluation.count({ where: { success: true, session: inGuild } });
   const answeredByKind: Record<string, number> = { backend: 0, frontend: 0 };
@@ -139,7 +143,8 @@ export async function stats(prisma: PrismaClient, guildId?: string | null): Prom
     meanRating: ratingAgg._avg.value,
     ratings: ratingAgg._count._all,
     flags,
-    deployedPolicy: deployed?.name ?? null,
+    deployedPolicy: deployed ? markedName(deployed) : null,
+    erasedDataVersions: versions.filter(trainedOnErasedData).map((v) => v.name),
     paused,
   };
 }
@@ -154,6 +159,7 @@ export function formatStats(s: Stats): string {
     `Ratings: ${s.ratings}, mean ${s.meanRating === null ? '—' : s.meanRating.toFixed(2)}`,
     `Open flags: ${s.flags}`,
     `Deployed policy: ${s.deployedPolicy ?? 'none'}${s.paused ? '\nCollection is PAUSED' : ''}`,
+    ...(s.erasedDataVersions.length ? [`Trained on erased data (deploy only with an operator's force): ${s.erasedDataVersions.join(', ')}`] : []),
     ...(s.lastGate ? [s.lastGate] : []),
   ].join('\n');
 }

@@ -8,16 +8,19 @@
 //   a ban still applies when they come back (engine.start looks the hash up) — without their raw id. Their
 //   answered sessions of studies that pay leave, under the hash, what the payout needs (success, active time).
 // - Files: every file under the data and checkpoint directories holding their id, their name or a sentence
-//   they wrote (training snapshots, pair caches, exports) loses those lines (JSON Lines) or is deleted.
+//   they wrote (training snapshots, pair caches, exports): JSON Lines and Parquet files (the hf folder's too) are
+//   decoded and rewritten without the rows holding it (bot/export/scrub.ts); any other file holding it is
+//   deleted; a file that cannot be cleaned is left as it was and named in the receipt.
 // - Policy versions trained on their sessions are marked (metrics.trainedOnErasedData) so nobody re-trains or
 //   publishes them unknowingly.
 // Their Discord threads (and the bot's messages there) are deleted by the channel (bot/discord), which gets the
 // thread ids from the receipt.
 import { createHmac } from 'node:crypto';
-import { lstat, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { lstat, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { eraseParticipant, markTrainedOnErasedData } from '../prisma/privacy-store.ts';
+import { bytesHoldNeedle, isParquet, ScrubError, scrubJsonl, scrubParquet, updateHfCardRows } from './export/scrub.ts';
 
 /** The key used when none is configured (development only; bin/config.ts refuses it for a Discord bot). */
 export const DEV_PRIVACY_KEY = 'sweetloop-dev-privacy-key';
@@ -51,11 +54,19 @@ export interface DeletionReceipt {
   threadIds: string[];
   filesDeleted: string[];
   filesRewritten: string[];
+  /** Files that could not be cleaned (malformed, too large): left as they were, to be dealt with by hand. */
+  filesFailed: { path: string; reason: string }[];
   policiesMarked: string[];
   at: Date;
 }
 
 const MAX_SCAN_BYTES = 512 * 1024 * 1024;
+
+interface FileOutcome {
+  deleted: string[];
+  rewritten: string[];
+  failed: { path: string; reason: string }[];
+}
 
 /** Deletes everything of the person named by `externalId`; returns the receipt (all zero when nothing was known). */
 export async function deletePerson(prisma: PrismaClient, externalId: string, o: DeletionOptions): Promise<DeletionReceipt> {
@@ -64,7 +75,7 @@ export async function deletePerson(prisma: PrismaClient, externalId: string, o: 
   const erased = await eraseParticipant(prisma, externalId, { pseudonym, now, ...(o.requestedBy ? { requestedBy: o.requestedBy } : {}) });
   const policiesMarked = await markTrainedOnErasedData(prisma, erased.sessions.map((s) => s.id));
   const needles = [externalId, ...(erased.displayName ? [erased.displayName] : []), ...(o.names ?? []), ...erased.texts].map((t) => t.trim()).filter((t) => t.length >= 3);
-  const files = { deleted: [] as string[], rewritten: [] as string[] };
+  const files: FileOutcome = { deleted: [], rewritten: [], failed: [] };
   for (const dir of o.dirs ?? []) await scrubDir(dir, needles, files);
   return {
     pseudonym,
@@ -76,13 +87,18 @@ export async function deletePerson(prisma: PrismaClient, externalId: string, o: 
     threadIds: erased.sessions.flatMap((s) => (s.threadId ? [s.threadId] : [])),
     filesDeleted: files.deleted,
     filesRewritten: files.rewritten,
+    filesFailed: files.failed,
     policiesMarked,
     at: now,
   };
 }
 
-/** Removes the needles' lines from JSON Lines files, and deletes any other file holding one. */
-async function scrubDir(dir: string, needles: string[], out: { deleted: string[]; rewritten: string[] }): Promise<void> {
+/**
+ * Cleans every file under `dir`: JSON Lines and Parquet files (exports, training snapshots, pair caches, a Hugging
+ * Face folder's data) lose the rows that hold a needle once decoded (bot/export/scrub.ts); any other file holding
+ * one (a JSON file decoded, else its bytes) is deleted. A file that cannot be cleaned is left as it was and listed.
+ */
+async function scrubDir(dir: string, needles: string[], out: FileOutcome): Promise<void> {
   if (!needles.length) return;
   let entries;
   try {
@@ -90,7 +106,6 @@ async function scrubDir(dir: string, needles: string[], out: { deleted: string[]
   } catch {
     return; // a folder that does not exist holds nothing
   }
-  const bytes = needles.map((n) => Buffer.from(n, 'utf8'));
   for (const e of entries) {
     const path = join(dir, e.name);
     if (e.isDirectory()) {
@@ -99,21 +114,37 @@ async function scrubDir(dir: string, needles: string[], out: { deleted: string[]
     }
     if (!e.isFile()) continue;
     const st = await lstat(path);
-    if (st.size > MAX_SCAN_BYTES) continue;
-    const data = await readFile(path);
-    if (!bytes.some((b) => data.includes(b))) continue;
-    if (/\.jsonl$/i.test(e.name)) {
-      const kept = data
-        .toString('utf8')
-        .split('\n')
-        .filter((line) => !needles.some((n) => line.includes(n) || line.includes(JSON.stringify(n).slice(1, -1))));
-      await writeFile(path, kept.join('\n'));
-      out.rewritten.push(path);
-    } else {
-      await rm(path, { force: true });
-      out.deleted.push(path);
+    if (st.size > MAX_SCAN_BYTES) {
+      out.failed.push({ path, reason: `larger than ${MAX_SCAN_BYTES / 2 ** 20} MiB: not searched` });
+      continue;
+    }
+    try {
+      await scrubFile(path, e.name, needles, out);
+    } catch (err) {
+      if (!(err instanceof ScrubError)) throw err;
+      out.failed.push({ path, reason: err.message });
     }
   }
+}
+
+async function scrubFile(path: string, name: string, needles: string[], out: FileOutcome): Promise<void> {
+  if (/\.jsonl$/i.test(name)) {
+    if ((await scrubJsonl(path, needles)).removed) out.rewritten.push(path);
+    return;
+  }
+  const data = await readFile(path);
+  if (isParquet(data)) {
+    const r = await scrubParquet(path, needles);
+    if (!r.removed) return;
+    out.rewritten.push(path);
+    const card = await updateHfCardRows(path, r.kept);
+    if (card && !out.rewritten.includes(card)) out.rewritten.push(card);
+    return;
+  }
+  if (/\.parquet$/i.test(name)) throw new ScrubError(`${path}: named .parquet but not a Parquet file; the file was left as it was`);
+  if (!bytesHoldNeedle(name, data, needles)) return;
+  await rm(path, { force: true });
+  out.deleted.push(path);
 }
 
 /** The receipt as the person (or operator) reads it. */
@@ -123,6 +154,7 @@ export function formatReceipt(r: DeletionReceipt): string {
     `Deleted: ${r.sessions} session(s) with ${r.turns} message(s), ${r.ratings} rating(s).`,
     `Threads removed from Discord: ${r.threadIds.length}. Files cleaned: ${files} (${r.filesDeleted.length} deleted, ${r.filesRewritten.length} rewritten).`,
     `Audit entries pseudonymised: ${r.auditRows}.${r.policiesMarked.length ? ` Policy versions trained on your sessions marked: ${r.policiesMarked.join(', ')}.` : ''}`,
+    ...(r.filesFailed.length ? [`Files that could NOT be cleaned (left as they were; an operator must clean or delete them): ${r.filesFailed.map((f) => f.reason).join('; ')}`] : []),
     ...(r.paySessionsKept ? [`Kept so that you are paid: ${r.paySessionsKept} answered study session(s), under the keyed hash, as success and active time only (no text).`] : []),
     `Your id is no longer stored; a keyed hash stands in for it so that a ban still applies. Receipt time ${r.at.toISOString()}.`,
   ].join('\n');

@@ -86,9 +86,9 @@ export class BotServices {
   }
 
   /** Deploys a version for new sessions (the announcement is best effort: the switch has committed). */
-  deploy(actor: string | Actor, name: string, onWaiting?: () => unknown): Promise<PolicyVersion> {
+  deploy(actor: string | Actor, name: string, onWaiting?: () => unknown, force = false): Promise<PolicyVersion> {
     const a = actorOf(actor);
-    return this.retry(() => deployPolicyByName(this.db, a.id, name, { notify: 'best-effort', guildId: a.guildId }), onWaiting);
+    return this.retry(() => deployPolicyByName(this.db, a.id, name, { notify: 'best-effort', guildId: a.guildId, force, operator: a.operator }), onWaiting);
   }
 
   /** The study an A/B started or stopped at `where` acts on: the one bot/assign.ts would join there. */
@@ -98,9 +98,10 @@ export class BotServices {
   }
 
   /** Starts an A/B of `candidate` (`share` percent) in the study collecting at `where` (audited). */
-  async startExperiment(actor: string, where: Place, candidate: string, share: number, onWaiting?: () => unknown): Promise<RunningExperiment> {
+  async startExperiment(actor: string | Actor, where: Place, candidate: string, share: number, onWaiting?: () => unknown, force = false): Promise<RunningExperiment> {
+    const a = actorOf(actor);
     const study = await this.studyHere(where, onWaiting);
-    return this.retry(() => startExperiment(this.db, actor, { study: study.name, candidate, share }), onWaiting);
+    return this.retry(() => startExperiment(this.db, a.id, { study: study.name, candidate, share, force, operator: a.operator }), onWaiting);
   }
 
   /** How the arms of the study collecting at `where` compare (its running, else latest, A/B). */
@@ -110,9 +111,10 @@ export class BotServices {
   }
 
   /** Stops the A/B of the study collecting at `where`; promote deploys its candidate (audited, with the final figures). */
-  async stopExperiment(actor: string, where: Place, outcome: ExperimentOutcome, onWaiting?: () => unknown): Promise<StopResult> {
+  async stopExperiment(actor: string | Actor, where: Place, outcome: ExperimentOutcome, onWaiting?: () => unknown, force = false): Promise<StopResult> {
+    const a = actorOf(actor);
     const { name } = await this.studyHere(where, onWaiting);
-    return this.retry(async () => stopStudyArms(this.db, actor, await armsStudy(this.db.prisma, name), { outcome }), onWaiting);
+    return this.retry(async () => stopStudyArms(this.db, a.id, await armsStudy(this.db.prisma, name), { outcome, force, operator: a.operator }), onWaiting);
   }
 
   /**
@@ -172,9 +174,9 @@ export class BotServices {
     await this.retry(() => recordPreference(this.db.prisma, preferenceId, p.id, choice), onWaiting);
   }
 
-  rollback(actor: string | Actor, onWaiting?: () => unknown): Promise<PolicyVersion> {
+  rollback(actor: string | Actor, onWaiting?: () => unknown, force = false): Promise<PolicyVersion> {
     const a = actorOf(actor);
-    return this.retry(() => rollbackPolicy(this.db, a.id, { notify: 'best-effort', guildId: a.guildId }), onWaiting);
+    return this.retry(() => rollbackPolicy(this.db, a.id, { notify: 'best-effort', guildId: a.guildId, force, operator: a.operator }), onWaiting);
   }
 
   /**

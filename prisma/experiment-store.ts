@@ -8,7 +8,7 @@
 import type { Database } from './db.ts';
 import type { Experiment, PolicyVersion, Prisma, PrismaClient, Study } from './generated/client.ts';
 import { audit } from './moderation-store.ts';
-import { deployedPolicy, switchDeployedPolicy } from './policy-store.ts';
+import { assertDeployable, deployedPolicy, switchDeployedPolicy, trainedOnErasedData, type ForceOptions } from './policy-store.ts';
 import { DEFAULT_STUDY, defaultStudy, findStudy, withStudyLock, type StudyWithArms } from './study-store.ts';
 
 type Tx = Prisma.TransactionClient;
@@ -50,7 +50,7 @@ const armList = (s: StudyWithArms) => s.arms.map((a) => `${a.policyVersion.name}
  * it has none, as in the default study) at 100 - `share` percent and the candidate at `share` percent, and the
  * period is recorded and audited, all under the study's lock (no session is assigned half-way).
  */
-export async function startExperiment(db: Database, actor: string, o: { study: string; candidate: string; share: number }): Promise<RunningExperiment> {
+export async function startExperiment(db: Database, actor: string, o: { study: string; candidate: string; share: number } & ForceOptions): Promise<RunningExperiment> {
   if (!(Number.isInteger(o.share) && o.share >= 1 && o.share <= 99)) throw new ExperimentError(`The candidate's share is a whole percent from 1 to 99, got ${o.share}.`);
   const { id } = await armsStudy(db.prisma, o.study);
   return withStudyLock(db.prisma, id, async (tx) => {
@@ -64,6 +64,8 @@ export async function startExperiment(db: Database, actor: string, o: { study: s
       throw new ExperimentError(`No policy version named "${o.candidate}". Candidates: ${known.map((k) => k.name).join(', ') || 'none'}.`);
     }
     if (candidate.status === 'removed') throw new ExperimentError(`"${candidate.name}" was removed (sweetloop policy remove): it cannot be a candidate.`);
+    // An A/B puts the candidate in front of people: the same rule as a deploy (policy-store.ts erasedDataBlocker).
+    assertDeployable(candidate, o);
     if (study.arms.length > 1) {
       throw new ExperimentError(`Study "${study.name}" already splits its sessions between arms (${armList(study)}); end that first with \`sweetloop study arms stop ${study.name} --promote VERSION\` or \`--discard VERSION\`.`);
     }
@@ -78,6 +80,9 @@ export async function startExperiment(db: Database, actor: string, o: { study: s
     ]);
     const e = await tx.experiment.create({ data: { studyId: study.id, candidateId: candidate.id, controlId: control.id, share: o.share, startedBy: actor }, include: WITH_VERSIONS });
     await audit(tx, actor, 'experiment.start', candidate.name, { experimentId: e.id, study: study.name, control: control.name, share: o.share, armsBefore: armList(study) || 'the deployed version' });
+    if (trainedOnErasedData(candidate)) {
+      await audit(tx, actor, 'policy.force-erased-data', candidate.name, { versionId: candidate.id, via: 'experiment.start', experimentId: e.id });
+    }
     return e;
   });
 }
@@ -104,7 +109,7 @@ export function armsAfter(study: Pick<StudyWithArms, 'name' | 'arms'>, targetId:
   return out.map(({ policyVersionId, share }) => ({ policyVersionId, share }));
 }
 
-export interface StopRequest {
+export interface StopRequest extends ForceOptions {
   outcome: ExperimentOutcome;
   /** The arm promoted or discarded, by version name; default: the running A/B's candidate. */
   version?: string;
@@ -146,7 +151,7 @@ export async function stopArms(db: Database, actor: string, studyName: string, r
   let deployed: PolicyVersion | null = null;
   if (r.outcome === 'promote') {
     const current = await db.prisma.policyVersion.findUniqueOrThrow({ where: { id: target.id } });
-    deployed = current.status === 'deployed' ? current : await switchDeployedPolicy(db, actor, current, 'experiment.promote', { detail: { study: study.name, experimentId: e?.id ?? null }, notify: 'best-effort' });
+    deployed = current.status === 'deployed' ? current : await switchDeployedPolicy(db, actor, current, 'experiment.promote', { detail: { study: study.name, experimentId: e?.id ?? null }, notify: 'best-effort', force: r.force, operator: r.operator });
   }
   return withStudyLock(db.prisma, study.id, async (tx) => {
     const now = (await findStudy(tx, study.name))!;

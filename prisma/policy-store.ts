@@ -7,7 +7,9 @@
 // come in through registerVersion alone (training runs, endpoint and adapter registrations, the bot's first
 // start), always as candidates: only switchDeployedPolicy makes one deployed. A version leaves through
 // removePolicyVersion (status 'removed', the row kept for the sessions and runs that name it); an endpoint
-// version's address changes through updateServing.
+// version's address changes through updateServing. A version trained on sessions of a person who had their data
+// deleted is deployed (or rolled back to, promoted, A/B-tested) only with an operator's explicit force, audited:
+// erasedDataBlocker is that one rule.
 import { randomUUID } from 'node:crypto';
 import type { Database } from './db.ts';
 import type { PolicyVersion, Prisma, PrismaClient } from './generated/client.ts';
@@ -108,7 +110,51 @@ export async function previouslyDeployedPolicy(prisma: PrismaClient): Promise<Po
   });
 }
 
-export interface SwitchOptions {
+/**
+ * Whether a version was trained on sessions of a person who later had their data deleted: /privacy delete and
+ * `sweetloop privacy delete` mark it (prisma/privacy-store.ts markTrainedOnErasedData, metrics.trainedOnErasedData).
+ */
+export function trainedOnErasedData(v: Pick<PolicyVersion, 'metrics'>): boolean {
+  const m = v.metrics as { trainedOnErasedData?: unknown } | null;
+  return !!m && typeof m === 'object' && m.trainedOnErasedData === true;
+}
+
+/** The mark shown beside such a version's name wherever versions are listed (CLI, /mod, reports). */
+export const ERASED_DATA_MARK = '[trained on erased data]';
+
+/** `name`, with ERASED_DATA_MARK when the version carries it. */
+export function markedName(v: Pick<PolicyVersion, 'name' | 'metrics'>): string {
+  return trainedOnErasedData(v) ? `${v.name} ${ERASED_DATA_MARK}` : v.name;
+}
+
+/** Who asks to deploy a version trained on erased data anyway. */
+export interface ForceOptions {
+  /** The explicit override (CLI --force, /mod force:True). */
+  force?: boolean;
+  /** Whether the one asking is an operator (the CLI's user is: they hold the database). */
+  operator?: boolean;
+}
+
+/**
+ * The one rule for putting a version trained on erased data in front of people (every deploy, rollback and
+ * promotion goes through switchDeployedPolicy, which applies it): only with an operator's explicit force. Null
+ * when `v` may be deployed; else the reason, for the person who asked.
+ */
+export function erasedDataBlocker(v: Pick<PolicyVersion, 'name' | 'metrics'>, o: ForceOptions): string | null {
+  if (!trainedOnErasedData(v)) return null;
+  const why = `"${v.name}" was trained on sessions of a person whose data has since been deleted (privacy delete)`;
+  if (!o.force) return `${why}: deploying it needs an operator's explicit force (\`--force\` on the command line, \`force: True\` in /mod), which is audited. Better: train a new version without their sessions.`;
+  if (!o.operator) return `${why}: only an operator may force it into service.`;
+  return null;
+}
+
+/** PolicyError when erasedDataBlocker refuses `v`. */
+export function assertDeployable(v: Pick<PolicyVersion, 'name' | 'metrics'>, o: ForceOptions): void {
+  const blocker = erasedDataBlocker(v, o);
+  if (blocker) throw new PolicyError(blocker);
+}
+
+export interface SwitchOptions extends ForceOptions {
   /** Extra audit-log detail (gate scores, the version rolled back from). */
   detail?: Record<string, unknown>;
   /**
@@ -122,11 +168,18 @@ export interface SwitchOptions {
 
 /**
  * Deploys `target` in one transaction (retiring whatever else is deployed, recording the audit entry `action` by
- * `actor`), then announces it on POLICY_CHANNEL.
+ * `actor`), then announces it on POLICY_CHANNEL. A version trained on erased data needs an operator's force
+ * (erasedDataBlocker, checked on the row as it is inside the transaction); a forced one also gets the audit
+ * entry 'policy.force-erased-data'.
  */
 export async function switchDeployedPolicy(db: Database, actor: string, target: PolicyVersion, action: string, opts: SwitchOptions = {}): Promise<PolicyVersion> {
   const deployed = await db.prisma.$transaction(async (tx) => {
     const now = new Date();
+    const fresh = await tx.policyVersion.findUniqueOrThrow({ where: { id: target.id } });
+    assertDeployable(fresh, opts);
+    if (trainedOnErasedData(fresh)) {
+      await tx.auditLog.create({ data: { actor, action: 'policy.force-erased-data', target: fresh.name, guildId: opts.guildId ?? null, detail: { versionId: fresh.id, via: action } } });
+    }
     const previous = await tx.policyVersion.findMany({ where: { status: 'deployed', id: { not: target.id } }, select: { name: true } });
     await tx.policyVersion.updateMany({ where: { status: 'deployed', id: { not: target.id } }, data: { status: 'retired', retiredAt: now } });
     const v = await tx.policyVersion.update({ where: { id: target.id }, data: { status: 'deployed', deployedAt: now, retiredAt: null } });
@@ -145,7 +198,7 @@ export async function switchDeployedPolicy(db: Database, actor: string, target: 
  * Re-deploys the version deployed before the current one (audit action 'policy.rollback', detail `from` the
  * current version's name). Null when there is none; nothing changes then.
  */
-export async function rollbackDeployedPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId'> = {}): Promise<PolicyVersion | null> {
+export async function rollbackDeployedPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId' | 'force' | 'operator'> = {}): Promise<PolicyVersion | null> {
   const current = await deployedPolicy(db.prisma);
   const previous = await previouslyDeployedPolicy(db.prisma);
   if (!previous) return null;
@@ -174,7 +227,7 @@ export async function deployPolicyByName(db: Database, actor: string, name: stri
 }
 
 /** Re-deploys the version deployed before the current one; PolicyError when there is none. */
-export async function rollbackPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId'> = {}): Promise<PolicyVersion> {
+export async function rollbackPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId' | 'force' | 'operator'> = {}): Promise<PolicyVersion> {
   const v = await rollbackDeployedPolicy(db, actor, opts);
   if (!v) throw new PolicyError('There is no earlier deployed version to roll back to.');
   return v;

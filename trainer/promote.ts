@@ -15,7 +15,7 @@
 // version, retire the previous, audit log, NOTIFY policy_deployed) live in prisma/policy-store.ts.
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion, Prisma } from '../prisma/generated/client.ts';
-import { deployedPolicy, recordGateEvidence, switchDeployedPolicy } from '../prisma/policy-store.ts';
+import { assertDeployable, deployedPolicy, recordGateEvidence, switchDeployedPolicy } from '../prisma/policy-store.ts';
 import { ExperimentError, startExperiment, type RunningExperiment } from '../prisma/experiment-store.ts';
 import { DEFAULT_STUDY } from '../prisma/study-store.ts';
 import type { TaskKind } from '../tasks/model.ts';
@@ -170,6 +170,9 @@ export async function promote(db: Database, candidateName: string, o: PromoteOpt
   const candidate = await db.prisma.policyVersion.findUnique({ where: { name: candidateName } });
   if (!candidate) throw new Error(`no policy version named "${candidateName}"`);
   if (candidate.status === 'deployed') throw new Error(`"${candidateName}" is already deployed`);
+  // The gate never forces: a candidate trained on erased data is refused before any game is played, with the rule's
+  // own words (prisma/policy-store.ts), which say how an operator can deploy it all the same.
+  assertDeployable(candidate, {});
   const deployedBefore = await deployedPolicy(db.prisma);
   let comparison: PairedComparison | null = null;
   let evidence: GateEvidence;

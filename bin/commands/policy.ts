@@ -28,17 +28,19 @@ export function registerPolicyCommands(program: Command): void {
   program
     .command('deploy <name>')
     .description('Deploy a policy version now (the bot switches new sessions to it)')
-    .action(async (name: string) => {
+    .option('--force', 'deploy a version marked as trained on erased data (privacy delete) all the same; audited')
+    .action(async (name: string, o: { force?: boolean }) => {
       const { deployPolicyByName } = await import('../../prisma/policy-store.ts');
-      await withDatabase(async (db) => console.log(`deployed ${(await deployPolicyByName(db, 'cli', name)).name}`));
+      await withDatabase(async (db) => console.log(`deployed ${(await deployPolicyByName(db, 'cli', name, { force: !!o.force, operator: true })).name}`));
     });
 
   program
     .command('rollback')
     .description('Re-deploy the version that was deployed before the current one')
-    .action(async () => {
+    .option('--force', 'roll back to a version marked as trained on erased data (privacy delete) all the same; audited')
+    .action(async (o: { force?: boolean }) => {
       const { rollbackPolicy } = await import('../../prisma/policy-store.ts');
-      await withDatabase(async (db) => console.log(`rolled back to ${(await rollbackPolicy(db, 'cli')).name}`));
+      await withDatabase(async (db) => console.log(`rolled back to ${(await rollbackPolicy(db, 'cli', { force: !!o.force, operator: true })).name}`));
     });
 
   const policy = program.command('policy').description('Register, move and remove policy versions served by OpenAI-compatible servers (models or LoRA adapters on them), and list every version');
@@ -118,20 +120,32 @@ export function registerPolicyCommands(program: Command): void {
 
   policy
     .command('list')
-    .description('List every policy version with its kind, status and where it is served')
+    .description('List every policy version with its kind, status and where it is served, marking those trained on erased data')
     .option('--json', 'print the versions as JSON')
     .action(async (o: { json?: boolean }) => {
       const { servedAt } = await import('../../trainer/policies/serving.ts');
+      const { ERASED_DATA_MARK, trainedOnErasedData } = await import('../../prisma/policy-store.ts');
       await withDatabase(async (db) => {
         const versions = await db.prisma.policyVersion.findMany({ orderBy: { createdAt: 'asc' } });
         const byId = new Map(versions.map((v) => [v.id, v]));
-        const rows = versions.map((v) => ({ name: v.name, kind: v.kind, status: v.status, algorithm: v.algorithm, servedAt: servedAt(v, byId), createdAt: v.createdAt.toISOString() }));
+        const rows = versions.map((v) => ({
+          name: v.name,
+          kind: v.kind,
+          status: v.status,
+          algorithm: v.algorithm,
+          servedAt: servedAt(v, byId),
+          createdAt: v.createdAt.toISOString(),
+          trainedOnErasedData: trainedOnErasedData(v),
+        }));
         if (o.json) return console.log(JSON.stringify(rows, null, 2));
         if (rows.length === 0) return console.log('no policy versions yet (`sweetloop start` creates the starter; `sweetloop policy add` registers an endpoint)');
         const w = (k: 'name' | 'kind' | 'status') => Math.max(k.length, ...rows.map((r) => r[k].length));
         const line = (a: string, b: string, c: string, d: string) => `${a.padEnd(w('name'))}  ${b.padEnd(w('kind'))}  ${c.padEnd(w('status'))}  ${d}`;
         console.log(line('name', 'kind', 'status', 'served at'));
-        for (const r of rows) console.log(line(r.name, r.kind, r.status, r.servedAt));
+        for (const r of rows) console.log(line(r.name, r.kind, r.status, r.servedAt) + (r.trainedOnErasedData ? `  ${ERASED_DATA_MARK}` : ''));
+        if (rows.some((r) => r.trainedOnErasedData)) {
+          console.log(`\n${ERASED_DATA_MARK}: trained on sessions of a person whose data was deleted since; deploying it needs \`--force\` (audited)`);
+        }
       });
     });
 }

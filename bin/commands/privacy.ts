@@ -43,6 +43,8 @@ export function registerPrivacyCommands(program: Command): void {
           }
         }
         console.log(formatReceipt({ ...r, threadIds: r.threadIds.slice(0, removed) }));
+        // A file that could not be cleaned is named in the receipt; the exit status says the deletion is not complete.
+        if (r.filesFailed.length) process.exitCode = 1;
         if (r.threadIds.length > removed) console.log(`Threads NOT deleted (delete them by hand${config.DISCORD_TOKEN ? '' : ', or set DISCORD_TOKEN'}): ${r.threadIds.slice(removed).join(', ')}`);
       } finally {
         await db.close();

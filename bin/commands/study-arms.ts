@@ -14,9 +14,10 @@ export function registerStudyArmsCommands(study: Command): void {
     .description('Make the study play a candidate against its control (its own policy, or the deployed version in the default study)')
     .requiredOption('--candidate <version>', 'the candidate version')
     .requiredOption('--share <percent>', "the candidate's share of each task's sessions (1-99)", integerOption('share'))
-    .action(async (name: string, o: { candidate: string; share: number }) => {
+    .option('--force', 'start it with a candidate marked as trained on erased data (privacy delete) all the same; audited')
+    .action(async (name: string, o: { candidate: string; share: number; force?: boolean }) => {
       const [{ startExperiment }, { describeExperiment }] = await Promise.all([import('../../prisma/experiment-store.ts'), import('../../bot/experiments.ts')]);
-      await withDatabase(async (db) => console.log(`started: ${plain(describeExperiment(await startExperiment(db, 'cli', { study: name, candidate: o.candidate, share: o.share })))}`));
+      await withDatabase(async (db) => console.log(`started: ${plain(describeExperiment(await startExperiment(db, 'cli', { study: name, candidate: o.candidate, share: o.share, force: !!o.force, operator: true })))}`));
     });
 
   arms
@@ -49,10 +50,11 @@ export function registerStudyArmsCommands(study: Command): void {
     .description('End the comparison: --promote deploys the version and leaves it alone in the study; --discard drops it from the arms')
     .option('--promote <version>', 'deploy this arm (the running A/B\'s candidate, or an arm of a study made with several)')
     .option('--discard <version>', 'drop this arm; the others play on')
-    .action(async (name: string, o: { promote?: string; discard?: string }) => {
+    .option('--force', 'with --promote: deploy a version marked as trained on erased data (privacy delete) all the same; audited')
+    .action(async (name: string, o: { promote?: string; discard?: string; force?: boolean }) => {
       if ((o.promote === undefined) === (o.discard === undefined)) throw new Error('Give exactly one of --promote VERSION or --discard VERSION.');
       const [{ armsStudy }, { stopStudyArms }] = await Promise.all([import('../../prisma/experiment-store.ts'), import('../../bot/experiments.ts')]);
-      const request = o.promote !== undefined ? { outcome: 'promote' as const, version: o.promote } : { outcome: 'discard' as const, version: o.discard! };
+      const request = o.promote !== undefined ? { outcome: 'promote' as const, version: o.promote, force: !!o.force, operator: true } : { outcome: 'discard' as const, version: o.discard! };
       await withDatabase(async (db) => {
         const r = await stopStudyArms(db, 'cli', await armsStudy(db.prisma, name), request);
         const now = r.study.arms.map((a) => `${a.policyVersion.name} ${a.share}%`).join(', ') || 'the deployed version';

@@ -4,6 +4,7 @@
 // The figures come from bot/experiments.ts, as /mod experiment status shows them.
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { allExperiments, armSessions } from '../../prisma/experiment-store.ts';
+import { markedName } from '../../prisma/policy-store.ts';
 import { compareExperiment, comparisonRows, pairedLine, type ArmComparison } from '../experiments.ts';
 
 export interface ExperimentReport {
@@ -26,8 +27,8 @@ export async function collectExperiments(prisma: PrismaClient): Promise<Experime
     out.push({
       id: e.id,
       study: e.study.name,
-      candidate: e.candidate.name,
-      control: e.control.name,
+      candidate: markedName(e.candidate),
+      control: markedName(e.control),
       share: e.share,
       status: e.status,
       outcome: e.outcome,

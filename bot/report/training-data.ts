@@ -2,6 +2,7 @@
 // the filter: TrainingRun.config.data), and how versions trained on human data compare with versions trained on
 // simulated data, pooled over their evaluated sessions, separately with people and with simulated collaborators.
 import type { PrismaClient } from '../../prisma/generated/client.ts';
+import { ERASED_DATA_MARK, trainedOnErasedData } from '../../prisma/policy-store.ts';
 import type { DataFilter } from '../../trainer/data.ts';
 import type { DataSource } from '../../prisma/data-source.ts';
 import type { RunConfig } from '../../trainer/runs.ts';
@@ -15,6 +16,8 @@ export interface TrainedVersion {
   source: DataSource;
   filter: DataFilter;
   sessions: { human: number; simulated: number } | null;
+  /** Trained on sessions of a person whose data was deleted since (prisma/policy-store.ts trainedOnErasedData). */
+  trainedOnErasedData: boolean;
 }
 
 export interface SourceComparison {
@@ -37,6 +40,7 @@ export async function collectTrainedVersions(prisma: PrismaClient): Promise<Trai
       source: cfg.data.source,
       filter: cfg.data,
       sessions: snap.counts ? { human: snap.counts.human, simulated: snap.counts.simulated } : null,
+      trainedOnErasedData: trainedOnErasedData(v),
     };
   });
 }
@@ -73,9 +77,12 @@ export function trainingDataMarkdown(versions: readonly TrainedVersion[], compar
   const lines = [
     '## Trained on people or simulators',
     '',
+    ...(versions.some((v) => v.trainedOnErasedData)
+      ? [`${ERASED_DATA_MARK}: trained on sessions of a person whose data was deleted since; deployed only with an operator's force.`, '']
+      : []),
     '| version | algorithm | trained on | sessions used (human / simulated) | filter |',
     '| --- | --- | --- | --- | --- |',
-    ...versions.map((v) => `| ${v.policy} | ${v.algorithm} | ${v.source} | ${v.sessions ? `${v.sessions.human} / ${v.sessions.simulated}` : '-'} | ${filter(v.filter)} |`),
+    ...versions.map((v) => `| ${v.trainedOnErasedData ? `${v.policy} ${ERASED_DATA_MARK}` : v.policy} | ${v.algorithm} | ${v.source} | ${v.sessions ? `${v.sessions.human} / ${v.sessions.simulated}` : '-'} | ${filter(v.filter)} |`),
   ];
   if (comparisons.length) {
     lines.push(

@@ -3,7 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
 import type { Database } from '../../prisma/db.ts';
-import { deployedPolicy, previouslyDeployedPolicy, registerVersion, rollbackDeployedPolicy, switchDeployedPolicy } from '../../prisma/policy-store.ts';
+import { deployedPolicy, PolicyError, previouslyDeployedPolicy, registerVersion, rollbackDeployedPolicy, switchDeployedPolicy } from '../../prisma/policy-store.ts';
+import { startExperiment, stopArms } from '../../prisma/experiment-store.ts';
+import { markTrainedOnErasedData } from '../../prisma/privacy-store.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -79,5 +81,32 @@ describe('policy store', () => {
     await expect(failing).rejects.toThrow(/could not be marked/);
     expect(await t.prisma.policyVersion.count({ where: { name: 'reg-never' } })).toBe(0);
     expect(await t.prisma.auditLog.count({ where: { target: 'reg-never' } })).toBe(0);
+  });
+
+  it('puts a version trained on erased data in front of people only with an operator\'s force, in every path, audited', async () => {
+    const run = await t.prisma.trainingRun.create({ data: { algorithm: 'sweet', config: {}, dataSnapshot: { sessions: [{ id: 'erased-session', reward: 1 }] } } });
+    await t.prisma.policyVersion.create({ data: { name: 'marked', algorithm: 'sweet', checkpointPath: '/nowhere/marked', trainingRunId: run.id } });
+    expect(await markTrainedOnErasedData(t.prisma, ['erased-session'])).toEqual(['marked']);
+    const marked = await t.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'marked' } });
+    const deployedBefore = (await deployedPolicy(t.prisma))!.name;
+    const forced = () => t.prisma.auditLog.findMany({ where: { action: 'policy.force-erased-data' }, orderBy: { createdAt: 'asc' } });
+
+    await expect(switchDeployedPolicy(t.db, 'mod', marked, 'policy.deploy')).rejects.toThrow(PolicyError);
+    await expect(switchDeployedPolicy(t.db, 'mod', marked, 'policy.deploy', { force: true, operator: false })).rejects.toThrow(/only an operator may force/);
+    // An A/B puts it in front of people too.
+    await expect(startExperiment(t.db, 'op', { study: 'default', candidate: 'marked', share: 10 })).rejects.toThrow(/needs an operator's explicit force/);
+    await expect(startExperiment(t.db, 'mod', { study: 'default', candidate: 'marked', share: 10, force: true, operator: false })).rejects.toThrow(/only an operator/);
+    expect((await deployedPolicy(t.prisma))!.name).toBe(deployedBefore);
+    expect(await forced()).toEqual([]);
+
+    await startExperiment(t.db, 'op', { study: 'default', candidate: 'marked', share: 10, force: true, operator: true });
+    // Promoting it at the end of the A/B is a deploy: force again.
+    await expect(stopArms(t.db, 'op', 'default', { outcome: 'promote' })).rejects.toThrow(/needs an operator's explicit force/);
+    const stopped = await stopArms(t.db, 'op', 'default', { outcome: 'promote', force: true, operator: true });
+    expect(stopped.deployed!.name).toBe('marked');
+    expect((await forced()).map((a) => [a.actor, a.target, (a.detail as { via: string }).via])).toEqual([
+      ['op', 'marked', 'experiment.start'],
+      ['op', 'marked', 'experiment.promote'],
+    ]);
   });
 });

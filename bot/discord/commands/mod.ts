@@ -50,9 +50,18 @@ const definition = new SlashCommandBuilder()
       .addStringOption((o) => o.setName('chat_template').setDescription('sweet-rl: llama3 (default) or chatml').addChoices({ name: 'llama3', value: 'llama3' }, { name: 'chatml', value: 'chatml' })),
   )
   .addSubcommand((s) =>
-    s.setName('deploy').setDescription('Deploy a policy version').addStringOption((o) => o.setName('version').setDescription('Version name').setRequired(true)),
+    s
+      .setName('deploy')
+      .setDescription('Deploy a policy version')
+      .addStringOption((o) => o.setName('version').setDescription('Version name').setRequired(true))
+      .addBooleanOption((o) => o.setName('force').setDescription('Operators only: deploy a version trained on erased data (privacy delete) all the same; audited')),
   )
-  .addSubcommand((s) => s.setName('rollback').setDescription('Re-deploy the previously deployed policy'))
+  .addSubcommand((s) =>
+    s
+      .setName('rollback')
+      .setDescription('Re-deploy the previously deployed policy')
+      .addBooleanOption((o) => o.setName('force').setDescription('Operators only: deploy a version trained on erased data (privacy delete) all the same; audited')),
+  )
   .addSubcommand((s) => s.setName('pause').setDescription('Stop new sessions from starting'))
   .addSubcommand((s) => s.setName('resume').setDescription('Allow new sessions again'))
   .addSubcommand((s) =>
@@ -152,13 +161,13 @@ const subcommands: Record<string, Handler> = {
   },
 
   async deploy(ctx, i) {
-    const v = await ctx.services.deploy(actorOf(ctx, i), i.options.getString('version', true), waitNotice(i));
+    const v = await ctx.services.deploy(actorOf(ctx, i), i.options.getString('version', true), waitNotice(i), i.options.getBoolean('force') ?? false);
     await ctx.engine.refreshPolicy();
     return say(i, `Deployed ${v.name}. New sessions use it; running sessions keep their policy.`);
   },
 
   async rollback(ctx, i) {
-    const v = await ctx.services.rollback(actorOf(ctx, i), waitNotice(i));
+    const v = await ctx.services.rollback(actorOf(ctx, i), waitNotice(i), i.options.getBoolean('force') ?? false);
     await ctx.engine.refreshPolicy();
     return say(i, `Rolled back: ${v.name} is deployed again.`);
   },

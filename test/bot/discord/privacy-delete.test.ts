@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { exportSessions } from '../../../bot/export/export.ts';
+import { decompressedImage } from '../../helpers/parquet-pages.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 
 const task = builtinTasks({ kind: 'backend' })[1] as TaskRecord & BackendTask;
@@ -25,7 +28,16 @@ function filesUnder(dir: string): string[] {
 
 describe('/privacy delete', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'sweetloop-privacy-'));
-  const h = new BotHarness({ tasks: [task], agent, privacy: { key: 'test-privacy-key-0123456789', dirs: [dataDir] } });
+  let boss: ReturnType<BotHarness['fake']['user']>;
+  const h = new BotHarness({
+    tasks: [task],
+    agent,
+    privacy: { key: 'test-privacy-key-0123456789', dirs: [dataDir] },
+    botOptions: (fake) => {
+      boss ??= fake.user('boss');
+      return { operatorIds: [boss.id] };
+    },
+  });
   beforeAll(async () => {
     await h.start();
   });
@@ -104,5 +116,99 @@ describe('/privacy delete', () => {
     expect(p.consentWithdrawnAt).not.toBeNull();
     expect(await h.tdb.prisma.session.count({ where: { participantId: p.id } })).toBe(1);
     expect(await h.tdb.prisma.auditLog.count({ where: { action: 'consent.withdraw', actor: gil.id } })).toBe(1);
+  });
+
+  it('rewrites Snappy Parquet, hf and JSON Lines exports without the person\'s rows; the version trained on them deploys only by an operator\'s force, audited', async () => {
+    const ana = h.fake.user('ana_export_4411');
+    const ben = h.fake.user('ben');
+    const anaSays = ['Zoë said "négative" amounts count as zero, ana-42.', 'Inputs are never empty — ana\'s promise.'];
+    const benSays = ['Ben keeps his words in the export.', 'Ben says the café is open.'];
+    const play = async (who: typeof ana, lines: string[]) => {
+      const { threadId } = await h.startSession(who, 'backend');
+      await h.agentMessage(threadId, 1);
+      h.fake.say(who, threadId, lines[0]!);
+      await h.agentMessage(threadId, 2);
+      h.fake.say(who, threadId, lines[1]!);
+      await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 60_000, 'rating');
+      return h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } });
+    };
+    const anaSession = await play(ana, anaSays);
+    await play(ben, benSays);
+    const run = await h.tdb.prisma.trainingRun.create({ data: { algorithm: 'sweet', config: {}, dataSnapshot: { sessions: [{ id: anaSession.id, reward: 1 }] } } });
+    await h.tdb.prisma.policyVersion.create({ data: { name: 'trained-on-ana', algorithm: 'sweet', checkpointPath: '/nonexistent', trainingRunId: run.id } });
+
+    // Real exports of both sessions, in every rewritable format.
+    const exports = join(dataDir, 'exports');
+    mkdirSync(exports, { recursive: true });
+    const salt = 'test-export-salt-0123';
+    const parquet = join(exports, 'all.parquet');
+    const jsonl = join(exports, 'all.jsonl');
+    const hfDir = join(exports, 'hf');
+    await exportSessions(h.tdb.prisma, { format: 'parquet', salt }, parquet);
+    await exportSessions(h.tdb.prisma, { format: 'jsonl', salt }, jsonl);
+    await exportSessions(h.tdb.prisma, { format: 'hf', salt }, hfDir);
+    const ab = (b: Buffer) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+    const before = readFileSync(parquet);
+    const metaBefore = parquetMetadata(ab(before));
+    expect(metaBefore.row_groups[0]!.columns.every((c) => c.meta_data!.codec === 'SNAPPY')).toBe(true);
+    expect(Number(metaBefore.num_rows)).toBe(2);
+    expect(decompressedImage(before).includes(Buffer.from(anaSays[0]!))).toBe(true);
+    // JSON Lines as Python's json.dumps writes it (ensure_ascii): é and — become \u escapes, quotes \".
+    const escaped = join(exports, 'ascii.jsonl');
+    const asciiLines = readFileSync(jsonl, 'utf8').trim().split('\n').map((l) => l.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+    writeFileSync(escaped, asciiLines.join('\n') + '\n');
+    expect(readFileSync(escaped, 'utf8').includes(anaSays[0]!)).toBe(false); // a byte scan would miss it
+    const broken = join(exports, 'broken.jsonl');
+    const brokenText = `{"text": "${anaSays[1]}"\n`;
+    writeFileSync(broken, brokenText);
+
+    const receipt = await h.reply(h.fake.command(ana, 'privacy', 'delete'), (s) => s.kind === 'original' && s.content.includes('Deleted:'), 'the receipt');
+    expect(receipt.content).toContain('trained-on-ana');
+    expect(receipt.content).toMatch(/could NOT be cleaned.*broken\.jsonl: line 1 is not JSON/s);
+    expect(readFileSync(broken, 'utf8')).toBe(brokenText); // left as it was, and reported
+
+    // Parquet: read back with hyparquet and as decompressed bytes: none of her text, all of Ben's, same schema.
+    const after = readFileSync(parquet);
+    const metaAfter = parquetMetadata(ab(after));
+    expect(metaAfter.schema).toEqual(metaBefore.schema);
+    expect(metaAfter.key_value_metadata).toEqual(metaBefore.key_value_metadata);
+    const rows = await parquetReadObjects({ file: ab(after) });
+    expect(rows).toHaveLength(1);
+    expect((rows[0]!.turns as { content: string }[]).map((t) => t.content)).toEqual(expect.arrayContaining(benSays));
+    const image = decompressedImage(after);
+    for (const n of [...anaSays, ana.id, ana.username]) expect(image.includes(Buffer.from(n)), `parquet holds ${n}`).toBe(false);
+    for (const n of benSays) expect(image.includes(Buffer.from(n))).toBe(true);
+    // hf: the split's file rewritten the same way, and the card's row count follows.
+    const hfFiles = filesUnder(join(hfDir, 'data'));
+    expect(hfFiles).toHaveLength(1);
+    const hfRows = await parquetReadObjects({ file: ab(readFileSync(hfFiles[0]!)) });
+    expect(hfRows).toHaveLength(1);
+    expect(decompressedImage(readFileSync(hfFiles[0]!)).includes(Buffer.from(anaSays[0]!))).toBe(false);
+    expect(readFileSync(join(hfDir, 'README.md'), 'utf8')).toMatch(/num_examples: 1\n/);
+    // JSON Lines, plain and escaped: her line gone, Ben's kept byte for byte.
+    const jl = readFileSync(jsonl, 'utf8').trim().split('\n');
+    expect(jl).toHaveLength(1);
+    expect(JSON.parse(jl[0]!).turns.map((t: { content: string }) => t.content)).toEqual(expect.arrayContaining(benSays));
+    const benAscii = asciiLines.find((l) => JSON.parse(l).turns.some((t: { content: string }) => t.content === benSays[0]));
+    expect(readFileSync(escaped, 'utf8')).toBe(`${benAscii}\n`);
+
+    // The version trained on her sessions: marked in /mod stats, refused without force, refused to a
+    // non-operator, deployed by an operator's force with an audit entry.
+    const stats = await h.reply(h.fake.command(boss, 'mod', 'stats', {}, { moderator: true }), (s) => s.kind === 'original' && s.content.includes('Participants'), '/mod stats');
+    expect(stats.content).toContain('Trained on erased data (deploy only with an operator\'s force): trained-on-erin, trained-on-ana');
+    const plain = await h.reply(h.fake.command(boss, 'mod', 'deploy', { version: 'trained-on-ana' }, { moderator: true }), (s) => s.kind === 'original' && s.content !== '', 'the refusal');
+    expect(plain.content).toMatch(/trained on sessions of a person whose data has since been deleted.*needs an operator's explicit force/);
+    const guildMod = await h.reply(
+      h.fake.command(h.fake.user('guild-mod'), 'mod', 'deploy', { version: 'trained-on-ana', force: true }, { moderator: true }),
+      (s) => /operator/i.test(s.content),
+      'the operators-only refusal',
+    );
+    expect(guildMod.content).toMatch(/operators only/i);
+    expect((await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'trained-on-ana' } })).status).toBe('candidate');
+    expect(await h.tdb.prisma.auditLog.count({ where: { action: 'policy.force-erased-data' } })).toBe(0);
+    const forced = await h.reply(h.fake.command(boss, 'mod', 'deploy', { version: 'trained-on-ana', force: true }, { moderator: true }), (s) => s.kind === 'original' && s.content !== '', 'the deploy');
+    expect(forced.content).toContain('Deployed trained-on-ana');
+    const audit = await h.tdb.prisma.auditLog.findMany({ where: { action: 'policy.force-erased-data' } });
+    expect(audit.map((a) => [a.actor, a.target, (a.detail as { via: string }).via])).toEqual([[boss.id, 'trained-on-ana', 'policy.deploy']]);
   });
 });

@@ -5,6 +5,7 @@ import { createTestDatabase, type TestDatabase } from '../../../bot/testing/data
 import { collectTrainedVersions, compareSources, trainingDataMarkdown, type TrainedVersion } from '../../../bot/report/training-data.ts';
 import type { GroupReport } from '../../../bot/report/aggregate.ts';
 import { wilsonCount } from '../../../tasks/stats.ts';
+import { markTrainedOnErasedData } from '../../../prisma/privacy-store.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -46,13 +47,23 @@ describe('trained on people or simulators', () => {
     const md = trainingDataMarkdown(v, []);
     expect(md).toContain('| h-1 | rft | human | 12 / 0 | quality >= 0.7 |');
     expect(md).toContain('| old | rft | both | - | - |');
+    expect(md).not.toContain('erased');
+
+    // A version whose run used a deleted person's session is marked (prisma/privacy-store.ts marks it).
+    const s1 = await t.prisma.policyVersion.findUniqueOrThrow({ where: { name: 's-1' }, include: { trainingRun: true } });
+    await t.prisma.trainingRun.update({ where: { id: s1.trainingRunId! }, data: { dataSnapshot: { ...(s1.trainingRun!.dataSnapshot as object), sessions: [{ id: 'gone', reward: 1 }] } } });
+    expect(await markTrainedOnErasedData(t.prisma, ['gone'])).toEqual(['s-1']);
+    const marked = trainingDataMarkdown(await collectTrainedVersions(t.prisma), []);
+    expect(marked).toContain('| s-1 [trained on erased data] | rft | simulated | 0 / 40 | - |');
+    expect(marked).toContain('| h-1 | rft | human |');
+    expect(marked).toMatch(/\[trained on erased data\]: trained on sessions of a person whose data was deleted since/);
   });
 
   it('pools success by training source, per kind of collaborator, with the difference and its p-value', () => {
     const versions: TrainedVersion[] = [
-      { policy: 'h-1', algorithm: 'rft', source: 'human', filter: { source: 'human', simulatedWeight: 1, seed: 1 }, sessions: null },
-      { policy: 'h-2', algorithm: 'rft', source: 'human', filter: { source: 'human', simulatedWeight: 1, seed: 1 }, sessions: null },
-      { policy: 's-1', algorithm: 'rft', source: 'simulated', filter: { source: 'simulated', simulatedWeight: 1, seed: 1 }, sessions: null },
+      { policy: 'h-1', algorithm: 'rft', source: 'human', filter: { source: 'human', simulatedWeight: 1, seed: 1 }, sessions: null, trainedOnErasedData: false },
+      { policy: 'h-2', algorithm: 'rft', source: 'human', filter: { source: 'human', simulatedWeight: 1, seed: 1 }, sessions: null, trainedOnErasedData: false },
+      { policy: 's-1', algorithm: 'rft', source: 'simulated', filter: { source: 'simulated', simulatedWeight: 1, seed: 1 }, sessions: null, trainedOnErasedData: false },
     ];
     const groups = [group('h-1', 'human', 6, 10), group('h-2', 'human', 9, 10), group('s-1', 'human', 5, 20), group('h-1', 'simulated', 3, 10), group('starter', 'human', 1, 10)];
     const [people, sims] = compareSources(versions, groups);

@@ -10,6 +10,7 @@ import { PolicyError } from '../../../../prisma/policy-store.ts';
 import { StudyError } from '../../../../prisma/study-store.ts';
 import { describeExperiment, formatArmsStatus } from '../../../experiments.ts';
 import { say, waitNotice, type BotContext } from '../../context.ts';
+import { actorFor, authorityOf } from '../../permissions.ts';
 
 export function experimentGroup(g: SlashCommandSubcommandGroupBuilder): SlashCommandSubcommandGroupBuilder {
   return g
@@ -20,7 +21,8 @@ export function experimentGroup(g: SlashCommandSubcommandGroupBuilder): SlashCom
         .setName('start')
         .setDescription("Give the candidate a share of each task's sessions in this place's study (blind to the person)")
         .addStringOption((o) => o.setName('candidate').setDescription('Candidate version name').setRequired(true))
-        .addIntegerOption((o) => o.setName('share').setDescription("Percent of each task's sessions on the candidate (1-99)").setRequired(true).setMinValue(1).setMaxValue(99)),
+        .addIntegerOption((o) => o.setName('share').setDescription("Percent of each task's sessions on the candidate (1-99)").setRequired(true).setMinValue(1).setMaxValue(99))
+        .addBooleanOption((o) => o.setName('force').setDescription('Operators only: a candidate trained on erased data (privacy delete) all the same; audited')),
     )
     .addSubcommand((s) => s.setName('status').setDescription("Each arm's results with intervals, and the difference with its p-value"))
     .addSubcommand((s) =>
@@ -29,11 +31,15 @@ export function experimentGroup(g: SlashCommandSubcommandGroupBuilder): SlashCom
         .setDescription('End the experiment: promote deploys the candidate, discard keeps the deployed version')
         .addStringOption((o) =>
           o.setName('outcome').setDescription('promote or discard').setRequired(true).addChoices({ name: 'promote', value: 'promote' }, { name: 'discard', value: 'discard' }),
-        ),
+        )
+        .addBooleanOption((o) => o.setName('force').setDescription('{FORCE_DESC}')),
     );
 }
 
 type Handler = (ctx: BotContext, i: ChatInputCommandInteraction) => Promise<void>;
+
+/** Who runs it (mod.ts let only operators reach these handlers; the rules check again). */
+const actor = (ctx: BotContext, i: ChatInputCommandInteraction) => actorFor(authorityOf(ctx.options, i) ?? 'moderator', i);
 
 /** Where the command was run: its study is the one /task start joins there. */
 const place = (i: ChatInputCommandInteraction) => ({ guildId: i.guildId, channelId: i.channelId });
@@ -51,7 +57,7 @@ export const experimentHandlers: Record<string, Handler> = {
   start: (ctx, i) =>
     guarded(i, async () => {
       const share = i.options.getInteger('share', true);
-      const e = await ctx.services.startExperiment(i.user.id, place(i), i.options.getString('candidate', true).trim(), share, waitNotice(i));
+      const e = await ctx.services.startExperiment(actor(ctx, i), place(i), i.options.getString('candidate', true).trim(), share, waitNotice(i), i.options.getBoolean('force') ?? false);
       await say(i, `Started. ${describeExperiment(e)}\nPeople are not told which version they play. Follow it with /mod experiment status.`);
     }),
 
@@ -66,7 +72,7 @@ export const experimentHandlers: Record<string, Handler> = {
   stop: (ctx, i) =>
     guarded(i, async () => {
       const outcome = i.options.getString('outcome', true) as ExperimentOutcome;
-      const { experiment, version, deployed } = await ctx.services.stopExperiment(i.user.id, place(i), outcome, waitNotice(i));
+      const { experiment, version, deployed } = await ctx.services.stopExperiment(actor(ctx, i), place(i), outcome, waitNotice(i), i.options.getBoolean('force') ?? false);
       if (deployed) await ctx.engine.refreshPolicy();
       await say(
         i,

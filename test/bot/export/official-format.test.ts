@@ -175,6 +175,8 @@ describe('Hugging Face dataset folder', () => {
     const r = await exportSessions(prisma, { format: 'hf', salt: SALT, filters: { source: 'both' } }, out);
     expect(r.cardPath).toBe(join(out, 'README.md'));
     const card = readFileSync(r.cardPath!, 'utf8');
+    // Not the official scripts' format: the card says which export is, and how to make it.
+    expect(card).toContain('sweetloop export --format sweet-rl --kind backend --per-task 3 --out FILE');
     const front = /^---\n([^]*?)\n---\n/.exec(card);
     expect(front).not.toBeNull();
     const meta = parseYaml(front![1]!) as {

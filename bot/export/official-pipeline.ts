@@ -36,7 +36,7 @@ export function pipelineCommands(p: PipelineInput): string[] {
   return [
     '# What you bring: a checkout of facebookresearch/sweet_rl (`pip install -e .`) with its fork',
     '# YifeiZhou02/collab_openrlhf installed, GPUs, and the Hugging Face folder of the model to train (the agent',
-    '# that played these sessions, or its base: it starts the critic too). Run from the folder holding this file.',
+    '# that played these sessions, or its base: it starts the critic too). Run from the folder that holds $DATA.',
     'SWEET_RL=/path/to/sweet_rl',
     'BASE=/path/to/Llama-3.1-8B-Instruct',
     `DATA=${p.file}`,

@@ -11,6 +11,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   // Postgres URL of their own.
   postgres: [
     'test/bin/cli.test.ts',
+    'test/bin/doctor-endpoints.test.ts',
     'test/bin/commands/{bot,export,import,policy,policy-adapter,policy-erased,privacy,study,study-arms,trainer-health}.test.ts',
     'test/bot/discord/**/*.test.ts',
     'test/bot/testing/database.test.ts',

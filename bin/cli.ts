@@ -1,6 +1,6 @@
 // The `sweetloop` command line: one program, each group of subcommands in bin/commands/<group>.ts.
 // Groups import their implementation lazily, so `sweetloop --help` starts fast and needs no database.
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Help, type Option } from 'commander';
 import { ConfigError } from './config.ts';
 import { registerBotCommands } from './commands/bot.ts';
 import { registerMigrationCommands } from './commands/migrations.ts';
@@ -19,7 +19,17 @@ export function buildProgram(): Command {
   const program = new Command('sweetloop')
     .description('Collect human-in-the-loop ColBench sessions on Discord and train collaborative agents on them with SWEET-RL.')
     .showHelpAfterError()
-    .exitOverride();
+    .exitOverride()
+    // Set before the commands are made, so that every one inherits it: options a command cannot run without
+    // are said to be required in its help and named in its usage line.
+    .configureHelp({
+      optionDescription: (option: Option) => `${Help.prototype.optionDescription.call(new Help(), option)}${option.mandatory ? ' (required)' : ''}`,
+      commandUsage: (cmd: Command) => {
+        const usage = Help.prototype.commandUsage.call(new Help(), cmd);
+        const required = cmd.options.filter((o) => o.mandatory).map((o) => o.flags.replace(/^-\w, /, ''));
+        return required.length ? usage.replace(' [options]', ` ${required.join(' ')} [options]`) : usage;
+      },
+    });
   registerBotCommands(program); // start, bot, console
   registerMigrationCommands(program); // db migrate|status|diff
   registerDoctorCommands(program); // doctor

@@ -1,5 +1,6 @@
 // `sweetloop doctor`: checks each thing Sweetloop needs from the machine, by using it, and says how to fix
-// what is missing. Every check is independent: one failing does not hide the others. `sweetloop start` runs
+// what is missing. Every check is independent: one failing does not hide the others. With DISCORD_TOKEN set it also
+// checks the production settings (bin/doctor-production.ts: token, endpoints, operators, salt and key). `sweetloop start` runs
 // the tool checks too (toolChecks) and prints one summary of what is missing (missingToolsSummary).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -228,6 +229,20 @@ export async function runDoctor(env: Record<string, string | undefined>, opts: {
   await guarded('chromium', () => checkChromium(config));
   await guarded('bubblewrap', () => checkBubblewrap(config));
   await guarded('python3', () => checkPython(config));
+  // Production (DISCORD_TOKEN set): what real people's sessions need besides the machine (bin/doctor-production.ts).
+  if (config.DISCORD_TOKEN) {
+    const p = await import('./doctor-production.ts');
+    await guarded('discord token', () => p.checkDiscordToken(config));
+    if (!skip.has('operators')) checks.push(p.checkOperators(config));
+    if (!skip.has('secrets')) checks.push(...p.checkSecrets(config));
+    if (!skip.has('endpoints')) {
+      try {
+        checks.push(...(await p.checkEndpoints(await p.registeredEndpoints(config))));
+      } catch (err) {
+        checks.push({ name: 'endpoints', status: 'fail', detail: `could not read the registered versions: ${(err as Error).message}`, fix: 'see the database check above' });
+      }
+    }
+  }
   return { checks, ok: checks.every((c) => c.status !== 'fail') };
 }
 

@@ -71,3 +71,12 @@ describe('the guides in docs/', () => {
     expect(section(architecture, 'Docker')).toMatch(/not available on the machines/);
   });
 });
+
+describe('prisma/README.md', () => {
+  it('lists every store (the only writers of their tables)', () => {
+    const doc = readFileSync('prisma/README.md', 'utf8');
+    const stores = readdirSync('prisma').filter((f) => f.endsWith('-store.ts'));
+    expect(stores.length).toBeGreaterThan(5);
+    for (const store of stores) expect(doc, `prisma/README.md's table of stores lacks ${store}`).toMatch(new RegExp(`^\\| \`${store}\` \\|`, 'm'));
+  });
+});

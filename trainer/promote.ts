@@ -9,8 +9,8 @@
 // A tie keeps the deployed version: redeploying needs evidence. With a human A/B share configured
 // (PROMOTION_HUMAN_AB_SHARE), a candidate the simulated gate would deploy is not deployed: it stays a candidate
 // and an A/B experiment with people starts in the default study, as its arms (prisma/experiment-store.ts, the
-// same code as /mod experiment start and `sweetloop study arms start`), which a moderator ends with
-// `/mod experiment stop promote|discard`; while another experiment runs there, the candidate is only kept. The numbers
+// same code as /mod experiment start and `sweetloop study arms start`), which an operator ends with
+// `/mod experiment stop promote|discard` or `sweetloop study arms stop`; while another experiment runs there, the candidate is only kept. The numbers
 // behind each decision are stored on the candidate (PolicyVersion.metrics.gate) and in the audit log. Deploy and rollback themselves (one deployed
 // version, retire the previous, audit log, NOTIFY policy_deployed) live in prisma/policy-store.ts.
 import type { Database } from '../prisma/db.ts';
@@ -223,7 +223,7 @@ export function formatGateEvidence(e: GateEvidence): string {
   const ab = !e.humanAb
     ? []
     : e.humanAb.experimentId
-      ? [`  promotion waits for people: A/B experiment started${e.humanAb.study ? ` in study ${e.humanAb.study}` : ''}, ${e.candidate} on ${Math.round(e.humanAb.share * 100)}% of each task's sessions; a moderator ends it with /mod experiment stop (promote or discard)`]
+      ? [`  promotion waits for people: A/B experiment started${e.humanAb.study ? ` in study ${e.humanAb.study}` : ''}, ${e.candidate} on ${Math.round(e.humanAb.share * 100)}% of each task's sessions; an operator ends it with /mod experiment stop or sweetloop study arms stop (promote or discard)`]
       : [`  promotion waits for people, but no A/B experiment started: ${e.humanAb.notStarted}`];
   if (e.verdict === 'nothing-deployed' || !e.scoreDifference || !e.successDifference) return [head, ...ab].join('\n');
   const pct = (x: number | undefined) => (x === undefined || x === null ? '-' : `${(x * 100).toFixed(1)}%`);

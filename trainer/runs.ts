@@ -450,7 +450,7 @@ async function publish(r: RunState, policy: LoadedModel, sessions: number): Prom
   return version;
 }
 
-/** Lists the checkpoint directories a run holds (for tests and `sweetloop train --status`). */
+/** Lists the checkpoint directories a run holds (for tests). */
 export async function runCheckpoints(dir: string): Promise<string[]> {
   return existsSync(join(dir, 'ckpt')) ? (await readdir(join(dir, 'ckpt'))).sort() : [];
 }

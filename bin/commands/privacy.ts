@@ -10,7 +10,8 @@ export function registerPrivacyCommands(program: Command): void {
   privacy
     .command('delete <user>')
     .description('Delete every trace of a person (Discord user id): rows, audit mentions, files, threads; prints the receipt')
-    .option('--name <name...>', 'other names they are known by (their Discord username), searched for in files')
+    // One name a flag (repeat it), not a variadic list: a list would take an id written after it as one more name.
+    .option('--name <name>', 'another name they are known by (their Discord username), searched for in files; repeat for more', (v: string, prev: string[] = []) => [...prev, v])
     .action(async (user: string, opts: { name?: string[] }) => {
       if (!/^\d{17,20}$/.test(user) && !/^console:/.test(user)) throw new Error(`"${user}" is not a Discord user id (17-20 digits) or console:<name>`);
       const [{ loadConfig }, { createLogger }, { openDatabase }, { deletePerson, formatReceipt }] = await Promise.all([

@@ -1,7 +1,7 @@
 // The Discord client's wiring: log in, register the commands, route interactions to their handlers
 // (commands/, components.ts) and thread messages to the engine, finish what a previous run left, expire idle
 // sessions. Everything a person sees comes from the engine through a thread's SessionView.
-import { Client, Events, GatewayIntentBits, MessageFlags, Partials, type Interaction, type Message, type ThreadChannel } from 'discord.js';
+import { Client, Events, GatewayIntentBits, type Guild, MessageFlags, Partials, type Interaction, type Message, type ThreadChannel } from 'discord.js';
 import type { Session } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../tasks/logger.ts';
 import { TurnRejectedError, type Hooks, type PendingWork, type ResumedView, type SessionEngine, type SessionView } from '../session/engine.ts';
@@ -46,13 +46,17 @@ export class DiscordBot {
     this.client.on(Events.InteractionCreate, (i) => void (guildAllowed(options, i.guildId) ? this.tracked(() => this.onInteraction(i)) : undefined));
     this.caughtUp = new Promise((resolve) => (this.openLive = resolve));
     this.client.on(Events.MessageCreate, (m) => void (guildAllowed(options, m.guildId) && !this.stopping ? this.tracked(() => this.onLiveMessage(m)) : undefined));
-    this.client.on(Events.GuildCreate, (g) => {
-      if (guildAllowed(options, g.id)) return;
-      log?.warn({ guild: g.id }, 'leaving a guild not in DISCORD_GUILD_IDS');
-      void g.leave().catch((err) => log?.warn({ guild: g.id, err: (err as Error).message }, 'cannot leave guild'));
-    });
+    // Guilds joined while running; those the bot was already in are left at start (start()).
+    this.client.on(Events.GuildCreate, (g) => this.leaveIfForeign(g));
     this.client.on(Events.Error, (err) => log?.error({ err: err.message }, 'discord client error'));
     this.client.on(Events.ShardDisconnect, (ev, shard) => log?.warn({ code: ev.code, shard }, 'gateway disconnected'));
+  }
+
+  private leaveIfForeign(g: Guild): void {
+    const { options, log } = this.ctx;
+    if (guildAllowed(options, g.id)) return;
+    log?.warn({ guild: g.id }, 'leaving a guild not in DISCORD_GUILD_IDS');
+    void g.leave().catch((err) => log?.warn({ guild: g.id, err: (err as Error).message }, 'cannot leave guild'));
   }
 
   /** Logs in, registers the commands, finishes what a previous run left, starts idle expiry. */
@@ -61,6 +65,8 @@ export class DiscordBot {
     const ready = new Promise<void>((resolve) => this.client.once(Events.ClientReady, () => resolve()));
     await this.client.login(options.token);
     await ready;
+    // discord.js emits GuildCreate only for guilds joined after ready: the ones it was in at login are left here.
+    for (const g of this.client.guilds.cache.values()) this.leaveIfForeign(g);
     const defs = commandDefinitions();
     if (options.guildIds.length) {
       for (const g of options.guildIds) await this.client.application!.commands.set(defs, g);

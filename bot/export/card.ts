@@ -3,6 +3,7 @@
 import { sourceOf, type ExportFilters } from './query.ts';
 import type { ExportRecord } from './record.ts';
 import { hfFeatures, type HfFeature } from './parquet.ts';
+import { pipelineSection } from './official-pipeline.ts';
 import { REFERENCE_COMMITS, SWEET_RL_FORMAT_VERSION, type SweetRlStats } from './sweet-rl.ts';
 
 export type ExportFormat = 'sweet-rl' | 'jsonl' | 'parquet' | 'hf';
@@ -229,22 +230,7 @@ function sweetRlSection(c: CardInput): string[] {
       ? [`- screenshots of the final pages: \`${r.screenshotsDir}/\` (${r.stats.screenshots} files); reward metric: ${r.metric ?? 'as stored'} (evaluate_html.py replaces it with CLIP similarity)`]
       : []),
     '',
-    'Running the official scripts on it (from a checkout of facebookresearch/sweet_rl with its OpenRLHF fork',
-    'installed, run from the folder that holds this file so that relative paths resolve):',
-    '',
-    '```bash',
-    frontend
-      ? `python scripts/evaluate_html.py ${file} --k ${k} --ground_truth_preference_path gt_preferences.jsonl  # re-scores and REWRITES ${file}: work on a copy`
-      : `python scripts/evaluate_code.py ${file} --k ${k} --ground_truth_preference_path gt_preferences.jsonl   # critic pairs (needs k >= 2)`,
-    `python scripts/sample_best_of_n.py ${file} sampled.jsonl --data_fraction 0.1   # actor states from each assistant entry's input`,
-    'python scripts/rank_best_of_n.py --model_id $CRITIC --input_path sampled.jsonl --output_path ranked.jsonl',
-    'python scripts/generate_random_pairs_from_ranks.py ranked.jsonl pairs.jsonl --no_prompt --num_pairs 4',
-    '```',
-    '',
-    'The critic is trained with `openrlhf.cli.train_dpo --response_template "<|start_header_id|>assistant<|end_header_id|>"`,',
-    "which finds the agent's turns by Llama-3's header markers: export with `--chat-template llama3` (or the trained",
-    "model's own tokenizer_config.json) to match the model you train.",
-    '',
+    ...pipelineSection({ file, k, template: r.template, kind: r.kind === 'backend' || r.kind === 'frontend' ? r.kind : null }),
   ];
 }
 
@@ -297,7 +283,9 @@ export function renderCard(c: CardInput): string {
     '| --- | --- |',
     ...FIELDS[c.format].map(([k, v]) => `| \`${k}\` | ${v} |`),
     '',
-    ...(c.sweetRl ? sweetRlSection(c) : []),
+    ...(c.sweetRl
+      ? sweetRlSection(c)
+      : ['The official SWEET-RL pipeline reads the sweet-rl format: `sweetloop export --format sweet-rl --kind backend --per-task 3 --out FILE` writes one, with the pipeline\'s commands in its card.', '']),
     '## Collection protocol',
     '',
     'Sessions follow the ColBench protocol (SWEET-RL, arXiv 2503.15478). The agent sees only the problem description',

@@ -86,6 +86,8 @@ interface Conn {
 
 export interface FakeDiscordOptions {
   heartbeatIntervalMs?: number;
+  /** When set, REST requests without `Authorization: Bot <token>` get 401, as Discord answers a wrong token. */
+  token?: string;
 }
 
 export class FakeDiscord {
@@ -114,6 +116,7 @@ export class FakeDiscord {
   private conns = new Set<Conn>();
   private waiters: { check: () => boolean; resolve: () => void }[] = [];
   private readonly heartbeatIntervalMs: number;
+  private readonly token: string | null;
   port = 0;
 
   /** Guilds the bot is in (the first is `guildId`), with their roles beyond @everyone. */
@@ -123,6 +126,7 @@ export class FakeDiscord {
 
   constructor(options: FakeDiscordOptions = {}) {
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 2_000;
+    this.token = options.token ?? null;
     this.addGuild(this.guildId, this.channelId);
   }
 
@@ -537,6 +541,11 @@ export class FakeDiscord {
       return;
     }
 
+    if (this.token !== null && req.headers.authorization !== `Bot ${this.token}`) {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ message: '401: Unauthorized', code: 0 }));
+      return;
+    }
     const hold = this.holds.findIndex((h) => h.method === method && h.path.test(path) && h.match(body));
     const held = hold >= 0 ? this.holds.splice(hold, 1)[0]! : null;
     const reply = (status: number, json?: unknown) => {

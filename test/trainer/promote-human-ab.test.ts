@@ -91,7 +91,7 @@ describe('promotion through a human A/B', () => {
     expect(rw.evidence.verdict).toBe('worse');
     expect(rw.evidence.humanAb).toBeUndefined();
 
-    // The moderator ends the experiment with promote: b is deployed, and the default study has no arms again.
+    // An operator ends the experiment with promote: b is deployed, and the default study has no arms again.
     const stopped = await stopArms(t.db, 'moderator-1', 'default', { outcome: 'promote' });
     expect(stopped.deployed!.name).toBe('b');
     expect(stopped.experiment).toMatchObject({ status: 'stopped', outcome: 'promote', stoppedBy: 'moderator-1' });

@@ -45,7 +45,6 @@ describe('npm start with a Discord token', () => {
         EXPORT_SALT: 'cli-test-export-salt-3f9a',
         PRIVACY_KEY: 'cli-test-privacy-key-8c2e',
         DISCORD_API_BASE: fake.apiBase,
-        DISCORD_APPLICATION_ID: fake.appId,
         DISCORD_GUILD_IDS: fake.guildId,
         CONSENT_TEXT: 'CLI CONSENT TEXT',
         POLICY_MODEL_DIR: ckpt,

@@ -1,6 +1,6 @@
 // Guilds and roles over the fake Discord with two allowed guilds (A, B) and one that is not (C): a guild
 // moderator sees, exports, flags and bans only in their guild and cannot act on everyone; an operator can; a
-// guild outside the allowlist gets no answer and is left; flags are listed and resolved; every action is
+// guild outside the allowlist (joined before or after the start) gets no answer and is left; flags are listed and resolved; every action is
 // audited with its guild and actor. Also the per-person limits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
@@ -15,6 +15,7 @@ const agent = scriptedAgent('scripted', (dialogue) =>
 
 describe('guilds and roles', () => {
   let guildB = '';
+  let guildD = '';
   let operatorRole = '';
   const h = new BotHarness({
     // Several tasks: one person runs three sessions (each task once per person).
@@ -23,6 +24,7 @@ describe('guilds and roles', () => {
     limits: { sessionsPerDay: 3, messagesPerMinute: 100, messageChars: 60 },
     botOptions: (fake) => {
       guildB = fake.addGuild().guildId;
+      guildD = fake.addGuild().guildId; // the bot is in it before it starts, never allowed
       operatorRole = fake.role(fake.guildId, 'operators');
       return { guildIds: [fake.guildId, guildB], operatorRoleIds: [operatorRole] };
     },
@@ -63,6 +65,8 @@ describe('guilds and roles', () => {
 
   it('leaves a guild outside the allowlist and answers nothing there', async () => {
     await h.fake.waitFor(() => h.fake.left.includes(guildC), 10_000, 'the bot to leave guild C');
+    // A guild it was already in when it started is left too (discord.js emits no GuildCreate for those).
+    await h.fake.waitFor(() => h.fake.left.includes(guildD), 10_000, 'the bot to leave guild D, joined before the start');
     const before = h.fake.shown.length;
     const i = h.fake.command(alice, 'task', 'start', { kind: 'backend' }, { channelId: channelC });
     await new Promise((r) => setTimeout(r, 800));

@@ -14,6 +14,7 @@ import { exportSessions } from '../../../bot/export/export.ts';
 import { exportForModerator, parseExportRequest } from '../../../bot/export/options.ts';
 import { resolveChatTemplate } from '../../../bot/export/chat-template.ts';
 import type { SweetRlTrajectory } from '../../../bot/export/sweet-rl.ts';
+import { pipelineCommands } from '../../../bot/export/official-pipeline.ts';
 import { buildDialogue, COLLABORATOR_REPLY_CAP } from '../../../tasks/protocol.ts';
 import type { PrismaClient } from '../../../prisma/generated/client.ts';
 import { LONG_REPLY, seedSimulatedWorld, type SimulatedWorld } from './simulated-world.ts';
@@ -96,7 +97,14 @@ describe('sweet-rl export for the official scripts', () => {
     expect(card).toMatch(/2 assistant entries from the recorded prompt, 7 reconstructed/);
     expect(card).toMatch(/\| simulated \| 6 \|/);
     expect(card).toMatch(/\| train \| 6 \|/);
-    expect(card).toMatch(/python scripts\/evaluate_code.py backend.jsonl --k 2/);
+    // The official pipeline end to end, with this export's own file, k and chat template.
+    expect(card).toContain(['```bash', ...pipelineCommands({ file: 'backend.jsonl', k: 2, template: 'llama3', kind: 'backend' }), '```'].join('\n'));
+    expect(card).toContain('DATA=backend.jsonl');
+    expect(card).toContain('evaluate_code.py" "$DATA" --k 2 --ground_truth_preference_path');
+    expect(card).toContain('sample_best_of_n.py" "$DATA" "$OUT/sampled.jsonl" --agent_model "$BASE"');
+    expect(card).toContain('--response_template "<|start_header_id|>assistant<|end_header_id|>"');
+    expect(card).toMatch(/sweetloop policy add sweet-actor --endpoint .* --base-model-dir "\$OUT\/actor"/);
+    expect(card).toMatch(/sweetloop policy add sweet-lora --adapter \.\/adapter --on /);
   });
 
   it('a human rating never leaks into the reward', async () => {
@@ -135,7 +143,9 @@ describe('sweet-rl export for the official scripts', () => {
     expect(last.output).toContain('<h1 class="text-4xl text-red-600">Bakery</h1>');
     expect(row!.task.test_cases).toBeUndefined();
     expect(r.cardMarkdown).toMatch(/screenshots of the final pages: `frontend\.jsonl\.screenshots\/` \(1 files\); reward metric: pixel-ssim-v1/);
-    expect(r.cardMarkdown).toMatch(/evaluate_html\.py frontend\.jsonl --k 1/);
+    expect(r.cardMarkdown).toContain('DATA=frontend.jsonl');
+    expect(r.cardMarkdown).toContain('evaluate_html.py" "$DATA" --k 1 --temp_path');
+    expect(r.cardMarkdown).toContain(['```bash', ...pipelineCommands({ file: 'frontend.jsonl', k: 1, template: 'llama3', kind: 'frontend' }), '```'].join('\n'));
   }, 60_000);
 });
 
@@ -165,6 +175,8 @@ describe('Hugging Face dataset folder', () => {
     const r = await exportSessions(prisma, { format: 'hf', salt: SALT, filters: { source: 'both' } }, out);
     expect(r.cardPath).toBe(join(out, 'README.md'));
     const card = readFileSync(r.cardPath!, 'utf8');
+    // Not the official scripts' format: the card says which export is, and how to make it.
+    expect(card).toContain('sweetloop export --format sweet-rl --kind backend --per-task 3 --out FILE');
     const front = /^---\n([^]*?)\n---\n/.exec(card);
     expect(front).not.toBeNull();
     const meta = parseYaml(front![1]!) as {

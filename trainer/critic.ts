@@ -5,7 +5,7 @@
 // trajectories of the same task (the best one against each worse one; people's pairwise judgements, when a run
 // uses them, add pairs of their own). Candidate messages are then ranked by
 // the critic's mean log-probability (with c) minus the sampling policy's (without c), as the official ranking
-// script does. docs/training.md, "SWEET-RL: differences from the official implementation", lists what differs.
+// script does. docs/training.md, "Differences from the official code", lists what differs.
 // The critic is fully fine-tuned, or, in a LoRA run (an 8B base does not fit full fine-tuning), trains LoRA
 // adapters over the frozen base: its checkpoints are then adapters (PEFT layout) and its frozen reference is the
 // base itself, scored with the adapters set aside, so no second copy of the weights is loaded.

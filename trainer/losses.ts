@@ -12,7 +12,7 @@
 //
 // The trajectory's score is ONE mean over all its agent tokens, as the official implementation computes it
 // (openrlhf DPO with --mean_log_prob over the assistant-turn mask: sum of masked log-ratios / masked tokens),
-// not a sum of per-turn means; see docs/training.md, "SWEET-RL: differences from the official implementation". The length
+// not a sum of per-turn means; see docs/training.md, "Differences from the official code". The length
 // normalisation is what keeps the actor from collapsing to short answers (paper ablation).
 import * as tf from '@tensorflow/tfjs';
 

@@ -180,7 +180,7 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
   }
 
   it('rejection fine-tuning: each dialogue weighs the same however the batch is split (official: micro-batch 1)', () => {
-    const seqs: Seq[] = F.rft.sequences;
+    const seqs: (Seq & { loss: number })[] = F.rft.sequences;
     const policy = bigram(F.weights.policy, 'rft');
     for (const split of [1, 3, 8]) {
       // minibatchPhase's weighting: each micro-batch's mean times its share of the batch
@@ -193,7 +193,7 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
           }),
         ) as tf.Scalar,
       );
-      close(r.loss, seqs.reduce((a, s: Seq & { loss: number }) => a + s.loss, 0) / seqs.length, `RFT loss, micro-batches of ${split}`);
+      close(r.loss, seqs.reduce((a, s) => a + s.loss, 0) / seqs.length, `RFT loss, micro-batches of ${split}`);
       close(r.grad, F.rft.grad, `RFT gradient, micro-batches of ${split}`);
     }
   });

@@ -47,8 +47,9 @@ function close(a: number | readonly number[], b: number | readonly number[], wha
 }
 
 /** The fixture's model: the logits of the next token are row `id` of a [V, V] table. Real tfjs ops, trainable. */
+let models = 0; // tfjs variable names are process-global
 function bigram(weights: number[], name: string): Decoder {
-  const w = tf.variable(tf.tensor2d(weights, [V, V]), true, `golden-${name}-${Math.random()}`);
+  const w = tf.variable(tf.tensor2d(weights, [V, V]), true, `golden-${name}-${models++}`);
   const model = {
     config: { vocabSize: V, maxPositionEmbeddings: 4096 },
     forward: (ids: tf.Tensor2D) => ({ logits: tf.gather(w, ids) }),
@@ -268,7 +269,7 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
   it('AdamW, clipping at 1.0 and the warm-up-cosine schedule over 40 updates (warmupFromZero: the official schedule)', () => {
     const o = F.optimizer;
     for (const fromZero of [true, false]) {
-      const p = tf.variable(tf.tensor1d(o.init), true, `golden-opt-${fromZero}-${Math.random()}`);
+      const p = tf.variable(tf.tensor1d(o.init), true, `golden-opt-${fromZero}-${models++}`);
       const warmupSteps = fromZero ? Math.ceil(o.steps * o.warmupRatio) : Math.max(1, Math.round(o.steps * o.warmupRatio));
       const lr = warmupCosine({ peakLr: o.peakLr, warmupSteps, totalSteps: o.steps, minRatio: o.minLrRatio, fromZero });
       const opt = new AdamW(new Map([['p', p]]), { lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: 0 });

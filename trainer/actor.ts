@@ -11,7 +11,7 @@ import type { Critic, TurnState } from './critic.ts';
 import { dpoLoss } from './losses.ts';
 import { generate } from './model/generate.ts';
 import { completionLogprobs, completionLogprobValues } from './model/logprobs.ts';
-import { canonicalOrder, topBottomPairs } from './pairs.ts';
+import { canonicalOrder, holdOutFirst, topBottomPairs } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
 import { minibatchPhase, Rng, type Phase, type PhaseAnchor } from './schedule.ts';
 import { encodeAction, encodePrompt, policyDialogue, type LoadedModel } from './sequences.ts';
@@ -82,7 +82,7 @@ export async function pairsForState(policy: LoadedModel, critic: Critic, state: 
   // (summed) the frozen reference of the DPO pairs, since no actor update has happened yet.
   const rows = texts.map((text) => encodeAction(policy, dialogue, text, ctx));
   const ref = await completionLogprobValues(policy.model, rows, { padTokenId: policy.tokenizer.padTokenId });
-  const scores = await critic.scoreCandidates(state, texts, ref);
+  const scores = await critic.scoreCandidates(state, texts, ref, { temperature: c.rankingTemperature, tokens: c.rankingTokens });
   const rng = Rng.derive(stateSeed, 'pairs');
   const picked = topBottomPairs(texts.map((_, i) => i), (i) => scores[i]!, c.pairsPerState, () => rng.next());
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
@@ -119,7 +119,7 @@ export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c:
   return minibatchPhase({
     name: ACTOR_PHASE,
     model: policy.model,
-    items: pairs,
+    items: holdOutFirst(pairs, c.heldOutShare),
     epochs: c.actorEpochs,
     peakLr: c.lr,
     config: c,

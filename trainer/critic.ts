@@ -5,7 +5,7 @@
 // trajectories of the same task (the best one against each worse one; people's pairwise judgements, when a run
 // uses them, add pairs of their own). Candidate messages are then ranked by
 // the critic's mean log-probability (with c) minus the sampling policy's (without c), as the official ranking
-// script does. docs/training.md, "SWEET-RL: differences from the official implementation", lists what differs.
+// script does. docs/training.md, "Differences from the official code", lists what differs.
 // The critic is fully fine-tuned, or, in a LoRA run (an 8B base does not fit full fine-tuning), trains LoRA
 // adapters over the frozen base: its checkpoints are then adapters (PEFT layout) and its frozen reference is the
 // base itself, scored with the adapters set aside, so no second copy of the weights is loaded.
@@ -19,7 +19,7 @@ import { bradleyTerryLoss, meanLogRatio, trajectoryAdvantages } from './losses.t
 import type { Decoder } from './model/decoder.ts';
 import { ADAPTER_CONFIG, addLora, loadLora, withoutLora } from './model/lora.ts';
 import { completionLogprobValues } from './model/logprobs.ts';
-import { canonicalOrder, rewardPairs, scoredTrajectories, type Pair, type Scored } from './pairs.ts';
+import { canonicalOrder, holdOutFirst, rewardPairs, scoredTrajectories, type Pair, type Scored } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
 import { minibatchPhase, sequencePairShape, type Phase } from './schedule.ts';
 import {
@@ -111,9 +111,9 @@ export class Critic {
    * Encodes trajectories for the critic and scores their turns under the frozen reference once, in content
    * order (which sequences share a padded batch then never depends on database order).
    */
-  async prepare(data: readonly Trajectory[]): Promise<CriticExample[]> {
+  async prepare(data: readonly Trajectory[], truncation: 'left' | 'right' = 'left'): Promise<CriticExample[]> {
     const trajectories = canonicalOrder(data);
-    const seqs = trajectories.map((t) => encodeDialogue(this.current, criticDialogue(t.task, t.turns), this.ctx));
+    const seqs = trajectories.map((t) => encodeDialogue(this.current, criticDialogue(t.task, t.turns), this.ctx, truncation));
     const ref = await this.referenceTurnLogprobs(seqs);
     return trajectories.map((t, i) => ({ sessionId: t.sessionId, seq: seqs[i]!, refTurnLogp: ref[i]! }));
   }
@@ -166,17 +166,48 @@ export class Critic {
    * prompt, minus its mean per-token log-probability under the policy that sampled it, without it
    * (`policyLogp[i]`: the sampler's per-token log-probabilities of candidate i's tokens).
    */
-  async scoreCandidates(state: TurnState, candidates: readonly string[], policyLogp: readonly (readonly number[])[], batchSize = 8): Promise<number[]> {
+  async scoreCandidates(
+    state: TurnState,
+    candidates: readonly string[],
+    policyLogp: readonly (readonly number[])[],
+    options: { temperature?: number; tokens?: RankingTokens; batchSize?: number } = {},
+  ): Promise<number[]> {
     if (policyLogp.length !== candidates.length) throw new Error(`scoreCandidates: ${candidates.length} candidates but ${policyLogp.length} reference rows`);
     const prompt = criticDialogue(state.task, state.turns);
-    const rows = candidates.map((c) => encodeAction(this.current, prompt, c, this.ctx));
-    const cur = await completionLogprobValues(this.current.model, rows, { padTokenId: this.pad, batchSize });
-    return rows.map((_, i) => meanLogRatio(cur[i]!, policyLogp[i]!));
+    const tok = this.current.tokenizer;
+    const chat = this.current.chat;
+    // How many tokens the assistant header (the generation prompt) and the end-of-turn marker take.
+    const header = Math.max(0, tok.encode(chat.format(prompt, { addGenerationPrompt: true })).length - tok.encode(chat.format(prompt)).length);
+    const rows = candidates.map((c) => {
+      const row = encodeAction(this.current, prompt, c, this.ctx);
+      const end = Math.max(0, row.completion.length - tok.encode(c).length);
+      return rankingRow(row, header, end, options.tokens ?? 'turn');
+    });
+    const cur = await completionLogprobValues(this.current.model, rows, { padTokenId: this.pad, batchSize: options.batchSize ?? 8, temperature: options.temperature });
+    // 'official': the two means cover different tokens (header + message against message + end), as there.
+    const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+    return rows.map((_, i) => ((options.tokens ?? 'turn') === 'turn' ? meanLogRatio(cur[i]!, policyLogp[i]!) : mean(cur[i]!) - mean(policyLogp[i]!)));
   }
 
   dispose(): void {
     this.current.model.dispose();
   }
+}
+
+export type RankingTokens = 'turn' | 'official';
+
+/**
+ * The tokens of one candidate the critic's ranking mean covers. 'turn': the assistant segment after the prompt
+ * (message and end-of-turn marker), the same tokens as the sampler's mean. 'official': as rank_best_of_n.py, the
+ * `header` tokens that open the assistant turn (the end of the prompt) and the message, without the `end` marker.
+ */
+export function rankingRow(row: { prompt: number[]; completion: number[] }, header: number, end: number, tokens: RankingTokens): { prompt: number[]; completion: number[] } {
+  if (tokens === 'turn') return row;
+  const h = Math.min(header, row.prompt.length - 1);
+  return {
+    prompt: row.prompt.slice(0, row.prompt.length - h),
+    completion: [...row.prompt.slice(row.prompt.length - h), ...row.completion.slice(0, Math.max(0, row.completion.length - end))],
+  };
 }
 
 /** Runs `attach` on a freshly loaded model, freeing the model when it fails (a bad adapter directory). */
@@ -206,7 +237,7 @@ export interface PeoplePair {
  * `maxPairsPerTask` of them per task (as for the rewards' pairs), in content order, so no database order or id
  * decides which batch a pair lands in.
  */
-export function criticPairs(trajectories: readonly Trajectory[], examples: readonly CriticExample[], maxPairsPerTask: number, people: readonly PeoplePair[] = []): CriticPair[] {
+export function criticPairs(trajectories: readonly Trajectory[], examples: readonly CriticExample[], maxPairsPerTask: number | null, people: readonly PeoplePair[] = []): CriticPair[] {
   const byId = new Map(examples.map((e) => [e.sessionId, e]));
   const scored = scoredTrajectories(trajectories);
   const fromRewards: CriticPair[] = rewardPairs(scored, maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)!, from: 'rewards' }));
@@ -220,7 +251,7 @@ export function criticPairs(trajectories: readonly Trajectory[], examples: reado
   const fromPeople: CriticPair[] = [];
   for (const p of judged) {
     const n = perTask.get(p.c.groupId) ?? 0;
-    if (n >= maxPairsPerTask) continue;
+    if (n >= (maxPairsPerTask ?? Infinity)) continue;
     perTask.set(p.c.groupId, n + 1);
     fromPeople.push({ chosen: byId.get(p.c.id)!, rejected: byId.get(p.r.id)!, from: 'people' });
   }
@@ -236,7 +267,7 @@ export function criticPhase(critic: Critic, pairs: readonly Pair<CriticExample>[
   return minibatchPhase({
     name: CRITIC_PHASE,
     model: critic.model,
-    items: pairs,
+    items: holdOutFirst(pairs, c.heldOutShare),
     epochs: c.criticEpochs,
     peakLr: c.criticLr,
     config: c,

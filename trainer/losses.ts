@@ -12,7 +12,7 @@
 //
 // The trajectory's score is ONE mean over all its agent tokens, as the official implementation computes it
 // (openrlhf DPO with --mean_log_prob over the assistant-turn mask: sum of masked log-ratios / masked tokens),
-// not a sum of per-turn means; see docs/training.md, "SWEET-RL: differences from the official implementation". The length
+// not a sum of per-turn means; see docs/training.md, "Differences from the official code". The length
 // normalisation is what keeps the actor from collapsing to short answers (paper ablation).
 import * as tf from '@tensorflow/tfjs';
 
@@ -90,6 +90,22 @@ export function dpoLoss(x: DpoInputs, beta: number, nllCoefficient: number): Dpo
 /** Mean negative log-likelihood per token: the supervised objective of rejection fine-tuning and the starter. */
 export function tokenNll(tokenLogp: tf.Tensor2D, mask: tf.Tensor2D): tf.Scalar {
   return tf.tidy(() => tf.neg(tf.div(tf.sum(tf.mul(tokenLogp, mask)), tf.maximum(tf.sum(mask), 1))) as tf.Scalar);
+}
+
+/**
+ * Rejection fine-tuning's objective on a micro-batch: each dialogue's mean NLL over its agent tokens, averaged over
+ * the dialogues. A dialogue weighs the same whichever micro-batch it lands in, so the batch's objective does not
+ * depend on how memory splits it (a token-weighted mean within each micro-batch did). It is the official SFT
+ * trainer's objective at micro-batch 1 (GPTLMLoss per sequence, averaged over the accumulation steps).
+ * @param owner which dialogue (0..dialogues-1) each row of tokenLogp belongs to
+ */
+export function dialogueNll(tokenLogp: tf.Tensor2D, mask: tf.Tensor2D, owner: readonly number[], dialogues: number): tf.Scalar {
+  return tf.tidy(() => {
+    const idx = tf.tensor1d(owner as number[], 'int32');
+    const sums = tf.unsortedSegmentSum(tf.sum(tf.mul(tokenLogp, mask), 1), idx, dialogues);
+    const counts = tf.unsortedSegmentSum(tf.sum(mask, 1), idx, dialogues);
+    return tf.neg(tf.mean(tf.div(sums, tf.maximum(counts, 1)))) as tf.Scalar;
+  });
 }
 
 /** -log sigmoid(x), computed as softplus(-x) so that large |x| neither overflows nor loses precision. */

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Trajectory } from './data.ts';
 import { dpoLoss } from './losses.ts';
-import { canonicalOrder, rewardPairs, scoredTrajectories, type Pair } from './pairs.ts';
+import { canonicalOrder, holdOutFirst, rewardPairs, scoredTrajectories, type Pair } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
 import { minibatchPhase, sequencePairShape, type Phase, type PhaseAnchor } from './schedule.ts';
 import { encodeDialogue, policyDialogue, turnLogprobs, turnLogprobValues, type EncodedDialogue, type LoadedModel } from './sequences.ts';
@@ -19,10 +19,10 @@ export interface PolicyExample {
 }
 
 /** Encodes trajectories for the policy and scores them once under the reference (the initial policy), in content order. */
-export async function preparePolicyExamples(reference: LoadedModel, data: readonly Trajectory[]): Promise<PolicyExample[]> {
+export async function preparePolicyExamples(reference: LoadedModel, data: readonly Trajectory[], truncation: 'left' | 'right' = 'left'): Promise<PolicyExample[]> {
   const trajectories = canonicalOrder(data);
   const ctx = reference.model.config.maxPositionEmbeddings;
-  const seqs = trajectories.map((t) => encodeDialogue(reference, policyDialogue(t.task, t.turns), ctx));
+  const seqs = trajectories.map((t) => encodeDialogue(reference, policyDialogue(t.task, t.turns), ctx, truncation));
   const ref = await turnLogprobValues(reference.model, seqs, reference.tokenizer.padTokenId);
   return trajectories.map((t, i) => ({
     sessionId: t.sessionId,
@@ -32,7 +32,7 @@ export async function preparePolicyExamples(reference: LoadedModel, data: readon
   }));
 }
 
-export function trajectoryPairs(trajectories: readonly Trajectory[], examples: readonly PolicyExample[], maxPairsPerTask: number): Pair<PolicyExample>[] {
+export function trajectoryPairs(trajectories: readonly Trajectory[], examples: readonly PolicyExample[], maxPairsPerTask: number | null): Pair<PolicyExample>[] {
   const byId = new Map(examples.map((e) => [e.sessionId, e]));
   return rewardPairs(scoredTrajectories(trajectories), maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
 }
@@ -46,7 +46,7 @@ export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExamp
   return minibatchPhase({
     name: MTDPO_PHASE,
     model: policy.model,
-    items: pairs,
+    items: holdOutFirst(pairs, c.heldOutShare),
     epochs: c.actorEpochs,
     peakLr: c.lr,
     config: c,

@@ -53,7 +53,7 @@ const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
  * `maxPairsPerGroup` keeps tasks with many sessions from dominating: the pairs kept are those with the largest
  * reward gaps, ties in the gap broken by key. Groups come in key order.
  */
-export function rewardPairs<T extends Scored>(items: T[], maxPairsPerGroup = Infinity): Pair<T>[] {
+export function rewardPairs<T extends Scored>(items: T[], maxPairsPerGroup: number | null = Infinity): Pair<T>[] {
   const groups = new Map<string, T[]>();
   for (const item of items) {
     const g = groups.get(item.groupId);
@@ -66,9 +66,17 @@ export function rewardPairs<T extends Scored>(items: T[], maxPairsPerGroup = Inf
     const best = group[0]!;
     const inGroup: Pair<T>[] = group.filter((x) => x.reward < best.reward).map((rejected) => ({ chosen: best, rejected }));
     inGroup.sort((p, q) => p.rejected.reward - q.rejected.reward || compareKeys(keyOf(p.rejected), keyOf(q.rejected)));
-    pairs.push(...inGroup.slice(0, maxPairsPerGroup));
+    pairs.push(...inGroup.slice(0, maxPairsPerGroup ?? Infinity));
   }
   return pairs;
+}
+
+/**
+ * The items after the first floor(share x n): the official trainer holds out the first 3 % of each pairs file for
+ * evaluation (openrlhf/utils/utils.py blending_datasets) and trains on the rest. share 0: all of them.
+ */
+export function holdOutFirst<T>(items: readonly T[], share: number): T[] {
+  return items.slice(Math.floor(items.length * share));
 }
 
 /**

@@ -62,8 +62,28 @@ export const trainConfigSchema = z.object({
   temperature: z.number().positive(),
   /** Longest sampled candidate, in tokens. */
   maxNewTokens: z.number().int().positive(),
-  /** Trajectory pairs kept per task (largest reward gaps first). */
-  maxPairsPerTask: z.number().int().positive(),
+  /** Trajectory pairs kept per task (largest reward gaps first); null: every pair (the official code). */
+  maxPairsPerTask: z.number().int().positive().nullable(),
+  /**
+   * Temperature of the critic's log-probabilities when it ranks the actor's candidates. The official
+   * rank_best_of_n.py asks vLLM for them at 0.5 (vLLM's sampler scales the logits first); 1: the critic's own.
+   */
+  rankingTemperature: z.number().positive().default(1),
+  /**
+   * Which tokens of a candidate the critic's mean covers: 'turn' (the message and its end-of-turn marker, what the
+   * sampler's mean covers) or 'official' (rank_best_of_n.py: the assistant header tokens and the message, no end
+   * marker).
+   */
+  rankingTokens: z.enum(['turn', 'official']).default('turn'),
+  /** Over-long dialogues lose their oldest tokens ('left') or their newest ('right': the official datasets). */
+  truncation: z.enum(['left', 'right']).default('left'),
+  /** The first update at learning rate 0 with ceil(warmupRatio x updates) warm-up updates (the official schedule). */
+  warmupFromZero: z.boolean().default(false),
+  /**
+   * Share of each phase's training items (pairs, dialogues) held out, the first ones in their order: the official
+   * trainer keeps the first 3 % of each pairs file for evaluation only (openrlhf/utils/utils.py). 0: all are trained on.
+   */
+  heldOutShare: z.number().min(0).lt(1).default(0),
   /** RFT: a trajectory is "successful" when its reward reaches this. */
   rftThreshold: z.number().min(0).max(1),
   /** RFT epochs over the successful trajectories. */
@@ -130,8 +150,13 @@ const PAPER = {
   pairsPerState: 4,
   pairGapQuantile: 0,
   temperature: 1.0,
-  maxNewTokens: 512,
+  maxNewTokens: 1024,
   maxPairsPerTask: 64,
+  rankingTemperature: 1,
+  rankingTokens: 'turn',
+  truncation: 'left',
+  warmupFromZero: false,
+  heldOutShare: 0,
   rftThreshold: 1,
   sftEpochs: 1,
   rehearsal: null,

@@ -318,7 +318,7 @@ async function rftPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel> 
 async function mtdpoPolicy(r: RunState, data: Trajectory[]): Promise<LoadedModel> {
   const t = await trainablePolicy(r, MTDPO_PHASE);
   const reference = await startingPolicy(r, 'ref');
-  const examples = await preparePolicyExamples(reference, data);
+  const examples = await preparePolicyExamples(reference, data, r.cfg.train.truncation);
   reference.model.dispose();
   const pairs = trajectoryPairs(data, examples, r.cfg.train.maxPairsPerTask);
   r.say(`${MTDPO_PHASE}: ${pairs.length} trajectory pairs from ${data.length} sessions`);
@@ -341,7 +341,7 @@ async function trainCritic(r: RunState, data: Trajectory[]): Promise<string> {
   const lora = r.cfg.train.lora ? { ...r.cfg.train.lora, seed: r.cfg.train.seed } : null;
   const critic = await Critic.load(base, resume ? resume.dir : base, { lora });
   try {
-    const examples = await critic.prepare(data);
+    const examples = await critic.prepare(data, r.cfg.train.truncation);
     const pairs = criticPairs(data, examples, r.cfg.train.maxPairsPerTask, await snapshotPreferences(r, data));
     const people = pairs.filter((p) => p.from === 'people').length;
     r.say(`${CRITIC_PHASE}: ${pairs.length} trajectory pairs from ${data.length} sessions${people ? ` (${people} from people's preferences)` : ''}${critic.lora ? ' (LoRA)' : ''}`);

@@ -24,7 +24,10 @@ export function epochBatches(count: number, batchSize: number, epochs: number, s
 /** AdamW with the paper's betas, warm-up and cosine decay over the phase's updates. */
 export function phaseOptimizer(params: ReadonlyMap<string, tf.Variable>, peakLr: number, totalSteps: number, c: TrainConfig): AdamW {
   return new AdamW(params, {
-    lr: warmupCosine({ peakLr, warmupSteps: Math.max(1, Math.round(totalSteps * c.warmupRatio)), totalSteps, minRatio: c.minLrRatio }),
+    lr: c.warmupFromZero
+      ? // the official trainer (train_dpo.py): ceil(ratio x updates) warm-up updates from lr 0
+        warmupCosine({ peakLr, warmupSteps: Math.ceil(totalSteps * c.warmupRatio), totalSteps, minRatio: c.minLrRatio, fromZero: true })
+      : warmupCosine({ peakLr, warmupSteps: Math.max(1, Math.round(totalSteps * c.warmupRatio)), totalSteps, minRatio: c.minLrRatio }),
     beta1: c.adamBeta1,
     beta2: c.adamBeta2,
     weightDecay: c.weightDecay,

@@ -48,9 +48,10 @@ export interface EncodedDialogue {
 
 /**
  * Encodes a dialogue segment by segment. Over `contextLength` tokens, the oldest tokens are dropped (what a
- * turn is judged on is its recent context); a turn that loses all its tokens is dropped with them.
+ * turn is judged on is its recent context); a turn that loses all its tokens is dropped with them. `side`
+ * 'right' drops the newest instead, as the official code does.
  */
-export function encodeDialogue(m: Pick<LoadedModel, 'chat' | 'tokenizer'>, messages: readonly ChatMessage[], contextLength: number): EncodedDialogue {
+export function encodeDialogue(m: Pick<LoadedModel, 'chat' | 'tokenizer'>, messages: readonly ChatMessage[], contextLength: number, side: 'left' | 'right' = 'left'): EncodedDialogue {
   const ids: number[] = [];
   const turns: { start: number; end: number }[] = [];
   for (const seg of m.chat.segments(messages)) {
@@ -60,6 +61,8 @@ export function encodeDialogue(m: Pick<LoadedModel, 'chat' | 'tokenizer'>, messa
   }
   const cut = Math.max(0, ids.length - contextLength);
   if (cut === 0) return { ids, turns };
+  // 'right' (the official datasets: Hugging Face's truncation side): the newest tokens go; a turn keeps what fits.
+  if (side === 'right') return { ids: ids.slice(0, contextLength), turns: turns.filter((t) => t.start < contextLength).map((t) => ({ start: t.start, end: Math.min(t.end, contextLength) })) };
   return {
     ids: ids.slice(cut),
     // A turn's first token needs one token of context before it.

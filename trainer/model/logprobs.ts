@@ -44,7 +44,7 @@ function check(model: Decoder, batch: readonly ScoredSequence[]): void {
  * Differentiable log-probabilities of a batch of completions, in one forward pass. The caller owns (and
  * disposes) the returned tensors; inside tf.tidy or a gradient function they are managed as usual.
  */
-export function completionLogprobs(model: Decoder, batch: readonly ScoredSequence[], options: { padTokenId?: number } = {}): CompletionLogprobs {
+export function completionLogprobs(model: Decoder, batch: readonly ScoredSequence[], options: { padTokenId?: number; temperature?: number } = {}): CompletionLogprobs {
   if (batch.length === 0) throw new Error('logprobs: empty batch');
   check(model, batch);
   const B = batch.length;
@@ -73,7 +73,10 @@ export function completionLogprobs(model: Decoder, batch: readonly ScoredSequenc
     const idsT = tf.tensor2d(ids, [B, T], 'int32');
     const { logits } = model.forward(idsT);
     const V = logits.shape[2];
-    const picked = tf.gather(tf.reshape(logits, [B * T, V]), tf.tensor1d(rowsIdx, 'int32')); // [B·L, V]
+    const temperature = options.temperature ?? 1;
+    // log-softmax(logits / T): what vLLM reports for a prompt scored at sampling temperature T
+    const scaled = temperature === 1 ? logits : tf.div(logits, temperature);
+    const picked = tf.gather(tf.reshape(scaled, [B * T, V]), tf.tensor1d(rowsIdx, 'int32')); // [B·L, V]
     const maskT = tf.tensor2d(mask, [B, L]);
     const lp = tf.mul(tf.reshape(targetLogProbs(picked, tf.tensor1d(targets, 'int32')), [B, L]), maskT) as tf.Tensor2D;
     return { tokenLogprobs: lp, mask: maskT, sums: tf.sum(lp, 1) as tf.Tensor1D, lengths: batch.map((s) => s.completion.length) };
@@ -87,7 +90,7 @@ export function completionLogprobs(model: Decoder, batch: readonly ScoredSequenc
 export async function completionLogprobValues(
   model: Decoder,
   batch: readonly ScoredSequence[],
-  options: { padTokenId?: number; batchSize?: number } = {},
+  options: { padTokenId?: number; batchSize?: number; temperature?: number } = {},
 ): Promise<number[][]> {
   const size = options.batchSize ?? 8;
   if (!Number.isInteger(size) || size < 1) throw new Error(`logprobs: batchSize must be a positive integer, got ${size}`);

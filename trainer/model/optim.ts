@@ -111,13 +111,16 @@ export class AdamW {
  * Linear warm-up then cosine decay to `minRatio`·peak (the paper: 3% warm-up, cosine to 0.1·lr).
  * lr(s) for the update that follows s completed ones: peak·(s+1)/warmup during warm-up (never 0), then
  * peak·(minRatio + (1−minRatio)·½(1 + cos(π·p))) with p = (s − warmup)/(total − warmup), and minRatio·peak
- * from `totalSteps` on.
+ * from `totalSteps` on. With `fromZero`, peak·s/warmup during warm-up: the first update runs at lr 0 (the official
+ * trainer's schedule; docs/training.md, "Differences from the official code").
  */
-export function warmupCosine(opts: { peakLr: number; warmupSteps: number; totalSteps: number; minRatio?: number }): (step: number) => number {
+export function warmupCosine(opts: { peakLr: number; warmupSteps: number; totalSteps: number; minRatio?: number; fromZero?: boolean }): (step: number) => number {
   const { peakLr, warmupSteps, totalSteps } = opts;
   const minRatio = opts.minRatio ?? 0.1;
+  // fromZero: peak·s/warmup, as transformers' cosine_with_min_lr schedule (the official trainer's): update 0 at lr 0.
+  const offset = opts.fromZero ? 0 : 1;
   return (s: number) => {
-    if (s < warmupSteps) return (peakLr * (s + 1)) / warmupSteps;
+    if (s < warmupSteps) return (peakLr * (s + offset)) / warmupSteps;
     if (s >= totalSteps) return peakLr * minRatio;
     const p = (s - warmupSteps) / Math.max(1, totalSteps - warmupSteps);
     return peakLr * (minRatio + (1 - minRatio) * 0.5 * (1 + Math.cos(Math.PI * p)));

@@ -526,3 +526,46 @@ export function pairedMeanGames(o: { delta: number; sd: number; alpha?: number; 
   if (!(alpha > 0 && alpha < 1) || !(power > 0 && power < 1)) throw new RangeError('pairedMeanGames: alpha and power must be in (0, 1)');
   return Math.ceil((((normalQuantile(1 - alpha / 2) + normalQuantile(power)) * o.sd) / Math.abs(o.delta)) ** 2 - 1e-9);
 }
+
+/** Average ranks (1-based; ties share their mean rank). */
+export function ranks(values: readonly number[]): number[] {
+  const order = values.map((v, i) => ({ v, i })).sort((a, b) => a.v - b.v);
+  const out = new Array<number>(values.length);
+  for (let s = 0; s < order.length; ) {
+    let e = s;
+    while (e + 1 < order.length && order[e + 1]!.v === order[s]!.v) e++;
+    for (let j = s; j <= e; j++) out[order[j]!.i] = (s + e) / 2 + 1;
+    s = e + 1;
+  }
+  return out;
+}
+
+export interface Correlation {
+  rho: number;
+  n: number;
+  /** Two-sided, from the t approximation (n - 2 degrees of freedom). */
+  pValue: number;
+}
+
+/** Spearman's rank correlation (Pearson's of the average ranks, so ties are handled), with a two-sided p-value. */
+export function spearman(x: readonly number[], y: readonly number[]): Correlation {
+  if (x.length !== y.length) throw new RangeError(`spearman: ${x.length} against ${y.length} values`);
+  const n = x.length;
+  if (n < 3) return { rho: NaN, n, pValue: NaN };
+  const rx = ranks(x);
+  const ry = ranks(y);
+  const mean = (n + 1) / 2;
+  let sxy = 0;
+  let sxx = 0;
+  let syy = 0;
+  for (let i = 0; i < n; i++) {
+    sxy += (rx[i]! - mean) * (ry[i]! - mean);
+    sxx += (rx[i]! - mean) ** 2;
+    syy += (ry[i]! - mean) ** 2;
+  }
+  if (sxx === 0 || syy === 0) return { rho: NaN, n, pValue: NaN };
+  const rho = sxy / Math.sqrt(sxx * syy);
+  if (Math.abs(rho) >= 1) return { rho, n, pValue: 0 };
+  const t = rho * Math.sqrt((n - 2) / (1 - rho * rho));
+  return { rho, n, pValue: 2 * (1 - tCdf(Math.abs(t), n - 2)) };
+}

@@ -1,0 +1,252 @@
+// The credit-assignment task family (bench/credit/README.md): the hidden information holds K values the answer
+// needs, the collaborator answers at most K questions and only from the hidden information, so every wasted
+// question costs a value and the optimum (ask each needed key once, then answer) is known exactly. Tasks are
+// ordinary backend tasks (a Python function returning a dict; one test call a key), so storage, training and
+// the sandboxed evaluator treat them as any other; `scoreCreditAnswer` is the same score in TypeScript.
+import type { Agent, ChatMessage, Collaborator } from './agent.ts';
+import { fnv1a } from './library.ts';
+import type { TaskRecord } from './model.ts';
+import { ANSWER_MARKER, MAX_AGENT_TURNS, parseAgentMessage } from './protocol.ts';
+import { Rng } from './random.ts';
+import type { EvaluationOutcome, Scorer } from './scorer.ts';
+
+export const CREDIT_KEYS = ['speed', 'size', 'depth', 'width', 'height', 'weight', 'count', 'limit', 'delay', 'rate', 'scale', 'level'] as const;
+/** Needed values a task; also the collaborator's question budget. */
+export const CREDIT_K = 3;
+export const NO_MORE = 'No more questions: please answer now.';
+export const DONT_KNOW_CREDIT = "I don't know.";
+export const CREDIT_EVALUATOR_VERSION = 'credit-1';
+
+export interface CreditTask {
+  keys: string[];
+  values: number[];
+}
+
+/** The hidden information of a task as its reference function. */
+export function creditReference(t: CreditTask): string {
+  return `def settings():\n    return {${t.keys.map((k, i) => `"${k}": ${t.values[i]}`).join(', ')}}`;
+}
+
+export function creditDescription(keys: readonly string[]): string {
+  const list = keys.length > 1 ? `${keys.slice(0, -1).join(', ')} and ${keys[keys.length - 1]}` : keys[0];
+  return `I need settings() for my machine. It returns a dict with the keys ${list}. I can answer ${keys.length} questions. The signature of the function is: def settings():`;
+}
+
+/** Reads keys and values back from a task's reference (the collaborator and scorer see only that). */
+export function parseCreditReference(reference: string): CreditTask {
+  const keys: string[] = [];
+  const values: number[] = [];
+  for (const m of reference.matchAll(/"([a-z]+)":\s*(-?\d+)/g)) {
+    keys.push(m[1]!);
+    values.push(Number(m[2]));
+  }
+  if (!/^def settings\(\):/.test(reference) || keys.length === 0) throw new Error('not a credit-family task reference');
+  return { keys, values };
+}
+
+/** Held-out key sets: the unordered set hashes into the test fifth, so held-out sets never occur in training. */
+export function creditSplit(keys: readonly string[]): 'train' | 'test' {
+  return fnv1a([...keys].sort().join(',')) % 5 === 0 ? 'test' : 'train';
+}
+
+/** `count` tasks of a split, deterministic from the seed (task i of the stream depends only on seed and i). */
+export function generateCreditTasks(o: { seed: number; count: number; split: 'train' | 'test' }): TaskRecord[] {
+  const out: TaskRecord[] = [];
+  for (let i = 0; out.length < o.count; i++) {
+    const rng = Rng.derive(o.seed, 'credit-task', i);
+    const keys = rng.shuffle([...CREDIT_KEYS]).slice(0, CREDIT_K);
+    if (creditSplit(keys) !== o.split) continue;
+    const values = keys.map(() => 1 + Math.floor(rng.next() * 9));
+    const t = { keys, values };
+    out.push({
+      kind: 'backend',
+      source: 'generated',
+      externalId: `credit:${o.seed}:${i}`,
+      split: o.split,
+      description: creditDescription(keys),
+      reference: creditReference(t),
+      testCases: keys.map((k) => `settings()["${k}"]`),
+      meta: { family: 'credit', keys, values },
+    });
+  }
+  return out;
+}
+
+/** Pool keys a message names, in order of appearance. */
+export function keysIn(text: string): string[] {
+  const found: { k: string; at: number }[] = [];
+  for (const k of CREDIT_KEYS) {
+    const at = text.toLowerCase().search(new RegExp(`\\b${k}\\b`));
+    if (at >= 0) found.push({ k, at });
+  }
+  return found.sort((a, b) => a.at - b.at).map((x) => x.k);
+}
+
+export type CreditMove = 'useful' | 'repeated' | 'useless' | 'answer';
+
+export interface CreditReply {
+  reply: string;
+  move: Exclude<CreditMove, 'answer'>;
+  /** The key whose value the reply gave, if any. */
+  gave?: string;
+}
+
+/**
+ * The collaborator's rule, pure: given the questions asked before (agent messages, not answers) and the new
+ * question, what it says and what kind of move the question was. Only the hidden values are ever said; the
+ * first needed key the question names is answered; at most K questions are answered.
+ */
+export function creditReply(t: CreditTask, earlier: readonly string[], question: string): CreditReply {
+  if (earlier.length >= t.keys.length) return { reply: NO_MORE, move: 'useless' };
+  const given = new Set(earlier.flatMap((q) => keysIn(q).filter((k) => t.keys.includes(k)).slice(0, 1)));
+  const needed = keysIn(question).filter((k) => t.keys.includes(k));
+  const k = needed[0];
+  if (k === undefined) return { reply: DONT_KNOW_CREDIT, move: 'useless' };
+  return { reply: `The ${k} is ${t.values[t.keys.indexOf(k)]}.`, move: given.has(k) ? 'repeated' : 'useful', gave: k };
+}
+
+const agentQuestions = (dialogue: readonly ChatMessage[]) => dialogue.slice(2).filter((m) => m.role === 'assistant').map((m) => m.content);
+
+export function createCreditCollaborator(task: { reference: string }): Collaborator {
+  const t = parseCreditReference(task.reference);
+  return {
+    name: 'credit-collaborator',
+    async reply(dialogue) {
+      const qs = agentQuestions(dialogue);
+      return creditReply(t, qs.slice(0, -1), qs[qs.length - 1] ?? '').reply;
+    },
+  };
+}
+
+/** Score = fraction of the needed values the answer's dict returns right; success = all. */
+export function scoreCreditAnswer(reference: string, answer: string): { score: number; success: boolean; right: number } {
+  const t = parseCreditReference(reference);
+  let right = 0;
+  t.keys.forEach((k, i) => {
+    const m = new RegExp(`["']${k}["']\\s*:\\s*(-?\\d+)`).exec(answer);
+    if (m && Number(m[1]) === t.values[i]) right++;
+  });
+  return { score: right / t.keys.length, success: right === t.keys.length, right };
+}
+
+/** The family's scorer for simulate(): the same score as the sandboxed tests, without the sandbox. */
+export function createCreditScorer(): Scorer {
+  return {
+    async evaluate(task, answer): Promise<EvaluationOutcome> {
+      const r = scoreCreditAnswer(task.reference, answer);
+      return { score: r.score, success: r.success, testsPassed: r.right, testsTotal: parseCreditReference(task.reference).keys.length, detail: { family: 'credit' }, evaluatorVersion: CREDIT_EVALUATOR_VERSION };
+    },
+    async close() {},
+  };
+}
+
+export interface MoveRecord {
+  move: CreditMove;
+  /** Values given before this move. */
+  before: number;
+  /** Questions asked before this move. */
+  asked: number;
+}
+
+/** Each agent turn of a played dialogue (agent/human alternating, agent first) classified, in order. */
+export function classifyMoves(reference: string, turns: readonly { role: string; content: string }[]): MoveRecord[] {
+  const t = parseCreditReference(reference);
+  const qs: string[] = [];
+  const given = new Set<string>();
+  const out: MoveRecord[] = [];
+  const agent = turns.filter((x) => x.role === 'agent');
+  agent.forEach((m, i) => {
+    const parsed = parseAgentMessage(m.content, { kind: 'backend', turnIndex: Math.min(i, MAX_AGENT_TURNS - 1) });
+    if (parsed.type === 'answer') {
+      out.push({ move: 'answer', before: given.size, asked: qs.length });
+      return;
+    }
+    const r = creditReply(t, qs, m.content);
+    out.push({ move: r.move, before: given.size, asked: qs.length });
+    if (r.gave) given.add(r.gave);
+    qs.push(m.content);
+  });
+  return out;
+}
+
+/**
+ * A*(s, a) = Q*(s, a) - V*(s) in final-score units under optimal play afterwards: a useful question 0, a wasted
+ * question -1/K while values are missing and it uses a question the budget had (0 otherwise), an answer
+ * -(values still obtainable)/K.
+ */
+export function trueMoveValue(m: MoveRecord, k = CREDIT_K): number {
+  const obtainable = Math.min(k - m.before, k - m.asked);
+  if (m.move === 'answer') return obtainable === 0 ? 0 : -obtainable / k;
+  if (m.move === 'useful') return 0;
+  return obtainable > 0 ? -1 / k : 0;
+}
+
+/** Per-state move probabilities of the starter's demonstrator (bench/credit/README.md's table). */
+export function demonstratorMix(s: { first: boolean; before: number; asked: number; lastGaveNew: boolean }, k = CREDIT_K): Record<CreditMove, number> {
+  if (s.first) return { useful: 0.6, repeated: 0, useless: 0.3, answer: 0.1 };
+  if (s.before >= k || s.asked >= k) return { useful: 0, repeated: 0.1, useless: 0, answer: 0.9 };
+  if (s.lastGaveNew) return { useful: 0.35, repeated: 0.5, useless: 0.1, answer: 0.05 };
+  return s.before >= 1 ? { useful: 0.6, repeated: 0.1, useless: 0.25, answer: 0.05 } : { useful: 0.6, repeated: 0, useless: 0.35, answer: 0.05 };
+}
+
+/** The demonstrator's exact success probability (enumeration of its mixture; answers copy what was told). */
+export function demonstratorSuccess(k = CREDIT_K): number {
+  const go = (turn: number, before: number, asked: number, lastGaveNew: boolean): number => {
+    if (turn === MAX_AGENT_TURNS - 1) return before === k ? 1 : 0;
+    const p = demonstratorMix({ first: turn === 0, before, asked, lastGaveNew }, k);
+    const within = asked < k;
+    let s = p.answer * (before === k ? 1 : 0);
+    if (p.useful) s += p.useful * go(turn + 1, within ? before + 1 : before, asked + 1, within);
+    if (p.repeated) s += p.repeated * go(turn + 1, before, asked + 1, false);
+    if (p.useless) s += p.useless * go(turn + 1, before, asked + 1, false);
+    return s;
+  };
+  return go(0, 0, 0, false);
+}
+
+const question = (key: string) => `What is the ${key}?`;
+export const creditAnswer = (keys: readonly string[], told: ReadonlyMap<string, number>) =>
+  `${ANSWER_MARKER}\ndef settings():\n    return {${keys.map((k) => `"${k}": ${told.get(k) ?? 0}`).join(', ')}}`;
+
+function stateOf(dialogue: readonly ChatMessage[]) {
+  const task = { keys: keysIn(dialogue[1]!.content.split('keys')[1] ?? '') };
+  const told = new Map<string, number>();
+  const asked: string[] = [];
+  let lastGaveNew = false;
+  for (let i = 2; i + 1 < dialogue.length; i += 2) {
+    asked.push(dialogue[i]!.content);
+    const m = /^The ([a-z]+) is (\d+)\.$/.exec(dialogue[i + 1]!.content);
+    lastGaveNew = !!m && !told.has(m[1]!);
+    if (m) told.set(m[1]!, Number(m[2]));
+  }
+  return { keys: task.keys, told, asked, lastGaveNew, turn: asked.length };
+}
+
+/**
+ * The starter's demonstrator: each move drawn from `demonstratorMix`; `optimal` plays the optimum instead (ask
+ * each needed key once, in order, then answer). Sees only what the agent sees (the dialogue).
+ */
+export function createCreditDemonstrator(o: { seed: number; optimal?: boolean }): Agent {
+  const rng = new Rng(o.seed);
+  return {
+    name: o.optimal ? 'credit-optimal' : 'credit-demonstrator',
+    async reply(dialogue) {
+      const s = stateOf(dialogue);
+      const unasked = s.keys.filter((k) => !s.told.has(k));
+      if (o.optimal) return { text: unasked.length && s.turn < MAX_AGENT_TURNS - 1 ? question(unasked[0]!) : creditAnswer(s.keys, s.told) };
+      if (s.turn >= MAX_AGENT_TURNS - 1) return { text: creditAnswer(s.keys, s.told) };
+      const p = demonstratorMix({ first: s.turn === 0, before: s.told.size, asked: s.asked.length, lastGaveNew: s.lastGaveNew });
+      let u = rng.next();
+      const pick = (['useful', 'repeated', 'useless', 'answer'] as const).find((m) => (u -= p[m]) < 0) ?? 'answer';
+      if (pick === 'answer') return { text: creditAnswer(s.keys, s.told) };
+      if (pick === 'useful') return { text: question(unasked[0] ?? s.keys[0]!) };
+      if (pick === 'repeated') {
+        const last = keysIn(s.asked[s.asked.length - 1] ?? '').find((k) => s.told.has(k));
+        const toldKeys = [...s.told.keys()];
+        return { text: question(s.lastGaveNew && last ? last : toldKeys[Math.floor(rng.next() * toldKeys.length)] ?? s.keys[0]!) };
+      }
+      const others = CREDIT_KEYS.filter((k) => !s.keys.includes(k));
+      return { text: question(others[Math.floor(rng.next() * others.length)]!) };
+    },
+  };
+}

@@ -26,7 +26,7 @@ const ELO = 400 / Math.LN10;
  * virtual tie against a fixed player of strength 1: without it a player who never lost (or never won) would run
  * off to infinity, and the fit would not exist for small samples.
  */
-export function fitBradleyTerry(players: readonly string[], judgements: readonly Judgement[], iterations = 200): Map<string, number> {
+export function fitBradleyTerry(players: readonly string[], judgements: readonly Judgement[], iterations = 10_000): Map<string, number> {
   const index = new Map(players.map((p, i) => [p, i]));
   const n = players.length;
   const wins = new Float64Array(n).fill(0.5);

@@ -11,6 +11,7 @@ import { studyPayouts, type Payouts } from '../study-payouts.ts';
 import { collectExperiments } from '../report/experiments.ts';
 import { pseudonymizer } from '../export/pseudonym.ts';
 import { hasPay } from '../../tasks/study-pay.ts';
+import { sessionSummaries } from '../../prisma/session-summary.ts';
 import type { StudyWithArms } from '../../prisma/study-store.ts';
 import type { Viewer } from './access.ts';
 
@@ -163,7 +164,12 @@ export async function peopleOverview(prisma: PrismaClient, viewer: Viewer, salt:
     where: { role: { not: 'simulated' }, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) },
     include: { quality: true, trainingExclusion: true, _count: { select: { sessions: viewer.role === 'moderator' ? { where: { guildId: viewer.guildId } } : true } } },
   });
+  // Active time (tasks/study-pay.ts activeMs) over the sessions the viewer may see.
+  const summaries = await sessionSummaries(prisma, { participantId: { in: people.map((p) => p.id) }, ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) });
+  const activeMs = new Map<string, number>();
+  for (const s of summaries) activeMs.set(s.participantId, (activeMs.get(s.participantId) ?? 0) + s.activeMs);
   const rows = people.map((p) => ({
+    activeMinutes: (activeMs.get(p.id) ?? 0) / 60_000,
     id: p.id,
     person: pseudo(p.discordUserId),
     role: p.role,

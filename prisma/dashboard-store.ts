@@ -82,3 +82,29 @@ export async function saveCriticAdvantages(prisma: PrismaClient, trainingRunId: 
   });
   return rows.length;
 }
+
+/**
+ * A run's critic advantages given per session as the advantages of its agent turns in order (the critic reads the
+ * dialogue without system notices). A dialogue longer than the critic's window loses its oldest tokens, and with
+ * them its oldest turns (trainer/sequences.ts encodeDialogue): the advantages are those of the session's last agent
+ * turns, and are matched from the end. A session with more advantages than agent turns is skipped (nothing to
+ * match). Returns how many turns were stored and how many sessions were skipped.
+ */
+export async function saveSessionAdvantages(prisma: PrismaClient, trainingRunId: string, sessions: readonly { sessionId: string; advantages: readonly number[] }[]): Promise<{ turns: number; skipped: number }> {
+  const turns = await prisma.turn.findMany({ where: { sessionId: { in: sessions.map((s) => s.sessionId) }, role: 'agent' }, orderBy: [{ sessionId: 'asc' }, { index: 'asc' }], select: { id: true, sessionId: true } });
+  const bySession = new Map<string, string[]>();
+  for (const t of turns) bySession.set(t.sessionId, [...(bySession.get(t.sessionId) ?? []), t.id]);
+  const rows: { turnId: string; advantage: number }[] = [];
+  let skipped = 0;
+  for (const s of sessions) {
+    const ids = bySession.get(s.sessionId) ?? [];
+    if (s.advantages.length > ids.length) {
+      skipped++;
+      continue;
+    }
+    const last = ids.slice(ids.length - s.advantages.length);
+    s.advantages.forEach((a, k) => rows.push({ turnId: last[k]!, advantage: a }));
+  }
+  if (rows.length) await saveCriticAdvantages(prisma, trainingRunId, rows);
+  return { turns: rows.length, skipped };
+}

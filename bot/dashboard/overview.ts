@@ -135,7 +135,7 @@ export async function runsOverview(prisma: PrismaClient) {
   const runs = await prisma.trainingRun.findMany({
     orderBy: { createdAt: 'desc' },
     take: 50,
-    include: { steps: { orderBy: [{ phase: 'asc' }, { step: 'asc' }], select: { phase: true, step: true, metrics: true } }, policyVersions: { select: { name: true } } },
+    include: { steps: { orderBy: [{ phase: 'asc' }, { step: 'asc' }], select: { phase: true, step: true, metrics: true } }, policyVersions: { select: { name: true, metrics: true } } },
   });
   return runs.map((r) => {
     const phases = new Map<string, { step: number; loss: number }[]>();
@@ -144,7 +144,7 @@ export async function runsOverview(prisma: PrismaClient) {
       if (typeof loss === 'number' && Number.isFinite(loss)) phases.set(s.phase, [...(phases.get(s.phase) ?? []), { step: s.step, loss }]);
     }
     const m = (r.metrics ?? {}) as Record<string, unknown>;
-    return { id: r.id, algorithm: r.algorithm, status: r.status, createdAt: r.createdAt, finishedAt: r.finishedAt, progress: r.progress, error: r.error, versions: r.policyVersions.map((v) => v.name), curves: [...phases.entries()].map(([phase, points]) => ({ phase, points })), criticCheck: m.criticCheck ?? m.critic ?? null, gate: m.gate ?? null };
+    return { id: r.id, algorithm: r.algorithm, status: r.status, createdAt: r.createdAt, finishedAt: r.finishedAt, progress: r.progress, error: r.error, versions: r.policyVersions.map((v) => v.name), curves: [...phases.entries()].map(([phase, points]) => ({ phase, points })), gate: r.policyVersions.map((v) => (v.metrics as { gate?: unknown } | null)?.gate).find((g) => g !== undefined) ?? m.gate ?? null };
   });
 }
 

@@ -73,7 +73,7 @@ export async function seedDashboardData(db: Database): Promise<DashboardData> {
     await recordTrainingStep(prisma, run.id, 'critic', step, { loss: 0.69 * Math.exp(-step / 5) + 0.1 });
     await recordTrainingStep(prisma, run.id, 'actor', step, { loss: 0.5 * Math.exp(-step / 8) + 0.2 });
   }
-  const sweet = await publishRun(prisma, run.id, { criticCheck: { agreement: 0.71, pairs: 40 } }, { name: 'sweet-0001', algorithm: 'sweet', checkpointPath: '/ck/sweet-0001', parentId: starter.id });
+  const sweet = await publishRun(prisma, run.id, {}, { name: 'sweet-0001', algorithm: 'sweet', checkpointPath: '/ck/sweet-0001', parentId: starter.id });
   await deployPolicyByName(db, 'cli', 'starter');
 
   // Simulated games: both versions on every backend task, sweet a little better; and one frontend game.

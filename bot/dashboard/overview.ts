@@ -13,6 +13,7 @@ import { pseudonymizer } from '../export/pseudonym.ts';
 import { hasPay } from '../../tasks/study-pay.ts';
 import { sessionSummaries } from '../../prisma/session-summary.ts';
 import type { StudyWithArms } from '../../prisma/study-store.ts';
+import type { CalibrationResult } from '../report/calibration.ts';
 import type { Viewer } from './access.ts';
 
 const asActor = (v: Viewer) => ({ operator: v.role === 'operator', guildId: v.guildId });
@@ -190,4 +191,30 @@ export async function personInScope(prisma: PrismaClient, viewer: Viewer, partic
     select: { discordUserId: true },
   });
   return p;
+}
+
+/** A stored calibration result with the nulls JSON made of NaN turned back into NaN (no interval, no value). */
+function calibrationFrom(json: unknown): CalibrationResult {
+  const r = json as CalibrationResult;
+  const iv = (i: { estimate: number | null; lo: number | null; hi: number | null; n: number }) => ({ estimate: i.estimate ?? NaN, lo: i.lo ?? NaN, hi: i.hi ?? NaN, n: i.n });
+  return { ...r, rows: r.rows.map((row) => ({ ...row, people: iv(row.people), simulator: iv(row.simulator), difference: iv(row.difference) })) };
+}
+
+/** The latest calibration (`sweetloop study calibrate`) of each study the viewer sees. */
+export async function calibrationsOverview(prisma: PrismaClient, viewer: Viewer): Promise<{ id: string; createdAt: Date; result: CalibrationResult }[]> {
+  const studies = await visibleStudies(prisma, viewer);
+  const out: { id: string; createdAt: Date; result: CalibrationResult }[] = [];
+  for (const s of studies) {
+    const c = await prisma.studyCalibration.findFirst({ where: { studyId: s.id }, orderBy: { createdAt: 'desc' } });
+    if (c) out.push({ id: c.id, createdAt: c.createdAt, result: calibrationFrom(c.result) });
+  }
+  return out;
+}
+
+/** One stored calibration, if its study is visible to the viewer. */
+export async function calibrationById(prisma: PrismaClient, viewer: Viewer, id: string): Promise<CalibrationResult | null> {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
+  const c = await prisma.studyCalibration.findUnique({ where: { id }, include: { study: { select: { guildIds: true, channelIds: true } } } });
+  if (!c || !studyVisibleTo(c.study, asActor(viewer))) return null;
+  return calibrationFrom(c.result);
 }

@@ -14,8 +14,10 @@ import { excludeFromTraining, includeInTraining, QualityError } from '../../pris
 import type { Renderer } from '../../tasks/render.ts';
 import { Csrf, isLoopbackHost, LOOPBACK_VIEWER, loopbackHostHeader, presentedSecret, TOKEN_COOKIE, viewerOf, type Viewer } from './access.ts';
 import * as format from './format.ts';
+import { formatDifference, formatValue } from '../../tasks/calibration.ts';
+import { calibrationSvg } from '../report/calibration-report.ts';
 import { FilterError, frontendPages, listSessions, OUTCOMES, parseFilter, sessionDetail } from './sessions.ts';
-import { allPayouts, curvePoints, peopleOverview, personInScope, policiesOverview, runsOverview, studiesOverview, visibleStudies } from './overview.ts';
+import { allPayouts, calibrationById, calibrationsOverview, curvePoints, peopleOverview, personInScope, policiesOverview, runsOverview, studiesOverview, visibleStudies } from './overview.ts';
 
 export interface DashboardOptions {
   db: Database;
@@ -126,6 +128,15 @@ export async function buildDashboard(o: DashboardOptions): Promise<FastifyInstan
   app.get('/policies', async (req, reply) => page(reply, req, 'policies', { title: 'Policies', p: await policiesOverview(prisma, req.viewer) }));
 
   app.get('/runs', async (req, reply) => page(reply, req, 'runs', { title: 'Training runs', runs: await runsOverview(prisma), curvePoints }));
+
+  app.get('/calibration', async (req, reply) => page(reply, req, 'calibration', { title: 'Simulator against people', calibrations: await calibrationsOverview(prisma, req.viewer), formatValue, formatDifference }));
+
+  app.get('/calibration/:id/figure.svg', async (req, reply) => {
+    const r = await calibrationById(prisma, req.viewer, (req.params as { id: string }).id);
+    if (!r) return reply.code(404).type('text/plain').send('No such calibration.');
+    // Loaded as an image (never inline), so even a study name that slipped past its escaping could run nothing.
+    return reply.type('image/svg+xml').send(calibrationSvg(r));
+  });
 
   app.get('/people', async (req, reply) => page(reply, req, 'people', { title: 'People', people: await peopleOverview(prisma, req.viewer, o.salt), notice: (req.query as { done?: string }).done ?? null }));
 

@@ -11,7 +11,8 @@ import { deployPolicyByName, registerVersion } from '../../prisma/policy-store.t
 import { saveCriticAdvantages } from '../../prisma/dashboard-store.ts';
 import { recordFlag } from '../../prisma/moderation-store.ts';
 import { offerComparison, recordPreference } from '../../prisma/preference-store.ts';
-import { createStudy } from '../../prisma/study-store.ts';
+import { createStudy, recordCalibration } from '../../prisma/study-store.ts';
+import { calibrationRows, METRICS } from '../../tasks/calibration.ts';
 import type { TurnProvenance } from '../../tasks/agent.ts';
 
 export const GUILD_A = '811111111111111111';
@@ -164,5 +165,23 @@ export async function seedDashboardData(db: Database): Promise<DashboardData> {
     const choice = i === 3 ? 'tie' : c.a.policy === 'sweet-0001' ? 'a' : c.b.policy === 'sweet-0001' ? 'b' : 'tie';
     await recordPreference(prisma, c.preferenceId, alice.id, choice);
   }
+  // A calibration of the study as `sweetloop study calibrate` stores it: per-task metrics of people and of the
+  // simulator (people ask for more turns and say "I don't know" more often), through the real pairing.
+  const metrics = (k: number, people: boolean) =>
+    Object.fromEntries(METRICS.map((m) => [m.name, m.share ? (people ? 0.4 : 0.6) + 0.05 * k : (people ? 5 : 3) + k])) as Parameters<typeof calibrationRows>[0][number]['metrics'];
+  await recordCalibration(prisma, study.id, 'rule-simulator', {
+    study: 'pilot',
+    simulator: 'rule-simulator',
+    gamesPerTask: 2,
+    seed: 1,
+    tasks: be.length,
+    peopleSessions: 2 * be.length,
+    games: 2 * be.length,
+    policies: [{ name: 'sweet-0001', games: 2 * be.length }],
+    rows: calibrationRows(
+      be.map((t, k) => ({ taskId: t.id, metrics: metrics(k, true) })),
+      be.map((t, k) => ({ taskId: t.id, metrics: metrics(k % 2, false) })),
+    ),
+  });
   return { studyId: study.id, sessionA, sessionB, frontendSession, runId: run.id, policies: { starter: starter.id, sweet: sweet.id } };
 }

@@ -11,7 +11,7 @@ import { createDashboardToken, revokeDashboardToken, DashboardTokenError } from 
 import { pseudonymize } from '../../../bot/export/pseudonym.ts';
 
 const SALT = 'dashboard-test-salt';
-const PAGES = ['/studies', '/sessions', '/policies', '/runs', '/people'];
+const PAGES = ['/studies', '/sessions', '/policies', '/runs', '/people', '/calibration'];
 let t: TestDatabase;
 let data: DashboardData;
 
@@ -116,6 +116,17 @@ describe('on loopback', () => {
     const bt = /<table class="bradley-terry">([\s\S]*?)<\/table>/.exec(html)![1]!;
     expect(bt.indexOf('sweet-0001')).toBeLessThan(bt.indexOf('starter'));
     expect(bt).toMatch(/\d+ \[\d+, \d+\]/);
+  });
+
+  it('shows the latest calibration of a study, its table and its figure', async () => {
+    const html = await (await fetch(`${base}/calibration`)).text();
+    expect(html).toContain('against rule-simulator');
+    expect(html).toMatch(/<td>agent turns<\/td><td class="n">7\.00<\/td><td class="n">3\.40<\/td><td class="n">\+3\.60 \[\+\d\.\d\d, \+\d\.\d\d\]<\/td><td class="n">5<\/td>/);
+    const src = /<img alt="calibration figure"[^>]* src="([^"]+)"/.exec(html)![1]!;
+    const svg = await fetch(base + src);
+    expect(svg.status).toBe(200);
+    expect(svg.headers.get('content-type')).toContain('image/svg+xml');
+    expect(await svg.text()).toContain('Study pilot: people against rule-simulator');
   });
 
   it('takes a write only with the CSRF token, and audits it', async () => {

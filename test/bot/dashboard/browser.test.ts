@@ -112,7 +112,7 @@ describe('the dashboard in Chromium', () => {
     await expect(board.locator('tr').nth(1).textContent()).resolves.toMatch(/sweet-0001\s*0\.\d{3} \[0\.\d{3}, 0\.\d{3}\]/);
     await expect(page.locator('table.bradley-terry tr').count()).resolves.toBe(3);
     await shot(page, 'policies');
-    for (const p of ['runs', 'people', 'payouts']) {
+    for (const p of ['runs', 'people', 'calibration', 'payouts']) {
       await page.goto(`${local.url}/${p}`);
       await shot(page, p);
     }

@@ -14,6 +14,8 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bin/doctor-endpoints.test.ts',
     'test/bin/commands/{bot,export,import,policy,policy-adapter,policy-erased,privacy,study,study-arms,trainer-health}.test.ts',
     'test/bot/discord/**/*.test.ts',
+    'test/bot/dashboard/*.test.ts',
+    'test/bin/commands/dashboard.test.ts',
     'test/bot/testing/database.test.ts',
     'test/bot/{assign,bootstrap,endpoint,limits,runtime}.test.ts',
     'test/bot/session/*.test.ts',

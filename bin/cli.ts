@@ -4,6 +4,7 @@ import { Command, CommanderError, Help, type Option } from 'commander';
 import { ConfigError } from './config.ts';
 import { registerBotCommands } from './commands/bot.ts';
 import { registerMigrationCommands } from './commands/migrations.ts';
+import { registerDashboardCommands } from './commands/dashboard.ts';
 import { registerDoctorCommands } from './commands/doctor.ts';
 import { registerExportCommands } from './commands/export.ts';
 import { registerImportCommands } from './commands/import.ts';
@@ -42,6 +43,7 @@ export function buildProgram(): Command {
   registerServeCommands(program); // serve
   registerPrivacyCommands(program); // privacy delete|withdraw
   registerStudyCommands(program); // study create|list|show|pause|resume|close|consent|payouts
+  registerDashboardCommands(program); // dashboard, dashboard token create|list|revoke
   return program;
 }
 

@@ -35,6 +35,8 @@ export interface BotSettings {
   limits: Limits;
   /** Where /health and /metrics listen (bot/health.ts); null: not served. */
   health: { port: number; host: string } | null;
+  /** Where `npm start` serves the dashboard beside the bot or console (bot/dashboard/server.ts); null: not served. */
+  dashboard: { port: number; host: string } | null;
   /** How long a SIGTERM may take: in-flight turns are finished within it, then the process exits regardless. */
   shutdownDeadlineMs: number;
   /** Deletions (bot/privacy.ts): the keyed hash's secret, and folders besides checkpointDir searched for a deleted person's text. */
@@ -165,6 +167,17 @@ export async function runConsole(config: BotSettings, log: Logger, prepared?: Da
 /** `npm start`: prepare, then the Discord bot when a token is configured, otherwise the console. */
 export async function runStart(config: BotSettings, log: Logger): Promise<void> {
   const db = await prepare(config, log, config.discord ? 'lines' : 'bar');
-  if (config.discord) return runDiscord(config, log, db);
-  return runConsole(config, log, db);
+  let dashboard: { close(): Promise<unknown> } | null = null;
+  if (config.dashboard) {
+    const { startDashboard } = await import('./dashboard/server.ts');
+    const d = await startDashboard({ db, ...config.dashboard, salt: config.exportSalt, chromiumPath: config.chromiumPath, log });
+    dashboard = d.app;
+    log.warn({ url: d.url }, `dashboard at ${d.url}`);
+  }
+  try {
+    if (config.discord) return await runDiscord(config, log, db);
+    return await runConsole(config, log, db);
+  } finally {
+    await dashboard?.close().catch(() => {});
+  }
 }

@@ -246,3 +246,9 @@ export async function recordPayoutsWritten(
 ): Promise<void> {
   await audit(prisma, actor, 'study.payouts', name, detail);
 }
+
+/** Keeps a calibration's result (`sweetloop study calibrate`) for the dashboard; JSON has no NaN: stored as null. */
+export async function recordCalibration(prisma: PrismaClient, studyId: string, simulator: string, result: unknown): Promise<void> {
+  const json = JSON.parse(JSON.stringify(result, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v))) as Prisma.InputJsonObject;
+  await prisma.studyCalibration.create({ data: { studyId, simulator, result: json } });
+}

@@ -129,6 +129,16 @@ export class Critic {
     }
   }
 
+  /**
+   * Each agent turn's advantage under the critic as trained so far: its mean per-token log-probability minus the
+   * frozen reference's (the turn's share of the trajectory score). Stored per turn for the dashboard, so a reader
+   * sees which questions the critic credited.
+   */
+  async turnAdvantages(examples: readonly CriticExample[]): Promise<{ sessionId: string; advantages: number[] }[]> {
+    const cur = await turnLogprobValues(this.current.model, examples.map((e) => e.seq), this.pad);
+    return examples.map((e, i) => ({ sessionId: e.sessionId, advantages: cur[i]!.map((lp, k) => meanLogRatio(lp, e.refTurnLogp[k]!)) }));
+  }
+
   /** [B] score of each example: mean log-ratio over all its agent tokens (differentiable in the critic's weights). */
   scores(examples: readonly CriticExample[]): tf.Tensor1D {
     return tf.tidy(() => {

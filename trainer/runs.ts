@@ -19,6 +19,7 @@ import type { TaskKind } from '../tasks/model.ts';
 import { ACTOR_PHASE, actorPhase, COLLECT_PHASE, criticGap, pairsForState, readActorPairs, selectStates } from './actor.ts';
 import { widestGaps } from './pairs.ts';
 import { peoplePairs } from '../prisma/preference-store.ts';
+import { saveSessionAdvantages } from '../prisma/dashboard-store.ts';
 import { Critic, CRITIC_PHASE, criticPairs, criticPhase, type PeoplePair } from './critic.ts';
 import { loadTrajectories, selectTrainingData, type DataFilter, type Trajectory } from './data.ts';
 import { checkpointSha256, loadOptimizer, saveCheckpoint, saveOptimizer } from './model/checkpoint.ts';
@@ -350,6 +351,9 @@ async function trainCritic(r: RunState, data: Trajectory[]): Promise<string> {
     const phase = criticPhase(critic, pairs, r.cfg.train);
     await runUpdates(r, phase, critic.lora, resume ? { step: resume.step, dir: resume.dir } : undefined);
     phase.dispose();
+    // Each agent turn's advantage under the trained critic, for the dashboard's session page.
+    const stored = await saveSessionAdvantages(r.ctx.prisma, r.runId, await critic.turnAdvantages(examples));
+    r.say(`${CRITIC_PHASE}: advantages stored for ${stored.turns} agent turns${stored.skipped ? ` (${stored.skipped} sessions skipped: more turns scored than stored)` : ''}`);
     await rm(criticDir, { recursive: true, force: true });
     if (critic.lora) await saveLora(criticDir, critic.model);
     else await saveCheckpoint(criticDir, critic.model);

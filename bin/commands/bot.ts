@@ -73,6 +73,7 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
       : null,
     limits: { sessionsPerDay: config.LIMIT_SESSIONS_PER_DAY, messagesPerMinute: config.LIMIT_MESSAGES_PER_MINUTE, messageChars: config.LIMIT_MESSAGE_CHARS },
     health: config.HEALTH_PORT ? { port: config.HEALTH_PORT, host: config.HEALTH_HOST } : null,
+    dashboard: config.DASHBOARD_PORT ? { port: config.DASHBOARD_PORT, host: config.DASHBOARD_HOST } : null,
     shutdownDeadlineMs: config.SHUTDOWN_DEADLINE_SECONDS * 1000,
     privacy: { key: config.PRIVACY_KEY ?? config.EXPORT_SALT, dirs: config.PRIVACY_SCAN_DIRS },
     exportSaltIsDefault: isPublicSecret(config.EXPORT_SALT),

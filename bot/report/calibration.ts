@@ -4,7 +4,7 @@
 // stored); people's sessions are read from the database; both go through the same metrics (tasks/calibration.ts)
 // and are compared paired by task. calibration-report.ts writes the report and its figure.
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import { findStudy, StudyError, type StudyWithArms } from '../../prisma/study-store.ts';
+import { findStudy, recordCalibration, StudyError, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
 import { calibrationRows, formatCalibrationTable, sessionMetrics, type CalibrationRow, type TaskMetrics } from '../../tasks/calibration.ts';
 import type { TaskContent } from '../../tasks/model.ts';
@@ -166,6 +166,7 @@ export async function calibrateCommand(prisma: PrismaClient, s: TrainerSettings,
   console.log(`study ${result.study}: people (${result.peopleSessions} sessions) against ${result.simulator} (${result.games} games, ${result.gamesPerTask} a task; ${result.policies.map((p) => `${p.name} ${p.games}`).join(', ')}) on ${result.tasks} task(s), paired by task`);
   console.log(formatCalibrationTable(result.rows));
   console.log(JSON.stringify(result));
+  await recordCalibration(prisma, study.id, result.simulator, result);
   if (o.out) {
     const files = await writeCalibrationReport(o.out, result, s.chromiumPath);
     console.error(`wrote ${files.join(', ')}`);

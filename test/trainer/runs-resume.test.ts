@@ -76,5 +76,23 @@ describe.each(['rft', 'mtdpo', 'sweet'] as const)('%s run resumed after an inter
     expect(done.policyVersions[0]!.algorithm).toBe(algorithm);
     expect(done.policyVersions[0]!.checkpointSha256).toMatch(/^[0-9a-f]{64}$/);
     expect((done.dataSnapshot as { sessions: unknown[] }).sessions.length).toBe(8);
+    if (algorithm === 'sweet') {
+      // The trained critic's advantage of every agent turn of the run's sessions, stored for the dashboard; the
+      // resumed run stores the same ones as the uninterrupted run.
+      const advantages = async (runId: string) => new Map((await t.prisma.criticAdvantage.findMany({ where: { trainingRunId: runId } })).map((a) => [a.turnId, a.advantage]));
+      const [first, again] = [await advantages(straight.trainingRunId!), await advantages(run.id)];
+      const ids = (done.dataSnapshot as { sessions: { id: string }[] }).sessions.map((s) => s.id);
+      // Every session gets advantages for its last agent turns: all of them, or those the critic's window kept.
+      const agentTurns = await t.prisma.turn.findMany({ where: { role: 'agent', sessionId: { in: ids } }, orderBy: { index: 'asc' } });
+      for (const id of ids) {
+        const scored = agentTurns.filter((x) => x.sessionId === id).map((x) => first.has(x.id));
+        expect(scored.at(-1), id).toBe(true);
+        expect(scored.slice(scored.indexOf(true)).every(Boolean), id).toBe(true);
+      }
+      expect(first.size).toBeLessThanOrEqual(agentTurns.length);
+      expect([...again.keys()].sort()).toEqual([...first.keys()].sort());
+      for (const [turn, a] of first) expect(again.get(turn)!).toBeCloseTo(a, 4);
+      expect([...first.values()].some((a) => Math.abs(a) > 1e-6)).toBe(true);
+    }
   }, 600_000);
 });

@@ -1,6 +1,7 @@
 // `npm start` with DISCORD_TOKEN set: the whole composition (config, migration, seeding, policy deployment, the
 // Discord bot) as a separate process, pointed by DISCORD_API_BASE at the fake Discord run by this test.
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -33,6 +34,13 @@ describe('npm start with a Discord token', () => {
 
   it('prepares the database, registers the commands, serves a person, and stops cleanly on SIGTERM', async () => {
     const ckpt = await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 });
+    // A free port for the dashboard `npm start` serves beside the bot (DASHBOARD_PORT).
+    const dashboardPort = await new Promise<number>((done) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const port = (probe.address() as { port: number }).port;
+        probe.close(() => done(port));
+      });
+    });
     let out = '';
     const child = spawn(process.execPath, [SWEETLOOP_ENTRY, 'start'], {
       cwd: ROOT,
@@ -50,6 +58,7 @@ describe('npm start with a Discord token', () => {
         POLICY_MODEL_DIR: ckpt,
         CHECKPOINT_DIR: join(dir, 'checkpoints'),
         LOG_LEVEL: 'info',
+        DASHBOARD_PORT: String(dashboardPort),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -72,6 +81,10 @@ describe('npm start with a Discord token', () => {
       const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
       await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('**Agent**')), 120_000, 'the policy\'s first message');
       expect(out).not.toContain('cli-test-token'); // the token never reaches the logs
+      // The dashboard runs beside the bot, on loopback, and lists the session just started.
+      const sessions = await fetch(`http://127.0.0.1:${dashboardPort}/sessions`);
+      expect(sessions.status).toBe(200);
+      expect(await sessions.text()).toMatch(/Sessions <span class="meta">1 found/);
     } finally {
       child.kill('SIGTERM');
     }

@@ -116,6 +116,10 @@ describe('sweetloop study calibrate', () => {
     }
     const result = JSON.parse(lines.at(-1)!) as CalibrationResult;
     expect(result).toMatchObject({ study: 'cal', simulator: 'rule-simulator', gamesPerTask: 2, seed: 3, tasks: 3, peopleSessions: 6, games: 6 });
+    // Kept for the dashboard's calibration page, as printed.
+    const stored = await t.prisma.studyCalibration.findFirstOrThrow({ where: { study: { name: 'cal' } } });
+    expect(stored.simulator).toBe('rule-simulator');
+    expect(stored.result).toEqual(result);
     expect(result.rows.map((r) => r.metric)).toEqual(METRICS.map((m) => m.name));
     for (const r of result.rows) {
       expect(r.tasks, r.metric).toBe(3);

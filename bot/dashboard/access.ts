@@ -1,0 +1,85 @@
+// Who is asking, for the dashboard (bot/dashboard/server.ts). Bound to loopback, the person at the machine is an
+// operator; bound to any other address, every request needs a token (`sweetloop dashboard token create`), whose
+// secret is shown once and stored only as its sha256 (prisma/dashboard-store.ts). A moderator's token sees one
+// guild. Writes carry a CSRF token: an HMAC of the principal under a secret made when the server starts, so a
+// page from another site cannot post on the viewer's behalf.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
+import type { PrismaClient } from '../../prisma/generated/client.ts';
+import { liveDashboardToken, type DashboardRole } from '../../prisma/dashboard-store.ts';
+
+export interface Viewer {
+  role: DashboardRole;
+  /** The one guild a moderator sees; null for an operator. */
+  guildId: string | null;
+  /** What the audit log names: "dashboard:loopback" or "dashboard:<token prefix>". */
+  actor: string;
+  /** The key the CSRF token is bound to. */
+  principal: string;
+}
+
+export const TOKEN_COOKIE = 'sweetloop_dashboard';
+const TOKEN_PREFIX = 'sld_';
+
+/** A new secret: "sld_" and 32 random bytes in base64url. Its first 12 characters name it in lists. */
+export function newTokenSecret(): { secret: string; sha256: string; prefix: string } {
+  const secret = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  return { secret, sha256: tokenHash(secret), prefix: secret.slice(0, 12) };
+}
+
+export const tokenHash = (secret: string) => createHash('sha256').update(secret, 'utf8').digest('hex');
+
+/** Whether an address to listen on is loopback only (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (h === 'localhost') return true;
+  if (isIP(h) === 4) return h.startsWith('127.');
+  if (isIP(h) === 6) return h === '::1' || /^::ffff:127\./.test(h);
+  return false;
+}
+
+/** The Host header names this machine by a loopback name (a page from another origin resolving to 127.0.0.1 does not: DNS rebinding). */
+export function loopbackHostHeader(hostHeader: string | undefined): boolean {
+  if (!hostHeader) return false;
+  const m = /^(\[[^\]]+\]|[^:]+)(:\d+)?$/.exec(hostHeader);
+  return !!m && isLoopbackHost(m[1]!);
+}
+
+/** The secret a request carries: the Authorization bearer, else the cookie. */
+export function presentedSecret(headers: Record<string, string | string[] | undefined>): string | null {
+  const auth = headers.authorization;
+  if (typeof auth === 'string' && /^Bearer\s+\S+$/i.test(auth)) return auth.split(/\s+/)[1]!;
+  const cookie = headers.cookie;
+  if (typeof cookie === 'string') {
+    for (const part of cookie.split(';')) {
+      const [k, ...v] = part.trim().split('=');
+      if (k === TOKEN_COOKIE) return decodeURIComponent(v.join('='));
+    }
+  }
+  return null;
+}
+
+/** The viewer a secret stands for, or null when it is unknown or revoked. */
+export async function viewerOf(prisma: PrismaClient, secret: string): Promise<Viewer | null> {
+  if (!secret.startsWith(TOKEN_PREFIX) || secret.length > 200) return null;
+  const t = await liveDashboardToken(prisma, tokenHash(secret));
+  return t ? { role: t.role, guildId: t.guildId, actor: `dashboard:${t.prefix}`, principal: t.id } : null;
+}
+
+export const LOOPBACK_VIEWER: Viewer = { role: 'operator', guildId: null, actor: 'dashboard:loopback', principal: 'loopback' };
+
+/** CSRF tokens for one server process. */
+export class Csrf {
+  private readonly key = randomBytes(32);
+
+  tokenFor(v: Viewer): string {
+    return createHmac('sha256', this.key).update(v.principal).digest('base64url');
+  }
+
+  check(v: Viewer, presented: unknown): boolean {
+    if (typeof presented !== 'string') return false;
+    const want = Buffer.from(this.tokenFor(v));
+    const got = Buffer.from(presented);
+    return got.length === want.length && timingSafeEqual(got, want);
+  }
+}

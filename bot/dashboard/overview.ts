@@ -1,0 +1,220 @@
+// The dashboard's reads besides sessions: studies with their progress (bot/study-progress.ts), policy versions
+// with lineage, gate evidence, A/B results (bot/experiments.ts), a leaderboard paired by task and a Bradley-Terry
+// fit of people's /task compare choices (tasks/bradley-terry.ts), training runs with their loss curves, people
+// with their quality (moderators: their guild's only), and the payouts that only operators see.
+import type { PrismaClient } from '../../prisma/generated/client.ts';
+import { meanIntervalOf, pairedBootstrap, type Interval } from '../../tasks/stats.ts';
+import { bradleyTerryTable, type Judgement } from '../../tasks/bradley-terry.ts';
+import { deployedPolicy } from '../../prisma/policy-store.ts';
+import { studyProgress, studyVisibleTo, type StudyProgress } from '../study-progress.ts';
+import { studyPayouts, type Payouts } from '../study-payouts.ts';
+import { collectExperiments } from '../report/experiments.ts';
+import { pseudonymizer } from '../export/pseudonym.ts';
+import { hasPay } from '../../tasks/study-pay.ts';
+import { sessionSummaries } from '../../prisma/session-summary.ts';
+import type { StudyWithArms } from '../../prisma/study-store.ts';
+import type { CalibrationResult } from '../report/calibration.ts';
+import type { Viewer } from './access.ts';
+
+const asActor = (v: Viewer) => ({ operator: v.role === 'operator', guildId: v.guildId });
+
+export async function visibleStudies(prisma: PrismaClient, viewer: Viewer): Promise<StudyWithArms[]> {
+  const all = await prisma.study.findMany({ include: { arms: { include: { policyVersion: true } } }, orderBy: { createdAt: 'asc' } });
+  return all.filter((s) => studyVisibleTo(s, asActor(viewer)));
+}
+
+export interface StudyView {
+  study: StudyWithArms;
+  progress: StudyProgress;
+  /** Pay so far: answered sessions under the study's rules (null: no pay rules). */
+  paidCents: number | null;
+}
+
+export async function studiesOverview(prisma: PrismaClient, viewer: Viewer): Promise<StudyView[]> {
+  const out: StudyView[] = [];
+  for (const study of await visibleStudies(prisma, viewer)) {
+    const progress = await studyProgress(prisma, study);
+    out.push({ study, progress, paidCents: hasPay(study) && study.currency ? (await studyPayouts(prisma, study)).totalCents : null });
+  }
+  return out;
+}
+
+/** Payouts of every study with pay rules, by platform id: operators only (the server checks the role). */
+export async function allPayouts(prisma: PrismaClient): Promise<{ study: string; payouts: Payouts }[]> {
+  const out: { study: string; payouts: Payouts }[] = [];
+  for (const study of await prisma.study.findMany({ include: { arms: { include: { policyVersion: true } } }, orderBy: { createdAt: 'asc' } })) {
+    if (hasPay(study) && study.currency) out.push({ study: study.name, payouts: await studyPayouts(prisma, study) });
+  }
+  return out;
+}
+
+export interface LeaderRow {
+  policy: string;
+  policyId: string;
+  sessions: number;
+  tasks: number;
+  /** Mean score (fraction of tests passed, or similarity) over its tasks, each task's sessions averaged first. */
+  score: Interval;
+  /** Against the reference version on the tasks both played: mean paired difference, cluster bootstrap by task. */
+  paired: Interval | null;
+}
+
+/**
+ * The leaderboard: every version with scored sessions of `kind`, its mean score by task, and its difference from
+ * the reference (the deployed version) paired by task, each with a 95% interval.
+ */
+export async function leaderboard(prisma: PrismaClient, viewer: Viewer, kind: 'backend' | 'frontend'): Promise<{ reference: string | null; rows: LeaderRow[] }> {
+  const evals = await prisma.evaluation.findMany({
+    where: { session: { policyVersionId: { not: null }, task: { kind }, goldSourceId: null, ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) } },
+    select: { score: true, session: { select: { taskId: true, policyVersionId: true, policyVersion: { select: { name: true } } } } },
+  });
+  const byPolicy = new Map<string, { name: string; tasks: Map<string, number[]> }>();
+  for (const e of evals) {
+    const p = byPolicy.get(e.session.policyVersionId!) ?? { name: e.session.policyVersion!.name, tasks: new Map() };
+    p.tasks.set(e.session.taskId, [...(p.tasks.get(e.session.taskId) ?? []), e.score]);
+    byPolicy.set(e.session.policyVersionId!, p);
+  }
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const deployed = await deployedPolicy(prisma);
+  const ref = deployed && byPolicy.has(deployed.id) ? byPolicy.get(deployed.id)! : null;
+  const rows = [...byPolicy.entries()].map(([id, p]): LeaderRow => {
+    const taskMeans = [...p.tasks.values()].map(mean);
+    let paired: Interval | null = null;
+    if (ref && id !== deployed!.id) {
+      const common = [...p.tasks.keys()].filter((t) => ref.tasks.has(t));
+      paired = pairedBootstrap(common.map((t) => mean(p.tasks.get(t)!)), common.map((t) => mean(ref.tasks.get(t)!)), { resamples: 2000, seed: 7 });
+    }
+    return { policy: p.name, policyId: id, sessions: [...p.tasks.values()].reduce((a, xs) => a + xs.length, 0), tasks: p.tasks.size, score: meanIntervalOf(taskMeans, 0.95, [0, 1]), paired };
+  });
+  rows.sort((a, b) => b.score.estimate - a.score.estimate);
+  return { reference: ref ? deployed!.name : null, rows };
+}
+
+/** People's answered /task compare choices as judgements between the versions that played the two sessions. */
+export async function preferenceJudgements(prisma: PrismaClient): Promise<Judgement[]> {
+  const rows = await prisma.preference.findMany({
+    where: { choice: { in: ['a', 'b', 'tie'] }, rater: { deletedAt: null, consentWithdrawnAt: null } },
+    select: { choice: true, sessionA: { select: { policyVersion: { select: { name: true } } } }, sessionB: { select: { policyVersion: { select: { name: true } } } } },
+  });
+  return rows
+    .filter((r) => r.sessionA.policyVersion && r.sessionB.policyVersion && r.sessionA.policyVersion.name !== r.sessionB.policyVersion.name)
+    .map((r) => ({ a: r.sessionA.policyVersion!.name, b: r.sessionB.policyVersion!.name, outcome: r.choice === 'a' ? 1 : r.choice === 'b' ? 0 : 0.5 }));
+}
+
+export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
+  const versions = await prisma.policyVersion.findMany({
+    orderBy: { createdAt: 'asc' },
+    include: { parent: { select: { name: true } }, trainingRun: { select: { id: true, algorithm: true, config: true, dataSnapshot: true } }, _count: { select: { sessions: true } } },
+  });
+  const judgements = await preferenceJudgements(prisma);
+  const players = [...new Set(judgements.flatMap((j) => [j.a, j.b]))];
+  return {
+    versions: versions.map((v) => {
+      const snap = (v.trainingRun?.dataSnapshot ?? null) as { sessions?: unknown[]; filter?: unknown } | null;
+      const metrics = (v.metrics ?? {}) as { gate?: unknown };
+      return {
+        id: v.id,
+        name: v.name,
+        algorithm: v.algorithm,
+        kind: v.kind,
+        status: v.status,
+        parent: v.parent?.name ?? null,
+        createdAt: v.createdAt,
+        deployedAt: v.deployedAt,
+        sessions: v._count.sessions,
+        run: v.trainingRun ? { id: v.trainingRun.id, trainedOn: Array.isArray(snap?.sessions) ? snap!.sessions!.length : null, filter: snap?.filter ?? (v.trainingRun.config as { filter?: unknown }).filter ?? null } : null,
+        gate: metrics.gate ?? null,
+      };
+    }),
+    leaderboards: { backend: await leaderboard(prisma, viewer, 'backend'), frontend: await leaderboard(prisma, viewer, 'frontend') },
+    bradleyTerry: { judgements: judgements.length, rows: players.length >= 2 ? bradleyTerryTable(players, judgements, { resamples: 500, seed: 11 }) : [] },
+    experiments: await collectExperiments(prisma),
+  };
+}
+
+export async function runsOverview(prisma: PrismaClient) {
+  const runs = await prisma.trainingRun.findMany({
+    orderBy: { createdAt: 'desc' },
+    take: 50,
+    include: { steps: { orderBy: [{ phase: 'asc' }, { step: 'asc' }], select: { phase: true, step: true, metrics: true } }, policyVersions: { select: { name: true, metrics: true } } },
+  });
+  return runs.map((r) => {
+    const phases = new Map<string, { step: number; loss: number }[]>();
+    for (const s of r.steps) {
+      const loss = (s.metrics as Record<string, number>).loss;
+      if (typeof loss === 'number' && Number.isFinite(loss)) phases.set(s.phase, [...(phases.get(s.phase) ?? []), { step: s.step, loss }]);
+    }
+    const m = (r.metrics ?? {}) as Record<string, unknown>;
+    return { id: r.id, algorithm: r.algorithm, status: r.status, createdAt: r.createdAt, finishedAt: r.finishedAt, progress: r.progress, error: r.error, versions: r.policyVersions.map((v) => v.name), curves: [...phases.entries()].map(([phase, points]) => ({ phase, points })), gate: r.policyVersions.map((v) => (v.metrics as { gate?: unknown } | null)?.gate).find((g) => g !== undefined) ?? m.gate ?? null };
+  });
+}
+
+/** A loss curve as an SVG polyline's points in a w x h box (numbers only: nothing typed by people). */
+export function curvePoints(points: readonly { step: number; loss: number }[], w: number, h: number): string {
+  if (points.length === 0) return '';
+  const xs = points.map((p) => p.step), ys = points.map((p) => p.loss);
+  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+  const sx = (x: number) => (x1 === x0 ? w / 2 : ((x - x0) / (x1 - x0)) * w);
+  const sy = (y: number) => (y1 === y0 ? h / 2 : h - ((y - y0) / (y1 - y0)) * h);
+  return points.map((p) => `${sx(p.step).toFixed(1)},${sy(p.loss).toFixed(1)}`).join(' ');
+}
+
+export async function peopleOverview(prisma: PrismaClient, viewer: Viewer, salt: string) {
+  const pseudo = pseudonymizer(salt);
+  const people = await prisma.participant.findMany({
+    where: { role: { not: 'simulated' }, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) },
+    include: { quality: true, trainingExclusion: true, _count: { select: { sessions: viewer.role === 'moderator' ? { where: { guildId: viewer.guildId } } : true } } },
+  });
+  // Active time (tasks/study-pay.ts activeMs) over the sessions the viewer may see.
+  const summaries = await sessionSummaries(prisma, { participantId: { in: people.map((p) => p.id) }, ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) });
+  const activeMs = new Map<string, number>();
+  for (const s of summaries) activeMs.set(s.participantId, (activeMs.get(s.participantId) ?? 0) + s.activeMs);
+  const rows = people.map((p) => ({
+    activeMinutes: (activeMs.get(p.id) ?? 0) / 60_000,
+    id: p.id,
+    person: pseudo(p.discordUserId),
+    role: p.role,
+    sessions: p._count.sessions,
+    score: p.quality && Number.isFinite(p.quality.score) ? p.quality.score : null,
+    signals: (p.quality?.signals ?? {}) as Record<string, number>,
+    excluded: p.trainingExclusion ? { reason: p.trainingExclusion.reason, at: p.trainingExclusion.createdAt } : null,
+    banned: p.banned,
+  }));
+  rows.sort((a, b) => (a.score ?? 2) - (b.score ?? 2) || a.person.localeCompare(b.person));
+  return rows;
+}
+
+/** Whether a moderator may act on this person (they played in the moderator's guild). */
+export async function personInScope(prisma: PrismaClient, viewer: Viewer, participantId: string): Promise<{ discordUserId: string } | null> {
+  const p = await prisma.participant.findFirst({
+    where: { id: participantId, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) },
+    select: { discordUserId: true },
+  });
+  return p;
+}
+
+/** A stored calibration result with the nulls JSON made of NaN turned back into NaN (no interval, no value). */
+function calibrationFrom(json: unknown): CalibrationResult {
+  const r = json as CalibrationResult;
+  const iv = (i: { estimate: number | null; lo: number | null; hi: number | null; n: number }) => ({ estimate: i.estimate ?? NaN, lo: i.lo ?? NaN, hi: i.hi ?? NaN, n: i.n });
+  return { ...r, rows: r.rows.map((row) => ({ ...row, people: iv(row.people), simulator: iv(row.simulator), difference: iv(row.difference) })) };
+}
+
+/** The latest calibration (`sweetloop study calibrate`) of each study the viewer sees. */
+export async function calibrationsOverview(prisma: PrismaClient, viewer: Viewer): Promise<{ id: string; createdAt: Date; result: CalibrationResult }[]> {
+  const studies = await visibleStudies(prisma, viewer);
+  const out: { id: string; createdAt: Date; result: CalibrationResult }[] = [];
+  for (const s of studies) {
+    const c = await prisma.studyCalibration.findFirst({ where: { studyId: s.id }, orderBy: { createdAt: 'desc' } });
+    if (c) out.push({ id: c.id, createdAt: c.createdAt, result: calibrationFrom(c.result) });
+  }
+  return out;
+}
+
+/** One stored calibration, if its study is visible to the viewer. */
+export async function calibrationById(prisma: PrismaClient, viewer: Viewer, id: string): Promise<CalibrationResult | null> {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
+  const c = await prisma.studyCalibration.findUnique({ where: { id }, include: { study: { select: { guildIds: true, channelIds: true } } } });
+  if (!c || !studyVisibleTo(c.study, asActor(viewer))) return null;
+  return calibrationFrom(c.result);
+}

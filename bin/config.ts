@@ -35,6 +35,7 @@ export const configSchema = z.object({
   PYTHON_BIN: z.string().default('/usr/bin/python3').describe('Python used inside the sandbox for backend tests.'),
   BWRAP_BIN: z.string().default('/usr/bin/bwrap').describe('bubblewrap executable; the backend evaluator refuses to run without it.'),
   CHROMIUM_PATH: z.string().default(DEFAULT_CHROMIUM_PATH).describe('Chromium used to render frontend pages.'),
+  SCORING_POOL_SIZE: positiveInt.max(64, 'expected at most 64').default(2).describe('Answers the bot scores at once (each a bubblewrap sandbox or a Chromium page); the others wait in arrival order and their people are told their place. About one per core.'),
   CLIP_MODEL_DIR: z.string().optional().describe('Local CLIP ViT-B/32 weights for the paper\'s frontend metric, used by simulate/evaluate/train scoring; live bot sessions use pixel-ssim-v1. Unset: pixel-ssim-v1 everywhere.'),
   SIMULATOR_LLM_URL: z.string().url('expected an http(s) URL').optional().describe('OpenAI-compatible chat endpoint for the LLM collaborator simulator.'),
   SIMULATOR_LLM_MODEL: z.string().optional().describe('Model name sent to SIMULATOR_LLM_URL.'),

@@ -27,6 +27,8 @@ export interface BotSettings {
   bwrapPath: string;
   pythonPath: string;
   chromiumPath: string;
+  /** Answers scored at once (bot/session/scoring.ts). */
+  scoringPool: number;
   consentText: string;
   exportSalt: string;
   exportDir: string;
@@ -80,6 +82,7 @@ function runtimeFor(config: BotSettings, db: Database, log: Logger, channel: 'di
     pythonPath: config.pythonPath,
     chromiumPath: config.chromiumPath,
     limits: config.limits,
+    scoringPool: config.scoringPool,
     localServe: config.localServe,
     privacy: { key: config.privacy.key, dirs: [config.checkpointDir, ...config.privacy.dirs] },
     ...(observer ? { observer } : {}),

@@ -49,6 +49,8 @@ export interface RuntimeOptions {
   render?: RenderPage | null;
   /** Per-person limits (bot/limits.ts); unset: none. */
   limits?: Limits;
+  /** Answers scored at once; the others wait in arrival order (bot/session/scoring.ts). Default: the engine's (2). */
+  scoringPool?: number;
   /** Told what the engine does, for metrics (bot/health.ts). */
   observer?: EngineObserver;
   /** Deletions (bot/privacy.ts): the keyed hash's secret and the folders searched for a deleted person's text. */
@@ -136,6 +138,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
         ...(opts.agentWaitMs !== undefined ? { agentWaitMs: opts.agentWaitMs } : {}),
         ...(opts.overdueMs !== undefined ? { overdueMs: opts.overdueMs } : {}),
         ...(opts.limits ? { limits: opts.limits } : {}),
+        ...(opts.scoringPool !== undefined ? { scoringPool: opts.scoringPool } : {}),
         ...(opts.privacy ? { erasureKey: opts.privacy.key } : {}),
       },
     );

@@ -58,6 +58,7 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
     bwrapPath: config.BWRAP_BIN,
     pythonPath: config.PYTHON_BIN,
     chromiumPath: config.CHROMIUM_PATH,
+    scoringPool: config.SCORING_POOL_SIZE,
     consentText: channel === 'console' ? config.CONSOLE_CONSENT_TEXT : config.CONSENT_TEXT,
     exportSalt: config.EXPORT_SALT,
     exportDir: config.EXPORT_DIR,

@@ -4,6 +4,7 @@ import type { DialogueTurn } from '../../tasks/protocol.ts';
 import type { PolicyVersion, Session, Task, Turn } from '../../prisma/generated/client.ts';
 import { KeyedMutex } from '../locks.ts';
 import { withDbRetry } from '../retry.ts';
+import { ScoringPool } from './scoring.ts';
 import type { EngineDeps, EngineOptions, Hooks } from './types.ts';
 
 export type SessionWithAll = Session & { task: Task; turns: Turn[]; policyVersion: PolicyVersion | null };
@@ -16,11 +17,16 @@ export function dialogueTurns(turns: readonly Turn[]): DialogueTurn[] {
     .map((t) => ({ role: t.role as 'agent' | 'human', content: t.content }));
 }
 
+/** Answers scored at once unless the settings say otherwise: one per core of the 2-core machines this runs on. */
+export const DEFAULT_SCORING_POOL = 2;
+
 export class EngineContext {
   /** Held while a session's turn is generated or stored: one writer per session. */
   readonly sessionLock = new KeyedMutex();
   /** Held while a person's session is started or stopped: one active session per person. */
   readonly personLock = new KeyedMutex();
+  /** Where answers wait to be scored: at most `scoringPool` at once (default 2). */
+  readonly scoring: ScoringPool;
   /** Set once the engine closes: a turn waiting for its agent's server gives up. */
   closing = false;
   /** Sessions a step is being taken for now (an advance, a person's message being stored): the sweep leaves them be. */
@@ -29,7 +35,9 @@ export class EngineContext {
   constructor(
     readonly deps: EngineDeps,
     readonly options: EngineOptions,
-  ) {}
+  ) {
+    this.scoring = new ScoringPool(options.scoringPool ?? DEFAULT_SCORING_POOL);
+  }
 
   get prisma() {
     return this.deps.db.prisma;

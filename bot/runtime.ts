@@ -72,9 +72,9 @@ export interface Runtime {
  * process's own server), a model behind an OpenAI-compatible server, or a LoRA adapter loaded into such a server
  * on first use and unloaded once retired.
  */
-export async function defaultLoadAgent(policy: PolicyVersion, db: Database, log?: Logger, local?: () => Promise<LocalServing>): Promise<Agent> {
+export async function defaultLoadAgent(policy: PolicyVersion, db: Database, log?: Logger, local?: () => Promise<LocalServing>, localLogprobs = false): Promise<Agent> {
   const { loadAgent } = await import('../trainer/policies/agent-for.ts');
-  return loadAgent(policy, { prisma: db.prisma, ...(log ? { log } : {}), ...(policy.kind === 'checkpoint' && local ? { local: await local() } : {}) });
+  return loadAgent(policy, { prisma: db.prisma, localLogprobs, ...(log ? { log } : {}), ...(policy.kind === 'checkpoint' && local ? { local: await local() } : {}) });
 }
 
 const RETIRED_SWEEP_MS = 60_000;
@@ -129,7 +129,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       evaluate = (task, answer) => scorer.evaluate(task, answer);
     }
     const engine = new SessionEngine(
-      { db, policies, loadAgent: opts.loadAgent ?? ((policy) => defaultLoadAgent(policy, db, opts.log, startLocal)), evaluate, ...(render ? { render } : {}), ...(opts.log ? { log: opts.log } : {}), ...(opts.observer ? { observer: opts.observer } : {}) },
+      { db, policies, loadAgent: opts.loadAgent ?? ((policy) => defaultLoadAgent(policy, db, opts.log, startLocal, opts.localServe?.logprobs ?? false)), evaluate, ...(render ? { render } : {}), ...(opts.log ? { log: opts.log } : {}), ...(opts.observer ? { observer: opts.observer } : {}) },
       {
         channel: opts.channel,
         maxTurns: opts.maxTurns,

@@ -51,7 +51,7 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
     policyModelDir: config.POLICY_MODEL_DIR,
     checkpointDir: config.CHECKPOINT_DIR,
     seed: config.SEED,
-    localServe: { engine: config.LOCAL_SERVE_ENGINE, maxBatch: config.LOCAL_SERVE_MAX_BATCH, maxQueue: config.LOCAL_SERVE_MAX_QUEUE, ...(config.TFJS_BACKEND ? { backend: config.TFJS_BACKEND } : {}) },
+    localServe: { engine: config.LOCAL_SERVE_ENGINE, maxBatch: config.LOCAL_SERVE_MAX_BATCH, maxQueue: config.LOCAL_SERVE_MAX_QUEUE, logprobs: config.LOCAL_SERVE_LOGPROBS, ...(config.TFJS_BACKEND ? { backend: config.TFJS_BACKEND } : {}) },
     maxTurns: config.MAX_TURNS,
     sessionIdleMinutes: config.SESSION_IDLE_MINUTES,
     ratingWeight: config.REWARD_RATING_WEIGHT,

@@ -17,10 +17,15 @@ const env = process.env;
 const need = (k: string): string => env[k] ?? (() => { throw new Error(`bench bot process: ${k} is not set`); })();
 
 // Database round trips: every query any pg client of this process sends (Prisma's adapter goes through pg.Client).
+// By statement (its first 80 characters), to tell which dominate: the driver prints the top ones on stderr.
 let queries = 0;
+const statements = new Map<string, number>();
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   queries++;
+  const a = args[0] as string | { text?: string };
+  const text = (typeof a === 'string' ? a : (a?.text ?? '')).slice(0, 80);
+  statements.set(text, (statements.get(text) ?? 0) + 1);
   return (query as (...a: unknown[]) => unknown).apply(this, args);
 } as typeof query;
 
@@ -59,6 +64,7 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
     loop.enable();
     cpu0 = process.cpuUsage();
     queries0 = queries;
+    statements.clear();
     process.send!({ op: 'reset', heapBytes });
   } else if (m.op === 'heap') {
     process.send!({ op: 'heap', heapBytes: heap() });
@@ -72,6 +78,7 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
       loopP99Ms: loop.percentile(99) / 1e6,
       loopMaxMs: loop.max / 1e6,
       rssBytes: process.memoryUsage().rss,
+      topStatements: [...statements].sort((x, y) => y[1] - x[1]).slice(0, 12),
     });
   } else if (m.op === 'stop') {
     void (async () => {

@@ -80,14 +80,14 @@ async function startModelServer(): Promise<{ url: string; close: () => void }> {
 async function startBot(env: Record<string, string>, profileDir: string | undefined) {
   const execArgv = ['--expose-gc', '--import', 'tsx', ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [])];
   const child = fork(join(import.meta.dirname, 'bot-process.ts'), [], { execArgv, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const pending = new Map<string, (m: Record<string, number>) => void>();
+  const pending = new Map<string, (m: Record<string, any>) => void>();
   let ready!: () => void;
   const readyP = new Promise<void>((r) => (ready = r));
-  child.on('message', (m: { op: string } & Record<string, number>) => (m.op === 'ready' ? ready() : pending.get(m.op)?.(m)));
+  child.on('message', (m: { op: string } & Record<string, any>) => (m.op === 'ready' ? ready() : pending.get(m.op)?.(m)));
   const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
   await Promise.race([readyP, exited.then((c) => Promise.reject(new Error(`the bot process exited (${c}) before it was ready`)))]);
   const ask = (op: string) =>
-    new Promise<Record<string, number>>((resolve) => {
+    new Promise<Record<string, any>>((resolve) => {
       pending.set(op, resolve);
       child.send({ op });
     });
@@ -201,7 +201,7 @@ async function main(): Promise<void> {
       };
       if (phase.answered !== people || phase.scored !== people || phase.rated !== people || own.some((x) => !Number.isFinite(x))) ok = false;
       phases.push(phase);
-      process.stderr.write(`phase ${people} people: ${JSON.stringify(phase)}\n`);
+      process.stderr.write(`phase ${people} people: ${JSON.stringify(phase)}\nthe bot's most frequent statements: ${JSON.stringify(s.topStatements)}\n`);
     }
   } finally {
     await bot.stop();

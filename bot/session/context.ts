@@ -19,6 +19,7 @@ export function dialogueTurns(turns: readonly Turn[]): DialogueTurn[] {
 
 /** Answers scored at once unless the settings say otherwise: one per core of the 2-core machines this runs on. */
 export const DEFAULT_SCORING_POOL = 2;
+const TASK_CACHE_SIZE = 10_000;
 
 export class EngineContext {
   /** Held while a session's turn is generated or stored: one writer per session. */
@@ -77,10 +78,25 @@ export class EngineContext {
     return this.attended.has(sessionId) || this.isBusy(sessionId);
   }
 
-  load(sessionId: string, hooks?: Hooks): Promise<SessionWithAll | null> {
-    return this.retry(
-      () => this.prisma.session.findUnique({ where: { id: sessionId }, include: { task: true, turns: { orderBy: { index: 'asc' } }, policyVersion: true } }),
-      hooks,
-    );
+  /**
+   * A session with its turns, policy version and task. The task comes from a cache: task rows are never updated
+   * (prisma/task-store.ts only inserts), and every turn loads its session several times (bench:bot's profile:
+   * database round trips were the bot's largest cost), so this saves one query a load.
+   */
+  async load(sessionId: string, hooks?: Hooks): Promise<SessionWithAll | null> {
+    const s = await this.retry(() => this.prisma.session.findUnique({ where: { id: sessionId }, include: { turns: { orderBy: { index: 'asc' } }, policyVersion: true } }), hooks);
+    return s && { ...s, task: await this.task(s.taskId, hooks) };
+  }
+
+  private readonly tasks = new Map<string, Task>();
+
+  private async task(id: string, hooks?: Hooks): Promise<Task> {
+    const cached = this.tasks.get(id);
+    if (cached) return cached;
+    const task = await this.retry(() => this.prisma.task.findUniqueOrThrow({ where: { id } }), hooks);
+    // Bounded: a study of many thousand tasks starts over rather than growing without end.
+    if (this.tasks.size >= TASK_CACHE_SIZE) this.tasks.clear();
+    this.tasks.set(id, task);
+    return task;
   }
 }

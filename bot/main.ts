@@ -95,7 +95,7 @@ export async function runDiscord(config: BotSettings, log: Logger, prepared?: Da
   const db = prepared ?? (await prepare(config, log, 'lines'));
   // Scraped only once the health server is up, after `rt` below exists.
   const overdue = async () => (await rt.engine.overdue()).length;
-  const metrics = new BotMetrics(() => db.prisma.session.count({ where: { status: 'active', channel: 'discord' } }), overdue);
+  const metrics = new BotMetrics(() => db.prisma.session.count({ where: { status: 'active', channel: 'discord' } }), overdue, () => rt.engine.scoringLoad());
   const rt = await runtimeFor(config, db, log, 'discord', metrics);
   const { DiscordBot } = await import('./discord/bot.ts');
   const bot = new DiscordBot(rt.engine, rt.services, {

@@ -7,6 +7,7 @@ import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
 import { createScorer } from '../../../tasks/scorer.ts';
 import { ScoringClosedError, ScoringPool, type ScoringState } from '../../../bot/session/scoring.ts';
+import { BotMetrics } from '../../../bot/health.ts';
 import { BotHarness, scriptedAgent } from '../discord/harness.ts';
 
 describe('ScoringPool', () => {
@@ -72,7 +73,10 @@ let inFlight = 0;
 let mostAtOnce = 0;
 
 describe('Scoring under load on Discord: 20 answers at once, a pool of 2, a restart in the middle', () => {
-  const h = new BotHarness({
+  const metrics: BotMetrics = new BotMetrics(undefined, undefined, (): { queued: number; running: number } => h.runtime.engine.scoringLoad());
+  let queuedSeen = 0;
+  const h: BotHarness = new BotHarness({
+    metrics,
     tasks: [task],
     agent,
     evaluate: async (t, answer) => {
@@ -106,7 +110,18 @@ describe('Scoring under load on Discord: 20 answers at once, a pool of 2, a rest
     // Everyone replies at once; each reply is answered at once, so twenty answers wait to be scored together.
     people.forEach((p, n) => h.fake.say(p, threads[n]!, `I am person${n}. Zero for short stays.`));
     const evaluations = () => h.tdb.prisma.evaluation.count();
-    await h.fake.waitFor(async () => (await evaluations()) >= 3 || null, 60_000, 'three answers scored');
+    const gauge = async (state: string) => Number(new RegExp(`^sweetloop_scoring_answers\\{state="${state}"\\} (\\d+)$`, 'm').exec(await metrics.registry.metrics())?.[1]);
+    await h.fake.waitFor(
+      async () => {
+        // /metrics shows the queue while it lasts, and never more than the pool's size being scored.
+        queuedSeen = Math.max(queuedSeen, await gauge('queued'));
+        expect(await gauge('running')).toBeLessThanOrEqual(2);
+        return (await evaluations()) >= 3 || null;
+      },
+      60_000,
+      'three answers scored',
+    );
+    expect(queuedSeen).toBeGreaterThan(0);
 
     // The restart: what is being scored is finished and stored, what waits is left owed in the database.
     await h.stopBot();
@@ -128,6 +143,7 @@ describe('Scoring under load on Discord: 20 answers at once, a pool of 2, a rest
     // (The protocol trims the answer it stores.)
     expect(new Set([...scored.keys()].map((a) => a.trim()))).toEqual(new Set(people.map((_, n) => answerOf(`person${n}`).trim())));
     expect(mostAtOnce).toBe(2);
+    expect([await gauge('queued'), await gauge('running')]).toEqual([0, 0]);
     const sessions = await h.tdb.prisma.session.findMany({ include: { evaluation: true } });
     // Each answer is the reference (slowed down): every test passes.
     expect(sessions.map((s) => [s.status, s.evaluation?.score, s.resultShownAt !== null, s.ratingAskedAt !== null])).toEqual(Array(PEOPLE).fill(['answered', 1, true, true]));

@@ -9,7 +9,7 @@
 //   - acknowledgement of every interaction (dispatch on the gateway to the bot's callback; Discord's limit: 3 s);
 //   - the bot's own time per turn: the person's message on the gateway to the agent's reply on Discord, minus the
 //     time the agent's request took (Turn.latencyMs);
-//   - the bot's database round trips, CPU seconds (both per agent turn, the whole session's work counted), its
+//   - the bot's database round trips, Discord REST requests, CPU seconds (all per agent turn, the whole session's work counted), its
 //     event-loop delay, its heap per open session (after a GC, all sessions open, less the heap before);
 //   - the time from the answer shown to its result shown (the scoring queue and sandbox included).
 // The machine's load average before and after. One JSON line at the end; exit 1 unless every session was answered,
@@ -161,6 +161,7 @@ async function main(): Promise<void> {
 
       const load0 = loadavg();
       const heap0 = (await bot.ask('reset')).heapBytes!;
+      const rest0 = fake.requests.length;
       const t0 = performance.now();
       const done = Promise.all(Array.from({ length: people }, (_, n) => person(n)));
       await Promise.race([allOpenP, done]);
@@ -169,6 +170,7 @@ async function main(): Promise<void> {
       await done;
       const wall = (performance.now() - t0) / 1000;
       const s = await bot.ask('stats');
+      const restRequests = fake.requests.length - rest0;
       const load1 = loadavg();
 
       // The agent's time of each shown turn, read once the phase is over (this process's queries are not the bot's).
@@ -188,6 +190,8 @@ async function main(): Promise<void> {
         ownTimePerTurnMs: stat(own),
         modelTimePerTurnMs: stat([...modelMs.values()]),
         dbRoundTripsPerTurn: round(s.queries! / agentTurns),
+        // Discord allows a bot token 50 REST requests a second (discord.js queues to stay under it).
+        restRequestsPerTurn: round(restRequests / agentTurns),
         cpuSecondsPerTurn: round(s.cpuSeconds! / agentTurns, 4),
         botCpuSeconds: round(s.cpuSeconds!, 2),
         eventLoopDelayMs: { p99: round(s.loopP99Ms!), max: round(s.loopMaxMs!) },
@@ -219,6 +223,7 @@ async function main(): Promise<void> {
   row('own time per turn p50 / p99 (ms)', (x) => `${x.ownTimePerTurnMs.p50} / ${x.ownTimePerTurnMs.p99}`);
   row('model time per turn p50 (ms)', (x) => `${x.modelTimePerTurnMs.p50}`);
   row('db round trips per turn', (x) => `${x.dbRoundTripsPerTurn}`);
+  row('Discord REST requests per turn', (x) => `${x.restRequestsPerTurn}`);
   row('bot CPU s per turn', (x) => `${x.cpuSecondsPerTurn}`);
   row('event-loop delay p99 / max (ms)', (x) => `${x.eventLoopDelayMs.p99} / ${x.eventLoopDelayMs.max}`);
   row('heap per open session (KiB)', (x) => `${x.heapPerOpenSessionKiB}`);

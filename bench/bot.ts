@@ -1,82 +1,67 @@
-// Bot benchmark: N simulated people (default 50) at once, each through a whole backend session on the fake
-// Discord (real discord.js client, real Postgres, real sandboxed evaluation), with either policy kind:
-//   - tfjs: a tiny real policy served by the inference worker (in-process);
-//   - endpoint: an endpoint version on a local OpenAI-compatible server (bot/testing/openai-server.ts, in a
-//     process of its own) that streams a fixed reply with a fixed delay per token, loaded through
-//     trainer/policies/agent-for.ts as the bot loads it in production (chat client, in-flight cap, provenance).
-// Each run measures
-//   - interaction acknowledgement latency: from the interaction's dispatch on the gateway to the bot's
-//     callback reaching the fake Discord (Discord's limit is 3 s);
-//   - per-turn overhead excluding model time: from a person's message on the gateway to the agent's reply
-//     reaching Discord, minus the time the agent's reply() took (stored per turn as latencyMs).
-// Usage: npm run bench:bot [-- --policy tfjs|endpoint|both --people 50 --turns 3 --max-tokens 24 --token-delay-ms 20]
+// Bot benchmark: the bot alone, as in production. Three processes:
+//   - this one: the fake Discord (bot/testing/fake-discord.ts) and the people's drivers, and the throwaway Postgres
+//     database (what it queries is its own, after each phase);
+//   - the bot (bench/bot-process.ts): the real runtime, discord.js client, default agent loader and sandboxed scorer;
+//   - an OpenAI-compatible server (bot/testing/openai-server.ts) streaming a fixed reply at a fixed delay per token,
+//     deployed as an endpoint version, so the model's time is fixed and what is measured is the bot's.
+// Each phase: N people arrive within the same second, each through a whole backend session (/task start, consent,
+// TURNS agent messages, TURNS - 1 replies, the answer scored in the sandbox pool, a rating). Per phase:
+//   - acknowledgement of every interaction (dispatch on the gateway to the bot's callback; Discord's limit: 3 s);
+//   - the bot's own time per turn: the person's message on the gateway to the agent's reply on Discord, minus the
+//     time the agent's request took (Turn.latencyMs);
+//   - the bot's database round trips, Discord REST requests, CPU seconds (all per agent turn, the whole session's work counted), its
+//     event-loop delay, its heap per open session (after a GC, all sessions open, less the heap before);
+//   - the time from the answer shown to its result shown (the scoring queue and sandbox included).
+// The machine's load average before and after. One JSON line at the end; exit 1 unless every session was answered,
+// scored and rated once.
+// Usage: npm run bench:bot [-- --people 50,100,200 --turns 3 --max-tokens 24 --token-delay-ms 20 --scoring-pool 2
+//                             --cpu-prof DIR (writes the bot process's CPU profile there)]
+import { fork, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { availableParallelism, loadavg } from 'node:os';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
 import { builtinTasks } from '../tasks/library.ts';
-import { importTasks } from '../prisma/task-store.ts';
-import { createRuntime } from '../bot/runtime.ts';
-import { DiscordBot } from '../bot/discord/bot.ts';
-import { createPolicyAgent } from '../trainer/model/policy.ts';
-import { loadAgent } from '../trainer/policies/agent-for.ts';
-import { registerEndpointVersion } from '../trainer/policies/registry.ts';
-import { deployPolicyByName, registerVersion } from '../prisma/policy-store.ts';
-import type { Agent } from '../tasks/agent.ts';
-import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../bot/testing/fake-discord.ts';
-import { createTestDatabase } from '../bot/testing/database.ts';
-import { makeTinyCheckpoint } from '../bot/testing/tiny-checkpoint.ts';
 import { percentile } from '../tasks/stats.ts';
+import { importTasks } from '../prisma/task-store.ts';
+import { deployPolicyByName } from '../prisma/policy-store.ts';
+import { registerEndpointVersion } from '../trainer/policies/registry.ts';
+import { FakeDiscord, type InteractionRecord, type Shown } from '../bot/testing/fake-discord.ts';
+import { createTestDatabase } from '../bot/testing/database.ts';
 
 const { values: args } = parseArgs({
   options: {
-    people: { type: 'string', default: '50' },
+    people: { type: 'string', default: '50,100,200' },
     turns: { type: 'string', default: '3' },
     'max-tokens': { type: 'string', default: '24' },
-    policy: { type: 'string', default: 'both' },
     'token-delay-ms': { type: 'string', default: '20' },
+    'scoring-pool': { type: 'string', default: '2' },
+    'cpu-prof': { type: 'string' },
   },
 });
-const MODES = args.policy === 'both' ? (['tfjs', 'endpoint'] as const) : ([args.policy] as ('tfjs' | 'endpoint')[]);
-if (!MODES.every((m) => m === 'tfjs' || m === 'endpoint')) throw new Error(`--policy must be tfjs, endpoint or both, got ${args.policy}`);
+/** A positive whole-number flag (bench/args.ts's rule, for values given with parseArgs). */
+function wholeNumber(flag: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${flag}: expected a positive integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+const PHASES = args.people.split(',').map((p) => wholeNumber('--people', p.trim()));
+const TURNS = wholeNumber('--turns', args.turns);
+const MAX_TOKENS = wholeNumber('--max-tokens', args['max-tokens']);
 const TOKEN_DELAY_MS = Number(args['token-delay-ms']);
-const PEOPLE = Number(args.people);
-const TURNS = Number(args.turns);
-const MAX_TOKENS = Number(args['max-tokens']);
+const SCORING_POOL = wholeNumber('--scoring-pool', args['scoring-pool']);
+if (TURNS < 2) throw new Error('--turns must be at least 2 (a question, then the answer)');
+if (!(TOKEN_DELAY_MS >= 0)) throw new Error(`--token-delay-ms must be a number >= 0, got ${args['token-delay-ms']}`);
+const WAIT_MS = 600_000;
 
+type Stat = { n: number; p50: number; p99: number; max: number };
+const stat = (xs: number[]): Stat => ({ n: xs.length, p50: round(percentile(xs, 50)), p99: round(percentile(xs, 99)), max: round(xs.length ? Math.max(...xs) : NaN) });
+const round = (x: number, d = 1) => Number(x.toFixed(d));
 
-type Mode = 'tfjs' | 'endpoint';
-interface Row {
-  name: string;
-  n: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
-interface RunResult {
-  mode: Mode;
-  rows: Row[];
-  byKind: Row[];
-  json: Record<string, unknown>;
-  summary: string[];
-}
-
-/** Sets up the policy of a run: the deployed version's agent, and what to free afterwards. */
-async function policyFor(mode: Mode, tdb: Awaited<ReturnType<typeof createTestDatabase>>, dir: string): Promise<{ loader: () => Promise<Agent>; close: () => Promise<void>; label: string }> {
-  if (mode === 'tfjs') {
-    const ckpt = await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 });
-    await registerVersion(tdb.prisma, { name: 'tiny', algorithm: 'external', checkpointPath: ckpt, checkpointSha256: '0'.repeat(64) });
-    await deployPolicyByName(tdb.db, 'bench', 'tiny');
-    const agent = await createPolicyAgent({ checkpointDir: ckpt, name: 'tiny', maxTokens: MAX_TOKENS, seed: 1 });
-    return { loader: async () => agent, close: () => agent.close(), label: `tiny tfjs policy (max ${MAX_TOKENS} tokens/reply) in one inference worker` };
-  }
-  // A reply of MAX_TOKENS words streamed at TOKEN_DELAY_MS each: a fixed model time, so what is measured is ours.
-  // The server runs in its own process, as a model server would: its streaming does not eat this process's CPU.
+/** The reply every agent turn gets: MAX_TOKENS words, then the answer on the last turn (the endpoint repeats it). */
+async function startModelServer(): Promise<{ url: string; close: () => void }> {
   const words = Array.from({ length: MAX_TOKENS }, (_, i) => (i === 0 ? 'Could' : `w${i}`)).join(' ') + '?';
   const serverModule = pathToFileURL(join(import.meta.dirname, '../bot/testing/openai-server.ts')).href;
   const code =
@@ -88,158 +73,176 @@ async function policyFor(mode: Mode, tdb: Awaited<ReturnType<typeof createTestDa
     child.once('exit', (c) => reject(new Error(`the OpenAI-compatible server process exited (${c})`)));
     createInterface({ input: child.stdout! }).once('line', (line) => resolveUrl(line.trim()));
   });
-  const server = { close: async () => void child.kill('SIGTERM') };
-  await registerEndpointVersion(tdb.prisma, { name: 'bench-endpoint', url, model: 'bench-model', maxTokens: MAX_TOKENS });
-  await deployPolicyByName(tdb.db, 'bench', 'bench-endpoint');
-  const version = await tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'bench-endpoint' } });
-  const agent = await loadAgent(version, { prisma: tdb.prisma });
-  return {
-    loader: async () => agent,
-    close: async () => {
-      await agent.close();
-      await server.close();
-    },
-    label: `endpoint policy on a local OpenAI-compatible server (${MAX_TOKENS} tokens/reply streamed, ${TOKEN_DELAY_MS} ms/token)`,
-  };
+  return { url, close: () => void child.kill('SIGTERM') };
 }
 
-async function run(mode: Mode): Promise<RunResult> {
-  const dir = await mkdtemp(join(tmpdir(), 'bench-bot-'));
-  const tdb = await createTestDatabase();
-  const fake = await new FakeDiscord({ heartbeatIntervalMs: 5_000 }).start();
-  await importTasks(tdb.prisma, builtinTasks({ kind: 'backend' }));
-  const policy = await policyFor(mode, tdb, dir);
-  const runtime = await createRuntime({ channel: 'discord', db: tdb.db, maxTurns: TURNS, idleMinutes: 30, loadAgent: policy.loader, render: null });
-  const bot = new DiscordBot(runtime.engine, runtime.services, {
-    token: 'bench-token',
-    apiBase: fake.apiBase,
-    guildIds: [fake.guildId],
-    consentText: 'BENCH CONSENT',
-    exportSalt: 'bench-export-salt',
-  });
-  await bot.start();
-
-  const acks: number[] = [];
-  const acksByKind: Record<string, number[]> = { start: [], accept: [], rate: [] };
-  const overheads: number[] = [];
-  // By agent message number (2 .. TURNS; the last one is the answer, after which the session is evaluated).
-  const overheadsByTurn: Record<string, number[]> = {};
-  const models: number[] = [];
-  const totals: number[] = [];
-  const ack = (i: InteractionRecord, kind: string) =>
-    fake.waitFor(() => (i.ackAt !== null ? i.ackAt - i.sentAt : null), 120_000, 'ack').then((ms) => {
-      acks.push(ms);
-      acksByKind[kind]!.push(ms);
+/** The bot in its own process, answering the driver's IPC requests (bench/bot-process.ts). */
+async function startBot(env: Record<string, string>, profileDir: string | undefined) {
+  const execArgv = ['--expose-gc', '--import', 'tsx', ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [])];
+  const child = fork(join(import.meta.dirname, 'bot-process.ts'), [], { execArgv, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const pending = new Map<string, (m: Record<string, any>) => void>();
+  let ready!: () => void;
+  const readyP = new Promise<void>((r) => (ready = r));
+  child.on('message', (m: { op: string } & Record<string, any>) => (m.op === 'ready' ? ready() : pending.get(m.op)?.(m)));
+  const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  await Promise.race([readyP, exited.then((c) => Promise.reject(new Error(`the bot process exited (${c}) before it was ready`)))]);
+  const ask = (op: string) =>
+    new Promise<Record<string, any>>((resolve) => {
+      pending.set(op, resolve);
+      child.send({ op });
     });
-  const agentMsgs = (threadId: string) => fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'));
-
-  async function person(n: number): Promise<void> {
-    const user: FakeUser = fake.user(`person${n}`);
-    const start = fake.command(user, 'task', 'start', { kind: 'backend' });
-    await ack(start, 'start');
-    const consent = await fake.waitFor(() => fake.replies(start).find((s) => s.kind === 'original'), 120_000, 'consent');
-    const accept = fake.click(user, consent, 'consent:accept:backend');
-    await ack(accept, 'accept');
-    const hidden = await fake.waitFor(() => fake.replies(accept).find((s) => s.content.includes('Only you can see this')), 300_000, 'hidden');
-    const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
-    let shown: Shown = await fake.waitFor(() => agentMsgs(threadId)[0], 600_000, 'first agent message');
-    for (let k = 1; k < TURNS; k++) {
-      const sent = performance.now();
-      fake.say(user, threadId, `Reply ${k} from person ${n}: keep it simple.`);
-      shown = await fake.waitFor(() => agentMsgs(threadId)[k], 600_000, `agent message ${k + 1}`);
-      // The bot records the Discord message id just after posting it.
-      const id = shown.id;
-      const turn = await fake.waitFor(() => tdb.prisma.turn.findFirst({ where: { externalMessageId: id } }), 60_000, 'the shown turn');
-      const total = shown.at - sent;
-      totals.push(total);
-      models.push(turn.latencyMs ?? 0);
-      overheads.push(total - (turn.latencyMs ?? 0));
-      (overheadsByTurn[`agent message ${k + 1}`] ??= []).push(total - (turn.latencyMs ?? 0));
-    }
-    const rating = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 600_000, 'rating');
-    const sessionId = /rate:([0-9a-f-]+):/.exec(JSON.stringify(rating.components))![1]!;
-    const rate = fake.click(user, rating, `rate:${sessionId}:${1 + (n % 5)}`);
-    await ack(rate, 'rate');
-    await fake.waitFor(() => fake.replies(rate).find((s) => s.content.includes('you rated')), 120_000, 'rating stored');
-  }
-
-  // Event-loop delay of this process (bot, fake Discord and driver share it): separates our own blocking from
-  // the machine being busy.
-  const loop = monitorEventLoopDelay({ resolution: 10 });
-  loop.enable();
-  const load0 = loadavg()[0]!;
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: PEOPLE }, (_, n) => person(n)));
-  const wall = (performance.now() - t0) / 1000;
-  loop.disable();
-  const loopP99 = loop.percentile(99) / 1e6;
-  const loopMax = loop.max / 1e6;
-  const load1 = loadavg()[0]!;
-  const answered = await tdb.prisma.session.count({ where: { status: 'answered' } });
-  const evaluated = await tdb.prisma.evaluation.count();
-  const rated = await tdb.prisma.rating.count();
-
-  await bot.stop();
-  await runtime.close();
-  await policy.close();
-  await fake.stop();
-  await tdb.drop();
-  await rm(dir, { recursive: true, force: true });
-
-  const row = (name: string, xs: number[]): Row => ({ name, n: xs.length, p50: percentile(xs, 50), p99: percentile(xs, 99), max: Math.max(...xs) });
-  const rows = [row('interaction ack (ms)', acks), row('turn overhead excl. model (ms)', overheads), row('model time per turn (ms)', models), row('turn total (ms)', totals)];
   return {
-    mode,
-    rows,
-    byKind: [
-      ...Object.entries(acksByKind).map(([k, xs]) => row(`  ack of ${k} (ms)`, xs)),
-      ...Object.entries(overheadsByTurn).map(([k, xs]) => row(`  overhead, ${k} (ms)`, xs)),
-    ],
-    summary: [
-      `${mode}: ${policy.label}`,
-      `${mode}: event-loop delay p99 ${loopP99.toFixed(1)} ms, max ${loopMax.toFixed(1)} ms; load average ${load0.toFixed(1)} -> ${load1.toFixed(1)} on ${availableParallelism()} cores`,
-      `${mode}: sessions answered ${answered}/${PEOPLE}, evaluated ${evaluated}, rated ${rated}; wall ${wall.toFixed(1)} s; acks over 3 s: ${acks.filter((a) => a > 3000).length}`,
-    ],
-    json: {
-      ackMs: { p50: rows[0]!.p50, p99: rows[0]!.p99, max: rows[0]!.max, n: acks.length },
-      ackMsByKind: Object.fromEntries(Object.entries(acksByKind).map(([k, xs]) => [k, { p50: percentile(xs, 50), p99: percentile(xs, 99), max: Math.max(...xs) }])),
-      acksOver3s: acks.filter((a) => a > 3000).length,
-      eventLoopDelayMs: { p99: loopP99, max: loopMax },
-      loadAverage: [load0, load1],
-      turnOverheadMs: { p50: rows[1]!.p50, p99: rows[1]!.p99, max: rows[1]!.max, n: overheads.length },
-      turnOverheadMsByMessage: Object.fromEntries(Object.entries(overheadsByTurn).map(([k, xs]) => [k, { p50: percentile(xs, 50), p99: percentile(xs, 99), max: Math.max(...xs) }])),
-      modelMs: { p50: rows[2]!.p50, p99: rows[2]!.p99, max: rows[2]!.max },
-      answered,
-      evaluated,
-      rated,
-      wallSeconds: Number(wall.toFixed(1)),
+    ask,
+    stop: async () => {
+      child.send({ op: 'stop' });
+      const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(t);
     },
   };
 }
 
 async function main(): Promise<void> {
-  const results: RunResult[] = [];
-  // One run after the other, never together: each has the machine to itself (as far as this process goes).
-  for (const mode of MODES) results.push(await run(mode));
-  const cell = (r: Row) => `${String(r.n).padStart(6)}${r.p50.toFixed(1).padStart(10)}${r.p99.toFixed(1).padStart(10)}${r.max.toFixed(1).padStart(10)}`;
-  console.log(`\nbench:bot — ${PEOPLE} people at once, ${TURNS} agent turns each, Postgres, fake Discord`);
-  console.log(`${'metric'.padEnd(32)}${results.map((r) => `${r.mode.padStart(12)}${'n'.padStart(6)}${'p50'.padStart(10)}${'p99'.padStart(10)}${'max'.padStart(10)}`).join('   ')}`);
-  const names = results[0]!.rows.map((r) => r.name).concat(results[0]!.byKind.map((r) => r.name));
-  for (const [i, name] of names.entries()) {
-    console.log(`${name.padEnd(32)}${results.map((r) => `${''.padStart(12)}${cell([...r.rows, ...r.byKind][i]!)}`).join('   ')}`);
+  const dir = await mkdtemp(join(tmpdir(), 'bench-bot-'));
+  const tdb = await createTestDatabase();
+  const fake = await new FakeDiscord({ heartbeatIntervalMs: 5_000 }).start();
+  await importTasks(tdb.prisma, builtinTasks({ kind: 'backend' }));
+  const model = await startModelServer();
+  await registerEndpointVersion(tdb.prisma, { name: 'bench-endpoint', url: model.url, model: 'bench-model', maxTokens: MAX_TOKENS });
+  await deployPolicyByName(tdb.db, 'bench', 'bench-endpoint');
+  const bot = await startBot(
+    { BENCH_DB_URL: tdb.url, BENCH_API_BASE: fake.apiBase, BENCH_GUILD_ID: fake.guildId, BENCH_MAX_TURNS: String(TURNS), BENCH_SCORING_POOL: String(SCORING_POOL), BENCH_LOG_FILE: join(dir, 'bot.log') },
+    args['cpu-prof'],
+  );
+  const agentMsgs = (threadId: string) => fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'));
+  const phases: Record<string, unknown>[] = [];
+  let ok = true;
+  const loadStart = loadavg();
+  try {
+    for (const [p, people] of PHASES.entries()) {
+      const acks: number[] = [];
+      const turnsShown: { sent: number; shown: Shown }[] = [];
+      const answerToResult: number[] = [];
+      let opened = 0;
+      let allOpen!: () => void;
+      const allOpenP = new Promise<void>((r) => (allOpen = r));
+      let holdOpen!: () => void;
+      const held = new Promise<void>((r) => (holdOpen = r));
+      const ack = (i: InteractionRecord) => fake.waitFor(() => (i.ackAt !== null ? i.ackAt - i.sentAt : null), WAIT_MS, 'ack').then((ms) => void acks.push(ms));
+
+      const users = Array.from({ length: people }, (_, n) => fake.user(`p${p}-person${n}`));
+      async function person(n: number): Promise<void> {
+        const user = users[n]!;
+        const start = fake.command(user, 'task', 'start', { kind: 'backend' });
+        await ack(start);
+        const consent = await fake.waitFor(() => fake.replies(start).find((s) => s.kind === 'original'), WAIT_MS, 'consent');
+        const accept = fake.click(user, consent, 'consent:accept:backend');
+        await ack(accept);
+        const hidden = await fake.waitFor(() => fake.replies(accept).find((s) => s.content.includes('Only you can see this')), WAIT_MS, 'hidden');
+        const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
+        let shown: Shown = await fake.waitFor(() => agentMsgs(threadId)[0], WAIT_MS, 'first agent message');
+        // Every session of the phase open before anyone replies: the heap per open session is read then.
+        if (++opened === people) allOpen();
+        await held;
+        for (let k = 1; k < TURNS; k++) {
+          const sent = performance.now();
+          fake.say(user, threadId, `Reply ${k} from person ${n}: keep it simple.`);
+          shown = await fake.waitFor(() => agentMsgs(threadId)[k], WAIT_MS, `agent message ${k + 1}`);
+          turnsShown.push({ sent, shown });
+        }
+        const result = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')), WAIT_MS, 'result');
+        answerToResult.push(result.at - shown.at);
+        const rating = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), WAIT_MS, 'rating');
+        const sessionId = /rate:([0-9a-f-]+):/.exec(JSON.stringify(rating.components))![1]!;
+        const rate = fake.click(user, rating, `rate:${sessionId}:${1 + (n % 5)}`);
+        await ack(rate);
+        await fake.waitFor(() => fake.replies(rate).find((s) => s.content.includes('you rated')), WAIT_MS, 'rating stored');
+      }
+
+      const load0 = loadavg();
+      const heap0 = (await bot.ask('reset')).heapBytes!;
+      const rest0 = fake.requests.length;
+      const t0 = performance.now();
+      const done = Promise.all(Array.from({ length: people }, (_, n) => person(n)));
+      await Promise.race([allOpenP, done]);
+      const heapOpen = (await bot.ask('heap')).heapBytes!;
+      holdOpen();
+      await done;
+      const wall = (performance.now() - t0) / 1000;
+      const s = await bot.ask('stats');
+      const restRequests = fake.requests.length - rest0;
+      const load1 = loadavg();
+
+      // The agent's time of each shown turn, read once the phase is over (this process's queries are not the bot's).
+      const ids = turnsShown.map((t) => t.shown.id);
+      const stored = await tdb.prisma.turn.findMany({ where: { externalMessageId: { in: ids } }, select: { externalMessageId: true, latencyMs: true } });
+      const modelMs = new Map(stored.map((t) => [t.externalMessageId, t.latencyMs ?? 0]));
+      const own = turnsShown.map((t) => t.shown.at - t.sent - (modelMs.get(t.shown.id) ?? NaN));
+      const mine = { participant: { discordUserId: { in: users.map((u) => u.id) } } };
+      const sessions = await tdb.prisma.session.findMany({ where: mine, select: { status: true, evaluation: { select: { id: true } }, _count: { select: { ratings: true } } } });
+      const agentTurns = people * TURNS;
+      const phase = {
+        people,
+        loadAverage: { before: load0.map((x) => round(x, 2)), after: load1.map((x) => round(x, 2)) },
+        wallSeconds: round(wall),
+        ackMs: stat(acks),
+        acksOver3s: acks.filter((a) => a > 3000).length,
+        ownTimePerTurnMs: stat(own),
+        modelTimePerTurnMs: stat([...modelMs.values()]),
+        dbRoundTripsPerTurn: round(s.queries! / agentTurns),
+        // Discord allows a bot token 50 REST requests a second (discord.js queues to stay under it).
+        restRequestsPerTurn: round(restRequests / agentTurns),
+        cpuSecondsPerTurn: round(s.cpuSeconds! / agentTurns, 4),
+        botCpuSeconds: round(s.cpuSeconds!, 2),
+        eventLoopDelayMs: { p99: round(s.loopP99Ms!), max: round(s.loopMaxMs!) },
+        heapPerOpenSessionKiB: round((heapOpen - heap0) / people / 1024),
+        botRssMiB: round(s.rssBytes! / 2 ** 20),
+        answerToResultMs: stat(answerToResult),
+        sessions: people,
+        answered: sessions.filter((x) => x.status === 'answered').length,
+        scored: sessions.filter((x) => x.evaluation).length,
+        rated: sessions.filter((x) => x._count.ratings === 1).length,
+      };
+      if (phase.answered !== people || phase.scored !== people || phase.rated !== people || own.some((x) => !Number.isFinite(x))) ok = false;
+      phases.push(phase);
+      process.stderr.write(`phase ${people} people: ${JSON.stringify(phase)}\nthe bot's most frequent statements: ${JSON.stringify(s.topStatements)}\n`);
+    }
+  } finally {
+    await bot.stop();
+    model.close();
+    await fake.stop();
+    await tdb.drop();
+    await rm(dir, { recursive: true, force: true });
   }
-  for (const r of results) for (const line of r.summary) console.log(line);
+  const loadEnd = loadavg();
+  const row = (name: string, f: (x: Record<string, any>) => string) => console.log(`${name.padEnd(40)}${phases.map((x) => f(x).padStart(22)).join('')}`);
+  console.log(`\nbench:bot — the bot in its own process; ${TURNS} agent turns a session, ${MAX_TOKENS} tokens a reply at ${TOKEN_DELAY_MS} ms/token; scoring pool ${SCORING_POOL}; ${availableParallelism()} cores`);
+  row('people', (x) => String(x.people));
+  row('load average before -> after (1 min)', (x) => `${x.loadAverage.before[0]} -> ${x.loadAverage.after[0]}`);
+  row('ack p50 / p99 / max (ms)', (x) => `${x.ackMs.p50} / ${x.ackMs.p99} / ${x.ackMs.max}`);
+  row('own time per turn p50 / p99 (ms)', (x) => `${x.ownTimePerTurnMs.p50} / ${x.ownTimePerTurnMs.p99}`);
+  row('model time per turn p50 (ms)', (x) => `${x.modelTimePerTurnMs.p50}`);
+  row('db round trips per turn', (x) => `${x.dbRoundTripsPerTurn}`);
+  row('Discord REST requests per turn', (x) => `${x.restRequestsPerTurn}`);
+  row('bot CPU s per turn', (x) => `${x.cpuSecondsPerTurn}`);
+  row('event-loop delay p99 / max (ms)', (x) => `${x.eventLoopDelayMs.p99} / ${x.eventLoopDelayMs.max}`);
+  row('heap per open session (KiB)', (x) => `${x.heapPerOpenSessionKiB}`);
+  row('answer to result p50 / p99 (ms)', (x) => `${x.answerToResultMs.p50} / ${x.answerToResultMs.p99}`);
+  row('answered / scored / rated', (x) => `${x.answered} / ${x.scored} / ${x.rated}`);
+  row('wall (s)', (x) => `${x.wallSeconds}`);
   console.log(
     JSON.stringify({
       bench: 'bot',
-      people: PEOPLE,
       turns: TURNS,
       maxTokens: MAX_TOKENS,
       tokenDelayMs: TOKEN_DELAY_MS,
-      runs: Object.fromEntries(results.map((r) => [r.mode, r.json])),
+      scoringPool: SCORING_POOL,
+      cores: availableParallelism(),
+      loadAverage: { before: loadStart.map((x) => round(x, 2)), after: loadEnd.map((x) => round(x, 2)) },
+      phases,
     }),
   );
-  if (results.some((r) => r.json.answered !== PEOPLE || r.json.rated !== PEOPLE)) process.exitCode = 1;
+  if (!ok) process.exitCode = 1;
 }
 
 await main();

@@ -10,10 +10,10 @@
 // the shared 2-core machine wall-clock rates move with other people's load. The serial worker hands over a whole
 // completion at once, so its time to first token is its turn time: that is the experience today's path gives.
 //
-// Requests are the bot's (trainer/policies/endpoint-agent.ts): temperature 0.7, top-p 0.95, a seed, and
-// logprobs, which the bot stores as provenance; the llama.cpp engine then hands each token's whole distribution
-// to JavaScript, so every phase also runs without logprobs (`--logprobs on,off`), as a client that does not
-// ask for them is served. Replies are capped at --max-tokens (32) where the bot allows 1,024. Clients run in
+// Requests are the bot's (trainer/policies/endpoint-agent.ts): temperature 0.7, top-p 0.95, a seed, and no
+// logprobs: the bot asks its own server for them only with LOCAL_SERVE_LOGPROBS=true (the trainer recomputes its
+// own), since the llama.cpp engine then hands each token's whole distribution to JavaScript; every phase also
+// runs with logprobs (`--logprobs on,off`), as the bot asks with that setting. Replies are capped at --max-tokens (32) where the bot allows 1,024. Clients run in
 // a worker thread (bench/serve-clients.ts), as people's clients run in processes of their own, and each engine
 // is warmed up first with one turn of as many sessions as the largest phase, as a server that has been running
 // is: JIT-compiled, every sequence's memory touched, and every sequence holding a dialogue.
@@ -189,7 +189,7 @@ async function scrape(url: string): Promise<Map<string, number>> {
 
 interface PhaseResult {
   engine: string;
-  /** Whether the requests asked for logprobs (the bot does). */
+  /** Whether the requests asked for logprobs (the bot does only with LOCAL_SERVE_LOGPROBS=true). */
   logprobs: boolean;
   sessions: number;
   requests: number;
@@ -317,8 +317,8 @@ async function main(): Promise<void> {
   console.log(line(header));
   for (const row of rows) console.log(line(row));
 
-  // Batched ÷ serial tokens/s per concurrency: throughputRatio for the bot's requests (with logprobs) when they
-  // ran, else for the others; the other kind under its own name.
+  // Batched ÷ serial tokens/s per concurrency: throughputRatio for the bot's requests (without logprobs, the
+  // default) when they ran, else for the others; the other kind under its own name.
   const ratios = (logprobs: boolean): Record<string, number> => {
     const ratio: Record<string, number> = {};
     for (const n of SESSIONS) {
@@ -328,14 +328,14 @@ async function main(): Promise<void> {
     }
     return ratio;
   };
-  const primary = LOGPROBS.includes(true);
+  const primary = !LOGPROBS.includes(false);
   const ratio = ratios(primary);
   const other = LOGPROBS.length > 1 ? ratios(!primary) : {};
   const show = (r: Record<string, number>, what: string) => {
     if (Object.keys(r).length) console.log(`throughput ratio (batched / serial tokens/s), ${what}: ${Object.entries(r).map(([n, x]) => `${n}: ${x}x`).join(', ')}`);
   };
-  show(ratio, primary ? 'with logprobs (the bot\'s requests)' : 'without logprobs');
-  show(other, 'without logprobs');
+  show(ratio, primary ? 'with logprobs (LOCAL_SERVE_LOGPROBS=true)' : 'without logprobs (the bot\'s requests)');
+  show(other, 'with logprobs (LOCAL_SERVE_LOGPROBS=true)');
   const loadAfter = loadavg();
   console.log(`load average after ${loadAfter.map((x) => x.toFixed(2)).join(' ')}`);
   if (args.json) {
@@ -343,7 +343,7 @@ async function main(): Promise<void> {
       JSON.stringify({
         throughputRatio: ratio,
         logprobs: primary,
-        ...(Object.keys(other).length ? { throughputRatioWithoutLogprobs: other } : {}),
+        ...(Object.keys(other).length ? { throughputRatioWithLogprobs: other } : {}),
         threadPool: process.env.UV_THREADPOOL_SIZE ?? null,
         checkpoint: ckpt.what,
         turns: TURNS,

@@ -35,6 +35,7 @@ export const configSchema = z.object({
   PYTHON_BIN: z.string().default('/usr/bin/python3').describe('Python used inside the sandbox for backend tests.'),
   BWRAP_BIN: z.string().default('/usr/bin/bwrap').describe('bubblewrap executable; the backend evaluator refuses to run without it.'),
   CHROMIUM_PATH: z.string().default(DEFAULT_CHROMIUM_PATH).describe('Chromium used to render frontend pages.'),
+  SCORING_POOL_SIZE: positiveInt.max(64, 'expected at most 64').default(2).describe('Answers the bot scores at once (each a bubblewrap sandbox or a Chromium page); the others wait in arrival order and their people are told their place. About one per core.'),
   CLIP_MODEL_DIR: z.string().optional().describe('Local CLIP ViT-B/32 weights for the paper\'s frontend metric, used by simulate/evaluate/train scoring; live bot sessions use pixel-ssim-v1. Unset: pixel-ssim-v1 everywhere.'),
   SIMULATOR_LLM_URL: z.string().url('expected an http(s) URL').optional().describe('OpenAI-compatible chat endpoint for the LLM collaborator simulator.'),
   SIMULATOR_LLM_MODEL: z.string().optional().describe('Model name sent to SIMULATOR_LLM_URL.'),
@@ -48,6 +49,7 @@ export const configSchema = z.object({
     .default('llama')
     .describe('Engine of the OpenAI-compatible server the bot starts in its own process for checkpoint versions (see docs/serving-and-vllm.md): `llama` (llama.cpp, batched; falls back to tfjs, saying why once, when it cannot load) or `tfjs` (one request at a time).'),
   LOCAL_SERVE_MAX_BATCH: positiveInt.max(1024, 'expected at most 1024').default(32).describe('Most sequences the bot\'s local server decodes together per checkpoint version.'),
+  LOCAL_SERVE_LOGPROBS: bool.default(false).describe('The bot asks its own server for per-token logprobs of every reply and stores them as provenance. Off: not asked for (provenance records "not requested"): the trainer recomputes its own, and llama.cpp then decodes without handing each token\'s whole distribution to JavaScript.'),
   LOCAL_SERVE_MAX_QUEUE: z.coerce.number({ message: 'expected a number' }).int('expected an integer').min(0, 'expected an integer >= 0').default(256).describe('Requests waiting beyond the batch before the bot\'s local server answers 429 (the bot\'s chat client then retries).'),
   CHECKPOINT_DIR: z.string().default('./data/checkpoints').describe('Where policy checkpoints and training state are written.'),
   ADAPTERS_DIR: z.string().min(1).optional().describe('Where `sweetloop policy add NAME --adapter DIR` copies LoRA adapters; the vLLM server loads them from this path, so it must see it at the same path (same machine or a shared mount). Unset: CHECKPOINT_DIR/adapters.'),

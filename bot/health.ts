@@ -22,9 +22,10 @@ export class BotMetrics implements EngineObserver {
 
   /**
    * `activeSessions` and `overdueSessions` (sessions whose next step nobody works on past its time, see
-   * bot/session/sweep.ts) are read at each scrape (null when they cannot be read now: the gauge keeps its last value).
+   * bot/session/sweep.ts) are read at each scrape (null when they cannot be read now: the gauge keeps its last value),
+   * and so is `scoring`, the scoring pool's answers waiting and being scored (bot/session/scoring.ts).
    */
-  constructor(activeSessions?: () => Promise<number | null>, overdueSessions?: () => Promise<number | null>) {
+  constructor(activeSessions?: () => Promise<number | null>, overdueSessions?: () => Promise<number | null>, scoring?: () => { queued: number; running: number }) {
     collectDefaultMetrics({ register: this.registry, prefix: 'sweetloop_bot_' });
     this.turns = new Counter({ name: 'sweetloop_turns_total', help: 'Dialogue turns stored', labelNames: ['role'], registers: [this.registry] });
     this.ackSeconds = new Histogram({ name: 'sweetloop_interaction_ack_seconds', help: 'Time from an interaction being created to its acknowledgement', buckets: LATENCY_BUCKETS, registers: [this.registry] });
@@ -47,6 +48,18 @@ export class BotMetrics implements EngineObserver {
       async collect() {
         const n = activeSessions ? await activeSessions().catch(() => null) : null;
         if (n !== null) this.set(n);
+      },
+    });
+    new Gauge({
+      name: 'sweetloop_scoring_answers',
+      help: 'Answers waiting for a place in the scoring pool (state="queued") and being scored (state="running")',
+      labelNames: ['state'],
+      registers: [this.registry],
+      collect() {
+        const load = scoring?.();
+        if (!load) return;
+        this.set({ state: 'queued' }, load.queued);
+        this.set({ state: 'running' }, load.running);
       },
     });
     new Gauge({

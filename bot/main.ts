@@ -27,6 +27,8 @@ export interface BotSettings {
   bwrapPath: string;
   pythonPath: string;
   chromiumPath: string;
+  /** Answers scored at once (bot/session/scoring.ts). */
+  scoringPool: number;
   consentText: string;
   exportSalt: string;
   exportDir: string;
@@ -82,6 +84,7 @@ function runtimeFor(config: BotSettings, db: Database, log: Logger, channel: 'di
     pythonPath: config.pythonPath,
     chromiumPath: config.chromiumPath,
     limits: config.limits,
+    scoringPool: config.scoringPool,
     localServe: config.localServe,
     privacy: { key: config.privacy.key, dirs: [config.checkpointDir, ...config.privacy.dirs] },
     ...(observer ? { observer } : {}),
@@ -94,7 +97,7 @@ export async function runDiscord(config: BotSettings, log: Logger, prepared?: Da
   const db = prepared ?? (await prepare(config, log, 'lines'));
   // Scraped only once the health server is up, after `rt` below exists.
   const overdue = async () => (await rt.engine.overdue()).length;
-  const metrics = new BotMetrics(() => db.prisma.session.count({ where: { status: 'active', channel: 'discord' } }), overdue);
+  const metrics = new BotMetrics(() => db.prisma.session.count({ where: { status: 'active', channel: 'discord' } }), overdue, () => rt.engine.scoringLoad());
   const rt = await runtimeFor(config, db, log, 'discord', metrics);
   const { DiscordBot } = await import('./discord/bot.ts');
   const bot = new DiscordBot(rt.engine, rt.services, {

@@ -49,6 +49,8 @@ export interface RuntimeOptions {
   render?: RenderPage | null;
   /** Per-person limits (bot/limits.ts); unset: none. */
   limits?: Limits;
+  /** Answers scored at once; the others wait in arrival order (bot/session/scoring.ts). Default: the engine's (2). */
+  scoringPool?: number;
   /** Told what the engine does, for metrics (bot/health.ts). */
   observer?: EngineObserver;
   /** Deletions (bot/privacy.ts): the keyed hash's secret and the folders searched for a deleted person's text. */
@@ -70,9 +72,9 @@ export interface Runtime {
  * process's own server), a model behind an OpenAI-compatible server, or a LoRA adapter loaded into such a server
  * on first use and unloaded once retired.
  */
-export async function defaultLoadAgent(policy: PolicyVersion, db: Database, log?: Logger, local?: () => Promise<LocalServing>): Promise<Agent> {
+export async function defaultLoadAgent(policy: PolicyVersion, db: Database, log?: Logger, local?: () => Promise<LocalServing>, localLogprobs = false): Promise<Agent> {
   const { loadAgent } = await import('../trainer/policies/agent-for.ts');
-  return loadAgent(policy, { prisma: db.prisma, ...(log ? { log } : {}), ...(policy.kind === 'checkpoint' && local ? { local: await local() } : {}) });
+  return loadAgent(policy, { prisma: db.prisma, localLogprobs, ...(log ? { log } : {}), ...(policy.kind === 'checkpoint' && local ? { local: await local() } : {}) });
 }
 
 const RETIRED_SWEEP_MS = 60_000;
@@ -127,7 +129,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       evaluate = (task, answer) => scorer.evaluate(task, answer);
     }
     const engine = new SessionEngine(
-      { db, policies, loadAgent: opts.loadAgent ?? ((policy) => defaultLoadAgent(policy, db, opts.log, startLocal)), evaluate, ...(render ? { render } : {}), ...(opts.log ? { log: opts.log } : {}), ...(opts.observer ? { observer: opts.observer } : {}) },
+      { db, policies, loadAgent: opts.loadAgent ?? ((policy) => defaultLoadAgent(policy, db, opts.log, startLocal, opts.localServe?.logprobs ?? false)), evaluate, ...(render ? { render } : {}), ...(opts.log ? { log: opts.log } : {}), ...(opts.observer ? { observer: opts.observer } : {}) },
       {
         channel: opts.channel,
         maxTurns: opts.maxTurns,
@@ -136,6 +138,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
         ...(opts.agentWaitMs !== undefined ? { agentWaitMs: opts.agentWaitMs } : {}),
         ...(opts.overdueMs !== undefined ? { overdueMs: opts.overdueMs } : {}),
         ...(opts.limits ? { limits: opts.limits } : {}),
+        ...(opts.scoringPool !== undefined ? { scoringPool: opts.scoringPool } : {}),
         ...(opts.privacy ? { erasureKey: opts.privacy.key } : {}),
       },
     );

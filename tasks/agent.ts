@@ -37,6 +37,12 @@ export interface TurnProvenance {
   droppedTurns: number;
   /** Per-token log-probabilities when the engine returned them (the trainer recomputes its own for RL). */
   logprobs: TokenLogprob[] | null;
+  /**
+   * Whether they were asked for: false records "not requested" (the bot asks its own server only when
+   * LOCAL_SERVE_LOGPROBS says so), as against asked for and not returned (logprobs null, this true). Absent on
+   * turns stored before it was recorded (every agent asked for them then).
+   */
+  logprobsRequested?: boolean;
 }
 
 export interface AgentReply {

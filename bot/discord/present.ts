@@ -2,7 +2,7 @@
 // information, agent messages with their screenshots, results and the rating buttons.
 import { ActionRowBuilder, AttachmentBuilder, ButtonBuilder, ButtonStyle, type BaseMessageOptions } from 'discord.js';
 import type { CollaboratorView } from '../../tasks/protocol.ts';
-import type { AgentStep, EvaluatedSession, StudyConsent } from '../session/engine.ts';
+import type { AgentStep, EvaluatedSession, ScoringState, StudyConsent } from '../session/engine.ts';
 import { splitCodeBlock, splitText } from '../split.ts';
 
 export type Part = BaseMessageOptions;
@@ -50,6 +50,13 @@ export function agentStepParts(step: AgentStep): Part[] {
     return parts;
   }
   return splitText(`${header}\n${step.view.text}`).map((content) => ({ content }));
+}
+
+/** Where the answer stands in the scoring pool (bot/session/scoring.ts). */
+export function scoringText(s: ScoringState): string {
+  if (s.state === 'scoring') return '*Scoring your answer…*';
+  const ahead = s.ahead === 1 ? '1 answer is' : `${s.ahead} answers are`;
+  return `*Your answer is saved and waits to be scored: ${ahead} ahead of it.*`;
 }
 
 export function resultText(e: EvaluatedSession): string {

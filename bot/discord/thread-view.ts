@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import type { Client, Message, MessageMentionOptions, ThreadChannel } from 'discord.js';
 import type { EvaluatedSession, SessionEngine, SessionView } from '../session/engine.ts';
 import { splitText } from '../split.ts';
-import { agentStepParts, ratingMessage, resultText, type Part } from './present.ts';
+import { agentStepParts, ratingMessage, resultText, scoringText, type Part } from './present.ts';
 
 /** Mentions off: user and model text may contain @everyone, role or user mentions, which must never ping. */
 export const NO_MENTIONS: MessageMentionOptions = { parse: [] };
@@ -55,13 +55,27 @@ export function threadView(thread: ThreadChannel, options: ThreadViewOptions = {
     return recent.find((m) => m.content === part.content) ?? null;
   };
   const post = async (part: Part, key: string): Promise<Message> => (await earlier(part)) ?? postTo(thread, part, key);
+  // The scoring notice: posted when the answer waits or starts being scored, edited once if it waited. The result
+  // is posted after it, so that it never reads above the notice.
+  let scoringNotice: Promise<unknown> | null = null;
   return {
     async showAgentMessage(step) {
       let lastId = '';
       for (const [n, part] of agentStepParts(step).entries()) lastId = (await post(part, `turn:${step.turnId}:${n}`)).id;
       return lastId;
     },
+    async showScoring(sessionId, state) {
+      const text = scoringText(state);
+      const before = scoringNotice;
+      scoringNotice = (async () => {
+        const notice = (await before?.catch(() => null)) as Message | null | undefined;
+        if (notice && state.state === 'scoring') return notice.edit({ content: text, allowedMentions: NO_MENTIONS });
+        return postTo(thread, { content: text }, `scoring:${sessionId}:${state.state}`);
+      })();
+      await scoringNotice;
+    },
     async showResult(r: EvaluatedSession | { sessionId: string; error: string }) {
+      await scoringNotice?.catch(() => {});
       if ('error' in r) {
         // Why scoring failed is in the log; the person is told only that it will be done.
         await postTo(thread, { content: 'The answer is saved but could not be scored right now. It will be scored later.' });

@@ -13,6 +13,7 @@ import { TurnScript } from './turns.ts';
 import type { AgentStep, EngineDeps, EngineOptions, EvaluatedSession, Hooks, PendingWork, Person, ResumedView, SessionState, SessionView, StartedSession, Where } from './types.ts';
 
 export * from './types.ts';
+export type { ScoringState } from './scoring.ts';
 export type { Admission, StudyConsent } from './admission.ts';
 
 export class SessionEngine {
@@ -111,6 +112,11 @@ export class SessionEngine {
   /** Scores the answer of an answered session (once; later calls return the stored evaluation). */
   evaluate(sessionId: string, hooks?: Hooks): Promise<EvaluatedSession> {
     return this.turns.evaluate(sessionId, hooks);
+  }
+
+  /** Answers waiting for a place in the scoring pool, and being scored now (for /metrics). */
+  scoringLoad(): { queued: number; running: number } {
+    return this.ctx.scoring.load;
   }
 
   /** Stores the person's 1-5 rating of their answered session (a second rating replaces the first). */
@@ -218,6 +224,8 @@ export class SessionEngine {
     this.ctx.closing = true;
     this.recovery.stopExpiry();
     this.sweeper.stop();
+    // Answers still waiting are left owed in the database; those being scored are finished and stored.
+    await this.ctx.scoring.close();
     await this.agents.closeAll();
   }
 }

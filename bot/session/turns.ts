@@ -33,6 +33,8 @@ import { goldAgent } from '../gold.ts';
 import { messageLimitRefusal } from '../limits.ts';
 import type { AgentCache } from './agents.ts';
 import { dialogueTurns, type EngineContext } from './context.ts';
+import { ScoringClosedError, type ScoringState } from './scoring.ts';
+import type { EvaluationOutcome } from '../evaluator.ts';
 import { TurnRejectedError, type AgentStep, type EvaluatedSession, type Hooks, type Person, type SessionState, type SessionView } from './types.ts';
 
 export class TurnScript {
@@ -120,8 +122,10 @@ export class TurnScript {
       await view.typing?.().catch(() => {});
       let result: EvaluatedSession | null = null;
       try {
-        result = await this.evaluate(sessionId, hooks);
+        result = await this.evaluate(sessionId, hooks, (state) => void view.showScoring?.(sessionId, state).catch(() => {}));
       } catch (err) {
+        // The engine is stopping with this answer still waiting for a place: the next start scores it.
+        if (err instanceof ScoringClosedError) return;
         // The answer is stored; a later advance() (or the next start) scores it. The rating need not wait.
         ctx.deps.log?.error({ err: (err as Error).message, session: sessionId }, 'evaluation failed');
         ctx.deps.observer?.evaluationFailed?.();
@@ -312,19 +316,40 @@ export class TurnScript {
     }
   }
 
-  /** Scores the answer of an answered session (once; later calls return the stored evaluation). */
-  evaluate(sessionId: string, hooks?: Hooks): Promise<EvaluatedSession> {
+  /**
+   * Scores the answer of an answered session (once; later calls return the stored evaluation), in the engine's
+   * bounded scoring pool (scoring.ts): `onState` hears whether it waits, and how many answers are ahead, or is
+   * being scored. Stored inside the pool's job, so an engine that closes waits for every score it started.
+   */
+  evaluate(sessionId: string, hooks?: Hooks, onState?: (s: ScoringState) => void): Promise<EvaluatedSession> {
     const { ctx } = this;
     return ctx.sessionLock.run(`eval:${sessionId}`, async () => {
       const s = await ctx.retry(() => ctx.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { task: true, evaluation: true } }), hooks);
       if (s.status !== 'answered') throw new TurnRejectedError('This session has no answer to evaluate.');
       const answer = s.answer ?? '';
       if (s.evaluation) return { sessionId, kind: s.task.kind, answer, outcome: outcomeOf(s.evaluation) };
-      const outcome = await ctx.deps.evaluate(taskContent(s.task), answer);
-      await ctx.retry(() => recordEvaluation(ctx.prisma, sessionId, outcome, ctx.options.ratingWeight), hooks);
-      ctx.deps.log?.info({ session: sessionId, score: outcome.score, success: outcome.success }, 'session evaluated');
+      const outcome = await ctx.scoring.run(async () => {
+        const scored = await ctx.deps.evaluate(taskContent(s.task), answer);
+        return this.storeEvaluation(sessionId, scored, hooks);
+      }, onState);
       return { sessionId, kind: s.task.kind, answer, outcome };
     });
+  }
+
+  /** Stores a score; when another process stored this answer's first (a second bot on the same database), that one stands. */
+  private async storeEvaluation(sessionId: string, outcome: EvaluationOutcome, hooks?: Hooks): Promise<EvaluationOutcome> {
+    const { ctx } = this;
+    try {
+      await ctx.retry(() => recordEvaluation(ctx.prisma, sessionId, outcome, ctx.options.ratingWeight), hooks);
+    } catch (err) {
+      const e = toDatabaseError(err);
+      if (!(e instanceof UniqueViolationError)) throw e;
+      const stored = await ctx.retry(() => ctx.prisma.evaluation.findUniqueOrThrow({ where: { sessionId } }), hooks);
+      ctx.deps.log?.warn({ session: sessionId }, 'this answer was scored elsewhere meanwhile: keeping that score');
+      return outcomeOf(stored);
+    }
+    ctx.deps.log?.info({ session: sessionId, score: outcome.score, success: outcome.success }, 'session evaluated');
+    return outcome;
   }
 
   /** Stores the person's 1-5 rating of their answered session (a second rating replaces the first). */

@@ -10,6 +10,7 @@ import type { PolicyWatcher } from '../deploy-watch.ts';
 import type { Evaluate, EvaluationOutcome, RenderPage } from '../evaluator.ts';
 import type { Limits } from '../limits.ts';
 import type { StudyRefusalReason } from '../assign.ts';
+import type { ScoringState } from './scoring.ts';
 
 export type Channel = 'discord' | 'console' | 'simulated';
 
@@ -40,6 +41,8 @@ export interface EngineOptions {
   overdueMs?: number;
   /** Per-person limits (bot/limits.ts); unset: none. */
   limits?: Limits;
+  /** Answers scored at once (sandboxes or pages); the others wait in arrival order (scoring.ts). Default 2. */
+  scoringPool?: number;
   /**
    * Secret of the keyed hash a deleted person is kept under (bot/privacy.ts), so that their ban still applies;
    * unset: the development key bot/services.ts deletes with when none is configured.
@@ -117,6 +120,8 @@ export interface SessionView {
   showAgentMessage(step: AgentStep): Promise<string>;
   /** Shows the answer's score (or that it could not be scored now). */
   showResult(result: EvaluatedSession | { sessionId: string; error: string }): Promise<void>;
+  /** The answer waits for a place in the scoring pool (`ahead` answers before it), or is being scored now. */
+  showScoring?(sessionId: string, state: ScoringState): Promise<void>;
   /** Offers the 1-5 rating (buttons on Discord; the console asks after advance() returns). */
   askRating(sessionId: string): Promise<void>;
   /** A short notice (the agent failed, the session ended). */

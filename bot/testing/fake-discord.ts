@@ -115,6 +115,12 @@ export class FakeDiscord {
   private wss: WebSocketServer | null = null;
   private conns = new Set<Conn>();
   private waiters: { check: () => boolean; resolve: () => void }[] = [];
+  /**
+   * What was shown, by channel and by interaction: many waiters look these up on every event (bench:bot's 200
+   * people), and filtering everything shown each time made the fake, not the bot, the slow part.
+   */
+  private readonly byChannel = new Map<string, Shown[]>();
+  private readonly byInteraction = new Map<string, Shown[]>();
   private readonly heartbeatIntervalMs: number;
   private readonly token: string | null;
   port = 0;
@@ -289,7 +295,13 @@ export class FakeDiscord {
   /** Removes a message the bot posted as if it had never reached Discord (its nonce included). */
   forget(messageId: string): void {
     const at = this.shown.findIndex((s) => s.id === messageId);
-    if (at >= 0) this.shown.splice(at, 1);
+    if (at >= 0) {
+      const [gone] = this.shown.splice(at, 1);
+      for (const list of [this.byChannel.get(gone!.channelId ?? ''), this.byInteraction.get(gone!.interactionId ?? '')]) {
+        const i = list?.indexOf(gone!) ?? -1;
+        if (i >= 0) list!.splice(i, 1);
+      }
+    }
     this.messages.delete(messageId);
     for (const list of this.history.values()) {
       const i = list.findIndex((m) => m.id === messageId);
@@ -370,12 +382,12 @@ export class FakeDiscord {
 
   /** Everything shown in answer to one interaction (its reply, edits of the reply, follow-ups), in order. */
   replies(interaction: InteractionRecord): Shown[] {
-    return this.shown.filter((s) => s.interactionId === interaction.id);
+    return [...(this.byInteraction.get(interaction.id) ?? [])];
   }
 
   /** Messages the bot posted in a channel or thread, in order. */
   inChannel(channelId: string): Shown[] {
-    return this.shown.filter((s) => s.channelId === channelId && s.kind === 'channel');
+    return (this.byChannel.get(channelId) ?? []).filter((s) => s.kind === 'channel');
   }
 
   threads(): any[] {
@@ -736,6 +748,14 @@ export class FakeDiscord {
     };
     if (callbackType !== undefined) shown.callbackType = callbackType;
     this.shown.push(shown);
+    const index = (map: Map<string, Shown[]>, key: string | null) => {
+      if (key === null) return;
+      let list = map.get(key);
+      if (!list) map.set(key, (list = []));
+      list.push(shown);
+    };
+    index(this.byChannel, channelId);
+    index(this.byInteraction, interactionId);
     this.messages.set(shown.id, shown);
     return shown;
   }

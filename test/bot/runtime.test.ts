@@ -67,6 +67,8 @@ describe('runtime: checkpoint versions through the local server', () => {
     expect(local).not.toBeNull();
     const p1 = await provenanceOf(s1!.turnId);
     expect(p1).toMatchObject({ engine: 'llama', servedModel: 'ck1', adapter: null });
+    // LOCAL_SERVE_LOGPROBS is off by default: the bot does not ask its own server for them.
+    expect(p1).toMatchObject({ logprobs: null, logprobsRequested: false });
     expect(local!.loaded()).toEqual(['ck1']);
     const m1 = await (await fetch(`${local!.server.url}/metrics`)).text();
     expect(metric(m1, 'sweetloop_serve_requests_total{status="200"}')).toBe(1);

@@ -114,6 +114,7 @@ export async function createPolicyAgent(options: PolicyAgentOptions): Promise<Po
         droppedTurns: fitted.droppedTurns,
         // The model's own log-probabilities (temperature 1, no top-p) of the tokens it sampled.
         logprobs: r!.tokenIds.map((id, i) => ({ token: counter.token(id), logprob: r!.tokenLogprobs[i]! })),
+        logprobsRequested: true,
       };
       return { text: r!.text, promptTokens: r!.promptTokens, completionTokens: r!.tokenIds.length, provenance };
     },

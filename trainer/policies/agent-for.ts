@@ -43,6 +43,11 @@ export interface LoadAgentOptions {
    * and talk to it with the endpoint agent, as to any other server. Unset: the in-process tfjs worker.
    */
   local?: LocalCheckpointServer;
+  /**
+   * Checkpoint versions on `local`: ask it for per-token logprobs (default false: the trainer recomputes its own,
+   * and llama.cpp then hands every token's whole distribution to JavaScript; provenance records "not requested").
+   */
+  localLogprobs?: boolean;
   log?: Logger;
 }
 
@@ -156,7 +161,7 @@ async function localCheckpointAgent(policy: PolicyVersion, local: LocalCheckpoin
     // The server queues and batches: a reply may wait behind many others, so only the whole-reply deadline applies.
     // Its own queue and 429s pace the requests: the client's in-flight cap is set to what it accepts.
     const client: ChatClientOptions = { firstTokenTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, totalTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, maxInFlight: served.maxInFlight, ...opts.chat };
-    const agent = await createEndpointAgent({ name: policy.name, serving, client, ...(opts.seed !== undefined ? { seed: opts.seed } : {}), ...(opts.log ? { log: opts.log } : {}) });
+    const agent = await createEndpointAgent({ name: policy.name, serving, client, logprobs: opts.localLogprobs ?? false, ...(opts.seed !== undefined ? { seed: opts.seed } : {}), ...(opts.log ? { log: opts.log } : {}) });
     const tagged = (reply: Agent['reply']): Agent['reply'] => async (dialogue, o) => {
       const r = await reply(dialogue, o);
       return r.provenance ? { ...r, provenance: { ...r.provenance, engine: served.engine } } : r;

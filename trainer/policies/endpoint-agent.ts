@@ -71,6 +71,7 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
   const endpoint: ChatEndpoint = { url: s.url, apiKeyEnv: s.apiKeyEnv ?? null };
   const model = o.adapter ?? s.model;
   const budget = s.contextWindow - s.maxTokens;
+  const wantLogprobs = o.logprobs ?? true;
   if (budget < 64) throw new Error(`policy version "${o.name}": a context window of ${s.contextWindow} leaves ${budget} tokens for the dialogue after ${s.maxTokens} for the reply`);
 
   async function reply(dialogue: ChatMessage[], seedBase: number | undefined, signal?: AbortSignal): Promise<AgentReply> {
@@ -86,7 +87,7 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
       try {
         const r = await chatCompletion(
           endpoint,
-          { model, messages: fitted.messages, temperature: s.temperature, topP: s.topP, maxTokens: s.maxTokens, seed, logprobs: o.logprobs ?? true, signal },
+          { model, messages: fitted.messages, temperature: s.temperature, topP: s.topP, maxTokens: s.maxTokens, seed, logprobs: wantLogprobs, signal },
           { ...o.client, log: o.client?.log ?? o.log },
         );
         const provenance: TurnProvenance = {
@@ -100,6 +101,7 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
           prompt: fitted.messages,
           droppedTurns: fitted.droppedTurns,
           logprobs: r.logprobs,
+          logprobsRequested: wantLogprobs,
         };
         const out: AgentReply = { text: sanitizeText(r.text), provenance };
         out.promptTokens = r.usage?.promptTokens ?? fitted.tokens;

@@ -24,6 +24,8 @@ export interface LocalServeSettings {
   maxQueue: number;
   /** tfjs backend of the fallback engine's worker. */
   backend?: BackendChoice;
+  /** The bot asks this server for per-token logprobs of every reply (LOCAL_SERVE_LOGPROBS; default false). */
+  logprobs?: boolean;
 }
 
 /** A checkpoint version being served locally: what an endpoint agent needs to talk to it. */

@@ -64,6 +64,8 @@ export interface HarnessOptions {
   openDb?: (url: string) => Promise<Database>;
   /** Per-person limits (default: none). */
   limits?: Limits;
+  /** Answers scored at once (default: the engine's). */
+  scoringPool?: number;
   /** Settings of the Discord bot beyond the harness's own (guilds, operators, ...). */
   botOptions?: (fake: FakeDiscord) => Partial<DiscordBotOptions>;
   /** A logger for the bot (tests that look at what is logged). */
@@ -116,6 +118,7 @@ export class BotHarness {
       ...(this.options.agentWaitMs !== undefined ? { agentWaitMs: this.options.agentWaitMs } : {}),
       ...(this.options.overdueMs !== undefined ? { overdueMs: this.options.overdueMs } : {}),
       ...(this.options.limits ? { limits: this.options.limits } : {}),
+      ...(this.options.scoringPool !== undefined ? { scoringPool: this.options.scoringPool } : {}),
       ...(this.options.log ? { log: this.options.log } : {}),
       ...(this.options.privacy ? { privacy: this.options.privacy } : {}),
       ...(this.options.metrics ? { observer: this.options.metrics } : {}),

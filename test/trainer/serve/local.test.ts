@@ -44,6 +44,8 @@ describe('local serving', () => {
     try {
       const r = await agent.reply(buildDialogue(task, []));
       expect(r.provenance).toMatchObject({ engine: 'tfjs', servedModel: 'tiny-local', adapter: null, sampling: { seed: 7, maxTokens: 8 } });
+      // The bot's own server is not asked for logprobs unless a setting says so: recorded as not requested.
+      expect(r.provenance).toMatchObject({ logprobs: null, logprobsRequested: false });
       expect(r.completionTokens).toBeLessThanOrEqual(8);
       // A second holder (the deployed version, say) keeps it loaded past the agent's close.
       const held = await local.acquire(v);
@@ -56,6 +58,19 @@ describe('local serving', () => {
     expect(local.loaded()).toEqual([]);
     const health = (await (await fetch(`${local.server.url}/metrics`)).text()).split('\n');
     expect(health).toContain('sweetloop_serve_requests_total{status="200"} 1');
+  }, 120_000);
+
+  it('asks for logprobs when told to (LOCAL_SERVE_LOGPROBS), one per generated token', async () => {
+    const v = await t.prisma.policyVersion.create({ data: { name: 'tiny-logprobs', algorithm: 'starter', checkpointPath: dir } });
+    const agent = await loadAgent(v, { local, localLogprobs: true, seed: 7, sampling: { maxTokens: 8 } });
+    try {
+      const r = await agent.reply(buildDialogue(task, []));
+      expect(r.provenance?.logprobsRequested).toBe(true);
+      expect(r.provenance?.logprobs?.length).toBe(r.completionTokens);
+      expect(r.provenance!.logprobs!.every((l) => Number.isFinite(l.logprob) && l.logprob <= 0)).toBe(true);
+    } finally {
+      await agent.close();
+    }
   }, 120_000);
 
   it('refuses versions it cannot load, with the reason, holding nothing', async () => {

@@ -1,0 +1,93 @@
+// The bot process of bench/bot.ts: the real runtime (bot/runtime.ts, its default agent loader and sandboxed scorer)
+// and Discord client (bot/discord/bot.ts) over the benchmark's Postgres database and fake Discord, as `sweetloop
+// bot` runs them, in a process of its own so that what it measures of itself is the bot's alone. It answers the
+// driver over IPC: 'reset' starts a phase (CPU, event-loop delay and query counters from zero, heap after a GC),
+// 'heap' reads the heap after a GC (all sessions of the phase open), 'stats' ends the phase, 'stop' exits (a
+// CPU profile, when asked for with --cpu-prof, is written then).
+// Settings from the environment: BENCH_DB_URL, BENCH_API_BASE, BENCH_GUILD_ID, BENCH_MAX_TURNS,
+// BENCH_SCORING_POOL, BENCH_LOG_FILE.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import pg from 'pg';
+import pino from 'pino';
+import { openDatabase } from '../prisma/db.ts';
+import { createRuntime } from '../bot/runtime.ts';
+import { DiscordBot } from '../bot/discord/bot.ts';
+
+const env = process.env;
+const need = (k: string): string => env[k] ?? (() => { throw new Error(`bench bot process: ${k} is not set`); })();
+
+// Database round trips: every query any pg client of this process sends (Prisma's adapter goes through pg.Client).
+// By statement (its first 80 characters), to tell which dominate: the driver prints the top ones on stderr.
+let queries = 0;
+const statements = new Map<string, number>();
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  queries++;
+  const a = args[0] as string | { text?: string };
+  const text = (typeof a === 'string' ? a : (a?.text ?? '')).slice(0, 80);
+  statements.set(text, (statements.get(text) ?? 0) + 1);
+  return (query as (...a: unknown[]) => unknown).apply(this, args);
+} as typeof query;
+
+// Logged as in production (info), to a file.
+const log = pino({ level: 'info', base: null }, pino.destination({ dest: need('BENCH_LOG_FILE'), sync: false }));
+const db = await openDatabase({ databaseUrl: need('BENCH_DB_URL'), pgliteDir: '/nonexistent' });
+const rt = await createRuntime({
+  channel: 'discord',
+  db,
+  log,
+  maxTurns: Number(need('BENCH_MAX_TURNS')),
+  idleMinutes: 30,
+  render: null,
+  scoringPool: Number(need('BENCH_SCORING_POOL')),
+});
+const bot = new DiscordBot(
+  rt.engine,
+  rt.services,
+  { token: 'bench-token', apiBase: need('BENCH_API_BASE'), guildIds: [need('BENCH_GUILD_ID')], consentText: 'BENCH CONSENT', exportSalt: 'bench-export-salt' },
+  log,
+);
+await bot.start();
+
+const loop = monitorEventLoopDelay({ resolution: 10 });
+let cpu0 = process.cpuUsage();
+let queries0 = 0;
+const heap = (): number => {
+  (globalThis as { gc?: () => void }).gc?.();
+  return process.memoryUsage().heapUsed;
+};
+
+process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
+  if (m.op === 'reset') {
+    const heapBytes = heap();
+    loop.reset();
+    loop.enable();
+    cpu0 = process.cpuUsage();
+    queries0 = queries;
+    statements.clear();
+    process.send!({ op: 'reset', heapBytes });
+  } else if (m.op === 'heap') {
+    process.send!({ op: 'heap', heapBytes: heap() });
+  } else if (m.op === 'stats') {
+    loop.disable();
+    const cpu = process.cpuUsage(cpu0);
+    process.send!({
+      op: 'stats',
+      cpuSeconds: (cpu.user + cpu.system) / 1e6,
+      queries: queries - queries0,
+      loopP99Ms: loop.percentile(99) / 1e6,
+      loopMaxMs: loop.max / 1e6,
+      rssBytes: process.memoryUsage().rss,
+      topStatements: [...statements].sort((x, y) => y[1] - x[1]).slice(0, 12),
+    });
+  } else if (m.op === 'stop') {
+    void (async () => {
+      await bot.stop();
+      await rt.close();
+      await db.close();
+      log.flush();
+      process.exit(0);
+    })();
+  }
+});
+process.send!({ op: 'ready' });

@@ -37,6 +37,8 @@ export interface TurnProvenance {
   droppedTurns: number;
   /** Per-token log-probabilities when the engine returned them (the trainer recomputes its own for RL). */
   logprobs: TokenLogprob[] | null;
+  /** The weights file, when the version is one (a GGUF model made elsewhere): its path, sha256 and quantization. */
+  weights?: { file: string; sha256: string; quantization: string };
 }
 
 export interface AgentReply {

@@ -86,6 +86,10 @@ export async function resolveServing(prisma: PrismaClient, v: Pick<PolicyVersion
  */
 export function servedAt(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving' | 'checkpointPath'>, versions: ReadonlyMap<string, PolicyVersion> = new Map()): string {
   if (v.kind === 'checkpoint') return v.checkpointPath ?? '(no checkpoint)';
+  if (v.kind === 'gguf') {
+    const q = (v.serving as { quantization?: unknown } | null)?.quantization;
+    return `${v.checkpointPath ?? '(no file)'} (GGUF${typeof q === 'string' ? ` ${q}` : ''}, llama.cpp)`;
+  }
   try {
     if (v.kind === 'endpoint') {
       const s = servingOf(v);
@@ -110,9 +114,20 @@ export async function trainingBaseOf(prisma: PrismaClient, v: PolicyVersion): Pr
     if (!v.checkpointPath) throw new Error(`policy version "${v.name}" has no checkpoint`);
     return { dir: v.checkpointPath };
   }
+  if (v.kind === 'gguf') {
+    // A GGUF file holds quantized inference weights only: training needs the same model's Hugging Face directory.
+    const dir = (v.serving as { baseModelDir?: unknown } | null)?.baseModelDir;
+    if (typeof dir !== 'string') throw new Error(ggufNeedsBaseModelDir(v.name));
+    return { dir };
+  }
   const s = await resolveServing(prisma, v);
   if (!s.baseModelDir) {
     throw new Error(`policy version "${v.name}" is served by ${s.url} without a local base model: register it with --base-model-dir to train adapters on it`);
   }
   return { dir: s.baseModelDir, servedBy: { ...s, endpointVersionId: v.kind === 'adapter' ? s.endpointVersionId! : v.id } };
+}
+
+/** Why a gguf version without a Hugging Face directory cannot be trained from (one sentence, for the trainer). */
+export function ggufNeedsBaseModelDir(name: string): string {
+  return `policy version "${name}" is a GGUF file (quantized weights for inference only): training from it needs the same model's Hugging Face directory; register it with --base-model-dir DIR (sweetloop policy add NAME --gguf FILE --base-model-dir DIR)`;
 }

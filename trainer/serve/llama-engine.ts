@@ -100,6 +100,8 @@ export interface LlamaEngineOptions extends EngineStartOptions {
   flashAttention?: boolean;
   /** Load each new GGUF file in a child process first (default true). */
   probe?: boolean;
+  /** Told each request's prompt token ids as they go to llama.cpp (tests check what the model was given). */
+  onPrompt?: (ids: readonly number[]) => void;
   log?: Logger;
 }
 
@@ -446,6 +448,7 @@ export class LlamaCppEngine implements ServingEngine {
       throw new EngineRequestError(`the messages cannot be formatted: ${(err as Error).message}`);
     }
     if (promptIds.length === 0) throw new EngineRequestError('the prompt is empty');
+    this.options.onPrompt?.(promptIds);
     if (promptIds.length >= this.contextSize) {
       throw new EngineRequestError(`the prompt has ${promptIds.length} tokens; each sequence holds ${this.contextSize}`);
     }

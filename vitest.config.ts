@@ -11,7 +11,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   // Postgres URL of their own.
   postgres: [
     'test/bin/cli.test.ts',
-    'test/bin/commands/{bot,export,import,policy,policy-adapter,privacy,study,study-arms,trainer-health}.test.ts',
+    'test/bin/commands/{bot,export,import,policy,policy-adapter,policy-gguf,privacy,study,study-arms,trainer-health}.test.ts',
     'test/bot/discord/**/*.test.ts',
     'test/bot/testing/database.test.ts',
     'test/bot/{assign,bootstrap,endpoint,limits,runtime}.test.ts',

@@ -22,7 +22,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/prisma/migrations/*.test.ts',
     'test/trainer/{adapter-training,critic,critic-preferences,data,data-filter,evaluate,promote,promote-human-ab,reproducible,runs-kill,runs-resume,simulate,simulate-endpoint,study-data}.test.ts',
     'test/trainer/policies/{agent-for,registry}.test.ts',
-    'test/trainer/serve/{local,server}.test.ts',
+    'test/trainer/serve/{local,local-gguf,server}.test.ts',
   ],
   // Rendering pages (tasks/render.ts), besides the Postgres tests above that render too.
   chromium: ['test/tasks/{frontend-eval,frontend-game,render}.test.ts'],

@@ -15,6 +15,8 @@ import { TextTokenizer } from '../../../trainer/model/tokenizer.ts';
 import { loadAgent } from '../../../trainer/policies/agent-for.ts';
 import { registerGgufVersion } from '../../../trainer/policies/registry.ts';
 import { LocalServing } from '../../../trainer/serve/local.ts';
+import { startServing } from '../../../trainer/serve/service.ts';
+import pino from 'pino';
 
 const task: BackendTask = {
   kind: 'backend',
@@ -79,5 +81,21 @@ describe('local serving of gguf versions', () => {
     // A file changed into another valid model is refused too: the version names the file it was registered with.
     await makeForeignGguf(later, { seed: 99 });
     await expect(local.acquire(bad)).rejects.toThrow(/changed since it was registered/);
+  });
+
+  it('is served over the OpenAI protocol by `sweetloop serve --policy NAME`, rendered with its own template', async () => {
+    const serving = await startServing(t.db, { policy: 'foreign', port: 0, host: '127.0.0.1', engine: 'llama', maxBatch: 2, maxQueue: 2, checkpointRoot: join(work, 'ckpt'), seed: 1, log: pino({ level: 'silent' }) });
+    try {
+      await serving.ready;
+      const messages = [{ role: 'user', content: 'Which units?' }];
+      const res = await fetch(`${serving.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'foreign', messages, max_tokens: 8, temperature: 0 }) });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { model: string; usage: { prompt_tokens: number } };
+      const independent = new TextTokenizer({ tokenizerJson: foreign.tokenizerJson, tokenizerConfig: { eos_token: '<|end|>', clean_up_tokenization_spaces: false } });
+      expect(body.model).toBe('foreign');
+      expect(body.usage.prompt_tokens).toBe(independent.encode(renderForeign(messages)).length);
+    } finally {
+      await serving.close();
+    }
   });
 });

@@ -47,7 +47,7 @@ describe('local serving of gguf versions', () => {
     const { version } = await registerGgufVersion(t.prisma, { name: 'foreign', source: foreign.file, modelsDir: join(work, 'models'), maxTokens: 32 });
     const agent = await loadAgent(version, { prisma: t.prisma, local, seed: 1 });
     try {
-      const dialogue = buildDialogue(task, [], 2);
+      const dialogue = buildDialogue(task, [], { maxTurns: 2 });
       const r = await agent.reply(dialogue);
       const independent = new TextTokenizer({ tokenizerJson: foreign.tokenizerJson, tokenizerConfig: { eos_token: '<|end|>', clean_up_tokenization_spaces: false } });
       expect(r.promptTokens).toBe(independent.encode(renderForeign(r.provenance!.prompt)).length);
@@ -74,7 +74,7 @@ describe('local serving of gguf versions', () => {
     // The same process still answers on the good version.
     const agent = await loadAgent(good, { prisma: t.prisma, local, seed: 2 });
     try {
-      expect((await agent.reply(buildDialogue(task, [], 2))).provenance?.engine).toBe('llama');
+      expect((await agent.reply(buildDialogue(task, [], { maxTurns: 2 }))).provenance?.engine).toBe('llama');
     } finally {
       await agent.close();
     }

@@ -1,4 +1,5 @@
-// `sweetloop policy add|update|remove|list`: policy versions served by an OpenAI-compatible server (vLLM, SGLang,
+// `sweetloop policy add|update|remove|list`: GGUF model files run by Sweetloop's llama.cpp engine (`add --gguf
+// FILE|hf:...`), policy versions served by an OpenAI-compatible server (vLLM, SGLang,
 // llama.cpp's server, TGI, Ollama, hosted APIs) or as a LoRA adapter on one (`add --adapter DIR --on ENDPOINT`),
 // moving an endpoint version to another address, taking a version out of service, and every version with where
 // it is served. `sweetloop deploy NAME` and

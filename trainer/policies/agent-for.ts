@@ -7,7 +7,9 @@
 // version's server and removes versions.
 // Files here may import tasks/, prisma/ and trainer/.
 //
-// This file: the one way to get an Agent for a policy version, whatever serves it. The bot's engine,
+// This file: the one way to get an Agent for a policy version, whatever serves it. Checkpoint and gguf versions
+// (servedLocally) go through Sweetloop's own server: the bot's (opts.local), or for a gguf version without one a
+// server of its own (simulate, evaluate). The bot's engine,
 // simulate/evaluate and the benchmarks call loadAgent. Serving side effects live here, not in deploy (which is
 // bookkeeping in prisma/policy-store.ts): loading an adapter version makes sure the adapter is loaded into its
 // server, and closing it unloads the adapter once the version is no longer deployed (the engine closes the

@@ -1,4 +1,5 @@
-// Registering policy versions that Sweetloop does not run itself: an 'endpoint' version (a model behind an
+// Registering policy versions made elsewhere: a 'gguf' version (a GGUF model file run by Sweetloop's own llama.cpp
+// engine with the file's tokenizer and chat template), an 'endpoint' version (a model behind an
 // OpenAI-compatible server) and an 'adapter' version (a LoRA adapter directory in PEFT layout, served on top of
 // an endpoint version's model). This file checks what a person asked for; the row (a candidate, like any new
 // version) is written by prisma/policy-store.ts's registerVersion, deploying is that store's job too, and loading

@@ -3,11 +3,13 @@
 // each turn's provenance; a deployed version whose file went bad after it was registered is refused with the
 // fault named, in this process that goes on serving (llama.cpp never saw the file: it would have aborted us),
 // and the version before still answers. Real Postgres, real llama.cpp.
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
+import { startFakeHub } from '../../../bot/testing/fake-hub.ts';
 import { makeForeignGguf, renderForeign, type ForeignGguf } from '../../../bot/testing/tiny-checkpoint.ts';
 import type { BackendTask } from '../../../tasks/model.ts';
 import { buildDialogue } from '../../../tasks/protocol.ts';
@@ -96,6 +98,21 @@ describe('local serving of gguf versions', () => {
       expect(body.usage.prompt_tokens).toBe(independent.encode(renderForeign(messages)).length);
     } finally {
       await serving.close();
+    }
+  });
+
+  it('deletes a download whose sha256 is not the hub\'s and registers nothing', async () => {
+    const body = await readFile(foreign.file);
+    const hub = await startFakeHub({ owner: 'acme', repo: 'Foreign-GGUF', file: 'foreign-f16.gguf', body, sha256: 'ab'.repeat(32) });
+    const models = join(work, 'hub-models');
+    try {
+      await expect(registerGgufVersion(t.prisma, { name: 'hub', source: 'hf:acme/Foreign-GGUF/foreign-f16.gguf', modelsDir: models, hubEndpoint: hub.url })).rejects.toThrow(
+        /the download's sha256 [0-9a-f]{64} is not the hub's abab.*: the file was deleted; run the command again/,
+      );
+      expect(existsSync(join(models, 'acme', 'Foreign-GGUF', 'foreign-f16.gguf'))).toBe(false);
+      expect(await t.prisma.policyVersion.findUnique({ where: { name: 'hub' } })).toBeNull();
+    } finally {
+      await hub.close();
     }
   });
 });

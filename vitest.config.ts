@@ -12,7 +12,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   postgres: [
     'test/bin/cli.test.ts',
     'test/bin/doctor-endpoints.test.ts',
-    'test/bin/commands/{bot,export,import,policy,policy-adapter,policy-erased,privacy,study,study-arms,trainer-health}.test.ts',
+    'test/bin/commands/{bot,export,import,policy,policy-adapter,policy-erased,policy-gguf,privacy,study,study-arms,trainer-health}.test.ts',
     'test/bot/discord/**/*.test.ts',
     'test/bot/dashboard/*.test.ts',
     'test/bin/commands/dashboard.test.ts',
@@ -25,13 +25,13 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/prisma/migrations/*.test.ts',
     'test/trainer/{adapter-training,critic,critic-preferences,data,data-filter,evaluate,promote,promote-human-ab,reproducible,runs-kill,runs-resume,service-lora,simulate,simulate-endpoint,study-data}.test.ts',
     'test/trainer/policies/{agent-for,registry}.test.ts',
-    'test/trainer/serve/{local,server}.test.ts',
+    'test/trainer/serve/{local,local-gguf,server}.test.ts',
   ],
   // Rendering pages (tasks/render.ts), besides the Postgres tests above that render too.
   chromium: ['test/tasks/{frontend-eval,frontend-game,render}.test.ts'],
   // The sandbox (tasks/sandbox.ts) runs python3 inside bubblewrap; `npm start` in console.test.ts scores its
   // session's answer there; doctor.test.ts checks every tool as .ci/run installs them.
-  bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,sandbox,score}.test.ts', 'test/bot/console.test.ts', 'test/bin/doctor.test.ts'],
+  bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,sandbox,score}.test.ts', 'test/bot/{console,console-gguf}.test.ts', 'test/bin/doctor.test.ts'],
   // The PyTorch twin of the decoder (bot/testing/model_torch.py); it skips without torch.
   python3: ['test/trainer/model/torch-reference.test.ts'],
 };

@@ -19,7 +19,10 @@
 // is: JIT-compiled, every sequence's memory touched, and every sequence holding a dialogue.
 // Usage: npm run bench:serve [-- --sessions 1,8,32,64 --turns 3 --max-tokens 32 --engines llama,tfjs
 //                                --logprobs on,off --checkpoint DIR --max-batch N (default: sweetloop serve's)
-//                                --json]
+//                                --gguf FILE --json]
+// --gguf FILE measures a GGUF model file (a foreign one: its own vocabulary and chat template, as `policy add
+// --gguf` serves it) at 1, 8 and 32 sessions unless --sessions says otherwise; its serial baseline is the same
+// llama.cpp engine taking one request at a time (tfjs cannot run a GGUF file).
 // Checkpoint: --checkpoint, else the built starter (./data/checkpoints/starter, then the one shipped in the
 // repository), else a random-weight checkpoint of the starter's shape; the run prints which.
 import { existsSync } from 'node:fs';
@@ -45,6 +48,7 @@ const { values: args } = parseArgs({
     engines: { type: 'string', default: 'llama,tfjs' },
     logprobs: { type: 'string', default: 'on,off' },
     checkpoint: { type: 'string' },
+    gguf: { type: 'string' },
     'max-batch': { type: 'string', default: String(SERVE_DEFAULTS.maxBatch) },
     seed: { type: 'string', default: '1234' },
     json: { type: 'boolean', default: false },
@@ -56,13 +60,18 @@ function positiveInt(name: string, v: string): number {
   if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${JSON.stringify(v)}`);
   return n;
 }
+const GGUF = args.gguf ? resolve(args.gguf) : null;
+if (GGUF && !existsSync(GGUF)) throw new Error(`--gguf ${args.gguf}: no such file`);
+if (GGUF && process.argv.every((a) => !a.startsWith('--sessions'))) args.sessions = '1,8,32';
+if (GGUF && process.argv.every((a) => !a.startsWith('--engines'))) args.engines = 'llama,llama-serial';
 const SESSIONS = args.sessions.split(',').map((s) => positiveInt('sessions', s.trim()));
 const TURNS = positiveInt('turns', args.turns);
 const MAX_TOKENS = positiveInt('max-tokens', args['max-tokens']);
 const MAX_BATCH = positiveInt('max-batch', args['max-batch']);
 const SEED = positiveInt('seed', args.seed);
 const ENGINES = args.engines.split(',').map((e) => e.trim());
-for (const e of ENGINES) if (e !== 'llama' && e !== 'tfjs') throw new Error(`--engines: unknown engine ${JSON.stringify(e)} (llama, tfjs)`);
+for (const e of ENGINES) if (e !== 'llama' && e !== 'tfjs' && !(GGUF && e === 'llama-serial')) throw new Error(`--engines: unknown engine ${JSON.stringify(e)} (llama, tfjs; with --gguf: llama, llama-serial)`);
+if (GGUF && ENGINES.includes('tfjs')) throw new Error('--gguf: tfjs cannot run a GGUF file (engines: llama, llama-serial)');
 const LOGPROBS = args.logprobs.split(',').map((v) => {
   if (v.trim() !== 'on' && v.trim() !== 'off') throw new Error(`--logprobs: ${JSON.stringify(v)} is neither on nor off`);
   return v.trim() === 'on';
@@ -272,7 +281,7 @@ async function runEngine(kind: string, engine: ServingEngine, tasks: TaskRecord[
 
 async function main(): Promise<void> {
   const loadBefore = loadavg();
-  const ckpt = await pickCheckpoint();
+  const ckpt: Checkpoint = GGUF ? { dir: GGUF, what: `--gguf ${GGUF}` } : await pickCheckpoint();
   const maxSessions = Math.max(...SESSIONS);
   const tasks = generateMiniTasks({ seed: SEED, count: maxSessions + LOGPROBS.length * SESSIONS.reduce((a, b) => a + b, 0) });
   const pool = process.env.UV_THREADPOOL_SIZE ?? '4 (libuv\'s default: run through npm run bench:serve to get sweetloop\'s)';
@@ -283,6 +292,15 @@ async function main(): Promise<void> {
     for (const kind of ENGINES) {
       const opts = { modelName: 'bench', checkpointDir: ckpt.dir, maxBatch: kind === 'tfjs' ? 1 : MAX_BATCH, maxQueue: maxSessions * 2 };
       let engine: ServingEngine;
+      if (GGUF) {
+        const { LlamaCppEngine } = await import('../trainer/serve/llama-engine.ts');
+        const started = await LlamaCppEngine.startGguf({ modelName: 'bench', ggufPath: GGUF, maxBatch: kind === 'llama-serial' ? 1 : MAX_BATCH, maxQueue: maxSessions * 2, cachedSequences: 0 });
+        if (kind === 'llama') console.log(`  ${started.info.architecture}, ${started.info.quantization}, ${(started.info.sizeBytes / 1e6).toFixed(1)} MB, window ${started.engine.contextSize} tokens, sha256 ${started.info.sha256.slice(0, 16)}...`);
+        engine = started.engine;
+        all.push(...(await runEngine(kind === 'llama-serial' ? 'llama.cpp (serial, 1 at a time)' : 'llama.cpp (batched)', engine, tasks)));
+        await engine.close();
+        continue;
+      }
       if (kind === 'llama') {
         // Imported here: it loads llama.cpp's native code, which the tfjs-only run does not need.
         const { LlamaCppEngine } = await import('../trainer/serve/llama-engine.ts');
@@ -322,8 +340,8 @@ async function main(): Promise<void> {
   const ratios = (logprobs: boolean): Record<string, number> => {
     const ratio: Record<string, number> = {};
     for (const n of SESSIONS) {
-      const batched = all.find((r) => r.engine.startsWith('llama') && r.logprobs === logprobs && r.sessions === n);
-      const serial = all.find((r) => r.engine.startsWith('tfjs') && r.logprobs === logprobs && r.sessions === n);
+      const batched = all.find((r) => r.engine === 'llama.cpp (batched)' && r.logprobs === logprobs && r.sessions === n);
+      const serial = all.find((r) => (r.engine.startsWith('tfjs') || r.engine.includes('serial')) && r.logprobs === logprobs && r.sessions === n);
       if (batched && serial && serial.tokensPerS > 0) ratio[String(n)] = Number((batched.tokensPerS / serial.tokensPerS).toFixed(2));
     }
     return ratio;

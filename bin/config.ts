@@ -53,6 +53,8 @@ export const configSchema = z.object({
   LOCAL_SERVE_MAX_QUEUE: z.coerce.number({ message: 'expected a number' }).int('expected an integer').min(0, 'expected an integer >= 0').default(256).describe('Requests waiting beyond the batch before the bot\'s local server answers 429 (the bot\'s chat client then retries).'),
   CHECKPOINT_DIR: z.string().default('./data/checkpoints').describe('Where policy checkpoints and training state are written.'),
   ADAPTERS_DIR: z.string().min(1).optional().describe('Where `sweetloop policy add NAME --adapter DIR` copies LoRA adapters; the vLLM server loads them from this path, so it must see it at the same path (same machine or a shared mount). Unset: CHECKPOINT_DIR/adapters.'),
+  MODELS_DIR: z.string().min(1).default('./data/models').describe('Where `sweetloop policy add NAME --gguf hf:OWNER/REPO/FILE.gguf` downloads GGUF models (once: a file already there is used as it is), as MODELS_DIR/OWNER/REPO/FILE.'),
+  HF_TOKEN: z.string().min(1).optional().describe('Hugging Face access token, only for downloading gated or private GGUF models (`policy add --gguf hf:...`); never stored or logged.'),
   VLLM_MAX_LORA_RANK: positiveInt.default(16).describe('Largest LoRA rank an endpoint version\'s server accepts (vLLM\'s --max-lora-rank, whose default is 16), unless the version records its own (`policy add|update --max-lora-rank`); adapters of a higher rank are refused.'),
   SEED: z.coerce.number().int().default(1234).describe('Seed for the starter policy and generators.'),
   REWARD_RATING_WEIGHT: unit.default(0).describe('Weight of the human rating in the reward (0 = evaluation score only).'),

@@ -74,6 +74,29 @@ export function warnIfOnlyStarter(deployed: PolicyVersion, log: Logger): void {
   if (servesOnlyStarter([deployed])) log.warn({ policy: deployed.name }, STARTER_ONLY_WARNING);
 }
 
+/** The one command that puts a real small model in the agent's seat (first-run notice, README's quick start). */
+export const REAL_MODEL_COMMAND =
+  'npx sweetloop policy add qwen2.5-0.5b --gguf hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf --deploy';
+
+/**
+ * What the console says on a start where the starter is deployed: what it is (with its parameter count, read from
+ * its config) and the one command for a real model. Null for any other version.
+ */
+export async function starterNotice(deployed: PolicyVersion): Promise<string | null> {
+  if (!servesOnlyStarter([deployed]) || !deployed.checkpointPath) return null;
+  const [{ readConfig }, { parameterShapes }] = await Promise.all([import('../trainer/model/checkpoint.ts'), import('../trainer/model/decoder.ts')]);
+  let params = 0;
+  for (const shape of parameterShapes(await readConfig(deployed.checkpointPath)).values()) params += shape.reduce((a, b) => a * b, 1);
+  return [
+    `The agent is the starter policy (${deployed.name}): a smoke test of ${(params / 1e6).toFixed(1)}M parameters trained on a CPU in minutes,`,
+    'there to show the loop works end to end, not to collaborate. To put a real small model in its seat (a ~400 MB',
+    'download, then served on this CPU by llama.cpp; needs the network once), stop this and run:',
+    '',
+    `    ${REAL_MODEL_COMMAND}`,
+    '',
+  ].join('\n');
+}
+
 /** A stable id for the console's person: the same OS user resumes the same sessions. */
 export function consoleIdentity(username: string): string {
   return `console:${username}`;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Logger } from '../tasks/logger.ts';
 import type { LocalServeSettings } from '../trainer/serve/local.ts';
 import { openDatabase, type Database } from '../prisma/db.ts';
-import { consoleIdentity, ensureDeployedPolicy, migrateDatabase, seedTasksIfEmpty, warnIfOnlyStarter } from './bootstrap.ts';
+import { consoleIdentity, ensureDeployedPolicy, migrateDatabase, seedTasksIfEmpty, starterNotice, warnIfOnlyStarter } from './bootstrap.ts';
 import type { Limits } from './limits.ts';
 import { BotMetrics, startHealthServer } from './health.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
@@ -63,8 +63,12 @@ async function prepare(config: BotSettings, log: Logger, progress: 'bar' | 'line
     await migrateDatabase(db, log);
     await seedTasksIfEmpty(db, log);
     const deployed = await ensureDeployedPolicy(db, { policyModelDir: config.policyModelDir, checkpointDir: config.checkpointDir, seed: config.seed, log, progress });
-    // People on Discord are who a study is for; the console is for trying the starter.
+    // People on Discord are who a study is for; the console is for trying the starter, and says what it is.
     if (config.discord) warnIfOnlyStarter(deployed, log);
+    else {
+      const notice = await starterNotice(deployed).catch(() => null);
+      if (notice) process.stdout.write(`${notice}\n`);
+    }
     return db;
   } catch (err) {
     await db.close();

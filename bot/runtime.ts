@@ -73,8 +73,8 @@ export interface Runtime {
  * on first use and unloaded once retired.
  */
 export async function defaultLoadAgent(policy: PolicyVersion, db: Database, log?: Logger, local?: () => Promise<LocalServing>, localLogprobs = false): Promise<Agent> {
-  const { loadAgent } = await import('../trainer/policies/agent-for.ts');
-  return loadAgent(policy, { prisma: db.prisma, localLogprobs, ...(log ? { log } : {}), ...(policy.kind === 'checkpoint' && local ? { local: await local() } : {}) });
+  const { loadAgent, servedLocally } = await import('../trainer/policies/agent-for.ts');
+  return loadAgent(policy, { prisma: db.prisma, localLogprobs, ...(log ? { log } : {}), ...(servedLocally(policy.kind) && local ? { local: await local() } : {}) });
 }
 
 const RETIRED_SWEEP_MS = 60_000;

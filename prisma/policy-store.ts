@@ -22,7 +22,7 @@ export class PolicyError extends Error {
   override name = 'PolicyError';
 }
 
-export type PolicyKind = 'checkpoint' | 'endpoint' | 'adapter';
+export type PolicyKind = 'checkpoint' | 'endpoint' | 'adapter' | 'gguf';
 
 /** A new version (kinds: prisma/schema.prisma, model PolicyVersion). */
 export interface VersionRegistration {

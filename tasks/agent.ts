@@ -43,6 +43,8 @@ export interface TurnProvenance {
    * turns stored before it was recorded (every agent asked for them then).
    */
   logprobsRequested?: boolean;
+  /** The weights file, when the version is one (a GGUF model made elsewhere): its path, sha256 and quantization. */
+  weights?: { file: string; sha256: string; quantization: string };
 }
 
 export interface AgentReply {

@@ -19,7 +19,7 @@ import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts'
 import { ADAPTER_CONFIG } from './model/lora.ts';
 import { DEFAULT_LORA_TARGETS, isLinearModule, type LinearModule } from './model/lora-modules.ts';
 import { checkAdapterDir } from './policies/adapter-check.ts';
-import { resolveServing } from './policies/serving.ts';
+import { ggufNeedsBaseModelDir, resolveServing } from './policies/serving.ts';
 
 export interface LoraSpec {
   rank: number;
@@ -39,8 +39,8 @@ export interface LineageEntry {
 export interface SourceFacts {
   id: string;
   name: string;
-  kind: 'checkpoint' | 'endpoint' | 'adapter';
-  /** kind checkpoint: its directory and whether it holds a model (config.json). */
+  kind: 'checkpoint' | 'gguf' | 'endpoint' | 'adapter';
+  /** kind checkpoint: its directory and whether it holds a model (config.json); kind gguf: its --base-model-dir. */
   checkpoint?: { dir: string | null; exists: boolean };
   /** kind endpoint or adapter: its server, or why its serving settings cannot be read. */
   served?: { endpointVersionId: string; endpointName: string; url: string; model: string; baseModelDir: string | null; maxLoraRank: number } | { error: string };
@@ -117,7 +117,8 @@ function sameLora(a: LoraSpec, b: LoraSpec): boolean {
 export function decideTrainingSource(f: SourceFacts, o: DecideOptions): TrainingSource {
   const say = (s: string) => (o.note ? `${o.note}; ${s}` : s);
   const fail = (reason: string): TrainingSource => ({ ok: false, reason: o.note ? `${o.note}, but ${reason}` : reason });
-  if (f.kind === 'checkpoint') {
+  if (f.kind === 'gguf' && !f.checkpoint?.dir) return fail(ggufNeedsBaseModelDir(f.name));
+  if (f.kind === 'checkpoint' || f.kind === 'gguf') {
     if (!f.checkpoint?.dir || !f.checkpoint.exists) return fail(`the checkpoint of "${f.name}" (${f.checkpoint?.dir ?? 'no directory'}) is missing`);
     return { ok: true, fromId: f.id, fromName: f.name, baseDir: f.checkpoint.dir, lora: o.lora, summary: say(`from "${f.name}": ${o.lora ? `${describeLora(o.lora)}, merged when published` : 'all parameters'} on ${f.checkpoint.dir}`) };
   }
@@ -174,6 +175,11 @@ export async function lineageOf(prisma: PrismaClient, v: PolicyVersion): Promise
 export async function trainingSourceFacts(prisma: PrismaClient, v: PolicyVersion, defaultMaxLoraRank: number): Promise<SourceFacts> {
   const kind = v.kind as SourceFacts['kind'];
   if (kind === 'checkpoint') return { id: v.id, name: v.name, kind, checkpoint: { dir: v.checkpointPath, exists: !!v.checkpointPath && existsSync(join(v.checkpointPath, 'config.json')) } };
+  if (kind === 'gguf') {
+    // A GGUF file holds quantized inference weights only: training starts from the same model's Hugging Face directory.
+    const dir = (v.serving as { baseModelDir?: unknown } | null)?.baseModelDir;
+    return { id: v.id, name: v.name, kind, checkpoint: { dir: typeof dir === 'string' ? dir : null, exists: typeof dir === 'string' && existsSync(join(dir, 'config.json')) } };
+  }
   let served: SourceFacts['served'];
   try {
     const s = await resolveServing(prisma, v);

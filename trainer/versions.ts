@@ -36,6 +36,7 @@ export async function resolveVersion(ctx: VersionContext, ref: string): Promise<
   }
   if (v.status === 'removed') throw new Error(`policy version "${ref}" was removed (sweetloop policy remove): it is kept for the record, not played`);
   if (v.kind === 'checkpoint' && !existsSync(join(checkpointOf(v), 'config.json'))) throw new Error(`policy version "${ref}": its checkpoint ${v.checkpointPath} is missing`);
+  if (v.kind === 'gguf' && !existsSync(checkpointOf(v))) throw new Error(`policy version "${ref}": its GGUF file ${v.checkpointPath} is missing`);
   return v;
 }
 

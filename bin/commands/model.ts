@@ -118,6 +118,18 @@ export function registerModelCommands(program: Command): void {
     );
 
   model
+    .command('gguf <dir> <out>')
+    .description('Write a checkpoint directory as a GGUF file (llama.cpp, Ollama, LM Studio, `policy add --gguf`), checked after writing')
+    .option('--dtype <type>', 'F32 or F16 matrices (norms stay F32)', 'F16')
+    .action(async (dir: string, out: string, opts: { dtype: string }) => {
+      if (opts.dtype !== 'F32' && opts.dtype !== 'F16') throw new Error(`--dtype must be F32 or F16, got ${opts.dtype}`);
+      const [{ convertCheckpointToGguf }, { inspectForeignGguf }] = await Promise.all([import('../../trainer/serve/gguf-convert.ts'), import('../../trainer/serve/gguf-foreign.ts')]);
+      const r = await convertCheckpointToGguf(dir, out, { dtype: opts.dtype });
+      const info = await inspectForeignGguf(r.path).catch(() => null);
+      console.log(`wrote ${r.path} (${opts.dtype}${info ? `, ${(info.sizeBytes / 1e6).toFixed(1)} MB, sha256 ${info.sha256}` : ''})`);
+    });
+
+  model
     .command('starter')
     .description('Build the starter policy: a small model trained on ColBench-mini expert dialogues')
     .option('--seed <n>', 'seed (default: SEED)', intOption('seed', 0))

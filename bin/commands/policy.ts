@@ -1,4 +1,5 @@
-// `sweetloop policy add|update|remove|list`: policy versions served by an OpenAI-compatible server (vLLM, SGLang,
+// `sweetloop policy add|update|remove|list`: GGUF model files run by Sweetloop's llama.cpp engine (`add --gguf
+// FILE|hf:...`), policy versions served by an OpenAI-compatible server (vLLM, SGLang,
 // llama.cpp's server, TGI, Ollama, hosted APIs) or as a LoRA adapter on one (`add --adapter DIR --on ENDPOINT`),
 // moving an endpoint version to another address, taking a version out of service, and every version with where
 // it is served. `sweetloop deploy NAME` and
@@ -11,6 +12,8 @@ import { intOption, numberOption } from './options.ts';
 
 interface AddOptions {
   endpoint?: string;
+  gguf?: string;
+  deploy?: boolean;
   model?: string;
   adapter?: string;
   on?: string;
@@ -47,7 +50,9 @@ export function registerPolicyCommands(program: Command): void {
 
   policy
     .command('add <name>')
-    .description('Register a version served by an OpenAI-compatible server (--endpoint) or a LoRA adapter on one (--adapter --on); a candidate: deploy it with `sweetloop deploy`')
+    .description('Register a GGUF model run by Sweetloop\'s own llama.cpp engine (--gguf), a version served by an OpenAI-compatible server (--endpoint) or a LoRA adapter on one (--adapter --on); a candidate: deploy it with `sweetloop deploy` (or --deploy)')
+    .option('--gguf <file|hf:OWNER/REPO/FILE.gguf>', 'a GGUF model file (e.g. a quantized instruct model), or one on the Hugging Face hub, downloaded once into MODELS_DIR: checked, then served by llama.cpp with its own tokenizer and chat template')
+    .option('--deploy', 'deploy the version once it is registered')
     .option('--endpoint <url>', 'the server\'s base URL, e.g. http://127.0.0.1:8000/v1')
     .option('--model <model>', 'with --endpoint: the model name the server serves (as listed by GET /v1/models)')
     .option('--adapter <dir>', 'a PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors): checked, copied into ADAPTERS_DIR')
@@ -61,6 +66,11 @@ export function registerPolicyCommands(program: Command): void {
     .option('--max-lora-rank <n>', 'the server\'s largest LoRA rank (vLLM --max-lora-rank; default: VLLM_MAX_LORA_RANK)', intOption('max-lora-rank', 1))
     .option('--no-check', 'register without asking the server (it must then answer by the time the version is used)')
     .action(async (name: string, o: AddOptions) => {
+      if (o.gguf) {
+        const other = (['endpoint', 'adapter', 'on', 'model', 'apiKeyEnv', 'contextWindow', 'maxLoraRank'] as const).filter((k) => o[k] !== undefined);
+        if (other.length) throw new Error(`--gguf registers a file run by Sweetloop itself: drop ${other.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}`);
+        return addGguf(name, o.gguf, o);
+      }
       if (!!o.endpoint === !!o.adapter) throw new Error('give either --endpoint URL --model MODEL (a model on a server) or --adapter DIR --on ENDPOINT_VERSION (a LoRA adapter on one)');
       if (o.adapter) {
         // An adapter is served with its endpoint version's settings: options of an endpoint would be ignored.
@@ -88,7 +98,7 @@ export function registerPolicyCommands(program: Command): void {
         });
         const s = servingOf(v);
         console.log(`registered ${v.name} (endpoint, candidate): ${servedAt(v)}, window ${s.contextWindow} tokens, temperature ${s.temperature}, top-p ${s.topP}, max ${s.maxTokens} tokens`);
-        console.log(`deploy it with: sweetloop deploy ${v.name}`);
+        await deployOrSay(db, v.name, o.deploy);
       });
     });
 
@@ -159,5 +169,41 @@ async function addAdapter(name: string, dir: string, on: string | undefined): Pr
     const { version, adapter } = await importAdapterVersion(db.prisma, { name, on, adapterDir: dir, adaptersDir: config.ADAPTERS_DIR ?? join(config.CHECKPOINT_DIR, 'adapters'), defaultMaxRank: config.VLLM_MAX_LORA_RANK, actor: 'cli' });
     console.log(`registered ${version.name} (adapter on ${on}, candidate): rank ${adapter.rank}, ${adapter.modules} modules, base ${adapter.baseModel}, copied to ${version.checkpointPath}`);
     console.log(`deploy it with: sweetloop deploy ${version.name}`);
+  });
+}
+
+async function deployOrSay(db: import('../../prisma/db.ts').Database, name: string, deploy: boolean | undefined): Promise<void> {
+  if (!deploy) return console.log(`deploy it with: sweetloop deploy ${name}`);
+  const { deployPolicyByName } = await import('../../prisma/policy-store.ts');
+  console.log(`deployed ${(await deployPolicyByName(db, 'cli', name)).name}`);
+}
+
+async function addGguf(name: string, source: string, o: AddOptions): Promise<void> {
+  const { loadConfig } = await import('../config.ts');
+  const { registerGgufVersion } = await import('../../trainer/policies/registry.ts');
+  const { servedAt } = await import('../../trainer/policies/serving.ts');
+  const config = loadConfig();
+  let shown = -1;
+  await withDatabase(async (db) => {
+    const { version, downloaded } = await registerGgufVersion(db.prisma, {
+      name,
+      source,
+      modelsDir: config.MODELS_DIR,
+      temperature: o.temperature,
+      topP: o.topP,
+      maxTokens: o.maxTokens,
+      baseModelDir: o.baseModelDir,
+      ...(config.HF_TOKEN ? { hubToken: config.HF_TOKEN } : {}),
+      audit: { actor: 'cli', action: 'policy.add' },
+      onProgress: ({ downloadedBytes, totalBytes }) => {
+        const pct = totalBytes > 0 ? Math.floor((100 * downloadedBytes) / totalBytes) : 0;
+        if (pct === shown) return;
+        shown = pct;
+        process.stderr.write(`\rdownloading ${source}: ${pct}% of ${(totalBytes / 1e6).toFixed(0)} MB`);
+        if (downloadedBytes >= totalBytes) process.stderr.write('\n');
+      },
+    });
+    console.log(`registered ${version.name} (gguf, candidate${downloaded ? ', downloaded' : ''}): ${servedAt(version)}, sha256 ${version.checkpointSha256}`);
+    await deployOrSay(db, version.name, o.deploy);
   });
 }

@@ -7,7 +7,9 @@
 // version's server and removes versions.
 // Files here may import tasks/, prisma/ and trainer/.
 //
-// This file: the one way to get an Agent for a policy version, whatever serves it. The bot's engine,
+// This file: the one way to get an Agent for a policy version, whatever serves it. Checkpoint and gguf versions
+// (servedLocally) go through Sweetloop's own server: the bot's (opts.local), or for a gguf version without one a
+// server of its own (simulate, evaluate). The bot's engine,
 // simulate/evaluate and the benchmarks call loadAgent. Serving side effects live here, not in deploy (which is
 // bookkeeping in prisma/policy-store.ts): loading an adapter version makes sure the adapter is loaded into its
 // server, and closing it unloads the adapter once the version is no longer deployed (the engine closes the
@@ -59,9 +61,18 @@ export interface LoadedAgent extends Agent {
   close(): Promise<void>;
 }
 
+/**
+ * Whether Sweetloop's own server (trainer/serve/local.ts) serves this kind: our checkpoints (or the tfjs worker in
+ * process) and GGUF models made elsewhere (llama.cpp only). The bot hands such versions its local server.
+ */
+export function servedLocally(kind: string): boolean {
+  return kind === 'checkpoint' || kind === 'gguf';
+}
+
 export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = {}): Promise<LoadedAgent> {
   if (policy.status === 'removed') throw new Error(`policy version "${policy.name}" was removed: it is not served any more`);
-  if (policy.kind === 'checkpoint' && opts.local) return localCheckpointAgent(policy, opts.local, opts);
+  if (servedLocally(policy.kind) && opts.local) return localCheckpointAgent(policy, opts.local, opts);
+  if (policy.kind === 'gguf') return ownServerAgent(policy, opts);
   if (policy.kind === 'checkpoint') {
     const { createPolicyAgent } = await import('../model/policy.ts');
     const agent = await createPolicyAgent({
@@ -148,7 +159,7 @@ async function localCheckpointAgent(policy: PolicyVersion, local: LocalCheckpoin
   const { replyReserve } = await import('../model/policy.ts');
   const served = await local.acquire(policy);
   try {
-    const sampling = { ...SERVING_DEFAULTS, ...opts.sampling };
+    const sampling = { ...SERVING_DEFAULTS, ...ggufSampling(policy), ...opts.sampling };
     const serving: Serving = {
       url: served.url,
       model: served.model,
@@ -156,15 +167,23 @@ async function localCheckpointAgent(policy: PolicyVersion, local: LocalCheckpoin
       temperature: sampling.temperature,
       topP: sampling.topP,
       maxTokens: replyReserve(served.contextWindow, sampling.maxTokens),
-      baseModelDir: served.checkpointDir,
+      ...(served.countTokens ? {} : { baseModelDir: served.checkpointDir }),
     };
     // The server queues and batches: a reply may wait behind many others, so only the whole-reply deadline applies.
     // Its own queue and 429s pace the requests: the client's in-flight cap is set to what it accepts.
     const client: ChatClientOptions = { firstTokenTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, totalTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, maxInFlight: served.maxInFlight, ...opts.chat };
-    const agent = await createEndpointAgent({ name: policy.name, serving, client, logprobs: opts.localLogprobs ?? false, ...(opts.seed !== undefined ? { seed: opts.seed } : {}), ...(opts.log ? { log: opts.log } : {}) });
+    const agent = await createEndpointAgent({
+      name: policy.name,
+      serving,
+      client,
+      logprobs: opts.localLogprobs ?? false,
+      ...(served.countTokens ? { countTokens: served.countTokens } : {}),
+      ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
+      ...(opts.log ? { log: opts.log } : {}),
+    });
     const tagged = (reply: Agent['reply']): Agent['reply'] => async (dialogue, o) => {
       const r = await reply(dialogue, o);
-      return r.provenance ? { ...r, provenance: { ...r.provenance, engine: served.engine } } : r;
+      return r.provenance ? { ...r, provenance: { ...r.provenance, engine: served.engine, ...(served.weights ? { weights: served.weights } : {}) } } : r;
     };
     let closed = false;
     return {
@@ -188,3 +207,37 @@ async function localCheckpointAgent(policy: PolicyVersion, local: LocalCheckpoin
 }
 
 const LOCAL_REPLY_TIMEOUT_MS = 10 * 60_000;
+
+/**
+ * A gguf version where no local server was handed in (simulate, evaluate, the benchmarks): a server of its own,
+ * llama.cpp only, closed with the agent. Sampling defaults are the version's (serving.temperature/topP/maxTokens).
+ */
+async function ownServerAgent(policy: PolicyVersion, opts: LoadAgentOptions): Promise<LoadedAgent> {
+  if (!opts.prisma) throw new Error(`gguf version "${policy.name}": loading it needs the database`);
+  const { LocalServing } = await import('../serve/local.ts');
+  const { SERVE_DEFAULTS } = await import('../serve/defaults.ts');
+  const local = await LocalServing.start({ engine: 'llama', maxBatch: SERVE_DEFAULTS.maxBatch, maxQueue: SERVE_DEFAULTS.maxQueue, prisma: opts.prisma, ...(opts.log ? { log: opts.log } : {}) });
+  try {
+    const agent = await localCheckpointAgent(policy, local, opts);
+    return {
+      ...agent,
+      async close() {
+        await agent.close();
+        await local.close();
+      },
+    };
+  } catch (err) {
+    await local.close();
+    throw err;
+  }
+}
+
+/** A gguf version's own sampling settings (registered with it), where it has them. */
+export function ggufSampling(policy: Pick<PolicyVersion, 'serving'>): Partial<Pick<PolicyAgentOptions, 'temperature' | 'topP' | 'maxTokens'>> {
+  const s = (policy.serving ?? {}) as Record<string, unknown>;
+  const out: Partial<Pick<PolicyAgentOptions, 'temperature' | 'topP' | 'maxTokens'>> = {};
+  if (typeof s.temperature === 'number') out.temperature = s.temperature;
+  if (typeof s.topP === 'number') out.topP = s.topP;
+  if (typeof s.maxTokens === 'number') out.maxTokens = s.maxTokens;
+  return out;
+}

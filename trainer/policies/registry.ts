@@ -1,4 +1,5 @@
-// Registering policy versions that Sweetloop does not run itself: an 'endpoint' version (a model behind an
+// Registering policy versions made elsewhere: a 'gguf' version (a GGUF model file run by Sweetloop's own llama.cpp
+// engine with the file's tokenizer and chat template), an 'endpoint' version (a model behind an
 // OpenAI-compatible server) and an 'adapter' version (a LoRA adapter directory in PEFT layout, served on top of
 // an endpoint version's model). This file checks what a person asked for; the row (a candidate, like any new
 // version) is written by prisma/policy-store.ts's registerVersion, deploying is that store's job too, and loading
@@ -130,4 +131,83 @@ export async function registerAdapterVersion(prisma: PrismaClient, r: AdapterReg
     ...(r.audit ? { audit: r.audit } : {}),
     serving: adapterServing(r.endpoint.id),
   });
+}
+
+export interface GgufRegistration {
+  name: string;
+  /** A .gguf file's path, or hf:OWNER/REPO/FILE.gguf (downloaded once into modelsDir). */
+  source: string;
+  modelsDir: string;
+  temperature?: number | undefined;
+  topP?: number | undefined;
+  maxTokens?: number | undefined;
+  /** The same model's Hugging Face directory: what training from this version needs (the trainer reads it). */
+  baseModelDir?: string | undefined;
+  /** The hub's address (tests: a local server); default https://huggingface.co. */
+  hubEndpoint?: string;
+  hubToken?: string;
+  hubTimeoutMs?: number;
+  onProgress?: (p: { downloadedBytes: number; totalBytes: number }) => void;
+  audit?: { actor: string; action: string; detail?: Record<string, unknown> };
+}
+
+/**
+ * Registers a 'gguf' version (status candidate, algorithm 'external'): a GGUF model made elsewhere, served by
+ * Sweetloop's own llama.cpp engine with the file's tokenizer and chat template. The file is fetched (hf:), checked
+ * (trainer/serve/gguf-foreign.ts: the fault named), compared with the hub's sha256 when it gave one, and loaded
+ * once in a child process before anything is written. The row records the file, its sha256 and quantization.
+ */
+export async function registerGgufVersion(prisma: PrismaClient, r: GgufRegistration): Promise<{ version: PolicyVersion; downloaded: boolean }> {
+  await assertNewName(prisma, r.name);
+  if (r.baseModelDir && !existsSync(join(r.baseModelDir, 'tokenizer.json'))) {
+    throw new RegistryError(`${r.baseModelDir} has no tokenizer.json: --base-model-dir must be the same model's Hugging Face directory`);
+  }
+  const { resolveGgufSource, GgufSourceError } = await import('../serve/gguf-source.ts');
+  const { inspectForeignGguf } = await import('../serve/gguf-foreign.ts');
+  const { GgufValidationError } = await import('../serve/gguf-validate.ts');
+  const { GgufFormatError } = await import('../serve/gguf.ts');
+  const resolved = await resolveGgufSource(r.source, {
+    modelsDir: r.modelsDir,
+    ...(r.hubEndpoint ? { endpoint: r.hubEndpoint } : {}),
+    ...(r.hubToken ? { token: r.hubToken } : {}),
+    ...(r.hubTimeoutMs ? { timeoutMs: r.hubTimeoutMs } : {}),
+    ...(r.onProgress ? { onProgress: r.onProgress } : {}),
+  }).catch((err: unknown) => {
+    throw err instanceof GgufSourceError ? new RegistryError(err.message) : err;
+  });
+  const info = await inspectForeignGguf(resolved.file).catch((err: unknown) => {
+    throw err instanceof GgufValidationError || err instanceof GgufFormatError ? new RegistryError(err.message) : err;
+  });
+  if (resolved.hubSha256 && info.sha256 !== resolved.hubSha256) {
+    const { rm } = await import('node:fs/promises');
+    await rm(resolved.file, { force: true });
+    throw new RegistryError(`${r.source}: the download's sha256 ${info.sha256} is not the hub's ${resolved.hubSha256}: the file was deleted; run the command again`);
+  }
+  const { probeGgufInChild } = await import('../serve/llama-engine.ts');
+  await probeGgufInChild(resolved.file).catch((err: Error) => {
+    throw new RegistryError(err.message);
+  });
+  const serving = {
+    source: r.source,
+    quantization: info.quantization,
+    architecture: info.architecture,
+    modelName: info.modelName,
+    contextLength: info.contextLength,
+    sizeBytes: info.sizeBytes,
+    temperature: r.temperature ?? SERVING_DEFAULTS.temperature,
+    topP: r.topP ?? SERVING_DEFAULTS.topP,
+    maxTokens: r.maxTokens ?? SERVING_DEFAULTS.maxTokens,
+    ...(r.baseModelDir ? { baseModelDir: resolve(r.baseModelDir) } : {}),
+  };
+  if (serving.maxTokens >= info.contextLength) throw new RegistryError(`--max-tokens ${serving.maxTokens} leaves no room for the dialogue in the model's ${info.contextLength}-token window`);
+  const version = await registerVersion(prisma, {
+    name: r.name,
+    algorithm: 'external',
+    kind: 'gguf',
+    checkpointPath: resolved.file,
+    checkpointSha256: info.sha256,
+    serving: serving as Prisma.InputJsonObject,
+    ...(r.audit ? { audit: { ...r.audit, detail: { ...r.audit.detail, file: resolved.file, sha256: info.sha256, quantization: info.quantization } } } : {}),
+  });
+  return { version, downloaded: resolved.downloaded };
 }

@@ -86,6 +86,10 @@ export async function resolveServing(prisma: PrismaClient, v: Pick<PolicyVersion
  */
 export function servedAt(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving' | 'checkpointPath'>, versions: ReadonlyMap<string, PolicyVersion> = new Map()): string {
   if (v.kind === 'checkpoint') return v.checkpointPath ?? '(no checkpoint)';
+  if (v.kind === 'gguf') {
+    const q = (v.serving as { quantization?: unknown } | null)?.quantization;
+    return `${v.checkpointPath ?? '(no file)'} (GGUF${typeof q === 'string' ? ` ${q}` : ''}, llama.cpp)`;
+  }
   try {
     if (v.kind === 'endpoint') {
       const s = servingOf(v);
@@ -98,4 +102,9 @@ export function servedAt(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving' | 'c
   } catch (err) {
     return `(invalid: ${(err as Error).message})`;
   }
+}
+
+/** Why a gguf version without a Hugging Face directory cannot be trained from (one sentence, for the trainer). */
+export function ggufNeedsBaseModelDir(name: string): string {
+  return `policy version "${name}" is a GGUF file (quantized weights for inference only): training from it needs the same model's Hugging Face directory; register it with --base-model-dir DIR (sweetloop policy add NAME --gguf FILE --base-model-dir DIR)`;
 }

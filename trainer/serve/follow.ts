@@ -18,7 +18,10 @@ export type EngineKind = 'llama' | 'tfjs';
 export interface ServeTarget {
   versionName: string;
   modelName: string;
+  /** Our checkpoint's directory; for a gguf version, its file (then `gguf` is set). */
   checkpointDir: string;
+  /** A foreign GGUF model (a 'gguf' version): llama.cpp only, with the file's own tokenizer and chat template. */
+  gguf?: { file: string; sha256: string | null } | null;
   adapter: { name: string; path: string } | null;
 }
 
@@ -44,6 +47,10 @@ function servingOf(v: PolicyVersion): ServingJson {
  */
 export async function servingTarget(prisma: PrismaClient, v: PolicyVersion): Promise<ServeTarget> {
   if (v.kind === 'checkpoint') return { versionName: v.name, modelName: v.name, checkpointDir: resolve(checkpointOf(v)), adapter: null };
+  if (v.kind === 'gguf') {
+    const file = resolve(checkpointOf(v));
+    return { versionName: v.name, modelName: v.name, checkpointDir: file, gguf: { file, sha256: v.checkpointSha256 }, adapter: null };
+  }
   const s = servingOf(v);
   if (v.kind === 'endpoint') {
     if (!s.baseModelDir) throw new Error(`policy version "${v.name}" is served by an external endpoint (no serving.baseModelDir): sweetloop serve has no weights to load`);
@@ -77,10 +84,28 @@ export interface EngineFactoryOptions {
   log?: Logger;
 }
 
-export type EngineFactory = (target: Pick<ServeTarget, 'modelName' | 'checkpointDir'>) => Promise<ServingEngine>;
+export type EngineFactory = (target: Pick<ServeTarget, 'modelName' | 'checkpointDir' | 'gguf'>) => Promise<ServingEngine>;
 
 interface LlamaModule {
   LlamaCppEngine?: { start?: (o: EngineStartOptions & { log?: Logger }) => Promise<ServingEngine> };
+}
+
+/** A foreign GGUF's engine: llama.cpp or nothing (tfjs cannot run a GGUF file), the reason in the error. */
+async function startGgufEngine(target: Pick<ServeTarget, 'modelName' | 'gguf'>, options: EngineFactoryOptions): Promise<ServingEngine> {
+  const { LlamaCppEngine } = await import('./llama-engine.ts');
+  const { engine } = await LlamaCppEngine.startGguf({
+    modelName: target.modelName,
+    ggufPath: target.gguf!.file,
+    ...(target.gguf!.sha256 ? { expectSha256: target.gguf!.sha256 } : {}),
+    maxBatch: options.maxBatch,
+    maxQueue: options.maxQueue,
+    // Every cached sequence costs a whole window of KV cells, which for a real model is megabytes a token; a free
+    // sequence still keeps its dialogue's tokens for the next turn until another request takes it.
+    cachedSequences: 0,
+    ...(options.log ? { log: options.log } : {}),
+  });
+  options.log?.info({ model: target.modelName, engine: 'llama', gguf: target.gguf!.file }, 'serve: engine ready');
+  return engine;
 }
 
 /**
@@ -108,6 +133,10 @@ async function startLlama(o: EngineStartOptions, log?: Logger): Promise<{ engine
 /** Builds engines of the chosen kind; 'llama' falls back to the tfjs worker, saying why, when llama.cpp cannot run. */
 export function engineFactory(options: EngineFactoryOptions): EngineFactory {
   return async (target) => {
+    if (target.gguf) {
+      if (options.kind !== 'llama') throw new Error(`${target.modelName} is a GGUF model: only the llama engine serves it (not --engine ${options.kind})`);
+      return startGgufEngine(target, options);
+    }
     const o: EngineStartOptions = { modelName: target.modelName, checkpointDir: target.checkpointDir, maxBatch: options.maxBatch, maxQueue: options.maxQueue };
     if (options.kind === 'llama') {
       const r = await startLlama(o, options.log);

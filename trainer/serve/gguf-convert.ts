@@ -36,6 +36,11 @@ export type GgufDtype = 'F32' | 'F16';
 export interface ConvertOptions {
   /** Storage of the matrices (embedding, projections, head); norms, biases and rope factors are always F32. */
   dtype?: GgufDtype;
+  /**
+   * Metadata changed after the checkpoint's own keys are in (writeCheckpointGguf only): keys set (added or
+   * replaced, e.g. a general.name) and keys dropped. The tests write foreign models and malformed files this way.
+   */
+  metadata?: { set?: readonly [string, GgufValue][]; drop?: readonly string[] };
 }
 
 export interface ConvertResult {
@@ -263,6 +268,8 @@ export async function writeCheckpointGguf(checkpointDir: string, outPath: string
   const missing = [...expected.keys()].filter((n) => !weights.has(n));
   if (missing.length) throw new Error(`${checkpointDir}: checkpoint lacks ${missing.length} tensor(s) its config needs: ${missing.slice(0, 5).join(', ')}`);
   const metadata = new Map<string, GgufValue>([...modelMetadata(cfg, path.basename(path.resolve(checkpointDir)), dtype), ...(await tokenizerMetadata(checkpointDir, cfg))]);
+  for (const [k, v] of opts.metadata?.set ?? []) metadata.set(k, v);
+  for (const k of opts.metadata?.drop ?? []) metadata.delete(k);
   const matrixType = dtype === 'F16' ? GgmlType.F16 : GgmlType.F32;
   const tensors: GgufTensorSource[] = [];
   for (const [hfName, shape] of expected) {

@@ -41,8 +41,30 @@ export function ggufTypeName(t: number): string {
 export const GgmlType = { F32: 0, F16: 1 } as const;
 export type GgmlTypeId = (typeof GgmlType)[keyof typeof GgmlType];
 const GGML_BYTES: Record<number, number> = { [GgmlType.F32]: 4, [GgmlType.F16]: 2 };
+
+/**
+ * Every ggml type a GGUF read here may hold (foreign models come quantized): name, values per block and bytes per
+ * block, as llama.cpp's ggml reports them (getBlockSizeForGgmlType / getTypeSizeForGgmlType of the binary
+ * node-llama-cpp 3.21.1 ships). Types ggml dropped (4, 5, 31-33, 36-38) are absent: a file using one is refused.
+ */
+const GGML_READ: Record<number, [name: string, block: number, bytes: number]> = {
+  0: ['F32', 1, 4], 1: ['F16', 1, 2], 2: ['Q4_0', 32, 18], 3: ['Q4_1', 32, 20], 6: ['Q5_0', 32, 22], 7: ['Q5_1', 32, 24],
+  8: ['Q8_0', 32, 34], 9: ['Q8_1', 32, 36], 10: ['Q2_K', 256, 84], 11: ['Q3_K', 256, 110], 12: ['Q4_K', 256, 144],
+  13: ['Q5_K', 256, 176], 14: ['Q6_K', 256, 210], 15: ['Q8_K', 256, 292], 16: ['IQ2_XXS', 256, 66], 17: ['IQ2_XS', 256, 74],
+  18: ['IQ3_XXS', 256, 98], 19: ['IQ1_S', 256, 50], 20: ['IQ4_NL', 32, 18], 21: ['IQ3_S', 256, 110], 22: ['IQ2_S', 256, 82],
+  23: ['IQ4_XS', 256, 136], 24: ['I8', 1, 1], 25: ['I16', 1, 2], 26: ['I32', 1, 4], 27: ['I64', 1, 8], 28: ['F64', 1, 8],
+  29: ['IQ1_M', 256, 56], 30: ['BF16', 1, 2], 34: ['TQ1_0', 256, 54], 35: ['TQ2_0', 256, 66], 39: ['MXFP4', 32, 17],
+};
+
 export function ggmlTypeName(t: number): string {
-  return t === GgmlType.F32 ? 'F32' : t === GgmlType.F16 ? 'F16' : `ggml type ${t}`;
+  return GGML_READ[t]?.[0] ?? `ggml type ${t}`;
+}
+
+/** Bytes of a tensor of ggml type `type` and shape `ne`; undefined for an unknown type or a row that is not whole blocks. */
+export function ggmlTensorBytes(type: number, ne: readonly number[]): number | undefined {
+  const t = GGML_READ[type];
+  if (!t || ne[0]! % t[1] !== 0) return undefined;
+  return (ne.reduce((a, b) => a * b, 1) / t[1]) * t[2];
 }
 
 type Scalar = number | bigint | boolean | string;
@@ -355,10 +377,11 @@ export async function readGgufHeader(file: string): Promise<GgufHeader> {
     tensors.push({ name, ne, type, offset });
   }
   const dataOffset = pos + pad(pos, alignment);
+  const sizeOf = (t: GgufTensorInfo): number =>
+    ggmlTensorBytes(t.type, t.ne) ??
+    fail(GGML_READ[t.type] ? `tensor ${t.name} has ne[0] ${t.ne[0]}, not a whole number of ${ggmlTypeName(t.type)} blocks` : `tensor ${t.name} has ${ggmlTypeName(t.type)}, a type llama.cpp does not know`);
   for (const t of tensors) {
-    const bytesPer = GGML_BYTES[t.type];
-    if (bytesPer === undefined) fail(`tensor ${t.name} has type ${ggmlTypeName(t.type)}; this project reads F32 and F16 only`);
-    const size = t.ne.reduce((a, b) => a * b, 1) * bytesPer!;
+    const size = sizeOf(t);
     if (dataOffset + t.offset + size > fileSize) {
       fail(`tensor ${t.name} ends at byte ${dataOffset + t.offset + size}, past the end of the file (${fileSize} bytes): truncated?`);
     }
@@ -366,7 +389,7 @@ export async function readGgufHeader(file: string): Promise<GgufHeader> {
   const sorted = [...tensors].sort((a, b) => a.offset - b.offset);
   for (let i = 1; i < sorted.length; i++) {
     const prev = sorted[i - 1]!;
-    const prevEnd = prev.offset + prev.ne.reduce((a, b) => a * b, 1) * GGML_BYTES[prev.type]!;
+    const prevEnd = prev.offset + sizeOf(prev);
     if (sorted[i]!.offset < prevEnd) fail(`tensors ${prev.name} and ${sorted[i]!.name} overlap`);
   }
   return { version, metadata, tensors, alignment, dataOffset, fileSize };

@@ -28,9 +28,10 @@
 // on the old one, whose context is closed after them. A .gguf adapter file given directly must likewise get a
 // new path per version.
 //
-// Prompts are the checkpoint's own chat template rendered by trainer/model/chat.ts and encoded by
-// trainer/model/tokenizer.ts, exactly as the tfjs path does; llama.cpp never tokenizes. Completion text is
-// decoded by the same tokenizer.
+// Prompts of our own checkpoints are the checkpoint's chat template rendered by trainer/model/chat.ts and encoded
+// by trainer/model/tokenizer.ts, exactly as the tfjs path does; completion text is decoded by the same tokenizer.
+// A foreign GGUF (startGguf) brings its own vocabulary and chat template: gguf-foreign.ts's codec renders the
+// file's template and lets llama.cpp tokenize with the file's vocabulary.
 //
 // Sampling. Without logprobs, llama.cpp samples natively (greedy at temperature 0; else top-p on the model's
 // distribution, then temperature, then a draw seeded by `seed`). With logprobs, llama.cpp returns the model's
@@ -55,7 +56,9 @@ import { seededRandom } from '../../tasks/random.ts';
 import { descendingOrder, sampleToken } from '../model/generate.ts';
 import { StopMatcher } from '../model/stop-strings.ts';
 import { TextTokenizer } from '../model/tokenizer.ts';
+import type { ChatMessage } from '../../tasks/agent.ts';
 import { EngineOverloadedError, EngineRequestError } from './engine-contract.ts';
+import { ggufPromptCodec, inspectForeignGguf, type ForeignGgufInfo, type PromptCodec } from './gguf-foreign.ts';
 import type { EngineRequest, EngineResult, EngineStartOptions, EngineStats, EngineStream, EngineToken, ServingEngine } from './engine-contract.ts';
 import { convertAdapterToGguf, convertCheckpointToGguf, type GgufDtype } from './gguf-convert.ts';
 import { validateAdapterGguf, validateModelGguf } from './gguf-validate.ts';
@@ -97,6 +100,8 @@ export interface LlamaEngineOptions extends EngineStartOptions {
   flashAttention?: boolean;
   /** Load each new GGUF file in a child process first (default true). */
   probe?: boolean;
+  /** Told each request's prompt token ids as they go to llama.cpp (tests check what the model was given). */
+  onPrompt?: (ids: readonly number[]) => void;
   log?: Logger;
 }
 
@@ -272,7 +277,6 @@ export class LlamaCppEngine implements ServingEngine {
   private running = 0;
   private closed = false;
   private idleWaiters: (() => void)[] = [];
-  private readonly eos: Set<number>;
   private readonly sampleable: number;
   private readonly tokenBias: TokenBias | undefined;
   private readonly logpScratch: Float64Array;
@@ -280,9 +284,11 @@ export class LlamaCppEngine implements ServingEngine {
 
   private constructor(
     private readonly options: LlamaEngineOptions,
-    private readonly config: ModelConfig,
-    private readonly tokenizer: TextTokenizer,
-    private readonly chat: ChatFormatter,
+    /** Our checkpoint's config; null for a foreign GGUF (no adapters then: nothing to convert them against). */
+    private readonly config: ModelConfig | null,
+    private readonly codec: PromptCodec,
+    /** Rows of the embedding (the logits' length). */
+    embeddingRows: number,
     private readonly model: LlamaModel,
     readonly ggufPath: string,
     readonly contextSize: number,
@@ -291,14 +297,46 @@ export class LlamaCppEngine implements ServingEngine {
     this.maxBatch = options.maxBatch;
     this.maxQueue = options.maxQueue;
     this.maxContexts = options.maxContexts ?? 2;
-    this.eos = new Set(tokenizer.eosTokenIds);
-    this.logpScratch = new Float64Array(config.vocabSize);
-    this.sampleable = Math.min(config.vocabSize, tokenizer.vocabSize);
+    this.logpScratch = new Float64Array(embeddingRows);
+    this.sampleable = Math.min(embeddingRows, codec.vocabSize);
     // Embedding rows past the tokenizer (Qwen2 pads its vocabulary) can never be decoded: never sample them.
-    if (this.sampleable < config.vocabSize) {
+    if (this.sampleable < embeddingRows) {
       this.tokenBias = new TokenBias(model.tokenizer);
-      for (let id = this.sampleable; id < config.vocabSize; id++) this.tokenBias.set(id as Token, 'never');
+      for (let id = this.sampleable; id < embeddingRows; id++) this.tokenBias.set(id as Token, 'never');
     }
+  }
+
+  /** Prompt tokens of a dialogue as this engine renders and tokenizes it (the agent's context budget). */
+  countPromptTokens(messages: readonly ChatMessage[]): number {
+    return this.codec.encode(messages).length;
+  }
+
+  /**
+   * Serves a foreign GGUF model (gguf-foreign.ts) with the file's own vocabulary and chat template: validated,
+   * checked against `expectSha256` when given (the file a version registered), probed in a child process, loaded.
+   * Returns the engine and the file's summary (provenance).
+   */
+  static async startGguf(options: Omit<LlamaEngineOptions, 'checkpointDir'> & { ggufPath: string; expectSha256?: string }): Promise<{ engine: LlamaCppEngine; info: ForeignGgufInfo }> {
+    if (!Number.isInteger(options.maxBatch) || options.maxBatch < 1) throw new Error(`maxBatch must be a positive integer, got ${options.maxBatch}`);
+    if (!Number.isInteger(options.maxQueue) || options.maxQueue < 0) throw new Error(`maxQueue must be a non-negative integer, got ${options.maxQueue}`);
+    const info = await inspectForeignGguf(options.ggufPath);
+    if (options.expectSha256 && info.sha256 !== options.expectSha256) {
+      throw new Error(`${options.ggufPath} changed since it was registered (sha256 ${info.sha256.slice(0, 12)}..., registered ${options.expectSha256.slice(0, 12)}...): register the new file as a new version`);
+    }
+    if (options.probe ?? true) await probeGgufInChild(options.ggufPath);
+    const llama = await loadLlama();
+    const model = await llama.loadModel({ modelPath: options.ggufPath, gpuLayers: 0 });
+    const template = model.fileInfo.metadata.tokenizer?.chat_template;
+    const contextSize = Math.min(options.contextSize ?? 4096, info.contextLength);
+    const engine = new LlamaCppEngine({ ...options, checkpointDir: '' }, null, ggufPromptCodec(model, String(template), info.vocabSize), info.vocabSize, model, options.ggufPath, contextSize);
+    options.log?.info({ gguf: options.ggufPath, quantization: info.quantization, maxBatch: options.maxBatch, contextSize }, 'llama.cpp engine loaded (foreign GGUF)');
+    try {
+      engine.contexts.set('', await engine.createContext(''));
+    } catch (err) {
+      await model.dispose();
+      throw err;
+    }
+    return { engine, info };
   }
 
   /** Converts (cached) and validates the checkpoint's GGUF, probes it in a child process, loads it. */
@@ -316,7 +354,13 @@ export class LlamaCppEngine implements ServingEngine {
     const model = await llama.loadModel({ modelPath: conv.path, gpuLayers: 0 });
     const contextSize = Math.min(options.contextSize ?? 4096, config.maxPositionEmbeddings);
     options.log?.info({ gguf: conv.path, converted: conv.converted, maxBatch: options.maxBatch, contextSize }, 'llama.cpp engine loaded');
-    const engine = new LlamaCppEngine({ ...options, cacheDir }, config, tokenizer, chat, model, conv.path, contextSize);
+    const codec: PromptCodec = {
+      encode: (messages) => tokenizer.encode(chat.format(messages, { addGenerationPrompt: true })),
+      decode: (ids) => tokenizer.decode([...ids]),
+      isEnd: (id) => tokenizer.eosTokenIds.includes(id),
+      vocabSize: tokenizer.vocabSize,
+    };
+    const engine = new LlamaCppEngine({ ...options, cacheDir }, config, codec, config.vocabSize, model, conv.path, contextSize);
     // The base model's context up front: the first request should not wait for it.
     try {
       engine.contexts.set('', await engine.createContext(''));
@@ -353,6 +397,7 @@ export class LlamaCppEngine implements ServingEngine {
    * file. Loading the same source again is a no-op; a new source replaces the old for new requests only.
    */
   async loadAdapter(name: string, source: string): Promise<void> {
+    if (!this.config) throw new Error(`${this.modelName} is a foreign GGUF model: LoRA adapters are attached to our own checkpoints only`);
     let ggufPath: string;
     if ((await stat(source)).isDirectory()) {
       ggufPath = (await convertAdapterToGguf(source, this.config, { cacheDir: this.options.cacheDir! }, { dtype: this.options.dtype ?? 'F32' })).path;
@@ -398,11 +443,12 @@ export class LlamaCppEngine implements ServingEngine {
     if (req.stop?.some((s) => s.length === 0)) throw new EngineRequestError('stop strings must not be empty');
     let promptIds: number[];
     try {
-      promptIds = this.tokenizer.encode(this.chat.format(req.messages, { addGenerationPrompt: true }));
+      promptIds = this.codec.encode(req.messages);
     } catch (err) {
       throw new EngineRequestError(`the messages cannot be formatted: ${(err as Error).message}`);
     }
     if (promptIds.length === 0) throw new EngineRequestError('the prompt is empty');
+    this.options.onPrompt?.(promptIds);
     if (promptIds.length >= this.contextSize) {
       throw new EngineRequestError(`the prompt has ${promptIds.length} tokens; each sequence holds ${this.contextSize}`);
     }
@@ -652,7 +698,7 @@ export class LlamaCppEngine implements ServingEngine {
     const wantDistribution = req.logprobs && (jsSampling || req.topLogprobs > 0);
     const seed = req.seed ?? Math.floor(Math.random() * 2 ** 32);
     const rand = seededRandom(seed, 0);
-    const text = new CompletionText((ids) => this.tokenizer.decode(ids), req.stop ?? []);
+    const text = new CompletionText((ids) => this.codec.decode(ids), req.stop ?? []);
     const iterator = seq.evaluateWithMetadata(
       job.promptIds.slice(keep) as Token[],
       { probabilities: wantDistribution, confidence: req.logprobs && !wantDistribution },
@@ -711,14 +757,14 @@ export class LlamaCppEngine implements ServingEngine {
             top = [];
             for (const [id, p] of probs) {
               if (top.length >= req.topLogprobs) break;
-              top.push({ token: this.tokenizer.decode([id]), logprob: Math.log(p) });
+              top.push({ token: this.codec.decode([id]), logprob: Math.log(p) });
             }
           }
         } else if (req.logprobs && out.confidence !== undefined) logprob = Math.log(out.confidence);
         completion++;
         // Every emitted piece belongs to a token with its logprob: text held back (a possible stop string, half a
         // character) is released with the last token, or with the end-of-sequence token if that ends the text.
-        if (this.eos.has(token)) {
+        if (this.codec.isEnd(token)) {
           finish = 'stop';
           const rest = text.flush();
           if (rest) channel.push(withLogprobs({ text: rest }, logprob, top));

@@ -7,6 +7,7 @@
 // deploy loads the new version first and a session that started on the old one keeps being answered by it until
 // its agent is closed. Imports: prisma/ (policy store), trainer/model (config, the reply reserve), trainer/serve.
 import type { Logger } from '../../tasks/logger.ts';
+import type { ChatMessage } from '../../tasks/agent.ts';
 import type { PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import type { BackendChoice } from '../model/backend.ts';
 import { EngineRequestError } from './engine-contract.ts';
@@ -42,6 +43,10 @@ export interface LocalModel {
   contextWindow: number;
   /** Requests worth having in flight at once (batch plus queue): the client's cap, so the server does the queueing. */
   maxInFlight: number;
+  /** Exact prompt tokens as the engine renders them (a foreign GGUF: its own template and vocabulary). */
+  countTokens?: (messages: readonly ChatMessage[]) => number;
+  /** A gguf version's file (provenance). */
+  weights?: { file: string; sha256: string; quantization: string };
 }
 
 /** What trainer/policies/agent-for.ts needs from local serving. */
@@ -226,7 +231,7 @@ export class LocalServing implements LocalCheckpointServer {
       if (this.closed || v?.id === this.deployed?.id) return;
       const previous = this.deployed;
       this.deployed = null;
-      if (v?.kind === 'checkpoint') {
+      if (v?.kind === 'checkpoint' || v?.kind === 'gguf') {
         try {
           await this.acquire(v);
           this.deployed = v;
@@ -243,8 +248,9 @@ export class LocalServing implements LocalCheckpointServer {
   }
 
   private async load(policy: PolicyVersion): Promise<Loaded> {
-    if (policy.kind !== 'checkpoint') throw new Error(`policy version "${policy.name}" is a ${policy.kind}: only checkpoints are served locally`);
+    if (policy.kind !== 'checkpoint' && policy.kind !== 'gguf') throw new Error(`policy version "${policy.name}" is a ${policy.kind}: only checkpoints and GGUF models are served locally`);
     const target = await servingTarget(this.o.prisma, policy);
+    if (target.gguf) return this.loadGguf(policy, target.modelName, target.gguf.file);
     const [engine, { TfjsEngine }, { readConfig }] = await Promise.all([this.factory(target), import('./tfjs-engine.ts'), import('../model/checkpoint.ts')]);
     const kind: EngineKind = engine instanceof TfjsEngine ? 'tfjs' : 'llama';
     let window: number;
@@ -262,6 +268,33 @@ export class LocalServing implements LocalCheckpointServer {
     }
     this.o.log?.info({ version: policy.name, engine: kind, url: this.url }, 'local serve: version loaded');
     return { engine, kind, inFlight: 0, model: { url: this.url, model: target.modelName, engine: kind, checkpointDir: target.checkpointDir, contextWindow: window, maxInFlight: this.o.maxBatch + this.o.maxQueue } };
+  }
+
+  /** A gguf version: llama.cpp with the file's own tokenizer and template, which also count the agent's prompts. */
+  private async loadGguf(policy: PolicyVersion, modelName: string, file: string): Promise<Loaded> {
+    const engine = await this.factory({ modelName, checkpointDir: file, gguf: { file, sha256: policy.checkpointSha256 } });
+    const llama = engine as unknown as { contextSize: number; countPromptTokens(m: readonly ChatMessage[]): number };
+    if (this.closed) {
+      await engine.close();
+      throw new Error('local serving is closed');
+    }
+    const quantization = (policy.serving as { quantization?: unknown } | null)?.quantization;
+    this.o.log?.info({ version: policy.name, engine: 'llama', gguf: file, url: this.url }, 'local serve: version loaded');
+    return {
+      engine,
+      kind: 'llama',
+      inFlight: 0,
+      model: {
+        url: this.url,
+        model: modelName,
+        engine: 'llama',
+        checkpointDir: file,
+        contextWindow: llama.contextSize,
+        maxInFlight: this.o.maxBatch + this.o.maxQueue,
+        countTokens: (m) => llama.countPromptTokens(m),
+        weights: { file, sha256: policy.checkpointSha256 ?? '', quantization: typeof quantization === 'string' ? quantization : 'unknown' },
+      },
+    };
   }
 
   /** Stops listening, lets running requests finish, closes every engine. */

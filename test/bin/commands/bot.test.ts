@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REAL_MODEL_COMMAND } from '../../../bot/bootstrap.ts';
 import { FakeDiscord } from '../../../bot/testing/fake-discord.ts';
 import { createTestDatabase } from '../../../bot/testing/database.ts';
 import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
@@ -134,6 +135,10 @@ describe.skipIf(!hasScript)('npm start on a first run', () => {
     expect(term.out.match(/lacks what some of it needs/g)).toHaveLength(1);
     expect(term.out.split(/\r?\n/).filter((line) => line.trimStart().startsWith('{'))).toEqual([]); // no JSON log line
     expect(term.out).not.toContain('starter policy ['); // no training progress bar
+    // Says what the starter is, before the consent, and the one command that puts a real model in its seat.
+    const notice = term.out.slice(0, consentFrom);
+    expect(notice).toContain('a smoke test of 1.0M parameters');
+    expect(notice.replace(/\r/g, '')).toContain(`    ${REAL_MODEL_COMMAND}\n`);
 
     const shippedSha = await checkpointSha256(shippedStarterDir(1234));
     const db = await openDatabase({ pgliteDir: join(dir, 'pglite') });

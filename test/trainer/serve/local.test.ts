@@ -80,7 +80,7 @@ describe('local serving', () => {
     const endpoint = await t.prisma.policyVersion.create({
       data: { name: 'remote', algorithm: 'external', kind: 'endpoint', serving: { url: 'http://127.0.0.1:9/v1', model: 'm', contextWindow: 4096, temperature: 0.7, topP: 0.95, maxTokens: 256 } },
     });
-    await expect(local.acquire(endpoint)).rejects.toThrow(/only checkpoints are served locally/);
+    await expect(local.acquire(endpoint)).rejects.toThrow(/only checkpoints and GGUF models are served locally/);
   });
 
   it('falls back to tfjs for a checkpoint llama.cpp refuses, saying why once, and still uses llama.cpp for the next', async () => {

@@ -1,6 +1,6 @@
 // The dashboard's reads besides sessions: studies with their progress (bot/study-progress.ts), policy versions
 // with lineage, gate evidence, A/B results (bot/experiments.ts), a leaderboard paired by task and a Bradley-Terry
-// fit of people's /task compare choices (tasks/bradley-terry.ts), training runs with their loss curves, people
+// fit of people's /compare choices (tasks/bradley-terry.ts), training runs with their loss curves, people
 // with their quality (moderators: their guild's only), and the payouts that only operators see.
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { meanIntervalOf, pairedBootstrap, type Interval } from '../../tasks/stats.ts';
@@ -90,7 +90,7 @@ export async function leaderboard(prisma: PrismaClient, viewer: Viewer, kind: 'b
   return { reference: ref ? deployed!.name : null, rows };
 }
 
-/** People's answered /task compare choices as judgements between the versions that played the two sessions. */
+/** People's answered /compare choices as judgements between the versions that played the two sessions. */
 export async function preferenceJudgements(prisma: PrismaClient): Promise<Judgement[]> {
   const rows = await prisma.preference.findMany({
     where: { choice: { in: ['a', 'b', 'tie'] }, rater: { deletedAt: null, consentWithdrawnAt: null } },

@@ -1,7 +1,7 @@
 // A small database for the dashboard's tests (test/bot/dashboard/), made through the stores as production makes
 // it: two Discord guilds with one person each (one of them typed hostile markup), simulated games of two policy
 // versions on shared tasks (a leaderboard), a frontend game, a SWEET-RL run with a loss curve whose critic scored a
-// session's agent turns, people's /task compare preferences, a study with pay rules, a flag and a rating.
+// session's agent turns, people's /compare preferences, a study with pay rules, a flag and a rating.
 import type { Database } from '../../prisma/db.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { acceptConsent } from '../../prisma/participant-store.ts';
@@ -156,7 +156,7 @@ export async function seedDashboardData(db: Database): Promise<DashboardData> {
   const agentTurns = await prisma.turn.findMany({ where: { sessionId: sessionA, role: 'agent' }, orderBy: { index: 'asc' } });
   await saveCriticAdvantages(prisma, run.id, agentTurns.map((t, i) => ({ turnId: t.id, advantage: [0.412, -0.137, 0.05][i] ?? 0 })));
 
-  // People's /task compare choices: Alice prefers sweet-0001's sessions, with one tie.
+  // People's /compare choices: Alice prefers sweet-0001's sessions, with one tie.
   let seed = 1;
   const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
   for (let i = 0; i < 8; i++) {

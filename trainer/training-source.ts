@@ -16,6 +16,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
+import { trainedOnErasedData } from '../prisma/policy-store.ts';
 import { ADAPTER_CONFIG } from './model/lora.ts';
 import { DEFAULT_LORA_TARGETS, isLinearModule, type LinearModule } from './model/lora-modules.ts';
 import { checkAdapterDir } from './policies/adapter-check.ts';
@@ -66,12 +67,6 @@ export type TrainingSource =
       summary: string;
     }
   | { ok: false; reason: string };
-
-/** Whether /privacy delete marked this version as trained on sessions since erased (prisma/privacy-store.ts). */
-export function trainedOnErasedData(v: Pick<PolicyVersion, 'metrics'>): boolean {
-  const m = v.metrics;
-  return !!m && typeof m === 'object' && !Array.isArray(m) && (m as Record<string, unknown>).trainedOnErasedData === true;
-}
 
 /**
  * Which version of `lineage` (the version asked for first, then its parent, its parent's parent...) a run may start

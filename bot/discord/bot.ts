@@ -93,6 +93,9 @@ export class DiscordBot {
    */
   private async recover(): Promise<void> {
     const { engine, log } = this.ctx;
+    // No start of this run has begun yet, so a session without a thread is one a kill cut off; it would hold
+    // its person's slot until it expired.
+    await engine.endThreadless(new Date());
     const work = await engine.pendingWork();
     const showFirst = (w: PendingWork) => w.kind === 'show' && w.session.status === 'active';
     log?.debug({ show: work.filter(showFirst).length, background: work.filter((w) => !showFirst(w)).length }, 'recovery: resuming what the last run left');

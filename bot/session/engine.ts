@@ -186,6 +186,11 @@ export class SessionEngine {
     return this.recovery.awaitingReplies();
   }
 
+  /** Ends active sessions of a thread channel that never got their thread (a start cut off by a kill). */
+  endThreadless(startedBefore: Date): Promise<Session[]> {
+    return this.recovery.endThreadless(startedBefore);
+  }
+
   /** Expires active sessions idle for longer than the configured time; returns them. */
   expireIdle(now?: Date): Promise<Session[]> {
     return this.recovery.expireIdle(now);

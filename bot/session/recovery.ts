@@ -90,6 +90,24 @@ export class Recovery {
     });
   }
 
+  /**
+   * Ends the active sessions of a thread channel that never got their thread (the process died between the
+   * session's row and its thread): nobody can reach them, and each holds its person's one active session.
+   * Called at a start, before which no start of this run can be in flight (`startedBefore`).
+   */
+  async endThreadless(startedBefore: Date): Promise<Session[]> {
+    const { ctx } = this;
+    const orphans = await ctx.retry(() =>
+      ctx.prisma.session.findMany({ where: { channel: ctx.options.channel, status: 'active', threadId: null, startedAt: { lt: startedBefore } } }),
+    );
+    const ended: Session[] = [];
+    for (const s of orphans) {
+      if (await ctx.retry(() => endSession(ctx.prisma, s.id, 'abandoned', 'start-interrupted'))) ended.push(s);
+    }
+    if (ended.length) ctx.deps.log?.warn({ sessions: ended.map((s) => s.id) }, 'ended sessions whose start was cut off before their thread opened');
+    return ended;
+  }
+
   /** Expires active sessions idle for longer than the configured time; returns them. */
   async expireIdle(now = new Date()): Promise<Session[]> {
     const { ctx } = this;

@@ -116,7 +116,9 @@ function dryProgram(): { program: Command; out: string[]; ran: { path: string; a
       const parse = a.parseArg;
       if (parse) a.parseArg = (v, p) => (PLACEHOLDER.test(v) ? v : parse(v, p));
     }
-    if (cmd.commands.length === 0) cmd.action((...args: unknown[]) => void ran.push({ path: path.join(' '), args: args.slice(0, -1) }));
+    // Leaves, and commands with subcommands that also act themselves (`dashboard` serves; `dashboard token …` manages).
+    const acts = (cmd as unknown as { _actionHandler: unknown })._actionHandler != null;
+    if (cmd.commands.length === 0 || acts) cmd.action((...args: unknown[]) => void ran.push({ path: path.join(' '), args: args.slice(0, -1) }));
     for (const sub of cmd.commands) walk(sub, [...path, sub.name()]);
   };
   walk(program, []);

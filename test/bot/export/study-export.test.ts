@@ -95,7 +95,8 @@ describe('a study\'s sweet-rl export', () => {
     expect(card).toContain('- arms: arm-a 50%, arm-b 50%');
     expect(card).toContain('- pay: 2.50 EUR a session, bonus on success 1.00 EUR');
     expect(card).toContain('- opens: 2026-11-01T00:00:00.000Z; closes: when closed');
-    expect(card).toMatch(/python scripts\/evaluate_code.py pilot.jsonl --k 3/);
+    expect(card).toContain('DATA=pilot.jsonl');
+    expect(card).toContain('python "$SWEET_RL/scripts/evaluate_code.py" "$DATA" --k 3 ');
   });
 
   it('says so on the command line, and refuses a study that does not exist', async () => {

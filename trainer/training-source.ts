@@ -122,7 +122,7 @@ export function decideTrainingSource(f: SourceFacts, o: DecideOptions): Training
   if (!s.baseModelDir) {
     return fail(
       `"${f.name}" is served by ${s.url} (model ${s.model}) without a local copy of its base model, so there are no weights here to train LoRA adapters on. ` +
-        `Register the served model's Hugging Face directory with the endpoint version (sweetloop policy add NAME --endpoint ${s.url} --model ${s.model} --base-model-dir DIR) and deploy it`,
+        `Record the served model's Hugging Face directory on its endpoint version (sweetloop policy update ${s.endpointVersionId ? 'ENDPOINT_VERSION' : f.name} --base-model-dir DIR)`,
     );
   }
   const onEndpoint = { fromId: f.id, fromName: f.name, baseDir: s.baseModelDir, endpointVersionId: s.endpointVersionId };

@@ -104,15 +104,16 @@ export function registerPolicyCommands(program: Command): void {
 
   policy
     .command('update <name>')
-    .description('Move an endpoint version to another server address (its adapter versions follow) or record its server\'s largest LoRA rank')
+    .description('Move an endpoint version to another server address (its adapter versions follow), or record its server\'s largest LoRA rank or its model\'s Hugging Face directory')
     .option('--endpoint <url>', 'the server\'s new base URL')
     .option('--max-lora-rank <n>', 'the server\'s largest LoRA rank (vLLM --max-lora-rank)', intOption('max-lora-rank', 1))
+    .option('--base-model-dir <dir>', 'the served model\'s Hugging Face directory: exact token counts, and the base the trainer trains LoRA adapters on')
     .option('--no-check', 'change it without asking the new address that it serves the model')
-    .action(async (name: string, o: { endpoint?: string; maxLoraRank?: number; check: boolean }) => {
+    .action(async (name: string, o: { endpoint?: string; maxLoraRank?: number; baseModelDir?: string; check: boolean }) => {
       const { updateEndpointVersion } = await import('../../trainer/policies/lifecycle.ts');
       const { servedAt } = await import('../../trainer/policies/serving.ts');
       await withDatabase(async (db) => {
-        const { version, adapters } = await updateEndpointVersion(db.prisma, name, { url: o.endpoint, maxLoraRank: o.maxLoraRank, check: o.check, actor: 'cli' });
+        const { version, adapters } = await updateEndpointVersion(db.prisma, name, { url: o.endpoint, maxLoraRank: o.maxLoraRank, baseModelDir: o.baseModelDir, check: o.check, actor: 'cli' });
         console.log(`updated ${version.name}: ${servedAt(version)}${adapters.length ? `; its adapter versions follow: ${adapters.join(', ')}` : ''}`);
       });
     });

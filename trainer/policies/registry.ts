@@ -59,6 +59,17 @@ export async function checkServesModel(url: string, model: string, apiKeyEnv: st
   return card;
 }
 
+/**
+ * A served model's Hugging Face directory (exact token counts, the base for LoRA training) must hold its
+ * tokenizer; returns the absolute path that is stored. One check for add --endpoint, add --gguf and update.
+ */
+export function checkBaseModelDir(dir: string): string {
+  if (!existsSync(join(dir, 'tokenizer.json'))) {
+    throw new RegistryError(`${dir} has no tokenizer.json: --base-model-dir must be the served model's Hugging Face directory`);
+  }
+  return resolve(dir);
+}
+
 /** Registers an endpoint version (status candidate, algorithm 'external'); returns the stored row. */
 export async function registerEndpointVersion(prisma: PrismaClient, r: EndpointRegistration): Promise<PolicyVersion> {
   await assertNewName(prisma, r.name);
@@ -69,9 +80,7 @@ export async function registerEndpointVersion(prisma: PrismaClient, r: EndpointR
     contextWindow ??= typeof card.max_model_len === 'number' ? card.max_model_len : undefined;
   }
   if (contextWindow === undefined) throw new RegistryError(`give the model's context window (--context-window N): the server did not report one`);
-  if (r.baseModelDir && !existsSync(join(r.baseModelDir, 'tokenizer.json'))) {
-    throw new RegistryError(`${r.baseModelDir} has no tokenizer.json: --base-model-dir must be the served model's Hugging Face directory`);
-  }
+  if (r.baseModelDir) checkBaseModelDir(r.baseModelDir);
   const candidate = {
     url,
     model: r.model,
@@ -159,9 +168,7 @@ export interface GgufRegistration {
  */
 export async function registerGgufVersion(prisma: PrismaClient, r: GgufRegistration): Promise<{ version: PolicyVersion; downloaded: boolean }> {
   await assertNewName(prisma, r.name);
-  if (r.baseModelDir && !existsSync(join(r.baseModelDir, 'tokenizer.json'))) {
-    throw new RegistryError(`${r.baseModelDir} has no tokenizer.json: --base-model-dir must be the same model's Hugging Face directory`);
-  }
+  if (r.baseModelDir) checkBaseModelDir(r.baseModelDir);
   const { resolveGgufSource, GgufSourceError } = await import('../serve/gguf-source.ts');
   const { inspectForeignGguf } = await import('../serve/gguf-foreign.ts');
   const { GgufValidationError } = await import('../serve/gguf-validate.ts');

@@ -2,11 +2,12 @@
 // servers (bot/testing/openai-server.ts: /v1/models, /v1/load_lora_adapter, /v1/unload_lora_adapter, chat
 // completions) and adapter directories written as PEFT writes them. `policy add --adapter --on` checks, copies and
 // registers; deploy, and the bot's loader (loadAgent) loads it into the server; `policy update --endpoint` moves
-// the server and the adapter follows; rollback; `policy remove` unloads it and keeps the row. Every refusal names
+// the server and the adapter follows; rollback; `policy remove` unloads it and keeps the row; `policy update
+// --base-model-dir` records the served model's directory. Every refusal names
 // its fault and creates nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
@@ -162,4 +163,24 @@ describe('sweetloop policy add --adapter / update / remove', () => {
     const ok = await sweetloop(['policy', 'add', 'wide', '--adapter', await source({ rank: 32 }), '--on', 'llama-8b']);
     expect(ok.code, ok.stderr).toBe(0);
   }, 300_000);
+
+  it('records the served model\'s directory on a version registered without it, and refuses one without a tokenizer', async () => {
+    const plain = await sweetloop(['policy', 'add', 'no-base', '--endpoint', first.url, '--model', BASE]);
+    expect(plain.code, plain.stderr).toBe(0);
+    const empty = join(root, 'not-a-model');
+    await mkdir(empty, { recursive: true });
+    const bad = await sweetloop(['policy', 'update', 'no-base', '--base-model-dir', empty]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`${empty} has no tokenizer.json: --base-model-dir must be the served model's Hugging Face directory`);
+    expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'no-base' } })).serving).not.toHaveProperty('baseModelDir');
+
+    const dir = join(root, 'hf-base');
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'tokenizer.json'), '{}');
+    const ok = await sweetloop(['policy', 'update', 'no-base', '--base-model-dir', dir]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'no-base' } })).serving).toMatchObject({ baseModelDir: dir, url: first.url });
+    const audit = await t.prisma.auditLog.findFirstOrThrow({ where: { action: 'policy.update', target: 'no-base' } });
+    expect(audit.detail).toMatchObject({ changed: { baseModelDir: { from: null, to: dir } } });
+  }, 120_000);
 });

@@ -118,10 +118,12 @@ export async function lastTrainedAt(db: Database): Promise<Date | null> {
 
 export async function runService<P>(o: ServiceOptions<P>): Promise<void> {
   const status = o.status ?? new ServiceStatus();
+  // The abort listener goes with its timer: one left per poll would pile up on a service that runs for months.
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, ms);
-      o.signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+      const onAbort = () => (clearTimeout(t), resolve());
+      const t = setTimeout(() => (o.signal?.removeEventListener('abort', onAbort), resolve()), ms);
+      o.signal?.addEventListener('abort', onAbort, { once: true });
     });
   // Said once until it changes: what it would train on, or why it cannot.
   let said: string | null = null;

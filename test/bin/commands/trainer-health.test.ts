@@ -5,31 +5,13 @@
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
 import { SWEETLOOP_ENTRY } from '../../../bot/testing/sweetloop-cli.ts';
+import { freePort, until } from '../../../bot/testing/wait.ts';
 import { deployPolicyByName, registerVersion } from '../../../prisma/policy-store.ts';
 import { registerEndpointVersion } from '../../../trainer/policies/registry.ts';
 import { scratchDir, tinyPolicy } from '../../trainer/fixture.ts';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | null>, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => null);
-    if (v !== null) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('sweetloop trainer health', () => {
   let t: TestDatabase;

@@ -34,3 +34,31 @@ export function runSweetloop(args: readonly string[], o: { env?: NodeJS.ProcessE
     });
   });
 }
+
+export interface RunningSweetloop {
+  /** Everything it wrote to stderr so far (its log lines). */
+  stderr(): string;
+  /** Called with each chunk of stderr as it arrives. */
+  onStderr(listener: (text: string) => void): void;
+  /** SIGTERM, then its exit code once it has exited. */
+  stop(): Promise<number | null>;
+}
+
+/** Starts a long-running `sweetloop ARGS` (trainer, bot) with this environment plus `env`, without DISCORD_TOKEN. */
+export function startSweetloop(args: readonly string[], env: NodeJS.ProcessEnv): RunningSweetloop {
+  const base = { ...process.env };
+  delete base.DISCORD_TOKEN;
+  const child = spawn(process.execPath, [SWEETLOOP_ENTRY, ...args], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stdout.resume();
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  return {
+    stderr: () => stderr,
+    onStderr: (listener) => void child.stderr.on('data', (d: string) => listener(d)),
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}

@@ -3,12 +3,11 @@
 // it loads them. The waits double from TRAINER_POLL_SECONDS up to TRAINER_MAX_BACKOFF_SECONDS (trainer/service.ts
 // backoffSeconds), readiness fails with the count and the error, the gauge shows backing-off; once the file is
 // repaired the next cycle gets past loading and the failures stop counting.
-import { spawn } from 'node:child_process';
 import { copyFileSync, rmSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { SWEETLOOP_ENTRY } from '../../../bot/testing/sweetloop-cli.ts';
+import { startSweetloop } from '../../../bot/testing/sweetloop-cli.ts';
 import { freePort, until } from '../../../bot/testing/wait.ts';
 import { deployPolicyByName, registerVersion } from '../../../prisma/policy-store.ts';
 import { scratchDir, seedSessions, tinyPolicy } from '../../trainer/fixture.ts';
@@ -35,26 +34,20 @@ describe('sweetloop trainer back-off', () => {
 
   it('doubles its wait after each failing cycle up to the cap, is not ready meanwhile, and stops counting once a cycle gets through', async () => {
     const port = await freePort();
-    const base = { ...process.env };
-    delete base.DISCORD_TOKEN;
-    const child = spawn(process.execPath, [SWEETLOOP_ENTRY, 'trainer', '--eval-episodes', '1'], {
-      env: { ...base, DATABASE_URL: t.url, CHECKPOINT_DIR: join(root, 'ck'), TRAINER_HEALTH_PORT: String(port), HEALTH_HOST: '127.0.0.1', TRAINER_MIN_NEW_SESSIONS: '1', TRAINER_DATA: 'simulated', TRAINER_POLL_SECONDS: '1', TRAINER_MAX_BACKOFF_SECONDS: '4', LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const trainer = startSweetloop(['trainer', '--eval-episodes', '1'], {
+      DATABASE_URL: t.url, CHECKPOINT_DIR: join(root, 'ck'), TRAINER_HEALTH_PORT: String(port), HEALTH_HOST: '127.0.0.1',
+      TRAINER_MIN_NEW_SESSIONS: '1', TRAINER_DATA: 'simulated', TRAINER_POLL_SECONDS: '1', TRAINER_MAX_BACKOFF_SECONDS: '4', LOG_LEVEL: 'warn',
     });
-    let err = '';
     // When each failure was said, by this process's clock: the waits between them are at least the stated ones.
     const failedAt: number[] = [];
-    child.stderr.on('data', (d: Buffer) => {
-      const text = d.toString();
-      err += text;
+    trainer.onStderr((text) => {
       for (const _ of text.matchAll(/training cycle failed \(\d+ in a row\)/g)) failedAt.push(Date.now());
     });
-    const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
     const url = (p: string) => `http://127.0.0.1:${port}${p}`;
-    const said = (e: unknown) => Object.assign(e as Error, { message: `${(e as Error).message}; the trainer said:\n${err}` });
+    const said = (e: unknown) => Object.assign(e as Error, { message: `${(e as Error).message}; the trainer said:\n${trainer.stderr()}` });
     try {
       await until('three failed cycles', async () => (failedAt.length >= 3 ? true : null), 60_000);
-      const lines = [...err.matchAll(/training cycle failed \((\d+) in a row\): (.*?); next try in (\d+) s/g)].map((m) => [Number(m[1]), Number(m[3])]);
+      const lines = [...trainer.stderr().matchAll(/training cycle failed \((\d+) in a row\): (.*?); next try in (\d+) s/g)].map((m) => [Number(m[1]), Number(m[3])]);
       expect(lines.slice(0, 3)).toEqual([[1, 2], [2, 4], [3, 4]]);
       // The first wait is 2 s, the second 4 s (the cap); a poll's own work only adds to them.
       expect(failedAt[1]! - failedAt[0]!).toBeGreaterThanOrEqual(1_900);
@@ -74,12 +67,11 @@ describe('sweetloop trainer back-off', () => {
       // No listener piles up per poll: Node warns past 10 on one signal, so wait for more polls than that.
       const polls = async () => Number(/^sweetloop_trainer_polls (\d+)$/m.exec(await (await fetch(url('/metrics'))).text())?.[1] ?? 0);
       await until('12 polls', async () => ((await polls()) >= 12 ? true : null), 60_000);
-      expect(err).not.toContain('MaxListenersExceededWarning');
+      expect(trainer.stderr()).not.toContain('MaxListenersExceededWarning');
     } catch (e) {
       throw said(e);
     } finally {
-      child.kill('SIGTERM');
-      await exited;
+      await trainer.stop();
     }
   }, 900_000);
 });

@@ -2,12 +2,11 @@
 // Deployed: an endpoint version without a local base model. The service says "cannot train" once over several
 // polls, creates no run, is not ready (with the reason) and shows the state in its gauge; once a trainable
 // version is deployed it waits for data and is ready.
-import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { SWEETLOOP_ENTRY } from '../../../bot/testing/sweetloop-cli.ts';
+import { startSweetloop } from '../../../bot/testing/sweetloop-cli.ts';
 import { freePort, until } from '../../../bot/testing/wait.ts';
 import { deployPolicyByName, registerVersion } from '../../../prisma/policy-store.ts';
 import { registerEndpointVersion } from '../../../trainer/policies/registry.ts';
@@ -30,19 +29,11 @@ describe('sweetloop trainer health', () => {
 
   it('reports "cannot train" once, stays not ready and creates no run; ready once a trainable version is deployed', async () => {
     const port = await freePort();
-    const base = { ...process.env };
-    delete base.DISCORD_TOKEN;
-    const child = spawn(process.execPath, [SWEETLOOP_ENTRY, 'trainer'], {
-      env: { ...base, DATABASE_URL: t.url, CHECKPOINT_DIR: join(root, 'ck'), TRAINER_HEALTH_PORT: String(port), HEALTH_HOST: '127.0.0.1', TRAINER_MIN_NEW_SESSIONS: '1000', TRAINER_POLL_SECONDS: '1', LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let err = '';
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+    const trainer = startSweetloop(['trainer'], { DATABASE_URL: t.url, CHECKPOINT_DIR: join(root, 'ck'), TRAINER_HEALTH_PORT: String(port), HEALTH_HOST: '127.0.0.1', TRAINER_MIN_NEW_SESSIONS: '1000', TRAINER_POLL_SECONDS: '1', LOG_LEVEL: 'warn' });
     const url = (p: string) => `http://127.0.0.1:${port}${p}`;
     const polls = async () => Number(/^sweetloop_trainer_polls (\d+)$/m.exec(await (await fetch(url('/metrics'))).text())?.[1] ?? 0);
     try {
-      await until(`4 polls (stderr: ${err})`, async () => ((await polls()) >= 4 ? true : null), 120_000);
+      await until('4 polls', async () => ((await polls()) >= 4 ? true : null), 120_000);
       const ready = await fetch(url('/health/ready'));
       expect(ready.status).toBe(503);
       const body = (await ready.json()) as { status: string; checks: Record<string, boolean>; reasons: Record<string, string> };
@@ -54,7 +45,7 @@ describe('sweetloop trainer health', () => {
       expect(metrics).toMatch(/^sweetloop_training_runs\{status="failed"\} 1$/m);
       expect(metrics).toMatch(/^sweetloop_trainer_process_cpu_seconds_total /m);
       // Said once over the polls, and no run was created for it.
-      expect(err.match(/cannot train/g)?.length, err).toBe(1);
+      expect(trainer.stderr().match(/cannot train/g)?.length, trainer.stderr()).toBe(1);
       expect(await t.prisma.trainingRun.count()).toBe(1);
 
       // A trainable version deployed: picked up at the next poll; it now waits for data and is ready.
@@ -67,11 +58,10 @@ describe('sweetloop trainer health', () => {
       });
       expect(ok).toEqual({ status: 'ready', checks: { database: true, training: true } });
       expect(await (await fetch(url('/metrics'))).text()).toMatch(/^sweetloop_trainer_state\{state="waiting"\} 1$/m);
-      expect(err).toMatch(/next run: from "own-1": all parameters on .*own, preset cpu-small/);
+      expect(trainer.stderr()).toMatch(/next run: from "own-1": all parameters on .*own, preset cpu-small/);
       expect(await t.prisma.trainingRun.count()).toBe(1);
     } finally {
-      child.kill('SIGTERM');
-      await exited;
+      await trainer.stop();
     }
   }, 240_000);
 });

@@ -5,7 +5,8 @@
 // 'heap' reads the heap after a GC (all sessions of the phase open), 'stats' ends the phase, 'stop' exits (a
 // CPU profile, when asked for with --cpu-prof, is written then).
 // Settings from the environment: BENCH_DB_URL, BENCH_API_BASE, BENCH_GUILD_ID, BENCH_MAX_TURNS,
-// BENCH_SCORING_POOL, BENCH_LOG_FILE.
+// BENCH_SCORING_POOL, BENCH_LOG_FILE; BENCH_DIAGNOSTIC_GLOBAL_RPS (a diagnostic: discord.js's global limit).
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
 import pino from 'pino';
@@ -29,6 +30,16 @@ pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   return (query as (...a: unknown[]) => unknown).apply(this, args);
 } as typeof query;
 
+// Waiting for one of the pool's connections: from asking the pool to getting a client (pg.Pool.connect, which
+// pool.query and Prisma's adapter both go through).
+const poolWaits: number[] = [];
+const connect = pg.Pool.prototype.connect;
+pg.Pool.prototype.connect = function (this: pg.Pool, cb?: (err: Error | undefined, client?: pg.PoolClient, done?: unknown) => void) {
+  const t0 = performance.now();
+  if (cb) return (connect as (cb: unknown) => void).call(this, (err: Error | undefined, client: pg.PoolClient, done: unknown) => (poolWaits.push(performance.now() - t0), cb(err, client, done)));
+  return (connect as () => Promise<pg.PoolClient>).call(this).then((c) => (poolWaits.push(performance.now() - t0), c));
+} as typeof connect;
+
 // Logged as in production (info), to a file.
 const log = pino({ level: 'info', base: null }, pino.destination({ dest: need('BENCH_LOG_FILE'), sync: false }));
 const db = await openDatabase({ databaseUrl: need('BENCH_DB_URL'), pgliteDir: '/nonexistent' });
@@ -49,6 +60,34 @@ const bot = new DiscordBot(
 );
 await bot.start();
 
+// Time each Discord REST request spends queued in discord.js (@discordjs/rest) before it is sent: from the call
+// (REST.queueRequest) to its first network attempt (options.makeRequest), joined through the request's async
+// context. Waits on the client-side global limit (globalRequestsPerSecond) and on per-route buckets are in it;
+// `rateLimited` counts the times a request found a limit exhausted.
+type RestRecord = { method: string; route: string; queuedAt: number; waitMs: number | null };
+let restRecords: RestRecord[] = [];
+let rateLimited = { global: 0, route: 0 };
+const restContext = new AsyncLocalStorage<RestRecord>();
+const rest = bot.client.rest;
+// A diagnostic only (bench/bot.ts --diagnostic-global-rps): the client-side global limit raised, to see what it costs.
+if (env.BENCH_DIAGNOSTIC_GLOBAL_RPS) rest.options.globalRequestsPerSecond = Number(env.BENCH_DIAGNOSTIC_GLOBAL_RPS);
+const queueRequest = rest.queueRequest.bind(rest);
+rest.queueRequest = (req) => {
+  const rec: RestRecord = { method: req.method, route: req.fullRoute, queuedAt: performance.timeOrigin + performance.now(), waitMs: null };
+  restRecords.push(rec);
+  return restContext.run(rec, () => queueRequest(req));
+};
+// Interaction responses go through a REST manager of their own (bot/discord/bot.ts): its sends are timed too.
+for (const manager of [rest, bot.interactionRest]) {
+  const makeRequest = manager.options.makeRequest;
+  manager.options.makeRequest = (...a) => {
+    const rec = restContext.getStore();
+    if (rec && rec.waitMs === null) rec.waitMs = performance.timeOrigin + performance.now() - rec.queuedAt;
+    return makeRequest(...a);
+  };
+  manager.on('rateLimited', (r) => void (r.global ? rateLimited.global++ : rateLimited.route++));
+}
+
 const loop = monitorEventLoopDelay({ resolution: 10 });
 let cpu0 = process.cpuUsage();
 let queries0 = 0;
@@ -65,6 +104,9 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
     cpu0 = process.cpuUsage();
     queries0 = queries;
     statements.clear();
+    poolWaits.length = 0;
+    restRecords = [];
+    rateLimited = { global: 0, route: 0 };
     process.send!({ op: 'reset', heapBytes });
   } else if (m.op === 'heap') {
     process.send!({ op: 'heap', heapBytes: heap() });
@@ -79,6 +121,9 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
       loopMaxMs: loop.max / 1e6,
       rssBytes: process.memoryUsage().rss,
       topStatements: [...statements].sort((x, y) => y[1] - x[1]).slice(0, 12),
+      poolWaitsMs: poolWaits,
+      rest: restRecords,
+      rateLimited,
     });
   } else if (m.op === 'stop') {
     void (async () => {

@@ -39,6 +39,8 @@ const { values: args } = parseArgs({
     'token-delay-ms': { type: 'string', default: '20' },
     'scoring-pool': { type: 'string', default: '2' },
     'cpu-prof': { type: 'string' },
+    // A diagnostic only: discord.js's client-side global limit (Discord's is 50 a second a bot token).
+    'diagnostic-global-rps': { type: 'string' },
   },
 });
 /** A positive whole-number flag (bench/args.ts's rule, for values given with parseArgs). */
@@ -56,6 +58,7 @@ if (TURNS < 2) throw new Error('--turns must be at least 2 (a question, then the
 if (!(TOKEN_DELAY_MS >= 0)) throw new Error(`--token-delay-ms must be a number >= 0, got ${args['token-delay-ms']}`);
 const WAIT_MS = 600_000;
 
+type RestRecord = { method: string; route: string; queuedAt: number; waitMs: number | null };
 type Stat = { n: number; p50: number; p99: number; max: number };
 const stat = (xs: number[]): Stat => ({ n: xs.length, p50: round(percentile(xs, 50)), p99: round(percentile(xs, 99)), max: round(xs.length ? Math.max(...xs) : NaN) });
 const round = (x: number, d = 1) => Number(x.toFixed(d));
@@ -111,7 +114,7 @@ async function main(): Promise<void> {
   await registerEndpointVersion(tdb.prisma, { name: 'bench-endpoint', url: model.url, model: 'bench-model', maxTokens: MAX_TOKENS });
   await deployPolicyByName(tdb.db, 'bench', 'bench-endpoint');
   const bot = await startBot(
-    { BENCH_DB_URL: tdb.url, BENCH_API_BASE: fake.apiBase, BENCH_GUILD_ID: fake.guildId, BENCH_MAX_TURNS: String(TURNS), BENCH_SCORING_POOL: String(SCORING_POOL), BENCH_LOG_FILE: join(dir, 'bot.log') },
+    { BENCH_DB_URL: tdb.url, BENCH_API_BASE: fake.apiBase, BENCH_GUILD_ID: fake.guildId, BENCH_MAX_TURNS: String(TURNS), BENCH_SCORING_POOL: String(SCORING_POOL), BENCH_LOG_FILE: join(dir, 'bot.log'), ...(args['diagnostic-global-rps'] ? { BENCH_DIAGNOSTIC_GLOBAL_RPS: args['diagnostic-global-rps'] } : {}) },
     args['cpu-prof'],
   );
   const agentMsgs = (threadId: string) => fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'));
@@ -121,7 +124,7 @@ async function main(): Promise<void> {
   try {
     for (const [p, people] of PHASES.entries()) {
       const acks: number[] = [];
-      const turnsShown: { sent: number; shown: Shown }[] = [];
+      const turnsShown: { sent: number; shown: Shown; threadId: string }[] = [];
       const answerToResult: number[] = [];
       let opened = 0;
       let allOpen!: () => void;
@@ -148,7 +151,7 @@ async function main(): Promise<void> {
           const sent = performance.now();
           fake.say(user, threadId, `Reply ${k} from person ${n}: keep it simple.`);
           shown = await fake.waitFor(() => agentMsgs(threadId)[k], WAIT_MS, `agent message ${k + 1}`);
-          turnsShown.push({ sent, shown });
+          turnsShown.push({ sent, shown, threadId });
         }
         const result = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')), WAIT_MS, 'result');
         answerToResult.push(result.at - shown.at);
@@ -168,7 +171,7 @@ async function main(): Promise<void> {
       const heapOpen = (await bot.ask('heap')).heapBytes!;
       holdOpen();
       await done;
-      const wall = (performance.now() - t0) / 1000;
+      const wallS = (performance.now() - t0) / 1000;
       const s = await bot.ask('stats');
       const restRequests = fake.requests.length - rest0;
       const load1 = loadavg();
@@ -178,20 +181,45 @@ async function main(): Promise<void> {
       const stored = await tdb.prisma.turn.findMany({ where: { externalMessageId: { in: ids } }, select: { externalMessageId: true, latencyMs: true } });
       const modelMs = new Map(stored.map((t) => [t.externalMessageId, t.latencyMs ?? 0]));
       const own = turnsShown.map((t) => t.shown.at - t.sent - (modelMs.get(t.shown.id) ?? NaN));
+      // Of each turn's own time, what its REST requests (those to its thread, made between the person's message
+      // and the agent's reply shown) spent queued in discord.js before being sent: measured in the bot process.
+      const rest = s.rest as RestRecord[];
+      const byThread = new Map<string, RestRecord[]>();
+      for (const r of rest) {
+        const m = /^\/channels\/(\d+)\//.exec(r.route);
+        if (m) byThread.set(m[1]!, [...(byThread.get(m[1]!) ?? []), r]);
+      }
+      const wall = (t: number) => performance.timeOrigin + t;
+      const queuedInTurn = turnsShown.map((t) =>
+        (byThread.get(t.threadId) ?? []).filter((r) => r.queuedAt >= wall(t.sent) && r.queuedAt <= wall(t.shown.at)).reduce((a, r) => a + (r.waitMs ?? 0), 0),
+      );
+      const restWaits = rest.map((r) => r.waitMs).filter((w): w is number => w !== null);
+      const restRoutes = new Map<string, number>();
+      for (const r of rest) {
+        const k = `${r.method} ${r.route.replace(/\d{16,}/g, ':id').replace(/\/webhooks\/:id\/[^/]+/, '/webhooks/:id/:token').replace(/\/interactions\/:id\/[^/]+/, '/interactions/:id/:token')}`;
+        restRoutes.set(k, (restRoutes.get(k) ?? 0) + 1);
+      }
       const mine = { participant: { discordUserId: { in: users.map((u) => u.id) } } };
       const sessions = await tdb.prisma.session.findMany({ where: mine, select: { status: true, evaluation: { select: { id: true } }, _count: { select: { ratings: true } } } });
       const agentTurns = people * TURNS;
       const phase = {
         people,
         loadAverage: { before: load0.map((x) => round(x, 2)), after: load1.map((x) => round(x, 2)) },
-        wallSeconds: round(wall),
+        wallSeconds: round(wallS),
         ackMs: stat(acks),
         acksOver3s: acks.filter((a) => a > 3000).length,
         ownTimePerTurnMs: stat(own),
+        restQueueInOwnTimeMs: stat(queuedInTurn),
+        restQueueShareOfOwnTime: round(queuedInTurn.reduce((a, b) => a + b, 0) / own.reduce((a, b) => a + b, 0), 3),
         modelTimePerTurnMs: stat([...modelMs.values()]),
         dbRoundTripsPerTurn: round(s.queries! / agentTurns),
         // Discord allows a bot token 50 REST requests a second (discord.js queues to stay under it).
         restRequestsPerTurn: round(restRequests / agentTurns),
+        restRequestsPerSecond: round(restRequests / wallS),
+        restQueueWaitMs: stat(restWaits),
+        restRateLimited: s.rateLimited,
+        restRequestsPerSessionByRoute: Object.fromEntries([...restRoutes].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, round(n / people, 2)])),
+        dbPoolWaitMs: stat(s.poolWaitsMs as number[]),
         cpuSecondsPerTurn: round(s.cpuSeconds! / agentTurns, 4),
         botCpuSeconds: round(s.cpuSeconds!, 2),
         eventLoopDelayMs: { p99: round(s.loopP99Ms!), max: round(s.loopMaxMs!) },
@@ -221,9 +249,14 @@ async function main(): Promise<void> {
   row('load average before -> after (1 min)', (x) => `${x.loadAverage.before[0]} -> ${x.loadAverage.after[0]}`);
   row('ack p50 / p99 / max (ms)', (x) => `${x.ackMs.p50} / ${x.ackMs.p99} / ${x.ackMs.max}`);
   row('own time per turn p50 / p99 (ms)', (x) => `${x.ownTimePerTurnMs.p50} / ${x.ownTimePerTurnMs.p99}`);
+  row('of which queued in discord.js p50 / p99', (x) => `${x.restQueueInOwnTimeMs.p50} / ${x.restQueueInOwnTimeMs.p99}`);
+  row('  share of own time queued in discord.js', (x) => `${x.restQueueShareOfOwnTime}`);
   row('model time per turn p50 (ms)', (x) => `${x.modelTimePerTurnMs.p50}`);
   row('db round trips per turn', (x) => `${x.dbRoundTripsPerTurn}`);
   row('Discord REST requests per turn', (x) => `${x.restRequestsPerTurn}`);
+  row('REST requests per second', (x) => `${x.restRequestsPerSecond}`);
+  row('REST queue wait per request p50 / p99', (x) => `${x.restQueueWaitMs.p50} / ${x.restQueueWaitMs.p99}`);
+  row('DB pool wait p50 / p99 (ms)', (x) => `${x.dbPoolWaitMs.p50} / ${x.dbPoolWaitMs.p99}`);
   row('bot CPU s per turn', (x) => `${x.cpuSecondsPerTurn}`);
   row('event-loop delay p99 / max (ms)', (x) => `${x.eventLoopDelayMs.p99} / ${x.eventLoopDelayMs.max}`);
   row('heap per open session (KiB)', (x) => `${x.heapPerOpenSessionKiB}`);

@@ -31,6 +31,8 @@ export interface RuntimeOptions {
   agentWaitMs?: number;
   /** How long a step owed with nobody working on it may wait before it is overdue (the engine's default: 30 s). */
   overdueMs?: number;
+  /** How long the agent may write before the person sees it typing (the engine's default: 2 s). */
+  typingAfterMs?: number;
   bwrapPath?: string;
   pythonPath?: string;
   chromiumPath?: string;
@@ -137,6 +139,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
         ratingWeight: opts.ratingWeight ?? 0,
         ...(opts.agentWaitMs !== undefined ? { agentWaitMs: opts.agentWaitMs } : {}),
         ...(opts.overdueMs !== undefined ? { overdueMs: opts.overdueMs } : {}),
+        ...(opts.typingAfterMs !== undefined ? { typingAfterMs: opts.typingAfterMs } : {}),
         ...(opts.limits ? { limits: opts.limits } : {}),
         ...(opts.scoringPool !== undefined ? { scoringPool: opts.scoringPool } : {}),
         ...(opts.privacy ? { erasureKey: opts.privacy.key } : {}),

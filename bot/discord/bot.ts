@@ -1,7 +1,7 @@
 // The Discord client's wiring: log in, register the commands, route interactions to their handlers
 // (commands/, components.ts) and thread messages to the engine, finish what a previous run left, expire idle
 // sessions. Everything a person sees comes from the engine through a thread's SessionView.
-import { Client, Events, GatewayIntentBits, type Guild, MessageFlags, Partials, type Interaction, type Message, type ThreadChannel } from 'discord.js';
+import { Client, Events, GatewayIntentBits, type Guild, MessageFlags, Partials, REST, type Interaction, type Message, type ThreadChannel } from 'discord.js';
 import type { Session } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../tasks/logger.ts';
 import { TurnRejectedError, type Hooks, type PendingWork, type ResumedView, type SessionEngine, type SessionView } from '../session/engine.ts';
@@ -16,6 +16,8 @@ export type { DiscordBotOptions } from './context.ts';
 
 export class DiscordBot {
   readonly client: Client;
+  /** Where interaction responses go (see exemptInteractionResponses). */
+  readonly interactionRest: REST;
   private readonly ctx: BotContext;
   private stopped = false;
   /** SIGTERM: no new turns are taken (messages are caught up on at the next start). */
@@ -41,6 +43,7 @@ export class DiscordBot {
       // names its users).
       allowedMentions: { parse: [] },
     });
+    this.interactionRest = this.exemptInteractionResponses(options.apiBase);
     this.ctx = { client: this.client, engine, services, options, threads: new ThreadViews(this.client, engine), ...(log ? { log } : {}) };
     // The allowlist: nothing from another guild is answered, and the bot leaves guilds it was not meant for.
     this.client.on(Events.InteractionCreate, (i) => void (guildAllowed(options, i.guildId) ? this.tracked(() => this.onInteraction(i)) : undefined));
@@ -50,6 +53,26 @@ export class DiscordBot {
     this.client.on(Events.GuildCreate, (g) => this.leaveIfForeign(g));
     this.client.on(Events.Error, (err) => log?.error({ err: err.message }, 'discord client error'));
     this.client.on(Events.ShardDisconnect, (ev, shard) => log?.warn({ code: ev.code, shard }, 'gateway disconnected'));
+  }
+
+  /**
+   * Discord does not count interaction responses (the callback, and the interaction's webhook: the reply's edits
+   * and follow-ups, all sent with the interaction's token instead of the bot's) against a bot's global limit of
+   * 50 requests a second; discord.js's client counts every request against it (@discordjs/rest's
+   * globalRequestsPerSecond), so with many people at once, replies to their clicks queued behind the bot's posts
+   * (bench:bot, issue 34). They go through a REST manager of their own without that count; the limits Discord
+   * states per route, in each response's headers, still apply there.
+   */
+  private exemptInteractionResponses(apiBase: string): REST {
+    const own = new REST({ api: apiBase, globalRequestsPerSecond: Number.POSITIVE_INFINITY });
+    const rest = this.client.rest;
+    const counted = rest.queueRequest.bind(rest);
+    rest.queueRequest = (request) => {
+      const appId = this.client.application?.id;
+      const interactionResponse = request.auth === false && (request.fullRoute.startsWith('/interactions/') || (appId !== undefined && request.fullRoute.startsWith(`/webhooks/${appId}/`)));
+      return interactionResponse ? own.queueRequest(request) : counted(request);
+    };
+    return own;
   }
 
   private leaveIfForeign(g: Guild): void {
@@ -164,6 +187,8 @@ export class DiscordBot {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.pruneTimer) clearInterval(this.pruneTimer);
+    this.interactionRest.clearHashSweeper();
+    this.interactionRest.clearHandlerSweeper();
     await this.client.destroy();
   }
 

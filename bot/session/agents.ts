@@ -24,6 +24,14 @@ export class AgentCache {
     return a;
   }
 
+  /** The agent of a version known by id: its row is read only while no agent of that version is loaded. */
+  async agentOf(policyVersionId: string, hooks?: Hooks): Promise<Agent> {
+    const loaded = this.agents.get(policyVersionId);
+    if (loaded) return loaded;
+    const policy = await this.ctx.retry(() => this.ctx.prisma.policyVersion.findUniqueOrThrow({ where: { id: policyVersionId } }), hooks);
+    return this.agentFor(policy);
+  }
+
   /** Is this session's turn waiting for its agent's server to come back? */
   waitingForAgent(sessionId: string): boolean {
     return this.waiting.has(sessionId);

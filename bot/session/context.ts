@@ -1,13 +1,13 @@
 // What the engine's parts share: its settings and dependencies, the locks that order work on a session and on a
 // person, database retries that tell the person to wait, and loading a session with its turns.
 import type { DialogueTurn } from '../../tasks/protocol.ts';
-import type { PolicyVersion, Session, Task, Turn } from '../../prisma/generated/client.ts';
+import type { Session, Task, Turn } from '../../prisma/generated/client.ts';
 import { KeyedMutex } from '../locks.ts';
 import { withDbRetry } from '../retry.ts';
 import { ScoringPool } from './scoring.ts';
 import type { EngineDeps, EngineOptions, Hooks } from './types.ts';
 
-export type SessionWithAll = Session & { task: Task; turns: Turn[]; policyVersion: PolicyVersion | null };
+export type SessionWithTurns = Session & { task: Task; turns: Turn[] };
 
 /** The dialogue turns of a session as the protocol sees them (system notices left out). */
 export function dialogueTurns(turns: readonly Turn[]): DialogueTurn[] {
@@ -79,18 +79,31 @@ export class EngineContext {
   }
 
   /**
-   * A session with its turns, policy version and task. The task comes from a cache: task rows are never updated
-   * (prisma/task-store.ts only inserts), and every turn loads its session several times (bench:bot's profile:
-   * database round trips were the bot's largest cost), so this saves one query a load.
+   * A session with its turns and task: two queries. The task comes from a cache: task rows are never updated
+   * (prisma/task-store.ts only inserts), and every turn loads its session (bench:bot's profile: database round
+   * trips were the bot's largest cost). Its policy version is not loaded: the agent cache needs only its id
+   * (agents.ts reads the row once, for a version not loaded yet).
    */
-  async load(sessionId: string, hooks?: Hooks): Promise<SessionWithAll | null> {
-    const s = await this.retry(() => this.prisma.session.findUnique({ where: { id: sessionId }, include: { turns: { orderBy: { index: 'asc' } }, policyVersion: true } }), hooks);
+  async load(sessionId: string, hooks?: Hooks): Promise<SessionWithTurns | null> {
+    const s = await this.retry(() => this.prisma.session.findUnique({ where: { id: sessionId }, include: { turns: { orderBy: { index: 'asc' } } } }), hooks);
     return s && { ...s, task: await this.task(s.taskId, hooks) };
+  }
+
+  /** Runs a write for a session; null (instead of the database's error) when the session no longer exists. */
+  async storeUnlessGone<T>(sessionId: string, write: () => Promise<T>): Promise<T | null> {
+    try {
+      return await write();
+    } catch (err) {
+      const gone = await this.prisma.session.findUnique({ where: { id: sessionId }, select: { id: true } }).then((x) => !x, () => false);
+      if (gone) return null;
+      throw err;
+    }
   }
 
   private readonly tasks = new Map<string, Task>();
 
-  private async task(id: string, hooks?: Hooks): Promise<Task> {
+  /** A task by id, from the cache (see load). */
+  async task(id: string, hooks?: Hooks): Promise<Task> {
     const cached = this.tasks.get(id);
     if (cached) return cached;
     const task = await this.retry(() => this.prisma.task.findUniqueOrThrow({ where: { id } }), hooks);

@@ -9,6 +9,8 @@ import { AgentCache } from './agents.ts';
 import { EngineContext } from './context.ts';
 import { Recovery } from './recovery.ts';
 import { Sweep } from './sweep.ts';
+import { AgentSteps } from './agent-step.ts';
+import { Answers } from './answers.ts';
 import { TurnScript } from './turns.ts';
 import type { AgentStep, EngineDeps, EngineOptions, EvaluatedSession, Hooks, PendingWork, Person, ResumedView, SessionState, SessionView, StartedSession, Where } from './types.ts';
 
@@ -20,6 +22,8 @@ export class SessionEngine {
   private readonly ctx: EngineContext;
   private readonly admissions: Admissions;
   private readonly agents: AgentCache;
+  private readonly steps: AgentSteps;
+  private readonly answers: Answers;
   private readonly turns: TurnScript;
   private readonly recovery: Recovery;
   private readonly sweeper: Sweep;
@@ -31,7 +35,9 @@ export class SessionEngine {
     this.ctx = new EngineContext(deps, options);
     this.admissions = new Admissions(this.ctx);
     this.agents = new AgentCache(this.ctx);
-    this.turns = new TurnScript(this.ctx, this.agents);
+    this.steps = new AgentSteps(this.ctx, this.agents);
+    this.answers = new Answers(this.ctx);
+    this.turns = new TurnScript(this.ctx, this.agents, this.steps, this.answers);
     this.recovery = new Recovery(this.ctx, this.turns, this.agents);
     this.sweeper = new Sweep(this.ctx, this.recovery);
   }
@@ -72,7 +78,7 @@ export class SessionEngine {
     return this.admissions.hiddenInfo(sessionId);
   }
 
-  // ------------------------------------------------------------------------------------------ the turn script (turns.ts)
+  // ------------------------------------------------- the turn script (turns.ts, agent-step.ts, answers.ts)
 
   /** Is the agent working on this session right now (the person must wait for its message)? */
   isBusy(sessionId: string): boolean {
@@ -91,12 +97,12 @@ export class SessionEngine {
 
   /** The agent's next message, generated, checked and stored; null when the agent owes nothing. */
   agentStep(sessionId: string, hooks?: Hooks): Promise<AgentStep | null> {
-    return this.turns.agentStep(sessionId, hooks);
+    return this.steps.agentStep(sessionId, hooks);
   }
 
   /** Rebuilds what to show for an agent turn already stored. */
   stepOf(turnId: string): Promise<AgentStep> {
-    return this.turns.stepOf(turnId);
+    return this.steps.stepOf(turnId);
   }
 
   /** Records the channel's id of the message that showed an agent turn (it has reached the person). */
@@ -111,7 +117,7 @@ export class SessionEngine {
 
   /** Scores the answer of an answered session (once; later calls return the stored evaluation). */
   evaluate(sessionId: string, hooks?: Hooks): Promise<EvaluatedSession> {
-    return this.turns.evaluate(sessionId, hooks);
+    return this.answers.evaluate(sessionId, hooks);
   }
 
   /** Answers waiting for a place in the scoring pool, and being scored now (for /metrics). */
@@ -121,11 +127,11 @@ export class SessionEngine {
 
   /** Stores the person's 1-5 rating of their answered session (a second rating replaces the first). */
   rate(sessionId: string, rater: Person, value: number, hooks?: Hooks): Promise<void> {
-    return this.turns.rate(sessionId, rater, value, hooks);
+    return this.answers.rate(sessionId, rater, value, hooks);
   }
 
   comment(sessionId: string, rater: Person, comment: string, hooks?: Hooks): Promise<void> {
-    return this.turns.comment(sessionId, rater, comment, hooks);
+    return this.answers.comment(sessionId, rater, comment, hooks);
   }
 
   /** Ends the person's active session at their request; returns it, or null when they had none. */

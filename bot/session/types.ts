@@ -39,6 +39,8 @@ export interface EngineOptions {
    * (default 30 s: long enough for a step to be handed from one piece of work to the next).
    */
   overdueMs?: number;
+  /** How long the agent may write before the person sees it typing (default TYPING_AFTER_MS in turns.ts, 2 s). */
+  typingAfterMs?: number;
   /** Per-person limits (bot/limits.ts); unset: none. */
   limits?: Limits;
   /** Answers scored at once (sandboxes or pages); the others wait in arrival order (scoring.ts). Default 2. */

@@ -14,7 +14,8 @@ const agent = scriptedAgent('scripted', (dialogue) => {
 });
 
 describe('Discord bot, backend session', () => {
-  const h = new BotHarness({ tasks: [task], agent });
+  // Typing shown at once: this agent answers at once, sooner than the engine's default delay for the indicator.
+  const h = new BotHarness({ tasks: [task], agent, typingAfterMs: 0 });
   beforeAll(async () => {
     await h.start();
   });

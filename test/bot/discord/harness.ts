@@ -56,6 +56,8 @@ export interface HarnessOptions {
   agentWaitMs?: number;
   /** How long an unattended step may wait before it is overdue (default: the engine's). */
   overdueMs?: number;
+  /** How long the agent may write before the person sees it typing (the engine's default: 2 s). */
+  typingAfterMs?: number;
   /** 'chromium': the real renderer and frontend evaluator; default: none (frontend sessions refused). */
   render?: RenderPage | null | 'chromium';
   evaluate?: Evaluate;
@@ -117,6 +119,7 @@ export class BotHarness {
       policyPollMs: 500,
       ...(this.options.agentWaitMs !== undefined ? { agentWaitMs: this.options.agentWaitMs } : {}),
       ...(this.options.overdueMs !== undefined ? { overdueMs: this.options.overdueMs } : {}),
+      ...(this.options.typingAfterMs !== undefined ? { typingAfterMs: this.options.typingAfterMs } : {}),
       ...(this.options.limits ? { limits: this.options.limits } : {}),
       ...(this.options.scoringPool !== undefined ? { scoringPool: this.options.scoringPool } : {}),
       ...(this.options.log ? { log: this.options.log } : {}),

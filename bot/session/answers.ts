@@ -1,0 +1,75 @@
+// What follows an answer: its evaluation in the engine's scoring pool (stored once; a score another process
+// stored first stands), and the person's rating and comment.
+import { UniqueViolationError, toDatabaseError } from '../../prisma/errors.ts';
+import { findParticipant } from '../../prisma/participant-store.ts';
+import { outcomeOf, recordComment, recordEvaluation, recordRating } from '../../prisma/session-store.ts';
+import { taskContent } from '../../prisma/task-store.ts';
+import type { EvaluationOutcome } from '../evaluator.ts';
+import type { EngineContext } from './context.ts';
+import type { ScoringState } from './scoring.ts';
+import { TurnRejectedError, type EvaluatedSession, type Hooks, type Person } from './types.ts';
+
+export class Answers {
+  constructor(private readonly ctx: EngineContext) {}
+
+  /**
+   * Scores the answer of an answered session (once; later calls return the stored evaluation), in the engine's
+   * bounded scoring pool (scoring.ts): `onState` hears whether it waits, and how many answers are ahead, or is
+   * being scored. Stored inside the pool's job, so an engine that closes waits for every score it started.
+   */
+  evaluate(sessionId: string, hooks?: Hooks, onState?: (s: ScoringState) => void): Promise<EvaluatedSession> {
+    const { ctx } = this;
+    return ctx.sessionLock.run(`eval:${sessionId}`, async () => {
+      const s = await ctx.retry(() => ctx.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { evaluation: true } }), hooks);
+      if (s.status !== 'answered') throw new TurnRejectedError('This session has no answer to evaluate.');
+      const task = await ctx.task(s.taskId, hooks);
+      const answer = s.answer ?? '';
+      if (s.evaluation) return { sessionId, kind: task.kind, answer, outcome: outcomeOf(s.evaluation) };
+      const outcome = await ctx.scoring.run(async () => {
+        const scored = await ctx.deps.evaluate(taskContent(task), answer);
+        return this.storeEvaluation(sessionId, scored, hooks);
+      }, onState);
+      return { sessionId, kind: task.kind, answer, outcome };
+    });
+  }
+
+  /** Stores a score; when another process stored this answer's first (a second bot on the same database), that one stands. */
+  private async storeEvaluation(sessionId: string, outcome: EvaluationOutcome, hooks?: Hooks): Promise<EvaluationOutcome> {
+    const { ctx } = this;
+    try {
+      await ctx.retry(() => recordEvaluation(ctx.prisma, sessionId, outcome, ctx.options.ratingWeight), hooks);
+    } catch (err) {
+      const e = toDatabaseError(err);
+      if (!(e instanceof UniqueViolationError)) throw e;
+      const stored = await ctx.retry(() => ctx.prisma.evaluation.findUniqueOrThrow({ where: { sessionId } }), hooks);
+      ctx.deps.log?.warn({ session: sessionId }, 'this answer was scored elsewhere meanwhile: keeping that score');
+      return outcomeOf(stored);
+    }
+    ctx.deps.log?.info({ session: sessionId, score: outcome.score, success: outcome.success }, 'session evaluated');
+    return outcome;
+  }
+
+  /** Stores the person's 1-5 rating of their answered session (a second rating replaces the first). */
+  async rate(sessionId: string, rater: Person, value: number, hooks?: Hooks): Promise<void> {
+    const { ctx } = this;
+    if (!Number.isInteger(value) || value < 1 || value > 5) throw new TurnRejectedError('A rating is a whole number from 1 to 5.');
+    await ctx.retry(async () => {
+      const s = await ctx.prisma.session.findUnique({ where: { id: sessionId }, include: { participant: true } });
+      if (!s) throw new TurnRejectedError('This session no longer exists.');
+      if (s.participant.discordUserId !== rater.externalId) throw new TurnRejectedError('Only the person who took part in this session can rate it.');
+      if (s.status !== 'answered') throw new TurnRejectedError('Only a finished session can be rated.');
+      await recordRating(ctx.prisma, sessionId, s.participantId, value, ctx.options.ratingWeight);
+    }, hooks);
+  }
+
+  async comment(sessionId: string, rater: Person, comment: string, hooks?: Hooks): Promise<void> {
+    const { ctx } = this;
+    const text = comment.trim();
+    if (text.length > 1000) throw new TurnRejectedError(`Your comment is ${text.length} characters long; the limit is 1000.`);
+    await ctx.retry(async () => {
+      const p = await findParticipant(ctx.prisma, rater.externalId);
+      if (!p) throw new TurnRejectedError('Please rate the session first.');
+      if (!(await recordComment(ctx.prisma, sessionId, p.id, text))) throw new TurnRejectedError('Please rate the session with the buttons first, then add a comment.');
+    }, hooks);
+  }
+}

@@ -34,7 +34,7 @@ export class ScoringPool {
   /**
    * Runs `job` (scoring one answer, stored within it) when a place is free; `onState` hears once where it stands
    * on arrival (queued with how many ahead, or scoring at once) and, if it waited, once when its scoring starts.
-   * The callers keep one job per answer (bot/session/turns.ts holds a lock per session around it).
+   * The callers keep one job per answer (bot/session/answers.ts holds a lock per session around it).
    */
   run<T>(job: () => Promise<T>, onState?: (s: ScoringState) => void): Promise<T> {
     if (this.closed) return Promise.reject(new ScoringClosedError('the scoring pool is closed'));

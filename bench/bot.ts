@@ -181,13 +181,14 @@ async function main(): Promise<void> {
       const stored = await tdb.prisma.turn.findMany({ where: { externalMessageId: { in: ids } }, select: { externalMessageId: true, latencyMs: true } });
       const modelMs = new Map(stored.map((t) => [t.externalMessageId, t.latencyMs ?? 0]));
       const own = turnsShown.map((t) => t.shown.at - t.sent - (modelMs.get(t.shown.id) ?? NaN));
-      // Of each turn's own time, what its REST requests (those to its thread, made between the person's message
-      // and the agent's reply shown) spent queued in discord.js before being sent: measured in the bot process.
+      // Of each turn's own time, what the posts showing the agent's reply (those to its thread made between the
+      // person's message and the reply shown) spent queued in discord.js before being sent: measured in the bot
+      // process. Only posts: the typing indicator is not awaited, so its wait overlaps the agent's time.
       const rest = s.rest as RestRecord[];
       const byThread = new Map<string, RestRecord[]>();
       for (const r of rest) {
         const m = /^\/channels\/(\d+)\//.exec(r.route);
-        if (m) byThread.set(m[1]!, [...(byThread.get(m[1]!) ?? []), r]);
+        if (m && r.method === 'POST' && r.route.endsWith('/messages')) byThread.set(m[1]!, [...(byThread.get(m[1]!) ?? []), r]);
       }
       const wall = (t: number) => performance.timeOrigin + t;
       const queuedInTurn = turnsShown.map((t) =>

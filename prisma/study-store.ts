@@ -221,7 +221,10 @@ export async function defaultStudy(prisma: PrismaClient): Promise<StudyWithArms>
     (await prisma.study.upsert({ where: { name: DEFAULT_STUDY }, create: { name: DEFAULT_STUDY, seed: 0, createdBy: 'bot' }, update: {}, select: { id: true } })).id;
   const missing = await prisma.$queryRaw<{ n: number }[]>`
     SELECT count(*)::int AS n FROM "Task" t WHERE NOT EXISTS (SELECT 1 FROM "StudyTask" st WHERE st."studyId" = ${id}::uuid AND st."taskId" = t.id)`;
-  if ((missing[0]?.n ?? 0) > 0) {
+  const added = (missing[0]?.n ?? 0) > 0;
+  // Read again only when it changed (every admission reads the default study: bench:bot, issue 34).
+  if (!added && existing) return existing;
+  if (added) {
     await withStudyLock(prisma, id, async (tx) => {
       await tx.$executeRaw`
         INSERT INTO "StudyTask" ("studyId", "taskId", "position")

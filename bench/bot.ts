@@ -8,14 +8,19 @@
 // TURNS agent messages, TURNS - 1 replies, the answer scored in the sandbox pool, a rating). Per phase:
 //   - acknowledgement of every interaction (dispatch on the gateway to the bot's callback; Discord's limit: 3 s);
 //   - the bot's own time per turn: the person's message on the gateway to the agent's reply on Discord, minus the
-//     time the agent's request took (Turn.latencyMs);
+//     time the agent's request took (Turn.latencyMs); and, part of it, the time the posts showing the reply waited
+//     in discord.js's REST queue (measured in the bot process: Discord's 50 requests a second per bot token);
+//   - every REST request's wait in that queue, the requests by route and per second, the waits for a Postgres
+//     connection of the bot's pool;
 //   - the bot's database round trips, Discord REST requests, CPU seconds (all per agent turn, the whole session's work counted), its
 //     event-loop delay, its heap per open session (after a GC, all sessions open, less the heap before);
 //   - the time from the answer shown to its result shown (the scoring queue and sandbox included).
 // The machine's load average before and after. One JSON line at the end; exit 1 unless every session was answered,
 // scored and rated once.
 // Usage: npm run bench:bot [-- --people 50,100,200 --turns 3 --max-tokens 24 --token-delay-ms 20 --scoring-pool 2
-//                             --cpu-prof DIR (writes the bot process's CPU profile there)]
+//                             --cpu-prof DIR (writes the bot process's CPU profile there)
+//                             --diagnostic-global-rps N (a diagnostic only: discord.js's client-side global limit
+//                             raised to N a second, to see what the limit costs; Discord's own stays 50)]
 import { fork, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';

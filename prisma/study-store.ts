@@ -214,8 +214,9 @@ export async function withStudyLock<T>(prisma: PrismaClient, studyId: string, fn
  * end of its order). It has no cap per task, no arms outside an A/B test (the deployed version plays) and no
  * consent text of its own.
  */
-export async function defaultStudy(prisma: PrismaClient): Promise<StudyWithArms> {
-  const existing = await findStudy(prisma, DEFAULT_STUDY);
+export async function defaultStudy(prisma: PrismaClient, read?: { study: StudyWithArms | null }): Promise<StudyWithArms> {
+  // `read`: the caller has just read it (or found none) with the other studies (bot/assign.ts studyFor).
+  const existing = read ? read.study : await findStudy(prisma, DEFAULT_STUDY);
   const id =
     existing?.id ??
     (await prisma.study.upsert({ where: { name: DEFAULT_STUDY }, create: { name: DEFAULT_STUDY, seed: 0, createdBy: 'bot' }, update: {}, select: { id: true } })).id;

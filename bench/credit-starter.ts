@@ -3,7 +3,7 @@
 // temperature 1 (as the collection plays) and greedily (as held-out games are played). bench/credit.ts uses both;
 // run alone it measures the starter only, with no method trained or compared:
 //
-//   npx tsx bench/credit-starter.ts -- [--seed 1] [--starter-games 1500] [--starter-steps 500] [--test-tasks 100]
+//   npx tsx bench/credit-starter.ts [--seed 1] [--starter-games 1500] [--starter-steps 500] [--test-tasks 100]
 import { join, resolve } from 'node:path';
 import { rmSync } from 'node:fs';
 import os from 'node:os';

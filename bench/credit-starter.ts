@@ -4,6 +4,7 @@
 // run alone it measures the starter only, with no method trained or compared:
 //
 //   npx tsx bench/credit-starter.ts [--seed 1] [--starter-games 1500] [--starter-steps 500] [--test-tasks 100]
+//                                [--peak-lr 2e-3] [--vocab-size 512] [--hidden-size 64] [--layers 2]
 import { join, resolve } from 'node:path';
 import { rmSync } from 'node:fs';
 import os from 'node:os';
@@ -99,6 +100,8 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       'test-tasks': { type: 'string', default: '100' },
       'peak-lr': { type: 'string' },
       'vocab-size': { type: 'string' },
+      'hidden-size': { type: 'string' },
+      layers: { type: 'string' },
       dir: { type: 'string', default: 'data/bench/credit-starter' },
     },
   });
@@ -114,7 +117,13 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     games: Number(a['starter-games']),
     steps: Number(a['starter-steps']),
     ...(a['peak-lr'] ? { peakLr: Number(a['peak-lr']) } : {}),
-    size: { ...CREDIT_STARTER_SIZE, ...(a['vocab-size'] ? { vocabSize: Number(a['vocab-size']) } : {}) },
+    size: {
+      ...CREDIT_STARTER_SIZE,
+      ...(a['vocab-size'] ? { vocabSize: Number(a['vocab-size']) } : {}),
+      // The MLP keeps the default's ratio (176 / 64 = 2.75).
+      ...(a['hidden-size'] ? { hiddenSize: Number(a['hidden-size']), intermediateSize: Math.round(Number(a['hidden-size']) * 2.75) } : {}),
+      ...(a.layers ? { numLayers: Number(a.layers) } : {}),
+    },
     log,
   });
   const built = (Date.now() - t0) / 1000;

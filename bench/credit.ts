@@ -4,7 +4,7 @@
 // move shares, and the SWEET-RL critic's per-turn advantages against the true value of each move.
 //
 //   npm run bench:credit -- [--seed 1] [--tasks 120] [--episodes-per-task 3] [--test-tasks 100]
-//                           [--starter-games 1500] [--starter-steps 500] [--dir data/bench/credit] [--keep]
+//                           [--starter-games 1500] [--starter-steps 500] [--starter-vocab 512] [--dir data/bench/credit] [--keep]
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import os from 'node:os';
@@ -14,17 +14,16 @@ import { migrate } from '../prisma/migrate.ts';
 import { importTasks } from '../prisma/task-store.ts';
 import { deployPolicyByName, registerVersion } from '../prisma/policy-store.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import { buildDialogue, playEpisode } from '../tasks/protocol.ts';
-import { classifyMoves, createCreditCollaborator, createCreditDemonstrator, createCreditScorer, demonstratorSuccess, generateCreditTasks, trueMoveValue, type CreditMove } from '../tasks/credit.ts';
+import { classifyMoves, createCreditScorer, demonstratorSuccess, generateCreditTasks, trueMoveValue, type CreditMove } from '../tasks/credit.ts';
 import { spearman } from '../tasks/stats.ts';
 import { meanLogRatio } from '../trainer/losses.ts';
 import { initBackend } from '../trainer/model/backend.ts';
-import { buildStarterPolicy } from '../trainer/recipes/starter.ts';
+import { buildCreditStarter, checkCreditStarter, CREDIT_COLLABORATOR, CREDIT_STARTER_SIZE, formatStarterCheck } from './credit-starter.ts';
 import { checkpointSha256 } from '../trainer/model/checkpoint.ts';
 import { comparePaired, outcomes, summarise, type PairedComparison } from '../trainer/evaluate.ts';
 import { trainConfig } from '../trainer/presets.ts';
 import { createRun, executeRun, type Algorithm } from '../trainer/runs.ts';
-import { simulate, type CollaboratorFactory, type SimulatedGame } from '../trainer/simulate.ts';
+import { simulate, type SimulatedGame } from '../trainer/simulate.ts';
 import { Critic } from '../trainer/critic.ts';
 import { turnLogprobValues } from '../trainer/sequences.ts';
 import type { Trajectory } from '../trainer/data.ts';
@@ -37,6 +36,7 @@ const { values: a } = parseArgs({
     'test-tasks': { type: 'string', default: '100' },
     'starter-games': { type: 'string', default: '1500' },
     'starter-steps': { type: 'string', default: '500' },
+    'starter-vocab': { type: 'string', default: '512' },
     'max-steps': { type: 'string', default: '0' },
     dir: { type: 'string', default: 'data/bench/credit' },
     keep: { type: 'boolean', default: false },
@@ -53,6 +53,7 @@ const perTask = int('episodes-per-task');
 const testCount = int('test-tasks');
 const starterGames = int('starter-games');
 const starterSteps = int('starter-steps');
+const starterVocab = int('starter-vocab');
 const maxSteps = int('max-steps');
 const dir = resolve(join(String(a.dir), `seed-${seed}`));
 const t0 = Date.now();
@@ -69,7 +70,7 @@ async function time<T>(label: string, fn: () => Promise<T>): Promise<T> {
 
 /** Settings of every run, fixed in bench/credit/README.md before any comparison. */
 const train = (s: number) => trainConfig('cpu-small', { rehearsal: null, maxNewTokens: 48, temperature: 1, seed: s, ...(maxSteps ? { maxSteps } : {}) });
-const COLLABORATOR: CollaboratorFactory = { name: 'credit-collaborator', create: (t) => createCreditCollaborator(t) };
+const COLLABORATOR = CREDIT_COLLABORATOR;
 
 const backend = await initBackend();
 mkdirSync(dir, { recursive: true });
@@ -85,30 +86,10 @@ try {
 
   // 1. The starter: supervised on the demonstrator's games (its own train-split task stream).
   const starterDir = join(dir, 'starter');
-  await time('starter', async () => {
-    const demo = createCreditDemonstrator({ seed: seed ^ 0x5eed });
-    const dialogues = [];
-    for (const task of generateCreditTasks({ seed: seed + 100_000, count: starterGames, split: 'train' })) {
-      const ep = await playEpisode({ task, agent: demo, collaborator: createCreditCollaborator(task) });
-      dialogues.push(buildDialogue(task, ep.turns));
-    }
-    rmSync(starterDir, { recursive: true, force: true });
-    await buildStarterPolicy({
-      dir: starterDir,
-      seed,
-      dialogues,
-      games: starterGames,
-      steps: starterSteps,
-      tokensPerStep: 1024,
-      size: { vocabSize: 512, hiddenSize: 64, intermediateSize: 176, numLayers: 2, numHeads: 4, numKvHeads: 2, contextLength: 512 },
-      variedTasks: 0,
-      copyDrills: 0,
-      copyDrillPhase: null,
-      shipped: false,
-      progress: 'lines',
-      log,
-    });
-  });
+  const starter = await time('starter', () => buildCreditStarter({ dir: starterDir, seed, games: starterGames, steps: starterSteps, size: { ...CREDIT_STARTER_SIZE, vocabSize: starterVocab }, log }));
+  // The premise: the starter plays the demonstrator's mixture and copies what it was told (checked, not assumed).
+  const starterCheck = await time('starter-check', () => checkCreditStarter(starterDir, testTasks, seed + 13));
+  for (const line of formatStarterCheck(starterCheck)) log(line);
   await registerVersion(db.prisma, { name: 'zero-shot', algorithm: 'starter', checkpointPath: starterDir, checkpointSha256: await checkpointSha256(starterDir) });
   const zero = await deployPolicyByName(db, 'bench', 'zero-shot');
 
@@ -209,6 +190,7 @@ try {
     const d = r.vsZeroShot ? `${pct(r.vsZeroShot.success.difference)} p=${r.vsZeroShot.success.p.toFixed(3)}`.padEnd(34) + `${pct(r.vsZeroShot.score.difference)} p=${r.vsZeroShot.score.p.toFixed(3)}` : '';
     console.log(`${r.policy.padEnd(17)} ${`${pct(r.success)} [${pct(r.successCi[0]!)}, ${pct(r.successCi[1]!)}]`.padEnd(20)} ${pct(r.score).padEnd(8)} ${pct(r.valuesObtained).padEnd(18)} ${`${pct(r.useful)}/${pct(r.useless)}/${pct(r.repeated)}`.padEnd(39)} ${r.meanAgentTurns.toFixed(2).padEnd(5)} ${d}`);
   }
+  for (const line of formatStarterCheck(starterCheck)) console.log(line);
   if (sweetVsMtdpo) console.log(`SWEET-RL − multi-turn DPO: success ${pct(sweetVsMtdpo.success.difference)} (p=${sweetVsMtdpo.success.p.toFixed(3)}), score ${pct(sweetVsMtdpo.score.difference)} (p=${sweetVsMtdpo.score.p.toFixed(3)})`);
   if (critic) console.log(`critic advantage vs true move value: Spearman ${critic.spearman.rho.toFixed(3)} (n=${critic.spearman.n} turns, p=${critic.spearman.pValue.toExponential(2)}); mean advantage by move ${JSON.stringify(critic.meanAdvantage)}`);
   console.log(
@@ -223,6 +205,7 @@ try {
       collectedSessions: collected.length,
       collectedSuccesses: collected.filter((g) => g.evaluation.success).length,
       demonstratorSuccess: demonstratorSuccess(),
+      starter: { steps: starterSteps, games: starterGames, vocabSize: starterVocab, loss: [starter.initialLoss, starter.finalLoss], check: starterCheck },
       optimum: { success: 1, score: 1, messages: 4 },
       results,
       sweetVsMtdpo,

@@ -250,3 +250,91 @@ export function createCreditDemonstrator(o: { seed: number; optimal?: boolean })
     },
   };
 }
+
+/** The states of the demonstrator's table (bench/credit/README.md), in its order. */
+export const CREDIT_STATES = ['first', 'after new value', 'otherwise', 'all given or budget spent'] as const;
+export type CreditState = (typeof CREDIT_STATES)[number];
+
+function stateOfMove(m: MoveRecord, previous: MoveRecord | undefined, k = CREDIT_K): CreditState {
+  if (!previous) return 'first';
+  if (m.before >= k || m.asked >= k) return 'all given or budget spent';
+  return previous.move === 'useful' ? 'after new value' : 'otherwise';
+}
+
+export interface MixCheck {
+  /** Per state of the table: moves played there and each move's share of them. */
+  states: Record<CreditState, { moves: number; share: Record<CreditMove, number> }>;
+  /** What the demonstrator's table says for each state (the 'otherwise' row as played with a value given). */
+  designed: Record<CreditState, Record<CreditMove, number>>;
+  /** Values the collaborator told before the answer, and how many of them the answer wrote right. */
+  told: number;
+  copied: number;
+  /** Answers that wrote a key outside the task's list or left one of its keys out. */
+  answersWithWrongKeys: number;
+  answers: number;
+  success: number;
+  games: number;
+}
+
+/**
+ * Whether played games follow the demonstrator's mixture: each move's share in each state of its table (the
+ * protocol's forced 10th message left out), and whether answers copy the values told. The starter is trained
+ * to play this mixture; the benchmark prints it so that a reader sees whether that premise holds.
+ */
+export function checkMixture(games: readonly { reference: string; turns: readonly { role: string; content: string }[] }[]): MixCheck {
+  const counts = Object.fromEntries(CREDIT_STATES.map((s) => [s, { useful: 0, repeated: 0, useless: 0, answer: 0 } as Record<CreditMove, number>])) as Record<CreditState, Record<CreditMove, number>>;
+  let told = 0;
+  let copied = 0;
+  let wrongKeys = 0;
+  let answers = 0;
+  let success = 0;
+  for (const g of games) {
+    const moves = classifyMoves(g.reference, g.turns);
+    moves.forEach((m, i) => {
+      if (i < MAX_AGENT_TURNS - 1) counts[stateOfMove(m, moves[i - 1])][m.move]++;
+    });
+    const t = parseCreditReference(g.reference);
+    const agent = g.turns.filter((x) => x.role === 'agent');
+    const last = agent[agent.length - 1]?.content ?? '';
+    if (moves[moves.length - 1]?.move !== 'answer') continue;
+    answers++;
+    const toldKeys = new Set(
+      g.turns.flatMap((x) => {
+        const m = x.role === 'human' ? /^The ([a-z]+) is (\d+)\.$/.exec(x.content) : null;
+        return m ? [m[1]!] : [];
+      }),
+    );
+    const written = [...last.matchAll(/["']([a-z]+)["']\s*:/g)].map((m) => m[1]!);
+    if (written.some((k) => !t.keys.includes(k)) || t.keys.some((k) => !written.includes(k))) wrongKeys++;
+    for (const k of toldKeys) {
+      told++;
+      if (new RegExp(`["']${k}["']\\s*:\\s*${t.values[t.keys.indexOf(k)]}\\b`).test(last)) copied++;
+    }
+    if (scoreCreditAnswer(g.reference, last).success) success++;
+  }
+  const states = Object.fromEntries(
+    CREDIT_STATES.map((s) => {
+      const c = counts[s];
+      const n = c.useful + c.repeated + c.useless + c.answer;
+      return [s, { moves: n, share: { useful: c.useful / Math.max(1, n), repeated: c.repeated / Math.max(1, n), useless: c.useless / Math.max(1, n), answer: c.answer / Math.max(1, n) } }];
+    }),
+  ) as MixCheck['states'];
+  const designed = {
+    first: demonstratorMix({ first: true, before: 0, asked: 0, lastGaveNew: false }),
+    'after new value': demonstratorMix({ first: false, before: 1, asked: 1, lastGaveNew: true }),
+    otherwise: demonstratorMix({ first: false, before: 1, asked: 2, lastGaveNew: false }),
+    'all given or budget spent': demonstratorMix({ first: false, before: CREDIT_K, asked: CREDIT_K, lastGaveNew: false }),
+  };
+  return { states, designed, told, copied, answersWithWrongKeys: wrongKeys, answers, success, games: games.length };
+}
+
+/** The check as lines of text: each state's shares, played against designed, then copying and success. */
+export function formatMixCheck(label: string, c: MixCheck): string[] {
+  const pct = (x: number) => (x * 100).toFixed(0).padStart(3);
+  const row = (s: Record<CreditMove, number>) => (['useful', 'repeated', 'useless', 'answer'] as const).map((m) => pct(s[m])).join(' /');
+  return [
+    `${label}: move shares % (useful / repeated / useless / answer), played vs designed:`,
+    ...CREDIT_STATES.map((s) => `  ${s.padEnd(26)} ${row(c.states[s].share)}  vs ${row(c.designed[s])}  (${c.states[s].moves} moves)`),
+    `  values told then copied into the answer: ${c.copied}/${c.told} (${pct(c.copied / Math.max(1, c.told))} %); answers with a key missing or not in the list: ${c.answersWithWrongKeys}/${c.answers}; success ${c.success}/${c.games}`,
+  ];
+}

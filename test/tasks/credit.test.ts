@@ -6,12 +6,16 @@ import {
   CREDIT_KEYS,
   DONT_KNOW_CREDIT,
   NO_MORE,
+  CREDIT_STATES,
+  checkMixture,
   classifyMoves,
   createCreditCollaborator,
   createCreditDemonstrator,
   creditReply,
   creditSplit,
+  demonstratorMix,
   demonstratorSuccess,
+  formatMixCheck,
   generateCreditTasks,
   parseCreditReference,
   scoreCreditAnswer,
@@ -87,6 +91,46 @@ describe('credit tasks', () => {
     const p = demonstratorSuccess();
     expect(p).toBeCloseTo(0.6 * 0.35 * 0.35, 10);
     expect(Math.abs(wins / many.length - p)).toBeLessThan(4 * Math.sqrt((p * (1 - p)) / many.length));
+  });
+
+  it("checkMixture: the demonstrator's own games show its table's shares and full copying; a non-copying player shows none", async () => {
+    const many = generateCreditTasks({ seed: 5, count: 2000, split: 'train' });
+    const demo = createCreditDemonstrator({ seed: 11 });
+    const games = [];
+    for (const task of many) games.push({ reference: task.reference, turns: (await playEpisode({ task, agent: demo, collaborator: createCreditCollaborator(task) })).turns });
+    const c = checkMixture(games);
+    expect(c.games).toBe(2000);
+    expect(c.copied).toBe(c.told);
+    expect(c.told).toBeGreaterThan(0);
+    expect(c.answersWithWrongKeys).toBe(0);
+    expect(c.answers).toBe(2000);
+    // The first message and the state after a new value are exactly the table's rows.
+    for (const s of ['first', 'after new value'] as const) {
+      for (const m of ['useful', 'repeated', 'useless', 'answer'] as const) expect(Math.abs(c.states[s].share[m] - c.designed[s][m])).toBeLessThan(0.04);
+    }
+    expect(c.designed.first).toEqual(demonstratorMix({ first: true, before: 0, asked: 0, lastGaveNew: false }));
+    expect(c.states['all given or budget spent'].share.answer).toBeGreaterThan(0.85);
+    expect(c.success / c.games).toBeCloseTo(demonstratorSuccess(), 1);
+    const lines = formatMixCheck('demonstrator', c);
+    expect(lines).toHaveLength(CREDIT_STATES.length + 2);
+
+    // Asks pool keys outside the list and answers with zeros: no value copied, every answer's keys wrong.
+    const task = many[0]!;
+    const t = parseCreditReference(task.reference);
+    const outside = CREDIT_KEYS.find((k) => !t.keys.includes(k))!;
+    const inside = t.keys[0]!;
+    const turns = [
+      { role: 'agent', content: `What is the ${inside}?` },
+      { role: 'human', content: `The ${inside} is ${t.values[0]}.` },
+      { role: 'agent', content: `What is the ${outside}?` },
+      { role: 'human', content: DONT_KNOW_CREDIT },
+      { role: 'agent', content: `I WANT TO ANSWER:\ndef settings():\n    return {"${outside}": 0, "${t.keys[1]}": 0, "${t.keys[2]}": 0}` },
+    ];
+    const bad = checkMixture([{ reference: task.reference, turns }]);
+    expect(bad).toMatchObject({ told: 1, copied: 0, answersWithWrongKeys: 1, answers: 1, success: 0 });
+    expect(bad.states.first.share.useful).toBe(1);
+    expect(bad.states['after new value'].share.useless).toBe(1);
+    expect(bad.states.otherwise.share.answer).toBe(1);
   });
 
   it('spearman handles ties and order', () => {

@@ -14,7 +14,7 @@ import type { PrismaClient } from '../prisma/generated/client.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { parseAgentMessage } from '../tasks/protocol.ts';
 import { createScorer, type Scorer } from '../tasks/scorer.ts';
-import { mcnemarExact } from '../tasks/stats.ts';
+import { mcnemarExact } from '../tasks/paired-tests.ts';
 import { criticGap, readActorPairs } from '../trainer/actor.ts';
 import { widestGaps } from '../trainer/pairs.ts';
 import { TextTokenizer } from '../trainer/model/tokenizer.ts';

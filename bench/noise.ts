@@ -14,7 +14,7 @@
 import { parseArgs } from 'node:util';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { createScorer, type Scorer } from '../tasks/scorer.ts';
-import { pairedMeanGames, varianceComponents, type VarianceSplit } from '../tasks/stats.ts';
+import { pairedMeanGames, varianceComponents, type VarianceSplit } from '../tasks/sample-size.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { comparePaired, outcomes, type GameOutcome } from '../trainer/evaluate.ts';
 import { simulate, type SimulateOptions } from '../trainer/simulate.ts';

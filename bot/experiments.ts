@@ -12,7 +12,8 @@ import { armSessions, latestExperiment, runningExperiment, stopArms, type ArmSes
 import type { StudyWithArms } from '../prisma/study-store.ts';
 import { markedName } from '../prisma/policy-store.ts';
 import { wasAbandoned } from '../tasks/quality.ts';
-import { meanIntervalOf, wilcoxonSignedRank, wilsonCount, type Interval } from '../tasks/stats.ts';
+import { meanIntervalOf, wilsonCount, type Interval } from '../tasks/stats.ts';
+import { wilcoxonSignedRank } from '../tasks/paired-tests.ts';
 import { compareMeans, compareProportions, type Difference } from '../tasks/two-sample.ts';
 
 export type Arm = 'control' | 'candidate';

@@ -16,7 +16,8 @@
 // - referencePasted: 1 when the replies paste the hidden reference (tasks/quality.ts, the same rule that flags a
 //   person's session), else 0.
 import { isPasted, numberForms, numbersIn, referencePaste } from './quality.ts';
-import { keywords, pageColours, stripTags } from './simulator.ts';
+import { pageColours, stripTags } from './html-facts.ts';
+import { keywords } from './words.ts';
 import { meanIntervalOf, type Interval } from './stats.ts';
 
 export interface CalibrationSession {

@@ -9,7 +9,7 @@ import type { Agent, AgentReply, ChatMessage } from './agent.ts';
 import type { TaskRecord } from './model.ts';
 import { ANSWER_MARKER, MAX_AGENT_TURNS } from './protocol.ts';
 import { createRng, guessedValues, miniMeta, miniTemplate, pick, type FactSpec, type FactValue, type MiniMeta, type MiniTemplate, type Rng } from './mini.ts';
-import { keywords, splitSentences } from './simulator.ts';
+import { keywords, splitSentences } from './words.ts';
 
 export interface ExpertAgentOptions {
   /** The ColBench-mini tasks it may be asked to play; a game's task is found by its description. */

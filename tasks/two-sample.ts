@@ -2,7 +2,8 @@
 // in one arm, nothing is paired). tasks/stats.ts holds the one-sample intervals and the paired tests; these build
 // on its distributions: Newcombe's interval and Fisher's exact test for a difference of proportions (success,
 // abandonment), Welch's t interval and test for a difference of means (score, rating, turns).
-import { logChoose, tCdf, tQuantile, wilson, type Interval } from './stats.ts';
+import { wilson, type Interval } from './stats.ts';
+import { logChoose, tCdf, tQuantile } from './distributions.ts';
 
 export interface Difference {
   /** a - b, with its interval (NaN bounds when there is not enough data). */

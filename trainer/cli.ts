@@ -10,7 +10,7 @@ import type { TaskKind, TaskSplit } from '../tasks/model.ts';
 import { compareVersions, evaluateVersion, formatComparison, formatReport, outcomes } from './evaluate.ts';
 import { isPresetName, loraRequest, PRESETS, trainConfig, type PresetName, type TrainConfig } from './presets.ts';
 import { formatGateEvidence, gamesPlan, promote } from './promote.ts';
-import { pairedSuccessPower } from '../tasks/stats.ts';
+import { pairedSuccessPower } from '../tasks/sample-size.ts';
 import { DEFAULT_SAMPLING } from './rollout.ts';
 import { createRun, executeRun, unfinishedRuns, type Algorithm, type RunConfig } from './runs.ts';
 import { createScorer, type Scorer } from '../tasks/scorer.ts';

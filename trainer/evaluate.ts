@@ -9,18 +9,8 @@ import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts'
 import { winRate, type WinRate } from '../tasks/similarity.ts';
 import type { Scorer } from '../tasks/scorer.ts';
 import { simulate, type SimulateOptions, type SimulatedGame } from './simulate.ts';
-import {
-  formatPercent,
-  clusterMeans,
-  mcnemarPaired,
-  meanIntervalOf,
-  pairedBootstrap,
-  wilcoxonSignedRank,
-  wilsonCount,
-  type Interval,
-  type McNemarResult,
-  type WilcoxonResult,
-} from '../tasks/stats.ts';
+import { formatPercent, clusterMeans, meanIntervalOf, pairedBootstrap, wilsonCount, type Interval } from '../tasks/stats.ts';
+import { mcnemarPaired, wilcoxonSignedRank, type McNemarResult, type WilcoxonResult } from '../tasks/paired-tests.ts';
 
 export interface EvaluationReport {
   version: string;

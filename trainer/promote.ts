@@ -19,7 +19,8 @@ import { assertDeployable, deployedPolicy, recordGateEvidence, switchDeployedPol
 import { ExperimentError, startExperiment, type RunningExperiment } from '../prisma/experiment-store.ts';
 import { DEFAULT_STUDY } from '../prisma/study-store.ts';
 import type { TaskKind } from '../tasks/model.ts';
-import { pairedSuccessGames, type Interval, type PairedSuccessPlan } from '../tasks/stats.ts';
+import { type Interval } from '../tasks/stats.ts';
+import { pairedSuccessGames, type PairedSuccessPlan } from '../tasks/sample-size.ts';
 import { comparePaired, formatDifference, formatP, type GameOutcome, type PairedComparison } from './evaluate.ts';
 
 export interface GateConfig {

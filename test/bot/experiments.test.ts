@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { compareArms, compareExperiment, formatArmsStatus, type ArmPair, type ArmsStatus } from '../../bot/experiments.ts';
 import { armsAfter, type ArmSession } from '../../prisma/experiment-store.ts';
-import { wilcoxonSignedRank } from '../../tasks/stats.ts';
+import { wilcoxonSignedRank } from '../../tasks/paired-tests.ts';
 
 const pair: ArmPair = { control: { id: 'v-base', name: 'base' }, candidate: { id: 'v-cand', name: 'cand' } };
 

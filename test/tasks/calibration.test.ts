@@ -1,7 +1,7 @@
 // The calibration metrics on hand-made dialogues (every value worked out by hand), and the pairing by task.
 import { describe, expect, it } from 'vitest';
 import { calibrationRows, factsStated, formatCalibrationTable, hiddenFacts, METRICS, saysDontKnow, sessionMetrics, type CalibrationSession, type SessionMetrics } from '../../tasks/calibration.ts';
-import { keywords } from '../../tasks/simulator.ts';
+import { keywords } from '../../tasks/words.ts';
 
 const REFERENCE = [
   'RATE = 0.15  # the tax rate',

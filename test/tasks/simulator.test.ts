@@ -4,7 +4,9 @@ import { readFact } from '../../tasks/expert.ts';
 import { builtinTasks } from '../../tasks/library.ts';
 import { generateMiniTasks, miniMeta, miniTemplate } from '../../tasks/mini.ts';
 import type { BackendTask, FrontendTask, TaskRecord } from '../../tasks/model.ts';
-import { answerFromHtml, answerFromReference, createRuleSimulator, DONT_KNOW, splitSentences } from '../../tasks/simulator.ts';
+import { answerFromHtml, answerFromReference, createRuleSimulator } from '../../tasks/simulator.ts';
+import { DONT_KNOW } from '../../tasks/facts.ts';
+import { splitSentences } from '../../tasks/words.ts';
 import { haveBackendSample, sampleReferences } from '../helpers/colbench-sample.ts';
 
 const NONSENSE = 'Qwxyz flurbination schedule for the zorbles?';

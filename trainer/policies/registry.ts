@@ -190,7 +190,7 @@ export async function registerGgufVersion(prisma: PrismaClient, r: GgufRegistrat
     await rm(resolved.file, { force: true });
     throw new RegistryError(`${r.source}: the download's sha256 ${info.sha256} is not the hub's ${resolved.hubSha256}: the file was deleted; run the command again`);
   }
-  const { probeGgufInChild } = await import('../serve/llama-engine.ts');
+  const { probeGgufInChild } = await import('../serve/llama-load.ts');
   await probeGgufInChild(resolved.file).catch((err: Error) => {
     throw new RegistryError(err.message);
   });

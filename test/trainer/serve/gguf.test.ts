@@ -22,7 +22,7 @@ import { saveTokenizerFiles, TextTokenizer } from '../../../trainer/model/tokeni
 import { encodeGgufHeader, GgufFormatError, gguf, readGgufHeader, writeGguf, type GgufValue } from '../../../trainer/serve/gguf.ts';
 import { convertAdapterToGguf, convertCheckpointToGguf, ggufCachePath, permuteRopeRows } from '../../../trainer/serve/gguf-convert.ts';
 import { GgufValidationError, validateAdapterGguf, validateModelGguf } from '../../../trainer/serve/gguf-validate.ts';
-import { probeGgufInChild } from '../../../trainer/serve/llama-engine.ts';
+import { probeGgufInChild } from '../../../trainer/serve/llama-load.ts';
 
 const STEPS = 24;
 // Measured on the checkpoints below (F32 weights; llama.cpp keeps its KV cache in F16): max |Δp| 5e-4..1.8e-3;

@@ -14,7 +14,7 @@ import { LoadedPolicy } from '../../../trainer/model/loaded-policy.ts';
 import { addLora, mergeLora, saveLora } from '../../../trainer/model/lora.ts';
 import { TextTokenizer } from '../../../trainer/model/tokenizer.ts';
 import { EngineOverloadedError, EngineRequestError, type EngineRequest, type EngineStream, type EngineToken } from '../../../trainer/serve/engine-contract.ts';
-import { CompletionText, LlamaCppEngine } from '../../../trainer/serve/llama-engine.ts';
+import { LlamaCppEngine } from '../../../trainer/serve/llama-engine.ts';
 
 const DIALOGUE = [
   { role: 'system' as const, content: 'You are a helpful collaborator.' },
@@ -194,32 +194,6 @@ describe('LlamaCppEngine', () => {
     await engine.unloadAdapter('v1');
     expect(engine.adapters()).toEqual([]);
     expect(() => engine.generate(request({ adapter: 'v1' }))).toThrow(EngineRequestError);
-  });
-});
-
-describe('CompletionText', () => {
-  it('streams whole characters only, and never a piece of a stop string', async () => {
-    const tok = await TextTokenizer.load(ckpt);
-    const text = 'return [v → v*2] END of it';
-    const ids = tok.encode(text);
-    // The arrow is three bytes the tiny tokenizer never merged: split over several tokens.
-    expect(ids.length).toBeGreaterThan(tok.encode('return [v  v*2] END of it').length);
-    const plain = new CompletionText((x) => tok.decode(x), []);
-    const pieces = ids.map((id) => plain.push(id).text);
-    pieces.push(plain.flush());
-    expect(pieces.join('')).toBe(text);
-    expect(pieces.some((p) => p.includes('\uFFFD'))).toBe(false);
-    const stopping = new CompletionText((x) => tok.decode(x), ['END', 'never']);
-    const out: string[] = [];
-    let stopped = false;
-    for (const id of ids) {
-      const r = stopping.push(id);
-      out.push(r.text);
-      if ((stopped = r.stopped)) break;
-    }
-    expect(stopped).toBe(true);
-    expect(out.join('')).toBe('return [v → v*2] ');
-    expect(out.some((p) => p.includes('E'))).toBe(false);
   });
 });
 

@@ -37,6 +37,11 @@ export async function recordTrainingStep(prisma: PrismaClient, runId: string, ph
   });
 }
 
+/** A run's metrics so far (checks made between phases), kept if the run is killed and resumed; publishRun writes the final ones. */
+export async function saveRunMetrics(prisma: PrismaClient, runId: string, metrics: Prisma.InputJsonObject): Promise<void> {
+  await prisma.trainingRun.update({ where: { id: runId }, data: { metrics } });
+}
+
 export async function markRunFailed(prisma: PrismaClient, runId: string, error: string, log: string): Promise<void> {
   await prisma.trainingRun.update({ where: { id: runId }, data: { status: 'failed', error, finishedAt: new Date(), log } });
 }

@@ -32,10 +32,12 @@ export interface GameOutcome {
   score: number;
   success: boolean;
   agentTurns: number;
+  /** The stored session of the game, when the games were stored (the dashboard links to it). */
+  sessionId?: string | null;
 }
 
 export function outcomes(games: readonly SimulatedGame[]): GameOutcome[] {
-  return games.map((g) => ({ taskId: g.taskId, score: g.evaluation.score, success: g.evaluation.success, agentTurns: g.agentTurns }));
+  return games.map((g) => ({ taskId: g.taskId, score: g.evaluation.score, success: g.evaluation.success, agentTurns: g.agentTurns, sessionId: g.sessionId }));
 }
 
 export function summarise(version: string, kind: SimulateOptions['kind'], games: readonly (SimulatedGame | GameOutcome)[]): EvaluationReport {

@@ -65,7 +65,24 @@ export interface GateEvidence {
    * already running). Evidence stored before studies has no `study`.
    */
   humanAb?: { share: number; study?: string; experimentId?: string; notStarted?: string };
+  /**
+   * The games one by one, in the order played: each task with the candidate's and the deployed version's outcome
+   * (and session, when the games were stored). Evidence stored before this has none.
+   */
+  played?: PlayedGame[];
   decidedAt: string;
+}
+
+export interface PlayedGame {
+  taskId: string;
+  candidate: { score: number; success: boolean; sessionId: string | null };
+  deployed: { score: number; success: boolean; sessionId: string | null };
+}
+
+/** The paired games as the evidence keeps them (index i of both lists is one game: comparePaired checked that). */
+export function playedGames(candidate: readonly GameOutcome[], deployed: readonly GameOutcome[]): PlayedGame[] {
+  const side = (g: GameOutcome) => ({ score: g.score, success: g.success, sessionId: g.sessionId ?? null });
+  return candidate.map((g, i) => ({ taskId: g.taskId, candidate: side(g), deployed: side(deployed[i]!) }));
 }
 
 /** The interval level the gate uses: its bounds are the one-sided (1 - alpha) bounds. */
@@ -184,7 +201,7 @@ export async function promote(db: Database, candidateName: string, o: PromoteOpt
       { version: deployedBefore.name, games: games.deployed },
       { kind: o.kind, level: gateLevel(o.gate.alpha), seed: o.seed ?? 1 },
     );
-    evidence = gateEvidence(comparison, o.gate, o.plan);
+    evidence = { ...gateEvidence(comparison, o.gate, o.plan), played: playedGames(games.candidate, games.deployed) };
   } else {
     evidence = { verdict: 'nothing-deployed', decision: 'deployed', candidate: candidate.name, against: null, kind: o.kind, games: 0, alpha: o.gate.alpha, margin: o.gate.margin, decidedAt: new Date().toISOString() };
   }

@@ -1,7 +1,7 @@
 // The dashboard's reads besides sessions: studies with their progress (bot/study-progress.ts), policy versions
 // with lineage, gate evidence, A/B results (bot/experiments.ts), a leaderboard paired by task and a Bradley-Terry
-// fit of people's /compare choices (tasks/bradley-terry.ts), training runs with their loss curves, people
-// with their quality (moderators: their guild's only), and the payouts that only operators see.
+// fit of people's /compare choices (tasks/bradley-terry.ts), people with their quality (moderators: their guild's
+// only), and the payouts that only operators see. Training runs are runs.ts.
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { meanIntervalOf, pairedBootstrap, type Interval } from '../../tasks/stats.ts';
 import { bradleyTerryTable, type Judgement } from '../../tasks/bradley-terry.ts';
@@ -130,33 +130,6 @@ export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
     bradleyTerry: { judgements: judgements.length, rows: players.length >= 2 ? bradleyTerryTable(players, judgements, { resamples: 500, seed: 11 }) : [] },
     experiments: await collectExperiments(prisma),
   };
-}
-
-export async function runsOverview(prisma: PrismaClient) {
-  const runs = await prisma.trainingRun.findMany({
-    orderBy: { createdAt: 'desc' },
-    take: 50,
-    include: { steps: { orderBy: [{ phase: 'asc' }, { step: 'asc' }], select: { phase: true, step: true, metrics: true } }, policyVersions: { select: { name: true, metrics: true } } },
-  });
-  return runs.map((r) => {
-    const phases = new Map<string, { step: number; loss: number }[]>();
-    for (const s of r.steps) {
-      const loss = (s.metrics as Record<string, number>).loss;
-      if (typeof loss === 'number' && Number.isFinite(loss)) phases.set(s.phase, [...(phases.get(s.phase) ?? []), { step: s.step, loss }]);
-    }
-    const m = (r.metrics ?? {}) as Record<string, unknown>;
-    return { id: r.id, algorithm: r.algorithm, status: r.status, createdAt: r.createdAt, finishedAt: r.finishedAt, progress: r.progress, error: r.error, versions: r.policyVersions.map((v) => v.name), curves: [...phases.entries()].map(([phase, points]) => ({ phase, points })), gate: r.policyVersions.map((v) => (v.metrics as { gate?: unknown } | null)?.gate).find((g) => g !== undefined) ?? m.gate ?? null };
-  });
-}
-
-/** A loss curve as an SVG polyline's points in a w x h box (numbers only: nothing typed by people). */
-export function curvePoints(points: readonly { step: number; loss: number }[], w: number, h: number): string {
-  if (points.length === 0) return '';
-  const xs = points.map((p) => p.step), ys = points.map((p) => p.loss);
-  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
-  const sx = (x: number) => (x1 === x0 ? w / 2 : ((x - x0) / (x1 - x0)) * w);
-  const sy = (y: number) => (y1 === y0 ? h / 2 : h - ((y - y0) / (y1 - y0)) * h);
-  return points.map((p) => `${sx(p.step).toFixed(1)},${sy(p.loss).toFixed(1)}`).join(' ');
 }
 
 export async function peopleOverview(prisma: PrismaClient, viewer: Viewer, salt: string) {

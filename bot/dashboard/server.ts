@@ -17,7 +17,8 @@ import * as format from './format.ts';
 import { formatDifference, formatValue } from '../../tasks/calibration.ts';
 import { calibrationSvg } from '../report/calibration-report.ts';
 import { FilterError, frontendPages, listSessions, OUTCOMES, parseFilter, sessionDetail } from './sessions.ts';
-import { allPayouts, calibrationById, calibrationsOverview, curvePoints, peopleOverview, personInScope, policiesOverview, runsOverview, studiesOverview, visibleStudies } from './overview.ts';
+import { curvePoints, runsOverview, RUNS_SHOWN } from './runs.ts';
+import { allPayouts, calibrationById, calibrationsOverview, peopleOverview, personInScope, policiesOverview, studiesOverview, visibleStudies } from './overview.ts';
 
 export interface DashboardOptions {
   db: Database;
@@ -127,7 +128,7 @@ export async function buildDashboard(o: DashboardOptions): Promise<FastifyInstan
 
   app.get('/policies', async (req, reply) => page(reply, req, 'policies', { title: 'Policies', p: await policiesOverview(prisma, req.viewer) }));
 
-  app.get('/runs', async (req, reply) => page(reply, req, 'runs', { title: 'Training runs', runs: await runsOverview(prisma), curvePoints }));
+  app.get('/runs', async (req, reply) => page(reply, req, 'runs', { title: 'Training runs', runs: await runsOverview(prisma), curvePoints, shown: RUNS_SHOWN }));
 
   app.get('/calibration', async (req, reply) => page(reply, req, 'calibration', { title: 'Simulator against people', calibrations: await calibrationsOverview(prisma, req.viewer), formatValue, formatDifference }));
 

@@ -1,13 +1,18 @@
 // A small database for the dashboard's tests (test/bot/dashboard/), made through the stores as production makes
 // it: two Discord guilds with one person each (one of them typed hostile markup), simulated games of two policy
-// versions on shared tasks (a leaderboard), a frontend game, a SWEET-RL run with a loss curve whose critic scored a
-// session's agent turns, people's /compare preferences, a study with pay rules, a flag and a rating.
+// versions on shared tasks (a leaderboard) that the promotion gate judged, a frontend game, a SWEET-RL run with loss
+// curves, phases and the critic against the tests, whose critic scored a session's agent turns, a run in progress,
+// people's /compare preferences, a study with pay rules, a flag and a rating.
 import type { Database } from '../../prisma/db.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { acceptConsent } from '../../prisma/participant-store.ts';
 import { appendAgentTurn, appendHumanTurn, createSession, recordComment, recordEvaluation, recordRating, storeFinishedSession } from '../../prisma/session-store.ts';
-import { createTrainingRun, publishRun, recordTrainingStep } from '../../prisma/run-store.ts';
-import { deployPolicyByName, registerVersion } from '../../prisma/policy-store.ts';
+import { createTrainingRun, markRunRunning, publishRun, recordTrainingStep, saveRunProgress } from '../../prisma/run-store.ts';
+import { deployPolicyByName, recordGateEvidence, registerVersion } from '../../prisma/policy-store.ts';
+import type { Prisma } from '../../prisma/generated/client.ts';
+import { criticAgainstTests, CRITIC_TESTS_METRIC } from '../../trainer/critic-tests.ts';
+import { comparePaired, type GameOutcome } from '../../trainer/evaluate.ts';
+import { gateEvidence, gateLevel, playedGames } from '../../trainer/promote.ts';
 import { saveCriticAdvantages } from '../../prisma/dashboard-store.ts';
 import { recordFlag } from '../../prisma/moderation-store.ts';
 import { offerComparison, recordPreference } from '../../prisma/preference-store.ts';
@@ -74,17 +79,31 @@ export async function seedDashboardData(db: Database): Promise<DashboardData> {
     await recordTrainingStep(prisma, run.id, 'critic', step, { loss: 0.69 * Math.exp(-step / 5) + 0.1 });
     await recordTrainingStep(prisma, run.id, 'actor', step, { loss: 0.5 * Math.exp(-step / 8) + 0.2 });
   }
-  const sweet = await publishRun(prisma, run.id, {}, { name: 'sweet-0001', algorithm: 'sweet', checkpointPath: '/ck/sweet-0001', parentId: starter.id });
+  // Its progress as trainer/run-state.ts leaves it, and the critic against the tests as trainer/run-sweet.ts
+  // stores it (here over made-up scores of two sessions of each of five tasks: of the 4 pairs the tests tell apart, the
+  // critic orders 2 as the tests do, 1 the other way, and ties 1).
+  await saveRunProgress(prisma, run.id, { done: ['critic', 'collect'], current: { phase: 'actor', step: 12, dir: '/ck/x' }, collected: 6, phases: ['critic', 'collect', 'actor'], totals: { critic: 12, collect: 6, actor: 12 }, rng: { algorithm: 'mulberry32', seed: 1 } }, '');
+  const check = criticAgainstTests(
+    [0, 1, 2, 3, 4].flatMap((i) => [{ taskId: `t${i}`, score: 0.5 }, { taskId: `t${i}`, score: i < 4 ? 1 : 0.5 }]),
+    [0.1, 0.3, 0.2, 0.5, 0.4, 0.1, 0.3, 0.3, 0.2, 0.25],
+  );
+  const sweet = await publishRun(prisma, run.id, { critic: { loss: 0.1 }, [CRITIC_TESTS_METRIC]: check }, { name: 'sweet-0001', algorithm: 'sweet', checkpointPath: '/ck/sweet-0001', parentId: starter.id });
+  // A second run, still running: rft at 10 of 40 updates.
+  const running = await createTrainingRun(prisma, { algorithm: 'rft', config: {}, dataSnapshot: { sessions: [{ id: 'x', reward: 1 }, { id: 'y', reward: 0 }] } }, (id) => `/ck/runs/${id}`);
+  await markRunRunning(prisma, running);
+  for (let step = 0; step < 10; step++) await recordTrainingStep(prisma, running.id, 'rft', step, { loss: 2 - 0.1 * step });
+  await saveRunProgress(prisma, running.id, { done: [], current: { phase: 'rft', step: 10, dir: '/ck/y' }, phases: ['rft'], totals: { rft: 40 }, rng: { algorithm: 'mulberry32', seed: 1 } }, '');
   await deployPolicyByName(db, 'cli', 'starter');
 
   // Simulated games: both versions on every backend task, sweet a little better; and one frontend game.
   const t0 = Date.parse('2026-11-01T10:00:00Z');
   let k = 0;
+  const games: Record<string, GameOutcome[]> = { starter: [], 'sweet-0001': [] };
   for (const t of be) {
     for (const [v, base] of [[starter, 0.4], [sweet, 0.6]] as const) {
       for (let rep = 0; rep < 2; rep++) {
         const score = Math.min(1, base + 0.1 * ((k++ % 3) - 1));
-        await storeFinishedSession(prisma, {
+        const sessionId = await storeFinishedSession(prisma, {
           taskId: t.id,
           policyVersionId: v.id,
           collaborator: 'rule-simulator',
@@ -100,9 +119,14 @@ export async function seedDashboardData(db: Database): Promise<DashboardData> {
           startedAt: new Date(t0 + k * 60_000),
           endedAt: new Date(t0 + k * 60_000 + 30_000),
         });
+        games[v.name]!.push({ taskId: t.id, score, success: score === 1, agentTurns: 2, sessionId });
       }
     }
   }
+  // The gate judged sweet-0001 against starter on these games (stored as sessions, so each links to its page).
+  const comparison = comparePaired({ version: 'sweet-0001', games: games['sweet-0001']! }, { version: 'starter', games: games.starter! }, { kind: 'backend', level: gateLevel(0.05), seed: 1 });
+  const evidence = { ...gateEvidence(comparison, { alpha: 0.05, margin: 0 }), played: playedGames(games['sweet-0001']!, games.starter!) };
+  await recordGateEvidence(prisma, 'trainer', sweet, JSON.parse(JSON.stringify(evidence)) as Prisma.InputJsonObject, evidence.decision);
   const frontendSession = await storeFinishedSession(prisma, {
     taskId: fe.id,
     policyVersionId: sweet.id,

@@ -124,6 +124,11 @@ describe('promotion gate with the database', () => {
     const stored = (await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: b.id } })).metrics as { gate: { verdict: string; games: number; scorePValue: number } };
     expect(stored.gate).toMatchObject({ verdict: 'better', games: 20 });
     expect(stored.gate.scorePValue).toBeCloseTo(2 / 1024, 12);
+    // And the games one by one, task by task, the candidate's outcome beside the deployed version's.
+    const played = (stored.gate as unknown as { played: { taskId: string; candidate: { score: number; sessionId: string | null }; deployed: { score: number } }[] }).played;
+    expect(played).toHaveLength(20);
+    expect(played[0]).toEqual({ taskId: 't0', candidate: { score: 0.6, success: false, sessionId: null }, deployed: { score: 0.3, success: false, sessionId: null } });
+    expect(played[19]).toMatchObject({ taskId: 't19', candidate: { score: 0.3 }, deployed: { score: 0.3 } });
 
     // c plays exactly like the deployed b: a tie keeps b.
     const rc = await promote(t.db, 'c', o);

@@ -93,6 +93,16 @@ describe.each(['rft', 'mtdpo', 'sweet'] as const)('%s run resumed after an inter
       expect([...again.keys()].sort()).toEqual([...first.keys()].sort());
       for (const [turn, a] of first) expect(again.get(turn)!).toBeCloseTo(a, 4);
       expect([...first.values()].some((a) => Math.abs(a) > 1e-6)).toBe(true);
+      // The critic against the tests on the run's sessions, stored in the run's metrics (and the version's), the
+      // same after the resume as without it.
+      const check = (m: unknown) => (m as { criticVsTests?: Record<string, number | null> }).criticVsTests;
+      const straightRun = await t.prisma.trainingRun.findUniqueOrThrow({ where: { id: straight.trainingRunId! } });
+      expect(check(done.metrics)).toMatchObject({ sessions: 8 });
+      expect(check(done.metrics)!.pairs).toBeGreaterThan(0);
+      expect(check(done.metrics)!.agreement).toBeGreaterThanOrEqual(0);
+      expect(check(done.metrics)!.agreement).toBeLessThanOrEqual(1);
+      expect(check(done.metrics)).toEqual(check(straightRun.metrics));
+      expect(check((done.policyVersions[0]!.metrics as { training: unknown }).training)).toEqual(check(done.metrics));
     }
   }, 600_000);
 });

@@ -1,6 +1,7 @@
 // The dashboard in the real Chromium (playwright-core): study → its sessions → a session with each agent turn's
 // provenance and the critic's advantages, a frontend session's two screenshots side by side, the policies page's
-// leaderboard with intervals, a moderator who sees one guild, 401 beyond loopback without a token, and a hostile
+// leaderboard with intervals, the training runs page (phases with progress, loss curves, the critic against the
+// tests, the gate's games linked to their sessions), a moderator who sees one guild, 401 beyond loopback without a token, and a hostile
 // message that stays text (no script runs, nothing navigates). A screenshot of every page is written under
 // test-output/dashboard/ for a person to look at.
 import { mkdirSync } from 'node:fs';
@@ -112,11 +113,50 @@ describe('the dashboard in Chromium', () => {
     await expect(board.locator('tr').nth(1).textContent()).resolves.toMatch(/sweet-0001\s*0\.\d{3} \[0\.\d{3}, 0\.\d{3}\]/);
     await expect(page.locator('table.bradley-terry tr').count()).resolves.toBe(3);
     await shot(page, 'policies');
-    for (const p of ['runs', 'people', 'calibration', 'payouts']) {
+    for (const p of ['people', 'calibration', 'payouts']) {
       await page.goto(`${local.url}/${p}`);
       await shot(page, p);
     }
     await expect(page.locator('h1').textContent()).resolves.toContain('Payouts');
+    await page.close();
+  });
+
+  it('shows each training run\'s phases with progress bars, its loss curves, the critic against the tests and the gate\'s games, linked to their sessions', async () => {
+    const page = await newPage();
+    await page.goto(`${local.url}/runs`);
+    const sweetRun = page.locator(`.run[data-run="${data.runId}"]`);
+    // Phases: all three done, full green bars; the run in progress: rft at 10 of 40, a quarter of its bar.
+    await expect(sweetRun.locator('table.phases tr[data-phase]').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-phase')}:${r.getAttribute('data-state')}`))).resolves.toEqual(['critic:done', 'collect:done', 'actor:done']);
+    await expect(sweetRun.locator('tr[data-phase="collect"]').textContent()).resolves.toMatch(/6 \/ 6 states \(100%\)/);
+    const running = page.locator('.run', { hasText: 'rft · running' });
+    await expect(running.locator('tr[data-phase="rft"]').textContent()).resolves.toMatch(/10 \/ 40 updates \(25%\)/);
+    const [bar, fill] = await Promise.all([running.locator('.bar').boundingBox(), running.locator('.bar .fill').boundingBox()]);
+    expect(fill!.width / bar!.width).toBeCloseTo(0.25, 2);
+    // Loss curves: an SVG polyline per phase, in the run's phase order, its points inside the plot.
+    await expect(sweetRun.locator('figure.curve').evaluateAll((fs) => fs.map((f) => f.getAttribute('data-phase')))).resolves.toEqual(['critic', 'actor']);
+    const points = (await sweetRun.locator('figure.curve[data-phase="critic"] polyline').getAttribute('points'))!.split(' ');
+    expect(points).toHaveLength(12);
+    expect(points[0]).toBe('0.0,0.0');
+    expect(points.at(-1)).toBe('380.0,110.0');
+    // The critic against the tests, as the run stored it.
+    await expect(sweetRun.locator('table.critic-check td.agreement').textContent()).resolves.toBe('62.5%');
+    await expect(sweetRun.locator('table.critic-check').textContent()).resolves.toMatch(/4 \(4 tasks\)/);
+    // The gate's games one by one: ten, each task linked to its sessions, each side to the session that played it.
+    await expect(sweetRun.locator('.gate-summary').textContent()).resolves.toMatch(/kept sweet-0001 · tie vs starter · 10 games of 5 tasks/);
+    const games = sweetRun.locator('table.gate-games tr[data-winner]');
+    await expect(games.count()).resolves.toBe(10);
+    await expect(games.first().textContent()).resolves.toMatch(/^1Write a function that adds 0.*0\.700 ✗0\.300 ✗candidate$/s);
+    await expect(running.locator('.gate-games').count()).resolves.toBe(0);
+    await shot(page, 'runs');
+    await games.first().locator('td').nth(2).locator('a').click();
+    await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);
+    await expect(page.locator('h1').textContent()).resolves.toMatch(/simulated collaborator/);
+    await expect(page.locator('.card.meta').first().textContent()).resolves.toContain('policy sweet-0001');
+    await page.goto(`${local.url}/runs`);
+    await sweetRun.locator('table.gate-games tr[data-winner]').first().locator('td').nth(1).locator('a').click();
+    await page.waitForURL(/\/sessions\?task=/);
+    // Task 0's sessions: four simulated games and the two Discord sessions.
+    await expect(page.locator('td a[href^="/sessions/"]').count()).resolves.toBe(6);
     await page.close();
   });
 

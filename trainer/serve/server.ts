@@ -2,18 +2,19 @@
 // seed, stop), /v1/models, /health and Prometheus /metrics, over whatever ServingEngine the EngineSlot holds now.
 // It knows nothing of models: validation, the wire format, errors in OpenAI's shape (never a stack trace),
 // 429 + Retry-After when the engine's queue is full, and cancelling a request whose client went away.
-// Imports: fastify, prom-client, zod, pino's types, and trainer/serve's engine contract and slot.
+// The wire format is chat-wire.ts's, the metrics server-metrics.ts's.
+// Imports: fastify, prom-client's types, pino's types, and trainer/serve's engine contract and slot.
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../../tasks/logger.ts';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { z } from 'zod';
-import type { ChatMessage } from '../../tasks/agent.ts';
+import type { Registry } from 'prom-client';
 import { EngineOverloadedError, EngineRequestError } from './engine-contract.ts';
 import type { EngineRequest, EngineResult, EngineToken, ServingEngine } from './engine-contract.ts';
 import { EngineSlot } from './slot.ts';
+import { errorBody, finishReason, HttpError, invalid, logprobEntry, parseChatRequest, toMessages, usage, type ChatRequest } from './chat-wire.ts';
+import { createMetrics } from './server-metrics.ts';
 
 export interface ServerOptions {
   /** The engine to serve, or a slot whose engine a deploy follower swaps. */
@@ -42,164 +43,6 @@ export interface RunningServer {
 
 // ---------------------------------------------------------------------------------------------------------
 // Request validation
-
-const text = z.string();
-const contentPart = z.object({ type: z.literal('text'), text });
-const message = z.object({
-  role: z.enum(['system', 'developer', 'user', 'assistant'], { message: 'role must be system, developer, user or assistant (tools are not supported)' }),
-  content: z.union([text, z.array(contentPart), z.null()], { message: 'content must be a string or an array of text parts' }),
-  name: z.string().optional(),
-});
-
-const chatRequestSchema = z.object({
-  model: z.string({ message: 'model is required' }).min(1, 'model is required'),
-  messages: z.array(message, { message: 'messages must be an array' }).min(1, 'messages must not be empty'),
-  stream: z.boolean().nullish(),
-  stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
-  max_tokens: z.number().int().min(1).nullish(),
-  max_completion_tokens: z.number().int().min(1).nullish(),
-  temperature: z.number().min(0).max(2).nullish(),
-  top_p: z.number().gt(0).max(1).nullish(),
-  seed: z.number().int().nullish(),
-  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullish(),
-  n: z.number().int().nullish(),
-  logprobs: z.boolean().nullish(),
-  top_logprobs: z.number().int().min(0).max(20).nullish(),
-  tools: z.array(z.unknown()).nullish(),
-});
-
-export type ChatRequest = z.infer<typeof chatRequestSchema>;
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly type: string,
-    readonly param: string | null = null,
-    readonly code: string | null = null,
-  ) {
-    super(message);
-  }
-}
-
-function invalid(message: string, param: string | null = null, code: string | null = null): HttpError {
-  return new HttpError(400, message, 'invalid_request_error', param, code);
-}
-
-/** The body as a ChatRequest, or an HttpError 400 naming the first problem. */
-export function parseChatRequest(body: unknown): ChatRequest {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid('the request body must be a JSON object');
-  const r = chatRequestSchema.safeParse(body);
-  if (!r.success) {
-    const issue = r.error.issues[0]!;
-    const param = issue.path.map(String).join('.') || null;
-    throw invalid(param ? `${param}: ${issue.message}` : issue.message, param);
-  }
-  const req = r.data;
-  if (req.n != null && req.n !== 1) throw invalid(`n must be 1: this server returns one choice per request (got ${req.n})`, 'n');
-  if (req.tools && req.tools.length) throw invalid('tools are not supported by this server', 'tools');
-  if (req.top_logprobs && !req.logprobs) throw invalid('top_logprobs needs logprobs: true', 'top_logprobs');
-  return req;
-}
-
-function toMessages(req: ChatRequest): ChatMessage[] {
-  return req.messages.map((m) => ({
-    role: m.role === 'developer' ? 'system' : m.role,
-    content: m.content === null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join(''),
-  }));
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Wire format
-
-interface LogprobEntry {
-  token: string;
-  logprob: number;
-  bytes: number[];
-  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
-}
-
-function bytesOf(s: string): number[] {
-  return [...Buffer.from(s, 'utf8')];
-}
-
-function logprobEntry(t: EngineToken): LogprobEntry {
-  return {
-    token: t.text,
-    logprob: t.logprob ?? 0,
-    bytes: bytesOf(t.text),
-    top_logprobs: (t.top ?? []).map((a) => ({ token: a.token, logprob: a.logprob, bytes: bytesOf(a.token) })),
-  };
-}
-
-function finishReason(r: EngineResult): 'stop' | 'length' {
-  return r.finishReason === 'length' ? 'length' : 'stop';
-}
-
-function usage(r: EngineResult) {
-  return { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens };
-}
-
-function errorBody(e: HttpError) {
-  return { error: { message: e.message, type: e.type, param: e.param, code: e.code } };
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Metrics
-
-function createMetrics(slot: EngineSlot) {
-  const registry = new Registry();
-  const stat = <K extends 'running' | 'queued' | 'maxBatch' | 'maxQueue'>(k: K) =>
-    function (this: Gauge) {
-      this.set(slot.engine?.stats()[k] ?? 0);
-    };
-  new Gauge({ name: 'sweetloop_serve_queue_depth', help: 'Requests waiting for a decoding slot', registers: [registry], collect: stat('queued') });
-  new Gauge({ name: 'sweetloop_serve_running_sequences', help: 'Sequences decoding now (the running batch)', registers: [registry], collect: stat('running') });
-  new Gauge({ name: 'sweetloop_serve_max_batch', help: 'Most sequences the engine decodes at once', registers: [registry], collect: stat('maxBatch') });
-  new Gauge({ name: 'sweetloop_serve_max_queue', help: 'Most requests waiting before 429', registers: [registry], collect: stat('maxQueue') });
-  // The engine's own cumulative counts, turned into counters by adding what grew since the last scrape.
-  const seen = new WeakMap<ServingEngine, { steps: number; seqs: number }>();
-  const steps = new Counter({ name: 'sweetloop_serve_decode_steps_total', help: 'Decoding steps run by the engine (one forward pass over the running batch)', registers: [registry] });
-  const stepSeqs = new Counter({
-    name: 'sweetloop_serve_step_sequences_total',
-    help: 'Sum over decoding steps of the sequences in each; divided by decode_steps it is the mean batch size',
-    registers: [registry],
-  });
-  const syncEngineCounters = () => {
-    const engine = slot.engine;
-    if (!engine) return;
-    const s = engine.stats();
-    if (s.decodeSteps === undefined || s.stepSequences === undefined) return;
-    const last = seen.get(engine) ?? { steps: 0, seqs: 0 };
-    if (s.decodeSteps > last.steps) steps.inc(s.decodeSteps - last.steps);
-    if (s.stepSequences > last.seqs) stepSeqs.inc(s.stepSequences - last.seqs);
-    seen.set(engine, { steps: s.decodeSteps, seqs: s.stepSequences });
-  };
-  return {
-    registry,
-    syncEngineCounters,
-    requests: new Counter({ name: 'sweetloop_serve_requests_total', help: 'Chat completion requests by HTTP status', labelNames: ['status'], registers: [registry] }),
-    overloaded: new Counter({ name: 'sweetloop_serve_rejected_overloaded_total', help: 'Requests refused with 429 because the queue was full', registers: [registry] }),
-    aborted: new Counter({ name: 'sweetloop_serve_aborted_total', help: 'Requests whose client went away before the end', registers: [registry] }),
-    promptTokens: new Counter({ name: 'sweetloop_serve_prompt_tokens_total', help: 'Prompt tokens of completed requests', registers: [registry] }),
-    tokens: new Counter({ name: 'sweetloop_serve_generated_tokens_total', help: 'Tokens generated (rate() of it is tokens/s)', registers: [registry] }),
-    ttft: new Histogram({
-      name: 'sweetloop_serve_time_to_first_token_seconds',
-      help: 'From the request arriving to its first token leaving the engine',
-      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-      registers: [registry],
-    }),
-    latency: new Histogram({
-      name: 'sweetloop_serve_request_duration_seconds',
-      help: 'From the request arriving to its last byte (completed requests)',
-      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
-      registers: [registry],
-    }),
-  };
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// The server
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const slot = options.engine instanceof EngineSlot ? options.engine : new EngineSlot(options.engine);

@@ -15,6 +15,7 @@ export const ENV_EXAMPLE = '.env.example';
  */
 export const COMPOSE_VARIABLES: readonly { variable: string; default: string; description: string }[] = [
   { variable: 'POSTGRES_PASSWORD', default: 'sweetloop', description: 'Password of the compose Postgres (user and database sweetloop); it never leaves the compose network.' },
+  { variable: 'DASHBOARD_PUBLISHED_PORT', default: '8080', description: 'Host port of the `dashboard` profile\'s dashboard, published on 127.0.0.1 only (inside its container DASHBOARD_PORT is 8080 and DASHBOARD_HOST 0.0.0.0, so a token is needed: README, "The dashboard").' },
   { variable: 'VLLM_MODEL_DIR', default: './models/policy', description: 'Host directory of the Hugging Face model the `vllm` profile serves, mounted read-only at /models/policy.' },
   { variable: 'VLLM_SERVED_MODEL_NAME', default: 'policy', description: 'Model name vLLM answers to (`policy add NAME --endpoint http://vllm:8000/v1 --model` this).' },
   { variable: 'VLLM_MAX_LORAS', default: '4', description: 'LoRA adapters vLLM keeps loaded at once (--max-loras).' },

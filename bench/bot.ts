@@ -17,10 +17,11 @@
 //   - the time from the answer shown to its result shown (the scoring queue and sandbox included).
 // The machine's load average before and after. One JSON line at the end; exit 1 unless every session was answered,
 // scored and rated once.
-// Usage: npm run bench:bot [-- --people 50,100,200 --turns 3 --max-tokens 24 --token-delay-ms 20 --scoring-pool 2
+// Usage: npm run bench:bot [-- --people 50,100,200 --think-ms 0 --turns 3 --max-tokens 24 --token-delay-ms 20 --scoring-pool 2
 //                             --cpu-prof DIR (writes the bot process's CPU profile there)
 //                             --diagnostic-global-rps N (a diagnostic only: discord.js's client-side global limit
 //                             raised to N a second, to see what the limit costs; Discord's own stays 50)]
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fork, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -35,6 +36,7 @@ import { deployPolicyByName } from '../prisma/policy-store.ts';
 import { registerEndpointVersion } from '../trainer/policies/registry.ts';
 import { FakeDiscord, type InteractionRecord, type Shown } from '../bot/testing/fake-discord.ts';
 import { createTestDatabase } from '../bot/testing/database.ts';
+import { Rng } from '../tasks/random.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -46,6 +48,8 @@ const { values: args } = parseArgs({
     'cpu-prof': { type: 'string' },
     // A diagnostic only: discord.js's client-side global limit (Discord's is 50 a second a bot token).
     'diagnostic-global-rps': { type: 'string' },
+    // Reading and typing: each person waits a seeded uniform time in MIN-MAX ms before each of their messages.
+    'think-ms': { type: 'string', default: '0' },
   },
 });
 /** A positive whole-number flag (bench/args.ts's rule, for values given with parseArgs). */
@@ -59,6 +63,9 @@ const TURNS = wholeNumber('--turns', args.turns);
 const MAX_TOKENS = wholeNumber('--max-tokens', args['max-tokens']);
 const TOKEN_DELAY_MS = Number(args['token-delay-ms']);
 const SCORING_POOL = wholeNumber('--scoring-pool', args['scoring-pool']);
+const THINK = /^(\d+)(?:-(\d+))?$/.exec(args['think-ms']);
+if (!THINK || Number(THINK[2] ?? THINK[1]) < Number(THINK[1])) throw new Error(`--think-ms must be MIN-MAX (ms, MIN <= MAX) or one number, got ${args['think-ms']}`);
+const [THINK_MIN, THINK_MAX] = [Number(THINK[1]), Number(THINK[2] ?? THINK[1])];
 if (TURNS < 2) throw new Error('--turns must be at least 2 (a question, then the answer)');
 if (!(TOKEN_DELAY_MS >= 0)) throw new Error(`--token-delay-ms must be a number >= 0, got ${args['token-delay-ms']}`);
 const WAIT_MS = 600_000;
@@ -152,7 +159,10 @@ async function main(): Promise<void> {
         // Every session of the phase open before anyone replies: the heap per open session is read then.
         if (++opened === people) allOpen();
         await held;
+        const rng = Rng.derive(7, 'think', p, n);
         for (let k = 1; k < TURNS; k++) {
+          // Thinking happens before the message is sent, so it is never part of the bot's own time.
+          if (THINK_MAX > 0) await sleep(THINK_MIN + rng.next() * (THINK_MAX - THINK_MIN));
           const sent = performance.now();
           fake.say(user, threadId, `Reply ${k} from person ${n}: keep it simple.`);
           shown = await fake.waitFor(() => agentMsgs(threadId)[k], WAIT_MS, `agent message ${k + 1}`);

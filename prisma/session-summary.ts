@@ -45,11 +45,21 @@ export async function sessionSummaries(prisma: PrismaClient | Tx, where: Prisma.
       turnCount: true,
       reward: true,
       participant: { select: { discordUserId: true } },
-      turns: { select: { createdAt: true } },
       evaluation: { select: { success: true } },
       ratings: { select: { raterId: true, value: true } },
     },
   });
+  // Turn times in one plain query: loading them as a relation made Prisma build an object per turn, the most of
+  // the time of a study's progress and pay at 100,000 sessions (bench/RESULTS.md, Dashboard).
+  const times = new Map<string, Date[]>();
+  if (rows.length) {
+    const turns = await prisma.$queryRaw<{ sessionId: string; createdAt: Date }[]>`SELECT "sessionId", "createdAt" FROM "Turn" WHERE "sessionId" = ANY(${rows.map((r) => r.id)}::uuid[])`;
+    for (const t of turns) {
+      const list = times.get(t.sessionId);
+      if (list) list.push(t.createdAt);
+      else times.set(t.sessionId, [t.createdAt]);
+    }
+  }
   return rows.map((s) => ({
     id: s.id,
     participantId: s.participantId,
@@ -61,7 +71,7 @@ export async function sessionSummaries(prisma: PrismaClient | Tx, where: Prisma.
     startedAt: s.startedAt,
     endedAt: s.endedAt,
     turns: s.turnCount,
-    activeMs: activeMs([s.startedAt, ...s.turns.map((t) => t.createdAt), ...(s.endedAt ? [s.endedAt] : [])]),
+    activeMs: activeMs([s.startedAt, ...(times.get(s.id) ?? []), ...(s.endedAt ? [s.endedAt] : [])]),
     success: s.evaluation?.success ?? null,
     rating: s.ratings.find((r) => r.raterId === s.participantId)?.value ?? null,
     reward: s.reward,

@@ -212,6 +212,9 @@ describe('beyond loopback', () => {
       expect(people).toContain(pseudonymize(PERSON_A, SALT).slice(0, 12));
       expect(people).not.toContain(pseudonymize(PERSON_B, SALT).slice(0, 12));
       expect((await get('/payouts', moderatorA)).status).toBe(403);
+      // The leaderboard counts their guild's sessions only: the starter played only simulated games (no guild).
+      const board = /<table class="leaderboard" data-kind="backend">([\s\S]*?)<\/table>/.exec(await (await get('/policies', moderatorA)).text())?.[1] ?? '';
+      expect(board).not.toContain('starter</td>');
       for (const p of [...PAGES, `/sessions/${data.sessionA}`]) {
         const html = await (await get(p, moderatorA)).text();
         for (const id of [PERSON_A, PERSON_B, GUILD_A, GUILD_B]) expect(html, `${p} shows ${id}`).not.toContain(id);

@@ -8,7 +8,8 @@
 // full next-token distribution (temperature 1, nothing cut) and the token is drawn in JavaScript by
 // trainer/model/generate.ts's sampleToken and seeded stream, the tfjs path's own sampler, so the reported
 // logprobs are those of the model's distribution (as the tfjs path reports them). A seed reproduces a request
-// exactly as long as the request (logprobs included) is the same.
+// exactly as long as the request (logprobs included) and the batch it is decoded in are the same: llama.cpp's
+// sums depend on the batch's make-up, as vLLM's do.
 import { TokenBias, type LlamaContextSequence, type LlamaModel, type Token } from 'node-llama-cpp';
 import { seededRandom } from '../../tasks/random.ts';
 import { descendingOrder, sampleToken } from '../model/generate.ts';

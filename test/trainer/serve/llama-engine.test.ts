@@ -105,7 +105,11 @@ describe('LlamaCppEngine', () => {
   it('a seed makes sampling reproducible, with and without logprobs', async () => {
     for (const logprobs of [false, true]) {
       const sample = (seed: number) => collect(engine.generate(request({ maxTokens: 24, temperature: 1, topP: 0.95, seed, logprobs })));
-      const [x, y, z] = await Promise.all([sample(7), sample(7), sample(8)]);
+      // One after another: llama.cpp's sums depend on what else shares the batch, so requests started together
+      // may join it at different steps under load and differ in the last bits (seen once in a loaded full run).
+      const x = await sample(7);
+      const y = await sample(7);
+      const z = await sample(8);
       expect(y.text).toBe(x.text);
       expect(z.text).not.toBe(x.text);
     }

@@ -20,9 +20,11 @@ export interface BradleyTerryRow {
 }
 
 const ELO = 400 / Math.LN10;
+/** The most MM iterations of one fit (it stops sooner once the centred strengths settle). */
+const ITERATIONS = 10_000;
 
 /** Maximum-likelihood log strengths (centred to mean 0) of `players` from `judgements`, ties as half a win. */
-export function fitBradleyTerry(players: readonly string[], judgements: readonly Judgement[], iterations = 10_000): Map<string, number> {
+export function fitBradleyTerry(players: readonly string[], judgements: readonly Judgement[], iterations = ITERATIONS): Map<string, number> {
   const indexed = indexJudgements(players, judgements);
   return strengthsOf(players, fitCounts(players.length, tally(players.length, indexed, indexed.a.map((_, i) => i)), iterations));
 }
@@ -111,15 +113,15 @@ export function bradleyTerryTable(players: readonly string[], judgements: readon
   const resamples = o.resamples ?? 500;
   const level = o.level ?? 0.95;
   const rng = createRng(o.seed ?? 1);
-  const fit = fitBradleyTerry(players, judgements);
   const indexed = indexJudgements(players, judgements);
-  // Each resample's fit starts from the full data's strengths: the same maximum, reached in far fewer iterations.
-  const start = fitCounts(players.length, tally(players.length, indexed, indexed.a.map((_, i) => i)), 10_000);
+  // The full data's fit is the estimate, and where each resample's fit starts.
+  const full = fitCounts(players.length, tally(players.length, indexed, indexed.a.map((_, i) => i)), ITERATIONS);
+  const fit = strengthsOf(players, full);
   const draws = players.map(() => new Float64Array(resamples));
   const picked = new Uint32Array(judgements.length);
   for (let r = 0; r < resamples; r++) {
     for (let k = 0; k < picked.length; k++) picked[k] = Math.floor(rng() * judgements.length);
-    const f = strengthsOf(players, fitCounts(players.length, tally(players.length, indexed, picked), 10_000, start));
+    const f = strengthsOf(players, fitCounts(players.length, tally(players.length, indexed, picked), ITERATIONS, full));
     players.forEach((pl, i) => (draws[i]![r] = f.get(pl)!));
   }
   const count = new Map<string, number>();

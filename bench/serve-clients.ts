@@ -4,7 +4,7 @@
 // a time) and posts each session's turn records back.
 import { parentPort } from 'node:worker_threads';
 import OpenAI from 'openai';
-import { miniMeta } from '../tasks/mini.ts';
+import { miniMeta } from '../tasks/mini-model.ts';
 import type { TaskRecord } from '../tasks/model.ts';
 import { buildDialogue, capCollaboratorReply, type DialogueTurn } from '../tasks/protocol.ts';
 

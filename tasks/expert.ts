@@ -8,7 +8,10 @@
 import type { Agent, AgentReply, ChatMessage } from './agent.ts';
 import type { TaskRecord } from './model.ts';
 import { ANSWER_MARKER, MAX_AGENT_TURNS } from './protocol.ts';
-import { createRng, guessedValues, miniMeta, miniTemplate, pick, type FactSpec, type FactValue, type MiniMeta, type MiniTemplate, type Rng } from './mini.ts';
+import { guessedValues, miniMeta, type FactSpec, type FactValue, type MiniMeta, type MiniTemplate, type Rng } from './mini-model.ts';
+import { pick } from './mini-source.ts';
+import { miniTemplate } from './mini-templates.ts';
+import { createRng } from './random.ts';
 import { keywords, splitSentences } from './words.ts';
 
 export interface ExpertAgentOptions {

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Collaborator } from '../../tasks/agent.ts';
 import { createExpertAgent, createNonAskingAgent, readFact } from '../../tasks/expert.ts';
-import { generateMiniTasks, miniMeta, miniTemplate } from '../../tasks/mini.ts';
+import { generateMiniTasks } from '../../tasks/mini.ts';
+import { miniMeta } from '../../tasks/mini-model.ts';
+import { miniTemplate } from '../../tasks/mini-templates.ts';
 import type { BackendTask, TaskRecord } from '../../tasks/model.ts';
 import { ANSWER_MARKER, playEpisode, type Episode } from '../../tasks/protocol.ts';
 import { createRuleSimulator } from '../../tasks/simulator.ts';

@@ -5,7 +5,9 @@
 // look up a token's earlier occurrence and copy what followed it (an induction head). Same system prompt as
 // the games, so the shared-prefix batching still applies. Imports tasks/ only.
 import type { ChatMessage } from '../../tasks/agent.ts';
-import { MINI_TEMPLATES, pick, py, type Rng } from '../../tasks/mini.ts';
+import type { Rng } from '../../tasks/mini-model.ts';
+import { pick, py } from '../../tasks/mini-source.ts';
+import { MINI_TEMPLATES } from '../../tasks/mini-templates.ts';
 import { agentSystemPrompt, MAX_AGENT_TURNS } from '../../tasks/protocol.ts';
 import { seededRandom } from '../../tasks/random.ts';
 

@@ -10,7 +10,9 @@ import { Decoder } from '../../../trainer/model/decoder.ts';
 import { DEFAULT_RECIPE, batchLoss, compactAnswer, ensureStarterPolicy, expertDialogues, recipeOf, sharedPrefixLength } from '../../../trainer/recipes/starter.ts';
 import type { Example, StarterOptions } from '../../../trainer/recipes/starter.ts';
 import { ANSWER_MARKER, buildDialogue } from '../../../tasks/protocol.ts';
-import { generateMiniTasks, miniMeta, miniTemplate } from '../../../tasks/mini.ts';
+import { generateMiniTasks } from '../../../tasks/mini.ts';
+import { miniMeta } from '../../../tasks/mini-model.ts';
+import { miniTemplate } from '../../../tasks/mini-templates.ts';
 import type { TaskRecord } from '../../../tasks/model.ts';
 
 let root: string;

@@ -1,4 +1,5 @@
-// `sweetloop db migrate|status|diff`: the schema's migrations (prisma/migrate.ts) applied, listed and written.
+// `sweetloop db migrate|status|diff`: the schema's migrations applied, listed (prisma/migrate.ts) and written
+// (prisma/migrate-create.ts).
 import type { Command } from 'commander';
 
 // Exit codes: 0 done / up to date; 1 error; 3 `db status` found pending, failed or edited migrations;
@@ -78,7 +79,7 @@ export function registerMigrationCommands(program: Command): void {
     .option('--name <name>', 'create prisma/migrations/<timestamp>_<name>/migration.sql for the schema changes')
     .option('--check', `write nothing; exit ${EXIT_SCHEMA_CHANGED} when schema.prisma has changes no migration holds`)
     .action(async (opts: { name?: string; check?: boolean }) => {
-      const { createMigration, pendingSchemaChanges } = await import('../../prisma/migrate.ts');
+      const { createMigration, pendingSchemaChanges } = await import('../../prisma/migrate-create.ts');
       if (opts.name && !opts.check) {
         const created = await createMigration({ name: opts.name });
         if (!created) console.log('schema.prisma matches the migrations: no migration created');

@@ -4,7 +4,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MIGRATIONS_DIR, SCHEMA_PATH, createMigration, migrationSlug, pendingSchemaChanges } from '../../prisma/migrate.ts';
+import { MIGRATIONS_DIR } from '../../prisma/migrate.ts';
+import { createMigration, migrationSlug, pendingSchemaChanges } from '../../prisma/migrate-create.ts';
+import { SCHEMA_PATH } from '../../prisma/schema-engine.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'sweetloop-migcreate-'));
 const migrationsDir = join(work, 'migrations');

@@ -15,6 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { countArg } from './args.ts';
+import { seedSessionRows } from './seed-sessions.ts';
 
 const FORMATS = ['jsonl', 'sweet-rl', 'parquet'] as const;
 type Format = (typeof FORMATS)[number];
@@ -102,35 +103,11 @@ async function seed(url: string, n: number): Promise<number> {
   const t0 = performance.now();
   try {
     const q = (sql: string, params: unknown[] = []) => pool.query(sql, params);
-    await q(`INSERT INTO "Participant" (id, "discordUserId", role, "consentGivenAt", "updatedAt")
-      SELECT gen_random_uuid(), (100000000000000000 + g)::text, 'participant', now(), now() FROM generate_series(1, 1000) g`);
-    await q(`INSERT INTO "Task" (id, kind, source, "externalId", "contentHash", description, "hiddenReference", "testCases", split)
-      SELECT gen_random_uuid(), CASE WHEN g % 4 = 0 THEN 'frontend' ELSE 'backend' END::"TaskKind", 'generated', g::text, md5(g::text),
-        'Write a function that does task ' || g || '. ' || repeat(md5(g::text || 'd'), 8) || ' The signature of the function is: def f' || g || '(x)',
-        'def f' || g || '(x):' || chr(10) || '    return ' || repeat(md5(g::text || 'r'), 10),
-        CASE WHEN g % 4 = 0 THEN NULL ELSE (SELECT jsonb_agg('f' || g || '(' || k || ')') FROM generate_series(1, 10) k) END,
-        CASE WHEN g % 5 = 0 THEN 'test' ELSE 'train' END::"TaskSplit"
-      FROM generate_series(1, 200) g`);
-    await q(`INSERT INTO "PolicyVersion" (id, name, algorithm, "checkpointPath", "checkpointSha256", "createdAt")
-      SELECT gen_random_uuid(), 'policy-' || g, 'sweet', '/ck/' || g, md5(g::text), now() - (10 - g) * interval '1 day' FROM generate_series(1, 3) g`);
-    await q(`CREATE TEMP TABLE p AS SELECT id, row_number() OVER (ORDER BY "discordUserId") - 1 AS i FROM "Participant"`);
-    await q(`CREATE TEMP TABLE t AS SELECT id, row_number() OVER (ORDER BY "contentHash") - 1 AS i FROM "Task"`);
-    await q(`CREATE TEMP TABLE v AS SELECT id, row_number() OVER (ORDER BY name) - 1 AS i FROM "PolicyVersion"`);
-    await q(`INSERT INTO "Session" (id, "taskId", "participantId", "policyVersionId", channel, status, "turnCount", answer, reward, "startedAt", "lastActivityAt", "endedAt", "endReason")
-      SELECT gen_random_uuid(), t.id, p.id, v.id, 'discord', 'answered', 5, 'def f(x):' || chr(10) || '    return ' || md5(g::text), (g % 11) / 10.0,
-        timestamp '2026-01-01' + g * interval '1 second', timestamp '2026-01-01' + g * interval '1 second',
-        timestamp '2026-01-01' + g * interval '1 second' + interval '10 minutes', 'answered'
-      FROM generate_series(0, $1::int - 1) g JOIN p ON p.i = g % 1000 JOIN t ON t.i = g % 200 JOIN v ON v.i = g % 3`, [n]);
-    await q(`INSERT INTO "Turn" (id, "sessionId", index, role, content, "latencyMs", "createdAt")
-      SELECT gen_random_uuid(), s.id, k, CASE WHEN k % 2 = 0 THEN 'agent' ELSE 'human' END::"TurnRole",
-        CASE WHEN k % 2 = 0 THEN 'Could you tell me more about ' ELSE 'It should ' END || repeat(md5(s.id::text || k), 5),
-        CASE WHEN k % 2 = 0 THEN 200 + k ELSE NULL END, s."startedAt" + k * interval '30 seconds'
-      FROM "Session" s CROSS JOIN generate_series(0, 9) k`);
-    await q(`INSERT INTO "Evaluation" (id, "sessionId", score, success, "testsPassed", "testsTotal", detail, "evaluatorVersion")
-      SELECT gen_random_uuid(), s.id, s.reward, s.reward = 1, round(s.reward * 10)::int, 10, '{"tests": []}'::jsonb, 'bench' FROM "Session" s`);
-    await q(`INSERT INTO "Rating" (id, "sessionId", "raterId", value, comment)
-      SELECT gen_random_uuid(), s.id, s."participantId", 1 + (abs(hashtext(s.id::text)) % 5), 'bench comment' FROM "Session" s
-      WHERE abs(hashtext(s.id::text)) % 2 = 0`);
+    await seedSessionRows(pool, {
+      sessions: n, people: 1000, tasks: 200, versions: 3, turns: 10, personStride: 1, spacing: '1 second',
+      textRepeat: { description: 8, reference: 10, turn: 5 }, testSplitEvery: 5, deployFirst: false, checkpointSha: true,
+      guilds: 0, abandonEvery: null, agentLatencyMs: 200, provenance: false, testDetail: false,
+    });
     await q('ANALYZE');
   } finally {
     await pool.end();

@@ -5,7 +5,7 @@
 // `sweetloop study payouts` (bin/commands/study.ts).
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { StudyError, type StudyWithArms } from '../prisma/study-store.ts';
-import { sessionSummaries } from '../prisma/session-summary.ts';
+import { sessionTimes, studyPayCounts } from '../prisma/study-stats.ts';
 import { hasPay, sessionAmountCents } from '../tasks/study-pay.ts';
 import { formatAmount } from './studies.ts';
 
@@ -31,7 +31,7 @@ export interface Payouts {
 export async function studyPayouts(prisma: PrismaClient, study: StudyWithArms): Promise<Payouts> {
   if (!hasPay(study) || !study.currency) throw new StudyError(`Study "${study.name}" has no pay rules (--pay-per-session, --bonus-success): there is nothing to pay.`);
   const [live, erased] = await Promise.all([
-    sessionSummaries(prisma, { studyId: study.id, status: 'answered' }),
+    sessionTimes(prisma, { studyId: study.id, statuses: ['answered'] }),
     prisma.erasedStudySession.findMany({ where: { studyId: study.id }, select: { participantKey: true, success: true, activeMs: true } }),
   ]);
   const byPerson = new Map<string, PayoutLine>();
@@ -47,6 +47,16 @@ export async function studyPayouts(prisma: PrismaClient, study: StudyWithArms): 
   for (const s of erased) add(s.participantKey, true, s);
   const lines = [...byPerson.values()].sort((a, b) => Number(a.erased) - Number(b.erased) || a.platformId.localeCompare(b.platformId));
   return { currency: study.currency, lines, sessions: live.length + erased.length, totalCents: lines.reduce((a, l) => a + l.amountCents, 0) };
+}
+
+/**
+ * What the study owes in all (the total of studyPayouts) without a line a person: answered sessions counted by
+ * success in the database, each count paid by sessionAmountCents. Null without pay rules.
+ */
+export async function studyPayTotal(prisma: PrismaClient, study: StudyWithArms): Promise<number | null> {
+  if (!hasPay(study) || !study.currency) return null;
+  const counts = await studyPayCounts(prisma, study.id);
+  return counts.reduce((a, c) => a + c.n * sessionAmountCents(study, { answered: true, success: c.success }), 0);
 }
 
 const csvField = (v: string) => (/[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);

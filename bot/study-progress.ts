@@ -4,7 +4,7 @@
 // answered. Also who may see a study on Discord (studyVisibleTo).
 import type { PrismaClient, Study } from '../prisma/generated/client.ts';
 import type { StudyWithArms } from '../prisma/study-store.ts';
-import { sessionSummaries } from '../prisma/session-summary.ts';
+import { sessionTimes, studyAnsweredCounts, studyPeopleActive, studyRewardCounts, studySessionCells } from '../prisma/study-stats.ts';
 import { deployedPolicy, servesOnlyStarter } from '../prisma/policy-store.ts';
 import { STARTER_ONLY_WARNING } from './bootstrap.ts';
 import { IDLE_GAP_MS } from '../tasks/study-pay.ts';
@@ -24,21 +24,26 @@ export type Projection =
   | { state: 'not-enough-data'; remaining: number }
   | { state: 'projected'; remaining: number; at: Date; perDay: number; basis: 'last-24h' | 'since-first' };
 
+/** The window whose answered sessions give the projection's recent rate: (from, to], counted in the database. */
+export function projectionWindow(now: Date, windowMs = PROJECTION_WINDOW_MS): { from: Date; to: Date } {
+  return { from: new Date(now.getTime() - windowMs), to: now };
+}
+
 /**
  * When the study's remaining slots (tasks x k - answered) should be answered: at the rate of the last 24 hours
- * when at least PROJECTION_MIN_SESSIONS sessions were answered in them, else at the rate since the study's first
- * session started when that many were answered in all, else not enough data yet.
+ * when at least PROJECTION_MIN_SESSIONS sessions were answered in them (`recent`, answered in projectionWindow),
+ * else at the rate since the study's first session started when that many were answered in all, else not enough
+ * data yet.
  */
-export function projectCompletion(o: { remaining: number | null; answeredAt: readonly Date[]; firstStartedAt: Date | null; now: Date; windowMs?: number }): Projection {
+export function projectCompletion(o: { remaining: number | null; answered: number; recent: number; firstStartedAt: Date | null; now: Date; windowMs?: number }): Projection {
   if (o.remaining === null) return { state: 'no-k' };
   if (o.remaining <= 0) return { state: 'complete' };
   const windowMs = o.windowMs ?? PROJECTION_WINDOW_MS;
   const now = o.now.getTime();
-  const recent = o.answeredAt.filter((d) => d.getTime() > now - windowMs && d.getTime() <= now).length;
   let perMs: number;
   let basis: 'last-24h' | 'since-first';
-  if (recent >= PROJECTION_MIN_SESSIONS) [perMs, basis] = [recent / windowMs, 'last-24h'];
-  else if (o.answeredAt.length >= PROJECTION_MIN_SESSIONS && o.firstStartedAt && now > o.firstStartedAt.getTime()) [perMs, basis] = [o.answeredAt.length / (now - o.firstStartedAt.getTime()), 'since-first'];
+  if (o.recent >= PROJECTION_MIN_SESSIONS) [perMs, basis] = [o.recent / windowMs, 'last-24h'];
+  else if (o.answered >= PROJECTION_MIN_SESSIONS && o.firstStartedAt && now > o.firstStartedAt.getTime()) [perMs, basis] = [o.answered / (now - o.firstStartedAt.getTime()), 'since-first'];
   else return { state: 'not-enough-data', remaining: o.remaining };
   return { state: 'projected', remaining: o.remaining, at: new Date(now + o.remaining / perMs), perDay: perMs * 24 * 3600_000, basis };
 }
@@ -71,41 +76,42 @@ export interface StudyProgress {
   starterOnly: boolean;
 }
 
+/**
+ * Counted in the database (prisma/study-stats.ts): sessions by task, version and status, rewards by task, people
+ * active; only the answered sessions' active times come back one a session, for their median.
+ */
 export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, now = new Date()): Promise<StudyProgress> {
-  const [tasks, sessions, first, deployed] = await Promise.all([
+  const [tasks, cells, peopleActive, rewards, times, counts, deployed] = await Promise.all([
     prisma.studyTask.count({ where: { studyId: study.id } }),
-    sessionSummaries(prisma, { studyId: study.id, status: { in: ['active', 'answered'] } }),
-    prisma.session.aggregate({ where: { studyId: study.id }, _min: { startedAt: true } }),
+    studySessionCells(prisma, study.id),
+    studyPeopleActive(prisma, study.id),
+    studyRewardCounts(prisma, study.id),
+    sessionTimes(prisma, { studyId: study.id, statuses: ['answered'] }),
+    studyAnsweredCounts(prisma, study.id, projectionWindow(now)),
     deployedPolicy(prisma),
   ]);
   const serving = study.arms.length ? study.arms.map((a) => a.policyVersion) : deployed ? [deployed] : [];
-  const byTask = new Map<string, typeof sessions>();
-  for (const s of sessions) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
+  const answeredByTask = new Map<string, number>();
+  for (const c of cells) answeredByTask.set(c.taskId, (answeredByTask.get(c.taskId) ?? 0) + (c.status === 'answered' ? c.n : 0));
   const k = study.perTask;
   let complete = 0;
-  for (const list of byTask.values()) {
-    if (k !== null && list.filter((s) => s.status === 'answered').length >= k) complete++;
-  }
-  const answered = sessions.filter((s) => s.status === 'answered');
-  const criticPairs = rewardPairs(answered.filter((s) => s.reward !== null).map((s) => ({ id: s.id, groupId: s.taskId, reward: s.reward! }))).length;
-  const count = (policyVersionId: string, status: 'active' | 'answered') => sessions.filter((s) => s.policyVersionId === policyVersionId && s.status === status).length;
+  for (const n of answeredByTask.values()) if (k !== null && n >= k) complete++;
+  const sum = (pick: (c: (typeof cells)[number]) => boolean) => cells.filter(pick).reduce((a, c) => a + c.n, 0);
+  // rewardPairs stays the rule of which pairs exist: it gets one item per answered session, rebuilt from the counts.
+  const scored = rewards.flatMap((r) => Array.from({ length: r.n }, (_, i) => ({ id: `${r.taskId}/${r.reward}/${i}`, groupId: r.taskId, reward: r.reward })));
+  const answered = sum((c) => c.status === 'answered');
   return {
     tasks,
     complete,
-    partial: byTask.size - complete,
-    untouched: tasks - byTask.size,
-    answered: answered.length,
-    active: sessions.filter((s) => s.status === 'active').length,
-    arms: study.arms.map((a) => ({ policy: a.policyVersion.name, share: a.share, answered: count(a.policyVersionId, 'answered'), active: count(a.policyVersionId, 'active') })),
-    peopleActive: new Set(sessions.filter((s) => s.status === 'active').map((s) => s.participantId)).size,
-    criticPairs,
-    medianActiveMinutes: answered.length ? quantileSorted(answered.map((s) => s.activeMs / 60_000).sort((a, b) => a - b), 0.5) : null,
-    projection: projectCompletion({
-      remaining: k === null ? null : tasks * k - answered.length,
-      answeredAt: answered.map((s) => s.endedAt ?? s.startedAt),
-      firstStartedAt: first._min.startedAt,
-      now,
-    }),
+    partial: answeredByTask.size - complete,
+    untouched: tasks - answeredByTask.size,
+    answered,
+    active: sum((c) => c.status === 'active'),
+    arms: study.arms.map((a) => ({ policy: a.policyVersion.name, share: a.share, answered: sum((c) => c.policyVersionId === a.policyVersionId && c.status === 'answered'), active: sum((c) => c.policyVersionId === a.policyVersionId && c.status === 'active') })),
+    peopleActive,
+    criticPairs: rewardPairs(scored).length,
+    medianActiveMinutes: times.length ? quantileSorted(times.map((s) => s.activeMs / 60_000).sort((a, b) => a - b), 0.5) : null,
+    projection: projectCompletion({ remaining: k === null ? null : tasks * k - answered, answered: counts.answered, recent: counts.recent, firstStartedAt: counts.firstStartedAt, now }),
     deployed: deployed?.name ?? null,
     starterOnly: servesOnlyStarter(serving),
   };

@@ -7,11 +7,11 @@ import { meanIntervalOf, pairedBootstrap, type Interval } from '../../tasks/stat
 import { bradleyTerryTable, type Judgement } from '../../tasks/bradley-terry.ts';
 import { deployedPolicy } from '../../prisma/policy-store.ts';
 import { studyProgress, studyVisibleTo, type StudyProgress } from '../study-progress.ts';
-import { studyPayouts, type Payouts } from '../study-payouts.ts';
+import { studyPayouts, studyPayTotal, type Payouts } from '../study-payouts.ts';
 import { collectExperiments } from '../report/experiments.ts';
 import { pseudonymizer } from '../export/pseudonym.ts';
 import { hasPay } from '../../tasks/study-pay.ts';
-import { sessionSummaries } from '../../prisma/session-summary.ts';
+import { sessionTimes } from '../../prisma/study-stats.ts';
 import type { StudyWithArms } from '../../prisma/study-store.ts';
 import type { CalibrationResult } from '../report/calibration.ts';
 import type { Viewer } from './access.ts';
@@ -33,8 +33,8 @@ export interface StudyView {
 export async function studiesOverview(prisma: PrismaClient, viewer: Viewer): Promise<StudyView[]> {
   const out: StudyView[] = [];
   for (const study of await visibleStudies(prisma, viewer)) {
-    const progress = await studyProgress(prisma, study);
-    out.push({ study, progress, paidCents: hasPay(study) && study.currency ? (await studyPayouts(prisma, study)).totalCents : null });
+    const [progress, paidCents] = await Promise.all([studyProgress(prisma, study), studyPayTotal(prisma, study)]);
+    out.push({ study, progress, paidCents });
   }
   return out;
 }
@@ -92,28 +92,48 @@ export async function leaderboard(prisma: PrismaClient, viewer: Viewer, kind: 'b
   return { reference: ref ? deployed!.name : null, rows };
 }
 
-/** People's answered /compare choices as judgements between the versions that played the two sessions. */
+/**
+ * People's answered /compare choices as judgements between the versions that played the two sessions, in the
+ * order they were answered: one joined query (through Prisma's relations, 20,000 preferences took seconds).
+ */
 export async function preferenceJudgements(prisma: PrismaClient): Promise<Judgement[]> {
-  const rows = await prisma.preference.findMany({
-    where: { choice: { in: ['a', 'b', 'tie'] }, rater: { deletedAt: null, consentWithdrawnAt: null } },
-    select: { choice: true, sessionA: { select: { policyVersion: { select: { name: true } } } }, sessionB: { select: { policyVersion: { select: { name: true } } } } },
-  });
-  return rows
-    .filter((r) => r.sessionA.policyVersion && r.sessionB.policyVersion && r.sessionA.policyVersion.name !== r.sessionB.policyVersion.name)
-    .map((r) => ({ a: r.sessionA.policyVersion!.name, b: r.sessionB.policyVersion!.name, outcome: r.choice === 'a' ? 1 : r.choice === 'b' ? 0 : 0.5 }));
+  const rows = await prisma.$queryRaw<{ a: string; b: string; choice: string }[]>`
+    SELECT va.name AS a, vb.name AS b, pr.choice::text AS choice
+    FROM "Preference" pr JOIN "Participant" r ON r.id = pr."raterId"
+      JOIN "Session" sa ON sa.id = pr."sessionAId" JOIN "PolicyVersion" va ON va.id = sa."policyVersionId"
+      JOIN "Session" sb ON sb.id = pr."sessionBId" JOIN "PolicyVersion" vb ON vb.id = sb."policyVersionId"
+    WHERE pr.choice IN ('a', 'b', 'tie') AND r."deletedAt" IS NULL AND r."consentWithdrawnAt" IS NULL AND va.name <> vb.name
+    ORDER BY pr."answeredAt", pr.id`;
+  return rows.map((r) => ({ a: r.a, b: r.b, outcome: r.choice === 'a' ? 1 : r.choice === 'b' ? 0 : 0.5 }));
+}
+
+/** What each training run was trained on, read from its data snapshot in the database (not the snapshot itself). */
+async function runLineage(prisma: PrismaClient, runIds: string[]): Promise<Map<string, { trainedOn: number | null; filter: unknown }>> {
+  if (!runIds.length) return new Map();
+  const rows = await prisma.$queryRaw<{ id: string; trainedOn: number | null; snapFilter: unknown; configFilter: unknown }[]>`
+    SELECT id, CASE WHEN jsonb_typeof("dataSnapshot"->'sessions') = 'array' THEN jsonb_array_length("dataSnapshot"->'sessions') END AS "trainedOn",
+      "dataSnapshot"->'filter' AS "snapFilter", config->'filter' AS "configFilter"
+    FROM "TrainingRun" WHERE id = ANY(${runIds}::uuid[])`;
+  return new Map(rows.map((r) => [r.id, { trainedOn: r.trainedOn, filter: r.snapFilter ?? r.configFilter ?? null }]));
 }
 
 export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
-  const versions = await prisma.policyVersion.findMany({
-    orderBy: { createdAt: 'asc' },
-    include: { parent: { select: { name: true } }, trainingRun: { select: { id: true, algorithm: true, config: true, dataSnapshot: true } }, _count: { select: { sessions: true } } },
-  });
-  const judgements = await preferenceJudgements(prisma);
+  const [versions, judgements, backend, frontend, experiments] = await Promise.all([
+    prisma.policyVersion.findMany({
+      orderBy: { createdAt: 'asc' },
+      include: { parent: { select: { name: true } }, trainingRun: { select: { id: true } }, _count: { select: { sessions: true } } },
+    }),
+    preferenceJudgements(prisma),
+    leaderboard(prisma, viewer, 'backend'),
+    leaderboard(prisma, viewer, 'frontend'),
+    collectExperiments(prisma),
+  ]);
+  const lineage = await runLineage(prisma, versions.flatMap((v) => (v.trainingRun ? [v.trainingRun.id] : [])));
   const players = [...new Set(judgements.flatMap((j) => [j.a, j.b]))];
   return {
     versions: versions.map((v) => {
-      const snap = (v.trainingRun?.dataSnapshot ?? null) as { sessions?: unknown[]; filter?: unknown } | null;
       const metrics = (v.metrics ?? {}) as { gate?: unknown };
+      const run = v.trainingRun ? lineage.get(v.trainingRun.id) : undefined;
       return {
         id: v.id,
         name: v.name,
@@ -124,13 +144,13 @@ export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
         createdAt: v.createdAt,
         deployedAt: v.deployedAt,
         sessions: v._count.sessions,
-        run: v.trainingRun ? { id: v.trainingRun.id, trainedOn: Array.isArray(snap?.sessions) ? snap!.sessions!.length : null, filter: snap?.filter ?? (v.trainingRun.config as { filter?: unknown }).filter ?? null } : null,
+        run: v.trainingRun ? { id: v.trainingRun.id, trainedOn: run?.trainedOn ?? null, filter: run?.filter ?? null } : null,
         gate: metrics.gate ?? null,
       };
     }),
-    leaderboards: { backend: await leaderboard(prisma, viewer, 'backend'), frontend: await leaderboard(prisma, viewer, 'frontend') },
+    leaderboards: { backend, frontend },
     bradleyTerry: { judgements: judgements.length, rows: players.length >= 2 ? bradleyTerryTable(players, judgements, { resamples: 500, seed: 11 }) : [] },
-    experiments: await collectExperiments(prisma),
+    experiments,
   };
 }
 
@@ -141,7 +161,7 @@ export async function peopleOverview(prisma: PrismaClient, viewer: Viewer, salt:
     include: { quality: true, trainingExclusion: true, _count: { select: { sessions: viewer.role === 'moderator' ? { where: { guildId: viewer.guildId } } : true } } },
   });
   // Active time (tasks/study-pay.ts activeMs) over the sessions the viewer may see.
-  const summaries = await sessionSummaries(prisma, { participantId: { in: people.map((p) => p.id) }, ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) });
+  const summaries = await sessionTimes(prisma, { participantIds: people.map((p) => p.id), ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) });
   const activeMs = new Map<string, number>();
   for (const s of summaries) activeMs.set(s.participantId, (activeMs.get(s.participantId) ?? 0) + s.activeMs);
   const rows = people.map((p) => ({

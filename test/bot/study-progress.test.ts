@@ -2,11 +2,18 @@
 // are answered at, and which studies a /mod user may see. (The database parts run in
 // test/bin/commands/study.test.ts and test/bot/discord/study-status.test.ts.)
 import { describe, expect, it } from 'vitest';
-import { PROJECTION_MIN_SESSIONS, PROJECTION_WINDOW_MS, projectCompletion, studyVisibleTo } from '../../bot/study-progress.ts';
+import { PROJECTION_MIN_SESSIONS, PROJECTION_WINDOW_MS, projectCompletion as project, projectionWindow, studyVisibleTo } from '../../bot/study-progress.ts';
 
 const hour = 3600_000;
 const now = new Date('2027-01-20T12:00:00Z');
 const ago = (h: number) => new Date(now.getTime() - h * hour);
+
+/** The projection of sessions answered at these moments, counted in projectionWindow as the database counts them. */
+function projectCompletion(o: { remaining: number | null; answeredAt: Date[]; firstStartedAt: Date | null; now: Date }) {
+  const w = projectionWindow(o.now);
+  const recent = o.answeredAt.filter((d) => d > w.from && d <= w.to).length;
+  return project({ remaining: o.remaining, answered: o.answeredAt.length, recent, firstStartedAt: o.firstStartedAt, now: o.now });
+}
 
 describe('projectCompletion', () => {
   it('projects at the rate of the last 24 h when enough sessions were answered in them', () => {
@@ -14,6 +21,7 @@ describe('projectCompletion', () => {
     const p = projectCompletion({ remaining: 12, answeredAt: [1, 3, 5, 7, 9, 11].map(ago).concat([ago(100)]), firstStartedAt: ago(200), now });
     expect(p).toEqual({ state: 'projected', remaining: 12, at: new Date('2027-01-22T12:00:00Z'), perDay: 6, basis: 'last-24h' });
     expect(PROJECTION_WINDOW_MS).toBe(24 * hour);
+    expect(projectionWindow(now)).toEqual({ from: ago(24), to: now });
   });
 
   it('falls back to the rate since the first session when the last 24 h are quiet', () => {

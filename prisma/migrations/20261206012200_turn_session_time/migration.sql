@@ -1,0 +1,2 @@
+-- CreateIndex
+CREATE INDEX "Turn_sessionId_createdAt_idx" ON "Turn"("sessionId", "createdAt");

@@ -1,0 +1,102 @@
+// The grouped reads behind a study's progress and pay and the people page (bot/study-progress.ts,
+// bot/study-payouts.ts, bot/dashboard/overview.ts): counts summed in the database, and the moments of each session
+// (its start, every turn, its end) as one row a session, for tasks/study-pay.ts activeMs, which stays the only
+// definition of active time. Reading every session with its turns through Prisma took seconds a page at 100,000
+// sessions (bench/RESULTS.md, Dashboard).
+import { Prisma, type PrismaClient, type SessionStatus } from './generated/client.ts';
+import { activeMs } from '../tasks/study-pay.ts';
+
+type Tx = Prisma.TransactionClient;
+
+/** Which sessions: all of them, narrowed by each field given. */
+export interface SessionSelector {
+  studyId?: string;
+  statuses?: readonly SessionStatus[];
+  participantIds?: readonly string[];
+  /** A moderator's guild: only the sessions played there (null: those played outside any guild). */
+  guildId?: string | null;
+}
+
+function whereSql(w: SessionSelector): Prisma.Sql {
+  const parts: Prisma.Sql[] = [Prisma.sql`TRUE`];
+  if (w.studyId !== undefined) parts.push(Prisma.sql`s."studyId" = ${w.studyId}::uuid`);
+  if (w.statuses) parts.push(Prisma.sql`s.status::text = ANY(${[...w.statuses]}::text[])`);
+  if (w.participantIds) parts.push(Prisma.sql`s."participantId" = ANY(${[...w.participantIds]}::uuid[])`);
+  if (w.guildId !== undefined) parts.push(Prisma.sql`s."guildId" IS NOT DISTINCT FROM ${w.guildId}`);
+  return Prisma.join(parts, ' AND ');
+}
+
+/** Epoch milliseconds of a timestamp column, as JavaScript's Date keeps it (sub-millisecond digits dropped). */
+const ms = (col: Prisma.Sql) => Prisma.sql`floor(extract(epoch FROM ${col}) * 1000)::bigint::text`;
+
+/** A moment as the stored columns hold it (timestamp without zone, in UTC), whatever the server's TimeZone. */
+const utc = (d: Date) => Prisma.sql`(${d.toISOString()}::timestamptz AT TIME ZONE 'UTC')`;
+
+export interface SessionTime {
+  id: string;
+  participantId: string;
+  /** The person's platform id (Discord id). */
+  externalId: string;
+  status: SessionStatus;
+  /** Whether the answer succeeded; null before it was scored, or without an answer. */
+  success: boolean | null;
+  /** tasks/study-pay.ts activeMs over the session's start, each turn and its end. */
+  activeMs: number;
+}
+
+/**
+ * Each selected session's active time: the database gives one row a session with its moments joined into one
+ * text (an index on Turn (sessionId, createdAt) reads them without the turns' rows), and activeMs sums them.
+ */
+export async function sessionTimes(prisma: PrismaClient | Tx, where: SessionSelector): Promise<SessionTime[]> {
+  const rows = await prisma.$queryRaw<{ id: string; participantId: string; externalId: string; status: SessionStatus; success: boolean | null; moments: string }[]>`
+    SELECT s.id, s."participantId", p."discordUserId" AS "externalId", s.status::text AS status, e.success,
+      concat_ws(',', ${ms(Prisma.sql`s."startedAt"`)}, (SELECT string_agg(${ms(Prisma.sql`tu."createdAt"`)}, ',') FROM "Turn" tu WHERE tu."sessionId" = s.id), ${ms(Prisma.sql`s."endedAt"`)}) AS moments
+    FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" LEFT JOIN "Evaluation" e ON e."sessionId" = s.id
+    WHERE ${whereSql(where)}`;
+  return rows.map((r) => ({ id: r.id, participantId: r.participantId, externalId: r.externalId, status: r.status, success: r.success, activeMs: activeMs(r.moments.split(',').map(Number)) }));
+}
+
+/** A study's active and answered sessions counted by task, version and status. */
+export async function studySessionCells(prisma: PrismaClient, studyId: string): Promise<{ taskId: string; policyVersionId: string | null; status: 'active' | 'answered'; n: number }[]> {
+  return prisma.$queryRaw`
+    SELECT s."taskId", s."policyVersionId", s.status::text AS status, count(*)::int AS n FROM "Session" s
+    WHERE s."studyId" = ${studyId}::uuid AND s.status IN ('active', 'answered') GROUP BY 1, 2, 3`;
+}
+
+/** Different people with a session of the study running now. */
+export async function studyPeopleActive(prisma: PrismaClient, studyId: string): Promise<number> {
+  const [r] = await prisma.$queryRaw<{ n: number }[]>`SELECT count(DISTINCT "participantId")::int AS n FROM "Session" WHERE "studyId" = ${studyId}::uuid AND status = 'active'`;
+  return r?.n ?? 0;
+}
+
+/** The study's answered sessions with a reward, counted by task and reward (what trainer/pairs.ts rewardPairs reads). */
+export async function studyRewardCounts(prisma: PrismaClient, studyId: string): Promise<{ taskId: string; reward: number; n: number }[]> {
+  return prisma.$queryRaw`
+    SELECT "taskId", reward, count(*)::int AS n FROM "Session"
+    WHERE "studyId" = ${studyId}::uuid AND status = 'answered' AND reward IS NOT NULL GROUP BY 1, 2`;
+}
+
+/**
+ * The study's answered sessions: how many, and how many of them answered (ended, else started) in (from, to]; and
+ * when its first session of any status started.
+ */
+export async function studyAnsweredCounts(prisma: PrismaClient, studyId: string, window: { from: Date; to: Date }): Promise<{ answered: number; recent: number; firstStartedAt: Date | null }> {
+  const [r] = await prisma.$queryRaw<{ answered: number; recent: number; first: Date | null }[]>`
+    SELECT count(*) FILTER (WHERE status = 'answered')::int AS answered,
+      count(*) FILTER (WHERE status = 'answered' AND coalesce("endedAt", "startedAt") > ${utc(window.from)} AND coalesce("endedAt", "startedAt") <= ${utc(window.to)})::int AS recent,
+      min("startedAt") AS first
+    FROM "Session" WHERE "studyId" = ${studyId}::uuid`;
+  return { answered: r?.answered ?? 0, recent: r?.recent ?? 0, firstStartedAt: r?.first ?? null };
+}
+
+/** The study's answered sessions (live, and kept without text for people who were erased) counted by success. */
+export async function studyPayCounts(prisma: PrismaClient, studyId: string): Promise<{ success: boolean | null; n: number }[]> {
+  return prisma.$queryRaw`
+    SELECT success, sum(n)::int AS n FROM (
+      SELECT e.success, count(*) AS n FROM "Session" s LEFT JOIN "Evaluation" e ON e."sessionId" = s.id
+      WHERE s."studyId" = ${studyId}::uuid AND s.status = 'answered' GROUP BY 1
+      UNION ALL
+      SELECT success, count(*) AS n FROM "ErasedStudySession" WHERE "studyId" = ${studyId}::uuid GROUP BY 1
+    ) c GROUP BY 1`;
+}

@@ -10,6 +10,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from './generated/client.ts';
 import type { Logger } from '../tasks/logger.ts';
 import { DatabaseError, describeDatabaseError } from './errors.ts';
+import { DEFAULT_POOL_SIZE } from './pool-size.ts';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 
@@ -42,11 +43,13 @@ export interface Database {
 export interface OpenDatabaseOptions {
   databaseUrl?: string | undefined;
   pgliteDir: string;
+  /** Most Postgres connections the pool opens (DATABASE_POOL_SIZE); LISTEN has one more of its own. Ignored by PGlite. */
+  poolSize?: number | undefined;
   log?: Logger | undefined;
 }
 
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database> {
-  return opts.databaseUrl ? openPostgres(parsePostgresUrl(opts.databaseUrl), opts.log) : openPglite(opts.pgliteDir, opts.log);
+  return opts.databaseUrl ? openPostgres(parsePostgresUrl(opts.databaseUrl), opts.poolSize ?? DEFAULT_POOL_SIZE, opts.log) : openPglite(opts.pgliteDir, opts.log);
 }
 
 // Channel names go into LISTEN unquoted on PGlite (which folds case) and quoted on Postgres: one strict form
@@ -106,9 +109,9 @@ export function poolConfig(c: PostgresConnection, extra: pg.PoolConfig = {}): pg
   };
 }
 
-async function openPostgres(conn: PostgresConnection, log?: Logger): Promise<Database> {
+async function openPostgres(conn: PostgresConnection, poolSize: number, log?: Logger): Promise<Database> {
   const label = postgresLabel(conn);
-  const pool = new pg.Pool(poolConfig(conn, { max: 10 }));
+  const pool = new pg.Pool(poolConfig(conn, { max: poolSize }));
   // An idle client losing its connection emits 'error' on the pool; without a handler that kills the process.
   pool.on('error', (err) => log?.warn({ err: err.message, db: label }, 'idle Postgres connection lost'));
   try {

@@ -1,0 +1,48 @@
+// DATABASE_POOL_SIZE: validated in bin/config.ts, it is the most connections the opened database's pool holds.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { configSchema } from '../../bin/config.ts';
+import { openDatabase } from '../../prisma/db.ts';
+import { DEFAULT_POOL_SIZE } from '../../prisma/pool-size.ts';
+import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await createTestDatabase();
+});
+afterAll(async () => {
+  await t?.drop();
+});
+
+/** Runs `n` queries at once through Prisma and returns the most connections the pool held. */
+async function connectionsFor(poolSize: number, n: number): Promise<number> {
+  const config = configSchema.parse({ DATABASE_URL: t.url, DATABASE_POOL_SIZE: String(poolSize) });
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: '', poolSize: config.DATABASE_POOL_SIZE });
+  try {
+    if (db.raw.kind !== 'postgres') throw new Error('expected Postgres');
+    const pool = db.raw.pool;
+    let most = 0;
+    await Promise.all(
+      Array.from({ length: n }, async () => {
+        await db.prisma.$queryRawUnsafe('SELECT 1 AS one FROM pg_sleep(0.2)');
+        most = Math.max(most, pool.totalCount);
+      }),
+    );
+    return most;
+  } finally {
+    await db.close();
+  }
+}
+
+describe('DATABASE_POOL_SIZE', () => {
+  it('is the most connections the pool opens', async () => {
+    expect(await connectionsFor(3, 8)).toBe(3);
+    expect(await connectionsFor(6, 8)).toBe(6);
+  });
+
+  it('defaults to DEFAULT_POOL_SIZE and refuses sizes Postgres would not allow', () => {
+    expect(configSchema.parse({}).DATABASE_POOL_SIZE).toBe(DEFAULT_POOL_SIZE);
+    expect(configSchema.safeParse({ DATABASE_POOL_SIZE: '0' }).success).toBe(false);
+    expect(configSchema.safeParse({ DATABASE_POOL_SIZE: '101' }).success).toBe(false);
+    expect(configSchema.safeParse({ DATABASE_POOL_SIZE: '2.5' }).success).toBe(false);
+  });
+});

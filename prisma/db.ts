@@ -95,6 +95,14 @@ export function postgresLabel(c: PostgresConnection): string {
   return `postgres://${encodeURIComponent(c.user)}@${c.host.startsWith('/') ? `[${c.host}]` : c.host}:${c.port}/${c.database}`;
 }
 
+/**
+ * How long a query or a transaction may wait for one of the pool's connections before it fails. Prisma's own wait
+ * for an interactive transaction (maxWait) defaults to 2 s: under load (bench:bot at 200 people on a busy 2-core
+ * machine) transactions failed with P2028 "Unable to start a transaction in the given time" while single queries
+ * still waited, and their people saw an internal error. One wait for both.
+ */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
 export function poolConfig(c: PostgresConnection, extra: pg.PoolConfig = {}): pg.PoolConfig {
   return {
     host: c.host,
@@ -104,7 +112,7 @@ export function poolConfig(c: PostgresConnection, extra: pg.PoolConfig = {}): pg
     database: c.database,
     ssl: c.ssl ? { rejectUnauthorized: false } : undefined,
     application_name: 'sweetloop',
-    connectionTimeoutMillis: 10_000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     ...extra,
   };
 }
@@ -124,7 +132,7 @@ async function openPostgres(conn: PostgresConnection, poolSize: number, log?: Lo
     onPoolError: (err) => log?.warn({ err: err.message }, 'Postgres pool error'),
     onConnectionError: (err) => log?.warn({ err: err.message }, 'Postgres connection error'),
   });
-  const prisma = new PrismaClient({ adapter });
+  const prisma = new PrismaClient({ adapter, transactionOptions: { maxWait: CONNECT_TIMEOUT_MS } });
   const listener = new PgListener(conn, label, log);
   let closed = false;
   return {

@@ -46,3 +46,19 @@ describe('DATABASE_POOL_SIZE', () => {
     expect(configSchema.safeParse({ DATABASE_POOL_SIZE: '2.5' }).success).toBe(false);
   });
 });
+
+describe('a transaction waiting for a connection', () => {
+  it('waits as long as a query would (not Prisma\'s 2 s): a pool of one, held for 3 s', async () => {
+    const db = await openDatabase({ databaseUrl: t.url, pgliteDir: '', poolSize: 1 });
+    try {
+      const holder = db.prisma.$transaction(async (tx) => tx.$queryRawUnsafe('SELECT 1 AS one FROM pg_sleep(3)'), { timeout: 10_000 });
+      await new Promise((r) => setTimeout(r, 200));
+      const t0 = Date.now();
+      await db.prisma.$transaction(async (tx) => tx.$queryRawUnsafe('SELECT 1 AS one'));
+      expect(Date.now() - t0).toBeGreaterThan(2_000);
+      await holder;
+    } finally {
+      await db.close();
+    }
+  });
+});

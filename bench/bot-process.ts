@@ -5,7 +5,8 @@
 // 'heap' reads the heap after a GC (all sessions of the phase open), 'stats' ends the phase, 'stop' exits (a
 // CPU profile, when asked for with --cpu-prof, is written then).
 // Settings from the environment: BENCH_DB_URL, BENCH_API_BASE, BENCH_GUILD_ID, BENCH_MAX_TURNS,
-// BENCH_SCORING_POOL, BENCH_LOG_FILE; BENCH_DIAGNOSTIC_GLOBAL_RPS (a diagnostic: discord.js's global limit).
+// BENCH_SCORING_POOL, BENCH_LOG_FILE, BENCH_DB_POOL_SIZE (optional: the pool's size, DATABASE_POOL_SIZE);
+// BENCH_DIAGNOSTIC_GLOBAL_RPS (a diagnostic: discord.js's global limit).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
@@ -42,7 +43,7 @@ pg.Pool.prototype.connect = function (this: pg.Pool, cb?: (err: Error | undefine
 
 // Logged as in production (info), to a file.
 const log = pino({ level: 'info', base: null }, pino.destination({ dest: need('BENCH_LOG_FILE'), sync: false }));
-const db = await openDatabase({ databaseUrl: need('BENCH_DB_URL'), pgliteDir: '/nonexistent' });
+const db = await openDatabase({ databaseUrl: need('BENCH_DB_URL'), pgliteDir: '/nonexistent', poolSize: env.BENCH_DB_POOL_SIZE ? Number(env.BENCH_DB_POOL_SIZE) : undefined });
 const rt = await createRuntime({
   channel: 'discord',
   db,
@@ -67,6 +68,16 @@ await bot.start();
 type RestRecord = { method: string; route: string; queuedAt: number; waitMs: number | null };
 let restRecords: RestRecord[] = [];
 let rateLimited = { global: 0, route: 0 };
+// When the client-side global limit held every request back: each global `rateLimited` event starts a wait of
+// timeToReset ms that all of the manager's requests share (@discordjs/rest's globalDelay), so the time a request
+// was queued inside these windows is what the global limit cost it. Merged as they come (they arrive in order).
+let globalWindows: [number, number][] = [];
+const globalWindow = (from: number, ms: number): void => {
+  const last = globalWindows.at(-1);
+  const to = from + Math.max(0, ms);
+  if (last && from <= last[1]) last[1] = Math.max(last[1], to);
+  else globalWindows.push([from, to]);
+};
 const restContext = new AsyncLocalStorage<RestRecord>();
 const rest = bot.client.rest;
 // A diagnostic only (bench/bot.ts --diagnostic-global-rps): the client-side global limit raised, to see what it costs.
@@ -85,7 +96,11 @@ for (const manager of [rest, bot.interactionRest]) {
     if (rec && rec.waitMs === null) rec.waitMs = performance.timeOrigin + performance.now() - rec.queuedAt;
     return makeRequest(...a);
   };
-  manager.on('rateLimited', (r) => void (r.global ? rateLimited.global++ : rateLimited.route++));
+  manager.on('rateLimited', (r) => {
+    if (!r.global) return void rateLimited.route++;
+    rateLimited.global++;
+    globalWindow(performance.timeOrigin + performance.now(), r.timeToReset);
+  });
 }
 
 const loop = monitorEventLoopDelay({ resolution: 10 });
@@ -107,6 +122,7 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
     poolWaits.length = 0;
     restRecords = [];
     rateLimited = { global: 0, route: 0 };
+    globalWindows = [];
     process.send!({ op: 'reset', heapBytes });
   } else if (m.op === 'heap') {
     process.send!({ op: 'heap', heapBytes: heap() });
@@ -124,6 +140,7 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
       poolWaitsMs: poolWaits,
       rest: restRecords,
       rateLimited,
+      globalWindows,
     });
   } else if (m.op === 'stop') {
     void (async () => {

@@ -9,7 +9,10 @@
 //   - acknowledgement of every interaction (dispatch on the gateway to the bot's callback; Discord's limit: 3 s);
 //   - the bot's own time per turn: the person's message on the gateway to the agent's reply on Discord, minus the
 //     time the agent's request took (Turn.latencyMs); and, part of it, the time the posts showing the reply waited
-//     in discord.js's REST queue (measured in the bot process: Discord's 50 requests a second per bot token);
+//     in discord.js's REST queue (measured in the bot process: Discord's 50 requests a second per bot token), of
+//     which the part spent while the client-side global limit held every request back (measured: the windows
+//     @discordjs/rest waited on it); the own time less that part, the bot's own processing with Discord's limit
+//     set aside;
 //   - every REST request's wait in that queue, the requests by route and per second, the waits for a Postgres
 //     connection of the bot's pool;
 //   - the bot's database round trips, Discord REST requests, CPU seconds (all per agent turn, the whole session's work counted), its
@@ -19,6 +22,7 @@
 // scored and rated once.
 // Usage: npm run bench:bot [-- --people 50,100,200 --think-ms 0 --turns 3 --max-tokens 24 --token-delay-ms 20 --scoring-pool 2
 //                             --cpu-prof DIR (writes the bot process's CPU profile there)
+//                             --db-pool-size N (the bot's Postgres pool, DATABASE_POOL_SIZE; default: its default)
 //                             --diagnostic-global-rps N (a diagnostic only: discord.js's client-side global limit
 //                             raised to N a second, to see what the limit costs; Discord's own stays 50)]
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -46,6 +50,7 @@ const { values: args } = parseArgs({
     'token-delay-ms': { type: 'string', default: '20' },
     'scoring-pool': { type: 'string', default: '2' },
     'cpu-prof': { type: 'string' },
+    'db-pool-size': { type: 'string' },
     // A diagnostic only: discord.js's client-side global limit (Discord's is 50 a second a bot token).
     'diagnostic-global-rps': { type: 'string' },
     // Reading and typing: each person waits a seeded uniform time in MIN-MAX ms before each of their messages.
@@ -63,6 +68,7 @@ const TURNS = wholeNumber('--turns', args.turns);
 const MAX_TOKENS = wholeNumber('--max-tokens', args['max-tokens']);
 const TOKEN_DELAY_MS = Number(args['token-delay-ms']);
 const SCORING_POOL = wholeNumber('--scoring-pool', args['scoring-pool']);
+const DB_POOL_SIZE = args['db-pool-size'] === undefined ? undefined : wholeNumber('--db-pool-size', args['db-pool-size']);
 const THINK = /^(\d+)(?:-(\d+))?$/.exec(args['think-ms']);
 if (!THINK || Number(THINK[2] ?? THINK[1]) < Number(THINK[1])) throw new Error(`--think-ms must be MIN-MAX (ms, MIN <= MAX) or one number, got ${args['think-ms']}`);
 const [THINK_MIN, THINK_MAX] = [Number(THINK[1]), Number(THINK[2] ?? THINK[1])];
@@ -74,6 +80,22 @@ type RestRecord = { method: string; route: string; queuedAt: number; waitMs: num
 type Stat = { n: number; p50: number; p99: number; max: number };
 const stat = (xs: number[]): Stat => ({ n: xs.length, p50: round(percentile(xs, 50)), p99: round(percentile(xs, 99)), max: round(xs.length ? Math.max(...xs) : NaN) });
 const round = (x: number, d = 1) => Number(x.toFixed(d));
+/** Intervals [from, to] merged where they overlap, in order. */
+function union(xs: [number, number][]): [number, number][] {
+  const out: [number, number][] = [];
+  for (const [a, b] of [...xs].sort((x, y) => x[0] - y[0])) {
+    const last = out.at(-1);
+    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
+    else out.push([a, b]);
+  }
+  return out;
+}
+/** Total length of the overlap of two merged interval lists. */
+function overlap(xs: [number, number][], ys: [number, number][]): number {
+  let total = 0;
+  for (const [a, b] of xs) for (const [c, d] of ys) if (c < b && d > a) total += Math.min(b, d) - Math.max(a, c);
+  return total;
+}
 
 /** The reply every agent turn gets: MAX_TOKENS words, then the answer on the last turn (the endpoint repeats it). */
 async function startModelServer(): Promise<{ url: string; close: () => void }> {
@@ -126,7 +148,7 @@ async function main(): Promise<void> {
   await registerEndpointVersion(tdb.prisma, { name: 'bench-endpoint', url: model.url, model: 'bench-model', maxTokens: MAX_TOKENS });
   await deployPolicyByName(tdb.db, 'bench', 'bench-endpoint');
   const bot = await startBot(
-    { BENCH_DB_URL: tdb.url, BENCH_API_BASE: fake.apiBase, BENCH_GUILD_ID: fake.guildId, BENCH_MAX_TURNS: String(TURNS), BENCH_SCORING_POOL: String(SCORING_POOL), BENCH_LOG_FILE: join(dir, 'bot.log'), ...(args['diagnostic-global-rps'] ? { BENCH_DIAGNOSTIC_GLOBAL_RPS: args['diagnostic-global-rps'] } : {}) },
+    { BENCH_DB_URL: tdb.url, BENCH_API_BASE: fake.apiBase, BENCH_GUILD_ID: fake.guildId, BENCH_MAX_TURNS: String(TURNS), BENCH_SCORING_POOL: String(SCORING_POOL), BENCH_LOG_FILE: join(dir, 'bot.log'), ...(DB_POOL_SIZE ? { BENCH_DB_POOL_SIZE: String(DB_POOL_SIZE) } : {}), ...(args['diagnostic-global-rps'] ? { BENCH_DIAGNOSTIC_GLOBAL_RPS: args['diagnostic-global-rps'] } : {}) },
     args['cpu-prof'],
   );
   const agentMsgs = (threadId: string) => fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'));
@@ -170,7 +192,7 @@ async function main(): Promise<void> {
         }
         const result = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')), WAIT_MS, 'result');
         answerToResult.push(result.at - shown.at);
-        const rating = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), WAIT_MS, 'rating');
+        const rating = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), WAIT_MS, 'rating');
         const sessionId = /rate:([0-9a-f-]+):/.exec(JSON.stringify(rating.components))![1]!;
         const rate = fake.click(user, rating, `rate:${sessionId}:${1 + (n % 5)}`);
         await ack(rate);
@@ -206,9 +228,13 @@ async function main(): Promise<void> {
         if (m && r.method === 'POST' && r.route.endsWith('/messages')) byThread.set(m[1]!, [...(byThread.get(m[1]!) ?? []), r]);
       }
       const wall = (t: number) => performance.timeOrigin + t;
-      const queuedInTurn = turnsShown.map((t) =>
-        (byThread.get(t.threadId) ?? []).filter((r) => r.queuedAt >= wall(t.sent) && r.queuedAt <= wall(t.shown.at)).reduce((a, r) => a + (r.waitMs ?? 0), 0),
-      );
+      const postsOf = (t: (typeof turnsShown)[number]) => (byThread.get(t.threadId) ?? []).filter((r) => r.queuedAt >= wall(t.sent) && r.queuedAt <= wall(t.shown.at));
+      const queuedInTurn = turnsShown.map((t) => postsOf(t).reduce((a, r) => a + (r.waitMs ?? 0), 0));
+      // Of that, the time the posts were queued while the global limit held every request back: the union of their
+      // queued intervals within the bot's measured global windows (each moment counted once, however many posts).
+      const windows = s.globalWindows as [number, number][];
+      const globalInTurn = turnsShown.map((t) => overlap(union(postsOf(t).map((r): [number, number] => [r.queuedAt, r.queuedAt + (r.waitMs ?? 0)])), windows));
+      const ownLessGlobal = own.map((o, i) => o - globalInTurn[i]!);
       const restWaits = rest.map((r) => r.waitMs).filter((w): w is number => w !== null);
       const restRoutes = new Map<string, number>();
       for (const r of rest) {
@@ -227,6 +253,8 @@ async function main(): Promise<void> {
         ownTimePerTurnMs: stat(own),
         restQueueInOwnTimeMs: stat(queuedInTurn),
         restQueueShareOfOwnTime: round(queuedInTurn.reduce((a, b) => a + b, 0) / own.reduce((a, b) => a + b, 0), 3),
+        restGlobalLimitInOwnTimeMs: stat(globalInTurn),
+        ownTimeLessGlobalLimitMs: stat(ownLessGlobal),
         modelTimePerTurnMs: stat([...modelMs.values()]),
         dbRoundTripsPerTurn: round(s.queries! / agentTurns),
         // Discord allows a bot token 50 REST requests a second (discord.js queues to stay under it).
@@ -267,6 +295,8 @@ async function main(): Promise<void> {
   row('own time per turn p50 / p99 (ms)', (x) => `${x.ownTimePerTurnMs.p50} / ${x.ownTimePerTurnMs.p99}`);
   row('of which queued in discord.js p50 / p99', (x) => `${x.restQueueInOwnTimeMs.p50} / ${x.restQueueInOwnTimeMs.p99}`);
   row('  share of own time queued in discord.js', (x) => `${x.restQueueShareOfOwnTime}`);
+  row('  of it held by the global limit p50 / p99', (x) => `${x.restGlobalLimitInOwnTimeMs.p50} / ${x.restGlobalLimitInOwnTimeMs.p99}`);
+  row('own time less the global limit p50 / p99', (x) => `${x.ownTimeLessGlobalLimitMs.p50} / ${x.ownTimeLessGlobalLimitMs.p99}`);
   row('model time per turn p50 (ms)', (x) => `${x.modelTimePerTurnMs.p50}`);
   row('db round trips per turn', (x) => `${x.dbRoundTripsPerTurn}`);
   row('Discord REST requests per turn', (x) => `${x.restRequestsPerTurn}`);
@@ -286,6 +316,7 @@ async function main(): Promise<void> {
       maxTokens: MAX_TOKENS,
       tokenDelayMs: TOKEN_DELAY_MS,
       scoringPool: SCORING_POOL,
+      dbPoolSize: DB_POOL_SIZE ?? 'default',
       cores: availableParallelism(),
       loadAverage: { before: loadStart.map((x) => round(x, 2)), after: loadEnd.map((x) => round(x, 2)) },
       phases,

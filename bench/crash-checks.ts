@@ -106,7 +106,7 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
       figures.answered++;
       if (!s.evaluation) add('unscored', epoch, describe(s), s);
       if (!shown.some((p) => p.content.startsWith('**Result:**') || p.content.includes('could not be scored'))) add('no-result', epoch, describe(s), s);
-      if (!s.ratingAskedAt || !shown.some((p) => p.content.startsWith('How helpful'))) add('no-rating-prompt', epoch, describe(s), s);
+      if (!s.ratingAskedAt || !shown.some((p) => p.content.includes('How helpful'))) add('no-rating-prompt', epoch, describe(s), s);
       if ((await r.prisma.rating.count({ where: { sessionId: s.id } })) > 0) figures.rated++;
     } else {
       const told = shown.some((p) => ENDED.test(p.content) || (p.content.length > 0 && !agentNo(p) && !p.content.startsWith('<@') && !refOf(p)));
@@ -123,7 +123,7 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
     const shown = posts(s.threadId);
     const groups = new Map<string, Shown[]>();
     for (const p of shown) {
-      const key = agentNo(p) ? `agent message ${agentNo(p)}` : p.content.startsWith('**Result:**') ? 'result' : p.content.startsWith('How helpful') ? 'rating prompt' : null;
+      const key = agentNo(p) ? `agent message ${agentNo(p)}` : p.content.startsWith('**Result:**') ? 'result' : p.content.includes('How helpful') ? 'rating prompt' : null;
       if (key) groups.set(key, [...(groups.get(key) ?? []), p]);
     }
     for (const [key, list] of groups) {
@@ -238,11 +238,11 @@ export function owedIntervals(posts: Shown[], sent: Sent[], endAt: number): { fr
     else if (agentNo(p)) {
       settle(at, null);
       awaitingPerson = true;
-    } else if (p.content.startsWith('**Result:**') || p.content.includes('could not be scored')) settle(at, 'the rating prompt');
-    else if (p.content.startsWith('How helpful') || ENDED.test(p.content)) {
+    } else if (p.content.includes('How helpful') || ENDED.test(p.content)) {
+      // The rating prompt, alone or under the result (one message since the result carries it).
       settle(at, null);
       awaitingPerson = false;
-    } else if (p.content.startsWith('<@')) settle(at, 'the first agent message');
+    } else if (p.content.startsWith('**Result:**') || p.content.includes('could not be scored')) settle(at, 'the rating prompt'); else if (p.content.startsWith('<@')) settle(at, 'the first agent message');
     else if (owed) settle(at, owed);
   }
   settle(endAt, null);

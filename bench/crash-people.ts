@@ -186,7 +186,7 @@ export class Person {
         if (agent) {
           if (agent[2]) answered = true;
           else question = Math.max(question, Number(agent[1]));
-        } else if (p.content.startsWith('How helpful')) rating = p;
+        } else if (p.content.includes('How helpful')) rating = p;
         else if (ENDED.test(p.content)) return close('ended');
       }
       seen = posts.length;

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { config as loadDotenv } from 'dotenv';
 import { DEFAULT_CHROMIUM_PATH } from '../tasks/render.ts';
 import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../prisma/data-source.ts';
+import { DEFAULT_POOL_SIZE, MAX_POOL_SIZE } from '../prisma/pool-size.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
@@ -23,6 +24,10 @@ export const configSchema = z.object({
     .optional()
     .describe('Postgres connection URL. Unset: the embedded PGlite database under PGLITE_DIR.'),
   PGLITE_DIR: z.string().min(1).default('./data/pglite').describe('Where the embedded PGlite database persists.'),
+  DATABASE_POOL_SIZE: positiveInt
+    .max(MAX_POOL_SIZE, `expected at most ${MAX_POOL_SIZE} (Postgres's default max_connections)`)
+    .default(DEFAULT_POOL_SIZE)
+    .describe('Most Postgres connections each Sweetloop process keeps (the bot, the trainer service, the dashboard, a command), plus one each for LISTEN. All of them together must stay under the server\'s max_connections (100 by default). Ignored by PGlite.'),
 
   // --- logging ---
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),

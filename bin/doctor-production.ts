@@ -89,9 +89,9 @@ export async function checkEndpoints(endpoints: readonly EndpointToCheck[]): Pro
 }
 
 /** The endpoint versions in service (not removed), read from the database. */
-export async function registeredEndpoints(config: Pick<Config, 'DATABASE_URL' | 'PGLITE_DIR'>): Promise<EndpointToCheck[]> {
+export async function registeredEndpoints(config: Pick<Config, 'DATABASE_URL' | 'PGLITE_DIR' | 'DATABASE_POOL_SIZE'>): Promise<EndpointToCheck[]> {
   const [{ openDatabase }, { servingOf }] = await Promise.all([import('../prisma/db.ts'), import('../trainer/policies/serving.ts')]);
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR });
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE });
   try {
     const versions = await db.prisma.policyVersion.findMany({ where: { kind: 'endpoint', status: { not: 'removed' } }, orderBy: { createdAt: 'asc' } });
     return versions.map((v) => {

@@ -91,7 +91,7 @@ export async function checkDatabase(config: Config): Promise<CheckResult> {
   }
   let db;
   try {
-    db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR });
+    db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE });
   } catch (err) {
     return {
       name: 'database',

@@ -16,6 +16,8 @@ import { serveUntilSignal, untilSignal } from './shutdown.ts';
 export interface BotSettings {
   databaseUrl: string | undefined;
   pgliteDir: string;
+  /** Most Postgres connections of the bot's pool (DATABASE_POOL_SIZE). */
+  databasePoolSize: number;
   policyModelDir: string | undefined;
   checkpointDir: string;
   seed: number;
@@ -58,7 +60,7 @@ export interface DiscordSettings {
 }
 
 async function prepare(config: BotSettings, log: Logger, progress: 'bar' | 'lines' | 'none'): Promise<Database> {
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: config.pgliteDir, log });
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: config.pgliteDir, poolSize: config.databasePoolSize, log });
   try {
     await migrateDatabase(db, log);
     await seedTasksIfEmpty(db, log);

@@ -10,6 +10,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from './generated/client.ts';
 import type { Logger } from '../tasks/logger.ts';
 import { DatabaseError, describeDatabaseError } from './errors.ts';
+import { DEFAULT_POOL_SIZE } from './pool-size.ts';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 
@@ -42,11 +43,13 @@ export interface Database {
 export interface OpenDatabaseOptions {
   databaseUrl?: string | undefined;
   pgliteDir: string;
+  /** Most Postgres connections the pool opens (DATABASE_POOL_SIZE); LISTEN has one more of its own. Ignored by PGlite. */
+  poolSize?: number | undefined;
   log?: Logger | undefined;
 }
 
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database> {
-  return opts.databaseUrl ? openPostgres(parsePostgresUrl(opts.databaseUrl), opts.log) : openPglite(opts.pgliteDir, opts.log);
+  return opts.databaseUrl ? openPostgres(parsePostgresUrl(opts.databaseUrl), opts.poolSize ?? DEFAULT_POOL_SIZE, opts.log) : openPglite(opts.pgliteDir, opts.log);
 }
 
 // Channel names go into LISTEN unquoted on PGlite (which folds case) and quoted on Postgres: one strict form
@@ -92,6 +95,14 @@ export function postgresLabel(c: PostgresConnection): string {
   return `postgres://${encodeURIComponent(c.user)}@${c.host.startsWith('/') ? `[${c.host}]` : c.host}:${c.port}/${c.database}`;
 }
 
+/**
+ * How long a query or a transaction may wait for one of the pool's connections before it fails. Prisma's own wait
+ * for an interactive transaction (maxWait) defaults to 2 s: under load (bench:bot at 200 people on a busy 2-core
+ * machine) transactions failed with P2028 "Unable to start a transaction in the given time" while single queries
+ * still waited, and their people saw an internal error. One wait for both.
+ */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
 export function poolConfig(c: PostgresConnection, extra: pg.PoolConfig = {}): pg.PoolConfig {
   return {
     host: c.host,
@@ -101,14 +112,14 @@ export function poolConfig(c: PostgresConnection, extra: pg.PoolConfig = {}): pg
     database: c.database,
     ssl: c.ssl ? { rejectUnauthorized: false } : undefined,
     application_name: 'sweetloop',
-    connectionTimeoutMillis: 10_000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     ...extra,
   };
 }
 
-async function openPostgres(conn: PostgresConnection, log?: Logger): Promise<Database> {
+async function openPostgres(conn: PostgresConnection, poolSize: number, log?: Logger): Promise<Database> {
   const label = postgresLabel(conn);
-  const pool = new pg.Pool(poolConfig(conn, { max: 10 }));
+  const pool = new pg.Pool(poolConfig(conn, { max: poolSize }));
   // An idle client losing its connection emits 'error' on the pool; without a handler that kills the process.
   pool.on('error', (err) => log?.warn({ err: err.message, db: label }, 'idle Postgres connection lost'));
   try {
@@ -121,7 +132,7 @@ async function openPostgres(conn: PostgresConnection, log?: Logger): Promise<Dat
     onPoolError: (err) => log?.warn({ err: err.message }, 'Postgres pool error'),
     onConnectionError: (err) => log?.warn({ err: err.message }, 'Postgres connection error'),
   });
-  const prisma = new PrismaClient({ adapter });
+  const prisma = new PrismaClient({ adapter, transactionOptions: { maxWait: CONNECT_TIMEOUT_MS } });
   const listener = new PgListener(conn, label, log);
   let closed = false;
   return {

@@ -163,6 +163,11 @@ export async function markResultShown(prisma: PrismaClient, sessionId: string, a
   await prisma.session.updateMany({ where: { id: sessionId, resultShownAt: null }, data: { resultShownAt: at } });
 }
 
+/** Records that the result and the rating prompt reached the person in one message (one write for both). */
+export async function markResultAndRatingShown(prisma: PrismaClient, sessionId: string, at = new Date()): Promise<void> {
+  await prisma.session.updateMany({ where: { id: sessionId, resultShownAt: null, ratingAskedAt: null }, data: { resultShownAt: at, ratingAskedAt: at } });
+}
+
 /** Records that the rating prompt reached the person. */
 export async function markRatingAsked(prisma: PrismaClient, sessionId: string, at = new Date()): Promise<void> {
   await prisma.session.updateMany({ where: { id: sessionId, ratingAskedAt: null }, data: { ratingAskedAt: at } });

@@ -48,6 +48,7 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
   return {
     databaseUrl: config.DATABASE_URL,
     pgliteDir: config.PGLITE_DIR,
+    databasePoolSize: config.DATABASE_POOL_SIZE,
     policyModelDir: config.POLICY_MODEL_DIR,
     checkpointDir: config.CHECKPOINT_DIR,
     seed: config.SEED,

@@ -20,7 +20,7 @@ export function registerDashboardCommands(program: Command): void {
       ]);
       const config = loadConfig();
       const log = createLogger(config);
-      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
+      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE, log });
       try {
         const { app, url } = await startDashboard({ db, host: o.host ?? config.DASHBOARD_HOST, port: o.port ?? (config.DASHBOARD_PORT || 8080), salt: config.EXPORT_SALT, chromiumPath: config.CHROMIUM_PATH, log });
         console.log(`Dashboard: ${url}`);

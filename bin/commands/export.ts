@@ -124,7 +124,7 @@ export function registerExportCommands(program: Command): void {
         throw new Error('EXPORT_SALT is the development default while a Discord bot is configured: set EXPORT_SALT to a long random secret (e.g. `openssl rand -hex 32`) and export again.');
       }
       if (defaultSalt) log.warn('EXPORT_SALT is the development default: set your own before sharing an export');
-      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
+      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE, log });
       const progress = terminalProgress(process.stderr, `export ${o.format}`);
       try {
         const r = await exportSessions(
@@ -172,7 +172,7 @@ export function registerExportCommands(program: Command): void {
     const { writeReport } = await import('../../bot/report/report.ts');
     const config = loadConfig();
     const log = createLogger(config);
-    const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
+    const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE, log });
     try {
       const r = await writeReport(db.prisma, {
         outDir: o.out,
@@ -198,7 +198,7 @@ export function registerExportCommands(program: Command): void {
       const { createWriteStream } = await import('node:fs');
       const { finished } = await import('node:stream/promises');
       const config = loadConfig();
-      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR });
+      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE });
       try {
         const out = createWriteStream(o.out);
         const n = await exportPreferences(db.prisma, config.EXPORT_SALT, out);

@@ -23,7 +23,7 @@ export function registerImportCommands(program: Command): void {
       const { importSessions } = await import('../../bot/export/import.ts');
       const config = loadConfig();
       const log = createLogger(config);
-      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
+      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE, log });
       const scorer = o.rescore
         ? (await import('../../tasks/scorer.ts')).createScorer({ bwrapPath: config.BWRAP_BIN, chromiumPath: config.CHROMIUM_PATH })
         : undefined;

@@ -15,7 +15,7 @@ async function openConfiguredDatabase() {
   ]);
   const config = loadConfig();
   const log = createLogger(config);
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE, log });
   return { db, log };
 }
 

@@ -22,7 +22,7 @@ export function registerPrivacyCommands(program: Command): void {
       ]);
       const config = loadConfig();
       const log = createLogger(config);
-      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
+      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE, log });
       try {
         const r = await deletePerson(db.prisma, user, {
           key: config.PRIVACY_KEY ?? config.EXPORT_SALT,
@@ -63,7 +63,7 @@ export function registerPrivacyCommands(program: Command): void {
         import('../../prisma/privacy-store.ts'),
       ]);
       const config = loadConfig();
-      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log: createLogger(config) });
+      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE, log: createLogger(config) });
       try {
         console.log((await withdrawConsent(db.prisma, user)) ? `Consent of ${user} withdrawn.` : `${user} had not given consent.`);
       } finally {

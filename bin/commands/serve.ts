@@ -25,7 +25,7 @@ export function registerServeCommands(program: Command): void {
       ]);
       const config = loadConfig();
       const log = createLogger(config, 'sweetloop-serve');
-      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, log });
+      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE, log });
       const serving = await startServing(db, {
         policy: o.policy,
         port: o.port,

@@ -12,7 +12,7 @@ export async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Datab
   ]);
   const config = loadConfig();
   await initBackend(config.TFJS_BACKEND);
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR });
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE });
   try {
     return await fn(db, {
       checkpointRoot: config.CHECKPOINT_DIR,

@@ -68,6 +68,12 @@ export function resultText(e: EvaluatedSession): string {
   return `**Result:** similarity to your page ${o.score.toFixed(3)}${o.metric ? ` (${o.metric})` : ''}${o.success ? ' — success!' : ''}`;
 }
 
+/** The result with the rating prompt under it and its buttons: the two messages' text and buttons in one. */
+export function resultWithRating(e: EvaluatedSession): Part {
+  const rating = ratingMessage(e.sessionId);
+  return { ...rating, content: `${resultText(e)}\n${rating.content}` };
+}
+
 export function ratingMessage(sessionId: string): Part {
   return {
     content: 'How helpful was the agent? 1 = useless … 5 = excellent. You can also add a comment.',

@@ -11,7 +11,10 @@ import { createHash } from 'node:crypto';
 import type { Client, Message, MessageMentionOptions, ThreadChannel } from 'discord.js';
 import type { EvaluatedSession, SessionEngine, SessionView } from '../session/engine.ts';
 import { splitText } from '../split.ts';
-import { agentStepParts, ratingMessage, resultText, scoringText, type Part } from './present.ts';
+import { agentStepParts, ratingMessage, resultText, resultWithRating, scoringText, type Part } from './present.ts';
+
+/** How long an answer that waited for the scoring pool is scored before its notice says so (see threadView). */
+export const SCORING_EDIT_AFTER_MS = 2_000;
 
 /** Mentions off: user and model text may contain @everyone, role or user mentions, which must never ping. */
 export const NO_MENTIONS: MessageMentionOptions = { parse: [] };
@@ -55,9 +58,18 @@ export function threadView(thread: ThreadChannel, options: ThreadViewOptions = {
     return recent.find((m) => m.content === part.content) ?? null;
   };
   const post = async (part: Part, key: string): Promise<Message> => (await earlier(part)) ?? postTo(thread, part, key);
-  // The scoring notice: posted when the answer waits or starts being scored, edited once if it waited. The result
-  // is posted after it, so that it never reads above the notice.
+  // The scoring notice: posted when the answer waits or starts being scored, edited once if it waited and its
+  // scoring then takes over SCORING_EDIT_AFTER_MS (a quicker result follows the waiting notice at once and says
+  // more than the edit would: one request less against the bot's 50 a second). The result is posted after it, so
+  // that it never reads above the notice.
   let scoringNotice: Promise<unknown> | null = null;
+  let cancelEdit: (() => void) | null = null;
+  let resultDue = false;
+  const resultComes = async () => {
+    resultDue = true;
+    cancelEdit?.();
+    await scoringNotice?.catch(() => {});
+  };
   return {
     async showAgentMessage(step) {
       let lastId = '';
@@ -69,19 +81,34 @@ export function threadView(thread: ThreadChannel, options: ThreadViewOptions = {
       const before = scoringNotice;
       scoringNotice = (async () => {
         const notice = (await before?.catch(() => null)) as Message | null | undefined;
-        if (notice && state.state === 'scoring') return notice.edit({ content: text, allowedMentions: NO_MENTIONS });
+        if (notice && state.state === 'scoring') {
+          const due =
+            !resultDue &&
+            (await new Promise<boolean>((resolve) => {
+              const timer = setTimeout(() => resolve(true), SCORING_EDIT_AFTER_MS);
+              cancelEdit = () => (clearTimeout(timer), resolve(false));
+            }));
+          cancelEdit = null;
+          if (due && !resultDue) await notice.edit({ content: text, allowedMentions: NO_MENTIONS });
+          return notice;
+        }
         return postTo(thread, { content: text }, `scoring:${sessionId}:${state.state}`);
       })();
       await scoringNotice;
     },
     async showResult(r: EvaluatedSession | { sessionId: string; error: string }) {
-      await scoringNotice?.catch(() => {});
+      await resultComes();
       if ('error' in r) {
         // Why scoring failed is in the log; the person is told only that it will be done.
         await postTo(thread, { content: 'The answer is saved but could not be scored right now. It will be scored later.' });
         return;
       }
       await post({ content: resultText(r) }, `result:${r.sessionId}`);
+    },
+    async showResultWithRating(r: EvaluatedSession) {
+      await resultComes();
+      // Its own key: a result posted alone by an earlier run (key result:) is not this message.
+      await post(resultWithRating(r), `result-rating:${r.sessionId}`);
     },
     async askRating(sessionId) {
       await post(ratingMessage(sessionId), `rating:${sessionId}`);

@@ -6,7 +6,7 @@ import { checkHumanMessage, sanitizeText } from '../../tasks/protocol.ts';
 import type { Session } from '../../prisma/generated/client.ts';
 import { UniqueViolationError, toDatabaseError } from '../../prisma/errors.ts';
 import { findParticipant } from '../../prisma/participant-store.ts';
-import { appendHumanTurn, endSession, markRatingAsked, markResultShown, markTurnShown } from '../../prisma/session-store.ts';
+import { appendHumanTurn, endSession, markRatingAsked, markResultAndRatingShown, markResultShown, markTurnShown } from '../../prisma/session-store.ts';
 import { messageLimitRefusal } from '../limits.ts';
 import type { AgentSteps } from './agent-step.ts';
 import type { AgentCache } from './agents.ts';
@@ -128,6 +128,12 @@ export class TurnScript {
         ctx.deps.observer?.evaluationFailed?.();
         // Told once (the rating prompt follows it); a later try (the sweep, a restart) says nothing until it scores.
         if (!s.ratingAskedAt) await view.showResult({ sessionId, error: 'evaluation failed' });
+      }
+      if (result && !s.ratingAskedAt && view.showResultWithRating) {
+        // One message where each one counts against a limit (Discord's 50 requests a second for the bot).
+        await view.showResultWithRating(result);
+        await ctx.retry(() => markResultAndRatingShown(ctx.prisma, sessionId), hooks);
+        return;
       }
       if (result) {
         await view.showResult(result);

@@ -124,6 +124,11 @@ export interface SessionView {
   showResult(result: EvaluatedSession | { sessionId: string; error: string }): Promise<void>;
   /** The answer waits for a place in the scoring pool (`ahead` answers before it), or is being scored now. */
   showScoring?(sessionId: string, state: ScoringState): Promise<void>;
+  /**
+   * Shows the answer's score with the rating offered in the same message, where a channel can (Discord: one
+   * post, not two, against the bot's 50 requests a second). Without it: showResult, then askRating.
+   */
+  showResultWithRating?(result: EvaluatedSession): Promise<void>;
   /** Offers the 1-5 rating (buttons on Discord; the console asks after advance() returns). */
   askRating(sessionId: string): Promise<void>;
   /** A short notice (the agent failed, the session ended). */

@@ -21,6 +21,12 @@ import { openDatabase, parsePostgresUrl, poolConfig, type Database, type Postgre
 import { migrate, MIGRATIONS_DIR } from '../../prisma/migrate.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 
+/**
+ * Each test database's pool: smaller than DATABASE_POOL_SIZE's default, because test workers (and, on a shared
+ * machine, several checkouts' suites) open databases at once on one Postgres of 100 connections.
+ */
+const TEST_POOL_SIZE = 10;
+
 export interface TestDatabase {
   url: string;
   db: Database;
@@ -118,7 +124,7 @@ function ensureTemplate(): Promise<string> {
         const building = `${name}_b${randomBytes(3).toString('hex')}`;
         await c.query(`CREATE DATABASE ${pg.escapeIdentifier(building)}`);
         try {
-          const db = await openDatabase({ databaseUrl: urlFor(admin(), building), pgliteDir: '' });
+          const db = await openDatabase({ databaseUrl: urlFor(admin(), building), pgliteDir: '', poolSize: TEST_POOL_SIZE });
           try {
             await migrate(db);
           } finally {
@@ -173,7 +179,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const url = urlFor(admin(), name);
   let db: Database;
   try {
-    db = await openDatabase({ databaseUrl: url, pgliteDir: '' });
+    db = await openDatabase({ databaseUrl: url, pgliteDir: '', poolSize: TEST_POOL_SIZE });
   } catch (err) {
     await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`)).catch(() => {});
     throw err;
@@ -210,7 +216,7 @@ export async function createDatabaseBefore(suffix: string): Promise<DatabaseBefo
   for (const e of entries) if (e < target && statSync(join(MIGRATIONS_DIR, e)).isDirectory()) cpSync(join(MIGRATIONS_DIR, e), join(before, e), { recursive: true });
   const name = `sweetloop_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   await withAdmin((c) => c.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`));
-  const db = await openDatabase({ databaseUrl: urlFor(admin(), name), pgliteDir: '' });
+  const db = await openDatabase({ databaseUrl: urlFor(admin(), name), pgliteDir: '', poolSize: TEST_POOL_SIZE });
   await migrate(db, { migrationsDir: before });
   rmSync(before, { recursive: true, force: true });
   return {

@@ -66,7 +66,7 @@ describe('Discord bot, backend session', () => {
     expect(answer.content).toContain('final answer');
     const result = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')), 60_000, 'result');
     expect(result.content).toMatch(/(\d+) of \1 tests passed/);
-    const rating = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 30_000, 'rating buttons');
+    const rating = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 30_000, 'rating buttons');
     expect(rating.components[0].components.map((c: any) => c.custom_id)).toEqual([1, 2, 3, 4, 5].map((n) => `rate:${session.id}:${n}`));
 
     const rate = h.fake.click(alice, rating, `rate:${session.id}:4`);
@@ -157,7 +157,7 @@ describe('Discord bot, backend session', () => {
     const id = h.fake.say(dave, threadId, 'Round to cents, please.');
     h.fake.say(dave, threadId, 'Round to cents, please.', id); // the gateway delivers it again at once
     await h.agentMessage(threadId, 2);
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 60_000, 'rating');
+    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
     h.fake.say(dave, threadId, 'Round to cents, please.', id); // and once more, later
     await new Promise((r) => setTimeout(r, 500));
     const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: dave.id } });

@@ -54,6 +54,6 @@ describe('Discord bot when Postgres goes away', () => {
     const turns = await h.tdb.prisma.turn.findMany({ where: { session: { threadId } }, orderBy: { index: 'asc' } });
     expect(turns.map((t) => t.role)).toEqual(['agent', 'human', 'agent']);
     expect(turns[1]!.externalMessageId).toBe(msgId);
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 60_000, 'rating');
+    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
   });
 });

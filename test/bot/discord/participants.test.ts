@@ -55,7 +55,7 @@ async function play(user: FakeUser, reply: (task: TaskRecord & BackendTask) => s
   const task = tasks.find((t) => t.description === session.task.description)!;
   await new Promise((r) => setTimeout(r, waitMs));
   h.fake.say(user, threadId, reply(task));
-  const rating = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 60_000, 'rating buttons');
+  const rating = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating buttons');
   const click = h.fake.click(user, rating, `rate:${session.id}:4`);
   await h.reply(click, (s) => s.content.includes('you rated the agent 4/5'), 'rating thanks');
   return session.id;
@@ -178,7 +178,7 @@ describe('collaborator quality over the fake Discord', () => {
     expect(session.experimentId).toBeNull();
     await new Promise((r) => setTimeout(r, 2_000));
     h.fake.say(gus, threadId, 'Each extra unit costs 98765.43 and totals are rounded to 7 places.');
-    const rating = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((m) => m.content.startsWith('How helpful')), 60_000, 'rating buttons');
+    const rating = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((m) => m.content.includes('How helpful')), 60_000, 'rating buttons');
     await h.reply(h.fake.click(gus, rating, `rate:${session.id}:4`), (m) => m.content.includes('you rated the agent 4/5'), 'rating thanks');
     const evaluated = await h.tdb.prisma.evaluation.findUniqueOrThrow({ where: { sessionId: session.id } });
     expect(evaluated.success).toBe(true); // the source's answer, scored by the real evaluator

@@ -55,7 +55,7 @@ describe('/privacy delete', () => {
     h.fake.say(erin, threadId, sentences[0]!);
     await h.agentMessage(threadId, 2);
     h.fake.say(erin, threadId, sentences[1]!);
-    const rating = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 60_000, 'rating');
+    const rating = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
     await h.reply(h.fake.click(erin, rating, `rate:${(await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } })).id}:4`), (s) => s.kind === 'original' || s.kind === 'edit');
     const otherRun = await h.startSession(other, 'backend');
     await h.agentMessage(otherRun.threadId, 1);
@@ -129,7 +129,7 @@ describe('/privacy delete', () => {
       h.fake.say(who, threadId, lines[0]!);
       await h.agentMessage(threadId, 2);
       h.fake.say(who, threadId, lines[1]!);
-      await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 60_000, 'rating');
+      await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
       return h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } });
     };
     const anaSession = await play(ana, anaSays);

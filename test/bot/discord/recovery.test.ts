@@ -66,7 +66,7 @@ describe('Discord bot recovery', () => {
 
     // Alice's session continues: the agent answers her stored message once, then result and rating.
     await h.agentMessage(a.threadId, 2);
-    await h.fake.waitFor(() => h.fake.inChannel(a.threadId).find((s) => s.content.startsWith('How helpful')), 60_000, 'rating after resume');
+    await h.fake.waitFor(() => h.fake.inChannel(a.threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating after resume');
     const turns = await h.tdb.prisma.turn.findMany({ where: { session: { participantId: aliceP.id } }, orderBy: { index: 'asc' } });
     expect(turns.map((t) => t.role)).toEqual(['agent', 'human', 'agent']);
     expect(turns[1]!.externalMessageId).toBe(msgId);
@@ -85,7 +85,7 @@ describe('Discord bot recovery', () => {
     // And Bob's session goes on in the same thread with the new process.
     h.fake.say(bob, bobThread, 'Nothing special.');
     await h.agentMessage(bobThread, 2);
-    await h.fake.waitFor(() => h.fake.inChannel(bobThread).find((s) => s.content.startsWith('How helpful')), 60_000, 'Bob\'s rating');
+    await h.fake.waitFor(() => h.fake.inChannel(bobThread).find((s) => s.content.includes('How helpful')), 60_000, 'Bob\'s rating');
   });
 
   it('keeps a session whose first posts Discord refused, and finishes it after a restart', async () => {

@@ -70,7 +70,7 @@ describe('/mod study status', () => {
     const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
     await h.agentMessage(threadId, 1);
     h.fake.say(ann, threadId, 'The usual cases, please.');
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 60_000, 'the rating prompt');
+    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'the rating prompt');
 
     const mod = h.fake.user('mod-a');
     const r = await answer(h.fake.command(mod, 'mod', 'study status', {}, { moderator: true }), '/mod study status');

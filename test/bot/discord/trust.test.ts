@@ -59,7 +59,7 @@ describe('guilds and roles', () => {
     const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
     await h.agentMessage(threadId, 1);
     h.fake.say(user, threadId, 'Nothing special.');
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 60_000, 'rating');
+    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
     return (await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } })).id;
   }
 
@@ -187,7 +187,7 @@ describe('guilds and roles', () => {
     expect(refusal.content).toMatch(/61 characters long; the limit is 60/);
     expect(await h.tdb.prisma.turn.count({ where: { content: long } })).toBe(0);
     h.fake.say(dan, threadId, 'Nothing special.');
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('How helpful')), 60_000, 'rating');
+    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
 
     const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: dan.id } });
     const sessionsBefore = await h.tdb.prisma.session.count({ where: { participantId: p.id } });

@@ -135,7 +135,7 @@ describe('Scoring under load on Discord: 20 answers at once, a pool of 2, a rest
 
     await h.startBot();
     await h.fake.waitFor(async () => (await evaluations()) === PEOPLE || null, 120_000, 'every answer scored');
-    const ratingPrompts = (t: string) => h.fake.inChannel(t).filter((s) => s.content.startsWith('How helpful'));
+    const ratingPrompts = (t: string) => h.fake.inChannel(t).filter((s) => s.content.includes('How helpful'));
     await h.fake.waitFor(async () => (await h.tdb.prisma.session.count({ where: { ratingAskedAt: { not: null } } })) === PEOPLE || null, 60_000, 'every rating prompt');
 
     // Once each: the sandbox ran every answer exactly once, never more than two at a time.

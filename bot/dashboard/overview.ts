@@ -4,7 +4,8 @@
 // only), and the payouts that only operators see. Training runs are runs.ts.
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { meanIntervalOf, pairedBootstrap, type Interval } from '../../tasks/stats.ts';
-import { bradleyTerryTable, type Judgement } from '../../tasks/bradley-terry.ts';
+import { bradleyTerryTable, type BradleyTerryRow, type Judgement } from '../../tasks/bradley-terry.ts';
+import { createHash } from 'node:crypto';
 import { deployedPolicy } from '../../prisma/policy-store.ts';
 import { studyProgress, studyVisibleTo, type StudyProgress } from '../study-progress.ts';
 import { studyPayouts, studyPayTotal, type Payouts } from '../study-payouts.ts';
@@ -117,6 +118,18 @@ async function runLineage(prisma: PrismaClient, runIds: string[]): Promise<Map<s
   return new Map(rows.map((r) => [r.id, { trainedOn: r.trainedOn, filter: r.snapFilter ?? r.configFilter ?? null }]));
 }
 
+// The seeded bootstrap gives the same table for the same judgements, so the last one is kept until a judgement
+// arrives or goes (500 fits over 20,000 judgements are most of /policies' time: bench/RESULTS.md, Dashboard).
+let lastTable: { key: string; rows: BradleyTerryRow[] } | undefined;
+
+function bradleyTerryOf(players: string[], judgements: readonly Judgement[]): BradleyTerryRow[] {
+  const h = createHash('sha256').update(players.join('\n'));
+  for (const j of judgements) h.update(`\n${j.a}\t${j.b}\t${j.outcome}`);
+  const key = h.digest('hex');
+  if (lastTable?.key !== key) lastTable = { key, rows: bradleyTerryTable(players, judgements, { resamples: 500, seed: 11 }) };
+  return lastTable.rows;
+}
+
 export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
   const [versions, judgements, backend, frontend, experiments] = await Promise.all([
     prisma.policyVersion.findMany({
@@ -149,7 +162,7 @@ export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
       };
     }),
     leaderboards: { backend, frontend },
-    bradleyTerry: { judgements: judgements.length, rows: players.length >= 2 ? bradleyTerryTable(players, judgements, { resamples: 500, seed: 11 }) : [] },
+    bradleyTerry: { judgements: judgements.length, rows: players.length >= 2 ? bradleyTerryOf(players, judgements) : [] },
     experiments,
   };
 }

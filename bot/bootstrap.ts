@@ -9,6 +9,10 @@ import { STARTER_ALGORITHM, deployedPolicy, registerVersion, servesOnlyStarter, 
 export async function migrateDatabase(db: Database, log?: Logger): Promise<string[]> {
   const { migrate } = await import('../prisma/migrate.ts');
   const { applied } = await migrate(db, log ? { log } : {});
+  // Sessions that ended before Session.activeMs existed get it once here, so pay and the dashboard read a number.
+  const { recordActiveTimes } = await import('../prisma/active-time-store.ts');
+  const filled = await recordActiveTimes(db.prisma);
+  if (filled) log?.info({ sessions: filled }, 'recorded the active time of sessions that ended before it was stored');
   return applied;
 }
 

@@ -1,6 +1,7 @@
 // The moderators' writes: collection paused or resumed, bans lifted or laid, sessions flagged and flags closed,
 // the roles people act in, the share of gold checks, and the audit row each of them writes in its own
 // transaction. Who may do what is decided by the callers (bot/moderation.ts, bot/gold.ts).
+import { recordActiveTimes } from './active-time-store.ts';
 import type { Prisma, PrismaClient } from './generated/client.ts';
 
 /** Setting keys (the Setting table): collection paused, and the share of new sessions that are gold checks. */
@@ -58,6 +59,7 @@ export async function recordBan(prisma: PrismaClient, actor: AuditActor, externa
     const where = { participantId: p.id, status: 'active' as const, ...(everywhere ? {} : { guildId: o.guildId }) };
     const active = await tx.session.findMany({ where, select: { id: true } });
     await tx.session.updateMany({ where, data: { status: 'abandoned', endedAt: now, endReason: 'banned' } });
+    await recordActiveTimes(tx, active.map((s) => s.id));
     await audit(tx, actor, everywhere ? 'participant.ban' : 'participant.guild-ban', externalId, { reason: o.reason, endedSessions: active.map((s) => s.id) });
     return active.map((s) => s.id);
   });

@@ -7,6 +7,7 @@
 //   (sessionReward below). Recomputed whenever the evaluation or the rating changes.
 // Each function takes a client or a transaction and does its writes in one transaction of its own when given a
 // client, so a caller that retries on a lost connection never half-writes.
+import { recordActiveTimes } from './active-time-store.ts';
 import type { TaskContent, TaskKind } from '../tasks/model.ts';
 import type { TurnProvenance } from '../tasks/agent.ts';
 import { sanitizeText, type EndReason } from '../tasks/protocol.ts';
@@ -132,6 +133,7 @@ export async function appendAgentTurn(prisma: PrismaClient, sessionId: string, t
         ...(answered ? { status: 'answered', answer: answered.answer, endedAt: at, endReason: answered.endReason } : {}),
       },
     });
+    if (answered) await recordActiveTimes(tx, [sessionId]);
     return turn;
   });
 }
@@ -179,6 +181,7 @@ export async function endSession(prisma: PrismaClient, sessionId: string, status
     where: { id: sessionId, status: 'active', ...(onlyIfIdleSince ? { lastActivityAt: { lt: onlyIfIdleSince } } : {}) },
     data: { status, endedAt: at, endReason: endReason.slice(0, 500) },
   });
+  if (r.count === 1) await recordActiveTimes(prisma, [sessionId]);
   return r.count === 1;
 }
 
@@ -293,6 +296,7 @@ export async function storeFinishedSession(prisma: PrismaClient, s: FinishedSess
       ),
     });
     await tx.evaluation.create({ data: { sessionId: session.id, ...evaluationData(s.evaluation) } });
+    await recordActiveTimes(tx, [session.id]);
     return session.id;
   });
 }

@@ -45,16 +45,25 @@ export interface SessionTime {
 }
 
 /**
- * Each selected session's active time: the database gives one row a session with its moments joined into one
- * text (an index on Turn (sessionId, createdAt) reads them without the turns' rows), and activeMs sums them.
+ * A session's moments (its start, each turn, its end) as one text of epoch milliseconds, for the session `s`: an
+ * index on Turn (sessionId, createdAt) reads them without the turns' rows.
+ */
+export const MOMENTS = Prisma.sql`concat_ws(',', ${ms(Prisma.sql`s."startedAt"`)}, (SELECT string_agg(${ms(Prisma.sql`tu."createdAt"`)}, ',') FROM "Turn" tu WHERE tu."sessionId" = s.id), ${ms(Prisma.sql`s."endedAt"`)})`;
+
+/** tasks/study-pay.ts activeMs of MOMENTS' text. */
+export const activeMsOf = (moments: string | null): number => activeMs((moments ?? '').split(',').filter(Boolean).map(Number));
+
+/**
+ * Each selected session's active time: as stored when it ended (prisma/active-time-store.ts), else (active, or
+ * ended before the column existed) from its moments, which the database joins into one row a session.
  */
 export async function sessionTimes(prisma: PrismaClient | Tx, where: SessionSelector): Promise<SessionTime[]> {
-  const rows = await prisma.$queryRaw<{ id: string; participantId: string; externalId: string; status: SessionStatus; success: boolean | null; moments: string }[]>`
-    SELECT s.id, s."participantId", p."discordUserId" AS "externalId", s.status::text AS status, e.success,
-      concat_ws(',', ${ms(Prisma.sql`s."startedAt"`)}, (SELECT string_agg(${ms(Prisma.sql`tu."createdAt"`)}, ',') FROM "Turn" tu WHERE tu."sessionId" = s.id), ${ms(Prisma.sql`s."endedAt"`)}) AS moments
+  const rows = await prisma.$queryRaw<{ id: string; participantId: string; externalId: string; status: SessionStatus; success: boolean | null; activeMs: number | null; moments: string | null }[]>`
+    SELECT s.id, s."participantId", p."discordUserId" AS "externalId", s.status::text AS status, e.success, s."activeMs",
+      CASE WHEN s."activeMs" IS NULL THEN ${MOMENTS} END AS moments
     FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" LEFT JOIN "Evaluation" e ON e."sessionId" = s.id
     WHERE ${whereSql(where)}`;
-  return rows.map((r) => ({ id: r.id, participantId: r.participantId, externalId: r.externalId, status: r.status, success: r.success, activeMs: activeMs(r.moments.split(',').map(Number)) }));
+  return rows.map((r) => ({ id: r.id, participantId: r.participantId, externalId: r.externalId, status: r.status, success: r.success, activeMs: r.activeMs ?? activeMsOf(r.moments) }));
 }
 
 /** A study's active and answered sessions counted by task, version and status. */

@@ -27,8 +27,8 @@ export function registerMigrationCommands(program: Command): void {
     .action(async () => {
       const { db: database, log } = await openConfiguredDatabase();
       try {
-        const { migrate } = await import('../../prisma/migrate.ts');
-        const { applied } = await migrate(database, { log });
+        const { migrateDatabase } = await import('../../bot/bootstrap.ts');
+        const applied = await migrateDatabase(database, log);
         if (applied.length === 0) console.log(`${database.label}: already up to date, nothing applied`);
         else console.log(`${database.label}: applied ${applied.length} migration(s):\n${applied.map((n) => `  ${n}`).join('\n')}`);
       } finally {

@@ -16,6 +16,7 @@ import { migrate } from '../../prisma/migrate.ts';
 import type { PrismaClient, SessionStatus } from '../../prisma/generated/client.ts';
 import { sessionSummaries } from '../../prisma/session-summary.ts';
 import { sessionTimes } from '../../prisma/study-stats.ts';
+import { recordActiveTimes } from '../../prisma/active-time-store.ts';
 import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
 import { projectCompletion, projectionWindow, studyProgress } from '../../bot/study-progress.ts';
 import { studyPayouts, studyPayTotal } from '../../bot/study-payouts.ts';
@@ -190,6 +191,17 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
     for (const s of after) expect(s.activeMs).toBe(before.get(s.id));
     // A pause over the idle gap is left out somewhere, so the rule is exercised and not just the span.
     expect([...before.values()].some((ms) => ms > 0)).toBe(true);
+  });
+
+  it('gives the same figures once the ended sessions hold their active time (prisma/active-time-store.ts)', async () => {
+    const { prisma, study } = get();
+    const [progress, payouts, people] = [await progressBefore(prisma, study, NOW), await payoutsBefore(prisma, study), await peopleBefore(prisma, operator)];
+    expect(await recordActiveTimes(prisma)).toBeGreaterThan(0);
+    expect(await prisma.session.count({ where: { activeMs: null, endedAt: { not: null } } })).toBe(0);
+    expect(await prisma.session.count({ where: { activeMs: null } })).toBeGreaterThan(0); // active ones: read from moments
+    expect({ ...(await studyProgress(prisma, study, NOW)), starterOnly: undefined }).toEqual({ ...progress, starterOnly: undefined });
+    expect((await studyPayouts(prisma, study)).lines).toEqual(payouts.lines);
+    for (const r of await peopleOverview(prisma, operator, SALT)) expect(r.activeMinutes).toBeCloseTo(people.get(r.id)!.activeMinutes, 9);
   });
 }
 

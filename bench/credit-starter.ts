@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { checkMixture, createCreditCollaborator, createCreditDemonstrator, createCreditScorer, formatMixCheck, generateCreditTasks, type MixCheck } from '../tasks/credit.ts';
+import { creditDrills } from '../tasks/credit-drills.ts';
 import type { TaskRecord } from '../tasks/model.ts';
 import { buildDialogue, playEpisode } from '../tasks/protocol.ts';
 import { initBackend } from '../trainer/model/backend.ts';
@@ -35,6 +36,8 @@ export interface CreditStarterOptions {
   steps: number;
   peakLr?: number;
   size?: StarterSize;
+  /** A copy-drill phase before the games; absent: none. */
+  drillPhase?: { steps: number; peakLr: number; drills: number; shape: 'credit' | 'generic' };
   log: (line: string) => void;
 }
 
@@ -58,7 +61,8 @@ export async function buildCreditStarter(o: CreditStarterOptions): Promise<Start
     size: o.size ?? CREDIT_STARTER_SIZE,
     variedTasks: 0,
     copyDrills: 0,
-    copyDrillPhase: null,
+    copyDrillPhase: o.drillPhase ? { steps: o.drillPhase.steps, peakLr: o.drillPhase.peakLr, drills: o.drillPhase.drills } : null,
+    ...(o.drillPhase?.shape === 'credit' ? { drillDialogues: { name: 'credit-drills', make: creditDrills } } : {}),
     shipped: false,
     progress: 'lines',
     log: o.log,
@@ -102,6 +106,10 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       'vocab-size': { type: 'string' },
       'hidden-size': { type: 'string' },
       layers: { type: 'string' },
+      'drill-steps': { type: 'string', default: '0' },
+      'drill-lr': { type: 'string', default: '1e-3' },
+      drills: { type: 'string', default: '3000' },
+      'drill-shape': { type: 'string', default: 'credit' },
       dir: { type: 'string', default: 'data/bench/credit-starter' },
     },
   });
@@ -124,6 +132,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       ...(a['hidden-size'] ? { hiddenSize: Number(a['hidden-size']), intermediateSize: Math.round(Number(a['hidden-size']) * 2.75) } : {}),
       ...(a.layers ? { numLayers: Number(a.layers) } : {}),
     },
+    ...(Number(a['drill-steps']) > 0
+      ? { drillPhase: { steps: Number(a['drill-steps']), peakLr: Number(a['drill-lr']), drills: Number(a.drills), shape: a['drill-shape'] === 'generic' ? 'generic' : 'credit' } as const }
+      : {}),
     log,
   });
   const built = (Date.now() - t0) / 1000;

@@ -5,6 +5,8 @@
 //
 //   npx tsx bench/credit-starter.ts [--seed 1] [--starter-games 1500] [--starter-steps 500] [--test-tasks 100]
 //                                [--peak-lr 2e-3] [--vocab-size 512] [--hidden-size 64] [--layers 2]
+//                                [--drill-steps 1500] [--drill-lr 1e-3] [--drills 6000] [--drill-shape credit|generic]
+// (--drill-steps 0: no copy-drill phase, the starter of the first runs)
 import { join, resolve } from 'node:path';
 import { rmSync } from 'node:fs';
 import os from 'node:os';
@@ -17,7 +19,7 @@ import { creditDrills } from '../tasks/credit-drills.ts';
 import type { TaskRecord } from '../tasks/model.ts';
 import { buildDialogue, playEpisode } from '../tasks/protocol.ts';
 import { initBackend } from '../trainer/model/backend.ts';
-import { buildStarterPolicy, type StarterReport, type StarterSize } from '../trainer/recipes/starter.ts';
+import { buildStarterPolicy, type CopyDrillPhase, type StarterReport, type StarterSize } from '../trainer/recipes/starter.ts';
 import { simulate, type CollaboratorFactory } from '../trainer/simulate.ts';
 
 export const CREDIT_COLLABORATOR: CollaboratorFactory = { name: 'credit-collaborator', create: (t) => createCreditCollaborator(t) };
@@ -29,6 +31,18 @@ export const CREDIT_COLLABORATOR: CollaboratorFactory = { name: 'credit-collabor
  */
 export const CREDIT_STARTER_SIZE: StarterSize = { vocabSize: 512, hiddenSize: 64, intermediateSize: 176, numLayers: 2, numHeads: 4, numKvHeads: 2, contextLength: 512 };
 
+export interface CreditDrillPhase extends CopyDrillPhase {
+  /** 'credit': tasks/credit-drills.ts (lookup by key, key lists); 'generic': ColBench's copy-drills.ts. */
+  shape: 'credit' | 'generic';
+}
+
+/**
+ * The copy-drill phase the credit starter runs before the games (bench/credit/README.md, amendment of
+ * 2026-12-06): without it the starter copied 0-4 % of the told values and asked useless questions in 55-82 % of
+ * first messages (bench/HISTORY.md, "Credit assignment"), so the premise of the design failed.
+ */
+export const CREDIT_DRILL_PHASE: CreditDrillPhase = { steps: 1500, peakLr: 1e-3, drills: 6000, shape: 'credit' };
+
 export interface CreditStarterOptions {
   dir: string;
   seed: number;
@@ -36,8 +50,8 @@ export interface CreditStarterOptions {
   steps: number;
   peakLr?: number;
   size?: StarterSize;
-  /** A copy-drill phase before the games; absent: none. */
-  drillPhase?: { steps: number; peakLr: number; drills: number; shape: 'credit' | 'generic' };
+  /** The copy-drill phase before the games; absent: CREDIT_DRILL_PHASE; null: none (the first runs' starter). */
+  drillPhase?: CreditDrillPhase | null;
   log: (line: string) => void;
 }
 
@@ -50,6 +64,7 @@ export async function buildCreditStarter(o: CreditStarterOptions): Promise<Start
     dialogues.push(buildDialogue(task, ep.turns));
   }
   rmSync(o.dir, { recursive: true, force: true });
+  const phase = o.drillPhase === undefined ? CREDIT_DRILL_PHASE : o.drillPhase;
   return buildStarterPolicy({
     dir: o.dir,
     seed: o.seed,
@@ -61,8 +76,8 @@ export async function buildCreditStarter(o: CreditStarterOptions): Promise<Start
     size: o.size ?? CREDIT_STARTER_SIZE,
     variedTasks: 0,
     copyDrills: 0,
-    copyDrillPhase: o.drillPhase ? { steps: o.drillPhase.steps, peakLr: o.drillPhase.peakLr, drills: o.drillPhase.drills } : null,
-    ...(o.drillPhase?.shape === 'credit' ? { drillDialogues: { name: 'credit-drills', make: creditDrills } } : {}),
+    copyDrillPhase: phase ? { steps: phase.steps, peakLr: phase.peakLr, drills: phase.drills } : null,
+    ...(phase?.shape === 'credit' ? { drillDialogues: { name: 'credit-drills', make: creditDrills } } : {}),
     shipped: false,
     progress: 'lines',
     log: o.log,
@@ -106,10 +121,10 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       'vocab-size': { type: 'string' },
       'hidden-size': { type: 'string' },
       layers: { type: 'string' },
-      'drill-steps': { type: 'string', default: '0' },
-      'drill-lr': { type: 'string', default: '1e-3' },
-      drills: { type: 'string', default: '3000' },
-      'drill-shape': { type: 'string', default: 'credit' },
+      'drill-steps': { type: 'string', default: String(CREDIT_DRILL_PHASE.steps) },
+      'drill-lr': { type: 'string', default: String(CREDIT_DRILL_PHASE.peakLr) },
+      drills: { type: 'string', default: String(CREDIT_DRILL_PHASE.drills) },
+      'drill-shape': { type: 'string', default: CREDIT_DRILL_PHASE.shape },
       dir: { type: 'string', default: 'data/bench/credit-starter' },
     },
   });
@@ -132,9 +147,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       ...(a['hidden-size'] ? { hiddenSize: Number(a['hidden-size']), intermediateSize: Math.round(Number(a['hidden-size']) * 2.75) } : {}),
       ...(a.layers ? { numLayers: Number(a.layers) } : {}),
     },
-    ...(Number(a['drill-steps']) > 0
-      ? { drillPhase: { steps: Number(a['drill-steps']), peakLr: Number(a['drill-lr']), drills: Number(a.drills), shape: a['drill-shape'] === 'generic' ? 'generic' : 'credit' } as const }
-      : {}),
+    drillPhase: Number(a['drill-steps']) > 0 ? { steps: Number(a['drill-steps']), peakLr: Number(a['drill-lr']), drills: Number(a.drills), shape: a['drill-shape'] === 'generic' ? 'generic' : 'credit' } : null,
     log,
   });
   const built = (Date.now() - t0) / 1000;

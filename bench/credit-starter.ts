@@ -38,8 +38,8 @@ export interface CreditDrillPhase extends CopyDrillPhase {
 
 /**
  * The copy-drill phase the credit starter runs before the games (bench/credit/README.md, amendment of
- * 2026-12-06): without it the starter copied 0-4 % of the told values and asked useless questions in 55-82 % of
- * first messages (bench/HISTORY.md, "Credit assignment"), so the premise of the design failed.
+ * 2026-12-06): without it the starter copied 0-4 % of the told values and asked useless questions in 55-69 % of
+ * its first messages, sampled (bench/HISTORY.md, "Credit assignment"), so the premise of the design failed.
  */
 export const CREDIT_DRILL_PHASE: CreditDrillPhase = { steps: 1500, peakLr: 1e-3, drills: 6000, shape: 'credit' };
 

@@ -8,7 +8,7 @@
 //                                [--drill-steps 1500] [--drill-lr 1e-3] [--drills 6000] [--drill-shape credit|generic]
 // (--drill-steps 0: no copy-drill phase, the starter of the first runs)
 import { join, resolve } from 'node:path';
-import { rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -19,7 +19,7 @@ import { creditDrills } from '../tasks/credit-drills.ts';
 import type { TaskRecord } from '../tasks/model.ts';
 import { buildDialogue, playEpisode } from '../tasks/protocol.ts';
 import { initBackend } from '../trainer/model/backend.ts';
-import { buildStarterPolicy, type CopyDrillPhase, type StarterReport, type StarterSize } from '../trainer/recipes/starter.ts';
+import { buildStarterPolicy, STARTER_MANIFEST, type CopyDrillPhase, type StarterReport, type StarterSize } from '../trainer/recipes/starter.ts';
 import { simulate, type CollaboratorFactory } from '../trainer/simulate.ts';
 
 export const CREDIT_COLLABORATOR: CollaboratorFactory = { name: 'credit-collaborator', create: (t) => createCreditCollaborator(t) };
@@ -82,6 +82,20 @@ export async function buildCreditStarter(o: CreditStarterOptions): Promise<Start
     progress: 'lines',
     log: o.log,
   });
+}
+
+/**
+ * Copies a starter built earlier (by `bench/credit-starter.ts`) into dir and returns its manifest's report: the
+ * same build the benchmark would make when its recipe and seed are the same (the build is deterministic), without
+ * its minutes. The caller checks that they are; the recipe is logged for that.
+ */
+export async function copyStarter(from: string, dir: string, log: (line: string) => void): Promise<StarterReport> {
+  const manifest = JSON.parse(readFileSync(join(from, STARTER_MANIFEST), 'utf8')) as StarterReport & { files: Record<string, string> };
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const f of [...Object.keys(manifest.files), STARTER_MANIFEST]) copyFileSync(join(from, f), join(dir, f));
+  log(`starter: copied from ${from}, recipe ${JSON.stringify(manifest.recipe)}, loss ${manifest.initialLoss.toFixed(3)} -> ${manifest.finalLoss.toFixed(3)}`);
+  return { ...manifest, losses: [], seconds: 0, cpuSeconds: 0 };
 }
 
 export interface StarterCheck {

@@ -5,7 +5,7 @@
 //
 //   npm run bench:credit -- [--seed 1] [--tasks 120] [--episodes-per-task 3] [--test-tasks 100]
 //                           [--starter-games 1500] [--starter-steps 500] [--starter-vocab 512] [--starter-drill-steps 1500]
-//                           [--dir data/bench/credit] [--keep]
+//                           [--starter-from DIR] [--dir data/bench/credit] [--keep]
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import os from 'node:os';
@@ -19,7 +19,7 @@ import { classifyMoves, createCreditScorer, demonstratorSuccess, generateCreditT
 import { spearman } from '../tasks/stats.ts';
 import { meanLogRatio } from '../trainer/losses.ts';
 import { initBackend } from '../trainer/model/backend.ts';
-import { buildCreditStarter, checkCreditStarter, CREDIT_COLLABORATOR, CREDIT_DRILL_PHASE, CREDIT_STARTER_SIZE, formatStarterCheck } from './credit-starter.ts';
+import { buildCreditStarter, checkCreditStarter, copyStarter, CREDIT_COLLABORATOR, CREDIT_DRILL_PHASE, CREDIT_STARTER_SIZE, formatStarterCheck } from './credit-starter.ts';
 import { checkpointSha256 } from '../trainer/model/checkpoint.ts';
 import { comparePaired, outcomes, summarise, type PairedComparison } from '../trainer/evaluate.ts';
 import { trainConfig } from '../trainer/presets.ts';
@@ -39,6 +39,9 @@ const { values: a } = parseArgs({
     'starter-steps': { type: 'string', default: '500' },
     'starter-vocab': { type: 'string', default: '512' },
     'starter-drill-steps': { type: 'string', default: String(CREDIT_DRILL_PHASE.steps) },
+    // A starter already built by bench/credit-starter.ts with this seed and these settings, used instead of
+    // building it again (the build is most of a seed's time); its manifest's recipe is printed and recorded.
+    'starter-from': { type: 'string' },
     'max-steps': { type: 'string', default: '0' },
     dir: { type: 'string', default: 'data/bench/credit' },
     keep: { type: 'boolean', default: false },
@@ -91,7 +94,7 @@ try {
 
   // 1. The starter: supervised on the demonstrator's games (its own train-split task stream).
   const starterDir = join(dir, 'starter');
-  const starter = await time('starter', () => buildCreditStarter({ dir: starterDir, seed, games: starterGames, steps: starterSteps, size: { ...CREDIT_STARTER_SIZE, vocabSize: starterVocab }, drillPhase, log }));
+  const starter = await time('starter', () => a['starter-from'] ? copyStarter(resolve(String(a['starter-from'])), starterDir, log) : buildCreditStarter({ dir: starterDir, seed, games: starterGames, steps: starterSteps, size: { ...CREDIT_STARTER_SIZE, vocabSize: starterVocab }, drillPhase, log }));
   // The premise: the starter plays the demonstrator's mixture and copies what it was told (checked, not assumed).
   const starterCheck = await time('starter-check', () => checkCreditStarter(starterDir, testTasks, seed + 13));
   for (const line of formatStarterCheck(starterCheck)) log(line);
@@ -210,7 +213,7 @@ try {
       collectedSessions: collected.length,
       collectedSuccesses: collected.filter((g) => g.evaluation.success).length,
       demonstratorSuccess: demonstratorSuccess(),
-      starter: { steps: starterSteps, games: starterGames, vocabSize: starterVocab, drillPhase, loss: [starter.initialLoss, starter.finalLoss], check: starterCheck },
+      starter: { steps: starterSteps, games: starterGames, vocabSize: starterVocab, drillPhase, from: a['starter-from'] ?? null, recipe: starter.recipe, loss: [starter.initialLoss, starter.finalLoss], check: starterCheck },
       optimum: { success: 1, score: 1, messages: 4 },
       results,
       sweetVsMtdpo,

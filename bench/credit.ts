@@ -4,7 +4,7 @@
 // move shares, and the SWEET-RL critic's per-turn advantages against the true value of each move.
 //
 //   npm run bench:credit -- [--seed 1] [--tasks 120] [--episodes-per-task 3] [--test-tasks 100]
-//                           [--starter-games 1500] [--starter-steps 500] [--starter-vocab 512] [--starter-drill-steps 1500]
+//                           [--starter-games 1500] [--starter-steps 500] [--starter-vocab 512] [--starter-drill-steps 0]
 //                           [--starter-from DIR] [--dir data/bench/credit] [--keep]
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -38,7 +38,7 @@ const { values: a } = parseArgs({
     'starter-games': { type: 'string', default: '1500' },
     'starter-steps': { type: 'string', default: '500' },
     'starter-vocab': { type: 'string', default: '512' },
-    'starter-drill-steps': { type: 'string', default: String(CREDIT_DRILL_PHASE.steps) },
+    'starter-drill-steps': { type: 'string', default: '0' },
     // A starter already built by bench/credit-starter.ts with this seed and these settings, used instead of
     // building it again (the build is most of a seed's time); its manifest's recipe is printed and recorded.
     'starter-from': { type: 'string' },
@@ -59,7 +59,7 @@ const testCount = int('test-tasks');
 const starterGames = int('starter-games');
 const starterSteps = int('starter-steps');
 const starterVocab = int('starter-vocab');
-// The starter's copy-drill phase (bench/credit/README.md, amendment of 2026-12-06); 0: none, as first run.
+// A copy-drill phase for the starter (CREDIT_DRILL_PHASE with this many updates); 0, the design's default: none.
 const drillSteps = int('starter-drill-steps');
 const drillPhase = drillSteps ? { ...CREDIT_DRILL_PHASE, steps: drillSteps } : null;
 const maxSteps = int('max-steps');

@@ -40,7 +40,7 @@ export interface CreditDrillPhase extends CopyDrillPhase {
  * A copy-drill phase for the credit starter, tried because the starter as designed copied 0-4 % of the told values
  * and asked useless questions in 55-69 % of its first messages, sampled (bench/HISTORY.md, "Credit assignment").
  * Measured on seed 1 (2026-12-06): it helps (8-12 % copied, 35-48 % useless first questions) but is not enough,
- * and the build costs ~920 CPU s, over a seed's 15 minutes; so not the design's default (bench/credit/README.md).
+ * and the build costs 919 CPU s, over a seed's 15 minutes; so not the design's default (bench/credit/README.md).
  */
 export const CREDIT_DRILL_PHASE: CreditDrillPhase = { steps: 1500, peakLr: 1e-3, drills: 6000, shape: 'credit' };
 

@@ -4,7 +4,8 @@
 // move shares, and the SWEET-RL critic's per-turn advantages against the true value of each move.
 //
 //   npm run bench:credit -- [--seed 1] [--tasks 120] [--episodes-per-task 3] [--test-tasks 100]
-//                           [--starter-games 1500] [--starter-steps 500] [--starter-vocab 512] [--dir data/bench/credit] [--keep]
+//                           [--starter-games 1500] [--starter-steps 500] [--starter-vocab 512] [--starter-drill-steps 0]
+//                           [--starter-from DIR] [--dir data/bench/credit] [--keep]
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import os from 'node:os';
@@ -18,7 +19,7 @@ import { classifyMoves, createCreditScorer, demonstratorSuccess, generateCreditT
 import { spearman } from '../tasks/stats.ts';
 import { meanLogRatio } from '../trainer/losses.ts';
 import { initBackend } from '../trainer/model/backend.ts';
-import { buildCreditStarter, checkCreditStarter, CREDIT_COLLABORATOR, CREDIT_STARTER_SIZE, formatStarterCheck } from './credit-starter.ts';
+import { buildCreditStarter, checkCreditStarter, copyStarter, CREDIT_COLLABORATOR, CREDIT_DRILL_PHASE, CREDIT_STARTER_SIZE, formatStarterCheck } from './credit-starter.ts';
 import { checkpointSha256 } from '../trainer/model/checkpoint.ts';
 import { comparePaired, outcomes, summarise, type PairedComparison } from '../trainer/evaluate.ts';
 import { trainConfig } from '../trainer/presets.ts';
@@ -37,6 +38,10 @@ const { values: a } = parseArgs({
     'starter-games': { type: 'string', default: '1500' },
     'starter-steps': { type: 'string', default: '500' },
     'starter-vocab': { type: 'string', default: '512' },
+    'starter-drill-steps': { type: 'string', default: '0' },
+    // A starter already built by bench/credit-starter.ts with this seed and these settings, used instead of
+    // building it again (the build is most of a seed's time); its manifest's recipe is printed and recorded.
+    'starter-from': { type: 'string' },
     'max-steps': { type: 'string', default: '0' },
     dir: { type: 'string', default: 'data/bench/credit' },
     keep: { type: 'boolean', default: false },
@@ -54,6 +59,9 @@ const testCount = int('test-tasks');
 const starterGames = int('starter-games');
 const starterSteps = int('starter-steps');
 const starterVocab = int('starter-vocab');
+// A copy-drill phase for the starter (CREDIT_DRILL_PHASE with this many updates); 0, the design's default: none.
+const drillSteps = int('starter-drill-steps');
+const drillPhase = drillSteps ? { ...CREDIT_DRILL_PHASE, steps: drillSteps } : null;
 const maxSteps = int('max-steps');
 const dir = resolve(join(String(a.dir), `seed-${seed}`));
 const t0 = Date.now();
@@ -86,7 +94,7 @@ try {
 
   // 1. The starter: supervised on the demonstrator's games (its own train-split task stream).
   const starterDir = join(dir, 'starter');
-  const starter = await time('starter', () => buildCreditStarter({ dir: starterDir, seed, games: starterGames, steps: starterSteps, size: { ...CREDIT_STARTER_SIZE, vocabSize: starterVocab }, log }));
+  const starter = await time('starter', () => a['starter-from'] ? copyStarter(resolve(String(a['starter-from'])), starterDir, log) : buildCreditStarter({ dir: starterDir, seed, games: starterGames, steps: starterSteps, size: { ...CREDIT_STARTER_SIZE, vocabSize: starterVocab }, drillPhase, log }));
   // The premise: the starter plays the demonstrator's mixture and copies what it was told (checked, not assumed).
   const starterCheck = await time('starter-check', () => checkCreditStarter(starterDir, testTasks, seed + 13));
   for (const line of formatStarterCheck(starterCheck)) log(line);
@@ -205,7 +213,7 @@ try {
       collectedSessions: collected.length,
       collectedSuccesses: collected.filter((g) => g.evaluation.success).length,
       demonstratorSuccess: demonstratorSuccess(),
-      starter: { steps: starterSteps, games: starterGames, vocabSize: starterVocab, loss: [starter.initialLoss, starter.finalLoss], check: starterCheck },
+      starter: { steps: starterSteps, games: starterGames, vocabSize: starterVocab, drillPhase, from: a['starter-from'] ?? null, recipe: starter.recipe, loss: [starter.initialLoss, starter.finalLoss], check: starterCheck },
       optimum: { success: 1, score: 1, messages: 4 },
       results,
       sweetVsMtdpo,

@@ -14,6 +14,7 @@ import { generateMiniTasks } from '../../../tasks/mini.ts';
 import { miniMeta } from '../../../tasks/mini-model.ts';
 import { miniTemplate } from '../../../tasks/mini-templates.ts';
 import type { TaskRecord } from '../../../tasks/model.ts';
+import { creditDrills } from '../../../tasks/credit-drills.ts';
 
 let root: string;
 
@@ -141,6 +142,31 @@ describe('starter policy', () => {
     // The drills' words are in the tokenizer's training text too.
     expect(built.sha256).not.toBe(plain.sha256);
     await expect(ensureStarterPolicy({ ...tinyOptions(join(root, 'bad-phase')), copyDrillPhase: { ...phase, steps: 0 } })).rejects.toThrow(/copyDrillPhase needs/);
+  });
+
+  it('runs the copy-drill phase on the drills it is given instead of the standard ones, and records whose', async () => {
+    const phase = { steps: 3, peakLr: 1e-3, drills: 20 };
+    const asked: [number, number][] = [];
+    const source = {
+      name: 'credit-drills',
+      make: (seed: number, count: number) => {
+        asked.push([seed, count]);
+        return creditDrills(seed, count);
+      },
+    };
+    const generic = await ensureStarterPolicy({ ...tinyOptions(join(root, 'generic-drills')), copyDrillPhase: phase, shipped: false });
+    const dir = join(root, 'credit-drills');
+    const built = await ensureStarterPolicy({ ...tinyOptions(dir), copyDrillPhase: phase, drillDialogues: source, shipped: false });
+    expect(asked).toHaveLength(1);
+    expect(asked[0]![1]).toBe(20);
+    expect(built.report!.trainDialogues).toBe(generic.report!.trainDialogues);
+    expect(built.report!.recipe.copyDrillPhase).toEqual({ ...phase, source: 'credit-drills' });
+    expect(JSON.parse(await readFile(join(dir, 'starter.json'), 'utf8')).recipe.copyDrillPhase.source).toBe('credit-drills');
+    // Other drills, other tokens and weights: the phase trained on the drills given.
+    expect(built.sha256).not.toBe(generic.sha256);
+    // Not reused for a request of the standard drills (the recipes differ), nor the standard build for this one.
+    expect(recipeOf({ seed: 7, copyDrillPhase: phase })).not.toEqual(recipeOf({ seed: 7, copyDrillPhase: phase, drillDialogues: source }));
+    expect(DEFAULT_RECIPE.copyDrillPhase!.source).toBeUndefined();
   });
 
   it('builds a loadable checkpoint whose loss went down, reuses it, and rebuilds it identically when damaged', async () => {

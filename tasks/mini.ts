@@ -12,8 +12,6 @@ import type { FactSpec, FactValue, MiniMeta, MiniTemplate, Rng, WithheldFact } f
 import { pick, py, randInt, valueOf } from './mini-source.ts';
 import { MINI_TEMPLATES, UNITS, miniTemplate } from './mini-templates.ts';
 
-// trainer/recipes/starter.ts takes the templates from here; the other callers import mini-templates.ts.
-export { MINI_TEMPLATES };
 
 const OPENERS = ['', '', 'Hi! ', 'Hello, quick one. ', 'Hey there. ', 'Hi, I could use some help. ', 'Good morning! '];
 const PRODUCTS = ['handmade candles', 'loose-leaf tea', 'board games', 'yarn', 'art prints', 'soap', 'coffee beans'];

@@ -1,7 +1,7 @@
 // The starter's training dialogues (trainer/recipes/starter.ts): the expert's games on ColBench-mini tasks,
 // the copy drills mixed in, answers compacted. The trainer's rehearsal replays the same mix.
 import type { Agent, ChatMessage } from '../../tasks/agent.ts';
-import { MINI_TEMPLATES } from '../../tasks/mini.ts';
+import { MINI_TEMPLATES } from '../../tasks/mini-templates.ts';
 import { ANSWER_MARKER } from '../../tasks/protocol.ts';
 import { seededRandom } from '../../tasks/random.ts';
 import { copyDrills } from './copy-drills.ts';

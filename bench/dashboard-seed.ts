@@ -8,6 +8,7 @@ import type { PrismaClient } from '../prisma/generated/client.ts';
 import { createStudy, recordCalibration } from '../prisma/study-store.ts';
 import { calibrationRows, METRICS } from '../tasks/calibration.ts';
 import { seedSessionRows } from './seed-sessions.ts';
+import { recordActiveTimes } from '../prisma/active-time-store.ts';
 
 export async function seedSessions(url: string, n: number): Promise<void> {
   const pool = new pg.Pool({ connectionString: url, max: 1 });
@@ -34,6 +35,9 @@ export async function seedSessions(url: string, n: number): Promise<void> {
 
 /** Studies, calibrations, training runs, gate games, preferences and quality scores around the sessions. */
 export async function seedAround(url: string, prisma: PrismaClient): Promise<void> {
+  // The generated sessions ended without the bot, so their active time is filled as a migration fills older
+  // sessions' (bot/bootstrap.ts migrateDatabase); the bot writes it as each session ends.
+  await recordActiveTimes(prisma);
   const tasks = await prisma.task.findMany({ select: { id: true }, orderBy: { contentHash: 'asc' } });
   const versions = await prisma.policyVersion.findMany({ orderBy: { name: 'asc' } });
   const guilds = ['900000000000000000', '900000000000000001', '900000000000000002'];

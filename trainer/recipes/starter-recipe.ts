@@ -3,6 +3,7 @@
 // reused only for exactly the recipe asked for.
 import type { ChatMessage } from '../../tasks/agent.ts';
 import type { DemonstratorMix } from './demonstrator-mix.ts';
+import type { ModelConfig } from '../model/architecture.ts';
 
 /** Bumped whenever the recipe changes, so an old starter directory is rebuilt rather than reused. */
 export const STARTER_RECIPE_VERSION = 4;
@@ -13,16 +14,11 @@ export function starterVersionName(sha256: string): string {
   return `starter-${sha256.slice(0, 8)}`;
 }
 
-export interface StarterSize {
-  vocabSize: number;
-  hiddenSize: number;
-  intermediateSize: number;
-  numLayers: number;
-  numHeads: number;
-  numKvHeads: number;
+/** The model's shape (trainer/model/architecture.ts's fields of the same names), and its context. */
+export type StarterSize = Pick<ModelConfig, 'vocabSize' | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads'> & {
   /** Context of the model; training examples are cut to it. */
   contextLength: number;
-}
+};
 
 /**
  * The standard starter: about 1M parameters (0.21M of them the tied embedding). Sized by measurement: on one

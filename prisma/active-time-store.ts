@@ -22,10 +22,12 @@ export async function recordActiveTimes(prisma: PrismaClient | Tx, ids?: readonl
       SELECT s.id, ${MOMENTS} AS moments FROM "Session" s
       WHERE ${which} AND s."endedAt" IS NOT NULL ORDER BY s.id LIMIT ${BATCH}`;
     if (rows.length) {
+      // Each id's row is locked in id order before the write, so two processes filling at once wait, not deadlock.
       await prisma.$executeRaw`
+        WITH locked AS (SELECT id FROM "Session" WHERE id = ANY(${rows.map((r) => r.id)}::uuid[]) ORDER BY id FOR UPDATE)
         UPDATE "Session" s SET "activeMs" = v.ms
         FROM (SELECT unnest(${rows.map((r) => r.id)}::uuid[]) AS id, unnest(${rows.map((r) => activeMsOf(r.moments))}::int[]) AS ms) v
-        WHERE s.id = v.id`;
+        WHERE s.id = v.id AND s.id IN (SELECT id FROM locked)`;
     }
     written += rows.length;
     if (ids || rows.length < BATCH) return written;

@@ -5,7 +5,7 @@
 //
 //   npx tsx bench/credit-starter.ts [--seed 1] [--starter-games 1500] [--starter-steps 500] [--test-tasks 100]
 //                                [--peak-lr 2e-3] [--vocab-size 512] [--hidden-size 64] [--layers 2]
-//                                [--drill-steps 0] [--drill-lr 1e-3] [--drills 6000] [--drill-shape credit|generic]
+//                                [--drill-steps 0] [--drill-lr 1e-3] [--drills 6000] [--drill-shape credit|generic] [--design v2|v1]
 // (--drill-steps 1500: the copy-drill phase tried on 2026-12-06, CREDIT_DRILL_PHASE; 0, the default: none)
 import { join, resolve } from 'node:path';
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
 import { taskContent } from '../prisma/task-store.ts';
-import { checkMixture, createCreditCollaborator, createCreditDemonstrator, createCreditScorer, formatMixCheck, generateCreditTasks, type MixCheck } from '../tasks/credit.ts';
+import { checkMixture, createCreditCollaborator, createCreditDemonstrator, createCreditScorer, CREDIT_DESIGNS, formatMixCheck, generateCreditTasks, type CreditDesign, type MixCheck } from '../tasks/credit.ts';
 import { creditDrills } from '../tasks/credit-drills.ts';
 import type { TaskRecord } from '../tasks/model.ts';
 import { buildDialogue, playEpisode } from '../tasks/protocol.ts';
@@ -53,6 +53,8 @@ export interface CreditStarterOptions {
   size?: StarterSize;
   /** A copy-drill phase before the games (e.g. CREDIT_DRILL_PHASE); absent or null: none, as the design says. */
   drillPhase?: CreditDrillPhase | null;
+  /** The family's design whose tasks the demonstrator plays (bench/credit/README.md); absent: v1. */
+  design?: CreditDesign;
   log: (line: string) => void;
 }
 
@@ -60,7 +62,7 @@ export interface CreditStarterOptions {
 export async function buildCreditStarter(o: CreditStarterOptions): Promise<StarterReport> {
   const demo = createCreditDemonstrator({ seed: o.seed ^ 0x5eed });
   const dialogues = [];
-  for (const task of generateCreditTasks({ seed: o.seed + 100_000, count: o.games, split: 'train' })) {
+  for (const task of generateCreditTasks({ seed: o.seed + 100_000, count: o.games, split: 'train', design: o.design ?? 'v1' })) {
     const ep = await playEpisode({ task, agent: demo, collaborator: createCreditCollaborator(task) });
     dialogues.push(buildDialogue(task, ep.turns));
   }
@@ -106,19 +108,19 @@ export interface StarterCheck {
 }
 
 /** The starter (a checkpoint directory) on held-out tasks, sampled and greedy, and the demonstrator on the same tasks. */
-export async function checkCreditStarter(dir: string, tasks: readonly TaskRecord[], seed: number): Promise<StarterCheck> {
+export async function checkCreditStarter(dir: string, tasks: readonly TaskRecord[], seed: number, design: CreditDesign = 'v1'): Promise<StarterCheck> {
   const version = { id: 'starter-check', name: 'starter-check', kind: 'checkpoint', checkpointPath: dir } as PolicyVersion;
   const content = tasks.map((t, i) => ({ id: `t${i}`, content: taskContent({ kind: 'backend', description: t.description, hiddenReference: t.reference, testCases: t.kind === 'backend' ? t.testCases : [] }) }));
-  const scorer = createCreditScorer();
+  const scorer = createCreditScorer({ design });
   const play = async (temperature: number) => {
     // No database: the games are not stored (simulate() reads the given tasks and stores nothing).
     const games = await simulate(null as unknown as PrismaClient, version, scorer, { kind: 'backend', split: 'test', episodes: content.length, seed, store: false, tasks: content, collaborator: CREDIT_COLLABORATOR, sampling: { temperature, topP: 1, maxTokens: 48 } });
-    return checkMixture(games.map((g, i) => ({ reference: tasks[i]!.reference, turns: g.turns })));
+    return checkMixture(games.map((g, i) => ({ reference: tasks[i]!.reference, turns: g.turns })), design);
   };
   const demo = createCreditDemonstrator({ seed: seed ^ 0xd3 });
   const demoGames = [];
   for (const t of tasks) demoGames.push({ reference: t.reference, turns: (await playEpisode({ task: t, agent: demo, collaborator: createCreditCollaborator(t) })).turns });
-  return { sampled: await play(1), greedy: await play(0), demonstrator: checkMixture(demoGames) };
+  return { sampled: await play(1), greedy: await play(0), demonstrator: checkMixture(demoGames, design) };
 }
 
 export function formatStarterCheck(c: StarterCheck): string[] {
@@ -141,9 +143,12 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       drills: { type: 'string', default: String(CREDIT_DRILL_PHASE.drills) },
       'drill-shape': { type: 'string', default: CREDIT_DRILL_PHASE.shape },
       dir: { type: 'string', default: 'data/bench/credit-starter' },
+      design: { type: 'string', default: 'v2' },
     },
   });
   const seed = Number(a.seed);
+  const design = a.design as CreditDesign;
+  if (!CREDIT_DESIGNS.includes(design)) throw new Error(`--design must be one of ${CREDIT_DESIGNS.join(', ')}, got ${a.design}`);
   const t0 = Date.now();
   const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);
   const backend = await initBackend();
@@ -162,11 +167,12 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       ...(a['hidden-size'] ? { hiddenSize: Number(a['hidden-size']), intermediateSize: Math.round(Number(a['hidden-size']) * 2.75) } : {}),
       ...(a.layers ? { numLayers: Number(a.layers) } : {}),
     },
+    design,
     drillPhase: Number(a['drill-steps']) > 0 ? { steps: Number(a['drill-steps']), peakLr: Number(a['drill-lr']), drills: Number(a.drills), shape: a['drill-shape'] === 'generic' ? 'generic' : 'credit' } : null,
     log,
   });
   const built = (Date.now() - t0) / 1000;
-  const check = await checkCreditStarter(dir, generateCreditTasks({ seed, count: Number(a['test-tasks']), split: 'test' }), seed + 7);
+  const check = await checkCreditStarter(dir, generateCreditTasks({ seed, count: Number(a['test-tasks']), split: 'test', design }), seed + 7, design);
   for (const line of formatStarterCheck(check)) console.log(line);
   console.log(JSON.stringify({ bench: 'credit-starter', seed, args: a, loss: [report.initialLoss, report.finalLoss], buildSeconds: built, totalSeconds: (Date.now() - t0) / 1000, loadavgEnd: os.loadavg(), check }));
 }

@@ -5,7 +5,7 @@
 //
 //   npm run bench:credit -- [--seed 1] [--tasks 120] [--episodes-per-task 3] [--test-tasks 100]
 //                           [--starter-games 1500] [--starter-steps 500] [--starter-vocab 512] [--starter-drill-steps 0]
-//                           [--starter-from DIR] [--dir data/bench/credit] [--keep]
+//                           [--starter-from DIR] [--design v2|v1] [--dir data/bench/credit] [--keep]
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import os from 'node:os';
@@ -15,7 +15,7 @@ import { migrate } from '../prisma/migrate.ts';
 import { importTasks } from '../prisma/task-store.ts';
 import { deployPolicyByName, registerVersion } from '../prisma/policy-store.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import { classifyMoves, createCreditScorer, demonstratorSuccess, generateCreditTasks, trueMoveValue, type CreditMove } from '../tasks/credit.ts';
+import { classifyMoves, createCreditScorer, CREDIT_DESIGNS, demonstratorSuccess, generateCreditTasks, trueMoveValue, type CreditDesign, type CreditMove } from '../tasks/credit.ts';
 import { spearman } from '../tasks/stats.ts';
 import { meanLogRatio } from '../trainer/losses.ts';
 import { initBackend } from '../trainer/model/backend.ts';
@@ -44,6 +44,8 @@ const { values: a } = parseArgs({
     'starter-from': { type: 'string' },
     'max-steps': { type: 'string', default: '0' },
     dir: { type: 'string', default: 'data/bench/credit' },
+    // The family's design (bench/credit/README.md): v2 by default; v1 as it was first designed.
+    design: { type: 'string', default: 'v2' },
     keep: { type: 'boolean', default: false },
   },
 });
@@ -63,6 +65,8 @@ const starterVocab = int('starter-vocab');
 const drillSteps = int('starter-drill-steps');
 const drillPhase = drillSteps ? { ...CREDIT_DRILL_PHASE, steps: drillSteps } : null;
 const maxSteps = int('max-steps');
+const design = a.design as CreditDesign;
+if (!CREDIT_DESIGNS.includes(design)) throw new Error(`--design must be one of ${CREDIT_DESIGNS.join(', ')}, got ${a.design}`);
 const dir = resolve(join(String(a.dir), `seed-${seed}`));
 const t0 = Date.now();
 const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);
@@ -84,19 +88,19 @@ const backend = await initBackend();
 mkdirSync(dir, { recursive: true });
 const pgliteDir = join(dir, `pglite-${Date.now()}`);
 const db = await openDatabase({ pgliteDir });
-const scorer = createCreditScorer();
+const scorer = createCreditScorer({ design });
 try {
   await migrate(db);
-  const trainTasks = generateCreditTasks({ seed, count: taskCount, split: 'train' });
-  const testTasks = generateCreditTasks({ seed, count: testCount, split: 'test' });
+  const trainTasks = generateCreditTasks({ seed, count: taskCount, split: 'train', design });
+  const testTasks = generateCreditTasks({ seed, count: testCount, split: 'test', design });
   await importTasks(db.prisma, [...trainTasks, ...testTasks]);
-  log(`${trainTasks.length} train, ${testTasks.length} held-out credit tasks; backend ${backend.name}; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  log(`design ${design}: ${trainTasks.length} train, ${testTasks.length} held-out credit tasks; backend ${backend.name}; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 
   // 1. The starter: supervised on the demonstrator's games (its own train-split task stream).
   const starterDir = join(dir, 'starter');
-  const starter = await time('starter', () => a['starter-from'] ? copyStarter(resolve(String(a['starter-from'])), starterDir, log) : buildCreditStarter({ dir: starterDir, seed, games: starterGames, steps: starterSteps, size: { ...CREDIT_STARTER_SIZE, vocabSize: starterVocab }, drillPhase, log }));
+  const starter = await time('starter', () => a['starter-from'] ? copyStarter(resolve(String(a['starter-from'])), starterDir, log) : buildCreditStarter({ dir: starterDir, seed, games: starterGames, steps: starterSteps, size: { ...CREDIT_STARTER_SIZE, vocabSize: starterVocab }, drillPhase, design, log }));
   // The premise: the starter plays the demonstrator's mixture and copies what it was told (checked, not assumed).
-  const starterCheck = await time('starter-check', () => checkCreditStarter(starterDir, testTasks, seed + 13));
+  const starterCheck = await time('starter-check', () => checkCreditStarter(starterDir, testTasks, seed + 13, design));
   for (const line of formatStarterCheck(starterCheck)) log(line);
   await registerVersion(db.prisma, { name: 'zero-shot', algorithm: 'starter', checkpointPath: starterDir, checkpointSha256: await checkpointSha256(starterDir) });
   const zero = await deployPolicyByName(db, 'bench', 'zero-shot');
@@ -192,7 +196,7 @@ try {
   }
 
   const pct = (x: number) => `${(x * 100).toFixed(1)}`;
-  console.log(`\nCredit family, seed ${seed}: ${testTasks.length} held-out tasks x 1 greedy game. Optimum: success 100 %, score 100 %, 4 messages. Starter's demonstrator: success ${pct(demonstratorSuccess())} % (exact).`);
+  console.log(`\nCredit family (design ${design}), seed ${seed}: ${testTasks.length} held-out tasks x 1 greedy game. Optimum: success 100 %, score 100 %, 4 messages. Starter's demonstrator: success ${pct(demonstratorSuccess())} % (exact).`);
   console.log('policy            success %            score %  values obtained %  useful/useless/repeated % of questions  msgs  Δ success vs zero-shot (McNemar)  Δ score (Wilcoxon)');
   for (const r of results) {
     const d = r.vsZeroShot ? `${pct(r.vsZeroShot.success.difference)} p=${r.vsZeroShot.success.p.toFixed(3)}`.padEnd(34) + `${pct(r.vsZeroShot.score.difference)} p=${r.vsZeroShot.score.p.toFixed(3)}` : '';
@@ -204,6 +208,7 @@ try {
   console.log(
     JSON.stringify({
       bench: 'credit',
+      design,
       seed,
       backend: backend.name,
       cpus: os.cpus().length,

@@ -16,6 +16,14 @@ export const CREDIT_K = 3;
 export const NO_MORE = 'No more questions: please answer now.';
 export const DONT_KNOW_CREDIT = "I don't know.";
 export const CREDIT_EVALUATOR_VERSION = 'credit-1';
+/**
+ * The family's designs (bench/credit/README.md): v1, keys drawn per task and the answer's dict scored; v2, the
+ * same K keys in every task and the values obtained in the dialogue scored (no copying needed).
+ */
+export type CreditDesign = 'v1' | 'v2';
+export const CREDIT_DESIGNS: readonly CreditDesign[] = ['v1', 'v2'];
+/** v2's keys: the pool's first K. */
+export const CREDIT_V2_KEYS: readonly string[] = CREDIT_KEYS.slice(0, CREDIT_K);
 
 export interface CreditTask {
   keys: string[];
@@ -49,24 +57,31 @@ export function creditSplit(keys: readonly string[]): 'train' | 'test' {
   return fnv1a([...keys].sort().join(',')) % 5 === 0 ? 'test' : 'train';
 }
 
+/** v2's split (every task has the same keys): the ordered values hash into the test fifth. */
+export function creditValuesSplit(values: readonly number[]): 'train' | 'test' {
+  return fnv1a(values.join(',')) % 5 === 0 ? 'test' : 'train';
+}
+
 /** `count` tasks of a split, deterministic from the seed (task i of the stream depends only on seed and i). */
-export function generateCreditTasks(o: { seed: number; count: number; split: 'train' | 'test' }): TaskRecord[] {
+export function generateCreditTasks(o: { seed: number; count: number; split: 'train' | 'test'; design?: CreditDesign }): TaskRecord[] {
+  const design = o.design ?? 'v1';
   const out: TaskRecord[] = [];
   for (let i = 0; out.length < o.count; i++) {
     const rng = Rng.derive(o.seed, 'credit-task', i);
-    const keys = rng.shuffle([...CREDIT_KEYS]).slice(0, CREDIT_K);
-    if (creditSplit(keys) !== o.split) continue;
+    const keys = design === 'v2' ? [...CREDIT_V2_KEYS] : rng.shuffle([...CREDIT_KEYS]).slice(0, CREDIT_K);
+    if (design === 'v1' && creditSplit(keys) !== o.split) continue;
     const values = keys.map(() => 1 + Math.floor(rng.next() * 9));
+    if (design === 'v2' && creditValuesSplit(values) !== o.split) continue;
     const t = { keys, values };
     out.push({
       kind: 'backend',
       source: 'generated',
-      externalId: `credit:${o.seed}:${i}`,
+      externalId: design === 'v1' ? `credit:${o.seed}:${i}` : `credit-${design}:${o.seed}:${i}`,
       split: o.split,
       description: creditDescription(keys),
       reference: creditReference(t),
       testCases: keys.map((k) => `settings()["${k}"]`),
-      meta: { family: 'credit', keys, values },
+      meta: { family: 'credit', design, keys, values },
     });
   }
   return out;
@@ -129,12 +144,24 @@ export function scoreCreditAnswer(reference: string, answer: string): { score: n
   return { score: right / t.keys.length, success: right === t.keys.length, right };
 }
 
-/** The family's scorer for simulate(): the same score as the sandboxed tests, without the sandbox. */
-export function createCreditScorer(): Scorer {
+/** v2's score: the fraction of the needed values the collaborator gave before the answer; success = all. */
+export function scoreCreditGame(reference: string, turns: readonly { role: string; content: string }[]): { score: number; success: boolean; right: number } {
+  const k = parseCreditReference(reference).keys.length;
+  const right = classifyMoves(reference, turns).filter((m) => m.move === 'useful').length;
+  return { score: right / k, success: right === k, right };
+}
+
+/**
+ * The family's scorer for simulate(). v1: the answer's dict, the same score as the sandboxed tests without the
+ * sandbox; v2: the values obtained in the game, so it needs the dialogue.
+ */
+export function createCreditScorer(o: { design?: CreditDesign } = {}): Scorer {
+  const design = o.design ?? 'v1';
   return {
-    async evaluate(task, answer): Promise<EvaluationOutcome> {
-      const r = scoreCreditAnswer(task.reference, answer);
-      return { score: r.score, success: r.success, testsPassed: r.right, testsTotal: parseCreditReference(task.reference).keys.length, detail: { family: 'credit' }, evaluatorVersion: CREDIT_EVALUATOR_VERSION };
+    async evaluate(task, answer, turns): Promise<EvaluationOutcome> {
+      if (design === 'v2' && !turns) throw new Error('credit scorer (design v2) scores the values obtained in the game: it needs the dialogue');
+      const r = design === 'v2' ? scoreCreditGame(task.reference, turns!) : scoreCreditAnswer(task.reference, answer);
+      return { score: r.score, success: r.success, testsPassed: r.right, testsTotal: parseCreditReference(task.reference).keys.length, detail: { family: 'credit', design }, evaluatorVersion: design === 'v1' ? CREDIT_EVALUATOR_VERSION : `${CREDIT_EVALUATOR_VERSION}-${design}` };
     },
     async close() {},
   };
@@ -281,7 +308,7 @@ export interface MixCheck {
  * protocol's forced 10th message left out), and whether answers copy the values told. The starter is trained
  * to play this mixture; the benchmark prints it so that a reader sees whether that premise holds.
  */
-export function checkMixture(games: readonly { reference: string; turns: readonly { role: string; content: string }[] }[]): MixCheck {
+export function checkMixture(games: readonly { reference: string; turns: readonly { role: string; content: string }[] }[], design: CreditDesign = 'v1'): MixCheck {
   const counts = Object.fromEntries(CREDIT_STATES.map((s) => [s, { useful: 0, repeated: 0, useless: 0, answer: 0 } as Record<CreditMove, number>])) as Record<CreditState, Record<CreditMove, number>>;
   let told = 0;
   let copied = 0;
@@ -310,7 +337,7 @@ export function checkMixture(games: readonly { reference: string; turns: readonl
       told++;
       if (new RegExp(`["']${k}["']\\s*:\\s*${t.values[t.keys.indexOf(k)]}\\b`).test(last)) copied++;
     }
-    if (scoreCreditAnswer(g.reference, last).success) success++;
+    if ((design === 'v2' ? scoreCreditGame(g.reference, g.turns) : scoreCreditAnswer(g.reference, last)).success) success++;
   }
   const states = Object.fromEntries(
     CREDIT_STATES.map((s) => {

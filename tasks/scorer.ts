@@ -28,7 +28,8 @@ export interface ScorerOptions {
 }
 
 export interface Scorer {
-  evaluate(task: TaskContent, answer: string): Promise<EvaluationOutcome>;
+  /** `turns`: the whole game, for a family whose score depends on it (tasks/credit.ts, design v2); others ignore it. */
+  evaluate(task: TaskContent, answer: string, turns?: readonly { role: string; content: string }[]): Promise<EvaluationOutcome>;
   close(): Promise<void>;
 }
 

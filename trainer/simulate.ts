@@ -67,7 +67,7 @@ export async function simulate(prisma: PrismaClient, version: PolicyVersion, sco
   // Scored while the other games go on; stored once scored.
   const onResult = (r: RolloutResult, i: number) => {
     const scored = (async () => {
-        const evaluation = await scorer.evaluate(r.job.task, r.episode.answer);
+        const evaluation = await scorer.evaluate(r.job.task, r.episode.answer, r.episode.turns);
         const sessionId = o.store
           ? await storeFinishedSession(prisma, {
               taskId: r.job.ref,

@@ -7,18 +7,22 @@ import {
   DONT_KNOW_CREDIT,
   NO_MORE,
   CREDIT_STATES,
+  CREDIT_V2_KEYS,
   checkMixture,
   classifyMoves,
   createCreditCollaborator,
   createCreditDemonstrator,
   creditReply,
   creditSplit,
+  creditValuesSplit,
+  createCreditScorer,
   demonstratorMix,
   demonstratorSuccess,
   formatMixCheck,
   generateCreditTasks,
   parseCreditReference,
   scoreCreditAnswer,
+  scoreCreditGame,
   trueMoveValue,
 } from '../../tasks/credit.ts';
 import { playEpisode } from '../../tasks/protocol.ts';
@@ -139,3 +143,60 @@ describe('credit tasks', () => {
     expect(spearman([1, 1, 2, 2, 3], [0, 0, 1, 1, 1]).rho).toBeGreaterThan(0.8);
   });
 });
+
+describe('credit tasks, design v2 (bench/credit/README.md): one key set, the values obtained scored', () => {
+  const v2 = generateCreditTasks({ seed: 3, count: 60, split: 'train', design: 'v2' });
+  const v2held = generateCreditTasks({ seed: 3, count: 60, split: 'test', design: 'v2' });
+
+  it("every task needs the pool's first K keys; held-out value triples never occur in training", () => {
+    const trainValues = new Set(v2.map((t) => (t.meta!.values as number[]).join(',')));
+    for (const t of [...v2, ...v2held]) expect(parseCreditReference(t.reference).keys).toEqual([...CREDIT_V2_KEYS]);
+    for (const t of v2held) {
+      expect(creditValuesSplit(t.meta!.values as number[])).toBe('test');
+      expect(trainValues.has((t.meta!.values as number[]).join(','))).toBe(false);
+    }
+    expect(new Set(v2.map((t) => t.externalId)).size).toBe(v2.length);
+    expect(v2[0]!.externalId).not.toBe(tasks[0]!.externalId);
+  });
+
+  it('scores the values the collaborator gave before the answer, whatever the answer writes', async () => {
+    const task = v2[0]!;
+    const [k1, k2] = CREDIT_V2_KEYS;
+    const t = parseCreditReference(task.reference);
+    const zeros = 'I WANT TO ANSWER:\ndef settings():\n    return {"speed": 0, "size": 0, "depth": 0}';
+    const turns = [
+      { role: 'agent', content: `What is the ${k1}?` },
+      { role: 'human', content: `The ${k1} is ${t.values[0]}.` },
+      { role: 'agent', content: `What is the ${k1}?` },
+      { role: 'human', content: `The ${k1} is ${t.values[0]}.` },
+      { role: 'agent', content: `What is the ${k2}?` },
+      { role: 'human', content: `The ${k2} is ${t.values[1]}.` },
+      { role: 'agent', content: zeros },
+    ];
+    expect(scoreCreditGame(task.reference, turns)).toEqual({ score: 2 / 3, success: false, right: 2 });
+    const scorer = createCreditScorer({ design: 'v2' });
+    const content = { kind: 'backend' as const, description: task.description, reference: task.reference, testCases: [] };
+    expect(await scorer.evaluate(content, zeros, turns)).toMatchObject({ score: 2 / 3, success: false, testsPassed: 2, testsTotal: 3, evaluatorVersion: 'credit-1-v2' });
+    // Without the game, v2's score cannot be computed: a clear error, not a silent 0.
+    await expect(scorer.evaluate(content, zeros)).rejects.toThrow(/needs the dialogue/);
+    // v1's scorer reads the answer's dict: all zeros score nothing.
+    expect((await createCreditScorer().evaluate(content, zeros, turns)).score).toBe(0);
+    // The optimum: three useful questions then an answer, full score.
+    const ep = await playEpisode({ task, agent: createCreditDemonstrator({ seed: 1, optimal: true }), collaborator: createCreditCollaborator(task) });
+    expect(scoreCreditGame(task.reference, ep.turns)).toMatchObject({ score: 1, success: true });
+  });
+
+  it("the demonstrator scores the same under v1's and v2's rules (it copies what it was told), so its exact success holds", async () => {
+    const demo = createCreditDemonstrator({ seed: 13 });
+    const games = [];
+    for (const task of generateCreditTasks({ seed: 6, count: 400, split: 'train', design: 'v2' })) {
+      const ep = await playEpisode({ task, agent: demo, collaborator: createCreditCollaborator(task) });
+      expect(scoreCreditGame(task.reference, ep.turns)).toEqual(scoreCreditAnswer(task.reference, ep.answer));
+      games.push({ reference: task.reference, turns: ep.turns });
+    }
+    const c = checkMixture(games, 'v2');
+    expect(c.copied).toBe(c.told);
+    expect(c.success).toBe(checkMixture(games, 'v1').success);
+  });
+});
+

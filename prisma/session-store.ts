@@ -12,7 +12,8 @@ import type { TaskContent, TaskKind } from '../tasks/model.ts';
 import type { TurnProvenance } from '../tasks/agent.ts';
 import { sanitizeText, type EndReason } from '../tasks/protocol.ts';
 import type { EvaluationOutcome } from '../tasks/scorer.ts';
-import type { Prisma, PrismaClient, Session, Task, Turn } from './generated/client.ts';
+import { randomUUID } from 'node:crypto';
+import { Prisma, type PrismaClient, type Session, type Task, type Turn } from './generated/client.ts';
 import { taskContent } from './task-store.ts';
 
 type Tx = Prisma.TransactionClient;
@@ -90,11 +91,6 @@ export interface AnswerInput {
   endReason: EndReason;
 }
 
-async function nextIndex(tx: Tx, sessionId: string): Promise<number> {
-  const last = await tx.turn.findFirst({ where: { sessionId }, orderBy: { index: 'desc' }, select: { index: true } });
-  return last ? last.index + 1 : 0;
-}
-
 /**
  * Postgres text and JSONB cannot hold NUL, which a byte-level model can emit (in its text, its logprob tokens,
  * or a prompt that quotes it): every string is stored with NUL as U+FFFD, as the turn's content is.
@@ -121,32 +117,67 @@ function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Pri
   };
 }
 
+/**
+ * Inserts a turn at the session's next index and records the session's activity, in ONE statement (one round
+ * trip; the transaction of a read, an insert and an update it replaces took five: bench:bot, issue 34). The
+ * index is read in the statement, so it is the session's own at the write whoever appended before. Null when the
+ * session does not exist (deleted meanwhile); a second turn with the same external id, or the same index written
+ * at once by another process, fails on the unique indexes as before.
+ */
+async function insertTurn(prisma: PrismaClient | Tx, sessionId: string, t: Prisma.TurnUncheckedCreateInput, session: Prisma.Sql): Promise<Turn | null> {
+  const rows = await prisma.$queryRaw<Turn[]>`
+    WITH s AS (UPDATE "Session" SET ${session} WHERE id = ${sessionId}::uuid RETURNING id)
+    INSERT INTO "Turn" (id, "sessionId", index, role, content, "rawOutput", "promptTokens", "completionTokens", "latencyMs", provenance, "externalMessageId", "createdAt")
+    SELECT ${randomUUID()}::uuid, s.id, (SELECT coalesce(max(index) + 1, 0) FROM "Turn" WHERE "sessionId" = s.id), ${t.role}::"TurnRole", ${t.content},
+      ${t.rawOutput ?? null}, ${t.promptTokens ?? null}::int, ${t.completionTokens ?? null}::int, ${t.latencyMs ?? null}::int,
+      ${t.provenance === undefined ? null : JSON.stringify(t.provenance)}::jsonb, ${t.externalMessageId ?? null}, ${new Date()}::timestamp(3)
+    FROM s
+    RETURNING *`.catch(asModelError);
+  return rows[0] ?? null;
+}
+
+/**
+ * A raw statement's unique violation (P2010) as the P2002 of the model call it replaced, with the same meta, so
+ * callers (prisma/errors.ts toDatabaseError: a redelivered message's external id) read it as they did.
+ */
+function asModelError(err: unknown): never {
+  if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2010') {
+    const cause = (err.meta?.driverAdapterError as { cause?: { kind?: string; originalCode?: string } } | undefined)?.cause;
+    if (cause?.kind === 'UniqueConstraintViolation' || cause?.originalCode === '23505') {
+      throw new Prisma.PrismaClientKnownRequestError(err.message, { code: 'P2002', clientVersion: err.clientVersion, meta: { ...err.meta, modelName: 'Turn' } });
+    }
+  }
+  throw err;
+}
+
+/** The error a write to a missing session gave before turns were one statement (callers check for it by code). */
+function sessionGone(sessionId: string): Error {
+  return new Prisma.PrismaClientKnownRequestError(`No Session found with id ${sessionId}`, { code: 'P2025', clientVersion: Prisma.prismaVersion.client });
+}
+
 /** Appends an agent turn (and, when it answered, closes the session with its answer). */
 export async function appendAgentTurn(prisma: PrismaClient, sessionId: string, t: AgentTurnInput, answered?: AnswerInput, at = new Date()): Promise<Turn> {
-  return prisma.$transaction(async (tx) => {
-    const turn = await tx.turn.create({ data: agentTurnData(sessionId, await nextIndex(tx, sessionId), t) });
-    await tx.session.update({
-      where: { id: sessionId },
-      data: {
-        turnCount: { increment: 1 },
-        lastActivityAt: at,
-        ...(answered ? { status: 'answered', answer: answered.answer, endedAt: at, endReason: answered.endReason } : {}),
-      },
-    });
-    if (answered) await recordActiveTimes(tx, [sessionId]);
-    return turn;
-  });
+  const data = agentTurnData(sessionId, 0, t);
+  const session = answered
+    ? Prisma.sql`"turnCount" = "turnCount" + 1, "lastActivityAt" = ${at}::timestamp(3), status = 'answered', answer = ${answered.answer}, "endedAt" = ${at}::timestamp(3), "endReason" = ${answered.endReason}`
+    : Prisma.sql`"turnCount" = "turnCount" + 1, "lastActivityAt" = ${at}::timestamp(3)`;
+  // The answer's active time is written with it (prisma/active-time-store.ts): a transaction only then.
+  const turn = answered
+    ? await prisma.$transaction(async (tx) => {
+        const turn = await insertTurn(tx, sessionId, data, session);
+        if (turn) await recordActiveTimes(tx, [sessionId]);
+        return turn;
+      })
+    : await insertTurn(prisma, sessionId, data, session);
+  if (!turn) throw sessionGone(sessionId);
+  return turn;
 }
 
 /** Appends the collaborator's reply. */
 export async function appendHumanTurn(prisma: PrismaClient, sessionId: string, t: HumanTurnInput, at = new Date()): Promise<Turn> {
-  return prisma.$transaction(async (tx) => {
-    const turn = await tx.turn.create({
-      data: { sessionId, index: await nextIndex(tx, sessionId), role: 'human', content: t.content, externalMessageId: t.externalMessageId ?? null },
-    });
-    await tx.session.update({ where: { id: sessionId }, data: { lastActivityAt: at } });
-    return turn;
-  });
+  const turn = await insertTurn(prisma, sessionId, { sessionId, index: 0, role: 'human', content: t.content, externalMessageId: t.externalMessageId ?? null }, Prisma.sql`"lastActivityAt" = ${at}::timestamp(3)`);
+  if (!turn) throw sessionGone(sessionId);
+  return turn;
 }
 
 /** Records where the session is shown (its Discord thread). */

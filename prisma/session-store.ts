@@ -5,8 +5,10 @@
 // - Session.turnCount counts agent messages (ColBench's turns, at most 10); human replies do not count.
 // - reward = the evaluation's score, blended with the 1-5 rating when a rating weight is configured
 //   (sessionReward below). Recomputed whenever the evaluation or the rating changes.
-// Each function takes a client or a transaction and does its writes in one transaction of its own when given a
-// client, so a caller that retries on a lost connection never half-writes.
+// Each function takes a client or a transaction and does its writes atomically when given a client (one statement,
+// or a transaction of its own), so a caller that retries on a lost connection never half-writes. The writes of a
+// live turn (the appends, the evaluation, the rating) are one statement each where they can be: every round trip
+// counts when hundreds of people play at once (bench:bot, issue 34).
 import { recordActiveTimes } from './active-time-store.ts';
 import type { TaskContent, TaskKind } from '../tasks/model.ts';
 import type { TurnProvenance } from '../tasks/agent.ts';
@@ -132,22 +134,24 @@ async function insertTurn(prisma: PrismaClient | Tx, sessionId: string, t: Prism
       ${t.rawOutput ?? null}, ${t.promptTokens ?? null}::int, ${t.completionTokens ?? null}::int, ${t.latencyMs ?? null}::int,
       ${t.provenance === undefined ? null : JSON.stringify(t.provenance)}::jsonb, ${t.externalMessageId ?? null}, ${new Date()}::timestamp(3)
     FROM s
-    RETURNING *`.catch(asModelError);
+    RETURNING *`.catch(asModelError('Turn'));
   return rows[0] ?? null;
 }
 
 /**
- * A raw statement's unique violation (P2010) as the P2002 of the model call it replaced, with the same meta, so
- * callers (prisma/errors.ts toDatabaseError: a redelivered message's external id) read it as they did.
+ * A raw statement's unique or foreign-key violation (P2010) as the P2002 or P2003 of the model call it replaced,
+ * with the same meta, so callers (prisma/errors.ts toDatabaseError: a redelivered message's external id, a score
+ * stored first elsewhere) read it as they did.
  */
-function asModelError(err: unknown): never {
-  if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2010') {
-    const cause = (err.meta?.driverAdapterError as { cause?: { kind?: string; originalCode?: string } } | undefined)?.cause;
-    if (cause?.kind === 'UniqueConstraintViolation' || cause?.originalCode === '23505') {
-      throw new Prisma.PrismaClientKnownRequestError(err.message, { code: 'P2002', clientVersion: err.clientVersion, meta: { ...err.meta, modelName: 'Turn' } });
+function asModelError(modelName: string): (err: unknown) => never {
+  return (err) => {
+    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2010') {
+      const cause = (err.meta?.driverAdapterError as { cause?: { kind?: string; originalCode?: string } } | undefined)?.cause;
+      const code = cause?.kind === 'UniqueConstraintViolation' || cause?.originalCode === '23505' ? 'P2002' : cause?.kind === 'ForeignKeyConstraintViolation' || cause?.originalCode === '23503' ? 'P2003' : null;
+      if (code) throw new Prisma.PrismaClientKnownRequestError(err.message, { code, clientVersion: err.clientVersion, meta: { ...err.meta, modelName } });
     }
-  }
-  throw err;
+    throw err;
+  };
 }
 
 /** The error a write to a missing session gave before turns were one statement (callers check for it by code). */
@@ -237,23 +241,49 @@ export function outcomeOf(e: { score: number; success: boolean; detail: unknown;
   return outcome;
 }
 
-/** Stores the answer's evaluation and the reward it implies (with the session's rating, if any). */
-export async function recordEvaluation(prisma: PrismaClient, sessionId: string, outcome: EvaluationOutcome, ratingWeight: number): Promise<void> {
-  await prisma.$transaction(async (tx) => {
-    await tx.evaluation.create({ data: { sessionId, ...evaluationData(outcome) } });
-    const rating = await tx.rating.findFirst({ where: { sessionId }, orderBy: { createdAt: 'asc' }, select: { value: true } });
-    await tx.session.update({ where: { id: sessionId }, data: { reward: sessionReward(outcome.score, rating?.value ?? null, ratingWeight) } });
-  });
+/**
+ * The reward as sessionReward computes it, in SQL over `score` and `rating` (float8 and int expressions; a null
+ * rating or a zero weight gives the score): the same operations in the same order, so the same double.
+ */
+function rewardSql(score: Prisma.Sql, rating: Prisma.Sql, ratingWeight: number): Prisma.Sql {
+  sessionReward(0, null, ratingWeight); // the weight's range check
+  if (ratingWeight === 0) return score;
+  return Prisma.sql`CASE WHEN ${rating} IS NULL THEN ${score} ELSE (1 - ${ratingWeight}::float8) * ${score} + ${ratingWeight}::float8 * ((${rating}::float8 - 1) / 4) END`;
 }
 
-/** Stores (or replaces) a 1-5 rating and recomputes the reward when the session is evaluated. */
+/**
+ * Stores the answer's evaluation and the reward it implies (with the session's first rating, if any), in one
+ * statement (the transaction it replaces took five round trips: bench:bot, issue 34). A second evaluation of the
+ * same answer fails on its unique index as before (P2002).
+ */
+export async function recordEvaluation(prisma: PrismaClient, sessionId: string, outcome: EvaluationOutcome, ratingWeight: number): Promise<void> {
+  const e = evaluationData(outcome);
+  const firstRating = Prisma.sql`(SELECT value FROM "Rating" WHERE "sessionId" = ${sessionId}::uuid ORDER BY "createdAt" ASC LIMIT 1)`;
+  await prisma.$executeRaw`
+    WITH e AS (
+      INSERT INTO "Evaluation" (id, "sessionId", score, success, "testsPassed", "testsTotal", detail, metric, "evaluatorVersion", "createdAt")
+      VALUES (${randomUUID()}::uuid, ${sessionId}::uuid, ${e.score}::float8, ${e.success}::boolean, ${e.testsPassed ?? null}::int, ${e.testsTotal ?? null}::int,
+        ${JSON.stringify(e.detail)}::jsonb, ${e.metric ?? null}, ${e.evaluatorVersion}, ${new Date()}::timestamp(3))
+      RETURNING "sessionId")
+    UPDATE "Session" SET reward = ${rewardSql(Prisma.sql`${e.score}::float8`, firstRating, ratingWeight)}
+    WHERE id = (SELECT "sessionId" FROM e)`.catch(asModelError('Evaluation'));
+}
+
+/**
+ * Stores (or replaces) a 1-5 rating and recomputes the reward when the session is evaluated, in one statement
+ * (the transaction it replaces took five round trips).
+ */
 export async function recordRating(prisma: PrismaClient, sessionId: string, raterId: string, value: number, ratingWeight: number): Promise<void> {
   if (!Number.isInteger(value) || value < 1 || value > 5) throw new RangeError(`a rating is a whole number from 1 to 5, got ${value}`);
-  await prisma.$transaction(async (tx) => {
-    await tx.rating.upsert({ where: { sessionId_raterId: { sessionId, raterId } }, create: { sessionId, raterId, value }, update: { value } });
-    const e = await tx.evaluation.findUnique({ where: { sessionId }, select: { score: true } });
-    if (e) await tx.session.update({ where: { id: sessionId }, data: { reward: sessionReward(e.score, value, ratingWeight) } });
-  });
+  await prisma.$executeRaw`
+    WITH r AS (
+      INSERT INTO "Rating" (id, "sessionId", "raterId", value, "createdAt")
+      VALUES (${randomUUID()}::uuid, ${sessionId}::uuid, ${raterId}::uuid, ${value}::int, ${new Date()}::timestamp(3))
+      ON CONFLICT ("sessionId", "raterId") DO UPDATE SET value = EXCLUDED.value
+      RETURNING "sessionId")
+    UPDATE "Session" s SET reward = ${rewardSql(Prisma.sql`e.score`, Prisma.sql`${value}::int`, ratingWeight)}
+    FROM "Evaluation" e
+    WHERE s.id = (SELECT "sessionId" FROM r) AND e."sessionId" = s.id`.catch(asModelError('Rating'));
 }
 
 /** Adds (or clears, with an empty text) the comment of an existing rating; false when there is no rating. */

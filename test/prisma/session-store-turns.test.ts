@@ -1,7 +1,8 @@
-// prisma/session-store.ts's turn appends on Postgres: each is one statement now (the next index read in it), and
+// prisma/session-store.ts's turn appends, evaluations and ratings on Postgres: each is one statement now (the next index read in it), and
 // must write what the transaction it replaced wrote: the turn at the next index with every field, the session's
 // counters, its answer and active time; a redelivered external id refused by its unique index (as the engine
-// expects: UniqueViolationError on externalMessageId); a missing session reported as Prisma's P2025. On Postgres
+// expects: UniqueViolationError on externalMessageId); a missing session reported as Prisma's P2025. The reward
+// written with an evaluation or a rating (one statement each) is sessionReward's, to the last bit. On Postgres
 // and on the embedded PGlite (their adapters type a raw statement's values and errors each their own way).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,9 +13,10 @@ import { openDatabase } from '../../prisma/db.ts';
 import { migrate } from '../../prisma/migrate.ts';
 import { builtinTasks } from '../../tasks/library.ts';
 import { importTasks } from '../../prisma/task-store.ts';
-import { appendAgentTurn, appendHumanTurn, createSession } from '../../prisma/session-store.ts';
+import { appendAgentTurn, appendHumanTurn, createSession, recordEvaluation, recordRating, sessionReward } from '../../prisma/session-store.ts';
 import { toDatabaseError, UniqueViolationError } from '../../prisma/errors.ts';
 import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import type { EvaluationOutcome } from '../../tasks/scorer.ts';
 
 async function pglite(): Promise<Pick<TestDatabase, 'prisma' | 'drop'>> {
   const parent = mkdtempSync(join(tmpdir(), 'sweetloop-turns-'));
@@ -26,7 +28,7 @@ async function pglite(): Promise<Pick<TestDatabase, 'prisma' | 'drop'>> {
 describe.each([
   ['Postgres', createTestDatabase],
   ['PGlite', pglite],
-] as const)('turn appends on %s', (_, open) => {
+] as const)('turn, evaluation and rating writes on %s', (_, open) => {
   let t: { prisma: PrismaClient; drop: () => Promise<void> };
   let taskId: string;
 
@@ -76,5 +78,35 @@ describe.each([
     await expect(appendHumanTurn(t.prisma, gone, { content: 'x' })).rejects.toMatchObject({ code: 'P2025' });
     await expect(appendAgentTurn(t.prisma, gone, { content: 'x', rawOutput: 'x' })).rejects.toMatchObject({ code: 'P2025' });
     await expect(appendAgentTurn(t.prisma, gone, { content: 'x', rawOutput: 'x' }, { answer: 'a', endReason: 'answered' })).rejects.toMatchObject({ code: 'P2025' });
+  });
+
+  it('write the reward sessionReward gives, whichever of the evaluation and the rating comes first, and refuse a second evaluation', async () => {
+    const reward = async (id: string) => (await t.prisma.session.findUniqueOrThrow({ where: { id } })).reward;
+    const outcome = (score: number) => ({ score, success: score === 1, testsPassed: 7, testsTotal: 10, detail: { tests: [{ passed: true }] }, evaluatorVersion: 'v1' }) as EvaluationOutcome;
+    const a = await newSession('771000000000000003');
+    await recordEvaluation(t.prisma, a.id, outcome(0.7), 0.3);
+    expect(await reward(a.id)).toBe(0.7);
+    await recordRating(t.prisma, a.id, a.participantId, 4, 0.3);
+    expect(await reward(a.id)).toBe(sessionReward(0.7, 4, 0.3));
+    await recordRating(t.prisma, a.id, a.participantId, 2, 0.3);
+    expect(await reward(a.id)).toBe(sessionReward(0.7, 2, 0.3));
+    expect(await t.prisma.rating.findMany({ where: { sessionId: a.id }, select: { value: true } })).toEqual([{ value: 2 }]);
+    const stored = await t.prisma.evaluation.findUniqueOrThrow({ where: { sessionId: a.id } });
+    expect(stored).toMatchObject({ score: 0.7, success: false, testsPassed: 7, testsTotal: 10, detail: { tests: [{ passed: true }] }, metric: null, evaluatorVersion: 'v1' });
+    const again = toDatabaseError(await recordEvaluation(t.prisma, a.id, outcome(1), 0.3).catch((e: unknown) => e));
+    expect(again).toBeInstanceOf(UniqueViolationError);
+    expect(await reward(a.id)).toBe(sessionReward(0.7, 2, 0.3));
+
+    const b = await newSession('771000000000000004');
+    await recordRating(t.prisma, b.id, b.participantId, 5, 0.1);
+    expect(await reward(b.id)).toBeNull();
+    await recordEvaluation(t.prisma, b.id, outcome(1 / 3), 0.1);
+    expect(await reward(b.id)).toBe(sessionReward(1 / 3, 5, 0.1));
+    const c = await newSession('771000000000000005');
+    await recordRating(t.prisma, c.id, c.participantId, 1, 0);
+    await recordEvaluation(t.prisma, c.id, outcome(0.25), 0);
+    expect(await reward(c.id)).toBe(0.25);
+    await expect(recordEvaluation(t.prisma, c.id, outcome(0.5), 1.5)).rejects.toThrow(RangeError);
+    await expect(recordRating(t.prisma, '00000000-0000-4000-8000-000000000000', c.participantId, 3, 0)).rejects.toMatchObject({ code: 'P2003' });
   });
 });

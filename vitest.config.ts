@@ -21,7 +21,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/session/*.test.ts',
     'test/bot/export/{consent-version,export,import,official-format,official-pairs,study-export}.test.ts',
     'test/bot/report/{calibration,report,training-data}.test.ts',
-    'test/prisma/{active-time-store,db-notify,db-pool,errors,event-store,migrate-postgres,policy-store,study-stats,study-store,task-store}.test.ts',
+    'test/prisma/{active-time-store,session-store-turns,db-notify,db-pool,errors,event-store,migrate-postgres,policy-store,study-stats,study-store,task-store}.test.ts',
     'test/prisma/migrations/*.test.ts',
     'test/trainer/{adapter-training,critic,critic-preferences,data,data-filter,evaluate,promote,promote-human-ab,reproducible,runs-kill,runs-resume,service-lora,simulate,simulate-endpoint,study-data}.test.ts',
     'test/trainer/policies/{agent-for,registry}.test.ts',
@@ -31,7 +31,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   chromium: ['test/tasks/{frontend-eval,frontend-game,render}.test.ts'],
   // The sandbox (tasks/sandbox.ts) runs python3 inside bubblewrap; `npm start` in console.test.ts scores its
   // session's answer there; doctor.test.ts checks every tool as .ci/run installs them.
-  bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,score}.test.ts', 'test/bot/{console,console-gguf}.test.ts', 'test/bin/doctor.test.ts'],
+  bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score}.test.ts', 'test/bot/{console,console-gguf}.test.ts', 'test/bin/doctor.test.ts'],
   // The PyTorch twin of the decoder (bot/testing/model_torch.py); it skips without torch.
   python3: ['test/trainer/model/torch-reference.test.ts'],
 };

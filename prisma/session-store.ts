@@ -5,14 +5,17 @@
 // - Session.turnCount counts agent messages (ColBench's turns, at most 10); human replies do not count.
 // - reward = the evaluation's score, blended with the 1-5 rating when a rating weight is configured
 //   (sessionReward below). Recomputed whenever the evaluation or the rating changes.
-// Each function takes a client or a transaction and does its writes in one transaction of its own when given a
-// client, so a caller that retries on a lost connection never half-writes.
+// Each function takes a client or a transaction and does its writes atomically when given a client (one statement,
+// or a transaction of its own), so a caller that retries on a lost connection never half-writes. The writes of a
+// live turn (the appends, the evaluation, the rating) are one statement each where they can be: every round trip
+// counts when hundreds of people play at once (bench:bot, issue 34).
 import { recordActiveTimes } from './active-time-store.ts';
 import type { TaskContent, TaskKind } from '../tasks/model.ts';
 import type { TurnProvenance } from '../tasks/agent.ts';
 import { sanitizeText, type EndReason } from '../tasks/protocol.ts';
 import type { EvaluationOutcome } from '../tasks/scorer.ts';
-import type { Prisma, PrismaClient, Session, Task, Turn } from './generated/client.ts';
+import { randomUUID } from 'node:crypto';
+import { Prisma, type PrismaClient, type Session, type Task, type Turn } from './generated/client.ts';
 import { taskContent } from './task-store.ts';
 
 type Tx = Prisma.TransactionClient;
@@ -90,11 +93,6 @@ export interface AnswerInput {
   endReason: EndReason;
 }
 
-async function nextIndex(tx: Tx, sessionId: string): Promise<number> {
-  const last = await tx.turn.findFirst({ where: { sessionId }, orderBy: { index: 'desc' }, select: { index: true } });
-  return last ? last.index + 1 : 0;
-}
-
 /**
  * Postgres text and JSONB cannot hold NUL, which a byte-level model can emit (in its text, its logprob tokens,
  * or a prompt that quotes it): every string is stored with NUL as U+FFFD, as the turn's content is.
@@ -121,32 +119,69 @@ function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Pri
   };
 }
 
+/**
+ * Inserts a turn at the session's next index and records the session's activity, in ONE statement (one round
+ * trip; the transaction of a read, an insert and an update it replaces took five: bench:bot, issue 34). The
+ * index is read in the statement, so it is the session's own at the write whoever appended before. Null when the
+ * session does not exist (deleted meanwhile); a second turn with the same external id, or the same index written
+ * at once by another process, fails on the unique indexes as before.
+ */
+async function insertTurn(prisma: PrismaClient | Tx, sessionId: string, t: Prisma.TurnUncheckedCreateInput, session: Prisma.Sql): Promise<Turn | null> {
+  const rows = await prisma.$queryRaw<Turn[]>`
+    WITH s AS (UPDATE "Session" SET ${session} WHERE id = ${sessionId}::uuid RETURNING id)
+    INSERT INTO "Turn" (id, "sessionId", index, role, content, "rawOutput", "promptTokens", "completionTokens", "latencyMs", provenance, "externalMessageId", "createdAt")
+    SELECT ${randomUUID()}::uuid, s.id, (SELECT coalesce(max(index) + 1, 0) FROM "Turn" WHERE "sessionId" = s.id), ${t.role}::"TurnRole", ${t.content},
+      ${t.rawOutput ?? null}, ${t.promptTokens ?? null}::int, ${t.completionTokens ?? null}::int, ${t.latencyMs ?? null}::int,
+      ${t.provenance === undefined ? null : JSON.stringify(t.provenance)}::jsonb, ${t.externalMessageId ?? null}, ${new Date()}::timestamp(3)
+    FROM s
+    RETURNING *`.catch(asModelError('Turn'));
+  return rows[0] ?? null;
+}
+
+/**
+ * A raw statement's unique or foreign-key violation (P2010) as the P2002 or P2003 of the model call it replaced,
+ * with the same meta, so callers (prisma/errors.ts toDatabaseError: a redelivered message's external id, a score
+ * stored first elsewhere) read it as they did.
+ */
+function asModelError(modelName: string): (err: unknown) => never {
+  return (err) => {
+    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2010') {
+      const cause = (err.meta?.driverAdapterError as { cause?: { kind?: string; originalCode?: string } } | undefined)?.cause;
+      const code = cause?.kind === 'UniqueConstraintViolation' || cause?.originalCode === '23505' ? 'P2002' : cause?.kind === 'ForeignKeyConstraintViolation' || cause?.originalCode === '23503' ? 'P2003' : null;
+      if (code) throw new Prisma.PrismaClientKnownRequestError(err.message, { code, clientVersion: err.clientVersion, meta: { ...err.meta, modelName } });
+    }
+    throw err;
+  };
+}
+
+/** The error a write to a missing session gave before turns were one statement (callers check for it by code). */
+function sessionGone(sessionId: string): Error {
+  return new Prisma.PrismaClientKnownRequestError(`No Session found with id ${sessionId}`, { code: 'P2025', clientVersion: Prisma.prismaVersion.client });
+}
+
 /** Appends an agent turn (and, when it answered, closes the session with its answer). */
 export async function appendAgentTurn(prisma: PrismaClient, sessionId: string, t: AgentTurnInput, answered?: AnswerInput, at = new Date()): Promise<Turn> {
-  return prisma.$transaction(async (tx) => {
-    const turn = await tx.turn.create({ data: agentTurnData(sessionId, await nextIndex(tx, sessionId), t) });
-    await tx.session.update({
-      where: { id: sessionId },
-      data: {
-        turnCount: { increment: 1 },
-        lastActivityAt: at,
-        ...(answered ? { status: 'answered', answer: answered.answer, endedAt: at, endReason: answered.endReason } : {}),
-      },
-    });
-    if (answered) await recordActiveTimes(tx, [sessionId]);
-    return turn;
-  });
+  const data = agentTurnData(sessionId, 0, t);
+  const session = answered
+    ? Prisma.sql`"turnCount" = "turnCount" + 1, "lastActivityAt" = ${at}::timestamp(3), status = 'answered', answer = ${answered.answer}, "endedAt" = ${at}::timestamp(3), "endReason" = ${answered.endReason}`
+    : Prisma.sql`"turnCount" = "turnCount" + 1, "lastActivityAt" = ${at}::timestamp(3)`;
+  // The answer's active time is written with it (prisma/active-time-store.ts): a transaction only then.
+  const turn = answered
+    ? await prisma.$transaction(async (tx) => {
+        const turn = await insertTurn(tx, sessionId, data, session);
+        if (turn) await recordActiveTimes(tx, [sessionId]);
+        return turn;
+      })
+    : await insertTurn(prisma, sessionId, data, session);
+  if (!turn) throw sessionGone(sessionId);
+  return turn;
 }
 
 /** Appends the collaborator's reply. */
 export async function appendHumanTurn(prisma: PrismaClient, sessionId: string, t: HumanTurnInput, at = new Date()): Promise<Turn> {
-  return prisma.$transaction(async (tx) => {
-    const turn = await tx.turn.create({
-      data: { sessionId, index: await nextIndex(tx, sessionId), role: 'human', content: t.content, externalMessageId: t.externalMessageId ?? null },
-    });
-    await tx.session.update({ where: { id: sessionId }, data: { lastActivityAt: at } });
-    return turn;
-  });
+  const turn = await insertTurn(prisma, sessionId, { sessionId, index: 0, role: 'human', content: t.content, externalMessageId: t.externalMessageId ?? null }, Prisma.sql`"lastActivityAt" = ${at}::timestamp(3)`);
+  if (!turn) throw sessionGone(sessionId);
+  return turn;
 }
 
 /** Records where the session is shown (its Discord thread). */
@@ -206,23 +241,49 @@ export function outcomeOf(e: { score: number; success: boolean; detail: unknown;
   return outcome;
 }
 
-/** Stores the answer's evaluation and the reward it implies (with the session's rating, if any). */
-export async function recordEvaluation(prisma: PrismaClient, sessionId: string, outcome: EvaluationOutcome, ratingWeight: number): Promise<void> {
-  await prisma.$transaction(async (tx) => {
-    await tx.evaluation.create({ data: { sessionId, ...evaluationData(outcome) } });
-    const rating = await tx.rating.findFirst({ where: { sessionId }, orderBy: { createdAt: 'asc' }, select: { value: true } });
-    await tx.session.update({ where: { id: sessionId }, data: { reward: sessionReward(outcome.score, rating?.value ?? null, ratingWeight) } });
-  });
+/**
+ * The reward as sessionReward computes it, in SQL over `score` and `rating` (float8 and int expressions; a null
+ * rating or a zero weight gives the score): the same operations in the same order, so the same double.
+ */
+function rewardSql(score: Prisma.Sql, rating: Prisma.Sql, ratingWeight: number): Prisma.Sql {
+  sessionReward(0, null, ratingWeight); // the weight's range check
+  if (ratingWeight === 0) return score;
+  return Prisma.sql`CASE WHEN ${rating} IS NULL THEN ${score} ELSE (1 - ${ratingWeight}::float8) * ${score} + ${ratingWeight}::float8 * ((${rating}::float8 - 1) / 4) END`;
 }
 
-/** Stores (or replaces) a 1-5 rating and recomputes the reward when the session is evaluated. */
+/**
+ * Stores the answer's evaluation and the reward it implies (with the session's first rating, if any), in one
+ * statement (the transaction it replaces took five round trips: bench:bot, issue 34). A second evaluation of the
+ * same answer fails on its unique index as before (P2002).
+ */
+export async function recordEvaluation(prisma: PrismaClient, sessionId: string, outcome: EvaluationOutcome, ratingWeight: number): Promise<void> {
+  const e = evaluationData(outcome);
+  const firstRating = Prisma.sql`(SELECT value FROM "Rating" WHERE "sessionId" = ${sessionId}::uuid ORDER BY "createdAt" ASC LIMIT 1)`;
+  await prisma.$executeRaw`
+    WITH e AS (
+      INSERT INTO "Evaluation" (id, "sessionId", score, success, "testsPassed", "testsTotal", detail, metric, "evaluatorVersion", "createdAt")
+      VALUES (${randomUUID()}::uuid, ${sessionId}::uuid, ${e.score}::float8, ${e.success}::boolean, ${e.testsPassed ?? null}::int, ${e.testsTotal ?? null}::int,
+        ${JSON.stringify(e.detail)}::jsonb, ${e.metric ?? null}, ${e.evaluatorVersion}, ${new Date()}::timestamp(3))
+      RETURNING "sessionId")
+    UPDATE "Session" SET reward = ${rewardSql(Prisma.sql`${e.score}::float8`, firstRating, ratingWeight)}
+    WHERE id = (SELECT "sessionId" FROM e)`.catch(asModelError('Evaluation'));
+}
+
+/**
+ * Stores (or replaces) a 1-5 rating and recomputes the reward when the session is evaluated, in one statement
+ * (the transaction it replaces took five round trips).
+ */
 export async function recordRating(prisma: PrismaClient, sessionId: string, raterId: string, value: number, ratingWeight: number): Promise<void> {
   if (!Number.isInteger(value) || value < 1 || value > 5) throw new RangeError(`a rating is a whole number from 1 to 5, got ${value}`);
-  await prisma.$transaction(async (tx) => {
-    await tx.rating.upsert({ where: { sessionId_raterId: { sessionId, raterId } }, create: { sessionId, raterId, value }, update: { value } });
-    const e = await tx.evaluation.findUnique({ where: { sessionId }, select: { score: true } });
-    if (e) await tx.session.update({ where: { id: sessionId }, data: { reward: sessionReward(e.score, value, ratingWeight) } });
-  });
+  await prisma.$executeRaw`
+    WITH r AS (
+      INSERT INTO "Rating" (id, "sessionId", "raterId", value, "createdAt")
+      VALUES (${randomUUID()}::uuid, ${sessionId}::uuid, ${raterId}::uuid, ${value}::int, ${new Date()}::timestamp(3))
+      ON CONFLICT ("sessionId", "raterId") DO UPDATE SET value = EXCLUDED.value
+      RETURNING "sessionId")
+    UPDATE "Session" s SET reward = ${rewardSql(Prisma.sql`e.score`, Prisma.sql`${value}::int`, ratingWeight)}
+    FROM "Evaluation" e
+    WHERE s.id = (SELECT "sessionId" FROM r) AND e."sessionId" = s.id`.catch(asModelError('Rating'));
 }
 
 /** Adds (or clears, with an empty text) the comment of an existing rating; false when there is no rating. */

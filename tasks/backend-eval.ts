@@ -8,7 +8,8 @@
 import { readFileSync } from 'node:fs';
 import type { BackendTask } from './model.ts';
 import { stripCodeFences } from './answer.ts';
-import { assertSandboxAvailable, channelFds, DEFAULT_BWRAP_PATH, pythonMemoryModules, runSandboxed } from './sandbox.ts';
+import { assertSandboxAvailable, channelFds, DEFAULT_BWRAP_PATH, pythonMemoryModules } from './sandbox.ts';
+import { runSandboxedOffThread } from './sandbox-thread.ts';
 
 /** Stored with every Evaluation row; bump when scoring could change for the same answer. */
 export const BACKEND_EVALUATOR_VERSION = 'backend-bwrap-v1';
@@ -176,7 +177,8 @@ function defaultTimeoutMs(tests: number, perTestMs: number): number {
 export async function evaluateBackend(task: BackendTask, answer: string, opts: BackendEvalOptions = {}): Promise<BackendEvaluation> {
   const bwrapPath = opts.bwrapPath ?? DEFAULT_BWRAP_PATH;
   const pythonPath = opts.pythonPath ?? '/usr/bin/python3';
-  await assertSandboxAvailable(bwrapPath, pythonPath);
+  // Started in the sandbox thread: a spawn on the caller's thread blocks its event loop (sandbox-thread.ts).
+  await assertSandboxAvailable(bwrapPath, pythonPath, runSandboxedOffThread);
 
   const calls = task.testCases;
   const perTestMs = opts.perTestTimeoutMs ?? 2_000;
@@ -184,7 +186,7 @@ export async function evaluateBackend(task: BackendTask, answer: string, opts: B
   const candidate = stripCodeFences(answer);
   const label = `sweetloop-eval:${(opts.label ?? 'backend').replace(/[^\w.:-]/g, '_').slice(0, 64)}`;
   const [refFd, candFd] = channelFds(2) as [number, number];
-  const run = await runSandboxed({
+  const run = await runSandboxedOffThread({
     bwrapPath,
     argv: [pythonPath, '-S', '-s', '-B', '-c', HARNESS, String(refFd), String(candFd), label],
     stdin: JSON.stringify({

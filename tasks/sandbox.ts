@@ -361,7 +361,11 @@ const probes = new Map<string, Promise<void>>();
  * Starts one trivial sandbox to prove bubblewrap, its namespaces, the seccomp filter, prlimit and the Python
  * interpreter all work here. Cached per (bubblewrap, python) pair. Throws SandboxUnavailableError otherwise.
  */
-export function assertSandboxAvailable(bwrapPath: string = DEFAULT_BWRAP_PATH, pythonPath = '/usr/bin/python3'): Promise<void> {
+export function assertSandboxAvailable(
+  bwrapPath: string = DEFAULT_BWRAP_PATH,
+  pythonPath = '/usr/bin/python3',
+  run: (opts: SandboxRunOptions) => Promise<SandboxRunResult> = runSandboxed,
+): Promise<void> {
   const key = `${bwrapPath}\0${pythonPath}`;
   let p = probes.get(key);
   if (!p) {
@@ -370,7 +374,7 @@ export function assertSandboxAvailable(bwrapPath: string = DEFAULT_BWRAP_PATH, p
       if (!pythonPath.startsWith('/usr/')) {
         throw new SandboxUnavailableError(`Python must live under /usr (the only tree mounted in the sandbox), got ${pythonPath}.`);
       }
-      const r = await runSandboxed({
+      const r = await run({
         bwrapPath,
         argv: [pythonPath, '-c', 'import os,sys; sys.stdout.write("leak" if any(map(os.path.exists, ["/etc/shadow", "/root", "/proc/1"])) else "ok")'],
         limits: { wallMs: 15_000 },
@@ -387,8 +391,22 @@ export function assertSandboxAvailable(bwrapPath: string = DEFAULT_BWRAP_PATH, p
   return p;
 }
 
-/** Native Python modules that give raw memory access; hidden from sandboxed Python (see backend-eval). */
-export function pythonMemoryModules(): string[] {
+/** How long pythonMemoryModules' answer is kept (a Python installed or upgraded meanwhile is seen after this). */
+const MEMORY_MODULES_TTL_MS = 60_000;
+let memoryModules: { at: number; paths: string[] } | null = null;
+
+/**
+ * Native Python modules that give raw memory access; hidden from sandboxed Python (see backend-eval). Read from
+ * /usr/lib at most once a minute: the directory reads, once per answer scored, were a visible part of the bot's
+ * event-loop stalls at 200 people (bench:bot's CPU profile, issue 34).
+ */
+export function pythonMemoryModules(now = Date.now()): string[] {
+  if (memoryModules && now - memoryModules.at < MEMORY_MODULES_TTL_MS) return memoryModules.paths;
+  memoryModules = { at: now, paths: readPythonMemoryModules() };
+  return memoryModules.paths;
+}
+
+function readPythonMemoryModules(): string[] {
   const found: string[] = [];
   let dirs: string[] = [];
   try {

@@ -4,7 +4,7 @@
 import type { TaskKind } from '../../tasks/model.ts';
 import { collaboratorView, type CollaboratorView } from '../../tasks/protocol.ts';
 import type { Participant, PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
-import { acceptConsent, findParticipant } from '../../prisma/participant-store.ts';
+import { acceptConsent, findParticipant, findParticipants } from '../../prisma/participant-store.ts';
 import { attachThread, createSession } from '../../prisma/session-store.ts';
 import { acceptStudyConsent, DEFAULT_STUDY, lacksConsent, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
@@ -43,8 +43,11 @@ export function hasConsent(p: Pick<Participant, 'consentGivenAt'> | null | undef
  * closed or not open yet; else admitted in that study.
  */
 export async function admission(prisma: PrismaClient, person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'>, erasureKey: string): Promise<Admission> {
-  const p = await findParticipant(prisma, person.externalId);
-  const erased = await findParticipant(prisma, erasedId(erasureKey, person.externalId));
+  // The person's row and the one a deletion keeps under the keyed hash, in one query (every admission reads both).
+  const hashed = erasedId(erasureKey, person.externalId);
+  const rows = await findParticipants(prisma, [person.externalId, hashed]);
+  const p = rows.get(person.externalId) ?? null;
+  const erased = rows.get(hashed) ?? null;
   if ((p && isBannedIn(p, where.guildId)) || (erased && isBannedIn(erased, where.guildId))) {
     return { refused: true, reason: 'banned', message: 'You are not allowed to take part in sessions.' };
   }

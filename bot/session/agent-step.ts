@@ -21,13 +21,14 @@ export class AgentSteps {
    * agent owes nothing (session over, or its message is already stored and waits for the person).
    */
   agentStep(sessionId: string, hooks?: Hooks): Promise<AgentStep | null> {
-    return this.ctx.sessionLock.run(sessionId, () => this.agentStepLocked(sessionId, hooks));
+    return this.ctx.locked(sessionId, (handedOver) => this.agentStepLocked(sessionId, handedOver, hooks));
   }
 
-  private async agentStepLocked(sessionId: string, hooks?: Hooks): Promise<AgentStep | null> {
+  private async agentStepLocked(sessionId: string, handedOver: SessionWithTurns | undefined, hooks?: Hooks): Promise<AgentStep | null> {
     const { ctx } = this;
     if (ctx.closing) return null; // a closed engine sends no more requests
-    const s = await ctx.load(sessionId, hooks);
+    // The person's reply just stored under this lock comes with the session as written (context.ts handOver).
+    const s = handedOver ?? (await ctx.load(sessionId, hooks));
     if (!s || s.status !== 'active') return null;
     const turns = dialogueTurns(s.turns);
     if (turns.length > 0 && turns.at(-1)!.role === 'agent') return null;

@@ -20,6 +20,9 @@ export function dialogueTurns(turns: readonly Turn[]): DialogueTurn[] {
 /** Answers scored at once unless the settings say otherwise: one per core of the 2-core machines this runs on. */
 export const DEFAULT_SCORING_POOL = 2;
 const TASK_CACHE_SIZE = 10_000;
+/** How long a session handed over between two holders of its lock may be used (see EngineContext.locked). */
+const HANDOVER_MS = 1_000;
+const HANDOVER_LIMIT = 10_000;
 
 export class EngineContext {
   /** Held while a session's turn is generated or stored: one writer per session. */
@@ -42,6 +45,31 @@ export class EngineContext {
 
   get prisma() {
     return this.deps.db.prisma;
+  }
+
+  /**
+   * A session as the last holder of its lock wrote it (the person's reply stored), for the next holder only (the
+   * agent's step that answers it), within HANDOVER_MS: the step need not read again what was just written (two
+   * round trips a reply; bench:bot, issue 34). Any other holder in between drops it (`locked`), so nothing this
+   * process did meanwhile is missed; what another process writes in those few milliseconds is what it could
+   * equally write while the agent writes, after any read.
+   */
+  private readonly handovers = new Map<string, { s: SessionWithTurns; at: number }>();
+
+  /** Runs `fn` holding the session's lock, with the session handed over by the previous holder, if any (see handOver). */
+  locked<T>(sessionId: string, fn: (handedOver: SessionWithTurns | undefined) => Promise<T>): Promise<T> {
+    return this.sessionLock.run(sessionId, () => {
+      const h = this.handovers.get(sessionId);
+      this.handovers.delete(sessionId);
+      return fn(h && performance.now() - h.at < HANDOVER_MS ? h.s : undefined);
+    });
+  }
+
+  /** Leaves the session as just written (under its lock) to the lock's next holder (see locked). */
+  handOver(s: SessionWithTurns): void {
+    // Bounded: one left by a step that never came (the engine closing) is dropped with the rest.
+    if (this.handovers.size >= HANDOVER_LIMIT) this.handovers.clear();
+    this.handovers.set(s.id, { s, at: performance.now() });
   }
 
   /** Runs a database operation, retrying it through an outage (the hooks tell the person to wait). */

@@ -165,7 +165,7 @@ export class TurnScript {
     if (ctx.isBusy(sessionId)) throw new TurnRejectedError('The agent is still writing. Please wait for its message, then answer.');
     if (externalMessageId) this.inFlightMessages.add(externalMessageId);
     try {
-      return await ctx.sessionLock.run(sessionId, async () => {
+      return await ctx.locked(sessionId, async () => {
         const s = await ctx.load(sessionId, hooks);
         if (!s) throw new TurnRejectedError('This session no longer exists.');
         if (s.status !== 'active') throw new TurnRejectedError(`This session has ended (${s.endReason ?? s.status}). Start a new one with /task start.`);
@@ -185,6 +185,8 @@ export class TurnScript {
         try {
           const turn = await ctx.storeUnlessGone(sessionId, () => ctx.retry(() => appendHumanTurn(ctx.prisma, sessionId, { content, externalMessageId }), hooks));
           if (!turn) throw new TurnRejectedError('This session no longer exists.');
+          // The agent's step that answers it takes the session as written, unless another step comes first.
+          ctx.handOver({ ...s, lastActivityAt: turn.createdAt, turns: [...s.turns, turn] });
           ctx.deps.observer?.humanTurn?.();
           return { duplicate: false, turnId: turn.id };
         } catch (err) {
@@ -212,7 +214,7 @@ export class TurnScript {
       };
       // An agent waiting for its server holds the session's lock until the session ends: end it without the
       // lock (the wait sees it and stores nothing). Otherwise wait for a turn being written to be stored.
-      return this.agents.waitingForAgent(s.id) ? end() : ctx.sessionLock.run(s.id, end);
+      return this.agents.waitingForAgent(s.id) ? end() : ctx.locked(s.id, end);
     });
   }
 

@@ -12,7 +12,7 @@ import { studyPayouts, studyPayTotal, type Payouts } from '../study-payouts.ts';
 import { collectExperiments } from '../report/experiments.ts';
 import { pseudonymizer } from '../export/pseudonym.ts';
 import { hasPay } from '../../tasks/study-pay.ts';
-import { sessionTimes } from '../../prisma/study-stats.ts';
+import { activeTimeByPerson } from '../../prisma/study-stats.ts';
 import type { StudyWithArms } from '../../prisma/study-store.ts';
 import type { CalibrationResult } from '../report/calibration.ts';
 import type { Viewer } from './access.ts';
@@ -171,18 +171,17 @@ export async function peopleOverview(prisma: PrismaClient, viewer: Viewer, salt:
   const pseudo = pseudonymizer(salt);
   const people = await prisma.participant.findMany({
     where: { role: { not: 'simulated' }, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) },
-    include: { quality: true, trainingExclusion: true, _count: { select: { sessions: viewer.role === 'moderator' ? { where: { guildId: viewer.guildId } } : true } } },
+    include: { quality: true, trainingExclusion: true },
   });
-  // Active time (tasks/study-pay.ts activeMs) over the sessions the viewer may see.
-  const summaries = await sessionTimes(prisma, { participantIds: people.map((p) => p.id), ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) });
-  const activeMs = new Map<string, number>();
-  for (const s of summaries) activeMs.set(s.participantId, (activeMs.get(s.participantId) ?? 0) + s.activeMs);
+  // Sessions and active time (tasks/study-pay.ts activeMs) over the sessions the viewer may see, summed by person in
+  // the database (one row a session took most of a second at 100,000 sessions: bench/HISTORY.md, Dashboard).
+  const times = await activeTimeByPerson(prisma, { participantIds: people.map((p) => p.id), ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) });
   const rows = people.map((p) => ({
-    activeMinutes: (activeMs.get(p.id) ?? 0) / 60_000,
+    activeMinutes: (times.get(p.id)?.activeMs ?? 0) / 60_000,
     id: p.id,
     person: pseudo(p.discordUserId),
     role: p.role,
-    sessions: p._count.sessions,
+    sessions: times.get(p.id)?.sessions ?? 0,
     score: p.quality && Number.isFinite(p.quality.score) ? p.quality.score : null,
     signals: (p.quality?.signals ?? {}) as Record<string, number>,
     excluded: p.trainingExclusion ? { reason: p.trainingExclusion.reason, at: p.trainingExclusion.createdAt } : null,

@@ -15,7 +15,7 @@ import { openDatabase, type Database } from '../../prisma/db.ts';
 import { migrate } from '../../prisma/migrate.ts';
 import type { PrismaClient, SessionStatus } from '../../prisma/generated/client.ts';
 import { sessionSummaries } from '../../prisma/session-summary.ts';
-import { sessionTimes } from '../../prisma/study-stats.ts';
+import { activeTimeByPerson, medianActiveMinutes, sessionTimes, type SessionSelector } from '../../prisma/study-stats.ts';
 import { recordActiveTimes } from '../../prisma/active-time-store.ts';
 import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
 import { projectCompletion, projectionWindow, studyProgress } from '../../bot/study-progress.ts';
@@ -135,6 +135,37 @@ async function peopleBefore(prisma: PrismaClient, viewer: Viewer) {
   return out;
 }
 
+/**
+ * medianActiveMinutes and activeTimeByPerson against sessionTimes, the one-row-a-session read they replace, over
+ * selectors of every kind: the median as bot/study-progress.ts computed it (quantileSorted of the sorted minutes),
+ * exactly; the sums as the people page summed them. Returns how many selectors had an even count whose middle two
+ * differ (the interpolating case).
+ */
+async function sqlAgainstRows(prisma: PrismaClient, study: StudyWithArms): Promise<number> {
+  const people = (await prisma.participant.findMany({ orderBy: { discordUserId: 'asc' } })).map((p) => p.id);
+  const selectors: SessionSelector[] = [
+    {}, { studyId: study.id }, { studyId: study.id, statuses: ['answered'] }, { statuses: ['active'] }, { statuses: ['abandoned', 'expired'] },
+    { guildId: GUILDS[0]! }, { guildId: null }, { participantIds: people.slice(0, 2) }, { participantIds: people.slice(3), guildId: GUILDS[1]! },
+    { studyId: study.id, statuses: ['answered'], participantIds: [people[1]!] }, { participantIds: [] },
+  ];
+  let interpolated = 0;
+  for (const where of selectors) {
+    const rows = await sessionTimes(prisma, where);
+    const sorted = rows.map((r) => r.activeMs / 60_000).sort((a, b) => a - b);
+    expect(await medianActiveMinutes(prisma, where), JSON.stringify(where)).toBe(rows.length ? quantileSorted(sorted, 0.5) : null);
+    if (sorted.length % 2 === 0 && sorted.length && sorted[sorted.length / 2 - 1] !== sorted[sorted.length / 2]) interpolated++;
+    const byPerson = new Map<string, { sessions: number; activeMs: number }>();
+    for (const r of rows) {
+      const p = byPerson.get(r.participantId) ?? { sessions: 0, activeMs: 0 };
+      p.sessions++;
+      p.activeMs += r.activeMs;
+      byPerson.set(r.participantId, p);
+    }
+    expect(await activeTimeByPerson(prisma, where), JSON.stringify(where)).toEqual(byPerson);
+  }
+  return interpolated;
+}
+
 const operator: Viewer = { role: 'operator', guildId: null, actor: 'test', principal: 'test' };
 const moderator: Viewer = { role: 'moderator', guildId: GUILDS[1]!, actor: 'test', principal: 'test-mod' };
 
@@ -193,6 +224,12 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
     expect([...before.values()].some((ms) => ms > 0)).toBe(true);
   });
 
+  it('gives the median and per-person sums in SQL that the rows gave, for every kind of selector', async () => {
+    const { prisma, study } = get();
+    expect(await prisma.session.count({ where: { activeMs: { not: null } } })).toBe(0); // all from moments here
+    expect(await sqlAgainstRows(prisma, study)).toBeGreaterThan(0);
+  });
+
   it('gives the same figures once the ended sessions hold their active time (prisma/active-time-store.ts)', async () => {
     const { prisma, study } = get();
     const [progress, payouts, people] = [await progressBefore(prisma, study, NOW), await payoutsBefore(prisma, study), await peopleBefore(prisma, operator)];
@@ -202,6 +239,9 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
     expect({ ...(await studyProgress(prisma, study, NOW)), starterOnly: undefined }).toEqual({ ...progress, starterOnly: undefined });
     expect((await studyPayouts(prisma, study)).lines).toEqual(payouts.lines);
     for (const r of await peopleOverview(prisma, operator, SALT)) expect(r.activeMinutes).toBeCloseTo(people.get(r.id)!.activeMinutes, 9);
+    // Stored and unstored times mixed (answered sessions without an end keep none): still the rows' figures.
+    expect(await prisma.session.count({ where: { activeMs: null, status: 'answered', studyId: study.id } })).toBeGreaterThan(0);
+    expect(await sqlAgainstRows(prisma, study)).toBeGreaterThan(0);
   });
 }
 

@@ -2,10 +2,9 @@
 // with lineage, gate evidence, A/B results (bot/experiments.ts), a leaderboard paired by task and a Bradley-Terry
 // fit of people's /compare choices (tasks/bradley-terry.ts), people with their quality (moderators: their guild's
 // only), and the payouts that only operators see. Training runs are runs.ts.
-import type { PrismaClient } from '../../prisma/generated/client.ts';
+import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
 import { meanIntervalOf, pairedBootstrap, type Interval } from '../../tasks/stats.ts';
 import { bradleyTerryTable, type BradleyTerryRow, type Judgement } from '../../tasks/bradley-terry.ts';
-import { createHash } from 'node:crypto';
 import { deployedPolicy } from '../../prisma/policy-store.ts';
 import { studyProgress, studyVisibleTo, type StudyProgress } from '../study-progress.ts';
 import { studyPayouts, studyPayTotal, type Payouts } from '../study-payouts.ts';
@@ -32,12 +31,11 @@ export interface StudyView {
 }
 
 export async function studiesOverview(prisma: PrismaClient, viewer: Viewer): Promise<StudyView[]> {
-  const out: StudyView[] = [];
-  for (const study of await visibleStudies(prisma, viewer)) {
+  // Every study's reads at once: each is a handful of grouped queries, which the pool runs side by side.
+  return Promise.all((await visibleStudies(prisma, viewer)).map(async (study) => {
     const [progress, paidCents] = await Promise.all([studyProgress(prisma, study), studyPayTotal(prisma, study)]);
-    out.push({ study, progress, paidCents });
-  }
-  return out;
+    return { study, progress, paidCents };
+  }));
 }
 
 /** Payouts of every study with pay rules, by platform id: operators only (the server checks the role). */
@@ -60,25 +58,35 @@ export interface LeaderRow {
   paired: Interval | null;
 }
 
+type Kind = 'backend' | 'frontend';
+type Leaderboard = { reference: string | null; rows: LeaderRow[] };
+
 /**
- * The leaderboard: every version with scored sessions of `kind`, its mean score by task, and its difference from
- * the reference (the deployed version) paired by task, each with a 95% interval.
+ * The leaderboards, one a task kind: every version with scored sessions of the kind, its mean score by task, and its
+ * difference from the reference (the deployed version) paired by task, each with a 95% interval.
  */
-export async function leaderboard(prisma: PrismaClient, viewer: Viewer, kind: 'backend' | 'frontend'): Promise<{ reference: string | null; rows: LeaderRow[] }> {
-  // Each version's mean score and count by task, summed in the database: reading every evaluation through
-  // Prisma took seconds at 100,000 sessions (bench/RESULTS.md, Dashboard).
-  const cells = await prisma.$queryRaw<{ policyVersionId: string; name: string; taskId: string; mean: number; n: number }[]>`
-    SELECT s."policyVersionId", pv.name, s."taskId", avg(e.score)::float8 AS mean, count(*)::int AS n
-    FROM "Evaluation" e JOIN "Session" s ON s.id = e."sessionId" JOIN "Task" t ON t.id = s."taskId" JOIN "PolicyVersion" pv ON pv.id = s."policyVersionId"
-    WHERE t.kind = ${kind}::"TaskKind" AND s."goldSourceId" IS NULL AND (${viewer.role !== 'moderator'} OR s."guildId" = ${viewer.guildId ?? null})
-    GROUP BY s."policyVersionId", pv.name, s."taskId"`;
+export async function leaderboards(prisma: PrismaClient, viewer: Viewer): Promise<Record<Kind, Leaderboard>> {
+  // Each version's mean score and count by kind and task, summed in the database in one pass over the evaluations
+  // (from covering indexes on Evaluation and Session): reading every evaluation through Prisma took seconds at
+  // 100,000 sessions, and a pass a kind twice the time (bench/HISTORY.md, Dashboard).
+  const [cells, deployed] = await Promise.all([
+    prisma.$queryRaw<{ kind: Kind; policyVersionId: string; name: string; taskId: string; mean: number; n: number }[]>`
+      SELECT t.kind::text AS kind, s."policyVersionId", pv.name, s."taskId", avg(e.score)::float8 AS mean, count(*)::int AS n
+      FROM "Evaluation" e JOIN "Session" s ON s.id = e."sessionId" JOIN "Task" t ON t.id = s."taskId" JOIN "PolicyVersion" pv ON pv.id = s."policyVersionId"
+      WHERE s."goldSourceId" IS NULL AND (${viewer.role !== 'moderator'} OR s."guildId" = ${viewer.guildId ?? null})
+      GROUP BY t.kind, s."policyVersionId", pv.name, s."taskId"`,
+    deployedPolicy(prisma),
+  ]);
+  return { backend: leaderboardOf(cells.filter((c) => c.kind === 'backend'), deployed), frontend: leaderboardOf(cells.filter((c) => c.kind === 'frontend'), deployed) };
+}
+
+function leaderboardOf(cells: readonly { policyVersionId: string; name: string; taskId: string; mean: number; n: number }[], deployed: { id: string; name: string } | null): Leaderboard {
   const byPolicy = new Map<string, { name: string; tasks: Map<string, { mean: number; n: number }> }>();
   for (const c of cells) {
     const p = byPolicy.get(c.policyVersionId) ?? { name: c.name, tasks: new Map() };
     p.tasks.set(c.taskId, { mean: c.mean, n: c.n });
     byPolicy.set(c.policyVersionId, p);
   }
-  const deployed = await deployedPolicy(prisma);
   const ref = deployed && byPolicy.has(deployed.id) ? byPolicy.get(deployed.id)! : null;
   const rows = [...byPolicy.entries()].map(([id, p]): LeaderRow => {
     const taskMeans = [...p.tasks.values()].map((c) => c.mean);
@@ -93,19 +101,34 @@ export async function leaderboard(prisma: PrismaClient, viewer: Viewer, kind: 'b
   return { reference: ref ? deployed!.name : null, rows };
 }
 
+/** The answered /compare choices that count: both versions named and different, the rater still consenting. */
+const JUDGED = Prisma.sql`
+  FROM "Preference" pr JOIN "Participant" r ON r.id = pr."raterId"
+    JOIN "Session" sa ON sa.id = pr."sessionAId" JOIN "PolicyVersion" va ON va.id = sa."policyVersionId"
+    JOIN "Session" sb ON sb.id = pr."sessionBId" JOIN "PolicyVersion" vb ON vb.id = sb."policyVersionId"
+  WHERE pr.choice IN ('a', 'b', 'tie') AND r."deletedAt" IS NULL AND r."consentWithdrawnAt" IS NULL AND va.name <> vb.name`;
+/** The order they were answered in (the bootstrap's resamples depend on it). */
+const JUDGED_ORDER = Prisma.sql`pr."answeredAt", pr.id`;
+
 /**
  * People's answered /compare choices as judgements between the versions that played the two sessions, in the
  * order they were answered: one joined query (through Prisma's relations, 20,000 preferences took seconds).
  */
 export async function preferenceJudgements(prisma: PrismaClient): Promise<Judgement[]> {
   const rows = await prisma.$queryRaw<{ a: string; b: string; choice: string }[]>`
-    SELECT va.name AS a, vb.name AS b, pr.choice::text AS choice
-    FROM "Preference" pr JOIN "Participant" r ON r.id = pr."raterId"
-      JOIN "Session" sa ON sa.id = pr."sessionAId" JOIN "PolicyVersion" va ON va.id = sa."policyVersionId"
-      JOIN "Session" sb ON sb.id = pr."sessionBId" JOIN "PolicyVersion" vb ON vb.id = sb."policyVersionId"
-    WHERE pr.choice IN ('a', 'b', 'tie') AND r."deletedAt" IS NULL AND r."consentWithdrawnAt" IS NULL AND va.name <> vb.name
-    ORDER BY pr."answeredAt", pr.id`;
+    SELECT va.name AS a, vb.name AS b, pr.choice::text AS choice ${JUDGED} ORDER BY ${JUDGED_ORDER}`;
   return rows.map((r) => ({ a: r.a, b: r.b, outcome: r.choice === 'a' ? 1 : r.choice === 'b' ? 0 : 0.5 }));
+}
+
+/**
+ * How many judgements preferenceJudgements would give, and a digest of them in its order (both versions' names and
+ * the choice of each), computed in the database: the Bradley-Terry table is refitted only when the digest changes,
+ * so most requests need not read the 20,000 judgements themselves (bench/HISTORY.md, Dashboard).
+ */
+export async function judgementsDigest(prisma: PrismaClient): Promise<{ n: number; digest: string }> {
+  const [r] = await prisma.$queryRaw<{ n: number; digest: string | null }[]>`
+    SELECT count(*)::int AS n, md5(coalesce(string_agg(json_build_array(va.name, vb.name, pr.choice::text)::text, ',' ORDER BY ${JUDGED_ORDER}), '')) AS digest ${JUDGED}`;
+  return { n: r?.n ?? 0, digest: r?.digest ?? '' };
 }
 
 /** What each training run was trained on, read from its data snapshot in the database (not the snapshot itself). */
@@ -118,31 +141,34 @@ async function runLineage(prisma: PrismaClient, runIds: string[]): Promise<Map<s
   return new Map(rows.map((r) => [r.id, { trainedOn: r.trainedOn, filter: r.snapFilter ?? r.configFilter ?? null }]));
 }
 
-// The seeded bootstrap gives the same table for the same judgements, so the last one is kept until a judgement
-// arrives or goes (500 fits over 20,000 judgements are most of /policies' time: bench/RESULTS.md, Dashboard).
-let lastTable: { key: string; rows: BradleyTerryRow[] } | undefined;
+// The seeded bootstrap gives the same table for the same judgements, so the last one is kept, under the digest of
+// the judgements it was fitted on, until a judgement arrives or goes (500 fits over 20,000 judgements are most of
+// /policies' time: bench/RESULTS.md, Dashboard). Its judgements are read only to fit it.
+let lastTable: { digest: string; judgements: number; rows: BradleyTerryRow[] } | undefined;
 
-function bradleyTerryOf(players: string[], judgements: readonly Judgement[]): BradleyTerryRow[] {
-  const h = createHash('sha256').update(players.join('\n'));
-  for (const j of judgements) h.update(`\n${j.a}\t${j.b}\t${j.outcome}`);
-  const key = h.digest('hex');
-  if (lastTable?.key !== key) lastTable = { key, rows: bradleyTerryTable(players, judgements, { resamples: 500, seed: 11 }) };
-  return lastTable.rows;
+async function bradleyTerryNow(prisma: PrismaClient): Promise<{ judgements: number; rows: BradleyTerryRow[] }> {
+  const { n, digest } = await judgementsDigest(prisma);
+  if (lastTable?.digest !== digest) {
+    const judgements = await preferenceJudgements(prisma);
+    const players = [...new Set(judgements.flatMap((j) => [j.a, j.b]))];
+    // Kept under the digest read first: had a judgement arrived in between, the next request's digest differs and
+    // the table is fitted again.
+    lastTable = { digest, judgements: n, rows: players.length >= 2 ? bradleyTerryTable(players, judgements, { resamples: 500, seed: 11 }) : [] };
+  }
+  return { judgements: lastTable.judgements, rows: lastTable.rows };
 }
 
 export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
-  const [versions, judgements, backend, frontend, experiments] = await Promise.all([
+  const [versions, bradleyTerry, boards, experiments] = await Promise.all([
     prisma.policyVersion.findMany({
       orderBy: { createdAt: 'asc' },
       include: { parent: { select: { name: true } }, trainingRun: { select: { id: true } }, _count: { select: { sessions: true } } },
     }),
-    preferenceJudgements(prisma),
-    leaderboard(prisma, viewer, 'backend'),
-    leaderboard(prisma, viewer, 'frontend'),
+    bradleyTerryNow(prisma),
+    leaderboards(prisma, viewer),
     collectExperiments(prisma),
   ]);
   const lineage = await runLineage(prisma, versions.flatMap((v) => (v.trainingRun ? [v.trainingRun.id] : [])));
-  const players = [...new Set(judgements.flatMap((j) => [j.a, j.b]))];
   return {
     versions: versions.map((v) => {
       const metrics = (v.metrics ?? {}) as { gate?: unknown };
@@ -161,8 +187,8 @@ export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
         gate: metrics.gate ?? null,
       };
     }),
-    leaderboards: { backend, frontend },
-    bradleyTerry: { judgements: judgements.length, rows: players.length >= 2 ? bradleyTerryOf(players, judgements) : [] },
+    leaderboards: boards,
+    bradleyTerry,
     experiments,
   };
 }

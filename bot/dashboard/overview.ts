@@ -195,22 +195,29 @@ export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
 
 export async function peopleOverview(prisma: PrismaClient, viewer: Viewer, salt: string) {
   const pseudo = pseudonymizer(salt);
-  const people = await prisma.participant.findMany({
-    where: { role: { not: 'simulated' }, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) },
-    include: { quality: true, trainingExclusion: true },
-  });
-  // Sessions and active time (tasks/study-pay.ts activeMs) over the sessions the viewer may see, summed by person in
-  // the database (one row a session took most of a second at 100,000 sessions: bench/HISTORY.md, Dashboard).
-  const times = await activeTimeByPerson(prisma, { participantIds: people.map((p) => p.id), ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) });
+  const guild = viewer.role === 'moderator' ? { guildId: viewer.guildId } : {};
+  // The people (a moderator: those who played in their guild) with their quality and exclusion in one joined query,
+  // and beside it their sessions and active time (tasks/study-pay.ts activeMs) over the sessions the viewer may see,
+  // summed by person in the database: Prisma's findMany with its relations, and one row a session, took most of a
+  // second at 100,000 sessions (bench/HISTORY.md, Dashboard). The sums cover everyone with such a session; only
+  // the people listed are looked up.
+  const [people, times] = await Promise.all([
+    prisma.$queryRaw<{ id: string; discordUserId: string; role: string; banned: boolean; score: number | null; signals: unknown; reason: string | null; excludedAt: Date | null; excluded: boolean }[]>`
+      SELECT p.id, p."discordUserId", p.role::text AS role, p.banned, q.score, q.signals, x.reason, x."createdAt" AS "excludedAt", x."participantId" IS NOT NULL AS excluded
+      FROM "Participant" p LEFT JOIN "ParticipantQuality" q ON q."participantId" = p.id LEFT JOIN "TrainingExclusion" x ON x."participantId" = p.id
+      WHERE p.role <> 'simulated' AND p."deletedAt" IS NULL
+        AND (${viewer.role !== 'moderator'} OR EXISTS (SELECT 1 FROM "Session" s WHERE s."participantId" = p.id AND s."guildId" IS NOT DISTINCT FROM ${viewer.guildId ?? null}))`,
+    activeTimeByPerson(prisma, guild),
+  ]);
   const rows = people.map((p) => ({
     activeMinutes: (times.get(p.id)?.activeMs ?? 0) / 60_000,
     id: p.id,
     person: pseudo(p.discordUserId),
     role: p.role,
     sessions: times.get(p.id)?.sessions ?? 0,
-    score: p.quality && Number.isFinite(p.quality.score) ? p.quality.score : null,
-    signals: (p.quality?.signals ?? {}) as Record<string, number>,
-    excluded: p.trainingExclusion ? { reason: p.trainingExclusion.reason, at: p.trainingExclusion.createdAt } : null,
+    score: p.score !== null && Number.isFinite(p.score) ? p.score : null,
+    signals: (p.signals ?? {}) as Record<string, number>,
+    excluded: p.excluded ? { reason: p.reason, at: p.excludedAt! } : null,
     banned: p.banned,
   }));
   rows.sort((a, b) => (a.score ?? 2) - (b.score ?? 2) || a.person.localeCompare(b.person));

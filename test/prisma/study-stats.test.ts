@@ -66,6 +66,11 @@ async function seed(prisma: PrismaClient): Promise<StudyWithArms> {
     for (const [k, at] of moments.slice(1).entries()) await prisma.turn.create({ data: { sessionId: s.id, index: k, role: k % 2 ? 'human' : 'agent', content: 'x', createdAt: new Date(at) } });
     if (status === 'answered' && i % 6 !== 5) await prisma.evaluation.create({ data: { sessionId: s.id, score: 0.5, success: i % 3 === 0, detail: {}, evaluatorVersion: 't' } });
   }
+  // The people page's other columns: quality (one score not a number), an exclusion, a ban, a simulated person.
+  await prisma.participantQuality.createMany({ data: [{ participantId: people[0]!, score: 0.25, sessions: 3, signals: { tooFast: 0.5 } }, { participantId: people[2]!, score: NaN, sessions: 0, signals: {} }] });
+  await prisma.trainingExclusion.create({ data: { participantId: people[1]!, excludedBy: 'test', reason: 'copy-paste', createdAt: new Date(T0) } });
+  await prisma.participant.update({ where: { id: people[3]! }, data: { banned: true } });
+  await prisma.participant.update({ where: { id: people[4]! }, data: { role: 'simulated' } });
   await prisma.erasedStudySession.createMany({ data: [{ studyId: study.id, participantKey: 'erased:aa', success: true, activeMs: 61_000 }, { studyId: study.id, participantKey: 'erased:aa', success: false, activeMs: 5_000 }] });
   return (await prisma.study.findUniqueOrThrow({ where: { id: study.id }, include: { arms: { include: { policyVersion: true } } } })) as StudyWithArms;
 }
@@ -122,11 +127,25 @@ async function payoutsBefore(prisma: PrismaClient, study: StudyWithArms) {
   return { lines, sessions: live.length + erased.length, totalCents: lines.reduce((a, l) => a + l.amountCents, 0) };
 }
 
-/** The people page's active minutes and sessions by person before (sessionSummaries over the viewer's sessions). */
+/**
+ * The people page's rows before (Prisma's findMany with the person's quality and exclusion, sessionSummaries over
+ * the viewer's sessions), by id; the pseudonym and the order are checked by the page's tests.
+ */
 async function peopleBefore(prisma: PrismaClient, viewer: Viewer) {
-  const people = await prisma.participant.findMany({ where: { role: { not: 'simulated' }, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) } });
+  const people = await prisma.participant.findMany({
+    where: { role: { not: 'simulated' }, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) },
+    include: { quality: true, trainingExclusion: true },
+  });
   const summaries = await sessionSummaries(prisma, { participantId: { in: people.map((p) => p.id) }, ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) });
-  const out = new Map<string, { activeMinutes: number; sessions: number }>(people.map((p) => [p.id, { activeMinutes: 0, sessions: 0 }]));
+  const out = new Map(people.map((p) => [p.id, {
+    activeMinutes: 0,
+    sessions: 0,
+    role: p.role as string,
+    score: p.quality && Number.isFinite(p.quality.score) ? p.quality.score : null,
+    signals: (p.quality?.signals ?? {}) as Record<string, number>,
+    excluded: p.trainingExclusion ? { reason: p.trainingExclusion.reason, at: p.trainingExclusion.createdAt } : null,
+    banned: p.banned,
+  }]));
   for (const s of summaries) {
     const r = out.get(s.participantId)!;
     r.activeMinutes += s.activeMs / 60_000;
@@ -204,14 +223,19 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
       const after = await peopleOverview(prisma, viewer, SALT);
       expect(after.map((r) => r.id).sort()).toEqual([...before.keys()].sort());
       for (const r of after) {
-        expect(r.sessions).toBe(before.get(r.id)!.sessions);
-        expect(r.activeMinutes).toBeCloseTo(before.get(r.id)!.activeMinutes, 9);
+        const b = before.get(r.id)!;
+        expect(r.sessions).toBe(b.sessions);
+        expect(r.activeMinutes).toBeCloseTo(b.activeMinutes, 9);
+        expect({ role: r.role, score: r.score, signals: r.signals, excluded: r.excluded, banned: r.banned }).toEqual({ role: b.role, score: b.score, signals: b.signals, excluded: b.excluded, banned: b.banned });
       }
     }
     // The moderator's figures are their guild's only: smaller than the operator's for someone.
     const all = await peopleOverview(prisma, operator, SALT);
     const guild = await peopleOverview(prisma, moderator, SALT);
     expect(guild.some((g) => g.activeMinutes < all.find((a) => a.id === g.id)!.activeMinutes)).toBe(true);
+    // Each kind of row is there: a score, one that is not a number, an exclusion, a ban; the simulated person is not.
+    expect(all.some((r) => r.score === 0.25) && all.some((r) => r.excluded) && all.some((r) => r.banned)).toBe(true);
+    expect(all).toHaveLength(5);
   });
 
   it('computes each session\'s active time with tasks/study-pay.ts activeMs, as sessionSummaries does', async () => {

@@ -20,7 +20,7 @@ import { recordActiveTimes } from '../../prisma/active-time-store.ts';
 import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
 import { projectCompletion, projectionWindow, studyProgress } from '../../bot/study-progress.ts';
 import { studyPayouts, studyPayTotal } from '../../bot/study-payouts.ts';
-import { peopleOverview } from '../../bot/dashboard/overview.ts';
+import { judgementsDigest, leaderboards, peopleOverview, preferenceJudgements } from '../../bot/dashboard/overview.ts';
 import { IDLE_GAP_MS, sessionAmountCents } from '../../tasks/study-pay.ts';
 import { quantileSorted } from '../../tasks/stats.ts';
 import { rewardPairs } from '../../trainer/pairs.ts';
@@ -246,6 +246,15 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
     for (const s of after) expect(s.activeMs).toBe(before.get(s.id));
     // A pause over the idle gap is left out somewhere, so the rule is exercised and not just the span.
     expect([...before.values()].some((ms) => ms > 0)).toBe(true);
+  });
+
+  it("runs the policies page's grouped reads here too (both leaderboards in one query, the judgements' digest)", async () => {
+    const { prisma } = get();
+    const boards = await leaderboards(prisma, operator);
+    const scored = await prisma.evaluation.count({ where: { session: { goldSourceId: null, policyVersionId: { not: null } } } });
+    expect(boards.backend.rows.reduce((a, r) => a + r.sessions, 0)).toBe(scored);
+    expect(boards.frontend.rows).toEqual([]);
+    expect((await judgementsDigest(prisma)).n).toBe((await preferenceJudgements(prisma)).length);
   });
 
   it('gives the median and per-person sums in SQL that the rows gave, for every kind of selector', async () => {

@@ -151,11 +151,18 @@ export async function studyAnsweredCounts(prisma: PrismaClient, studyId: string,
 
 /** The study's answered sessions (live, and kept without text for people who were erased) counted by success. */
 export async function studyPayCounts(prisma: PrismaClient, studyId: string): Promise<{ success: boolean | null; n: number }[]> {
-  return prisma.$queryRaw`
+  // Planned serially, Postgres merges the two index-only scans (the study's sessions and the evaluations, both in
+  // session id order); planned in parallel, it hashes every evaluation in three processes, which on a 2-core machine
+  // with the page's other queries in flight took several times as long (bench/HISTORY.md, Dashboard). The setting
+  // lasts for this transaction only.
+  return prisma.$transaction(async (tx) => {
+    await tx.$queryRaw`SELECT set_config('max_parallel_workers_per_gather', '0', true)`;
+    return tx.$queryRaw<{ success: boolean | null; n: number }[]>`
     SELECT success, sum(n)::int AS n FROM (
       SELECT e.success, count(*) AS n FROM "Session" s LEFT JOIN "Evaluation" e ON e."sessionId" = s.id
       WHERE s."studyId" = ${studyId}::uuid AND s.status = 'answered' GROUP BY 1
       UNION ALL
       SELECT success, count(*) AS n FROM "ErasedStudySession" WHERE "studyId" = ${studyId}::uuid GROUP BY 1
     ) c GROUP BY 1`;
+  });
 }

@@ -4,12 +4,11 @@
 // answered. Also who may see a study on Discord (studyVisibleTo).
 import type { PrismaClient, Study } from '../prisma/generated/client.ts';
 import type { StudyWithArms } from '../prisma/study-store.ts';
-import { sessionTimes, studyAnsweredCounts, studyPeopleActive, studyRewardCounts, studySessionCells } from '../prisma/study-stats.ts';
+import { medianActiveMinutes, studyAnsweredCounts, studyPeopleActive, studyRewardCounts, studySessionCells } from '../prisma/study-stats.ts';
 import { deployedPolicy, servesOnlyStarter } from '../prisma/policy-store.ts';
 import { STARTER_ONLY_WARNING } from './bootstrap.ts';
 import { IDLE_GAP_MS } from '../tasks/study-pay.ts';
-import { quantileSorted } from '../tasks/stats.ts';
-import { rewardPairs } from '../trainer/pairs.ts';
+import { rewardPairCount } from '../trainer/pairs.ts';
 import { formatAmount } from './studies.ts';
 import type { Actor } from './moderation.ts';
 
@@ -77,16 +76,17 @@ export interface StudyProgress {
 }
 
 /**
- * Counted in the database (prisma/study-stats.ts): sessions by task, version and status, rewards by task, people
- * active; only the answered sessions' active times come back one a session, for their median.
+ * Counted in the database (prisma/study-stats.ts): sessions by task, version and status, rewards by task (their
+ * pairs counted by trainer/pairs.ts rewardPairCount), people active, and the median active time of the answered
+ * sessions (medianActiveMinutes).
  */
 export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, now = new Date()): Promise<StudyProgress> {
-  const [tasks, cells, peopleActive, rewards, times, counts, deployed] = await Promise.all([
+  const [tasks, cells, peopleActive, rewards, median, counts, deployed] = await Promise.all([
     prisma.studyTask.count({ where: { studyId: study.id } }),
     studySessionCells(prisma, study.id),
     studyPeopleActive(prisma, study.id),
     studyRewardCounts(prisma, study.id),
-    sessionTimes(prisma, { studyId: study.id, statuses: ['answered'] }),
+    medianActiveMinutes(prisma, { studyId: study.id, statuses: ['answered'] }),
     studyAnsweredCounts(prisma, study.id, projectionWindow(now)),
     deployedPolicy(prisma),
   ]);
@@ -97,8 +97,6 @@ export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, 
   let complete = 0;
   for (const n of answeredByTask.values()) if (k !== null && n >= k) complete++;
   const sum = (pick: (c: (typeof cells)[number]) => boolean) => cells.filter(pick).reduce((a, c) => a + c.n, 0);
-  // rewardPairs stays the rule of which pairs exist: it gets one item per answered session, rebuilt from the counts.
-  const scored = rewards.flatMap((r) => Array.from({ length: r.n }, (_, i) => ({ id: `${r.taskId}/${r.reward}/${i}`, groupId: r.taskId, reward: r.reward })));
   const answered = sum((c) => c.status === 'answered');
   return {
     tasks,
@@ -109,8 +107,8 @@ export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, 
     active: sum((c) => c.status === 'active'),
     arms: study.arms.map((a) => ({ policy: a.policyVersion.name, share: a.share, answered: sum((c) => c.policyVersionId === a.policyVersionId && c.status === 'answered'), active: sum((c) => c.policyVersionId === a.policyVersionId && c.status === 'active') })),
     peopleActive,
-    criticPairs: rewardPairs(scored).length,
-    medianActiveMinutes: times.length ? quantileSorted(times.map((s) => s.activeMs / 60_000).sort((a, b) => a - b), 0.5) : null,
+    criticPairs: rewardPairCount(rewards.map((r) => ({ groupId: r.taskId, reward: r.reward, n: r.n }))),
+    medianActiveMinutes: median,
     projection: projectCompletion({ remaining: k === null ? null : tasks * k - answered, answered: counts.answered, recent: counts.recent, firstStartedAt: counts.firstStartedAt, now }),
     deployed: deployed?.name ?? null,
     starterOnly: servesOnlyStarter(serving),

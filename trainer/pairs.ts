@@ -72,6 +72,18 @@ export function rewardPairs<T extends Scored>(items: T[], maxPairsPerGroup: numb
 }
 
 /**
+ * How many pairs rewardPairs (no cap) gives for items known only as counts by group and reward: in each group the
+ * best is chosen against every item rewarded strictly lower, so the items below the group's highest reward. Lets a
+ * study's progress count its critic pairs from rewards counted in the database (bot/study-progress.ts) without
+ * rebuilding one item a session; test/trainer/pairs.test.ts holds it to rewardPairs(...).length.
+ */
+export function rewardPairCount(counts: readonly { groupId: string; reward: number; n: number }[]): number {
+  const best = new Map<string, number>();
+  for (const c of counts) if (c.n > 0) best.set(c.groupId, Math.max(best.get(c.groupId) ?? -Infinity, c.reward));
+  return counts.reduce((a, c) => a + (c.n > 0 && c.reward < best.get(c.groupId)! ? c.n : 0), 0);
+}
+
+/**
  * The items after the first floor(share x n): the official trainer holds out the first 3 % of each pairs file for
  * evaluation (openrlhf/utils/utils.py blending_datasets) and trains on the rest. share 0: all of them.
  */

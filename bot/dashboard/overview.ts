@@ -2,17 +2,16 @@
 // with lineage, gate evidence, A/B results (bot/experiments.ts), a leaderboard paired by task and a Bradley-Terry
 // fit of people's /compare choices (tasks/bradley-terry.ts), people with their quality (moderators: their guild's
 // only), and the payouts that only operators see. Training runs are runs.ts.
-import type { PrismaClient } from '../../prisma/generated/client.ts';
+import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
 import { meanIntervalOf, pairedBootstrap, type Interval } from '../../tasks/stats.ts';
 import { bradleyTerryTable, type BradleyTerryRow, type Judgement } from '../../tasks/bradley-terry.ts';
-import { createHash } from 'node:crypto';
 import { deployedPolicy } from '../../prisma/policy-store.ts';
 import { studyProgress, studyVisibleTo, type StudyProgress } from '../study-progress.ts';
 import { studyPayouts, studyPayTotal, type Payouts } from '../study-payouts.ts';
 import { collectExperiments } from '../report/experiments.ts';
 import { pseudonymizer } from '../export/pseudonym.ts';
 import { hasPay } from '../../tasks/study-pay.ts';
-import { sessionTimes } from '../../prisma/study-stats.ts';
+import { activeTimeByPerson } from '../../prisma/study-stats.ts';
 import type { StudyWithArms } from '../../prisma/study-store.ts';
 import type { CalibrationResult } from '../report/calibration.ts';
 import type { Viewer } from './access.ts';
@@ -32,12 +31,11 @@ export interface StudyView {
 }
 
 export async function studiesOverview(prisma: PrismaClient, viewer: Viewer): Promise<StudyView[]> {
-  const out: StudyView[] = [];
-  for (const study of await visibleStudies(prisma, viewer)) {
+  // Every study's reads at once: each is a handful of grouped queries, which the pool runs side by side.
+  return Promise.all((await visibleStudies(prisma, viewer)).map(async (study) => {
     const [progress, paidCents] = await Promise.all([studyProgress(prisma, study), studyPayTotal(prisma, study)]);
-    out.push({ study, progress, paidCents });
-  }
-  return out;
+    return { study, progress, paidCents };
+  }));
 }
 
 /** Payouts of every study with pay rules, by platform id: operators only (the server checks the role). */
@@ -60,25 +58,41 @@ export interface LeaderRow {
   paired: Interval | null;
 }
 
+type Kind = 'backend' | 'frontend';
+type Leaderboard = { reference: string | null; rows: LeaderRow[] };
+
 /**
- * The leaderboard: every version with scored sessions of `kind`, its mean score by task, and its difference from
- * the reference (the deployed version) paired by task, each with a 95% interval.
+ * The leaderboards, one a task kind: every version with scored sessions of the kind, its mean score by task, and its
+ * difference from the reference (the deployed version) paired by task, each with a 95% interval.
  */
-export async function leaderboard(prisma: PrismaClient, viewer: Viewer, kind: 'backend' | 'frontend'): Promise<{ reference: string | null; rows: LeaderRow[] }> {
-  // Each version's mean score and count by task, summed in the database: reading every evaluation through
-  // Prisma took seconds at 100,000 sessions (bench/RESULTS.md, Dashboard).
-  const cells = await prisma.$queryRaw<{ policyVersionId: string; name: string; taskId: string; mean: number; n: number }[]>`
-    SELECT s."policyVersionId", pv.name, s."taskId", avg(e.score)::float8 AS mean, count(*)::int AS n
-    FROM "Evaluation" e JOIN "Session" s ON s.id = e."sessionId" JOIN "Task" t ON t.id = s."taskId" JOIN "PolicyVersion" pv ON pv.id = s."policyVersionId"
-    WHERE t.kind = ${kind}::"TaskKind" AND s."goldSourceId" IS NULL AND (${viewer.role !== 'moderator'} OR s."guildId" = ${viewer.guildId ?? null})
-    GROUP BY s."policyVersionId", pv.name, s."taskId"`;
+export async function leaderboards(prisma: PrismaClient, viewer: Viewer): Promise<Record<Kind, Leaderboard>> {
+  // Each version's mean score and count by kind and task, summed in the database in one pass over the evaluations
+  // (from covering indexes on Evaluation and Session): reading every evaluation through Prisma took seconds at
+  // 100,000 sessions, and a pass a kind twice the time (bench/HISTORY.md, Dashboard).
+  const [cells, deployed] = await Promise.all([
+    prisma.$queryRaw<{ kind: Kind; policyVersionId: string; name: string; taskId: string; mean: number; n: number }[]>`
+      SELECT t.kind::text AS kind, s."policyVersionId", pv.name, s."taskId", avg(e.score)::float8 AS mean, count(*)::int AS n
+      FROM "Evaluation" e JOIN "Session" s ON s.id = e."sessionId" JOIN "Task" t ON t.id = s."taskId" JOIN "PolicyVersion" pv ON pv.id = s."policyVersionId"
+      WHERE s."goldSourceId" IS NULL AND (${viewer.role !== 'moderator'} OR s."guildId" = ${viewer.guildId ?? null})
+      GROUP BY t.kind, s."policyVersionId", pv.name, s."taskId"`,
+    deployedPolicy(prisma),
+  ]);
+  // The paired bootstraps (2,000 resamples over every task, a version) give the same boards for the same cells, so
+  // the last boards are kept until a cell or the deployed version changes.
+  const key = JSON.stringify([deployed?.id ?? null, deployed?.name ?? null, cells]);
+  if (lastBoards?.key !== key) lastBoards = { key, boards: { backend: leaderboardOf(cells.filter((c) => c.kind === 'backend'), deployed), frontend: leaderboardOf(cells.filter((c) => c.kind === 'frontend'), deployed) } };
+  return lastBoards.boards;
+}
+
+let lastBoards: { key: string; boards: Record<Kind, Leaderboard> } | undefined;
+
+function leaderboardOf(cells: readonly { policyVersionId: string; name: string; taskId: string; mean: number; n: number }[], deployed: { id: string; name: string } | null): Leaderboard {
   const byPolicy = new Map<string, { name: string; tasks: Map<string, { mean: number; n: number }> }>();
   for (const c of cells) {
     const p = byPolicy.get(c.policyVersionId) ?? { name: c.name, tasks: new Map() };
     p.tasks.set(c.taskId, { mean: c.mean, n: c.n });
     byPolicy.set(c.policyVersionId, p);
   }
-  const deployed = await deployedPolicy(prisma);
   const ref = deployed && byPolicy.has(deployed.id) ? byPolicy.get(deployed.id)! : null;
   const rows = [...byPolicy.entries()].map(([id, p]): LeaderRow => {
     const taskMeans = [...p.tasks.values()].map((c) => c.mean);
@@ -93,56 +107,76 @@ export async function leaderboard(prisma: PrismaClient, viewer: Viewer, kind: 'b
   return { reference: ref ? deployed!.name : null, rows };
 }
 
+/** The answered /compare choices that count: both versions named and different, the rater still consenting. */
+const JUDGED = Prisma.sql`
+  FROM "Preference" pr JOIN "Participant" r ON r.id = pr."raterId"
+    JOIN "Session" sa ON sa.id = pr."sessionAId" JOIN "PolicyVersion" va ON va.id = sa."policyVersionId"
+    JOIN "Session" sb ON sb.id = pr."sessionBId" JOIN "PolicyVersion" vb ON vb.id = sb."policyVersionId"
+  WHERE pr.choice IN ('a', 'b', 'tie') AND r."deletedAt" IS NULL AND r."consentWithdrawnAt" IS NULL AND va.name <> vb.name`;
+/** The order they were answered in (the bootstrap's resamples depend on it). */
+const JUDGED_ORDER = Prisma.sql`pr."answeredAt", pr.id`;
+
 /**
  * People's answered /compare choices as judgements between the versions that played the two sessions, in the
  * order they were answered: one joined query (through Prisma's relations, 20,000 preferences took seconds).
  */
 export async function preferenceJudgements(prisma: PrismaClient): Promise<Judgement[]> {
   const rows = await prisma.$queryRaw<{ a: string; b: string; choice: string }[]>`
-    SELECT va.name AS a, vb.name AS b, pr.choice::text AS choice
-    FROM "Preference" pr JOIN "Participant" r ON r.id = pr."raterId"
-      JOIN "Session" sa ON sa.id = pr."sessionAId" JOIN "PolicyVersion" va ON va.id = sa."policyVersionId"
-      JOIN "Session" sb ON sb.id = pr."sessionBId" JOIN "PolicyVersion" vb ON vb.id = sb."policyVersionId"
-    WHERE pr.choice IN ('a', 'b', 'tie') AND r."deletedAt" IS NULL AND r."consentWithdrawnAt" IS NULL AND va.name <> vb.name
-    ORDER BY pr."answeredAt", pr.id`;
+    SELECT va.name AS a, vb.name AS b, pr.choice::text AS choice ${JUDGED} ORDER BY ${JUDGED_ORDER}`;
   return rows.map((r) => ({ a: r.a, b: r.b, outcome: r.choice === 'a' ? 1 : r.choice === 'b' ? 0 : 0.5 }));
 }
 
-/** What each training run was trained on, read from its data snapshot in the database (not the snapshot itself). */
-async function runLineage(prisma: PrismaClient, runIds: string[]): Promise<Map<string, { trainedOn: number | null; filter: unknown }>> {
-  if (!runIds.length) return new Map();
+/**
+ * How many judgements preferenceJudgements would give, and a digest of them in its order (both versions' names and
+ * the choice of each), computed in the database: the Bradley-Terry table is refitted only when the digest changes,
+ * so most requests need not read the 20,000 judgements themselves (bench/HISTORY.md, Dashboard).
+ */
+export async function judgementsDigest(prisma: PrismaClient): Promise<{ n: number; digest: string }> {
+  const [r] = await prisma.$queryRaw<{ n: number; digest: string | null }[]>`
+    SELECT count(*)::int AS n, md5(coalesce(string_agg(json_build_array(va.name, vb.name, pr.choice::text)::text, ',' ORDER BY ${JUDGED_ORDER}), '')) AS digest ${JUDGED}`;
+  return { n: r?.n ?? 0, digest: r?.digest ?? '' };
+}
+
+/**
+ * What each training run that published a version was trained on, read from its data snapshot in the database (not
+ * the snapshot itself); the runs are found in the same query, so it runs beside the page's other reads.
+ */
+async function runLineage(prisma: PrismaClient): Promise<Map<string, { trainedOn: number | null; filter: unknown }>> {
   const rows = await prisma.$queryRaw<{ id: string; trainedOn: number | null; snapFilter: unknown; configFilter: unknown }[]>`
     SELECT id, CASE WHEN jsonb_typeof("dataSnapshot"->'sessions') = 'array' THEN jsonb_array_length("dataSnapshot"->'sessions') END AS "trainedOn",
       "dataSnapshot"->'filter' AS "snapFilter", config->'filter' AS "configFilter"
-    FROM "TrainingRun" WHERE id = ANY(${runIds}::uuid[])`;
+    FROM "TrainingRun" WHERE id IN (SELECT "trainingRunId" FROM "PolicyVersion" WHERE "trainingRunId" IS NOT NULL)`;
   return new Map(rows.map((r) => [r.id, { trainedOn: r.trainedOn, filter: r.snapFilter ?? r.configFilter ?? null }]));
 }
 
-// The seeded bootstrap gives the same table for the same judgements, so the last one is kept until a judgement
-// arrives or goes (500 fits over 20,000 judgements are most of /policies' time: bench/RESULTS.md, Dashboard).
-let lastTable: { key: string; rows: BradleyTerryRow[] } | undefined;
+// The seeded bootstrap gives the same table for the same judgements, so the last one is kept, under the digest of
+// the judgements it was fitted on, until a judgement arrives or goes (500 fits over 20,000 judgements are most of
+// /policies' time: bench/RESULTS.md, Dashboard). Its judgements are read only to fit it.
+let lastTable: { digest: string; judgements: number; rows: BradleyTerryRow[] } | undefined;
 
-function bradleyTerryOf(players: string[], judgements: readonly Judgement[]): BradleyTerryRow[] {
-  const h = createHash('sha256').update(players.join('\n'));
-  for (const j of judgements) h.update(`\n${j.a}\t${j.b}\t${j.outcome}`);
-  const key = h.digest('hex');
-  if (lastTable?.key !== key) lastTable = { key, rows: bradleyTerryTable(players, judgements, { resamples: 500, seed: 11 }) };
-  return lastTable.rows;
+async function bradleyTerryNow(prisma: PrismaClient): Promise<{ judgements: number; rows: BradleyTerryRow[] }> {
+  const { n, digest } = await judgementsDigest(prisma);
+  if (lastTable?.digest !== digest) {
+    const judgements = await preferenceJudgements(prisma);
+    const players = [...new Set(judgements.flatMap((j) => [j.a, j.b]))];
+    // Kept under the digest read first: had a judgement arrived in between, the next request's digest differs and
+    // the table is fitted again.
+    lastTable = { digest, judgements: n, rows: players.length >= 2 ? bradleyTerryTable(players, judgements, { resamples: 500, seed: 11 }) : [] };
+  }
+  return { judgements: lastTable.judgements, rows: lastTable.rows };
 }
 
 export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
-  const [versions, judgements, backend, frontend, experiments] = await Promise.all([
+  const [versions, bradleyTerry, boards, experiments, lineage] = await Promise.all([
     prisma.policyVersion.findMany({
       orderBy: { createdAt: 'asc' },
       include: { parent: { select: { name: true } }, trainingRun: { select: { id: true } }, _count: { select: { sessions: true } } },
     }),
-    preferenceJudgements(prisma),
-    leaderboard(prisma, viewer, 'backend'),
-    leaderboard(prisma, viewer, 'frontend'),
+    bradleyTerryNow(prisma),
+    leaderboards(prisma, viewer),
     collectExperiments(prisma),
+    runLineage(prisma),
   ]);
-  const lineage = await runLineage(prisma, versions.flatMap((v) => (v.trainingRun ? [v.trainingRun.id] : [])));
-  const players = [...new Set(judgements.flatMap((j) => [j.a, j.b]))];
   return {
     versions: versions.map((v) => {
       const metrics = (v.metrics ?? {}) as { gate?: unknown };
@@ -161,31 +195,37 @@ export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
         gate: metrics.gate ?? null,
       };
     }),
-    leaderboards: { backend, frontend },
-    bradleyTerry: { judgements: judgements.length, rows: players.length >= 2 ? bradleyTerryOf(players, judgements) : [] },
+    leaderboards: boards,
+    bradleyTerry,
     experiments,
   };
 }
 
 export async function peopleOverview(prisma: PrismaClient, viewer: Viewer, salt: string) {
   const pseudo = pseudonymizer(salt);
-  const people = await prisma.participant.findMany({
-    where: { role: { not: 'simulated' }, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) },
-    include: { quality: true, trainingExclusion: true, _count: { select: { sessions: viewer.role === 'moderator' ? { where: { guildId: viewer.guildId } } : true } } },
-  });
-  // Active time (tasks/study-pay.ts activeMs) over the sessions the viewer may see.
-  const summaries = await sessionTimes(prisma, { participantIds: people.map((p) => p.id), ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) });
-  const activeMs = new Map<string, number>();
-  for (const s of summaries) activeMs.set(s.participantId, (activeMs.get(s.participantId) ?? 0) + s.activeMs);
+  const guild = viewer.role === 'moderator' ? { guildId: viewer.guildId } : {};
+  // The people (a moderator: those who played in their guild) with their quality and exclusion in one joined query,
+  // and beside it their sessions and active time (tasks/study-pay.ts activeMs) over the sessions the viewer may see,
+  // summed by person in the database: Prisma's findMany with its relations, and one row a session, took most of a
+  // second at 100,000 sessions (bench/HISTORY.md, Dashboard). The sums cover everyone with such a session; only
+  // the people listed are looked up.
+  const [people, times] = await Promise.all([
+    prisma.$queryRaw<{ id: string; discordUserId: string; role: string; banned: boolean; score: number | null; signals: unknown; reason: string | null; excludedAt: Date | null; excluded: boolean }[]>`
+      SELECT p.id, p."discordUserId", p.role::text AS role, p.banned, q.score, q.signals, x.reason, x."createdAt" AS "excludedAt", x."participantId" IS NOT NULL AS excluded
+      FROM "Participant" p LEFT JOIN "ParticipantQuality" q ON q."participantId" = p.id LEFT JOIN "TrainingExclusion" x ON x."participantId" = p.id
+      WHERE p.role <> 'simulated' AND p."deletedAt" IS NULL
+        AND (${viewer.role !== 'moderator'} OR EXISTS (SELECT 1 FROM "Session" s WHERE s."participantId" = p.id AND s."guildId" IS NOT DISTINCT FROM ${viewer.guildId ?? null}))`,
+    activeTimeByPerson(prisma, guild),
+  ]);
   const rows = people.map((p) => ({
-    activeMinutes: (activeMs.get(p.id) ?? 0) / 60_000,
+    activeMinutes: (times.get(p.id)?.activeMs ?? 0) / 60_000,
     id: p.id,
     person: pseudo(p.discordUserId),
     role: p.role,
-    sessions: p._count.sessions,
-    score: p.quality && Number.isFinite(p.quality.score) ? p.quality.score : null,
-    signals: (p.quality?.signals ?? {}) as Record<string, number>,
-    excluded: p.trainingExclusion ? { reason: p.trainingExclusion.reason, at: p.trainingExclusion.createdAt } : null,
+    sessions: times.get(p.id)?.sessions ?? 0,
+    score: p.score !== null && Number.isFinite(p.score) ? p.score : null,
+    signals: (p.signals ?? {}) as Record<string, number>,
+    excluded: p.excluded ? { reason: p.reason, at: p.excludedAt! } : null,
     banned: p.banned,
   }));
   rows.sort((a, b) => (a.score ?? 2) - (b.score ?? 2) || a.person.localeCompare(b.person));

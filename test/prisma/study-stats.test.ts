@@ -15,12 +15,12 @@ import { openDatabase, type Database } from '../../prisma/db.ts';
 import { migrate } from '../../prisma/migrate.ts';
 import type { PrismaClient, SessionStatus } from '../../prisma/generated/client.ts';
 import { sessionSummaries } from '../../prisma/session-summary.ts';
-import { sessionTimes } from '../../prisma/study-stats.ts';
+import { activeTimeByPerson, medianActiveMinutes, sessionTimes, type SessionSelector } from '../../prisma/study-stats.ts';
 import { recordActiveTimes } from '../../prisma/active-time-store.ts';
 import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
 import { projectCompletion, projectionWindow, studyProgress } from '../../bot/study-progress.ts';
 import { studyPayouts, studyPayTotal } from '../../bot/study-payouts.ts';
-import { peopleOverview } from '../../bot/dashboard/overview.ts';
+import { judgementsDigest, leaderboards, peopleOverview, preferenceJudgements } from '../../bot/dashboard/overview.ts';
 import { IDLE_GAP_MS, sessionAmountCents } from '../../tasks/study-pay.ts';
 import { quantileSorted } from '../../tasks/stats.ts';
 import { rewardPairs } from '../../trainer/pairs.ts';
@@ -66,6 +66,11 @@ async function seed(prisma: PrismaClient): Promise<StudyWithArms> {
     for (const [k, at] of moments.slice(1).entries()) await prisma.turn.create({ data: { sessionId: s.id, index: k, role: k % 2 ? 'human' : 'agent', content: 'x', createdAt: new Date(at) } });
     if (status === 'answered' && i % 6 !== 5) await prisma.evaluation.create({ data: { sessionId: s.id, score: 0.5, success: i % 3 === 0, detail: {}, evaluatorVersion: 't' } });
   }
+  // The people page's other columns: quality (one score not a number), an exclusion, a ban, a simulated person.
+  await prisma.participantQuality.createMany({ data: [{ participantId: people[0]!, score: 0.25, sessions: 3, signals: { tooFast: 0.5 } }, { participantId: people[2]!, score: NaN, sessions: 0, signals: {} }] });
+  await prisma.trainingExclusion.create({ data: { participantId: people[1]!, excludedBy: 'test', reason: 'copy-paste', createdAt: new Date(T0) } });
+  await prisma.participant.update({ where: { id: people[3]! }, data: { banned: true } });
+  await prisma.participant.update({ where: { id: people[4]! }, data: { role: 'simulated' } });
   await prisma.erasedStudySession.createMany({ data: [{ studyId: study.id, participantKey: 'erased:aa', success: true, activeMs: 61_000 }, { studyId: study.id, participantKey: 'erased:aa', success: false, activeMs: 5_000 }] });
   return (await prisma.study.findUniqueOrThrow({ where: { id: study.id }, include: { arms: { include: { policyVersion: true } } } })) as StudyWithArms;
 }
@@ -122,17 +127,62 @@ async function payoutsBefore(prisma: PrismaClient, study: StudyWithArms) {
   return { lines, sessions: live.length + erased.length, totalCents: lines.reduce((a, l) => a + l.amountCents, 0) };
 }
 
-/** The people page's active minutes and sessions by person before (sessionSummaries over the viewer's sessions). */
+/**
+ * The people page's rows before (Prisma's findMany with the person's quality and exclusion, sessionSummaries over
+ * the viewer's sessions), by id; the pseudonym and the order are checked by the page's tests.
+ */
 async function peopleBefore(prisma: PrismaClient, viewer: Viewer) {
-  const people = await prisma.participant.findMany({ where: { role: { not: 'simulated' }, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) } });
+  const people = await prisma.participant.findMany({
+    where: { role: { not: 'simulated' }, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) },
+    include: { quality: true, trainingExclusion: true },
+  });
   const summaries = await sessionSummaries(prisma, { participantId: { in: people.map((p) => p.id) }, ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) });
-  const out = new Map<string, { activeMinutes: number; sessions: number }>(people.map((p) => [p.id, { activeMinutes: 0, sessions: 0 }]));
+  const out = new Map(people.map((p) => [p.id, {
+    activeMinutes: 0,
+    sessions: 0,
+    role: p.role as string,
+    score: p.quality && Number.isFinite(p.quality.score) ? p.quality.score : null,
+    signals: (p.quality?.signals ?? {}) as Record<string, number>,
+    excluded: p.trainingExclusion ? { reason: p.trainingExclusion.reason, at: p.trainingExclusion.createdAt } : null,
+    banned: p.banned,
+  }]));
   for (const s of summaries) {
     const r = out.get(s.participantId)!;
     r.activeMinutes += s.activeMs / 60_000;
     r.sessions++;
   }
   return out;
+}
+
+/**
+ * medianActiveMinutes and activeTimeByPerson against sessionTimes, the one-row-a-session read they replace, over
+ * selectors of every kind: the median as bot/study-progress.ts computed it (quantileSorted of the sorted minutes),
+ * exactly; the sums as the people page summed them. Returns how many selectors had an even count whose middle two
+ * differ (the interpolating case).
+ */
+async function sqlAgainstRows(prisma: PrismaClient, study: StudyWithArms): Promise<number> {
+  const people = (await prisma.participant.findMany({ orderBy: { discordUserId: 'asc' } })).map((p) => p.id);
+  const selectors: SessionSelector[] = [
+    {}, { studyId: study.id }, { studyId: study.id, statuses: ['answered'] }, { statuses: ['active'] }, { statuses: ['abandoned', 'expired'] },
+    { guildId: GUILDS[0]! }, { guildId: null }, { participantIds: people.slice(0, 2) }, { participantIds: people.slice(3), guildId: GUILDS[1]! },
+    { studyId: study.id, statuses: ['answered'], participantIds: [people[1]!] }, { participantIds: [] },
+  ];
+  let interpolated = 0;
+  for (const where of selectors) {
+    const rows = await sessionTimes(prisma, where);
+    const sorted = rows.map((r) => r.activeMs / 60_000).sort((a, b) => a - b);
+    expect(await medianActiveMinutes(prisma, where), JSON.stringify(where)).toBe(rows.length ? quantileSorted(sorted, 0.5) : null);
+    if (sorted.length % 2 === 0 && sorted.length && sorted[sorted.length / 2 - 1] !== sorted[sorted.length / 2]) interpolated++;
+    const byPerson = new Map<string, { sessions: number; activeMs: number }>();
+    for (const r of rows) {
+      const p = byPerson.get(r.participantId) ?? { sessions: 0, activeMs: 0 };
+      p.sessions++;
+      p.activeMs += r.activeMs;
+      byPerson.set(r.participantId, p);
+    }
+    expect(await activeTimeByPerson(prisma, where), JSON.stringify(where)).toEqual(byPerson);
+  }
+  return interpolated;
 }
 
 const operator: Viewer = { role: 'operator', guildId: null, actor: 'test', principal: 'test' };
@@ -173,14 +223,19 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
       const after = await peopleOverview(prisma, viewer, SALT);
       expect(after.map((r) => r.id).sort()).toEqual([...before.keys()].sort());
       for (const r of after) {
-        expect(r.sessions).toBe(before.get(r.id)!.sessions);
-        expect(r.activeMinutes).toBeCloseTo(before.get(r.id)!.activeMinutes, 9);
+        const b = before.get(r.id)!;
+        expect(r.sessions).toBe(b.sessions);
+        expect(r.activeMinutes).toBeCloseTo(b.activeMinutes, 9);
+        expect({ role: r.role, score: r.score, signals: r.signals, excluded: r.excluded, banned: r.banned }).toEqual({ role: b.role, score: b.score, signals: b.signals, excluded: b.excluded, banned: b.banned });
       }
     }
     // The moderator's figures are their guild's only: smaller than the operator's for someone.
     const all = await peopleOverview(prisma, operator, SALT);
     const guild = await peopleOverview(prisma, moderator, SALT);
     expect(guild.some((g) => g.activeMinutes < all.find((a) => a.id === g.id)!.activeMinutes)).toBe(true);
+    // Each kind of row is there: a score, one that is not a number, an exclusion, a ban; the simulated person is not.
+    expect(all.some((r) => r.score === 0.25) && all.some((r) => r.excluded) && all.some((r) => r.banned)).toBe(true);
+    expect(all).toHaveLength(5);
   });
 
   it('computes each session\'s active time with tasks/study-pay.ts activeMs, as sessionSummaries does', async () => {
@@ -193,6 +248,21 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
     expect([...before.values()].some((ms) => ms > 0)).toBe(true);
   });
 
+  it("runs the policies page's grouped reads here too (both leaderboards in one query, the judgements' digest)", async () => {
+    const { prisma } = get();
+    const boards = await leaderboards(prisma, operator);
+    const scored = await prisma.evaluation.count({ where: { session: { goldSourceId: null, policyVersionId: { not: null } } } });
+    expect(boards.backend.rows.reduce((a, r) => a + r.sessions, 0)).toBe(scored);
+    expect(boards.frontend.rows).toEqual([]);
+    expect((await judgementsDigest(prisma)).n).toBe((await preferenceJudgements(prisma)).length);
+  });
+
+  it('gives the median and per-person sums in SQL that the rows gave, for every kind of selector', async () => {
+    const { prisma, study } = get();
+    expect(await prisma.session.count({ where: { activeMs: { not: null } } })).toBe(0); // all from moments here
+    expect(await sqlAgainstRows(prisma, study)).toBeGreaterThan(0);
+  });
+
   it('gives the same figures once the ended sessions hold their active time (prisma/active-time-store.ts)', async () => {
     const { prisma, study } = get();
     const [progress, payouts, people] = [await progressBefore(prisma, study, NOW), await payoutsBefore(prisma, study), await peopleBefore(prisma, operator)];
@@ -202,6 +272,9 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
     expect({ ...(await studyProgress(prisma, study, NOW)), starterOnly: undefined }).toEqual({ ...progress, starterOnly: undefined });
     expect((await studyPayouts(prisma, study)).lines).toEqual(payouts.lines);
     for (const r of await peopleOverview(prisma, operator, SALT)) expect(r.activeMinutes).toBeCloseTo(people.get(r.id)!.activeMinutes, 9);
+    // Stored and unstored times mixed (answered sessions without an end keep none): still the rows' figures.
+    expect(await prisma.session.count({ where: { activeMs: null, status: 'answered', studyId: study.id } })).toBeGreaterThan(0);
+    expect(await sqlAgainstRows(prisma, study)).toBeGreaterThan(0);
   });
 }
 

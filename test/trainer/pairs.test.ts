@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rewardPairs, topBottomPairs, widestGaps } from '../../trainer/pairs.ts';
+import { rewardPairCount, rewardPairs, topBottomPairs, widestGaps } from '../../trainer/pairs.ts';
 import { sessionReward as blendedReward } from '../../prisma/session-store.ts';
 
 describe('reward blending', () => {
@@ -36,6 +36,22 @@ describe('trajectory preference pairs', () => {
   it('keeps the largest gaps when capped', () => {
     const pairs = rewardPairs([t('a', 'x', 1), t('b', 'x', 0.9), t('c', 'x', 0)], 1);
     expect(pairs.map((p) => p.chosen.id + '>' + p.rejected.id)).toEqual(['a>c']);
+  });
+  it('counts from rewards counted by group exactly the pairs rewardPairs forms (rewardPairCount)', () => {
+    // Seeded groups with ties at the top and below, single items, empty counts and negative rewards.
+    let seed = 5;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    for (let round = 0; round < 50; round++) {
+      const counts: { groupId: string; reward: number; n: number }[] = [];
+      const groups = 1 + Math.floor(rnd() * 6);
+      for (let g = 0; g < groups; g++) {
+        for (const reward of [1, 0.5, 0, -0.25].filter(() => rnd() < 0.6)) counts.push({ groupId: `g${g}`, reward, n: Math.floor(rnd() * 4) });
+      }
+      const items = counts.flatMap((c) => Array.from({ length: c.n }, (_, i) => t(`${c.groupId}/${c.reward}/${i}`, c.groupId, c.reward)));
+      expect(rewardPairCount(counts)).toBe(rewardPairs(items).length);
+    }
+    expect(rewardPairCount([{ groupId: 'x', reward: 1, n: 0 }, { groupId: 'x', reward: 0.5, n: 3 }])).toBe(0);
+    expect(rewardPairCount([{ groupId: 'x', reward: 1, n: 2 }, { groupId: 'x', reward: 0.5, n: 3 }, { groupId: 'y', reward: 0, n: 4 }])).toBe(3);
   });
 });
 

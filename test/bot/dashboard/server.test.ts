@@ -9,6 +9,7 @@ import { buildDashboard, DashboardRefused, startDashboard } from '../../../bot/d
 import { newTokenSecret, isLoopbackHost, loopbackHostHeader } from '../../../bot/dashboard/access.ts';
 import { createDashboardToken, revokeDashboardToken, DashboardTokenError } from '../../../prisma/dashboard-store.ts';
 import { pseudonymize } from '../../../bot/export/pseudonym.ts';
+import { judgementsDigest, policiesOverview, preferenceJudgements } from '../../../bot/dashboard/overview.ts';
 
 const SALT = 'dashboard-test-salt';
 const PAGES = ['/studies', '/sessions', '/policies', '/runs', '/people', '/calibration'];
@@ -233,5 +234,30 @@ describe('beyond loopback', () => {
       expect(r.status).toBe(404);
       expect(await t.prisma.trainingExclusion.count({ where: { participantId: bob.id } })).toBe(0);
     });
+  });
+});
+
+describe('the Bradley-Terry table kept between requests', () => {
+  const operator = { role: 'operator', guildId: null, actor: 'test', principal: 'test' } as const;
+  it('is fitted again when a judgement arrives or goes, and counts the judgements preferenceJudgements reads', async () => {
+    const before = await policiesOverview(t.prisma, operator);
+    const d0 = await judgementsDigest(t.prisma);
+    expect(d0.n).toBe((await preferenceJudgements(t.prisma)).length);
+    expect(before.bradleyTerry.judgements).toBe(d0.n);
+    expect(before.bradleyTerry.rows.length).toBeGreaterThanOrEqual(2);
+    // One more answered choice (one of them again, its sessions the other way round, answered later): the digest
+    // and the table's count change.
+    const p = await t.prisma.preference.findFirstOrThrow({ where: { choice: { in: ['a', 'b'] } }, orderBy: { answeredAt: 'asc' } });
+    const extra = await t.prisma.preference.create({ data: { raterId: p.raterId, sessionAId: p.sessionBId, sessionBId: p.sessionAId, choice: p.choice, answeredAt: new Date() } });
+    const d1 = await judgementsDigest(t.prisma);
+    expect(d1.n).toBe(d0.n + 1);
+    expect(d1.digest).not.toBe(d0.digest);
+    const more = await policiesOverview(t.prisma, operator);
+    expect(more.bradleyTerry.judgements).toBe(d0.n + 1);
+    expect(more.bradleyTerry.rows).not.toEqual(before.bradleyTerry.rows);
+    // Gone again: the first digest and the first table.
+    await t.prisma.preference.delete({ where: { id: extra.id } });
+    expect(await judgementsDigest(t.prisma)).toEqual(d0);
+    expect((await policiesOverview(t.prisma, operator)).bradleyTerry).toEqual(before.bradleyTerry);
   });
 });

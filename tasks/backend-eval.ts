@@ -8,7 +8,8 @@
 import { readFileSync } from 'node:fs';
 import type { BackendTask } from './model.ts';
 import { stripCodeFences } from './answer.ts';
-import { assertSandboxAvailable, channelFds, DEFAULT_BWRAP_PATH, pythonMemoryModules } from './sandbox.ts';
+import { assertSandboxAvailable, channelFds, DEFAULT_BWRAP_PATH } from './sandbox.ts';
+import { pythonMemoryModules } from './python-memory-modules.ts';
 import { runSandboxedOffThread } from './sandbox-thread.ts';
 
 /** Stored with every Evaluation row; bump when scoring could change for the same answer. */

@@ -15,7 +15,7 @@ import { migrate } from '../prisma/migrate.ts';
 import { importTasks } from '../prisma/task-store.ts';
 import { deployPolicyByName, registerVersion } from '../prisma/policy-store.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import { classifyMoves, createCreditScorer, CREDIT_DESIGNS, demonstratorSuccess, generateCreditTasks, trueMoveValue, type CreditDesign, type CreditMove } from '../tasks/credit.ts';
+import { classifyMoves, createCreditScorer, CREDIT_DESIGNS, demonstratorSuccess, generateCreditTasks, scoreCreditGame, trueMoveValue, type CreditDesign, type CreditMove } from '../tasks/credit.ts';
 import { spearman } from '../tasks/stats.ts';
 import { meanLogRatio } from '../trainer/losses.ts';
 import { initBackend } from '../trainer/model/backend.ts';
@@ -142,7 +142,7 @@ try {
     for (const g of games) {
       const moves = classifyMoves(tasksById.get(g.taskId)!, g.turns);
       for (const m of moves) count[m.move]++;
-      obtained += moves.filter((m) => m.move === 'useful').length / 3;
+      obtained += scoreCreditGame(tasksById.get(g.taskId)!, g.turns).score; // the values obtained: v2's score, whatever the design
     }
     const q = count.useful + count.repeated + count.useless;
     return { valuesObtained: obtained / games.length, useful: count.useful / Math.max(1, q), useless: count.useless / Math.max(1, q), repeated: count.repeated / Math.max(1, q), questions: q };

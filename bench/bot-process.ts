@@ -103,6 +103,11 @@ for (const manager of [rest, bot.interactionRest]) {
   });
 }
 
+// When each person's message reached the bot (discord.js's messageCreate): splits a turn's own time into the way
+// in (the fake Discord's gateway and discord.js) and the bot's own work (bench/bot.ts).
+let received: [string, number][] = [];
+bot.client.on('messageCreate', (m) => void received.push([m.id, performance.timeOrigin + performance.now()]));
+
 const loop = monitorEventLoopDelay({ resolution: 10 });
 let cpu0 = process.cpuUsage();
 let queries0 = 0;
@@ -121,6 +126,7 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
     statements.clear();
     poolWaits.length = 0;
     restRecords = [];
+    received = [];
     rateLimited = { global: 0, route: 0 };
     globalWindows = [];
     process.send!({ op: 'reset', heapBytes });
@@ -139,6 +145,7 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
       topStatements: [...statements].sort((x, y) => y[1] - x[1]).slice(0, 12),
       poolWaitsMs: poolWaits,
       rest: restRecords,
+      received,
       rateLimited,
       globalWindows,
     });

@@ -8,7 +8,9 @@
 // TURNS agent messages, TURNS - 1 replies, the answer scored in the sandbox pool, a rating). Per phase:
 //   - acknowledgement of every interaction (dispatch on the gateway to the bot's callback; Discord's limit: 3 s);
 //   - the bot's own time per turn: the person's message on the gateway to the agent's reply on Discord, minus the
-//     time the agent's request took (Turn.latencyMs); and, part of it, the time the posts showing the reply waited
+//     server's own time on the reply (measured in the server's process: a wait for one of the bot's in-flight slots
+//     to the server is the bot's time); split at the bot's edges into the way in (to discord.js's messageCreate),
+//     the bot's work and the way out (the post sent to shown); and, part of it, the time the posts showing the reply waited
 //     in discord.js's REST queue (measured in the bot process: Discord's 50 requests a second per bot token), of
 //     which the part spent while the client-side global limit held every request back (measured: the windows
 //     @discordjs/rest waited on it); the own time less that part, the bot's own processing with Discord's limit
@@ -21,6 +23,7 @@
 // The machine's load average before and after. One JSON line at the end; exit 1 unless every session was answered,
 // scored and rated once.
 // Usage: npm run bench:bot [-- --people 50,100,200 --think-ms 0 --turns 3 --max-tokens 24 --token-delay-ms 20 --scoring-pool 2
+//                             --max-in-flight 256 (the endpoint version's requests in flight to the server)
 //                             --cpu-prof DIR (writes the bot process's CPU profile there)
 //                             --db-pool-size N (the bot's Postgres pool, DATABASE_POOL_SIZE; default: its default)
 //                             --diagnostic-global-rps N (a diagnostic only: discord.js's client-side global limit
@@ -55,6 +58,9 @@ const { values: args } = parseArgs({
     'diagnostic-global-rps': { type: 'string' },
     // Reading and typing: each person waits a seeded uniform time in MIN-MAX ms before each of their messages.
     'think-ms': { type: 'string', default: '0' },
+    // Requests the bot keeps in flight to the server (the endpoint version's serving.maxInFlight): the bench's
+    // server takes any number at once, as vLLM takes 256 sequences by default (--max-num-seqs).
+    'max-in-flight': { type: 'string', default: '256' },
   },
 });
 /** A positive whole-number flag (bench/args.ts's rule, for values given with parseArgs). */
@@ -68,6 +74,7 @@ const TURNS = wholeNumber('--turns', args.turns);
 const MAX_TOKENS = wholeNumber('--max-tokens', args['max-tokens']);
 const TOKEN_DELAY_MS = Number(args['token-delay-ms']);
 const SCORING_POOL = wholeNumber('--scoring-pool', args['scoring-pool']);
+const MAX_IN_FLIGHT = wholeNumber('--max-in-flight', args['max-in-flight']);
 const DB_POOL_SIZE = args['db-pool-size'] === undefined ? undefined : wholeNumber('--db-pool-size', args['db-pool-size']);
 const THINK = /^(\d+)(?:-(\d+))?$/.exec(args['think-ms']);
 if (!THINK || Number(THINK[2] ?? THINK[1]) < Number(THINK[1])) throw new Error(`--think-ms must be MIN-MAX (ms, MIN <= MAX) or one number, got ${args['think-ms']}`);
@@ -97,20 +104,31 @@ function overlap(xs: [number, number][], ys: [number, number][]): number {
   return total;
 }
 
+/** A person's message, unique in the run: the server's time on the reply to it is looked up by it. */
+const personMessage = (k: number, n: number, p: number) => `Reply ${k} from person ${n} of phase ${p}: keep it simple.`;
+const PERSON_MESSAGE = /Reply \d+ from person \d+ of phase \d+/;
+
 /** The reply every agent turn gets: MAX_TOKENS words, then the answer on the last turn (the endpoint repeats it). */
-async function startModelServer(): Promise<{ url: string; close: () => void }> {
+async function startModelServer(): Promise<{ url: string; close: () => void; servedMs: Map<string, number> }> {
   const words = Array.from({ length: MAX_TOKENS }, (_, i) => (i === 0 ? 'Could' : `w${i}`)).join(' ') + '?';
   const serverModule = pathToFileURL(join(import.meta.dirname, '../bot/testing/openai-server.ts')).href;
   const code =
     `const { startOpenAiServer } = await import(${JSON.stringify(serverModule)});` +
-    `const s = await startOpenAiServer({ model: 'bench-model', maxModelLen: 8192, tokenDelayMs: ${TOKEN_DELAY_MS}, reply: () => ${JSON.stringify(words)} });` +
+    `const s = await startOpenAiServer({ model: 'bench-model', maxModelLen: 8192, tokenDelayMs: ${TOKEN_DELAY_MS}, reply: () => ${JSON.stringify(words)}, onServed: (b, ms) => console.log(JSON.stringify({ last: String(b.messages.at(-1)?.content ?? ''), ms })) });` +
     `console.log(s.url);`;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // The server's own time on each reply (bot/testing/openai-server.ts onServed), by the person's message it answers.
+  const servedMs = new Map<string, number>();
   const url = await new Promise<string>((resolveUrl, reject) => {
     child.once('exit', (c) => reject(new Error(`the OpenAI-compatible server process exited (${c})`)));
-    createInterface({ input: child.stdout! }).once('line', (line) => resolveUrl(line.trim()));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (!line.startsWith('{')) return resolveUrl(line.trim());
+      const r = JSON.parse(line) as { last: string; ms: number };
+      const key = PERSON_MESSAGE.exec(r.last)?.[0];
+      if (key) servedMs.set(key, r.ms);
+    });
   });
-  return { url, close: () => void child.kill('SIGTERM') };
+  return { url, close: () => void child.kill('SIGTERM'), servedMs };
 }
 
 /** The bot in its own process, answering the driver's IPC requests (bench/bot-process.ts). */
@@ -145,7 +163,7 @@ async function main(): Promise<void> {
   const fake = await new FakeDiscord({ heartbeatIntervalMs: 5_000 }).start();
   await importTasks(tdb.prisma, builtinTasks({ kind: 'backend' }));
   const model = await startModelServer();
-  await registerEndpointVersion(tdb.prisma, { name: 'bench-endpoint', url: model.url, model: 'bench-model', maxTokens: MAX_TOKENS });
+  await registerEndpointVersion(tdb.prisma, { name: 'bench-endpoint', url: model.url, model: 'bench-model', maxTokens: MAX_TOKENS, maxInFlight: MAX_IN_FLIGHT });
   await deployPolicyByName(tdb.db, 'bench', 'bench-endpoint');
   const bot = await startBot(
     { BENCH_DB_URL: tdb.url, BENCH_API_BASE: fake.apiBase, BENCH_GUILD_ID: fake.guildId, BENCH_MAX_TURNS: String(TURNS), BENCH_SCORING_POOL: String(SCORING_POOL), BENCH_LOG_FILE: join(dir, 'bot.log'), ...(DB_POOL_SIZE ? { BENCH_DB_POOL_SIZE: String(DB_POOL_SIZE) } : {}), ...(args['diagnostic-global-rps'] ? { BENCH_DIAGNOSTIC_GLOBAL_RPS: args['diagnostic-global-rps'] } : {}) },
@@ -158,7 +176,7 @@ async function main(): Promise<void> {
   try {
     for (const [p, people] of PHASES.entries()) {
       const acks: number[] = [];
-      const turnsShown: { sent: number; shown: Shown; threadId: string }[] = [];
+      const turnsShown: { k: number; sent: number; msgId: string; key: string; shown: Shown; threadId: string }[] = [];
       const answerToResult: number[] = [];
       let opened = 0;
       let allOpen!: () => void;
@@ -186,9 +204,9 @@ async function main(): Promise<void> {
           // Thinking happens before the message is sent, so it is never part of the bot's own time.
           if (THINK_MAX > 0) await sleep(THINK_MIN + rng.next() * (THINK_MAX - THINK_MIN));
           const sent = performance.now();
-          fake.say(user, threadId, `Reply ${k} from person ${n}: keep it simple.`);
+          const msgId = fake.say(user, threadId, personMessage(k, n, p));
           shown = await fake.waitFor(() => agentMsgs(threadId)[k], WAIT_MS, `agent message ${k + 1}`);
-          turnsShown.push({ sent, shown, threadId });
+          turnsShown.push({ k, sent, msgId, key: PERSON_MESSAGE.exec(personMessage(k, n, p))![0], shown, threadId });
         }
         const result = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')), WAIT_MS, 'result');
         answerToResult.push(result.at - shown.at);
@@ -217,7 +235,10 @@ async function main(): Promise<void> {
       const ids = turnsShown.map((t) => t.shown.id);
       const stored = await tdb.prisma.turn.findMany({ where: { externalMessageId: { in: ids } }, select: { externalMessageId: true, latencyMs: true } });
       const modelMs = new Map(stored.map((t) => [t.externalMessageId, t.latencyMs ?? 0]));
-      const own = turnsShown.map((t) => t.shown.at - t.sent - (modelMs.get(t.shown.id) ?? NaN));
+      // Less the server's own time on the reply (as the server measured it): a wait for one of the bot's in-flight
+      // slots to the server, or its reading of the stream, is the bot's time.
+      const serverMs = turnsShown.map((t) => model.servedMs.get(t.key) ?? NaN);
+      const own = turnsShown.map((t, i) => t.shown.at - t.sent - serverMs[i]!);
       // Of each turn's own time, what the posts showing the agent's reply (those to its thread made between the
       // person's message and the reply shown) spent queued in discord.js before being sent: measured in the bot
       // process. Only posts: the typing indicator is not awaited, so its wait overlaps the agent's time.
@@ -235,6 +256,14 @@ async function main(): Promise<void> {
       const windows = s.globalWindows as [number, number][];
       const globalInTurn = turnsShown.map((t) => overlap(union(postsOf(t).map((r): [number, number] => [r.queuedAt, r.queuedAt + (r.waitMs ?? 0)])), windows));
       const ownLessGlobal = own.map((o, i) => o - globalInTurn[i]!);
+      // The own time split at the bot's edges: the way in (from the person's message to discord.js's messageCreate
+      // in the bot), the bot's work (from there to queueing the post that shows the reply, less the agent's time),
+      // and the way out after discord.js sent that post (the request and the fake Discord showing it).
+      const received = new Map(s.received as [string, number][]);
+      const wayIn = turnsShown.map((t) => (received.get(t.msgId) ?? NaN) - wall(t.sent));
+      const lastPost = turnsShown.map((t) => postsOf(t).at(-1));
+      const botWork = turnsShown.map((t, i) => (lastPost[i]?.queuedAt ?? NaN) - (received.get(t.msgId) ?? NaN) - serverMs[i]!);
+      const wayOut = turnsShown.map((t, i) => wall(t.shown.at) - (lastPost[i]?.queuedAt ?? NaN) - (lastPost[i]?.waitMs ?? NaN));
       const restWaits = rest.map((r) => r.waitMs).filter((w): w is number => w !== null);
       const restRoutes = new Map<string, number>();
       for (const r of rest) {
@@ -255,7 +284,11 @@ async function main(): Promise<void> {
         restQueueShareOfOwnTime: round(queuedInTurn.reduce((a, b) => a + b, 0) / own.reduce((a, b) => a + b, 0), 3),
         restGlobalLimitInOwnTimeMs: stat(globalInTurn),
         ownTimeLessGlobalLimitMs: stat(ownLessGlobal),
-        modelTimePerTurnMs: stat([...modelMs.values()]),
+        ownTimeSplitMs: { wayIn: stat(wayIn), botWork: stat(botWork), wayOut: stat(wayOut) },
+        // By the person's reply it answers: the last agent turn is the answer, whose wave brings scoring and ratings.
+        botWorkByReplyMs: Object.fromEntries(Array.from({ length: TURNS - 1 }, (_, k) => [k + 1, stat(botWork.filter((_, i) => turnsShown[i]!.k === k + 1))])),
+        modelTimePerTurnMs: stat(serverMs),
+        agentRequestInBotMs: stat(turnsShown.map((t) => modelMs.get(t.shown.id) ?? NaN)),
         dbRoundTripsPerTurn: round(s.queries! / agentTurns),
         // Discord allows a bot token 50 REST requests a second (discord.js queues to stay under it).
         restRequestsPerTurn: round(restRequests / agentTurns),
@@ -297,7 +330,12 @@ async function main(): Promise<void> {
   row('  share of own time queued in discord.js', (x) => `${x.restQueueShareOfOwnTime}`);
   row('  of it held by the global limit p50 / p99', (x) => `${x.restGlobalLimitInOwnTimeMs.p50} / ${x.restGlobalLimitInOwnTimeMs.p99}`);
   row('own time less the global limit p50 / p99', (x) => `${x.ownTimeLessGlobalLimitMs.p50} / ${x.ownTimeLessGlobalLimitMs.p99}`);
-  row('model time per turn p50 (ms)', (x) => `${x.modelTimePerTurnMs.p50}`);
+  row('  way in (to messageCreate) p50 / p99', (x) => `${x.ownTimeSplitMs.wayIn.p50} / ${x.ownTimeSplitMs.wayIn.p99}`);
+  row('  bot work (less the agent) p50 / p99', (x) => `${x.ownTimeSplitMs.botWork.p50} / ${x.ownTimeSplitMs.botWork.p99}`);
+  for (let k = 1; k < TURNS; k++) row(`    after reply ${k}${k === TURNS - 1 ? ' (the answer)' : ''} p50 / p99`, (x) => `${x.botWorkByReplyMs[k].p50} / ${x.botWorkByReplyMs[k].p99}`);
+  row('  way out (post sent to shown) p50 / p99', (x) => `${x.ownTimeSplitMs.wayOut.p50} / ${x.ownTimeSplitMs.wayOut.p99}`);
+  row('server time per turn p50 / p99 (ms)', (x) => `${x.modelTimePerTurnMs.p50} / ${x.modelTimePerTurnMs.p99}`);
+  row('  the request as the bot timed it p50 / p99', (x) => `${x.agentRequestInBotMs.p50} / ${x.agentRequestInBotMs.p99}`);
   row('db round trips per turn', (x) => `${x.dbRoundTripsPerTurn}`);
   row('Discord REST requests per turn', (x) => `${x.restRequestsPerTurn}`);
   row('REST requests per second', (x) => `${x.restRequestsPerSecond}`);

@@ -18,6 +18,7 @@ interface AddOptions {
   adapter?: string;
   on?: string;
   maxLoraRank?: number;
+  maxInFlight?: number;
   apiKeyEnv?: string;
   contextWindow?: number;
   temperature?: number;
@@ -64,17 +65,18 @@ export function registerPolicyCommands(program: Command): void {
     .option('--max-tokens <n>', 'longest agent message in tokens (default 1024)', intOption('max-tokens', 1))
     .option('--base-model-dir <dir>', 'the served model\'s Hugging Face directory: exact token counts, and the base for LoRA training')
     .option('--max-lora-rank <n>', 'the server\'s largest LoRA rank (vLLM --max-lora-rank; default: VLLM_MAX_LORA_RANK)', intOption('max-lora-rank', 1))
+    .option('--max-in-flight <n>', 'requests the bot keeps in flight to the server at once, the rest waiting in the bot (what it batches: vLLM --max-num-seqs; default 16)', intOption('max-in-flight', 1))
     .option('--no-check', 'register without asking the server (it must then answer by the time the version is used)')
     .action(async (name: string, o: AddOptions) => {
       if (o.gguf) {
-        const other = (['endpoint', 'adapter', 'on', 'model', 'apiKeyEnv', 'contextWindow', 'maxLoraRank'] as const).filter((k) => o[k] !== undefined);
+        const other = (['endpoint', 'adapter', 'on', 'model', 'apiKeyEnv', 'contextWindow', 'maxLoraRank', 'maxInFlight'] as const).filter((k) => o[k] !== undefined);
         if (other.length) throw new Error(`--gguf registers a file run by Sweetloop itself: drop ${other.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}`);
         return addGguf(name, o.gguf, o);
       }
       if (!!o.endpoint === !!o.adapter) throw new Error('give either --endpoint URL --model MODEL (a model on a server) or --adapter DIR --on ENDPOINT_VERSION (a LoRA adapter on one)');
       if (o.adapter) {
         // An adapter is served with its endpoint version's settings: options of an endpoint would be ignored.
-        const endpointOnly = (['model', 'apiKeyEnv', 'contextWindow', 'temperature', 'topP', 'maxTokens', 'baseModelDir', 'maxLoraRank'] as const).filter((k) => o[k] !== undefined);
+        const endpointOnly = (['model', 'apiKeyEnv', 'contextWindow', 'temperature', 'topP', 'maxTokens', 'baseModelDir', 'maxLoraRank', 'maxInFlight'] as const).filter((k) => o[k] !== undefined);
         if (endpointOnly.length) throw new Error(`--adapter takes its endpoint version's settings: drop ${endpointOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}`);
         return addAdapter(name, o.adapter, o.on);
       }
@@ -94,6 +96,7 @@ export function registerPolicyCommands(program: Command): void {
           maxTokens: o.maxTokens,
           baseModelDir: o.baseModelDir,
           maxLoraRank: o.maxLoraRank,
+          maxInFlight: o.maxInFlight,
           check: o.check,
         });
         const s = servingOf(v);
@@ -104,16 +107,17 @@ export function registerPolicyCommands(program: Command): void {
 
   policy
     .command('update <name>')
-    .description('Move an endpoint version to another server address (its adapter versions follow), or record its server\'s largest LoRA rank or its model\'s Hugging Face directory')
+    .description('Move an endpoint version to another server address (its adapter versions follow), or record its server\'s largest LoRA rank, how many requests it takes at once or its model\'s Hugging Face directory')
     .option('--endpoint <url>', 'the server\'s new base URL')
     .option('--max-lora-rank <n>', 'the server\'s largest LoRA rank (vLLM --max-lora-rank)', intOption('max-lora-rank', 1))
+    .option('--max-in-flight <n>', 'requests the bot keeps in flight to the server at once (vLLM --max-num-seqs; a higher number than before takes effect at the bot\'s next start)', intOption('max-in-flight', 1))
     .option('--base-model-dir <dir>', 'the served model\'s Hugging Face directory: exact token counts, and the base the trainer trains LoRA adapters on')
     .option('--no-check', 'change it without asking the new address that it serves the model')
-    .action(async (name: string, o: { endpoint?: string; maxLoraRank?: number; baseModelDir?: string; check: boolean }) => {
+    .action(async (name: string, o: { endpoint?: string; maxLoraRank?: number; maxInFlight?: number; baseModelDir?: string; check: boolean }) => {
       const { updateEndpointVersion } = await import('../../trainer/policies/lifecycle.ts');
       const { servedAt } = await import('../../trainer/policies/serving.ts');
       await withDatabase(async (db) => {
-        const { version, adapters } = await updateEndpointVersion(db.prisma, name, { url: o.endpoint, maxLoraRank: o.maxLoraRank, baseModelDir: o.baseModelDir, check: o.check, actor: 'cli' });
+        const { version, adapters } = await updateEndpointVersion(db.prisma, name, { url: o.endpoint, maxLoraRank: o.maxLoraRank, maxInFlight: o.maxInFlight, baseModelDir: o.baseModelDir, check: o.check, actor: 'cli' });
         console.log(`updated ${version.name}: ${servedAt(version)}${adapters.length ? `; its adapter versions follow: ${adapters.join(', ')}` : ''}`);
       });
     });

@@ -142,7 +142,6 @@ export class DiscordBot {
     const { threads } = this.ctx;
     const thread = s.threadId ? await threads.thread(s.threadId) : null;
     if (!thread) return null;
-    threads.remember(thread.id, s.id);
     return { view: threadView(thread, { recovering: true }), hooks: this.hooksFor(thread) };
   };
 
@@ -227,7 +226,7 @@ export class DiscordBot {
         const missed = [...fetched.values()].filter((m) => m.author.id === w.owner && !m.author.bot).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
         if (!missed.length) continue;
         log?.info({ session: w.session.id, messages: missed.length }, 'catching up on messages sent while the bot was down');
-        threads.remember(thread.id, w.session.id);
+        threads.remember(thread.id, w.session.id, w.owner);
         const first = missed[0]!;
         const hooks = this.hooksFor(first.channel, first);
         await this.answering(first, async () => {
@@ -271,12 +270,11 @@ export class DiscordBot {
 
   /** The session whose thread a person's message is in, with its view; null when it is not their own session's. */
   private async sessionFor(m: Message<true>, hooks: Hooks): Promise<{ sessionId: string; view: SessionView } | null> {
-    const { engine, threads } = this.ctx;
-    const sessionId = await threads.sessionOf(m.channelId, hooks);
-    if (!sessionId) return null;
-    if ((await engine.ownerOf(sessionId, hooks)) !== m.author.id) return null;
+    const { threads } = this.ctx;
+    const s = await threads.sessionOf(m.channelId, hooks);
+    if (!s || s.owner !== m.author.id) return null;
     const thread = await threads.thread(m.channelId);
-    return thread ? { sessionId, view: threadView(thread) } : null;
+    return thread ? { sessionId: s.sessionId, view: threadView(thread) } : null;
   }
 
   /** Runs `fn` for a person's message; what it cannot take is answered with the reason, a fault with an error id. */

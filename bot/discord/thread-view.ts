@@ -123,7 +123,8 @@ export function threadView(thread: ThreadChannel, options: ThreadViewOptions = {
 }
 
 export class ThreadViews {
-  private readonly sessions = new Map<string, string>();
+  /** Each thread's session and its person (neither ever changes): a person's message is placed without a query. */
+  private readonly sessions = new Map<string, { sessionId: string; owner: string }>();
 
   constructor(
     private readonly client: Client,
@@ -139,17 +140,18 @@ export class ThreadViews {
     }
   }
 
-  remember(threadId: string, sessionId: string): void {
-    this.sessions.set(threadId, sessionId);
+  /** `owner`: the external id (Discord user id) of the person whose session it is. */
+  remember(threadId: string, sessionId: string, owner: string): void {
+    this.sessions.set(threadId, { sessionId, owner });
   }
 
-  /** The session shown in a thread (from memory, else the database), or null. */
-  async sessionOf(threadId: string, hooks?: Parameters<SessionEngine['sessionByThread']>[1]): Promise<string | null> {
+  /** The session shown in a thread and its person (from memory, else the database), or null. */
+  async sessionOf(threadId: string, hooks?: Parameters<SessionEngine['sessionInThread']>[1]): Promise<{ sessionId: string; owner: string } | null> {
     const cached = this.sessions.get(threadId);
     if (cached) return cached;
-    const s = await this.engine.sessionByThread(threadId, hooks);
-    if (s) this.sessions.set(threadId, s.id);
-    return s?.id ?? null;
+    const s = await this.engine.sessionInThread(threadId, hooks);
+    if (s) this.sessions.set(threadId, s);
+    return s;
   }
 
   /** Deletes a session's thread with every message in it (a deletion request); false when it could not. */

@@ -161,19 +161,16 @@ export class SessionEngine {
     return { participant: p, active, answered };
   }
 
-  /** The external id (Discord user id) of the person whose session this is, or null. */
-  async ownerOf(sessionId: string, hooks?: Hooks): Promise<string | null> {
-    const { ctx } = this;
-    // One statement (the relation read through Prisma is two round trips), asked for every message a person sends.
-    const rows = await ctx.retry(
-      () => ctx.prisma.$queryRaw<{ discordUserId: string }[]>`SELECT p."discordUserId" FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" WHERE s.id = ${sessionId}::uuid`,
+  /**
+   * The session shown in a thread and the external id (Discord user id) of the person whose it is, or null. One
+   * statement (through Prisma's relation it is two round trips); neither ever changes, so callers may keep it.
+   */
+  async sessionInThread(threadId: string, hooks?: Hooks): Promise<{ sessionId: string; owner: string } | null> {
+    const rows = await this.ctx.retry(
+      () => this.ctx.prisma.$queryRaw<{ id: string; discordUserId: string }[]>`SELECT s.id, p."discordUserId" FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" WHERE s."threadId" = ${threadId}`,
       hooks,
     );
-    return rows[0]?.discordUserId ?? null;
-  }
-
-  sessionByThread(threadId: string, hooks?: Hooks): Promise<Session | null> {
-    return this.ctx.retry(() => this.ctx.prisma.session.findUnique({ where: { threadId } }), hooks);
+    return rows[0] ? { sessionId: rows[0].id, owner: rows[0].discordUserId } : null;
   }
 
   // ------------------------------------------------------------------------------------------ recovery and expiry (recovery.ts)

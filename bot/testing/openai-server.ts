@@ -48,6 +48,8 @@ export interface OpenAiServerOptions {
   reply?: (body: ChatBody, req: RecordedRequest) => string;
   /** Delay before each streamed token after the first (ms; default 0). */
   tokenDelayMs?: number;
+  /** Called as each chat reply ends, with the server's own time on it (from its body read to its last byte). */
+  onServed?: (body: ChatBody, ms: number) => void;
   /** When set, requests without `Authorization: Bearer <apiKey>` get 401. */
   apiKey?: string;
   port?: number;
@@ -121,6 +123,7 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
     json(res, status, { error: { message, type, code: status } });
 
   async function chat(rec: RecordedRequest, res: ServerResponse): Promise<void> {
+    const t0 = performance.now();
     const body = rec.body as ChatBody;
     if (!body || typeof body.model !== 'string' || !Array.isArray(body.messages)) return error(res, 400, 'model and messages are required');
     if (body.model !== model && !adapters.has(body.model)) return error(res, 404, `The model \`${body.model}\` does not exist.`, 'NotFoundError');
@@ -152,7 +155,7 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
 
     if (!body.stream) {
       if (tokenDelayMs > 0) await sleep(tokenDelayMs * Math.max(0, tokens.length - 1));
-      return json(res, 200, {
+      json(res, 200, {
         id,
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
@@ -160,6 +163,8 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
         choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish, logprobs: body.logprobs ? { content: tokens.map(lp) } : null }],
         usage,
       });
+      options.onServed?.(body, performance.now() - t0);
+      return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     const send = (choices: unknown[], extra: Record<string, unknown> = {}) =>
@@ -179,6 +184,7 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
     send([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }]);
     send([], { usage });
     res.end('data: [DONE]\n\n');
+    options.onServed?.(body, performance.now() - t0);
   }
 
   const server: Server = createServer((req, res) => {

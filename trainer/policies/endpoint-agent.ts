@@ -88,7 +88,7 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
         const r = await chatCompletion(
           endpoint,
           { model, messages: fitted.messages, temperature: s.temperature, topP: s.topP, maxTokens: s.maxTokens, seed, logprobs: wantLogprobs, signal },
-          { ...o.client, log: o.client?.log ?? o.log },
+          { ...(s.maxInFlight ? { maxInFlight: s.maxInFlight } : {}), ...o.client, log: o.client?.log ?? o.log },
         );
         const provenance: TurnProvenance = {
           engine: 'endpoint',

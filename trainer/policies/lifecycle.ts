@@ -16,6 +16,8 @@ export interface EndpointUpdate {
   url?: string | undefined;
   /** The server's largest LoRA rank (vLLM's --max-lora-rank). */
   maxLoraRank?: number | undefined;
+  /** Requests kept in flight to the server at once (vLLM's --max-num-seqs). */
+  maxInFlight?: number | undefined;
   /** The served model's Hugging Face directory (token counts; what the trainer trains a LoRA adapter on). */
   baseModelDir?: string | undefined;
   /** Ask the new address that it serves the version's model first (default true). */
@@ -30,21 +32,22 @@ export async function updateEndpointVersion(prisma: PrismaClient, name: string, 
   if (!v) throw new RegistryError(`unknown endpoint version "${name}"`);
   if (v.kind === 'adapter') throw new RegistryError(`"${name}" is an adapter version: it follows its endpoint version; update that one instead`);
   if (v.kind !== 'endpoint') throw new RegistryError(`"${name}" is a ${v.kind} version: only an endpoint version has a server address`);
-  if (u.url === undefined && u.maxLoraRank === undefined && u.baseModelDir === undefined) {
-    throw new RegistryError('nothing to update: give --endpoint URL, --max-lora-rank N and/or --base-model-dir DIR');
+  if (u.url === undefined && u.maxLoraRank === undefined && u.maxInFlight === undefined && u.baseModelDir === undefined) {
+    throw new RegistryError('nothing to update: give --endpoint URL, --max-lora-rank N, --max-in-flight N and/or --base-model-dir DIR');
   }
   const before = servingOf(v);
   const next = {
     ...before,
     ...(u.url !== undefined ? { url: endpointBaseUrl(u.url) } : {}),
     ...(u.maxLoraRank !== undefined ? { maxLoraRank: u.maxLoraRank } : {}),
+    ...(u.maxInFlight !== undefined ? { maxInFlight: u.maxInFlight } : {}),
     ...(u.baseModelDir !== undefined ? { baseModelDir: checkBaseModelDir(u.baseModelDir) } : {}),
   };
   const parsed = servingSchema.safeParse(next);
   if (!parsed.success) throw new RegistryError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
   if (u.url !== undefined && (u.check ?? true)) await checkServesModel(parsed.data.url, parsed.data.model, parsed.data.apiKeyEnv, u.log);
   const changed: Record<string, { from: unknown; to: unknown }> = {};
-  for (const k of ['url', 'maxLoraRank', 'baseModelDir'] as const) if (before[k] !== parsed.data[k]) changed[k] = { from: before[k] ?? null, to: parsed.data[k] ?? null };
+  for (const k of ['url', 'maxLoraRank', 'maxInFlight', 'baseModelDir'] as const) if (before[k] !== parsed.data[k]) changed[k] = { from: before[k] ?? null, to: parsed.data[k] ?? null };
   const version = await updateServing(prisma, u.actor, v, parsed.data as Prisma.InputJsonObject, { changed });
   const adapters = await prisma.policyVersion.findMany({ where: { kind: 'adapter', status: { not: 'removed' }, serving: { path: ['endpointVersionId'], equals: v.id } }, select: { name: true }, orderBy: { createdAt: 'asc' } });
   return { version, adapters: adapters.map((a) => a.name) };

@@ -31,6 +31,8 @@ export interface EndpointRegistration {
   baseModelDir?: string | undefined;
   /** The server's largest LoRA rank (vLLM's --max-lora-rank); unset: the VLLM_MAX_LORA_RANK setting applies. */
   maxLoraRank?: number | undefined;
+  /** Requests kept in flight to the server at once (serving.maxInFlight; vLLM's --max-num-seqs). */
+  maxInFlight?: number | undefined;
   /** Ask the server's /v1/models first (default true): it must answer and list the model. */
   check?: boolean;
   log?: Logger;
@@ -91,6 +93,7 @@ export async function registerEndpointVersion(prisma: PrismaClient, r: EndpointR
     maxTokens: r.maxTokens ?? SERVING_DEFAULTS.maxTokens,
     ...(r.baseModelDir ? { baseModelDir: resolve(r.baseModelDir) } : {}),
     ...(r.maxLoraRank !== undefined ? { maxLoraRank: r.maxLoraRank } : {}),
+    ...(r.maxInFlight !== undefined ? { maxInFlight: r.maxInFlight } : {}),
   };
   const parsed = servingSchema.safeParse(candidate);
   if (!parsed.success) throw new RegistryError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));

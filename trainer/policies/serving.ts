@@ -25,6 +25,11 @@ export const servingSchema = z.object({
   baseModelDir: z.string().min(1).nullish(),
   /** The server's largest LoRA rank (vLLM's --max-lora-rank); unset: the VLLM_MAX_LORA_RANK setting. */
   maxLoraRank: z.number().int().positive().nullish(),
+  /**
+   * Requests this process keeps in flight to the server at once (the rest wait their turn in the bot): what the
+   * server batches (vLLM's --max-num-seqs, 256 by default); unset: tasks/chat-client.ts's default, 16.
+   */
+  maxInFlight: z.number().int().positive().nullish(),
   /** Resolved adapter versions (resolveServing): the endpoint version whose server serves them, their name there. */
   endpointVersionId: z.string().uuid().nullish(),
   adapterName: z.string().min(1).nullish(),

@@ -51,7 +51,7 @@ export async function startSession(ctx: BotContext, i: RepliableInteraction, kin
   });
   await thread.members.add(i.user.id);
   await ctx.engine.attachThread(started.sessionId, thread.id, hooks);
-  ctx.threads.remember(thread.id, started.sessionId);
+  ctx.threads.remember(thread.id, started.sessionId, i.user.id);
   const parts = hiddenInfoParts(started.view, started.targetPng, thread.id);
   await say(i, { ...parts[0]!, components: [] });
   for (const part of parts.slice(1)) await i.followUp({ ...part, flags: MessageFlags.Ephemeral });

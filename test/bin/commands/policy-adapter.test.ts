@@ -182,5 +182,18 @@ describe('sweetloop policy add --adapter / update / remove', () => {
     expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'no-base' } })).serving).toMatchObject({ baseModelDir: dir, url: first.url });
     const audit = await t.prisma.auditLog.findFirstOrThrow({ where: { action: 'policy.update', target: 'no-base' } });
     expect(audit.detail).toMatchObject({ changed: { baseModelDir: { from: null, to: dir } } });
+
+    // How many requests the server takes at once (vLLM --max-num-seqs): recorded at add or later, audited.
+    const capped = await sweetloop(['policy', 'add', 'capped', '--endpoint', first.url, '--model', BASE, '--max-in-flight', '64']);
+    expect(capped.code, capped.stderr).toBe(0);
+    expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'capped' } })).serving).toMatchObject({ maxInFlight: 64 });
+    expect((await sweetloop(['policy', 'update', 'capped', '--max-in-flight', '0'])).stderr).toContain('max-in-flight');
+    const raised = await sweetloop(['policy', 'update', 'capped', '--max-in-flight', '256']);
+    expect(raised.code, raised.stderr).toBe(0);
+    const inFlightAudit = await t.prisma.auditLog.findFirstOrThrow({ where: { action: 'policy.update', target: 'capped' } });
+    expect(inFlightAudit.detail).toMatchObject({ changed: { maxInFlight: { from: 64, to: 256 } } });
+    const onAdapter = await sweetloop(['policy', 'add', 'x', '--adapter', dir, '--on', 'capped', '--max-in-flight', '8']);
+    expect(onAdapter.code).toBe(1);
+    expect(onAdapter.stderr).toContain('--adapter takes its endpoint version\'s settings: drop --max-in-flight');
   }, 120_000);
 });

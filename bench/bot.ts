@@ -104,8 +104,8 @@ function overlap(xs: [number, number][], ys: [number, number][]): number {
   return total;
 }
 
-/** A person's message, unique in the run: the server's time on the reply to it is looked up by it. */
-const personMessage = (k: number, n: number, p: number) => `Reply ${k} from person ${n} of phase ${p}: keep it simple.`;
+/** What makes a person's message unique in the run: the server's time on the reply to it is looked up by it. */
+const personKey = (k: number, n: number, p: number) => `Reply ${k} from person ${n} of phase ${p}`;
 const PERSON_MESSAGE = /Reply \d+ from person \d+ of phase \d+/;
 
 /** The reply every agent turn gets: MAX_TOKENS words, then the answer on the last turn (the endpoint repeats it). */
@@ -204,9 +204,10 @@ async function main(): Promise<void> {
           // Thinking happens before the message is sent, so it is never part of the bot's own time.
           if (THINK_MAX > 0) await sleep(THINK_MIN + rng.next() * (THINK_MAX - THINK_MIN));
           const sent = performance.now();
-          const msgId = fake.say(user, threadId, personMessage(k, n, p));
+          const key = personKey(k, n, p);
+          const msgId = fake.say(user, threadId, `${key}: keep it simple.`);
           shown = await fake.waitFor(() => agentMsgs(threadId)[k], WAIT_MS, `agent message ${k + 1}`);
-          turnsShown.push({ k, sent, msgId, key: PERSON_MESSAGE.exec(personMessage(k, n, p))![0], shown, threadId });
+          turnsShown.push({ k, sent, msgId, key, shown, threadId });
         }
         const result = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')), WAIT_MS, 'result');
         answerToResult.push(result.at - shown.at);

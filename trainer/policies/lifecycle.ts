@@ -26,13 +26,16 @@ export interface EndpointUpdate {
   log?: Logger;
 }
 
+/** The serving settings `policy update` changes (each audited with its old and new value). */
+const UPDATABLE = ['url', 'maxLoraRank', 'maxInFlight', 'baseModelDir'] as const;
+
 /** Changes where an endpoint version is served (its adapter versions follow); returns the row and its adapters' names. */
 export async function updateEndpointVersion(prisma: PrismaClient, name: string, u: EndpointUpdate): Promise<{ version: PolicyVersion; adapters: string[] }> {
   const v = await prisma.policyVersion.findUnique({ where: { name } });
   if (!v) throw new RegistryError(`unknown endpoint version "${name}"`);
   if (v.kind === 'adapter') throw new RegistryError(`"${name}" is an adapter version: it follows its endpoint version; update that one instead`);
   if (v.kind !== 'endpoint') throw new RegistryError(`"${name}" is a ${v.kind} version: only an endpoint version has a server address`);
-  if (u.url === undefined && u.maxLoraRank === undefined && u.maxInFlight === undefined && u.baseModelDir === undefined) {
+  if (UPDATABLE.every((k) => u[k] === undefined)) {
     throw new RegistryError('nothing to update: give --endpoint URL, --max-lora-rank N, --max-in-flight N and/or --base-model-dir DIR');
   }
   const before = servingOf(v);
@@ -47,7 +50,7 @@ export async function updateEndpointVersion(prisma: PrismaClient, name: string, 
   if (!parsed.success) throw new RegistryError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
   if (u.url !== undefined && (u.check ?? true)) await checkServesModel(parsed.data.url, parsed.data.model, parsed.data.apiKeyEnv, u.log);
   const changed: Record<string, { from: unknown; to: unknown }> = {};
-  for (const k of ['url', 'maxLoraRank', 'maxInFlight', 'baseModelDir'] as const) if (before[k] !== parsed.data[k]) changed[k] = { from: before[k] ?? null, to: parsed.data[k] ?? null };
+  for (const k of UPDATABLE) if (before[k] !== parsed.data[k]) changed[k] = { from: before[k] ?? null, to: parsed.data[k] ?? null };
   const version = await updateServing(prisma, u.actor, v, parsed.data as Prisma.InputJsonObject, { changed });
   const adapters = await prisma.policyVersion.findMany({ where: { kind: 'adapter', status: { not: 'removed' }, serving: { path: ['endpointVersionId'], equals: v.id } }, select: { name: true }, orderBy: { createdAt: 'asc' } });
   return { version, adapters: adapters.map((a) => a.name) };

@@ -71,11 +71,11 @@ describe('registerEndpointVersion', () => {
   });
 
   it('keeps at most the version\'s recorded requests in flight to its server, and 16 when it records none', async () => {
+    const dialogue = buildDialogue({ kind: 'backend', description: 'Prices.' }, [{ role: 'agent', content: 'What do you need?' }, { role: 'human', content: 'A sum.' }]);
     const slow = await startOpenAiServer({ model: 'm', maxModelLen: 4096, reply: () => 'one two three four', tokenDelayMs: 30 });
     try {
       const capped = await registerEndpointVersion(t.prisma, { name: 'capped', url: slow.url, model: 'm', maxInFlight: 3 });
       expect(servingOf(capped).maxInFlight).toBe(3);
-      const dialogue = buildDialogue({ kind: 'backend', description: 'Prices.' }, [{ role: 'agent', content: 'What do you need?' }, { role: 'human', content: 'A sum.' }]);
       const agent = await createEndpointAgent({ name: capped.name, serving: servingOf(capped) });
       await Promise.all(Array.from({ length: 8 }, () => agent.reply(dialogue)));
       expect(slow.chatRequests()).toHaveLength(8);
@@ -89,7 +89,6 @@ describe('registerEndpointVersion', () => {
     try {
       const plain = await registerEndpointVersion(t.prisma, { name: 'uncapped', url: wide.url, model: 'm' });
       expect(servingOf(plain).maxInFlight).toBeUndefined();
-      const dialogue = buildDialogue({ kind: 'backend', description: 'Prices.' }, [{ role: 'agent', content: 'What do you need?' }, { role: 'human', content: 'A sum.' }]);
       const agent = await createEndpointAgent({ name: plain.name, serving: servingOf(plain) });
       await Promise.all(Array.from({ length: 20 }, () => agent.reply(dialogue)));
       expect(wide.stats.maxActive).toBe(16);

@@ -60,7 +60,7 @@ export interface CreditStarterOptions {
 
 /** Plays `games` demonstrator games on train-split tasks (seeded by `seed`) and trains the starter on them. */
 export async function buildCreditStarter(o: CreditStarterOptions): Promise<StarterReport> {
-  const demo = createCreditDemonstrator({ seed: o.seed ^ 0x5eed });
+  const demo = createCreditDemonstrator({ seed: o.seed ^ 0x5eed, design: o.design ?? 'v1' });
   const dialogues = [];
   for (const task of generateCreditTasks({ seed: o.seed + 100_000, count: o.games, split: 'train', design: o.design ?? 'v1' })) {
     const ep = await playEpisode({ task, agent: demo, collaborator: createCreditCollaborator(task) });
@@ -117,7 +117,7 @@ export async function checkCreditStarter(dir: string, tasks: readonly TaskRecord
     const games = await simulate(null as unknown as PrismaClient, version, scorer, { kind: 'backend', split: 'test', episodes: content.length, seed, store: false, tasks: content, collaborator: CREDIT_COLLABORATOR, sampling: { temperature, topP: 1, maxTokens: 48 } });
     return checkMixture(games.map((g, i) => ({ reference: tasks[i]!.reference, turns: g.turns })), design);
   };
-  const demo = createCreditDemonstrator({ seed: seed ^ 0xd3 });
+  const demo = createCreditDemonstrator({ seed: seed ^ 0xd3, design });
   const demoGames = [];
   for (const t of tasks) demoGames.push({ reference: t.reference, turns: (await playEpisode({ task: t, agent: demo, collaborator: createCreditCollaborator(t) })).turns });
   return { sampled: await play(1), greedy: await play(0), demonstrator: checkMixture(demoGames, design) };

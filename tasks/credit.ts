@@ -18,10 +18,14 @@ export const DONT_KNOW_CREDIT = "I don't know.";
 export const CREDIT_EVALUATOR_VERSION = 'credit-1';
 /**
  * The family's designs (bench/credit/README.md): v1, keys drawn per task and the answer's dict scored; v2, the
- * same K keys in every task and the values obtained in the dialogue scored (no copying needed).
+ * same K keys in every task and the values obtained in the dialogue scored (no copying needed); v3, v2's tasks
+ * with a demonstrator that asks its useful questions in a random order and double-checks a random told key, so
+ * that which key a question names says nothing about the move's value.
  */
-export type CreditDesign = 'v1' | 'v2';
-export const CREDIT_DESIGNS: readonly CreditDesign[] = ['v1', 'v2'];
+export type CreditDesign = 'v1' | 'v2' | 'v3';
+export const CREDIT_DESIGNS: readonly CreditDesign[] = ['v1', 'v2', 'v3'];
+/** v2 and v3 share their tasks and score: every task the same K keys, the values obtained in the game scored. */
+export const fixedKeys = (design: CreditDesign): boolean => design !== 'v1';
 /** v2's keys: the pool's first K. */
 export const CREDIT_V2_KEYS: readonly string[] = CREDIT_KEYS.slice(0, CREDIT_K);
 
@@ -68,10 +72,10 @@ export function generateCreditTasks(o: { seed: number; count: number; split: 'tr
   const out: TaskRecord[] = [];
   for (let i = 0; out.length < o.count; i++) {
     const rng = Rng.derive(o.seed, 'credit-task', i);
-    const keys = design === 'v2' ? [...CREDIT_V2_KEYS] : rng.shuffle([...CREDIT_KEYS]).slice(0, CREDIT_K);
-    if (design === 'v1' && creditSplit(keys) !== o.split) continue;
+    const keys = fixedKeys(design) ? [...CREDIT_V2_KEYS] : rng.shuffle([...CREDIT_KEYS]).slice(0, CREDIT_K);
+    if (!fixedKeys(design) && creditSplit(keys) !== o.split) continue;
     const values = keys.map(() => 1 + Math.floor(rng.next() * 9));
-    if (design === 'v2' && creditValuesSplit(values) !== o.split) continue;
+    if (fixedKeys(design) && creditValuesSplit(values) !== o.split) continue;
     const t = { keys, values };
     out.push({
       kind: 'backend',
@@ -159,8 +163,8 @@ export function createCreditScorer(o: { design?: CreditDesign } = {}): Scorer {
   const design = o.design ?? 'v1';
   return {
     async evaluate(task, answer, turns): Promise<EvaluationOutcome> {
-      if (design === 'v2' && !turns) throw new Error('credit scorer (design v2) scores the values obtained in the game: it needs the dialogue');
-      const r = design === 'v2' ? scoreCreditGame(task.reference, turns!) : scoreCreditAnswer(task.reference, answer);
+      if (fixedKeys(design) && !turns) throw new Error(`credit scorer (design ${design}) scores the values obtained in the game: it needs the dialogue`);
+      const r = fixedKeys(design) ? scoreCreditGame(task.reference, turns!) : scoreCreditAnswer(task.reference, answer);
       return { score: r.score, success: r.success, testsPassed: r.right, testsTotal: parseCreditReference(task.reference).keys.length, detail: { family: 'credit', design }, evaluatorVersion: design === 'v1' ? CREDIT_EVALUATOR_VERSION : `${CREDIT_EVALUATOR_VERSION}-${design}` };
     },
     async close() {},
@@ -231,7 +235,7 @@ export function demonstratorSuccess(k = CREDIT_K): number {
   return go(0, 0, 0, false);
 }
 
-const question = (key: string) => `What is the ${key}?`;
+export const question = (key: string): string => `What is the ${key}?`;
 export const creditAnswer = (keys: readonly string[], told: ReadonlyMap<string, number>) =>
   `${ANSWER_MARKER}\ndef settings():\n    return {${keys.map((k) => `"${k}": ${told.get(k) ?? 0}`).join(', ')}}`;
 
@@ -251,10 +255,14 @@ function stateOf(dialogue: readonly ChatMessage[]) {
 
 /**
  * The starter's demonstrator: each move drawn from `demonstratorMix`; `optimal` plays the optimum instead (ask
- * each needed key once, in order, then answer). Sees only what the agent sees (the dialogue).
+ * each needed key once, in order, then answer). Sees only what the agent sees (the dialogue). Designs v1 and v2
+ * ask the first unasked key and double-check the key just told; v3 asks a random unasked key and double-checks a
+ * random told one, so a key's name carries no information about whether asking it is useful.
  */
-export function createCreditDemonstrator(o: { seed: number; optimal?: boolean }): Agent {
+export function createCreditDemonstrator(o: { seed: number; optimal?: boolean; design?: CreditDesign }): Agent {
   const rng = new Rng(o.seed);
+  const shuffled = o.design === 'v3';
+  const anyOf = (keys: readonly string[]) => keys[Math.floor(rng.next() * keys.length)];
   return {
     name: o.optimal ? 'credit-optimal' : 'credit-demonstrator',
     async reply(dialogue) {
@@ -266,10 +274,11 @@ export function createCreditDemonstrator(o: { seed: number; optimal?: boolean })
       let u = rng.next();
       const pick = (['useful', 'repeated', 'useless', 'answer'] as const).find((m) => (u -= p[m]) < 0) ?? 'answer';
       if (pick === 'answer') return { text: creditAnswer(s.keys, s.told) };
-      if (pick === 'useful') return { text: question(unasked[0] ?? s.keys[0]!) };
+      if (pick === 'useful') return { text: question((shuffled ? anyOf(unasked) : unasked[0]) ?? s.keys[0]!) };
       if (pick === 'repeated') {
-        const last = keysIn(s.asked[s.asked.length - 1] ?? '').find((k) => s.told.has(k));
         const toldKeys = [...s.told.keys()];
+        if (shuffled) return { text: question(anyOf(toldKeys) ?? s.keys[0]!) };
+        const last = keysIn(s.asked[s.asked.length - 1] ?? '').find((k) => s.told.has(k));
         return { text: question(s.lastGaveNew && last ? last : toldKeys[Math.floor(rng.next() * toldKeys.length)] ?? s.keys[0]!) };
       }
       const others = CREDIT_KEYS.filter((k) => !s.keys.includes(k));
@@ -337,7 +346,7 @@ export function checkMixture(games: readonly { reference: string; turns: readonl
       told++;
       if (new RegExp(`["']${k}["']\\s*:\\s*${t.values[t.keys.indexOf(k)]}\\b`).test(last)) copied++;
     }
-    if ((design === 'v2' ? scoreCreditGame(g.reference, g.turns) : scoreCreditAnswer(g.reference, last)).success) success++;
+    if ((fixedKeys(design) ? scoreCreditGame(g.reference, g.turns) : scoreCreditAnswer(g.reference, last)).success) success++;
   }
   const states = Object.fromEntries(
     CREDIT_STATES.map((s) => {

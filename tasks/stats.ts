@@ -237,3 +237,26 @@ export function spearman(x: readonly number[], y: readonly number[]): Correlatio
   const t = rho * Math.sqrt((n - 2) / (1 - rho * rho));
   return { rho, n, pValue: 2 * (1 - tCdf(Math.abs(t), n - 2)) };
 }
+
+/** A mean difference with its Student-t interval and two-sided p-value (H0: mean 0), e.g. one difference a seed. */
+export interface MeanDifferenceTest {
+  meanDiff: number;
+  low: number;
+  high: number;
+  p: number;
+  n: number;
+}
+
+/**
+ * One-sample t-test of paired differences against 0 (each difference one independent unit, such as a seed of a
+ * benchmark: its own starter, data and training). Needs n >= 2; with no spread the p-value is 0 or 1.
+ */
+export function oneSampleT(diffs: readonly number[], level = 0.95): MeanDifferenceTest {
+  const n = diffs.length;
+  const mean = diffs.reduce((a, b) => a + b, 0) / Math.max(1, n);
+  if (n < 2) return { meanDiff: n ? mean : NaN, low: NaN, high: NaN, p: NaN, n };
+  const sd = Math.sqrt(diffs.reduce((a, x) => a + (x - mean) ** 2, 0) / (n - 1));
+  const i = meanInterval(n, mean, sd, level);
+  const p = sd === 0 ? (mean === 0 ? 1 : 0) : 2 * (1 - tCdf(Math.abs(mean / (sd / Math.sqrt(n))), n - 1));
+  return { meanDiff: mean, low: i.lo, high: i.hi, p, n };
+}

@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import * as tf from '@tensorflow/tfjs';
 import type { Trajectory } from './data.ts';
-import type { Critic, TurnState } from './critic.ts';
+import type { RankingTokens, TurnState } from './critic.ts';
 import { dpoLoss } from './losses.ts';
 import { generate } from './model/generate.ts';
 import { completionLogprobs, completionLogprobValues } from './model/logprobs.ts';
@@ -36,6 +36,16 @@ export interface ActionPair {
   /** Critic advantages of the two candidates (for the log). */
   chosenScore: number;
   rejectedScore: number;
+}
+
+/**
+ * What ranks the actor's candidates in a state: the learned critic (trainer/critic.ts), or a stand-in a
+ * benchmark's control supplies through RunContext.ranker (the true move values, or noise) to test the rest of the
+ * actor's machinery. `policyLogp[i]` is the sampler's per-token log-probabilities of candidate i's tokens.
+ */
+export interface CandidateRanker {
+  scoreCandidates(state: TurnState, candidates: readonly string[], policyLogp: readonly (readonly number[])[], options?: { temperature?: number; tokens?: RankingTokens }): Promise<number[]>;
+  dispose(): void;
 }
 
 /** The collection of the actor's candidate pairs (selectStates, pairsForState), as runs record it (progress). */
@@ -68,7 +78,7 @@ export function selectStates(trajectories: readonly Trajectory[], fraction: numb
  * `policy` must still be the reference policy (collection happens before any actor update), so its
  * log-probabilities are the reference's. Seeded per state: state k gives the same pairs in any run.
  */
-export async function pairsForState(policy: LoadedModel, critic: Critic, state: ActorState, c: TrainConfig, stateSeed: number): Promise<ActionPair[]> {
+export async function pairsForState(policy: LoadedModel, critic: CandidateRanker, state: ActorState, c: TrainConfig, stateSeed: number): Promise<ActionPair[]> {
   const ctx = policy.model.config.maxPositionEmbeddings;
   const dialogue = policyDialogue(state.task, state.turns);
   const prompt = encodePrompt(policy, dialogue, ctx, c.maxNewTokens);
@@ -121,6 +131,7 @@ export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c:
     model: policy.model,
     items: holdOutFirst(pairs, c.heldOutShare),
     epochs: c.actorEpochs,
+    updates: c.policyUpdates,
     peakLr: c.lr,
     config: c,
     anchor,

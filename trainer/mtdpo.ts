@@ -48,6 +48,7 @@ export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExamp
     model: policy.model,
     items: holdOutFirst(pairs, c.heldOutShare),
     epochs: c.actorEpochs,
+    updates: c.policyUpdates,
     peakLr: c.lr,
     config: c,
     anchor,

@@ -117,6 +117,11 @@ export const trainConfigSchema = z.object({
       targetModules: z.array(z.enum(LINEAR_MODULES)).min(1).optional(),
     })
     .nullable(),
+  /**
+   * Every policy phase (RFT, multi-turn DPO, the actor) makes exactly this many updates, its passes over the items
+   * repeated or cut to fit (the critic keeps criticEpochs): compares methods at equal updates. null: the epochs.
+   */
+  policyUpdates: z.number().int().positive().nullable().default(null),
   /** Checkpoint every this many optimizer updates. */
   checkpointEvery: z.number().int().positive(),
   /** Stop each phase after this many updates (a smoke run); null: no limit. */
@@ -163,6 +168,7 @@ const PAPER = {
   lora: null,
   checkpointEvery: 20,
   maxSteps: null,
+  policyUpdates: null,
   seed: 1234,
 } as const satisfies TrainConfig;
 

@@ -27,6 +27,7 @@ export function rftPhase(policy: LoadedModel, trajectories: readonly Trajectory[
     model: policy.model,
     items: seqs,
     epochs: c.sftEpochs,
+    updates: c.policyUpdates,
     peakLr: c.lr,
     config: c,
     anchor,

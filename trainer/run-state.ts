@@ -10,6 +10,7 @@ import { recordTrainingStep, saveRunProgress } from '../prisma/run-store.ts';
 import type { Serving } from './policies/serving.ts';
 import type { TaskKind } from '../tasks/model.ts';
 import type { PeoplePair } from './critic.ts';
+import type { CandidateRanker } from './actor.ts';
 import type { DataFilter } from './data.ts';
 import { loadOptimizer, saveCheckpoint, saveOptimizer } from './model/checkpoint.ts';
 import { addLora, loadLora, saveLora } from './model/lora.ts';
@@ -57,6 +58,11 @@ export interface RunContext {
   checkpointRoot: string;
   progress?: 'bar' | 'lines' | 'none';
   log?: (line: string) => void;
+  /**
+   * A control of a benchmark (bench/credit/): SWEET-RL's actor ranks its candidates with this instead of a
+   * learned critic, whose phase is then skipped; the run's log names it. Never set by the service or the CLI.
+   */
+  ranker?: { name: string; load(): Promise<CandidateRanker> };
   /** Testing aid standing in for a kill: stop (throwing RunInterrupted) once this many updates ran in this process. */
   stopAfterSteps?: number;
 }

@@ -79,14 +79,15 @@ export async function trainCritic(r: RunState, data: Trajectory[]): Promise<stri
 
 /**
  * SWEET-RL, phase 2: for a fraction of the turn states, candidates sampled from the policy and ranked by the
- * critic, paired top half against bottom half. One line a state in actor-pairs.jsonl: states collected before a
+ * critic (or, in a benchmark's control, the context's ranker: `criticDir` null), paired top half against bottom
+ * half. One line a state in actor-pairs.jsonl: states collected before a
  * kill are kept, a line cut by the kill is dropped.
  */
-export async function collectCandidates(r: RunState, data: Trajectory[], criticDir: string): Promise<string> {
+export async function collectCandidates(r: RunState, data: Trajectory[], criticDir: string | null): Promise<string> {
   const { cfg } = r;
   const pairsFile = join(r.dir, 'actor-pairs.jsonl');
   if (r.progress.done.includes(COLLECT_PHASE)) return pairsFile;
-  const critic = await Critic.load(cfg.fromCheckpoint, criticDir);
+  const critic = criticDir ? await Critic.load(cfg.fromCheckpoint, criticDir) : await r.ctx.ranker!.load();
   const sampler = await startingPolicy(r, 'sampler');
   try {
     const states = selectStates(data, cfg.train.stateFraction, cfg.train.seed, cfg.train.actorStates);

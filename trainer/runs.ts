@@ -82,7 +82,8 @@ const PHASES: Record<Algorithm, (r: RunState, data: Trajectory[]) => Promise<Loa
   rft: (r, data) => rftPolicy(r, data),
   mtdpo: (r, data) => mtdpoPolicy(r, data),
   sweet: async (r, data) => {
-    const criticDir = await trainCritic(r, data);
+    if (r.ctx.ranker) r.say(`${CRITIC_PHASE}: not trained; candidates ranked by ${r.ctx.ranker.name} (a benchmark's control)`);
+    const criticDir = r.ctx.ranker ? null : await trainCritic(r, data);
     const pairsFile = await collectCandidates(r, data, criticDir);
     return trainActor(r, pairsFile);
   },

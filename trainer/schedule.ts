@@ -105,6 +105,8 @@ export interface MinibatchPhaseOptions<T> {
   /** The training items; each update takes `config.batchSize` of them. */
   items: readonly T[];
   epochs: number;
+  /** Exactly this many updates, passes repeated or cut to fit (TrainConfig.policyUpdates); absent or null: `epochs` passes. */
+  updates?: number | null;
   peakLr: number;
   config: TrainConfig;
   /**
@@ -133,8 +135,10 @@ export interface MinibatchPhaseOptions<T> {
  */
 export function minibatchPhase<T>(o: MinibatchPhaseOptions<T>): Phase {
   const c = o.config;
-  const batches = epochBatches(o.items.length, c.batchSize, o.epochs, c.seed, o.name);
-  const totalSteps = Math.min(batches.length, c.maxSteps ?? Infinity);
+  const perEpoch = Math.ceil(o.items.length / c.batchSize);
+  const epochs = o.updates ? Math.ceil(o.updates / Math.max(1, perEpoch)) : o.epochs;
+  const batches = epochBatches(o.items.length, c.batchSize, epochs, c.seed, o.name);
+  const totalSteps = Math.min(batches.length, o.updates ?? Infinity, c.maxSteps ?? Infinity);
   const optimizer = phaseOptimizer(o.model.namedTrainableVariables(), o.peakLr, totalSteps, c);
   const trainer = new TrainStep({ optimizer, maxGradNorm: c.maxGradNorm, accumulationSteps: Number.POSITIVE_INFINITY });
   return {

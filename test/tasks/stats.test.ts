@@ -183,3 +183,18 @@ describe('paired bootstrap of the mean difference', () => {
     expect(xs[0]).toBe(40);
   });
 });
+
+describe('oneSampleT', () => {
+  it('matches a hand computation and is undefined below two units', async () => {
+    const { oneSampleT } = await import('../../tasks/stats.ts');
+    // diffs 0.1, 0.2, 0.3: mean 0.2, sd 0.1, se 0.0577, t = 3.464 on 2 df, two-sided p = 0.0742; t(0.975, 2) = 4.303.
+    const r = oneSampleT([0.1, 0.2, 0.3]);
+    expect(r.meanDiff).toBeCloseTo(0.2, 12);
+    expect(r.p).toBeCloseTo(0.0742, 3);
+    expect(r.low).toBeCloseTo(0.2 - 4.303 * 0.0577, 2);
+    expect(r.high).toBeCloseTo(0.2 + 4.303 * 0.0577, 2);
+    expect(oneSampleT([0.5]).p).toBeNaN();
+    expect(oneSampleT([0.1, 0.1]).p).toBe(0);
+    expect(oneSampleT([0, 0]).p).toBe(1);
+  });
+});

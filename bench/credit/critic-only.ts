@@ -1,0 +1,29 @@
+// The critic alone (README.md, "The critic gate"): SWEET-RL's critic trained on a seed's collection with given
+// settings, through the trainer's own critic phase (trainer/critic.ts criticPairs, criticPhase), then gated, with
+// no actor trained and no run recorded. What decides the critic's settings and the benchmark's sizes before any
+// method is compared; the benchmark itself trains the critic inside SWEET-RL's run (seed.ts trainMethod).
+import { selectTrainingData } from '../../trainer/data.ts';
+import { Critic, criticPairs, criticPhase } from '../../trainer/critic.ts';
+import type { PreparedSeed } from './seed.ts';
+import { methodConfig, type Overrides } from './settings.ts';
+import { criticGate, type CriticGate } from './states.ts';
+import { loadModel } from '../../trainer/sequences.ts';
+
+export async function trainAndGateCritic(p: PreparedSeed, overrides: Overrides): Promise<{ gate: CriticGate; pairs: number; updates: number; trainAccuracy: number }> {
+  const cfg = methodConfig(overrides, p.o.seed);
+  const { trajectories } = await selectTrainingData(p.db.prisma, { ratingWeight: 0, kind: 'backend', split: 'train' }, { source: 'both', simulatedWeight: 1, seed: p.o.seed });
+  const critic = await Critic.load(p.starterDir, p.starterDir);
+  const sampler = await loadModel(p.starterDir, `critic-only-sampler-${Date.now()}`, false);
+  try {
+    const examples = await critic.prepare(trajectories, cfg.truncation);
+    const pairs = criticPairs(trajectories, examples, cfg.maxPairsPerTask);
+    const phase = criticPhase(critic, pairs, cfg);
+    let accuracy = 0;
+    for (let s = 0; s < phase.totalSteps; s++) accuracy = (await phase.step(s)).accuracy ?? 0;
+    phase.dispose();
+    return { gate: await criticGate(critic, sampler, p.stateTasks), pairs: pairs.length, updates: phase.totalSteps, trainAccuracy: accuracy };
+  } finally {
+    critic.dispose();
+    sampler.model.dispose();
+  }
+}

@@ -1,0 +1,63 @@
+// The credit benchmark's tables (README.md, "What it prints"): greedy paths, move probabilities state by state,
+// sampled success and score with what each method's training did, and the critic gate. Pure: rows in, lines out.
+// Policies are merged into one line only when they played the same greedy game on every task (sameGreedyGames):
+// an equal aggregate never passes for the same play.
+import { CANONICAL_STATES, formatGreedyTable, type CanonicalState, type GreedySummary, type PlayedGame } from '../../tasks/credit-states.ts';
+import type { SampledSummary } from './evaluate.ts';
+import type { CriticGate, MoveProbabilities } from './states.ts';
+
+export interface PolicyRow {
+  policy: string;
+  greedy: GreedySummary;
+  greedyGames: readonly PlayedGame[];
+  sampled: SampledSummary;
+  states: Record<CanonicalState, MoveProbabilities>;
+  effort: Record<string, { updates: number; lrSum: number }>;
+  note?: string;
+}
+
+const pct = (x: number) => (Number.isFinite(x) ? (x * 100).toFixed(1) : '-');
+
+/** Greedy play (tasks/credit-states.ts formatGreedyTable: merged only where the games are the same). */
+export function greedyTable(rows: readonly PolicyRow[]): string[] {
+  return formatGreedyTable(rows.map((r) => ({ policy: r.policy, games: r.greedyGames })));
+}
+
+/** Each policy's probability of each move class in each canonical state (and how much of its mass that covers). */
+export function statesTable(rows: readonly PolicyRow[]): string[] {
+  const lines = ['move probabilities % by state (useful / repeated / useless / answer; covered = mass on the demonstrator\'s messages):'];
+  lines.push(`  ${'policy'.padEnd(18)} ${CANONICAL_STATES.map((s) => s.padEnd(30)).join(' ')}`);
+  for (const r of rows) {
+    const cells = CANONICAL_STATES.map((s) => {
+      const p = r.states[s];
+      return `${[p.useful, p.repeated, p.useless, p.answer].map((x) => (x * 100).toFixed(0)).join('/')} (${(p.covered * 100).toFixed(0)})`.padEnd(30);
+    });
+    lines.push(`  ${r.policy.padEnd(18)} ${cells.join(' ')}`);
+  }
+  return lines;
+}
+
+/** Sampled success and score (task the unit) and what training did: updates and summed learning rate a phase. */
+export function sampledTable(rows: readonly PolicyRow[]): string[] {
+  const lines = ['sampled at temperature 1: policy | success % [95 %, tasks the unit] | score % [95 %] | games | training: phase updates (sum of lr)'];
+  for (const r of rows) {
+    const effort = Object.entries(r.effort).map(([ph, e]) => `${ph} ${e.updates} (${e.lrSum.toPrecision(3)})`).join(', ') || '-';
+    const s = r.sampled;
+    lines.push(`  ${r.policy.padEnd(18)} ${`${pct(s.success.estimate)} [${pct(s.success.lo)}, ${pct(s.success.hi)}]`.padEnd(22)} ${`${pct(s.score.estimate)} [${pct(s.score.lo)}, ${pct(s.score.hi)}]`.padEnd(22)} ${String(s.games).padEnd(6)} ${effort}${r.note ? `  <- ${r.note}` : ''}`);
+  }
+  return lines;
+}
+
+/** The gate's threshold: below it SWEET-RL's actor result is not read as credit assignment. */
+export const GATE_THRESHOLD = 0.75;
+
+export function gateLines(label: string, g: CriticGate): string[] {
+  const verdict = g.withinStateAccuracy >= GATE_THRESHOLD ? 'passes' : 'FAILS';
+  const ms = CANONICAL_STATES.filter((s) => s !== 'first message')
+    .map((s) => `${s}: ${Object.entries(g.meanScore[s]).map(([m, v]) => `${m} ${v!.toFixed(2)}`).join(', ')}`)
+    .join('; ');
+  return [
+    `critic gate (${label}): within-state pair accuracy ${g.withinStateAccuracy.toFixed(3)} over ${g.pairs} pairs, ${verdict} (>= ${GATE_THRESHOLD}); useful over repeated ${g.byKind.usefulOverRepeated.accuracy.toFixed(3)} (${g.byKind.usefulOverRepeated.pairs}), answer over asking again ${g.byKind.answerOverQuestion.accuracy.toFixed(3)} (${g.byKind.answerOverQuestion.pairs})`,
+    `  mean ranking score by move: ${ms}`,
+  ];
+}

@@ -1,0 +1,172 @@
+// One seed of the credit benchmark, in parts that the benchmark (../credit.ts) and the validation grid (tune.ts)
+// both use: prepare (tasks, the starter, its check, one collection every method trains on), train a method
+// through the project's own runs (trainer/runs.ts), play a policy (greedy and sampled, common random numbers),
+// read it state by state, and gate the critic.
+import { rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { PolicyVersion } from '../../prisma/generated/client.ts';
+import { openDatabase, type Database } from '../../prisma/db.ts';
+import { migrate } from '../../prisma/migrate.ts';
+import { deployPolicyByName, registerVersion } from '../../prisma/policy-store.ts';
+import { importTasks, taskContent } from '../../prisma/task-store.ts';
+import { createCreditScorer, generateCreditTasks, type CreditDesign } from '../../tasks/credit.ts';
+import type { TaskRecord } from '../../tasks/model.ts';
+import type { Scorer } from '../../tasks/scorer.ts';
+import { Critic } from '../../trainer/critic.ts';
+import { checkpointSha256 } from '../../trainer/model/checkpoint.ts';
+import { createRun, executeRun, type Algorithm } from '../../trainer/runs.ts';
+import { loadModel } from '../../trainer/sequences.ts';
+import { simulate, type SimulatedGame } from '../../trainer/simulate.ts';
+import { buildCreditStarter, checkCreditStarter, copyStarter, CREDIT_COLLABORATOR, CREDIT_STARTER_SIZE, type StarterCheck } from '../credit-starter.ts';
+import type { StarterReport, StarterSize } from '../../trainer/recipes/starter.ts';
+import { phaseEffort, sampledSummary, type SampledSummary } from './evaluate.ts';
+import { greedySummary, type GreedySummary, type PlayedGame } from '../../tasks/credit-states.ts';
+import { RANKERS } from './rankers.ts';
+import { methodConfig, type Method, type Overrides } from './settings.ts';
+import { criticGate, stateProbabilities, type CriticGate, type MoveProbabilities } from './states.ts';
+import type { CanonicalState } from '../../tasks/credit-states.ts';
+
+export interface SeedOptions {
+  seed: number;
+  design: CreditDesign;
+  dir: string;
+  trainTasks: number;
+  episodesPerTask: number;
+  /** Distinct evaluation tasks; each played once greedily and `gamesPerTask` times sampled. */
+  evalTasks: number;
+  gamesPerTask: number;
+  /** Tasks whose canonical states are read (policies' move probabilities, the critic gate). */
+  stateTasks: number;
+  /** 'test': the held-out split; 'validation': train-split tasks the collection never played (the grid's). */
+  evalSplit: 'test' | 'validation';
+  starter: { games: number; steps: number; size?: StarterSize; from?: string };
+  log: (line: string) => void;
+}
+
+export interface PreparedSeed {
+  o: SeedOptions;
+  db: Database;
+  scorer: Scorer;
+  starterDir: string;
+  starter: StarterReport;
+  starterCheck: StarterCheck;
+  zero: PolicyVersion;
+  evalTasks: TaskRecord[];
+  stateTasks: TaskRecord[];
+  collected: { sessions: number; successes: number; meanScore: number };
+  close(): Promise<void>;
+}
+
+/** Evaluation tasks: held-out ones, or (validation) train-split tasks from a stream the collection never drew from. */
+function evaluationTasks(o: SeedOptions, train: readonly TaskRecord[]): TaskRecord[] {
+  if (o.evalSplit === 'test') return generateCreditTasks({ seed: o.seed, count: o.evalTasks, split: 'test', design: o.design });
+  const seen = new Set(train.map((t) => t.reference));
+  const fresh = generateCreditTasks({ seed: o.seed + 500_000, count: o.evalTasks * 4, split: 'train', design: o.design }).filter((t) => !seen.has(t.reference));
+  return fresh.slice(0, o.evalTasks).map((t) => ({ ...t, externalId: `${t.externalId}:validation`, split: 'test' }));
+}
+
+/** Distinct tasks only (the value triples repeat across draws): each task is then one unit of the intervals. */
+const distinct = (tasks: readonly TaskRecord[]) => [...new Map(tasks.map((t) => [t.reference, t])).values()];
+
+export async function prepareSeed(o: SeedOptions): Promise<PreparedSeed> {
+  const pgliteDir = join(o.dir, `pglite-${Date.now()}`);
+  const db = await openDatabase({ pgliteDir });
+  const scorer = createCreditScorer({ design: o.design });
+  await migrate(db);
+  const train = generateCreditTasks({ seed: o.seed, count: o.trainTasks, split: 'train', design: o.design });
+  const evalTasks = distinct(evaluationTasks(o, train));
+  await importTasks(db.prisma, [...train, ...evalTasks]);
+  const starterDir = join(o.dir, 'starter');
+  const starter = o.starter.from
+    ? await copyStarter(resolve(o.starter.from), starterDir, o.log)
+    : await buildCreditStarter({ dir: starterDir, seed: o.seed, games: o.starter.games, steps: o.starter.steps, size: o.starter.size ?? CREDIT_STARTER_SIZE, design: o.design, log: o.log });
+  const starterCheck = await checkCreditStarter(starterDir, evalTasks, o.seed + 13, o.design);
+  await registerVersion(db.prisma, { name: 'zero-shot', algorithm: 'starter', checkpointPath: starterDir, checkpointSha256: await checkpointSha256(starterDir) });
+  const zero = await deployPolicyByName(db, 'bench', 'zero-shot');
+  const games = await simulate(db.prisma, zero, scorer, { kind: 'backend', split: 'train', episodes: train.length * o.episodesPerTask, seed: o.seed, store: true, collaborator: CREDIT_COLLABORATOR, sampling: { temperature: 1, topP: 1, maxTokens: 48 } });
+  const collected = { sessions: games.length, successes: games.filter((g) => g.evaluation.success).length, meanScore: games.reduce((s, g) => s + g.evaluation.score, 0) / games.length };
+  o.log(`collected ${collected.sessions} sessions: ${collected.successes} successes, mean score ${collected.meanScore.toFixed(3)}`);
+  return {
+    o,
+    db,
+    scorer,
+    starterDir,
+    starter,
+    starterCheck,
+    zero,
+    evalTasks,
+    stateTasks: evalTasks.slice(0, o.stateTasks),
+    collected,
+    async close() {
+      await scorer.close();
+      await db.close();
+      rmSync(pgliteDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface TrainedMethod {
+  method: Method;
+  version: PolicyVersion;
+  /** Updates and summed learning rate of each of its phases. */
+  effort: Record<string, { updates: number; lrSum: number }>;
+  /** sweet: where its critic was saved. */
+  criticDir: string | null;
+  /** The run's directory (its log, critic pairs, the actor's ranked candidates). */
+  runDir: string;
+}
+
+const ALGORITHM: Record<Method, Algorithm> = { rft: 'rft', mtdpo: 'mtdpo', sweet: 'sweet', oracle: 'sweet', random: 'sweet' };
+
+/** Trains one method from the starter on the seed's collection, through the project's own runs. */
+export async function trainMethod(p: PreparedSeed, method: Method, overrides: Overrides, extra: { policyUpdates?: number | null } = {}): Promise<TrainedMethod> {
+  const ranker = method === 'oracle' ? RANKERS.oracle : method === 'random' ? RANKERS.random(p.o.seed) : undefined;
+  const ctx = { prisma: p.db.prisma, checkpointRoot: join(p.o.dir, 'checkpoints'), progress: 'none' as const, log: p.o.log, ...(ranker ? { ranker } : {}) };
+  const train = methodConfig(overrides, p.o.seed, extra.policyUpdates ? { policyUpdates: extra.policyUpdates } : {});
+  const run = await createRun(ctx, { algorithm: ALGORITHM[method], preset: 'cpu-small', train, fromVersionId: p.zero.id, fromVersionName: p.zero.name, fromCheckpoint: p.starterDir, kind: 'backend', ratingWeight: 0, data: { source: 'both', simulatedWeight: 1, seed: p.o.seed } });
+  const version = await executeRun(ctx, run.id);
+  const steps = await p.db.prisma.trainingStep.findMany({ where: { runId: run.id }, select: { phase: true, metrics: true } });
+  return { method, version, effort: phaseEffort(steps), criticDir: method === 'sweet' ? join(run.checkpointDir!, 'critic') : null, runDir: run.checkpointDir! };
+}
+
+export interface PlayedPolicy {
+  greedy: GreedySummary;
+  greedyGames: PlayedGame[];
+  sampled: SampledSummary;
+  states: Record<CanonicalState, MoveProbabilities>;
+}
+
+const played = (refs: ReadonlyMap<string, string>, games: readonly SimulatedGame[]): PlayedGame[] =>
+  games.map((g) => ({ taskId: g.taskId, reference: refs.get(g.taskId)!, turns: g.turns, score: g.evaluation.score, success: g.evaluation.success }));
+
+/**
+ * Plays a version on the evaluation tasks: one greedy game each, then `gamesPerTask` sampled games each at
+ * temperature 1, with the same seeds for every policy (game i of any policy draws the same random numbers), and
+ * reads it in the canonical states.
+ */
+export async function playPolicy(p: PreparedSeed, version: PolicyVersion): Promise<PlayedPolicy> {
+  const rows = await p.db.prisma.task.findMany({ where: { split: 'test' }, orderBy: { contentHash: 'asc' } });
+  const refs = new Map(rows.map((r) => [r.id, r.hiddenReference]));
+  const tasks = rows.map((r) => ({ id: r.id, content: taskContent(r) }));
+  const base = { kind: 'backend' as const, split: 'test' as const, store: false, tasks, collaborator: CREDIT_COLLABORATOR };
+  const greedy = played(refs, await simulate(p.db.prisma, version, p.scorer, { ...base, episodes: tasks.length, seed: p.o.seed + 7, sampling: { temperature: 0, topP: 1, maxTokens: 48 } }));
+  const sampled = played(refs, await simulate(p.db.prisma, version, p.scorer, { ...base, episodes: tasks.length * p.o.gamesPerTask, seed: p.o.seed + 9, sampling: { temperature: 1, topP: 1, maxTokens: 48 } }));
+  const model = await loadModel(version.checkpointPath!, `states-${version.name}-${Date.now()}`, false);
+  try {
+    return { greedy: greedySummary(greedy), greedyGames: greedy, sampled: sampledSummary(sampled), states: await stateProbabilities(model, p.stateTasks) };
+  } finally {
+    model.model.dispose();
+  }
+}
+
+/** The critic gate (states.ts) of a trained SWEET-RL critic, against the starter as the sampler, as its actor ranked. */
+export async function gateCritic(p: PreparedSeed, criticDir: string): Promise<CriticGate> {
+  const critic = await Critic.load(p.starterDir, criticDir);
+  const sampler = await loadModel(p.starterDir, `gate-sampler-${Date.now()}`, false);
+  try {
+    return await criticGate(critic, sampler, p.stateTasks);
+  } finally {
+    critic.dispose();
+    sampler.model.dispose();
+  }
+}

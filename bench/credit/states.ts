@@ -1,0 +1,105 @@
+// Reading policies and critics state by state (README.md, "Measures"): a policy's probability of each move class
+// in each canonical state (tasks/credit-states.ts), and the critic gate, the within-state accuracy of the score
+// the SWEET-RL actor ranks its candidates by. Both score the demonstrator's own messages, so they read what a
+// model does with the state, not with wording it never saw.
+import type { TaskRecord } from '../../tasks/model.ts';
+import { CANONICAL_STATES, canonicalMoves, canonicalStates, type CanonicalState } from '../../tasks/credit-states.ts';
+import type { CreditMove } from '../../tasks/credit.ts';
+import type { TaskContent } from '../../tasks/model.ts';
+import type { CandidateRanker } from '../../trainer/actor.ts';
+import { completionLogprobValues } from '../../trainer/model/logprobs.ts';
+import { encodeAction, policyDialogue, type LoadedModel } from '../../trainer/sequences.ts';
+
+const MOVES: readonly CreditMove[] = ['useful', 'repeated', 'useless', 'answer'];
+
+export type MoveProbabilities = Record<CreditMove, number> & { covered: number };
+
+const content = (t: TaskRecord): TaskContent => ({ kind: 'backend', description: t.description, reference: t.reference, testCases: t.kind === 'backend' ? t.testCases : [] });
+
+/** The sampler's per-token log-probabilities of each message in a state (what the actor's ranking subtracts). */
+async function messageLogprobs(policy: LoadedModel, task: TaskContent, turns: Parameters<typeof policyDialogue>[1], texts: readonly string[]): Promise<number[][]> {
+  const dialogue = policyDialogue(task, turns);
+  const rows = texts.map((text) => encodeAction(policy, dialogue, text, policy.model.config.maxPositionEmbeddings));
+  return completionLogprobValues(policy.model, rows, { padTokenId: policy.tokenizer.padTokenId, batchSize: 13 });
+}
+
+/**
+ * A policy's probability of each move class in each canonical state: the exact probability of each of the
+ * demonstrator's messages there (12 questions and the answer), summed by class and averaged over the state's
+ * variants and the tasks. `covered` is their total: the rest of the mass is on messages the demonstrator never
+ * writes (at temperature 1 that mass is sampled too; greedy play rarely goes there while it is small).
+ */
+export async function stateProbabilities(policy: LoadedModel, tasks: readonly TaskRecord[]): Promise<Record<CanonicalState, MoveProbabilities>> {
+  const sum = Object.fromEntries(CANONICAL_STATES.map((s) => [s, { useful: 0, repeated: 0, useless: 0, answer: 0, covered: 0, n: 0 }])) as Record<CanonicalState, MoveProbabilities & { n: number }>;
+  for (const t of tasks) {
+    for (const v of canonicalStates(t.reference)) {
+      const moves = canonicalMoves(t.reference, v);
+      const lp = await messageLogprobs(policy, content(t), v.turns, moves.map((m) => m.text));
+      const acc = sum[v.state];
+      moves.forEach((m, i) => {
+        const p = Math.exp(lp[i]!.reduce((a, b) => a + b, 0));
+        acc[m.move] += p;
+        acc.covered += p;
+      });
+      acc.n++;
+    }
+  }
+  return Object.fromEntries(
+    CANONICAL_STATES.map((s) => {
+      const a = sum[s];
+      return [s, { useful: a.useful / a.n, repeated: a.repeated / a.n, useless: a.useless / a.n, answer: a.answer / a.n, covered: a.covered / a.n }];
+    }),
+  ) as Record<CanonicalState, MoveProbabilities>;
+}
+
+export interface CriticGate {
+  /** Within-state pairs the ranking score orders as the true values do, of all pairs checked. */
+  withinStateAccuracy: number;
+  pairs: number;
+  /** By comparison: useful against repeated (after 1 or 2 values), and the answer against asking a key again once every value is told. */
+  byKind: { usefulOverRepeated: { accuracy: number; pairs: number }; answerOverQuestion: { accuracy: number; pairs: number } };
+  /** Mean score of each move class in each state, to see what the critic rewards. */
+  meanScore: Record<CanonicalState, Partial<Record<CreditMove, number>>>;
+}
+
+/**
+ * The critic gate: in every variant of the canonical states of `tasks`, the ranker scores the demonstrator's
+ * messages as the actor's collection does (against the sampler's log-probabilities); within each state a useful
+ * question must score above a repeated one, and once every value is told the answer above asking one of the
+ * task's keys again. Over the variants each key is useful in some states and repeated in others, so a score
+ * that follows a key's name and not the state gets about half of these pairs right.
+ */
+export async function criticGate(ranker: CandidateRanker, sampler: LoadedModel, tasks: readonly TaskRecord[]): Promise<CriticGate> {
+  const tally = { usefulOverRepeated: { right: 0, pairs: 0 }, answerOverQuestion: { right: 0, pairs: 0 } };
+  const scoreSum = Object.fromEntries(CANONICAL_STATES.map((s) => [s, {} as Partial<Record<CreditMove, { sum: number; n: number }>>])) as Record<CanonicalState, Partial<Record<CreditMove, { sum: number; n: number }>>>;
+  for (const t of tasks) {
+    for (const v of canonicalStates(t.reference)) {
+      const moves = canonicalMoves(t.reference, v);
+      const texts = moves.map((m) => m.text);
+      const policyLogp = await messageLogprobs(sampler, content(t), v.turns, texts);
+      const scores = await ranker.scoreCandidates({ task: content(t), turns: v.turns }, texts, policyLogp);
+      moves.forEach((m, i) => {
+        const cell = (scoreSum[v.state][m.move] ??= { sum: 0, n: 0 });
+        cell.sum += scores[i]!;
+        cell.n++;
+      });
+      const of = (move: CreditMove, keyed = false) => moves.flatMap((m, i) => (m.move === move && (!keyed || m.key !== null) ? [scores[i]!] : []));
+      const count = (kind: keyof typeof tally, better: number[], worse: number[]) => {
+        for (const b of better) for (const w of worse) {
+          tally[kind].pairs++;
+          if (b > w) tally[kind].right++;
+        }
+      };
+      if (v.state === 'after 1 value' || v.state === 'after 2 values') count('usefulOverRepeated', of('useful'), of('repeated'));
+      if (v.state === 'budget spent') count('answerOverQuestion', of('answer'), of('repeated', true));
+    }
+  }
+  const acc = (x: { right: number; pairs: number }) => ({ accuracy: x.pairs ? x.right / x.pairs : NaN, pairs: x.pairs });
+  const pairs = tally.usefulOverRepeated.pairs + tally.answerOverQuestion.pairs;
+  return {
+    withinStateAccuracy: (tally.usefulOverRepeated.right + tally.answerOverQuestion.right) / Math.max(1, pairs),
+    pairs,
+    byKind: { usefulOverRepeated: acc(tally.usefulOverRepeated), answerOverQuestion: acc(tally.answerOverQuestion) },
+    meanScore: Object.fromEntries(CANONICAL_STATES.map((s) => [s, Object.fromEntries(MOVES.flatMap((m) => (scoreSum[s][m] ? [[m, scoreSum[s][m]!.sum / scoreSum[s][m]!.n]] : [])))])) as CriticGate['meanScore'],
+  };
+}

@@ -1,0 +1,153 @@
+// The validation grid of the credit benchmark (README.md, "Tuning"): on validation seeds (never 1-5) and
+// validation tasks (train-split tasks the collection never played), (1) the critic's settings by the critic gate,
+// trained alone (critic-only.ts); (2) each method's policy settings by sampled score. Runs train through the
+// project's runs (seed.ts trainMethod); further actor settings of SWEET-RL and the controls reuse their run's
+// ranked candidates (actor-pairs.jsonl) with the trainer's own actor phase, since the candidates do not depend on
+// the actor's settings. Prints every cell and the proposed settings file; nothing is written unless --out.
+//
+//   npx tsx bench/credit/tune.ts [--seeds 101] [--out bench/credit/settings.json] [...bench:credit's size flags]
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import type { PolicyVersion } from '../../prisma/generated/client.ts';
+import { registerVersion } from '../../prisma/policy-store.ts';
+import { actorPhase, criticGap, readActorPairs } from '../../trainer/actor.ts';
+import { initBackend } from '../../trainer/model/backend.ts';
+import { checkpointSha256, saveCheckpoint } from '../../trainer/model/checkpoint.ts';
+import { widestGaps } from '../../trainer/pairs.ts';
+import { loadModel } from '../../trainer/sequences.ts';
+import { copyTokenizerFiles } from '../../trainer/versions.ts';
+import type { CreditDesign } from '../../tasks/credit.ts';
+import { trainAndGateCritic } from './critic-only.ts';
+import { playPolicy, prepareSeed, trainMethod, type PreparedSeed } from './seed.ts';
+import { methodConfig, overridesSchema, type Method, type Overrides } from './settings.ts';
+
+const { values: a } = parseArgs({
+  options: {
+    seeds: { type: 'string', default: '101' },
+    tasks: { type: 'string', default: '120' },
+    'episodes-per-task': { type: 'string', default: '3' },
+    'test-tasks': { type: 'string', default: '40' },
+    'games-per-task': { type: 'string', default: '4' },
+    'state-tasks': { type: 'string', default: '6' },
+    'starter-games': { type: 'string', default: '1500' },
+    'starter-steps': { type: 'string', default: '500' },
+    design: { type: 'string', default: 'v3' },
+    only: { type: 'string', default: 'critic,rft,mtdpo,sweet,oracle' },
+    dir: { type: 'string', default: 'data/bench/credit-tune' },
+    'starter-from': { type: 'string' },
+    // The critic's settings when the critic stage is not run (the choice of an earlier critic stage), as JSON.
+    critic: { type: 'string', default: '{}' },
+    out: { type: 'string' },
+    // Choose from the cells of earlier runs (their JSON lines, one file each, comma-separated) instead of running.
+    merge: { type: 'string' },
+  },
+});
+
+/** The grid (README.md, "Tuning"): small on purpose, each cell one run on a 2-core machine. */
+export const CRITIC_GRID: Overrides[] = [
+  { criticLr: 1e-3, criticBeta: 1, criticEpochs: 4 },
+  { criticLr: 1e-4, criticBeta: 1, criticEpochs: 4 },
+  { criticLr: 1e-4, criticBeta: 0.1, criticEpochs: 4 },
+  { criticLr: 3e-4, criticBeta: 0.1, criticEpochs: 8 },
+];
+export const POLICY_GRID: Record<'rft' | 'mtdpo' | 'actor', Overrides[]> = {
+  rft: [{ lr: 3e-4, sftEpochs: 2 }, { lr: 3e-4, sftEpochs: 8 }, { lr: 1e-3, sftEpochs: 2 }, { lr: 1e-3, sftEpochs: 8 }],
+  mtdpo: [{ lr: 3e-4, actorEpochs: 1 }, { lr: 3e-4, actorEpochs: 3 }, { lr: 1e-3, actorEpochs: 1 }, { lr: 1e-3, actorEpochs: 3 }],
+  // SWEET-RL's actor and the oracle control: the first cell is the run's own, the rest reuse its candidates.
+  actor: [{ lr: 3e-4, actorEpochs: 1 }, { lr: 3e-4, actorEpochs: 3 }, { lr: 1e-3, actorEpochs: 1 }, { lr: 1e-3, actorEpochs: 3 }, { lr: 3e-4, actorEpochs: 3, pairGapQuantile: 0.5 }],
+};
+
+const t0 = Date.now();
+const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);
+const only = new Set(String(a.only).split(','));
+const n = (k: keyof typeof a) => Number(a[k]);
+
+/** An actor trained on a finished run's ranked candidates with other settings (trainer/actor.ts actorPhase). */
+async function actorFromPairs(p: PreparedSeed, pairsFile: string, o: Overrides, label: string): Promise<PolicyVersion> {
+  const cfg = methodConfig(o, p.o.seed);
+  const pairs = widestGaps(await readActorPairs(pairsFile), criticGap, cfg.pairGapQuantile);
+  const m = await loadModel(p.starterDir, `tune-${label}-${Date.now()}`, true);
+  try {
+    const phase = actorPhase(m, pairs, cfg);
+    for (let s = 0; s < phase.totalSteps; s++) await phase.step(s);
+    phase.dispose();
+    const out = resolve(join(p.o.dir, 'tune', label));
+    await saveCheckpoint(out, m.model);
+    await copyTokenizerFiles(p.starterDir, out);
+    return registerVersion(p.db.prisma, { name: label, algorithm: 'sweet', checkpointPath: out, checkpointSha256: await checkpointSha256(out) });
+  } finally {
+    m.model.dispose();
+  }
+}
+
+const backend = await initBackend();
+type Cell = { seed: number; method: string; overrides: Overrides; sampledScore?: number; sampledSuccess?: number; gate?: number; greedyPath?: string };
+const cells: Cell[] = a.merge
+  ? String(a.merge)
+      .split(',')
+      .flatMap((f) => (JSON.parse(readFileSync(f, 'utf8').split('\n').find((l) => l.startsWith('{"bench":"credit-tune"'))!) as { cells: Cell[] }).cells)
+  : [];
+const seedsToRun = a.merge ? [] : String(a.seeds).split(',').map(Number);
+let criticChoice: Overrides = overridesSchema.parse(JSON.parse(String(a.critic)));
+for (const seed of seedsToRun) {
+  const dir = resolve(join(String(a.dir), `seed-${seed}`));
+  mkdirSync(dir, { recursive: true });
+  log(`validation seed ${seed}, backend ${backend.name}, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  const p = await prepareSeed({ seed, design: a.design as CreditDesign, dir, trainTasks: n('tasks'), episodesPerTask: n('episodes-per-task'), evalTasks: n('test-tasks'), gamesPerTask: n('games-per-task'), stateTasks: n('state-tasks'), evalSplit: 'validation', starter: { games: n('starter-games'), steps: n('starter-steps'), ...(a['starter-from'] ? { from: String(a['starter-from']) } : {}) }, log });
+  try {
+    const record = async (method: string, overrides: Overrides, v: PolicyVersion) => {
+      const r = await playPolicy(p, v);
+      cells.push({ seed, method, overrides, sampledScore: r.sampled.score.estimate, sampledSuccess: r.sampled.success.estimate, greedyPath: r.greedy.path });
+      log(`${method} ${JSON.stringify(overrides)}: sampled score ${(r.sampled.score.estimate * 100).toFixed(1)} %, success ${(r.sampled.success.estimate * 100).toFixed(1)} %, greedy ${r.greedy.path}`);
+    };
+    await record('starter', {}, p.zero);
+    if (only.has('critic')) {
+      for (const o of CRITIC_GRID) {
+        const g = await trainAndGateCritic(p, o);
+        cells.push({ seed, method: 'critic', overrides: o, gate: g.gate.withinStateAccuracy });
+        log(`critic ${JSON.stringify(o)}: gate ${g.gate.withinStateAccuracy.toFixed(3)} (useful>repeated ${g.gate.byKind.usefulOverRepeated.accuracy.toFixed(3)}, answer>again ${g.gate.byKind.answerOverQuestion.accuracy.toFixed(3)}), ${g.pairs} pairs, ${g.updates} updates, last batch accuracy ${g.trainAccuracy.toFixed(2)}`);
+      }
+      const best = cells.filter((c) => c.method === 'critic').sort((x, y) => y.gate! - x.gate!)[0]!;
+      criticChoice = best.overrides;
+    }
+    for (const m of ['rft', 'mtdpo'] as const) {
+      if (!only.has(m)) continue;
+      for (const o of POLICY_GRID[m]) await record(m, o, (await trainMethod(p, m, o)).version);
+    }
+    for (const m of ['sweet', 'oracle'] as Method[]) {
+      if (!only.has(m)) continue;
+      const [first, ...rest] = POLICY_GRID.actor;
+      const base = m === 'sweet' ? criticChoice : {};
+      const run = await trainMethod(p, m, { ...base, ...first });
+      await record(m, { ...base, ...first }, run.version);
+      const pairsFile = join(run.runDir, 'actor-pairs.jsonl');
+      for (const [i, o] of rest.entries()) await record(m, { ...base, ...o }, await actorFromPairs(p, pairsFile, { ...base, ...o }, `${m}-cell-${i + 1}`));
+    }
+  } finally {
+    await p.close();
+  }
+}
+
+// The choice: per method, the cell with the best mean sampled score over the validation seeds (the critic: the
+// best mean gate). A SWEET-RL cell's overrides carry its seed's critic choice, so cells that differ only there
+// are different cells.
+const choose = (method: string, by_: 'sampledScore' | 'gate' = 'sampledScore'): Overrides => {
+  const by = new Map<string, { o: Overrides; scores: number[] }>();
+  for (const c of cells.filter((x) => x.method === method)) {
+    const k = JSON.stringify(c.overrides);
+    (by.get(k) ?? by.set(k, { o: c.overrides, scores: [] }).get(k)!).scores.push(c[by_]!);
+  }
+  const ranked = [...by.values()].map((v) => ({ o: v.o, mean: v.scores.reduce((s, x) => s + x, 0) / v.scores.length })).sort((x, y) => y.mean - x.mean);
+  return ranked[0]?.o ?? {};
+};
+const sweet = { ...choose('sweet'), ...(cells.some((c) => c.method === 'critic') ? choose('critic', 'gate') : {}) };
+const settings = {
+  note: `Chosen by bench/credit/tune.ts on validation seeds ${a.seeds} (validation tasks, sampled score; the critic by the critic gate), ${new Date().toISOString()}.`,
+  chosenOn: `validation seeds ${a.seeds}`,
+  methods: { rft: choose('rft'), mtdpo: choose('mtdpo'), sweet, oracle: choose('oracle'), random: { ...sweet } },
+};
+console.log(JSON.stringify({ bench: 'credit-tune', seeds: a.seeds, cells, settings, seconds: (Date.now() - t0) / 1000, cpuSeconds: process.cpuUsage().user / 1e6 }));
+console.log(JSON.stringify(settings, null, 2));
+if (a.out) writeFileSync(resolve(String(a.out)), JSON.stringify(settings, null, 2) + '\n');

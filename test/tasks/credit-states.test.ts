@@ -1,0 +1,109 @@
+// Reading the credit family state by state (tasks/credit-states.ts) and design v3's demonstrator: every variant
+// of a canonical state is what its name says, every key is useful in some variants and repeated in others, a
+// game's path is its moves as letters, and the greedy table never merges policies whose games differ.
+import { describe, expect, it } from 'vitest';
+import { CANONICAL_STATES, canonicalMoves, canonicalStates, formatGreedyTable, greedySummary, movePath, sameGreedyGames, type PlayedGame } from '../../tasks/credit-states.ts';
+import { checkMixture, classifyMoves, createCreditCollaborator, createCreditDemonstrator, CREDIT_V2_KEYS, generateCreditTasks, keysIn, question, trueMoveValue } from '../../tasks/credit.ts';
+import { playEpisode } from '../../tasks/protocol.ts';
+
+const task = generateCreditTasks({ seed: 2, count: 1, split: 'test', design: 'v3' })[0]!;
+
+describe('canonical states', () => {
+  const variants = canonicalStates(task.reference);
+
+  it('has every order of the told keys: 1, 3, 6 and 6 variants, each told value given by one useful question', () => {
+    expect(CANONICAL_STATES.map((s) => variants.filter((v) => v.state === s).length)).toEqual([1, 3, 6, 6]);
+    for (const v of variants) {
+      const moves = classifyMoves(task.reference, [...v.turns, { role: 'agent', content: question(v.told[0] ?? 'speed') }]);
+      expect(moves.slice(0, -1).every((m) => m.move === 'useful')).toBe(true);
+      expect(v.turns.filter((t) => t.role === 'human').map((t) => keysIn(t.content)[0])).toEqual(v.told);
+    }
+  });
+
+  it("classifies each message by the state, so a key is useful in one variant and repeated in another", () => {
+    const byKey = new Map<string, Set<string>>();
+    for (const v of variants.filter((x) => x.state === 'after 1 value')) {
+      const moves = canonicalMoves(task.reference, v);
+      expect(moves).toHaveLength(13);
+      expect(moves.filter((m) => m.move === 'useful')).toHaveLength(2);
+      expect(moves.filter((m) => m.move === 'repeated').map((m) => m.key)).toEqual([v.told[0]]);
+      expect(moves.filter((m) => m.move === 'useless')).toHaveLength(9);
+      for (const m of moves) if (m.key && CREDIT_V2_KEYS.includes(m.key)) (byKey.get(m.key) ?? byKey.set(m.key, new Set()).get(m.key)!).add(m.move);
+    }
+    for (const k of CREDIT_V2_KEYS) expect([...byKey.get(k)!].sort()).toEqual(['repeated', 'useful']);
+    // Every value told: the answer loses nothing, asking again gains nothing.
+    const spent = variants.find((v) => v.state === 'budget spent')!;
+    expect(canonicalMoves(task.reference, spent).filter((m) => m.move === 'answer')).toHaveLength(1);
+  });
+});
+
+describe("design v3's demonstrator", () => {
+  it('asks its useful questions in every order and double-checks every told key, with the same move mixture as v2', async () => {
+    const firsts = new Map<string, number>();
+    const repeats = new Map<string, number>();
+    const games = [];
+    const demo = createCreditDemonstrator({ seed: 5, design: 'v3' });
+    for (const t of generateCreditTasks({ seed: 4, count: 300, split: 'train', design: 'v3' })) {
+      const ep = await playEpisode({ task: t, agent: demo, collaborator: createCreditCollaborator(t) });
+      const moves = classifyMoves(t.reference, ep.turns);
+      const agent = ep.turns.filter((x) => x.role === 'agent');
+      moves.forEach((m, i) => {
+        const k = keysIn(agent[i]!.content)[0];
+        if (m.move === 'useful' && m.before === 0 && k) firsts.set(k, (firsts.get(k) ?? 0) + 1);
+        if (m.move === 'repeated' && k) repeats.set(k, (repeats.get(k) ?? 0) + 1);
+      });
+      games.push({ reference: t.reference, turns: ep.turns });
+    }
+    // Each key opens and is repeated in a fair share of games (v2 always opened with the first key).
+    for (const k of CREDIT_V2_KEYS) {
+      expect(firsts.get(k)! / [...firsts.values()].reduce((a, b) => a + b, 0)).toBeGreaterThan(0.2);
+      expect(repeats.get(k)! / [...repeats.values()].reduce((a, b) => a + b, 0)).toBeGreaterThan(0.2);
+    }
+    const c = checkMixture(games, 'v3');
+    expect(c.states.first.share.useful).toBeGreaterThan(0.5);
+    expect(c.states.first.share.useful).toBeLessThan(0.7);
+  });
+});
+
+describe('greedy paths', () => {
+  const play = (letters: string): PlayedGame => {
+    const turns: { role: string; content: string }[] = [];
+    const order = ['speed', 'size', 'depth'];
+    let next = 0;
+    const told: string[] = [];
+    for (const l of letters) {
+      if (l === 'A') {
+        turns.push({ role: 'agent', content: 'I WANT TO ANSWER:\ndef settings():\n    return {}' });
+        break;
+      }
+      const key = l === 'U' ? order[next++]! : l === 'R' ? told[told.length - 1]! : 'width';
+      turns.push({ role: 'agent', content: question(key) });
+      if (l === 'U') told.push(key);
+      turns.push({ role: 'human', content: 'x' });
+    }
+    return { taskId: 't1', reference: task.reference, turns, score: 2 / 3, success: false };
+  };
+
+  it('spells a game as its moves', () => {
+    expect(movePath(task.reference, play('URUA').turns)).toBe('URUA');
+    expect(movePath(task.reference, play('UURA').turns)).toBe('UURA');
+    expect(trueMoveValue(classifyMoves(task.reference, play('URUA').turns)[1]!)).toBeCloseTo(-1 / 3);
+  });
+
+  it('never prints two policies with different greedy paths as one game, even at equal scores', () => {
+    const starter = [play('URUA')];
+    const rft = [play('UURA')];
+    expect(starter[0]!.score).toBe(rft[0]!.score);
+    expect(sameGreedyGames(starter, rft)).toBe(false);
+    const lines = formatGreedyTable([
+      { policy: 'starter', games: starter },
+      { policy: 'rejection FT', games: rft },
+      { policy: 'multi-turn DPO', games: [play('UURA')] },
+    ]);
+    expect(lines).toHaveLength(3);
+    expect(lines[1]).toMatch(/^ {2}starter +URUA \(100\.0 %\)/);
+    expect(lines[2]).toMatch(/^ {2}rejection FT = multi-turn DPO +UURA/);
+    expect(lines.join('\n')).not.toMatch(/starter = /);
+    expect(greedySummary([...starter, ...rft, ...rft]).paths).toEqual([{ path: 'UURA', games: 2 }, { path: 'URUA', games: 1 }]);
+  });
+});

@@ -99,7 +99,7 @@ for (const seed of seeds) {
     for (const m of methods) {
       try {
         const t = await timed(`train:${m}`, () => trainMethod(p, m, settings.methods[m], { policyUpdates: equalUpdates }));
-        if (t.criticDir) gate = await timed('gate', () => gateCritic(p, t.criticDir!));
+        if (t.criticDir) gate = await timed('gate', () => gateCritic(p, t.criticDir!, settings.methods.sweet.rankingReference));
         const note = m === 'sweet' && gate && gate.withinStateAccuracy < GATE_THRESHOLD ? `critic gate failed (${gate.withinStateAccuracy.toFixed(2)} < ${GATE_THRESHOLD}): not credit assignment` : undefined;
         rows.push({ method: m, policy: LABEL[m], effort: t.effort, ...(note ? { note } : {}), ...(await timed(`eval:${m}`, () => playPolicy(p, t.version))) });
       } catch (err) {

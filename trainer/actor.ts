@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import * as tf from '@tensorflow/tfjs';
 import type { Trajectory } from './data.ts';
-import type { RankingTokens, TurnState } from './critic.ts';
+import type { RankingReference, RankingTokens, TurnState } from './critic.ts';
 import { dpoLoss } from './losses.ts';
 import { generate } from './model/generate.ts';
 import { completionLogprobs, completionLogprobValues } from './model/logprobs.ts';
@@ -44,7 +44,7 @@ export interface ActionPair {
  * actor's machinery. `policyLogp[i]` is the sampler's per-token log-probabilities of candidate i's tokens.
  */
 export interface CandidateRanker {
-  scoreCandidates(state: TurnState, candidates: readonly string[], policyLogp: readonly (readonly number[])[], options?: { temperature?: number; tokens?: RankingTokens }): Promise<number[]>;
+  scoreCandidates(state: TurnState, candidates: readonly string[], policyLogp: readonly (readonly number[])[], options?: { temperature?: number; tokens?: RankingTokens; reference?: RankingReference }): Promise<number[]>;
   dispose(): void;
 }
 
@@ -92,7 +92,7 @@ export async function pairsForState(policy: LoadedModel, critic: CandidateRanker
   // (summed) the frozen reference of the DPO pairs, since no actor update has happened yet.
   const rows = texts.map((text) => encodeAction(policy, dialogue, text, ctx));
   const ref = await completionLogprobValues(policy.model, rows, { padTokenId: policy.tokenizer.padTokenId });
-  const scores = await critic.scoreCandidates(state, texts, ref, { temperature: c.rankingTemperature, tokens: c.rankingTokens });
+  const scores = await critic.scoreCandidates(state, texts, ref, { temperature: c.rankingTemperature, tokens: c.rankingTokens, reference: c.rankingReference });
   const rng = Rng.derive(stateSeed, 'pairs');
   const picked = topBottomPairs(texts.map((_, i) => i), (i) => scores[i]!, c.pairsPerState, () => rng.next());
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);

@@ -180,7 +180,7 @@ export class Critic {
     state: TurnState,
     candidates: readonly string[],
     policyLogp: readonly (readonly number[])[],
-    options: { temperature?: number; tokens?: RankingTokens; batchSize?: number } = {},
+    options: { temperature?: number; tokens?: RankingTokens; batchSize?: number; reference?: RankingReference } = {},
   ): Promise<number[]> {
     if (policyLogp.length !== candidates.length) throw new Error(`scoreCandidates: ${candidates.length} candidates but ${policyLogp.length} reference rows`);
     const prompt = criticDialogue(state.task, state.turns);
@@ -194,17 +194,34 @@ export class Critic {
       return rankingRow(row, header, end, options.tokens ?? 'turn');
     });
     const cur = await completionLogprobValues(this.current.model, rows, { padTokenId: this.pad, batchSize: options.batchSize ?? 8, temperature: options.temperature });
+    if (options.reference === 'initial') {
+      // Against the frozen initial critic on the same rows: the advantage its training fitted (mean log-ratio).
+      const ref = await this.initialLogprobs(rows, { batchSize: options.batchSize ?? 8, temperature: options.temperature });
+      return rows.map((_, i) => meanLogRatio(cur[i]!, ref[i]!));
+    }
     // 'official': the two means cover different tokens (header + message against message + end), as there.
     const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
     return rows.map((_, i) => ((options.tokens ?? 'turn') === 'turn' ? meanLogRatio(cur[i]!, policyLogp[i]!) : mean(cur[i]!) - mean(policyLogp[i]!)));
   }
 
+  /** The frozen initial critic, loaded once when ranking asks for it (the base alone for a LoRA critic). */
+  private initial?: LoadedModel;
+
+  private async initialLogprobs(rows: readonly { prompt: number[]; completion: number[] }[], o: { batchSize: number; temperature?: number }): Promise<number[][]> {
+    const score = (m: Decoder) => completionLogprobValues(m, rows, { padTokenId: this.pad, ...o });
+    if (this.lora) return withoutLora(this.current.model, () => score(this.current.model));
+    this.initial ??= await loadModel(this.initialDir, `critic-initial-${this.id}-${instances++}`, false);
+    return score(this.initial.model);
+  }
+
   dispose(): void {
     this.current.model.dispose();
+    this.initial?.model.dispose();
   }
 }
 
 export type RankingTokens = 'turn' | 'official';
+export type RankingReference = 'sampler' | 'initial';
 
 /**
  * The tokens of one candidate the critic's ranking mean covers. 'turn': the assistant segment after the prompt

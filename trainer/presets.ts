@@ -75,6 +75,13 @@ export const trainConfigSchema = z.object({
    * marker).
    */
   rankingTokens: z.enum(['turn', 'official']).default('turn'),
+  /**
+   * What the critic's mean log-probability of a candidate is measured against when it ranks: 'sampler' (the
+   * official rank_best_of_n.py: the sampling policy, without the hidden information) or 'initial' (the frozen
+   * initial critic, with it: the turn advantage Bradley-Terry fitted, without the hidden information's own effect
+   * on each message, which a small model shows as a bias by wording).
+   */
+  rankingReference: z.enum(['sampler', 'initial']).default('sampler'),
   /** Over-long dialogues lose their oldest tokens ('left') or their newest ('right': the official datasets). */
   truncation: z.enum(['left', 'right']).default('left'),
   /** The first update at learning rate 0 with ceil(warmupRatio x updates) warm-up updates (the official schedule). */
@@ -159,6 +166,7 @@ const PAPER = {
   maxPairsPerTask: 64,
   rankingTemperature: 1,
   rankingTokens: 'turn',
+  rankingReference: 'sampler',
   truncation: 'left',
   warmupFromZero: false,
   heldOutShare: 0,

@@ -4,14 +4,14 @@
 // an equal aggregate never passes for the same play.
 import { CANONICAL_STATES, formatGreedyTable, type CanonicalState, type GreedySummary, type PlayedGame } from '../../tasks/credit-states.ts';
 import type { SampledSummary } from './evaluate.ts';
-import type { CriticGate, MoveProbabilities } from './states.ts';
+import type { CriticGate, StateReading } from './states.ts';
 
 export interface PolicyRow {
   policy: string;
   greedy: GreedySummary;
   greedyGames: readonly PlayedGame[];
   sampled: SampledSummary;
-  states: Record<CanonicalState, MoveProbabilities>;
+  states: StateReading;
   effort: Record<string, { updates: number; lrSum: number }>;
   note?: string;
 }
@@ -25,14 +25,17 @@ export function greedyTable(rows: readonly PolicyRow[]): string[] {
 
 /** Each policy's probability of each move class in each canonical state (and how much of its mass that covers). */
 export function statesTable(rows: readonly PolicyRow[]): string[] {
-  const lines = ['move probabilities % by state (useful / repeated / useless / answer; covered = mass on the demonstrator\'s messages):'];
-  lines.push(`  ${'policy'.padEnd(18)} ${CANONICAL_STATES.map((s) => s.padEnd(30)).join(' ')}`);
+  const lines = [
+    "move probabilities % by state (useful / repeated / useless / answer; covered = mass on the demonstrator's messages);",
+    '  key contrast: log P(ask a key | its value not told) - log P(same | told), 0 when keys are chosen by name alone:',
+  ];
+  lines.push(`  ${'policy'.padEnd(18)} ${CANONICAL_STATES.map((s) => s.padEnd(30)).join(' ')} key contrast (nats)`);
   for (const r of rows) {
     const cells = CANONICAL_STATES.map((s) => {
-      const p = r.states[s];
+      const p = r.states.byState[s];
       return `${[p.useful, p.repeated, p.useless, p.answer].map((x) => (x * 100).toFixed(0)).join('/')} (${(p.covered * 100).toFixed(0)})`.padEnd(30);
     });
-    lines.push(`  ${r.policy.padEnd(18)} ${cells.join(' ')}`);
+    lines.push(`  ${r.policy.padEnd(18)} ${cells.join(' ')} ${r.states.keyContrast.toFixed(3)}`);
   }
   return lines;
 }

@@ -12,7 +12,7 @@ import { importTasks, taskContent } from '../../prisma/task-store.ts';
 import { createCreditScorer, generateCreditTasks, type CreditDesign } from '../../tasks/credit.ts';
 import type { TaskRecord } from '../../tasks/model.ts';
 import type { Scorer } from '../../tasks/scorer.ts';
-import { Critic } from '../../trainer/critic.ts';
+import { Critic, type RankingReference } from '../../trainer/critic.ts';
 import { checkpointSha256 } from '../../trainer/model/checkpoint.ts';
 import { createRun, executeRun, type Algorithm } from '../../trainer/runs.ts';
 import { loadModel } from '../../trainer/sequences.ts';
@@ -23,8 +23,7 @@ import { phaseEffort, sampledSummary, type SampledSummary } from './evaluate.ts'
 import { greedySummary, type GreedySummary, type PlayedGame } from '../../tasks/credit-states.ts';
 import { RANKERS } from './rankers.ts';
 import { methodConfig, type Method, type Overrides } from './settings.ts';
-import { criticGate, stateProbabilities, type CriticGate, type MoveProbabilities } from './states.ts';
-import type { CanonicalState } from '../../tasks/credit-states.ts';
+import { criticGate, stateProbabilities, type CriticGate, type StateReading } from './states.ts';
 
 export interface SeedOptions {
   seed: number;
@@ -133,7 +132,7 @@ export interface PlayedPolicy {
   greedy: GreedySummary;
   greedyGames: PlayedGame[];
   sampled: SampledSummary;
-  states: Record<CanonicalState, MoveProbabilities>;
+  states: StateReading;
 }
 
 const played = (refs: ReadonlyMap<string, string>, games: readonly SimulatedGame[]): PlayedGame[] =>
@@ -160,11 +159,11 @@ export async function playPolicy(p: PreparedSeed, version: PolicyVersion): Promi
 }
 
 /** The critic gate (states.ts) of a trained SWEET-RL critic, against the starter as the sampler, as its actor ranked. */
-export async function gateCritic(p: PreparedSeed, criticDir: string): Promise<CriticGate> {
+export async function gateCritic(p: PreparedSeed, criticDir: string, reference: RankingReference = 'sampler'): Promise<CriticGate> {
   const critic = await Critic.load(p.starterDir, criticDir);
   const sampler = await loadModel(p.starterDir, `gate-sampler-${Date.now()}`, false);
   try {
-    return await criticGate(critic, sampler, p.stateTasks);
+    return await criticGate(critic, sampler, p.stateTasks, reference);
   } finally {
     critic.dispose();
     sampler.model.dispose();

@@ -12,7 +12,7 @@ export type Method = (typeof METHODS)[number];
 
 /** The overrides a method's settings may hold: what the grid searches, and the pair-gap filter. */
 export const overridesSchema = trainConfigSchema
-  .pick({ lr: true, sftEpochs: true, actorEpochs: true, criticLr: true, criticBeta: true, criticEpochs: true, beta: true, pairGapQuantile: true, stateFraction: true, candidates: true, nllCoefficient: true })
+  .pick({ lr: true, sftEpochs: true, actorEpochs: true, criticLr: true, criticBeta: true, criticEpochs: true, beta: true, pairGapQuantile: true, stateFraction: true, candidates: true, nllCoefficient: true, rankingReference: true })
   .partial()
   .strict();
 export type Overrides = z.infer<typeof overridesSchema>;

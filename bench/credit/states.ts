@@ -7,6 +7,7 @@ import { CANONICAL_STATES, canonicalMoves, canonicalStates, type CanonicalState 
 import type { CreditMove } from '../../tasks/credit.ts';
 import type { TaskContent } from '../../tasks/model.ts';
 import type { CandidateRanker } from '../../trainer/actor.ts';
+import type { RankingReference } from '../../trainer/critic.ts';
 import { completionLogprobValues } from '../../trainer/model/logprobs.ts';
 import { encodeAction, policyDialogue, type LoadedModel } from '../../trainer/sequences.ts';
 
@@ -29,27 +30,45 @@ async function messageLogprobs(policy: LoadedModel, task: TaskContent, turns: Pa
  * variants and the tasks. `covered` is their total: the rest of the mass is on messages the demonstrator never
  * writes (at temperature 1 that mass is sampled too; greedy play rarely goes there while it is small).
  */
-export async function stateProbabilities(policy: LoadedModel, tasks: readonly TaskRecord[]): Promise<Record<CanonicalState, MoveProbabilities>> {
+export async function stateProbabilities(policy: LoadedModel, tasks: readonly TaskRecord[]): Promise<StateReading> {
   const sum = Object.fromEntries(CANONICAL_STATES.map((s) => [s, { useful: 0, repeated: 0, useless: 0, answer: 0, covered: 0, n: 0 }])) as Record<CanonicalState, MoveProbabilities & { n: number }>;
+  const keyed = { told: [] as number[], untold: [] as number[] };
   for (const t of tasks) {
     for (const v of canonicalStates(t.reference)) {
       const moves = canonicalMoves(t.reference, v);
       const lp = await messageLogprobs(policy, content(t), v.turns, moves.map((m) => m.text));
       const acc = sum[v.state];
       moves.forEach((m, i) => {
-        const p = Math.exp(lp[i]!.reduce((a, b) => a + b, 0));
+        const logp = lp[i]!.reduce((a, b) => a + b, 0);
+        const p = Math.exp(logp);
         acc[m.move] += p;
         acc.covered += p;
+        if ((m.move === 'useful' || m.move === 'repeated') && v.state !== 'first message') keyed[m.move === 'useful' ? 'untold' : 'told'].push(logp);
       });
       acc.n++;
     }
   }
-  return Object.fromEntries(
-    CANONICAL_STATES.map((s) => {
-      const a = sum[s];
-      return [s, { useful: a.useful / a.n, repeated: a.repeated / a.n, useless: a.useless / a.n, answer: a.answer / a.n, covered: a.covered / a.n }];
-    }),
-  ) as Record<CanonicalState, MoveProbabilities>;
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  return {
+    byState: Object.fromEntries(
+      CANONICAL_STATES.map((s) => {
+        const a = sum[s];
+        return [s, { useful: a.useful / a.n, repeated: a.repeated / a.n, useless: a.useless / a.n, answer: a.answer / a.n, covered: a.covered / a.n }];
+      }),
+    ) as Record<CanonicalState, MoveProbabilities>,
+    keyContrast: mean(keyed.untold) - mean(keyed.told),
+  };
+}
+
+export interface StateReading {
+  byState: Record<CanonicalState, MoveProbabilities>;
+  /**
+   * Whether the policy reads the state at all: the mean log-probability of asking one of the task's keys when its
+   * value was not told yet, minus when it was (after 1 or 2 values; nats). 0 for a policy that picks keys by name
+   * whatever was said (over the variants each key is as often told as not); the demonstrator's table gives
+   * log(0.35/2) - log(0.5) = -1.05 after one value, the optimum a large positive number.
+   */
+  keyContrast: number;
 }
 
 export interface CriticGate {
@@ -64,12 +83,13 @@ export interface CriticGate {
 
 /**
  * The critic gate: in every variant of the canonical states of `tasks`, the ranker scores the demonstrator's
- * messages as the actor's collection does (against the sampler's log-probabilities); within each state a useful
+ * messages as the actor's collection does (against the sampler's log-probabilities, or the initial critic's as
+ * TrainConfig.rankingReference says); within each state a useful
  * question must score above a repeated one, and once every value is told the answer above asking one of the
  * task's keys again. Over the variants each key is useful in some states and repeated in others, so a score
  * that follows a key's name and not the state gets about half of these pairs right.
  */
-export async function criticGate(ranker: CandidateRanker, sampler: LoadedModel, tasks: readonly TaskRecord[]): Promise<CriticGate> {
+export async function criticGate(ranker: CandidateRanker, sampler: LoadedModel, tasks: readonly TaskRecord[], reference: RankingReference = 'sampler'): Promise<CriticGate> {
   const tally = { usefulOverRepeated: { right: 0, pairs: 0 }, answerOverQuestion: { right: 0, pairs: 0 } };
   const scoreSum = Object.fromEntries(CANONICAL_STATES.map((s) => [s, {} as Partial<Record<CreditMove, { sum: number; n: number }>>])) as Record<CanonicalState, Partial<Record<CreditMove, { sum: number; n: number }>>>;
   for (const t of tasks) {
@@ -77,13 +97,16 @@ export async function criticGate(ranker: CandidateRanker, sampler: LoadedModel, 
       const moves = canonicalMoves(t.reference, v);
       const texts = moves.map((m) => m.text);
       const policyLogp = await messageLogprobs(sampler, content(t), v.turns, texts);
-      const scores = await ranker.scoreCandidates({ task: content(t), turns: v.turns }, texts, policyLogp);
+      const scores = await ranker.scoreCandidates({ task: content(t), turns: v.turns }, texts, policyLogp, { reference });
       moves.forEach((m, i) => {
         const cell = (scoreSum[v.state][m.move] ??= { sum: 0, n: 0 });
         cell.sum += scores[i]!;
         cell.n++;
       });
-      const of = (move: CreditMove, keyed = false) => moves.flatMap((m, i) => (m.move === move && (!keyed || m.key !== null) ? [scores[i]!] : []));
+      const of = (move: CreditMove) => moves.flatMap((m, i) => (m.move === move ? [scores[i]!] : []));
+      // Once every value is told the budget is spent too, so the collaborator classes any question as useless:
+      // asking one of the task's keys again is what the answer is compared with.
+      const askAgain = moves.flatMap((m, i) => (m.move !== 'answer' && m.key !== null && v.told.includes(m.key) ? [scores[i]!] : []));
       const count = (kind: keyof typeof tally, better: number[], worse: number[]) => {
         for (const b of better) for (const w of worse) {
           tally[kind].pairs++;
@@ -91,7 +114,7 @@ export async function criticGate(ranker: CandidateRanker, sampler: LoadedModel, 
         }
       };
       if (v.state === 'after 1 value' || v.state === 'after 2 values') count('usefulOverRepeated', of('useful'), of('repeated'));
-      if (v.state === 'budget spent') count('answerOverQuestion', of('answer'), of('repeated', true));
+      if (v.state === 'budget spent') count('answerOverQuestion', of('answer'), askAgain);
     }
   }
   const acc = (x: { right: number; pairs: number }) => ({ accuracy: x.pairs ? x.right / x.pairs : NaN, pairs: x.pairs });

@@ -10,6 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import type { PolicyVersion } from '../../prisma/generated/client.ts';
 import { registerVersion } from '../../prisma/policy-store.ts';
 import { actorPhase, criticGap, readActorPairs } from '../../trainer/actor.ts';
@@ -20,6 +21,7 @@ import { loadModel } from '../../trainer/sequences.ts';
 import { copyTokenizerFiles } from '../../trainer/versions.ts';
 import type { CreditDesign } from '../../tasks/credit.ts';
 import { trainAndGateCritic } from './critic-only.ts';
+import { gateLines } from './report.ts';
 import { playPolicy, prepareSeed, trainMethod, type PreparedSeed } from './seed.ts';
 import { methodConfig, overridesSchema, type Method, type Overrides } from './settings.ts';
 
@@ -39,6 +41,8 @@ const { values: a } = parseArgs({
     'starter-from': { type: 'string' },
     // The critic's settings when the critic stage is not run (the choice of an earlier critic stage), as JSON.
     critic: { type: 'string', default: '{}' },
+    // Critic cells to try instead of CRITIC_GRID (a JSON list of overrides), for a closer look at the critic.
+    'critic-grid': { type: 'string' },
     out: { type: 'string' },
     // Choose from the cells of earlier runs (their JSON lines, one file each, comma-separated) instead of running.
     merge: { type: 'string' },
@@ -104,9 +108,12 @@ for (const seed of seedsToRun) {
     };
     await record('starter', {}, p.zero);
     if (only.has('critic')) {
-      for (const o of CRITIC_GRID) {
+      const grid = a['critic-grid'] ? z.array(overridesSchema).parse(JSON.parse(String(a['critic-grid']))) : CRITIC_GRID;
+      for (const o of grid) {
         const g = await trainAndGateCritic(p, o);
-        cells.push({ seed, method: 'critic', overrides: o, gate: g.gate.withinStateAccuracy });
+        cells.push({ seed, method: 'critic', overrides: { ...o, rankingReference: 'sampler' }, gate: g.gate.withinStateAccuracy });
+        cells.push({ seed, method: 'critic', overrides: { ...o, rankingReference: 'initial' }, gate: g.gateInitial.withinStateAccuracy });
+        for (const line of [...gateLines(`${JSON.stringify(o)}, against the sampler`, g.gate), ...gateLines(`${JSON.stringify(o)}, against the initial critic`, g.gateInitial)]) log(line);
         log(`critic ${JSON.stringify(o)}: gate ${g.gate.withinStateAccuracy.toFixed(3)} (useful>repeated ${g.gate.byKind.usefulOverRepeated.accuracy.toFixed(3)}, answer>again ${g.gate.byKind.answerOverQuestion.accuracy.toFixed(3)}), ${g.pairs} pairs, ${g.updates} updates, last batch accuracy ${g.trainAccuracy.toFixed(2)}`);
       }
       const best = cells.filter((c) => c.method === 'critic').sort((x, y) => y.gate! - x.gate!)[0]!;

@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import type { BackendTask } from './model.ts';
 import { stripCodeFences } from './answer.ts';
-import { assertSandboxAvailable, channelFds, DEFAULT_BWRAP_PATH, type SandboxRunResult } from './sandbox.ts';
+import { assertSandboxAvailable, channelFds, DEFAULT_BWRAP_PATH, type SandboxReport, type SandboxRunResult } from './sandbox.ts';
 import { pythonMemoryModules } from './python-memory-modules.ts';
 import { runSandboxedOffThread } from './sandbox-thread.ts';
 import { ExpectedCache } from './backend-expected.ts';
@@ -53,6 +53,8 @@ export interface BackendEvalOptions {
   pythonPath?: string;
   /** Shown in the sandboxed process's command line (ps), e.g. a session id; letters, digits, `.:_-`, 64 at most. */
   label?: string;
+  /** Hears how the sandbox bounds memory (tasks/sandbox.ts SandboxReport), before each evaluation. */
+  onSandbox?: (report: SandboxReport) => void;
 }
 
 const HARNESS = readFileSync(new URL('./backend-harness.py', import.meta.url), 'utf8');
@@ -126,7 +128,7 @@ export async function evaluateBackend(task: BackendTask, answer: string, opts: B
   const bwrapPath = opts.bwrapPath ?? DEFAULT_BWRAP_PATH;
   const pythonPath = opts.pythonPath ?? '/usr/bin/python3';
   // Started in the sandbox thread: a spawn on the caller's thread blocks its event loop (sandbox-thread.ts).
-  await assertSandboxAvailable(bwrapPath, pythonPath, runSandboxedOffThread);
+  opts.onSandbox?.(await assertSandboxAvailable(bwrapPath, pythonPath, runSandboxedOffThread));
 
   const calls = task.testCases;
   const perTestMs = opts.perTestTimeoutMs ?? 2_000;

@@ -7,7 +7,7 @@
 //             objects behind descriptors (pipes, sockets) and RLIMIT_NPROC the threads. The kernel ignores
 //             RLIMIT_NPROC for uid 0, so when we are root bubblewrap runs as nobody (setpriv) in this mode.
 // Neither holds, or the mode asked for cannot be had: SandboxUnavailableError, and nothing runs.
-import { accessSync, constants as fsConstants, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { accessSync, constants as fsConstants, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxUnavailableError } from './sandbox-errors.ts';
 
@@ -71,25 +71,18 @@ function cgroupParent(dir: string | undefined, limitFile: string, limit: number,
   return parent;
 }
 
-/** Run cgroups left behind by processes that died mid-run (empty ones only: rmdir refuses the others). */
+/**
+ * Run cgroups left behind by processes that died mid-run: empty ones (rmdir refuses the others) over ten minutes
+ * old. A live run's cgroup is empty only between its mkdir and the launcher joining it, milliseconds.
+ */
 function sweepStale(parent: string): void {
   for (const name of readdirSync(parent)) {
-    const pid = Number(/^(\d+)-/.exec(name)?.[1]);
-    if (!pid || pid === process.pid || alive(pid)) continue;
+    const dir = join(parent, name);
     try {
-      rmdirSync(join(parent, name));
+      if (/^\d+-\d+$/.test(name) && Date.now() - statSync(dir).mtimeMs > 10 * 60_000) rmdirSync(dir);
     } catch {
       // still has tasks, or already gone
     }
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

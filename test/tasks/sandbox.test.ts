@@ -36,6 +36,18 @@ except OSError as e:
     print('refused', e.errno, len(fds) * 8)
 `;
 
+// Starts up to 1,000 threads and prints how many it got.
+const THREAD_BOMB = `import threading
+threading.stack_size(65536)
+ev, n = threading.Event(), 0
+try:
+    for i in range(1000):
+        threading.Thread(target=ev.wait, daemon=True).start(); n += 1
+except RuntimeError:
+    pass
+ev.set()
+print(n)`;
+
 describe('the sandbox guarantees', () => {
   it.skipIf(!cgroup)('memory: a memory cgroup counts all of it, memfd and tmpfs included, and kills past the limit', async () => {
     const limits = { memoryBytes: 128 << 20 };
@@ -120,15 +132,7 @@ try:
     os.kill(2, signal.SIGKILL)
 except OSError as e:
     print(type(e).__name__)
-threading.stack_size(65536)
-ev, n = threading.Event(), 0
-try:
-    for i in range(1000):
-        threading.Thread(target=ev.wait, daemon=True).start(); n += 1
-except RuntimeError:
-    pass
-ev.set()
-print(n)
+${THREAD_BOMB}
 `,
       { limits: { processes: 16 } },
     );
@@ -217,15 +221,7 @@ import os, resource, threading
 print(resource.getrlimit(resource.RLIMIT_NOFILE)[1])
 import ctypes
 print(ctypes.CDLL(None, use_errno=True).shmget(0, 1 << 20, 0o1600), ctypes.get_errno())
-threading.stack_size(65536)
-ev, n = threading.Event(), 0
-try:
-    for i in range(1000):
-        threading.Thread(target=ev.wait, daemon=True).start(); n += 1
-except RuntimeError:
-    pass
-ev.set()
-print(n)
+${THREAD_BOMB}
 try:
     x = bytearray(200 << 20)
 except MemoryError:

@@ -230,7 +230,7 @@ def _reader():
     def read(addr, n):
         try:
             os.write(w, view(addr, n))
-        except OSError:
+        except (OSError, ValueError, OverflowError):
             return None
         return os.read(r, n)
     return route, read
@@ -243,7 +243,7 @@ def _scan(pattern):
         for anchor in (id(sys), id(b'y' * 5000)):
             for step in range(-4096, 4096):
                 addr = (anchor & ~(page - 1)) + step * page
-                if addr not in seen:
+                if addr > 0 and addr not in seen:
                     seen.add(addr)
                     block = read(addr, page)
                     found += re.findall(pattern, block or b'')

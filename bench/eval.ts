@@ -1,13 +1,15 @@
 // npm run bench:eval — throughput of the sandboxed backend evaluator on the ColBench backend sample (every
 // reference scored as its own answer), against the reference implementation's way: the same calls run
 // unsandboxed in one Python process (exec each solution in its own namespace, eval each call, ==), timed in
-// the same run. Prints a table and one JSON line.
+// the same run. The evaluator runs the reference and the candidate in sandboxes of their own and keeps each
+// task's reference outputs (tasks/backend-expected.ts): "cold" passes forget them first (two sandboxes a task),
+// "warm" ones find them kept from the pass before (one sandbox a task). Prints a table and one JSON line.
 //   npm run bench:eval [-- --tasks FILE] [-- --repeat N]
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { evaluateBackendBatch } from '../tasks/backend-eval.ts';
+import { clearExpectedOutputs, evaluateBackendBatch } from '../tasks/backend-eval.ts';
 import type { BackendTask } from '../tasks/model.ts';
 import { parseBackendRecord } from '../tasks/score.ts';
 
@@ -71,7 +73,8 @@ function unsandboxed(): { seconds: number; processSeconds: number; passed: numbe
   return { ...out, processSeconds };
 }
 
-async function sandboxed(concurrency: number): Promise<{ seconds: number; passed: number[] }> {
+async function sandboxed(concurrency: number, cold: boolean): Promise<{ seconds: number; passed: number[] }> {
+  if (cold) clearExpectedOutputs();
   const started = performance.now();
   const res = await evaluateBackendBatch(tasks.map((t) => ({ task: t, answer: t.reference })), { concurrency });
   return { seconds: (performance.now() - started) / 1000, passed: res.map((r) => r.passed) };
@@ -81,15 +84,17 @@ const rows: { mode: string; seconds: number; tasksPerSec: number; testsPerSec: n
 const add = (mode: string, seconds: number, passed: number[]) =>
   rows.push({ mode, seconds, tasksPerSec: (tasks.length * 1) / seconds, testsPerSec: totalTests / seconds, passed: passed.reduce((a, b) => a + b, 0) });
 
-await sandboxed(2); // warm-up: the availability probe, file caches
+await sandboxed(2, true); // warm-up: the availability probe, file caches
 for (let i = 0; i < repeat; i++) {
   const u = unsandboxed();
   add('unsandboxed, 1 Python process (loop only)', u.seconds, u.passed);
   add('unsandboxed, 1 Python process (incl. start)', u.processSeconds, u.passed);
-  const s1 = await sandboxed(1);
-  add('bubblewrap sandbox per task, 1 at a time', s1.seconds, s1.passed);
-  const s2 = await sandboxed(2);
-  add('bubblewrap sandbox per task, 2 at a time', s2.seconds, s2.passed);
+  for (const cold of [true, false]) {
+    for (const n of [1, 2]) {
+      const s = await sandboxed(n, cold);
+      add(`sandboxed, ${cold ? 'cold: reference run too' : 'warm: reference kept'}, ${n} at a time`, s.seconds, s.passed);
+    }
+  }
 }
 
 const load = os.loadavg()[0]!.toFixed(1);

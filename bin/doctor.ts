@@ -186,7 +186,17 @@ export async function checkBubblewrap(config: Config): Promise<CheckResult> {
   const affects = 'backend answers cannot be scored (they are kept, and scored by a later start once it works)';
   if (!existsSync(bwrap)) return { name: 'bubblewrap', status: 'fail', detail: `${bwrap} does not exist`, fix: installFix, apt: 'bubblewrap', affects };
   const r = await run(bwrap, ['--ro-bind', '/', '/', '--unshare-all', '--die-with-parent', 'true'], 30_000);
-  if (r.code === 0) return { name: 'bubblewrap', status: 'ok', detail: `${bwrap}: a sandbox with no network and private namespaces starts` };
+  if (r.code === 0) {
+    // The evaluator's own sandbox, with every limit it promises: how memory is bounded here, or why it refuses.
+    const { runSandboxed } = await import('../tasks/sandbox.ts');
+    try {
+      const s = await runSandboxed({ bwrapPath: bwrap, argv: ['/usr/bin/true'], limits: { wallMs: 30_000 } });
+      return { name: 'bubblewrap', status: 'ok', detail: `${bwrap}: a sandbox with no network and private namespaces starts; memory bounded by ${s.memoryDetail}` };
+    } catch (err) {
+      const fix = 'run as root where cgroup v1 is writable, or allow unprivileged user namespaces and install util-linux (setpriv) for the rlimits mode';
+      return { name: 'bubblewrap', status: 'fail', detail: `${bwrap}: the sandbox refuses to start: ${(err as Error).message}`, fix, affects };
+    }
+  }
   return {
     name: 'bubblewrap',
     status: 'fail',

@@ -127,7 +127,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     }
     let evaluate = opts.evaluate;
     if (!evaluate) {
-      const scorer = createScorer({ bwrapPath: opts.bwrapPath, pythonPath: opts.pythonPath, renderer });
+      const scorer = createScorer({ bwrapPath: opts.bwrapPath, pythonPath: opts.pythonPath, renderer, log: opts.log });
       evaluate = (task, answer) => scorer.evaluate(task, answer);
     }
     const engine = new SessionEngine(

@@ -1,21 +1,19 @@
-# The program tasks/backend-eval.ts runs inside the sandbox, once per task.
+# The program tasks/backend-eval.ts runs inside the sandbox: ONE solution (a task's reference, or a candidate
+# answer, never both in one process) on the test calls.
 #
-# Input (stdin, JSON): reference source, candidate source, test call expressions, per-test seconds, limits.
-# Output: JSON lines on two descriptors given as argv[1] (reference) and argv[2] (candidate); stdout and
-# stderr are sent to /dev/null so neither solution's prints can be mistaken for results or flood the host.
+# Input (stdin, JSON): the solution's source, the test call expressions, per-test seconds, encoding limits.
+# Output: JSON lines on the descriptor given as argv[1] (tasks/backend-results.ts reads them); stdout and stderr
+# are sent to /dev/null so the solution's prints can neither be mistaken for results nor flood the host.
 #
-# Trust: the reference phase runs to the end, its results are written, and its descriptor is closed before
-# a single line of candidate code exists in this process; the reference source, namespace and outputs are
-# then dropped. Whatever the candidate does afterwards (patch builtins, write its own lines, exit, loop) can
-# only change what is reported as the candidate's own outputs, which is no more than returning other values.
-# Equality is decided by the host from the encoded values, never by a candidate-controlled __eq__.
+# Trust: nothing here is secret from the solution it runs, and nothing it writes is believed beyond its own
+# outputs. A candidate may patch this harness, write its own lines or exit early: that only changes what it
+# reports as its own outputs, no more than returning other values would. The reference runs in another sandbox,
+# and equality is decided by the host from the encoded values (tasks/python-value.ts), never by __eq__ here.
 import builtins
-import gc
 import json
 import math
 import os
 import random
-import reprlib
 import signal
 import sys
 
@@ -28,8 +26,8 @@ for _d in ('/usr/local/lib/%s/dist-packages' % _ver, '/usr/lib/python3/dist-pack
     if os.path.isdir(_d) and _d not in sys.path:
         sys.path.append(_d)
 
-REF_FD = int(sys.argv[1])
-CAND_FD = int(sys.argv[2])
+OUT_FD = int(sys.argv[1])
+ROLE = sys.argv[2]  # 'reference' or 'candidate': the solution's module name, so its classes keep apart
 
 
 class _Timeout(BaseException):
@@ -52,11 +50,11 @@ signal.signal(signal.SIGPROF, _on_alarm)
 WALL_FACTOR = 5
 
 
-def _emit(fd, record):
+def _emit(record):
     data = (json.dumps(record, ensure_ascii=True, allow_nan=False) + '\n').encode('ascii')
     view = memoryview(data)
     while view:
-        n = os.write(fd, view)
+        n = os.write(OUT_FD, view)
         view = view[n:]
 
 
@@ -68,13 +66,11 @@ def _read_input():
             break
         buf += chunk
     os.close(0)
-    data = json.loads(buf)
-    buf[:] = bytes(len(buf))
-    return data
+    return json.loads(buf)
 
 
 class _Encoder:
-    """Turns a returned value into plain JSON that keeps what Python's == looks at."""
+    """Turns a returned value into the wire format of tasks/python-value.ts: plain JSON that keeps what == sees."""
 
     def __init__(self, max_nodes, max_chars):
         self.nodes = max_nodes
@@ -89,25 +85,26 @@ class _Encoder:
     def enc(self, x, depth=0):
         if depth > 200:
             raise _TooLarge('output nested too deeply to compare')
-        self._spend()
         if x is None:
+            self._spend()
             return None
         t = type(x)
         if t is bool or isinstance(x, bool):
+            self._spend()
             return bool(x)
         if isinstance(x, int):
             v = int.__int__(x)
             if -(2 ** 53) < v < 2 ** 53:
+                self._spend()
                 return v
             s = str(v)
             self._spend(len(s))
             return ['int', s]
         if isinstance(x, float):
-            v = float.__float__(x)
-            if math.isfinite(v):
-                return v
-            return ['float', 'nan' if v != v else ('inf' if v > 0 else '-inf')]
+            self._spend()
+            return ['float', float.__repr__(float.__float__(x))]
         if isinstance(x, complex):
+            self._spend()
             return ['complex', self.enc(complex.real.__get__(x), depth + 1), self.enc(complex.imag.__get__(x), depth + 1)]
         if isinstance(x, str):
             s = str.__str__(x)
@@ -117,6 +114,7 @@ class _Encoder:
             b = bytes(x)
             self._spend(len(b) * 2)
             return ['bytes', b.hex()]
+        self._spend()
         if isinstance(x, list):
             return ['list'] + [self.enc(e, depth + 1) for e in list.__iter__(x)]
         if isinstance(x, tuple):
@@ -130,16 +128,9 @@ class _Encoder:
         # numpy scalars compare with Python numbers by value: 3 == numpy.int64(3).
         if module == 'numpy' and getattr(x, 'shape', None) == () and hasattr(x, 'item'):
             return self.enc(x.item(), depth + 1)
-        r = repr(x)
+        r = str.__str__(repr(x))
         self._spend(len(r))
         return ['obj', module + '.' + getattr(t, '__qualname__', t.__name__), r]
-
-
-_short = reprlib.Repr()
-_short.maxstring = 120
-_short.maxother = 120
-_short.maxlist = _short.maxtuple = _short.maxdict = _short.maxset = _short.maxfrozenset = 12
-_short.maxlevel = 4
 
 
 def _describe(e):
@@ -162,20 +153,20 @@ def _timed(seconds, fn):
         signal.setitimer(signal.ITIMER_PROF, 0)
 
 
-def _run_phase(source, calls, fd, per_test, max_nodes, max_chars, label):
-    ns = {'__name__': '__' + label + '__', '__builtins__': builtins}
+def _run(source, calls, per_test, max_nodes, max_chars):
+    ns = {'__name__': '__' + ROLE + '__', '__builtins__': builtins}
     try:
-        code = compile(source, '<' + label + '>', 'exec')
+        code = compile(source, '<' + ROLE + '>', 'exec')
         _timed(per_test, lambda: exec(code, ns))
     except _Timeout:
-        _emit(fd, {'exec_error': 'Timeout: defining the ' + label + ' took longer than the per-test limit'})
+        _emit({'exec_error': 'Timeout: defining the ' + ROLE + ' took longer than the per-test limit'})
         return
     except BaseException as e:
         try:
             text = _timed(per_test, lambda: _describe(e))
         except BaseException:
             text = 'error'
-        _emit(fd, {'exec_error': text})
+        _emit({'exec_error': text})
         return
     for i, call in enumerate(calls):
         record = {'i': i}
@@ -184,23 +175,19 @@ def _run_phase(source, calls, fd, per_test, max_nodes, max_chars, label):
             random.seed(i)
             value = eval(compile(call, '<test ' + str(i + 1) + '>', 'eval'), ns)
             record['v'] = _Encoder(max_nodes, max_chars).enc(value)
-            record['r'] = _short.repr(value)
 
         try:
             _timed(per_test, one)
         except _Timeout:
             record.pop('v', None)
-            record.pop('r', None)
             record['err'] = 'Timeout: over %g s of CPU time or %g s in all' % (per_test, per_test * WALL_FACTOR)
         except BaseException as e:
             record.pop('v', None)
-            record.pop('r', None)
             try:
                 record['err'] = _timed(per_test, lambda: _describe(e))
             except BaseException:
                 record['err'] = 'error'
-        _emit(fd, record)
-    ns.clear()
+        _emit(record)
 
 
 def main():
@@ -209,21 +196,8 @@ def main():
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(devnull)
-    calls = list(task['calls'])
-    per_test = float(task['perTestSeconds'])
-    max_nodes = int(task['maxNodes'])
-    max_chars = int(task['maxChars'])
-
-    _run_phase(task.pop('reference'), calls, REF_FD, per_test, max_nodes, max_chars, 'reference')
-    _emit(REF_FD, {'done': True})
-    os.close(REF_FD)
-    candidate = task.pop('candidate')
-    del task
-    # Nothing the reference left behind should be reachable from candidate code.
-    random.seed()
-    gc.collect()
-    _run_phase(candidate, calls, CAND_FD, per_test, max_nodes, max_chars, 'candidate')
-    _emit(CAND_FD, {'done': True})
+    _run(task['source'], list(task['calls']), float(task['perTestSeconds']), int(task['maxNodes']), int(task['maxChars']))
+    _emit({'done': True})
 
 
 main()

@@ -5,32 +5,39 @@
 // size-capped private tmpfs at /tmp and /sandbox (the working directory), and nothing else: no /home, /root,
 // /proc, /run, /sys, no /etc/passwd or /etc/shadow, so host files, host Unix sockets and other processes are
 // simply absent. All namespaces are new (no network at all, own PID space with the program as PID 1, so
-// it cannot signal anything outside). A seccomp filter refuses to create processes (threads stay allowed),
-// and rlimits set inside cap CPU time, address space, thread count, file size and core dumps. The host side
-// caps what it reads back and kills the whole thing at a wall-clock deadline.
+// it cannot signal anything outside), and it holds no capabilities (--cap-drop ALL), not even inside them.
+// The seccomp filter (tasks/seccomp.ts) refuses new processes (threads stay allowed), every way to mount and
+// the kernel's administration calls. Its total memory is bounded by a memory cgroup, or where none can be made
+// by rlimits, seccomp and tmpfs sizes together (tasks/sandbox-memory.ts); rlimits set inside cap CPU time,
+// address space, threads, open files, file size and core dumps. The host side caps what it reads back and kills
+// the whole thing at a wall-clock deadline.
 //
-// There is deliberately no fallback: when bubblewrap is missing or cannot create its namespaces the caller
-// gets SandboxUnavailableError and nothing runs.
+// There is deliberately no fallback below what is promised: when bubblewrap is missing, cannot create its
+// namespaces, or a limit cannot be set, the caller gets SandboxUnavailableError and nothing runs.
 import { spawn } from 'node:child_process';
 import { accessSync, constants as fsConstants } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
+import { SandboxUnavailableError } from './sandbox-errors.ts';
+import { createRunCgroup, launcher, memoryPlan, type MemoryMode, type MemoryModeRequest, type RunCgroup } from './sandbox-memory.ts';
+import { seccompProgram } from './seccomp.ts';
 
-export class SandboxUnavailableError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SandboxUnavailableError';
-  }
-}
+export { SandboxUnavailableError };
+export type { MemoryMode, MemoryModeRequest };
 
 export interface SandboxLimits {
   /** Wall-clock deadline for the whole run; the process group is killed when it passes. */
   wallMs: number;
   /** RLIMIT_CPU (seconds of CPU time, all threads together). */
   cpuSeconds: number;
-  /** RLIMIT_AS (bytes of address space). */
+  /**
+   * RLIMIT_AS (bytes of address space) and, in cgroup mode, the limit of all the sandbox's memory together (memfd,
+   * tmpfs, shared memory and kernel memory included); past it the program is killed.
+   */
   memoryBytes: number;
-  /** RLIMIT_NPROC. Process creation is refused by seccomp anyway; this caps threads (for non-root users). */
+  /** Threads (process creation is refused by seccomp anyway): the pids cgroup, or RLIMIT_NPROC in rlimits mode. */
   processes: number;
+  /** RLIMIT_NOFILE: kept small, it also bounds the kernel memory behind descriptors (pipes, sockets). */
+  openFiles: number;
   /** RLIMIT_FSIZE (largest file the program may write, bytes). */
   fileSizeBytes: number;
   /** Size of each private tmpfs (/tmp and /sandbox). */
@@ -46,6 +53,7 @@ export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = Object.freeze({
   cpuSeconds: 20,
   memoryBytes: 1024 * 1024 * 1024,
   processes: 64,
+  openFiles: 64,
   fileSizeBytes: 8 * 1024 * 1024,
   tmpfsBytes: 16 * 1024 * 1024,
   outputBytes: 1024 * 1024,
@@ -68,6 +76,8 @@ export interface SandboxRunOptions {
   env?: Record<string, string>;
   /** Host paths made unusable inside, e.g. a native module the program must not load. */
   hide?: string[];
+  /** How total memory is bounded (tasks/sandbox-memory.ts); default 'auto': a cgroup where one can be made. */
+  memoryMode?: MemoryModeRequest;
 }
 
 export interface SandboxRunResult {
@@ -82,6 +92,11 @@ export interface SandboxRunResult {
   outputExceeded: boolean;
   /** A channel passed `channelBytes`: the program was killed. */
   channelExceeded: boolean;
+  /** The memory cgroup killed the program for passing `memoryBytes` (cgroup mode only). */
+  memoryExceeded: boolean;
+  /** How this run's memory was bounded, and a line saying by what. */
+  memoryMode: MemoryMode;
+  memoryDetail: string;
   wallMs: number;
 }
 
@@ -100,85 +115,12 @@ export function channelFds(count: number): number[] {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// seccomp: a classic-BPF program, assembled here so no libseccomp is needed.
-
-const AUDIT_ARCH_X86_64 = 0xc000003e;
-const AUDIT_ARCH_AARCH64 = 0xc00000b7;
-const RET_ALLOW = 0x7fff0000;
-const RET_KILL_PROCESS = 0x80000000;
-const RET_ERRNO = 0x00050000;
-const EPERM = 1;
-const ENOSYS = 38;
-const CLONE_THREAD = 0x00010000;
-
-interface ArchSyscalls {
-  audit: number;
-  /** Syscalls refused with EPERM. */
-  denied: number[];
-  clone: number;
-  clone3: number;
-}
-
-const SYSCALLS: Record<string, ArchSyscalls> = {
-  // fork, vfork, ptrace, io_uring_setup, unshare, setns, mount, pivot_root, userfaultfd, bpf, perf_event_open
-  x64: { audit: AUDIT_ARCH_X86_64, denied: [57, 58, 101, 425, 272, 308, 165, 155, 323, 321, 298], clone: 56, clone3: 435 },
-  // aarch64 has no fork/vfork syscalls: ptrace, io_uring_setup, unshare, setns, mount, pivot_root, userfaultfd, bpf, perf_event_open
-  arm64: { audit: AUDIT_ARCH_AARCH64, denied: [117, 425, 97, 268, 40, 41, 282, 280, 241], clone: 220, clone3: 435 },
-};
-
-type Insn = { code: number; jt: number | string; jf: number | string; k: number; label?: string };
-
-function assemble(insns: Insn[]): Buffer {
-  const labels = new Map<string, number>();
-  insns.forEach((ins, i) => {
-    if (ins.label) labels.set(ins.label, i);
-  });
-  const buf = Buffer.alloc(insns.length * 8);
-  insns.forEach((ins, i) => {
-    const rel = (t: number | string): number => {
-      if (typeof t === 'number') return t;
-      const at = labels.get(t);
-      if (at === undefined || at <= i || at - i - 1 > 255) throw new Error(`seccomp: bad jump to ${t}`);
-      return at - i - 1;
-    };
-    buf.writeUInt16LE(ins.code, i * 8);
-    buf.writeUInt8(rel(ins.jt), i * 8 + 2);
-    buf.writeUInt8(rel(ins.jf), i * 8 + 3);
-    buf.writeUInt32LE(ins.k >>> 0, i * 8 + 4);
-  });
-  return buf;
-}
-
-/** The seccomp filter for this machine's architecture: no new processes, threads allowed. */
-export function seccompProgram(arch: string = process.arch): Buffer {
-  const sc = SYSCALLS[arch];
-  if (!sc) throw new SandboxUnavailableError(`The sandbox's seccomp filter knows x64 and arm64, not ${arch}.`);
-  const LD_W_ABS = 0x20, JEQ = 0x15, JGE = 0x35, JSET = 0x45, RET = 0x06;
-  const p: Insn[] = [
-    { code: LD_W_ABS, jt: 0, jf: 0, k: 4 }, // seccomp_data.arch
-    { code: JEQ, jt: 0, jf: 'kill', k: sc.audit }, // a foreign ABI (e.g. i386 int 0x80) gets killed
-    { code: LD_W_ABS, jt: 0, jf: 0, k: 0 }, // seccomp_data.nr
-  ];
-  if (arch === 'x64') p.push({ code: JGE, jt: 'eperm', jf: 0, k: 0x40000000 }); // x32 ABI
-  for (const nr of sc.denied) p.push({ code: JEQ, jt: 'eperm', jf: 0, k: nr });
-  // glibc falls back from clone3 (whose flags sit behind a pointer, out of BPF's reach) to clone on ENOSYS.
-  p.push({ code: JEQ, jt: 'enosys', jf: 0, k: sc.clone3 });
-  p.push({ code: JEQ, jt: 0, jf: 'allow', k: sc.clone });
-  p.push({ code: LD_W_ABS, jt: 0, jf: 0, k: 16 }); // low word of args[0] = clone flags
-  p.push({ code: JSET, jt: 'allow', jf: 'eperm', k: CLONE_THREAD });
-  p.push({ code: RET, jt: 0, jf: 0, k: RET_ALLOW, label: 'allow' });
-  p.push({ code: RET, jt: 0, jf: 0, k: RET_ERRNO | EPERM, label: 'eperm' });
-  p.push({ code: RET, jt: 0, jf: 0, k: RET_ERRNO | ENOSYS, label: 'enosys' });
-  p.push({ code: RET, jt: 0, jf: 0, k: RET_KILL_PROCESS, label: 'kill' });
-  return assemble(p);
-}
-
-// ---------------------------------------------------------------------------------------------------------
 
 function bwrapArgs(limits: SandboxLimits, opts: SandboxRunOptions): string[] {
   const env: Record<string, string> = { PATH: '/usr/bin:/bin', HOME: '/sandbox', LANG: 'C.UTF-8', ...opts.env };
   const args = [
     '--unshare-all',
+    '--cap-drop', 'ALL',
     '--die-with-parent',
     '--new-session',
     '--as-pid-1',
@@ -205,6 +147,7 @@ function bwrapArgs(limits: SandboxLimits, opts: SandboxRunOptions): string[] {
     `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
     `--as=${limits.memoryBytes}`,
     `--nproc=${limits.processes}`,
+    `--nofile=${limits.openFiles}`,
     `--fsize=${limits.fileSizeBytes}`,
     '--core=0',
     '--',
@@ -230,11 +173,29 @@ export async function runSandboxed(opts: SandboxRunOptions): Promise<SandboxRunR
   const limits: SandboxLimits = { ...DEFAULT_SANDBOX_LIMITS, ...opts.limits };
   const bwrap = opts.bwrapPath ?? DEFAULT_BWRAP_PATH;
   requireExecutable(bwrap, 'bubblewrap');
-  const seccomp = seccompProgram();
+  const plan = memoryPlan(opts.memoryMode);
+  const seccomp = seccompProgram({ countedMemory: plan.mode === 'cgroup' });
+  const cgroup = plan.mode === 'cgroup' ? createRunCgroup(plan, limits) : null;
+  try {
+    return await runIn(launcher(plan, cgroup, [bwrap, ...bwrapArgs(limits, opts)]), limits, opts, seccomp, cgroup, plan.detail);
+  } finally {
+    await cgroup?.remove();
+  }
+}
+
+async function runIn(
+  argv: string[],
+  limits: SandboxLimits,
+  opts: SandboxRunOptions,
+  seccomp: Buffer,
+  cgroup: RunCgroup | null,
+  memoryDetail: string,
+): Promise<SandboxRunResult> {
+  const bwrap = opts.bwrapPath ?? DEFAULT_BWRAP_PATH;
   const nChannels = opts.channels ?? 0;
   const started = Date.now();
 
-  const child = spawn(bwrap, bwrapArgs(limits, opts), {
+  const child = spawn(argv[0]!, argv.slice(1), {
     stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe', ...Array<'pipe'>(nChannels).fill('pipe')],
     // Own process group, so the deadline can kill bubblewrap and everything it started at once.
     detached: true,
@@ -351,22 +312,51 @@ export async function runSandboxed(opts: SandboxRunOptions): Promise<SandboxRunR
     timedOut,
     outputExceeded,
     channelExceeded,
+    memoryExceeded: cgroup?.oomKilled() ?? false,
+    memoryMode: cgroup ? 'cgroup' : 'rlimits',
+    memoryDetail,
     wallMs: Date.now() - started,
   };
 }
 
-const probes = new Map<string, Promise<void>>();
+/** What a working sandbox promises about memory: its mode and a line saying what bounds it. */
+export interface SandboxReport {
+  memoryMode: MemoryMode;
+  memoryDetail: string;
+}
+
+// Run inside by the probe: each promise that does not hold from the inside, one word each (host files seen,
+// capabilities held, too many descriptors allowed, memfd allowed); "ok" when none.
+const PROBE = `
+import os, resource, sys
+bad = [p for p in ["/etc/shadow", "/root", "/proc/1"] if os.path.exists(p)]
+open("/tmp/p", "w").close(); os.chmod("/tmp/p", 0)
+try:
+    open("/tmp/p").close(); bad.append("capabilities")
+except PermissionError:
+    pass
+if resource.getrlimit(resource.RLIMIT_NOFILE)[1] > int(sys.argv[1]): bad.append("nofile")
+try:
+    os.memfd_create("m"); bad.append("memfd")
+except OSError:
+    pass
+sys.stdout.write(" ".join(bad) or "ok")
+`;
+
+const probes = new Map<string, Promise<SandboxReport>>();
 
 /**
- * Starts one trivial sandbox to prove bubblewrap, its namespaces, the seccomp filter, prlimit and the Python
- * interpreter all work here. Cached per (bubblewrap, python) pair. Throws SandboxUnavailableError otherwise.
+ * Starts one trivial sandbox to prove bubblewrap, its namespaces, the seccomp filter, the memory bound, prlimit and
+ * the Python interpreter all work here, and that the program inside sees what it should. Cached per (bubblewrap,
+ * python, memory mode). Throws SandboxUnavailableError otherwise.
  */
 export function assertSandboxAvailable(
   bwrapPath: string = DEFAULT_BWRAP_PATH,
   pythonPath = '/usr/bin/python3',
   run: (opts: SandboxRunOptions) => Promise<SandboxRunResult> = runSandboxed,
-): Promise<void> {
-  const key = `${bwrapPath}\0${pythonPath}`;
+  memoryMode: MemoryModeRequest = 'auto',
+): Promise<SandboxReport> {
+  const key = `${bwrapPath}\0${pythonPath}\0${memoryMode}`;
   let p = probes.get(key);
   if (!p) {
     p = (async () => {
@@ -374,16 +364,15 @@ export function assertSandboxAvailable(
       if (!pythonPath.startsWith('/usr/')) {
         throw new SandboxUnavailableError(`Python must live under /usr (the only tree mounted in the sandbox), got ${pythonPath}.`);
       }
-      const r = await run({
-        bwrapPath,
-        argv: [pythonPath, '-c', 'import os,sys; sys.stdout.write("leak" if any(map(os.path.exists, ["/etc/shadow", "/root", "/proc/1"])) else "ok")'],
-        limits: { wallMs: 15_000 },
-      });
-      if (r.stdout !== 'ok') {
+      const r = await run({ bwrapPath, argv: [pythonPath, '-S', '-c', PROBE, String(DEFAULT_SANDBOX_LIMITS.openFiles)], limits: { wallMs: 15_000 }, memoryMode });
+      // A memory cgroup counts memfd pages: only the rlimits mode must refuse them.
+      const broken = r.stdout.split(' ').filter((w) => w !== 'ok' && !(w === 'memfd' && r.memoryMode === 'cgroup'));
+      if (r.exitCode !== 0 || broken.length > 0) {
         throw new SandboxUnavailableError(
           `The sandbox probe failed (exit ${r.exitCode}${r.timedOut ? ', timed out' : ''}): ${r.stdout} ${r.stderr}`.trim(),
         );
       }
+      return { memoryMode: r.memoryMode, memoryDetail: r.memoryDetail };
     })();
     probes.set(key, p);
     p.catch(() => probes.delete(key));

@@ -1,6 +1,7 @@
 // Scores an answer with its task's own evaluator — sandboxed tests for backend tasks, rendered screenshots for
 // frontend ones — as an outcome ready to store in the Evaluation table. The bot, the simulator and the trainer
 // all score through this one function, so a session is judged the same way whoever played it.
+import type { Logger } from './logger.ts';
 import type { TaskContent } from './model.ts';
 import type { Renderer } from './render.ts';
 import type { ImageEmbedder } from './similarity.ts';
@@ -25,6 +26,8 @@ export interface ScorerOptions {
   renderer?: Renderer | null | undefined;
   /** CLIP (or another embedder) for the frontend metric; without it the weight-free pixel metric is used. */
   embedder?: ImageEmbedder | undefined;
+  /** Told once how the sandbox bounds memory, and once for each reason it refuses to start. */
+  log?: Logger | undefined;
 }
 
 export interface Scorer {
@@ -35,6 +38,13 @@ export interface Scorer {
 
 export function createScorer(opts: ScorerOptions = {}): Scorer {
   let ownRenderer: Promise<Renderer> | null = null;
+  // The last sandbox state logged: a new line only when it changes (refused, working, refused for another reason).
+  let sandboxState = '';
+  const once = (state: string, say: () => void): void => {
+    if (state === sandboxState) return;
+    sandboxState = state;
+    say();
+  };
   const renderer = async (): Promise<Renderer> => {
     if (opts.renderer) return opts.renderer;
     if (opts.renderer === null) throw new Error('frontend evaluation needs the page renderer (Chromium), which is not available');
@@ -49,6 +59,12 @@ export function createScorer(opts: ScorerOptions = {}): Scorer {
         const r = await evaluateBackend(task, answer, {
           ...(opts.bwrapPath ? { bwrapPath: opts.bwrapPath } : {}),
           ...(opts.pythonPath ? { pythonPath: opts.pythonPath } : {}),
+          onSandbox: (s) => once(`ready ${s.memoryDetail}`, () => opts.log?.info({ memoryMode: s.memoryMode, memory: s.memoryDetail }, 'sandbox ready for backend answers')),
+        }).catch((err: Error) => {
+          if (err.name === 'SandboxUnavailableError') {
+            once(`refused ${err.message}`, () => opts.log?.error({ err: err.message }, 'the sandbox refuses to start: backend answers are kept and scored once it works'));
+          }
+          throw err;
         });
         return {
           score: r.score,

@@ -43,6 +43,8 @@ describe('sweetloop doctor', () => {
 
     const healthy = await toolChecks(parseConfig({}));
     for (const c of healthy) expect(c.status, `${c.name}: ${c.detail}`).toBe('ok');
+    // It says which way the sandbox bounds memory here (tasks/sandbox-memory.ts).
+    expect(healthy.find((c) => c.name === 'bubblewrap')!.detail).toMatch(/memory bounded by (memory cgroup per sandbox|rlimits)/);
     expect(missingToolsSummary(healthy, false)).toBeNull();
   });
 

@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { BackendTask } from '../../tasks/model.ts';
-import { evaluateBackend, evaluateBackendBatch, pyEqual, type Encoded } from '../../tasks/backend-eval.ts';
+import { evaluateBackend, evaluateBackendBatch } from '../../tasks/backend-eval.ts';
 import { SandboxUnavailableError } from '../../tasks/sandbox.ts';
 import { BACKEND_SAMPLE, functionName, haveSample, loadBackendSample } from '../helpers/colbench-sample.ts';
 
@@ -15,32 +15,6 @@ const add: BackendTask = {
   reference: 'def add(a, b):\n    return a + b\n',
   testCases: ['add(1, 2)', 'add(-1, 1.5)', "add('a', 'b')"],
 };
-
-describe('pyEqual mirrors Python ==', () => {
-  const yes: [Encoded, Encoded][] = [
-    [1, 1],
-    [true, 1],
-    [1, 1.0],
-    [['int', '9007199254740993'], ['int', '9007199254740993']],
-    [['int', '18014398509481984'], 18014398509481984],
-    [['complex', 1, 0], 1],
-    [['dict', [1, 'a'], ['b', 2]], ['dict', ['b', 2], [true, 'a']]],
-    [['set', 1, 2], ['set', 2, 1]],
-    [['list', ['tuple', 1, 'x']], ['list', ['tuple', 1.0, 'x']]],
-  ];
-  const no: [Encoded, Encoded][] = [
-    [['float', 'nan'], ['float', 'nan']],
-    [['list', 1, 2], ['tuple', 1, 2]],
-    ['1', 1],
-    [null, 0],
-    [['list', 1, 2], ['list', 2, 1]],
-    [['dict', ['a', 1]], ['dict', ['a', 1], ['b', 2]]],
-    [['obj', 'x.A', 'A()'], ['obj', 'x.B', 'A()']],
-    [1.5, ['int', '1']],
-  ];
-  it.each(yes)('%j == %j', (a, b) => expect(pyEqual(a, b)).toBe(true));
-  it.each(no)('%j != %j', (a, b) => expect(pyEqual(a, b)).toBe(false));
-});
 
 describe('backend evaluator on our own tasks', () => {
   it('scores the reference 1.0, with per-test detail', async () => {
@@ -224,6 +198,122 @@ describe('hostile answers score 0 and leave the host untouched', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(leftovers).toBe('');
+  });
+});
+
+// A reader of the process's own memory by raw address, through whichever module imports: cffi's backend, ctypes,
+// or numpy's array interface. The kernel copies each page into a pipe, so an unmapped one is an error, not a crash.
+const RAW_MEMORY = `
+import os, re, sys
+def _reader():
+    r, w = os.pipe()
+    try:
+        import _cffi_backend as B
+        charp = B.new_pointer_type(B.new_primitive_type('char'))
+        route, view = 'cffi', lambda addr, n: B.buffer(B.cast(charp, addr), n)
+    except ImportError:
+        try:
+            import ctypes
+            route, view = 'ctypes', lambda addr, n: (ctypes.c_char * n).from_address(addr)
+        except ImportError:
+            try:
+                import numpy
+            except ImportError:
+                return 'none', None
+            class At:
+                pass
+            def view(addr, n):
+                a = At()
+                a.__array_interface__ = {'data': (addr, True), 'shape': (n,), 'typestr': '|u1', 'version': 3}
+                return memoryview(numpy.asarray(a))
+            route = 'numpy'
+    def read(addr, n):
+        try:
+            os.write(w, view(addr, n))
+        except (OSError, ValueError, OverflowError):
+            return None
+        return os.read(r, n)
+    return route, read
+
+def _scan(pattern):
+    route, read = _reader()
+    found = []
+    if read:
+        page, seen = 1 << 16, set()
+        for anchor in (id(sys), id(b'y' * 5000)):
+            for step in range(-4096, 4096):
+                addr = (anchor & ~(page - 1)) + step * page
+                if addr > 0 and addr not in seen:
+                    seen.add(addr)
+                    block = read(addr, page)
+                    found += re.findall(pattern, block or b'')
+    return route, found
+`;
+
+describe('answers that try to forge a score score 0, and the stored detail is what was compared', () => {
+  // Its reference leaves its output in freed memory of the process it ran in; the formula is not guessable.
+  const vault: BackendTask = {
+    kind: 'backend',
+    description: 'Open the vault. The signature of the function is: def vault(n)',
+    reference: "def vault(n):\n    return ('VAULT<%d>=%d;' % (n, n * 7919 % 1009)) * 64\n",
+    testCases: ['vault(123)'],
+  };
+  // Scanning takes a second or so of CPU time, counted against loading the answer: room for a busy machine.
+  const slow = { perTestTimeoutMs: 10_000 };
+  // The answer scans memory when it loads, before its own allocations reuse what the reference freed.
+  const stolen = `${RAW_MEMORY}
+ROUTE, FOUND = _scan(rb'VAULT<123>=[0-9]+;')
+_, SELF = _scan(rb'vault[(]123[)]')
+STOLEN = FOUND[0].decode() * 64 if FOUND else None
+`;
+
+  it('a memory-reading answer finds no reference in its process (and cannot import ctypes or cffi)', async () => {
+    const r = await evaluateBackend(vault, `${stolen}\ndef vault(n):\n    return STOLEN or ('nothing found', ROUTE, len(SELF) > 0)\n`, slow);
+    expect(r.score).toBe(0);
+    const [what, route, sawItself] = /^\('(.*)', '(\w+)', (True|False)\)$/.exec(r.tests[0]!.actual ?? '')?.slice(1) ?? [JSON.stringify(r)];
+    expect(what).toBe('nothing found');
+    expect(['numpy', 'none']).toContain(route);
+    // Where numpy gives raw memory, the reader works: it finds the test call in its own process.
+    if (route === 'numpy') expect(sawItself).toBe('True');
+  });
+
+  it('an encoder-patching answer (its harness told to report another value) scores 0 and shows what was compared', async () => {
+    const answer = `${stolen}
+enc = sys.modules['__main__']._Encoder.enc
+sys.modules['__main__']._Encoder.enc = lambda self, x, depth=0: enc(self, STOLEN if x == 'wrong' and STOLEN else x, depth)
+def vault(n):
+    return 'wrong'
+`;
+    const r = await evaluateBackend(vault, answer, slow);
+    expect(r.score).toBe(0);
+    expect(r.tests[0]).toMatchObject({ actual: "'wrong'", passed: false });
+  });
+
+  it('malformed result lines fail their test, not the evaluation', async () => {
+    const task: BackendTask = { ...add, testCases: ['add(1, 2)', 'add(2, 3)', 'add(3, 4)', 'add(4, 5)', 'add(5, 6)'] };
+    const deep = '["list", '.repeat(100_000) + '1' + ']'.repeat(100_000);
+    const lines = [
+      '{"i": 0, "v": ["int", "12x"]}',
+      `{"i": 1, "v": ${deep}}`,
+      '{"i": 2, "v": ["set", 3, 3]}',
+      '{"i": 3, "v": ["frob"]}',
+      'not json at all',
+      '{"i": "x", "v": 9}',
+      '[1, 2, 3]',
+    ];
+    const answer =
+      `import os\nfor fd in range(3, 32):\n    try:\n        os.write(fd, ${JSON.stringify(lines.join('\n') + '\n')}.encode())\n    except OSError:\n        pass\n` +
+      'def add(a, b):\n    return a + b\n';
+    const r = await evaluateBackend(task, answer);
+    expect(r.tests.map((t) => t.passed)).toEqual([false, false, false, false, true]);
+    expect(r.tests.slice(0, 4).map((t) => t.error)).toEqual([
+      'malformed result: bad int 12x',
+      'malformed result: nested too deeply',
+      'malformed result: a set with equal members',
+      'malformed result: unknown tag',
+    ]);
+    expect(r.tests.slice(0, 4).every((t) => t.actual === null)).toBe(true);
+    expect(r.score).toBe(0.2);
   });
 });
 

@@ -94,7 +94,7 @@ export const configSchema = z.object({
   DASHBOARD_HOST: z.string().default('127.0.0.1').describe('Address the dashboard listens on. Loopback: the person at the machine is an operator. Any other address: every request needs a token (`sweetloop dashboard token create`), and the dashboard refuses to listen while none exists.'),
   TRAINER_HEALTH_PORT: z.coerce.number({ message: 'expected a port number' }).int().min(0).max(65535).default(9465).describe('Port of the trainer service\'s /health/live, /health/ready (database reachable, and the service can train what is deployed with no failing cycle; the reason when not) and /metrics (sweetloop_trainer_state among them); 0: off.'),
   PRIVACY_KEY: z.string().min(16, 'expected at least 16 characters').optional().describe('Secret of the keyed hash that stands for a deleted person (so a ban still applies without their id; never logged). Unset: EXPORT_SALT is used, except with DISCORD_TOKEN set, where the bot refuses to start without its own (`openssl rand -hex 32`).'),
-  PRIVACY_SCAN_DIRS: csv.default(['./data/exports', './data/console']).describe('Comma-separated folders (besides CHECKPOINT_DIR) searched for a deleted person\'s text by /privacy delete and `sweetloop privacy delete`.'),
+  PRIVACY_SCAN_DIRS: csv.default(['./data/exports', './data/console']).describe('Comma-separated folders whose export files (JSON Lines, Parquet) lose a deleted person\'s rows, found by session id or pseudonym, on /privacy delete and `sweetloop privacy delete`. No file is deleted; CHECKPOINT_DIR, ADAPTERS_DIR, MODELS_DIR and POLICY_MODEL_DIR are never entered, even inside these.'),
   SHUTDOWN_DEADLINE_SECONDS: positiveInt.default(30).describe('On SIGTERM the bot stops taking new turns, finishes those in flight and exits within this many seconds, whatever is unreachable.'),
   DISCORD_API_BASE: z.string().url('expected an http(s) URL').default('https://discord.com/api').describe('REST base URL handed to discord.js (a proxy or a local server).'),
   SESSION_IDLE_MINUTES: positiveInt.default(30).describe('An active session with no activity for this long expires.'),
@@ -159,6 +159,20 @@ export class ConfigError extends Error {
     );
     this.name = 'ConfigError';
   }
+}
+
+/**
+ * What a person's deletion scans and what it never enters (bot/privacy.ts): export files under
+ * PRIVACY_SCAN_DIRS lose their rows, found by session id or by their pseudonym under EXPORT_SALT; the folders of
+ * model files (checkpoints, adapters, downloaded models) are never entered, even inside a scanned folder.
+ */
+export function privacySettings(config: Pick<Config, 'PRIVACY_KEY' | 'EXPORT_SALT' | 'PRIVACY_SCAN_DIRS' | 'CHECKPOINT_DIR' | 'ADAPTERS_DIR' | 'MODELS_DIR' | 'POLICY_MODEL_DIR'>) {
+  return {
+    key: config.PRIVACY_KEY ?? config.EXPORT_SALT,
+    dirs: config.PRIVACY_SCAN_DIRS,
+    protectedDirs: [config.CHECKPOINT_DIR, config.ADAPTERS_DIR, config.MODELS_DIR, config.POLICY_MODEL_DIR].filter((d): d is string => !!d),
+    exportSalts: [config.EXPORT_SALT],
+  };
 }
 
 /** Validates an environment. Empty strings count as unset, as they do in most .env files. */

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { assertProductionSecrets, isPublicSecret, loadConfig, type Config } from '../config.ts';
+import { assertProductionSecrets, isPublicSecret, loadConfig, privacySettings, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
 
 /**
@@ -77,7 +77,7 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
     health: config.HEALTH_PORT ? { port: config.HEALTH_PORT, host: config.HEALTH_HOST } : null,
     dashboard: config.DASHBOARD_PORT ? { port: config.DASHBOARD_PORT, host: config.DASHBOARD_HOST } : null,
     shutdownDeadlineMs: config.SHUTDOWN_DEADLINE_SECONDS * 1000,
-    privacy: { key: config.PRIVACY_KEY ?? config.EXPORT_SALT, dirs: config.PRIVACY_SCAN_DIRS },
+    privacy: privacySettings(config),
     exportSaltIsDefault: isPublicSecret(config.EXPORT_SALT),
   };
 }

@@ -114,13 +114,6 @@ describe('sweetloop privacy', () => {
 
     // The scanned folder holds the checkpoints too: they are fenced off all the same.
     const r = await sweetloop(['privacy', 'delete', person], { DATABASE_URL: t.url, PRIVACY_KEY: key, EXPORT_SALT: salt, CHECKPOINT_DIR: ck, PRIVACY_SCAN_DIRS: dir });
-    expect(r.code, r.stderr + r.stdout).toBe(0);
-    expect(r.stdout).toMatch(/Deleted: 1 session\(s\) with 3 message\(s\)/);
-    expect(r.stdout).toMatch(/Threads NOT deleted .*223456789012345678/);
-    expect(r.stdout).toMatch(/Export files rewritten without your rows: 5\./); // jsonl, parquet, hf data and card, sweet-rl
-    expect(r.stdout).toMatch(/Model versions trained on your sessions.*their files are not changed.*: trained-on-her\./);
-    expect(r.stdout).not.toContain('trained-on-other');
-
     // Model files and the run's own data, byte for byte.
     expect(digests(ck)).toEqual(checkpointsBefore);
     // Exports: her rows gone, the other person's (with its "yes") kept, byte for byte where the format allows.
@@ -157,6 +150,13 @@ describe('sweetloop privacy', () => {
     expect(dump).toContain('yes. She said');
     expect(dump).not.toContain(person);
     expect(dump).not.toContain('her reason: yes');
+    // The receipt: what was done, and the model trained on her for an operator.
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    expect(r.stdout).toMatch(/Deleted: 1 session\(s\) with 3 message\(s\)/);
+    expect(r.stdout).toMatch(/Threads NOT deleted .*223456789012345678/);
+    expect(r.stdout).toMatch(/Export files rewritten without your rows: 5\./); // jsonl, parquet, hf data and card, sweet-rl
+    expect(r.stdout).toMatch(/Model versions trained on your sessions.*their files are not changed.*: trained-on-her\./);
+    expect(r.stdout).not.toContain('trained-on-other');
   });
 
   it('names a file whose rows carry no session id (an export of an older version), leaves it as it was and exits 1', async () => {

@@ -183,6 +183,8 @@ export async function runStart(config: BotSettings, log: Logger): Promise<void> 
     const d = await startDashboard({ db, ...config.dashboard, salt: config.exportSalt, chromiumPath: config.chromiumPath, log });
     dashboard = d.app;
     log.warn({ url: d.url }, `dashboard at ${d.url}`);
+    // The login link carries its secret: printed once on stderr, never through the logger (which would redact it).
+    if (d.loginUrl) process.stderr.write(`Dashboard login link (open it once; its token lasts until this process stops): ${d.loginUrl}\n`);
   }
   try {
     if (config.discord) return await runDiscord(config, log, db);

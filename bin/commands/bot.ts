@@ -67,7 +67,8 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
       ? {
           token: config.DISCORD_TOKEN,
           apiBase: config.DISCORD_API_BASE,
-          guildIds: config.DISCORD_GUILD_IDS,
+          // `*`: any guild (assertProductionSecrets refused an allowlist left empty).
+          guildIds: config.DISCORD_GUILD_IDS === '*' ? [] : config.DISCORD_GUILD_IDS,
           operatorIds: config.DISCORD_OPERATOR_IDS,
           operatorRoleIds: config.DISCORD_OPERATOR_ROLE_IDS,
           moderatorRoleIds: config.DISCORD_MODERATOR_ROLE_IDS,

@@ -21,10 +21,11 @@
 // thread ids from the receipt.
 import { createHmac } from 'node:crypto';
 import { lstat, readdir } from 'node:fs/promises';
-import { join, resolve, sep } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { eraseParticipant, markTrainedOnErasedData } from '../prisma/privacy-store.ts';
 import { pseudonymize } from './export/pseudonym.ts';
+import { isInside } from './paths.ts';
 import { isParquetFile, ScrubError, scrubJsonl, scrubParquet, updateHfCardRows, type RowOwner, type ScrubCount } from './export/scrub.ts';
 
 /** The key used when none is configured (development only; bin/config.ts refuses it for a Discord bot). */
@@ -115,15 +116,13 @@ export async function deletePerson(prisma: PrismaClient, externalId: string, o: 
   };
 }
 
-const inside = (path: string, dir: string) => path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
-
 /**
  * Cleans the export files under `dir`: JSON Lines and Parquet files (exports, a Hugging Face folder's data) lose
  * the person's rows (bot/export/scrub.ts). Every other file, symbolic links and the protected folders are left
  * alone. A file that cannot be cleaned is left as it was and listed.
  */
 async function scrubDir(dir: string, owner: RowOwner, fenced: string[], out: FileOutcome): Promise<void> {
-  if (fenced.some((f) => inside(dir, f))) return;
+  if (fenced.some((f) => isInside(dir, f))) return;
   let entries;
   try {
     entries = await readdir(dir, { withFileTypes: true });

@@ -47,14 +47,13 @@ export function redactValue(value: unknown, secrets: readonly string[] = [], dep
   if (!value || typeof value !== 'object' || depth > 8 || seen.has(value)) return value;
   seen.add(value);
   if (value instanceof Error) {
-    const e = value as Error & { code?: unknown; cause?: unknown };
-    return {
-      type: e.name,
-      message: redactText(e.message, secrets),
-      ...(e.stack ? { stack: redactText(e.stack, secrets) } : {}),
-      ...(e.code !== undefined ? { code: e.code } : {}),
-      ...(e.cause !== undefined ? { cause: redactValue(e.cause, secrets, depth + 1, seen) } : {}),
-    };
+    // A copy of the same class (pino names its type by it), its message, stack, cause and own fields redacted.
+    const copy = Object.create(Object.getPrototypeOf(value)) as Error;
+    const hidden = (v: unknown) => ({ value: v, enumerable: false, writable: true, configurable: true });
+    Object.defineProperties(copy, { message: hidden(redactText(value.message, secrets)), stack: hidden(value.stack && redactText(value.stack, secrets)) });
+    if (value.cause !== undefined) Object.defineProperty(copy, 'cause', hidden(redactValue(value.cause, secrets, depth + 1, seen)));
+    for (const [k, v] of Object.entries(value)) (copy as unknown as Record<string, unknown>)[k] = redactValue(v, secrets, depth + 1, seen);
+    return copy;
   }
   if (Array.isArray(value)) return value.map((v) => redactValue(v, secrets, depth + 1, seen));
   const proto = Object.getPrototypeOf(value);
@@ -74,7 +73,10 @@ export function createLogger(settings: LogSettings, name = 'sweetloop', opts: { 
     redact: { paths: REDACTED_PATHS, censor: CENSOR },
     hooks: {
       logMethod(args, method) {
-        return method.apply(this, args.map((a) => redactValue(a, secrets)) as Parameters<typeof method>);
+        const clean = args.map((a) => redactValue(a, secrets));
+        // An error logged alone goes under `err` with its message as the line's, as pino itself does.
+        if (args[0] instanceof Error) clean.splice(0, 1, { err: clean[0] }, ...(args.length === 1 ? [(clean[0] as { message: string }).message] : []));
+        return method.apply(this, clean as Parameters<typeof method>);
       },
     },
   };

@@ -61,6 +61,13 @@ describe('createLogger', () => {
     expect(first!.err.message).toContain('access_token=[redacted]');
     expect(second!.nested[0].note).toBe('connecting to postgres://sweetloop:[redacted]@db:5432/sweetloop');
     expect(redactText('see sld_abcdefghijklmnopqrst and Bot MTIzNDU2Nzg5.abc.def')).toBe('see sld_[redacted] and Bot [redacted]');
+    // An error logged alone keeps pino's shape: under `err`, its message as the line's.
+    const { stream: s2, text: t2 } = capture();
+    createLogger(config, 'sweetloop', { destination: s2 }).error(new Error('GET /login?token=sld_abcdefghijklmnopqrst failed'));
+    await new Promise((r) => setImmediate(r));
+    const alone = JSON.parse(t2()) as { msg: string; err: { type: string; message: string } };
+    expect(alone.msg).toBe('GET /login?token=[redacted] failed');
+    expect(alone.err).toMatchObject({ type: 'Error', message: 'GET /login?token=[redacted] failed' });
     expect(redactText('plain text, a=b & c=d, 50% of cases')).toBe('plain text, a=b & c=d, 50% of cases');
   });
 

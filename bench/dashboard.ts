@@ -29,7 +29,9 @@ async function main(): Promise<void> {
     await seedSessions(t.url, sessions);
     await seedAround(t.url, t.prisma);
     console.log(`seeded ${sessions.toLocaleString('en')} sessions in ${((performance.now() - s0) / 1000).toFixed(1)} s`);
-    const app = await buildDashboard({ db: t.db, host: '127.0.0.1', port: 0, salt: 'bench-dashboard-salt', chromiumPath: '/usr/bin/chromium' });
+    // A loopback dashboard admits the bearer of its login secret (an operator), as `sweetloop dashboard` prints it.
+    const loginSecret = 'sld_bench-dashboard-login-secret';
+    const app = await buildDashboard({ db: t.db, host: '127.0.0.1', port: 0, salt: 'bench-dashboard-salt', chromiumPath: '/usr/bin/chromium', loginSecret });
     const ids = (await t.prisma.session.findMany({ select: { id: true }, orderBy: { id: 'asc' } })).map((s) => s.id);
     const policy = (await t.prisma.policyVersion.findFirstOrThrow({ where: { name: 'policy-2' } })).id;
     const listUrls = (i: number) => {
@@ -37,11 +39,11 @@ async function main(): Promise<void> {
       return variants[i % variants.length]!;
     };
     const measure = async (name: string, urlOf: (i: number) => string) => {
-      for (let i = 0; i < 10; i++) await app.inject({ method: 'GET', url: urlOf(i), headers: { host: '127.0.0.1' } });
+      for (let i = 0; i < 10; i++) await app.inject({ method: 'GET', url: urlOf(i), headers: { host: '127.0.0.1', authorization: `Bearer ${loginSecret}` } });
       const times: number[] = [];
       for (let i = 0; i < requests; i++) {
         const a = performance.now();
-        const r = await app.inject({ method: 'GET', url: urlOf(i), headers: { host: '127.0.0.1' } });
+        const r = await app.inject({ method: 'GET', url: urlOf(i), headers: { host: '127.0.0.1', authorization: `Bearer ${loginSecret}` } });
         times.push(performance.now() - a);
         if (r.statusCode !== 200) throw new Error(`${urlOf(i)}: ${r.statusCode}`);
       }

@@ -12,6 +12,13 @@ const bool = z
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 const csv = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
 const snowflake = z.string().regex(/^\d{17,20}$/, 'expected a Discord snowflake (17-20 digits)');
+/** Guild ids, or `*` for any guild: said explicitly, since an open bot lets any server's moderators in. */
+const guildAllowlist = z.string().transform((v, ctx): '*' | string[] => {
+  if (v.trim() === '*') return '*';
+  const ids = v.split(',').map((s) => s.trim()).filter(Boolean);
+  if (!ids.every((id) => /^\d{17,20}$/.test(id))) ctx.addIssue({ code: 'custom', message: 'expected Discord snowflakes (17-20 digits) separated by commas, or * for any guild' });
+  return ids;
+});
 const positiveInt = z.coerce.number({ message: 'expected a number' }).int('expected an integer').positive('expected a positive integer');
 const nonNegative = z.coerce.number({ message: 'expected a number' }).min(0, 'expected a number >= 0');
 const unit = z.coerce.number({ message: 'expected a number' }).min(0, 'expected a number in [0, 1]').max(1, 'expected a number in [0, 1]');
@@ -81,7 +88,9 @@ export const configSchema = z.object({
 
   // --- bot ---
   DISCORD_TOKEN: z.string().min(1).optional().describe('Bot token (never logged). Unset: `npm start` runs the console channel.'),
-  DISCORD_GUILD_IDS: csv.pipe(z.array(snowflake)).default([]).describe('Comma-separated guild ids: the allowlist. Commands are registered in these guilds only; the bot ignores every other guild and leaves it, whether it was there at start or joins later. Empty: any guild, commands registered globally.'),
+  DISCORD_GUILD_IDS: guildAllowlist
+    .default([])
+    .describe('Comma-separated guild ids: the allowlist. Commands are registered in these guilds only; the bot ignores every other guild and leaves it, whether it was there at start or joins later. `*`: any guild, commands registered globally (whoever adds the bot to their server can moderate it there and feed training; `sweetloop doctor` warns). Unset: a Discord bot refuses to start.'),
   DISCORD_OPERATOR_IDS: csv.pipe(z.array(snowflake)).default([]).describe('Comma-separated user ids of operators: they may deploy, roll back, pause, run experiments, ban everywhere and export every guild\'s sessions. With neither this nor DISCORD_OPERATOR_ROLE_IDS set nobody can do those on Discord (`sweetloop doctor` warns).'),
   DISCORD_OPERATOR_ROLE_IDS: csv.pipe(z.array(snowflake)).default([]).describe('Comma-separated role ids whose members are operators (in any allowed guild).'),
   DISCORD_MODERATOR_ROLE_IDS: csv.pipe(z.array(snowflake)).default([]).describe('Comma-separated role ids whose members moderate their guild (besides members with Manage Server): statistics, export, flags and bans within that guild.'),
@@ -89,12 +98,12 @@ export const configSchema = z.object({
   LIMIT_MESSAGES_PER_MINUTE: positiveInt.default(6).describe('Replies one person may send in any minute.'),
   LIMIT_MESSAGE_CHARS: positiveInt.default(1000).describe('Characters in one reply (the protocol\'s caps per task kind, 400 backend and 1000 frontend, apply too; the lower wins).'),
   HEALTH_PORT: z.coerce.number({ message: 'expected a port number' }).int().min(0).max(65535).default(9464).describe('Port of the bot\'s /health/live, /health/ready and /metrics (Prometheus) endpoints; 0: off.'),
-  HEALTH_HOST: z.string().default('0.0.0.0').describe('Address the health and metrics endpoints listen on.'),
+  HEALTH_HOST: z.string().default('127.0.0.1').describe('Address the bot\'s and the trainer service\'s health and metrics endpoints listen on (they need no token): this machine only unless set, which is where docker-compose.yml\'s health checks ask, inside each container. `0.0.0.0` (or an interface\'s address) for a Prometheus on another host.'),
   DASHBOARD_PORT: z.coerce.number({ message: 'expected a port number' }).int().min(0).max(65535).default(0).describe('Port of the dashboard that `npm start` serves beside the bot or console (bot/dashboard/); 0: not served (`sweetloop dashboard` serves it on its own, on 8080 by default).'),
-  DASHBOARD_HOST: z.string().default('127.0.0.1').describe('Address the dashboard listens on. Loopback: the person at the machine is an operator. Any other address: every request needs a token (`sweetloop dashboard token create`), and the dashboard refuses to listen while none exists.'),
+  DASHBOARD_HOST: z.string().default('127.0.0.1').describe('Address the dashboard listens on. Loopback: it prints a login link once at start (as Jupyter does), whose bearer is an operator; every other request gets 401. Any other address: every request needs a token (`sweetloop dashboard token create`), and the dashboard refuses to listen while none exists.'),
   TRAINER_HEALTH_PORT: z.coerce.number({ message: 'expected a port number' }).int().min(0).max(65535).default(9465).describe('Port of the trainer service\'s /health/live, /health/ready (database reachable, and the service can train what is deployed with no failing cycle; the reason when not) and /metrics (sweetloop_trainer_state among them); 0: off.'),
   PRIVACY_KEY: z.string().min(16, 'expected at least 16 characters').optional().describe('Secret of the keyed hash that stands for a deleted person (so a ban still applies without their id; never logged). Unset: EXPORT_SALT is used, except with DISCORD_TOKEN set, where the bot refuses to start without its own (`openssl rand -hex 32`).'),
-  PRIVACY_SCAN_DIRS: csv.default(['./data/exports', './data/console']).describe('Comma-separated folders (besides CHECKPOINT_DIR) searched for a deleted person\'s text by /privacy delete and `sweetloop privacy delete`.'),
+  PRIVACY_SCAN_DIRS: csv.default(['./data/exports', './data/console']).describe('Comma-separated folders whose export files (JSON Lines, Parquet) lose a deleted person\'s rows, found by session id or pseudonym, on /privacy delete and `sweetloop privacy delete`. No file is deleted; CHECKPOINT_DIR, ADAPTERS_DIR, MODELS_DIR and POLICY_MODEL_DIR are never entered, even inside these.'),
   SHUTDOWN_DEADLINE_SECONDS: positiveInt.default(30).describe('On SIGTERM the bot stops taking new turns, finishes those in flight and exits within this many seconds, whatever is unreachable.'),
   DISCORD_API_BASE: z.string().url('expected an http(s) URL').default('https://discord.com/api').describe('REST base URL handed to discord.js (a proxy or a local server).'),
   SESSION_IDLE_MINUTES: positiveInt.default(30).describe('An active session with no activity for this long expires.'),
@@ -121,11 +130,12 @@ export type Config = z.infer<typeof configSchema>;
 
 /**
  * Secret values that anyone can read in this repository, so none may key real people's pseudonyms or deletion
- * hashes: the schema's default EXPORT_SALT, and every example value shipped or once shipped (docker-compose.yml
- * passed `change-me-please` until it read the env file). test/bin/config.test.ts checks that every EXPORT_SALT or
- * PRIVACY_KEY value written in docker-compose.yml, .env.example and docs/ is in this list.
+ * hashes or guard their database: the schema's default EXPORT_SALT, every example value shipped or once shipped
+ * (docker-compose.yml passed `change-me-please` until it read the env file) and docker-compose.yml's default
+ * POSTGRES_PASSWORD. test/bin/config.test.ts checks that every EXPORT_SALT, PRIVACY_KEY or POSTGRES_PASSWORD value
+ * written in docker-compose.yml, .env.example and docs/ is in this list.
  */
-export const PUBLIC_SECRETS: readonly string[] = ['sweetloop-dev-salt', 'change-me-please'];
+export const PUBLIC_SECRETS: readonly string[] = ['sweetloop-dev-salt', 'change-me-please', 'sweetloop'];
 
 /** The command a production deployment is told to make a secret with (also in docs/configuration.md). */
 export const MAKE_SECRET_COMMAND = 'openssl rand -hex 32';
@@ -135,20 +145,43 @@ export function isPublicSecret(value: string): boolean {
   return PUBLIC_SECRETS.includes(value);
 }
 
+/** The password in a postgres:// URL (decoded), or null when it has none. */
+export function databasePassword(url: string | undefined): string | null {
+  if (!url) return null;
+  try {
+    const p = new URL(url).password;
+    return p ? decodeURIComponent(p) : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * Production (DISCORD_TOKEN set: real people's data) needs its own EXPORT_SALT and PRIVACY_KEY: a missing or
- * published one would let anyone with a person's Discord id reverse their export pseudonym or deletion hash.
- * Throws a ConfigError naming each, with the command that makes one; a console or CLI run is not refused.
+ * Production (DISCORD_TOKEN set: real people's data) needs its own secrets and says which guilds it serves: its
+ * own EXPORT_SALT and PRIVACY_KEY (a missing or published one would let anyone with a person's Discord id reverse
+ * their export pseudonym or deletion hash), no published database password (docker-compose.yml's default), and a
+ * guild allowlist, or `*` for any guild said explicitly (an open bot lets whoever adds it to their server moderate
+ * it and feed training). Throws a ConfigError naming each problem with its fix; a console or CLI run is not refused.
  */
-export function assertProductionSecrets(config: Pick<Config, 'DISCORD_TOKEN' | 'EXPORT_SALT' | 'PRIVACY_KEY'>): void {
+export function assertProductionSecrets(config: Pick<Config, 'DISCORD_TOKEN' | 'EXPORT_SALT' | 'PRIVACY_KEY' | 'DATABASE_URL' | 'DISCORD_GUILD_IDS'>): void {
   if (!config.DISCORD_TOKEN) return;
   const fix = `make one with \`${MAKE_SECRET_COMMAND}\` (or \`node -e "console.log(require('node:crypto').randomBytes(32).toString('hex'))"\`) and set it in the environment or the env file`;
   const problems: { variable: string; message: string }[] = [];
   if (isPublicSecret(config.EXPORT_SALT)) problems.push({ variable: 'EXPORT_SALT', message: `is a publicly known value while DISCORD_TOKEN is set; ${fix}` });
   if (config.PRIVACY_KEY === undefined) problems.push({ variable: 'PRIVACY_KEY', message: `is not set while DISCORD_TOKEN is set; ${fix}` });
   else if (isPublicSecret(config.PRIVACY_KEY)) problems.push({ variable: 'PRIVACY_KEY', message: `is a publicly known value while DISCORD_TOKEN is set; ${fix}` });
+  if (isPublicSecret(databasePassword(config.DATABASE_URL) ?? '')) problems.push({ variable: 'DATABASE_URL', message: `its password is a publicly known value (docker-compose.yml's default POSTGRES_PASSWORD) while DISCORD_TOKEN is set; ${DATABASE_PASSWORD_FIX}` });
+  if (Array.isArray(config.DISCORD_GUILD_IDS) && config.DISCORD_GUILD_IDS.length === 0) problems.push({ variable: 'DISCORD_GUILD_IDS', message: GUILDS_FIX });
   if (problems.length) throw new ConfigError(problems);
 }
+
+/** How to replace a published database password (the postgres image sets it only when it first creates the database). */
+export const DATABASE_PASSWORD_FIX =
+  `set POSTGRES_PASSWORD in the env file to a secret of your own (\`${MAKE_SECRET_COMMAND}\`); on a database created before, also run \`docker compose exec postgres psql -U sweetloop -c "ALTER USER sweetloop PASSWORD '<the new one>'"\``;
+
+/** What an empty guild allowlist lets happen, and the two ways out. */
+export const GUILDS_FIX =
+  'is empty while DISCORD_TOKEN is set: anyone who adds the bot to their server could moderate it there and feed training; list your guild ids (comma-separated), or set DISCORD_GUILD_IDS=* to serve any guild on purpose';
 
 export class ConfigError extends Error {
   constructor(readonly problems: { variable: string; message: string }[]) {
@@ -159,6 +192,20 @@ export class ConfigError extends Error {
     );
     this.name = 'ConfigError';
   }
+}
+
+/**
+ * What a person's deletion scans and what it never enters (bot/privacy.ts): export files under
+ * PRIVACY_SCAN_DIRS lose their rows, found by session id or by their pseudonym under EXPORT_SALT; the folders of
+ * model files (checkpoints, adapters, downloaded models) are never entered, even inside a scanned folder.
+ */
+export function privacySettings(config: Pick<Config, 'PRIVACY_KEY' | 'EXPORT_SALT' | 'PRIVACY_SCAN_DIRS' | 'CHECKPOINT_DIR' | 'ADAPTERS_DIR' | 'MODELS_DIR' | 'POLICY_MODEL_DIR'>) {
+  return {
+    key: config.PRIVACY_KEY ?? config.EXPORT_SALT,
+    dirs: config.PRIVACY_SCAN_DIRS,
+    protectedDirs: [config.CHECKPOINT_DIR, config.ADAPTERS_DIR, config.MODELS_DIR, config.POLICY_MODEL_DIR].filter((d): d is string => !!d),
+    exportSalts: [config.EXPORT_SALT],
+  };
 }
 
 /** Validates an environment. Empty strings count as unset, as they do in most .env files. */

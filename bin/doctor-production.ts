@@ -1,9 +1,10 @@
 // `sweetloop doctor`'s checks of a production deployment (DISCORD_TOKEN set: real people's data): the Discord token
 // (its form, then Discord's answer to it), every registered endpoint version (its server's GET /models lists its
-// model), that operators are named (without one nobody can deploy or run an A/B from Discord), and that the export
-// salt and the privacy key are not values published in this repository. One line each; bin/doctor.ts runs them.
+// model), that operators are named (without one nobody can deploy or run an A/B from Discord), which guilds the bot
+// serves, and that the export salt, the privacy key and the database password are not values published in this
+// repository. One line each; bin/doctor.ts runs them.
 import type { CheckResult } from './doctor.ts';
-import { isPublicSecret, MAKE_SECRET_COMMAND, type Config } from './config.ts';
+import { databasePassword, DATABASE_PASSWORD_FIX, GUILDS_FIX, isPublicSecret, MAKE_SECRET_COMMAND, type Config } from './config.ts';
 
 /**
  * A bot token's form: three dot-separated base64url parts, the first the bot's user id (a snowflake) in base64.
@@ -50,7 +51,22 @@ export function checkOperators(config: Pick<Config, 'DISCORD_OPERATOR_IDS' | 'DI
   };
 }
 
-export function checkSecrets(config: Pick<Config, 'EXPORT_SALT' | 'PRIVACY_KEY'>): CheckResult[] {
+/** The guild allowlist: empty is refused at start, `*` (any guild) works but is worth a warning. */
+export function checkGuilds(config: Pick<Config, 'DISCORD_GUILD_IDS'>): CheckResult {
+  const ids = config.DISCORD_GUILD_IDS;
+  if (ids === '*') {
+    return {
+      name: 'guilds',
+      status: 'warn',
+      detail: 'DISCORD_GUILD_IDS=*: any server the bot is added to is served; its moderators can moderate there and its people feed training',
+      fix: 'list the guild ids you run studies in (comma-separated) in DISCORD_GUILD_IDS',
+    };
+  }
+  if (!ids.length) return { name: 'guilds', status: 'fail', detail: `DISCORD_GUILD_IDS ${GUILDS_FIX} (the bot refuses to start)`, fix: 'set DISCORD_GUILD_IDS to your guild ids, or to * on purpose' };
+  return { name: 'guilds', status: 'ok', detail: `${ids.length} guild(s) allowed; the bot leaves any other` };
+}
+
+export function checkSecrets(config: Pick<Config, 'EXPORT_SALT' | 'PRIVACY_KEY' | 'DATABASE_URL'>): CheckResult[] {
   const fix = (v: string) => `set ${v} to a secret of your own: \`${MAKE_SECRET_COMMAND}\``;
   const salt: CheckResult = isPublicSecret(config.EXPORT_SALT)
     ? { name: 'export salt', status: 'fail', detail: 'EXPORT_SALT is a value published in this repository: export pseudonyms could be reversed (the bot refuses to start)', fix: fix('EXPORT_SALT') }
@@ -61,7 +77,12 @@ export function checkSecrets(config: Pick<Config, 'EXPORT_SALT' | 'PRIVACY_KEY'>
       : isPublicSecret(config.PRIVACY_KEY)
         ? { name: 'privacy key', status: 'fail', detail: 'PRIVACY_KEY is a value published in this repository: deletion hashes could be reversed (the bot refuses to start)', fix: fix('PRIVACY_KEY') }
         : { name: 'privacy key', status: 'ok', detail: 'PRIVACY_KEY is set and not a published value' };
-  return [salt, key];
+  const password = databasePassword(config.DATABASE_URL);
+  const database: CheckResult =
+    password !== null && isPublicSecret(password)
+      ? { name: 'database password', status: 'fail', detail: "DATABASE_URL's password is a value published in this repository (docker-compose.yml's default POSTGRES_PASSWORD) (the bot refuses to start)", fix: DATABASE_PASSWORD_FIX }
+      : { name: 'database password', status: 'ok', detail: config.DATABASE_URL ? (password === null ? 'DATABASE_URL has no password (the server authenticates otherwise)' : "DATABASE_URL's password is not a published value") : 'no DATABASE_URL: the embedded PGlite database' };
+  return [salt, key, database];
 }
 
 export interface EndpointToCheck {

@@ -1,6 +1,6 @@
 // `sweetloop doctor`: checks each thing Sweetloop needs from the machine, by using it, and says how to fix
 // what is missing. Every check is independent: one failing does not hide the others. With DISCORD_TOKEN set it also
-// checks the production settings (bin/doctor-production.ts: token, endpoints, operators, salt and key). `sweetloop start` runs
+// checks the production settings (bin/doctor-production.ts: token, endpoints, operators, guilds, salt, key and database password). `sweetloop start` runs
 // the tool checks too (toolChecks) and prints one summary of what is missing (missingToolsSummary).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -244,6 +244,7 @@ export async function runDoctor(env: Record<string, string | undefined>, opts: {
     const p = await import('./doctor-production.ts');
     await guarded('discord token', () => p.checkDiscordToken(config));
     if (!skip.has('operators')) checks.push(p.checkOperators(config));
+    if (!skip.has('guilds')) checks.push(p.checkGuilds(config));
     if (!skip.has('secrets')) checks.push(...p.checkSecrets(config));
     if (!skip.has('endpoints')) {
       try {

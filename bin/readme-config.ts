@@ -14,7 +14,7 @@ export const ENV_EXAMPLE = '.env.example';
  * defaults written there against these.
  */
 export const COMPOSE_VARIABLES: readonly { variable: string; default: string; description: string }[] = [
-  { variable: 'POSTGRES_PASSWORD', default: 'sweetloop', description: 'Password of the compose Postgres (user and database sweetloop); it never leaves the compose network.' },
+  { variable: 'POSTGRES_PASSWORD', default: 'sweetloop', description: 'Password of the compose Postgres (user and database sweetloop); it never leaves the compose network. The default is published here, so a Discord bot refuses to start with it (bin/config.ts PUBLIC_SECRETS): set your own (`openssl rand -hex 32`); the postgres image sets it only when it first creates the database, so on an existing one also run `ALTER USER sweetloop PASSWORD \'...\'`.' },
   { variable: 'DASHBOARD_PUBLISHED_PORT', default: '8080', description: 'Host port of the `dashboard` profile\'s dashboard, published on 127.0.0.1 only (inside its container DASHBOARD_PORT is 8080 and DASHBOARD_HOST 0.0.0.0, so a token is needed: README, "The dashboard").' },
   { variable: 'VLLM_MODEL_DIR', default: './models/policy', description: 'Host directory of the Hugging Face model the `vllm` profile serves, mounted read-only at /models/policy.' },
   { variable: 'VLLM_SERVED_MODEL_NAME', default: 'policy', description: 'Model name vLLM answers to (`policy add NAME --endpoint http://vllm:8000/v1 --model` this).' },
@@ -38,8 +38,8 @@ export function envExample(): string {
     '# Sweetloop settings. Generated from bin/config.ts by `npm run readme:config` (test/readme.test.ts fails when',
     '# stale); docs/configuration.md explains them. Copy to .env and uncomment what you change: `sweetloop` reads',
     '# .env from its working directory, and docker compose reads it for the compose file and passes it to every',
-    '# service. A Discord deployment (DISCORD_TOKEN set) refuses to start without its own EXPORT_SALT and PRIVACY_KEY:',
-    `# make each with \`${MAKE_SECRET_COMMAND}\`.`,
+    '# service. A Discord deployment (DISCORD_TOKEN set) refuses to start without its own EXPORT_SALT, PRIVACY_KEY and',
+    `# (with docker compose) POSTGRES_PASSWORD: make each with \`${MAKE_SECRET_COMMAND}\`; and without DISCORD_GUILD_IDS (or *).`,
     '',
     ...describeConfig().map((r) => entry(r.description, `# ${r.variable}=${envValue(r.variable)}`)),
     '# --- docker-compose.yml only ---',

@@ -179,7 +179,10 @@ async function runCheck(check: () => Promise<CheckResult> | CheckResult): Promis
   }
 }
 
-/** Serves /health/live, /health/ready and /metrics on `port` (0: any free port; see the returned port). */
+/**
+ * Serves /health/live, /health/ready and /metrics on `port` (0: any free port; see the returned port), on
+ * 127.0.0.1 unless `host` says otherwise: they answer without a token.
+ */
 export async function startHealthServer(o: { port: number; host?: string; metrics: { registry: Registry }; ready: ReadinessChecks; live?: () => boolean }): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -215,7 +218,7 @@ export async function startHealthServer(o: { port: number; host?: string; metric
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(o.port, o.host ?? '0.0.0.0', () => resolve());
+    server.listen(o.port, o.host ?? '127.0.0.1', () => resolve());
   });
   return {
     port: (server.address() as AddressInfo).port,

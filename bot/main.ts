@@ -10,6 +10,7 @@ import { consoleIdentity, ensureDeployedPolicy, migrateDatabase, seedTasksIfEmpt
 import type { Limits } from './limits.ts';
 import { BotMetrics, startHealthServer } from './health.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
+import type { PrivacySettings } from './privacy.ts';
 import { serveUntilSignal, untilSignal } from './shutdown.ts';
 
 /** What the bot needs from the configuration (bin/config.ts documents each). */
@@ -43,8 +44,8 @@ export interface BotSettings {
   dashboard: { port: number; host: string } | null;
   /** How long a SIGTERM may take: in-flight turns are finished within it, then the process exits regardless. */
   shutdownDeadlineMs: number;
-  /** Deletions (bot/privacy.ts): the keyed hash's secret, and folders besides checkpointDir searched for a deleted person's text. */
-  privacy: { key: string; dirs: string[] };
+  /** Deletions (bot/privacy.ts): the keyed hash's secret, the folders scanned and the folders never entered. */
+  privacy: PrivacySettings;
   /** EXPORT_SALT is the development default (a Discord bot refuses to export with it). */
   exportSaltIsDefault: boolean;
 }
@@ -92,7 +93,7 @@ function runtimeFor(config: BotSettings, db: Database, log: Logger, channel: 'di
     limits: config.limits,
     scoringPool: config.scoringPool,
     localServe: config.localServe,
-    privacy: { key: config.privacy.key, dirs: [config.checkpointDir, ...config.privacy.dirs] },
+    privacy: config.privacy,
     ...(observer ? { observer } : {}),
   });
 }
@@ -182,6 +183,8 @@ export async function runStart(config: BotSettings, log: Logger): Promise<void> 
     const d = await startDashboard({ db, ...config.dashboard, salt: config.exportSalt, chromiumPath: config.chromiumPath, log });
     dashboard = d.app;
     log.warn({ url: d.url }, `dashboard at ${d.url}`);
+    // The login link carries its secret: printed once on stderr, never through the logger (which would redact it).
+    if (d.loginUrl) process.stderr.write(`Dashboard login link (open it once; its token lasts until this process stops): ${d.loginUrl}\n`);
   }
   try {
     if (config.discord) return await runDiscord(config, log, db);

@@ -11,6 +11,7 @@ import { PolicyWatcher } from './deploy-watch.ts';
 import { SessionEngine, type Channel, type EngineObserver } from './session/engine.ts';
 import type { Limits } from './limits.ts';
 import { BotServices } from './services.ts';
+import type { PrivacySettings } from './privacy.ts';
 import type { Evaluate, RenderPage } from './evaluator.ts';
 import { createScorer } from '../tasks/scorer.ts';
 import type { Renderer } from '../tasks/render.ts';
@@ -55,8 +56,8 @@ export interface RuntimeOptions {
   scoringPool?: number;
   /** Told what the engine does, for metrics (bot/health.ts). */
   observer?: EngineObserver;
-  /** Deletions (bot/privacy.ts): the keyed hash's secret and the folders searched for a deleted person's text. */
-  privacy?: { key: string; dirs: string[] };
+  /** Deletions (bot/privacy.ts): the keyed hash's secret, the folders whose export files lose a deleted person's rows. */
+  privacy?: PrivacySettings;
 }
 
 export interface Runtime {

@@ -5,7 +5,7 @@ import type { ExportRequestInput, ModeratorExport } from './export/options.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import { deployPolicyByName, rollbackPolicy } from '../prisma/policy-store.ts';
-import { deletePerson, DEV_PRIVACY_KEY, type DeletionReceipt } from './privacy.ts';
+import { deletePerson, DEV_PRIVACY_KEY, type DeletionReceipt, type PrivacySettings } from './privacy.ts';
 import { withdrawConsent } from '../prisma/privacy-store.ts';
 import { actorOf, ban, flagSession, openFlags, resolveFlag, stats, unban, type Actor, type OpenFlag, type Stats } from './moderation.ts';
 import { audit, recordRole, setPaused } from '../prisma/moderation-store.ts';
@@ -27,8 +27,8 @@ import { studyProgress, studyVisibleTo, type StudyProgress } from './study-progr
 export class BotServices {
   constructor(
     private readonly db: Database,
-    /** The keyed hash's secret for deletions and the folders searched for a deleted person's text (bot/privacy.ts). */
-    private readonly privacy: { key: string; dirs: string[] } = { key: DEV_PRIVACY_KEY, dirs: [] },
+    /** The keyed hash's secret for deletions, the folders whose export files lose a deleted person's rows (bot/privacy.ts). */
+    private readonly privacy: PrivacySettings = { key: DEV_PRIVACY_KEY, dirs: [] },
   ) {}
 
   /** Runs `fn`, retrying while the database is unreachable; `onWaiting` tells the person once. */
@@ -183,11 +183,8 @@ export class BotServices {
    * Deletes every trace of the person (bot/privacy.ts): rows, audit mentions, files; returns the receipt, whose
    * thread ids the channel deletes. `names`: what else they are known by (their username), searched for in files.
    */
-  deleteParticipant(externalId: string, onWaiting?: () => unknown, requestedBy?: string, names?: string[]): Promise<DeletionReceipt> {
-    return this.retry(
-      () => deletePerson(this.db.prisma, externalId, { key: this.privacy.key, dirs: this.privacy.dirs, ...(requestedBy ? { requestedBy } : {}), ...(names ? { names } : {}) }),
-      onWaiting,
-    );
+  deleteParticipant(externalId: string, onWaiting?: () => unknown, requestedBy?: string): Promise<DeletionReceipt> {
+    return this.retry(() => deletePerson(this.db.prisma, externalId, { ...this.privacy, ...(requestedBy ? { requestedBy } : {}) }), onWaiting);
   }
 
   /** Withdraws consent, keeping the sessions out of every export and training set (audited); false when none was given. */

@@ -9,9 +9,6 @@ import { hasPay } from '../tasks/study-pay.ts';
 export interface ErasedRows {
   /** The person's sessions (deleted), with the threads they ran in. */
   sessions: { id: string; threadId: string | null }[];
-  /** Their stored name and what they wrote (turns, rating comments), read before deletion: looked for in files. */
-  displayName: string | null;
-  texts: string[];
   turns: number;
   ratings: number;
   auditRows: number;
@@ -20,9 +17,9 @@ export interface ErasedRows {
 }
 
 /**
- * Deletes the person's sessions (turns, evaluations, ratings, flags), the ratings, preferences and quality that are
- * theirs; audit rows, flags, experiments and settings naming them name `pseudonym` instead (audit rows lose their
- * detail, which may quote them); their participant row is kept only under `pseudonym`, emptied, so that a ban
+ * Deletes the person's sessions (turns, evaluations, ratings, flags), the ratings, preferences, quality and training
+ * exclusion that are theirs; audit rows, flags, experiments, settings, studies, dashboard tokens and exclusions
+ * naming them name `pseudonym` instead (audit rows lose their detail, which may quote them); their participant row is kept only under `pseudonym`, emptied, so that a ban
  * still applies when they come back. What a study still owes them survives: each answered session of a study with
  * pay rules leaves an ErasedStudySession row under `pseudonym` (success and active time, no text), which
  * `sweetloop study payouts` pays. One transaction, audited as `privacy.delete`.
@@ -32,12 +29,6 @@ export async function eraseParticipant(prisma: PrismaClient, externalId: string,
   const p = await prisma.participant.findUnique({ where: { discordUserId: externalId } });
   const sessions = p ? await prisma.session.findMany({ where: { participantId: p.id }, select: { id: true, threadId: true } }) : [];
   const sessionIds = sessions.map((s) => s.id);
-  const texts = p
-    ? [
-        ...(await prisma.turn.findMany({ where: { sessionId: { in: sessionIds }, role: 'human' }, select: { content: true } })).map((t) => t.content),
-        ...(await prisma.rating.findMany({ where: { raterId: p.id, comment: { not: null } }, select: { comment: true } })).map((r) => r.comment!),
-      ]
-    : [];
   const counts = await prisma.$transaction(async (tx) => {
     const turns = await tx.turn.count({ where: { sessionId: { in: sessionIds } } });
     const paid = p ? await paidStudySessions(tx, p.id) : [];
@@ -54,10 +45,15 @@ export async function eraseParticipant(prisma: PrismaClient, externalId: string,
     await tx.moderationFlag.updateMany({ where: { resolvedBy: externalId }, data: { resolvedBy: pseudonym } });
     await tx.experiment.updateMany({ where: { startedBy: externalId }, data: { startedBy: pseudonym } });
     await tx.experiment.updateMany({ where: { stoppedBy: externalId }, data: { stoppedBy: pseudonym } });
+    await tx.study.updateMany({ where: { createdBy: externalId }, data: { createdBy: pseudonym } });
+    await tx.dashboardToken.updateMany({ where: { createdBy: externalId }, data: { createdBy: pseudonym } });
+    await tx.trainingExclusion.updateMany({ where: { excludedBy: externalId }, data: { excludedBy: pseudonym } });
     if (p) {
-      // Their comparisons of others' sessions and the quality computed from their work go with them.
+      // Their comparisons of others' sessions, the quality computed from their work and a moderator's exclusion of
+      // their sessions (whose reason may quote them; no session is left to exclude) go with them.
       await tx.preference.deleteMany({ where: { raterId: p.id } });
       await tx.participantQuality.deleteMany({ where: { participantId: p.id } });
+      await tx.trainingExclusion.deleteMany({ where: { participantId: p.id } });
     }
     // A pause switched by them names them too.
     const paused = await tx.setting.findMany({ where: { value: { path: ['by'], equals: externalId } } });
@@ -88,7 +84,7 @@ export async function eraseParticipant(prisma: PrismaClient, externalId: string,
     });
     return { turns, ratings: ratings.count, auditRows: audits.length, paySessionsKept: paid.length };
   });
-  return { sessions, displayName: p?.displayName ?? null, texts, ...counts };
+  return { sessions, ...counts };
 }
 
 /** The person's answered sessions in studies that pay, as the payout needs them (no text). */

@@ -162,12 +162,6 @@ describe('the sweetloop commands in README.md and docs/*.md', () => {
     ]);
   });
 
-  it('privacy delete --name takes one name: an id written after it is still the person', async () => {
-    const r = await parse(['privacy', 'delete', '--name', 'bob', '--name', 'bobby', '123456789012345678']);
-    expect(r.error).toBeNull();
-    expect(r.ran[0]).toEqual({ path: 'privacy delete', args: ['123456789012345678', { name: ['bob', 'bobby'] }] });
-  });
-
   it('the entry in bin/ runs them too: help, and a clear failure on an unknown option', async () => {
     const exec = promisify(execFile);
     const { stdout } = await exec(process.execPath, [SWEETLOOP_ENTRY, 'export', '--help']);

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { assertProductionSecrets, isPublicSecret, loadConfig, type Config } from '../config.ts';
+import { assertProductionSecrets, isPublicSecret, loadConfig, privacySettings, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
 
 /**
@@ -67,7 +67,8 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
       ? {
           token: config.DISCORD_TOKEN,
           apiBase: config.DISCORD_API_BASE,
-          guildIds: config.DISCORD_GUILD_IDS,
+          // `*`: any guild (assertProductionSecrets refused an allowlist left empty).
+          guildIds: config.DISCORD_GUILD_IDS === '*' ? [] : config.DISCORD_GUILD_IDS,
           operatorIds: config.DISCORD_OPERATOR_IDS,
           operatorRoleIds: config.DISCORD_OPERATOR_ROLE_IDS,
           moderatorRoleIds: config.DISCORD_MODERATOR_ROLE_IDS,
@@ -77,7 +78,7 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
     health: config.HEALTH_PORT ? { port: config.HEALTH_PORT, host: config.HEALTH_HOST } : null,
     dashboard: config.DASHBOARD_PORT ? { port: config.DASHBOARD_PORT, host: config.DASHBOARD_HOST } : null,
     shutdownDeadlineMs: config.SHUTDOWN_DEADLINE_SECONDS * 1000,
-    privacy: { key: config.PRIVACY_KEY ?? config.EXPORT_SALT, dirs: config.PRIVACY_SCAN_DIRS },
+    privacy: privacySettings(config),
     exportSaltIsDefault: isPublicSecret(config.EXPORT_SALT),
   };
 }

@@ -10,7 +10,7 @@ export function registerDashboardCommands(program: Command): void {
     .command('dashboard')
     .description('Serve the web dashboard: studies, sessions with per-turn credit, policies, training runs, people')
     .option('--port <n>', 'port to listen on (default: DASHBOARD_PORT, else 8080)', integerOption('port'))
-    .option('--host <address>', 'address to listen on (default: DASHBOARD_HOST, 127.0.0.1); beyond loopback a token is needed')
+    .option('--host <address>', 'address to listen on (default: DASHBOARD_HOST, 127.0.0.1); on loopback the login link printed at start logs in, beyond it a stored token is needed')
     .action(async (o: { port?: number; host?: string }) => {
       const [{ loadConfig }, { createLogger }, { openDatabase }, { startDashboard }] = await Promise.all([
         import('../config.ts'),
@@ -22,8 +22,10 @@ export function registerDashboardCommands(program: Command): void {
       const log = createLogger(config);
       const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE, log });
       try {
-        const { app, url } = await startDashboard({ db, host: o.host ?? config.DASHBOARD_HOST, port: o.port ?? (config.DASHBOARD_PORT || 8080), salt: config.EXPORT_SALT, chromiumPath: config.CHROMIUM_PATH, log });
+        const { app, url, loginUrl } = await startDashboard({ db, host: o.host ?? config.DASHBOARD_HOST, port: o.port ?? (config.DASHBOARD_PORT || 8080), salt: config.EXPORT_SALT, chromiumPath: config.CHROMIUM_PATH, log });
         console.log(`Dashboard: ${url}`);
+        // Printed once, on stdout and never through the logger (which would redact it), as Jupyter does.
+        if (loginUrl) console.log(`Log in by opening this link once (its token lasts until the dashboard stops): ${loginUrl}`);
         await new Promise<void>((resolve) => {
           const stop = () => resolve();
           process.once('SIGINT', stop);

@@ -74,7 +74,7 @@ export function registerExportCommands(program: Command): void {
         return n;
       })
       .option('--study <name>', 'only this study\'s sessions; sweet-rl: its complete k-blocks (tasks with fewer than k sessions are left out and counted)')
-      .option('--chat-template <name>', 'sweet-rl: template that renders each assistant entry\'s input: llama3 (default), chatml, or a path to a tokenizer_config.json')
+      .option('--chat-template <name>', 'sweet-rl: template that renders each assistant entry\'s input: llama3 (default), chatml, or a path to a tokenizer_config.json under the working directory')
       .option('--exclude-comments', 'leave out free-text rating comments and moderation reasons', false)
       .option('--batch-size <n>', 'sessions per page / Parquet row group', (v) => {
         const n = Number(v);

@@ -9,12 +9,10 @@ export function registerPrivacyCommands(program: Command): void {
 
   privacy
     .command('delete <user>')
-    .description('Delete every trace of a person (Discord user id): rows, audit mentions, files, threads; prints the receipt')
-    // One name a flag (repeat it), not a variadic list: a list would take an id written after it as one more name.
-    .option('--name <name>', 'another name they are known by (their Discord username), searched for in files; repeat for more', (v: string, prev: string[] = []) => [...prev, v])
-    .action(async (user: string, opts: { name?: string[] }) => {
+    .description("Delete a person's data by their Discord user id: rows, audit mentions, their rows in export files, threads; marks models trained on it; prints the receipt")
+    .action(async (user: string) => {
       if (!/^\d{17,20}$/.test(user) && !/^console:/.test(user)) throw new Error(`"${user}" is not a Discord user id (17-20 digits) or console:<name>`);
-      const [{ loadConfig }, { createLogger }, { openDatabase }, { deletePerson, formatReceipt }] = await Promise.all([
+      const [{ loadConfig, privacySettings }, { createLogger }, { openDatabase }, { deletePerson, formatReceipt }] = await Promise.all([
         import('../config.ts'),
         import('../log.ts'),
         import('../../prisma/db.ts'),
@@ -24,12 +22,7 @@ export function registerPrivacyCommands(program: Command): void {
       const log = createLogger(config);
       const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE, log });
       try {
-        const r = await deletePerson(db.prisma, user, {
-          key: config.PRIVACY_KEY ?? config.EXPORT_SALT,
-          dirs: [config.CHECKPOINT_DIR, ...config.PRIVACY_SCAN_DIRS],
-          requestedBy: 'cli',
-          ...(opts.name ? { names: opts.name } : {}),
-        });
+        const r = await deletePerson(db.prisma, user, { ...privacySettings(config), requestedBy: 'cli' });
         let removed = 0;
         if (config.DISCORD_TOKEN && r.threadIds.length) {
           const { REST, Routes } = await import('discord.js');
@@ -44,7 +37,7 @@ export function registerPrivacyCommands(program: Command): void {
           }
         }
         console.log(formatReceipt({ ...r, threadIds: r.threadIds.slice(0, removed) }));
-        // A file that could not be cleaned is named in the receipt; the exit status says the deletion is not complete.
+        // A file that could not be cleaned or checked is named in the receipt; the exit status says the deletion is not complete.
         if (r.filesFailed.length) process.exitCode = 1;
         if (r.threadIds.length > removed) console.log(`Threads NOT deleted (delete them by hand${config.DISCORD_TOKEN ? '' : ', or set DISCORD_TOKEN'}): ${r.threadIds.slice(removed).join(', ')}`);
       } finally {

@@ -1,12 +1,14 @@
-// Who is asking, for the dashboard (bot/dashboard/server.ts). Bound to loopback, the person at the machine is an
-// operator; bound to any other address, every request needs a token (`sweetloop dashboard token create`), whose
-// secret is shown once and stored only as its sha256 (prisma/dashboard-store.ts). A moderator's token sees one
-// guild. Writes carry a CSRF token: an HMAC of the principal under a secret made when the server starts, so a
+// Who is asking, for the dashboard (bot/dashboard/server.ts). Every request needs a secret. Bound to loopback, the
+// server makes one when it starts and prints it once as a login link (as Jupyter does): another local user or a
+// local process does not become an operator just by reaching the port. Bound to any other address, every request
+// needs a token (`sweetloop dashboard token create`), whose secret is shown once and stored only as its sha256
+// (prisma/dashboard-store.ts); such a token works on loopback too. A moderator's token sees one guild. Writes carry a CSRF token: an HMAC of the principal under a secret made when the server starts, so a
 // page from another site cannot post on the viewer's behalf.
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { liveDashboardToken, type DashboardRole } from '../../prisma/dashboard-store.ts';
+import { newTokenSecret, tokenHash, TOKEN_PREFIX } from './token.ts';
 
 export interface Viewer {
   role: DashboardRole;
@@ -19,15 +21,7 @@ export interface Viewer {
 }
 
 export const TOKEN_COOKIE = 'sweetloop_dashboard';
-const TOKEN_PREFIX = 'sld_';
-
-/** A new secret: "sld_" and 32 random bytes in base64url. Its first 12 characters name it in lists. */
-export function newTokenSecret(): { secret: string; sha256: string; prefix: string } {
-  const secret = TOKEN_PREFIX + randomBytes(32).toString('base64url');
-  return { secret, sha256: tokenHash(secret), prefix: secret.slice(0, 12) };
-}
-
-export const tokenHash = (secret: string) => createHash('sha256').update(secret, 'utf8').digest('hex');
+export { newTokenSecret, tokenHash };
 
 /** Whether an address to listen on is loopback only (127.0.0.0/8, ::1, localhost). */
 export function isLoopbackHost(host: string): boolean {
@@ -67,6 +61,13 @@ export async function viewerOf(prisma: PrismaClient, secret: string): Promise<Vi
 }
 
 export const LOOPBACK_VIEWER: Viewer = { role: 'operator', guildId: null, actor: 'dashboard:loopback', principal: 'loopback' };
+
+/** Whether a presented secret is the loopback server's own (compared in constant time). */
+export function isLoginSecret(presented: string, loginSecret: string): boolean {
+  const a = Buffer.from(tokenHash(presented), 'hex');
+  const b = Buffer.from(tokenHash(loginSecret), 'hex');
+  return timingSafeEqual(a, b);
+}
 
 /** CSRF tokens for one server process. */
 export class Csrf {

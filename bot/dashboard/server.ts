@@ -1,7 +1,7 @@
 // The dashboard: a read-mostly web app over the database (issue 33), server-rendered with Eta templates
-// (bot/dashboard/views/, escaped by default) on fastify. Access (bot/dashboard/access.ts): bound to loopback the
-// person at the machine is an operator; bound anywhere else every request needs a token, and the server refuses to
-// listen there while no live token exists. The one write, a person's exclusion from training, is a POST with a
+// (bot/dashboard/views/, escaped by default) on fastify. Access (bot/dashboard/access.ts): every request needs a
+// secret; bound to loopback the server makes its own at start (startDashboard returns the login link to print
+// once), bound anywhere else a stored token, and the server refuses to listen there while no live token exists. The one write, a person's exclusion from training, is a POST with a
 // CSRF token and an audit row. A Content-Security-Policy without scripts backs up the escaping.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +12,7 @@ import type { Database } from '../../prisma/db.ts';
 import { liveDashboardTokenCount, auditDashboardAction } from '../../prisma/dashboard-store.ts';
 import { excludeFromTraining, includeInTraining, QualityError } from '../../prisma/quality-store.ts';
 import type { Renderer } from '../../tasks/render.ts';
-import { Csrf, isLoopbackHost, LOOPBACK_VIEWER, loopbackHostHeader, presentedSecret, TOKEN_COOKIE, viewerOf, type Viewer } from './access.ts';
+import { Csrf, isLoginSecret, isLoopbackHost, LOOPBACK_VIEWER, loopbackHostHeader, newTokenSecret, presentedSecret, TOKEN_COOKIE, viewerOf, type Viewer } from './access.ts';
 import * as format from './format.ts';
 import { formatDifference, formatValue } from '../../tasks/calibration.ts';
 import { calibrationSvg } from '../report/calibration-report.ts';
@@ -29,6 +29,11 @@ export interface DashboardOptions {
   /** Chromium for the frontend screenshots (tasks/render.ts); started on the first screenshot asked for. */
   chromiumPath: string;
   log?: Logger;
+  /**
+   * Loopback only: the secret that makes its bearer an operator (startDashboard makes one and returns the login
+   * link). Without it a loopback server, like any other, admits stored tokens only.
+   */
+  loginSecret?: string;
 }
 
 export class DashboardRefused extends Error {}
@@ -70,10 +75,9 @@ export async function buildDashboard(o: DashboardOptions): Promise<FastifyInstan
     const url = new URL(req.url, 'http://x');
     const fromLink = url.pathname === '/login' ? url.searchParams.get('token') : null;
     const secret = fromLink ?? presentedSecret(req.headers);
-    const viewer = secret ? await viewerOf(prisma, secret) : null;
+    const viewer = !secret ? null : loopback && o.loginSecret && isLoginSecret(secret, o.loginSecret) ? LOOPBACK_VIEWER : await viewerOf(prisma, secret);
     if (viewer) req.viewer = viewer;
-    else if (loopback && !secret) req.viewer = LOOPBACK_VIEWER;
-    else return reply.code(401).type('text/html; charset=utf-8').header('WWW-Authenticate', 'Bearer').send(eta.render('unauthorized', { f: format }));
+    else return reply.code(401).type('text/html; charset=utf-8').header('WWW-Authenticate', 'Bearer').send(eta.render('unauthorized', { f: format, loopback }));
     if (fromLink) {
       // The token moves from the link into a cookie, and off the address bar and history.
       return reply.header('Set-Cookie', `${TOKEN_COOKIE}=${encodeURIComponent(fromLink)}; HttpOnly; SameSite=Strict; Path=/`).redirect('/', 303);
@@ -166,7 +170,8 @@ export async function buildDashboard(o: DashboardOptions): Promise<FastifyInstan
 
   app.setNotFoundHandler((req, reply) => page(reply, req, 'error', { title: 'Not found', message: 'No such page.' }, 404));
   app.setErrorHandler((err, req, reply) => {
-    o.log?.error({ err: (err as Error).message, url: req.url }, 'dashboard request failed');
+    // The path alone: a query string may carry a token (/login?token=...).
+    o.log?.error({ err: (err as Error).message, path: req.url.split('?')[0] }, 'dashboard request failed');
     return page(reply, req, 'error', { title: 'Error', message: 'Something went wrong reading this page; the log has the details.' }, 500);
   });
   app.addHook('onClose', async () => {
@@ -175,18 +180,23 @@ export async function buildDashboard(o: DashboardOptions): Promise<FastifyInstan
   return app;
 }
 
-/** Builds and listens; refuses beyond loopback while no live token exists. Returns the app and its address. */
-export async function startDashboard(o: DashboardOptions): Promise<{ app: FastifyInstance; url: string }> {
+/**
+ * Builds and listens; refuses beyond loopback while no live token exists. Returns the app, its address and, on
+ * loopback, the login link carrying the secret made for this process: print it once, never log it.
+ */
+export async function startDashboard(o: DashboardOptions): Promise<{ app: FastifyInstance; url: string; loginUrl: string | null }> {
   if (!isLoopbackHost(o.host) && (await liveDashboardTokenCount(o.db.prisma)) === 0) {
     throw new DashboardRefused(
       `refusing to listen on ${o.host}: beyond loopback every request needs a token, and none exists. ` +
         'Create one with `sweetloop dashboard token create --role operator` (or --role moderator --guild ID), or listen on 127.0.0.1.',
     );
   }
-  const app = await buildDashboard(o);
+  const loginSecret = isLoopbackHost(o.host) ? (o.loginSecret ?? newTokenSecret().secret) : undefined;
+  const app = await buildDashboard({ ...o, ...(loginSecret ? { loginSecret } : {}) });
   await app.listen({ host: o.host, port: o.port });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : o.port;
   const shown = o.host.includes(':') ? `[${o.host}]` : o.host;
-  return { app, url: `http://${shown}:${port}/` };
+  const url = `http://${shown}:${port}/`;
+  return { app, url, loginUrl: loginSecret ? `${url}login?token=${encodeURIComponent(loginSecret)}` : null };
 }

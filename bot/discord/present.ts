@@ -1,11 +1,12 @@
 // How engine results look on Discord: message bodies (split under 2,000 characters, never cut), the hidden
 // information, agent messages with their screenshots, results and the rating buttons.
-import { ActionRowBuilder, AttachmentBuilder, ButtonBuilder, ButtonStyle, type BaseMessageOptions } from 'discord.js';
+import { ActionRowBuilder, AttachmentBuilder, ButtonBuilder, ButtonStyle, MessageFlags, type BaseMessageOptions } from 'discord.js';
 import type { CollaboratorView } from '../../tasks/protocol.ts';
 import type { AgentStep, EvaluatedSession, ScoringState, StudyConsent } from '../session/engine.ts';
 import { splitCodeBlock, splitText } from '../split.ts';
 
-export type Part = BaseMessageOptions;
+/** A message to post; `flags` only to suppress link previews (embeds), which agent messages always do. */
+export type Part = BaseMessageOptions & { flags?: MessageFlags.SuppressEmbeds };
 
 /** The consent text with its Accept button; a study's button names the version shown (`:<study id>:<version>`). */
 export function consentMessage(consentText: string, kind: string | null, study?: Pick<StudyConsent, 'studyId' | 'version' | 'study'>): Part {
@@ -39,17 +40,22 @@ export function hiddenInfoParts(view: CollaboratorView, targetPng: Buffer | unde
   return parts;
 }
 
-/** One agent message as thread messages; a screenshot (draft or answer page) goes on the last one. */
+/**
+ * One agent message as thread messages; a screenshot (draft or answer page) goes on the last one. Links the model
+ * writes are not unfurled (SuppressEmbeds): a preview would fetch the address from Discord's side and show a page
+ * nobody vetted inside the session.
+ */
 export function agentStepParts(step: AgentStep): Part[] {
   const header = `**Agent** (message ${step.agentTurn} of ${step.maxTurns})${step.answered ? ' — final answer' : ''}:`;
+  const part = (content: string): Part => ({ content, flags: MessageFlags.SuppressEmbeds });
   if (step.view.type === 'screenshot') {
     const body = step.view.text ? `${header}\n${step.view.text}` : `${header}\n*(shows a page)*`;
-    const parts = splitText(body).map((content): Part => ({ content }));
+    const parts = splitText(body).map(part);
     if (step.png) parts[parts.length - 1]!.files = [new AttachmentBuilder(step.png, { name: step.answered ? 'answer.png' : `draft-${step.agentTurn}.png` })];
-    else parts.push({ content: '*(the page could not be rendered)*' });
+    else parts.push(part('*(the page could not be rendered)*'));
     return parts;
   }
-  return splitText(`${header}\n${step.view.text}`).map((content) => ({ content }));
+  return splitText(`${header}\n${step.view.text}`).map(part);
 }
 
 /** Where the answer stands in the scoring pool (bot/session/scoring.ts). */

@@ -34,7 +34,7 @@ export async function postTo(thread: ThreadChannel, part: Part, key?: string): P
   if (typeof part.content === 'string' && part.content.length > 2000) {
     // present.ts splits long text; this guards any caller that did not.
     const chunks = splitText(part.content);
-    for (const [n, c] of chunks.slice(0, -1).entries()) await once({ content: c }, key && `${key}:${n}`);
+    for (const [n, c] of chunks.slice(0, -1).entries()) await once({ content: c, ...(part.flags ? { flags: part.flags } : {}) }, key && `${key}:${n}`);
     return once({ ...part, content: chunks.at(-1)! }, key && `${key}:last`);
   }
   return once(part, key);

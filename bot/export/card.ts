@@ -76,6 +76,7 @@ const FIELDS: Record<ExportFormat, [string, string][]> = {
     ['answer', 'Backend: the answer the agent committed to. Frontend: the path, relative to this file\'s folder, of a screenshot of the final page.'],
     ['reward', 'The evaluation\'s score: backend, the fraction of tests passed; frontend, the similarity of the screenshots (metric below). Human ratings never enter it.'],
     ['consent_version', 'Ours, ignored by the official scripts: the version of the study\'s consent text the person had accepted when the session started (null where the study had no text of its own).'],
+    ['session_id', 'Ours, ignored by the official scripts: the session\'s id, as in the other formats (a person\'s deletion removes their lines by it).'],
   ],
   jsonl: [
     ['session', 'id, channel, simulated, status, startedAt, endedAt, endReason, durationMs, turnCount, answer, reward, consentVersion (the version of the study\'s consent text the person had accepted when the session started; null where the study had none of its own).'],

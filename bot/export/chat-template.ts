@@ -2,9 +2,13 @@
 // transformers' apply_chat_template(messages, add_generation_prompt=True) writes it. The reference pipeline
 // (facebookresearch/sweet_rl) was built around Llama-3.1-8B-Instruct and finds assistant turns by its header
 // markers, so `llama3` is the default; `chatml` is what the starter policy and Qwen-style models use; any other
-// value is the path of a model's tokenizer_config.json, whose own template (and BOS/EOS strings) is used.
-import { readFileSync } from 'node:fs';
+// value is the path of a model's tokenizer_config.json under the project folder (the working directory), whose own
+// template (and BOS/EOS strings) is used. A request can come from a moderator on Discord: no file outside the
+// project is read, and no error quotes a file's contents.
+import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { ChatFormatter, CHATML_TEMPLATE } from '../../trainer/model/chat.ts';
+import { isInside } from '../paths.ts';
 
 /**
  * Llama-3.1 Instruct's rendering of a plain dialogue (no tools), written for Sweetloop: the BOS, a system block
@@ -43,19 +47,42 @@ function tokenString(v: unknown): string | undefined {
   return undefined;
 }
 
-/** `llama3`, `chatml`, or a path to a tokenizer_config.json with a `chat_template`. */
-export function resolveChatTemplate(spec: string): ResolvedChatTemplate {
+/** A tokenizer_config.json is a few hundred KiB at most; a larger file is not one. */
+const MAX_CONFIG_BYTES = 8 * 1024 * 1024;
+
+/** The file `spec` names, if it is a regular file under `root` once links are followed; else a ChatTemplateError. */
+function projectFile(spec: string, root: string): string {
+  const base = realpathSync(resolve(root));
+  let file: string;
+  try {
+    file = realpathSync(resolve(base, spec));
+  } catch {
+    throw new ChatTemplateError(`--chat-template: "${spec}" is neither ${BUILTIN_CHAT_TEMPLATES.join(' nor ')} nor a tokenizer_config.json under ${base}`);
+  }
+  if (!isInside(file, base)) throw new ChatTemplateError(`--chat-template: "${spec}" is outside the project folder ${base}: give ${BUILTIN_CHAT_TEMPLATES.join(', ')} or a tokenizer_config.json under it`);
+  const st = statSync(file);
+  if (!st.isFile()) throw new ChatTemplateError(`--chat-template: "${spec}" is not a file`);
+  if (st.size > MAX_CONFIG_BYTES) throw new ChatTemplateError(`--chat-template: "${spec}" is larger than ${MAX_CONFIG_BYTES / 2 ** 20} MiB: not a tokenizer_config.json`);
+  return file;
+}
+
+/**
+ * `llama3`, `chatml`, or the path of a tokenizer_config.json with a `chat_template` under `root` (default: the
+ * working directory, the project the command runs in).
+ */
+export function resolveChatTemplate(spec: string, o: { root?: string } = {}): ResolvedChatTemplate {
   if (spec === 'llama3') return { name: 'llama3', formatter: new ChatFormatter(LLAMA3_TEMPLATE, { bos_token: '<|begin_of_text|>', eos_token: '<|eot_id|>' }) };
   if (spec === 'chatml') return { name: 'chatml', formatter: new ChatFormatter(CHATML_TEMPLATE) };
-  let config: Record<string, unknown>;
+  const file = projectFile(spec, o.root ?? process.cwd());
+  let config: unknown;
   try {
-    config = JSON.parse(readFileSync(spec, 'utf8')) as Record<string, unknown>;
-  } catch (err) {
-    throw new ChatTemplateError(
-      `--chat-template: "${spec}" is neither ${BUILTIN_CHAT_TEMPLATES.join(' nor ')} nor a readable tokenizer_config.json (${(err as Error).message})`,
-    );
+    config = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    // JSON.parse's message quotes the text around the error: never repeated.
+    throw new ChatTemplateError(`--chat-template: "${spec}" is not valid JSON, so not a tokenizer_config.json`);
   }
-  const tpl = config.chat_template;
+  if (!config || typeof config !== 'object' || Array.isArray(config)) throw new ChatTemplateError(`--chat-template: "${spec}" is not a JSON object, so not a tokenizer_config.json`);
+  const tpl = (config as Record<string, unknown>).chat_template;
   let source: string | undefined;
   if (typeof tpl === 'string') source = tpl;
   else if (Array.isArray(tpl)) {
@@ -63,15 +90,16 @@ export function resolveChatTemplate(spec: string): ResolvedChatTemplate {
     const named = tpl as { name?: string; template?: string }[];
     source = (named.find((t) => t.name === 'default') ?? named[0])?.template;
   }
-  if (!source) throw new ChatTemplateError(`--chat-template: ${spec} has no chat_template`);
+  if (typeof source !== 'string' || !source) throw new ChatTemplateError(`--chat-template: ${spec} has no chat_template`);
   const specials: Record<string, string> = {};
   for (const k of ['bos_token', 'eos_token', 'pad_token', 'unk_token'] as const) {
-    const v = tokenString(config[k]);
+    const v = tokenString((config as Record<string, unknown>)[k]);
     if (v !== undefined) specials[k] = v;
   }
   try {
     return { name: spec, formatter: new ChatFormatter(source, specials) };
-  } catch (err) {
-    throw new ChatTemplateError(`--chat-template: ${spec}: ${(err as Error).message}`);
+  } catch {
+    // The template parser's message quotes the template: not repeated either.
+    throw new ChatTemplateError(`--chat-template: ${spec}: its chat_template is not a Jinja template this exporter can render`);
   }
 }

@@ -43,7 +43,7 @@ export const exportRequestSchema = z
     excludeComments: z.boolean().default(false),
     /** sweet-rl: tasks with at least K sessions, written as K blocks. */
     perTask: z.number().int().min(1).optional(),
-    /** sweet-rl: 'llama3', 'chatml' or a tokenizer_config.json path. */
+    /** sweet-rl: 'llama3', 'chatml' or a tokenizer_config.json path under the working directory (bot/export/chat-template.ts). */
     chatTemplate: z.string().trim().min(1).default('llama3'),
   })
   .strict()

@@ -1,16 +1,18 @@
-// Taking a person's rows out of export files without losing anything else (bot/privacy.ts calls it for every
-// file a deletion finds). A byte scan cannot see text inside a Snappy-compressed Parquet page or behind a JSON
-// escape (\u00e9, \"), so each format is decoded first and matched on its decoded strings:
-// - JSON Lines: every line is parsed; the lines holding a needle are dropped, the others are kept byte for byte.
+// Taking a person's rows out of export files without losing anything else (bot/privacy.ts calls it for the JSON
+// Lines and Parquet files under the folders a deletion scans). A row is theirs by identity, never by its text: the
+// session id or pseudonym fields each export format carries (ROW_ID_FIELDS) name one of their sessions or their
+// pseudonym. What they wrote inside someone else's row stays, and a row naming no one is kept and counted, so the
+// receipt can say the file could not be checked.
+// - JSON Lines: every line is parsed; their lines are dropped, the others are kept byte for byte.
 // - Parquet (our `parquet` export and the `hf` folder's files): every row group is read with hyparquet and written
-//   again with hyparquet-writer without the rows holding a needle, with the same schema, key-value metadata,
-//   codecs and row groups; the new file is read back and compared with the rows kept before it replaces the old
-//   one. A Hugging Face folder's card (README.md) gets the new row count of that split, since `datasets` checks it.
+//   again with hyparquet-writer without their rows, with the same schema, key-value metadata, codecs and row
+//   groups; the new file is read back and compared with the rows kept before it replaces the old one. A Hugging
+//   Face folder's card (README.md) gets the new row count of that split, since `datasets` checks it.
 // A file that cannot be decoded, or whose rewrite would change anything but the removed rows, raises ScrubError
 // and is left as it was: the caller reports it.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { parquetMetadata, parquetReadObjects, parquetSchema, type FileMetaData, type ParquetParsers } from 'hyparquet';
@@ -21,27 +23,47 @@ export class ScrubError extends Error {
   override name = 'ScrubError';
 }
 
-/** What a rewrite did: rows (lines) kept and removed. */
+/** What a rewrite did: rows (lines) kept and removed, and how many of the kept name no session or person. */
 export interface ScrubCount {
   kept: number;
   removed: number;
+  unidentified: number;
+}
+
+/** Whom a deletion takes out of export files: their session ids and their export pseudonyms (one per salt). */
+export interface RowOwner {
+  sessionIds: ReadonlySet<string>;
+  pseudonyms: ReadonlySet<string>;
 }
 
 /**
- * Whether a decoded value holds one of the needles: a string (or object key) containing one, or bytes containing
- * one's UTF-8. The one matching rule of deletion for every decoded format.
+ * Where each export format names a row's sessions and person: the full record as JSON (record.ts: session.id,
+ * participant.pseudonym), as Parquet and hf (parquet.ts: session_id, participant), sweet-rl (sweet-rl.ts:
+ * session_id) and people's preferences (preferences.ts: session_a, session_b, rater). A comparison that shows
+ * one of their sessions goes with it, as its row does in the database (Preference cascades with Session).
  */
-export function holdsNeedle(value: unknown, needles: readonly string[]): boolean {
-  if (typeof value === 'string') return needles.some((n) => value.includes(n));
-  if (value instanceof Uint8Array) {
-    const b = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-    return needles.some((n) => b.includes(Buffer.from(n, 'utf8')));
+export const ROW_ID_FIELDS = {
+  session: [['session', 'id'], ['session_id'], ['session_a'], ['session_b']],
+  person: [['participant', 'pseudonym'], ['participant'], ['rater']],
+} as const;
+
+const asText = (v: unknown): string | null => (typeof v === 'string' ? v : v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8') : null);
+
+function valueAt(row: unknown, path: readonly string[]): string | null {
+  let v = row;
+  for (const k of path) {
+    if (!v || typeof v !== 'object' || Array.isArray(v) || v instanceof Uint8Array) return null;
+    v = (v as Record<string, unknown>)[k];
   }
-  if (Array.isArray(value)) return value.some((v) => holdsNeedle(v, needles));
-  if (value && typeof value === 'object' && !(value instanceof Date)) {
-    return Object.entries(value).some(([k, v]) => holdsNeedle(k, needles) || holdsNeedle(v, needles));
-  }
-  return false;
+  return asText(v);
+}
+
+/** Whose a decoded row is: `theirs`, `other` (it names only others), or `unidentified` (it names no one). */
+export function ownerOf(row: unknown, owner: RowOwner): 'theirs' | 'other' | 'unidentified' {
+  const sessions = ROW_ID_FIELDS.session.map((p) => valueAt(row, p)).filter((v): v is string => v !== null);
+  const people = ROW_ID_FIELDS.person.map((p) => valueAt(row, p)).filter((v): v is string => v !== null);
+  if (!sessions.length && !people.length) return 'unidentified';
+  return sessions.some((s) => owner.sessionIds.has(s)) || people.some((p) => owner.pseudonyms.has(p)) ? 'theirs' : 'other';
 }
 
 /** Writes `data` next to `path` and renames it over it, so a crash leaves the old file or the new one. */
@@ -56,11 +78,12 @@ async function replaceFile(path: string, data: string | Uint8Array): Promise<voi
   }
 }
 
-/** Drops the lines of a JSON Lines file that hold a needle once decoded; other lines stay byte for byte. */
-export async function scrubJsonl(path: string, needles: readonly string[]): Promise<ScrubCount> {
+/** Drops the person's lines of a JSON Lines file (decoded first); the other lines stay byte for byte. */
+export async function scrubJsonl(path: string, owner: RowOwner): Promise<ScrubCount> {
   const lines = (await readFile(path, 'utf8')).split('\n');
   const kept: string[] = [];
   let removed = 0;
+  let unidentified = 0;
   lines.forEach((line, i) => {
     if (line.trim() === '') return void kept.push(line);
     let value: unknown;
@@ -69,30 +92,30 @@ export async function scrubJsonl(path: string, needles: readonly string[]): Prom
     } catch (err) {
       throw new ScrubError(`${path}: line ${i + 1} is not JSON (${(err as Error).message}); the file was left as it was`);
     }
-    if (holdsNeedle(value, needles)) removed++;
-    else kept.push(line);
+    const whose = ownerOf(value, owner);
+    if (whose === 'theirs') return void removed++;
+    if (whose === 'unidentified') unidentified++;
+    kept.push(line);
   });
   if (removed) await replaceFile(path, kept.join('\n'));
-  return { kept: kept.filter((l) => l.trim() !== '').length, removed };
-}
-
-/** Whether a file holds a needle: decoded when it is JSON (escapes included), else as raw bytes. */
-export function bytesHoldNeedle(name: string, data: Buffer, needles: readonly string[]): boolean {
-  if (/\.json$/i.test(name)) {
-    try {
-      return holdsNeedle(JSON.parse(data.toString('utf8')), needles);
-    } catch {
-      // not JSON after all: the byte scan below decides
-    }
-  }
-  return needles.some((n) => data.includes(Buffer.from(n, 'utf8')));
+  return { kept: kept.filter((l) => l.trim() !== '').length, removed, unidentified };
 }
 
 const MAGIC = Buffer.from('PAR1');
 
-/** Whether the bytes are a Parquet file (magic at both ends). */
-export function isParquet(data: Buffer): boolean {
-  return data.length >= 12 && data.subarray(0, 4).equals(MAGIC) && data.subarray(data.length - 4).equals(MAGIC);
+/** Whether a file is Parquet (magic at both ends), read from its first and last four bytes only. */
+export async function isParquetFile(path: string, size: number): Promise<boolean> {
+  if (size < 12) return false;
+  const f = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(4);
+    const tail = Buffer.alloc(4);
+    await f.read(head, 0, 4, 0);
+    await f.read(tail, 0, 4, size - 4);
+    return head.equals(MAGIC) && tail.equals(MAGIC);
+  } finally {
+    await f.close();
+  }
 }
 
 // Values are kept as stored (integers for times and dates) so that the rewrite writes back exactly what was read.
@@ -127,10 +150,10 @@ function shape(meta: FileMetaData): string {
 }
 
 /**
- * Rewrites a Parquet file without the rows holding a needle (nothing is written when no row does). ScrubError,
- * with the file untouched, when it cannot be read or written back without loss.
+ * Rewrites a Parquet file without the person's rows (nothing is written when it has none). ScrubError, with the
+ * file untouched, when it cannot be read or written back without loss.
  */
-export async function scrubParquet(path: string, needles: readonly string[]): Promise<ScrubCount> {
+export async function scrubParquet(path: string, owner: RowOwner): Promise<ScrubCount> {
   const buf = await readFile(path);
   const file = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer;
   const fail = (why: string) => new ScrubError(`${path}: ${why}; the file was left as it was`);
@@ -153,12 +176,15 @@ export async function scrubParquet(path: string, needles: readonly string[]): Pr
 
   const groups: Record<string, unknown>[][] = [];
   let removed = 0;
+  let unidentified = 0;
   let start = 0;
   try {
     for (const rg of meta.row_groups) {
       const end = start + Number(rg.num_rows);
       const rows = await readRows(file, meta, start, end);
-      const kept = rows.filter((r) => !holdsNeedle(r, needles));
+      const whose = rows.map((r) => ownerOf(r, owner));
+      const kept = rows.filter((_r, i) => whose[i] !== 'theirs');
+      unidentified += whose.filter((w) => w === 'unidentified').length;
       removed += rows.length - kept.length;
       groups.push(kept);
       start = end;
@@ -167,7 +193,7 @@ export async function scrubParquet(path: string, needles: readonly string[]): Pr
     throw fail(`its rows could not be read (${(err as Error).message})`);
   }
   const kept = groups.flat();
-  if (!removed) return { kept: kept.length, removed: 0 };
+  if (!removed) return { kept: kept.length, removed: 0, unidentified };
 
   let out: Uint8Array;
   try {
@@ -199,7 +225,7 @@ export async function scrubParquet(path: string, needles: readonly string[]): Pr
   }
   if (!same) throw fail('its rewrite did not read back as the rows kept');
   await replaceFile(path, out);
-  return { kept: kept.length, removed };
+  return { kept: kept.length, removed, unidentified };
 }
 
 /**

@@ -4,7 +4,7 @@
 //    "dialogue_history": [{"role": "user", "content": <problem description>},
 //                         {"role": "assistant", "content", "input", "output"}, {"role": "user", "content"}, ...,
 //                         {"role": "assistant", "content", "input", "output"}],
-//    "answer", "reward", "consent_version"}
+//    "answer", "reward", "consent_version", "session_id"}
 // What its scripts rely on, and so what this writer guarantees:
 // - every assistant entry carries `input`, the full prompt string the agent was given (rendered with a chat
 //   template, generation prompt included), and `output`, its raw generation: sample_best_of_n.py builds its
@@ -17,7 +17,9 @@
 //   evaluate_html.py re-scores with CLIP; the page itself is in the last entry's `output`;
 // - files are k blocks over the same tasks in the same order (see query.ts `perTask`), one task kind per file.
 // - `consent_version` is ours (the version of the study's consent text the person had accepted; null without
-//   one): the official scripts read only the keys above and keep the others when they rewrite a file.
+//   one), and so is `session_id` (the session's id, as in the other formats: a person's deletion finds their
+//   rows by it, bot/export/scrub.ts): the official scripts read only the keys above and keep the others when
+//   they rewrite a file.
 // System turns (notices shown in a session, never seen by the model) are dropped.
 import type { Writable } from 'node:stream';
 import type { ChatMessage } from '../../tasks/agent.ts';
@@ -27,7 +29,7 @@ import type { ExportRecord } from './record.ts';
 import { writeChunk, type RecordSink } from './sink.ts';
 
 /** Bumped whenever a field's meaning changes; written in the dataset card. */
-export const SWEET_RL_FORMAT_VERSION = 'sweetloop-sweet-rl/2';
+export const SWEET_RL_FORMAT_VERSION = 'sweetloop-sweet-rl/3';
 
 /** The public code this format was checked against (read with the scripts named above). */
 export const REFERENCE_COMMITS = {
@@ -43,6 +45,7 @@ export interface SweetRlTrajectory {
   answer: string;
   reward: number;
   consent_version: number | null;
+  session_id: string;
 }
 
 /** A session that cannot become a trajectory; the sink leaves it out and counts why. */
@@ -122,7 +125,7 @@ export function toTrajectory(r: ExportRecord, opts: TrajectoryOptions): Trajecto
   } else {
     answer = r.session.answer ?? '';
   }
-  return { trajectory: { task, dialogue_history: dialogue, answer, reward: score, consent_version: r.session.consentVersion }, exactInputs, reconstructedInputs };
+  return { trajectory: { task, dialogue_history: dialogue, answer, reward: score, consent_version: r.session.consentVersion, session_id: r.session.id }, exactInputs, reconstructedInputs };
 }
 
 /** What a sweet-rl export did with its sessions (for the dataset card). */

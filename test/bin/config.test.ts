@@ -90,7 +90,7 @@ describe('configuration', () => {
 });
 
 describe('production secrets (bin/config.ts assertProductionSecrets)', () => {
-  const own = { EXPORT_SALT: 'a1b2c3d4e5f60718293a4b5c6d7e8f90', PRIVACY_KEY: '0f9e8d7c6b5a49382716f5e4d3c2b1a0' };
+  const own = { EXPORT_SALT: 'a1b2c3d4e5f60718293a4b5c6d7e8f90', PRIVACY_KEY: '0f9e8d7c6b5a49382716f5e4d3c2b1a0', DISCORD_GUILD_IDS: '123456789012345678' };
   const refusal = (env: Record<string, string>) => {
     try {
       assertProductionSecrets(parseConfig(env));
@@ -105,9 +105,9 @@ describe('production secrets (bin/config.ts assertProductionSecrets)', () => {
     expect(refusal({})).toBeNull();
   });
 
-  it('refuses a Discord bot with the default salt and no privacy key, naming both and the command that makes one', () => {
+  it('refuses a Discord bot with the default salt, no privacy key and no guild allowlist, naming each and the command that makes a secret', () => {
     const err = refusal({ DISCORD_TOKEN: 'token' })!;
-    expect(err.problems.map((p) => p.variable)).toEqual(['EXPORT_SALT', 'PRIVACY_KEY']);
+    expect(err.problems.map((p) => p.variable)).toEqual(['EXPORT_SALT', 'PRIVACY_KEY', 'DISCORD_GUILD_IDS']);
     expect(err.problems[1]!.message).toMatch(/not set/);
     expect(err.message).toContain(MAKE_SECRET_COMMAND);
     expect(err.message).toContain("randomBytes(32).toString('hex')");
@@ -121,13 +121,34 @@ describe('production secrets (bin/config.ts assertProductionSecrets)', () => {
     expect(refusal({ DISCORD_TOKEN: 'token', ...own })).toBeNull();
   });
 
-  it('knows every EXPORT_SALT or PRIVACY_KEY value written in the compose file, .env.example and docs/', () => {
+  it("refuses compose's published database password, and accepts the deployment's own or none", () => {
+    const compose = readFileSync('docker-compose.yml', 'utf8');
+    const url = /x-database-url: &database-url (\S+)/.exec(compose)![1]!.replace(/\$\{POSTGRES_PASSWORD:-([^}]*)\}/, '$1');
+    const err = refusal({ DISCORD_TOKEN: 'token', ...own, DATABASE_URL: url })!;
+    expect(err.problems.map((p) => p.variable)).toEqual(['DATABASE_URL']);
+    expect(err.message).toMatch(/POSTGRES_PASSWORD.*openssl rand -hex 32.*ALTER USER sweetloop PASSWORD/s);
+    expect(err.message).not.toContain(url); // the URL, password included, is not repeated
+    expect(refusal({ DISCORD_TOKEN: 'token', ...own, DATABASE_URL: 'postgres://sweetloop:9c1f0e7d2b3a4c5d@postgres:5432/sweetloop' })).toBeNull();
+    expect(refusal({ DISCORD_TOKEN: 'token', ...own, DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/x' })).toBeNull();
+    expect(refusal({ ...own, DATABASE_URL: url })).toBeNull(); // the console and the CLI are not refused
+  });
+
+  it('refuses an empty guild allowlist unless DISCORD_GUILD_IDS=* says any guild on purpose', () => {
+    const { DISCORD_GUILD_IDS: _g, ...secrets } = own;
+    expect(refusal({ DISCORD_TOKEN: 'token', ...secrets })?.problems).toEqual([{ variable: 'DISCORD_GUILD_IDS', message: expect.stringMatching(/anyone who adds the bot.*DISCORD_GUILD_IDS=\*/) }]);
+    expect(refusal({ DISCORD_TOKEN: 'token', ...secrets, DISCORD_GUILD_IDS: '*' })).toBeNull();
+    expect(parseConfig({ DISCORD_GUILD_IDS: ' * ' }).DISCORD_GUILD_IDS).toBe('*');
+    expect(parseConfig({ DISCORD_GUILD_IDS: '123456789012345678, 223456789012345678' }).DISCORD_GUILD_IDS).toEqual(['123456789012345678', '223456789012345678']);
+    expect(problemsOf({ DISCORD_GUILD_IDS: '*,123456789012345678' })[0]!.message).toMatch(/or \* for any guild/);
+  });
+
+  it('knows every EXPORT_SALT, PRIVACY_KEY or POSTGRES_PASSWORD value written in the compose file, .env.example and docs/', () => {
     const files = ['docker-compose.yml', '.env.example', 'README.md', ...readdirSync('docs').map((f) => join('docs', f))];
     const shipped = new Set<string>([configSchema.shape.EXPORT_SALT.parse(undefined)]);
     for (const f of files) {
       const text = readFileSync(f, 'utf8');
       // `EXPORT_SALT=value`, `EXPORT_SALT: value`, `${EXPORT_SALT:-value}`, each optionally quoted or in backticks.
-      for (const m of text.matchAll(/\b(?:EXPORT_SALT|PRIVACY_KEY)(?:=|: |:-)["'`]?([A-Za-z0-9_.\-]{8,})/g)) shipped.add(m[1]!);
+      for (const m of text.matchAll(/\b(?:EXPORT_SALT|PRIVACY_KEY|POSTGRES_PASSWORD)(?:=|: |:-)["'`]?([A-Za-z0-9_.\-]{8,})/g)) shipped.add(m[1]!);
     }
     for (const value of shipped) expect(isPublicSecret(value), `${value} is written in the repository`).toBe(true);
   });
@@ -143,6 +164,7 @@ describe('production secrets (bin/config.ts assertProductionSecrets)', () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/EXPORT_SALT: is a publicly known value/);
     expect(r.stderr).toMatch(/PRIVACY_KEY: is not set/);
+    expect(r.stderr).toMatch(/DISCORD_GUILD_IDS: is empty while DISCORD_TOKEN is set/);
     expect(r.stderr).toContain(MAKE_SECRET_COMMAND);
   });
 });

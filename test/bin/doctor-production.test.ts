@@ -1,7 +1,7 @@
 // `sweetloop doctor` in production (DISCORD_TOKEN set): the token against the fake Discord (real HTTP), endpoint
 // versions against a real OpenAI-compatible server, operators, and the published secrets; one line each.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkDiscordToken, checkEndpoints, checkOperators, checkSecrets, tokenShape } from '../../bin/doctor-production.ts';
+import { checkDiscordToken, checkEndpoints, checkGuilds, checkOperators, checkSecrets, tokenShape } from '../../bin/doctor-production.ts';
 import { formatReport, runDoctor } from '../../bin/doctor.ts';
 import { parseConfig, PUBLIC_SECRETS } from '../../bin/config.ts';
 import { FakeDiscord } from '../../bot/testing/fake-discord.ts';
@@ -74,8 +74,18 @@ describe('doctor in production', () => {
       expect(salt!.status).toBe('fail');
       expect(key!.status).toBe('ok');
     }
-    expect(checkSecrets(parseConfig({})).map((c) => c.status)).toEqual(['fail', 'fail']);
-    expect(checkSecrets(parseConfig({ EXPORT_SALT: 'a'.repeat(64), PRIVACY_KEY: 'b'.repeat(64) })).map((c) => c.status)).toEqual(['ok', 'ok']);
+    expect(checkSecrets(parseConfig({})).map((c) => c.status)).toEqual(['fail', 'fail', 'ok']);
+    expect(checkSecrets(parseConfig({ EXPORT_SALT: 'a'.repeat(64), PRIVACY_KEY: 'b'.repeat(64) })).map((c) => c.status)).toEqual(['ok', 'ok', 'ok']);
+  });
+
+  it("the guild allowlist (empty fails, * warns) and compose's published database password", () => {
+    expect(checkGuilds(parseConfig({}))).toMatchObject({ status: 'fail', detail: expect.stringMatching(/refuses to start/) });
+    expect(checkGuilds(parseConfig({ DISCORD_GUILD_IDS: '*' }))).toMatchObject({ status: 'warn', detail: expect.stringMatching(/any server/) });
+    expect(checkGuilds(parseConfig({ DISCORD_GUILD_IDS: '123456789012345678' }))).toMatchObject({ status: 'ok', detail: '1 guild(s) allowed; the bot leaves any other' });
+    const db = (url: string) => checkSecrets(parseConfig({ DATABASE_URL: url }))[2]!;
+    expect(db('postgres://sweetloop:sweetloop@postgres:5432/sweetloop')).toMatchObject({ name: 'database password', status: 'fail', fix: expect.stringMatching(/POSTGRES_PASSWORD/) });
+    expect(db('postgres://sweetloop:0a9b8c7d6e5f@postgres:5432/sweetloop').status).toBe('ok');
+    expect(db('postgres://postgres@127.0.0.1:5432/x').status).toBe('ok');
   });
 
   it('runs them all only with DISCORD_TOKEN set, each on its own line', async () => {
@@ -87,8 +97,10 @@ describe('doctor in production', () => {
       ['configuration', 'ok'],
       ['discord token', 'ok'],
       ['operators', 'warn'],
+      ['guilds', 'fail'],
       ['export salt', 'fail'],
       ['privacy key', 'fail'],
+      ['database password', 'ok'],
     ]);
     expect(report.ok).toBe(false);
     const text = formatReport(report);

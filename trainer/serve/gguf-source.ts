@@ -23,14 +23,27 @@ export interface HfFile {
   file: string;
 }
 
+/**
+ * An owner or repository name as the hub accepts one (huggingface_hub's validate_repo_id): 1 to 96 of A-Z, a-z,
+ * 0-9, `_`, `.` and `-`, no `--` or `..`, neither `-` nor `.` first or last, not ending in `.git`. The names become
+ * folders under MODELS_DIR, so nothing else may pass.
+ */
+export function isHubName(name: string): boolean {
+  return /^[A-Za-z0-9_.-]{1,96}$/.test(name) && !/--|\.\./.test(name) && !/^[-.]|[-.]$/.test(name) && !name.endsWith('.git');
+}
+
 /** `hf:OWNER/REPO/PATH.gguf` parsed; null for anything that is not an hf: URI; GgufSourceError for a malformed one. */
 export function parseHfUri(source: string): HfFile | null {
   if (!source.startsWith('hf:')) return null;
-  const m = /^hf:([A-Za-z0-9][\w.-]*)\/([\w.-]+)\/((?:[\w.-]+\/)*[\w.-]+\.gguf)$/.exec(source);
-  if (!m || m[3]!.split('/').some((p) => p === '..' || p === '.')) {
-    throw new GgufSourceError(`"${source}" is not a Hugging Face file URI: write hf:OWNER/REPO/FILE.gguf (e.g. hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf)`);
+  const [owner = '', repo = '', ...path] = source.slice(3).split('/');
+  const file = path.join('/');
+  const ok = isHubName(owner) && isHubName(repo) && path.length > 0 && path.every((p) => /^[\w.-]+$/.test(p) && p !== '.' && p !== '..') && file.endsWith('.gguf');
+  if (!ok) {
+    throw new GgufSourceError(
+      `"${source}" is not a Hugging Face file URI: write hf:OWNER/REPO/FILE.gguf, OWNER and REPO as the hub names them (letters, digits, _ . -; no "..") (e.g. hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf)`,
+    );
   }
-  return { owner: m[1]!, repo: m[2]!, file: m[3]! };
+  return { owner, repo, file };
 }
 
 export interface ResolveGgufOptions {

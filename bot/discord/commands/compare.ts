@@ -27,7 +27,7 @@ export const compare: SlashCommand = {
     }
     if (!c) return say(i, 'There is nothing to compare right now: no task has two finished sessions you have not judged. Thank you!');
     await say(i, `**Which agent helped more?** Both worked on this request:\n> ${c.taskDescription.replace(/\n/g, '\n> ')}`.slice(0, 2000));
-    for (const part of [...splitText(transcript('A', c.a)), ...splitText(transcript('B', c.b))]) await i.followUp({ content: part, flags: MessageFlags.Ephemeral });
+    for (const part of [...splitText(transcript('A', c.a)), ...splitText(transcript('B', c.b))]) await i.followUp({ content: part, flags: MessageFlags.Ephemeral | MessageFlags.SuppressEmbeds });
     await i.followUp({
       content: 'Which agent helped its collaborator more?',
       flags: MessageFlags.Ephemeral,

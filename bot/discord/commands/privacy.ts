@@ -1,4 +1,4 @@
-// /privacy: a person's data. `delete` removes every trace of them (bot/privacy.ts: rows, audit mentions, files)
+// /privacy: a person's data. `delete` removes their data by identity (bot/privacy.ts: rows, audit mentions, export rows)
 // and deletes their session threads with the bot's messages there, then shows the receipt; `withdraw` withdraws
 // consent without deleting (their sessions leave no export or training set from then on).
 import { SlashCommandBuilder } from 'discord.js';
@@ -24,8 +24,7 @@ export const privacy: SlashCommand = {
     // End the running session first: stop() waits for a turn being written to be stored, so the deletion
     // below never races an agent turn (which would otherwise write into a deleted session).
     await ctx.engine.stop(i.user.id, hooksFor(i));
-    const names = [...new Set([i.user.username, i.user.globalName].filter((n): n is string => !!n))];
-    const r = await ctx.services.deleteParticipant(i.user.id, waitNotice(i), i.user.id, names);
+    const r = await ctx.services.deleteParticipant(i.user.id, waitNotice(i), i.user.id);
     let threads = 0;
     for (const t of r.threadIds) if (await ctx.threads.remove(t)) threads++;
     return say(i, `Your consent is withdrawn and your data deleted.\n${formatReceipt({ ...r, threadIds: r.threadIds.slice(0, threads) })}\nYou can accept again any time with /task start.`);

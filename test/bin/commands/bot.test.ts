@@ -82,8 +82,13 @@ describe('npm start with a Discord token', () => {
       const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
       await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('**Agent**')), 120_000, 'the policy\'s first message');
       expect(out).not.toContain('cli-test-token'); // the token never reaches the logs
-      // The dashboard runs beside the bot, on loopback, and lists the session just started.
-      const sessions = await fetch(`http://127.0.0.1:${dashboardPort}/sessions`);
+      // The dashboard runs beside the bot, on loopback: 401 without its login link, printed once at start (and
+      // never in a log line); with it, it lists the session just started.
+      expect((await fetch(`http://127.0.0.1:${dashboardPort}/sessions`)).status).toBe(401);
+      const link = /Dashboard login link.*: (http:\S+)/.exec(out)![1]!;
+      const token = new URL(link).searchParams.get('token')!;
+      expect(out.split(token).length - 1, 'printed once').toBe(1);
+      const sessions = await fetch(`http://127.0.0.1:${dashboardPort}/sessions`, { headers: { authorization: `Bearer ${token}` } });
       expect(sessions.status).toBe(200);
       expect(await sessions.text()).toMatch(/Sessions <span class="meta">1 found/);
     } finally {

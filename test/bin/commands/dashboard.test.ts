@@ -33,8 +33,9 @@ function serve(args: string[]): Promise<{ url: string | null; output: string; st
     };
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
       output += d;
-      const m = /Dashboard: (http:\S+)/.exec(output);
-      if (m) done(m[1]!);
+      // On loopback the login link follows the address.
+      const m = /Dashboard: (http:\S+)\n(?:.*login.*\n)?/.exec(output);
+      if (m && (args.includes('0.0.0.0') || /login\?token=/.test(output))) done(m[1]!);
     });
     child.stderr.setEncoding('utf8').on('data', (d: string) => (output += d));
     void code.then(() => done(null));
@@ -42,6 +43,23 @@ function serve(args: string[]): Promise<{ url: string | null; output: string; st
 }
 
 describe('sweetloop dashboard', () => {
+  it('on loopback prints a login link once and asks every other request for a token', async () => {
+    const s = await serve(['--port', '0']);
+    try {
+      expect(s.url, s.output).not.toBeNull();
+      const link = /Log in by opening this link once.*: (http:\S+)/.exec(s.output)![1]!;
+      expect(new URL(link).searchParams.get('token')).toMatch(/^sld_/);
+      expect((await fetch(`${s.url}sessions`)).status).toBe(401);
+      const login = await fetch(link, { redirect: 'manual' });
+      expect(login.status).toBe(303);
+      expect((await fetch(`${s.url}sessions`, { headers: { cookie: login.headers.get('set-cookie')!.split(';')[0]! } })).status).toBe(200);
+      expect(s.output.split(new URL(link).searchParams.get('token')!).length - 1, 'printed once').toBe(1);
+    } finally {
+      s.stop();
+      await s.code;
+    }
+  });
+
   it('refuses to listen beyond loopback while no token exists', async () => {
     const s = await serve(['--host', '0.0.0.0', '--port', '0']);
     expect(s.url).toBeNull();

@@ -23,7 +23,7 @@ const chromiumPath = process.env.CHROMIUM_PATH || DEFAULT_CHROMIUM_PATH;
 let t: TestDatabase;
 let data: DashboardData;
 let browser: Browser;
-let local: { url: string; close: () => Promise<unknown> };
+let local: { url: string; loginUrl: string; close: () => Promise<unknown> };
 let remote: { url: string; close: () => Promise<unknown> };
 let moderator: string;
 
@@ -32,7 +32,7 @@ beforeAll(async () => {
   t = await createTestDatabase();
   data = await seedDashboardData(t.db);
   const l = await startDashboard({ db: t.db, host: '127.0.0.1', port: 0, salt: 'browser-test-salt', chromiumPath });
-  local = { url: l.url.replace(/\/$/, ''), close: () => l.app.close() };
+  local = { url: l.url.replace(/\/$/, ''), loginUrl: l.loginUrl!, close: () => l.app.close() };
   const s = newTokenSecret();
   await createDashboardToken(t.prisma, 'test', { role: 'moderator', guildId: GUILD_A, tokenSha256: s.sha256, prefix: s.prefix });
   moderator = s.secret;
@@ -48,9 +48,11 @@ afterAll(async () => {
   await t?.drop();
 });
 
-async function newPage(): Promise<Page> {
+/** A fresh page; signed in to the loopback dashboard through the login link it made at start, unless told not to. */
+async function newPage(signIn = true): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('dialog', (d) => void d.dismiss());
+  if (signIn) await page.goto(local.loginUrl);
   return page;
 }
 
@@ -161,7 +163,7 @@ describe('the dashboard in Chromium', () => {
   });
 
   it('needs a token beyond loopback, and shows a moderator their guild only', async () => {
-    const page = await newPage();
+    const page = await newPage(false);
     const r = await page.goto(`${remote.url}/sessions`);
     expect(r!.status()).toBe(401);
     await shot(page, 'unauthorized');

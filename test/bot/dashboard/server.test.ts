@@ -1,5 +1,6 @@
-// The dashboard's access rules and pages over a real Postgres database and a real listening server: loopback is an
-// operator, beyond loopback every request needs a live token (401 otherwise), a moderator's token sees one guild,
+// The dashboard's access rules and pages over a real Postgres database and a real listening server: on loopback the
+// login link made at start is needed (an operator then), beyond loopback every request needs a live token (401
+// otherwise), no token reaches the log, a moderator's token sees one guild,
 // no platform id appears outside the operators' payouts page, writes need a CSRF token and leave an audit row, and
 // what people typed is escaped. The browser checks are in test/bot/dashboard/browser.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +10,10 @@ import { buildDashboard, DashboardRefused, startDashboard } from '../../../bot/d
 import { newTokenSecret, isLoopbackHost, loopbackHostHeader } from '../../../bot/dashboard/access.ts';
 import { createDashboardToken, revokeDashboardToken, DashboardTokenError } from '../../../prisma/dashboard-store.ts';
 import { pseudonymize } from '../../../bot/export/pseudonym.ts';
+import { PassThrough } from 'node:stream';
+import { createLogger } from '../../../bin/log.ts';
+import { openDatabase } from '../../../prisma/db.ts';
+import { TcpProxy } from '../../../bot/testing/tcp-proxy.ts';
 import { judgementsDigest, policiesOverview, preferenceJudgements } from '../../../bot/dashboard/overview.ts';
 
 const SALT = 'dashboard-test-salt';
@@ -39,25 +44,79 @@ describe('the address rules', () => {
 
 describe('on loopback', () => {
   let base: string;
+  let loginUrl: string;
+  let cookie = '';
   let close: () => Promise<unknown>;
+  /** A request with the cookie the login link set. */
+  const signedIn = (url: string, init: RequestInit = {}) => fetch(url, { ...init, headers: { cookie, ...(init.headers as Record<string, string> | undefined) } });
   beforeAll(async () => {
     const d = await startDashboard({ db: t.db, host: '127.0.0.1', port: 0, salt: SALT, chromiumPath: '/usr/bin/chromium' });
     base = d.url.replace(/\/$/, '');
+    loginUrl = d.loginUrl!;
     close = () => d.app.close();
   });
   afterAll(() => close?.());
 
+  it('asks for a token there too, and takes the login link made at start (once: it becomes a cookie)', async () => {
+    expect(loginUrl).toMatch(new RegExp(`^${base}/login\\?token=sld_[A-Za-z0-9_-]{40,}$`));
+    for (const path of [...PAGES, '/payouts', `/sessions/${data.sessionA}`]) {
+      const r = await fetch(base + path, { redirect: 'manual' });
+      expect(r.status, path).toBe(401);
+      expect(await r.text()).toContain('Open the login link the dashboard printed');
+    }
+    expect((await fetch(`${base}/login?token=sld_wrong-guess-of-the-token`, { redirect: 'manual' })).status).toBe(401);
+    const login = await fetch(loginUrl, { redirect: 'manual' });
+    expect(login.status).toBe(303);
+    cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    expect((await signedIn(`${base}/studies`)).status).toBe(200);
+    // Another dashboard process has its own secret: this one's cookie opens nothing there.
+    const other = await startDashboard({ db: t.db, host: '127.0.0.1', port: 0, salt: SALT, chromiumPath: '/usr/bin/chromium' });
+    try {
+      expect(other.loginUrl).not.toBe(loginUrl);
+      expect((await fetch(`${other.url}studies`, { headers: { cookie } })).status).toBe(401);
+    } finally {
+      await other.app.close();
+    }
+  });
+
+  it('never writes a token to the log, even when a database error fails the login request', async () => {
+    const proxy = new TcpProxy(Number(new URL(t.url).port || 5432));
+    await proxy.up();
+    const u = new URL(t.url);
+    u.port = String(proxy.port);
+    const db = await openDatabase({ databaseUrl: u.toString(), pgliteDir: '/nonexistent' });
+    const out = new PassThrough();
+    let logged = '';
+    out.on('data', (d: Buffer) => (logged += d.toString('utf8')));
+    const log = createLogger({ LOG_LEVEL: 'info', LOG_FORMAT: 'json' }, 'dashboard-test', { destination: out });
+    const app = await buildDashboard({ db, host: '127.0.0.1', port: 0, salt: SALT, chromiumPath: '/usr/bin/chromium', log });
+    try {
+      await proxy.down();
+      const secret = newTokenSecret().secret;
+      const r = await app.inject({ method: 'GET', url: `/login?token=${encodeURIComponent(secret)}`, headers: { host: '127.0.0.1' } });
+      expect(r.statusCode).toBe(500);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(logged).toContain('dashboard request failed');
+      expect(logged).toContain('/login');
+      expect(logged).not.toContain(secret);
+      expect(logged).not.toContain(secret.slice(4, 20));
+    } finally {
+      await app.close();
+      await db.close().catch(() => {});
+    }
+  });
+
   it('serves every page to the person at the machine, as an operator, with no platform id but on the payouts page', async () => {
     for (const path of [...PAGES, `/sessions/${data.sessionA}`, `/sessions/${data.sessionB}`]) {
-      const r = await fetch(base + path);
+      const r = await signedIn(base + path);
       expect(r.status, path).toBe(200);
       const html = await r.text();
       for (const id of [PERSON_A, PERSON_B, GUILD_A, GUILD_B]) expect(html, `${path} shows ${id}`).not.toContain(id);
       expect(r.headers.get('content-security-policy')).toContain("default-src 'none'");
     }
-    const people = await (await fetch(`${base}/people`)).text();
+    const people = await (await signedIn(`${base}/people`)).text();
     expect(people).toContain(pseudonymize(PERSON_A, SALT).slice(0, 12));
-    const payouts = await (await fetch(`${base}/payouts`)).text();
+    const payouts = await (await signedIn(`${base}/payouts`)).text();
     expect(payouts).toContain(PERSON_A);
     expect(payouts).toContain(PERSON_B);
   });
@@ -70,7 +129,7 @@ describe('on loopback', () => {
   });
 
   it('shows a session whole: task, hidden reference, provenance, tests with expected and actual, rating, flag, critic advantages', async () => {
-    const html = await (await fetch(`${base}/sessions/${data.sessionA}`)).text();
+    const html = await (await signedIn(`${base}/sessions/${data.sessionA}`)).text();
     expect(html).toContain('def add0(x):\n    return x + 0');
     expect(html).toContain('llama-3.1-8b-instruct');
     expect(html).toContain('+ adapter sweet-0001');
@@ -83,7 +142,7 @@ describe('on loopback', () => {
   });
 
   it('escapes what people typed', async () => {
-    const html = await (await fetch(`${base}/sessions/${data.sessionA}`)).text();
+    const html = await (await signedIn(`${base}/sessions/${data.sessionA}`)).text();
     expect(html).not.toContain('<script>window');
     expect(html).not.toContain('<img src=x');
     expect(html).not.toContain('href="javascript:');
@@ -91,24 +150,24 @@ describe('on loopback', () => {
   });
 
   it('filters and pages the session list, and says what is wrong with a bad filter', async () => {
-    const all = await (await fetch(`${base}/sessions`)).text();
+    const all = await (await signedIn(`${base}/sessions`)).text();
     expect(all).toMatch(/Sessions <span class="meta">23 found/);
-    const flagged = await (await fetch(`${base}/sessions?flag=open`)).text();
+    const flagged = await (await signedIn(`${base}/sessions?flag=open`)).text();
     expect(flagged).toMatch(/1 found/);
     expect(flagged).toContain(data.sessionA);
     const person = pseudonymize(PERSON_B, SALT);
-    const byPerson = await (await fetch(`${base}/sessions?person=${person.slice(0, 10)}`)).text();
+    const byPerson = await (await signedIn(`${base}/sessions?person=${person.slice(0, 10)}`)).text();
     expect(byPerson).toMatch(/1 found/);
     expect(byPerson).toContain(data.sessionB);
-    const frontend = await (await fetch(`${base}/sessions?kind=frontend&outcome=failure`)).text();
+    const frontend = await (await signedIn(`${base}/sessions?kind=frontend&outcome=failure`)).text();
     expect(frontend).toContain(data.frontendSession);
-    const bad = await fetch(`${base}/sessions?rating=9`);
+    const bad = await signedIn(`${base}/sessions?rating=9`);
     expect(bad.status).toBe(400);
     expect(await bad.text()).toContain('rating: 1 to 5, got &quot;9&quot;');
   });
 
   it('shows the leaderboard paired by task and the Bradley-Terry fit with intervals', async () => {
-    const html = await (await fetch(`${base}/policies`)).text();
+    const html = await (await signedIn(`${base}/policies`)).text();
     const board = /<table class="leaderboard" data-kind="backend">([\s\S]*?)<\/table>/.exec(html)![1]!;
     // sweet-0001 plays better on every task: first, and its paired difference against the deployed starter is positive.
     expect(board.indexOf('sweet-0001')).toBeLessThan(board.indexOf('starter</td>'));
@@ -120,11 +179,11 @@ describe('on loopback', () => {
   });
 
   it('shows the latest calibration of a study, its table and its figure', async () => {
-    const html = await (await fetch(`${base}/calibration`)).text();
+    const html = await (await signedIn(`${base}/calibration`)).text();
     expect(html).toContain('against rule-simulator');
     expect(html).toMatch(/<td>agent turns<\/td><td class="n">7\.00<\/td><td class="n">3\.40<\/td><td class="n">\+3\.60 \[\+\d\.\d\d, \+\d\.\d\d\]<\/td><td class="n">5<\/td>/);
     const src = /<img alt="calibration figure"[^>]* src="([^"]+)"/.exec(html)![1]!;
-    const svg = await fetch(base + src);
+    const svg = await signedIn(base + src);
     expect(svg.status).toBe(200);
     expect(svg.headers.get('content-type')).toContain('image/svg+xml');
     expect(await svg.text()).toContain('Study pilot: people against rule-simulator');
@@ -133,11 +192,11 @@ describe('on loopback', () => {
   it('takes a write only with the CSRF token, and audits it', async () => {
     const alice = await t.prisma.participant.findUniqueOrThrow({ where: { discordUserId: PERSON_A } });
     const post = (body: Record<string, string>) =>
-      fetch(`${base}/people/${alice.id}/training`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(body).toString() });
+      signedIn(`${base}/people/${alice.id}/training`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(body).toString() });
     expect((await post({ action: 'exclude', reason: 'test' })).status).toBe(403);
     expect((await post({ action: 'exclude', reason: 'test', csrf: 'forged' })).status).toBe(403);
     expect(await t.prisma.trainingExclusion.count()).toBe(0);
-    const csrf = /name="csrf" value="([^"]+)"/.exec(await (await fetch(`${base}/people`)).text())![1]!;
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await (await signedIn(`${base}/people`)).text())![1]!;
     const r = await post({ action: 'exclude', reason: 'pasted the reference', csrf });
     expect(r.status).toBe(303);
     expect(await t.prisma.trainingExclusion.count({ where: { participantId: alice.id } })).toBe(1);

@@ -1,6 +1,7 @@
 // End to end over the fake Discord: a person is shown two finished sessions of the same task with /compare,
 // picks the agent that helped more with a button; the preference is stored, becomes a Bradley-Terry pair
 // (chosen = the session picked) and is exported with the rater pseudonymised.
+import { MessageFlags } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
 import { builtinTasks } from '../../../tasks/library.ts';
@@ -62,6 +63,10 @@ describe('/compare', () => {
     expect(shown).toContain('__**Session B**__');
     expect(shown).toContain('Which rounding do you want?');
     expect(shown).toContain('What are the rates?');
+    // The agents' words, shown again: private, and no link in them unfurls.
+    const transcripts = h.fake.replies(i).filter((s) => s.content.includes('__**Session'));
+    expect(transcripts.length).toBeGreaterThanOrEqual(2);
+    for (const t of transcripts) expect(t.flags).toBe(MessageFlags.Ephemeral | MessageFlags.SuppressEmbeds);
     const stored = await h.tdb.prisma.preference.findFirstOrThrow();
     expect(stored.choice).toBeNull();
     expect([stored.sessionAId, stored.sessionBId].sort()).toEqual([...sessions].sort());

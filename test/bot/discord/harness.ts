@@ -7,6 +7,7 @@ import { createRuntime, type Runtime } from '../../../bot/runtime.ts';
 import type { Database } from '../../../prisma/db.ts';
 import { DiscordBot, type DiscordBotOptions } from '../../../bot/discord/bot.ts';
 import type { Limits } from '../../../bot/limits.ts';
+import type { PrivacySettings } from '../../../bot/privacy.ts';
 import type { BotMetrics } from '../../../bot/health.ts';
 import type { Logger } from '../../../tasks/logger.ts';
 import type { Evaluate, RenderPage } from '../../../bot/evaluator.ts';
@@ -73,7 +74,7 @@ export interface HarnessOptions {
   /** A logger for the bot (tests that look at what is logged). */
   log?: Logger;
   /** Deletions: the keyed hash's secret and the folders searched for a deleted person's text. */
-  privacy?: { key: string; dirs: string[] };
+  privacy?: PrivacySettings;
   /** Metrics the engine and the bot report to (bot/health.ts). */
   metrics?: BotMetrics;
 }

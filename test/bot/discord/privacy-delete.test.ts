@@ -1,6 +1,7 @@
-// Deletion that deletes: after /privacy delete, neither a pg_dump of the whole database nor any file under the
-// data directory holds the person's Discord id, their username or any sentence they wrote; their thread is gone
-// from Discord; policy versions trained on their sessions are marked; a ban still holds when they come back.
+// Deletion by identity: after /privacy delete, neither a pg_dump of the whole database nor any export file under
+// the scanned folder holds the person's Discord id, their username or any sentence they wrote; model files are
+// left byte for byte; their thread is gone from Discord; policy versions trained on their sessions are marked and
+// named in the receipt; a ban still holds when they come back.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,11 +29,13 @@ function filesUnder(dir: string): string[] {
 
 describe('/privacy delete', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'sweetloop-privacy-'));
+  const checkpoints = join(dataDir, 'checkpoints');
+  const salt = 'test-export-salt-0123';
   let boss: ReturnType<BotHarness['fake']['user']>;
   const h = new BotHarness({
     tasks: [task],
     agent,
-    privacy: { key: 'test-privacy-key-0123456789', dirs: [dataDir] },
+    privacy: { key: 'test-privacy-key-0123456789', dirs: [dataDir], protectedDirs: [checkpoints], exportSalts: [salt] },
     botOptions: (fake) => {
       boss ??= fake.user('boss');
       return { operatorIds: [boss.id] };
@@ -46,7 +49,7 @@ describe('/privacy delete', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('leaves no trace of the person in the database, the data directory or Discord', async () => {
+  it('leaves no trace of the person in the database, the exports or Discord, and no model file changed', async () => {
     const erin = h.fake.user('zq_erin_7731');
     const other = h.fake.user('frank');
     const sentences = ['Negative amounts should count as zero, said the walrus.', 'Inputs are never empty, pinky promise.'];
@@ -62,14 +65,17 @@ describe('/privacy delete', () => {
     h.fake.say(other, otherRun.threadId, 'Frank keeps his words.');
     await h.agentMessage(otherRun.threadId, 2);
 
-    // Files a trainer leaves: a run's data snapshot and a pair cache holding both people's text.
+    // A model trained on her session, whose files hold her words (a tokenizer learns them): marked, never touched.
     const session = await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } });
     const run = await h.tdb.prisma.trainingRun.create({ data: { algorithm: 'sweet', config: {}, dataSnapshot: { sessions: [{ id: session.id, reward: 1 }] } } });
     await h.tdb.prisma.policyVersion.create({ data: { name: 'trained-on-erin', algorithm: 'sweet', trainingRunId: run.id } });
-    mkdirSync(join(dataDir, 'checkpoints', 'run-1'), { recursive: true });
-    writeFileSync(join(dataDir, 'checkpoints', 'run-1', 'snapshot.json'), JSON.stringify({ turns: [sentences[0], 'agent text'] }));
-    writeFileSync(join(dataDir, 'checkpoints', 'pairs.jsonl'), [JSON.stringify({ chosen: sentences[1] }), JSON.stringify({ chosen: 'Frank keeps his words.' })].join('\n') + '\n');
-    writeFileSync(join(dataDir, 'unrelated.txt'), 'nothing personal');
+    mkdirSync(join(checkpoints, 'run-1'), { recursive: true });
+    const modelFiles = { 'model.safetensors': `weights ${sentences[0]}`, 'tokenizer.json': JSON.stringify({ vocab: sentences }), 'pairs.jsonl': `${JSON.stringify({ session_id: session.id, chosen: sentences[1] })}\n` };
+    for (const [name, text] of Object.entries(modelFiles)) writeFileSync(join(checkpoints, 'run-1', name), text);
+    writeFileSync(join(dataDir, 'unrelated.txt'), `nothing personal, though it quotes: ${sentences[0]}`);
+    // An export of both sessions (her words in a line of Frank's would stay: rows go by whose they are).
+    await exportSessions(h.tdb.prisma, { format: 'jsonl', salt, filters: { statuses: ['active', 'answered'] } }, join(dataDir, 'both.jsonl'));
+    expect(readFileSync(join(dataDir, 'both.jsonl'), 'utf8')).toContain(sentences[0]);
 
     // A ban that must survive the deletion.
     const op = h.fake.user('op');
@@ -78,17 +84,19 @@ describe('/privacy delete', () => {
     const del = h.fake.command(erin, 'privacy', 'delete');
     const receipt = await h.reply(del, (s) => s.kind === 'original' && s.content.includes('Deleted:'), 'the receipt');
     expect(receipt.content).toMatch(/Threads removed from Discord: 1\./);
-    expect(receipt.content).toMatch(/Files cleaned: 2 \(1 deleted, 1 rewritten\)/);
-    expect(receipt.content).toContain('trained-on-erin');
+    expect(receipt.content).toMatch(/Export files rewritten without your rows: 1\./);
+    expect(receipt.content).toMatch(/Model versions trained on your sessions.*: trained-on-erin\./);
 
     const dump = execFileSync('pg_dump', ['--no-owner', h.tdb.url], { maxBuffer: 256 * 1024 * 1024 }).toString('utf8');
     expect(dump).toContain('Frank keeps his words.'); // the dump does hold the data of others
+    const exported = readFileSync(join(dataDir, 'both.jsonl'), 'utf8');
     for (const needle of [erin.id, erin.username, ...sentences]) {
       expect(dump.includes(needle), `pg_dump holds ${needle}`).toBe(false);
-      for (const f of filesUnder(dataDir)) expect(readFileSync(f, 'utf8').includes(needle), `${f} holds ${needle}`).toBe(false);
+      expect(exported.includes(needle), `the export holds ${needle}`).toBe(false);
     }
-    expect(readFileSync(join(dataDir, 'checkpoints', 'pairs.jsonl'), 'utf8')).toContain('Frank keeps his words.');
-    expect(readFileSync(join(dataDir, 'unrelated.txt'), 'utf8')).toBe('nothing personal');
+    expect(exported).toContain('Frank keeps his words.');
+    for (const [name, text] of Object.entries(modelFiles)) expect(readFileSync(join(checkpoints, 'run-1', name), 'utf8')).toBe(text);
+    expect(readFileSync(join(dataDir, 'unrelated.txt'), 'utf8')).toBe(`nothing personal, though it quotes: ${sentences[0]}`);
     expect(h.fake.channels.has(threadId)).toBe(false);
     expect(h.fake.channels.has(otherRun.threadId)).toBe(true);
     const marked = await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'trained-on-erin' } });
@@ -140,7 +148,6 @@ describe('/privacy delete', () => {
     // Real exports of both sessions, in every rewritable format.
     const exports = join(dataDir, 'exports');
     mkdirSync(exports, { recursive: true });
-    const salt = 'test-export-salt-0123';
     const parquet = join(exports, 'all.parquet');
     const jsonl = join(exports, 'all.jsonl');
     const hfDir = join(exports, 'hf');
@@ -164,7 +171,7 @@ describe('/privacy delete', () => {
 
     const receipt = await h.reply(h.fake.command(ana, 'privacy', 'delete'), (s) => s.kind === 'original' && s.content.includes('Deleted:'), 'the receipt');
     expect(receipt.content).toContain('trained-on-ana');
-    expect(receipt.content).toMatch(/could NOT be cleaned.*broken\.jsonl: line 1 is not JSON/s);
+    expect(receipt.content).toMatch(/could NOT be fully cleaned.*broken\.jsonl: line 1 is not JSON/s);
     expect(readFileSync(broken, 'utf8')).toBe(brokenText); // left as it was, and reported
 
     // Parquet: read back with hyparquet and as decompressed bytes: none of her text, all of Ben's, same schema.

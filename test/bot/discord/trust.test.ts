@@ -1,7 +1,8 @@
 // Guilds and roles over the fake Discord with two allowed guilds (A, B) and one that is not (C): a guild
 // moderator sees, exports, flags and bans only in their guild and cannot act on everyone; an operator can; a
 // guild outside the allowlist (joined before or after the start) gets no answer and is left; flags are listed and resolved; every action is
-// audited with its guild and actor. Also the per-person limits.
+// audited with its guild and actor. Also the per-person limits, and agent messages that never unfurl a link.
+import { MessageFlags } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
@@ -10,7 +11,7 @@ import { BotHarness, scriptedAgent } from './harness.ts';
 
 const task = builtinTasks({ kind: 'backend' })[1] as TaskRecord & BackendTask;
 const agent = scriptedAgent('scripted', (dialogue) =>
-  dialogue.filter((m) => m.role === 'assistant').length === 0 ? 'What should happen with unusual inputs?' : `I WANT TO ANSWER:\n${task.reference}`,
+  dialogue.filter((m) => m.role === 'assistant').length === 0 ? 'What should happen with unusual inputs? (Like https://example.com/spec says?)' : `I WANT TO ANSWER:\n${task.reference}`,
 );
 
 describe('guilds and roles', () => {
@@ -194,6 +195,18 @@ describe('guilds and roles', () => {
     const fourth = await ans(h.fake.command(dan, 'task', 'start', { kind: 'backend' }), 'fourth start');
     expect(fourth.content).toMatch(/started 3 sessions in the last 24 hours/);
     expect(await h.tdb.prisma.session.count({ where: { participantId: p.id } })).toBe(sessionsBefore);
+  });
+
+  it("posts the agent's messages with link previews suppressed (SuppressEmbeds), answer included", async () => {
+    const linky = h.fake.user('linky');
+    const { threadId } = await h.startSession(linky, 'backend');
+    const first = await h.agentMessage(threadId, 1);
+    expect(first.content).toContain('https://example.com/spec');
+    expect(first.flags & MessageFlags.SuppressEmbeds).toBe(MessageFlags.SuppressEmbeds);
+    h.fake.say(linky, threadId, 'Nothing special.');
+    const answer = await h.agentMessage(threadId, 2);
+    expect(answer.flags & MessageFlags.SuppressEmbeds).toBe(MessageFlags.SuppressEmbeds);
+    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
   });
 });
 

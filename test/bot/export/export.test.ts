@@ -136,7 +136,7 @@ describe('formats round-trip', () => {
     expect(r.sessions).toBe(2);
     expect(rows).toHaveLength(2);
     const first = rows[0]!;
-    expect(Object.keys(first).sort()).toEqual(['answer', 'consent_version', 'dialogue_history', 'reward', 'task']);
+    expect(Object.keys(first).sort()).toEqual(['answer', 'consent_version', 'dialogue_history', 'reward', 'session_id', 'task']);
     expect(first.task).toEqual({ problem_description: seeded.tasks.T1!.description, ground_truth: seeded.tasks.T1!.reference, test_cases: { test1: 'fT1(1)', test2: 'fT1(2)', test3: 'fT1(3)' } });
     expect(first.dialogue_history.map((e) => [e.role, e.content, 'output' in e ? e.output : undefined])).toEqual([
       ['user', seeded.tasks.T1!.description, undefined],
@@ -147,7 +147,7 @@ describe('formats round-trip', () => {
     for (const e of first.dialogue_history) if (e.role === 'assistant') expect(e.input).toMatch(/^<\|begin_of_text\|>[^]*<\|start_header_id\|>assistant<\|end_header_id\|>\n\n$/);
     expect(first.answer).toBe('def f(x): return x + 1');
     expect(rows.map((x) => x.reward)).toEqual([1, 0.5]);
-    expect(r.cardMarkdown).toMatch(/sweetloop-sweet-rl\/2/);
+    expect(r.cardMarkdown).toMatch(/sweetloop-sweet-rl\/3/);
   });
 
   it('parquet reads back identically through hyparquet and through arrow-rs (parquet-wasm), one row group per batch', async () => {

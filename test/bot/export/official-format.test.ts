@@ -91,7 +91,7 @@ describe('sweet-rl export for the official scripts', () => {
     expect(rows[0]!.dialogue_history[1]).toMatchObject({ content: 'What should fB1 return for 1?', output: 'Let me think.\nWhat should fB1 return for 1?' });
 
     const card = readFileSync(r.cardPath!, 'utf8');
-    expect(card).toMatch(/format version: `sweetloop-sweet-rl\/2`, checked against `facebookresearch\/sweet_rl` at `38daf2a58497e898a65ef530a7b1c13ff4b0f128`/);
+    expect(card).toMatch(/format version: `sweetloop-sweet-rl\/3`, checked against `facebookresearch\/sweet_rl` at `38daf2a58497e898a65ef530a7b1c13ff4b0f128`/);
     expect(card).toMatch(/blocks: k = 2: line i and line i \+ 3 are the same task/);
     // B2's first session recorded its prompts (2 agent turns); the 8 other assistant entries were rebuilt.
     expect(card).toMatch(/2 assistant entries from the recorded prompt, 7 reconstructed/);

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -141,7 +141,7 @@ describe('chat templates', () => {
         { name: 'default', template: "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}" },
       ],
     }));
-    const t = resolveChatTemplate(path);
+    const t = resolveChatTemplate(path, { root: dir });
     expect(t.name).toBe(path);
     expect(t.formatter.format(msgs, { addGenerationPrompt: true })).toBe('<s>[system]S[user]U[assistant]');
   });
@@ -151,6 +151,38 @@ describe('chat templates', () => {
     expect(() => resolveChatTemplate('llama2')).toThrow(/neither llama3 nor chatml/);
     const path = join(dir, 'none.json');
     writeFileSync(path, '{}');
-    expect(() => resolveChatTemplate(path)).toThrow(/has no chat_template/);
+    expect(() => resolveChatTemplate(path, { root: dir })).toThrow(/has no chat_template/);
+    expect(() => resolveChatTemplate('none.json', { root: dir })).toThrow(/has no chat_template/); // relative to the project
+  });
+
+  it('reads a template file only from under the project, and no error quotes a file', () => {
+    const project = join(dir, 'project');
+    mkdirSync(project, { recursive: true });
+    const outside = join(dir, 'outside.json');
+    writeFileSync(outside, JSON.stringify({ chat_template: '{{ messages }}' }));
+    expect(() => resolveChatTemplate(outside, { root: project })).toThrow(/outside the project folder/);
+    expect(() => resolveChatTemplate('../outside.json', { root: project })).toThrow(/outside the project folder/);
+    symlinkSync(outside, join(project, 'link.json'));
+    expect(() => resolveChatTemplate('link.json', { root: project })).toThrow(/outside the project folder/);
+    expect(() => resolveChatTemplate('/etc/passwd', { root: project })).toThrow(/outside the project folder/);
+    const errorOf = (f: () => unknown) => {
+      try {
+        f();
+      } catch (err) {
+        expect(err).toBeInstanceOf(ChatTemplateError);
+        return (err as Error).message;
+      }
+      throw new Error('expected a ChatTemplateError');
+    };
+    writeFileSync(join(project, 'notes.json'), 'root:x:0:0:SECRET-FIRST-LINE\n');
+    const notJson = errorOf(() => resolveChatTemplate('notes.json', { root: project }));
+    expect(notJson).toMatch(/is not valid JSON/);
+    expect(notJson).not.toContain('SECRET');
+    expect(notJson).not.toContain('root:x');
+    writeFileSync(join(project, 'bad-template.json'), JSON.stringify({ chat_template: '{% if SECRET_TEMPLATE_BIT %}' }));
+    const badTemplate = errorOf(() => resolveChatTemplate('bad-template.json', { root: project }));
+    expect(badTemplate).toMatch(/not a Jinja template this exporter can render/);
+    expect(badTemplate).not.toContain('SECRET_TEMPLATE_BIT');
+    expect(errorOf(() => resolveChatTemplate('.', { root: project }))).toMatch(/not a file/);
   });
 });

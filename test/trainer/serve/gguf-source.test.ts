@@ -27,6 +27,14 @@ describe('GGUF sources', () => {
     expect(() => parseHfUri('hf:a/b/../c.gguf')).toThrow(GgufSourceError);
   });
 
+  it("takes owner and repository names only as the hub's rules allow (they become folders under MODELS_DIR)", () => {
+    expect(parseHfUri('hf:a.b_c/x-y.z/sub/dir/m.gguf')).toEqual({ owner: 'a.b_c', repo: 'x-y.z', file: 'sub/dir/m.gguf' });
+    expect(parseHfUri(`hf:${'o'.repeat(96)}/r/m.gguf`)?.owner).toHaveLength(96);
+    for (const bad of ['hf:owner/../x.gguf', 'hf:../repo/x.gguf', 'hf:./repo/x.gguf', 'hf:owner/./x.gguf', 'hf:ow..ner/r/x.gguf', 'hf:a--b/r/x.gguf', 'hf:-a/r/x.gguf', 'hf:a/r-/x.gguf', 'hf:.a/r/x.gguf', 'hf:a/r./x.gguf', 'hf:a/r.git/x.gguf', `hf:${'o'.repeat(97)}/r/x.gguf`, 'hf:a b/r/x.gguf', 'hf:a/r//x.gguf', 'hf:a/r/x.bin', 'hf:/r/x.gguf']) {
+      expect(() => parseHfUri(bad), bad).toThrow(/not a Hugging Face file URI.*as the hub names them/);
+    }
+  });
+
   it('takes a local file as it is and names a missing one', async () => {
     const file = join(dir, 'x.gguf');
     await writeFile(file, 'GGUF');

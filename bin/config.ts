@@ -185,10 +185,13 @@ export const GUILDS_FIX =
 
 export class ConfigError extends Error {
   constructor(readonly problems: { variable: string; message: string }[]) {
+    // One problem is one line: a container's log shows it whole, and the line names the variable.
     super(
-      'Invalid configuration:\n' +
-        problems.map((p) => `  ${p.variable}: ${p.message}`).join('\n') +
-        '\nSee the configuration table in docs/configuration.md.',
+      problems.length === 1
+        ? `Invalid configuration: ${problems[0]!.variable}: ${problems[0]!.message} (docs/configuration.md)`
+        : 'Invalid configuration:\n' +
+            problems.map((p) => `  ${p.variable}: ${p.message}`).join('\n') +
+            '\nSee the configuration table in docs/configuration.md.',
     );
     this.name = 'ConfigError';
   }

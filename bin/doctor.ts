@@ -216,6 +216,36 @@ export async function checkPython(config: Config): Promise<CheckResult> {
   return { name: 'python3', status: 'fail', detail: `${py} did not run as Python 3: ${r.error ?? (firstLine(r.stderr) || r.stdout.trim())}`, fix, affects };
 }
 
+/** The oldest Docker Compose that reads docker-compose.yml (`env_file` with `required`); bin/compose-check.sh checks it too. */
+export const MIN_COMPOSE = [2, 24] as const;
+
+/** Why this `docker compose version --short` output cannot run docker-compose.yml, or null when it can. */
+export function composeVersionProblem(version: string): string | null {
+  const m = /^v?(\d+)\.(\d+)/.exec(version.trim());
+  if (!m) return `cannot read the version "${version.trim()}"`;
+  const [major, minor] = [Number(m[1]), Number(m[2])];
+  const [wantMajor, wantMinor] = MIN_COMPOSE;
+  if (major > wantMajor || (major === wantMajor && minor >= wantMinor)) return null;
+  return `Docker Compose ${version.trim()} is older than ${wantMajor}.${wantMinor}, which docker-compose.yml needs`;
+}
+
+/**
+ * Docker Compose, only where Docker is installed (Sweetloop itself does not need it): a warning when the compose
+ * file cannot be read by what is there. Null without Docker.
+ */
+export async function checkCompose(): Promise<CheckResult | null> {
+  const fix = `install the Docker Compose v2 plugin, ${MIN_COMPOSE.join('.')} or later (\`docker compose\`; Compose v1, \`docker-compose\`, cannot read docker-compose.yml)`;
+  const v2 = await run('docker', ['compose', 'version', '--short'], 30_000);
+  if (v2.code === 0) {
+    const problem = composeVersionProblem(v2.stdout);
+    return problem ? { name: 'docker compose', status: 'warn', detail: problem, fix } : { name: 'docker compose', status: 'ok', detail: `Docker Compose ${v2.stdout.trim()}: reads docker-compose.yml` };
+  }
+  const v1 = await run('docker-compose', ['version', '--short'], 30_000);
+  if (v1.code === 0) return { name: 'docker compose', status: 'warn', detail: `only Compose v1 (docker-compose ${v1.stdout.trim()}), which cannot read docker-compose.yml`, fix };
+  if (v2.error?.includes('ENOENT')) return null;
+  return { name: 'docker compose', status: 'warn', detail: `docker is installed but \`docker compose\` is not: ${firstLine(v2.stderr) || `exit ${v2.code}`}`, fix };
+}
+
 export interface DoctorReport {
   checks: CheckResult[];
   ok: boolean;
@@ -239,6 +269,10 @@ export async function runDoctor(env: Record<string, string | undefined>, opts: {
   await guarded('chromium', () => checkChromium(config));
   await guarded('bubblewrap', () => checkBubblewrap(config));
   await guarded('python3', () => checkPython(config));
+  if (!skip.has('docker compose')) {
+    const compose = await checkCompose().catch((err: Error): CheckResult => ({ name: 'docker compose', status: 'warn', detail: `check crashed: ${err.message}` }));
+    if (compose) checks.push(compose);
+  }
   // Production (DISCORD_TOKEN set): what real people's sessions need besides the machine (bin/doctor-production.ts).
   if (config.DISCORD_TOKEN) {
     const p = await import('./doctor-production.ts');

@@ -22,6 +22,9 @@ export const COMPOSE_VARIABLES: readonly { variable: string; default: string; de
   { variable: 'VLLM_MAX_MODEL_LEN', default: '8192', description: 'Context window vLLM serves (--max-model-len).' },
   { variable: 'VLLM_GPU_MEMORY_UTILIZATION', default: '0.9', description: 'Share of the GPU\'s memory vLLM takes (--gpu-memory-utilization); lower it when the trainer shares the GPU.' },
   { variable: 'VLLM_API_KEY', default: '', description: 'Key vLLM requires of clients (it reads this variable itself); register the endpoint with `--api-key-env VLLM_API_KEY` so the bot sends it. Empty: no key.' },
+  { variable: 'COMPOSE_FILE', default: 'docker-compose.yml', description: 'Compose\'s own variable: the files `docker compose` reads. `docker-compose.yml:docker-compose.gpu.yml` runs the trainer on an NVIDIA GPU (docs/docker.md).' },
+  { variable: 'BUILD_NETWORK', default: 'default', description: 'Network the image builds run on (`host` where the Docker daemon has no NAT for its bridge network, e.g. started with --iptables=false).' },
+  { variable: 'BUILD_CA_CERT', default: '/dev/null', description: 'PEM file of extra CA certificates npm must trust while the images build (a TLS-intercepting proxy); handed to the builds as a secret, not kept in the images. /dev/null: none.' },
 ];
 
 /** A schema default as an env file writes it: lists comma-separated, everything else as its text. */

@@ -85,11 +85,20 @@ export class BotServices {
     return this.retry(() => flagSession(this.db.prisma, actor, sessionId, reason), onWaiting);
   }
 
-  /** Deploys a version for new sessions (the announcement is best effort: the switch has committed). */
+  /**
+   * Deploys a version for new sessions (the announcement is best effort: the switch has committed). An adapter
+   * version is loaded into its server first; a refusal is a PolicyError with the server's reason.
+   */
   deploy(actor: string | Actor, name: string, onWaiting?: () => unknown, force = false): Promise<PolicyVersion> {
     const a = actorOf(actor);
-    return this.retry(() => deployPolicyByName(this.db, a.id, name, { notify: 'best-effort', guildId: a.guildId, force, operator: a.operator }), onWaiting);
+    return this.retry(() => deployPolicyByName(this.db, a.id, name, { notify: 'best-effort', guildId: a.guildId, force, operator: a.operator, prepare: this.loadFirst }), onWaiting);
   }
+
+  /** The `prepare` of every switch asked from Discord (trainer/policies/lifecycle.ts loadBeforeDeploy). */
+  private readonly loadFirst = async (v: PolicyVersion): Promise<void> => {
+    const { loadBeforeDeploy } = await import('../trainer/policies/lifecycle.ts');
+    await loadBeforeDeploy(this.db.prisma, v);
+  };
 
   /** The study an A/B started or stopped at `where` acts on: the one bot/assign.ts would join there. */
   private async studyHere(where: Place, onWaiting?: () => unknown) {
@@ -176,7 +185,7 @@ export class BotServices {
 
   rollback(actor: string | Actor, onWaiting?: () => unknown, force = false): Promise<PolicyVersion> {
     const a = actorOf(actor);
-    return this.retry(() => rollbackPolicy(this.db, a.id, { notify: 'best-effort', guildId: a.guildId, force, operator: a.operator }), onWaiting);
+    return this.retry(() => rollbackPolicy(this.db, a.id, { notify: 'best-effort', guildId: a.guildId, force, operator: a.operator, prepare: this.loadFirst }), onWaiting);
   }
 
   /**

@@ -164,6 +164,11 @@ export interface SwitchOptions extends ForceOptions {
   notify?: 'required' | 'best-effort';
   /** The Discord guild the switch was asked from (kept in the audit entry). */
   guildId?: string | null;
+  /**
+   * Run on the target once the rules allow the switch and before it is made, e.g. loading an adapter version into
+   * its server (trainer/policies/lifecycle.ts loadBeforeDeploy); a throw leaves everything as it was.
+   */
+  prepare?: (target: PolicyVersion) => Promise<unknown>;
 }
 
 /**
@@ -173,6 +178,10 @@ export interface SwitchOptions extends ForceOptions {
  * entry 'policy.force-erased-data'.
  */
 export async function switchDeployedPolicy(db: Database, actor: string, target: PolicyVersion, action: string, opts: SwitchOptions = {}): Promise<PolicyVersion> {
+  if (opts.prepare) {
+    assertDeployable(target, opts);
+    await opts.prepare(target);
+  }
   const deployed = await db.prisma.$transaction(async (tx) => {
     const now = new Date();
     const fresh = await tx.policyVersion.findUniqueOrThrow({ where: { id: target.id } });
@@ -198,7 +207,7 @@ export async function switchDeployedPolicy(db: Database, actor: string, target: 
  * Re-deploys the version deployed before the current one (audit action 'policy.rollback', detail `from` the
  * current version's name). Null when there is none; nothing changes then.
  */
-export async function rollbackDeployedPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId' | 'force' | 'operator'> = {}): Promise<PolicyVersion | null> {
+export async function rollbackDeployedPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId' | 'force' | 'operator' | 'prepare'> = {}): Promise<PolicyVersion | null> {
   const current = await deployedPolicy(db.prisma);
   const previous = await previouslyDeployedPolicy(db.prisma);
   if (!previous) return null;
@@ -227,7 +236,7 @@ export async function deployPolicyByName(db: Database, actor: string, name: stri
 }
 
 /** Re-deploys the version deployed before the current one; PolicyError when there is none. */
-export async function rollbackPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId' | 'force' | 'operator'> = {}): Promise<PolicyVersion> {
+export async function rollbackPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId' | 'force' | 'operator' | 'prepare'> = {}): Promise<PolicyVersion> {
   const v = await rollbackDeployedPolicy(db, actor, opts);
   if (!v) throw new PolicyError('There is no earlier deployed version to roll back to.');
   return v;

@@ -1,5 +1,5 @@
-// Docker cannot run on the development machines: this checks the compose file and Dockerfiles for the
-// structure the deployment relies on (see docs/architecture.md, "Docker", for what was and was not tried).
+// The compose files and Dockerfiles hold the structure the deployment relies on. This test reads them; running them
+// for real is bin/compose-check.sh (too heavy for the test suite: docs/docker.md has its output).
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
@@ -13,8 +13,11 @@ interface Service {
   image?: string;
   profiles?: string[];
   env_file?: { path: string; required?: boolean }[];
-  build?: { context: string; dockerfile: string };
+  build?: { context?: string; dockerfile: string; network?: string; secrets?: string[] };
   command?: string[];
+  restart?: string;
+  cap_drop?: string[];
+  security_opt?: string[];
   environment?: Record<string, string>;
   volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
@@ -25,8 +28,9 @@ const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true 
   services: Record<string, Service>;
   volumes: Record<string, unknown>;
 };
-const { postgres, bot, trainer, vllm } = compose.services as Record<'postgres' | 'bot' | 'trainer' | 'vllm', Service>;
-const composeText = readFileSync('docker-compose.yml', 'utf8');
+const { postgres, bot, trainer, vllm, dashboard } = compose.services as Record<'postgres' | 'bot' | 'trainer' | 'vllm' | 'dashboard', Service>;
+const gpu = (parse(readFileSync('docker-compose.gpu.yml', 'utf8')) as { services: { trainer: Service } }).services.trainer;
+const composeText = readFileSync('docker-compose.yml', 'utf8') + readFileSync('docker-compose.gpu.yml', 'utf8');
 const schemaVariables = new Set(Object.keys(configSchema.shape));
 const composeOnly = new Map(COMPOSE_VARIABLES.map((v) => [v.variable, v.default]));
 /** Every `${VAR}` / `${VAR:-default}` the compose file interpolates (comments included: they are instructions too). */
@@ -59,13 +63,34 @@ describe('docker-compose.yml', () => {
     expect(trainer.healthcheck?.test.join(' ')).toContain(`127.0.0.1:${tport}/health/ready`);
   });
 
-  it('reserves an NVIDIA GPU for the trainer through a device request', () => {
-    const devices = trainer.deploy?.resources?.reservations?.devices ?? [];
+  it('comes up on a host without a GPU: the trainer on WebAssembly, the NVIDIA device request only in docker-compose.gpu.yml', () => {
+    for (const s of Object.values(compose.services).filter((x) => !x.profiles)) expect(s.deploy).toBeUndefined();
+    expect(trainer.environment?.TFJS_BACKEND).toBe('wasm');
+    expect(trainer.build?.dockerfile).toBe('Dockerfile.bot');
+    const devices = gpu.deploy?.resources?.reservations?.devices ?? [];
     expect(devices).toHaveLength(1);
     expect(devices[0]!.driver).toBe('nvidia');
     expect(devices[0]!.capabilities).toContain('gpu');
-    expect(trainer.environment?.TFJS_BACKEND).toBe('tensorflow');
-    expect(bot.deploy).toBeUndefined();
+    expect(gpu.environment?.TFJS_BACKEND).toBe('tensorflow');
+    expect(gpu.build?.dockerfile).toBe('Dockerfile.trainer');
+  });
+
+  it('runs the Discord bot, never the console, and gives up restarting a service that keeps failing', () => {
+    expect(bot.command).toEqual(['node', 'bin/sweetloop.cjs', 'bot']);
+    for (const s of [bot, trainer]) expect(s.restart).toMatch(/^on-failure:\d+$/);
+  });
+
+  it('runs the Sweetloop services with no capabilities and no privilege gain, lifting only what the sandboxes need', () => {
+    for (const s of [bot, dashboard, trainer]) {
+      expect(s.cap_drop).toEqual(['ALL']);
+      // User namespaces (bubblewrap, Chromium's sandbox): Docker's default seccomp and AppArmor profiles refuse them.
+      expect(s.security_opt).toEqual(['no-new-privileges:true', 'seccomp=unconfined', 'apparmor=unconfined']);
+    }
+  });
+
+  it('builds the bot, dashboard and CPU trainer from one build, with the build network and CA for unusual hosts', () => {
+    for (const s of [bot, dashboard, trainer]) expect(s.build).toEqual({ context: '.', dockerfile: 'Dockerfile.bot', network: '${BUILD_NETWORK:-default}', secrets: ['extra_ca'] });
+    expect(composeText).toContain('file: ${BUILD_CA_CERT:-/dev/null}');
   });
 
   it('shares one checkpoints volume between bot and trainer, at the CHECKPOINT_DIR both use', () => {
@@ -78,9 +103,7 @@ describe('docker-compose.yml', () => {
 
   it('builds each service from a Dockerfile that exists, and runs sweetloop commands and options commander knows', () => {
     const program = buildProgram();
-    expect(bot.build?.dockerfile).toBe('Dockerfile.bot');
-    expect(trainer.build?.dockerfile).toBe('Dockerfile.trainer');
-    for (const [name, s] of Object.entries({ bot, trainer })) {
+    for (const [name, s] of Object.entries({ bot, trainer, gpu })) {
       expect(existsSync(s.build!.dockerfile), name).toBe(true);
       expect(s.command?.slice(0, 2)).toEqual(['node', 'bin/sweetloop.cjs']);
       const [sub, ...args] = s.command!.slice(2);
@@ -89,10 +112,11 @@ describe('docker-compose.yml', () => {
       const flags = command!.options.map((o) => o.long);
       for (const a of args.filter((x) => x.startsWith('--'))) expect(flags, `${name}: sweetloop ${sub} ${a}`).toContain(a);
     }
-    // The trainer image has a GPU: a preset meant for one, not the starter's CPU preset.
-    const preset = trainer.command![trainer.command!.indexOf('--preset') + 1]!;
-    expect(isPresetName(preset)).toBe(true);
-    expect(preset).not.toBe('cpu-small');
+    // On the CPU the starter's preset; the GPU trainer a preset meant for a GPU.
+    const preset = (s: Service) => s.command![s.command!.indexOf('--preset') + 1]!;
+    expect(preset(trainer)).toBe('cpu-small');
+    expect(isPresetName(preset(gpu))).toBe(true);
+    expect(preset(gpu)).not.toBe('cpu-small');
   });
 
   it('passes every setting through the env file, and names only variables the schema or COMPOSE_VARIABLES define', () => {
@@ -165,8 +189,32 @@ describe('Dockerfiles', () => {
     expect(bot).toMatch(/^FROM node:20-/m);
     expect(bot).not.toMatch(/--omit=optional/);
     expect(bot).toMatch(/@esbuild\/linux-/);
-    expect(bot).toMatch(/@node-llama-cpp\/linux-/);
+    // The build fails unless node-llama-cpp's prebuilt CPU build for this machine is there.
+    expect(bot).toMatch(/keep="linux-\$\(node -p process\.arch\)"[\s\S]*ls -d "node_modules\/@node-llama-cpp\/\$keep"/);
     for (const pkg of ['chromium', 'bubblewrap', 'python3']) expect(bot).toMatch(new RegExp(`apt-get install[^\\n]*\\b${pkg}\\b`));
+  });
+
+  it('both images run as an unprivileged user and take a host\'s extra CA for npm as a build secret, not a layer', () => {
+    for (const d of [bot, trainer]) {
+      const users = [...d.matchAll(/^USER (\S+)$/gm)].map((m) => m[1]);
+      expect(users.at(-1)).toBe('sweetloop');
+      expect(d).toMatch(/useradd [^\n]*--uid 10001 /);
+      expect(d).toMatch(/RUN --mount=type=secret,id=extra_ca\s[\s\S]*NODE_EXTRA_CA_CERTS=\/run\/secrets\/extra_ca[\s\S]*npm ci/);
+    }
+  });
+
+  it('the bot image is a production install without the builds it cannot use', () => {
+    expect(bot).toMatch(/npm ci --omit=dev/);
+    // node-llama-cpp: only this CPU's build stays (CUDA, Vulkan and other CPUs go); the Prisma CLI (once it has
+    // generated the client) and tfjs-node-gpu are pruned with what only they need.
+    expect(bot).toMatch(/find node_modules\/@node-llama-cpp -mindepth 1 -maxdepth 1 ! -name "\$keep" -exec rm -rf/);
+    expect(bot).toMatch(/npm pkg delete dependencies\.prisma 'optionalDependencies\[@tensorflow\/tfjs-node-gpu\]'\s*\\\n && npm prune --omit=dev/);
+  });
+
+  it('the trainer image fails its build saying why when tfjs-node-gpu could not download libtensorflow', () => {
+    expect(trainer).toMatch(/did not install its native binding/);
+    expect(trainer).toMatch(/storage\.googleapis\.com/);
+    expect(trainer).toMatch(/exit 1/);
   });
 
   it('both install with npm ci from the lock file, after copying what postinstall needs', () => {
@@ -179,9 +227,9 @@ describe('Dockerfiles', () => {
     }
   });
 
-  it('.dockerignore keeps local data and installed modules out of the build context', () => {
+  it('.dockerignore keeps local data, installed modules, tests, benchmarks, fakes and guides out of the images', () => {
     const ignore = readFileSync('.dockerignore', 'utf8').split('\n');
     // models: the vllm profile's default VLLM_MODEL_DIR (./models/policy), gigabytes of weights no image needs.
-    for (const p of ['node_modules', 'data', 'prisma/generated', '.env', 'models']) expect(ignore).toContain(p);
+    for (const p of ['node_modules', 'data', 'prisma/generated', '.env', 'models', 'test', 'bench', 'bot/testing', 'docs']) expect(ignore).toContain(p);
   });
 });

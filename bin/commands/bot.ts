@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { assertProductionSecrets, isPublicSecret, loadConfig, privacySettings, type Config } from '../config.ts';
+import { assertProductionSecrets, ConfigError, isPublicSecret, loadConfig, privacySettings, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
 
 /**
@@ -35,6 +35,8 @@ async function reportMissingTools(config: Config, log: Logger): Promise<void> {
 async function prepare(channel: (config: Config) => 'discord' | 'console'): Promise<{ config: Config; log: Logger; settings: import('../../bot/main.ts').BotSettings }> {
   const config = loadConfig();
   const ch = channel(config);
+  // Before anything is prepared: a bot that cannot connect exits at once, saying why, instead of after migrating.
+  if (ch === 'discord' && !config.DISCORD_TOKEN) throw new ConfigError([{ variable: 'DISCORD_TOKEN', message: 'is not set: the Discord bot needs its bot token' }]);
   // Before anything is migrated or served: a Discord bot collects real people's data.
   if (ch === 'discord') assertProductionSecrets(config);
   // The console shares the terminal with the logs: the default `info` becomes `warn` there; explicit debug stays.
@@ -86,9 +88,9 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
 export function registerBotCommands(program: Command): void {
   program
     .command('start')
-    .description('Migrate the database, seed tasks, make sure a policy is deployed, then run the Discord bot (DISCORD_TOKEN set) or the console')
+    .description('Migrate the database, seed tasks, make sure a policy is deployed, then run the Discord bot (DISCORD_TOKEN set) or, in a terminal, the console')
     .action(async () => {
-      const { settings, log } = await prepare((config) => (config.DISCORD_TOKEN ? 'discord' : 'console'));
+      const { settings, log } = await prepare(startChannel);
       const { runStart } = await import('../../bot/main.ts');
       await runStart(settings, log);
     });
@@ -108,6 +110,17 @@ export function registerBotCommands(program: Command): void {
       const { runConsole } = await import('../../bot/main.ts');
       await runConsole(settings, log);
     });
+}
+
+/**
+ * `start` runs the Discord bot with a token, else the console, which needs a person at a terminal: without one
+ * (a service, a container) it would read end-of-input and exit 0 at once, and a restart policy would repeat that
+ * forever, so it refuses, naming the missing token.
+ */
+function startChannel(config: Config): 'discord' | 'console' {
+  if (config.DISCORD_TOKEN) return 'discord';
+  if (process.stdin.isTTY) return 'console';
+  throw new ConfigError([{ variable: 'DISCORD_TOKEN', message: 'is not set, and without a terminal there is no console to fall back to: set it to run the Discord bot, or run `sweetloop console` in a terminal' }]);
 }
 
 function quieter(level: string): string {

@@ -16,6 +16,11 @@ export interface FakeDiscordOptions {
   heartbeatIntervalMs?: number;
   /** When set, REST requests without `Authorization: Bot <token>` get 401, as Discord answers a wrong token. */
   token?: string;
+  /**
+   * Where it listens (default 127.0.0.1, a free port) and the host name its URLs give clients (default the
+   * address): another container reaches it by its service name (bin/compose-check.sh).
+   */
+  listen?: { host: string; port: number; publicHost?: string };
 }
 
 export class FakeGateway {
@@ -51,6 +56,7 @@ export class FakeGateway {
   protected readonly byInteraction = new Map<string, Shown[]>();
   protected readonly heartbeatIntervalMs: number;
   protected readonly token: string | null;
+  protected readonly listenOn: { host: string; port: number; publicHost: string };
   port = 0;
 
   /** Guilds the bot is in (the first is `guildId`), with their roles beyond @everyone. */
@@ -61,6 +67,13 @@ export class FakeGateway {
   constructor(options: FakeDiscordOptions = {}) {
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 2_000;
     this.token = options.token ?? null;
+    const host = options.listen?.host ?? '127.0.0.1';
+    this.listenOn = { host, port: options.listen?.port ?? 0, publicHost: options.listen?.publicHost ?? host };
+  }
+
+  /** `HOST:PORT` as clients reach it. */
+  get origin(): string {
+    return `${this.listenOn.publicHost}:${this.port}`;
   }
 
   protected guildOf(channelId: string): string {
@@ -107,7 +120,7 @@ export class FakeGateway {
       user: { ...this.bot, verified: true, mfa_enabled: false, flags: 0 },
       guilds: [...this.guilds.keys()].map((id) => ({ id, unavailable: true })),
       session_id: sessionId,
-      resume_gateway_url: `ws://127.0.0.1:${this.port}/gateway`,
+      resume_gateway_url: `ws://${this.origin}/gateway`,
       shard: [0, 1],
       application: { id: this.appId, flags: 0 },
       private_channels: [],
@@ -207,7 +220,7 @@ export class FakeGateway {
       content: s.content,
       embeds: s.embeds,
       components: s.components,
-      attachments: s.files.map((f) => ({ id: snowflake(), filename: f.name, size: f.data.length, url: `http://127.0.0.1:${this.port}/attachments/${f.name}`, proxy_url: `http://127.0.0.1:${this.port}/attachments/${f.name}`, content_type: f.contentType })),
+      attachments: s.files.map((f) => ({ id: snowflake(), filename: f.name, size: f.data.length, url: `http://${this.origin}/attachments/${f.name}`, proxy_url: `http://${this.origin}/attachments/${f.name}`, content_type: f.contentType })),
       ...plainMessageFields(),
       ...(s.raw?.nonce !== undefined ? { nonce: s.raw.nonce } : {}),
       type: s.interactionId ? 20 : 0,

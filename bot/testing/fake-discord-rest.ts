@@ -117,12 +117,12 @@ export class FakeRest extends FakeGateway {
     let m: RegExpMatchArray | null;
     if (method === 'GET' && path === '/gateway/bot') {
       return reply(200, {
-        url: `ws://127.0.0.1:${this.port}/gateway`,
+        url: `ws://${this.origin}/gateway`,
         shards: 1,
         session_start_limit: { total: 1000, remaining: 1000, reset_after: 0, max_concurrency: 1 },
       });
     }
-    if (method === 'GET' && path === '/gateway') return reply(200, { url: `ws://127.0.0.1:${this.port}/gateway` });
+    if (method === 'GET' && path === '/gateway') return reply(200, { url: `ws://${this.origin}/gateway` });
     if (method === 'GET' && path === '/users/@me') return reply(200, this.bot);
     if ((m = path.match(/^\/users\/@me\/guilds\/(\d+)$/)) && method === 'DELETE') {
       if (!this.guilds.delete(m[1]!)) return reply(404, { message: 'Unknown Guild', code: 10004 });

@@ -49,7 +49,7 @@ export class FakeDiscord extends FakeRest {
   }
 
   get apiBase(): string {
-    return `http://127.0.0.1:${this.port}/api`;
+    return `http://${this.origin}/api`;
   }
 
   async start(): Promise<this> {
@@ -61,7 +61,7 @@ export class FakeDiscord extends FakeRest {
     });
     this.wss = new WebSocketServer({ server: this.server, path: '/gateway' });
     this.wss.on('connection', (ws) => this.onConnection(ws));
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(this.listenOn.port, this.listenOn.host, resolve));
     this.port = (this.server.address() as AddressInfo).port;
     return this;
   }

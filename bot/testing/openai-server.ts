@@ -1,11 +1,14 @@
 // A real OpenAI-compatible HTTP server for tests and benchmarks (node:http, no mocks): /v1/chat/completions
 // streamed (SSE) and not, with per-token logprobs and usage; /v1/models; vLLM's /v1/load_lora_adapter and
-// /v1/unload_lora_adapter with vLLM's answers (400 for a name already loaded, 404 for an unknown one). Every
+// /v1/unload_lora_adapter with vLLM's answers (400 for a name already loaded, 404 for an unknown one; with
+// `maxLoraRank`, it reads the adapter as vLLM does: 404 for a path with none, 400 for a rank too high). Every
 // request is recorded. Faults are scripted per request (HTTP status with Retry-After, a connection dropped
 // mid-stream, a slow first token, a request that never answers) or for a while (down for N ms: the port refuses
 // connections, then listens again). Replies come from a generator the test gives (echo by default), streamed a
 // word at a time with a fixed delay per token.
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 
 export interface RecordedRequest {
@@ -52,6 +55,12 @@ export interface OpenAiServerOptions {
   onServed?: (body: ChatBody, ms: number) => void;
   /** When set, requests without `Authorization: Bearer <apiKey>` get 401. */
   apiKey?: string;
+  /**
+   * vLLM's --max-lora-rank. When set, a load reads the adapter from lora_path as vLLM does and refuses it with
+   * vLLM's answers (vllm/entrypoints/openai/serving_models.py): 404 when the path has no adapter_config.json, 400
+   * when its rank `r` is above this. Unset: any path loads.
+   */
+  maxLoraRank?: number;
   port?: number;
 }
 
@@ -224,6 +233,8 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
         if (!b?.lora_name || !b.lora_path) return error(res, 400, "Both 'lora_name' and 'lora_path' must be provided.", 'InvalidUserInput');
         adapterCalls.push({ op: 'load', name: b.lora_name, path: b.lora_path });
         if (adapters.has(b.lora_name)) return error(res, 400, `The lora adapter '${b.lora_name}' has already been loaded.`, 'InvalidUserInput');
+        const refused = options.maxLoraRank === undefined ? null : readAdapter(b.lora_name, b.lora_path, options.maxLoraRank);
+        if (refused) return error(res, refused.status, refused.message, refused.status === 404 ? 'NotFoundError' : 'BadRequestError');
         adapters.set(b.lora_name, b.lora_path);
         res.writeHead(200, { 'content-type': 'text/plain' });
         res.end(`Success: LoRA adapter '${b.lora_name}' added successfully.`);
@@ -293,4 +304,17 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
       if (listening) await stop();
     },
   };
+}
+
+/** Why vLLM would refuse to load the adapter at `path` (its messages), or null when it would load it. */
+function readAdapter(name: string, path: string, maxRank: number): { status: number; message: string } | null {
+  let config: { r?: unknown };
+  try {
+    config = JSON.parse(readFileSync(join(path, 'adapter_config.json'), 'utf8')) as { r?: unknown };
+  } catch {
+    return { status: 404, message: `Loading lora ${name} failed: No adapter found for ${path}` };
+  }
+  const rank = Number(config.r);
+  if (rank > maxRank) return { status: 400, message: `LoRA rank ${rank} is greater than max_lora_rank ${maxRank}.` };
+  return null;
 }

@@ -27,7 +27,7 @@ describe('doctor: the registered endpoint versions', () => {
     await removeVersion(t.prisma, 'removed-one', { actor: 'test' });
     const report = await runDoctor(
       { DATABASE_URL: t.url, DISCORD_TOKEN: 'not-a-token', DISCORD_API_BASE: 'http://127.0.0.1:1/api', DISCORD_OPERATOR_IDS: '123456789012345678', EXPORT_SALT: 'a'.repeat(64), PRIVACY_KEY: 'b'.repeat(64) },
-      { skip: ['tfjs backend', 'chromium', 'bubblewrap', 'python3'] },
+      { skip: ['tfjs backend', 'chromium', 'bubblewrap', 'python3', 'docker compose'] },
     );
     expect(report.checks.map((c) => [c.name, c.status])).toEqual([
       ['configuration', 'ok'],

@@ -89,7 +89,7 @@ describe('doctor in production', () => {
   });
 
   it('runs them all only with DISCORD_TOKEN set, each on its own line', async () => {
-    const skip = ['database', 'tfjs backend', 'chromium', 'bubblewrap', 'python3', 'endpoints'];
+    const skip = ['database', 'tfjs backend', 'chromium', 'bubblewrap', 'python3', 'docker compose', 'endpoints'];
     const consoleMode = await runDoctor({}, { skip });
     expect(consoleMode.checks.map((c) => c.name)).toEqual(['configuration']);
     const report = await runDoctor({ DISCORD_TOKEN: tokenFor(BOT_ID), DISCORD_API_BASE: `http://127.0.0.1:${discord.port}/api` }, { skip });

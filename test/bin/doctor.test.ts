@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { checkBubblewrap, checkPython, installCommand, missingToolsSummary, runDoctor, toolChecks } from '../../bin/doctor.ts';
+import { checkBubblewrap, checkPython, composeVersionProblem, installCommand, missingToolsSummary, runDoctor, toolChecks } from '../../bin/doctor.ts';
 import { parseConfig } from '../../bin/config.ts';
 import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
 
@@ -49,7 +49,7 @@ describe('sweetloop doctor', () => {
   });
 
   it('reports a bad variable, still runs the other checks, and exits 1', async () => {
-    const report = await runDoctor({ MAX_TURNS: 'many', PYTHON_BIN: '/usr/bin/python3' }, { skip: ['database', 'tfjs backend', 'chromium', 'bubblewrap'] });
+    const report = await runDoctor({ MAX_TURNS: 'many', PYTHON_BIN: '/usr/bin/python3' }, { skip: ['database', 'tfjs backend', 'chromium', 'bubblewrap', 'docker compose'] });
     expect(report.ok).toBe(false);
     expect(report.checks.map((c) => [c.name, c.status])).toEqual([
       ['configuration', 'fail'],
@@ -69,8 +69,15 @@ describe('sweetloop doctor', () => {
     expect(json.checks.find((c) => c.name === 'bubblewrap')?.status).toBe('fail');
   });
 
+  it('reads which Docker Compose versions can read docker-compose.yml', () => {
+    for (const ok of ['2.24.0', '2.26.1-4', 'v2.40.3', '3.0.0']) expect(composeVersionProblem(ok), ok).toBeNull();
+    expect(composeVersionProblem('2.23.3\n')).toBe('Docker Compose 2.23.3 is older than 2.24, which docker-compose.yml needs');
+    expect(composeVersionProblem('1.29.2')).toMatch(/older than 2\.24/);
+    expect(composeVersionProblem('dev')).toBe('cannot read the version "dev"');
+  });
+
   it('on a machine set up as .ci/run sets it up, every tool check passes', async () => {
-    const { stdout } = await exec(process.execPath, [SWEETLOOP_ENTRY, 'doctor', '--json', '--skip', 'database'], { timeout: 180_000 });
+    const { stdout } = await exec(process.execPath, [SWEETLOOP_ENTRY, 'doctor', '--json', '--skip', 'database,docker compose'], { timeout: 180_000 });
     const json = JSON.parse(stdout) as { ok: boolean; checks: { name: string; status: string; detail: string }[] };
     for (const c of json.checks) expect(c.status, `${c.name}: ${c.detail}`).not.toBe('fail');
     expect(json.checks.map((c) => c.name)).toEqual(['configuration', 'tfjs backend', 'chromium', 'bubblewrap', 'python3']);

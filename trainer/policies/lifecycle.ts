@@ -1,15 +1,16 @@
-// After registration: moving an endpoint version to another server address, and taking a version out of service.
-// The bookkeeping (rules, status, audit) is prisma/policy-store.ts's; what touches a server is here, beside
-// agent-for.ts: an update asks the new address that it serves the model, a removal unloads the adapter when the
+// After registration: loading an adapter version into its server before a deploy, moving an endpoint version to
+// another server address, and taking a version out of service. The bookkeeping (rules, status, audit) is
+// prisma/policy-store.ts's; what touches a server is here, beside agent-for.ts: a deploy of an adapter asks its
+// server to load it, an update asks the new address that it serves the model, a removal unloads the adapter when the
 // server has it loaded. Adapter versions refer to their endpoint version (serving.ts), so an update moves them too.
 import type { PolicyVersion, Prisma, PrismaClient } from '../../prisma/generated/client.ts';
-import { removableVersion, removePolicyVersion, updateServing } from '../../prisma/policy-store.ts';
+import { checkpointOf, PolicyError, removableVersion, removePolicyVersion, updateServing } from '../../prisma/policy-store.ts';
 import { AgentUnavailableError } from '../../tasks/agent.ts';
-import { endpointBaseUrl } from '../../tasks/chat-client.ts';
+import { endpointBaseUrl, EndpointRequestError } from '../../tasks/chat-client.ts';
 import type { Logger } from '../../tasks/logger.ts';
 import { checkBaseModelDir, checkServesModel, RegistryError } from './registry.ts';
 import { resolveServing, servingOf, servingSchema } from './serving.ts';
-import { listModels, unloadAdapter } from './vllm-adapters.ts';
+import { ensureLoaded, listModels, unloadAdapter } from './vllm-adapters.ts';
 
 export interface EndpointUpdate {
   /** The server's new base URL. */
@@ -54,6 +55,35 @@ export async function updateEndpointVersion(prisma: PrismaClient, name: string, 
   const version = await updateServing(prisma, u.actor, v, parsed.data as Prisma.InputJsonObject, { changed });
   const adapters = await prisma.policyVersion.findMany({ where: { kind: 'adapter', status: { not: 'removed' }, serving: { path: ['endpointVersionId'], equals: v.id } }, select: { name: true }, orderBy: { createdAt: 'asc' } });
   return { version, adapters: adapters.map((a) => a.name) };
+}
+
+/** What a deploy's load did: the adapter's name on its server, and whether this call loaded it (false: it had it). */
+export interface DeployLoad {
+  adapter: string;
+  url: string;
+  loaded: boolean;
+}
+
+/**
+ * Asks an adapter version's server to load it before a deploy switches to it (the `prepare` of
+ * prisma/policy-store.ts switchDeployedPolicy), so that a path the server cannot read or a rank it refuses stops
+ * the deploy with the server's reason instead of failing at a person's first session. Other kinds: null, nothing
+ * asked. A PolicyError when the server refuses or cannot be reached.
+ */
+export async function loadBeforeDeploy(prisma: PrismaClient, v: PolicyVersion, log?: Logger): Promise<DeployLoad | null> {
+  if (v.kind !== 'adapter') return null;
+  const s = await resolveServing(prisma, v);
+  const adapter = s.adapterName!;
+  try {
+    const loaded = await ensureLoaded({ url: s.url, apiKeyEnv: s.apiKeyEnv ?? null }, adapter, checkpointOf(v), log);
+    return { adapter, url: s.url, loaded };
+  } catch (err) {
+    if (err instanceof AgentUnavailableError) {
+      throw new PolicyError(`"${v.name}" was not deployed: its server ${s.url} cannot be reached to load the adapter (${err.message}). Deploy it with --no-check if the server is down on purpose: the adapter is then loaded at the first session.`);
+    }
+    if (err instanceof EndpointRequestError) throw new PolicyError(`"${v.name}" was not deployed: its server ${s.url} did not load the adapter: ${err.message}`);
+    throw err;
+  }
 }
 
 export type UnloadOutcome = 'unloaded' | 'not loaded' | 'server unavailable';

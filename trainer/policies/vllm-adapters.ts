@@ -31,6 +31,13 @@ export function adapterNameFor(v: { name: string; id: string }): string {
 
 const HINT = 'start vLLM with --enable-lora (and --max-lora-rank at least the adapter\'s rank) and the environment variable VLLM_ALLOW_RUNTIME_LORA_UPDATING=True';
 
+/** What to do about a refused load, by vLLM's reason (vllm/lora/worker_manager.py words them). */
+function loadHint(reason: string): string {
+  if (/No adapter found/i.test(reason)) return 'The server reads the adapter from this path itself: it must see the same path (ADAPTERS_DIR on its machine, or a shared mount).';
+  if (/max_lora_rank/i.test(reason)) return "Start vLLM with --max-lora-rank at least the adapter's rank, and record it (`sweetloop policy update ENDPOINT --max-lora-rank N`).";
+  return `If the server does not offer runtime loading, ${HINT}.`;
+}
+
 /** Loads an adapter; true when this call loaded it, false when the server had it already. */
 export async function loadAdapter(endpoint: ChatEndpoint, name: string, path: string, log?: Logger): Promise<boolean> {
   try {
@@ -40,7 +47,7 @@ export async function loadAdapter(endpoint: ChatEndpoint, name: string, path: st
   } catch (err) {
     if (err instanceof EndpointRequestError && err.status === 400 && /already been loaded/i.test(err.message)) return false;
     if (err instanceof EndpointRequestError && (err.status === 404 || err.status === 400 || err.status === 405)) {
-      throw new EndpointRequestError(`could not load LoRA adapter "${name}" from ${path}: ${err.message}. If the server does not offer runtime loading, ${HINT}.`, err.endpoint, err.status);
+      throw new EndpointRequestError(`could not load LoRA adapter "${name}" from ${path}: ${err.message}. ${loadHint(err.message)}`, err.endpoint, err.status);
     }
     throw err;
   }

@@ -1,6 +1,7 @@
 // `npm start` with DISCORD_TOKEN set: the whole composition (config, migration, seeding, policy deployment, the
 // Discord bot) as a separate process, pointed by DISCORD_API_BASE at the fake Discord run by this test.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,7 @@ import { openDatabase } from '../../../prisma/db.ts';
 import { checkpointSha256 } from '../../../trainer/model/checkpoint.ts';
 import { shippedStarterDir, starterVersionName } from '../../../trainer/recipes/starter.ts';
 import { Terminal, hasScript } from '../../helpers/terminal.ts';
-import { SWEETLOOP_ENTRY } from '../../../bot/testing/sweetloop-cli.ts';
+import { runSweetloop, SWEETLOOP_ENTRY } from '../../../bot/testing/sweetloop-cli.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 
@@ -153,5 +154,31 @@ describe.skipIf(!hasScript)('npm start on a first run', () => {
     } finally {
       await db.close();
     }
+  });
+});
+
+// A service (a container, systemd) runs `sweetloop bot` or `sweetloop start` with no terminal: without
+// DISCORD_TOKEN neither may fall back to a console that reads end-of-input and exits 0 (a restart policy would
+// repeat that forever). Each exits 2 at once with one line naming the setting, having created nothing.
+describe('sweetloop bot and start without DISCORD_TOKEN or a terminal', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sweetloop-no-token-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    ['bot', 'is not set: the Discord bot needs its bot token'],
+    ['start', 'is not set, and without a terminal there is no console to fall back to'],
+  ])('`sweetloop %s` exits 2 with one line naming DISCORD_TOKEN', async (command, reason) => {
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DISCORD_TOKEN: '', PGLITE_DIR: join(dir, 'pglite'), CHECKPOINT_DIR: join(dir, 'checkpoints'), LOG_FORMAT: 'json' };
+    const r = await runSweetloop([command], { env, cwd: dir, timeoutMs: 60_000 });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^Invalid configuration: DISCORD_TOKEN: ${reason}`))]);
+    expect(existsSync(join(dir, 'pglite'))).toBe(false);
+    expect(existsSync(join(dir, 'checkpoints'))).toBe(false);
   });
 });

@@ -1,10 +1,10 @@
 // "Adapters from anywhere" end to end: the real `sweetloop` binary, a real Postgres database, real vLLM-like HTTP
 // servers (bot/testing/openai-server.ts: /v1/models, /v1/load_lora_adapter, /v1/unload_lora_adapter, chat
 // completions) and adapter directories written as PEFT writes them. `policy add --adapter --on` checks, copies and
-// registers; deploy, and the bot's loader (loadAgent) loads it into the server; `policy update --endpoint` moves
-// the server and the adapter follows; rollback; `policy remove` unloads it and keeps the row; `policy update
-// --base-model-dir` records the served model's directory. Every refusal names
-// its fault and creates nothing.
+// registers; deploy loads it into the server, where the bot's loader (loadAgent) finds it; `policy update
+// --endpoint` moves the server and the adapter follows; rollback; `policy remove` unloads it and keeps the row;
+// `policy update --base-model-dir` records the served model's directory. Every refusal names its fault and
+// creates nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -70,9 +70,10 @@ describe('sweetloop policy add --adapter / update / remove', () => {
     expect(readdirSync(join(adaptersDir, 'tuned')).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
     expect((await t.prisma.auditLog.findFirstOrThrow({ where: { action: 'policy.add', target: 'tuned' } })).detail).toMatchObject({ kind: 'adapter', endpoint: 'llama-8b', source: src });
 
-    // Deploy (after the endpoint itself, so there is something to roll back to); the bot's loader loads it.
+    // Deploy (after the endpoint itself, so there is something to roll back to): the deploy loads it into the
+    // server (test/bin/commands/policy-deploy-load.test.ts), and the bot's loader finds it there.
     expect((await sweetloop(['deploy', 'llama-8b'])).code).toBe(0);
-    expect((await sweetloop(['deploy', 'tuned'])).stdout.trim()).toBe('deployed tuned');
+    expect((await sweetloop(['deploy', 'tuned'])).stdout.trim()).toBe(`tuned: adapter ${adapterName} loaded by ${first.url}\ndeployed tuned`);
     const deployed = (await deployedPolicy(t.prisma))!;
     const onFirst = await loadAgent(deployed, { prisma: t.prisma });
     expect(first.adapterCalls).toEqual([{ op: 'load', name: adapterName, path: join(adaptersDir, 'tuned') }]);

@@ -1,17 +1,15 @@
 // Renders a frontend answer (an HTML page) to a PNG screenshot in headless Chromium, entirely offline.
 //
-// Every request the page makes goes through a route handler: the Tailwind 2.x stylesheet from the CDN is
-// answered from the tailwindcss npm package, picsum.photos images from a generated placeholder of the size
-// the URL asks for, the page itself from memory; everything else is aborted and listed in `blockedRequests`.
+// Every request the page makes goes through a route handler: the Tailwind 2.x stylesheet from the CDN and
+// picsum.photos images are answered by render-offline.ts, the page itself from memory; everything else is aborted
+// and listed in `blockedRequests`.
 // What routing cannot see (preconnects, WebSockets, prefetches, WebRTC) is sent to a proxy that is a local
 // sink: it records the attempt and closes the connection, so nothing ever leaves the machine. Scripts get a
 // time budget; then script execution is disabled and any running script is terminated before the screenshot.
-import { createRequire } from 'node:module';
-import { readFileSync, existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { PNG } from 'pngjs';
 import type { Browser, BrowserContext, CDPSession, Page, Route } from 'playwright-core';
+import { offlineResponse } from './render-offline.ts';
 
 export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
 
@@ -60,76 +58,6 @@ const CHROMIUM_FLAGS = [
   '--webrtc-ip-handling-policy=disable_non_proxied_udp',
   '--dns-prefetch-disable',
 ];
-
-const require = createRequire(import.meta.url);
-
-/** The dist directory of the tailwindcss npm package (2.2.19), found from this module, not from cwd. */
-export function tailwindDistDir(): string {
-  return join(dirname(require.resolve('tailwindcss/package.json')), 'dist');
-}
-
-const TAILWIND_CDN = /^https?:\/\/(?:cdn\.jsdelivr\.net\/npm|unpkg\.com)\/tailwindcss@(\d[^/]*)\/dist\/([\w.-]+\.css)(?:[?#].*)?$/;
-const PICSUM = /^https?:\/\/(?:i\.)?picsum\.photos\/(?:(?:id|seed)\/[^/]+\/)?(\d+)(?:\/(\d+))?(?:\.\w+)?\/?(?:[?#].*)?$/;
-const MAX_PLACEHOLDER_SIDE = 2000;
-
-const placeholders = new Map<string, Buffer>();
-
-/**
- * A deterministic stand-in photo: soft vertical sky-to-ground gradient with a lighter band, so image areas
- * look like pictures (mid tones, some structure) rather than blank boxes. The same size gives the same bytes.
- */
-export function placeholderPng(width: number, height: number): Buffer {
-  const w = Math.max(1, Math.min(MAX_PLACEHOLDER_SIDE, Math.round(width)));
-  const h = Math.max(1, Math.min(MAX_PLACEHOLDER_SIDE, Math.round(height)));
-  const key = `${w}x${h}`;
-  const cached = placeholders.get(key);
-  if (cached) return cached;
-  const png = new PNG({ width: w, height: h });
-  for (let y = 0; y < h; y++) {
-    const t = h === 1 ? 0 : y / (h - 1);
-    const band = Math.exp(-(((t - 0.55) / 0.08) ** 2)) * 40;
-    const r = Math.round(135 - 60 * t + band);
-    const g = Math.round(165 - 45 * t + band);
-    const b = Math.round(200 - 110 * t + band * 0.5);
-    for (let x = 0; x < w; x++) {
-      const i = (y * w + x) * 4;
-      png.data[i] = r;
-      png.data[i + 1] = g;
-      png.data[i + 2] = b;
-      png.data[i + 3] = 255;
-    }
-  }
-  const buf = PNG.sync.write(png);
-  if (placeholders.size < 256) placeholders.set(key, buf);
-  return buf;
-}
-
-const cssCache = new Map<string, Buffer | null>();
-
-function tailwindFile(name: string): Buffer | null {
-  if (!cssCache.has(name)) {
-    const path = join(tailwindDistDir(), name);
-    cssCache.set(name, /^[\w.-]+\.css$/.test(name) && existsSync(path) ? readFileSync(path) : null);
-  }
-  return cssCache.get(name)!;
-}
-
-/** What the offline renderer answers for a URL: a body and content type, or null (blocked). */
-export function offlineResponse(url: string): { body: Buffer; contentType: string } | null {
-  const tw = TAILWIND_CDN.exec(url);
-  // Any 2.x release is served by the packaged 2.2.19: the 2.x stylesheets differ only in fixes.
-  if (tw && tw[1]!.startsWith('2')) {
-    const body = tailwindFile(tw[2]!);
-    return body ? { body, contentType: 'text/css; charset=utf-8' } : null;
-  }
-  const pic = PICSUM.exec(url);
-  if (pic) {
-    const w = Number(pic[1]);
-    const h = pic[2] ? Number(pic[2]) : w;
-    return { body: placeholderPng(w, h), contentType: 'image/png' };
-  }
-  return null;
-}
 
 /** A proxy that never proxies: it notes what tried to connect (the request line, if any) and hangs up. */
 async function startSink(onAttempt: (line: string) => void): Promise<Server> {

@@ -6,12 +6,12 @@
 // What routing cannot see (preconnects, WebSockets, prefetches, WebRTC) is sent to a proxy that is a local
 // sink: it records the attempt and closes the connection, so nothing ever leaves the machine. Scripts get a
 // time budget; then script execution is disabled and any running script is terminated before the screenshot.
-import { existsSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Browser, BrowserContext, CDPSession, Page, Route } from 'playwright-core';
+import { DEFAULT_CHROMIUM_PATH, launchChromium } from './chromium.ts';
 import { offlineResponse } from './render-offline.ts';
 
-export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
+export { DEFAULT_CHROMIUM_PATH };
 
 export interface RenderOptions {
   /** CSS pixels; the screenshot is this wide. Default 1280. */
@@ -39,14 +39,7 @@ const DEFAULTS: Required<RenderOptions> = { viewportWidth: 1280, viewportHeight:
 // The page is served from a name that cannot exist (RFC 2606 `.invalid`), so relative URLs are routed too.
 const PAGE_URL = 'http://page.sweetloop.invalid/';
 
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
+const RENDER_FLAGS = [
   '--disable-default-apps',
   '--disable-extensions',
   '--mute-audio',
@@ -104,24 +97,13 @@ export class Renderer {
   /** Starts one Chromium; reuse the Renderer for many pages and close() it at the end. */
   static async launch(opts: RenderOptions & { executablePath?: string } = {}): Promise<Renderer> {
     const executablePath = opts.executablePath ?? DEFAULT_CHROMIUM_PATH;
-    if (!existsSync(executablePath)) {
-      throw new Error(`Chromium not found at ${executablePath}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`);
-    }
     const holder: { log?: string[] } = {};
     const sink = await startSink((line) => holder.log?.push(line));
     const port = (sink.address() as { port: number }).port;
-    const { chromium } = await import('playwright-core');
     let browser: Browser;
     try {
-      browser = await chromium.launch({
-        executablePath,
-        args: [
-          ...CHROMIUM_FLAGS,
-          `--proxy-server=http://127.0.0.1:${port}`,
-          // Without this, loopback addresses bypass the proxy.
-          '--proxy-bypass-list=<-loopback>',
-        ],
-      });
+      // Without the bypass rule, loopback addresses would skip the proxy.
+      browser = await launchChromium(executablePath, [...RENDER_FLAGS, `--proxy-server=http://127.0.0.1:${port}`, '--proxy-bypass-list=<-loopback>']);
     } catch (err) {
       sink.close();
       throw err;

@@ -151,6 +151,14 @@ describe('frontend similarity', () => {
     expect(FRONTEND_EVALUATOR_VERSION).toMatch(/^frontend-/);
   });
 
+  it('scores 0, with the reason, an answer the renderer refuses (over the request cap), instead of failing', async () => {
+    const ref = await renderer.render(ownPage.reference);
+    const flood = `<html><body>${Array.from({ length: 250 }, (_, i) => `<img src="/x${i}.png">`).join('')}</body></html>`;
+    const r = await evaluateFrontend(ownPage, flood, { renderer, referencePng: ref.png });
+    expect(r).toMatchObject({ score: 0, success: false, metric: 'pixel-ssim-v1', error: expect.stringMatching(/^the page cannot be rendered: the page made more than 200 requests/) });
+    expect(r.detail.candidate).toEqual({ width: 0, height: 0, blockedRequests: [] });
+  });
+
   it('win rate counts ties as half and gives a Wilson interval', () => {
     const w = winRate([0.9, 0.5, 0.7, 0.7], [0.8, 0.6, 0.7, 0.1]);
     expect(w).toMatchObject({ wins: 2, losses: 1, ties: 1, n: 4, winRate: 0.625 });

@@ -45,75 +45,74 @@ export function placeholderColor(y: number, h: number): [number, number, number]
 }
 
 const MOD_ADLER = 65521;
-// The compressed zeros after a row's first pixel, once per width: a few dozen bytes that every row of every
-// picture that wide shares (deflated on its own with a sync flush, so it ends byte-aligned and can be spliced).
-const zeroRuns = new Map<number, Buffer>();
+// One row of image data as it stands in the zlib stream, once per width (at most MAX_PLACEHOLDER_SIDE of them, a
+// few dozen bytes each): a stored block of 5 bytes (the "Sub" filter type and the row's first pixel, its colour
+// written per row), then the row's other pixels, all zeros once filtered, deflated on their own with a sync flush
+// so that they end byte-aligned and can follow one another.
+const rowTemplates = new Map<number, Buffer>();
 
-function zeroRun(width: number): Buffer {
-  let run = zeroRuns.get(width);
-  if (!run) {
-    run = deflateRawSync(Buffer.alloc(4 * (width - 1)), { finishFlush: constants.Z_SYNC_FLUSH });
-    zeroRuns.set(width, run);
+function rowTemplate(width: number): Buffer {
+  let row = rowTemplates.get(width);
+  if (!row) {
+    const zeros = width > 1 ? deflateRawSync(Buffer.alloc(4 * (width - 1)), { finishFlush: constants.Z_SYNC_FLUSH }) : Buffer.alloc(0);
+    row = Buffer.concat([Buffer.from([0, 5, 0, 0xfa, 0xff, 1, 0, 0, 0, 255]), zeros]);
+    rowTemplates.set(width, row);
   }
-  return run;
+  return row;
 }
 
-function pngChunk(type: string, data: Buffer): Buffer {
-  const out = Buffer.alloc(12 + data.length);
-  out.writeUInt32BE(data.length, 0);
-  out.write(type, 4, 'latin1');
-  data.copy(out, 8);
-  out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
-  return out;
+/** Writes a PNG chunk's length, type and CRC around `length` bytes of data already at `at + 8`; returns its end. */
+function sealChunk(png: Buffer, at: number, type: string, length: number): number {
+  png.writeUInt32BE(length, at);
+  png.write(type, at + 4, 'latin1');
+  png.writeUInt32BE(crc32(png.subarray(at + 4, at + 8 + length)), at + 8 + length);
+  return at + 12 + length;
 }
 
 /**
  * The stand-in photo for a picsum.photos URL of `width` x `height` (each side clamped to 1..2000), an RGBA PNG.
  * Every row is one colour, so with PNG's "Sub" filter a row is its first pixel and then zeros: the image data is
- * spliced from a 10-byte stored block a row and the shared compressed zeros, with no compression per request.
- * The work grows with the height alone (about 100 KB for 2000 x 2000), never with the area.
+ * the width's row template repeated, with each row's colour written in, and no compression per request. The
+ * work grows with the height alone (about 76 KB and a fraction of a millisecond for 2000 x 2000).
  */
 export function placeholderPng(width: number, height: number): Buffer {
   const w = side(width);
   const h = side(height);
-  const zeros = w > 1 ? zeroRun(w) : Buffer.alloc(0);
+  const row = rowTemplate(w);
   const zeroBytes = 4 * (w - 1);
-  // zlib header, then per row a stored block (5-byte header, 5 bytes) and the zeros, then the end and Adler-32.
-  const idat = Buffer.alloc(2 + h * (10 + zeros.length) + 5 + 4);
-  idat.set([0x78, 0x01], 0);
-  let at = 2;
+  // zlib header, the rows, an empty final stored block, Adler-32.
+  const idatLength = 2 + h * row.length + 5 + 4;
+  const png = Buffer.allocUnsafe(PNG_SIGNATURE.length + (12 + 13) + (12 + idatLength) + 12);
+  PNG_SIGNATURE.copy(png, 0);
+  const ihdr = PNG_SIGNATURE.length;
+  png.writeUInt32BE(w, ihdr + 8);
+  png.writeUInt32BE(h, ihdr + 12);
+  png.set([8, 6, 0, 0, 0], ihdr + 16); // 8 bits, RGBA, deflate, standard filters, no interlace
+  const idat = sealChunk(png, ihdr, 'IHDR', 13);
+  const rows = idat + 8 + 2;
+  png.set([0x78, 0x01], idat + 8);
+  png.fill(row, rows, rows + h * row.length);
+  // Adler-32 sums, reduced once at the end: they stay far below 2^53 for 2,000 rows of 2,000 pixels.
   let a = 1;
   let b = 0;
-  for (let y = 0; y < h; y++) {
+  for (let y = 0, at = rows; y < h; y++, at += row.length) {
     const [r, g, bl] = placeholderColor(y, h);
-    // A stored (uncompressed) block of 5 bytes: the filter type ("Sub"), then the row's first pixel.
-    idat[at] = 0;
-    idat[at + 1] = 5;
-    idat[at + 2] = 0;
-    idat[at + 3] = 0xfa;
-    idat[at + 4] = 0xff;
-    idat[at + 5] = 1;
-    idat[at + 6] = r;
-    idat[at + 7] = g;
-    idat[at + 8] = bl;
-    idat[at + 9] = 255;
-    for (let i = at + 5; i < at + 10; i++) {
-      a = (a + idat[i]!) % MOD_ADLER;
-      b = (b + a) % MOD_ADLER;
+    png[at + 6] = r;
+    png[at + 7] = g;
+    png[at + 8] = bl;
+    for (const v of [1, r, g, bl, 255]) {
+      a += v;
+      b += a;
     }
-    at += 10;
-    zeros.copy(idat, at);
-    at += zeros.length;
-    b = (b + zeroBytes * a) % MOD_ADLER;
+    b += zeroBytes * a;
   }
-  // The last block: stored, empty, final.
-  idat.set([1, 0, 0, 0xff, 0xff], at);
-  idat.writeUInt32BE(((b << 16) | a) >>> 0, at + 5);
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(w, 0);
-  ihdr.writeUInt32BE(h, 4);
-  ihdr.set([8, 6, 0, 0, 0], 8); // 8 bits, RGBA, deflate, standard filters, no interlace
-  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr), pngChunk('IDAT', idat), pngChunk('IEND', Buffer.alloc(0))]);
+  a %= MOD_ADLER;
+  b %= MOD_ADLER;
+  const end = rows + h * row.length;
+  png.set([1, 0, 0, 0xff, 0xff], end);
+  png.writeUInt32BE(((b << 16) | a) >>> 0, end + 5);
+  sealChunk(png, sealChunk(png, idat, 'IDAT', idatLength), 'IEND', 0);
+  return png;
 }
 
 /** What the offline renderer answers for a URL: a body and content type, or null (blocked). */

@@ -28,7 +28,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/trainer/serve/{local,local-gguf,server}.test.ts',
   ],
   // Rendering pages (tasks/render.ts), besides the Postgres tests above that render too.
-  chromium: ['test/tasks/{frontend-eval,frontend-game,render}.test.ts'],
+  chromium: ['test/tasks/{chromium,frontend-eval,frontend-game,render}.test.ts'],
   // The sandbox (tasks/sandbox.ts) runs python3 inside bubblewrap; `npm start` in console.test.ts scores its
   // session's answer there; doctor.test.ts checks every tool as .ci/run installs them.
   bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score,scorer}.test.ts', 'test/bot/{console,console-gguf}.test.ts', 'test/bin/doctor.test.ts'],

@@ -116,7 +116,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     if (opts.render === undefined) {
       try {
         const { Renderer } = await import('../tasks/render.ts');
-        const r = await Renderer.launch(opts.chromiumPath ? { executablePath: opts.chromiumPath } : {});
+        const r = await Renderer.launch({ ...(opts.chromiumPath ? { executablePath: opts.chromiumPath } : {}), ...(opts.log ? { log: opts.log } : {}) });
         renderer = r;
         render = async (html) => (await r.render(html)).png;
         closers.push(() => r.close());

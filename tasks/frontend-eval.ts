@@ -5,11 +5,12 @@
 // a blank page ~0.4 on average).
 import type { FrontendTask } from './model.ts';
 import { stripCodeFences } from './answer.ts';
-import type { Renderer } from './render.ts';
+import { RenderError, type Renderer, type RenderResult } from './render.ts';
 import { frontendEvaluation, type ImageEmbedder, type SimilarityMetric } from './similarity.ts';
 
 /** Stored with every Evaluation row; bump when scoring could change for the same answer. */
-export const FRONTEND_EVALUATOR_VERSION = 'frontend-chromium-v1';
+// v2: a candidate page the renderer refuses (request or byte cap, deadline, crash) scores 0 instead of failing the evaluation.
+export const FRONTEND_EVALUATOR_VERSION = 'frontend-chromium-v2';
 export const DEFAULT_FRONTEND_THRESHOLD = 0.9;
 
 export interface FrontendEvaluation {
@@ -48,8 +49,19 @@ export async function evaluateFrontend(task: FrontendTask, answerHtml: string, o
   const reference = opts.referencePng
     ? { png: opts.referencePng, blockedRequests: [] as string[], ...pngSize(opts.referencePng) }
     : await opts.renderer.render(task.reference);
-  const candidate = await opts.renderer.render(html);
-  const { metric, similarity } = await frontendEvaluation(reference.png, candidate.png, opts.embedder);
+  let candidate: RenderResult | null = null;
+  let refused: string | null = null;
+  try {
+    candidate = await opts.renderer.render(html);
+  } catch (err) {
+    // The answer's own doing, the same on every try: it scores 0 and says why. Anything else (Chromium gone) throws,
+    // so the evaluation is tried again later.
+    if (!(err instanceof RenderError && err.pageFault)) throw err;
+    refused = `the page cannot be rendered: ${err.message.replace(/^render: /, '')}`;
+  }
+  const { metric, similarity } = candidate
+    ? await frontendEvaluation(reference.png, candidate.png, opts.embedder)
+    : { metric: opts.embedder?.name ?? ('pixel-ssim-v1' as const), similarity: 0 };
   const out: FrontendEvaluation = {
     score: similarity,
     success: similarity >= threshold,
@@ -59,9 +71,10 @@ export async function evaluateFrontend(task: FrontendTask, answerHtml: string, o
       similarity,
       threshold,
       reference: { width: reference.width, height: reference.height, blockedRequests: reference.blockedRequests },
-      candidate: { width: candidate.width, height: candidate.height, blockedRequests: candidate.blockedRequests },
+      candidate: candidate ? { width: candidate.width, height: candidate.height, blockedRequests: candidate.blockedRequests } : { width: 0, height: 0, blockedRequests: [] },
     },
   };
-  if (html.trim() === '') out.error = 'empty answer';
+  if (refused) out.error = refused;
+  else if (html.trim() === '') out.error = 'empty answer';
   return out;
 }

@@ -1,19 +1,22 @@
 // Renders a frontend answer (an HTML page) to a PNG screenshot in headless Chromium, entirely offline.
 //
-// Every request the page makes goes through a route handler: the Tailwind 2.x stylesheet from the CDN is
-// answered from the tailwindcss npm package, picsum.photos images from a generated placeholder of the size
-// the URL asks for, the page itself from memory; everything else is aborted and listed in `blockedRequests`.
-// What routing cannot see (preconnects, WebSockets, prefetches, WebRTC) is sent to a proxy that is a local
-// sink: it records the attempt and closes the connection, so nothing ever leaves the machine. Scripts get a
-// time budget; then script execution is disabled and any running script is terminated before the screenshot.
-import { createRequire } from 'node:module';
-import { readFileSync, existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+// Every request the page makes goes through a route handler: the Tailwind 2.x stylesheet from the CDN and
+// picsum.photos images are answered by render-offline.ts, the page itself from memory; everything else is aborted
+// and listed in `blockedRequests`. What routing cannot see (preconnects, WebSockets, prefetches, WebRTC) is sent to
+// a proxy that is a local sink: it records the attempt and closes the connection, so nothing ever leaves the
+// machine. Scripts get a time budget; then script execution is disabled and any running script is terminated
+// before the screenshot.
+//
+// One page cannot hold up the others or this process: each render runs in its own browser context with a cap on
+// its requests and a deadline, nothing the Node process does for a request grows with what the page asks for, and
+// a browser that dies is replaced on the next render.
 import { createServer, type Server, type Socket } from 'node:net';
-import { PNG } from 'pngjs';
 import type { Browser, BrowserContext, CDPSession, Page, Route } from 'playwright-core';
+import { DEFAULT_CHROMIUM_PATH, launchChromium } from './chromium.ts';
+import type { Logger } from './logger.ts';
+import { offlineResponse } from './render-offline.ts';
 
-export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
+export { DEFAULT_CHROMIUM_PATH };
 
 export interface RenderOptions {
   /** CSS pixels; the screenshot is this wide. Default 1280. */
@@ -26,6 +29,12 @@ export interface RenderOptions {
   scriptTimeoutMs?: number;
   /** After the load event, how long timers and late scripts may still change the page (within the budget). Default 200 ms. */
   settleMs?: number;
+  /** Requests (the page itself, subresources, frames, WebSockets) one render may make; one more fails it. Default 200. */
+  maxRequests?: number;
+  /** Bytes this process may answer one render with (the page, stylesheets, pictures); past them it fails. Default 16 MiB. */
+  maxServedBytes?: number;
+  /** The whole render, a browser start included, fails past this. Default 20,000 ms. */
+  deadlineMs?: number;
 }
 
 export interface RenderResult {
@@ -36,19 +45,30 @@ export interface RenderResult {
   height: number;
 }
 
-const DEFAULTS: Required<RenderOptions> = { viewportWidth: 1280, viewportHeight: 800, maxHeight: 5000, scriptTimeoutMs: 2000, settleMs: 200 };
+/**
+ * Why a render failed. `requests`, `bytes`, `deadline` and `crashed` are the page's doing (rendering it again fails
+ * again); `browser` (Chromium exited twice under it) and `closed` are not.
+ */
+export class RenderError extends Error {
+  constructor(
+    readonly reason: 'requests' | 'bytes' | 'deadline' | 'crashed' | 'browser' | 'closed',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RenderError';
+  }
+
+  get pageFault(): boolean {
+    return this.reason !== 'browser' && this.reason !== 'closed';
+  }
+}
+
+const DEFAULTS: Required<RenderOptions> = { viewportWidth: 1280, viewportHeight: 800, maxHeight: 5000, scriptTimeoutMs: 2000, settleMs: 200, maxRequests: 200, maxServedBytes: 16 * 1024 * 1024, deadlineMs: 20_000 };
 
 // The page is served from a name that cannot exist (RFC 2606 `.invalid`), so relative URLs are routed too.
 const PAGE_URL = 'http://page.sweetloop.invalid/';
 
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
+const RENDER_FLAGS = [
   '--disable-default-apps',
   '--disable-extensions',
   '--mute-audio',
@@ -61,75 +81,44 @@ const CHROMIUM_FLAGS = [
   '--dns-prefetch-disable',
 ];
 
-const require = createRequire(import.meta.url);
+/** How long closing a render's context, then the whole browser, may take before it counts as wedged. */
+const CLOSE_GRACE_MS = 5000;
 
-/** The dist directory of the tailwindcss npm package (2.2.19), found from this module, not from cwd. */
-export function tailwindDistDir(): string {
-  return join(dirname(require.resolve('tailwindcss/package.json')), 'dist');
+/** What a render's clean-up needs: its browser and context, and whether the render is already over. */
+interface RenderBox {
+  browser?: Browser;
+  context?: BrowserContext;
+  over?: boolean;
 }
-
-const TAILWIND_CDN = /^https?:\/\/(?:cdn\.jsdelivr\.net\/npm|unpkg\.com)\/tailwindcss@(\d[^/]*)\/dist\/([\w.-]+\.css)(?:[?#].*)?$/;
-const PICSUM = /^https?:\/\/(?:i\.)?picsum\.photos\/(?:(?:id|seed)\/[^/]+\/)?(\d+)(?:\/(\d+))?(?:\.\w+)?\/?(?:[?#].*)?$/;
-const MAX_PLACEHOLDER_SIDE = 2000;
-
-const placeholders = new Map<string, Buffer>();
 
 /**
- * A deterministic stand-in photo: soft vertical sky-to-ground gradient with a lighter band, so image areas
- * look like pictures (mid tones, some structure) rather than blank boxes. The same size gives the same bytes.
+ * Lets a render's requests through one a turn of the event loop: forty pictures asked for at once are answered
+ * over forty turns, with timers and I/O in between, instead of holding the loop for all of them.
  */
-export function placeholderPng(width: number, height: number): Buffer {
-  const w = Math.max(1, Math.min(MAX_PLACEHOLDER_SIDE, Math.round(width)));
-  const h = Math.max(1, Math.min(MAX_PLACEHOLDER_SIDE, Math.round(height)));
-  const key = `${w}x${h}`;
-  const cached = placeholders.get(key);
-  if (cached) return cached;
-  const png = new PNG({ width: w, height: h });
-  for (let y = 0; y < h; y++) {
-    const t = h === 1 ? 0 : y / (h - 1);
-    const band = Math.exp(-(((t - 0.55) / 0.08) ** 2)) * 40;
-    const r = Math.round(135 - 60 * t + band);
-    const g = Math.round(165 - 45 * t + band);
-    const b = Math.round(200 - 110 * t + band * 0.5);
-    for (let x = 0; x < w; x++) {
-      const i = (y * w + x) * 4;
-      png.data[i] = r;
-      png.data[i + 1] = g;
-      png.data[i + 2] = b;
-      png.data[i + 3] = 255;
-    }
-  }
-  const buf = PNG.sync.write(png);
-  if (placeholders.size < 256) placeholders.set(key, buf);
-  return buf;
+function oneATurn(): () => Promise<void> {
+  const waiting: (() => void)[] = [];
+  let draining = false;
+  const drain = () => {
+    const next = waiting.shift();
+    draining = next !== undefined;
+    if (!next) return;
+    next();
+    setImmediate(drain);
+  };
+  return () =>
+    new Promise<void>((resolve) => {
+      waiting.push(resolve);
+      if (!draining) {
+        draining = true;
+        setImmediate(drain);
+      }
+    });
 }
 
-const cssCache = new Map<string, Buffer | null>();
-
-function tailwindFile(name: string): Buffer | null {
-  if (!cssCache.has(name)) {
-    const path = join(tailwindDistDir(), name);
-    cssCache.set(name, /^[\w.-]+\.css$/.test(name) && existsSync(path) ? readFileSync(path) : null);
-  }
-  return cssCache.get(name)!;
-}
-
-/** What the offline renderer answers for a URL: a body and content type, or null (blocked). */
-export function offlineResponse(url: string): { body: Buffer; contentType: string } | null {
-  const tw = TAILWIND_CDN.exec(url);
-  // Any 2.x release is served by the packaged 2.2.19: the 2.x stylesheets differ only in fixes.
-  if (tw && tw[1]!.startsWith('2')) {
-    const body = tailwindFile(tw[2]!);
-    return body ? { body, contentType: 'text/css; charset=utf-8' } : null;
-  }
-  const pic = PICSUM.exec(url);
-  if (pic) {
-    const w = Number(pic[1]);
-    const h = pic[2] ? Number(pic[2]) : w;
-    return { body: placeholderPng(w, h), contentType: 'image/png' };
-  }
-  return null;
-}
+const within = <T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> => {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), ms)))]).finally(() => clearTimeout(timer));
+};
 
 /** A proxy that never proxies: it notes what tried to connect (the request line, if any) and hangs up. */
 async function startSink(onAttempt: (line: string) => void): Promise<Server> {
@@ -166,66 +155,124 @@ export class Renderer {
    * Chromium's own background services and page preconnects (which routing does not see), as request lines.
    */
   readonly proxyAttempts: string[] = [];
+  /** Browsers started to replace one that exited (killed, crashed, or closed as wedged). */
+  relaunches = 0;
+  private browser: Browser | null = null;
+  private starting: Promise<Browser> | null = null;
+  private closed = false;
 
   private constructor(
-    private readonly browser: Browser,
+    private readonly executablePath: string,
     private readonly sink: Server,
     private readonly defaults: Required<RenderOptions>,
+    private readonly log: Logger | undefined,
   ) {}
 
   /** Starts one Chromium; reuse the Renderer for many pages and close() it at the end. */
-  static async launch(opts: RenderOptions & { executablePath?: string } = {}): Promise<Renderer> {
-    const executablePath = opts.executablePath ?? DEFAULT_CHROMIUM_PATH;
-    if (!existsSync(executablePath)) {
-      throw new Error(`Chromium not found at ${executablePath}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`);
-    }
+  static async launch(opts: RenderOptions & { executablePath?: string; log?: Logger } = {}): Promise<Renderer> {
+    const { executablePath = DEFAULT_CHROMIUM_PATH, log, ...rest } = opts;
     const holder: { log?: string[] } = {};
     const sink = await startSink((line) => holder.log?.push(line));
-    const port = (sink.address() as { port: number }).port;
-    const { chromium } = await import('playwright-core');
-    let browser: Browser;
+    const renderer = new Renderer(executablePath, sink, { ...DEFAULTS, ...rest }, log);
+    holder.log = renderer.proxyAttempts;
     try {
-      browser = await chromium.launch({
-        executablePath,
-        args: [
-          ...CHROMIUM_FLAGS,
-          `--proxy-server=http://127.0.0.1:${port}`,
-          // Without this, loopback addresses bypass the proxy.
-          '--proxy-bypass-list=<-loopback>',
-        ],
-      });
+      await renderer.currentBrowser();
     } catch (err) {
       sink.close();
       throw err;
     }
-    const { executablePath: _, ...rest } = opts;
-    const renderer = new Renderer(browser, sink, { ...DEFAULTS, ...rest });
-    holder.log = renderer.proxyAttempts;
     return renderer;
   }
 
+  /** The running browser, or a new one when the last has exited; concurrent renders share one start. */
+  private currentBrowser(): Promise<Browser> {
+    if (this.closed) return Promise.reject(new RenderError('closed', 'render: this Renderer is closed'));
+    if (this.browser?.isConnected()) return Promise.resolve(this.browser);
+    if (!this.starting) {
+      const replacing = this.browser !== null;
+      const port = (this.sink.address() as { port: number }).port;
+      // Without the bypass rule, loopback addresses would skip the proxy.
+      const args = [...RENDER_FLAGS, `--proxy-server=http://127.0.0.1:${port}`, '--proxy-bypass-list=<-loopback>'];
+      this.starting = launchChromium(this.executablePath, args)
+        .then(async (browser) => {
+          if (this.closed) {
+            await browser.close().catch(() => {});
+            throw new RenderError('closed', 'render: this Renderer is closed');
+          }
+          browser.on('disconnected', () => {
+            if (!this.closed) this.log?.warn({ chromium: this.executablePath }, 'Chromium exited: the next render starts a new one');
+          });
+          if (replacing) this.relaunches++;
+          this.browser = browser;
+          return browser;
+        })
+        .finally(() => {
+          this.starting = null;
+        });
+    }
+    return this.starting;
+  }
+
   /**
-   * Renders one page. Throws if Chromium has gone away or the render as a whole overruns its script budget by
-   * more than 20 s (a wedged browser), with the browsing context closed either way.
+   * Renders one page. Fails with a RenderError when the page makes more than `maxRequests` requests, needs more than
+   * `maxServedBytes`, crashes its renderer process, or is not done by `deadlineMs`. When Chromium itself exits under
+   * the render, a new one is started and the page rendered once more, within the same deadline. The browsing
+   * context is closed either way.
    */
   async render(html: string, opts: RenderOptions = {}): Promise<RenderResult> {
-    if (!this.browser.isConnected()) throw new Error('render: Chromium is no longer running; launch a new Renderer');
     const o = { ...this.defaults, ...opts };
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`render: no screenshot after ${o.scriptTimeoutMs + 20_000} ms`)), o.scriptTimeoutMs + 20_000);
-    });
-    const contextBox: { context?: BrowserContext } = {};
+    const deadline = Date.now() + o.deadlineMs;
     try {
-      return await Promise.race([this.renderIn(html, o, contextBox), deadline]);
-    } finally {
-      clearTimeout(timer);
-      await contextBox.context?.close().catch(() => {});
+      return await this.attempt(html, o, deadline);
+    } catch (err) {
+      if (!(err instanceof RenderError) || err.reason !== 'browser' || Date.now() >= deadline) throw err;
+      this.log?.warn({ err: err.message }, 'Chromium exited during a render: rendering the page once more');
+      return await this.attempt(html, o, deadline);
     }
   }
 
-  private async renderIn(html: string, o: Required<RenderOptions>, box: { context?: BrowserContext }): Promise<RenderResult> {
-    const context: BrowserContext = await this.browser.newContext({
+  private async attempt(html: string, o: Required<RenderOptions>, deadline: number): Promise<RenderResult> {
+    let fail!: (err: RenderError) => void;
+    const failed = new Promise<never>((_, reject) => (fail = reject));
+    failed.catch(() => {}); // a late failure (a request after the end) has no one left to tell
+    const late = () => fail(new RenderError('deadline', `render: the page was not done within its ${o.deadlineMs} ms deadline`));
+    const timer = setTimeout(late, deadline - Date.now());
+    const gone = () => fail(new RenderError('browser', 'render: Chromium exited during the render'));
+    const box: RenderBox = {};
+    try {
+      return await Promise.race([
+        this.currentBrowser().then((browser) => {
+          box.browser = browser;
+          browser.once('disconnected', gone);
+          if (!browser.isConnected()) gone();
+          return this.renderIn(browser, html, o, box, fail);
+        }),
+        failed,
+      ]);
+    } catch (err) {
+      if (err instanceof RenderError) throw err;
+      // Playwright may report the closed pipe before the browser says it is disconnected.
+      await new Promise((r) => setTimeout(r, 50));
+      if (box.browser && !box.browser.isConnected()) throw new RenderError('browser', `render: Chromium exited during the render (${(err as Error).message.split('\n')[0]})`);
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      box.over = true;
+      box.browser?.off('disconnected', gone);
+      await this.dispose(box);
+    }
+  }
+
+  /** Closes a render's context; a browser that cannot do that in time is closed too, and the next render starts another. */
+  private async dispose(box: RenderBox): Promise<void> {
+    if (!box.context || !box.browser?.isConnected()) return;
+    if ((await within(box.context.close().catch(() => {}), CLOSE_GRACE_MS)) !== 'timeout') return;
+    this.log?.warn({}, 'Chromium did not close a page in time: closing the browser');
+    await within(box.browser.close().catch(() => {}), CLOSE_GRACE_MS);
+  }
+
+  private async renderIn(browser: Browser, html: string, o: Required<RenderOptions>, box: RenderBox, fail: (err: RenderError) => void): Promise<RenderResult> {
+    const context: BrowserContext = await browser.newContext({
       viewport: { width: o.viewportWidth, height: o.viewportHeight },
       deviceScaleFactor: 1,
       serviceWorkers: 'block',
@@ -236,28 +283,49 @@ export class Renderer {
       timezoneId: 'UTC',
     });
     box.context = context;
+    // The render may have failed (its deadline) while the context was being made: then no one else closes it.
+    if (box.over) await this.dispose(box);
     const blocked: string[] = [];
+    let requests = 0;
+    const admit = (): boolean => {
+      if (++requests <= o.maxRequests) return true;
+      fail(new RenderError('requests', `render: the page made more than ${o.maxRequests} requests, the cap for one render`));
+      return false;
+    };
+    let served = 0;
+    // Every answer is copied, base64-encoded and sent to Chromium by this thread: the budget bounds that work (a
+    // page asking for the 3 MB stylesheet under a hundred names), as the request cap bounds the number of answers.
+    const fulfill = async (route: Route, body: string | Buffer, contentType: string): Promise<void> => {
+      served += Buffer.byteLength(body);
+      if (served > o.maxServedBytes) {
+        fail(new RenderError('bytes', `render: the page needed more than ${o.maxServedBytes} bytes served (itself, stylesheets, pictures), the cap for one render`));
+        await route.abort('blockedbyclient');
+        return;
+      }
+      await route.fulfill({ status: 200, contentType, body });
+    };
+    const turn = oneATurn();
     const handle = async (route: Route): Promise<void> => {
+      await turn();
+      if (!admit()) {
+        await route.abort('blockedbyclient');
+        return;
+      }
       const url = route.request().url();
-      if (url === PAGE_URL && route.request().isNavigationRequest()) {
-        await route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: html });
-        return;
-      }
+      if (url === PAGE_URL && route.request().isNavigationRequest()) return fulfill(route, html, 'text/html; charset=utf-8');
       const answer = offlineResponse(url);
-      if (answer) {
-        await route.fulfill({ status: 200, contentType: answer.contentType, body: answer.body });
-        return;
-      }
+      if (answer) return fulfill(route, answer.body, answer.contentType);
       blocked.push(url);
       await route.abort('blockedbyclient');
     };
     await context.route('**/*', (route) => handle(route).catch(() => {}));
     await context.routeWebSocket(/.*/, (ws) => {
-      blocked.push(ws.url());
+      if (admit()) blocked.push(ws.url());
       ws.close().catch(() => {});
     });
     context.on('page', (p) => {
       p.on('dialog', (d) => d.dismiss().catch(() => {}));
+      p.on('crash', () => fail(new RenderError('crashed', 'render: the page crashed its Chromium renderer process')));
     });
     const page: Page = await context.newPage();
     const cdp: CDPSession = await context.newCDPSession(page);
@@ -276,6 +344,7 @@ export class Renderer {
     }
     // Budget spent: no more scripts, and whatever is running (an endless loop) is cut off.
     const disabled = cdp.send('Emulation.setScriptExecutionDisabled', { value: true });
+    disabled.catch(() => {}); // awaited below; a render that ended meanwhile rejects it first
     await cdp.send('Runtime.terminateExecution').catch(() => {});
     await disabled;
     // A page whose parser was stuck in a script finishes loading once the script is gone.
@@ -293,7 +362,9 @@ export class Renderer {
   }
 
   async close(): Promise<void> {
-    await this.browser.close().catch(() => {});
+    this.closed = true;
+    const browser = this.browser ?? (await this.starting?.catch(() => null));
+    await browser?.close().catch(() => {});
     await new Promise<void>((r) => this.sink.close(() => r()));
   }
 }

@@ -41,7 +41,7 @@ import { ExportError, prepare, recordPages, type ExportOptions, type ExportResul
 import { countSessions } from './query.ts';
 import type { ExportRecord } from './record.ts';
 import type { RecordSink } from './sink.ts';
-import { SweetRlStats, sweetRlSink } from './sweet-rl.ts';
+import { NotATrajectoryError, SweetRlStats, sweetRlSink } from './sweet-rl.ts';
 
 export { EXPORT_FORMATS, ExportError, type ExportOptions, type ExportResult } from './prepare.ts';
 export type { ExportFormat } from './card.ts';
@@ -109,7 +109,7 @@ async function exportToStream(
                 const html = r.session.answer ?? '';
                 // Named by the page, so equal pages share a file and a re-export names it the same way.
                 const name = `${createHash('sha256').update(html).digest('hex').slice(0, 32)}.png`;
-                if (!existsSync(join(assets.dir, name))) await writeFile(join(assets.dir, name), (await (await renderer()).render(html)).png);
+                if (!existsSync(join(assets.dir, name))) await writeFile(join(assets.dir, name), await screenshotOf(r.session.id, html, await renderer()));
                 if (r.evaluation?.metric) metrics.add(r.evaluation.metric);
                 return `${assets.relative}/${name}`;
               },
@@ -203,5 +203,16 @@ async function exportToPath(prisma: PrismaClient, opts: ExportOptions, p: Prepar
     await rm(partial, { force: true });
     if (assets) await rm(assets.dir, { recursive: true, force: true });
     throw err;
+  }
+}
+
+/** The screenshot of a final page; a page the renderer refuses (caps, deadline, crash) leaves its session out, with the reason. */
+async function screenshotOf(sessionId: string, html: string, renderer: Renderer): Promise<Buffer> {
+  const { RenderError } = await import('../../tasks/render.ts');
+  try {
+    return (await renderer.render(html)).png;
+  } catch (err) {
+    if (!(err instanceof RenderError && err.pageFault)) throw err;
+    throw new NotATrajectoryError(`session ${sessionId}: its final page cannot be rendered (${err.message.replace(/^render: /, '')})`);
   }
 }

@@ -141,7 +141,7 @@ export class SweetRlStats {
 export interface SweetRlSinkOptions {
   template: ChatFormatter;
   stats: SweetRlStats;
-  /** Frontend only: writes the PNG of a final page and returns the path to put in `answer`. */
+  /** Frontend only: writes the PNG of a final page and returns the path to put in `answer` (NotATrajectoryError: leave it out). */
   screenshot?: (r: ExportRecord) => Promise<string>;
 }
 
@@ -156,16 +156,16 @@ export function sweetRlSink(out: Writable, opts: SweetRlSinkOptions): RecordSink
         try {
           // Checked before the (slow) screenshot; the path is only a placeholder in this dry run.
           result = toTrajectory(r, { template: opts.template, answerPath: '' });
+          if (r.task.kind === 'frontend') {
+            if (!opts.screenshot) throw new Error('a frontend sweet-rl export needs a folder for its screenshots: export to a file path');
+            result.trajectory.answer = await opts.screenshot(r);
+            opts.stats.screenshots++;
+          }
         } catch (err) {
           if (!(err instanceof NotATrajectoryError)) throw err;
           const reason = err.message.replace(/^session \S+:? ?/, '');
           opts.stats.leftOut.set(reason, (opts.stats.leftOut.get(reason) ?? 0) + 1);
           continue;
-        }
-        if (r.task.kind === 'frontend') {
-          if (!opts.screenshot) throw new Error('a frontend sweet-rl export needs a folder for its screenshots: export to a file path');
-          result.trajectory.answer = await opts.screenshot(r);
-          opts.stats.screenshots++;
         }
         opts.stats.written++;
         opts.stats.exactInputs += result.exactInputs;

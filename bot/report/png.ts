@@ -1,8 +1,7 @@
 // SVG to PNG through headless Chromium (playwright-core): the browser draws the very SVG the report ships, so the
 // two versions of a plot cannot drift apart.
-import { chromium, type Browser } from 'playwright-core';
-
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../../tasks/chromium.ts';
 
 export interface SvgRenderer {
   toPng(svg: string): Promise<Buffer>;
@@ -12,9 +11,9 @@ export interface SvgRenderer {
 export async function openSvgRenderer(chromiumPath: string): Promise<SvgRenderer> {
   let browser: Browser;
   try {
-    browser = await chromium.launch({ executablePath: chromiumPath, args: FLAGS });
+    browser = await launchChromium(chromiumPath);
   } catch (err) {
-    throw new Error(`cannot start Chromium at ${chromiumPath} for the PNG plots (set CHROMIUM_PATH, or use --no-png): ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
+    throw new Error(`${(err as Error).message} The PNG plots need it: set CHROMIUM_PATH, or use --no-png.`);
   }
   const page = await browser.newPage({ deviceScaleFactor: 2 });
   return {

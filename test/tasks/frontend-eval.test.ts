@@ -4,7 +4,8 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { PNG } from 'pngjs';
 import type { FrontendTask } from '../../tasks/model.ts';
-import { offlineResponse, placeholderPng, Renderer, tailwindDistDir } from '../../tasks/render.ts';
+import { Renderer } from '../../tasks/render.ts';
+import { offlineResponse, placeholderColor, tailwindDistDir } from '../../tasks/render-offline.ts';
 import { pixelSimilarity, winRate } from '../../tasks/similarity.ts';
 import { evaluateFrontend, FRONTEND_EVALUATOR_VERSION } from '../../tasks/frontend-eval.ts';
 import { FRONTEND_SAMPLE, haveSample, loadFrontendSample } from '../helpers/colbench-sample.ts';
@@ -55,9 +56,11 @@ describe('offline rendering', () => {
     expect(r.blockedRequests).toEqual([]);
     // Tailwind's red-500 is #ef4444: only there if the stylesheet was served.
     expect(pixel(r.png, 10, 10)).toEqual([0xef, 0x44, 0x44]);
-    // The 300x200 placeholder below the 128px box: its top-left pixel, and nothing at x=300.
-    const expected = PNG.sync.read(placeholderPng(300, 200));
-    expect(pixel(r.png, 5, 128 + 5)).toEqual([expected.data[(5 * 300 + 5) * 4], expected.data[(5 * 300 + 5) * 4 + 1], expected.data[(5 * 300 + 5) * 4 + 2]]);
+    // The 300x200 placeholder below the 128px box: each row of it one colour, and nothing at x=300.
+    for (const y of [0, 5, 110, 199]) {
+      expect(pixel(r.png, 5, 128 + y), `row ${y}`).toEqual(placeholderColor(y, 200));
+      expect(pixel(r.png, 295, 128 + y), `row ${y}`).toEqual(placeholderColor(y, 200));
+    }
     expect(pixel(r.png, 305, 128 + 5)).toEqual([255, 255, 255]);
   });
 
@@ -146,6 +149,14 @@ describe('frontend similarity', () => {
     expect(bad.detail.candidate.blockedRequests).toEqual(['https://example.com/x.png']);
     expect(bad.detail.reference).toMatchObject({ width: 1280, height: ref.height });
     expect(FRONTEND_EVALUATOR_VERSION).toMatch(/^frontend-/);
+  });
+
+  it('scores 0, with the reason, an answer the renderer refuses (over the request cap), instead of failing', async () => {
+    const ref = await renderer.render(ownPage.reference);
+    const flood = `<html><body>${Array.from({ length: 250 }, (_, i) => `<img src="/x${i}.png">`).join('')}</body></html>`;
+    const r = await evaluateFrontend(ownPage, flood, { renderer, referencePng: ref.png });
+    expect(r).toMatchObject({ score: 0, success: false, metric: 'pixel-ssim-v1', error: expect.stringMatching(/^the page cannot be rendered: the page made more than 200 requests/) });
+    expect(r.detail.candidate).toEqual({ width: 0, height: 0, blockedRequests: [] });
   });
 
   it('win rate counts ties as half and gives a Wilson interval', () => {

@@ -16,6 +16,7 @@ import { resolveChatTemplate } from '../../../bot/export/chat-template.ts';
 import type { SweetRlTrajectory } from '../../../bot/export/sweet-rl.ts';
 import { pipelineCommands } from '../../../bot/export/official-pipeline.ts';
 import { buildDialogue, COLLABORATOR_REPLY_CAP } from '../../../tasks/protocol.ts';
+import { Renderer } from '../../../tasks/render.ts';
 import type { PrismaClient } from '../../../prisma/generated/client.ts';
 import { LONG_REPLY, seedSimulatedWorld, type SimulatedWorld } from './simulated-world.ts';
 
@@ -146,6 +147,20 @@ describe('sweet-rl export for the official scripts', () => {
     expect(r.cardMarkdown).toContain('DATA=frontend.jsonl');
     expect(r.cardMarkdown).toContain('evaluate_html.py" "$DATA" --k 1 --temp_path');
     expect(r.cardMarkdown).toContain(['```bash', ...pipelineCommands({ file: 'frontend.jsonl', k: 1, template: 'llama3', kind: 'frontend' }), '```'].join('\n'));
+  }, 60_000);
+
+  it('frontend: a final page the renderer refuses leaves its session out, named in the card, and the export goes on', async () => {
+    const path = join(dir, 'front-capped', 'frontend.jsonl');
+    await import('node:fs/promises').then((fs) => fs.mkdir(dirname(path), { recursive: true }));
+    // A cap no page can meet (not even its own document): every final page is refused.
+    const renderer = await Renderer.launch({ maxRequests: 0 });
+    try {
+      const r = await exportSessions(prisma, { format: 'sweet-rl', salt: SALT, filters: { kind: 'frontend', source: 'simulated' }, renderer }, path);
+      expect(readJsonl(path)).toEqual([]);
+      expect(r.cardMarkdown).toMatch(/left out \(not a trajectory\): 1 \(its final page cannot be rendered \(the page made more than 0 requests, the cap for one render\)\)/);
+    } finally {
+      await renderer.close();
+    }
   }, 60_000);
 });
 

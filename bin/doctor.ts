@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { BASE_FLAGS, chromiumSandbox } from '../tasks/chromium.ts';
 import { ConfigError, parseConfig, type Config } from './config.ts';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
@@ -162,12 +163,9 @@ export async function checkChromium(config: Config, opts: { render?: boolean } =
     if (version.code === 0) return { name: 'chromium', status: 'ok', detail: firstLine(version.stdout) || path };
     return { name: 'chromium', status: 'fail', detail: `${path} --version failed: ${version.error ?? (firstLine(version.stderr) || `exit ${version.code}`)}`, fix, affects };
   }
-  // Rendering a page is the real test: a binary that prints its version can still lack libraries or fonts.
-  const render = await run(
-    path,
-    ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--dump-dom', 'data:text/html,<p>sweetloop-ok</p>'],
-    60_000,
-  );
+  // Rendering a page is the real test: a binary that prints its version can still lack libraries or fonts. With
+  // the renderer's flags and sandbox rule (tasks/chromium.ts), so a host without user namespaces fails here too.
+  const render = await run(path, [...BASE_FLAGS, ...(chromiumSandbox() ? [] : ['--no-sandbox']), '--dump-dom', 'data:text/html,<p>sweetloop-ok</p>'], 60_000);
   if (render.code === 0 && render.stdout.includes('sweetloop-ok')) {
     return { name: 'chromium', status: 'ok', detail: `${firstLine(version.stdout) || path}, headless rendering works` };
   }

@@ -26,7 +26,7 @@ describe('doctor: the registered endpoint versions', () => {
     await registerEndpointVersion(t.prisma, { name: 'removed-one', url: 'http://127.0.0.1:1/v1', model: 'llama-8b', check: false, contextWindow: 4096 });
     await removeVersion(t.prisma, 'removed-one', { actor: 'test' });
     const report = await runDoctor(
-      { DATABASE_URL: t.url, DISCORD_TOKEN: 'not-a-token', DISCORD_API_BASE: 'http://127.0.0.1:1/api', DISCORD_OPERATOR_IDS: '123456789012345678', EXPORT_SALT: 'a'.repeat(64), PRIVACY_KEY: 'b'.repeat(64) },
+      { DATABASE_URL: t.url, DISCORD_TOKEN: 'not-a-token', DISCORD_API_BASE: 'http://127.0.0.1:1/api', DISCORD_OPERATOR_IDS: '123456789012345678', DISCORD_GUILD_IDS: '223456789012345678', EXPORT_SALT: 'a'.repeat(64), PRIVACY_KEY: 'b'.repeat(64) },
       { skip: ['tfjs backend', 'chromium', 'bubblewrap', 'python3', 'docker compose'] },
     );
     expect(report.checks.map((c) => [c.name, c.status])).toEqual([
@@ -34,8 +34,10 @@ describe('doctor: the registered endpoint versions', () => {
       ['database', 'ok'],
       ['discord token', 'fail'],
       ['operators', 'ok'],
+      ['guilds', 'ok'],
       ['export salt', 'ok'],
       ['privacy key', 'ok'],
+      ['database password', 'ok'],
       ['endpoint served', 'ok'],
       ['endpoint gone-away', 'fail'],
     ]);

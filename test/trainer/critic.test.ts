@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { pairsForState, type CandidateRanker } from '../../trainer/actor.ts';
 import { Critic, criticPairs, criticPhase } from '../../trainer/critic.ts';
 import { loadTrajectories } from '../../trainer/data.ts';
 import { trainConfig } from '../../trainer/presets.ts';
@@ -69,6 +70,24 @@ describe('SWEET-RL critic', () => {
         const own = await completionLogprobValues(critic.model, criticRows, { padTokenId: critic.current.tokenizer.padTokenId });
         expect(await critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, own)).toEqual([0, 0]);
         await expect(critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, own.slice(0, 1))).rejects.toThrow(/reference rows/);
+        // rankingReference 'initial': against the frozen initial critic on the same rows (with the hidden
+        // information), i.e. the advantage Bradley-Terry fitted; exactly 0 for a critic not trained yet.
+        const initial = await loadModel(policyDir, 'critic-test-initial', false);
+        try {
+          const initialLogp = await completionLogprobValues(initial.model, criticRows, { padTokenId: initial.tokenizer.padTokenId });
+          const viaInitial = await critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, policyLogp, { reference: 'initial' });
+          const expected = await critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, initialLogp);
+          viaInitial.forEach((x, i) => expect(x).toBeCloseTo(expected[i]!, 5));
+          expect(viaInitial).not.toEqual(scores);
+        } finally {
+          initial.model.dispose();
+        }
+        const fresh = await Critic.load(policyDir);
+        try {
+          expect(await fresh.scoreCandidates({ task: traj.task, turns: [] }, candidates, policyLogp, { reference: 'initial' })).toEqual([0, 0]);
+        } finally {
+          fresh.dispose();
+        }
       } finally {
         policy.model.dispose();
       }
@@ -76,4 +95,31 @@ describe('SWEET-RL critic', () => {
       critic.dispose();
     }
   }, 600_000);
+
+  it("ranks the actor's candidates through any CandidateRanker (a benchmark's control stands in for the critic)", async () => {
+    const data = await loadTrajectories(t.prisma, { ratingWeight: 0, source: 'both' });
+    const policy = await loadModel(policyDir, 'critic-test-ranked', false);
+    try {
+      const seen: string[][] = [];
+      // Ranks candidates by their position in the sample: the pairs must follow it, whatever the critic would say.
+      const ranker: CandidateRanker = {
+        async scoreCandidates(_state, texts) {
+          seen.push([...texts]);
+          return texts.map((_, i) => i);
+        },
+        dispose() {},
+      };
+      const c = trainConfig('cpu-small', { candidates: 4, pairsPerState: 4, maxNewTokens: 8, seed: 3 });
+      const pairs = await pairsForState(policy, ranker, { sessionId: 's', agentTurn: 0, task: data[0]!.task, turns: [] }, c, 11);
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toHaveLength(4);
+      expect(pairs.length).toBeGreaterThan(0);
+      for (const p of pairs) {
+        expect(p.chosenScore).toBeGreaterThanOrEqual(2);
+        expect(p.rejectedScore).toBeLessThan(2);
+      }
+    } finally {
+      policy.model.dispose();
+    }
+  }, 300_000);
 });

@@ -13,27 +13,19 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { CREDIT_DESIGNS, demonstratorSuccess, type CreditDesign } from '../tasks/credit.ts';
+import { demonstratorSuccess } from '../tasks/credit.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { formatStarterCheck } from './credit-starter.ts';
 import { acrossSeeds } from './credit/evaluate.ts';
 import { gateLines, greedyTable, sampledTable, statesTable, GATE_THRESHOLD, type PolicyRow } from './credit/report.ts';
-import { gateCritic, playPolicy, prepareSeed, trainMethod } from './credit/seed.ts';
+import { gateCritic, playPolicy, prepareSeed, seedFlags, seedOptionsFrom, trainMethod } from './credit/seed.ts';
 import { METHODS, readSettings, SETTINGS_FILE, type Method } from './credit/settings.ts';
 import type { CriticGate } from './credit/states.ts';
 
 const { values: a } = parseArgs({
   options: {
     seeds: { type: 'string', default: '1' },
-    tasks: { type: 'string', default: '120' },
-    'episodes-per-task': { type: 'string', default: '3' },
-    'test-tasks': { type: 'string', default: '60' },
-    'games-per-task': { type: 'string', default: '4' },
-    'state-tasks': { type: 'string', default: '6' },
-    'starter-games': { type: 'string', default: '1500' },
-    'starter-steps': { type: 'string', default: '500' },
-    'starter-from': { type: 'string' },
-    design: { type: 'string', default: 'v3' },
+    ...seedFlags(),
     methods: { type: 'string', default: METHODS.join(',') },
     'equal-updates': { type: 'string' },
     settings: { type: 'string', default: SETTINGS_FILE },
@@ -41,24 +33,21 @@ const { values: a } = parseArgs({
     keep: { type: 'boolean', default: false },
   },
 });
-const int = (name: keyof typeof a) => {
-  const n = Number(a[name]);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got ${a[name]}`);
-  return n;
-};
-const design = a.design as CreditDesign;
-if (!CREDIT_DESIGNS.includes(design)) throw new Error(`--design must be one of ${CREDIT_DESIGNS.join(', ')}, got ${a.design}`);
 const seeds = String(a.seeds).split(',').map(Number);
 if (seeds.some((s) => !Number.isInteger(s))) throw new Error(`--seeds must be whole numbers separated by commas, got ${a.seeds}`);
 const methods = String(a.methods).split(',') as Method[];
 const unknown = methods.filter((m) => !METHODS.includes(m));
 if (unknown.length) throw new Error(`--methods: unknown ${unknown.join(', ')} (known: ${METHODS.join(', ')})`);
-const equalUpdates = a['equal-updates'] ? int('equal-updates') : null;
+const equalUpdates = a['equal-updates'] ? Number(a['equal-updates']) : null;
+if (equalUpdates !== null && !(Number.isInteger(equalUpdates) && equalUpdates > 0)) throw new Error(`--equal-updates must be a positive whole number, got ${a['equal-updates']}`);
 const settings = readSettings(resolve(String(a.settings)));
 const LABEL: Record<Method | 'starter', string> = { starter: 'starter', rft: 'rejection FT', mtdpo: 'multi-turn DPO', sweet: 'SWEET-RL', oracle: 'oracle control', random: 'random control' };
 
 const t0 = Date.now();
 const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);
+// Every seed's sizes from the flags, checked once here (a bad flag fails before any work).
+const sizes = (seed: number, dir: string) => seedOptionsFrom(a, { seed, dir, evalSplit: 'test', log });
+const design = sizes(0, '').design;
 const backend = await initBackend();
 const perSeed: { seed: number; success: Partial<Record<Method | 'starter', number>> }[] = [];
 
@@ -77,21 +66,7 @@ for (const seed of seeds) {
     }
   };
   log(`seed ${seed}, design ${design}, backend ${backend.name}, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}; settings ${settings.chosenOn}`);
-  const p = await timed('prepare', () =>
-    prepareSeed({
-      seed,
-      design,
-      dir,
-      trainTasks: int('tasks'),
-      episodesPerTask: int('episodes-per-task'),
-      evalTasks: int('test-tasks'),
-      gamesPerTask: int('games-per-task'),
-      stateTasks: int('state-tasks'),
-      evalSplit: 'test',
-      starter: { games: int('starter-games'), steps: int('starter-steps'), ...(a['starter-from'] ? { from: String(a['starter-from']) } : {}) },
-      log,
-    }),
-  );
+  const p = await timed('prepare', () => prepareSeed(sizes(seed, dir)));
   try {
     const rows: (PolicyRow & { method: Method | 'starter' })[] = [];
     rows.push({ method: 'starter', policy: LABEL.starter, effort: {}, ...(await timed('eval:starter', () => playPolicy(p, p.zero))) });
@@ -107,7 +82,7 @@ for (const seed of seeds) {
       }
     }
     const cpu = process.cpuUsage(cpu0);
-    console.log(`\nCredit family (design ${design}), seed ${seed}: ${p.evalTasks.length} held-out tasks, one greedy game and ${int('games-per-task')} sampled games each; optimum success 100 %, 4 messages (path UUUA); the demonstrator's exact success ${(demonstratorSuccess() * 100).toFixed(2)} %. Collection: ${p.collected.sessions} sessions, ${p.collected.successes} successes.${equalUpdates ? ` Every policy phase ${equalUpdates} updates.` : ''}`);
+    console.log(`\nCredit family (design ${design}), seed ${seed}: ${p.evalTasks.length} held-out tasks, one greedy game and ${p.o.gamesPerTask} sampled games each; optimum success 100 %, 4 messages (path UUUA); the demonstrator's exact success ${(demonstratorSuccess() * 100).toFixed(2)} %. Collection: ${p.collected.sessions} sessions, ${p.collected.successes} successes.${equalUpdates ? ` Every policy phase ${equalUpdates} updates.` : ''}`);
     for (const line of [...greedyTable(rows), ...statesTable(rows), ...sampledTable(rows), ...(gate ? gateLines('SWEET-RL', gate) : ['critic gate: no SWEET-RL critic this seed']), ...formatStarterCheck(p.starterCheck)]) console.log(line);
     const success = Object.fromEntries(rows.map((r) => [r.method, r.sampled.success.estimate]));
     perSeed.push({ seed, success });
@@ -121,7 +96,7 @@ for (const seed of seeds) {
         cpus: os.cpus().length,
         loadavgEnd: os.loadavg(),
         evalTasks: p.evalTasks.length,
-        gamesPerTask: int('games-per-task'),
+        gamesPerTask: p.o.gamesPerTask,
         collected: p.collected,
         starter: { recipe: p.starter.recipe, loss: [p.starter.initialLoss, p.starter.finalLoss], check: p.starterCheck },
         policies: Object.fromEntries(

@@ -2,7 +2,7 @@
 // sampled success and score with what each method's training did, and the critic gate. Pure: rows in, lines out.
 // Policies are merged into one line only when they played the same greedy game on every task (sameGreedyGames):
 // an equal aggregate never passes for the same play.
-import { CANONICAL_STATES, formatGreedyTable, type CanonicalState, type GreedySummary, type PlayedGame } from '../../tasks/credit-states.ts';
+import { CANONICAL_STATES, formatGreedyTable, type GreedySummary, type PlayedGame } from '../../tasks/credit-states.ts';
 import type { SampledSummary } from './evaluate.ts';
 import type { CriticGate, StateReading } from './states.ts';
 

@@ -9,7 +9,7 @@ import { openDatabase, type Database } from '../../prisma/db.ts';
 import { migrate } from '../../prisma/migrate.ts';
 import { deployPolicyByName, registerVersion } from '../../prisma/policy-store.ts';
 import { importTasks, taskContent } from '../../prisma/task-store.ts';
-import { createCreditScorer, generateCreditTasks, type CreditDesign } from '../../tasks/credit.ts';
+import { createCreditScorer, CREDIT_DESIGNS, generateCreditTasks, type CreditDesign } from '../../tasks/credit.ts';
 import type { TaskRecord } from '../../tasks/model.ts';
 import type { Scorer } from '../../tasks/scorer.ts';
 import { Critic, type RankingReference } from '../../trainer/critic.ts';
@@ -54,6 +54,45 @@ export interface PreparedSeed {
   stateTasks: TaskRecord[];
   collected: { sessions: number; successes: number; meanScore: number };
   close(): Promise<void>;
+}
+
+/**
+ * The command-line flags of a seed's sizes, design and starter (parseArgs options), shared by the benchmark and the
+ * validation grid; `overrides` changes a default (the grid plays fewer evaluation tasks).
+ */
+export function seedFlags(overrides: Partial<Record<'test-tasks', string>> = {}) {
+  return {
+    tasks: { type: 'string', default: '120' },
+    'episodes-per-task': { type: 'string', default: '3' },
+    'test-tasks': { type: 'string', default: overrides['test-tasks'] ?? '60' },
+    'games-per-task': { type: 'string', default: '4' },
+    'state-tasks': { type: 'string', default: '6' },
+    'starter-games': { type: 'string', default: '1500' },
+    'starter-steps': { type: 'string', default: '500' },
+    'starter-from': { type: 'string' },
+    design: { type: 'string', default: 'v3' },
+  } as const;
+}
+
+/** A seed's options from the values of seedFlags, checked: whole numbers, a known design. */
+export function seedOptionsFrom(v: Record<string, unknown>, o: Pick<SeedOptions, 'seed' | 'dir' | 'evalSplit' | 'log'>): SeedOptions {
+  const int = (name: string) => {
+    const n = Number(v[name]);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got ${String(v[name])}`);
+    return n;
+  };
+  const design = v.design as CreditDesign;
+  if (!CREDIT_DESIGNS.includes(design)) throw new Error(`--design must be one of ${CREDIT_DESIGNS.join(', ')}, got ${String(v.design)}`);
+  return {
+    ...o,
+    design,
+    trainTasks: int('tasks'),
+    episodesPerTask: int('episodes-per-task'),
+    evalTasks: int('test-tasks'),
+    gamesPerTask: int('games-per-task'),
+    stateTasks: int('state-tasks'),
+    starter: { games: int('starter-games'), steps: int('starter-steps'), ...(v['starter-from'] ? { from: String(v['starter-from']) } : {}) },
+  };
 }
 
 /** Evaluation tasks: held-out ones, or (validation) train-split tasks from a stream the collection never drew from. */

@@ -2,10 +2,9 @@
 // in each canonical state (tasks/credit-states.ts), and the critic gate, the within-state accuracy of the score
 // the SWEET-RL actor ranks its candidates by. Both score the demonstrator's own messages, so they read what a
 // model does with the state, not with wording it never saw.
-import type { TaskRecord } from '../../tasks/model.ts';
+import type { TaskContent, TaskRecord } from '../../tasks/model.ts';
 import { CANONICAL_STATES, canonicalMoves, canonicalStates, type CanonicalState } from '../../tasks/credit-states.ts';
 import type { CreditMove } from '../../tasks/credit.ts';
-import type { TaskContent } from '../../tasks/model.ts';
 import type { CandidateRanker } from '../../trainer/actor.ts';
 import type { RankingReference } from '../../trainer/critic.ts';
 import { completionLogprobValues } from '../../trainer/model/logprobs.ts';
@@ -14,8 +13,6 @@ import { encodeAction, policyDialogue, type LoadedModel } from '../../trainer/se
 const MOVES: readonly CreditMove[] = ['useful', 'repeated', 'useless', 'answer'];
 
 export type MoveProbabilities = Record<CreditMove, number> & { covered: number };
-
-const content = (t: TaskRecord): TaskContent => ({ kind: 'backend', description: t.description, reference: t.reference, testCases: t.kind === 'backend' ? t.testCases : [] });
 
 /** The sampler's per-token log-probabilities of each message in a state (what the actor's ranking subtracts). */
 async function messageLogprobs(policy: LoadedModel, task: TaskContent, turns: Parameters<typeof policyDialogue>[1], texts: readonly string[]): Promise<number[][]> {
@@ -36,7 +33,7 @@ export async function stateProbabilities(policy: LoadedModel, tasks: readonly Ta
   for (const t of tasks) {
     for (const v of canonicalStates(t.reference)) {
       const moves = canonicalMoves(t.reference, v);
-      const lp = await messageLogprobs(policy, content(t), v.turns, moves.map((m) => m.text));
+      const lp = await messageLogprobs(policy, t, v.turns, moves.map((m) => m.text));
       const acc = sum[v.state];
       moves.forEach((m, i) => {
         const logp = lp[i]!.reduce((a, b) => a + b, 0);
@@ -96,8 +93,8 @@ export async function criticGate(ranker: CandidateRanker, sampler: LoadedModel, 
     for (const v of canonicalStates(t.reference)) {
       const moves = canonicalMoves(t.reference, v);
       const texts = moves.map((m) => m.text);
-      const policyLogp = await messageLogprobs(sampler, content(t), v.turns, texts);
-      const scores = await ranker.scoreCandidates({ task: content(t), turns: v.turns }, texts, policyLogp, { reference });
+      const policyLogp = await messageLogprobs(sampler, t, v.turns, texts);
+      const scores = await ranker.scoreCandidates({ task: t, turns: v.turns }, texts, policyLogp, { reference });
       moves.forEach((m, i) => {
         const cell = (scoreSum[v.state][m.move] ??= { sum: 0, n: 0 });
         cell.sum += scores[i]!;

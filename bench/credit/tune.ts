@@ -19,26 +19,17 @@ import { checkpointSha256, saveCheckpoint } from '../../trainer/model/checkpoint
 import { widestGaps } from '../../trainer/pairs.ts';
 import { loadModel } from '../../trainer/sequences.ts';
 import { copyTokenizerFiles } from '../../trainer/versions.ts';
-import type { CreditDesign } from '../../tasks/credit.ts';
 import { trainAndGateCritic } from './critic-only.ts';
 import { gateLines } from './report.ts';
-import { playPolicy, prepareSeed, trainMethod, type PreparedSeed } from './seed.ts';
+import { playPolicy, prepareSeed, seedFlags, seedOptionsFrom, trainMethod, type PreparedSeed } from './seed.ts';
 import { methodConfig, overridesSchema, type Method, type Overrides } from './settings.ts';
 
 const { values: a } = parseArgs({
   options: {
     seeds: { type: 'string', default: '101' },
-    tasks: { type: 'string', default: '120' },
-    'episodes-per-task': { type: 'string', default: '3' },
-    'test-tasks': { type: 'string', default: '40' },
-    'games-per-task': { type: 'string', default: '4' },
-    'state-tasks': { type: 'string', default: '6' },
-    'starter-games': { type: 'string', default: '1500' },
-    'starter-steps': { type: 'string', default: '500' },
-    design: { type: 'string', default: 'v3' },
+    ...seedFlags({ 'test-tasks': '40' }),
     only: { type: 'string', default: 'critic,rft,mtdpo,sweet,oracle' },
     dir: { type: 'string', default: 'data/bench/credit-tune' },
-    'starter-from': { type: 'string' },
     // The critic's settings when the critic stage is not run (the choice of an earlier critic stage), as JSON.
     critic: { type: 'string', default: '{}' },
     // Critic cells to try instead of CRITIC_GRID (a JSON list of overrides), for a closer look at the critic.
@@ -66,7 +57,6 @@ export const POLICY_GRID: Record<'rft' | 'mtdpo' | 'actor', Overrides[]> = {
 const t0 = Date.now();
 const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);
 const only = new Set(String(a.only).split(','));
-const n = (k: keyof typeof a) => Number(a[k]);
 
 /** An actor trained on a finished run's ranked candidates with other settings (trainer/actor.ts actorPhase). */
 async function actorFromPairs(p: PreparedSeed, pairsFile: string, o: Overrides, label: string): Promise<PolicyVersion> {
@@ -99,7 +89,7 @@ for (const seed of seedsToRun) {
   const dir = resolve(join(String(a.dir), `seed-${seed}`));
   mkdirSync(dir, { recursive: true });
   log(`validation seed ${seed}, backend ${backend.name}, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  const p = await prepareSeed({ seed, design: a.design as CreditDesign, dir, trainTasks: n('tasks'), episodesPerTask: n('episodes-per-task'), evalTasks: n('test-tasks'), gamesPerTask: n('games-per-task'), stateTasks: n('state-tasks'), evalSplit: 'validation', starter: { games: n('starter-games'), steps: n('starter-steps'), ...(a['starter-from'] ? { from: String(a['starter-from']) } : {}) }, log });
+  const p = await prepareSeed(seedOptionsFrom(a, { seed, dir, evalSplit: 'validation', log }));
   try {
     const record = async (method: string, overrides: Overrides, v: PolicyVersion) => {
       const r = await playPolicy(p, v);

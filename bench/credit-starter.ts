@@ -5,7 +5,7 @@
 //
 //   npx tsx bench/credit-starter.ts [--seed 1] [--starter-games 1500] [--starter-steps 500] [--test-tasks 100]
 //                                [--peak-lr 2e-3] [--vocab-size 512] [--hidden-size 64] [--layers 2]
-//                                [--drill-steps 0] [--drill-lr 1e-3] [--drills 6000] [--drill-shape credit|generic] [--design v2|v1]
+//                                [--drill-steps 0] [--drill-lr 1e-3] [--drills 6000] [--drill-shape credit|matching|generic] [--design v4|v3|v2|v1] [--state-tasks 3]
 // (--drill-steps 1500: the copy-drill phase tried on 2026-12-06, CREDIT_DRILL_PHASE; 0, the default: none)
 import { join, resolve } from 'node:path';
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -15,12 +15,15 @@ import { parseArgs } from 'node:util';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { checkMixture, createCreditCollaborator, createCreditDemonstrator, createCreditScorer, CREDIT_DESIGNS, formatMixCheck, generateCreditTasks, type CreditDesign, type MixCheck } from '../tasks/credit.ts';
-import { creditDrills } from '../tasks/credit-drills.ts';
+import { creditDrills, creditMatchingDrills } from '../tasks/credit-drills.ts';
 import type { TaskRecord } from '../tasks/model.ts';
 import { buildDialogue, playEpisode } from '../tasks/protocol.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { buildStarterPolicy, STARTER_MANIFEST, type CopyDrillPhase, type StarterReport, type StarterSize } from '../trainer/recipes/starter.ts';
 import { simulate, type CollaboratorFactory } from '../trainer/simulate.ts';
+import { loadModel } from '../trainer/sequences.ts';
+import { statesTable } from './credit/report.ts';
+import { stateProbabilities } from './credit/states.ts';
 
 export const CREDIT_COLLABORATOR: CollaboratorFactory = { name: 'credit-collaborator', create: (t) => createCreditCollaborator(t) };
 
@@ -32,8 +35,11 @@ export const CREDIT_COLLABORATOR: CollaboratorFactory = { name: 'credit-collabor
 export const CREDIT_STARTER_SIZE: StarterSize = { vocabSize: 512, hiddenSize: 64, intermediateSize: 176, numLayers: 2, numHeads: 4, numKvHeads: 2, contextLength: 512 };
 
 export interface CreditDrillPhase extends CopyDrillPhase {
-  /** 'credit': tasks/credit-drills.ts (lookup by key, key lists); 'generic': ColBench's copy-drills.ts. */
-  shape: 'credit' | 'generic';
+  /**
+   * 'credit': tasks/credit-drills.ts creditDrills (lookup by key, key lists); 'matching': creditMatchingDrills (the
+   * optimum's games, keys in a random order); 'generic': ColBench's copy-drills.ts.
+   */
+  shape: 'credit' | 'matching' | 'generic';
 }
 
 /**
@@ -81,6 +87,7 @@ export async function buildCreditStarter(o: CreditStarterOptions): Promise<Start
     copyDrills: 0,
     copyDrillPhase: phase ? { steps: phase.steps, peakLr: phase.peakLr, drills: phase.drills } : null,
     ...(phase?.shape === 'credit' ? { drillDialogues: { name: 'credit-drills', make: creditDrills } } : {}),
+    ...(phase?.shape === 'matching' ? { drillDialogues: { name: 'credit-matching', make: creditMatchingDrills } } : {}),
     shipped: false,
     progress: 'lines',
     log: o.log,
@@ -99,6 +106,12 @@ export async function copyStarter(from: string, dir: string, log: (line: string)
   for (const f of [...Object.keys(manifest.files), STARTER_MANIFEST]) copyFileSync(join(from, f), join(dir, f));
   log(`starter: copied from ${from}, recipe ${JSON.stringify(manifest.recipe)}, loss ${manifest.initialLoss.toFixed(3)} -> ${manifest.finalLoss.toFixed(3)}`);
   return { ...manifest, losses: [], seconds: 0, cpuSeconds: 0 };
+}
+
+const DRILL_SHAPES: readonly CreditDrillPhase['shape'][] = ['credit', 'matching', 'generic'];
+export function drillShape(s: string): CreditDrillPhase['shape'] {
+  if (!(DRILL_SHAPES as readonly string[]).includes(s)) throw new Error(`--drill-shape must be one of ${DRILL_SHAPES.join(', ')}, got ${s}`);
+  return s as CreditDrillPhase['shape'];
 }
 
 export interface StarterCheck {
@@ -144,6 +157,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       'drill-shape': { type: 'string', default: CREDIT_DRILL_PHASE.shape },
       dir: { type: 'string', default: 'data/bench/credit-starter' },
       design: { type: 'string', default: 'v2' },
+      'state-tasks': { type: 'string', default: '3' },
     },
   });
   const seed = Number(a.seed);
@@ -168,11 +182,17 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       ...(a.layers ? { numLayers: Number(a.layers) } : {}),
     },
     design,
-    drillPhase: Number(a['drill-steps']) > 0 ? { steps: Number(a['drill-steps']), peakLr: Number(a['drill-lr']), drills: Number(a.drills), shape: a['drill-shape'] === 'generic' ? 'generic' : 'credit' } : null,
+    drillPhase: Number(a['drill-steps']) > 0 ? { steps: Number(a['drill-steps']), peakLr: Number(a['drill-lr']), drills: Number(a.drills), shape: drillShape(String(a['drill-shape'])) } : null,
     log,
   });
   const built = (Date.now() - t0) / 1000;
-  const check = await checkCreditStarter(dir, generateCreditTasks({ seed, count: Number(a['test-tasks']), split: 'test', design }), seed + 7, design);
+  const heldOut = generateCreditTasks({ seed, count: Number(a['test-tasks']), split: 'test', design });
+  const check = await checkCreditStarter(dir, heldOut, seed + 7, design);
   for (const line of formatStarterCheck(check)) console.log(line);
-  console.log(JSON.stringify({ bench: 'credit-starter', seed, args: a, loss: [report.initialLoss, report.finalLoss], buildSeconds: built, totalSeconds: (Date.now() - t0) / 1000, loadavgEnd: os.loadavg(), check }));
+  // State by state (bench/credit/states.ts): whether the starter reads which keys were told (v2 and v3 tasks).
+  const model = await loadModel(dir, `starter-states-${seed}`, false);
+  const states = design === 'v1' ? null : await stateProbabilities(model, heldOut.slice(0, Number(a['state-tasks'])));
+  model.model.dispose();
+  if (states) for (const line of statesTable([{ policy: 'starter', states }])) console.log(line);
+  console.log(JSON.stringify({ bench: 'credit-starter', seed, args: a, loss: [report.initialLoss, report.finalLoss], states, buildSeconds: built, totalSeconds: (Date.now() - t0) / 1000, loadavgEnd: os.loadavg(), check }));
 }

@@ -22,8 +22,8 @@ export const CREDIT_EVALUATOR_VERSION = 'credit-1';
  * with a demonstrator that asks its useful questions in a random order and double-checks a random told key, so
  * that which key a question names says nothing about the move's value.
  */
-export type CreditDesign = 'v1' | 'v2' | 'v3';
-export const CREDIT_DESIGNS: readonly CreditDesign[] = ['v1', 'v2', 'v3'];
+export type CreditDesign = 'v1' | 'v2' | 'v3' | 'v4';
+export const CREDIT_DESIGNS: readonly CreditDesign[] = ['v1', 'v2', 'v3', 'v4'];
 /** v2 and v3 share their tasks and score: every task the same K keys, the values obtained in the game scored. */
 export const fixedKeys = (design: CreditDesign): boolean => design !== 'v1';
 /** v2's keys: the pool's first K. */
@@ -212,19 +212,24 @@ export function trueMoveValue(m: MoveRecord, k = CREDIT_K): number {
   return obtainable > 0 ? -1 / k : 0;
 }
 
-/** Per-state move probabilities of the starter's demonstrator (bench/credit/README.md's table). */
-export function demonstratorMix(s: { first: boolean; before: number; asked: number; lastGaveNew: boolean }, k = CREDIT_K): Record<CreditMove, number> {
+/**
+ * Per-state move probabilities of the starter's demonstrator (bench/credit/README.md's tables). v1-v3: after a new
+ * value it double-checks (0.5), so a told key is likelier than an untold one there and less likely elsewhere; v4:
+ * one row while values are missing, so an untold key is likelier than a told one in every state (the v4 note).
+ */
+export function demonstratorMix(s: { first: boolean; before: number; asked: number; lastGaveNew: boolean }, k = CREDIT_K, design: CreditDesign = 'v1'): Record<CreditMove, number> {
   if (s.first) return { useful: 0.6, repeated: 0, useless: 0.3, answer: 0.1 };
   if (s.before >= k || s.asked >= k) return { useful: 0, repeated: 0.1, useless: 0, answer: 0.9 };
+  if (design === 'v4') return s.before >= 1 ? { useful: 0.6, repeated: 0.15, useless: 0.15, answer: 0.1 } : { useful: 0.6, repeated: 0, useless: 0.3, answer: 0.1 };
   if (s.lastGaveNew) return { useful: 0.35, repeated: 0.5, useless: 0.1, answer: 0.05 };
   return s.before >= 1 ? { useful: 0.6, repeated: 0.1, useless: 0.25, answer: 0.05 } : { useful: 0.6, repeated: 0, useless: 0.35, answer: 0.05 };
 }
 
 /** The demonstrator's exact success probability (enumeration of its mixture; answers copy what was told). */
-export function demonstratorSuccess(k = CREDIT_K): number {
+export function demonstratorSuccess(k = CREDIT_K, design: CreditDesign = 'v1'): number {
   const go = (turn: number, before: number, asked: number, lastGaveNew: boolean): number => {
     if (turn === MAX_AGENT_TURNS - 1) return before === k ? 1 : 0;
-    const p = demonstratorMix({ first: turn === 0, before, asked, lastGaveNew }, k);
+    const p = demonstratorMix({ first: turn === 0, before, asked, lastGaveNew }, k, design);
     const within = asked < k;
     let s = p.answer * (before === k ? 1 : 0);
     if (p.useful) s += p.useful * go(turn + 1, within ? before + 1 : before, asked + 1, within);
@@ -256,12 +261,12 @@ function stateOf(dialogue: readonly ChatMessage[]) {
 /**
  * The starter's demonstrator: each move drawn from `demonstratorMix`; `optimal` plays the optimum instead (ask
  * each needed key once, in order, then answer). Sees only what the agent sees (the dialogue). Designs v1 and v2
- * ask the first unasked key and double-check the key just told; v3 asks a random unasked key and double-checks a
+ * ask the first unasked key and double-check the key just told; v3 and v4 ask a random unasked key and double-check a
  * random told one, so a key's name carries no information about whether asking it is useful.
  */
 export function createCreditDemonstrator(o: { seed: number; optimal?: boolean; design?: CreditDesign }): Agent {
   const rng = new Rng(o.seed);
-  const shuffled = o.design === 'v3';
+  const shuffled = o.design === 'v3' || o.design === 'v4';
   const anyOf = (keys: readonly string[]) => keys[Math.floor(rng.next() * keys.length)];
   return {
     name: o.optimal ? 'credit-optimal' : 'credit-demonstrator',
@@ -270,7 +275,7 @@ export function createCreditDemonstrator(o: { seed: number; optimal?: boolean; d
       const unasked = s.keys.filter((k) => !s.told.has(k));
       if (o.optimal) return { text: unasked.length && s.turn < MAX_AGENT_TURNS - 1 ? question(unasked[0]!) : creditAnswer(s.keys, s.told) };
       if (s.turn >= MAX_AGENT_TURNS - 1) return { text: creditAnswer(s.keys, s.told) };
-      const p = demonstratorMix({ first: s.turn === 0, before: s.told.size, asked: s.asked.length, lastGaveNew: s.lastGaveNew });
+      const p = demonstratorMix({ first: s.turn === 0, before: s.told.size, asked: s.asked.length, lastGaveNew: s.lastGaveNew }, CREDIT_K, o.design);
       let u = rng.next();
       const pick = (['useful', 'repeated', 'useless', 'answer'] as const).find((m) => (u -= p[m]) < 0) ?? 'answer';
       if (pick === 'answer') return { text: creditAnswer(s.keys, s.told) };
@@ -356,10 +361,10 @@ export function checkMixture(games: readonly { reference: string; turns: readonl
     }),
   ) as MixCheck['states'];
   const designed = {
-    first: demonstratorMix({ first: true, before: 0, asked: 0, lastGaveNew: false }),
-    'after new value': demonstratorMix({ first: false, before: 1, asked: 1, lastGaveNew: true }),
-    otherwise: demonstratorMix({ first: false, before: 1, asked: 2, lastGaveNew: false }),
-    'all given or budget spent': demonstratorMix({ first: false, before: CREDIT_K, asked: CREDIT_K, lastGaveNew: false }),
+    first: demonstratorMix({ first: true, before: 0, asked: 0, lastGaveNew: false }, CREDIT_K, design),
+    'after new value': demonstratorMix({ first: false, before: 1, asked: 1, lastGaveNew: true }, CREDIT_K, design),
+    otherwise: demonstratorMix({ first: false, before: 1, asked: 2, lastGaveNew: false }, CREDIT_K, design),
+    'all given or budget spent': demonstratorMix({ first: false, before: CREDIT_K, asked: CREDIT_K, lastGaveNew: false }, CREDIT_K, design),
   };
   return { states, designed, told, copied, answersWithWrongKeys: wrongKeys, answers, success, games: games.length };
 }

@@ -24,7 +24,7 @@ export function greedyTable(rows: readonly PolicyRow[]): string[] {
 }
 
 /** Each policy's probability of each move class in each canonical state (and how much of its mass that covers). */
-export function statesTable(rows: readonly PolicyRow[]): string[] {
+export function statesTable(rows: readonly Pick<PolicyRow, 'policy' | 'states'>[]): string[] {
   const lines = [
     "move probabilities % by state (useful / repeated / useless / answer; covered = mass on the demonstrator's messages);",
     '  key contrast: log P(ask a key | its value not told) - log P(same | told), 0 when keys are chosen by name alone:',

@@ -17,7 +17,7 @@ import { checkpointSha256 } from '../../trainer/model/checkpoint.ts';
 import { createRun, executeRun, type Algorithm } from '../../trainer/runs.ts';
 import { loadModel } from '../../trainer/sequences.ts';
 import { simulate, type SimulatedGame } from '../../trainer/simulate.ts';
-import { buildCreditStarter, checkCreditStarter, copyStarter, CREDIT_COLLABORATOR, CREDIT_STARTER_SIZE, type StarterCheck } from '../credit-starter.ts';
+import { buildCreditStarter, checkCreditStarter, copyStarter, CREDIT_COLLABORATOR, CREDIT_STARTER_SIZE, drillShape, type CreditDrillPhase, type StarterCheck } from '../credit-starter.ts';
 import type { StarterReport, StarterSize } from '../../trainer/recipes/starter.ts';
 import { phaseEffort, sampledSummary, type SampledSummary } from './evaluate.ts';
 import { greedySummary, type GreedySummary, type PlayedGame } from '../../tasks/credit-states.ts';
@@ -38,7 +38,7 @@ export interface SeedOptions {
   stateTasks: number;
   /** 'test': the held-out split; 'validation': train-split tasks the collection never played (the grid's). */
   evalSplit: 'test' | 'validation';
-  starter: { games: number; steps: number; size?: StarterSize; from?: string };
+  starter: { games: number; steps: number; size?: StarterSize; from?: string; drill?: CreditDrillPhase | null };
   log: (line: string) => void;
 }
 
@@ -70,7 +70,10 @@ export function seedFlags(overrides: Partial<Record<'test-tasks', string>> = {})
     'starter-games': { type: 'string', default: '1500' },
     'starter-steps': { type: 'string', default: '500' },
     'starter-from': { type: 'string' },
-    design: { type: 'string', default: 'v3' },
+    // A drill phase before the starter's games, SHAPE:STEPS:PEAK_LR:DRILLS (credit-starter.ts CreditDrillPhase), or
+    // none; the default is design v4's starter (README.md, "Design v4"). Designs v1-v3 ran with none.
+    'starter-drill': { type: 'string', default: V4_STARTER_DRILL },
+    design: { type: 'string', default: 'v4' },
   } as const;
 }
 
@@ -91,8 +94,20 @@ export function seedOptionsFrom(v: Record<string, unknown>, o: Pick<SeedOptions,
     evalTasks: int('test-tasks'),
     gamesPerTask: int('games-per-task'),
     stateTasks: int('state-tasks'),
-    starter: { games: int('starter-games'), steps: int('starter-steps'), ...(v['starter-from'] ? { from: String(v['starter-from']) } : {}) },
+    starter: { games: int('starter-games'), steps: int('starter-steps'), drill: parseDrillPhase(String(v['starter-drill'] ?? 'none')), ...(v['starter-from'] ? { from: String(v['starter-from']) } : {}) },
   };
+}
+
+/** Design v4's starter: 1,000 updates on the optimum's games (keys in a random order) before the demonstrator's. */
+export const V4_STARTER_DRILL = 'matching:1000:5e-3:1500';
+
+/** `--starter-drill`: none, or SHAPE:STEPS:PEAK_LR:DRILLS (e.g. matching:1500:2e-3:1500). */
+export function parseDrillPhase(flag: string): CreditDrillPhase | null {
+  if (flag === 'none') return null;
+  const [shape, steps, peakLr, drills] = flag.split(':');
+  const n = [Number(steps), Number(peakLr), Number(drills)];
+  if (n.some((x) => !(x > 0)) || !Number.isInteger(n[0]) || !Number.isInteger(n[2])) throw new Error(`--starter-drill must be none or SHAPE:STEPS:PEAK_LR:DRILLS, got ${flag}`);
+  return { shape: drillShape(shape ?? ''), steps: n[0]!, peakLr: n[1]!, drills: n[2]! };
 }
 
 /** Evaluation tasks: held-out ones, or (validation) train-split tasks from a stream the collection never drew from. */
@@ -117,7 +132,7 @@ export async function prepareSeed(o: SeedOptions): Promise<PreparedSeed> {
   const starterDir = join(o.dir, 'starter');
   const starter = o.starter.from
     ? await copyStarter(resolve(o.starter.from), starterDir, o.log)
-    : await buildCreditStarter({ dir: starterDir, seed: o.seed, games: o.starter.games, steps: o.starter.steps, size: o.starter.size ?? CREDIT_STARTER_SIZE, design: o.design, log: o.log });
+    : await buildCreditStarter({ dir: starterDir, seed: o.seed, games: o.starter.games, steps: o.starter.steps, size: o.starter.size ?? CREDIT_STARTER_SIZE, design: o.design, drillPhase: o.starter.drill ?? null, log: o.log });
   const starterCheck = await checkCreditStarter(starterDir, evalTasks, o.seed + 13, o.design);
   await registerVersion(db.prisma, { name: 'zero-shot', algorithm: 'starter', checkpointPath: starterDir, checkpointSha256: await checkpointSha256(starterDir) });
   const zero = await deployPolicyByName(db, 'bench', 'zero-shot');

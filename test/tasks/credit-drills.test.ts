@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { creditDrills } from '../../tasks/credit-drills.ts';
+import { creditDrills, creditMatchingDrills } from '../../tasks/credit-drills.ts';
+import { CREDIT_V2_KEYS } from '../../tasks/credit.ts';
 import { ANSWER_MARKER, agentSystemPrompt } from '../../tasks/protocol.ts';
 
 describe('credit drills', () => {
@@ -38,5 +39,27 @@ describe('credit drills', () => {
       const asked = [...a!.content.matchAll(/"([a-z]+)"/g)].map((m) => m[1]);
       return asked.length > 1 && toldOrder.indexOf(asked[0]) > toldOrder.indexOf(asked[1]);
     })).toBe(true);
+  });
+});
+
+describe('credit matching drills', () => {
+  it('are the optimum\'s games (each key asked once, then the answer) with the keys in every order, deterministic in the seed', () => {
+    const drills = creditMatchingDrills(5, 120);
+    expect(drills).toHaveLength(120);
+    expect(creditMatchingDrills(5, 120)).toEqual(drills);
+    const orders = new Set<string>();
+    for (const d of drills) {
+      expect(d[0]).toEqual({ role: 'system', content: agentSystemPrompt('backend') });
+      const turns = d.slice(2).map((m) => ({ role: m.role === 'assistant' ? 'agent' : 'human', content: m.content }));
+      expect(turns).toHaveLength(7);
+      expect(turns[6]!.content).toContain(ANSWER_MARKER);
+      const asked = turns.filter((_, i) => i % 2 === 0 && i < 6).map((t) => /What is the ([a-z]+)\?/.exec(t.content)![1]!);
+      expect([...asked].sort()).toEqual([...CREDIT_V2_KEYS].sort());
+      orders.add(asked.join(','));
+      // Each reply gives the value asked for: every question is useful.
+      turns.filter((_, i) => i % 2 === 1).forEach((t, i) => expect(t.content).toMatch(new RegExp(`^The ${asked[i]} is \\d\\.$`)));
+    }
+    // Key order carries no information: all 3! orders occur.
+    expect(orders.size).toBe(6);
   });
 });

@@ -88,7 +88,7 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   const trainer = new TrainStep({ optimizer, maxGradNorm: 1.0 });
   log(
     `starter: ${model.numParameters.toLocaleString('en')} parameters, ${examples.length} dialogues, ${trainTokens.toLocaleString('en')} tokens, ` +
-      `${drillSteps ? `${drillSteps} updates on ${drillExamples.length} copy drills, then ` : ''}${recipe.steps} updates of ~${recipe.tokensPerStep} tokens after a shared prefix of ${prefix.length}`,
+      `${drillSteps ? `${drillSteps} updates on ${drillExamples.length} ${recipe.copyDrillPhase?.source ?? 'copy'} drills, then ` : ''}${recipe.steps} updates of ~${recipe.tokensPerStep} tokens after a shared prefix of ${prefix.length}`,
   );
 
   const bar =

@@ -17,7 +17,7 @@ import { demonstratorSuccess } from '../tasks/credit.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { formatStarterCheck } from './credit-starter.ts';
 import { acrossSeeds } from './credit/evaluate.ts';
-import { gateLines, greedyTable, sampledTable, statesTable, GATE_THRESHOLD, type PolicyRow } from './credit/report.ts';
+import { gateLines, gatePasses, greedyTable, sampledTable, statesTable, GATE_THRESHOLD, type PolicyRow } from './credit/report.ts';
 import { gateCritic, playPolicy, prepareSeed, seedFlags, seedOptionsFrom, trainMethod } from './credit/seed.ts';
 import { METHODS, readSettings, SETTINGS_FILE, type Method } from './credit/settings.ts';
 import type { CriticGate } from './credit/states.ts';
@@ -75,7 +75,7 @@ for (const seed of seeds) {
       try {
         const t = await timed(`train:${m}`, () => trainMethod(p, m, settings.methods[m], { policyUpdates: equalUpdates }));
         if (t.criticDir) gate = await timed('gate', () => gateCritic(p, t.criticDir!, settings.methods.sweet.rankingReference));
-        const note = m === 'sweet' && gate && gate.withinStateAccuracy < GATE_THRESHOLD ? `critic gate failed (${gate.withinStateAccuracy.toFixed(2)} < ${GATE_THRESHOLD}): not credit assignment` : undefined;
+        const note = m === 'sweet' && gate && !gatePasses(gate) ? `critic gate failed (within-state ${gate.withinStateAccuracy.toFixed(2)}, useful over repeated ${gate.byKind.usefulOverRepeated.accuracy.toFixed(2)}; each must be >= ${GATE_THRESHOLD}): not credit assignment` : undefined;
         rows.push({ method: m, policy: LABEL[m], effort: t.effort, ...(note ? { note } : {}), ...(await timed(`eval:${m}`, () => playPolicy(p, t.version))) });
       } catch (err) {
         log(`${m}: training failed: ${(err as Error).message}`);
@@ -105,7 +105,7 @@ for (const seed of seeds) {
             { sampledSuccess: r.sampled.success.estimate, sampledSuccessCi: [r.sampled.success.lo, r.sampled.success.hi], sampledScore: r.sampled.score.estimate, sampledScoreCi: [r.sampled.score.lo, r.sampled.score.hi], greedyPath: r.greedy.path, greedyPaths: r.greedy.paths, updates: Object.values(r.effort).reduce((n, e) => n + e.updates, 0), effort: r.effort, states: r.states },
           ]),
         ),
-        critic: gate ? { withinStateAccuracy: gate.withinStateAccuracy, pairs: gate.pairs, byKind: gate.byKind, meanScore: gate.meanScore } : null,
+        critic: gate ? { withinStateAccuracy: gate.withinStateAccuracy, passes: gatePasses(gate), pairs: gate.pairs, byKind: gate.byKind, meanScore: gate.meanScore } : null,
         seconds,
         wallSeconds: (Date.now() - s0) / 1000,
         cpuSeconds: (cpu.user + cpu.system) / 1e6,

@@ -54,13 +54,21 @@ export function sampledTable(rows: readonly PolicyRow[]): string[] {
 /** The gate's threshold: below it SWEET-RL's actor result is not read as credit assignment. */
 export const GATE_THRESHOLD = 0.75;
 
+/**
+ * Whether a critic passes: each kind of pair at the threshold, not only their pooled accuracy. A critic that ranks the
+ * answer right once every value is told and useful against repeated by key name (0.5) pools to 0.75 while assigning no
+ * credit to questions (bench/HISTORY.md, "Design v4").
+ */
+export const gatePasses = (g: CriticGate): boolean =>
+  g.withinStateAccuracy >= GATE_THRESHOLD && Object.values(g.byKind).every((k) => k.pairs === 0 || k.accuracy >= GATE_THRESHOLD);
+
 export function gateLines(label: string, g: CriticGate): string[] {
-  const verdict = g.withinStateAccuracy >= GATE_THRESHOLD ? 'passes' : 'FAILS';
+  const verdict = gatePasses(g) ? 'passes' : 'FAILS';
   const ms = CANONICAL_STATES.filter((s) => s !== 'first message')
     .map((s) => `${s}: ${Object.entries(g.meanScore[s]).map(([m, v]) => `${m} ${v!.toFixed(2)}`).join(', ')}`)
     .join('; ');
   return [
-    `critic gate (${label}): within-state pair accuracy ${g.withinStateAccuracy.toFixed(3)} over ${g.pairs} pairs, ${verdict} (>= ${GATE_THRESHOLD}); useful over repeated ${g.byKind.usefulOverRepeated.accuracy.toFixed(3)} (${g.byKind.usefulOverRepeated.pairs}), answer over asking again ${g.byKind.answerOverQuestion.accuracy.toFixed(3)} (${g.byKind.answerOverQuestion.pairs})`,
+    `critic gate (${label}): within-state pair accuracy ${g.withinStateAccuracy.toFixed(3)} over ${g.pairs} pairs, ${verdict} (each kind >= ${GATE_THRESHOLD}); useful over repeated ${g.byKind.usefulOverRepeated.accuracy.toFixed(3)} (${g.byKind.usefulOverRepeated.pairs}), answer over asking again ${g.byKind.answerOverQuestion.accuracy.toFixed(3)} (${g.byKind.answerOverQuestion.pairs})`,
     `  mean ranking score by move: ${ms}`,
   ];
 }

@@ -17,6 +17,7 @@ import type { EvaluationOutcome } from '../tasks/scorer.ts';
 import { randomUUID } from 'node:crypto';
 import { Prisma, type PrismaClient, type Session, type Task, type Turn } from './generated/client.ts';
 import { taskContent } from './task-store.ts';
+import { SIMULATED_ROLE } from './cohorts.ts';
 
 type Tx = Prisma.TransactionClient;
 
@@ -296,7 +297,7 @@ export async function recordComment(prisma: PrismaClient, sessionId: string, rat
 export async function simulatedParticipant(prisma: PrismaClient, collaborator: string): Promise<string> {
   const discordUserId = `sim:${collaborator}`;
   try {
-    const p = await prisma.participant.upsert({ where: { discordUserId }, create: { discordUserId, displayName: collaborator, role: 'simulated' }, update: {} });
+    const p = await prisma.participant.upsert({ where: { discordUserId }, create: { discordUserId, displayName: collaborator, role: SIMULATED_ROLE }, update: {} });
     return p.id;
   } catch (err) {
     // Two games finishing at once both try to create it: the loser reads the winner's row.

@@ -14,6 +14,7 @@ import { refreshQuality } from '../prisma/quality-store.ts';
 import { Rng } from '../tasks/random.ts';
 import { DATA_SOURCES, type DataSource } from '../prisma/data-source.ts';
 import { findStudy } from '../prisma/study-store.ts';
+import { dialogueTurnWhere, humanSessionWhere, isSimulatedSession, simulatedSessionWhere, trainingParticipantWhere } from '../prisma/cohorts.ts';
 
 export interface Trajectory {
   sessionId: string;
@@ -71,10 +72,6 @@ export interface TrajectoryQuery {
   studyId?: string;
 }
 
-/** A session was played by a simulated collaborator (the flag, or a participant with the simulated role). */
-const SIMULATED: Prisma.SessionWhereInput = { OR: [{ simulated: true }, { participant: { role: 'simulated' } }] };
-const HUMAN: Prisma.SessionWhereInput = { simulated: false, participant: { role: { not: 'simulated' } } };
-
 /**
  * The where-clause every training read shares: only finished, evaluated, usable sessions (consented, not
  * withdrawn, deleted or banned, no unresolved flag, not a gold check, the person not excluded from training), of
@@ -89,18 +86,13 @@ export function usableSessions(q: Omit<TrajectoryQuery, 'ratingWeight'>): Prisma
       flags: { none: { resolvedAt: null } },
       // A gold check replayed a known session's agent: no policy played it.
       goldSourceId: null,
-      participant: {
-        deletedAt: null,
-        banned: false,
-        trainingExclusion: { is: null },
-        OR: [{ role: 'simulated' }, { consentGivenAt: { not: null }, consentWithdrawnAt: null }],
-      },
+      participant: trainingParticipantWhere,
     },
   ];
-  if (q.source === 'human') and.push(HUMAN);
-  if (q.source === 'simulated') and.push(SIMULATED);
-  if (q.minQuality !== undefined) and.push({ OR: [SIMULATED, { AND: [HUMAN, { participant: { quality: { is: { score: { gte: q.minQuality } } } } }] }] });
-  if (q.minRating !== undefined) and.push({ OR: [SIMULATED, { ratings: { some: {} } }] });
+  if (q.source === 'human') and.push(humanSessionWhere);
+  if (q.source === 'simulated') and.push(simulatedSessionWhere);
+  if (q.minQuality !== undefined) and.push({ OR: [simulatedSessionWhere, { AND: [humanSessionWhere, { participant: { quality: { is: { score: { gte: q.minQuality } } } } }] }] });
+  if (q.minRating !== undefined) and.push({ OR: [simulatedSessionWhere, { ratings: { some: {} } }] });
   const where: Prisma.SessionWhereInput = { AND: and };
   if (q.kind || q.split) where.task = { ...(q.kind ? { kind: q.kind } : {}), ...(q.split ? { split: q.split } : {}) };
   if (q.endedAfter) where.endedAt = { gt: q.endedAfter };
@@ -118,14 +110,14 @@ export async function loadTrajectories(prisma: PrismaClient, q: TrajectoryQuery)
       evaluation: true,
       ratings: { select: { value: true } },
       participant: { select: { role: true } },
-      turns: { where: { role: { in: ['agent', 'human'] } }, orderBy: { index: 'asc' }, select: { role: true, content: true } },
+      turns: { where: dialogueTurnWhere, orderBy: { index: 'asc' }, select: { role: true, content: true } },
     },
   });
   const out: Trajectory[] = [];
   for (const s of sessions) {
     const evaluation = s.evaluation!;
     const rating = s.ratings.length ? s.ratings.reduce((a, r) => a + r.value, 0) / s.ratings.length : null;
-    if (q.minRating !== undefined && !s.simulated && s.participant.role !== 'simulated' && (rating === null || rating < q.minRating)) continue;
+    if (q.minRating !== undefined && !isSimulatedSession(s, s.participant) && (rating === null || rating < q.minRating)) continue;
     out.push({
       sessionId: s.id,
       taskId: s.taskId,
@@ -136,7 +128,7 @@ export async function loadTrajectories(prisma: PrismaClient, q: TrajectoryQuery)
       success: evaluation.success,
       rating,
       reward: sessionReward(evaluation.score, rating, q.ratingWeight),
-      simulated: s.simulated || s.participant.role === 'simulated',
+      simulated: isSimulatedSession(s, s.participant),
       policyVersionId: s.policyVersionId,
     });
   }

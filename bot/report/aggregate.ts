@@ -7,6 +7,7 @@ import { collectTrainedVersions, type TrainedVersion } from './training-data.ts'
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { assertPolicyExists, streamSessionSummaries, validateFilters, type ExportFilters, type SessionSummary } from '../export/query.ts';
 import { histogramMedian, MeanAccumulator, wilson, type Interval } from '../../tasks/stats.ts';
+import { isSimulatedSession } from '../../prisma/cohorts.ts';
 
 export type Collaborator = 'human' | 'simulated';
 
@@ -94,7 +95,7 @@ export class ReportAccumulator {
     const key: GroupKey = {
       policy: s.policyVersion?.name ?? NO_POLICY,
       kind: s.task.kind,
-      collaborator: s.simulated || s.participant.role === 'simulated' ? 'simulated' : 'human',
+      collaborator: isSimulatedSession(s, s.participant) ? 'simulated' : 'human',
     };
     const id = `${key.policy}\u0000${key.kind}\u0000${key.collaborator}`;
     let g = this.groups.get(id);

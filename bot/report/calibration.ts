@@ -12,6 +12,7 @@ import type { Scorer } from '../../tasks/scorer.ts';
 import { collaboratorFactory, scorer as trainerScorer, type TrainerSettings } from '../../trainer/cli.ts';
 import { simulate, type CollaboratorFactory } from '../../trainer/simulate.ts';
 import { writeCalibrationReport } from './calibration-report.ts';
+import { dialogueTurnWhere, personWhere } from '../../prisma/cohorts.ts';
 
 export interface PeopleSession {
   id: string;
@@ -34,12 +35,12 @@ export async function peopleSessions(prisma: PrismaClient, studyId: string): Pro
       goldSourceId: null,
       policyVersionId: { not: null },
       evaluation: { isNot: null },
-      participant: { role: { not: 'simulated' }, deletedAt: null },
+      participant: personWhere,
     },
     orderBy: [{ startedAt: 'asc' }, { id: 'asc' }],
     include: {
       task: { select: { kind: true, description: true, hiddenReference: true, testCases: true } },
-      turns: { where: { role: { in: ['agent', 'human'] } }, orderBy: { index: 'asc' }, select: { role: true, content: true } },
+      turns: { where: dialogueTurnWhere, orderBy: { index: 'asc' }, select: { role: true, content: true } },
       evaluation: { select: { score: true, success: true } },
     },
   });

@@ -11,7 +11,8 @@ import { messageLimitRefusal } from '../limits.ts';
 import type { AgentSteps } from './agent-step.ts';
 import type { AgentCache } from './agents.ts';
 import type { Answers } from './answers.ts';
-import { dialogueTurns, type EngineContext } from './context.ts';
+import { dialogueTurns, isDialogueTurn } from '../../prisma/cohorts.ts';
+import type { EngineContext } from './context.ts';
 import { ScoringClosedError } from './scoring.ts';
 import { TurnRejectedError, type AgentStep, type EvaluatedSession, type Hooks, type SessionState, type SessionView } from './types.ts';
 
@@ -53,7 +54,7 @@ export class TurnScript {
       if (look) {
         const s = await this.ctx.load(sessionId, hooks);
         if (!s) return 'ended';
-        const last = s.turns.filter((t) => t.role !== 'system').at(-1);
+        const last = s.turns.filter(isDialogueTurn).at(-1);
         if (last?.role === 'agent' && last.externalMessageId === null) {
           // Stored but never shown (a restart between the two): show it now.
           await this.present(await this.steps.stepOf(last.id, s), view, hooks);

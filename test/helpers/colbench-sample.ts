@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { BackendTask, FrontendTask } from '../../tasks/model.ts';
-import { parseBackendRecord } from '../../tasks/score.ts';
+import { parseBackendRecord } from '../../tasks/importer.ts';
 
 export const SHARED_DIR = resolve(import.meta.dirname, '../../../shared/colbench');
 export const BACKEND_SAMPLE = join(SHARED_DIR, 'backend_sample.jsonl');
@@ -24,7 +24,7 @@ export function loadBackendSample(): BackendTask[] {
     .trim()
     .split('\n')
     .map((line, i) => {
-      const t = parseBackendRecord(JSON.parse(line));
+      const t = parseBackendRecord(JSON.parse(line), i + 1);
       if (typeof t === 'string') throw new Error(`${BACKEND_SAMPLE}:${i + 1}: ${t}`);
       return t;
     });

@@ -28,7 +28,7 @@ import { copyTokenizerFiles } from './versions.ts';
 import { policyAnchor, RunInterrupted, runUpdates, saveProgress, startingPolicy, trainablePolicy, type Algorithm, type Progress, type RunConfig, type RunContext, type RunMetrics, type RunState, type SnapshotPreference } from './run-state.ts';
 import { collectCandidates, trainActor, trainCritic } from './run-sweet.ts';
 
-export { ALGORITHMS, RunInterrupted, type Algorithm, type RunConfig, type RunContext } from './run-state.ts';
+export { RunInterrupted, type Algorithm, type RunConfig } from './run-state.ts';
 
 /** Creates a run: its config and data snapshot. Fails with a clear message when there is nothing to learn from. */
 export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<TrainingRun> {

@@ -171,5 +171,3 @@ export async function runsOverview(prisma: PrismaClient) {
     };
   });
 }
-
-export type RunView = Awaited<ReturnType<typeof runsOverview>>[number];

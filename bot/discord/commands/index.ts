@@ -15,5 +15,3 @@ export const commands: ReadonlyMap<string, SlashCommand> = new Map([
 export function commandDefinitions(): SlashCommand['definition'][] {
   return [...commands.values()].map((c) => c.definition);
 }
-
-export type { SlashCommand } from './types.ts';

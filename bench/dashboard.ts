@@ -6,7 +6,7 @@
 // (bot/dashboard/server.ts, in this process through fastify's inject: no network, so the figure is the server's
 // own time: routing, the database queries and rendering) for the session list, session pages and the other pages
 // (studies, policies, people, runs, simulator; bench/dashboard-seed.ts fills what they read), and prints
-// p50/p99 of each. The goal (issue 33): p99 under 300 ms. The database is dropped afterwards.
+// p50/p99 of each. The goal: p99 under 300 ms. The database is dropped afterwards.
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { countArg } from './args.ts';

@@ -41,7 +41,7 @@ export class EngineContext {
   /**
    * A session as the last holder of its lock wrote it (the person's reply stored), for the next holder only (the
    * agent's step that answers it), within HANDOVER_MS: the step need not read again what was just written (two
-   * round trips a reply; bench:bot, issue 34). Any other holder in between drops it (`locked`), so nothing this
+   * round trips a reply; bench:bot, bench/RESULTS.md). Any other holder in between drops it (`locked`), so nothing this
    * process did meanwhile is missed; what another process writes in those few milliseconds is what it could
    * equally write while the agent writes, after any read.
    */

@@ -14,7 +14,7 @@ import { excludeFromTraining, PASTE_FLAG_REASON } from '../../prisma/quality-sto
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import { DataSelectionError, keepsSimulated, loadTrajectories, selectTrainingData, validateDataFilter, type DataFilter } from '../../trainer/data.ts';
 import { trajectoryKey } from '../../trainer/pairs.ts';
-import { dataFilterFor } from '../../trainer/cli.ts';
+import { dataFilterFor } from '../../trainer/commands.ts';
 import { createRun, type RunConfig } from '../../trainer/runs.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 import { streamSessionSummaries } from '../../bot/export/query.ts';

@@ -13,7 +13,7 @@ import { deployPolicyByName } from '../../prisma/policy-store.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import type { PolicyVersion } from '../../prisma/generated/client.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
-import { serviceCommand, trainCommand, type TrainerSettings } from '../../trainer/cli.ts';
+import { serviceCommand, trainCommand, type TrainerSettings } from '../../trainer/commands.ts';
 import { loadCheckpoint } from '../../trainer/model/checkpoint.ts';
 import { addLora, saveLora } from '../../trainer/model/lora.ts';
 import { readSafetensors } from '../../trainer/model/safetensors.ts';

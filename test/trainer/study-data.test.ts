@@ -12,7 +12,7 @@ import { importTasks } from '../../prisma/task-store.ts';
 import { createStudy, defaultStudy, type NewStudy } from '../../prisma/study-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import { DataSelectionError, selectTrainingData, type DataFilter } from '../../trainer/data.ts';
-import { dataFilterFor } from '../../trainer/cli.ts';
+import { dataFilterFor } from '../../trainer/commands.ts';
 import { createRun, type RunConfig } from '../../trainer/runs.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 

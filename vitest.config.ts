@@ -31,7 +31,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   chromium: ['test/tasks/{chromium,frontend-eval,frontend-game,render}.test.ts'],
   // The sandbox (tasks/sandbox.ts) runs python3 inside bubblewrap; `npm start` in console.test.ts scores its
   // session's answer there; doctor.test.ts checks every tool as .ci/run installs them.
-  bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score,scorer}.test.ts', 'test/bot/{console,console-gguf}.test.ts', 'test/bin/doctor.test.ts'],
+  bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score-answers,scorer}.test.ts', 'test/bot/{console,console-gguf}.test.ts', 'test/bin/doctor.test.ts'],
   // The PyTorch twin of the decoder (bot/testing/model_torch.py); it skips without torch. python-value checks
   // its float repr against Python's own.
   python3: ['test/trainer/model/torch-reference.test.ts', 'test/tasks/python-value.test.ts'],

@@ -3,7 +3,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ScoreInputError, scoreAnswerFiles } from '../../tasks/score.ts';
+import { ScoreInputError, scoreAnswerFiles } from '../../tasks/score-answers.ts';
 import { parseBackendRecord, parseTaskLines, splitJsonl } from '../../tasks/importer.ts';
 import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
 

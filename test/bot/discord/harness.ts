@@ -10,7 +10,7 @@ import type { Limits } from '../../../bot/limits.ts';
 import type { PrivacySettings } from '../../../bot/privacy.ts';
 import type { BotMetrics } from '../../../bot/health.ts';
 import type { Logger } from '../../../tasks/logger.ts';
-import type { Evaluate, RenderPage } from '../../../bot/evaluator.ts';
+import type { Evaluate, RenderPage } from '../../../bot/session/types.ts';
 import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../../../bot/testing/fake-discord.ts';
 import { createTestDatabase } from '../../../bot/testing/database.ts';
 

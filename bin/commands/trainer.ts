@@ -4,7 +4,7 @@ import { DATA_SOURCES } from '../../prisma/data-source.ts';
 import { LINEAR_MODULES } from '../../trainer/model/lora-modules.ts';
 
 /** Opens the configured database, initialises the model backend and runs `fn` with the trainer's settings. */
-export async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s: import('../../trainer/commands.ts').TrainerSettings) => Promise<T>): Promise<T> {
+export async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s: import('../../trainer/settings.ts').TrainerSettings) => Promise<T>): Promise<T> {
   const [{ loadConfig }, { openDatabase }, { initBackend }] = await Promise.all([
     import('../config.ts'),
     import('../../prisma/db.ts'),

@@ -9,7 +9,7 @@ import { taskContent } from '../../prisma/task-store.ts';
 import { calibrationRows, formatCalibrationTable, sessionMetrics, type CalibrationRow, type TaskMetrics } from '../../tasks/calibration.ts';
 import type { TaskContent } from '../../tasks/model.ts';
 import type { Scorer } from '../../tasks/scorer.ts';
-import { collaboratorFactory, scorer as trainerScorer, type TrainerSettings } from '../../trainer/commands.ts';
+import { collaboratorFactory, scorer as trainerScorer, type TrainerSettings } from '../../trainer/settings.ts';
 import { simulate, type CollaboratorFactory } from '../../trainer/simulate.ts';
 import { writeCalibrationReport } from './calibration-report.ts';
 import { dialogueTurnWhere, personWhere } from '../../prisma/cohorts.ts';

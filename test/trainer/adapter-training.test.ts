@@ -15,7 +15,8 @@ import { deployPolicyByName, rollbackPolicy } from '../../prisma/policy-store.ts
 import type { PolicyVersion } from '../../prisma/generated/client.ts';
 import { buildDialogue } from '../../tasks/protocol.ts';
 import type { BackendTask } from '../../tasks/model.ts';
-import { trainCommand, type TrainerSettings } from '../../trainer/commands.ts';
+import { trainCommand } from '../../trainer/commands.ts';
+import type { TrainerSettings } from '../../trainer/settings.ts';
 import { loadCheckpoint } from '../../trainer/model/checkpoint.ts';
 import { loadLora } from '../../trainer/model/lora.ts';
 import { readSafetensors } from '../../trainer/model/safetensors.ts';

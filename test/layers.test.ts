@@ -1,6 +1,6 @@
 // The layers, read from the source (checker: test/helpers/layers.ts). Imports: every file of tasks/, prisma/,
 // trainer/, bot/, bin/, bench/ and test/ imports only what the "May import:" line of its nearest README allows,
-// and nothing outside bin/ imports bin/. Writes: Prisma writes appear only in prisma/*store*.ts and
+// and nothing outside bin/ imports bin/; no two files import each other, even through types or other files. Writes: Prisma writes appear only in prisma/*store*.ts and
 // prisma/migrate.ts. The write rule covers every source folder, bot/testing/ and bench/ included: fixtures and
 // benchmarks that need rows make them through the stores, so a test never starts from a row production could
 // not have written. test/ is outside it: tests plant rows directly on purpose (rows a store would refuse, a
@@ -11,6 +11,7 @@ import {
   checkImports,
   checkPrismaWrites,
   checkRepository,
+  findCycles,
   formatViolation,
   loadImportRules,
   parseMayImport,
@@ -49,7 +50,7 @@ describe('the "May import:" lines', () => {
 });
 
 describe('the source', () => {
-  const { imports, writes } = checkRepository(root);
+  const { imports, writes, cycles } = checkRepository(root);
 
   it('imports only what its folder allows, and nothing outside bin/ imports bin/', () => {
     expect(imports.map(formatViolation)).toEqual([]);
@@ -57,6 +58,10 @@ describe('the source', () => {
 
   it('writes through Prisma only in the stores and the migrator', () => {
     expect(writes.map(formatViolation)).toEqual([]);
+  });
+
+  it('has no import circle, type-only imports included', () => {
+    expect(cycles).toEqual([]);
   });
 });
 
@@ -133,6 +138,18 @@ describe('the checker', () => {
       'prisma/db.ts:1: $executeRawUnsafe outside the stores (prisma/README.md)',
       'trainer/planted.ts:1: Prisma write policyVersion.upsert() outside the stores (prisma/README.md)',
     ]);
+  });
+
+  it('finds a planted circle of type-only imports, and a file importing itself, and no circle where there is none', () => {
+    const planted: SourceFile[] = [
+      { path: 'bot/report/upper.ts', text: "import { lower } from './lower.ts';\nexport interface Shape { x: number }\nexport const upper = lower;" },
+      { path: 'bot/report/lower.ts', text: "import type { Shape } from './upper.ts';\nexport const lower = (s: Shape) => s.x;" },
+      { path: 'tasks/a.ts', text: "export async function a() { return (await import('./b.ts')).b; }" },
+      { path: 'tasks/b.ts', text: "export const b = 1;\ntype C = import('./c.ts').C;\nexport type { C };" },
+      { path: 'tasks/c.ts', text: "export type C = number;\nexport type Self = import('./c.ts').C;" },
+    ];
+    expect(findCycles(planted)).toEqual([['bot/report/lower.ts', 'bot/report/upper.ts'], ['tasks/c.ts']]);
+    expect(findCycles(planted.slice(2, 4))).toEqual([]);
   });
 
   it('knows the delegates by the schema\'s model names', () => {

@@ -3,11 +3,10 @@
 // gold check, not of a person a moderator excluded from training. A run chooses its data explicitly
 // (selectTrainingData with a DataFilter: people, simulators or both with a weight, quality and rating thresholds,
 // one study's sessions).
-import { trajectoryKey } from './pairs.ts';
+import { trajectoryKey, type Trajectory } from './pairs.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
-import type { DialogueTurn } from '../tasks/protocol.ts';
-import type { TaskContent, TaskKind, TaskSplit } from '../tasks/model.ts';
+import type { TaskKind, TaskSplit } from '../tasks/model.ts';
 import { sessionReward } from '../prisma/session-store.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { refreshQuality } from '../prisma/quality-store.ts';
@@ -16,23 +15,7 @@ import { DATA_SOURCES, type DataSource } from '../prisma/data-source.ts';
 import { findStudy } from '../prisma/study-store.ts';
 import { dialogueTurnWhere, humanSessionWhere, isSimulatedSession, simulatedSessionWhere, trainingParticipantWhere } from '../prisma/cohorts.ts';
 
-export interface Trajectory {
-  sessionId: string;
-  taskId: string;
-  task: TaskContent;
-  /** Agent and human messages in order, agent first (system notices dropped). */
-  turns: DialogueTurn[];
-  answer: string;
-  /** The evaluation's score (fraction of tests passed, or similarity). */
-  score: number;
-  success: boolean;
-  /** Mean human rating (1-5) when the session was rated. */
-  rating: number | null;
-  /** What training optimises: the score, blended with the rating when so configured. */
-  reward: number;
-  simulated: boolean;
-  policyVersionId: string | null;
-}
+export type { Trajectory } from './pairs.ts';
 
 /**
  * The filter that chooses a run's data (stored with the run). Quality and rating thresholds apply to the

@@ -118,12 +118,17 @@ const lineOf = (sf: ts.SourceFile, node: ts.Node) => sf.getLineAndCharacterOfPos
 const literal = (node: ts.Node | undefined): string | undefined =>
   node && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) ? node.text : undefined;
 
+/** Each file is parsed once for its imports, however many checks read them. */
+const importsCache = new WeakMap<SourceFile, { specifier: string; line: number }[]>();
+
 /**
  * What a file imports, with the line: `import`/`export ... from`, `import x = require()`, `import('...')` and
  * `require('...')` with a literal specifier, and `import('...')` types. A computed specifier cannot be checked
  * here (the code has a few, all npm packages chosen at run time).
  */
 export function importsOf(file: SourceFile): { specifier: string; line: number }[] {
+  const cached = importsCache.get(file);
+  if (cached) return cached;
   const sf = parse(file);
   const found: { specifier: string; line: number }[] = [];
   visitAll(sf, (node) => {
@@ -134,6 +139,7 @@ export function importsOf(file: SourceFile): { specifier: string; line: number }
     else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) spec = literal(node.argument.literal);
     if (spec !== undefined) found.push({ specifier: spec, line: lineOf(sf, node) });
   });
+  importsCache.set(file, found);
   return found;
 }
 
@@ -206,8 +212,52 @@ export function checkPrismaWrites(files: readonly SourceFile[], models: Readonly
   return violations;
 }
 
-/** Both checks over the repository at `root`: imports everywhere, writes in the source folders. */
-export function checkRepository(root: string): { imports: Violation[]; writes: Violation[] } {
+/**
+ * Import circles among `files`, each as its files in a cycle's order: every import counts, type-only and
+ * dynamic ones included (a type living in the file that imports the other one is still a knot to untie).
+ */
+export function findCycles(files: readonly SourceFile[]): string[][] {
+  const known = new Set(files.map((f) => f.path));
+  const edges = new Map<string, string[]>();
+  for (const file of files) {
+    const targets = importsOf(file)
+      .filter(({ specifier }) => specifier.startsWith('./') || specifier.startsWith('../'))
+      .map(({ specifier }) => posix.normalize(posix.join(posix.dirname(file.path), specifier)))
+      .filter((t) => known.has(t));
+    edges.set(file.path, [...new Set(targets)].sort());
+  }
+  // Tarjan's strongly connected components: a component of two or more files, or a file importing itself, is a circle.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const connect = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v)!) {
+      if (!index.has(w)) {
+        connect(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    for (let w = ''; w !== v; ) {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    }
+    if (component.length > 1 || edges.get(v)!.includes(v)) cycles.push(component.sort());
+  };
+  for (const v of [...edges.keys()].sort()) if (!index.has(v)) connect(v);
+  return cycles;
+}
+
+/** The checks over the repository at `root`: imports and circles everywhere, writes in the source folders. */
+export function checkRepository(root: string): { imports: Violation[]; writes: Violation[]; cycles: string[][] } {
   const files = readSource(root);
   const schema = join(root, 'prisma', 'schema.prisma');
   if (!existsSync(schema)) throw new Error(`no Prisma schema at ${schema}`);
@@ -215,5 +265,6 @@ export function checkRepository(root: string): { imports: Violation[]; writes: V
   return {
     imports: checkImports(files, loadImportRules(root)),
     writes: checkPrismaWrites(source, prismaModels(readFileSync(schema, 'utf8'))),
+    cycles: findCycles(files),
   };
 }

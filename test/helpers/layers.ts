@@ -33,6 +33,10 @@ export interface ImportRule {
   folder: string;
   /** Folders its files may import besides their own (relative to the root, no trailing slash). */
   allowed: string[];
+  /** Folders or files its files never import, though `allowed` reaches them ("Never imports ..."). */
+  forbidden: string[];
+  /** The only folders outside it whose files import it ("Imported by ..."); undefined: whoever may. */
+  importedBy?: string[];
   /** The line as written, for messages. */
   text: string;
 }
@@ -43,24 +47,40 @@ const ROOT_FILES = ['vitest.config.ts'];
 const inside = (path: string, folder: string) => path === folder || path.startsWith(`${folder}/`);
 
 /**
- * Reads a README's "May import:" line; undefined when it has none. Only the first sentence counts, and words in
- * parentheses are prose (e.g. bot/discord's "`prisma/` (types and errors)" allows `prisma/`).
+ * Reads a README's "May import:" line, every sentence of it; undefined when it has none. The first sentence says
+ * what may be imported (a parenthesis there may only follow "nothing of ours", which it explains); the others are
+ * "Never imports `x`, nor `y`" (every path named in it, parentheses included, is off limits), "Imported by `a/`,
+ * `b/`" (no other folder imports this one) and "Everything else may import it". Anything else is refused, so a
+ * line cannot say more than the check holds the code to.
  */
 export function parseMayImport(folder: string, readme: string): ImportRule | undefined {
   const line = /^May import:\s*(.*)$/m.exec(readme)?.[1];
   if (line === undefined) return undefined;
-  const sentence = line.replace(/\([^)]*\)/g, '').split(/\.(?:\s|$)/)[0]!.trim();
-  const named = [...sentence.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/\/+$/, ''));
-  const lower = sentence.toLowerCase();
+  const refuse = (why: string) => new Error(`${folder}/README.md: cannot read its "May import:" line (${why}): ${line}`);
+  const [first, ...rest] = line
+    .split(/\.(?:\s+|$)/)
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+  if (first === undefined) throw refuse('it is empty');
+  const paths = (text: string) => [...text.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/\/+$/, ''));
+  const lower = first.toLowerCase();
+  if (first.includes('(') && !/^nothing of ours \([^`()]*\)$/.test(lower)) throw refuse('a parenthesis in what it may import');
+  const named = paths(first);
   let allowed: string[];
   if (lower.startsWith('nothing')) allowed = [];
-  else if (lower.startsWith('everything')) allowed = [...TOP_FOLDERS];
+  else if (lower === 'everything') allowed = [...TOP_FOLDERS];
   // "Anything" takes in the repository's own top-level files too (vitest.config.ts), named by their file name.
-  else if (lower.startsWith('anything except')) allowed = [...TOP_FOLDERS.filter((f) => !named.some((n) => inside(f, n))), ...ROOT_FILES];
+  else if (lower.startsWith('anything except') && /^anything except (`[^`]+`[\s,]*(and\s+)?)+$/.test(first)) allowed = [...TOP_FOLDERS.filter((f) => !named.some((n) => inside(f, n))), ...ROOT_FILES];
   else if (lower.startsWith('anything below') && named.length === 1 && LAYERS.includes(named[0]!)) allowed = LAYERS.slice(0, LAYERS.indexOf(named[0]!));
-  else if (named.length > 0 && /^(`[^`]+`[\s,]*(and\s+)?)+$/.test(sentence)) allowed = named;
-  else throw new Error(`${folder}/README.md: cannot read its "May import:" line: ${line}`);
-  return { folder, allowed, text: `May import: ${line}` };
+  else if (named.length > 0 && /^(`[^`]+`[\s,]*(and\s+)?)+$/.test(first)) allowed = named;
+  else throw refuse(`"${first}"`);
+  const rule: ImportRule = { folder, allowed, forbidden: [], text: `May import: ${line}` };
+  for (const sentence of rest) {
+    if (/^never imports `/i.test(sentence)) rule.forbidden.push(...paths(sentence));
+    else if (/^imported by (`[^`]+`[\s,]*(and\s+)?)+$/i.test(sentence)) rule.importedBy = paths(sentence);
+    else if (!/^everything else may import it$/i.test(sentence)) throw refuse(`"${sentence}"`);
+  }
+  return rule;
 }
 
 function walk(root: string, dir: string, visit: (relPath: string) => void): void {
@@ -172,6 +192,11 @@ export function checkImports(files: readonly SourceFile[], rules: ReadonlyMap<st
         violations.push({ file: file.path, line, message: `${where}: nothing outside bin/ imports bin/ (bin/README.md)` });
       } else if (!inside(target, rule.folder) && !rule.allowed.some((f) => inside(target, f))) {
         violations.push({ file: file.path, line, message: `${where}: ${rule.folder}/README.md says "${rule.text}"` });
+      } else if (rule.forbidden.some((f) => inside(target, f))) {
+        violations.push({ file: file.path, line, message: `${where}: ${rule.folder}/README.md says "${rule.text}"` });
+      } else {
+        const owner = [...rules.values()].find((r) => r.importedBy && inside(target, r.folder) && !inside(file.path, r.folder) && !r.importedBy.some((f) => inside(file.path, f)));
+        if (owner) violations.push({ file: file.path, line, message: `${where}: ${owner.folder}/README.md says "${owner.text}"` });
       }
     }
   }

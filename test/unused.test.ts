@@ -45,6 +45,15 @@ describe('dead code', () => {
     expect(found.exports.filter((e) => !excepted(e))).toEqual([]);
   });
 
+  it('fails on an unused export planted in the real source, and on a file nothing reaches', () => {
+    const planted = files.map((f) => (f.path === 'tasks/stats.ts' ? { ...f, text: `${f.text}\nexport const plantedUnused = 1;\n` } : f));
+    // The orphan's path is put together so that no string in this file names it (a named path counts as run).
+    const orphan = ['bot', 'planted-orphan.ts'].join('/');
+    const again = findUnused([...planted, { path: orphan, text: 'export const orphan = 1;' }], entries(files));
+    expect(again.exports.filter((e) => !excepted(e))).toEqual(['tasks/stats.ts#plantedUnused']);
+    expect(again.files.filter((f) => !excepted(f))).toEqual([orphan]);
+  });
+
   it('lists no exception that is no longer needed', () => {
     expect(Object.keys(EXCEPTIONS).filter((x) => !found.files.includes(x) && !found.exports.includes(x))).toEqual([]);
   });
@@ -52,33 +61,31 @@ describe('dead code', () => {
 
 describe('the checker', () => {
   it('reports a planted unused export and file, and counts every way of using one', () => {
-    const planted: SourceFile[] = [
-      {
-        path: 'bin/main.ts',
-        text: [
-          "import { used, type Shape } from '../tasks/a.ts';",
-          "import * as all from '../tasks/every.ts';",
-          "export { forwarded } from '../tasks/b.ts';",
-          "export * from '../tasks/star.ts';",
-          'export async function run(s: Shape) {',
-          "  const { late } = await import('../tasks/lazy.ts');",
-          "  const w = new URL('../tasks/worker.mjs', import.meta.url);",
-          "  type T = import('../tasks/typed.ts').Typed;",
-          '  return [used, all, late, w] as unknown as T;',
-          '}',
-        ].join('\n'),
-      },
-      { path: 'tasks/a.ts', text: 'export const used = 1;\nexport interface Shape { x: number }\nexport const planted = 2;\nexport const inFile = 3;\nconst twice = inFile * 2;\nvoid twice;' },
-      { path: 'tasks/every.ts', text: 'export const anything = 1;' },
-      { path: 'tasks/b.ts', text: 'export const forwarded = 1;\nexport const notForwarded = 2;' },
-      { path: 'tasks/star.ts', text: 'export const viaStar = 1;' },
-      { path: 'tasks/lazy.ts', text: 'export const late = 1;\nexport const notLoaded = 2;' },
-      { path: 'tasks/worker.mjs', text: "import { work } from './work.ts';\nwork();" },
-      { path: 'tasks/work.ts', text: 'export function work() {}' },
-      { path: 'tasks/typed.ts', text: 'export type Typed = number;' },
-      { path: 'tasks/orphan.ts', text: 'export const nobody = 1;' },
-      { path: 'test/main.test.ts', text: "import { run, viaStar } from '../bin/main.ts';\nvoid run; void viaStar;" },
-    ];
+    // One file a path: what each uses of the others.
+    const planted: SourceFile[] = Object.entries({
+      'bin/main.ts': [
+        "import { used, type Shape } from '../tasks/a.ts';",
+        "import * as all from '../tasks/every.ts';",
+        "export { forwarded } from '../tasks/b.ts';",
+        "export * from '../tasks/star.ts';",
+        'export async function run(s: Shape) {',
+        "  const { late } = await import('../tasks/lazy.ts');",
+        "  const w = new URL('../tasks/worker.mjs', import.meta.url);",
+        "  type T = import('../tasks/typed.ts').Typed;",
+        '  return [used, all, late, w] as unknown as T;',
+        '}',
+      ].join('\n'),
+      'tasks/a.ts': 'export const used = 1;\nexport interface Shape { x: number }\nexport const planted = 2;\nexport const inFile = 3;\nconst twice = inFile * 2;\nvoid twice;',
+      'tasks/every.ts': 'export const anything = 1;',
+      'tasks/b.ts': 'export const forwarded = 1;\nexport const notForwarded = 2;',
+      'tasks/star.ts': 'export const viaStar = 1;',
+      'tasks/lazy.ts': 'export const late = 1;\nexport const notLoaded = 2;',
+      'tasks/worker.mjs': "import { work } from './work.ts';\nwork();",
+      'tasks/work.ts': 'export function work() {}',
+      'tasks/typed.ts': 'export type Typed = number;',
+      'tasks/orphan.ts': 'export const nobody = 1;',
+      'test/main.test.ts': "import { run, viaStar } from '../bin/main.ts';\nvoid run; void viaStar;",
+    }).map(([path, text]) => ({ path, text }));
     expect(findUnused(planted, new Set(['test/main.test.ts']))).toEqual({
       files: ['tasks/orphan.ts'],
       exports: ['bin/main.ts#forwarded', 'tasks/a.ts#planted', 'tasks/b.ts#forwarded', 'tasks/b.ts#notForwarded', 'tasks/lazy.ts#notLoaded'],

@@ -24,7 +24,7 @@ interface FileFacts {
   exports: Map<string, Exported>;
   /** Files of `export * from`. */
   stars: string[];
-  /** [file, name] pairs this file uses; name '*' for all of a file (namespace import, require, a path string). */
+  /** [file, name] pairs this file uses; '*' for all of a file (namespace import, require), '' for a file run by path. */
   uses: [string, string][];
   /** How often each identifier appears in the file. */
   identifiers: Map<string, number>;
@@ -45,7 +45,7 @@ const isSpecifier = (node: ts.Node): boolean => {
     ts.isImportDeclaration(p) ||
     ts.isExportDeclaration(p) ||
     ts.isExternalModuleReference(p) ||
-    (ts.isCallExpression(p) && p.expression.kind === ts.SyntaxKind.ImportKeyword) ||
+    (ts.isCallExpression(p) && (p.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(p.expression) && p.expression.text === 'require'))) ||
     (ts.isLiteralTypeNode(p) && ts.isImportTypeNode(p.parent))
   );
 };
@@ -106,9 +106,12 @@ function factsOf(file: SourceFile, known: ReadonlySet<string>): FileFacts {
       const t = target(literal(node.argument.literal));
       const q = node.qualifier;
       use(t, q ? (ts.isIdentifier(q) ? q.text : q.left.getText(sf)) : '*');
+    } else if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'require') {
+      use(target(literal(node.arguments[0])), '*');
     } else if (literal(node) !== undefined && SOURCE.test(literal(node)!) && !isSpecifier(node)) {
-      // require('./x.cjs'), new URL('./worker.mjs', import.meta.url), a script path handed to a child process.
-      use(target(literal(node)), '*');
+      // new URL('./worker.mjs', import.meta.url), a script path handed to a child process: the file is run, so it
+      // is reached, but none of its exports is used by naming it ('' is no export's name).
+      use(target(literal(node)), '');
     } else if (exported(node)) {
       const isDefault = (ts.getModifiers(node as ts.HasModifiers) ?? []).some((m) => m.kind === ts.SyntaxKind.DefaultKeyword);
       if (ts.isVariableStatement(node)) {

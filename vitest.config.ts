@@ -7,7 +7,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * (test/machine-tests.test.ts fails on a test that opens a database and is not listed).
  */
 export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'python3', string[]> = {
-  // bot/testing/database.ts (directly, or through test/bot/discord/harness.ts and test/trainer/fixture.ts), or a
+  // testing/database.ts (directly, or through test/bot/discord/harness.ts and test/trainer/fixture.ts), or a
   // Postgres URL of their own.
   postgres: [
     'test/bin/cli.test.ts',
@@ -16,7 +16,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/discord/**/*.test.ts',
     'test/bot/dashboard/*.test.ts',
     'test/bin/commands/dashboard.test.ts',
-    'test/bot/testing/database.test.ts',
+    'test/testing/database.test.ts',
     'test/bot/{assign,bootstrap,endpoint,limits,runtime}.test.ts',
     'test/bot/session/*.test.ts',
     'test/bot/export/{consent-version,export,import,official-format,official-pairs,study-export}.test.ts',
@@ -32,7 +32,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   // The sandbox (tasks/sandbox.ts) runs python3 inside bubblewrap; `npm start` in console.test.ts scores its
   // session's answer there; doctor.test.ts checks every tool as .ci/run installs them.
   bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score-answers,scorer}.test.ts', 'test/bot/{console,console-gguf}.test.ts', 'test/bin/doctor.test.ts'],
-  // The PyTorch twin of the decoder (bot/testing/model_torch.py); it skips without torch. python-value checks
+  // The PyTorch twin of the decoder (testing/model_torch.py); it skips without torch. python-value checks
   // its float repr against Python's own.
   python3: ['test/trainer/model/torch-reference.test.ts', 'test/tasks/python-value.test.ts'],
 };

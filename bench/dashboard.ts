@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   const sessions = countArg('sessions', 100_000);
   const requests = countArg('requests', 200);
   const pagesArg = process.argv.includes('--pages') ? process.argv[process.argv.indexOf('--pages') + 1]!.split(',') : null;
-  const { createTestDatabase } = await import('../bot/testing/database.ts');
+  const { createTestDatabase } = await import('../testing/database.ts');
   const { buildDashboard } = await import('../bot/dashboard/server.ts');
   const t = await createTestDatabase();
   const load0 = loadavg()[0]!;

@@ -2,7 +2,7 @@
 // trainer/, bot/, bin/, bench/ and test/ imports only what the whole "May import:" line of its nearest README
 // allows (and what the lines of the folders it imports let it), nothing outside bin/ imports bin/, and no files
 // import each other in a circle, even through types. Writes: Prisma writes appear only in prisma/*store*.ts and
-// prisma/migrate.ts. The write rule covers every source folder, bot/testing/ and bench/ included: fixtures and
+// prisma/migrate.ts. The write rule covers every source folder, testing/ and bench/ included: fixtures and
 // benchmarks that need rows make them through the stores, so a test never starts from a row production could
 // not have written. test/ is outside it: tests plant rows directly on purpose (rows a store would refuse, a
 // crash half-way through a write) to check how the code reads them.
@@ -34,8 +34,8 @@ describe('the "May import:" lines', () => {
     expect(allowed('`tasks/`. Imported by `trainer/`, `bot/`, `bin/`.')).toEqual(['tasks']);
     expect(allowed('`tasks/`, `prisma/`, `bot/`.')).toEqual(['tasks', 'prisma', 'bot']);
     expect(allowed('`tasks/`, `trainer/model/`.')).toEqual(['tasks', 'trainer/model']);
-    expect(allowed('everything. Imported by `test/`.')).toEqual(['tasks', 'prisma', 'trainer', 'bot', 'bin', 'bench', 'test']);
-    expect(allowed('anything except `test/`.')).toEqual(['tasks', 'prisma', 'trainer', 'bot', 'bin', 'bench', 'vitest.config.ts']);
+    expect(allowed('everything. Imported by `test/`.')).toEqual(['tasks', 'prisma', 'trainer', 'bot', 'bin', 'bench', 'testing', 'test']);
+    expect(allowed('anything except `test/`.')).toEqual(['tasks', 'prisma', 'trainer', 'bot', 'bin', 'bench', 'testing', 'vitest.config.ts']);
     expect(allowed('anything below `bin/`.')).toEqual(['tasks', 'prisma', 'trainer', 'bot']);
     expect(parseMayImport('x', '# x\n\nNo rule here.\n')).toBeUndefined();
     // The whole line is read: the sentences after the first are rules too, parentheses included.
@@ -44,16 +44,16 @@ describe('the "May import:" lines', () => {
     expect(rule('`tasks/`, `bot/`. Never imports `bin/`, nor the channels that call it (`bot/discord/`, `bot/console.ts`).')).toMatchObject({ forbidden: ['bin', 'bot/discord', 'bot/console.ts'] });
     // A parenthesis narrowing what may be imported, or a sentence the check cannot hold the code to, is refused.
     expect(() => rule('`tasks/`, `prisma/` (types and errors), `bot/`.')).toThrow(/parenthesis/);
-    expect(() => rule('anything except `test/` (shared fixtures live in `bot/testing/`).')).toThrow(/parenthesis/);
+    expect(() => rule('anything except `test/` (shared fixtures live in `testing/`).')).toThrow(/parenthesis/);
     expect(() => rule('`tasks/`. Nothing here knows about the database.')).toThrow(/Nothing here knows/);
     expect(() => parseMayImport('x', 'May import: whatever seems right.')).toThrow(/x\/README.md: cannot read/);
   });
 
   it('come from each top folder and from the nested folders that state their own', () => {
-    expect([...rules.keys()].sort()).toEqual(expect.arrayContaining(['bench', 'bin', 'bot', 'bot/discord', 'bot/testing', 'prisma', 'tasks', 'test', 'trainer', 'trainer/model', 'trainer/recipes']));
+    expect([...rules.keys()].sort()).toEqual(expect.arrayContaining(['bench', 'bin', 'bot', 'bot/discord', 'testing', 'prisma', 'tasks', 'test', 'trainer', 'trainer/model', 'trainer/recipes']));
     expect(rules.get('tasks')!.allowed).toEqual([]);
     expect(rules.get('trainer/model')!.allowed).toEqual(['tasks']);
-    expect(rules.get('bot/testing')!.allowed).toEqual(['tasks', 'prisma', 'trainer', 'bot']);
+    expect(rules.get('testing')!.allowed).toEqual(['tasks', 'prisma', 'trainer', 'bot']);
     expect(rules.get('test')!.allowed).not.toContain('bench');
   });
 });
@@ -93,7 +93,8 @@ describe('the checker', () => {
       },
       { path: 'trainer/recipes/planted.ts', text: "import { LoadedPolicy } from '../model/loaded-policy.ts';\nimport { PRESETS } from '../presets.ts';" },
       { path: 'bot/discord/planted.ts', text: "export { loadAgent } from '../../trainer/policies/agent-for.ts';" },
-      { path: 'bot/testing/planted.cjs', text: "'use strict';\nconst { loadConfig } = require('../../bin/config.ts');" },
+      { path: 'testing/planted.cjs', text: "'use strict';\nconst { loadConfig } = require('../bin/config.ts');" },
+      { path: 'bot/planted-fixture.ts', text: "import { freePort } from '../testing/wait.ts';" },
       { path: 'bench/planted.ts', text: "import { Terminal } from '../test/helpers/terminal.ts';\nimport { readFileSync } from 'node:fs';" },
       { path: 'bin/planted.ts', text: "import { main } from './cli.ts';\nimport { SessionEngine } from '../bot/engine.ts';" },
       { path: 'bot/session/planted.ts', text: "import { DiscordBot } from '../discord/bot.ts';\nimport { limits } from '../limits.ts';" },
@@ -105,7 +106,8 @@ describe('the checker', () => {
       'trainer/model/planted.ts:3',
       'trainer/recipes/planted.ts:2',
       'bot/discord/planted.ts:1',
-      'bot/testing/planted.cjs:2',
+      'testing/planted.cjs:2',
+      'bot/planted-fixture.ts:1',
       'bench/planted.ts:1',
       'bot/session/planted.ts:1',
       'test/planted.test.ts:2',

@@ -21,7 +21,7 @@ import {
 } from '../../prisma/cohorts.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { builtinTasks } from '../../tasks/library.ts';
-import { createTestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase } from '../../testing/database.ts';
 
 type TestDb = Awaited<ReturnType<typeof createTestDatabase>>;
 const day = (n: number) => new Date(Date.UTC(2026, 0, n));

@@ -3,11 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createTestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase } from '../../testing/database.ts';
 import { parseTaskFile, exportTaskLine } from '../../tasks/importer.ts';
 import type { TaskRecord } from '../../tasks/model.ts';
 import { importTasks, listTasks } from '../../prisma/task-store.ts';
-import { runSweetloop } from '../../bot/testing/sweetloop-cli.ts';
+import { runSweetloop } from '../../testing/sweetloop-cli.ts';
 import { BACKEND_SAMPLE, FRONTEND_SAMPLE, haveSample, SHARED_DIR } from '../helpers/colbench-sample.ts';
 
 const SHARED = SHARED_DIR;

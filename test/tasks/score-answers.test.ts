@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ScoreInputError, scoreAnswerFiles } from '../../tasks/score-answers.ts';
 import { parseBackendRecord, parseTaskLines, splitJsonl } from '../../tasks/importer.ts';
-import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
+import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sweetloop-score-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

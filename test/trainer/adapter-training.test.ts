@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
-import { startOpenAiServer, type OpenAiServer } from '../../bot/testing/openai-server.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
+import { startOpenAiServer, type OpenAiServer } from '../../testing/openai-server.ts';
 import { deployPolicyByName, rollbackPolicy } from '../../prisma/policy-store.ts';
 import type { PolicyVersion } from '../../prisma/generated/client.ts';
 import { buildDialogue } from '../../tasks/protocol.ts';

@@ -11,8 +11,8 @@ import type { PrivacySettings } from '../../../bot/privacy.ts';
 import type { BotMetrics } from '../../../bot/health.ts';
 import type { Logger } from '../../../tasks/logger.ts';
 import type { Evaluate, RenderPage } from '../../../bot/session/types.ts';
-import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../../../bot/testing/fake-discord.ts';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../../../testing/fake-discord.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 
 export type TestDb = Awaited<ReturnType<typeof createTestDatabase>>;
 

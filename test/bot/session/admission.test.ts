@@ -11,7 +11,7 @@ import { ban } from '../../../bot/moderation.ts';
 import { setPaused } from '../../../prisma/moderation-store.ts';
 import { deletePerson } from '../../../bot/privacy.ts';
 import { createRuntime, type Runtime } from '../../../bot/runtime.ts';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 import { scriptedAgent } from '../discord/harness.ts';
 import { createStudy, setStudyConsent, setStudyStatus } from '../../../prisma/study-store.ts';
 

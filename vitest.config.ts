@@ -21,7 +21,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/session/*.test.ts',
     'test/bot/export/{consent-version,export,import,official-format,official-pairs,study-export}.test.ts',
     'test/bot/report/{calibration,report,training-data}.test.ts',
-    'test/prisma/{active-time-store,session-store-turns,db-notify,db-pool,errors,event-store,migrate-postgres,policy-store,study-stats,study-store,task-store}.test.ts',
+    'test/prisma/{active-time-store,cohorts,session-store-turns,db-notify,db-pool,errors,event-store,migrate-postgres,policy-store,study-stats,study-store,task-store}.test.ts',
     'test/prisma/migrations/*.test.ts',
     'test/trainer/{adapter-training,critic,critic-preferences,data,data-filter,evaluate,promote,promote-human-ab,reproducible,runs-kill,runs-resume,service-lora,simulate,simulate-endpoint,study-data}.test.ts',
     'test/trainer/policies/{agent-for,registry}.test.ts',

@@ -7,7 +7,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * (test/machine-tests.test.ts fails on a test that opens a database and is not listed).
  */
 export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'python3', string[]> = {
-  // bot/testing/database.ts (directly, or through test/bot/discord/harness.ts and test/trainer/fixture.ts), or a
+  // testing/database.ts (directly, or through test/bot/discord/harness.ts and test/trainer/fixture.ts), or a
   // Postgres URL of their own.
   postgres: [
     'test/bin/cli.test.ts',
@@ -16,12 +16,12 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/discord/**/*.test.ts',
     'test/bot/dashboard/*.test.ts',
     'test/bin/commands/dashboard.test.ts',
-    'test/bot/testing/database.test.ts',
+    'test/testing/database.test.ts',
     'test/bot/{assign,bootstrap,endpoint,limits,runtime}.test.ts',
     'test/bot/session/*.test.ts',
     'test/bot/export/{consent-version,export,import,official-format,official-pairs,study-export}.test.ts',
     'test/bot/report/{calibration,report,training-data}.test.ts',
-    'test/prisma/{active-time-store,session-store-turns,db-notify,db-pool,errors,event-store,migrate-postgres,policy-store,study-stats,study-store,task-store}.test.ts',
+    'test/prisma/{active-time-store,cohorts,session-store-turns,db-notify,db-pool,errors,event-store,migrate-postgres,policy-store,study-stats,study-store,task-store}.test.ts',
     'test/prisma/migrations/*.test.ts',
     'test/trainer/{adapter-training,critic,critic-preferences,data,data-filter,evaluate,promote,promote-human-ab,reproducible,runs-kill,runs-resume,service-lora,simulate,simulate-endpoint,study-data}.test.ts',
     'test/trainer/policies/{agent-for,registry}.test.ts',
@@ -31,8 +31,8 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   chromium: ['test/tasks/{chromium,frontend-eval,frontend-game,render}.test.ts'],
   // The sandbox (tasks/sandbox.ts) runs python3 inside bubblewrap; `npm start` in console.test.ts scores its
   // session's answer there; doctor.test.ts checks every tool as .ci/run installs them.
-  bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score,scorer}.test.ts', 'test/bot/{console,console-gguf}.test.ts', 'test/bin/doctor.test.ts'],
-  // The PyTorch twin of the decoder (bot/testing/model_torch.py); it skips without torch. python-value checks
+  bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score-answers,scorer}.test.ts', 'test/bot/{console,console-gguf}.test.ts', 'test/bin/doctor.test.ts'],
+  // The PyTorch twin of the decoder (testing/model_torch.py); it skips without torch. python-value checks
   // its float repr against Python's own.
   python3: ['test/trainer/model/torch-reference.test.ts', 'test/tasks/python-value.test.ts'],
 };

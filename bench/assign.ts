@@ -13,7 +13,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createRuntime, type Runtime } from '../bot/runtime.ts';
 import { RefusedError } from '../bot/session/types.ts';
-import { createTestDatabase, type TestDatabase } from '../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../testing/database.ts';
 import { registerVersion } from '../prisma/policy-store.ts';
 import { appendAgentTurn } from '../prisma/session-store.ts';
 import { createStudy, setStudyStatus, type StudyWithArms } from '../prisma/study-store.ts';

@@ -1,8 +1,8 @@
 // Bot benchmark: the bot alone, as in production. Three processes:
-//   - this one: the fake Discord (bot/testing/fake-discord.ts) and the people's drivers, and the throwaway Postgres
+//   - this one: the fake Discord (testing/fake-discord.ts) and the people's drivers, and the throwaway Postgres
 //     database (what it queries is its own, after each phase);
 //   - the bot (bench/bot-process.ts): the real runtime, discord.js client, default agent loader and sandboxed scorer;
-//   - an OpenAI-compatible server (bot/testing/openai-server.ts) streaming a fixed reply at a fixed delay per token,
+//   - an OpenAI-compatible server (testing/openai-server.ts) streaming a fixed reply at a fixed delay per token,
 //     deployed as an endpoint version, so the model's time is fixed and what is measured is the bot's.
 // Each phase: N people arrive within the same second, each through a whole backend session (/task start, consent,
 // TURNS agent messages, TURNS - 1 replies, the answer scored in the sandbox pool, a rating). Per phase:
@@ -41,8 +41,8 @@ import { percentile } from '../tasks/stats.ts';
 import { importTasks } from '../prisma/task-store.ts';
 import { deployPolicyByName } from '../prisma/policy-store.ts';
 import { registerEndpointVersion } from '../trainer/policies/registry.ts';
-import { FakeDiscord, type InteractionRecord, type Shown } from '../bot/testing/fake-discord.ts';
-import { createTestDatabase } from '../bot/testing/database.ts';
+import { FakeDiscord, type InteractionRecord, type Shown } from '../testing/fake-discord.ts';
+import { createTestDatabase } from '../testing/database.ts';
 import { Rng } from '../tasks/random.ts';
 
 const { values: args } = parseArgs({
@@ -111,13 +111,13 @@ const PERSON_MESSAGE = /Reply \d+ from person \d+ of phase \d+/;
 /** The reply every agent turn gets: MAX_TOKENS words, then the answer on the last turn (the endpoint repeats it). */
 async function startModelServer(): Promise<{ url: string; close: () => void; servedMs: Map<string, number> }> {
   const words = Array.from({ length: MAX_TOKENS }, (_, i) => (i === 0 ? 'Could' : `w${i}`)).join(' ') + '?';
-  const serverModule = pathToFileURL(join(import.meta.dirname, '../bot/testing/openai-server.ts')).href;
+  const serverModule = pathToFileURL(join(import.meta.dirname, '../testing/openai-server.ts')).href;
   const code =
     `const { startOpenAiServer } = await import(${JSON.stringify(serverModule)});` +
     `const s = await startOpenAiServer({ model: 'bench-model', maxModelLen: 8192, tokenDelayMs: ${TOKEN_DELAY_MS}, reply: () => ${JSON.stringify(words)}, onServed: (b, ms) => console.log(JSON.stringify({ last: String(b.messages.at(-1)?.content ?? ''), ms })) });` +
     `console.log(s.url);`;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
-  // The server's own time on each reply (bot/testing/openai-server.ts onServed), by the person's message it answers.
+  // The server's own time on each reply (testing/openai-server.ts onServed), by the person's message it answers.
   const servedMs = new Map<string, number>();
   const url = await new Promise<string>((resolveUrl, reject) => {
     child.once('exit', (c) => reject(new Error(`the OpenAI-compatible server process exited (${c})`)));

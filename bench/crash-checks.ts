@@ -10,7 +10,7 @@
 //     ran for `giveUpMs` in all without moving it (silent across restarts).
 // Each violation names the bot's life (epoch) it happened in, so the driver can tie it to the kill before it,
 // and the session's time line (bench/crash-timeline.ts) is written beside the bot's logs.
-import type { FakeDiscord, Shown } from '../bot/testing/fake-discord.ts';
+import type { FakeDiscord, Shown } from '../testing/fake-discord.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Epoch } from './crash-process.ts';
 import type { PersonSession, Sent } from './crash-people.ts';

@@ -6,7 +6,7 @@
 // again or waited on (a seeded coin); a person left without progress for `giveUpMs` of the bot's uptime stops the
 // session. A reply the bot asks to have sent again is sent again while it still applies. Everything a person
 // sends and how each session ended is recorded for the checks (bench/crash-checks.ts).
-import type { FakeDiscord, FakeUser, InteractionRecord, Shown } from '../bot/testing/fake-discord.ts';
+import type { FakeDiscord, FakeUser, InteractionRecord, Shown } from '../testing/fake-discord.ts';
 import { Rng } from '../tasks/random.ts';
 
 export interface Sent {

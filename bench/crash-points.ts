@@ -1,7 +1,7 @@
 // The kill points of the crash soak, and how the driver knows one has come: from the database (a person's
 // message stored), from the fake Discord (a post carried out but its response held back, so the bot never learns
 // it got out), or from the bot's own log (scoring started, catch-up started, the local server up and loading).
-import type { FakeDiscord } from '../bot/testing/fake-discord.ts';
+import type { FakeDiscord } from '../testing/fake-discord.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Rng } from '../tasks/random.ts';
 import { CATCH_UP_LINE, GATEWAY_LINE, LOCAL_LISTENING_LINE, LOCAL_LOADED_LINE, SCORING_LINE, type BotProcess } from './crash-process.ts';

@@ -4,7 +4,7 @@
 // beside the bot's logs, so that whoever fixes the fault can see what the bot did and did not do.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { FakeDiscord } from '../bot/testing/fake-discord.ts';
+import type { FakeDiscord } from '../testing/fake-discord.ts';
 import type { Epoch } from './crash-process.ts';
 import type { Sent } from './crash-people.ts';
 

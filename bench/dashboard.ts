@@ -6,7 +6,7 @@
 // (bot/dashboard/server.ts, in this process through fastify's inject: no network, so the figure is the server's
 // own time: routing, the database queries and rendering) for the session list, session pages and the other pages
 // (studies, policies, people, runs, simulator; bench/dashboard-seed.ts fills what they read), and prints
-// p50/p99 of each. The goal (issue 33): p99 under 300 ms. The database is dropped afterwards.
+// p50/p99 of each. The goal: p99 under 300 ms. The database is dropped afterwards.
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { countArg } from './args.ts';
@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   const sessions = countArg('sessions', 100_000);
   const requests = countArg('requests', 200);
   const pagesArg = process.argv.includes('--pages') ? process.argv[process.argv.indexOf('--pages') + 1]!.split(',') : null;
-  const { createTestDatabase } = await import('../bot/testing/database.ts');
+  const { createTestDatabase } = await import('../testing/database.ts');
   const { buildDashboard } = await import('../bot/dashboard/server.ts');
   const t = await createTestDatabase();
   const load0 = loadavg()[0]!;

@@ -11,7 +11,7 @@ import os, { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { clearExpectedOutputs, evaluateBackendBatch } from '../tasks/backend-eval.ts';
 import type { BackendTask } from '../tasks/model.ts';
-import { parseBackendRecord } from '../tasks/score.ts';
+import { parseBackendRecord } from '../tasks/importer.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string, def: string) => {
@@ -28,7 +28,7 @@ const tasks: BackendTask[] = readFileSync(tasksPath, 'utf8')
   .trim()
   .split('\n')
   .map((line, i) => {
-    const t = parseBackendRecord(JSON.parse(line));
+    const t = parseBackendRecord(JSON.parse(line), i + 1);
     if (typeof t === 'string') throw new Error(`${tasksPath}:${i + 1}: ${t}`);
     return t;
   });

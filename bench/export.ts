@@ -175,7 +175,7 @@ async function main(): Promise<void> {
   const batchSize = countArg('batch-size', 500);
   // With a cap, an export whose memory grew with the number of sessions would die: a pass proves it flat.
   const heapCapMiB = process.argv.includes('--heap-cap-mib') ? countArg('heap-cap-mib', 96) : null;
-  const { createTestDatabase } = await import('../bot/testing/database.ts');
+  const { createTestDatabase } = await import('../testing/database.ts');
   const db = await createTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'sweetloop-bench-export-'));
   try {

@@ -1,5 +1,5 @@
 // npm run bench:model — training and generation speed of the tfjs decoder against the same model in PyTorch
-// (bot/testing/model_torch.py, Debian python3-torch on the CPU) in the same run, at ~1M and ~7M parameters.
+// (testing/model_torch.py, Debian python3-torch on the CPU) in the same run, at ~1M and ~7M parameters.
 // Prints a table, where the time goes (kernel profile), and one JSON line.
 //
 //   npm run bench:model                       both sizes
@@ -168,7 +168,7 @@ function benchTorch(size: Size, steps: number) {
     bench_batch: size.batch, bench_seq: size.seq, bench_steps: steps, bench_warmup: 1,
     gen_batch: size.genBatch, gen_prompt: size.genPrompt, gen_tokens: size.genTokens, gen_repeats: GEN_REPEATS,
   };
-  const out = execFileSync('/usr/bin/python3', ['bot/testing/model_torch.py', 'bench', JSON.stringify(cfg)], {
+  const out = execFileSync('/usr/bin/python3', ['testing/model_torch.py', 'bench', JSON.stringify(cfg)], {
     encoding: 'utf8',
     env: { ...process.env, OPENBLAS_NUM_THREADS: '1', OMP_NUM_THREADS: '1', TORCH_THREADS: '1' },
   });

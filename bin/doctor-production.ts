@@ -3,8 +3,22 @@
 // model), that operators are named (without one nobody can deploy or run an A/B from Discord), which guilds the bot
 // serves, and that the export salt, the privacy key and the database password are not values published in this
 // repository. One line each; bin/doctor.ts runs them.
-import type { CheckResult } from './doctor.ts';
 import { databasePassword, DATABASE_PASSWORD_FIX, GUILDS_FIX, isPublicSecret, MAKE_SECRET_COMMAND, type Config } from './config.ts';
+
+/** One check's verdict, as `sweetloop doctor` prints it (bin/doctor.ts runs these and the machine's own). */
+export type CheckStatus = 'ok' | 'warn' | 'fail';
+
+export interface CheckResult {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+  /** One line: what to do about a warn/fail. */
+  fix?: string;
+  /** The Debian package that fixes a fail by being installed (absent when installing is not the fix). */
+  apt?: string;
+  /** What does not work while this check fails. */
+  affects?: string;
+}
 
 /**
  * A bot token's form: three dot-separated base64url parts, the first the bot's user id (a snowflake) in base64.

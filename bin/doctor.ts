@@ -8,20 +8,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BASE_FLAGS, chromiumSandbox } from '../tasks/chromium.ts';
 import { ConfigError, parseConfig, type Config } from './config.ts';
+import type { CheckResult, CheckStatus } from './doctor-production.ts';
 
-export type CheckStatus = 'ok' | 'warn' | 'fail';
-
-export interface CheckResult {
-  name: string;
-  status: CheckStatus;
-  detail: string;
-  /** One line: what to do about a warn/fail. */
-  fix?: string;
-  /** The Debian package that fixes a fail by being installed (absent when installing is not the fix). */
-  apt?: string;
-  /** What does not work while this check fails. */
-  affects?: string;
-}
+export type { CheckResult, CheckStatus } from './doctor-production.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 

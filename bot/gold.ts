@@ -8,6 +8,7 @@
 import type { Agent, AgentReply, ChatMessage } from '../tasks/agent.ts';
 import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
 import { GOLD_SHARE_KEY, saveGoldShare } from '../prisma/moderation-store.ts';
+import { simulatedSessionWhere } from '../prisma/cohorts.ts';
 
 export class GoldError extends Error {
   override name = 'GoldError';
@@ -40,7 +41,7 @@ export async function goldSource(prisma: PrismaClient | Prisma.TransactionClient
       goldSourceId: null,
       turnCount: { gte: 2 },
       task: { kind: 'backend' },
-      OR: [{ simulated: true }, { participant: { role: 'simulated' } }],
+      ...simulatedSessionWhere,
     },
     select: { id: true },
     orderBy: { endedAt: 'desc' },

@@ -12,8 +12,6 @@ export interface Limits {
   messageChars: number;
 }
 
-export const DEFAULT_LIMITS: Readonly<Limits> = { sessionsPerDay: 20, messagesPerMinute: 6, messageChars: 1000 };
-
 const DAY_MS = 24 * 3600_000;
 const MINUTE_MS = 60_000;
 

@@ -4,6 +4,7 @@
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { closeFlag, liftBan, PAUSED_KEY, recordBan, recordFlag } from '../prisma/moderation-store.ts';
 import { markedName, trainedOnErasedData } from '../prisma/policy-store.ts';
+import { consentedWhere } from '../prisma/cohorts.ts';
 
 export class ModerationError extends Error {
   override name = 'ModerationError';
@@ -116,7 +117,7 @@ export async function stats(prisma: PrismaClient, guildId?: string | null): Prom
   const people = guildId ? { sessions: { some: { guildId } } } : {};
   const [participants, consented, banned, byStatus, answered, tasks, evals, ratingAgg, flags, deployed, paused, versions] = await Promise.all([
     prisma.participant.count({ where: people }),
-    prisma.participant.count({ where: { ...people, consentGivenAt: { not: null } } }),
+    prisma.participant.count({ where: { ...people, ...consentedWhere } }),
     prisma.participant.count({ where: guildId ? { OR: [{ banned: true }, { bannedGuildIds: { has: guildId } }] } : { banned: true } }),
     prisma.session.groupBy({ by: ['status'], where: inGuild, _count: { _all: true } }),
     prisma.session.findMany({ where: { ...inGuild, status: 'answered' }, select: { task: { select: { kind: true } } } }),

@@ -12,7 +12,7 @@ import { SessionEngine, type Channel, type EngineObserver } from './session/engi
 import type { Limits } from './limits.ts';
 import { BotServices } from './services.ts';
 import type { PrivacySettings } from './privacy.ts';
-import type { Evaluate, RenderPage } from './evaluator.ts';
+import type { Evaluate, RenderPage } from './session/types.ts';
 import { createScorer } from '../tasks/scorer.ts';
 import type { Renderer } from '../tasks/render.ts';
 import type { LocalServeSettings, LocalServing } from '../trainer/serve/local.ts';

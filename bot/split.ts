@@ -25,14 +25,3 @@ export function splitCodeBlock(code: string, language = '', limit = DISCORD_MESS
   const overhead = `\`\`\`${language}\n\n\`\`\``.length;
   return splitText(safe, limit - overhead).map((part) => `\`\`\`${language}\n${part}\n\`\`\``);
 }
-
-/** Prose followed by code, as few messages as fit. */
-export function splitProseAndCode(prose: string, code: string, language = '', limit = DISCORD_MESSAGE_LIMIT): string[] {
-  const out = prose ? splitText(prose, limit) : [];
-  const blocks = splitCodeBlock(code, language, limit);
-  const last = out.at(-1);
-  if (last !== undefined && blocks[0] !== undefined && last.length + 1 + blocks[0].length <= limit) {
-    out[out.length - 1] = `${last}\n${blocks.shift()}`;
-  }
-  return [...out, ...blocks];
-}

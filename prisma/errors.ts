@@ -111,8 +111,8 @@ export function describeDatabaseError(err: unknown, ctx: { label?: string; hint?
 }
 
 /**
- * Re-throws a database error as a DatabaseError (UniqueViolationError for P2002) with a clear message;
- * anything else passes through untouched. Use as `.catch(rethrowDatabaseError)` or in a catch block.
+ * A database error as a DatabaseError (UniqueViolationError for P2002) with a clear message; anything else
+ * comes back untouched (as an Error).
  */
 export function toDatabaseError(err: unknown): Error {
   if (err instanceof DatabaseError) return err;
@@ -129,8 +129,4 @@ export function toDatabaseError(err: unknown): Error {
     return new DatabaseError(describeDatabaseError(err), code ? { cause: err, code } : { cause: err });
   }
   return err instanceof Error ? err : new Error(String(err));
-}
-
-export function rethrowDatabaseError(err: unknown): never {
-  throw toDatabaseError(err);
 }

@@ -3,6 +3,7 @@
 // transaction. Who may do what is decided by the callers (bot/moderation.ts, bot/gold.ts).
 import { recordActiveTimes } from './active-time-store.ts';
 import type { Prisma, PrismaClient } from './generated/client.ts';
+import { SIMULATED_ROLE } from './cohorts.ts';
 
 /** Setting keys (the Setting table): collection paused, and the share of new sessions that are gold checks. */
 export const PAUSED_KEY = 'paused';
@@ -117,6 +118,6 @@ export async function closeFlag(prisma: PrismaClient, actor: AuditActor & FlagSc
 /** Records what the person is (operator or moderator) as their participant role; never demotes an operator. */
 export async function recordRole(prisma: PrismaClient, externalId: string, role: 'operator' | 'moderator'): Promise<void> {
   const p = await prisma.participant.findUnique({ where: { discordUserId: externalId }, select: { role: true } });
-  if (p && (p.role === role || p.role === 'operator' || p.role === 'simulated')) return;
+  if (p && (p.role === role || p.role === 'operator' || p.role === SIMULATED_ROLE)) return;
   await prisma.participant.upsert({ where: { discordUserId: externalId }, create: { discordUserId: externalId, role }, update: { role } });
 }

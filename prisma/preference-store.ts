@@ -4,6 +4,7 @@
 // shown: another person's messages are theirs, and the consent text does not cover showing them to others.
 // The pairs feed the critic's Bradley-Terry training as chosen/rejected sessions (peoplePairs).
 import type { Preference, Prisma, PrismaClient, Turn } from './generated/client.ts';
+import { consentedWhere, dialogueTurns, simulatedSessionWhere } from './cohorts.ts';
 
 export type PreferenceChoice = 'a' | 'b' | 'tie';
 export const PREFERENCE_CHOICES: readonly PreferenceChoice[] = ['a', 'b', 'tie'];
@@ -31,7 +32,7 @@ const COMPARABLE = {
   status: 'answered',
   evaluation: { isNot: null },
   flags: { none: { resolvedAt: null } },
-  OR: [{ simulated: true }, { participant: { role: 'simulated' } }],
+  ...simulatedSessionWhere,
 } satisfies Prisma.SessionWhereInput;
 
 /** How many recent sessions a comparison is drawn from (enough variety, bounded work). */
@@ -41,7 +42,7 @@ function shown(s: { id: string; answer: string | null; turns: Pick<Turn, 'role' 
   return {
     sessionId: s.id,
     policy: s.policyVersion?.name ?? null,
-    turns: s.turns.filter((t) => t.role !== 'system').map((t) => ({ role: t.role as 'agent' | 'human', content: t.content })),
+    turns: dialogueTurns(s.turns),
     answer: s.answer ?? '',
   };
 }
@@ -104,7 +105,7 @@ export async function peoplePairs(prisma: PrismaClient, sessionIds?: readonly st
   const rows = await prisma.preference.findMany({
     where: {
       choice: { in: ['a', 'b'] },
-      rater: { deletedAt: null, consentWithdrawnAt: null, consentGivenAt: { not: null } },
+      rater: { ...consentedWhere, deletedAt: null },
       ...(sessionIds ? { sessionAId: { in: [...sessionIds] }, sessionBId: { in: [...sessionIds] } } : {}),
     },
     orderBy: { answeredAt: 'asc' },

@@ -4,6 +4,7 @@
 // (TrainingExclusion; the sessions stay, and exports keep them). Every moderator action is audited.
 import type { Prisma, PrismaClient } from './generated/client.ts';
 import { personQuality, sessionScore, sessionSignals, SIGNAL_NAMES, type SessionSignals, type SignalName } from '../tasks/quality.ts';
+import { personWhere } from './cohorts.ts';
 
 /** Reason of the flag put on a session whose replies pasted the reference (a moderator may resolve it). */
 export const PASTE_FLAG_REASON = 'quality: hidden reference pasted in the replies';
@@ -12,7 +13,7 @@ export const PASTE_FLAG_REASON = 'quality: hidden reference pasted in the replie
 const humanEnded = {
   simulated: false,
   status: { in: ['answered', 'abandoned', 'expired'] },
-  participant: { role: { not: 'simulated' }, deletedAt: null },
+  participant: personWhere,
 } satisfies Prisma.SessionWhereInput;
 
 export interface RefreshResult {
@@ -116,7 +117,7 @@ export interface ParticipantListing {
 /** People (not simulated collaborators, not deleted), the worst quality first, then those without a score. */
 export async function listParticipants(prisma: PrismaClient, o: { limit?: number } = {}): Promise<ParticipantListing[]> {
   const rows = await prisma.participant.findMany({
-    where: { role: { not: 'simulated' }, deletedAt: null },
+    where: personWhere,
     include: { quality: true, trainingExclusion: true },
   });
   const zero = Object.fromEntries(SIGNAL_NAMES.map((n) => [n, 0])) as Record<SignalName, number>;

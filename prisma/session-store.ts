@@ -8,7 +8,7 @@
 // Each function takes a client or a transaction and does its writes atomically when given a client (one statement,
 // or a transaction of its own), so a caller that retries on a lost connection never half-writes. The writes of a
 // live turn (the appends, the evaluation, the rating) are one statement each where they can be: every round trip
-// counts when hundreds of people play at once (bench:bot, issue 34).
+// counts when hundreds of people play at once (bench:bot, bench/RESULTS.md).
 import { recordActiveTimes } from './active-time-store.ts';
 import type { TaskContent, TaskKind } from '../tasks/model.ts';
 import type { TurnProvenance } from '../tasks/agent.ts';
@@ -17,6 +17,7 @@ import type { EvaluationOutcome } from '../tasks/scorer.ts';
 import { randomUUID } from 'node:crypto';
 import { Prisma, type PrismaClient, type Session, type Task, type Turn } from './generated/client.ts';
 import { taskContent } from './task-store.ts';
+import { SIMULATED_ROLE } from './cohorts.ts';
 
 type Tx = Prisma.TransactionClient;
 
@@ -121,7 +122,7 @@ function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Pri
 
 /**
  * Inserts a turn at the session's next index and records the session's activity, in ONE statement (one round
- * trip; the transaction of a read, an insert and an update it replaces took five: bench:bot, issue 34). The
+ * trip; the transaction of a read, an insert and an update it replaces took five: bench:bot, bench/RESULTS.md). The
  * index is read in the statement, so it is the session's own at the write whoever appended before. Null when the
  * session does not exist (deleted meanwhile); a second turn with the same external id, or the same index written
  * at once by another process, fails on the unique indexes as before.
@@ -253,7 +254,7 @@ function rewardSql(score: Prisma.Sql, rating: Prisma.Sql, ratingWeight: number):
 
 /**
  * Stores the answer's evaluation and the reward it implies (with the session's first rating, if any), in one
- * statement (the transaction it replaces took five round trips: bench:bot, issue 34). A second evaluation of the
+ * statement (the transaction it replaces took five round trips: bench:bot, bench/RESULTS.md). A second evaluation of the
  * same answer fails on its unique index as before (P2002).
  */
 export async function recordEvaluation(prisma: PrismaClient, sessionId: string, outcome: EvaluationOutcome, ratingWeight: number): Promise<void> {
@@ -296,7 +297,7 @@ export async function recordComment(prisma: PrismaClient, sessionId: string, rat
 export async function simulatedParticipant(prisma: PrismaClient, collaborator: string): Promise<string> {
   const discordUserId = `sim:${collaborator}`;
   try {
-    const p = await prisma.participant.upsert({ where: { discordUserId }, create: { discordUserId, displayName: collaborator, role: 'simulated' }, update: {} });
+    const p = await prisma.participant.upsert({ where: { discordUserId }, create: { discordUserId, displayName: collaborator, role: SIMULATED_ROLE }, update: {} });
     return p.id;
   } catch (err) {
     // Two games finishing at once both try to create it: the loser reads the winner's row.

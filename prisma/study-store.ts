@@ -223,7 +223,7 @@ export async function defaultStudy(prisma: PrismaClient, read?: { study: StudyWi
   const missing = await prisma.$queryRaw<{ n: number }[]>`
     SELECT count(*)::int AS n FROM "Task" t WHERE NOT EXISTS (SELECT 1 FROM "StudyTask" st WHERE st."studyId" = ${id}::uuid AND st."taskId" = t.id)`;
   const added = (missing[0]?.n ?? 0) > 0;
-  // Read again only when it changed (every admission reads the default study: bench:bot, issue 34).
+  // Read again only when it changed (every admission reads the default study: bench:bot, bench/RESULTS.md).
   if (!added && existing) return existing;
   if (added) {
     await withStudyLock(prisma, id, async (tx) => {

@@ -6,7 +6,7 @@ import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
-import type { TaskContent, TaskKind, TaskRecord, TaskSplit } from './model.ts';
+import type { BackendTask, TaskContent, TaskKind, TaskRecord, TaskSplit } from './model.ts';
 
 /** Generous upper bounds: real tasks are far smaller, anything larger is a broken or hostile file. */
 const MAX_DESCRIPTION = 20_000;
@@ -24,11 +24,14 @@ const text = (max: number) =>
 
 const testCall = text(MAX_TEST_CALL);
 
-/** ColBench as published; `hidden_information`, when present, repeats ground_truth and is not stored twice. */
+/**
+ * ColBench as published; `hidden_information`, when present, repeats ground_truth and is not stored twice. Some
+ * copies list `test_cases` as an array, in their order.
+ */
 const colbenchSchema = z.object({
   problem_description: text(MAX_DESCRIPTION),
   ground_truth: text(MAX_REFERENCE),
-  test_cases: z.record(z.string(), testCall).optional(),
+  test_cases: z.union([z.array(testCall), z.record(z.string(), testCall)]).optional(),
   hidden_information: z.string().optional(),
 });
 
@@ -106,8 +109,12 @@ export function contentHash(task: TaskContent): string {
   return createHash('sha256').update(canonical).digest('hex');
 }
 
-/** ColBench numbers its tests test1..test10; order by the number, not by key order or as strings. */
-function orderedTests(tests: Record<string, string>): string[] {
+/**
+ * ColBench numbers its tests test1..test10; order by the number, not by key order or as strings. Keys without a
+ * number come after the numbered ones, in the file's order.
+ */
+function orderedTests(tests: Record<string, string> | string[]): string[] {
+  if (Array.isArray(tests)) return tests;
   const keys = Object.keys(tests);
   const num = (k: string) => {
     const m = /(\d+)$/.exec(k);
@@ -171,6 +178,17 @@ export function parseTaskRecord(
     return { ok: false, reason: 'not a task: expected ColBench fields (problem_description, ground_truth, test_cases) or ours (kind, description, reference)' };
   }
   return { ok: true, task: { ...record, contentHash: contentHash(record), line: options.line } };
+}
+
+/**
+ * One ColBench backend record (or one of our own) as the task content to score against, or the reason it is
+ * refused: the same reading as an import (`tasks score`, and the samples the tests and benchmarks load).
+ */
+export function parseBackendRecord(value: unknown, line = 1): BackendTask | string {
+  const r = parseTaskRecord(value, { kind: 'backend', split: 'test', line });
+  if (!r.ok) return r.reason;
+  if (r.task.kind !== 'backend') return 'not a backend task';
+  return { kind: 'backend', description: r.task.description, reference: r.task.reference, testCases: r.task.testCases };
 }
 
 /** Lines of a text file, 1-based, read as a stream (a file of any size never sits in memory whole). */

@@ -11,7 +11,7 @@ let memoryModules: { at: number; paths: string[] } | null = null;
 /**
  * Native Python modules that give raw memory access; hidden from sandboxed Python (see backend-eval). Read from
  * /usr/lib at most once a minute: the directory reads, once per answer scored, were a visible part of the bot's
- * event-loop stalls at 200 people (bench:bot's CPU profile, issue 34).
+ * event-loop stalls at 200 people (bench:bot's CPU profile, bench/RESULTS.md).
  */
 export function pythonMemoryModules(now = Date.now()): string[] {
   if (memoryModules && now - memoryModules.at < MEMORY_MODULES_TTL_MS) return memoryModules.paths;

@@ -1,6 +1,6 @@
 // Sandboxes started off the event loop. child_process.spawn forks the calling process synchronously: in the bot
 // (a few hundred MB of heap) each start blocked its event loop for p50 36 ms, p90 73 ms, up to 145 ms in bench:bot's
-// CPU profile at 200 people (the largest self time there; issue 34: event-loop delay p99 under 50 ms). Here the
+// CPU profile at 200 people (the largest self time there; the bot's goal: event-loop delay p99 under 50 ms, bench/RESULTS.md). Here the
 // spawn, the pipes and the deadline run in one worker thread (sandbox-worker.ts, started through
 // sandbox-thread-entry.mjs, which registers tsx), and only the result comes back. The thread is started on first
 // use and kept (bubblewrap's --die-with-parent follows the thread that started it, so it must outlive its

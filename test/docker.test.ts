@@ -230,6 +230,6 @@ describe('Dockerfiles', () => {
   it('.dockerignore keeps local data, installed modules, tests, benchmarks, fakes and guides out of the images', () => {
     const ignore = readFileSync('.dockerignore', 'utf8').split('\n');
     // models: the vllm profile's default VLLM_MODEL_DIR (./models/policy), gigabytes of weights no image needs.
-    for (const p of ['node_modules', 'data', 'prisma/generated', '.env', 'models', 'test', 'bench', 'bot/testing', 'docs']) expect(ignore).toContain(p);
+    for (const p of ['node_modules', 'data', 'prisma/generated', '.env', 'models', 'test', 'bench', 'testing', 'docs']) expect(ignore).toContain(p);
   });
 });

@@ -1,6 +1,6 @@
 // vitest.config.ts lists by hand the tests that need Postgres, so that `npm run test:unit` can leave them out;
 // this holds the list to the code: every test file that opens a test database (itself, or by calling a fixture
-// of test/ or bot/testing/ that opens one) must be listed, or test:unit would fail on a machine without Postgres.
+// of test/ or testing/ that opens one) must be listed, or test:unit would fail on a machine without Postgres.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import picomatch from 'picomatch';
@@ -22,7 +22,7 @@ const calls = (text: string, names: readonly string[]) => names.some((n) => new 
 
 /** The fixtures' exported names whose declaration opens a database, directly or through another such name. */
 function databaseEntries(): string[] {
-  const fixtures = [...files('test'), ...files('bot/testing')].filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
+  const fixtures = [...files('test'), ...files('testing')].filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
   const names = [...OPENS_DATABASE];
   for (let grew = true; grew; ) {
     grew = false;

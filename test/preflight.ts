@@ -2,11 +2,11 @@
 // (vitest.config.ts, MACHINE_TESTS). When one is missing it stops at once with one message naming each and the
 // one command that installs them, instead of failing dozens of tests minutes later. It looks where the tests
 // look: BWRAP_BIN, CHROMIUM_PATH and PYTHON_BIN as bin/config.ts reads them, Postgres at TEST_POSTGRES_URL or
-// 127.0.0.1:5432 (bot/testing/database.ts). `npm run test:unit` needs none of them and skips this.
+// 127.0.0.1:5432 (testing/database.ts). `npm run test:unit` needs none of them and skips this.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { checkConfig, installCommand, toolChecks, type CheckResult } from '../bin/doctor.ts';
-import { testPostgresProblem } from '../bot/testing/database.ts';
+import { testPostgresProblem } from '../testing/database.ts';
 
 /** The variable that points the tests at another copy of each program. */
 const VARIABLE: Record<string, string> = { chromium: 'CHROMIUM_PATH', bubblewrap: 'BWRAP_BIN', python3: 'PYTHON_BIN', postgres: 'TEST_POSTGRES_URL' };

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Command, CommanderError } from 'commander';
 import { buildProgram } from '../bin/cli.ts';
-import { SWEETLOOP_ENTRY } from '../bot/testing/sweetloop-cli.ts';
+import { SWEETLOOP_ENTRY } from '../testing/sweetloop-cli.ts';
 
 const DOCS = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => join('docs', f))];
 

@@ -3,35 +3,19 @@
 // gold check, not of a person a moderator excluded from training. A run chooses its data explicitly
 // (selectTrainingData with a DataFilter: people, simulators or both with a weight, quality and rating thresholds,
 // one study's sessions).
-import { trajectoryKey } from './pairs.ts';
+import { trajectoryKey, type Trajectory } from './pairs.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
-import type { DialogueTurn } from '../tasks/protocol.ts';
-import type { TaskContent, TaskKind, TaskSplit } from '../tasks/model.ts';
+import type { TaskKind, TaskSplit } from '../tasks/model.ts';
 import { sessionReward } from '../prisma/session-store.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { refreshQuality } from '../prisma/quality-store.ts';
 import { Rng } from '../tasks/random.ts';
 import { DATA_SOURCES, type DataSource } from '../prisma/data-source.ts';
 import { findStudy } from '../prisma/study-store.ts';
+import { dialogueTurnWhere, humanSessionWhere, isSimulatedSession, simulatedSessionWhere, trainingParticipantWhere } from '../prisma/cohorts.ts';
 
-export interface Trajectory {
-  sessionId: string;
-  taskId: string;
-  task: TaskContent;
-  /** Agent and human messages in order, agent first (system notices dropped). */
-  turns: DialogueTurn[];
-  answer: string;
-  /** The evaluation's score (fraction of tests passed, or similarity). */
-  score: number;
-  success: boolean;
-  /** Mean human rating (1-5) when the session was rated. */
-  rating: number | null;
-  /** What training optimises: the score, blended with the rating when so configured. */
-  reward: number;
-  simulated: boolean;
-  policyVersionId: string | null;
-}
+export type { Trajectory } from './pairs.ts';
 
 /**
  * The filter that chooses a run's data (stored with the run). Quality and rating thresholds apply to the
@@ -71,10 +55,6 @@ export interface TrajectoryQuery {
   studyId?: string;
 }
 
-/** A session was played by a simulated collaborator (the flag, or a participant with the simulated role). */
-const SIMULATED: Prisma.SessionWhereInput = { OR: [{ simulated: true }, { participant: { role: 'simulated' } }] };
-const HUMAN: Prisma.SessionWhereInput = { simulated: false, participant: { role: { not: 'simulated' } } };
-
 /**
  * The where-clause every training read shares: only finished, evaluated, usable sessions (consented, not
  * withdrawn, deleted or banned, no unresolved flag, not a gold check, the person not excluded from training), of
@@ -89,18 +69,13 @@ export function usableSessions(q: Omit<TrajectoryQuery, 'ratingWeight'>): Prisma
       flags: { none: { resolvedAt: null } },
       // A gold check replayed a known session's agent: no policy played it.
       goldSourceId: null,
-      participant: {
-        deletedAt: null,
-        banned: false,
-        trainingExclusion: { is: null },
-        OR: [{ role: 'simulated' }, { consentGivenAt: { not: null }, consentWithdrawnAt: null }],
-      },
+      participant: trainingParticipantWhere,
     },
   ];
-  if (q.source === 'human') and.push(HUMAN);
-  if (q.source === 'simulated') and.push(SIMULATED);
-  if (q.minQuality !== undefined) and.push({ OR: [SIMULATED, { AND: [HUMAN, { participant: { quality: { is: { score: { gte: q.minQuality } } } } }] }] });
-  if (q.minRating !== undefined) and.push({ OR: [SIMULATED, { ratings: { some: {} } }] });
+  if (q.source === 'human') and.push(humanSessionWhere);
+  if (q.source === 'simulated') and.push(simulatedSessionWhere);
+  if (q.minQuality !== undefined) and.push({ OR: [simulatedSessionWhere, { AND: [humanSessionWhere, { participant: { quality: { is: { score: { gte: q.minQuality } } } } }] }] });
+  if (q.minRating !== undefined) and.push({ OR: [simulatedSessionWhere, { ratings: { some: {} } }] });
   const where: Prisma.SessionWhereInput = { AND: and };
   if (q.kind || q.split) where.task = { ...(q.kind ? { kind: q.kind } : {}), ...(q.split ? { split: q.split } : {}) };
   if (q.endedAfter) where.endedAt = { gt: q.endedAfter };
@@ -118,14 +93,14 @@ export async function loadTrajectories(prisma: PrismaClient, q: TrajectoryQuery)
       evaluation: true,
       ratings: { select: { value: true } },
       participant: { select: { role: true } },
-      turns: { where: { role: { in: ['agent', 'human'] } }, orderBy: { index: 'asc' }, select: { role: true, content: true } },
+      turns: { where: dialogueTurnWhere, orderBy: { index: 'asc' }, select: { role: true, content: true } },
     },
   });
   const out: Trajectory[] = [];
   for (const s of sessions) {
     const evaluation = s.evaluation!;
     const rating = s.ratings.length ? s.ratings.reduce((a, r) => a + r.value, 0) / s.ratings.length : null;
-    if (q.minRating !== undefined && !s.simulated && s.participant.role !== 'simulated' && (rating === null || rating < q.minRating)) continue;
+    if (q.minRating !== undefined && !isSimulatedSession(s, s.participant) && (rating === null || rating < q.minRating)) continue;
     out.push({
       sessionId: s.id,
       taskId: s.taskId,
@@ -136,7 +111,7 @@ export async function loadTrajectories(prisma: PrismaClient, q: TrajectoryQuery)
       success: evaluation.success,
       rating,
       reward: sessionReward(evaluation.score, rating, q.ratingWeight),
-      simulated: s.simulated || s.participant.role === 'simulated',
+      simulated: isSimulatedSession(s, s.participant),
       policyVersionId: s.policyVersionId,
     });
   }

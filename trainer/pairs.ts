@@ -4,7 +4,27 @@
 // the same updates in any database.
 import { createHash } from 'node:crypto';
 import { quantileSorted } from '../tasks/stats.ts';
-import type { Trajectory } from './data.ts';
+import type { TaskContent } from '../tasks/model.ts';
+import type { DialogueTurn } from '../tasks/protocol.ts';
+
+/** A finished session read back for training (trainer/data.ts loadTrajectories): what the pairs below compare. */
+export interface Trajectory {
+  sessionId: string;
+  taskId: string;
+  task: TaskContent;
+  /** Agent and human messages in order, agent first (system notices dropped). */
+  turns: DialogueTurn[];
+  answer: string;
+  /** The evaluation's score (fraction of tests passed, or similarity). */
+  score: number;
+  success: boolean;
+  /** Mean human rating (1-5) when the session was rated. */
+  rating: number | null;
+  /** What training optimises: the score, blended with the rating when so configured. */
+  reward: number;
+  simulated: boolean;
+  policyVersionId: string | null;
+}
 
 export interface Scored {
   id: string;

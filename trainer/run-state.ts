@@ -22,7 +22,6 @@ import { loadModel, type LoadedModel } from './sequences.ts';
 import { copyTokenizerFiles } from './versions.ts';
 
 export type Algorithm = 'sweet' | 'mtdpo' | 'rft';
-export const ALGORITHMS: readonly Algorithm[] = ['sweet', 'mtdpo', 'rft'];
 
 export interface RunConfig {
   algorithm: Algorithm;

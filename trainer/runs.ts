@@ -3,7 +3,7 @@
 // TrainingStep metrics, log; written by prisma/run-store.ts) and executed as named phases (PHASES below: sweet =
 // critic -> collect -> actor in run-sweet.ts; mtdpo; rft; each phase's module exports its name; what they share,
 // updates and checkpoints, is run-state.ts), then published; evaluation and
-// promotion follow in trainer/cli.ts and trainer/service.ts. Every `checkpointEvery` updates the phase's weights
+// promotion follow in trainer/commands.ts and trainer/service.ts. Every `checkpointEvery` updates the phase's weights
 // and optimizer state go into a fresh directory, and only then does the run's progress (phase, step, RNG state:
 // TrainingRun.progress, what a resume reads, copied to progress.json for whoever looks at the directory) point
 // at it, so a run killed at any moment resumes from a consistent state and, since batch order and sampling are
@@ -28,7 +28,7 @@ import { copyTokenizerFiles } from './versions.ts';
 import { policyAnchor, RunInterrupted, runUpdates, saveProgress, startingPolicy, trainablePolicy, type Algorithm, type Progress, type RunConfig, type RunContext, type RunMetrics, type RunState, type SnapshotPreference } from './run-state.ts';
 import { collectCandidates, trainActor, trainCritic } from './run-sweet.ts';
 
-export { ALGORITHMS, RunInterrupted, type Algorithm, type RunConfig, type RunContext } from './run-state.ts';
+export { RunInterrupted, type Algorithm, type RunConfig } from './run-state.ts';
 
 /** Creates a run: its config and data snapshot. Fails with a clear message when there is nothing to learn from. */
 export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<TrainingRun> {

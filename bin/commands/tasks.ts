@@ -118,7 +118,7 @@ export function registerTasksCommands(program: Command): void {
     .action(async (opts: { tasks: string; answers: string; json?: boolean }) => {
       const { loadConfig } = await import('../config.ts');
       const config = loadConfig();
-      const { scoreAnswerFiles } = await import('../../tasks/score.ts');
+      const { scoreAnswerFiles } = await import('../../tasks/score-answers.ts');
       const out = await scoreAnswerFiles({ tasksPath: opts.tasks, answersPath: opts.answers, bwrapPath: config.BWRAP_BIN, pythonPath: config.PYTHON_BIN });
       if (opts.json) {
         console.log(JSON.stringify(out));

@@ -4,7 +4,7 @@ import { DATA_SOURCES } from '../../prisma/data-source.ts';
 import { LINEAR_MODULES } from '../../trainer/model/lora-modules.ts';
 
 /** Opens the configured database, initialises the model backend and runs `fn` with the trainer's settings. */
-export async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s: import('../../trainer/cli.ts').TrainerSettings) => Promise<T>): Promise<T> {
+export async function withTrainer<T>(fn: (db: import('../../prisma/db.ts').Database, s: import('../../trainer/settings.ts').TrainerSettings) => Promise<T>): Promise<T> {
   const [{ loadConfig }, { openDatabase }, { initBackend }] = await Promise.all([
     import('../config.ts'),
     import('../../prisma/db.ts'),
@@ -64,7 +64,7 @@ export function registerTrainerCommands(program: Command): void {
     .option('--kind <kind>', 'backend or frontend', choice('kind', KINDS), 'backend')
     .option('--seed <n>', 'sampling seed (default: SEED)', intOption('seed', 0))
     .action(async (o: { policy: string; tasks: 'train' | 'test'; episodes: number; kind: 'backend' | 'frontend'; seed?: number }) => {
-      await withTrainer(async (db, s) => (await import('../../trainer/cli.ts')).simulateCommand(db, s, o));
+      await withTrainer(async (db, s) => (await import('../../trainer/commands.ts')).simulateCommand(db, s, o));
     });
 
   program
@@ -79,7 +79,7 @@ export function registerTrainerCommands(program: Command): void {
     .option('--seed <n>', 'sampling seed (default: SEED)', intOption('seed', 0))
     .option('--json', 'print the report as JSON')
     .action(async (o) => {
-      await withTrainer(async (db, s) => (await import('../../trainer/cli.ts')).evaluateCommand(db, s, o));
+      await withTrainer(async (db, s) => (await import('../../trainer/commands.ts')).evaluateCommand(db, s, o));
     });
 
   program
@@ -109,7 +109,7 @@ export function registerTrainerCommands(program: Command): void {
     .option('--no-preferences', "sweet: do not use people's pairwise preferences")
     .action(async (o) => {
       await withTrainer(async (db, s) => {
-        await (await import('../../trainer/cli.ts')).trainCommand(db, s, o);
+        await (await import('../../trainer/commands.ts')).trainCommand(db, s, o);
       });
     });
 
@@ -142,7 +142,7 @@ export function registerTrainerCommands(program: Command): void {
             })
           : null;
         try {
-          await (await import('../../trainer/cli.ts')).serviceCommand(db, s, o, { status });
+          await (await import('../../trainer/commands.ts')).serviceCommand(db, s, o, { status });
         } finally {
           await health?.close();
         }

@@ -15,6 +15,7 @@ import { activeTimeByPerson } from '../../prisma/study-stats.ts';
 import type { StudyWithArms } from '../../prisma/study-store.ts';
 import type { CalibrationResult } from '../report/calibration.ts';
 import type { Viewer } from './access.ts';
+import { consentedSql, personSql } from '../../prisma/cohorts.ts';
 
 const asActor = (v: Viewer) => ({ operator: v.role === 'operator', guildId: v.guildId });
 
@@ -112,7 +113,7 @@ const JUDGED = Prisma.sql`
   FROM "Preference" pr JOIN "Participant" r ON r.id = pr."raterId"
     JOIN "Session" sa ON sa.id = pr."sessionAId" JOIN "PolicyVersion" va ON va.id = sa."policyVersionId"
     JOIN "Session" sb ON sb.id = pr."sessionBId" JOIN "PolicyVersion" vb ON vb.id = sb."policyVersionId"
-  WHERE pr.choice IN ('a', 'b', 'tie') AND r."deletedAt" IS NULL AND r."consentWithdrawnAt" IS NULL AND va.name <> vb.name`;
+  WHERE pr.choice IN ('a', 'b', 'tie') AND r."deletedAt" IS NULL AND ${consentedSql('r')} AND va.name <> vb.name`;
 /** The order they were answered in (the bootstrap's resamples depend on it). */
 const JUDGED_ORDER = Prisma.sql`pr."answeredAt", pr.id`;
 
@@ -213,7 +214,7 @@ export async function peopleOverview(prisma: PrismaClient, viewer: Viewer, salt:
     prisma.$queryRaw<{ id: string; discordUserId: string; role: string; banned: boolean; score: number | null; signals: unknown; reason: string | null; excludedAt: Date | null; excluded: boolean }[]>`
       SELECT p.id, p."discordUserId", p.role::text AS role, p.banned, q.score, q.signals, x.reason, x."createdAt" AS "excludedAt", x."participantId" IS NOT NULL AS excluded
       FROM "Participant" p LEFT JOIN "ParticipantQuality" q ON q."participantId" = p.id LEFT JOIN "TrainingExclusion" x ON x."participantId" = p.id
-      WHERE p.role <> 'simulated' AND p."deletedAt" IS NULL
+      WHERE ${personSql('p')}
         AND (${viewer.role !== 'moderator'} OR EXISTS (SELECT 1 FROM "Session" s WHERE s."participantId" = p.id AND s."guildId" IS NOT DISTINCT FROM ${viewer.guildId ?? null}))`,
     activeTimeByPerson(prisma, guild),
   ]);

@@ -1,4 +1,4 @@
-// The dashboard's training runs (issue 33): each run's phases with their progress (trainer/run-state.ts keeps the
+// The dashboard's training runs: each run's phases with their progress (trainer/run-state.ts keeps the
 // phases and their totals in TrainingRun.progress), its loss curves from TrainingStep, the critic against the
 // tests (trainer/critic-tests.ts, in the run's metrics) and the promotion gate's games one by one (the evidence on
 // the version the run published, trainer/promote.ts), each task linked to its sessions and each game to its
@@ -171,5 +171,3 @@ export async function runsOverview(prisma: PrismaClient) {
     };
   });
 }
-
-export type RunView = Awaited<ReturnType<typeof runsOverview>>[number];

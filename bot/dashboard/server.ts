@@ -1,4 +1,4 @@
-// The dashboard: a read-mostly web app over the database (issue 33), server-rendered with Eta templates
+// The dashboard: a read-mostly web app over the database, server-rendered with Eta templates
 // (bot/dashboard/views/, escaped by default) on fastify. Access (bot/dashboard/access.ts): every request needs a
 // secret; bound to loopback the server makes its own at start (startDashboard returns the login link to print
 // once), bound anywhere else a stored token, and the server refuses to listen there while no live token exists. The one write, a person's exclusion from training, is a POST with a

@@ -245,8 +245,6 @@ export async function sessionDetail(prisma: PrismaClient, viewer: Viewer, id: st
   };
 }
 
-export type SessionDetail = NonNullable<Awaited<ReturnType<typeof sessionDetail>>>;
-
 /** The HTML of a frontend session's target page and answer, for the screenshots (null: not a frontend session or not visible). */
 export async function frontendPages(prisma: PrismaClient, viewer: Viewer, id: string): Promise<{ reference: string; answer: string | null } | null> {
   if (!UUID.test(id)) return null;

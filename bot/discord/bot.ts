@@ -60,7 +60,7 @@ export class DiscordBot {
    * and follow-ups, all sent with the interaction's token instead of the bot's) against a bot's global limit of
    * 50 requests a second; discord.js's client counts every request against it (@discordjs/rest's
    * globalRequestsPerSecond), so with many people at once, replies to their clicks queued behind the bot's posts
-   * (bench:bot, issue 34). They go through a REST manager of their own without that count; the limits Discord
+   * (bench:bot, bench/RESULTS.md). They go through a REST manager of their own without that count; the limits Discord
    * states per route, in each response's headers, still apply there.
    */
   private exemptInteractionResponses(apiBase: string): REST {

@@ -5,6 +5,7 @@ import type { ExportRecord } from './record.ts';
 import { hfFeatures, type HfFeature } from './parquet.ts';
 import { pipelineSection } from './official-pipeline.ts';
 import { REFERENCE_COMMITS, SWEET_RL_FORMAT_VERSION, type SweetRlStats } from './sweet-rl.ts';
+import { isSimulatedSession } from '../../prisma/cohorts.ts';
 
 export type ExportFormat = 'sweet-rl' | 'jsonl' | 'parquet' | 'hf';
 
@@ -43,7 +44,7 @@ export class ExportStats {
     if (r.session.simulated) this.simulated++;
     bump(this.byKind, r.task.kind);
     bump(this.bySplit, r.task.split);
-    bump(this.bySource, r.session.simulated || r.participant.role === 'simulated' ? 'simulated' : 'human');
+    bump(this.bySource, isSimulatedSession(r.session, r.participant) ? 'simulated' : 'human');
     bump(this.byPolicy, r.policyVersion?.name ?? '(none)');
     this.participants.add(r.participant.pseudonym);
     if (this.firstStart === null || r.session.startedAt < this.firstStart) this.firstStart = r.session.startedAt;

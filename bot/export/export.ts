@@ -45,7 +45,6 @@ import { NotATrajectoryError, SweetRlStats, sweetRlSink } from './sweet-rl.ts';
 
 export { EXPORT_FORMATS, ExportError, type ExportOptions, type ExportResult } from './prepare.ts';
 export type { ExportFormat } from './card.ts';
-export type { ExportFilters } from './query.ts';
 
 export function cardPathFor(path: string): string {
   return `${path}.README.md`;

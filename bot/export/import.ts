@@ -22,6 +22,7 @@ import { z } from 'zod';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { storeFinishedSession, type FinishedSession } from '../../prisma/session-store.ts';
 import { importTasks, taskContent } from '../../prisma/task-store.ts';
+import { isDialogueTurn } from '../../prisma/cohorts.ts';
 import { DEFAULT_FRONTEND_THRESHOLD } from '../../tasks/frontend-eval.ts';
 import { canonicalJson, parseTaskRecord, readLines, type ImportedTask, type LineError } from '../../tasks/importer.ts';
 import type { TaskKind, TaskSplit } from '../../tasks/model.ts';
@@ -125,7 +126,7 @@ export function checkTrajectoryLine(text: string, line: number, o: { kind: TaskK
 export function trajectoryKey(taskId: string, turns: readonly { role: string; content: string; rawOutput?: string | null }[], answer: string): string {
   const canonical = canonicalJson({
     taskId,
-    turns: turns.filter((t) => t.role !== 'system').map((t) => [t.role, t.content, t.role === 'agent' ? (t.rawOutput ?? t.content) : null]),
+    turns: turns.filter(isDialogueTurn).map((t) => [t.role, t.content, t.role === 'agent' ? (t.rawOutput ?? t.content) : null]),
     answer,
   });
   return createHash('sha256').update(canonical).digest('hex');

@@ -5,7 +5,7 @@ import type { Writable } from 'node:stream';
 import { once } from 'node:events';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { pseudonymizer } from './pseudonym.ts';
-import { visibleParticipantWhere } from './query.ts';
+import { sharedParticipantWhere } from '../../prisma/cohorts.ts';
 
 export interface PreferenceRecord {
   comparison_id: string;
@@ -25,7 +25,7 @@ export interface PreferenceRecord {
 export async function exportPreferences(prisma: PrismaClient, salt: string, out: Writable): Promise<number> {
   const pseudonym = pseudonymizer(salt);
   const rows = await prisma.preference.findMany({
-    where: { choice: { not: null }, rater: visibleParticipantWhere },
+    where: { choice: { not: null }, rater: sharedParticipantWhere },
     orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
     include: {
       rater: { select: { discordUserId: true } },

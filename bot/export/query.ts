@@ -9,6 +9,7 @@
 // Paging is by keyset on (startedAt, id), never OFFSET: each page is one index range scan, whatever its depth.
 import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
 import type { SessionStatus, TaskKind, TaskSplit } from '../../prisma/generated/enums.ts';
+import { humanSessionSql, sharedParticipantSql, sharedParticipantWhere, simulatedSessionSql } from '../../prisma/cohorts.ts';
 import { DATA_SOURCES, DEFAULT_DATA_SOURCE, type DataSource } from '../../prisma/data-source.ts';
 
 export interface ExportFilters {
@@ -91,28 +92,16 @@ export async function assertPolicyExists(prisma: PrismaClient, policy: string | 
   }
 }
 
-/** SQL condition: this participant's data may leave (see the rules at the top). */
-function visibleParticipant(alias: string): Prisma.Sql {
-  const a = Prisma.raw(alias);
-  return Prisma.sql`(${a}."deletedAt" IS NULL AND ((${a}."consentGivenAt" IS NOT NULL AND ${a}."consentWithdrawnAt" IS NULL) OR ${a}."role" = 'simulated'))`;
-}
-
-/** The same rule for Prisma's typed queries (ratings' raters). */
-export const visibleParticipantWhere = {
-  deletedAt: null,
-  OR: [{ consentGivenAt: { not: null }, consentWithdrawnAt: null }, { role: 'simulated' as const }],
-} satisfies Prisma.ParticipantWhereInput;
-
 function whereClause(f: ExportFilters): Prisma.Sql {
   const statuses = f.statuses ?? ['answered'];
   const conds: Prisma.Sql[] = [
-    visibleParticipant('p'),
+    sharedParticipantSql('p'),
     // Compared as the enum (not as text) so the planner's estimate lets keyset pages walk the startedAt index.
     Prisma.sql`s."status" IN (${Prisma.join(statuses.map((st) => Prisma.sql`${st}::"SessionStatus"`))})`,
   ];
   const source = sourceOf(f);
-  if (source === 'human') conds.push(Prisma.sql`s."simulated" = false AND p."role" <> 'simulated'`);
-  if (source === 'simulated') conds.push(Prisma.sql`(s."simulated" = true OR p."role" = 'simulated')`);
+  if (source === 'human') conds.push(humanSessionSql('s', 'p'));
+  if (source === 'simulated') conds.push(simulatedSessionSql('s', 'p'));
   if (!f.includeFlagged) {
     conds.push(Prisma.sql`NOT EXISTS (SELECT 1 FROM "ModerationFlag" mf WHERE mf."sessionId" = s."id" AND mf."resolvedAt" IS NULL)`);
   }
@@ -129,7 +118,7 @@ function whereClause(f: ExportFilters): Prisma.Sql {
   }
   if (f.minRating !== undefined) {
     conds.push(Prisma.sql`(SELECT avg(r."value") FROM "Rating" r JOIN "Participant" rp ON rp."id" = r."raterId"
-      WHERE r."sessionId" = s."id" AND ${visibleParticipant('rp')}) >= ${f.minRating}`);
+      WHERE r."sessionId" = s."id" AND ${sharedParticipantSql('rp')}) >= ${f.minRating}`);
   }
   return Prisma.join(conds, ' AND ');
 }
@@ -225,7 +214,7 @@ function fullInclude() {
     turns: { orderBy: { index: 'asc' } },
     evaluation: true,
     ratings: {
-      where: { rater: visibleParticipantWhere },
+      where: { rater: sharedParticipantWhere },
       orderBy: { createdAt: 'asc' },
       include: { rater: { select: { discordUserId: true } } },
     },
@@ -256,7 +245,7 @@ function summarySelect() {
     participant: { select: { role: true } },
     policyVersion: { select: { name: true, createdAt: true } },
     evaluation: { select: { score: true, success: true, testsPassed: true, testsTotal: true, metric: true } },
-    ratings: { where: { rater: visibleParticipantWhere }, select: { value: true } },
+    ratings: { where: { rater: sharedParticipantWhere }, select: { value: true } },
     turns: { select: { role: true } },
   } satisfies Prisma.SessionSelect;
 }

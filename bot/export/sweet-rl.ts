@@ -27,6 +27,7 @@ import { buildDialogue, COLLABORATOR_REPLY_CAP, type DialogueTurn } from '../../
 import type { ChatFormatter } from '../../trainer/model/chat.ts';
 import type { ExportRecord } from './record.ts';
 import { writeChunk, type RecordSink } from './sink.ts';
+import { isDialogueTurn } from '../../prisma/cohorts.ts';
 
 /** Bumped whenever a field's meaning changes; written in the dataset card. */
 export const SWEET_RL_FORMAT_VERSION = 'sweetloop-sweet-rl/3';
@@ -66,7 +67,7 @@ export interface TrajectoryResult {
 
 /** Our turns as the dialogue the agent played: system notices dropped, cut after the last agent turn. */
 function playedTurns(r: ExportRecord): ExportRecord['turns'] {
-  let turns = r.turns.filter((t) => t.role !== 'system');
+  let turns = r.turns.filter(isDialogueTurn);
   // Some sessions stored the description as an opening human turn; the format carries it as its first entry.
   if (turns[0]?.role === 'human' && turns[0].content === r.task.problemDescription) turns = turns.slice(1);
   let last = -1;

@@ -3,33 +3,13 @@
 import type { GateEvidence } from '../../trainer/promote.ts';
 import { lastGateDecision } from './gate.ts';
 import { collectExperiments, type ExperimentReport } from './experiments.ts';
-import { collectTrainedVersions, type TrainedVersion } from './training-data.ts';
+import { collectTrainedVersions, type GroupKey, type GroupReport, type TrainedVersion } from './training-data.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { assertPolicyExists, streamSessionSummaries, validateFilters, type ExportFilters, type SessionSummary } from '../export/query.ts';
 import { histogramMedian, MeanAccumulator, wilson, type Interval } from '../../tasks/stats.ts';
+import { isSimulatedSession } from '../../prisma/cohorts.ts';
 
-export type Collaborator = 'human' | 'simulated';
-
-export interface GroupKey {
-  policy: string;
-  kind: 'backend' | 'frontend';
-  collaborator: Collaborator;
-}
-
-export interface GroupReport extends GroupKey {
-  sessions: number;
-  answered: number;
-  evaluated: number;
-  /** Share of evaluated sessions that succeeded (backend: all tests passed). */
-  successRate: Interval;
-  /** Backend: mean fraction of tests passed. Frontend: mean similarity. */
-  meanScore: Interval;
-  /** Frontend only: share of tasks where this policy's mean similarity beats the reference policy's (ties 1/2). */
-  winRate: Interval | null;
-  ratings: { count: number; histogram: number[]; mean: Interval };
-  /** Agent turns per session (the protocol allows at most 10). */
-  turns: { mean: Interval; median: number; histogram: number[] };
-}
+export type { GroupReport } from './training-data.ts';
 
 export interface ReportData {
   generatedAt: string;
@@ -94,7 +74,7 @@ export class ReportAccumulator {
     const key: GroupKey = {
       policy: s.policyVersion?.name ?? NO_POLICY,
       kind: s.task.kind,
-      collaborator: s.simulated || s.participant.role === 'simulated' ? 'simulated' : 'human',
+      collaborator: isSimulatedSession(s, s.participant) ? 'simulated' : 'human',
     };
     const id = `${key.policy}\u0000${key.kind}\u0000${key.collaborator}`;
     let g = this.groups.get(id);

@@ -3,10 +3,24 @@
 // people against the simulator with 95% intervals over tasks, drawn by svg.ts and rendered by png.ts (Chromium).
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { formatDifference, formatValue } from '../../tasks/calibration.ts';
-import type { CalibrationResult } from './calibration.ts';
+import { formatDifference, formatValue, type CalibrationRow } from '../../tasks/calibration.ts';
 import { openSvgRenderer } from './png.ts';
 import { barChartSvg, escapeXml } from './svg.ts';
+
+/** A study's calibration (bot/report/calibration.ts calibrate): what the report writes out. */
+export interface CalibrationResult {
+  study: string;
+  simulator: string;
+  gamesPerTask: number;
+  seed: number;
+  /** Tasks people answered (each gets the games), sessions of people read, games played. */
+  tasks: number;
+  peopleSessions: number;
+  games: number;
+  /** Policy versions that played, by name, with their games. */
+  policies: { name: string; games: number }[];
+  rows: CalibrationRow[];
+}
 
 const PANEL = { width: 280, height: 300, columns: 4 };
 

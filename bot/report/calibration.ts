@@ -6,12 +6,15 @@
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { findStudy, recordCalibration, StudyError, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
-import { calibrationRows, formatCalibrationTable, sessionMetrics, type CalibrationRow, type TaskMetrics } from '../../tasks/calibration.ts';
+import { calibrationRows, formatCalibrationTable, sessionMetrics, type TaskMetrics } from '../../tasks/calibration.ts';
 import type { TaskContent } from '../../tasks/model.ts';
 import type { Scorer } from '../../tasks/scorer.ts';
-import { collaboratorFactory, scorer as trainerScorer, type TrainerSettings } from '../../trainer/cli.ts';
+import { collaboratorFactory, scorer as trainerScorer, type TrainerSettings } from '../../trainer/settings.ts';
 import { simulate, type CollaboratorFactory } from '../../trainer/simulate.ts';
-import { writeCalibrationReport } from './calibration-report.ts';
+import { writeCalibrationReport, type CalibrationResult } from './calibration-report.ts';
+
+export type { CalibrationResult } from './calibration-report.ts';
+import { dialogueTurnWhere, personWhere } from '../../prisma/cohorts.ts';
 
 export interface PeopleSession {
   id: string;
@@ -34,12 +37,12 @@ export async function peopleSessions(prisma: PrismaClient, studyId: string): Pro
       goldSourceId: null,
       policyVersionId: { not: null },
       evaluation: { isNot: null },
-      participant: { role: { not: 'simulated' }, deletedAt: null },
+      participant: personWhere,
     },
     orderBy: [{ startedAt: 'asc' }, { id: 'asc' }],
     include: {
       task: { select: { kind: true, description: true, hiddenReference: true, testCases: true } },
-      turns: { where: { role: { in: ['agent', 'human'] } }, orderBy: { index: 'asc' }, select: { role: true, content: true } },
+      turns: { where: dialogueTurnWhere, orderBy: { index: 'asc' }, select: { role: true, content: true } },
       evaluation: { select: { score: true, success: true } },
     },
   });
@@ -77,20 +80,6 @@ export function planGames(sessions: readonly Pick<PeopleSession, 'taskId' | 'pol
     }
   }
   return [...byVersion].map(([policyVersionId, taskIds]) => ({ policyVersionId, taskIds }));
-}
-
-export interface CalibrationResult {
-  study: string;
-  simulator: string;
-  gamesPerTask: number;
-  seed: number;
-  /** Tasks people answered (each gets the games), sessions of people read, games played. */
-  tasks: number;
-  peopleSessions: number;
-  games: number;
-  /** Policy versions that played, by name, with their games. */
-  policies: { name: string; games: number }[];
-  rows: CalibrationRow[];
 }
 
 export interface CalibrateOptions {

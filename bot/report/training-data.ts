@@ -8,7 +8,30 @@ import type { DataSource } from '../../prisma/data-source.ts';
 import type { RunConfig } from '../../trainer/runs.ts';
 import { wilsonCount, type Interval } from '../../tasks/stats.ts';
 import { compareProportions, type Difference } from '../../tasks/two-sample.ts';
-import type { Collaborator, GroupReport } from './aggregate.ts';
+
+/** The report's groups (bot/report/aggregate.ts): a policy version, a task kind, a kind of collaborator. */
+export type Collaborator = 'human' | 'simulated';
+
+export interface GroupKey {
+  policy: string;
+  kind: 'backend' | 'frontend';
+  collaborator: Collaborator;
+}
+
+export interface GroupReport extends GroupKey {
+  sessions: number;
+  answered: number;
+  evaluated: number;
+  /** Share of evaluated sessions that succeeded (backend: all tests passed). */
+  successRate: Interval;
+  /** Backend: mean fraction of tests passed. Frontend: mean similarity. */
+  meanScore: Interval;
+  /** Frontend only: share of tasks where this policy's mean similarity beats the reference policy's (ties 1/2). */
+  winRate: Interval | null;
+  ratings: { count: number; histogram: number[]; mean: Interval };
+  /** Agent turns per session (the protocol allows at most 10). */
+  turns: { mean: Interval; median: number; histogram: number[] };
+}
 
 export interface TrainedVersion {
   policy: string;

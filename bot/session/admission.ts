@@ -8,6 +8,7 @@ import { acceptConsent, findParticipant, findParticipants } from '../../prisma/p
 import { attachThread, createSession } from '../../prisma/session-store.ts';
 import { acceptStudyConsent, DEFAULT_STUDY, lacksConsent, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
+import { hasConsent } from '../../prisma/cohorts.ts';
 import { assignTask, neededKind, studyFor, StudyRefusedError, type StudyRefusalReason } from '../assign.ts';
 import { goldSource } from '../gold.ts';
 import { sessionLimitRefusal } from '../limits.ts';
@@ -31,14 +32,11 @@ export type Admission =
   | { needsConsent: true; consent?: StudyConsent }
   | { refused: true; reason: 'banned' | 'paused' | StudyRefusalReason; message: string };
 
-export function hasConsent(p: Pick<Participant, 'consentGivenAt'> | null | undefined): boolean {
-  return !!p?.consentGivenAt;
-}
-
 /**
  * The admission rule. Refused when the person is banned (everywhere, or in the guild asked from), also under the
  * keyed hash a deletion keeps them as (bot/privacy.ts erasedId, with the secret `erasureKey`); else asked for
- * consent when they have not given it, or have not accepted the current version of the consent text of the study
+ * consent when they have not given it (or withdrew it: prisma/cohorts.ts hasConsent, the rule exports and training
+ * read), or have not accepted the current version of the consent text of the study
  * joined here (bot/assign.ts studyFor); else refused while collection is paused, or while that study is paused,
  * closed or not open yet; else admitted in that study.
  */

@@ -7,7 +7,8 @@ import { appendAgentTurn, endSession } from '../../prisma/session-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
 import { goldAgent } from '../gold.ts';
 import type { AgentCache } from './agents.ts';
-import { dialogueTurns, type EngineContext, type SessionWithTurns } from './context.ts';
+import { dialogueTurns } from '../../prisma/cohorts.ts';
+import type { EngineContext, SessionWithTurns } from './context.ts';
 import { TurnRejectedError, type AgentStep, type Hooks } from './types.ts';
 
 export class AgentSteps {

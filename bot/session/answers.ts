@@ -4,7 +4,7 @@ import { UniqueViolationError, toDatabaseError } from '../../prisma/errors.ts';
 import { findParticipant } from '../../prisma/participant-store.ts';
 import { outcomeOf, recordComment, recordEvaluation, recordRating } from '../../prisma/session-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
-import type { EvaluationOutcome } from '../evaluator.ts';
+import type { EvaluationOutcome } from '../../tasks/scorer.ts';
 import type { EngineContext } from './context.ts';
 import type { ScoringState } from './scoring.ts';
 import { TurnRejectedError, type EvaluatedSession, type Hooks, type Person } from './types.ts';

@@ -1,6 +1,5 @@
 // What the engine's parts share: its settings and dependencies, the locks that order work on a session and on a
 // person, database retries that tell the person to wait, and loading a session with its turns.
-import type { DialogueTurn } from '../../tasks/protocol.ts';
 import type { Session, Task, Turn } from '../../prisma/generated/client.ts';
 import { KeyedMutex } from '../locks.ts';
 import { withDbRetry } from '../retry.ts';
@@ -8,14 +7,6 @@ import { ScoringPool } from './scoring.ts';
 import type { EngineDeps, EngineOptions, Hooks } from './types.ts';
 
 export type SessionWithTurns = Session & { task: Task; turns: Turn[] };
-
-/** The dialogue turns of a session as the protocol sees them (system notices left out). */
-export function dialogueTurns(turns: readonly Turn[]): DialogueTurn[] {
-  return turns
-    .filter((t) => t.role !== 'system')
-    .sort((a, b) => a.index - b.index)
-    .map((t) => ({ role: t.role as 'agent' | 'human', content: t.content }));
-}
 
 /** Answers scored at once unless the settings say otherwise: one per core of the 2-core machines this runs on. */
 export const DEFAULT_SCORING_POOL = 2;
@@ -50,7 +41,7 @@ export class EngineContext {
   /**
    * A session as the last holder of its lock wrote it (the person's reply stored), for the next holder only (the
    * agent's step that answers it), within HANDOVER_MS: the step need not read again what was just written (two
-   * round trips a reply; bench:bot, issue 34). Any other holder in between drops it (`locked`), so nothing this
+   * round trips a reply; bench:bot, bench/RESULTS.md). Any other holder in between drops it (`locked`), so nothing this
    * process did meanwhile is missed; what another process writes in those few milliseconds is what it could
    * equally write while the agent writes, after any read.
    */

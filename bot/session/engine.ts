@@ -16,7 +16,7 @@ import type { AgentStep, EngineDeps, EngineOptions, EvaluatedSession, Hooks, Pen
 
 export * from './types.ts';
 export type { ScoringState } from './scoring.ts';
-export type { Admission, StudyConsent } from './admission.ts';
+export type { StudyConsent } from './admission.ts';
 
 export class SessionEngine {
   private readonly ctx: EngineContext;

@@ -2,6 +2,7 @@
 // replies sent while the channel was down, answers never scored) and expiring sessions left idle.
 import type { Session } from '../../prisma/generated/client.ts';
 import { endSession } from '../../prisma/session-store.ts';
+import { dialogueTurnWhere } from '../../prisma/cohorts.ts';
 import type { AgentCache } from './agents.ts';
 import type { EngineContext } from './context.ts';
 import type { TurnScript } from './turns.ts';
@@ -26,7 +27,7 @@ export class Recovery {
       ctx.prisma.session.findMany({
         where: { channel: ctx.options.channel, OR: [{ status: 'active' }, { status: 'answered', OR: [{ resultShownAt: null }, { ratingAskedAt: null }] }] },
         // Only the last dialogue turn: readiness and the sweep (sweep.ts) read this often.
-        include: { turns: { where: { role: { not: 'system' } }, orderBy: { index: 'desc' }, take: 1 } },
+        include: { turns: { where: dialogueTurnWhere, orderBy: { index: 'desc' }, take: 1 } },
         orderBy: { startedAt: 'asc' },
       }),
     );
@@ -80,7 +81,7 @@ export class Recovery {
     const sessions = await ctx.retry(() =>
       ctx.prisma.session.findMany({
         where: { channel: ctx.options.channel, status: 'active' },
-        include: { turns: { where: { role: { not: 'system' } }, orderBy: { index: 'desc' }, take: 1 }, participant: { select: { discordUserId: true } } },
+        include: { turns: { where: dialogueTurnWhere, orderBy: { index: 'desc' }, take: 1 }, participant: { select: { discordUserId: true } } },
         orderBy: { startedAt: 'asc' },
       }),
     );

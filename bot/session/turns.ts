@@ -11,14 +11,15 @@ import { messageLimitRefusal } from '../limits.ts';
 import type { AgentSteps } from './agent-step.ts';
 import type { AgentCache } from './agents.ts';
 import type { Answers } from './answers.ts';
-import { dialogueTurns, type EngineContext } from './context.ts';
+import { dialogueTurns, isDialogueTurn } from '../../prisma/cohorts.ts';
+import type { EngineContext } from './context.ts';
 import { ScoringClosedError } from './scoring.ts';
 import { TurnRejectedError, type AgentStep, type EvaluatedSession, type Hooks, type SessionState, type SessionView } from './types.ts';
 
 /**
  * How long the agent may write before the person is shown that it is typing (then again every 8 s, as Discord's
  * indicator lasts about 10 s): a reply that comes sooner needs no indicator, and each one is a request that
- * counts against the channel's request limits (Discord's 50 a second per bot; bench:bot, issue 34).
+ * counts against the channel's request limits (Discord's 50 a second per bot; bench:bot, bench/RESULTS.md).
  */
 export const TYPING_AFTER_MS = 2_000;
 const TYPING_EVERY_MS = 8_000;
@@ -53,7 +54,7 @@ export class TurnScript {
       if (look) {
         const s = await this.ctx.load(sessionId, hooks);
         if (!s) return 'ended';
-        const last = s.turns.filter((t) => t.role !== 'system').at(-1);
+        const last = s.turns.filter(isDialogueTurn).at(-1);
         if (last?.role === 'agent' && last.externalMessageId === null) {
           // Stored but never shown (a restart between the two): show it now.
           await this.present(await this.steps.stepOf(last.id, s), view, hooks);
@@ -160,7 +161,7 @@ export class TurnScript {
     if (externalMessageId && this.inFlightMessages.has(externalMessageId)) return { duplicate: true };
     if (ctx.isBusy(sessionId)) {
       // A redelivery of a stored message is a duplicate, not one to refuse. Asked only here: otherwise the
-      // session's turns, read below anyway, say it (one round trip less a message; bench:bot, issue 34).
+      // session's turns, read below anyway, say it (one round trip less a message; bench:bot, bench/RESULTS.md).
       const seen = externalMessageId && (await ctx.retry(() => ctx.prisma.turn.findUnique({ where: { externalMessageId }, select: { id: true } }), hooks));
       if (seen) return { duplicate: true };
       throw new TurnRejectedError('The agent is still writing. Please wait for its message, then answer.');

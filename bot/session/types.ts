@@ -1,18 +1,25 @@
 // What the session engine's callers see: its settings and dependencies, the people and views it works with,
 // what its steps return, and the two errors whose message is meant for the person.
 import type { Agent } from '../../tasks/agent.ts';
-import type { TaskKind } from '../../tasks/model.ts';
+import type { TaskContent, TaskKind } from '../../tasks/model.ts';
 import type { AgentMessageView, CollaboratorView, ParsedAgentMessage } from '../../tasks/protocol.ts';
 import type { Logger } from '../../tasks/logger.ts';
 import type { Database } from '../../prisma/db.ts';
 import type { PolicyVersion, Session, Turn } from '../../prisma/generated/client.ts';
 import type { PolicyWatcher } from '../deploy-watch.ts';
-import type { Evaluate, EvaluationOutcome, RenderPage } from '../evaluator.ts';
+import type { EvaluationOutcome } from '../../tasks/scorer.ts';
 import type { Limits } from '../limits.ts';
 import type { StudyRefusalReason } from '../assign.ts';
 import type { ScoringState } from './scoring.ts';
 
 export type Channel = 'discord' | 'console' | 'simulated';
+
+// How a session's answer is scored and how pages are shown: the engine receives these as functions, so the
+// Discord bot, the console and the tests share one engine while the composition root picks the real parts.
+export type Evaluate = (task: TaskContent, answer: string) => Promise<EvaluationOutcome>;
+
+/** Renders an HTML page to a PNG screenshot. */
+export type RenderPage = (html: string) => Promise<Buffer>;
 
 export interface EngineOptions {
   channel: Channel;

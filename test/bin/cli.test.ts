@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import pg from 'pg';
 import { buildProgram } from '../../bin/cli.ts';
 import { EXIT_MIGRATIONS_PENDING } from '../../bin/commands/migrations.ts';
-import { runSweetloop, type SweetloopRun } from '../../bot/testing/sweetloop-cli.ts';
+import { runSweetloop, type SweetloopRun } from '../../testing/sweetloop-cli.ts';
 
 
 function sweetloop(args: string[], env: Record<string, string> = {}): Promise<SweetloopRun> {

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, MAKE_SECRET_COMMAND, PUBLIC_SECRETS, assertProductionSecrets, configSchema, describeConfig, isPublicSecret, parseConfig } from '../../bin/config.ts';
-import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
+import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
 
 const run = promisify(execFile);
 

@@ -2,8 +2,8 @@
 // not asked) and asks each server GET /v1/models: a real Postgres database and a real OpenAI-compatible server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDoctor } from '../../bin/doctor.ts';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
-import { startOpenAiServer, type OpenAiServer } from '../../bot/testing/openai-server.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
+import { startOpenAiServer, type OpenAiServer } from '../../testing/openai-server.ts';
 import { registerEndpointVersion } from '../../trainer/policies/registry.ts';
 import { removeVersion } from '../../trainer/policies/lifecycle.ts';
 

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkDiscordToken, checkEndpoints, checkGuilds, checkOperators, checkSecrets, tokenShape } from '../../bin/doctor-production.ts';
 import { formatReport, runDoctor } from '../../bin/doctor.ts';
 import { parseConfig, PUBLIC_SECRETS } from '../../bin/config.ts';
-import { FakeDiscord } from '../../bot/testing/fake-discord.ts';
-import { startOpenAiServer, type OpenAiServer } from '../../bot/testing/openai-server.ts';
+import { FakeDiscord } from '../../testing/fake-discord.ts';
+import { startOpenAiServer, type OpenAiServer } from '../../testing/openai-server.ts';
 
 // The token the fake Discord accepts (its first part is a bot id, as a real token's is).
 const BOT_ID = '112233445566778899';

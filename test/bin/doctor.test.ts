@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { checkBubblewrap, checkPython, composeVersionProblem, installCommand, missingToolsSummary, runDoctor, toolChecks } from '../../bin/doctor.ts';
 import { parseConfig } from '../../bin/config.ts';
-import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
+import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
 
 const exec = promisify(execFile);
 

@@ -14,7 +14,7 @@ import { openDatabase, type Database } from '../../prisma/db.ts';
 import { migrate } from '../../prisma/migrate.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { armFor, assignTask, studyFor, studyState, StudyRefusedError, type TaskPick } from '../../bot/assign.ts';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 
 let t: TestDatabase;
 let tasks: string[];

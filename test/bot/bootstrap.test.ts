@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { STARTER_ONLY_WARNING, ensureDeployedPolicy, warnIfOnlyStarter } from '../../bot/bootstrap.ts';
 import { formatStudy, studyProgress } from '../../bot/study-progress.ts';
 import { POLICY_CHANNEL, STARTER_ALGORITHM, registerVersion, servesOnlyStarter, switchDeployedPolicy } from '../../prisma/policy-store.ts';

@@ -5,8 +5,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runSweetloop } from '../../bot/testing/sweetloop-cli.ts';
-import { makeForeignGguf } from '../../bot/testing/tiny-checkpoint.ts';
+import { runSweetloop } from '../../testing/sweetloop-cli.ts';
+import { makeForeignGguf } from '../../testing/tiny-checkpoint.ts';
 import { openDatabase } from '../../prisma/db.ts';
 import { Terminal, hasScript } from '../helpers/terminal.ts';
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../prisma/db.ts';
-import { makeTinyCheckpoint } from '../../bot/testing/tiny-checkpoint.ts';
+import { makeTinyCheckpoint } from '../../testing/tiny-checkpoint.ts';
 import { Terminal, hasScript } from '../helpers/terminal.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');

@@ -1,7 +1,7 @@
 // Per-person limits, counted from what is stored (real Postgres): sessions in any 24 hours, replies in any
 // minute, characters per reply.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { messageLimitRefusal, sessionLimitRefusal } from '../../bot/limits.ts';
 import { builtinTasks } from '../../tasks/library.ts';
 import { importTasks } from '../../prisma/task-store.ts';

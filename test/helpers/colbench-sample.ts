@@ -1,11 +1,12 @@
 // The ColBench samples, for every test that reads them. They live outside the repository (SHARED_DIR, never
-// committed): tests that need them skip with a notice on a fresh clone.
+// committed): COLBENCH_DIR names their folder, else the shared/colbench beside the checkout that the development
+// machines and CI have; tests that need them skip with a notice on a fresh clone.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { BackendTask, FrontendTask } from '../../tasks/model.ts';
-import { parseBackendRecord } from '../../tasks/score.ts';
+import { parseBackendRecord } from '../../tasks/importer.ts';
 
-export const SHARED_DIR = resolve(import.meta.dirname, '../../../shared/colbench');
+export const SHARED_DIR = resolve(process.env.COLBENCH_DIR || resolve(import.meta.dirname, '../../../shared/colbench'));
 export const BACKEND_SAMPLE = join(SHARED_DIR, 'backend_sample.jsonl');
 export const FRONTEND_SAMPLE = join(SHARED_DIR, 'frontend_sample.jsonl');
 
@@ -24,7 +25,7 @@ export function loadBackendSample(): BackendTask[] {
     .trim()
     .split('\n')
     .map((line, i) => {
-      const t = parseBackendRecord(JSON.parse(line));
+      const t = parseBackendRecord(JSON.parse(line), i + 1);
       if (typeof t === 'string') throw new Error(`${BACKEND_SAMPLE}:${i + 1}: ${t}`);
       return t;
     });

@@ -5,8 +5,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
 import ts from 'typescript';
 
-/** Folders of code that ships; test/ is read for its imports only. */
-export const SOURCE_FOLDERS = ['tasks', 'prisma', 'trainer', 'bot', 'bin', 'bench'] as const;
+/** Folders of code that ships, and the fixtures and benchmarks held to the same writes; test/ is read for its imports only. */
+export const SOURCE_FOLDERS = ['tasks', 'prisma', 'trainer', 'bot', 'bin', 'bench', 'testing'] as const;
 export const TOP_FOLDERS: readonly string[] = [...SOURCE_FOLDERS, 'test'];
 /** The layers bottom to top (each README's "May import:" line builds on the one before): "below" in a README means earlier here. */
 export const LAYERS: readonly string[] = ['tasks', 'prisma', 'trainer', 'bot', 'bin'];
@@ -33,6 +33,10 @@ export interface ImportRule {
   folder: string;
   /** Folders its files may import besides their own (relative to the root, no trailing slash). */
   allowed: string[];
+  /** Folders or files its files never import, though `allowed` reaches them ("Never imports ..."). */
+  forbidden: string[];
+  /** The only folders outside it whose files import it ("Imported by ..."); undefined: whoever may. */
+  importedBy?: string[];
   /** The line as written, for messages. */
   text: string;
 }
@@ -43,24 +47,40 @@ const ROOT_FILES = ['vitest.config.ts'];
 const inside = (path: string, folder: string) => path === folder || path.startsWith(`${folder}/`);
 
 /**
- * Reads a README's "May import:" line; undefined when it has none. Only the first sentence counts, and words in
- * parentheses are prose (e.g. bot/discord's "`prisma/` (types and errors)" allows `prisma/`).
+ * Reads a README's "May import:" line, every sentence of it; undefined when it has none. The first sentence says
+ * what may be imported (a parenthesis there may only follow "nothing of ours", which it explains); the others are
+ * "Never imports `x`, nor `y`" (every path named in it, parentheses included, is off limits), "Imported by `a/`,
+ * `b/`" (no other folder imports this one) and "Everything else may import it". Anything else is refused, so a
+ * line cannot say more than the check holds the code to.
  */
 export function parseMayImport(folder: string, readme: string): ImportRule | undefined {
   const line = /^May import:\s*(.*)$/m.exec(readme)?.[1];
   if (line === undefined) return undefined;
-  const sentence = line.replace(/\([^)]*\)/g, '').split(/\.(?:\s|$)/)[0]!.trim();
-  const named = [...sentence.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/\/+$/, ''));
-  const lower = sentence.toLowerCase();
+  const refuse = (why: string) => new Error(`${folder}/README.md: cannot read its "May import:" line (${why}): ${line}`);
+  const [first, ...rest] = line
+    .split(/\.(?:\s+|$)/)
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+  if (first === undefined) throw refuse('it is empty');
+  const paths = (text: string) => [...text.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/\/+$/, ''));
+  const lower = first.toLowerCase();
+  if (first.includes('(') && !/^nothing of ours \([^`()]*\)$/.test(lower)) throw refuse('a parenthesis in what it may import');
+  const named = paths(first);
   let allowed: string[];
   if (lower.startsWith('nothing')) allowed = [];
-  else if (lower.startsWith('everything')) allowed = [...TOP_FOLDERS];
+  else if (lower === 'everything') allowed = [...TOP_FOLDERS];
   // "Anything" takes in the repository's own top-level files too (vitest.config.ts), named by their file name.
-  else if (lower.startsWith('anything except')) allowed = [...TOP_FOLDERS.filter((f) => !named.some((n) => inside(f, n))), ...ROOT_FILES];
+  else if (lower.startsWith('anything except') && /^anything except (`[^`]+`[\s,]*(and\s+)?)+$/.test(first)) allowed = [...TOP_FOLDERS.filter((f) => !named.some((n) => inside(f, n))), ...ROOT_FILES];
   else if (lower.startsWith('anything below') && named.length === 1 && LAYERS.includes(named[0]!)) allowed = LAYERS.slice(0, LAYERS.indexOf(named[0]!));
-  else if (named.length > 0 && /^(`[^`]+`[\s,]*(and\s+)?)+$/.test(sentence)) allowed = named;
-  else throw new Error(`${folder}/README.md: cannot read its "May import:" line: ${line}`);
-  return { folder, allowed, text: `May import: ${line}` };
+  else if (named.length > 0 && /^(`[^`]+`[\s,]*(and\s+)?)+$/.test(first)) allowed = named;
+  else throw refuse(`"${first}"`);
+  const rule: ImportRule = { folder, allowed, forbidden: [], text: `May import: ${line}` };
+  for (const sentence of rest) {
+    if (/^never imports `/i.test(sentence)) rule.forbidden.push(...paths(sentence));
+    else if (/^imported by (`[^`]+`[\s,]*(and\s+)?)+$/i.test(sentence)) rule.importedBy = paths(sentence);
+    else if (!/^everything else may import it$/i.test(sentence)) throw refuse(`"${sentence}"`);
+  }
+  return rule;
 }
 
 function walk(root: string, dir: string, visit: (relPath: string) => void): void {
@@ -118,12 +138,17 @@ const lineOf = (sf: ts.SourceFile, node: ts.Node) => sf.getLineAndCharacterOfPos
 const literal = (node: ts.Node | undefined): string | undefined =>
   node && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) ? node.text : undefined;
 
+/** Each file is parsed once for its imports, however many checks read them. */
+const importsCache = new WeakMap<SourceFile, { specifier: string; line: number }[]>();
+
 /**
  * What a file imports, with the line: `import`/`export ... from`, `import x = require()`, `import('...')` and
  * `require('...')` with a literal specifier, and `import('...')` types. A computed specifier cannot be checked
  * here (the code has a few, all npm packages chosen at run time).
  */
 export function importsOf(file: SourceFile): { specifier: string; line: number }[] {
+  const cached = importsCache.get(file);
+  if (cached) return cached;
   const sf = parse(file);
   const found: { specifier: string; line: number }[] = [];
   visitAll(sf, (node) => {
@@ -134,6 +159,7 @@ export function importsOf(file: SourceFile): { specifier: string; line: number }
     else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) spec = literal(node.argument.literal);
     if (spec !== undefined) found.push({ specifier: spec, line: lineOf(sf, node) });
   });
+  importsCache.set(file, found);
   return found;
 }
 
@@ -166,6 +192,11 @@ export function checkImports(files: readonly SourceFile[], rules: ReadonlyMap<st
         violations.push({ file: file.path, line, message: `${where}: nothing outside bin/ imports bin/ (bin/README.md)` });
       } else if (!inside(target, rule.folder) && !rule.allowed.some((f) => inside(target, f))) {
         violations.push({ file: file.path, line, message: `${where}: ${rule.folder}/README.md says "${rule.text}"` });
+      } else if (rule.forbidden.some((f) => inside(target, f))) {
+        violations.push({ file: file.path, line, message: `${where}: ${rule.folder}/README.md says "${rule.text}"` });
+      } else {
+        const owner = [...rules.values()].find((r) => r.importedBy && inside(target, r.folder) && !inside(file.path, r.folder) && !r.importedBy.some((f) => inside(file.path, f)));
+        if (owner) violations.push({ file: file.path, line, message: `${where}: ${owner.folder}/README.md says "${owner.text}"` });
       }
     }
   }
@@ -206,8 +237,52 @@ export function checkPrismaWrites(files: readonly SourceFile[], models: Readonly
   return violations;
 }
 
-/** Both checks over the repository at `root`: imports everywhere, writes in the source folders. */
-export function checkRepository(root: string): { imports: Violation[]; writes: Violation[] } {
+/**
+ * Import circles among `files`, each as its files in a cycle's order: every import counts, type-only and
+ * dynamic ones included (a type living in the file that imports the other one is still a knot to untie).
+ */
+export function findCycles(files: readonly SourceFile[]): string[][] {
+  const known = new Set(files.map((f) => f.path));
+  const edges = new Map<string, string[]>();
+  for (const file of files) {
+    const targets = importsOf(file)
+      .filter(({ specifier }) => specifier.startsWith('./') || specifier.startsWith('../'))
+      .map(({ specifier }) => posix.normalize(posix.join(posix.dirname(file.path), specifier)))
+      .filter((t) => known.has(t));
+    edges.set(file.path, [...new Set(targets)].sort());
+  }
+  // Tarjan's strongly connected components: a component of two or more files, or a file importing itself, is a circle.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const connect = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v)!) {
+      if (!index.has(w)) {
+        connect(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    for (let w = ''; w !== v; ) {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    }
+    if (component.length > 1 || edges.get(v)!.includes(v)) cycles.push(component.sort());
+  };
+  for (const v of [...edges.keys()].sort()) if (!index.has(v)) connect(v);
+  return cycles;
+}
+
+/** The checks over the repository at `root`: imports and circles everywhere, writes in the source folders. */
+export function checkRepository(root: string): { imports: Violation[]; writes: Violation[]; cycles: string[][] } {
   const files = readSource(root);
   const schema = join(root, 'prisma', 'schema.prisma');
   if (!existsSync(schema)) throw new Error(`no Prisma schema at ${schema}`);
@@ -215,5 +290,6 @@ export function checkRepository(root: string): { imports: Violation[]; writes: V
   return {
     imports: checkImports(files, loadImportRules(root)),
     writes: checkPrismaWrites(source, prismaModels(readFileSync(schema, 'utf8'))),
+    cycles: findCycles(files),
   };
 }

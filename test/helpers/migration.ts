@@ -1,7 +1,7 @@
-// The database of a migration test: as a release before the migration left it (bot/testing/database.ts
+// The database of a migration test: as a release before the migration left it (testing/database.ts
 // createDatabaseBefore), made before the file's tests and dropped after them. `sql` runs one statement on it.
 import { afterAll, beforeAll } from 'vitest';
-import { createDatabaseBefore, type DatabaseBefore } from '../../bot/testing/database.ts';
+import { createDatabaseBefore, type DatabaseBefore } from '../../testing/database.ts';
 
 export interface MigrationDatabase extends DatabaseBefore {
   sql(statement: string, ...params: unknown[]): Promise<number>;

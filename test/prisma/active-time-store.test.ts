@@ -8,7 +8,7 @@ import { appendAgentTurn, appendHumanTurn, createSession, endSession, storeFinis
 import { recordActiveTimes } from '../../prisma/active-time-store.ts';
 import { recordBan } from '../../prisma/moderation-store.ts';
 import { activeMs, IDLE_GAP_MS } from '../../tasks/study-pay.ts';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 
 const T0 = Date.UTC(2027, 2, 1, 9);
 const ACTOR = { id: '889999999999999999', guildId: null };

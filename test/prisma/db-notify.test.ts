@@ -1,7 +1,7 @@
 // LISTEN/NOTIFY on Postgres: how the bot learns that the trainer deployed a policy. The listening connection
 // must survive the server dropping it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../bin/config.ts';
 import { openDatabase } from '../../prisma/db.ts';
 import { DEFAULT_POOL_SIZE } from '../../prisma/pool-size.ts';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {

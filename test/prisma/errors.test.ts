@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { openDatabase, parsePostgresUrl } from '../../prisma/db.ts';
 import { DatabaseError, UniqueViolationError, describeDatabaseError, isConnectionError, toDatabaseError } from '../../prisma/errors.ts';
 

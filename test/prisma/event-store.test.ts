@@ -1,6 +1,6 @@
 // Interactions handled once: a redelivered id is reported as seen, and old records are forgotten.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { markProcessed, pruneProcessed } from '../../prisma/event-store.ts';
 
 let t: TestDatabase;

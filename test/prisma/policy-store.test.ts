@@ -1,7 +1,7 @@
 // The DB-level deployment rules shared by the bot's /policy commands and the trainer: one deployed version, the
 // previous one retired, rollback to the one deployed before, an audit entry per switch, and the NOTIFY rule.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import type { Database } from '../../prisma/db.ts';
 import { deployedPolicy, PolicyError, previouslyDeployedPolicy, registerVersion, rollbackDeployedPolicy, switchDeployedPolicy } from '../../prisma/policy-store.ts';
 import { startExperiment, stopArms } from '../../prisma/experiment-store.ts';

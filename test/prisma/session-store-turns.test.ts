@@ -15,7 +15,7 @@ import { builtinTasks } from '../../tasks/library.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { appendAgentTurn, appendHumanTurn, createSession, recordEvaluation, recordRating, sessionReward } from '../../prisma/session-store.ts';
 import { toDatabaseError, UniqueViolationError } from '../../prisma/errors.ts';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import type { EvaluationOutcome } from '../../tasks/scorer.ts';
 
 async function pglite(): Promise<Pick<TestDatabase, 'prisma' | 'drop'>> {

@@ -17,7 +17,7 @@ import type { PrismaClient, SessionStatus } from '../../prisma/generated/client.
 import { sessionSummaries } from '../../prisma/session-summary.ts';
 import { activeTimeByPerson, medianActiveMinutes, sessionTimes, type SessionSelector } from '../../prisma/study-stats.ts';
 import { recordActiveTimes } from '../../prisma/active-time-store.ts';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { projectCompletion, projectionWindow, studyProgress } from '../../bot/study-progress.ts';
 import { studyPayouts, studyPayTotal } from '../../bot/study-payouts.ts';
 import { judgementsDigest, leaderboards, peopleOverview, preferenceJudgements } from '../../bot/dashboard/overview.ts';

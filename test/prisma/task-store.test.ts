@@ -1,17 +1,17 @@
 // Importing into a real Postgres database (a throwaway one per file), through the library and through the CLI.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createTestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase } from '../../testing/database.ts';
 import { parseTaskFile, exportTaskLine } from '../../tasks/importer.ts';
 import type { TaskRecord } from '../../tasks/model.ts';
 import { importTasks, listTasks } from '../../prisma/task-store.ts';
-import { runSweetloop } from '../../bot/testing/sweetloop-cli.ts';
+import { runSweetloop } from '../../testing/sweetloop-cli.ts';
+import { BACKEND_SAMPLE, FRONTEND_SAMPLE, haveSample, SHARED_DIR } from '../helpers/colbench-sample.ts';
 
-const SHARED = resolve(import.meta.dirname, '../../../shared/colbench');
-const haveShared = existsSync(join(SHARED, 'backend_sample.jsonl')) && existsSync(join(SHARED, 'frontend_sample.jsonl'));
-if (!haveShared) console.warn(`NOTICE: ${SHARED} is absent: the ColBench sample import tests are skipped.`);
+const SHARED = SHARED_DIR;
+const haveShared = haveSample(BACKEND_SAMPLE) && haveSample(FRONTEND_SAMPLE);
 
 type TestDb = Awaited<ReturnType<typeof createTestDatabase>>;
 let t: TestDb;

@@ -1,4 +1,4 @@
-// The chat-completions client against a real OpenAI-compatible HTTP server (bot/testing/openai-server.ts):
+// The chat-completions client against a real OpenAI-compatible HTTP server (testing/openai-server.ts):
 // streaming and not, logprobs, usage, the SDK's retries (429 with Retry-After, 500, refused connections), ours
 // (a connection dropped mid-stream, a slow first token), timeouts, the in-flight cap, and the key kept out of
 // errors and logs.
@@ -13,7 +13,7 @@ import {
   endpointBaseUrl,
   endpointRequest,
 } from '../../tasks/chat-client.ts';
-import { startOpenAiServer, splitTokens, type OpenAiServer } from '../../bot/testing/openai-server.ts';
+import { startOpenAiServer, splitTokens, type OpenAiServer } from '../../testing/openai-server.ts';
 
 let server: OpenAiServer;
 const messages = [

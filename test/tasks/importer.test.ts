@@ -41,13 +41,24 @@ describe('parseTaskLines', () => {
     expect(t.contentHash).toBe(contentHash(t));
   });
 
+  it('puts tests whose keys have no number after the numbered ones, in file order; takes a list as it is', async () => {
+    const rec = cb(3, { test_cases: { zeta: 'z()', test10: 't10()', alpha: 'a()', test2: 't2()', 'test 1': 't1()' } });
+    const listed = cb(4, { test_cases: ['b()', 'a()'] });
+    const r = await parseTaskLines(splitJsonl([rec, listed].map((x) => JSON.stringify(x)).join('\n')), { kind: 'backend', split: 'test' });
+    expect(r.invalid).toEqual([]);
+    expect(r.tasks.map((t) => t.kind === 'backend' && t.testCases)).toEqual([
+      ['t1()', 't2()', 't10()', 'z()', 'a()'],
+      ['b()', 'a()'],
+    ]);
+  });
+
   it('reports each bad line with its number and reason, keeps the good ones', async () => {
     const lines = [
       JSON.stringify(cb(1)), // 1 good
       '{"problem_description": "oops"', // 2 bad JSON
       '', // 3 empty
       JSON.stringify({ problem_description: 'p', test_cases: { test1: 'f()' } }), // 4 missing ground_truth
-      JSON.stringify({ ...cb(4), test_cases: ['f(1)'] }), // 5 wrong type
+      JSON.stringify({ ...cb(4), test_cases: 'f(1)' }), // 5 wrong type
       JSON.stringify({ ...cb(5), problem_description: 7 }), // 6 wrong type
       JSON.stringify(cb(1)), // 7 duplicate of 1
       '[1, 2]', // 8 not an object

@@ -9,13 +9,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
-import { startOpenAiServer, type OpenAiServer } from '../../bot/testing/openai-server.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
+import { startOpenAiServer, type OpenAiServer } from '../../testing/openai-server.ts';
 import { deployPolicyByName, rollbackPolicy } from '../../prisma/policy-store.ts';
 import type { PolicyVersion } from '../../prisma/generated/client.ts';
 import { buildDialogue } from '../../tasks/protocol.ts';
 import type { BackendTask } from '../../tasks/model.ts';
-import { trainCommand, type TrainerSettings } from '../../trainer/cli.ts';
+import { trainCommand } from '../../trainer/commands.ts';
+import type { TrainerSettings } from '../../trainer/settings.ts';
 import { loadCheckpoint } from '../../trainer/model/checkpoint.ts';
 import { loadLora } from '../../trainer/model/lora.ts';
 import { readSafetensors } from '../../trainer/model/safetensors.ts';

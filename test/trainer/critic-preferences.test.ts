@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TestDatabase } from '../../bot/testing/database.ts';
+import type { TestDatabase } from '../../testing/database.ts';
 import { criticPairs, type CriticExample } from '../../trainer/critic.ts';
 import { loadTrajectories, type Trajectory } from '../../trainer/data.ts';
 import { trainConfig } from '../../trainer/presets.ts';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { pairsForState, type CandidateRanker } from '../../trainer/actor.ts';
 import { Critic, criticPairs, criticPhase } from '../../trainer/critic.ts';
 import { loadTrajectories } from '../../trainer/data.ts';

@@ -7,18 +7,18 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { storeFinishedSession } from '../../prisma/session-store.ts';
 import { excludeFromTraining, PASTE_FLAG_REASON } from '../../prisma/quality-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import { DataSelectionError, keepsSimulated, loadTrajectories, selectTrainingData, validateDataFilter, type DataFilter } from '../../trainer/data.ts';
 import { trajectoryKey } from '../../trainer/pairs.ts';
-import { dataFilterFor } from '../../trainer/cli.ts';
+import { dataFilterFor } from '../../trainer/commands.ts';
 import { createRun, type RunConfig } from '../../trainer/runs.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 import { streamSessionSummaries } from '../../bot/export/query.ts';
-import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
+import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
 
 const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 

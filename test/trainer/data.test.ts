@@ -1,7 +1,7 @@
 // Only usable data reaches training: sessions of people who did not consent, withdrew, were deleted or banned,
 // and flagged sessions, are never in a run's snapshot, whatever their reward.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import { loadTrajectories } from '../../trainer/data.ts';

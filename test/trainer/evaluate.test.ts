@@ -3,12 +3,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import { comparePaired, formatComparison, type GameOutcome } from '../../trainer/evaluate.ts';
 import { scratchDir, tinyPolicy } from './fixture.ts';
-import { runSweetloop } from '../../bot/testing/sweetloop-cli.ts';
+import { runSweetloop } from '../../testing/sweetloop-cli.ts';
 
 const games = (scores: number[], prefix = 't'): GameOutcome[] => scores.map((score, i) => ({ taskId: `${prefix}${i}`, score, success: score >= 1, agentTurns: 2 + (i % 3) }));
 

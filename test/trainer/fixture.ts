@@ -6,7 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { createExpertAgent, createNonAskingAgent } from '../../tasks/expert.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';

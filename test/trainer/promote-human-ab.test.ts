@@ -4,7 +4,7 @@
 // kept, with the reason stored; a moderator's stop with promote then deploys it and the default study goes back
 // to playing the deployed version. With nothing deployed there is no control arm, so the candidate is deployed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { runningExperiment, stopArms } from '../../prisma/experiment-store.ts';
 import { findStudy } from '../../prisma/study-store.ts';
 import { deployedPolicy } from '../../prisma/policy-store.ts';

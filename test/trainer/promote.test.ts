@@ -2,7 +2,7 @@
 // better at alpha (or, with a margin, not worse beyond it); a tie keeps the deployed version. Manual deploy and
 // rollback switch versions; every change is audited, with the gate's numbers, and announced.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { formatGateEvidence, gamesPlan, gateLevel, gateVerdict, promote, type GateConfig } from '../../trainer/promote.ts';
 import { comparePaired, type GameOutcome } from '../../trainer/evaluate.ts';
 import { gateStatsLine, lastGateDecision } from '../../bot/report/gate.ts';

@@ -12,13 +12,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { TestDatabase } from '../../bot/testing/database.ts';
+import type { TestDatabase } from '../../testing/database.ts';
 import { readSafetensors } from '../../trainer/model/safetensors.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 import { RFT_PHASE } from '../../trainer/rft.ts';
 import { createRun, executeRun, runCheckpoints, type RunConfig } from '../../trainer/runs.ts';
 import { runWorld } from './fixture.ts';
-import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
+import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
 
 const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const CHECKPOINT_EVERY = 3;

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TestDatabase } from '../../bot/testing/database.ts';
+import type { TestDatabase } from '../../testing/database.ts';
 import { readSafetensors } from '../../trainer/model/safetensors.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 import { createRun, executeRun, RunInterrupted, type Algorithm, type RunConfig } from '../../trainer/runs.ts';

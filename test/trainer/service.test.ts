@@ -43,9 +43,9 @@ describe('train --lora flags (trainer/presets.ts loraRequest)', () => {
   });
 });
 
-describe('train --lr --critic-lr --epochs --critic-epochs (trainer/cli.ts trainOverrides)', () => {
+describe('train --lr --critic-lr --epochs --critic-epochs (trainer/commands.ts trainOverrides)', () => {
   it('reach the run\'s configuration over the preset; left out, the preset stands', async () => {
-    const { trainOverrides } = await import('../../trainer/cli.ts');
+    const { trainOverrides } = await import('../../trainer/commands.ts');
     const c = trainConfig('paper-lora', trainOverrides({ seed: 9 }, { lr: 1e-4, criticLr: 2e-5, epochs: 3, criticEpochs: 2 }));
     expect(c).toMatchObject({ seed: 9, lr: 1e-4, criticLr: 2e-5, actorEpochs: 3, sftEpochs: 3, criticEpochs: 2 });
     expect(trainConfig('paper-lora', trainOverrides({ seed: 9 }, {}))).toMatchObject({ lr: 5e-6, criticLr: 5e-6, actorEpochs: 1, criticEpochs: 4 });

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import { createScorer } from '../../tasks/scorer.ts';

@@ -6,13 +6,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../bot/testing/database.ts';
-import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
+import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { createStudy, defaultStudy, type NewStudy } from '../../prisma/study-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import { DataSelectionError, selectTrainingData, type DataFilter } from '../../trainer/data.ts';
-import { dataFilterFor } from '../../trainer/cli.ts';
+import { dataFilterFor } from '../../trainer/commands.ts';
 import { createRun, type RunConfig } from '../../trainer/runs.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 

@@ -8,8 +8,6 @@ import type { PromptInput, ScoreRequest } from './loaded-policy.ts';
 import type { GenerateOptions, GenerationResult } from './generate.ts';
 import type { SerializedError, WorkerInfo, WorkerInit, WorkerMessage, WorkerRequest, WorkerResultMap } from './worker.ts';
 
-export type { PromptInput, ScoreRequest } from './loaded-policy.ts';
-export type { GenerateOptions, GenerationResult } from './generate.ts';
 export type { WorkerInfo } from './worker.ts';
 
 export interface InferenceClientOptions {

@@ -138,10 +138,6 @@ export class TextTokenizer {
   }
 }
 
-export async function loadTokenizer(dir: string): Promise<TextTokenizer> {
-  return TextTokenizer.load(dir);
-}
-
 /** Writes tokenizer.json and tokenizer_config.json into a model directory (each replaced atomically). */
 export async function saveTokenizerFiles(dir: string, tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>): Promise<void> {
   await mkdir(dir, { recursive: true });

@@ -89,20 +89,8 @@ class TransposeCache {
       this.bytes -= sizeOf(v.shape) * 4;
     }
   }
-
-  clear(be: WasmBackendLike): void {
-    for (const v of this.entries.values()) be.disposeData(v.dataId);
-    this.entries.clear();
-    this.bytes = 0;
-  }
 }
 const transposedWeights = new TransposeCache(256 * 1024 * 1024);
-let wasmBackend: WasmBackendLike | undefined;
-
-/** Frees the cached transposed weights (they are rebuilt on demand). */
-export function clearWasmCaches(): void {
-  if (wasmBackend) transposedWeights.clear(wasmBackend);
-}
 
 /** Item i of a [batch, ...rest] float32 tensor as a new tensor of shape `shape`, by a heap copy. */
 function copyRows(be: WasmBackendLike, t: TensorInfo, i: number, shape: number[]): TensorInfo {
@@ -185,7 +173,6 @@ export function applyWasmFixes(): void {
       const transposeA = args.attrs!.transposeA as boolean;
       const transposeB = args.attrs!.transposeB as boolean;
       const be = args.backend as WasmBackendLike;
-      wasmBackend = be;
       const batchA = sizeOf(a.shape.slice(0, -2));
       const batchB = sizeOf(b.shape.slice(0, -2));
       if (!transposeA && !transposeB && batchA === 1 && batchB === 1) return matMul.kernelFunc(args as never);

@@ -86,30 +86,3 @@ export async function verifyStarter(dir: string, recipe: StarterRecipe): Promise
   return null;
 }
 
-/**
- * The initial policy's directory: POLICY_MODEL_DIR when configured (checked to exist), else the starter under
- * CHECKPOINT_DIR/starter, built on first use and reused afterwards.
- */
-export async function resolveInitialPolicy(options: {
-  policyModelDir?: string | undefined;
-  checkpointDir: string;
-  seed: number;
-  progress?: StarterOptions['progress'];
-  log?: (line: string) => void;
-}): Promise<{ dir: string; source: 'configured' | 'starter'; sha256: string }> {
-  if (options.policyModelDir) {
-    if (!existsSync(join(options.policyModelDir, 'config.json'))) {
-      throw new Error(`POLICY_MODEL_DIR=${options.policyModelDir} is not a Hugging Face model directory (no config.json)`);
-    }
-    return { dir: options.policyModelDir, source: 'configured', sha256: await checkpointSha256(options.policyModelDir) };
-  }
-  const dir = join(options.checkpointDir, 'starter');
-  const r = await ensureStarterPolicy({
-    dir,
-    seed: options.seed,
-    ...(options.progress ? { progress: options.progress } : {}),
-    ...(options.log ? { log: options.log } : {}),
-  });
-  return { dir, source: 'starter', sha256: r.sha256 };
-}
-

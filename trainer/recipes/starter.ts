@@ -20,6 +20,7 @@
 // see its README.md): a first `npm start` installs that copy in milliseconds instead of training for about 20
 // minutes.
 // It is used only when its manifest names exactly the recipe asked for, and every file still has its recorded
+// sha256 (starter-install.ts); otherwise the starter is trained.
 //
 // The recipe is split by job: starter-recipe.ts (settings, defaults, options), starter-data.ts (the games and
 // drills), starter-batches.ts (examples, batches, the loss), starter-build.ts (the training), starter-install.ts

@@ -2,7 +2,6 @@
 // otherwise), and, with `--policy deployed`, the deployed version followed through LISTEN policy_deployed: a
 // deploy builds the new engine first and then swaps it into the slot, so requests already running finish on the
 // old engine and new ones go to the new one. Adapter versions are loaded into the engine of their base.
-// Imports: prisma/ (policy store, Database type), trainer/serve (engines, slot), pino's types.
 import { resolve } from 'node:path';
 import type { Logger } from '../../tasks/logger.ts';
 import type { Database } from '../../prisma/db.ts';

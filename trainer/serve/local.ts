@@ -5,7 +5,7 @@
 // each reason logged once) and sends each request to the engine named by its `model`. A version stays loaded while anyone
 // holds it: the deployed version (follow()), and every agent of a running session (acquire()/release()), so a
 // deploy loads the new version first and a session that started on the old one keeps being answered by it until
-// its agent is closed. Imports: prisma/ (policy store), trainer/model (config, the reply reserve), trainer/serve.
+// its agent is closed.
 import type { Logger } from '../../tasks/logger.ts';
 import type { ChatMessage } from '../../tasks/agent.ts';
 import type { PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';

@@ -3,7 +3,6 @@
 // It knows nothing of models: validation, the wire format, errors in OpenAI's shape (never a stack trace),
 // 429 + Retry-After when the engine's queue is full, and cancelling a request whose client went away.
 // The wire format is chat-wire.ts's, the metrics server-metrics.ts's.
-// Imports: fastify, prom-client's types, pino's types, and trainer/serve's engine contract and slot.
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';

@@ -1,6 +1,5 @@
 // `sweetloop serve` as one call, for the CLI and for `npm start` in-process alike: listen at once (/health says
 // "loading" until a model is in), then serve a named version, or follow the deployed one.
-// Imports: prisma/ (Database type), trainer/versions.ts, trainer/serve.
 import type { Logger } from '../../tasks/logger.ts';
 import type { Database } from '../../prisma/db.ts';
 import type { BackendChoice } from '../model/backend.ts';

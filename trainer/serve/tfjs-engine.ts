@@ -4,7 +4,6 @@
 // returns a whole completion at once, so a stream's tokens all arrive when the request finishes: that is what
 // this engine is, and what the benchmark's serial column measures. LoRA adapters are merged into a copy of the
 // base weights (tfjs, on this thread, once per adapter) and served by a worker of their own.
-// Imports: trainer/model (worker client, tokenizer, checkpoint/LoRA code loaded lazily), trainer/versions.ts.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

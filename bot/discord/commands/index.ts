@@ -1,6 +1,6 @@
 // The registry of Sweetloop's slash commands: one file per top-level command, looked up by name.
 import { compare } from './compare.ts';
-import { mod } from './mod.ts';
+import { mod } from './mod/index.ts';
 import { privacy } from './privacy.ts';
 import { task } from './task.ts';
 import type { SlashCommand } from './types.ts';
@@ -15,5 +15,3 @@ export const commands: ReadonlyMap<string, SlashCommand> = new Map([
 export function commandDefinitions(): SlashCommand['definition'][] {
   return [...commands.values()].map((c) => c.definition);
 }
-
-export type { SlashCommand } from './types.ts';

@@ -8,14 +8,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REAL_MODEL_COMMAND } from '../../../bot/bootstrap.ts';
-import { FakeDiscord } from '../../../bot/testing/fake-discord.ts';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
-import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
+import { FakeDiscord } from '../../../testing/fake-discord.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
+import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
 import { openDatabase } from '../../../prisma/db.ts';
 import { checkpointSha256 } from '../../../trainer/model/checkpoint.ts';
 import { shippedStarterDir, starterVersionName } from '../../../trainer/recipes/starter.ts';
 import { Terminal, hasScript } from '../../helpers/terminal.ts';
-import { runSweetloop, SWEETLOOP_ENTRY } from '../../../bot/testing/sweetloop-cli.ts';
+import { runSweetloop, SWEETLOOP_ENTRY } from '../../../testing/sweetloop-cli.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 

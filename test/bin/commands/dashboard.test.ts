@@ -4,8 +4,8 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { runSweetloop, SWEETLOOP_ENTRY, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { runSweetloop, SWEETLOOP_ENTRY, type SweetloopRun } from '../../../testing/sweetloop-cli.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {

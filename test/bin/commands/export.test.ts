@@ -5,10 +5,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 import { pseudonymize } from '../../../bot/export/pseudonym.ts';
 import { IDS, seedExportWorld } from '../../bot/export/fixtures.ts';
-import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
+import { runSweetloop, type SweetloopRun } from '../../../testing/sweetloop-cli.ts';
 
 let t: Awaited<ReturnType<typeof createTestDatabase>>;
 let dir: string;

@@ -5,9 +5,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 import { seedSimulatedWorld } from '../../bot/export/simulated-world.ts';
-import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
+import { runSweetloop, type SweetloopRun } from '../../../testing/sweetloop-cli.ts';
 
 let source: Awaited<ReturnType<typeof createTestDatabase>>;
 let target: Awaited<ReturnType<typeof createTestDatabase>>;

@@ -5,8 +5,8 @@ import { promisify } from 'node:util';
 import { initBackend } from '../../../trainer/model/backend.ts';
 import { LoadedPolicy } from '../../../trainer/model/loaded-policy.ts';
 import { generate } from '../../../trainer/model/generate.ts';
-import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
-import { SWEETLOOP_ENTRY } from '../../../bot/testing/sweetloop-cli.ts';
+import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
+import { SWEETLOOP_ENTRY } from '../../../testing/sweetloop-cli.ts';
 
 const run = promisify(execFile);
 let dir: string;

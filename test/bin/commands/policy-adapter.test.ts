@@ -1,5 +1,5 @@
 // "Adapters from anywhere" end to end: the real `sweetloop` binary, a real Postgres database, real vLLM-like HTTP
-// servers (bot/testing/openai-server.ts: /v1/models, /v1/load_lora_adapter, /v1/unload_lora_adapter, chat
+// servers (testing/openai-server.ts: /v1/models, /v1/load_lora_adapter, /v1/unload_lora_adapter, chat
 // completions) and adapter directories written as PEFT writes them. `policy add --adapter --on` checks, copies and
 // registers; deploy loads it into the server, where the bot's loader (loadAgent) finds it; `policy update
 // --endpoint` moves the server and the adapter follows; rollback; `policy remove` unloads it and keeps the row;
@@ -10,10 +10,10 @@ import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { startOpenAiServer, type OpenAiServer } from '../../../bot/testing/openai-server.ts';
-import { writePeftAdapter, type PeftAdapterOptions } from '../../../bot/testing/peft-adapter.ts';
-import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { startOpenAiServer, type OpenAiServer } from '../../../testing/openai-server.ts';
+import { writePeftAdapter, type PeftAdapterOptions } from '../../../testing/peft-adapter.ts';
+import { runSweetloop, type SweetloopRun } from '../../../testing/sweetloop-cli.ts';
 import { deployedPolicy } from '../../../prisma/policy-store.ts';
 import { buildDialogue } from '../../../tasks/protocol.ts';
 import type { BackendTask } from '../../../tasks/model.ts';

@@ -1,5 +1,5 @@
 // `sweetloop deploy` (and `rollback`) of an adapter version asks its server to load the adapter before switching,
-// over a vLLM-like server that reads adapters as vLLM does (bot/testing/openai-server.ts with maxLoraRank): the
+// over a vLLM-like server that reads adapters as vLLM does (testing/openai-server.ts with maxLoraRank): the
 // real `sweetloop` binary, a real Postgres database, PEFT adapter directories. A path the server cannot read and a
 // rank above the server's are refused with the server's own message and nothing switches; a server that cannot be
 // reached is refused too, unless --no-check; the load happens at deploy, not at the first session.
@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { startOpenAiServer, type OpenAiServer } from '../../../bot/testing/openai-server.ts';
-import { writePeftAdapter } from '../../../bot/testing/peft-adapter.ts';
-import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { startOpenAiServer, type OpenAiServer } from '../../../testing/openai-server.ts';
+import { writePeftAdapter } from '../../../testing/peft-adapter.ts';
+import { runSweetloop, type SweetloopRun } from '../../../testing/sweetloop-cli.ts';
 import { deployedPolicy } from '../../../prisma/policy-store.ts';
 import { adapterNameFor } from '../../../trainer/policies/vllm-adapters.ts';
 

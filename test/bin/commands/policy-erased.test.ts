@@ -3,8 +3,8 @@
 // deployed with it and audited. The Discord side (/mod deploy force, refused to a non-operator) is
 // test/bot/discord/privacy-delete.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { runSweetloop, type SweetloopRun } from '../../../testing/sweetloop-cli.ts';
 import { deployedPolicy } from '../../../prisma/policy-store.ts';
 import { markTrainedOnErasedData } from '../../../prisma/privacy-store.ts';
 

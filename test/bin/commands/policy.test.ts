@@ -1,9 +1,9 @@
 // `sweetloop policy add|list`, `deploy NAME` and `rollback` end to end: the real binary, a real database, a real
 // OpenAI-compatible server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { startOpenAiServer, type OpenAiServer } from '../../../bot/testing/openai-server.ts';
-import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { startOpenAiServer, type OpenAiServer } from '../../../testing/openai-server.ts';
+import { runSweetloop, type SweetloopRun } from '../../../testing/sweetloop-cli.ts';
 import { deployedPolicy, registerVersion } from '../../../prisma/policy-store.ts';
 
 let t: TestDatabase;

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
 import { erasedId } from '../../../bot/privacy.ts';
 import { exportSessions } from '../../../bot/export/export.ts';
 import { newTokenSecret } from '../../../bot/dashboard/access.ts';
@@ -16,7 +16,7 @@ import { createDashboardToken } from '../../../prisma/dashboard-store.ts';
 import { excludeFromTraining } from '../../../prisma/quality-store.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
-import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
+import { runSweetloop, type SweetloopRun } from '../../../testing/sweetloop-cli.ts';
 
 
 function sweetloop(args: string[], env: Record<string, string>): Promise<SweetloopRun> {

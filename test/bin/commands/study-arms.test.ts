@@ -4,8 +4,8 @@
 // deploys the candidate and leaves it alone in the study, --discard drops an arm; every start and stop is audited
 // with the actor "cli". Wrong requests get a clear error and change nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { runSweetloop, type SweetloopRun } from '../../../testing/sweetloop-cli.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
 import { findStudy } from '../../../prisma/study-store.ts';

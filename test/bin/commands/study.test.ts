@@ -7,8 +7,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { runSweetloop, type SweetloopRun } from '../../../bot/testing/sweetloop-cli.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { runSweetloop, type SweetloopRun } from '../../../testing/sweetloop-cli.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
 import { consentSha256, createStudy } from '../../../prisma/study-store.ts';

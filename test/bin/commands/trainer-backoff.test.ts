@@ -6,9 +6,9 @@
 import { copyFileSync, rmSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { startSweetloop } from '../../../bot/testing/sweetloop-cli.ts';
-import { freePort, until } from '../../../bot/testing/wait.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { startSweetloop } from '../../../testing/sweetloop-cli.ts';
+import { freePort, until } from '../../../testing/wait.ts';
 import { deployPolicyByName, registerVersion } from '../../../prisma/policy-store.ts';
 import { scratchDir, seedSessions, tinyPolicy } from '../../trainer/fixture.ts';
 

@@ -5,9 +5,9 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { startSweetloop } from '../../../bot/testing/sweetloop-cli.ts';
-import { freePort, until } from '../../../bot/testing/wait.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { startSweetloop } from '../../../testing/sweetloop-cli.ts';
+import { freePort, until } from '../../../testing/wait.ts';
 import { deployPolicyByName, registerVersion } from '../../../prisma/policy-store.ts';
 import { registerEndpointVersion } from '../../../trainer/policies/registry.ts';
 import { scratchDir, tinyPolicy } from '../../trainer/fixture.ts';

@@ -4,8 +4,8 @@
 // no platform id appears outside the operators' payouts page, writes need a CSRF token and leave an audit row, and
 // what people typed is escaped. The browser checks are in test/bot/dashboard/browser.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { GUILD_A, GUILD_B, GUILD_B_MARKER, PERSON_A, PERSON_B, seedDashboardData, type DashboardData } from '../../../bot/testing/dashboard-data.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { GUILD_A, GUILD_B, GUILD_B_MARKER, PERSON_A, PERSON_B, seedDashboardData, type DashboardData } from '../../../testing/dashboard-data.ts';
 import { buildDashboard, DashboardRefused, startDashboard } from '../../../bot/dashboard/server.ts';
 import { newTokenSecret, isLoopbackHost, loopbackHostHeader } from '../../../bot/dashboard/access.ts';
 import { createDashboardToken, revokeDashboardToken, DashboardTokenError } from '../../../prisma/dashboard-store.ts';
@@ -13,7 +13,7 @@ import { pseudonymize } from '../../../bot/export/pseudonym.ts';
 import { PassThrough } from 'node:stream';
 import { createLogger } from '../../../bin/log.ts';
 import { openDatabase } from '../../../prisma/db.ts';
-import { TcpProxy } from '../../../bot/testing/tcp-proxy.ts';
+import { TcpProxy } from '../../../testing/tcp-proxy.ts';
 import { judgementsDigest, policiesOverview, preferenceJudgements } from '../../../bot/dashboard/overview.ts';
 
 const SALT = 'dashboard-test-salt';

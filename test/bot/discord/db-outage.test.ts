@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../prisma/db.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
-import { TcpProxy } from '../../../bot/testing/tcp-proxy.ts';
+import { TcpProxy } from '../../../testing/tcp-proxy.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 
 const task = builtinTasks({ kind: 'backend' })[2] as TaskRecord & BackendTask;

@@ -22,7 +22,7 @@ import { writeReport } from '../../../bot/report/report.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FakeUser } from '../../../bot/testing/fake-discord.ts';
+import type { FakeUser } from '../../../testing/fake-discord.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 
 // Eight training tasks: the default study fills them in turn, so each gets many sessions of each arm.

@@ -10,9 +10,9 @@ import type { Limits } from '../../../bot/limits.ts';
 import type { PrivacySettings } from '../../../bot/privacy.ts';
 import type { BotMetrics } from '../../../bot/health.ts';
 import type { Logger } from '../../../tasks/logger.ts';
-import type { Evaluate, RenderPage } from '../../../bot/evaluator.ts';
-import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../../../bot/testing/fake-discord.ts';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import type { Evaluate, RenderPage } from '../../../bot/session/types.ts';
+import { FakeDiscord, type FakeUser, type InteractionRecord, type Shown } from '../../../testing/fake-discord.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 
 export type TestDb = Awaited<ReturnType<typeof createTestDatabase>>;
 

@@ -10,7 +10,7 @@ import { storeFinishedSession } from '../../../prisma/session-store.ts';
 import { PASTE_FLAG_REASON } from '../../../prisma/quality-store.ts';
 import { createRun } from '../../../trainer/runs.ts';
 import { trainConfig } from '../../../trainer/presets.ts';
-import type { FakeUser } from '../../../bot/testing/fake-discord.ts';
+import type { FakeUser } from '../../../testing/fake-discord.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 
 const tasks = (builtinTasks({ kind: 'backend' }) as (TaskRecord & BackendTask)[]).filter((t) => t.split === 'train').slice(0, 3);

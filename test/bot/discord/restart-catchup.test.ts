@@ -1,4 +1,4 @@
-// A restart's catch-up racing the agent's first load (issue 29): the bot is killed the instant an agent message
+// A restart's catch-up racing the agent's first load: the bot is killed the instant an agent message
 // reached Discord, people write while it is down and again right after it is back, and the agent's first load
 // (the local llama.cpp server's, lazy and slow) is held while they do. Every message sent while the bot was down
 // must be taken as the reply it was, ahead of anything sent after the restart, whatever the agent is doing; a

@@ -5,9 +5,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { FakeDiscord } from '../../../bot/testing/fake-discord.ts';
-import { TcpProxy } from '../../../bot/testing/tcp-proxy.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { FakeDiscord } from '../../../testing/fake-discord.ts';
+import { TcpProxy } from '../../../testing/tcp-proxy.ts';
 
 function startBot(t: TestDatabase, fake: FakeDiscord, env: Record<string, string>, dbUrl = t.url): { child: ChildProcess; out: string[]; exited: Promise<number | null> } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/bot/discord/fixtures/sigterm-bot.ts'], {

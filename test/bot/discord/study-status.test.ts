@@ -5,7 +5,7 @@
 // permission is refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
-import type { FakeUser, InteractionRecord } from '../../../bot/testing/fake-discord.ts';
+import type { FakeUser, InteractionRecord } from '../../../testing/fake-discord.ts';
 import { createStudy, findStudy, type NewStudy, type StudyWithArms } from '../../../prisma/study-store.ts';
 import { formatStudy, studyProgress } from '../../../bot/study-progress.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';

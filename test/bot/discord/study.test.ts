@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { Rng } from '../../../tasks/random.ts';
-import type { FakeUser, InteractionRecord, Shown } from '../../../bot/testing/fake-discord.ts';
+import type { FakeUser, InteractionRecord, Shown } from '../../../testing/fake-discord.ts';
 import { createStudy, type StudyWithArms } from '../../../prisma/study-store.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 

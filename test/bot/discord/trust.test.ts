@@ -6,7 +6,7 @@ import { MessageFlags } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
-import type { FakeUser, InteractionRecord } from '../../../bot/testing/fake-discord.ts';
+import type { FakeUser, InteractionRecord } from '../../../testing/fake-discord.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 
 const task = builtinTasks({ kind: 'backend' })[1] as TaskRecord & BackendTask;

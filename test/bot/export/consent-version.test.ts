@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
 import { createRuntime, type Runtime } from '../../../bot/runtime.ts';
 import { exportSessions } from '../../../bot/export/export.ts';
 import type { SweetRlTrajectory } from '../../../bot/export/sweet-rl.ts';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { readParquet } from 'parquet-wasm/node';
 import { tableFromIPC } from 'apache-arrow';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 import { exportSessions, type ExportFormat } from '../../../bot/export/export.ts';
 import { FilterError, selectSessionIdPages, type ExportFilters } from '../../../bot/export/query.ts';
 import { pseudonymize } from '../../../bot/export/pseudonym.ts';

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 import { exportSessions, type ExportOptions } from '../../../bot/export/export.ts';
 import { importSessions, IMPORTED_EVALUATOR_VERSION } from '../../../bot/export/import.ts';
 import { resolveChatTemplate } from '../../../bot/export/chat-template.ts';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { readParquet } from 'parquet-wasm/node';
 import { tableFromIPC, type DataType, type Field } from 'apache-arrow';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 import { exportSessions } from '../../../bot/export/export.ts';
 import { exportForModerator, parseExportRequest } from '../../../bot/export/options.ts';
 import { resolveChatTemplate } from '../../../bot/export/chat-template.ts';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PNG } from 'pngjs';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 import { writeReport } from '../../../bot/report/report.ts';
 import { ReportAccumulator, winRateAgainst, type ReportData } from '../../../bot/report/aggregate.ts';
 import { barChartSvg, niceStep } from '../../../bot/report/svg.ts';

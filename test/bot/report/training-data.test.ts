@@ -1,7 +1,7 @@
 // The report's "trained on" section: each trained version's data source and filter read back from its run, and
 // the pooled comparison of versions trained on human against simulated data.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
 import { collectTrainedVersions, compareSources, trainingDataMarkdown, type TrainedVersion } from '../../../bot/report/training-data.ts';
 import type { GroupReport } from '../../../bot/report/aggregate.ts';
 import { wilsonCount } from '../../../tasks/stats.ts';

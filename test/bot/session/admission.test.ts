@@ -6,11 +6,12 @@ import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
 import { acceptConsent } from '../../../prisma/participant-store.ts';
 import { admission } from '../../../bot/session/admission.ts';
+import { sharedParticipantWhere } from '../../../prisma/cohorts.ts';
 import { ban } from '../../../bot/moderation.ts';
 import { setPaused } from '../../../prisma/moderation-store.ts';
 import { deletePerson } from '../../../bot/privacy.ts';
 import { createRuntime, type Runtime } from '../../../bot/runtime.ts';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 import { scriptedAgent } from '../discord/harness.ts';
 import { createStudy, setStudyConsent, setStudyStatus } from '../../../prisma/study-store.ts';
 
@@ -45,6 +46,20 @@ describe('admission', () => {
     expect(await admission(t.prisma, { externalId: 'u:new' }, {}, KEY)).toEqual({ needsConsent: true });
     const p = await acceptConsent(t.prisma, 'u:ok', 'ok');
     expect(await admission(t.prisma, { externalId: 'u:ok' }, { guildId: 'guild-a' }, KEY)).toEqual({ ok: true, participant: p, study: expect.objectContaining({ name: 'default' }) });
+  });
+
+  it('asks again for consent once it was withdrawn, as exports and training read it (prisma/cohorts.ts)', async () => {
+    // A row whose consent was given and later withdrawn, with both dates kept (as an older withdrawal left them):
+    // the admission once looked only at consentGivenAt and admitted this person, while exports and training
+    // already left their sessions out.
+    const p = await acceptConsent(t.prisma, 'u:withdrawn', 'w');
+    await t.prisma.participant.update({ where: { id: p.id }, data: { consentWithdrawnAt: new Date() } });
+    const row = await t.prisma.participant.findUniqueOrThrow({ where: { id: p.id } });
+    expect(row.consentGivenAt).not.toBeNull();
+    expect(await t.prisma.participant.count({ where: { id: p.id, ...sharedParticipantWhere } })).toBe(0);
+    expect(await admission(t.prisma, { externalId: 'u:withdrawn' }, { guildId: 'guild-a' }, KEY)).toEqual({ needsConsent: true });
+    await acceptConsent(t.prisma, 'u:withdrawn', 'w');
+    expect(await admission(t.prisma, { externalId: 'u:withdrawn' }, { guildId: 'guild-a' }, KEY)).toMatchObject({ ok: true });
   });
 
   it('refuses a banned person before asking for consent; a guild ban holds in that guild only', async () => {

@@ -7,7 +7,7 @@ import { assignTask, neededKind, StudyRefusedError } from '../../../bot/assign.t
 import { defaultStudy } from '../../../prisma/study-store.ts';
 import { RefusedError, TurnRejectedError } from '../../../bot/session/engine.ts';
 import { createRuntime, type Runtime } from '../../../bot/runtime.ts';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 import { openDatabase } from '../../../prisma/db.ts';
 import { deployPolicyByName } from '../../../prisma/policy-store.ts';
 import { scriptedAgent } from '../discord/harness.ts';

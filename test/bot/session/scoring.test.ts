@@ -1,4 +1,4 @@
-// Scoring under load (issue 34): answers are scored in a bounded pool with a queue (bot/session/scoring.ts). Twenty
+// Scoring under load (bench:bot's 200 people): answers are scored in a bounded pool with a queue (bot/session/scoring.ts). Twenty
 // answers arrive at once with a pool of 2: their people are told where their answer stands, never more than two are
 // scored at once, and after a restart in the middle (answers stored and not yet scored) every answer is scored once,
 // and shown once. Real discord.js client against the fake Discord, real Postgres, the real sandboxed scorer.

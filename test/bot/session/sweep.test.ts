@@ -9,7 +9,7 @@ import { importTasks } from '../../../prisma/task-store.ts';
 import { acceptConsent } from '../../../prisma/participant-store.ts';
 import type { PendingWork, SessionView } from '../../../bot/session/engine.ts';
 import { createRuntime, type Runtime } from '../../../bot/runtime.ts';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase } from '../../../testing/database.ts';
 import { recordingLog, scriptedAgent } from '../discord/harness.ts';
 
 type TestDb = Awaited<ReturnType<typeof createTestDatabase>>;

@@ -8,7 +8,7 @@ import { Decoder } from '../../../trainer/model/decoder.ts';
 import { descendingOrder, generate, sampleToken } from '../../../trainer/model/generate.ts';
 import { seededRandom } from '../../../tasks/random.ts';
 import { completionLogprobs, completionLogprobValues } from '../../../trainer/model/logprobs.ts';
-import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
+import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
 
 let dir: string;
 let engine: LoadedPolicy;

@@ -1,4 +1,4 @@
-// The tfjs decoder against an independent PyTorch implementation of the same equations (bot/testing/model_torch.py),
+// The tfjs decoder against an independent PyTorch implementation of the same equations (testing/model_torch.py),
 // through a saved checkpoint: checks the equations, the HF naming and the safetensors layout together.
 import * as tf from '@tensorflow/tfjs';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -31,7 +31,7 @@ describe.skipIf(!hasTorch)('decoder vs PyTorch reference', () => {
       const d = path.join(dir, cfg.modelType);
       await saveCheckpoint(d, m);
       const ids = [5, 17, 3, 36, 0, 22, 9, 9, 14, 30, 2];
-      const out = JSON.parse(execFileSync(PY, ['bot/testing/model_torch.py', 'logits', d, JSON.stringify(ids)], { encoding: 'utf8' }));
+      const out = JSON.parse(execFileSync(PY, ['testing/model_torch.py', 'logits', d, JSON.stringify(ids)], { encoding: 'utf8' }));
       const ours = m.forward(ids2d([ids])).logits;
       const ref = tf.tensor(out.logits);
       const cached = tf.tensor(out.cached);

@@ -5,7 +5,7 @@ import { threadId } from 'node:worker_threads';
 import { InferenceClient, InferenceError } from '../../../trainer/model/inference.ts';
 import { createPolicyAgent } from '../../../trainer/model/policy.ts';
 import { buildDialogue } from '../../../tasks/protocol.ts';
-import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
+import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
 
 let dirA: string;
 let dirB: string;

@@ -1,10 +1,10 @@
-// checkAdapterDir on adapter directories written as PEFT writes them (bot/testing/peft-adapter.ts, real
+// checkAdapterDir on adapter directories written as PEFT writes them (testing/peft-adapter.ts, real
 // safetensors files): a good one passes with its rank and modules; each fault is refused with a message naming it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writePeftAdapter, type PeftAdapterOptions } from '../../../bot/testing/peft-adapter.ts';
+import { writePeftAdapter, type PeftAdapterOptions } from '../../../testing/peft-adapter.ts';
 import { AdapterCheckError, checkAdapterDir } from '../../../trainer/policies/adapter-check.ts';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';

@@ -2,9 +2,9 @@
 // settings are refused with a message, and only the NAME of the key's variable is stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
-import { createTestDatabase, type TestDatabase } from '../../../bot/testing/database.ts';
-import { startOpenAiServer, type OpenAiServer } from '../../../bot/testing/openai-server.ts';
-import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
+import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
+import { startOpenAiServer, type OpenAiServer } from '../../../testing/openai-server.ts';
+import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
 import { buildDialogue } from '../../../tasks/protocol.ts';
 import { createEndpointAgent, tokenizerCounter } from '../../../trainer/policies/endpoint-agent.ts';
 import { registerEndpointVersion, RegistryError } from '../../../trainer/policies/registry.ts';

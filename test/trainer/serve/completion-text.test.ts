@@ -1,10 +1,10 @@
 // The streamed text of a completion (trainer/serve/completion-text.ts), decoded by a tiny checkpoint's byte-level
-// tokenizer (bot/testing/tiny-checkpoint.ts): whole characters only, stop strings never streamed.
+// tokenizer (testing/tiny-checkpoint.ts): whole characters only, stop strings never streamed.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
+import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
 import { TextTokenizer } from '../../../trainer/model/tokenizer.ts';
 import { CompletionText } from '../../../trainer/serve/completion-text.ts';
 

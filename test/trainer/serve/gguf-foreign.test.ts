@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeForeignGguf, renderForeign, type ForeignGguf } from '../../../bot/testing/tiny-checkpoint.ts';
+import { makeForeignGguf, renderForeign, type ForeignGguf } from '../../../testing/tiny-checkpoint.ts';
 import { TextTokenizer } from '../../../trainer/model/tokenizer.ts';
 import type { EngineRequest } from '../../../trainer/serve/engine-contract.ts';
 import { inspectForeignGguf } from '../../../trainer/serve/gguf-foreign.ts';

@@ -8,7 +8,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeHub } from '../../../bot/testing/fake-hub.ts';
+import { startFakeHub } from '../../../testing/fake-hub.ts';
 import { GgufSourceError, parseHfUri, resolveGgufSource } from '../../../trainer/serve/gguf-source.ts';
 
 let dir: string;

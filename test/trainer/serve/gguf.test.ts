@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getLlama, LlamaLogLevel, type Llama, type Token } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTinyCheckpoint, tinyCorpus } from '../../../bot/testing/tiny-checkpoint.ts';
+import { makeTinyCheckpoint, tinyCorpus } from '../../../testing/tiny-checkpoint.ts';
 import { llamaConfig, type ModelConfig } from '../../../trainer/model/architecture.ts';
 import { initBackend } from '../../../trainer/model/backend.ts';
 import { chatMlTokenizerConfig, trainByteLevelBpe } from '../../../trainer/model/bpe-train.ts';

@@ -1,4 +1,4 @@
-// The llama.cpp serving engine on a tiny random-weight checkpoint (bot/testing/tiny-checkpoint.ts), through
+// The llama.cpp serving engine on a tiny random-weight checkpoint (testing/tiny-checkpoint.ts), through
 // node-llama-cpp's prebuilt CPU binary: batching observed through the engine's step counters, cancellation,
 // queue limits, seeded sampling, logprobs, stop strings, LoRA adapters, and the text against the tfjs path.
 import * as tf from '@tensorflow/tfjs';
@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
+import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
 import { initBackend } from '../../../trainer/model/backend.ts';
 import { ChatFormatter } from '../../../trainer/model/chat.ts';
 import { loadCheckpoint } from '../../../trainer/model/checkpoint.ts';

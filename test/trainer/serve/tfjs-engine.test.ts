@@ -2,7 +2,7 @@
 // with multi-byte characters kept whole; and the serial engine's queue, cancellation and close.
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTinyCheckpoint } from '../../../bot/testing/tiny-checkpoint.ts';
+import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
 import { TextTokenizer } from '../../../trainer/model/tokenizer.ts';
 import { EngineOverloadedError, type EngineRequest } from '../../../trainer/serve/engine-contract.ts';
 import { TfjsEngine, tokenPieces } from '../../../trainer/serve/tfjs-engine.ts';

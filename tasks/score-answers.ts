@@ -3,6 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import type { BackendTask } from './model.ts';
 import { evaluateBackendBatch, type BackendEvalOptions } from './backend-eval.ts';
+import { parseBackendRecord } from './importer.ts';
 
 export interface ScoreResult {
   /** 0-based line number in the tasks file. */
@@ -25,30 +26,6 @@ export class ScoreInputError extends Error {
     super(`cannot score: ${problems.length} problem(s) in the input\n  ${problems.slice(0, 20).join('\n  ')}${problems.length > 20 ? `\n  ... and ${problems.length - 20} more` : ''}`);
     this.name = 'ScoreInputError';
   }
-}
-
-/** Reads a ColBench backend record (`ground_truth`, `test_cases` as {"test1": ...} or an array). */
-export function parseBackendRecord(value: unknown): BackendTask | string {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'not a JSON object';
-  const rec = value as Record<string, unknown>;
-  if (typeof rec.ground_truth !== 'string' || rec.ground_truth.trim() === '') return 'missing "ground_truth" (reference code)';
-  const tc = rec.test_cases;
-  let calls: unknown[];
-  if (Array.isArray(tc)) calls = tc;
-  else if (tc !== null && typeof tc === 'object') {
-    // {"test1": ..., "test2": ..., "test10": ...}: numeric order, not string order.
-    const entries = Object.entries(tc as Record<string, unknown>);
-    const num = (k: string) => Number(/(\d+)\s*$/.exec(k)?.[1] ?? NaN);
-    calls = entries.sort(([a], [b]) => (num(a) - num(b)) || a.localeCompare(b)).map(([, v]) => v);
-  } else return 'missing "test_cases" (not a backend task?)';
-  if (calls.length === 0) return '"test_cases" is empty';
-  if (!calls.every((c) => typeof c === 'string' && c.trim() !== '')) return '"test_cases" must all be non-empty strings';
-  return {
-    kind: 'backend',
-    description: typeof rec.problem_description === 'string' ? rec.problem_description : '',
-    reference: rec.ground_truth,
-    testCases: calls as string[],
-  };
 }
 
 function lines(text: string): string[] {
@@ -92,7 +69,7 @@ export async function scoreAnswerFiles(opts: ScoreOptions): Promise<{ results: S
     if (!parsedTasks.has(t)) {
       let parsed: BackendTask | string;
       try {
-        parsed = parseBackendRecord(JSON.parse(taskLines[t]!));
+        parsed = parseBackendRecord(JSON.parse(taskLines[t]!), t + 1);
       } catch (e) {
         parsed = `not JSON (${(e as Error).message})`;
       }

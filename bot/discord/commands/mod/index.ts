@@ -4,19 +4,19 @@
 // everywhere), since a server admin can re-grant commands to anyone; the refusal needs no database. Every
 // action is audited, with its guild and actor, by the services it calls.
 import { AttachmentBuilder, MessageFlags, PermissionFlagsBits, SlashCommandBuilder, type ChatInputCommandInteraction } from 'discord.js';
-import { PolicyError } from '../../../prisma/policy-store.ts';
-import { formatStats, ModerationError } from '../../moderation.ts';
-import { ack, say, waitNotice, type BotContext } from '../context.ts';
-import type { SlashCommand } from './types.ts';
-import { ChatTemplateError } from '../../export/chat-template.ts';
-import { EXPORT_FORMATS, ExportError } from '../../export/export.ts';
-import { ExportRequestError, type ExportRequestInput } from '../../export/options.ts';
-import { FilterError } from '../../export/query.ts';
-import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../../../prisma/data-source.ts';
-import { actorFor, authorityOf, mayRun } from '../permissions.ts';
-import { experimentGroup, experimentHandlers } from './mod/experiment.ts';
-import { studyGroup, studyHandlers } from './mod/study.ts';
-import { excludeSubcommand, goldSubcommand, includeSubcommand, participantHandlers, participantsSubcommand } from './mod/participants.ts';
+import { PolicyError } from '../../../../prisma/policy-store.ts';
+import { formatStats, ModerationError } from '../../../moderation.ts';
+import { ack, say, waitNotice, type BotContext } from '../../context.ts';
+import type { SlashCommand } from '../types.ts';
+import { ChatTemplateError } from '../../../export/chat-template.ts';
+import { EXPORT_FORMATS, ExportError } from '../../../export/export.ts';
+import { ExportRequestError, type ExportRequestInput } from '../../../export/options.ts';
+import { FilterError } from '../../../export/query.ts';
+import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../../../../prisma/data-source.ts';
+import { actorFor, authorityOf, mayRun } from '../../permissions.ts';
+import { experimentGroup, experimentHandlers } from './experiment.ts';
+import { studyGroup, studyHandlers } from './study.ts';
+import { excludeSubcommand, goldSubcommand, includeSubcommand, participantHandlers, participantsSubcommand } from './participants.ts';
 
 export const MODERATOR_PERMISSION = PermissionFlagsBits.ManageGuild;
 

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 /** bin/sweetloop.cjs, by absolute path: callers need not run from the repository root. */
-export const SWEETLOOP_ENTRY = fileURLToPath(new URL('../../bin/sweetloop.cjs', import.meta.url));
+export const SWEETLOOP_ENTRY = fileURLToPath(new URL('../bin/sweetloop.cjs', import.meta.url));
 
 export interface SweetloopRun {
   /** Exit code; null when a signal (the timeout's included) ended it. */

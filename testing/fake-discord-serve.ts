@@ -3,7 +3,7 @@
 // on a host without Discord (or without touching a bot token another deployment uses). Settings from the
 // environment: FAKE_DISCORD_PORT (9999), FAKE_DISCORD_HOST (0.0.0.0), FAKE_DISCORD_PUBLIC_HOST (the name the bot
 // reaches it by; default the host name), FAKE_DISCORD_TOKEN (when set, other tokens get 401, as from Discord).
-// Run: node --import tsx bot/testing/fake-discord-serve.ts. Stops on SIGTERM or SIGINT.
+// Run: node --import tsx testing/fake-discord-serve.ts. Stops on SIGTERM or SIGINT.
 import { hostname } from 'node:os';
 import { FakeDiscord } from './fake-discord.ts';
 

@@ -3,8 +3,9 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseBackendRecord, ScoreInputError, scoreAnswerFiles } from '../../tasks/score.ts';
-import { SWEETLOOP_ENTRY } from '../../bot/testing/sweetloop-cli.ts';
+import { ScoreInputError, scoreAnswerFiles } from '../../tasks/score-answers.ts';
+import { parseBackendRecord, parseTaskLines, splitJsonl } from '../../tasks/importer.ts';
+import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sweetloop-score-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -35,7 +36,15 @@ describe('scoreAnswerFiles', () => {
   it('orders test_cases test1..test10 numerically', () => {
     const t = parseBackendRecord(tasks[0]);
     expect(typeof t === 'object' && t.testCases).toEqual(['shipping(1)', 'shipping(2)', 'shipping(3)', 'shipping(4)']);
-    expect(parseBackendRecord({ ground_truth: 'x' })).toMatch(/test_cases/);
+    expect(parseBackendRecord({ problem_description: 'p', ground_truth: 'x' })).toMatch(/test_cases/);
+  });
+
+  it('reads a task file as an import does, keys without a number included', async () => {
+    const rec = { ...tasks[0]!, test_cases: { extra: 'shipping(9)', test2: 'shipping(2)', last: 'shipping(8)', test1: 'shipping(1)' } };
+    const scored = parseBackendRecord(rec);
+    const imported = (await parseTaskLines(splitJsonl(JSON.stringify(rec)), { kind: 'backend', split: 'test' })).tasks[0]!;
+    expect(typeof scored === 'object' && scored.testCases).toEqual(['shipping(1)', 'shipping(2)', 'shipping(9)', 'shipping(8)']);
+    expect(imported.kind === 'backend' && imported.testCases).toEqual(typeof scored === 'object' && scored.testCases);
   });
 
   it('scores each answer line against the task it names', async () => {

@@ -1,8 +1,8 @@
-// bot/testing/database.ts: a test database is a copy of the migrated template, and a template dropped under a
+// testing/database.ts: a test database is a copy of the migrated template, and a template dropped under a
 // running process (by a checkout with other migrations testing at the same time) is built again.
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { createTestDatabase } from '../../../bot/testing/database.ts';
+import { createTestDatabase } from '../../testing/database.ts';
 
 const ADMIN = process.env.TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 

@@ -3,22 +3,22 @@
 // versions on shared tasks (a leaderboard) that the promotion gate judged, a frontend game, a SWEET-RL run with loss
 // curves, phases and the critic against the tests, whose critic scored a session's agent turns, a run in progress,
 // people's /compare preferences, a study with pay rules, a flag and a rating.
-import type { Database } from '../../prisma/db.ts';
-import { importTasks } from '../../prisma/task-store.ts';
-import { acceptConsent } from '../../prisma/participant-store.ts';
-import { appendAgentTurn, appendHumanTurn, createSession, recordComment, recordEvaluation, recordRating, storeFinishedSession } from '../../prisma/session-store.ts';
-import { createTrainingRun, markRunRunning, publishRun, recordTrainingStep, saveRunProgress } from '../../prisma/run-store.ts';
-import { deployPolicyByName, recordGateEvidence, registerVersion } from '../../prisma/policy-store.ts';
-import type { Prisma } from '../../prisma/generated/client.ts';
-import { criticAgainstTests, CRITIC_TESTS_METRIC } from '../../trainer/critic-tests.ts';
-import { comparePaired, type GameOutcome } from '../../trainer/evaluate.ts';
-import { gateEvidence, gateLevel, playedGames } from '../../trainer/promote.ts';
-import { saveCriticAdvantages } from '../../prisma/dashboard-store.ts';
-import { recordFlag } from '../../prisma/moderation-store.ts';
-import { offerComparison, recordPreference } from '../../prisma/preference-store.ts';
-import { createStudy, recordCalibration } from '../../prisma/study-store.ts';
-import { calibrationRows, METRICS } from '../../tasks/calibration.ts';
-import type { TurnProvenance } from '../../tasks/agent.ts';
+import type { Database } from '../prisma/db.ts';
+import { importTasks } from '../prisma/task-store.ts';
+import { acceptConsent } from '../prisma/participant-store.ts';
+import { appendAgentTurn, appendHumanTurn, createSession, recordComment, recordEvaluation, recordRating, storeFinishedSession } from '../prisma/session-store.ts';
+import { createTrainingRun, markRunRunning, publishRun, recordTrainingStep, saveRunProgress } from '../prisma/run-store.ts';
+import { deployPolicyByName, recordGateEvidence, registerVersion } from '../prisma/policy-store.ts';
+import type { Prisma } from '../prisma/generated/client.ts';
+import { criticAgainstTests, CRITIC_TESTS_METRIC } from '../trainer/critic-tests.ts';
+import { comparePaired, type GameOutcome } from '../trainer/evaluate.ts';
+import { gateEvidence, gateLevel, playedGames } from '../trainer/promote.ts';
+import { saveCriticAdvantages } from '../prisma/dashboard-store.ts';
+import { recordFlag } from '../prisma/moderation-store.ts';
+import { offerComparison, recordPreference } from '../prisma/preference-store.ts';
+import { createStudy, recordCalibration } from '../prisma/study-store.ts';
+import { calibrationRows, METRICS } from '../tasks/calibration.ts';
+import type { TurnProvenance } from '../tasks/agent.ts';
 
 export const GUILD_A = '811111111111111111';
 export const GUILD_B = '822222222222222222';

@@ -10,8 +10,7 @@ import { PERMISSIONS, plainMessageFields, snowflake, subcommandOptions, type Fak
 import type { FakeDiscordOptions } from './fake-discord-gateway.ts';
 import { FakeRest } from './fake-discord-rest.ts';
 
-export { PERMISSIONS, snowflake, type FakeUser, type InteractionRecord, type RecordedFile, type RecordedRequest, type Shown } from './discord-objects.ts';
-export type { FakeDiscordOptions } from './fake-discord-gateway.ts';
+export type { FakeUser, InteractionRecord, Shown } from './discord-objects.ts';
 
 export class FakeDiscord extends FakeRest {
   constructor(options: FakeDiscordOptions = {}) {

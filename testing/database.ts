@@ -17,9 +17,9 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { openDatabase, parsePostgresUrl, poolConfig, type Database, type PostgresConnection } from '../../prisma/db.ts';
-import { migrate, MIGRATIONS_DIR } from '../../prisma/migrate.ts';
-import type { PrismaClient } from '../../prisma/generated/client.ts';
+import { openDatabase, parsePostgresUrl, poolConfig, type Database, type PostgresConnection } from '../prisma/db.ts';
+import { migrate, MIGRATIONS_DIR } from '../prisma/migrate.ts';
+import type { PrismaClient } from '../prisma/generated/client.ts';
 
 /**
  * Each test database's pool: smaller than DATABASE_POOL_SIZE's default, because test workers (and, on a shared

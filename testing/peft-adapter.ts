@@ -4,7 +4,7 @@
 // a Llama-shaped model. Options break it in the ways a person's adapter can be broken.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeSafetensors, type NamedTensor } from '../../trainer/model/safetensors.ts';
+import { writeSafetensors, type NamedTensor } from '../trainer/model/safetensors.ts';
 
 export interface PeftAdapterOptions {
   baseModel: string;

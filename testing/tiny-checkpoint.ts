@@ -3,12 +3,12 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { llamaConfig } from '../../trainer/model/architecture.ts';
-import { chatMlTokenizerConfig, trainByteLevelBpe } from '../../trainer/model/bpe-train.ts';
-import { CHATML_TEMPLATE } from '../../trainer/model/chat.ts';
-import { saveCheckpoint } from '../../trainer/model/checkpoint.ts';
-import { Decoder } from '../../trainer/model/decoder.ts';
-import { saveTokenizerFiles } from '../../trainer/model/tokenizer.ts';
+import { llamaConfig } from '../trainer/model/architecture.ts';
+import { chatMlTokenizerConfig, trainByteLevelBpe } from '../trainer/model/bpe-train.ts';
+import { CHATML_TEMPLATE } from '../trainer/model/chat.ts';
+import { saveCheckpoint } from '../trainer/model/checkpoint.ts';
+import { Decoder } from '../trainer/model/decoder.ts';
+import { saveTokenizerFiles } from '../trainer/model/tokenizer.ts';
 
 export function tinyCorpus(): string[] {
   const out: string[] = [];
@@ -80,11 +80,11 @@ export interface ForeignGguf {
  * project's own GGUF writer (trainer/serve/gguf-convert.ts) from a scratch directory that is then deleted, so
  * nothing of ours is left beside the file. `metadata` changes keys (a malformed file: drop a required one).
  */
-export async function makeForeignGguf(file: string, o: { seed?: number; maxPositionEmbeddings?: number; metadata?: { set?: [string, import('../../trainer/serve/gguf.ts').GgufValue][]; drop?: string[] } } = {}): Promise<ForeignGguf> {
+export async function makeForeignGguf(file: string, o: { seed?: number; maxPositionEmbeddings?: number; metadata?: { set?: [string, import('../trainer/serve/gguf.ts').GgufValue][]; drop?: string[] } } = {}): Promise<ForeignGguf> {
   const { rm } = await import('node:fs/promises');
-  const { writeCheckpointGguf } = await import('../../trainer/serve/gguf-convert.ts');
-  const { gguf } = await import('../../trainer/serve/gguf.ts');
-  const { agentSystemPrompt } = await import('../../tasks/protocol.ts');
+  const { writeCheckpointGguf } = await import('../trainer/serve/gguf-convert.ts');
+  const { gguf } = await import('../trainer/serve/gguf.ts');
+  const { agentSystemPrompt } = await import('../tasks/protocol.ts');
   const scratch = await mkdtemp(join(tmpdir(), 'foreign-src-'));
   try {
     const specials = ['<s>', '<|end|>', '<|system|>', '<|user|>', '<|assistant|>'];

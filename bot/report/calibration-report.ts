@@ -3,7 +3,7 @@
 // people against the simulator with 95% intervals over tasks, drawn by svg.ts and rendered by png.ts (Chromium).
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { formatDifference, formatValue } from '../../tasks/calibration.ts';
+import { formatDifference, formatLeakRate, formatValue } from '../../tasks/calibration.ts';
 import type { CalibrationResult } from './calibration.ts';
 import { openSvgRenderer } from './png.ts';
 import { barChartSvg, escapeXml } from './svg.ts';
@@ -44,6 +44,11 @@ export function calibrationSvg(r: CalibrationResult): string {
   return out.join('\n') + '\n';
 }
 
+/** The leak rates as the command and the report say them. */
+export function leakLine(r: Pick<CalibrationResult, 'leak'>): string {
+  return `leak rate (sessions whose collaborator replies contain the reference's code), 95% Wilson interval: people ${formatLeakRate(r.leak.people)}; simulator ${formatLeakRate(r.leak.simulator)}`;
+}
+
 export function calibrationMarkdown(r: CalibrationResult): string {
   const lines = [
     `# Calibration of ${r.simulator} against people, study ${r.study}`,
@@ -59,6 +64,8 @@ export function calibrationMarkdown(r: CalibrationResult): string {
     'share of replies saying the collaborator does not know; distinct facts of the hidden information (backend: the reference\'s numbers',
     'other than 0 and 1 and its quoted strings; frontend: the words and colours of the target page; less what the description says)',
     'stated in the replies, per reply; sessions whose replies paste the hidden reference (tasks/quality.ts).',
+    '',
+    `${leakLine(r)[0]!.toUpperCase()}${leakLine(r).slice(1)}: every session of each side, not paired by task.`,
     '',
     '![people against the simulator](calibration.png)',
     '',

@@ -6,12 +6,12 @@
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { findStudy, recordCalibration, StudyError, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
-import { calibrationRows, formatCalibrationTable, sessionMetrics, type CalibrationRow, type TaskMetrics } from '../../tasks/calibration.ts';
+import { calibrationRows, formatCalibrationTable, leakRate, sessionMetrics, type CalibrationRow, type LeakRate, type TaskMetrics } from '../../tasks/calibration.ts';
 import type { TaskContent } from '../../tasks/model.ts';
 import type { Scorer } from '../../tasks/scorer.ts';
 import { collaboratorFactory, scorer as trainerScorer, type TrainerSettings } from '../../trainer/cli.ts';
 import { simulate, type CollaboratorFactory } from '../../trainer/simulate.ts';
-import { writeCalibrationReport } from './calibration-report.ts';
+import { leakLine, writeCalibrationReport } from './calibration-report.ts';
 
 export interface PeopleSession {
   id: string;
@@ -91,6 +91,8 @@ export interface CalibrationResult {
   /** Policy versions that played, by name, with their games. */
   policies: { name: string; games: number }[];
   rows: CalibrationRow[];
+  /** Each side's share of sessions whose collaborator replies contain the reference's code, over all its sessions. */
+  leak: { people: LeakRate; simulator: LeakRate };
 }
 
 export interface CalibrateOptions {
@@ -139,6 +141,7 @@ export async function calibrate(prisma: PrismaClient, study: StudyWithArms, o: C
     games: simulated.length,
     policies,
     rows: calibrationRows(people, simulated),
+    leak: { people: leakRate(people), simulator: leakRate(simulated) },
   };
 }
 
@@ -165,6 +168,7 @@ export async function calibrateCommand(prisma: PrismaClient, s: TrainerSettings,
   }
   console.log(`study ${result.study}: people (${result.peopleSessions} sessions) against ${result.simulator} (${result.games} games, ${result.gamesPerTask} a task; ${result.policies.map((p) => `${p.name} ${p.games}`).join(', ')}) on ${result.tasks} task(s), paired by task`);
   console.log(formatCalibrationTable(result.rows));
+  console.log(leakLine(result));
   console.log(JSON.stringify(result));
   await recordCalibration(prisma, study.id, result.simulator, result);
   if (o.out) {

@@ -26,6 +26,8 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/trainer/{adapter-training,critic,critic-preferences,data,data-filter,evaluate,promote,promote-human-ab,reproducible,runs-kill,runs-resume,service-lora,simulate,simulate-endpoint,study-data}.test.ts',
     'test/trainer/policies/{agent-for,registry}.test.ts',
     'test/trainer/serve/{local,local-gguf,server}.test.ts',
+    // Also bubblewrap (the sandboxed scorer) and python3 (the client it drives).
+    'test/trainer/env-server.test.ts',
   ],
   // Rendering pages (tasks/render.ts), besides the Postgres tests above that render too.
   chromium: ['test/tasks/{chromium,frontend-eval,frontend-game,render}.test.ts'],

@@ -6,6 +6,7 @@ import { registerBotCommands } from './commands/bot.ts';
 import { registerMigrationCommands } from './commands/migrations.ts';
 import { registerDashboardCommands } from './commands/dashboard.ts';
 import { registerDoctorCommands } from './commands/doctor.ts';
+import { registerEnvCommands } from './commands/env.ts';
 import { registerExportCommands } from './commands/export.ts';
 import { registerImportCommands } from './commands/import.ts';
 import { registerModelCommands } from './commands/model.ts';
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
   registerPolicyCommands(program); // deploy, rollback, policy add|list
   registerImportCommands(program); // import-sessions
   registerServeCommands(program); // serve
+  registerEnvCommands(program); // env serve
   registerPrivacyCommands(program); // privacy delete|withdraw
   registerStudyCommands(program); // study create|list|show|pause|resume|close|consent|payouts
   registerDashboardCommands(program); // dashboard, dashboard token create|list|revoke

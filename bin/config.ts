@@ -52,6 +52,7 @@ export const configSchema = z.object({
   SIMULATOR_LLM_URL: z.string().url('expected an http(s) URL').optional().describe('OpenAI-compatible chat endpoint for the LLM collaborator simulator.'),
   SIMULATOR_LLM_MODEL: z.string().optional().describe('Model name sent to SIMULATOR_LLM_URL.'),
   SIMULATOR_LLM_KEY: z.string().optional().describe('Bearer key for SIMULATOR_LLM_URL (never logged).'),
+  ENV_SERVE_TOKEN: z.string().min(16, 'expected at least 16 characters').optional().describe('Bearer token every request to `sweetloop env serve` must carry (never logged); required to listen beyond loopback. Make one with `openssl rand -hex 32`.'),
 
   // --- model and training ---
   TFJS_BACKEND: z.enum(['tensorflow', 'wasm', 'cpu']).optional().describe('Force a tfjs backend; fails loudly when unavailable.'),

@@ -14,7 +14,7 @@ export type { Logger };
 export type LogSettings = Pick<Config, 'LOG_LEVEL' | 'LOG_FORMAT'> & Partial<Pick<Config, (typeof SECRET_SETTINGS)[number]>>;
 
 /** Config values that are secrets: redacted by key, and their values scrubbed from any text logged. */
-const SECRET_SETTINGS = ['DISCORD_TOKEN', 'SIMULATOR_LLM_KEY', 'EXPORT_SALT', 'PRIVACY_KEY', 'HF_TOKEN'] as const;
+const SECRET_SETTINGS = ['DISCORD_TOKEN', 'SIMULATOR_LLM_KEY', 'EXPORT_SALT', 'PRIVACY_KEY', 'HF_TOKEN', 'ENV_SERVE_TOKEN'] as const;
 
 export const REDACTED_PATHS = [
   ...SECRET_SETTINGS.flatMap((k) => [k, `*.${k}`]),

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { createInterface, type Interface } from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
 import type { TaskKind } from '../tasks/model.ts';
+import { StudyError } from '../prisma/study-store.ts';
 import { RefusedError, TurnRejectedError, type AgentStep, type EvaluatedSession, type Hooks, type Person, type SessionEngine, type SessionView } from './session/engine.ts';
 
 export interface ConsoleOptions {
@@ -98,6 +99,20 @@ export class ConsoleChannel {
       }
       await engine.acceptConsent(person, admitted.consent, this.hooks);
       this.print('Thank you.');
+    }
+    const asked = 'needsPlatformId' in admitted ? admitted : await engine.admission(person, {}, this.hooks);
+    if ('needsPlatformId' in asked) {
+      for (;;) {
+        const id = await this.ask(`Study ${asked.study} pays through ${asked.platform}: your ${asked.label}? `);
+        if (id === null) return this.close();
+        try {
+          await engine.setPlatformId(person, asked.platform, id, this.hooks);
+          break;
+        } catch (err) {
+          if (!(err instanceof StudyError)) throw err;
+          this.print(err.message);
+        }
+      }
     }
     for (;;) {
       const st = await engine.status(person.externalId, this.hooks);
@@ -231,7 +246,8 @@ export class ConsoleChannel {
 function resultLine(r: EvaluatedSession | { sessionId: string; error: string }): string {
   if ('error' in r) return `The answer is saved but could not be scored now (${r.error}); \`sweetloop start\` scores it later.`;
   const o = r.outcome;
+  const code = r.completionCode ? `\nYour completion code for this study: ${r.completionCode}` : '';
   return r.kind === 'backend'
-    ? `Result: ${o.testsPassed ?? 0} of ${o.testsTotal ?? 0} tests passed (score ${o.score.toFixed(2)})${o.success ? ' — success!' : ''}`
-    : `Result: similarity to your page ${o.score.toFixed(3)}${o.metric ? ` (${o.metric})` : ''}${o.success ? ' — success!' : ''}`;
+    ? `Result: ${o.testsPassed ?? 0} of ${o.testsTotal ?? 0} tests passed (score ${o.score.toFixed(2)})${o.success ? ' — success!' : ''}${code}`
+    : `Result: similarity to your page ${o.score.toFixed(3)}${o.metric ? ` (${o.metric})` : ''}${o.success ? ' — success!' : ''}${code}`;
 }

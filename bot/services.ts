@@ -174,6 +174,7 @@ export class BotServices {
     const a = await this.retry(() => admission(this.db.prisma, { externalId }, { guildId }, this.privacy.key), onWaiting);
     if ('refused' in a) throw new PreferenceError(a.message);
     if ('needsConsent' in a) throw new PreferenceError('Please accept the data-collection notice first (start a session with /task start).');
+    if ('needsPlatformId' in a) throw new PreferenceError(`Please give your ${a.label} first (start a session with /task start).`);
     return this.retry(() => offerComparison(this.db.prisma, a.participant.id), onWaiting);
   }
 

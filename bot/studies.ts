@@ -30,6 +30,10 @@ export interface StudySpec {
   closes?: string;
   guildIds?: readonly string[];
   channelIds?: readonly string[];
+  /** The recruiting platform whose participant id people give before their first session ("prolific"). */
+  participantId?: string;
+  /** Shown to a person after their last session (the platform's completion code). */
+  completionCode?: string;
 }
 
 /** "2.50" → 250 (minor units); at most two decimals, never negative. */
@@ -132,5 +136,7 @@ export async function resolveStudy(prisma: PrismaClient, spec: StudySpec): Promi
     closesAt,
     guildIds: spec.guildIds ?? [],
     channelIds: spec.channelIds ?? [],
+    participantIdPlatform: spec.participantId ?? null,
+    completionCode: spec.completionCode ?? null,
   };
 }

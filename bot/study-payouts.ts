@@ -8,6 +8,7 @@ import { StudyError, type StudyWithArms } from '../prisma/study-store.ts';
 import { sessionTimes, studyPayCounts } from '../prisma/study-stats.ts';
 import { hasPay, sessionAmountCents } from '../tasks/study-pay.ts';
 import { formatAmount } from './studies.ts';
+import { payAccountsByPerson } from '../prisma/pay-account-store.ts';
 
 export interface PayoutLine {
   /** The person's platform id (Discord id), or the keyed hash ("erased:…") of someone who deleted their data. */
@@ -65,4 +66,27 @@ const csvField = (v: string) => (/[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}
 export function payoutsCsv(p: Payouts): string {
   const rows = p.lines.map((l) => [l.platformId, String(l.sessions), (l.activeMs / 60_000).toFixed(1), formatAmount(l.amountCents, null), p.currency]);
   return [['platform_id', 'sessions', 'active_minutes', 'amount', 'currency'], ...rows].map((r) => r.map(csvField).join(',')).join('\n') + '\n';
+}
+
+export interface ProlificBonuses {
+  /** Prolific's bulk-bonus upload: `participant_id,amount` lines, amounts in the study's currency, no header. */
+  text: string;
+  people: number;
+  totalCents: number;
+  /** Owed but not in the file: people erased since (their Prolific id went with them) or who never gave one. */
+  left: PayoutLine[];
+}
+
+/** The payouts as Prolific's bulk-bonus file, by the Prolific ids people gave (prisma/pay-account-store.ts). */
+export async function prolificBonuses(prisma: PrismaClient, study: StudyWithArms, p: Payouts): Promise<ProlificBonuses> {
+  if (study.participantIdPlatform !== 'prolific') throw new StudyError(`Study "${study.name}" does not ask for Prolific ids (create it with --participant-id prolific): there is no one to pay on Prolific.`);
+  const owed = p.lines.filter((l) => l.amountCents > 0);
+  const ids = await payAccountsByPerson(prisma, owed.filter((l) => !l.erased).map((l) => l.platformId), 'prolific');
+  const paid = owed.filter((l) => !l.erased && ids.has(l.platformId));
+  return {
+    text: paid.map((l) => `${ids.get(l.platformId)},${formatAmount(l.amountCents, null)}\n`).join(''),
+    people: paid.length,
+    totalCents: paid.reduce((a, l) => a + l.amountCents, 0),
+    left: owed.filter((l) => !paid.includes(l)),
+  };
 }

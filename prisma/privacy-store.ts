@@ -54,6 +54,8 @@ export async function eraseParticipant(prisma: PrismaClient, externalId: string,
       await tx.preference.deleteMany({ where: { raterId: p.id } });
       await tx.participantQuality.deleteMany({ where: { participantId: p.id } });
       await tx.trainingExclusion.deleteMany({ where: { participantId: p.id } });
+      // Their platform ids (pay data) go too: an erased person's pay is settled by hand (docs/running-a-study.md).
+      await tx.payAccount.deleteMany({ where: { participantId: p.id } });
     }
     // A pause switched by them names them too.
     const paused = await tx.setting.findMany({ where: { value: { path: ['by'], equals: externalId } } });

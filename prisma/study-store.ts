@@ -44,6 +44,10 @@ export interface NewStudy {
   closesAt: Date | null;
   guildIds: readonly string[];
   channelIds: readonly string[];
+  /** A recruiting platform whose participant id people give once before their first session (prisma/pay-account-store.ts). */
+  participantIdPlatform?: string | null;
+  /** Shown to a person after their last session of the study. */
+  completionCode?: string | null;
 }
 
 export function consentSha256(text: string): string {
@@ -79,6 +83,8 @@ export function studyInputError(s: NewStudy, o: { requireConsent: boolean }): st
   if ((s.payPerSessionCents !== null || s.bonusSuccessCents !== null) && !s.currency) return 'Pay rules need a currency (--currency).';
   if (s.currency !== null && !/^[A-Z]{3}$/.test(s.currency)) return `A currency is a three-letter ISO 4217 code such as EUR or USD, got "${s.currency}".`;
   if (s.consentText !== null && !s.consentText.trim()) return 'The consent text is empty.';
+  if (s.participantIdPlatform && s.participantIdPlatform !== 'prolific') return `A study can ask for a participant id on prolific only, got "${s.participantIdPlatform}".`;
+  if (s.completionCode && !/^[A-Za-z0-9_-]{1,64}$/.test(s.completionCode)) return `A completion code is 1-64 letters, digits, "_" or "-", got "${s.completionCode}".`;
   if (lacksConsent(s, o.requireConsent)) return 'A study that runs on Discord needs a consent text (--consent-file): people must be told what is recorded before it opens.';
   return null;
 }
@@ -116,6 +122,8 @@ export async function createStudy(prisma: PrismaClient, actor: string, s: NewStu
             bonusSuccessCents: s.bonusSuccessCents,
             currency: s.currency,
             maxSessionsPerPerson: s.maxSessionsPerPerson,
+            participantIdPlatform: s.participantIdPlatform ?? null,
+            completionCode: s.completionCode ?? null,
             opensAt: s.opensAt,
             closesAt: s.closesAt,
             guildIds: [...s.guildIds],
@@ -246,7 +254,7 @@ export async function recordPayoutsWritten(
   prisma: PrismaClient,
   actor: string,
   name: string,
-  detail: { studyId: string; people: number; erasedPeople: number; sessions: number; totalCents: number; currency: string; file: string },
+  detail: { studyId: string; people: number; erasedPeople: number; sessions: number; totalCents: number; currency: string; file: string; format?: string },
 ): Promise<void> {
   await audit(prisma, actor, 'study.payouts', name, detail);
 }

@@ -18,7 +18,7 @@
 import { isPasted, numberForms, numbersIn, referencePaste } from './quality.ts';
 import { pageColours, stripTags } from './html-facts.ts';
 import { keywords } from './words.ts';
-import { meanIntervalOf, type Interval } from './stats.ts';
+import { formatPercent, meanIntervalOf, wilsonCount, type Interval } from './stats.ts';
 
 export interface CalibrationSession {
   kind: 'backend' | 'frontend';
@@ -162,6 +162,32 @@ export function calibrationRows(people: readonly TaskMetrics[], simulator: reado
       tasks: tasks.length,
     };
   });
+}
+
+// ------------------------------------------------------------------------------------------- leak rate
+
+/**
+ * The leak rate of one side: the share of its sessions whose collaborator replies contain the reference's code, by
+ * the referencePasted metric (tasks/quality.ts's detector, the one that flags a person's session), with a Wilson
+ * interval over sessions. Unpaired and over every session, unlike the rows above: a simulator that hands the agent
+ * the reference (an LLM that sees it and is pushed to) shows here even on tasks people never answered.
+ */
+export interface LeakRate {
+  sessions: number;
+  leaked: number;
+  rate: Interval;
+}
+
+export function leakRate(sessions: readonly Pick<TaskMetrics, 'metrics'>[], level = 0.95): LeakRate {
+  const measured = sessions.filter((s) => Number.isFinite(s.metrics.referencePasted));
+  const leaked = measured.filter((s) => s.metrics.referencePasted === 1).length;
+  return { sessions: measured.length, leaked, rate: wilsonCount(leaked, measured.length, level) };
+}
+
+/** "2.8% [0.5%, 14.2%] (1 of 36 sessions)"; "-" without sessions. */
+export function formatLeakRate(l: LeakRate): string {
+  if (l.sessions === 0) return '- (no sessions)';
+  return `${formatPercent(l.rate).replace(/(-?\d+\.\d)/g, '$1%')} (${l.leaked} of ${l.sessions} sessions)`;
 }
 
 /** A value as the table shows it: shares in percent, the rest with two decimals; "-" for none. */

@@ -10,7 +10,7 @@ import type { StudySpec } from '../../bot/studies.ts';
 import { registerStudyArmsCommands } from './study-arms.ts';
 
 /** The command's flags: the study's own words as bot/studies.ts takes them, plus what names files and lists. */
-type CreateOptions = Partial<Pick<StudySpec, 'kind' | 'sample' | 'seed' | 'policy' | 'payPerSession' | 'bonusSuccess' | 'currency' | 'maxSessionsPerPerson' | 'opens' | 'closes'>> &
+type CreateOptions = Partial<Pick<StudySpec, 'kind' | 'sample' | 'seed' | 'policy' | 'payPerSession' | 'bonusSuccess' | 'currency' | 'maxSessionsPerPerson' | 'opens' | 'closes' | 'participantId' | 'completionCode'>> &
   Pick<StudySpec, 'perTask'> & { tasks?: string; consentFile?: string; arm: string[]; split: 'train' | 'test'; guild: string[]; channel: string[] };
 
 const collect = (value: string, previous: string[]) => [...previous, value];
@@ -47,6 +47,8 @@ export function registerStudyCommands(program: Command): void {
     .option('--bonus-success <amount>', 'added when the answer succeeds')
     .option('--currency <code>', 'ISO 4217 code of the amounts, e.g. EUR')
     .option('--max-sessions-per-person <n>', 'at most this many sessions a person', integerOption('max-sessions-per-person'))
+    .option('--participant-id <platform>', 'ask each person their participant id on this recruiting platform once, before their first session (pay data)', choice('participant-id', ['prolific'] as const))
+    .option('--completion-code <code>', 'shown to a person after their last session of the study (the platform\'s completion code)')
     .option('--opens <date>', 'when the study opens (ISO 8601; default now)')
     .option('--closes <date>', 'when the study closes (ISO 8601)')
     .option('--split <split>', 'train (training data) or test (an evaluation study)', choice('split', ['train', 'test'] as const), 'train')
@@ -66,6 +68,7 @@ export function registerStudyCommands(program: Command): void {
           ...(o.payPerSession !== undefined ? { payPerSession: o.payPerSession } : {}), ...(o.bonusSuccess !== undefined ? { bonusSuccess: o.bonusSuccess } : {}),
           ...(o.currency ? { currency: o.currency } : {}), ...(o.maxSessionsPerPerson !== undefined ? { maxSessionsPerPerson: o.maxSessionsPerPerson } : {}),
           ...(o.opens ? { opens: o.opens } : {}), ...(o.closes ? { closes: o.closes } : {}), guildIds: o.guild, channelIds: o.channel,
+          ...(o.participantId ? { participantId: o.participantId } : {}), ...(o.completionCode ? { completionCode: o.completionCode } : {}),
         });
         const s = await createStudy(db.prisma, 'cli', spec, { requireConsent });
         const consent = s.consentText ? `consent version ${s.consentVersion} (sha256 ${consentSha256(s.consentText).slice(0, 12)}…)` : 'no consent text of its own';
@@ -131,14 +134,15 @@ export function registerStudyCommands(program: Command): void {
 
   study
     .command('payouts <name>')
-    .description('Write what the study owes each person (CSV: platform_id, sessions, active_minutes, amount, currency); audited')
-    .requiredOption('--out <file>', 'the CSV file to write')
-    .option('--include-ids', 'confirm that the file may name people by their platform (Discord) id')
-    .action(async (name: string, o: { out: string; includeIds?: boolean }) => {
+    .description('Write what the study owes each person (csv: platform_id, sessions, active_minutes, amount, currency; prolific: Prolific\'s bulk-bonus participant_id,amount lines); audited')
+    .requiredOption('--out <file>', 'the file to write')
+    .option('--format <format>', 'csv, or prolific (the bulk-bonus file, by the Prolific ids people gave)', choice('format', ['csv', 'prolific'] as const), 'csv')
+    .option('--include-ids', 'confirm that the file may name people by their platform (Discord or Prolific) id')
+    .action(async (name: string, o: { out: string; format: 'csv' | 'prolific'; includeIds?: boolean }) => {
       if (!o.includeIds) {
-        throw new Error('The payouts file names each person by their platform (Discord) id, which is personal data: run it again with --include-ids to confirm, and keep the file where only whoever pays can read it.');
+        throw new Error('The payouts file names each person by their platform (Discord or Prolific) id, which is personal data: run it again with --include-ids to confirm, and keep the file where only whoever pays can read it.');
       }
-      const [{ studyPayouts, payoutsCsv }, { findStudy, recordPayoutsWritten, StudyError }, { formatAmount }] = await Promise.all([
+      const [{ studyPayouts, payoutsCsv, prolificBonuses }, { findStudy, recordPayoutsWritten, StudyError }, { formatAmount }] = await Promise.all([
         import('../../bot/study-payouts.ts'),
         import('../../prisma/study-store.ts'),
         import('../../bot/studies.ts'),
@@ -147,17 +151,26 @@ export function registerStudyCommands(program: Command): void {
         const s = await findStudy(db.prisma, name);
         if (!s) throw new StudyError(`No study named "${name}".`);
         const p = await studyPayouts(db.prisma, s);
+        const prolific = o.format === 'prolific' ? await prolificBonuses(db.prisma, s, p) : null;
         // Written aside first and moved into place once audited: no payouts file exists that the audit log lacks.
         const aside = `${o.out}.partial`;
         await rm(aside, { force: true }); // a leftover would keep its own permissions
-        await writeFile(aside, payoutsCsv(p), { mode: 0o600 });
+        await writeFile(aside, prolific ? prolific.text : payoutsCsv(p), { mode: 0o600 });
         try {
           const erasedPeople = p.lines.filter((l) => l.erased).length;
-          await recordPayoutsWritten(db.prisma, 'cli', s.name, { studyId: s.id, people: p.lines.length, erasedPeople, sessions: p.sessions, totalCents: p.totalCents, currency: p.currency, file: o.out });
+          const people = prolific ? prolific.people : p.lines.length;
+          const totalCents = prolific ? prolific.totalCents : p.totalCents;
+          await recordPayoutsWritten(db.prisma, 'cli', s.name, { studyId: s.id, people, erasedPeople, sessions: p.sessions, totalCents, currency: p.currency, file: o.out, format: o.format });
           await rename(aside, o.out);
         } catch (err) {
           await rm(aside, { force: true });
           throw err;
+        }
+        if (prolific) {
+          console.log(`wrote ${o.out}: Prolific bonuses for ${prolific.people} person(s), ${formatAmount(prolific.totalCents, p.currency)} in all`);
+          const left = prolific.left.reduce((a, l) => a + l.amountCents, 0);
+          if (prolific.left.length) console.error(`not in the file: ${prolific.left.length} person(s) owed ${formatAmount(left, p.currency)} without a Prolific id (erased since, or never gave one); settle them by hand (\`--format csv\` lists them)`);
+          return;
         }
         console.log(`wrote ${o.out}: ${p.lines.length} person(s), ${p.sessions} answered session(s), ${formatAmount(p.totalCents, p.currency)} in all`);
       });

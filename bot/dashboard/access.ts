@@ -5,7 +5,6 @@
 // (prisma/dashboard-store.ts); such a token works on loopback too. A moderator's token sees one guild. Writes carry a CSRF token: an HMAC of the principal under a secret made when the server starts, so a
 // page from another site cannot post on the viewer's behalf.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { isIP } from 'node:net';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { liveDashboardToken, type DashboardRole } from '../../prisma/dashboard-store.ts';
 import { newTokenSecret, tokenHash, TOKEN_PREFIX } from './token.ts';
@@ -22,22 +21,7 @@ export interface Viewer {
 
 export const TOKEN_COOKIE = 'sweetloop_dashboard';
 export { newTokenSecret, tokenHash };
-
-/** Whether an address to listen on is loopback only (127.0.0.0/8, ::1, localhost). */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (h === 'localhost') return true;
-  if (isIP(h) === 4) return h.startsWith('127.');
-  if (isIP(h) === 6) return h === '::1' || /^::ffff:127\./.test(h);
-  return false;
-}
-
-/** The Host header names this machine by a loopback name (a page from another origin resolving to 127.0.0.1 does not: DNS rebinding). */
-export function loopbackHostHeader(hostHeader: string | undefined): boolean {
-  if (!hostHeader) return false;
-  const m = /^(\[[^\]]+\]|[^:]+)(:\d+)?$/.exec(hostHeader);
-  return !!m && isLoopbackHost(m[1]!);
-}
+export { isLoopbackHost, loopbackHostHeader } from '../../tasks/loopback.ts';
 
 /** The secret a request carries: the Authorization bearer, else the cookie. */
 export function presentedSecret(headers: Record<string, string | string[] | undefined>): string | null {

@@ -2,7 +2,7 @@
 // buttons, and the comment button with its modal. Custom ids carry what the click is about
 // (`consent:accept:<kind>[:<study>:<version>]`, `rate:<session>:<n>`, `comment:<session>`).
 import { LabelBuilder, MessageFlags, ModalBuilder, TextInputBuilder, TextInputStyle, type ButtonInteraction, type ModalSubmitInteraction } from 'discord.js';
-import { TurnRejectedError } from '../session/engine.ts';
+import { isPayPlatform, PAY_PLATFORMS, RefusedError, TurnRejectedError } from '../session/engine.ts';
 import { StudyError } from '../../prisma/study-store.ts';
 import { ack, hooksFor, personOf, say, type BotContext } from './context.ts';
 import { startSession } from './commands/task.ts';
@@ -39,6 +39,18 @@ const buttons: Record<string, ButtonHandler> = {
     return startSession(ctx, i, kind === 'backend' || kind === 'frontend' ? kind : null);
   },
 
+  async payid(_ctx, i, platform, kind) {
+    // A modal must be the first answer to the click; its submission comes back to onModal.
+    if (!platform || !isPayPlatform(platform)) return;
+    const label = PAY_PLATFORMS[platform].label;
+    await i.showModal(
+      new ModalBuilder()
+        .setCustomId(`payid:${platform}:${kind ?? 'any'}`)
+        .setTitle(label)
+        .addLabelComponents(new LabelBuilder().setLabel(`Your ${label}`).setTextInputComponent(new TextInputBuilder().setCustomId('id').setStyle(TextInputStyle.Short).setMinLength(1).setMaxLength(64).setRequired(true))),
+    );
+  },
+
   async rate(ctx, i, sessionId, value) {
     if (!sessionId || !value) return;
     if (!(await ack(ctx, i, 'update'))) return;
@@ -60,7 +72,8 @@ export async function onButton(ctx: BotContext, i: ButtonInteraction): Promise<v
 }
 
 export async function onModal(ctx: BotContext, i: ModalSubmitInteraction): Promise<void> {
-  const [what, sessionId] = i.customId.split(':');
+  const [what, sessionId, kind] = i.customId.split(':');
+  if (what === 'payid') return onPlatformId(ctx, i, sessionId, kind);
   if (what !== 'comment' || !sessionId) return;
   if (!(await ack(ctx, i, 'reply'))) return;
   try {
@@ -70,4 +83,18 @@ export async function onModal(ctx: BotContext, i: ModalSubmitInteraction): Promi
     throw err;
   }
   await say(i, 'Thank you for your comment.');
+}
+
+/** The platform id typed into the form: stored (refused with the reason when malformed), then the session starts. */
+async function onPlatformId(ctx: BotContext, i: ModalSubmitInteraction, platform: string | undefined, kind: string | undefined): Promise<void> {
+  if (!platform || !isPayPlatform(platform)) return;
+  if (!(await ack(ctx, i, 'reply'))) return;
+  try {
+    await ctx.engine.setPlatformId(personOf(i), platform, i.fields.getTextInputValue('id'), hooksFor(i));
+  } catch (err) {
+    if (err instanceof StudyError || err instanceof RefusedError) return say(i, err.message);
+    throw err;
+  }
+  await say(i, `Thank you: your ${PAY_PLATFORMS[platform].label} is saved. Starting your session…`);
+  return startSession(ctx, i, kind === 'backend' || kind === 'frontend' ? kind : null);
 }

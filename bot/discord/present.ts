@@ -8,6 +8,18 @@ import { splitCodeBlock, splitText } from '../split.ts';
 /** A message to post; `flags` only to suppress link previews (embeds), which agent messages always do. */
 export type Part = BaseMessageOptions & { flags?: MessageFlags.SuppressEmbeds };
 
+/** A study paying through a recruiting platform asks the person's id there once: a button opens the form (components.ts). */
+export function platformIdMessage(a: { platform: string; label: string; study: string }, kind: string | null): Part {
+  return {
+    content: `**Study ${a.study} pays through ${a.platform}.** Before your first session, please give your ${a.label}: it is kept only to pay you, never exported, and deleted with your data.`,
+    components: [
+      new ActionRowBuilder<ButtonBuilder>().addComponents(
+        new ButtonBuilder().setCustomId(`payid:${a.platform}:${kind ?? 'any'}`).setLabel(`Enter your ${a.label}`).setStyle(ButtonStyle.Primary),
+      ),
+    ],
+  };
+}
+
 /** The consent text with its Accept button; a study's button names the version shown (`:<study id>:<version>`). */
 export function consentMessage(consentText: string, kind: string | null, study?: Pick<StudyConsent, 'studyId' | 'version' | 'study'>): Part {
   const id = `consent:accept:${kind ?? 'any'}${study ? `:${study.studyId}:${study.version}` : ''}`;
@@ -66,6 +78,10 @@ export function scoringText(s: ScoringState): string {
 }
 
 export function resultText(e: EvaluatedSession): string {
+  return `${outcomeText(e)}${e.completionCode ? `\n**Your completion code for this study: \`${e.completionCode}\`** (enter it where you signed up, e.g. on Prolific, when you are done).` : ''}`;
+}
+
+function outcomeText(e: EvaluatedSession): string {
   const o = e.outcome;
   if (e.kind === 'backend') {
     const tests = o.testsTotal ? `${o.testsPassed ?? 0} of ${o.testsTotal} tests passed` : 'no tests could be run';

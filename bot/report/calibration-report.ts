@@ -3,7 +3,7 @@
 // people against the simulator with 95% intervals over tasks, drawn by svg.ts and rendered by png.ts (Chromium).
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { formatDifference, formatValue, type CalibrationRow } from '../../tasks/calibration.ts';
+import { formatDifference, formatLeakRate, formatValue, type CalibrationRow, type LeakRate } from '../../tasks/calibration.ts';
 import { openSvgRenderer } from './png.ts';
 import { barChartSvg, escapeXml } from './svg.ts';
 
@@ -20,6 +20,8 @@ export interface CalibrationResult {
   /** Policy versions that played, by name, with their games. */
   policies: { name: string; games: number }[];
   rows: CalibrationRow[];
+  /** Each side's share of sessions whose collaborator replies contain the reference's code, over all its sessions. */
+  leak: { people: LeakRate; simulator: LeakRate };
 }
 
 const PANEL = { width: 280, height: 300, columns: 4 };
@@ -58,6 +60,11 @@ export function calibrationSvg(r: CalibrationResult): string {
   return out.join('\n') + '\n';
 }
 
+/** The leak rates as the command and the report say them. */
+export function leakLine(r: Pick<CalibrationResult, 'leak'>): string {
+  return `leak rate (sessions whose collaborator replies contain the reference's code), 95% Wilson interval: people ${formatLeakRate(r.leak.people)}; simulator ${formatLeakRate(r.leak.simulator)}`;
+}
+
 export function calibrationMarkdown(r: CalibrationResult): string {
   const lines = [
     `# Calibration of ${r.simulator} against people, study ${r.study}`,
@@ -73,6 +80,8 @@ export function calibrationMarkdown(r: CalibrationResult): string {
     'share of replies saying the collaborator does not know; distinct facts of the hidden information (backend: the reference\'s numbers',
     'other than 0 and 1 and its quoted strings; frontend: the words and colours of the target page; less what the description says)',
     'stated in the replies, per reply; sessions whose replies paste the hidden reference (tasks/quality.ts).',
+    '',
+    `${leakLine(r)[0]!.toUpperCase()}${leakLine(r).slice(1)}: every session of each side, not paired by task.`,
     '',
     '![people against the simulator](calibration.png)',
     '',

@@ -6,12 +6,12 @@
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { findStudy, recordCalibration, StudyError, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
-import { calibrationRows, formatCalibrationTable, sessionMetrics, type TaskMetrics } from '../../tasks/calibration.ts';
+import { calibrationRows, formatCalibrationTable, leakRate, sessionMetrics, type TaskMetrics } from '../../tasks/calibration.ts';
 import type { TaskContent } from '../../tasks/model.ts';
 import type { Scorer } from '../../tasks/scorer.ts';
 import { collaboratorFactory, scorer as trainerScorer, type TrainerSettings } from '../../trainer/settings.ts';
 import { simulate, type CollaboratorFactory } from '../../trainer/simulate.ts';
-import { writeCalibrationReport, type CalibrationResult } from './calibration-report.ts';
+import { leakLine, writeCalibrationReport, type CalibrationResult } from './calibration-report.ts';
 
 export type { CalibrationResult } from './calibration-report.ts';
 import { dialogueTurnWhere, personWhere } from '../../prisma/cohorts.ts';
@@ -128,6 +128,7 @@ export async function calibrate(prisma: PrismaClient, study: StudyWithArms, o: C
     games: simulated.length,
     policies,
     rows: calibrationRows(people, simulated),
+    leak: { people: leakRate(people), simulator: leakRate(simulated) },
   };
 }
 
@@ -154,6 +155,7 @@ export async function calibrateCommand(prisma: PrismaClient, s: TrainerSettings,
   }
   console.log(`study ${result.study}: people (${result.peopleSessions} sessions) against ${result.simulator} (${result.games} games, ${result.gamesPerTask} a task; ${result.policies.map((p) => `${p.name} ${p.games}`).join(', ')}) on ${result.tasks} task(s), paired by task`);
   console.log(formatCalibrationTable(result.rows));
+  console.log(leakLine(result));
   console.log(JSON.stringify(result));
   await recordCalibration(prisma, study.id, result.simulator, result);
   if (o.out) {

@@ -14,6 +14,7 @@ import { goldSource } from '../gold.ts';
 import { sessionLimitRefusal } from '../limits.ts';
 import { isBannedIn, isPaused } from '../moderation.ts';
 import { audit } from '../../prisma/moderation-store.ts';
+import { hasPayAccount, isPayPlatform, PAY_PLATFORMS, savePayAccount, type PayPlatform } from '../../prisma/pay-account-store.ts';
 import { DEV_PRIVACY_KEY, erasedId } from '../privacy.ts';
 import type { EngineContext } from './context.ts';
 import { RefusedError, type Hooks, type Person, type StartedSession, type Where } from './types.ts';
@@ -30,6 +31,8 @@ export interface StudyConsent {
 export type Admission =
   | { ok: true; participant: Participant; study: StudyWithArms }
   | { needsConsent: true; consent?: StudyConsent }
+  /** The study pays through a recruiting platform: the person gives their id there once (setPlatformId). */
+  | { needsPlatformId: true; platform: PayPlatform; label: string; study: string }
   | { refused: true; reason: 'banned' | 'paused' | StudyRefusalReason; message: string };
 
 /**
@@ -57,6 +60,10 @@ export async function admission(prisma: PrismaClient, person: Pick<Person, 'exte
   }
   if (await isPaused(prisma)) return { refused: true, reason: 'paused', message: 'Collection is paused by the moderators right now. Please try again later.' };
   if (refusal) return { refused: true, reason: refusal.reason, message: refusal.message };
+  const platform = study.participantIdPlatform;
+  if (platform && isPayPlatform(platform) && !(await hasPayAccount(prisma, p.id, platform))) {
+    return { needsPlatformId: true, platform, label: PAY_PLATFORMS[platform].label, study: study.name };
+  }
   return { ok: true, participant: p, study };
 }
 
@@ -84,6 +91,20 @@ export class Admissions {
   }
 
   /**
+   * Stores the person's participant id on a study's recruiting platform (pay data), audited without the id; a
+   * StudyError names what a valid id looks like. The person has accepted consent (their row exists).
+   */
+  setPlatformId(person: Person, platform: PayPlatform, id: string, hooks?: Hooks): Promise<void> {
+    const { ctx } = this;
+    return ctx.retry(async () => {
+      const p = await findParticipant(ctx.prisma, person.externalId);
+      if (!p) throw new RefusedError('no-consent', 'Please accept the data-collection notice first.');
+      await savePayAccount(ctx.prisma, p.id, platform, id);
+      await audit(ctx.prisma, person.externalId, 'pay-account.set', null, { channel: ctx.options.channel, platform });
+    }, hooks);
+  }
+
+  /**
    * The admission rule for this person here (deletions made without a configured key use the development one).
    * On Discord a study without a consent text of its own takes nobody (it was made where no bot was configured).
    */
@@ -105,6 +126,7 @@ export class Admissions {
       const admitted = await this.admission(person, where, hooks);
       if ('refused' in admitted) throw new RefusedError(admitted.reason, admitted.message);
       if ('needsConsent' in admitted) throw new RefusedError('no-consent', 'Please accept the data-collection notice first.');
+      if ('needsPlatformId' in admitted) throw new RefusedError('no-platform-id', `This study needs your ${admitted.label} first.`);
       const { participant, study } = admitted;
       const active = await ctx.retry(() => prisma.session.findFirst({ where: { participantId: participant.id, status: 'active' } }), hooks);
       if (active) {

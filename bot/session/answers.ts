@@ -24,13 +24,29 @@ export class Answers {
       if (s.status !== 'answered') throw new TurnRejectedError('This session has no answer to evaluate.');
       const task = await ctx.task(s.taskId, hooks);
       const answer = s.answer ?? '';
-      if (s.evaluation) return { sessionId, kind: task.kind, answer, outcome: outcomeOf(s.evaluation) };
-      const outcome = await ctx.scoring.run(async () => {
-        const scored = await ctx.deps.evaluate(taskContent(task), answer);
-        return this.storeEvaluation(sessionId, scored, hooks);
-      }, onState);
-      return { sessionId, kind: task.kind, answer, outcome };
+      const outcome = s.evaluation
+        ? outcomeOf(s.evaluation)
+        : await ctx.scoring.run(async () => {
+            const scored = await ctx.deps.evaluate(taskContent(task), answer);
+            return this.storeEvaluation(sessionId, scored, hooks);
+          }, onState);
+      const completionCode = await this.completionCode(s, hooks);
+      return { sessionId, kind: task.kind, answer, outcome, ...(completionCode ? { completionCode } : {}) };
     });
+  }
+
+  /**
+   * The study's completion code when this was the person's last session of it: they reached its sessions per
+   * person; without such a cap, every answered session may be their last, so each shows it.
+   */
+  private async completionCode(s: { studyId: string | null; participantId: string }, hooks?: Hooks): Promise<string | null> {
+    if (!s.studyId) return null;
+    const { ctx } = this;
+    const study = await ctx.retry(() => ctx.prisma.study.findUnique({ where: { id: s.studyId! }, select: { completionCode: true, maxSessionsPerPerson: true } }), hooks);
+    if (!study?.completionCode) return null;
+    if (study.maxSessionsPerPerson === null) return study.completionCode;
+    const answered = await ctx.retry(() => ctx.prisma.session.count({ where: { studyId: s.studyId, participantId: s.participantId, status: 'answered' } }), hooks);
+    return answered >= study.maxSessionsPerPerson ? study.completionCode : null;
   }
 
   /** Stores a score; when another process stored this answer's first (a second bot on the same database), that one stands. */

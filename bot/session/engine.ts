@@ -5,6 +5,7 @@ import type { CollaboratorView, DialogueTurn } from '../../tasks/protocol.ts';
 import type { Participant, PolicyVersion, Session } from '../../prisma/generated/client.ts';
 import { findParticipant } from '../../prisma/participant-store.ts';
 import { Admissions, type Admission, type StudyConsent } from './admission.ts';
+import type { PayPlatform } from '../../prisma/pay-account-store.ts';
 import { AgentCache } from './agents.ts';
 import { EngineContext } from './context.ts';
 import { Recovery } from './recovery.ts';
@@ -16,7 +17,9 @@ import type { AgentStep, EngineDeps, EngineOptions, EvaluatedSession, Hooks, Pen
 
 export * from './types.ts';
 export type { ScoringState } from './scoring.ts';
-export type { StudyConsent } from './admission.ts';
+export type { Admission, StudyConsent } from './admission.ts';
+// The platforms a study may ask an id of, for the channels (which talk to the engine, not the stores).
+export { isPayPlatform, PAY_PLATFORMS } from '../../prisma/pay-account-store.ts';
 
 export class SessionEngine {
   private readonly ctx: EngineContext;
@@ -51,6 +54,11 @@ export class SessionEngine {
   /** Records the person's acceptance of the consent text (the bot's, or the version of a study's that was shown), audited. */
   acceptConsent(person: Person, consent?: Pick<StudyConsent, 'studyId' | 'version'>, hooks?: Hooks): Promise<Participant> {
     return this.admissions.acceptConsent(person, consent, hooks);
+  }
+
+  /** Stores the person's participant id on a study's recruiting platform (pay data; a StudyError when malformed). */
+  setPlatformId(person: Person, platform: PayPlatform, id: string, hooks?: Hooks): Promise<void> {
+    return this.admissions.setPlatformId(person, platform, id, hooks);
   }
 
   /** May the person take part here now (admitted in a study, needs to accept a consent text, or refused and why)? */

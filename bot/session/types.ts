@@ -80,7 +80,7 @@ export interface EngineObserver {
   evaluationFailed?(): void;
 }
 
-export type RefusalReason = 'no-consent' | 'banned' | 'paused' | 'active-session' | 'no-policy' | 'no-renderer' | 'limit' | StudyRefusalReason;
+export type RefusalReason = 'no-consent' | 'no-platform-id' | 'banned' | 'paused' | 'active-session' | 'no-policy' | 'no-renderer' | 'limit' | StudyRefusalReason;
 
 /** The engine will not do what was asked; `message` is meant for the person. */
 export class RefusedError extends Error {
@@ -189,6 +189,8 @@ export interface EvaluatedSession {
   kind: TaskKind;
   answer: string;
   outcome: EvaluationOutcome;
+  /** The study's completion code, when this was the person's last session of it (bot/session/answers.ts). */
+  completionCode?: string;
 }
 
 export type PendingWork =

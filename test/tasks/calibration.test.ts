@@ -1,6 +1,6 @@
 // The calibration metrics on hand-made dialogues (every value worked out by hand), and the pairing by task.
 import { describe, expect, it } from 'vitest';
-import { calibrationRows, factsStated, formatCalibrationTable, hiddenFacts, METRICS, saysDontKnow, sessionMetrics, type CalibrationSession, type SessionMetrics } from '../../tasks/calibration.ts';
+import { calibrationRows, factsStated, formatCalibrationTable, formatLeakRate, hiddenFacts, leakRate, METRICS, saysDontKnow, sessionMetrics, type CalibrationSession, type SessionMetrics } from '../../tasks/calibration.ts';
 import { keywords } from '../../tasks/words.ts';
 
 const REFERENCE = [
@@ -126,5 +126,20 @@ describe('people against the simulator, paired by task', () => {
     expect(table[0]).toMatch(/^metric\s+people\s+simulator\s+people - simulator \[95% CI\]\s+tasks$/);
     expect(table).toHaveLength(1 + METRICS.length);
     expect(table[1]).toMatch(/^success\s+75\.0%\s+25\.0%\s+\+50\.0% \[\+50\.0%, \+50\.0%\]\s+2$/);
+  });
+});
+
+describe('the leak rate', () => {
+  const session = (referencePasted: number) => ({ metrics: { success: 1, score: 1, agentTurns: 2, replyChars: 10, dontKnowShare: 0, factsPerReply: 1, referencePasted } });
+
+  it('is the share of sessions whose replies pasted the reference, with a Wilson interval over sessions', () => {
+    const l = leakRate([session(1), session(0), session(0), session(0), session(NaN)]);
+    // 1 of 4 (the NaN is no session with a measure); Wilson at z = 1.96: [4.56%, 69.9%].
+    expect(l).toMatchObject({ sessions: 4, leaked: 1, rate: { estimate: 0.25, n: 4 } });
+    expect(l.rate.lo).toBeCloseTo(0.0456, 3);
+    expect(l.rate.hi).toBeCloseTo(0.6994, 3);
+    expect(formatLeakRate(l)).toBe('25.0% [4.6%, 69.9%] (1 of 4 sessions)');
+    expect(formatLeakRate(leakRate([]))).toBe('- (no sessions)');
+    expect(leakRate([session(0), session(0)]).rate).toMatchObject({ estimate: 0, lo: 0 });
   });
 });

@@ -4,7 +4,7 @@ import { ChannelType, MessageFlags, SlashCommandBuilder, type ChatInputCommandIn
 import type { TaskKind } from '../../../tasks/model.ts';
 import { RefusedError } from '../../session/engine.ts';
 import { ack, hooksFor, personOf, say, type BotContext } from '../context.ts';
-import { consentMessage, hiddenInfoParts } from '../present.ts';
+import { consentMessage, hiddenInfoParts, platformIdMessage } from '../present.ts';
 import { postTo, threadView } from '../thread-view.ts';
 import type { SlashCommand } from './types.ts';
 
@@ -32,6 +32,7 @@ export async function startSession(ctx: BotContext, i: RepliableInteraction, kin
   const admitted = await ctx.engine.admission(personOf(i), { guildId: i.guildId ?? undefined, channelId: i.channelId }, hooks);
   if ('refused' in admitted) return say(i, admitted.message);
   if ('needsConsent' in admitted) return say(i, consentMessage(admitted.consent?.text ?? ctx.options.consentText, kind, admitted.consent));
+  if ('needsPlatformId' in admitted) return say(i, platformIdMessage(admitted, kind));
   const channel = i.channel;
   if (!channel || channel.type !== ChannelType.GuildText) {
     return say(i, 'Please use /task start in a text channel of the server (sessions run in private threads).');

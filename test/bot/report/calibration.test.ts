@@ -116,6 +116,13 @@ describe('sweetloop study calibrate', () => {
     }
     const result = JSON.parse(lines.at(-1)!) as CalibrationResult;
     expect(result).toMatchObject({ study: 'cal', simulator: 'rule-simulator', gamesPerTask: 2, seed: 3, tasks: 3, peopleSessions: 6, games: 6 });
+    // The leak rate, over every session of each side: one of people's six pasted the reference; the rule-based
+    // simulator says facts, never code.
+    expect(result.leak.people).toMatchObject({ sessions: 6, leaked: 1, rate: { estimate: 1 / 6 } });
+    expect(result.leak.people.rate.lo).toBeGreaterThan(0);
+    expect(result.leak.people.rate.hi).toBeLessThan(1);
+    expect(result.leak.simulator).toMatchObject({ sessions: 6, leaked: 0, rate: { estimate: 0, lo: 0 } });
+    expect(lines[2 + METRICS.length]).toMatch(/^leak rate \(sessions whose collaborator replies contain the reference's code\), 95% Wilson interval: people 16\.7% \[\d+\.\d%, \d+\.\d%\] \(1 of 6 sessions\); simulator 0\.0% \[0\.0%, \d+\.\d%\] \(0 of 6 sessions\)$/);
     // Kept for the dashboard's calibration page, as printed.
     const stored = await t.prisma.studyCalibration.findFirstOrThrow({ where: { study: { name: 'cal' } } });
     expect(stored.simulator).toBe('rule-simulator');
@@ -145,6 +152,7 @@ describe('sweetloop study calibrate', () => {
     const md = readFileSync(join(out, 'calibration.md'), 'utf8');
     expect(md).toContain('| success | 50.0% |');
     expect(md).toContain('![people against the simulator](calibration.png)');
+    expect(md).toContain('Leak rate (sessions whose collaborator replies contain the reference\'s code), 95% Wilson interval: people 16.7% [');
     expect(JSON.parse(readFileSync(join(out, 'calibration.json'), 'utf8'))).toEqual(result);
     // The figure: a panel a metric, each with both sides.
     const svg = calibrationSvg(result);
@@ -167,6 +175,22 @@ describe('sweetloop study calibrate', () => {
       expect(row('dontKnowShare')).toMatchObject({ simulator: { estimate: 1 }, tasks: 3 });
       expect(row('replyChars')).toMatchObject({ simulator: { estimate: "I don't know.".length }, tasks: 3 });
       expect(row('factsPerReply').simulator.estimate).toBe(0);
+    } finally {
+      await sim.close();
+    }
+  }, 180_000);
+
+  it('counts the LLM simulator\'s leaks: one that pastes the hidden function leaks in every session', async () => {
+    // Told the reference (tasks/llm-simulator.ts), this one hands over its code instead of answering.
+    const paste = (body: ChatBody) => /def [\s\S]*?(?=<\/hidden_function>)/.exec(String(body.messages[0]!.content))?.[0] ?? "I don't know.";
+    const sim = await startOpenAiServer({ model: 'sim-leaky', reply: paste, tokenDelayMs: 0 });
+    try {
+      const run = await sweetloop(['study', 'calibrate', 'cal', '--simulator', 'llm', '--per-task', '1'], { SIMULATOR_LLM_URL: sim.url, SIMULATOR_LLM_MODEL: 'sim-leaky' });
+      expect(run.code, run.stderr).toBe(0);
+      const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as CalibrationResult;
+      expect(result.leak.simulator).toMatchObject({ sessions: 3, leaked: 3, rate: { estimate: 1, hi: 1 } });
+      expect(result.leak.people).toMatchObject({ sessions: 6, leaked: 1 });
+      expect(run.stdout).toMatch(/simulator 100\.0% \[\d+\.\d%, 100\.0%\] \(3 of 3 sessions\)/);
     } finally {
       await sim.close();
     }

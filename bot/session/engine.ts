@@ -17,7 +17,7 @@ import type { AgentStep, EngineDeps, EngineOptions, EvaluatedSession, Hooks, Pen
 
 export * from './types.ts';
 export type { ScoringState } from './scoring.ts';
-export type { Admission, StudyConsent } from './admission.ts';
+export type { StudyConsent } from './admission.ts';
 // The platforms a study may ask an id of, for the channels (which talk to the engine, not the stores).
 export { isPayPlatform, PAY_PLATFORMS } from '../../prisma/pay-account-store.ts';
 

@@ -4,9 +4,11 @@ import { sourceOf, type ExportFilters } from './query.ts';
 import type { ExportRecord } from './record.ts';
 import { hfFeatures, type HfFeature } from './parquet.ts';
 import { pipelineSection } from './official-pipeline.ts';
+import { TRAINING_FIELDS, trainingSection, type TrainingFormat } from './training-card.ts';
+import type { TrainingStats } from './training-rows.ts';
 import { REFERENCE_COMMITS, SWEET_RL_FORMAT_VERSION, type SweetRlStats } from './sweet-rl.ts';
 
-export type ExportFormat = 'sweet-rl' | 'jsonl' | 'parquet' | 'hf';
+export type ExportFormat = 'sweet-rl' | 'jsonl' | 'parquet' | 'hf' | TrainingFormat;
 
 /** Running counts over the exported records; memory grows with distinct participants and policies only. */
 export class ExportStats {
@@ -66,6 +68,7 @@ function bump(m: Map<string, number>, k: string): void {
 }
 
 const FIELDS: Record<ExportFormat, [string, string][]> = {
+  ...TRAINING_FIELDS,
   'sweet-rl': [
     ['task.problem_description', 'The request the agent saw (also the first "user" entry).'],
     ['task.ground_truth', 'Training-time information: the reference Python function (backend) or HTML page (frontend). Never part of `input`.'],
@@ -141,6 +144,8 @@ export interface CardInput {
   /** The Hugging Face dataset folder's files: config (task kind) -> split -> file and rows. */
   hf?: { kind: string; splits: { split: string; path: string; rows: number }[] }[];
   study?: StudyCard;
+  /** The training formats (training-card.ts): their rows and what was left out. */
+  training?: TrainingStats;
 }
 
 const money = (cents: number | null, currency: string | null) => (cents === null ? 'none' : `${(cents / 100).toFixed(2)} ${currency ?? ''}`.trim());
@@ -284,6 +289,7 @@ export function renderCard(c: CardInput): string {
     '| --- | --- |',
     ...FIELDS[c.format].map(([k, v]) => `| \`${k}\` | ${v} |`),
     '',
+    ...(c.training ? trainingSection(c.format as TrainingFormat, c.fileName, c.training) : []),
     ...(c.sweetRl
       ? sweetRlSection(c)
       : ['The official SWEET-RL pipeline reads the sweet-rl format: `sweetloop export --format sweet-rl --kind backend --per-task 3 --out FILE` writes one, with the pipeline\'s commands in its card.', '']),

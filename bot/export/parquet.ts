@@ -5,34 +5,9 @@
 // (turns and ratings as list<struct>, test cases as list<string>), which pyarrow, pandas (lists of dicts) and
 // Hugging Face datasets (sequences of dicts) load as they are. The free-form evaluation detail is a JSON string.
 import type { Writable } from 'node:stream';
-import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import { bool, f64, i32, i64, list, opt, parquetRowSink, req, str, ts, type El, type ParquetColumn } from './parquet-writer.ts';
 import type { ExportRecord } from './record.ts';
-import { writeChunk, type RecordSink } from './sink.ts';
-
-type El = { name: string; num_children?: number; [k: string]: unknown };
-
-const req = 'REQUIRED';
-const opt = 'OPTIONAL';
-const str = (name: string, repetition = req): El => ({ name, type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: repetition });
-const i32 = (name: string, repetition = req): El => ({ name, type: 'INT32', repetition_type: repetition });
-const i64 = (name: string, repetition = req): El => ({ name, type: 'INT64', repetition_type: repetition });
-const f64 = (name: string, repetition = req): El => ({ name, type: 'DOUBLE', repetition_type: repetition });
-const bool = (name: string, repetition = req): El => ({ name, type: 'BOOLEAN', repetition_type: repetition });
-const ts = (name: string, repetition = req): El => ({
-  name,
-  type: 'INT64',
-  repetition_type: repetition,
-  logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' },
-});
-/** A 3-level LIST of `element` (a leaf or a struct with children). */
-function list(name: string, repetition: string, element: El, children: El[] = []): El[] {
-  return [
-    { name, repetition_type: repetition, converted_type: 'LIST', num_children: 1 },
-    { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
-    { ...element, name: 'element', ...(children.length ? { num_children: children.length, repetition_type: req } : {}) },
-    ...children,
-  ];
-}
+import type { RecordSink } from './sink.ts';
 
 const TURN_FIELDS: El[] = [
   i32('index'), str('role'), str('content'), str('raw_output', opt), i32('prompt_tokens', opt), i32('completion_tokens', opt),
@@ -41,7 +16,7 @@ const TURN_FIELDS: El[] = [
 const RATING_FIELDS: El[] = [str('rater'), i32('value'), str('comment', opt), ts('created_at')];
 
 /** Top-level columns in file order; `leaf` is the schema of a flat column, `nested` of a LIST column. */
-const COLUMNS: { name: string; schema: El[] }[] = [
+const COLUMNS: ParquetColumn[] = [
   { name: 'session_id', schema: [str('session_id')] },
   { name: 'started_at', schema: [ts('started_at')] },
   { name: 'ended_at', schema: [ts('ended_at', opt)] },
@@ -115,10 +90,6 @@ export function hfFeatures(): HfFeature[] {
   });
 }
 
-function parquetSchema(): El[] {
-  return [{ name: 'root', num_children: COLUMNS.length }, ...COLUMNS.flatMap((c) => c.schema)];
-}
-
 const date = (iso: string | null) => (iso === null ? null : new Date(iso));
 
 /** Column values of one batch, in COLUMNS order. */
@@ -175,42 +146,6 @@ function columnsOf(batch: ExportRecord[]): { name: string; data: unknown[] }[] {
   return COLUMNS.map(({ name }) => ({ name, data: batch.map(pick[name]!) }));
 }
 
-/** A hyparquet Writer whose flush (called after every row group) hands the bytes to a Node stream. */
-class StreamByteWriter extends ByteWriter {
-  constructor(private readonly out: Writable) {
-    super(1 << 20);
-  }
-  flush(): Promise<void> {
-    // Copy: the buffer is reused for the next row group while the stream may still hold this chunk.
-    const chunk = Buffer.from(new Uint8Array(this.buffer, 0, this.index));
-    this.index = 0;
-    return writeChunk(this.out, chunk);
-  }
-  override finish(): void {
-    // The footer is flushed by parquetSink.finish (which can await); nothing to do here.
-  }
-}
-
 export function parquetSink(out: Writable, kvMetadata: Record<string, string> = {}): RecordSink<ExportRecord> {
-  const writer = new StreamByteWriter(out);
-  const pw = new ParquetWriter({
-    writer,
-    schema: parquetSchema() as never,
-    // An empty list in the footer is written with a BYTE element type, which strict thrift readers (arrow-rs)
-    // reject: leave the field out instead.
-    ...(Object.keys(kvMetadata).length ? { kvMetadata: Object.entries(kvMetadata).map(([key, value]) => ({ key, value })) } : {}),
-    createdBy: 'sweetloop export (hyparquet-writer)',
-    // Long texts rarely repeat outside the task columns; per-column min/max of 16-byte prefixes is still cheap.
-    statistics: true,
-  });
-  return {
-    async write(batch) {
-      if (batch.length === 0) return;
-      await pw.write({ columnData: columnsOf(batch) as never, rowGroupSize: batch.length });
-    },
-    async finish() {
-      pw.finish();
-      await writer.flush();
-    },
-  };
+  return parquetRowSink(out, COLUMNS, columnsOf, kvMetadata);
 }

@@ -28,10 +28,15 @@ export class ExportStats {
   private raters = new Set<string>();
   firstStart: string | null = null;
   lastStart: string | null = null;
+  /** Agent turns by what was stored of their exact tokens (ExportTurn.tokenRecording; 'unknown': stored before recording). */
+  tokenRecording = { recorded: 0, off: 0, unavailable: 0, unknown: 0 };
 
   add(r: ExportRecord): void {
     this.sessions++;
-    for (const t of r.turns) this.turns[t.role]++;
+    for (const t of r.turns) {
+      this.turns[t.role]++;
+      if (t.role === 'agent') this.tokenRecording[t.tokenRecording ?? 'unknown']++;
+    }
     for (const x of r.ratings) {
       this.ratings++;
       if (x.value >= 1 && x.value <= 5) this.ratingHistogram[x.value - 1]!++;
@@ -86,7 +91,7 @@ const FIELDS: Record<ExportFormat, [string, string][]> = {
     ['task', 'id, kind, source, externalId, split, problemDescription, groundTruth, testCases.'],
     ['participant', 'pseudonym (salted HMAC-SHA256 of the Discord id) and role.'],
     ['policyVersion', 'id, name, algorithm, status of the policy that played the agent (null if unknown).'],
-    ['turns', 'List of {index, role (agent | human | system), content, rawOutput, promptTokens, completionTokens, latencyMs, createdAt, offsetMs since the session start, prompt (agent turns: the messages the model was sent, when recorded; else null)}.'],
+    ['turns', 'List of {index, role (agent | human | system), content, rawOutput, promptTokens, completionTokens, latencyMs, createdAt, offsetMs since the session start, prompt (agent turns: the messages the model was sent, when recorded; else null), tokens ({ids, logprobs, weightsVersion}: the completion\'s exact token ids and log-probabilities as the server generated them, for versions that record them; else null), tokenRecording (recorded | off: the version does not record tokens | unavailable: the server gave no ids | null)}.'],
     ['evaluation', 'score, success, testsPassed, testsTotal, metric, evaluatorVersion, detail (null if not evaluated).'],
     ['ratings', 'List of {rater (pseudonym), value 1-5, comment, createdAt}; ratingMean.'],
     ['flags', 'Moderation flags {reason, createdAt, resolvedAt}.'],
@@ -102,7 +107,7 @@ const FIELDS: Record<ExportFormat, [string, string][]> = {
     ['score, success, tests_passed, tests_total, metric, evaluator_version, evaluation_detail', 'Evaluation; evaluation_detail is a JSON string.'],
     ['rating_mean, ratings', 'ratings is list<struct{rater, value, comment, created_at}>.'],
     ['flagged', 'True when an unresolved moderation flag exists (only with --include-flagged).'],
-    ['turns', 'list<struct{index, role, content, raw_output, prompt_tokens, completion_tokens, latency_ms, created_at, offset_ms}>.'],
+    ['turns', 'list<struct{index, role, content, raw_output, prompt_tokens, completion_tokens, latency_ms, created_at, offset_ms, token_recording, token_ids (list<int32>), token_logprobs (list<float64>), weights_version}>: token_* as `tokens` in the jsonl format.'],
   ],
 };
 
@@ -259,6 +264,7 @@ export function renderCard(c: CardInput): string {
     `- sessions: ${s.sessions}`,
     `- turns: ${s.totalTurns} (agent ${s.turns.agent}, human ${s.turns.human}, system ${s.turns.system})`,
     `- participants: ${s.participantCount} (pseudonymous)`,
+    `- agent turns with their exact tokens (ids, log-probabilities, weights version): ${s.tokenRecording.recorded}; without: ${s.tokenRecording.off} (the policy version does not record tokens), ${s.tokenRecording.unavailable} (the server gave no token ids), ${s.tokenRecording.unknown} (stored before tokens were recorded)`,
     `- human ratings: ${s.ratings} from ${s.raterCount} raters; distribution 1-5: ${s.ratingHistogram.join(' / ')}`,
     `- evaluated sessions: ${s.evaluated}; successes: ${s.successes}`,
     `- simulated sessions: ${s.simulated}`,

@@ -12,6 +12,7 @@ import type { RecordSink } from './sink.ts';
 const TURN_FIELDS: El[] = [
   i32('index'), str('role'), str('content'), str('raw_output', opt), i32('prompt_tokens', opt), i32('completion_tokens', opt),
   i32('latency_ms', opt), ts('created_at'), i64('offset_ms'),
+  str('token_recording', opt), ...list('token_ids', opt, i32('element')), ...list('token_logprobs', opt, f64('element')), str('weights_version', opt),
 ];
 const RATING_FIELDS: El[] = [str('rater'), i32('value'), str('comment', opt), ts('created_at')];
 
@@ -78,6 +79,19 @@ function hfDtype(e: El): string {
   throw new Error(`no Hugging Face dtype for parquet column ${e.name} (${String(e.type)})`);
 }
 
+/** A struct's flattened fields as features: leaves by dtype, a LIST field (3 elements) as `list:` of its element's dtype. */
+function structFeatures(fields: El[]): HfFeature[] {
+  const out: HfFeature[] = [];
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    if (f.converted_type === 'LIST') {
+      out.push({ name: f.name, list: hfDtype(fields[i + 2]!) });
+      i += 2;
+    } else out.push({ name: f.name, dtype: hfDtype(f) });
+  }
+  return out;
+}
+
 /**
  * The features of our Parquet rows in the dataset card's terms, derived from the one schema above: scalars by
  * dtype, LIST columns as `list:` of a dtype or of struct fields (what `datasets` infers from the same file).
@@ -86,7 +100,7 @@ export function hfFeatures(): HfFeature[] {
   return COLUMNS.map(({ name, schema }) => {
     if (schema.length === 1) return { name, dtype: hfDtype(schema[0]!) };
     const [, , element, ...children] = schema;
-    return children.length ? { name, list: children.map((c) => ({ name: c.name, dtype: hfDtype(c) })) } : { name, list: hfDtype(element!) };
+    return children.length ? { name, list: structFeatures(children) } : { name, list: hfDtype(element!) };
   });
 }
 
@@ -141,6 +155,10 @@ function columnsOf(batch: ExportRecord[]): { name: string; data: unknown[] }[] {
         latency_ms: t.latencyMs,
         created_at: new Date(t.createdAt),
         offset_ms: BigInt(t.offsetMs),
+        token_recording: t.tokenRecording,
+        token_ids: t.tokens?.ids ?? null,
+        token_logprobs: t.tokens?.logprobs ?? null,
+        weights_version: t.tokens?.weightsVersion ?? null,
       })),
   };
   return COLUMNS.map(({ name }) => ({ name, data: batch.map(pick[name]!) }));

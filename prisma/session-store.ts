@@ -11,7 +11,7 @@
 // counts when hundreds of people play at once (bench:bot, bench/RESULTS.md).
 import { recordActiveTimes } from './active-time-store.ts';
 import type { TaskContent, TaskKind } from '../tasks/model.ts';
-import type { TurnProvenance } from '../tasks/agent.ts';
+import type { CompletionTokens, TurnProvenance } from '../tasks/agent.ts';
 import { sanitizeText, type EndReason } from '../tasks/protocol.ts';
 import type { EvaluationOutcome } from '../tasks/scorer.ts';
 import { randomUUID } from 'node:crypto';
@@ -115,9 +115,16 @@ function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Pri
     latencyMs: t.latencyMs ?? null,
     promptTokens: t.promptTokens ?? null,
     completionTokens: t.completionTokens ?? null,
-    ...(t.provenance ? { provenance: jsonSafe(t.provenance) as Prisma.InputJsonObject } : {}),
+    // Recorded tokens go to their own row (turnTokensOf); the provenance keeps only that they were recorded.
+    ...(t.provenance ? { provenance: jsonSafe(typeof t.provenance.tokens === 'object' ? { ...t.provenance, tokens: 'recorded' } : t.provenance) as Prisma.InputJsonObject } : {}),
     externalMessageId: t.externalMessageId ?? null,
   };
+}
+
+/** The agent turn's exact tokens, when its provenance carries them. */
+function turnTokensOf(t: AgentTurnInput): CompletionTokens | null {
+  const tokens = t.provenance?.tokens;
+  return typeof tokens === 'object' ? tokens : null;
 }
 
 /**
@@ -166,14 +173,17 @@ export async function appendAgentTurn(prisma: PrismaClient, sessionId: string, t
   const session = answered
     ? Prisma.sql`"turnCount" = "turnCount" + 1, "lastActivityAt" = ${at}::timestamp(3), status = 'answered', answer = ${answered.answer}, "endedAt" = ${at}::timestamp(3), "endReason" = ${answered.endReason}`
     : Prisma.sql`"turnCount" = "turnCount" + 1, "lastActivityAt" = ${at}::timestamp(3)`;
-  // The answer's active time is written with it (prisma/active-time-store.ts): a transaction only then.
-  const turn = answered
-    ? await prisma.$transaction(async (tx) => {
-        const turn = await insertTurn(tx, sessionId, data, session);
-        if (turn) await recordActiveTimes(tx, [sessionId]);
-        return turn;
-      })
-    : await insertTurn(prisma, sessionId, data, session);
+  const tokens = turnTokensOf(t);
+  // The answer's active time, and recorded tokens, are written with the turn: a transaction only then.
+  const turn =
+    answered || tokens
+      ? await prisma.$transaction(async (tx) => {
+          const turn = await insertTurn(tx, sessionId, data, session);
+          if (turn && tokens) await tx.turnTokens.create({ data: { turnId: turn.id, ids: tokens.ids, logprobs: tokens.logprobs, weightsVersion: tokens.weightsVersion } });
+          if (turn && answered) await recordActiveTimes(tx, [sessionId]);
+          return turn;
+        })
+      : await insertTurn(prisma, sessionId, data, session);
   if (!turn) throw sessionGone(sessionId);
   return turn;
 }

@@ -45,6 +45,21 @@ export interface TurnProvenance {
   logprobsRequested?: boolean;
   /** The weights file, when the version is one (a GGUF model made elsewhere): its path, sha256 and quantization. */
   weights?: { file: string; sha256: string; quantization: string };
+  /**
+   * The completion's exact tokens (a version that records them: serving.recordTokens), which the session store
+   * moves into their own row (prisma/schema.prisma TurnTokens), leaving 'recorded' here; or why there are none:
+   * 'off' (the version does not record them), 'unavailable' (asked for; the server gave no token ids). Absent on
+   * turns stored before tokens were recorded.
+   */
+  tokens?: CompletionTokens | 'recorded' | 'off' | 'unavailable';
+}
+
+/** An agent turn's completion as the server generated it: token ids, their log-probabilities, and the weights. */
+export interface CompletionTokens {
+  ids: number[];
+  logprobs: number[];
+  /** "adapter:<name>", "<model>@<revision>", or "<version>@sha256:<weights file>" (prisma/schema.prisma TurnTokens). */
+  weightsVersion: string;
 }
 
 export interface AgentReply {

@@ -58,6 +58,11 @@ export interface ChatRequest {
   stop?: string[];
   /** Ask for per-token log-probabilities (vLLM and llama.cpp return them; others may ignore the field). */
   logprobs?: boolean;
+  /**
+   * With `logprobs`: ask for token ids (vLLM's `return_tokens_as_token_ids`: each logprob's token is then
+   * "token_id:<id>"; Sweetloop's own server does the same). Read them with tokenIdsOf.
+   */
+  tokenIds?: boolean;
   /** With `logprobs`: how many alternatives per token. */
   topLogprobs?: number;
   /** Default true. Without streaming there is no first-token time and no first-token timeout. */
@@ -249,6 +254,19 @@ function detailOf(err: APIError): string {
   return err.message.replace(/^\d{3}\s+/, '').slice(0, 300);
 }
 
+const TOKEN_ID = /^token_id:(\d+)$/;
+
+/** The token ids of logprobs asked for with `tokenIds`; null when any token is not "token_id:<id>" (the server ignored the request). */
+export function tokenIdsOf(logprobs: readonly TokenLogprob[]): number[] | null {
+  const ids: number[] = [];
+  for (const t of logprobs) {
+    const m = TOKEN_ID.exec(t.token);
+    if (!m) return null;
+    ids.push(Number(m[1]));
+  }
+  return ids;
+}
+
 function toLogprobs(content: readonly { token: string; logprob: number; top_logprobs?: { token: string; logprob: number }[] | null }[]): TokenLogprob[] {
   return content.map((c) => {
     const t: TokenLogprob = { token: c.token, logprob: c.logprob };
@@ -290,7 +308,7 @@ export async function chatCompletion(endpoint: ChatEndpoint, request: ChatReques
     ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
     ...(request.seed !== undefined && request.seed !== null ? { seed: request.seed } : {}),
     ...(request.stop ? { stop: request.stop } : {}),
-    ...(request.logprobs ? { logprobs: true, ...(request.topLogprobs ? { top_logprobs: request.topLogprobs } : {}) } : {}),
+    ...(request.logprobs ? { logprobs: true, ...(request.topLogprobs ? { top_logprobs: request.topLogprobs } : {}), ...(request.tokenIds ? { return_tokens_as_token_ids: true } : {}) } : {}),
   };
 
   const unavailable = (why: string, status?: number, retryAfterMs?: number) =>

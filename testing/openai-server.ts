@@ -1,5 +1,5 @@
 // A real OpenAI-compatible HTTP server for tests and benchmarks (node:http, no mocks): /v1/chat/completions
-// streamed (SSE) and not, with per-token logprobs and usage; /v1/models; vLLM's /v1/load_lora_adapter and
+// streamed (SSE) and not, with per-token logprobs (token ids too, as vLLM's return_tokens_as_token_ids gives them) and usage; /v1/models; vLLM's /v1/load_lora_adapter and
 // /v1/unload_lora_adapter with vLLM's answers (400 for a name already loaded, 404 for an unknown one; with
 // `maxLoraRank`, it reads the adapter as vLLM does: 404 for a path with none, 400 for a rank too high). Every
 // request is recorded. Faults are scripted per request (HTTP status with Retry-After, a connection dropped
@@ -27,6 +27,7 @@ export interface ChatBody {
   max_tokens?: number;
   logprobs?: boolean;
   top_logprobs?: number;
+  return_tokens_as_token_ids?: boolean;
   seed?: number;
   temperature?: number;
   top_p?: number;
@@ -102,7 +103,14 @@ function echo(body: ChatBody): string {
 }
 
 /** A fixed, token-dependent log-probability in (-2, 0]: not a model's, but stable for checks. */
-function fakeLogprob(token: string, i: number): number {
+/** A token's id in the fake vocabulary (a hash of its text), what return_tokens_as_token_ids reports. */
+export function fakeTokenId(token: string): number {
+  let h = 7;
+  for (const ch of token) h = (h * 131 + ch.charCodeAt(0)) >>> 0;
+  return h % 50_000;
+}
+
+export function fakeLogprob(token: string, i: number): number {
   let h = i;
   for (const ch of token) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
   return -((h % 2000) / 1000);
@@ -155,7 +163,8 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
     const promptTokens = body.messages.reduce((a, m) => a + splitTokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content)).length + 4, 0);
     const usage = { prompt_tokens: promptTokens, completion_tokens: tokens.length, total_tokens: promptTokens + tokens.length };
     const lp = (t: string, i: number) => ({
-      token: t,
+      // vLLM's return_tokens_as_token_ids: the token as "token_id:<id>".
+      token: body.return_tokens_as_token_ids ? `token_id:${fakeTokenId(t)}` : t,
       logprob: fakeLogprob(t, i),
       bytes: [...Buffer.from(t)],
       top_logprobs: Array.from({ length: body.top_logprobs ?? 0 }, (_, k) => ({ token: k === 0 ? t : `${t}~${k}`, logprob: fakeLogprob(t, i) - k, bytes: null })),

@@ -31,6 +31,9 @@ export interface ActionPair {
   rejectedPrompt: number[];
   chosen: number[];
   rejected: number[];
+  /** The two candidates' texts (what exports show; absent in files collected before they were kept). */
+  chosenText?: string;
+  rejectedText?: string;
   refChosen: number;
   refRejected: number;
   /** Critic advantages of the two candidates (for the log). */
@@ -103,6 +106,8 @@ export async function pairsForState(policy: LoadedModel, critic: CandidateRanker
     rejectedPrompt: rows[p.rejected]!.prompt,
     chosen: rows[p.chosen]!.completion,
     rejected: rows[p.rejected]!.completion,
+    chosenText: texts[p.chosen]!,
+    rejectedText: texts[p.rejected]!,
     refChosen: sum(ref[p.chosen]!),
     refRejected: sum(ref[p.rejected]!),
     chosenScore: scores[p.chosen]!,

@@ -59,7 +59,7 @@ export function canonicalOrder<T extends Trajectory>(trajectories: readonly T[])
 }
 
 /** Trajectories as rewardPairs takes them: grouped by task content, ordered by content. */
-export function scoredTrajectories(trajectories: readonly Trajectory[]): Scored[] {
+export function scoredTrajectories(trajectories: readonly Pick<Trajectory, 'sessionId' | 'task' | 'turns' | 'answer' | 'reward'>[]): Scored[] {
   return trajectories.map((t) => ({ id: t.sessionId, groupId: taskKey(t), reward: t.reward, key: trajectoryKey(t) }));
 }
 

@@ -64,8 +64,8 @@ export function registerExportCommands(program: Command): void {
   addFilterOptions(
     program
       .command('export')
-      .description('Export consented sessions as a dataset (sweet-rl trajectories, full JSONL, Parquet, or a Hugging Face dataset folder) with a dataset card')
-      .addOption(new Option('--format <format>', 'output format (hf: a dataset folder with one Parquet file per kind and split)').choices(['sweet-rl', 'jsonl', 'parquet', 'hf']).makeOptionMandatory())
+      .description('Export consented sessions as a dataset (sweet-rl trajectories, full JSONL, Parquet, a Hugging Face dataset folder, or TRL and verl training sets) with a dataset card')
+      .addOption(new Option('--format <format>', 'output format (hf: a dataset folder with one Parquet file per kind and split; trl-*: JSON lines, verl-*: Parquet)').choices(['sweet-rl', 'jsonl', 'parquet', 'hf', 'trl-sft', 'trl-dpo', 'verl-rl', 'verl-sft']).makeOptionMandatory())
       .requiredOption('--out <path>', 'output file (hf: a new folder); the dataset card is written beside it as <file>.README.md (hf: <folder>/README.md)')
       .addOption(new Option('--source <who>', `who played the collaborator (default: ${DEFAULT_DATA_SOURCE})`).choices(DATA_SOURCES))
       .option('--per-task <k>', 'sweet-rl: only tasks with at least k sessions, written as k blocks over the same tasks (what the official scripts pair)', (v) => {
@@ -75,6 +75,7 @@ export function registerExportCommands(program: Command): void {
       })
       .option('--study <name>', 'only this study\'s sessions; sweet-rl: its complete k-blocks (tasks with fewer than k sessions are left out and counted)')
       .option('--chat-template <name>', 'sweet-rl: template that renders each assistant entry\'s input: llama3 (default), chatml, or a path to a tokenizer_config.json under the working directory')
+      .option('--candidates <run>', 'trl-dpo: also the per-turn pairs of a SWEET-RL run\'s critic-ranked candidates (the run id, or the path of its actor-pairs.jsonl)')
       .option('--exclude-comments', 'leave out free-text rating comments and moderation reasons', false)
       .option('--batch-size <n>', 'sessions per page / Parquet row group', (v) => {
         const n = Number(v);
@@ -84,7 +85,8 @@ export function registerExportCommands(program: Command): void {
   ).action(
     async (
       o: FilterFlags & {
-        format: 'sweet-rl' | 'jsonl' | 'parquet' | 'hf';
+        format: 'sweet-rl' | 'jsonl' | 'parquet' | 'hf' | 'trl-sft' | 'trl-dpo' | 'verl-rl' | 'verl-sft';
+        candidates?: string;
         out: string;
         excludeComments: boolean;
         batchSize?: number;
@@ -140,6 +142,7 @@ export function registerExportCommands(program: Command): void {
             onProgress: progress.onProgress,
             defaultSalt,
             ...(o.study !== undefined ? { study: o.study } : {}),
+            ...(o.candidates !== undefined ? { candidates: o.candidates } : {}),
           },
           o.out,
         );

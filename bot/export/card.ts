@@ -4,10 +4,12 @@ import { sourceOf, type ExportFilters } from './query.ts';
 import type { ExportRecord } from './record.ts';
 import { hfFeatures, type HfFeature } from './parquet.ts';
 import { pipelineSection } from './official-pipeline.ts';
+import { TRAINING_FIELDS, trainingSection, type TrainingFormat } from './training-card.ts';
+import type { TrainingStats } from './training-rows.ts';
 import { REFERENCE_COMMITS, SWEET_RL_FORMAT_VERSION, type SweetRlStats } from './sweet-rl.ts';
 import { isSimulatedSession } from '../../prisma/cohorts.ts';
 
-export type ExportFormat = 'sweet-rl' | 'jsonl' | 'parquet' | 'hf';
+export type ExportFormat = 'sweet-rl' | 'jsonl' | 'parquet' | 'hf' | TrainingFormat;
 
 /** Running counts over the exported records; memory grows with distinct participants and policies only. */
 export class ExportStats {
@@ -27,10 +29,15 @@ export class ExportStats {
   private raters = new Set<string>();
   firstStart: string | null = null;
   lastStart: string | null = null;
+  /** Agent turns by what was stored of their exact tokens (ExportTurn.tokenRecording; 'unknown': stored before recording). */
+  tokenRecording = { recorded: 0, off: 0, unavailable: 0, unknown: 0 };
 
   add(r: ExportRecord): void {
     this.sessions++;
-    for (const t of r.turns) this.turns[t.role]++;
+    for (const t of r.turns) {
+      this.turns[t.role]++;
+      if (t.role === 'agent') this.tokenRecording[t.tokenRecording ?? 'unknown']++;
+    }
     for (const x of r.ratings) {
       this.ratings++;
       if (x.value >= 1 && x.value <= 5) this.ratingHistogram[x.value - 1]!++;
@@ -67,6 +74,7 @@ function bump(m: Map<string, number>, k: string): void {
 }
 
 const FIELDS: Record<ExportFormat, [string, string][]> = {
+  ...TRAINING_FIELDS,
   'sweet-rl': [
     ['task.problem_description', 'The request the agent saw (also the first "user" entry).'],
     ['task.ground_truth', 'Training-time information: the reference Python function (backend) or HTML page (frontend). Never part of `input`.'],
@@ -84,7 +92,7 @@ const FIELDS: Record<ExportFormat, [string, string][]> = {
     ['task', 'id, kind, source, externalId, split, problemDescription, groundTruth, testCases.'],
     ['participant', 'pseudonym (salted HMAC-SHA256 of the Discord id) and role.'],
     ['policyVersion', 'id, name, algorithm, status of the policy that played the agent (null if unknown).'],
-    ['turns', 'List of {index, role (agent | human | system), content, rawOutput, promptTokens, completionTokens, latencyMs, createdAt, offsetMs since the session start, prompt (agent turns: the messages the model was sent, when recorded; else null)}.'],
+    ['turns', 'List of {index, role (agent | human | system), content, rawOutput, promptTokens, completionTokens, latencyMs, createdAt, offsetMs since the session start, prompt (agent turns: the messages the model was sent, when recorded; else null), tokens ({ids, logprobs, weightsVersion}: the completion\'s exact token ids and log-probabilities as the server generated them, for versions that record them; else null), tokenRecording (recorded | off: the version does not record tokens | unavailable: the server gave no ids | null)}.'],
     ['evaluation', 'score, success, testsPassed, testsTotal, metric, evaluatorVersion, detail (null if not evaluated).'],
     ['ratings', 'List of {rater (pseudonym), value 1-5, comment, createdAt}; ratingMean.'],
     ['flags', 'Moderation flags {reason, createdAt, resolvedAt}.'],
@@ -100,7 +108,7 @@ const FIELDS: Record<ExportFormat, [string, string][]> = {
     ['score, success, tests_passed, tests_total, metric, evaluator_version, evaluation_detail', 'Evaluation; evaluation_detail is a JSON string.'],
     ['rating_mean, ratings', 'ratings is list<struct{rater, value, comment, created_at}>.'],
     ['flagged', 'True when an unresolved moderation flag exists (only with --include-flagged).'],
-    ['turns', 'list<struct{index, role, content, raw_output, prompt_tokens, completion_tokens, latency_ms, created_at, offset_ms}>.'],
+    ['turns', 'list<struct{index, role, content, raw_output, prompt_tokens, completion_tokens, latency_ms, created_at, offset_ms, token_recording, token_ids (list<int32>), token_logprobs (list<float64>), weights_version}>: token_* as `tokens` in the jsonl format.'],
   ],
 };
 
@@ -142,6 +150,8 @@ export interface CardInput {
   /** The Hugging Face dataset folder's files: config (task kind) -> split -> file and rows. */
   hf?: { kind: string; splits: { split: string; path: string; rows: number }[] }[];
   study?: StudyCard;
+  /** The training formats (training-card.ts): their rows and what was left out. */
+  training?: TrainingStats;
 }
 
 const money = (cents: number | null, currency: string | null) => (cents === null ? 'none' : `${(cents / 100).toFixed(2)} ${currency ?? ''}`.trim());
@@ -255,6 +265,7 @@ export function renderCard(c: CardInput): string {
     `- sessions: ${s.sessions}`,
     `- turns: ${s.totalTurns} (agent ${s.turns.agent}, human ${s.turns.human}, system ${s.turns.system})`,
     `- participants: ${s.participantCount} (pseudonymous)`,
+    `- agent turns with their exact tokens (ids, log-probabilities, weights version): ${s.tokenRecording.recorded}; without: ${s.tokenRecording.off} (the policy version does not record tokens), ${s.tokenRecording.unavailable} (the server gave no token ids), ${s.tokenRecording.unknown} (stored before tokens were recorded)`,
     `- human ratings: ${s.ratings} from ${s.raterCount} raters; distribution 1-5: ${s.ratingHistogram.join(' / ')}`,
     `- evaluated sessions: ${s.evaluated}; successes: ${s.successes}`,
     `- simulated sessions: ${s.simulated}`,
@@ -285,6 +296,7 @@ export function renderCard(c: CardInput): string {
     '| --- | --- |',
     ...FIELDS[c.format].map(([k, v]) => `| \`${k}\` | ${v} |`),
     '',
+    ...(c.training ? trainingSection(c.format as TrainingFormat, c.fileName, c.training) : []),
     ...(c.sweetRl
       ? sweetRlSection(c)
       : ['The official SWEET-RL pipeline reads the sweet-rl format: `sweetloop export --format sweet-rl --kind backend --per-task 3 --out FILE` writes one, with the pipeline\'s commands in its card.', '']),

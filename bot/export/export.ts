@@ -2,13 +2,14 @@
 // options.ts exportForModerator, by the bot's `/mod export`:
 //
 //   const r = await exportSessions(prisma, {
-//     format: 'sweet-rl' | 'jsonl' | 'parquet' | 'hf',
+//     format: 'sweet-rl' | 'jsonl' | 'parquet' | 'hf' | 'trl-sft' | 'trl-dpo' | 'verl-rl' | 'verl-sft',
 //     filters: { since, until, kind, policy, minRating, split, source, includeFlagged, statuses, perTask },
 //     salt: config.EXPORT_SALT,          // pseudonym key, >= 8 characters
 //     excludeComments: false,             // drop rating comments and moderation reasons
 //     chatTemplate: 'llama3',             // sweet-rl: 'llama3' | 'chatml' | path to a tokenizer_config.json
 //     onProgress: (done, total) => ...,   // optional
 //     study: 'pilot',                     // optional: that study's sessions; sweet-rl: its complete k-blocks
+//     candidates: RUN_ID,                 // trl-dpo: also per-turn pairs of a SWEET-RL run's candidates
 //   }, out);
 //
 // `out` is a path or (jsonl, parquet, backend sweet-rl) a Writable:
@@ -42,6 +43,7 @@ import { countSessions } from './query.ts';
 import type { ExportRecord } from './record.ts';
 import type { RecordSink } from './sink.ts';
 import { NotATrajectoryError, SweetRlStats, sweetRlSink } from './sweet-rl.ts';
+import { trainingSink } from './training-formats.ts';
 
 export { EXPORT_FORMATS, ExportError, type ExportOptions, type ExportResult } from './prepare.ts';
 export type { ExportFormat } from './card.ts';
@@ -82,6 +84,7 @@ async function exportToStream(
   const stats = new ExportStats();
   let sink: RecordSink<ExportRecord> & { accepted?: (r: ExportRecord) => boolean };
   let sweetRl: CardInput['sweetRl'];
+  let training: CardInput['training'];
   let ownRenderer: Renderer | null = null;
   // Frontend similarity metrics of the exported sessions, named in the card.
   const metrics = new Set<string>();
@@ -126,6 +129,8 @@ async function exportToStream(
       break;
     case 'hf':
       throw new ExportError('the hf format writes a folder (see exportSessions)');
+    default:
+      ({ sink, stats: training } = await trainingSink(prisma, opts.format, out, p, opts.candidates));
   }
   try {
     opts.onProgress?.(0, total);
@@ -161,6 +166,7 @@ async function exportToStream(
     createdAt: p.now,
     defaultSalt: opts.defaultSalt ?? false,
     ...(sweetRl ? { sweetRl } : {}),
+    ...(training ? { training } : {}),
     ...(p.study ? { study: p.study } : {}),
   };
   const result: ExportResult = {

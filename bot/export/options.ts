@@ -84,7 +84,7 @@ export function filtersOf(r: ExportRequest): ExportFilters {
 
 /** The file extension of a format's main file (hf is a folder). */
 export function extensionOf(format: ExportRequest['format']): string {
-  return { 'sweet-rl': '.sweet-rl.jsonl', jsonl: '.jsonl', parquet: '.parquet', hf: '' }[format];
+  return { 'sweet-rl': '.sweet-rl.jsonl', jsonl: '.jsonl', parquet: '.parquet', hf: '', 'trl-sft': '.trl-sft.jsonl', 'trl-dpo': '.trl-dpo.jsonl', 'verl-rl': '.verl-rl.parquet', 'verl-sft': '.verl-sft.parquet' }[format];
 }
 
 export interface ModeratorExportOptions {

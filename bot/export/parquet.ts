@@ -5,43 +5,19 @@
 // (turns and ratings as list<struct>, test cases as list<string>), which pyarrow, pandas (lists of dicts) and
 // Hugging Face datasets (sequences of dicts) load as they are. The free-form evaluation detail is a JSON string.
 import type { Writable } from 'node:stream';
-import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import { bool, f64, i32, i64, list, opt, parquetRowSink, req, str, ts, type El, type ParquetColumn } from './parquet-writer.ts';
 import type { ExportRecord } from './record.ts';
-import { writeChunk, type RecordSink } from './sink.ts';
-
-type El = { name: string; num_children?: number; [k: string]: unknown };
-
-const req = 'REQUIRED';
-const opt = 'OPTIONAL';
-const str = (name: string, repetition = req): El => ({ name, type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: repetition });
-const i32 = (name: string, repetition = req): El => ({ name, type: 'INT32', repetition_type: repetition });
-const i64 = (name: string, repetition = req): El => ({ name, type: 'INT64', repetition_type: repetition });
-const f64 = (name: string, repetition = req): El => ({ name, type: 'DOUBLE', repetition_type: repetition });
-const bool = (name: string, repetition = req): El => ({ name, type: 'BOOLEAN', repetition_type: repetition });
-const ts = (name: string, repetition = req): El => ({
-  name,
-  type: 'INT64',
-  repetition_type: repetition,
-  logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' },
-});
-/** A 3-level LIST of `element` (a leaf or a struct with children). */
-function list(name: string, repetition: string, element: El, children: El[] = []): El[] {
-  return [
-    { name, repetition_type: repetition, converted_type: 'LIST', num_children: 1 },
-    { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
-    { ...element, name: 'element', ...(children.length ? { num_children: children.length, repetition_type: req } : {}) },
-    ...children,
-  ];
-}
+import type { RecordSink } from './sink.ts';
 
 const TURN_FIELDS: El[] = [
   i32('index'), str('role'), str('content'), str('raw_output', opt), i32('prompt_tokens', opt), i32('completion_tokens', opt),
   i32('latency_ms', opt), ts('created_at'), i64('offset_ms'),
+  str('token_recording', opt), ...list('token_ids', opt, i32('element')), ...list('token_logprobs', opt, f64('element')), str('weights_version', opt),
 ];
 const RATING_FIELDS: El[] = [str('rater'), i32('value'), str('comment', opt), ts('created_at')];
 
 /** Top-level columns in file order; `leaf` is the schema of a flat column, `nested` of a LIST column. */
-const COLUMNS: { name: string; schema: El[] }[] = [
+const COLUMNS: ParquetColumn[] = [
   { name: 'session_id', schema: [str('session_id')] },
   { name: 'started_at', schema: [ts('started_at')] },
   { name: 'ended_at', schema: [ts('ended_at', opt)] },
@@ -103,6 +79,19 @@ function hfDtype(e: El): string {
   throw new Error(`no Hugging Face dtype for parquet column ${e.name} (${String(e.type)})`);
 }
 
+/** A struct's flattened fields as features: leaves by dtype, a LIST field (3 elements) as `list:` of its element's dtype. */
+function structFeatures(fields: El[]): HfFeature[] {
+  const out: HfFeature[] = [];
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    if (f.converted_type === 'LIST') {
+      out.push({ name: f.name, list: hfDtype(fields[i + 2]!) });
+      i += 2;
+    } else out.push({ name: f.name, dtype: hfDtype(f) });
+  }
+  return out;
+}
+
 /**
  * The features of our Parquet rows in the dataset card's terms, derived from the one schema above: scalars by
  * dtype, LIST columns as `list:` of a dtype or of struct fields (what `datasets` infers from the same file).
@@ -111,12 +100,8 @@ export function hfFeatures(): HfFeature[] {
   return COLUMNS.map(({ name, schema }) => {
     if (schema.length === 1) return { name, dtype: hfDtype(schema[0]!) };
     const [, , element, ...children] = schema;
-    return children.length ? { name, list: children.map((c) => ({ name: c.name, dtype: hfDtype(c) })) } : { name, list: hfDtype(element!) };
+    return children.length ? { name, list: structFeatures(children) } : { name, list: hfDtype(element!) };
   });
-}
-
-function parquetSchema(): El[] {
-  return [{ name: 'root', num_children: COLUMNS.length }, ...COLUMNS.flatMap((c) => c.schema)];
 }
 
 const date = (iso: string | null) => (iso === null ? null : new Date(iso));
@@ -170,47 +155,15 @@ function columnsOf(batch: ExportRecord[]): { name: string; data: unknown[] }[] {
         latency_ms: t.latencyMs,
         created_at: new Date(t.createdAt),
         offset_ms: BigInt(t.offsetMs),
+        token_recording: t.tokenRecording,
+        token_ids: t.tokens?.ids ?? null,
+        token_logprobs: t.tokens?.logprobs ?? null,
+        weights_version: t.tokens?.weightsVersion ?? null,
       })),
   };
   return COLUMNS.map(({ name }) => ({ name, data: batch.map(pick[name]!) }));
 }
 
-/** A hyparquet Writer whose flush (called after every row group) hands the bytes to a Node stream. */
-class StreamByteWriter extends ByteWriter {
-  constructor(private readonly out: Writable) {
-    super(1 << 20);
-  }
-  flush(): Promise<void> {
-    // Copy: the buffer is reused for the next row group while the stream may still hold this chunk.
-    const chunk = Buffer.from(new Uint8Array(this.buffer, 0, this.index));
-    this.index = 0;
-    return writeChunk(this.out, chunk);
-  }
-  override finish(): void {
-    // The footer is flushed by parquetSink.finish (which can await); nothing to do here.
-  }
-}
-
 export function parquetSink(out: Writable, kvMetadata: Record<string, string> = {}): RecordSink<ExportRecord> {
-  const writer = new StreamByteWriter(out);
-  const pw = new ParquetWriter({
-    writer,
-    schema: parquetSchema() as never,
-    // An empty list in the footer is written with a BYTE element type, which strict thrift readers (arrow-rs)
-    // reject: leave the field out instead.
-    ...(Object.keys(kvMetadata).length ? { kvMetadata: Object.entries(kvMetadata).map(([key, value]) => ({ key, value })) } : {}),
-    createdBy: 'sweetloop export (hyparquet-writer)',
-    // Long texts rarely repeat outside the task columns; per-column min/max of 16-byte prefixes is still cheap.
-    statistics: true,
-  });
-  return {
-    async write(batch) {
-      if (batch.length === 0) return;
-      await pw.write({ columnData: columnsOf(batch) as never, rowGroupSize: batch.length });
-    },
-    async finish() {
-      pw.finish();
-      await writer.flush();
-    },
-  };
+  return parquetRowSink(out, COLUMNS, columnsOf, kvMetadata);
 }

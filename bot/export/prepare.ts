@@ -7,10 +7,11 @@ import type { Renderer } from '../../tasks/render.ts';
 import { findStudy } from '../../prisma/study-store.ts';
 import type { ExportStats, ExportFormat, StudyCard } from './card.ts';
 import { pseudonymizer } from './pseudonym.ts';
+import { TRAINING_FORMATS } from './training-card.ts';
 import { assertPolicyExists, partialTasks, selectedKinds, streamSessions, validateFilters, type ExportFilters } from './query.ts';
 import { toRecord, type ExportRecord } from './record.ts';
 
-export const EXPORT_FORMATS: readonly ExportFormat[] = ['sweet-rl', 'jsonl', 'parquet', 'hf'];
+export const EXPORT_FORMATS: readonly ExportFormat[] = ['sweet-rl', 'jsonl', 'parquet', 'hf', ...TRAINING_FORMATS];
 
 export interface ExportOptions {
   format: ExportFormat;
@@ -22,6 +23,11 @@ export interface ExportOptions {
   /** Frontend sweet-rl: Chromium for the answer screenshots (default /usr/bin/chromium), or a running renderer. */
   chromiumPath?: string;
   renderer?: Renderer;
+  /**
+   * trl-dpo: also the per-turn pairs of a SWEET-RL run's candidates: the run's id (its actor-pairs.jsonl) or the
+   * path of such a file (trainer/actor.ts readActorPairs).
+   */
+  candidates?: string;
   /** Sessions read and written per page (a Parquet row group). */
   batchSize?: number;
   onProgress?: (done: number, total: number) => void;

@@ -211,7 +211,7 @@ function fullInclude() {
     task: true,
     participant: { select: { discordUserId: true, role: true } },
     policyVersion: { select: { id: true, name: true, algorithm: true, status: true } },
-    turns: { orderBy: { index: 'asc' } },
+    turns: { orderBy: { index: 'asc' }, include: { tokens: true } },
     evaluation: true,
     ratings: {
       where: { rater: sharedParticipantWhere },

@@ -18,6 +18,13 @@ export interface ExportTurn {
   offsetMs: number;
   /** Agent turns: the exact messages the model was sent (stored provenance); null for turns stored without it. */
   prompt: ChatMessage[] | null;
+  /** Agent turns of a version that records them: the completion's token ids, log-probabilities and weights version. */
+  tokens: { ids: number[]; logprobs: number[]; weightsVersion: string } | null;
+  /**
+   * Agent turns: 'recorded' (tokens above), 'off' (the version does not record tokens), 'unavailable' (asked for, the
+   * server gave no ids); null for human and system turns and for turns stored before tokens were recorded.
+   */
+  tokenRecording: 'recorded' | 'off' | 'unavailable' | null;
 }
 
 export interface ExportRating {
@@ -99,6 +106,13 @@ export function promptOf(provenance: unknown): ChatMessage[] | null {
   return ok ? prompt.map((m: ChatMessage) => ({ role: m.role, content: m.content })) : null;
 }
 
+/** What a turn's provenance says of its tokens (tasks/agent.ts TurnProvenance.tokens). */
+function tokenRecordingOf(provenance: unknown, stored: boolean): ExportTurn['tokenRecording'] {
+  if (stored) return 'recorded';
+  const said = (provenance as { tokens?: unknown } | null)?.tokens;
+  return said === 'off' || said === 'unavailable' ? said : null;
+}
+
 export function toRecord(s: FullSession, opts: RecordOptions): ExportRecord {
   const start = s.startedAt.getTime();
   const ratings = s.ratings.map((r) => ({
@@ -145,6 +159,8 @@ export function toRecord(s: FullSession, opts: RecordOptions): ExportRecord {
       createdAt: t.createdAt.toISOString(),
       offsetMs: t.createdAt.getTime() - start,
       prompt: t.role === 'agent' ? promptOf(t.provenance) : null,
+      tokens: t.tokens ? { ids: t.tokens.ids, logprobs: t.tokens.logprobs, weightsVersion: t.tokens.weightsVersion } : null,
+      tokenRecording: t.role === 'agent' ? tokenRecordingOf(t.provenance, t.tokens !== null) : null,
     })),
     evaluation: s.evaluation
       ? {

@@ -22,12 +22,11 @@
 //   they rewrite a file.
 // System turns (notices shown in a session, never seen by the model) are dropped.
 import type { Writable } from 'node:stream';
-import type { ChatMessage } from '../../tasks/agent.ts';
-import { buildDialogue, COLLABORATOR_REPLY_CAP, type DialogueTurn } from '../../tasks/protocol.ts';
+import { COLLABORATOR_REPLY_CAP } from '../../tasks/protocol.ts';
 import type { ChatFormatter } from '../../trainer/model/chat.ts';
+import { NotATrajectoryError, playedDialogue } from './dialogue.ts';
 import type { ExportRecord } from './record.ts';
 import { writeChunk, type RecordSink } from './sink.ts';
-import { isDialogueTurn } from '../../prisma/cohorts.ts';
 
 /** Bumped whenever a field's meaning changes; written in the dataset card. */
 export const SWEET_RL_FORMAT_VERSION = 'sweetloop-sweet-rl/3';
@@ -49,8 +48,7 @@ export interface SweetRlTrajectory {
   session_id: string;
 }
 
-/** A session that cannot become a trajectory; the sink leaves it out and counts why. */
-export class NotATrajectoryError extends Error {}
+export { NotATrajectoryError };
 
 export interface TrajectoryOptions {
   template: ChatFormatter;
@@ -65,59 +63,31 @@ export interface TrajectoryResult {
   reconstructedInputs: number;
 }
 
-/** Our turns as the dialogue the agent played: system notices dropped, cut after the last agent turn. */
-function playedTurns(r: ExportRecord): ExportRecord['turns'] {
-  let turns = r.turns.filter(isDialogueTurn);
-  // Some sessions stored the description as an opening human turn; the format carries it as its first entry.
-  if (turns[0]?.role === 'human' && turns[0].content === r.task.problemDescription) turns = turns.slice(1);
-  let last = -1;
-  turns.forEach((t, i) => {
-    if (t.role === 'agent') last = i;
-  });
-  // An abandoned or expired session (or one whose person spoke last) ends at its last agent turn.
-  return turns.slice(0, last + 1);
-}
-
 export function toTrajectory(r: ExportRecord, opts: TrajectoryOptions): TrajectoryResult {
   const score = r.evaluation?.score;
   if (score === undefined || score === null) throw new NotATrajectoryError(`session ${r.session.id} has no evaluation: the sweet-rl format needs its score as the reward`);
   const kind = r.task.kind;
-  const turns = playedTurns(r);
-  if (turns.length === 0) throw new NotATrajectoryError(`session ${r.session.id} has no agent turn`);
-  // The format (and the official scripts' pairing of states) assumes the agent and the collaborator alternate.
-  turns.forEach((t, i) => {
-    const expected = i % 2 === 0 ? 'agent' : 'human';
-    if (t.role !== expected) throw new NotATrajectoryError(`session ${r.session.id}: turn ${i} is from the ${t.role}, expected the ${expected} (turns alternate, agent first)`);
-  });
+  const turns = playedDialogue(r);
   const task: SweetRlTrajectory['task'] = { problem_description: r.task.problemDescription, ground_truth: r.task.groundTruth };
   // ColBench's layout of test cases ({"test1": call, ...}), which evaluate_code.py iterates.
   if (r.task.testCases) task.test_cases = Object.fromEntries(r.task.testCases.map((c, i) => [`test${i + 1}`, c]));
 
   const dialogue: SweetRlEntry[] = [{ role: 'user', content: r.task.problemDescription }];
-  const played: DialogueTurn[] = [];
   let exactInputs = 0;
   let reconstructedInputs = 0;
-  for (const t of turns) {
+  for (const { turn: t, prompt, exactPrompt } of turns) {
     if (t.role === 'human') {
       dialogue.push({ role: 'user', content: t.content.slice(0, COLLABORATOR_REPLY_CAP[kind]) });
-    } else {
-      let prompt: ChatMessage[];
-      if (t.prompt) {
-        prompt = t.prompt;
-        exactInputs++;
-      } else {
-        // Turns stored before prompts were recorded: the protocol rebuilds what the agent was sent.
-        prompt = buildDialogue({ kind, description: r.task.problemDescription }, played);
-        reconstructedInputs++;
-      }
-      dialogue.push({
-        role: 'assistant',
-        content: t.content,
-        input: opts.template.format(prompt, { addGenerationPrompt: true }),
-        output: t.rawOutput ?? t.content,
-      });
+      continue;
     }
-    played.push({ role: t.role === 'agent' ? 'agent' : 'human', content: t.content });
+    if (exactPrompt) exactInputs++;
+    else reconstructedInputs++;
+    dialogue.push({
+      role: 'assistant',
+      content: t.content,
+      input: opts.template.format(prompt!, { addGenerationPrompt: true }),
+      output: t.rawOutput ?? t.content,
+    });
   }
   let answer: string;
   if (kind === 'frontend') {

@@ -177,6 +177,9 @@ async function localCheckpointAgent(policy: PolicyVersion, local: LocalCheckpoin
       serving,
       client,
       logprobs: opts.localLogprobs ?? false,
+      // Our own engines always know their token ids: recorded when this process asks for logprobs at all.
+      recordTokens: opts.localLogprobs ?? false,
+      weightsVersion: `${policy.name}@sha256:${policy.checkpointSha256 ?? 'unknown'}`,
       ...(served.countTokens ? { countTokens: served.countTokens } : {}),
       ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
       ...(opts.log ? { log: opts.log } : {}),

@@ -6,8 +6,8 @@
 // provenance (engine 'endpoint'). A server that stays down surfaces as AgentUnavailableError (from the client),
 // which the engine turns into "the agent is unavailable, your turn will be retried".
 import type { Logger } from '../../tasks/logger.ts';
-import type { Agent, AgentReply, ChatMessage, TurnProvenance } from '../../tasks/agent.ts';
-import { chatCompletion, EndpointRequestError, type ChatClientOptions, type ChatEndpoint } from '../../tasks/chat-client.ts';
+import type { Agent, AgentReply, ChatMessage, CompletionTokens, TokenLogprob, TurnProvenance } from '../../tasks/agent.ts';
+import { chatCompletion, EndpointRequestError, tokenIdsOf, type ChatClientOptions, type ChatEndpoint } from '../../tasks/chat-client.ts';
 import { estimateTokens, fitDialogue, ProtocolError, sanitizeText } from '../../tasks/protocol.ts';
 import { replySeed } from '../../tasks/random.ts';
 import type { Serving } from './serving.ts';
@@ -24,6 +24,12 @@ export interface EndpointAgentOptions {
   seed?: number;
   /** Ask for per-token logprobs (default true; vLLM and llama.cpp return them, others ignore the field). */
   logprobs?: boolean;
+  /**
+   * Record each reply's token ids and log-probabilities (default: serving.recordTokens), tagged with this weights
+   * version (default: "adapter:<name>", else "<served model>@<serving.revision>").
+   */
+  recordTokens?: boolean;
+  weightsVersion?: string;
   /** Overrides the counter (default: baseModelDir's tokenizer, else estimateTokens). */
   countTokens?: TokenCounter;
   /**
@@ -71,7 +77,8 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
   const endpoint: ChatEndpoint = { url: s.url, apiKeyEnv: s.apiKeyEnv ?? null };
   const model = o.adapter ?? s.model;
   const budget = s.contextWindow - s.maxTokens;
-  const wantLogprobs = o.logprobs ?? true;
+  const recordTokens = o.recordTokens ?? s.recordTokens ?? false;
+  const wantLogprobs = recordTokens || (o.logprobs ?? true);
   if (budget < 64) throw new Error(`policy version "${o.name}": a context window of ${s.contextWindow} leaves ${budget} tokens for the dialogue after ${s.maxTokens} for the reply`);
 
   async function reply(dialogue: ChatMessage[], seedBase: number | undefined, signal?: AbortSignal): Promise<AgentReply> {
@@ -87,7 +94,7 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
       try {
         const r = await chatCompletion(
           endpoint,
-          { model, messages: fitted.messages, temperature: s.temperature, topP: s.topP, maxTokens: s.maxTokens, seed, logprobs: wantLogprobs, signal },
+          { model, messages: fitted.messages, temperature: s.temperature, topP: s.topP, maxTokens: s.maxTokens, seed, logprobs: wantLogprobs, tokenIds: recordTokens, signal },
           { ...(s.maxInFlight ? { maxInFlight: s.maxInFlight } : {}), ...o.client, log: o.client?.log ?? o.log },
         );
         const provenance: TurnProvenance = {
@@ -102,6 +109,7 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
           droppedTurns: fitted.droppedTurns,
           logprobs: r.logprobs,
           logprobsRequested: wantLogprobs,
+          tokens: recordTokens ? completionTokens(r.logprobs, o.weightsVersion ?? (o.adapter ? `adapter:${o.adapter}` : `${r.servedModel}@${s.revision ?? 'unknown-revision'}`)) : 'off',
         };
         const out: AgentReply = { text: sanitizeText(r.text), provenance };
         out.promptTokens = r.usage?.promptTokens ?? fitted.tokens;
@@ -124,6 +132,13 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
         throw err;
       }
     }
+  }
+
+  /** The reply's tokens from logprobs asked for with token ids; 'unavailable' when the server gave none. */
+  function completionTokens(logprobs: TokenLogprob[] | null, weightsVersion: string): CompletionTokens | 'unavailable' {
+    const ids = logprobs ? tokenIdsOf(logprobs) : null;
+    if (!logprobs || !ids) return 'unavailable';
+    return { ids, logprobs: logprobs.map((t) => t.logprob), weightsVersion };
   }
 
   const agent: EndpointAgent = {

@@ -30,6 +30,14 @@ export const servingSchema = z.object({
    * server batches (vLLM's --max-num-seqs, 256 by default); unset: tasks/chat-client.ts's default, 16.
    */
   maxInFlight: z.number().int().positive().nullish(),
+  /**
+   * Store each agent turn's exact token ids and log-probabilities (prisma/schema.prisma TurnTokens). Off by default:
+   * the server then returns every token's log-probability, which costs it time (bench:serve). vLLM returns ids
+   * with `return_tokens_as_token_ids`; a server that ignores it leaves the turn marked 'unavailable'.
+   */
+  recordTokens: z.boolean().nullish(),
+  /** The served weights' revision (e.g. the Hugging Face commit vLLM was started with): recorded with the tokens. */
+  revision: z.string().min(1).nullish(),
   /** Resolved adapter versions (resolveServing): the endpoint version whose server serves them, their name there. */
   endpointVersionId: z.string().uuid().nullish(),
   adapterName: z.string().min(1).nullish(),

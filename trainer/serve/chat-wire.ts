@@ -27,6 +27,8 @@ const chatRequestSchema = z.object({
   n: z.number().int().nullish(),
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
+  /** vLLM's: each logprob's token as "token_id:<id>" (exact ids for a trainer; tasks/chat-client.ts tokenIdsOf). */
+  return_tokens_as_token_ids: z.boolean().nullish(),
   tools: z.array(z.unknown()).nullish(),
 });
 
@@ -85,9 +87,10 @@ function bytesOf(s: string): number[] {
   return [...Buffer.from(s, 'utf8')];
 }
 
-export function logprobEntry(t: EngineToken): LogprobEntry {
+/** One token's logprobs entry; with `asIds` (return_tokens_as_token_ids) its token is "token_id:<id>", as vLLM writes it. */
+export function logprobEntry(t: EngineToken, asIds = false): LogprobEntry {
   return {
-    token: t.text,
+    token: asIds && t.id !== undefined ? `token_id:${t.id}` : t.text,
     logprob: t.logprob ?? 0,
     bytes: bytesOf(t.text),
     top_logprobs: (t.top ?? []).map((a) => ({ token: a.token, logprob: a.logprob, bytes: bytesOf(a.token) })),

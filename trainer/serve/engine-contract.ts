@@ -21,6 +21,8 @@ export interface EngineRequest {
 
 export interface EngineToken {
   text: string;
+  /** The token's id in the model's vocabulary (both engines give it; a client asks with return_tokens_as_token_ids). */
+  id?: number;
   logprob?: number;
   top?: { token: string; logprob: number }[];
 }

@@ -143,12 +143,12 @@ export async function decodeJob(job: Job, model: DecodeModel, entry: Shard, seq:
       if (model.codec.isEnd(token)) {
         finish = 'stop';
         const rest = text.flush();
-        if (rest) channel.push(withLogprobs({ text: rest }, logprob, top));
+        if (rest) channel.push(withLogprobs({ text: rest, id: token }, logprob, top));
         break;
       }
       const piece = text.push(token);
       const last = !piece.stopped && completion >= job.limit;
-      channel.push(withLogprobs({ text: last ? piece.text + text.flush() : piece.text }, logprob, top));
+      channel.push(withLogprobs({ text: last ? piece.text + text.flush() : piece.text, id: token }, logprob, top));
       if (piece.stopped) {
         finish = 'stop';
         break;

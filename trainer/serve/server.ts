@@ -136,6 +136,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         adapter,
         signal: abort.signal,
       };
+      const asIds = body.return_tokens_as_token_ids === true;
       let stream;
       try {
         stream = engine.generate(engineReq);
@@ -190,7 +191,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
             {
               index: 0,
               message: { role: 'assistant', content: tokens.map((t) => t.text).join(''), refusal: null },
-              logprobs: engineReq.logprobs ? { content: tokens.map(logprobEntry), refusal: null } : null,
+              logprobs: engineReq.logprobs ? { content: tokens.map((t) => logprobEntry(t, asIds)), refusal: null } : null,
               finish_reason: finishReason(result),
             },
           ],
@@ -218,7 +219,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
             const t = next.value;
             metrics.tokens.inc();
             streamed++;
-            chunk([{ index: 0, delta: { content: t.text }, logprobs: engineReq.logprobs ? { content: [logprobEntry(t)], refusal: null } : null, finish_reason: null }]);
+            chunk([{ index: 0, delta: { content: t.text }, logprobs: engineReq.logprobs ? { content: [logprobEntry(t, asIds)], refusal: null } : null, finish_reason: null }]);
             next = await it.next();
           }
           const result = await stream.result;

@@ -161,7 +161,7 @@ export class TfjsEngine implements ServingEngine {
       };
       return () => {
         pieces.forEach((text, i) => {
-          const token: EngineToken = { text };
+          const token: EngineToken = { text, id: result.tokenIds[i]! };
           if (req.logprobs) token.logprob = result.tokenLogprobs[i]!;
           channel.push(token);
         });

@@ -18,7 +18,7 @@ function record(turns: T[], extra: Partial<ExportRecord['session']> = {}, score:
     policyVersion: null,
     turns: turns.map(([role, content, o], index) => ({
       index, role, content, rawOutput: o?.raw ?? null, promptTokens: null, completionTokens: null, latencyMs: null,
-      createdAt: '2026-01-01T00:00:00.000Z', offsetMs: 0, prompt: o?.prompt ?? null,
+      createdAt: '2026-01-01T00:00:00.000Z', offsetMs: 0, prompt: o?.prompt ?? null, tokens: null, tokenRecording: null,
     })),
     evaluation: score === null ? null : { score, success: false, testsPassed: null, testsTotal: null, metric: null, evaluatorVersion: 'x', detail: {} },
     ratings: [],

@@ -5,7 +5,6 @@ import type { TrainingStats } from './training-rows.ts';
 export const TRAINING_FORMATS = ['trl-sft', 'trl-dpo', 'verl-rl', 'verl-sft'] as const;
 export type TrainingFormat = (typeof TRAINING_FORMATS)[number];
 
-export const isTrainingFormat = (f: string): f is TrainingFormat => (TRAINING_FORMATS as readonly string[]).includes(f);
 
 const CONVERSATION = 'The whole session as chat messages: the system prompt and the task description as the first agent turn was sent them, then the agent\'s raw generations (`assistant`) and the collaborator\'s replies (`user`), ending on the agent\'s last turn. Session notices are dropped; nothing hidden (reference, tests) is in it.';
 const FILTER_COLUMNS = 'Ours: the session, its task, kind and split, the evaluation\'s score (`reward`, null when not evaluated), `success` (every test passed) and the policy version that played the agent.';

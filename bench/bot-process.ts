@@ -19,26 +19,42 @@ const env = process.env;
 const need = (k: string): string => env[k] ?? (() => { throw new Error(`bench bot process: ${k} is not set`); })();
 
 // Database round trips: every query any pg client of this process sends (Prisma's adapter goes through pg.Client).
-// By statement (its first 80 characters), to tell which dominate: the driver prints the top ones on stderr.
+// By statement (its first 80 characters), to tell which dominate: the driver prints the top ones on stderr; and by
+// kind (statementKind: the verb and the table), for the whole phase and for the work of each person's message.
 let queries = 0;
 const statements = new Map<string, number>();
+const kinds = new Map<string, number>();
+const count = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+/** The work one person's message started (discord.js's messageCreate, and everything it awaited): its round trips and pool waits. */
+type TurnWork = { messageId: string; kinds: Map<string, number>; poolWaitMs: number };
+const turnContext = new AsyncLocalStorage<TurnWork>();
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   queries++;
   const a = args[0] as string | { text?: string };
-  const text = (typeof a === 'string' ? a : (a?.text ?? '')).slice(0, 80);
-  statements.set(text, (statements.get(text) ?? 0) + 1);
+  const text = typeof a === 'string' ? a : (a?.text ?? '');
+  count(statements, text.slice(0, 80));
+  const kind = statementKind(text);
+  count(kinds, kind);
+  const turn = turnContext.getStore();
+  if (turn) count(turn.kinds, kind);
   return (query as (...a: unknown[]) => unknown).apply(this, args);
 } as typeof query;
 
 // Waiting for one of the pool's connections: from asking the pool to getting a client (pg.Pool.connect, which
 // pool.query and Prisma's adapter both go through).
 const poolWaits: number[] = [];
+const waited = (t0: number) => {
+  const ms = performance.now() - t0;
+  poolWaits.push(ms);
+  const turn = turnContext.getStore();
+  if (turn) turn.poolWaitMs += ms;
+};
 const connect = pg.Pool.prototype.connect;
 pg.Pool.prototype.connect = function (this: pg.Pool, cb?: (err: Error | undefined, client?: pg.PoolClient, done?: unknown) => void) {
   const t0 = performance.now();
-  if (cb) return (connect as (cb: unknown) => void).call(this, (err: Error | undefined, client: pg.PoolClient, done: unknown) => (poolWaits.push(performance.now() - t0), cb(err, client, done)));
-  return (connect as () => Promise<pg.PoolClient>).call(this).then((c) => (poolWaits.push(performance.now() - t0), c));
+  if (cb) return (connect as (cb: unknown) => void).call(this, (err: Error | undefined, client: pg.PoolClient, done: unknown) => (waited(t0), cb(err, client, done)));
+  return (connect as () => Promise<pg.PoolClient>).call(this).then((c) => (waited(t0), c));
 } as typeof connect;
 
 // Logged as in production (info), to a file.
@@ -106,7 +122,34 @@ for (const manager of [rest, bot.interactionRest]) {
 // When each person's message reached the bot (discord.js's messageCreate): splits a turn's own time into the way
 // in (the fake Discord's gateway and discord.js) and the bot's own work (bench/bot.ts).
 let received: [string, number][] = [];
-bot.client.on('messageCreate', (m) => void received.push([m.id, performance.timeOrigin + performance.now()]));
+let turnWork: TurnWork[] = [];
+// Ahead of the bot's own listener, so that the bot's handling of the message runs (and awaits) in its context.
+bot.client.prependListener('messageCreate', (m) => {
+  received.push([m.id, performance.timeOrigin + performance.now()]);
+  const work: TurnWork = { messageId: m.id, kinds: new Map(), poolWaitMs: 0 };
+  turnWork.push(work);
+  turnContext.enterWith(work);
+});
+
+/**
+ * A statement's kind: its verb and the table it reads or writes first (`SELECT Session`, `INSERT Turn`, `WITH
+ * UPDATE Session` for a data-modifying CTE), or the bare command (`BEGIN`, `COMMIT`).
+ */
+function statementKind(text: string): string {
+  const t = text.trim().replace(/\s+/g, ' ');
+  const table = (re: RegExp) => re.exec(t)?.[1] ?? '?';
+  const name = '(?:"public"\\.)?"?(\\w+)"?';
+  if (/^WITH\b/i.test(t)) {
+    const m = new RegExp(`\\b(UPDATE|INSERT INTO|DELETE FROM) ${name}`, 'i').exec(t);
+    return m ? `WITH ${m[1]!.split(' ')[0]!.toUpperCase()} ${m[2]}` : `WITH SELECT ${table(new RegExp(`\\bFROM ${name}`, 'i'))}`;
+  }
+  const verb = (/^\w+/.exec(t)?.[0] ?? '?').toUpperCase();
+  if (verb === 'SELECT') return /\bFROM\b/i.test(t) ? `SELECT ${table(new RegExp(`\\bFROM ${name}`, 'i'))}` : 'SELECT (no table)';
+  if (verb === 'INSERT') return `INSERT ${table(new RegExp(`^INSERT INTO ${name}`, 'i'))}`;
+  if (verb === 'UPDATE') return `UPDATE ${table(new RegExp(`^UPDATE ${name}`, 'i'))}`;
+  if (verb === 'DELETE') return `DELETE ${table(new RegExp(`^DELETE FROM ${name}`, 'i'))}`;
+  return verb;
+}
 
 const loop = monitorEventLoopDelay({ resolution: 10 });
 let cpu0 = process.cpuUsage();
@@ -127,6 +170,8 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
     poolWaits.length = 0;
     restRecords = [];
     received = [];
+    turnWork = [];
+    kinds.clear();
     rateLimited = { global: 0, route: 0 };
     globalWindows = [];
     process.send!({ op: 'reset', heapBytes });
@@ -144,6 +189,8 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
       rssBytes: process.memoryUsage().rss,
       topStatements: [...statements].sort((x, y) => y[1] - x[1]).slice(0, 12),
       poolWaitsMs: poolWaits,
+      statementKinds: [...kinds].sort((x, y) => y[1] - x[1]),
+      turnWork: turnWork.map((w) => ({ messageId: w.messageId, kinds: Object.fromEntries(w.kinds), poolWaitMs: w.poolWaitMs })),
       rest: restRecords,
       received,
       rateLimited,

@@ -265,6 +265,13 @@ async function main(): Promise<void> {
       const lastPost = turnsShown.map((t) => postsOf(t).at(-1));
       const botWork = turnsShown.map((t, i) => (lastPost[i]?.queuedAt ?? NaN) - (received.get(t.msgId) ?? NaN) - serverMs[i]!);
       const wayOut = turnsShown.map((t, i) => wall(t.shown.at) - (lastPost[i]?.queuedAt ?? NaN) - (lastPost[i]?.waitMs ?? NaN));
+      // The work each person's message started in the bot (measured there: what ran in its async context, the
+      // agent's reply and its post included): its round trips, by kind, and its waits for a pool connection.
+      const work = new Map((s.turnWork as { messageId: string; kinds: Record<string, number>; poolWaitMs: number }[]).map((w) => [w.messageId, w]));
+      const turnWork = turnsShown.map((t) => work.get(t.msgId));
+      const turnKinds = new Map<string, number>();
+      for (const w of turnWork) for (const [k, n] of Object.entries(w?.kinds ?? {})) turnKinds.set(k, (turnKinds.get(k) ?? 0) + n);
+      const perTurn = (m: Iterable<[string, number]>, turns: number) => Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, round(n / turns, 2)]));
       const restWaits = rest.map((r) => r.waitMs).filter((w): w is number => w !== null);
       const restRoutes = new Map<string, number>();
       for (const r of rest) {
@@ -291,6 +298,11 @@ async function main(): Promise<void> {
         modelTimePerTurnMs: stat(serverMs),
         agentRequestInBotMs: stat(turnsShown.map((t) => modelMs.get(t.shown.id) ?? NaN)),
         dbRoundTripsPerTurn: round(s.queries! / agentTurns),
+        // The same by statement kind (the whole session's work, per agent turn), then those of a person's message.
+        dbRoundTripsPerTurnByKind: perTurn(s.statementKinds as [string, number][], agentTurns),
+        dbRoundTripsInReplyTurn: stat(turnWork.map((w) => (w ? Object.values(w.kinds).reduce((a, b) => a + b, 0) : NaN))),
+        dbRoundTripsInReplyTurnByKind: perTurn(turnKinds, turnWork.length),
+        dbPoolWaitInReplyTurnMs: stat(turnWork.map((w) => w?.poolWaitMs ?? NaN)),
         // Discord allows a bot token 50 REST requests a second (discord.js queues to stay under it).
         restRequestsPerTurn: round(restRequests / agentTurns),
         restRequestsPerSecond: round(restRequests / wallS),
@@ -312,6 +324,7 @@ async function main(): Promise<void> {
       if (phase.answered !== people || phase.scored !== people || phase.rated !== people || own.some((x) => !Number.isFinite(x))) ok = false;
       phases.push(phase);
       process.stderr.write(`phase ${people} people: ${JSON.stringify(phase)}\nthe bot's most frequent statements: ${JSON.stringify(s.topStatements)}\n`);
+      process.stderr.write(`round trips per agent turn by kind: ${JSON.stringify(phase.dbRoundTripsPerTurnByKind)}\nin a reply's turn: ${JSON.stringify(phase.dbRoundTripsInReplyTurnByKind)}\n`);
     }
   } finally {
     await bot.stop();
@@ -341,7 +354,9 @@ async function main(): Promise<void> {
   row('Discord REST requests per turn', (x) => `${x.restRequestsPerTurn}`);
   row('REST requests per second', (x) => `${x.restRequestsPerSecond}`);
   row('REST queue wait per request p50 / p99', (x) => `${x.restQueueWaitMs.p50} / ${x.restQueueWaitMs.p99}`);
+  row('  in a reply\'s turn p50 / p99', (x) => `${x.dbRoundTripsInReplyTurn.p50} / ${x.dbRoundTripsInReplyTurn.p99}`);
   row('DB pool wait p50 / p99 (ms)', (x) => `${x.dbPoolWaitMs.p50} / ${x.dbPoolWaitMs.p99}`);
+  row('  in a reply\'s turn, summed, p50 / p99', (x) => `${x.dbPoolWaitInReplyTurnMs.p50} / ${x.dbPoolWaitInReplyTurnMs.p99}`);
   row('bot CPU s per turn', (x) => `${x.cpuSecondsPerTurn}`);
   row('event-loop delay p99 / max (ms)', (x) => `${x.eventLoopDelayMs.p99} / ${x.eventLoopDelayMs.max}`);
   row('heap per open session (KiB)', (x) => `${x.heapPerOpenSessionKiB}`);

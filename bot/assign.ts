@@ -65,10 +65,21 @@ export interface Place {
 
 /** The study someone asking at `where` joins, or why they cannot take part in it now (see the file's comment). */
 export async function studyFor(prisma: PrismaClient, where: Place, now = new Date()): Promise<{ study: StudyWithArms; refusal: StudyRefusedError | null }> {
-  // Every study at once, the default one too: one read of the studies and one of their arms (every admission).
-  const all = await prisma.study.findMany({ include: { arms: { include: { policyVersion: true } } }, orderBy: [{ createdAt: 'asc' }, { name: 'asc' }] });
+  const all = await readStudies(prisma);
+  return chooseStudy(all, where, now) ?? { study: await defaultStudy(prisma, { study: all.find((s) => s.name === DEFAULT_STUDY) ?? null }), refusal: null };
+}
+
+/** Every study with its arms and their versions, as studyFor and chooseStudy read them. */
+export function readStudies(prisma: PrismaClient): Promise<StudyWithArms[]> {
+  return prisma.study.findMany({ include: { arms: { include: { policyVersion: true } } }, orderBy: [{ createdAt: 'asc' }, { name: 'asc' }] });
+}
+
+/**
+ * studyFor's choice among the studies read (`all`, in readStudies' order); null where the person joins the default
+ * study (which the caller reads, creating it or filling its pool where needed: prisma/study-store.ts defaultStudy).
+ */
+export function chooseStudy(all: readonly StudyWithArms[], where: Place, now: Date): { study: StudyWithArms; refusal: StudyRefusedError | null } | null {
   const studies = all.filter((s) => s.name !== DEFAULT_STUDY);
-  // A channel's studies take precedence over its guild's: a channel bound to a paused study says so.
   const inChannel = where.channelId ? studies.filter((s) => s.channelIds.includes(where.channelId!)) : [];
   const here = inChannel.length ? inChannel : where.guildId ? studies.filter((s) => s.guildIds.includes(where.guildId!)) : [];
   const open = (list: StudyWithArms[]) => list.find((s) => studyState(s, now) === 'open');
@@ -83,7 +94,7 @@ export async function studyFor(prisma: PrismaClient, where: Place, now = new Dat
   if (joined) return { study: joined, refusal: null };
   const paused = unbound.find((s) => studyState(s, now) === 'paused');
   if (paused) return { study: paused, refusal: refusalFor(paused, 'paused') };
-  return { study: await defaultStudy(prisma, { study: all.find((s) => s.name === DEFAULT_STUDY) ?? null }), refusal: null };
+  return null;
 }
 
 /** The kind with the fewer answered sessions per task in the study's pool (a kind with no task is never chosen). */

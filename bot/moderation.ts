@@ -27,7 +27,12 @@ export function actorOf(a: string | Actor): Actor {
 
 export async function isPaused(prisma: PrismaClient): Promise<boolean> {
   const s = await prisma.setting.findUnique({ where: { key: PAUSED_KEY } });
-  return (s?.value as { paused?: boolean } | null)?.paused === true;
+  return pausedIn(s?.value);
+}
+
+/** Whether the stored value of the Setting PAUSED_KEY (absent: undefined) says collection is paused. */
+export function pausedIn(value: unknown): boolean {
+  return (value as { paused?: boolean } | null | undefined)?.paused === true;
 }
 
 /**

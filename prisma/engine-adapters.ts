@@ -60,8 +60,8 @@ function charFixedPglite(db: PGlite): PGlite {
   return wrapQueryable(db);
 }
 
-/** The PGlite adapter's executeScript does not await the script: errors escape and ordering is luck. */
-function awaitingScripts(adapter: SqlDriverAdapter, exec: (script: string) => Promise<unknown>): SqlDriverAdapter {
+/** Runs a script through `exec` (the PGlite adapter's executeScript does not await it: errors escape and ordering is luck). */
+function awaitingScripts<A extends SqlDriverAdapter>(adapter: A, exec: (script: string) => Promise<unknown>): A {
   adapter.executeScript = async (script: string) => {
     try {
       await exec(script);
@@ -94,7 +94,14 @@ function postgresEngineAdapter(conn: PostgresConnection, log?: Logger): EngineAd
       await c.end().catch(() => {});
     }
   };
+  // @prisma/adapter-pg runs a script split at every ';', which cuts a function body (a trigger's) in pieces: the
+  // script goes to Postgres whole instead, one simple-protocol query, as Prisma's native engine sends it.
+  const wholeScripts = <A extends SqlDriverAdapter>(adapter: A, pool: pg.Pool) => awaitingScripts(adapter, (script) => pool.query(script));
   class Factory extends PrismaPg {
+    override async connect() {
+      return wholeScripts(await super.connect(), mainPool);
+    }
+
     override async connectToShadowDb() {
       // The engine replays the migrations into a scratch database to learn what they produce. Made here, with a
       // random name, and dropped WITH (FORCE) once its pool is closed: the engine never drops it itself.
@@ -111,7 +118,7 @@ function postgresEngineAdapter(conn: PostgresConnection, log?: Logger): EngineAd
       log?.debug({ shadow: name }, 'shadow database created');
       const pool = new pg.Pool({ ...poolConfig({ ...conn, database: name }, { max: 2 }), Client: CharAsTextClient });
       pool.on('error', () => {});
-      const adapter = await new PrismaPg(pool).connect();
+      const adapter = wholeScripts(await new PrismaPg(pool).connect(), pool);
       const dispose = adapter.dispose.bind(adapter);
       adapter.dispose = async () => {
         await dispose();

@@ -131,12 +131,13 @@ function turnTokensOf(t: AgentTurnInput): CompletionTokens | null {
  * Inserts a turn at the session's next index and records the session's activity, in ONE statement (one round
  * trip; the transaction of a read, an insert and an update it replaces took five: bench:bot, bench/RESULTS.md). The
  * index is read in the statement, so it is the session's own at the write whoever appended before. Null when the
- * session does not exist (deleted meanwhile); a second turn with the same external id, or the same index written
+ * session does not exist (deleted meanwhile) or is no longer active (ended meanwhile: the bot keeps sessions in
+ * memory between writes, bot/session/session-cache.ts, and learns of it here); a second turn with the same external id, or the same index written
  * at once by another process, fails on the unique indexes as before.
  */
 async function insertTurn(prisma: PrismaClient | Tx, sessionId: string, t: Prisma.TurnUncheckedCreateInput, session: Prisma.Sql): Promise<Turn | null> {
   const rows = await prisma.$queryRaw<Turn[]>`
-    WITH s AS (UPDATE "Session" SET ${session} WHERE id = ${sessionId}::uuid RETURNING id)
+    WITH s AS (UPDATE "Session" SET ${session} WHERE id = ${sessionId}::uuid AND status = 'active' RETURNING id)
     INSERT INTO "Turn" (id, "sessionId", index, role, content, "rawOutput", "promptTokens", "completionTokens", "latencyMs", provenance, "externalMessageId", "createdAt")
     SELECT ${randomUUID()}::uuid, s.id, (SELECT coalesce(max(index) + 1, 0) FROM "Turn" WHERE "sessionId" = s.id), ${t.role}::"TurnRole", ${t.content},
       ${t.rawOutput ?? null}, ${t.promptTokens ?? null}::int, ${t.completionTokens ?? null}::int, ${t.latencyMs ?? null}::int,

@@ -9,14 +9,15 @@ import { attachThread, createSession } from '../../prisma/session-store.ts';
 import { acceptStudyConsent, DEFAULT_STUDY, lacksConsent, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
 import { hasConsent } from '../../prisma/cohorts.ts';
-import { assignTask, neededKind, studyFor, StudyRefusedError, type StudyRefusalReason } from '../assign.ts';
+import { assignTask, neededKind, StudyRefusedError, type StudyRefusalReason } from '../assign.ts';
 import { goldSource } from '../gold.ts';
 import { sessionLimitRefusal } from '../limits.ts';
-import { isBannedIn, isPaused } from '../moderation.ts';
+import { isBannedIn } from '../moderation.ts';
 import { audit } from '../../prisma/moderation-store.ts';
 import { hasPayAccount, isPayPlatform, PAY_PLATFORMS, savePayAccount, type PayPlatform } from '../../prisma/pay-account-store.ts';
 import { DEV_PRIVACY_KEY, erasedId } from '../privacy.ts';
 import type { EngineContext } from './context.ts';
+import { freshReads, type AdmissionDirectory } from './directory.ts';
 import { RefusedError, type Hooks, type Person, type StartedSession, type Where } from './types.ts';
 
 /** A study's own consent text, to show and then accept by its version (absent: the bot's configured notice). */
@@ -43,22 +44,23 @@ export type Admission =
  * joined here (bot/assign.ts studyFor); else refused while collection is paused, or while that study is paused,
  * closed or not open yet; else admitted in that study.
  */
-export async function admission(prisma: PrismaClient, person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'>, erasureKey: string): Promise<Admission> {
-  // The person's row and the one a deletion keeps under the keyed hash, in one query (every admission reads both).
+export async function admission(prisma: PrismaClient, person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'>, erasureKey: string, directory?: AdmissionDirectory): Promise<Admission> {
+  // The person's row and the one a deletion keeps under the keyed hash, in one query (every admission reads both),
+  // alongside what the admission reads besides (from memory where the engine keeps it: directory.ts).
   const hashed = erasedId(erasureKey, person.externalId);
-  const rows = await findParticipants(prisma, [person.externalId, hashed]);
+  const [rows, reads] = await Promise.all([findParticipants(prisma, [person.externalId, hashed]), directory ? directory.reads() : freshReads(prisma)]);
   const p = rows.get(person.externalId) ?? null;
   const erased = rows.get(hashed) ?? null;
   if ((p && isBannedIn(p, where.guildId)) || (erased && isBannedIn(erased, where.guildId))) {
     return { refused: true, reason: 'banned', message: 'You are not allowed to take part in sessions.' };
   }
-  const { study, refusal } = await studyFor(prisma, where);
+  const { study, refusal } = await reads.studyFor(where);
   const consent: StudyConsent | undefined = study.consentText ? { studyId: study.id, study: study.name, version: study.consentVersion, text: study.consentText } : undefined;
   if (!p || !hasConsent(p)) return consent ? { needsConsent: true, consent } : { needsConsent: true };
   if (consent && !(await prisma.consentAcceptance.findUnique({ where: { participantId_studyId_version: { participantId: p.id, studyId: study.id, version: consent.version } } }))) {
     return { needsConsent: true, consent };
   }
-  if (await isPaused(prisma)) return { refused: true, reason: 'paused', message: 'Collection is paused by the moderators right now. Please try again later.' };
+  if (await reads.paused()) return { refused: true, reason: 'paused', message: 'Collection is paused by the moderators right now. Please try again later.' };
   if (refusal) return { refused: true, reason: refusal.reason, message: refusal.message };
   const platform = study.participantIdPlatform;
   if (platform && isPayPlatform(platform) && !(await hasPayAccount(prisma, p.id, platform))) {
@@ -110,7 +112,7 @@ export class Admissions {
    */
   async admission(person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'> = {}, hooks?: Hooks): Promise<Admission> {
     const key = this.ctx.options.erasureKey ?? DEV_PRIVACY_KEY;
-    const a = await this.ctx.retry(() => admission(this.ctx.prisma, person, where, key), hooks);
+    const a = await this.ctx.retry(() => admission(this.ctx.prisma, person, where, key, this.ctx.directory), hooks);
     if ('ok' in a && lacksConsent(a.study, this.ctx.options.channel === 'discord')) {
       this.ctx.deps.log?.warn({ study: a.study.name }, 'a study without a consent text was joined on Discord; refused (set one with sweetloop study consent)');
       return { refused: true, reason: 'study-not-open', message: 'This study is not open on Discord yet: it has no consent text. Please try again later.' };
@@ -118,12 +120,16 @@ export class Admissions {
     return a;
   }
 
-  /** Checks everything and creates the session; the caller shows the hidden information, then calls agentStep. */
-  start(person: Person, kindWanted: TaskKind | null, where: Where = {}, hooks?: Hooks): Promise<StartedSession> {
+  /**
+   * Checks everything and creates the session; the caller shows the hidden information, then calls agentStep.
+   * `admitted`: the admission the caller has just made for this person here (not made again; what may have
+   * changed since about the study is read again under its lock, bot/assign.ts assignTask).
+   */
+  start(person: Person, kindWanted: TaskKind | null, where: Where = {}, hooks?: Hooks, admittedNow?: Admission): Promise<StartedSession> {
     const { ctx } = this;
     const prisma = ctx.prisma;
     return ctx.personLock.run(person.externalId, async () => {
-      const admitted = await this.admission(person, where, hooks);
+      const admitted = admittedNow ?? (await this.admission(person, where, hooks));
       if ('refused' in admitted) throw new RefusedError(admitted.reason, admitted.message);
       if ('needsConsent' in admitted) throw new RefusedError('no-consent', 'Please accept the data-collection notice first.');
       if ('needsPlatformId' in admitted) throw new RefusedError('no-platform-id', `This study needs your ${admitted.label} first.`);
@@ -185,6 +191,8 @@ export class Admissions {
           if (err instanceof StudyRefusedError) throw new RefusedError(err.reason, err.message);
           throw err;
         });
+      // Kept in memory from its first write on (session-cache.ts): its turns are read from there.
+      ctx.sessions.set({ ...session, turns: [] });
       const taskId = session.taskId;
       const content = taskContent(session.task);
       const view = collaboratorView(content);
@@ -206,6 +214,7 @@ export class Admissions {
   /** Records where the session is shown (a Discord thread). */
   async attachThread(sessionId: string, threadId: string, hooks?: Hooks): Promise<void> {
     await this.ctx.retry(() => attachThread(this.ctx.prisma, sessionId, threadId), hooks);
+    this.ctx.sessions.patch(sessionId, { threadId });
   }
 
   /** Re-shows the hidden information of a session (e.g. on /task status). */

@@ -3,7 +3,7 @@
 import type { Agent } from '../../tasks/agent.ts';
 import { agentMessageView, buildDialogue, checkAgentMessage, endReasonOf, MessageTooLongError, parseAgentMessage, sanitizeText, type ParsedAgentMessage } from '../../tasks/protocol.ts';
 import type { Session, Task, Turn } from '../../prisma/generated/client.ts';
-import { appendAgentTurn, endSession } from '../../prisma/session-store.ts';
+import { appendAgentTurn } from '../../prisma/session-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
 import { goldAgent } from '../gold.ts';
 import type { AgentCache } from './agents.ts';
@@ -22,14 +22,14 @@ export class AgentSteps {
    * agent owes nothing (session over, or its message is already stored and waits for the person).
    */
   agentStep(sessionId: string, hooks?: Hooks): Promise<AgentStep | null> {
-    return this.ctx.locked(sessionId, (handedOver) => this.agentStepLocked(sessionId, handedOver, hooks));
+    return this.ctx.locked(sessionId, () => this.agentStepLocked(sessionId, hooks));
   }
 
-  private async agentStepLocked(sessionId: string, handedOver: SessionWithTurns | undefined, hooks?: Hooks): Promise<AgentStep | null> {
+  private async agentStepLocked(sessionId: string, hooks?: Hooks): Promise<AgentStep | null> {
     const { ctx } = this;
     if (ctx.closing) return null; // a closed engine sends no more requests
-    // The person's reply just stored under this lock comes with the session as written (context.ts handOver).
-    const s = handedOver ?? (await ctx.load(sessionId, hooks));
+    // The person's reply just stored under this lock is in memory as written (session-cache.ts).
+    const s = await ctx.load(sessionId, hooks);
     if (!s || s.status !== 'active') return null;
     const turns = dialogueTurns(s.turns);
     if (turns.length > 0 && turns.at(-1)!.role === 'agent') return null;
@@ -74,7 +74,7 @@ export class AgentSteps {
     if (text === null || reply === null) {
       const why = failure ? `agent-error: ${failure}` : 'agent-error: message over the length cap';
       ctx.deps.log?.warn({ session: sessionId, why }, 'session abandoned: the agent wrote no usable message');
-      await ctx.retry(() => endSession(ctx.prisma, sessionId, 'abandoned', why), hooks);
+      await ctx.endSession(sessionId, 'abandoned', why, hooks);
       throw new TurnRejectedError('The agent failed to write a usable message, so this session had to end. Sorry! You can start a new one.');
     }
     const parsed = parseAgentMessage(text, { kind: content.kind, turnIndex: agentTurnIndex, maxTurns });
@@ -88,8 +88,10 @@ export class AgentSteps {
       provenance: done.provenance ?? null,
     };
     const answered = parsed.type === 'answer' ? { answer: parsed.answer ?? '', endReason: endReasonOf(parsed) } : undefined;
-    const turn = await ctx.storeUnlessGone(sessionId, () => ctx.retry(() => appendAgentTurn(ctx.prisma, sessionId, stored, answered), hooks));
-    if (!turn) return null; // the session was deleted while the agent wrote (/privacy delete): nothing to show
+    const turn = await ctx.appendTurn(sessionId, () => appendAgentTurn(ctx.prisma, sessionId, stored, answered), hooks);
+    // The session was deleted or ended while the agent wrote (/privacy delete, a moderator): nothing to show.
+    if (!turn) return null;
+    ctx.sessions.appendTurn(sessionId, turn, { lastActivityAt: turn.createdAt, ...(answered ? { status: 'answered', answer: answered.answer, endedAt: turn.createdAt, endReason: answered.endReason } : {}) });
     ctx.deps.observer?.agentTurn?.(modelMs);
     return this.toStep(s, turn, parsed, agentTurnIndex, modelMs);
   }

@@ -20,16 +20,21 @@ export class Answers {
   evaluate(sessionId: string, hooks?: Hooks, onState?: (s: ScoringState) => void): Promise<EvaluatedSession> {
     const { ctx } = this;
     return ctx.sessionLock.run(`eval:${sessionId}`, async () => {
-      const s = await ctx.retry(() => ctx.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { evaluation: true } }), hooks);
+      // An answer this process stored is in memory with its evaluation, if it stored one (session-cache.ts); one
+      // stored elsewhere meanwhile stands (storeEvaluation).
+      const kept = ctx.sessions.answeredHere(sessionId);
+      const s = kept ? { ...kept, evaluation: null } : await ctx.retry(() => ctx.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { evaluation: true } }), hooks);
       if (s.status !== 'answered') throw new TurnRejectedError('This session has no answer to evaluate.');
       const task = await ctx.task(s.taskId, hooks);
       const answer = s.answer ?? '';
-      const outcome = s.evaluation
-        ? outcomeOf(s.evaluation)
-        : await ctx.scoring.run(async () => {
-            const scored = await ctx.deps.evaluate(taskContent(task), answer);
-            return this.storeEvaluation(sessionId, scored, hooks);
-          }, onState);
+      const stored = ctx.sessions.outcome(sessionId) ?? (s.evaluation ? outcomeOf(s.evaluation) : undefined);
+      const outcome =
+        stored ??
+        (await ctx.scoring.run(async () => {
+          const scored = await ctx.deps.evaluate(taskContent(task), answer);
+          return this.storeEvaluation(sessionId, scored, hooks);
+        }, onState));
+      if (!stored) ctx.sessions.evaluated(sessionId, outcome);
       const completionCode = await this.completionCode(s, hooks);
       return { sessionId, kind: task.kind, answer, outcome, ...(completionCode ? { completionCode } : {}) };
     });

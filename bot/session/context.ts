@@ -3,6 +3,9 @@
 import type { Session, Task, Turn } from '../../prisma/generated/client.ts';
 import { KeyedMutex } from '../locks.ts';
 import { withDbRetry } from '../retry.ts';
+import { endSession } from '../../prisma/session-store.ts';
+import { AdmissionDirectory } from './directory.ts';
+import { SessionCache } from './session-cache.ts';
 import { ScoringPool } from './scoring.ts';
 import type { EngineDeps, EngineOptions, Hooks } from './types.ts';
 
@@ -11,9 +14,6 @@ export type SessionWithTurns = Session & { task: Task; turns: Turn[] };
 /** Answers scored at once unless the settings say otherwise: one per core of the 2-core machines this runs on. */
 export const DEFAULT_SCORING_POOL = 2;
 const TASK_CACHE_SIZE = 10_000;
-/** How long a session handed over between two holders of its lock may be used (see EngineContext.locked). */
-const HANDOVER_MS = 1_000;
-const HANDOVER_LIMIT = 10_000;
 
 export class EngineContext {
   /** Held while a session's turn is generated or stored: one writer per session. */
@@ -22,6 +22,8 @@ export class EngineContext {
   readonly personLock = new KeyedMutex();
   /** Where answers wait to be scored: at most `scoringPool` at once (default 2). */
   readonly scoring: ScoringPool;
+  /** What admissions read that moderators change rarely, kept while it is unchanged (directory.ts). */
+  readonly directory = new AdmissionDirectory(() => this.prisma);
   /** Set once the engine closes: a turn waiting for its agent's server gives up. */
   closing = false;
   /** Sessions a step is being taken for now (an advance, a person's message being stored): the sweep leaves them be. */
@@ -38,29 +40,12 @@ export class EngineContext {
     return this.deps.db.prisma;
   }
 
-  /**
-   * A session as the last holder of its lock wrote it (the person's reply stored), for the next holder only (the
-   * agent's step that answers it), within HANDOVER_MS: the step need not read again what was just written (two
-   * round trips a reply; bench:bot, bench/RESULTS.md). Any other holder in between drops it (`locked`), so nothing this
-   * process did meanwhile is missed; what another process writes in those few milliseconds is what it could
-   * equally write while the agent writes, after any read.
-   */
-  private readonly handovers = new Map<string, { s: SessionWithTurns; at: number }>();
+  /** Each session's state as this process last read or wrote it (session-cache.ts). */
+  readonly sessions = new SessionCache();
 
-  /** Runs `fn` holding the session's lock, with the session handed over by the previous holder, if any (see handOver). */
-  locked<T>(sessionId: string, fn: (handedOver: SessionWithTurns | undefined) => Promise<T>): Promise<T> {
-    return this.sessionLock.run(sessionId, () => {
-      const h = this.handovers.get(sessionId);
-      this.handovers.delete(sessionId);
-      return fn(h && performance.now() - h.at < HANDOVER_MS ? h.s : undefined);
-    });
-  }
-
-  /** Leaves the session as just written (under its lock) to the lock's next holder (see locked). */
-  handOver(s: SessionWithTurns): void {
-    // Bounded: one left by a step that never came (the engine closing) is dropped with the rest.
-    if (this.handovers.size >= HANDOVER_LIMIT) this.handovers.clear();
-    this.handovers.set(s.id, { s, at: performance.now() });
+  /** Runs `fn` holding the session's lock: one writer per session in this process. */
+  locked<T>(sessionId: string, fn: () => Promise<T>): Promise<T> {
+    return this.sessionLock.run(sessionId, fn);
   }
 
   /** Runs a database operation, retrying it through an outage (the hooks tell the person to wait). */
@@ -98,23 +83,40 @@ export class EngineContext {
   }
 
   /**
-   * A session with its turns and task: two queries. The task comes from a cache: task rows are never updated
-   * (prisma/task-store.ts only inserts), and every turn loads its session (bench:bot's profile: database round
-   * trips were the bot's largest cost). Its policy version is not loaded: the agent cache needs only its id
-   * (agents.ts reads the row once, for a version not loaded yet).
+   * A session with its turns and task: from memory when this process has it (session-cache.ts), else two queries,
+   * kept. The task comes from a cache too: task rows are never updated (prisma/task-store.ts only inserts), and
+   * every turn loads its session (bench:bot's profile: database round trips were the bot's largest cost). Its
+   * policy version is not loaded: the agent cache needs only its id (agents.ts reads the row once, for a version
+   * not loaded yet).
    */
   async load(sessionId: string, hooks?: Hooks): Promise<SessionWithTurns | null> {
+    const cached = this.sessions.get(sessionId);
+    if (cached) return cached;
+    const readAt = this.sessions.readAt();
     const s = await this.retry(() => this.prisma.session.findUnique({ where: { id: sessionId }, include: { turns: { orderBy: { index: 'asc' } } } }), hooks);
-    return s && { ...s, task: await this.task(s.taskId, hooks) };
+    if (!s) return null;
+    return this.sessions.keepRead({ ...s, task: await this.task(s.taskId, hooks) }, readAt);
   }
 
-  /** Runs a write for a session; null (instead of the database's error) when the session no longer exists. */
-  async storeUnlessGone<T>(sessionId: string, write: () => Promise<T>): Promise<T | null> {
+  /** Ends an active session without an answer (prisma/session-store.ts endSession) and drops its copy; false when it was no longer active. */
+  async endSession(sessionId: string, status: 'abandoned' | 'expired', reason: string, hooks?: Hooks, at?: Date, onlyIfIdleSince?: Date): Promise<boolean> {
     try {
-      return await write();
+      return await this.retry(() => endSession(this.prisma, sessionId, status, reason, at, onlyIfIdleSince), hooks);
+    } finally {
+      this.sessions.forget(sessionId);
+    }
+  }
+
+  /**
+   * Appends a turn (`write`, prisma/session-store.ts, which appends only to an active session); null, with the
+   * session's copy dropped, when the session is gone or no longer active (ended by another process meanwhile).
+   */
+  async appendTurn(sessionId: string, write: () => Promise<Turn>, hooks?: Hooks): Promise<Turn | null> {
+    try {
+      return await this.retry(write, hooks);
     } catch (err) {
-      const gone = await this.prisma.session.findUnique({ where: { id: sessionId }, select: { id: true } }).then((x) => !x, () => false);
-      if (gone) return null;
+      this.sessions.forget(sessionId);
+      if ((err as { code?: string }).code === 'P2025') return null;
       throw err;
     }
   }

@@ -66,9 +66,12 @@ export class SessionEngine {
     return this.admissions.admission(person, where, hooks);
   }
 
-  /** Checks everything and creates the session; the caller shows the hidden information, then calls agentStep. */
-  start(person: Person, kindWanted: TaskKind | null, where: Where = {}, hooks?: Hooks): Promise<StartedSession> {
-    return this.admissions.start(person, kindWanted, where, hooks);
+  /**
+   * Checks everything and creates the session; the caller shows the hidden information, then calls agentStep.
+   * `admitted`: the admission the caller has just made (admission() for this person and place), not made again.
+   */
+  start(person: Person, kindWanted: TaskKind | null, where: Where = {}, hooks?: Hooks, admitted?: Admission): Promise<StartedSession> {
+    return this.admissions.start(person, kindWanted, where, hooks, admitted);
   }
 
   /** Re-reads the deployed policy now (after a deploy from this process), rather than at the next poll. */

@@ -1,7 +1,6 @@
 // After a restart and over time: finishing what a previous run left halfway (messages stored but never shown,
 // replies sent while the channel was down, answers never scored) and expiring sessions left idle.
 import type { Session } from '../../prisma/generated/client.ts';
-import { endSession } from '../../prisma/session-store.ts';
 import { dialogueTurnWhere } from '../../prisma/cohorts.ts';
 import type { AgentCache } from './agents.ts';
 import type { EngineContext } from './context.ts';
@@ -103,7 +102,7 @@ export class Recovery {
     );
     const ended: Session[] = [];
     for (const s of orphans) {
-      if (await ctx.retry(() => endSession(ctx.prisma, s.id, 'abandoned', 'start-interrupted'))) ended.push(s);
+      if (await ctx.endSession(s.id, 'abandoned', 'start-interrupted')) ended.push(s);
     }
     if (ended.length) ctx.deps.log?.warn({ sessions: ended.map((s) => s.id) }, 'ended sessions whose start was cut off before their thread opened');
     return ended;
@@ -118,7 +117,7 @@ export class Recovery {
     for (const s of idle) {
       // A session being written is left alone, unless it is only waiting for its agent: that wait ends with it.
       if (ctx.isBusy(s.id) && !this.agents.waitingForAgent(s.id)) continue;
-      const ended = await ctx.retry(() => endSession(ctx.prisma, s.id, 'expired', 'idle', now, cutoff));
+      const ended = await ctx.endSession(s.id, 'expired', 'idle', undefined, now, cutoff);
       if (ended) expired.push({ ...s, status: 'expired', endedAt: now, endReason: 'idle' });
     }
     if (expired.length) ctx.deps.log?.info({ count: expired.length }, 'expired idle sessions');

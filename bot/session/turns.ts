@@ -6,7 +6,7 @@ import { checkHumanMessage, sanitizeText } from '../../tasks/protocol.ts';
 import type { Session } from '../../prisma/generated/client.ts';
 import { UniqueViolationError, toDatabaseError } from '../../prisma/errors.ts';
 import { findParticipant } from '../../prisma/participant-store.ts';
-import { appendHumanTurn, endSession, markRatingAsked, markResultAndRatingShown, markResultShown, markTurnShown } from '../../prisma/session-store.ts';
+import { appendHumanTurn, markRatingAsked, markResultAndRatingShown, markResultShown, markTurnShown } from '../../prisma/session-store.ts';
 import { messageLimitRefusal } from '../limits.ts';
 import type { AgentSteps } from './agent-step.ts';
 import type { AgentCache } from './agents.ts';
@@ -105,7 +105,7 @@ export class TurnScript {
 
   private async present(step: AgentStep, view: SessionView, hooks?: Hooks): Promise<void> {
     const shownAs = await view.showAgentMessage(step);
-    await this.markShown(step.turnId, shownAs, hooks);
+    await this.markShown(step.turnId, shownAs, hooks, step.sessionId);
   }
 
   /**
@@ -133,23 +133,30 @@ export class TurnScript {
       if (result && !s.ratingAskedAt && view.showResultWithRating) {
         // One message where each one counts against a limit (Discord's 50 requests a second for the bot).
         await view.showResultWithRating(result);
-        await ctx.retry(() => markResultAndRatingShown(ctx.prisma, sessionId), hooks);
+        const at = new Date();
+        await ctx.retry(() => markResultAndRatingShown(ctx.prisma, sessionId, at), hooks);
+        ctx.sessions.patch(sessionId, { resultShownAt: at, ratingAskedAt: at });
         return;
       }
       if (result) {
         await view.showResult(result);
-        await ctx.retry(() => markResultShown(ctx.prisma, sessionId), hooks);
+        const at = new Date();
+        await ctx.retry(() => markResultShown(ctx.prisma, sessionId, at), hooks);
+        ctx.sessions.patch(sessionId, { resultShownAt: at });
       }
     }
     if (!s.ratingAskedAt) {
       await view.askRating(sessionId);
-      await ctx.retry(() => markRatingAsked(ctx.prisma, sessionId), hooks);
+      const at = new Date();
+      await ctx.retry(() => markRatingAsked(ctx.prisma, sessionId, at), hooks);
+      ctx.sessions.patch(sessionId, { ratingAskedAt: at });
     }
   }
 
   /** Records the channel's id of the message that showed an agent turn (it has reached the person). */
-  async markShown(turnId: string, externalMessageId: string, hooks?: Hooks): Promise<void> {
+  async markShown(turnId: string, externalMessageId: string, hooks?: Hooks, sessionId?: string): Promise<void> {
     await this.ctx.retry(() => markTurnShown(this.ctx.prisma, turnId, externalMessageId), hooks);
+    this.ctx.sessions.turnShown(turnId, externalMessageId, sessionId);
   }
 
   /**
@@ -173,7 +180,7 @@ export class TurnScript {
         if (!s) throw new TurnRejectedError('This session no longer exists.');
         // A message is only ever stored in its own thread's session.
         if (externalMessageId && s.turns.some((t) => t.externalMessageId === externalMessageId)) return { duplicate: true };
-        if (s.status !== 'active') throw new TurnRejectedError(`This session has ended (${s.endReason ?? s.status}). Start a new one with /task start.`);
+        if (s.status !== 'active') throw new TurnRejectedError(ended(s));
         const last = dialogueTurns(s.turns).at(-1);
         if (!last || last.role !== 'agent') throw new TurnRejectedError('Please wait for the agent\'s message, then answer.');
         let content: string;
@@ -188,10 +195,14 @@ export class TurnScript {
           if (refusal) throw new TurnRejectedError(refusal);
         }
         try {
-          const turn = await ctx.storeUnlessGone(sessionId, () => ctx.retry(() => appendHumanTurn(ctx.prisma, sessionId, { content, externalMessageId }), hooks));
-          if (!turn) throw new TurnRejectedError('This session no longer exists.');
-          // The agent's step that answers it takes the session as written, unless another step comes first.
-          ctx.handOver({ ...s, lastActivityAt: turn.createdAt, turns: [...s.turns, turn] });
+          const turn = await ctx.appendTurn(sessionId, () => appendHumanTurn(ctx.prisma, sessionId, { content, externalMessageId }), hooks);
+          if (!turn) {
+            // Ended or deleted by someone else since this process read it: say which, as read now.
+            const now = await ctx.load(sessionId, hooks);
+            throw new TurnRejectedError(now && now.status !== 'active' ? ended(now) : 'This session no longer exists.');
+          }
+          // The agent's step that answers it reads the session as written, from memory (session-cache.ts).
+          ctx.sessions.appendTurn(sessionId, turn, { lastActivityAt: turn.createdAt });
           ctx.deps.observer?.humanTurn?.();
           return { duplicate: false, turnId: turn.id };
         } catch (err) {
@@ -214,7 +225,7 @@ export class TurnScript {
       const s = await ctx.retry(() => ctx.prisma.session.findFirst({ where: { participantId: p.id, status: 'active' } }), hooks);
       if (!s) return null;
       const end = async () => {
-        await ctx.retry(() => endSession(ctx.prisma, s.id, 'abandoned', 'stopped'), hooks);
+        await ctx.endSession(s.id, 'abandoned', 'stopped', hooks);
         return ctx.retry(() => ctx.prisma.session.findUniqueOrThrow({ where: { id: s.id } }), hooks);
       };
       // An agent waiting for its server holds the session's lock until the session ends: end it without the
@@ -228,6 +239,11 @@ export class TurnScript {
     const turns = await this.ctx.retry(() => this.ctx.prisma.turn.findMany({ where: { sessionId }, orderBy: { index: 'asc' } }), hooks);
     return dialogueTurns(turns);
   }
+}
+
+/** What a person writing in an ended session is told. */
+function ended(s: Pick<Session, 'status' | 'endReason'>): string {
+  return `This session has ended (${s.endReason ?? s.status}). Start a new one with /task start.`;
 }
 
 /**

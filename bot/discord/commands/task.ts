@@ -39,7 +39,7 @@ export async function startSession(ctx: BotContext, i: RepliableInteraction, kin
   }
   let started;
   try {
-    started = await ctx.engine.start(personOf(i), kind, { guildId: i.guildId ?? undefined, channelId: channel.id }, hooks);
+    started = await ctx.engine.start(personOf(i), kind, { guildId: i.guildId ?? undefined, channelId: channel.id }, hooks, admitted);
   } catch (err) {
     if (err instanceof RefusedError) return say(i, err.message);
     throw err;

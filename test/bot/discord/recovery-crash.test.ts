@@ -1,5 +1,6 @@
 // Crash points, probed from outside with the real client: the bot is killed the instant Discord accepted the
-// agent's message, the instant it accepted the result, and while a person wrote in their thread. After a
+// agent's message, the instant it accepted the result, while a person wrote in their thread, and between a reply
+// stored (and kept in memory, bot/session/session-cache.ts) and the agent's step that reads it. After a
 // restart nothing is posted twice, nothing is lost, and every session reaches its rating prompt. Also: a
 // /privacy delete racing an agent turn shows the person no internal error, and nothing the bot posts pings.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,6 +32,16 @@ describe('Discord bot crash recovery', () => {
 
   async function sessionOf(threadId: string) {
     return h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId }, include: { turns: { orderBy: { index: 'asc' } } } });
+  }
+
+  /** Sends the person's reply and returns once the agent is writing its answer, held until `release`. */
+  async function replyWhileAgentWrites(user: ReturnType<typeof h.fake.user>, threadId: string, text: string): Promise<{ message: string; release: () => void }> {
+    let open!: () => void;
+    hold = new Promise<void>((r) => (open = r));
+    const calls = agent.calls;
+    const message = h.fake.say(user, threadId, text);
+    await h.fake.waitFor(() => agent.calls > calls, 30_000, 'the agent to start writing');
+    return { message, release: () => ((hold = null), open()) };
   }
 
   it('killed the instant the agent\'s message reached Discord: posted once after the restart, and the session goes on', async () => {
@@ -114,18 +125,37 @@ describe('Discord bot crash recovery', () => {
     expect(h.fake.inChannel(threadId).filter((m) => m.content.startsWith('**Agent**'))).toHaveLength(3);
   });
 
+  it('killed after the reply was stored and kept in memory, before the agent step that reads it finished: the restarted bot answers it once from the database', async () => {
+    const erin = h.fake.user('erin');
+    const { threadId } = await h.startSession(erin, 'backend');
+    await h.agentMessage(threadId, 1);
+    // The reply is written (to the database, then to the copy in memory), and the agent step has read that copy.
+    const { message: reply, release } = await replyWhileAgentWrites(erin, threadId, 'Negative numbers are zero.');
+    const stopping = h.stopBot(); // the crash: the copy in memory is lost with the process
+    release();
+    await stopping;
+    const before = await sessionOf(threadId);
+    expect(before.turns.filter((t) => t.role === 'human').map((t) => t.externalMessageId)).toEqual([reply]);
+
+    await h.startBot();
+    await h.agentMessage(threadId, 2);
+    h.fake.say(erin, threadId, 'Nothing else.');
+    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'the rating prompt');
+    const after = await sessionOf(threadId);
+    // Nothing lost, nothing doubled: each message stored once, each agent message posted once.
+    expect(after.turns.map((t) => t.role)).toEqual(['agent', 'human', 'agent', 'human', 'agent']);
+    expect(after.turns.filter((t) => t.externalMessageId === reply)).toHaveLength(1);
+    for (const n of [1, 2, 3]) expect(h.fake.inChannel(threadId).filter(isAgent(n))).toHaveLength(1);
+    expect(after.status).toBe('answered');
+  });
+
   it('a /privacy delete racing an agent turn shows the person no internal error', async () => {
     const dan = h.fake.user('dan');
     const { threadId } = await h.startSession(dan, 'backend');
     await h.agentMessage(threadId, 1);
-    let release!: () => void;
-    hold = new Promise<void>((r) => (release = r));
-    const calls = agent.calls;
-    h.fake.say(dan, threadId, 'Zero for negatives.');
-    await h.fake.waitFor(() => agent.calls > calls, 30_000, 'the agent to start writing');
+    const { release } = await replyWhileAgentWrites(dan, threadId, 'Zero for negatives.');
     const del = h.fake.command(dan, 'privacy', 'delete');
     await new Promise((r) => setTimeout(r, 300));
-    hold = null;
     release();
     const receipt = await h.reply(del, (s) => s.kind === 'original' && /deleted/i.test(s.content), 'the deletion receipt');
     expect(receipt.content).not.toMatch(/wrong|Invalid|constraint|prisma/i);

@@ -1,0 +1,58 @@
+// What the admission rule reads that moderators change rarely (the studies, their arms and versions, the default
+// study's task pool), kept in memory: each admission asks in one round trip whether collection is paused and
+// whether any of it changed since it was read (the Setting 'admission.version', counted up in the writer's own
+// transaction by triggers on those tables: prisma/migrations/20261207020000_admission_version), from whatever
+// process or tool changed it. Before, every admission read it all again (five round trips; bench:bot).
+import type { PrismaClient } from '../../prisma/generated/client.ts';
+import { PAUSED_KEY } from '../../prisma/moderation-store.ts';
+import { DEFAULT_STUDY, defaultStudy, type StudyWithArms } from '../../prisma/study-store.ts';
+import { chooseStudy, readStudies, studyFor, type Place, type StudyRefusedError } from '../assign.ts';
+import { isPaused, pausedIn } from '../moderation.ts';
+
+/** Counted up by the triggers of the migration above on every change to what admission reads. */
+export const ADMISSION_VERSION_KEY = 'admission.version';
+
+/** What one admission reads besides the person: the study joined at a place, and whether collection is paused. */
+export interface AdmissionReads {
+  studyFor(where: Place, now?: Date): Promise<{ study: StudyWithArms; refusal: StudyRefusedError | null }>;
+  paused(): Promise<boolean>;
+}
+
+/** The same read from the database each time (callers outside the engine: bot/services.ts). */
+export function freshReads(prisma: PrismaClient): AdmissionReads {
+  return { studyFor: (where, now) => studyFor(prisma, where, now), paused: () => isPaused(prisma) };
+}
+
+export class AdmissionDirectory {
+  /** The studies as read at `version`; the default study once read (created, its pool filled) at that version. */
+  private cached: { version: string; studies: StudyWithArms[]; defaultStudy: Promise<StudyWithArms> | null } | null = null;
+
+  constructor(private readonly prisma: () => PrismaClient) {}
+
+  /** The reads of one admission: one round trip, and more only when something changed since the last. */
+  async reads(): Promise<AdmissionReads> {
+    const prisma = this.prisma();
+    const rows = await prisma.setting.findMany({ where: { key: { in: [PAUSED_KEY, ADMISSION_VERSION_KEY] } } });
+    const paused = pausedIn(rows.find((r) => r.key === PAUSED_KEY)?.value);
+    const version = JSON.stringify(rows.find((r) => r.key === ADMISSION_VERSION_KEY)?.value ?? null);
+    // Read after the version: a change committed meanwhile counts the version up again, so the next admission rereads.
+    let cached = this.cached;
+    if (cached?.version !== version) {
+      cached = { version, studies: await readStudies(prisma), defaultStudy: null };
+      this.cached = cached;
+    }
+    const snapshot = cached;
+    return {
+      paused: async () => paused,
+      studyFor: async (where, now = new Date()) => {
+        const chosen = chooseStudy(snapshot.studies, where, now);
+        if (chosen) return chosen;
+        // Filling its pool changes the version: the next admission reads the studies again, once.
+        // Shared by the admissions of the same moment (a failed read is tried again by the next).
+        const read = (snapshot.defaultStudy ??= defaultStudy(prisma, { study: snapshot.studies.find((s) => s.name === DEFAULT_STUDY) ?? null }));
+        read.catch(() => snapshot.defaultStudy === read && (snapshot.defaultStudy = null));
+        return { study: await read, refusal: null };
+      },
+    };
+  }
+}

@@ -103,35 +103,53 @@ export const visibleParticipantWhere = {
   OR: [{ consentGivenAt: { not: null }, consentWithdrawnAt: null }, { role: 'simulated' as const }],
 } satisfies Prisma.ParticipantWhereInput;
 
-function whereClause(f: ExportFilters): Prisma.Sql {
+/** One condition of a selection, with what it asks in words (for saying which one left a selection empty). */
+interface Condition {
+  label: string;
+  sql: Prisma.Sql;
+}
+
+/** The selection's conditions, in the order an empty selection is explained (the broadest first). */
+function conditions(f: ExportFilters): Condition[] {
   const statuses = f.statuses ?? ['answered'];
-  const conds: Prisma.Sql[] = [
-    visibleParticipant('p'),
+  const conds: Condition[] = [
+    { label: 'of consented, not withdrawn, not deleted participants', sql: visibleParticipant('p') },
     // Compared as the enum (not as text) so the planner's estimate lets keyset pages walk the startedAt index.
-    Prisma.sql`s."status" IN (${Prisma.join(statuses.map((st) => Prisma.sql`${st}::"SessionStatus"`))})`,
+    { label: `with status ${statuses.join(' or ')}${f.statuses ? '' : ' (the default, --status adds others)'}`, sql: Prisma.sql`s."status" IN (${Prisma.join(statuses.map((st) => Prisma.sql`${st}::"SessionStatus"`))})` },
   ];
   const source = sourceOf(f);
-  if (source === 'human') conds.push(Prisma.sql`s."simulated" = false AND p."role" <> 'simulated'`);
-  if (source === 'simulated') conds.push(Prisma.sql`(s."simulated" = true OR p."role" = 'simulated')`);
-  if (!f.includeFlagged) {
-    conds.push(Prisma.sql`NOT EXISTS (SELECT 1 FROM "ModerationFlag" mf WHERE mf."sessionId" = s."id" AND mf."resolvedAt" IS NULL)`);
-  }
-  if (f.studyId) conds.push(Prisma.sql`s."studyId" = ${f.studyId}::uuid`);
-  if (f.guildIds) conds.push(f.guildIds.length ? Prisma.sql`s."guildId" IN (${Prisma.join(f.guildIds)})` : Prisma.sql`false`);
-  if (f.since) conds.push(Prisma.sql`s."startedAt" >= ${f.since}`);
-  if (f.until) conds.push(Prisma.sql`s."startedAt" < ${f.until}`);
-  if (f.kind) conds.push(Prisma.sql`t."kind" = ${f.kind}::"TaskKind"`);
-  if (f.split) conds.push(Prisma.sql`t."split" = ${f.split}::"TaskSplit"`);
-  if (f.policy) conds.push(Prisma.sql`(pv."name" = ${f.policy} OR pv."id"::text = ${f.policy})`);
+  const sourceLabel = `played by ${source === 'human' ? 'people' : source === 'simulated' ? 'simulated collaborators' : 'people or simulators'} (--source ${source})`;
+  if (source === 'human') conds.push({ label: sourceLabel, sql: Prisma.sql`s."simulated" = false AND p."role" <> 'simulated'` });
+  if (source === 'simulated') conds.push({ label: sourceLabel, sql: Prisma.sql`(s."simulated" = true OR p."role" = 'simulated')` });
+  if (f.studyId) conds.push({ label: 'in the study', sql: Prisma.sql`s."studyId" = ${f.studyId}::uuid` });
+  if (f.guildIds) conds.push({ label: 'in your guilds', sql: f.guildIds.length ? Prisma.sql`s."guildId" IN (${Prisma.join(f.guildIds)})` : Prisma.sql`false` });
+  if (f.since) conds.push({ label: `started since ${f.since.toISOString()} (--since)`, sql: Prisma.sql`s."startedAt" >= ${f.since}` });
+  if (f.until) conds.push({ label: `started before ${f.until.toISOString()} (--until)`, sql: Prisma.sql`s."startedAt" < ${f.until}` });
+  if (f.kind) conds.push({ label: `of ${f.kind} tasks (--kind)`, sql: Prisma.sql`t."kind" = ${f.kind}::"TaskKind"` });
+  if (f.split) conds.push({ label: `of the ${f.split} split (--split)`, sql: Prisma.sql`t."split" = ${f.split}::"TaskSplit"` });
+  if (f.policy) conds.push({ label: `played by ${f.policy} (--policy)`, sql: Prisma.sql`(pv."name" = ${f.policy} OR pv."id"::text = ${f.policy})` });
   if (f.requireTrajectory) {
-    conds.push(Prisma.sql`EXISTS (SELECT 1 FROM "Evaluation" ev WHERE ev."sessionId" = s."id")`);
-    conds.push(Prisma.sql`EXISTS (SELECT 1 FROM "Turn" tu WHERE tu."sessionId" = s."id" AND tu."role" = 'agent')`);
+    conds.push({
+      label: 'scored, with at least one agent turn (a sweet-rl trajectory)',
+      sql: Prisma.sql`EXISTS (SELECT 1 FROM "Evaluation" ev WHERE ev."sessionId" = s."id") AND EXISTS (SELECT 1 FROM "Turn" tu WHERE tu."sessionId" = s."id" AND tu."role" = 'agent')`,
+    });
   }
   if (f.minRating !== undefined) {
-    conds.push(Prisma.sql`(SELECT avg(r."value") FROM "Rating" r JOIN "Participant" rp ON rp."id" = r."raterId"
-      WHERE r."sessionId" = s."id" AND ${visibleParticipant('rp')}) >= ${f.minRating}`);
+    conds.push({
+      label: `rated at least ${f.minRating} on average (--min-rating; unrated sessions are left out)`,
+      sql: Prisma.sql`(SELECT avg(r."value") FROM "Rating" r JOIN "Participant" rp ON rp."id" = r."raterId"
+      WHERE r."sessionId" = s."id" AND ${visibleParticipant('rp')}) >= ${f.minRating}`,
+    });
   }
-  return Prisma.join(conds, ' AND ');
+  // Last, so that an explanation counts the sessions flags kept out among those every other filter chose.
+  if (!f.includeFlagged) conds.push({ label: 'without an unresolved moderation flag (--include-flagged keeps them)', sql: UNFLAGGED });
+  return conds;
+}
+
+const UNFLAGGED = Prisma.sql`NOT EXISTS (SELECT 1 FROM "ModerationFlag" mf WHERE mf."sessionId" = s."id" AND mf."resolvedAt" IS NULL)`;
+
+function whereClause(f: ExportFilters): Prisma.Sql {
+  return Prisma.join(conditions(f).map((c) => c.sql), ' AND ');
 }
 
 const FROM = Prisma.sql`FROM "Session" s
@@ -160,6 +178,43 @@ export async function countSessions(prisma: PrismaClient, f: ExportFilters): Pro
   validateFilters(f);
   const rows = await prisma.$queryRaw<{ n: bigint }[]>(Prisma.sql`SELECT count(*) AS n FROM (${selection(f)}) x`);
   return Number(rows[0]?.n ?? 0);
+}
+
+export interface SelectionStep {
+  /** What this step asks (the first step: every stored session). */
+  label: string;
+  /** Sessions left after it and every step before. */
+  sessions: number;
+}
+
+/** The sessions left after each filter in turn, then the k-blocks: what an empty export says about itself. */
+export async function selectionSteps(prisma: PrismaClient, f: ExportFilters): Promise<SelectionStep[]> {
+  validateFilters(f);
+  const count = async (where: Prisma.Sql) => Number((await prisma.$queryRaw<{ n: bigint }[]>(Prisma.sql`SELECT count(*) AS n ${FROM} WHERE ${where}`))[0]?.n ?? 0);
+  const conds = conditions(f);
+  const steps: SelectionStep[] = [{ label: 'stored', sessions: await count(Prisma.sql`true`) }];
+  for (let i = 1; i <= conds.length; i++) steps.push({ label: conds[i - 1]!.label, sessions: await count(Prisma.join(conds.slice(0, i).map((c) => c.sql), ' AND ')) });
+  if (f.perTask !== undefined) steps.push({ label: `in tasks with at least ${f.perTask} such sessions (--per-task ${f.perTask})`, sessions: await countSessions(prisma, f) });
+  return steps;
+}
+
+/** Steps in one line, up to the first that left nothing: "5 sessions stored; 5 with status answered; 0 of backend tasks (--kind)". */
+export function describeSteps(steps: readonly SelectionStep[], unit = 'session(s)'): string {
+  const stop = steps.findIndex((s) => s.sessions === 0);
+  return steps
+    .slice(0, stop < 0 ? steps.length : stop + 1)
+    .map((s, i) => (i === 0 ? `${s.sessions} ${unit} ${s.label}` : `${s.sessions} ${s.label}`))
+    .join('; ');
+}
+
+/** The sessions every other filter selects that an unresolved moderation flag keeps out, with the flags' reasons. */
+export async function flaggedOut(prisma: PrismaClient, f: ExportFilters): Promise<{ sessionId: string; reason: string }[]> {
+  validateFilters(f);
+  if (f.includeFlagged) return [];
+  return prisma.$queryRaw<{ sessionId: string; reason: string }[]>(Prisma.sql`
+    SELECT DISTINCT s."id"::text AS "sessionId", mf."reason" ${FROM}
+    JOIN "ModerationFlag" mf ON mf."sessionId" = s."id" AND mf."resolvedAt" IS NULL
+    WHERE ${whereClause({ ...f, includeFlagged: true })}`);
 }
 
 /**

@@ -8,7 +8,7 @@ import { findStudy } from '../../prisma/study-store.ts';
 import type { FlagExclusions } from '../../prisma/moderation-store.ts';
 import type { ExportStats, ExportFormat, StudyCard } from './card.ts';
 import { pseudonymizer } from './pseudonym.ts';
-import { assertPolicyExists, countSessions, describeSteps, partialTasks, selectedKinds, selectionSteps, streamSessions, validateFilters, type ExportFilters } from './query.ts';
+import { countSessions, resolvePolicyFilter, describeSteps, partialTasks, selectedKinds, selectionSteps, streamSessions, validateFilters, type ExportFilters } from './query.ts';
 import { toRecord, type ExportRecord } from './record.ts';
 
 export const EXPORT_FORMATS: readonly ExportFormat[] = ['sweet-rl', 'jsonl', 'parquet', 'hf'];
@@ -104,11 +104,11 @@ async function studyOf(prisma: PrismaClient, opts: ExportOptions, filters: Expor
 export async function prepare(prisma: PrismaClient, opts: ExportOptions): Promise<Prepared> {
   if (!EXPORT_FORMATS.includes(opts.format)) throw new ExportError(`unknown format "${opts.format}" (expected ${EXPORT_FORMATS.join(', ')})`);
   // The reference pipeline needs a reward (the evaluation's score) and an assistant entry on every trajectory.
-  const { filters, study } = await studyOf(prisma, opts, { ...opts.filters, ...(opts.format === 'sweet-rl' ? { requireTrajectory: true } : {}) });
-  validateFilters(filters);
+  const { filters: chosen, study } = await studyOf(prisma, opts, { ...opts.filters, ...(opts.format === 'sweet-rl' ? { requireTrajectory: true } : {}) });
+  validateFilters(chosen);
+  const filters = await resolvePolicyFilter(prisma, chosen);
   if (filters.perTask !== undefined && opts.format !== 'sweet-rl') throw new ExportError('--per-task arranges sweet-rl blocks: use it with --format sweet-rl');
   const pseudonym = pseudonymizer(opts.salt);
-  await assertPolicyExists(prisma, filters.policy);
   let kind: Prepared['kind'] = null;
   if (opts.format === 'sweet-rl') {
     const kinds = await selectedKinds(prisma, filters);

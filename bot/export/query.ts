@@ -10,6 +10,7 @@
 import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
 import type { SessionStatus, TaskKind, TaskSplit } from '../../prisma/generated/enums.ts';
 import { DATA_SOURCES, DEFAULT_DATA_SOURCE, type DataSource } from '../../prisma/data-source.ts';
+import { PolicyError, resolvePolicyName } from '../../prisma/policy-store.ts';
 
 export interface ExportFilters {
   /** Sessions started at or after this instant. */
@@ -78,16 +79,17 @@ export function validateFilters(f: ExportFilters): void {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A misspelt --policy would otherwise export nothing, silently. */
-export async function assertPolicyExists(prisma: PrismaClient, policy: string | undefined): Promise<void> {
-  if (policy === undefined) return;
-  const found = await prisma.policyVersion.findFirst({
-    where: UUID.test(policy) ? { OR: [{ name: policy }, { id: policy }] } : { name: policy },
-    select: { id: true },
-  });
-  if (!found) {
-    const known = (await prisma.policyVersion.findMany({ select: { name: true }, orderBy: { createdAt: 'asc' }, take: 20 })).map((p) => p.name);
-    throw new FilterError(`--policy: no policy version named "${policy}"${known.length ? ` (known: ${known.join(', ')})` : ' (none exist yet)'}`);
+/**
+ * The --policy filter as a version's name (prisma/policy-store.ts resolvePolicyName: `starter`, `deployed`, a name
+ * or an id); a misspelt one would otherwise export nothing, silently.
+ */
+export async function resolvePolicyFilter(prisma: PrismaClient, f: ExportFilters): Promise<ExportFilters> {
+  if (f.policy === undefined) return f;
+  try {
+    return { ...f, policy: (await resolvePolicyName(prisma, f.policy)).name };
+  } catch (err) {
+    if (err instanceof PolicyError) throw new FilterError(`--policy: ${err.message}`);
+    throw err;
   }
 }
 

@@ -340,7 +340,7 @@ describe('dataset card and failures', () => {
     await expect(exportSessions(prisma, { format: 'csv' as never, salt: SALT }, path)).rejects.toThrow(/unknown format "csv"/);
     await expect(exportSessions(prisma, { format: 'jsonl', salt: 'short' }, path)).rejects.toThrow(/at least 8 characters/);
     await expect(exportSessions(prisma, { format: 'jsonl', salt: SALT, filters: { policy: 'sweet-9999' } }, path)).rejects.toThrow(
-      /no policy version named "sweet-9999" \(known: starter, sweet-0001\)/,
+      /--policy: No policy version named "sweet-9999"\. Recent versions: sweet-0001, starter \(or starter, deployed\)/,
     );
     await expect(exportSessions(prisma, { format: 'jsonl', salt: SALT }, join(dir, 'no', 'such', 'dir.jsonl'))).rejects.toThrow(/ENOENT.*no\/such\/dir\.jsonl\.partial/);
     expect(existsSync(path)).toBe(false);

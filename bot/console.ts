@@ -26,6 +26,8 @@ export class ConsoleChannel {
   private rl: Interface;
   private out: Writable;
   private closed = false;
+  /** The session being played, for the line Ctrl-C prints (interruptedLine). */
+  private current: string | null = null;
 
   constructor(private readonly o: ConsoleOptions) {
     this.out = o.output ?? process.stdout;
@@ -142,7 +144,9 @@ export class ConsoleChannel {
         }
       }
       this.print(HELP);
+      this.current = sessionId;
       const outcome = await this.play(sessionId);
+      this.current = null;
       if (outcome === 'quit') return this.close();
       const again = await this.ask('\nStart another session? [y/N] ');
       if (!again || !/^y(es)?$/i.test(again)) return this.close();
@@ -235,6 +239,13 @@ export class ConsoleChannel {
     }
     this.print('Thank you! Your session is saved.');
     return 'done';
+  }
+
+  /** What Ctrl-C kept and how to go on, in one line. */
+  interruptedLine(): string {
+    return this.current
+      ? `Stopped. Session ${this.current.slice(0, 8)} is kept with every message so far: run \`npm start\` again to resume it where you left off.`
+      : 'Stopped. Your finished sessions are kept: `npm start` starts another.';
   }
 
   close(): void {

@@ -153,7 +153,8 @@ export async function runDiscord(config: BotSettings, log: Logger, prepared?: Da
   }
 }
 
-export async function runConsole(config: BotSettings, log: Logger, prepared?: Database): Promise<void> {
+/** Runs the console until the person leaves (false) or the process is asked to stop (true). */
+export async function runConsole(config: BotSettings, log: Logger, prepared?: Database, o: { keepDatabase?: boolean } = {}): Promise<boolean> {
   const db = prepared ?? (await prepare(config, log, 'bar'));
   const rt = await runtimeFor(config, db, log, 'console');
   const { ConsoleChannel } = await import('./console.ts');
@@ -164,13 +165,16 @@ export async function runConsole(config: BotSettings, log: Logger, prepared?: Da
     consentText: config.consentText,
     outDir: join(config.checkpointDir, '..', 'console'),
   });
-  const stop = untilSignal().then(() => channel.close());
+  const stop = untilSignal().then(() => {
+    process.stderr.write(`\n${channel.interruptedLine()}\n`);
+    channel.close();
+  });
   try {
-    await Promise.race([channel.run(), stop]);
+    return await Promise.race([channel.run().then(() => false), stop.then(() => true)]);
   } finally {
     channel.close();
     await rt.close();
-    await db.close();
+    if (!o.keepDatabase) await db.close();
   }
 }
 
@@ -182,13 +186,24 @@ export async function runStart(config: BotSettings, log: Logger): Promise<void> 
     const { startDashboard } = await import('./dashboard/server.ts');
     const d = await startDashboard({ db, ...config.dashboard, salt: config.exportSalt, chromiumPath: config.chromiumPath, log });
     dashboard = d.app;
-    log.warn({ url: d.url }, `dashboard at ${d.url}`);
+    // One plain line (not a warning): where it is.
+    process.stderr.write(`Dashboard: ${d.url}\n`);
     // The login link carries its secret: printed once on stderr, never through the logger (which would redact it).
     if (d.loginUrl) process.stderr.write(`Dashboard login link (open it once; its token lasts until this process stops): ${d.loginUrl}\n`);
   }
   try {
     if (config.discord) return await runDiscord(config, log, db);
-    return await runConsole(config, log, db);
+    const signalled = await runConsole(config, log, db, { keepDatabase: dashboard !== null });
+    // The console is done (the person said no more sessions): the dashboard beside it serves until asked to stop.
+    if (dashboard && !signalled) {
+      process.stderr.write('The dashboard stays up until this process is asked to stop (Ctrl-C).\n');
+      await untilSignal();
+    }
+    if (dashboard) {
+      await dashboard.close().catch(() => {});
+      dashboard = null;
+      await db.close();
+    }
   } finally {
     await dashboard?.close().catch(() => {});
   }

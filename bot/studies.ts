@@ -3,7 +3,7 @@
 // progress is bot/study-progress.ts, its payouts bot/study-payouts.ts). Every refusal is a StudyError whose
 // message names what to fix; nothing is stored before all is resolved.
 import type { PrismaClient, TaskKind, TaskSplit } from '../prisma/generated/client.ts';
-import { deployedPolicy } from '../prisma/policy-store.ts';
+import { deployedPolicy, PolicyError, resolvePolicyName } from '../prisma/policy-store.ts';
 import { StudyError, type NewStudy, type StudyWithArms } from '../prisma/study-store.ts';
 import { Rng } from '../tasks/random.ts';
 
@@ -96,9 +96,12 @@ async function resolvePool(prisma: PrismaClient, spec: StudySpec): Promise<strin
 async function resolveArms(prisma: PrismaClient, spec: StudySpec): Promise<NewStudy['arms']> {
   if (spec.policy && spec.arms?.length) throw new StudyError('Give either --policy or --arm, not both.');
   const named = async (name: string) => {
-    const v = await prisma.policyVersion.findUnique({ where: { name }, select: { id: true } });
-    if (!v) throw new StudyError(`No policy version named "${name}".`);
-    return v.id;
+    try {
+      return (await resolvePolicyName(prisma, name)).id;
+    } catch (err) {
+      if (err instanceof PolicyError) throw new StudyError(err.message);
+      throw err;
+    }
   };
   if (spec.arms?.length) {
     const arms = [];

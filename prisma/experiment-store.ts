@@ -8,7 +8,7 @@
 import type { Database } from './db.ts';
 import type { Experiment, PolicyVersion, Prisma, PrismaClient, Study } from './generated/client.ts';
 import { audit } from './moderation-store.ts';
-import { assertDeployable, deployedPolicy, switchDeployedPolicy, trainedOnErasedData, type ForceOptions } from './policy-store.ts';
+import { assertDeployable, deployedPolicy, PolicyError, resolvePolicyName, switchDeployedPolicy, trainedOnErasedData, type ForceOptions } from './policy-store.ts';
 import { DEFAULT_STUDY, defaultStudy, findStudy, withStudyLock, type StudyWithArms } from './study-store.ts';
 
 type Tx = Prisma.TransactionClient;
@@ -58,11 +58,9 @@ export async function startExperiment(db: Database, actor: string, o: { study: s
     if (study.status === 'closed') throw new ExperimentError(`Study "${study.name}" is closed.`);
     const running = await runningExperiment(tx, study.id);
     if (running) throw new ExperimentError(`An experiment is already running in study "${study.name}" (candidate ${running.candidate.name}). Stop it first with /mod experiment stop.`);
-    const candidate = await tx.policyVersion.findUnique({ where: { name: o.candidate } });
-    if (!candidate) {
-      const known = await tx.policyVersion.findMany({ where: { status: 'candidate' }, select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
-      throw new ExperimentError(`No policy version named "${o.candidate}". Candidates: ${known.map((k) => k.name).join(', ') || 'none'}.`);
-    }
+    const candidate = await resolvePolicyName(tx, o.candidate).catch((err: unknown) => {
+      throw err instanceof PolicyError ? new ExperimentError(err.message) : err;
+    });
     if (candidate.status === 'removed') throw new ExperimentError(`"${candidate.name}" was removed (sweetloop policy remove): it cannot be a candidate.`);
     // An A/B puts the candidate in front of people: the same rule as a deploy (policy-store.ts erasedDataBlocker).
     assertDeployable(candidate, o);

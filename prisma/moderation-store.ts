@@ -121,3 +121,28 @@ export async function recordRole(prisma: PrismaClient, externalId: string, role:
   if (p && (p.role === role || p.role === 'operator' || p.role === SIMULATED_ROLE)) return;
   await prisma.participant.upsert({ where: { discordUserId: externalId }, create: { discordUserId: externalId, role }, update: { role } });
 }
+
+/** Sessions that unresolved moderation flags keep out of a selection, and why (the flags' reasons). */
+export interface FlagExclusions {
+  sessions: number;
+  reasons: { reason: string; sessions: number }[];
+}
+
+/** The open flags of the sessions `where` selects (whatever their flags), as (session, reason) rows. */
+export async function openFlagsAmong(prisma: PrismaClient, where: Prisma.SessionWhereInput): Promise<{ sessionId: string; reason: string }[]> {
+  return prisma.moderationFlag.findMany({ where: { resolvedAt: null, session: where }, select: { sessionId: true, reason: true } });
+}
+
+export function flagExclusions(rows: readonly { sessionId: string; reason: string }[]): FlagExclusions {
+  const byReason = new Map<string, Set<string>>();
+  for (const r of rows) byReason.set(r.reason, (byReason.get(r.reason) ?? new Set()).add(r.sessionId));
+  const reasons = [...byReason].map(([reason, ids]) => ({ reason, sessions: ids.size })).sort((a, b) => b.sessions - a.sessions || a.reason.localeCompare(b.reason));
+  return { sessions: new Set(rows.map((r) => r.sessionId)).size, reasons };
+}
+
+/** One line for whoever ran an export or a training run; null when flags kept nothing out. */
+export function describeFlagExclusions(x: FlagExclusions): string | null {
+  if (x.sessions === 0) return null;
+  const why = x.reasons.map((r) => `${r.reason} (${r.sessions})`).join('; ');
+  return `${x.sessions} session(s) left out by unresolved moderation flags: ${why}. A moderator confirms or clears them on the dashboard's Flags page (/flags).`;
+}

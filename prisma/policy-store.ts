@@ -101,6 +101,32 @@ export async function deployedPolicy(prisma: PrismaClient): Promise<PolicyVersio
   return prisma.policyVersion.findFirst({ where: { status: 'deployed' }, orderBy: { deployedAt: 'desc' } });
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The one reading of a policy name every command shares: `deployed` (the version serving people), `starter` (the
+ * built-in starter: `starter` builds and registers it where a caller can, trainer/versions.ts; otherwise the newest
+ * registered one), a version's name, or its id. PolicyError naming the recent versions when there is none such.
+ */
+export async function resolvePolicyName(prisma: PrismaClient | Prisma.TransactionClient, ref: string, o: { starter?: () => Promise<PolicyVersion> } = {}): Promise<PolicyVersion> {
+  const db = prisma as PrismaClient;
+  if (ref === 'deployed') {
+    const v = await deployedPolicy(db);
+    if (!v) throw new PolicyError('No policy version is deployed yet (run `npm start` once, or `sweetloop deploy NAME`).');
+    return v;
+  }
+  if (ref === 'starter') {
+    if (o.starter) return o.starter();
+    const v = await db.policyVersion.findFirst({ where: { algorithm: STARTER_ALGORITHM, status: { not: 'removed' } }, orderBy: { createdAt: 'desc' } });
+    if (!v) throw new PolicyError('The starter policy is not registered yet: run `npm start` once (it installs and registers it).');
+    return v;
+  }
+  const v = await db.policyVersion.findFirst({ where: UUID.test(ref) ? { OR: [{ name: ref }, { id: ref }] } : { name: ref } });
+  if (v) return v;
+  const known = await db.policyVersion.findMany({ select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
+  throw new PolicyError(`No policy version named "${ref}". Recent versions: ${known.map((k) => k.name).join(', ') || 'none'} (or starter, deployed).`);
+}
+
 /** The version a rollback would re-deploy: the most recently deployed one that is not deployed now. */
 export async function previouslyDeployedPolicy(prisma: PrismaClient): Promise<PolicyVersion | null> {
   const current = await deployedPolicy(prisma);
@@ -225,13 +251,9 @@ export function checkpointOf(v: Pick<PolicyVersion, 'name' | 'kind' | 'checkpoin
 
 /** Deploys the version named `name` (audit action 'policy.deploy'); PolicyError when unknown or already deployed. */
 export async function deployPolicyByName(db: Database, actor: string, name: string, opts: SwitchOptions = {}): Promise<PolicyVersion> {
-  const target = await db.prisma.policyVersion.findUnique({ where: { name } });
-  if (!target) {
-    const known = await db.prisma.policyVersion.findMany({ select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
-    throw new PolicyError(`No policy version named "${name}". Recent versions: ${known.map((k) => k.name).join(', ') || 'none'}.`);
-  }
-  if (target.status === 'deployed') throw new PolicyError(`"${name}" is already deployed.`);
-  if (target.status === 'removed') throw new PolicyError(`"${name}" was removed (sweetloop policy remove): it cannot be deployed.`);
+  const target = await resolvePolicyName(db.prisma, name);
+  if (target.status === 'deployed') throw new PolicyError(`"${target.name}" is already deployed.`);
+  if (target.status === 'removed') throw new PolicyError(`"${target.name}" was removed (sweetloop policy remove): it cannot be deployed.`);
   return switchDeployedPolicy(db, actor, target, 'policy.deploy', opts);
 }
 

@@ -9,6 +9,11 @@ import { personWhere } from './cohorts.ts';
 /** Reason of the flag put on a session whose replies pasted the reference (a moderator may resolve it). */
 export const PASTE_FLAG_REASON = 'quality: hidden reference pasted in the replies';
 
+/** What the person is told, where they played, when their session gets that flag (bot/session/turns.ts). */
+export const PASTE_NOTICE =
+  "This session will be left out of training and exports: your replies repeat the hidden reference's code. " +
+  'Describe what the code does in your own words instead (repeating its comments is fine). A moderator can review and clear this.';
+
 /** The sessions played by people (not simulated collaborators) that have ended. */
 const humanEnded = {
   simulated: false,
@@ -39,8 +44,8 @@ function canonical(v: unknown): string {
  * scores of their people; flags (once) each session whose replies pasted the reference. Idempotent: a flag a
  * moderator resolved is not raised again.
  */
-export async function refreshQuality(prisma: PrismaClient, o: { participantIds?: string[] } = {}): Promise<RefreshResult> {
-  const where: Prisma.SessionWhereInput = { ...humanEnded, ...(o.participantIds ? { participantId: { in: o.participantIds } } : {}) };
+export async function refreshQuality(prisma: PrismaClient, o: { participantIds?: string[]; sessionIds?: string[] } = {}): Promise<RefreshResult> {
+  const where: Prisma.SessionWhereInput = { ...humanEnded, ...(o.participantIds ? { participantId: { in: o.participantIds } } : {}), ...(o.sessionIds ? { id: { in: o.sessionIds } } : {}) };
   const touched = new Set<string>();
   const flagged: string[] = [];
   let sessions = 0;

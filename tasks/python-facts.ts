@@ -81,6 +81,20 @@ function logicalLines(source: string): LogicalLine[] {
   return out;
 }
 
+/** A logical line that is only a string literal: a docstring (or a string used as a comment). */
+const STRING_STATEMENT = /^[rRbBuUfF]{0,2}(?:"""[\s\S]*"""|'''[\s\S]*'''|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')$/;
+
+/**
+ * The code of a Python source without its comments and docstrings, one logical line a line. Comments and
+ * docstrings explain the task in words, which a collaborator is asked to pass on; the code is what must not be pasted.
+ */
+export function pythonCode(source: string): string {
+  return logicalLines(source)
+    .map((l) => l.code)
+    .filter((code) => !STRING_STATEMENT.test(code))
+    .join('\n');
+}
+
 /** Words from a name: DISCOUNT_THRESHOLD -> "discount threshold". */
 function humanName(name: string): string {
   return name.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/_+/g, ' ').trim().toLowerCase();

@@ -5,7 +5,8 @@
 // Signals of a session (each one with the measure it came from, so a moderator can judge it):
 // - referencePasted: a long verbatim or near-verbatim stretch of the hidden reference in the person's replies.
 //   ColBench's collaborator answers in natural language, so a run of code tokens copied from the reference is
-//   not an answer. Text that is public anyway (the task description, e.g. the signature) does not count. Backend
+//   not an answer. Only the reference's code counts (comments and docstrings explain the task in words, which
+//   the person is asked to pass on). Text that is public anyway (the task description, e.g. the signature) does not count. Backend
 //   only: the frontend reference is shown as a screenshot, so its HTML cannot be pasted, and quoting the page's
 //   visible text is a legitimate answer.
 // - emptyReplies: the share of replies that are empty or a single word.
@@ -16,6 +17,8 @@
 //   states a number the hidden information does not hold (nor the description, nor the question), i.e. the
 //   person made a fact up. Numbers are what ColBench's hidden functions are made of (rates, thresholds, limits);
 //   "I don't know" or a reply without numbers is always allowed.
+
+import { pythonCode } from './python-facts.ts';
 
 export interface QualityTurn {
   role: 'agent' | 'human';
@@ -195,7 +198,8 @@ export function wasAbandoned(s: Pick<QualitySession, 'status' | 'endReason'>): b
 
 /** The paste measure of a session's replies (backend only: a frontend reference is seen as a screenshot). */
 export function referencePaste(kind: QualitySession['kind'], reference: string, description: string, replies: readonly string[], t: QualityThresholds = DEFAULT_THRESHOLDS): PasteMeasure {
-  return kind === 'backend' ? pasteMeasure(reference, description, replies, t) : { longestTokens: 0, share: 0, reply: -1 };
+  // Against the code only: its comments and docstrings are the task's explanation, which the person may paraphrase.
+  return kind === 'backend' ? pasteMeasure(pythonCode(reference), description, replies, t) : { longestTokens: 0, share: 0, reply: -1 };
 }
 
 /** Whether a paste measure means the reference was pasted: one long stretch, or a large share in shorter ones. */

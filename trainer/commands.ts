@@ -165,7 +165,7 @@ async function createRunFrom(db: Database, s: TrainerSettings, o: TrainCommandOp
     data,
     preferences: o.preferences ?? s.usePreferences,
   };
-  const run = await createRun({ prisma: db.prisma, checkpointRoot: s.checkpointRoot }, cfg);
+  const run = await createRun({ prisma: db.prisma, checkpointRoot: s.checkpointRoot, log }, cfg);
   log(`training run ${run.id} (${o.algo}, preset ${preset}) ${src.summary}; resume it after an interruption with: sweetloop train --resume ${run.id}`);
   return run.id;
 }

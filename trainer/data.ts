@@ -10,6 +10,7 @@ import type { TaskKind, TaskSplit } from '../tasks/model.ts';
 import { sessionReward } from '../prisma/session-store.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { refreshQuality } from '../prisma/quality-store.ts';
+import { describeFlagExclusions, flagExclusions, openFlagsAmong, type FlagExclusions } from '../prisma/moderation-store.ts';
 import { Rng } from '../tasks/random.ts';
 import { DATA_SOURCES, type DataSource } from '../prisma/data-source.ts';
 import { findStudy } from '../prisma/study-store.ts';
@@ -53,6 +54,8 @@ export interface TrajectoryQuery {
   sessionIds?: string[];
   /** Only the sessions assigned in this study (Session.studyId). */
   studyId?: string;
+  /** Sessions with an unresolved moderation flag too (only to count what flags keep out). */
+  includeFlagged?: boolean;
 }
 
 /**
@@ -66,7 +69,7 @@ export function usableSessions(q: Omit<TrajectoryQuery, 'ratingWeight'>): Prisma
     {
       status: 'answered',
       evaluation: { isNot: null },
-      flags: { none: { resolvedAt: null } },
+      ...(q.includeFlagged ? {} : { flags: { none: { resolvedAt: null } } }),
       // A gold check replayed a known session's agent: no policy played it.
       goldSourceId: null,
       participant: trainingParticipantWhere,
@@ -168,6 +171,8 @@ export interface TrainingSelection {
   trajectories: Trajectory[];
   filter: DataFilter;
   counts: { human: number; simulated: number; simulatedLeftOut: number };
+  /** Sessions the filter chose that unresolved moderation flags kept out, and why. */
+  flagged: FlagExclusions;
 }
 
 function describeFilter(f: DataFilter): string {
@@ -188,7 +193,7 @@ export async function selectTrainingData(
   validateDataFilter(f);
   const study = f.study !== undefined ? await trainingStudy(prisma, f.study, q.kind) : null;
   if (f.source !== 'simulated') await refreshQuality(prisma);
-  const loaded = await loadTrajectories(prisma, {
+  const query = {
     ratingWeight: q.ratingWeight,
     source: f.source,
     kind: q.kind,
@@ -196,7 +201,9 @@ export async function selectTrainingData(
     ...(study ? { studyId: study.id } : {}),
     ...(f.minQuality !== undefined ? { minQuality: f.minQuality } : {}),
     ...(f.minRating !== undefined ? { minRating: f.minRating } : {}),
-  });
+  };
+  const loaded = await loadTrajectories(prisma, query);
+  const flagged = flagExclusions(await openFlagsAmong(prisma, usableSessions({ ...query, includeFlagged: true })));
   const trajectories = loaded.filter((t) => !t.simulated || keepsSimulated(trajectoryKey(t), f.simulatedWeight, f.seed));
   const simulated = trajectories.filter((t) => t.simulated).length;
   const counts = { human: trajectories.length - simulated, simulated, simulatedLeftOut: loaded.length - trajectories.length };
@@ -209,7 +216,8 @@ export async function selectTrainingData(
         : f.source === 'simulated'
           ? 'play more with `sweetloop simulate`, or train on --data both'
           : 'collect more first (sweetloop simulate ...)';
-    throw new DataSelectionError(`only ${n} usable ${what}${q.kind} training session(s)${describeFilter(f)}; a run needs at least ${MIN_TRAINING_SESSIONS}: ${advice}`);
+    const flags = describeFlagExclusions(flagged);
+    throw new DataSelectionError(`only ${n} usable ${what}${q.kind} training session(s)${describeFilter(f)}; a run needs at least ${MIN_TRAINING_SESSIONS}: ${advice}${flags ? `. ${flags}` : ''}`);
   }
-  return { trajectories, filter: f, counts };
+  return { trajectories, filter: f, counts, flagged };
 }

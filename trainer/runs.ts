@@ -24,6 +24,7 @@ import { RFT_PHASE, rftPhase } from './rft.ts';
 import { ACTOR_PHASE, COLLECT_PHASE } from './actor.ts';
 import { CRITIC_PHASE } from './critic.ts';
 import type { LoadedModel } from './sequences.ts';
+import { describeFlagExclusions } from '../prisma/moderation-store.ts';
 import { copyTokenizerFiles } from './versions.ts';
 import { policyAnchor, RunInterrupted, runUpdates, saveProgress, startingPolicy, trainablePolicy, type Algorithm, type Progress, type RunConfig, type RunContext, type RunMetrics, type RunState, type SnapshotPreference } from './run-state.ts';
 import { collectCandidates, trainActor, trainCritic } from './run-sweet.ts';
@@ -32,7 +33,9 @@ export { RunInterrupted, type Algorithm, type RunConfig } from './run-state.ts';
 
 /** Creates a run: its config and data snapshot. Fails with a clear message when there is nothing to learn from. */
 export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<TrainingRun> {
-  const { trajectories: data, counts, filter } = await selectTrainingData(ctx.prisma, { ratingWeight: cfg.ratingWeight, kind: cfg.kind, split: 'train' }, cfg.data);
+  const { trajectories: data, counts, filter, flagged } = await selectTrainingData(ctx.prisma, { ratingWeight: cfg.ratingWeight, kind: cfg.kind, split: 'train' }, cfg.data);
+  const flags = describeFlagExclusions(flagged);
+  if (flags) ctx.log?.(flags);
   // Only judgements between two sessions the run trains on: the critic scores nothing else.
   const preferences: SnapshotPreference[] | undefined =
     cfg.algorithm === 'sweet' && cfg.preferences ? (await peoplePairs(ctx.prisma, data.map((t) => t.sessionId))).map((p) => ({ id: p.id, chosen: p.chosen, rejected: p.rejected })) : undefined;

@@ -4,7 +4,7 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
-import { STARTER_ALGORITHM, checkpointOf, deployedPolicy, registerVersion } from '../prisma/policy-store.ts';
+import { STARTER_ALGORITHM, checkpointOf, registerVersion, resolvePolicyName } from '../prisma/policy-store.ts';
 
 export interface VersionContext {
   prisma: PrismaClient;
@@ -22,18 +22,9 @@ export async function starterVersion(ctx: VersionContext): Promise<PolicyVersion
   return registerVersion(ctx.prisma, { name, algorithm: STARTER_ALGORITHM, checkpointPath: dir, checkpointSha256: r.sha256, ifExists: 'reuse' });
 }
 
+/** A version to play or train from (prisma/policy-store.ts resolvePolicyName; `starter` built here if needed), checked playable. */
 export async function resolveVersion(ctx: VersionContext, ref: string): Promise<PolicyVersion> {
-  if (ref === 'starter') return starterVersion(ctx);
-  if (ref === 'deployed') {
-    const v = await deployedPolicy(ctx.prisma);
-    if (!v) throw new Error('no policy version is deployed yet (run `sweetloop start` once, or `sweetloop deploy NAME`)');
-    return v;
-  }
-  const v = await ctx.prisma.policyVersion.findUnique({ where: { name: ref } });
-  if (!v) {
-    const known = await ctx.prisma.policyVersion.findMany({ select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
-    throw new Error(`no policy version named "${ref}" (known: ${known.map((k) => k.name).join(', ') || 'none'}; or use starter / deployed)`);
-  }
+  const v = await resolvePolicyName(ctx.prisma, ref, { starter: () => starterVersion(ctx) });
   if (v.status === 'removed') throw new Error(`policy version "${ref}" was removed (sweetloop policy remove): it is kept for the record, not played`);
   if (v.kind === 'checkpoint' && !existsSync(join(checkpointOf(v), 'config.json'))) throw new Error(`policy version "${ref}": its checkpoint ${v.checkpointPath} is missing`);
   if (v.kind === 'gguf' && !existsSync(checkpointOf(v))) throw new Error(`policy version "${ref}": its GGUF file ${v.checkpointPath} is missing`);

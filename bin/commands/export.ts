@@ -77,6 +77,7 @@ export function registerExportCommands(program: Command): void {
       .option('--chat-template <name>', 'sweet-rl: template that renders each assistant entry\'s input: llama3 (default), chatml, or a path to a tokenizer_config.json under the working directory')
       .option('--candidates <run>', 'trl-dpo: also the per-turn pairs of a SWEET-RL run\'s critic-ranked candidates (the run id, or the path of its actor-pairs.jsonl)')
       .option('--exclude-comments', 'leave out free-text rating comments and moderation reasons', false)
+      .option('--allow-empty', 'write the file and its card even when no session is selected (otherwise that is an error saying which filter left none)', false)
       .option('--batch-size <n>', 'sessions per page / Parquet row group', (v) => {
         const n = Number(v);
         if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new InvalidArgumentError('expected an integer from 1 to 100000');
@@ -89,6 +90,7 @@ export function registerExportCommands(program: Command): void {
         candidates?: string;
         out: string;
         excludeComments: boolean;
+        allowEmpty: boolean;
         batchSize?: number;
         source?: DataSource;
         perTask?: number;
@@ -102,6 +104,7 @@ export function registerExportCommands(program: Command): void {
       const { exportSessions } = await import('../../bot/export/export.ts');
       const { terminalProgress } = await import('../../bot/export/progress.ts');
       const { parseExportRequest, filtersOf } = await import('../../bot/export/options.ts');
+      const { describeFlagExclusions } = await import('../../prisma/moderation-store.ts');
       // The same request schema as /mod export: one set of checks for both front ends.
       const req = parseExportRequest({
         format: o.format,
@@ -141,6 +144,7 @@ export function registerExportCommands(program: Command): void {
             batchSize: o.batchSize,
             onProgress: progress.onProgress,
             defaultSalt,
+            allowEmpty: o.allowEmpty,
             ...(o.study !== undefined ? { study: o.study } : {}),
             ...(o.candidates !== undefined ? { candidates: o.candidates } : {}),
           },
@@ -148,6 +152,9 @@ export function registerExportCommands(program: Command): void {
         );
         progress.stop();
         console.log(`exported ${r.sessions} sessions (${r.turns} turns) to ${r.path}; dataset card: ${r.cardPath}`);
+        if (r.empty) console.log(`the file is empty (--allow-empty): ${r.empty}`);
+        const flagged = r.flagged ? describeFlagExclusions(r.flagged) : null;
+        if (flagged) console.log(flagged);
         if (r.study) {
           const k = r.study.perTask;
           console.log(`study ${r.study.name} (consent version ${r.study.consentVersion}): ${r.study.partialTasksLeftOut} partial task(s) with fewer than ${k ?? 'k'} sessions left out`);
@@ -194,20 +201,23 @@ export function registerExportCommands(program: Command): void {
     .command('export-preferences')
     .description("People's pairwise preferences (/compare: which of two agents helped more) as JSON lines, raters pseudonymised")
     .requiredOption('--out <file>', 'where to write the JSON lines')
-    .action(async (o: { out: string }) => {
+    .option('--allow-empty', 'write the file even when there is no preference to export (otherwise that is an error saying why)', false)
+    .action(async (o: { out: string; allowEmpty: boolean }) => {
       const { loadConfig } = await import('../config.ts');
       const { openDatabase } = await import('../../prisma/db.ts');
-      const { exportPreferences } = await import('../../bot/export/preferences.ts');
+      const { exportPreferences, preferencesEmptyReason } = await import('../../bot/export/preferences.ts');
       const { createWriteStream } = await import('node:fs');
       const { finished } = await import('node:stream/promises');
       const config = loadConfig();
       const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE });
       try {
+        const empty = await preferencesEmptyReason(db.prisma);
+        if (empty && !o.allowEmpty) throw new Error(`nothing to export: ${empty}. Nothing was written (--allow-empty writes the empty file).`);
         const out = createWriteStream(o.out);
         const n = await exportPreferences(db.prisma, config.EXPORT_SALT, out);
         out.end();
         await finished(out);
-        console.log(`exported ${n} preference(s) to ${o.out}`);
+        console.log(`exported ${n} preference(s) to ${o.out}${empty ? ` (empty: ${empty})` : ''}`);
       } finally {
         await db.close();
       }

@@ -18,7 +18,10 @@ import { formatDifference, formatValue } from '../../tasks/calibration.ts';
 import { calibrationSvg } from '../report/calibration-report.ts';
 import { FilterError, frontendPages, listSessions, OUTCOMES, parseFilter, sessionDetail } from './sessions.ts';
 import { curvePoints, runsOverview, RUNS_SHOWN } from './runs.ts';
+import { actOnFlag, openFlags } from './flags.ts';
 import { allPayouts, calibrationById, calibrationsOverview, peopleOverview, personInScope, policiesOverview, studiesOverview, visibleStudies } from './overview.ts';
+
+const STALE_FORM = 'The form is stale or came from another site (CSRF token missing or wrong): reload the page and try again.';
 
 export interface DashboardOptions {
   db: Database;
@@ -147,7 +150,7 @@ export async function buildDashboard(o: DashboardOptions): Promise<FastifyInstan
 
   app.post('/people/:id/training', async (req, reply) => {
     const body = (req.body ?? {}) as Record<string, string>;
-    if (!csrf.check(req.viewer, body.csrf)) return page(reply, req, 'error', { title: 'Refused', message: 'The form is stale or came from another site (CSRF token missing or wrong): reload the page and try again.' }, 403);
+    if (!csrf.check(req.viewer, body.csrf)) return page(reply, req, 'error', { title: 'Refused', message: STALE_FORM }, 403);
     const id = (req.params as { id: string }).id;
     const person = /^[0-9a-f-]{36}$/i.test(id) ? await personInScope(prisma, req.viewer, id) : null;
     if (!person) return page(reply, req, 'error', { title: 'Not found', message: 'No such person (or not in your guild).' }, 404);
@@ -161,6 +164,18 @@ export async function buildDashboard(o: DashboardOptions): Promise<FastifyInstan
       throw err;
     }
     return reply.redirect(`/people?done=${body.action}`, 303);
+  });
+
+  app.get('/flags', async (req, reply) => page(reply, req, 'flags', { title: 'Flags', flags: await openFlags(prisma, req.viewer, o.salt), notice: (req.query as { done?: string }).done ?? null }));
+
+  app.post('/flags/:id', async (req, reply) => {
+    const body = (req.body ?? {}) as Record<string, string>;
+    if (!csrf.check(req.viewer, body.csrf)) return page(reply, req, 'error', { title: 'Refused', message: STALE_FORM }, 403);
+    if (body.action !== 'confirm' && body.action !== 'clear') return page(reply, req, 'error', { title: 'Bad request', message: 'action: confirm or clear.' }, 400);
+    const id = (req.params as { id: string }).id;
+    const done = /^[0-9a-f-]{36}$/i.test(id) && (await actOnFlag(prisma, req.viewer, id, body.action, (body.note ?? '').trim().slice(0, 500) || null));
+    if (!done) return page(reply, req, 'error', { title: 'Not found', message: 'No such open flag (or not in your guild).' }, 404);
+    return reply.redirect(`/flags?done=${body.action}`, 303);
   });
 
   app.get('/payouts', async (req, reply) => {

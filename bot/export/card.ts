@@ -152,6 +152,8 @@ export interface CardInput {
   study?: StudyCard;
   /** The training formats (training-card.ts): their rows and what was left out. */
   training?: TrainingStats;
+  /** Why nothing was selected (query.ts describeSteps), for a card written beside an empty file (--allow-empty). */
+  empty?: string;
 }
 
 const money = (cents: number | null, currency: string | null) => (cents === null ? 'none' : `${(cents / 100).toFixed(2)} ${currency ?? ''}`.trim());
@@ -236,13 +238,16 @@ function sweetRlSection(c: CardInput): string[] {
     '',
     `- format version: \`${SWEET_RL_FORMAT_VERSION}\`, checked against ${commits}`,
     `- task kind: ${r.kind ?? '-'} (one kind per file)`,
-    `- blocks: k = ${k}${c.filters.perTask ? `: line i and line i + ${r.stats.written / k} are the same task, for every i` : ' (no --per-task: sessions in start order; the official scripts make no pairs with k = 1)'}`,
+    r.stats.written === 0
+      ? '- blocks: none (the file is empty)'
+      : `- blocks: k = ${k}${c.filters.perTask ? `: line i and line i + ${r.stats.written / k} are the same task, for every i` : ' (no --per-task: sessions in start order; the official scripts make no pairs with k = 1)'}`,
     `- \`input\` rendered with the chat template \`${r.template}\`: ${r.stats.exactInputs} assistant entries from the recorded prompt, ${r.stats.reconstructedInputs} reconstructed by the protocol (turns stored without their prompt)`,
     ...(frontend
       ? [`- screenshots of the final pages: \`${r.screenshotsDir}/\` (${r.stats.screenshots} files); reward metric: ${r.metric ?? 'as stored'} (evaluate_html.py replaces it with CLIP similarity)`]
       : []),
     '',
-    ...pipelineSection({ file, k, template: r.template, kind: r.kind === 'backend' || r.kind === 'frontend' ? r.kind : null }),
+    // An empty file gives the official scripts nothing to pair: no commands to run on it.
+    ...(r.stats.written === 0 ? [] : pipelineSection({ file, k, template: r.template, kind: r.kind === 'backend' || r.kind === 'frontend' ? r.kind : null })),
   ];
 }
 
@@ -263,6 +268,7 @@ export function renderCard(c: CardInput): string {
     '## Counts',
     '',
     `- sessions: ${s.sessions}`,
+    ...(s.sessions === 0 ? [`- the file is empty: ${c.empty ?? 'no selected session could be written'}`] : []),
     `- turns: ${s.totalTurns} (agent ${s.turns.agent}, human ${s.turns.human}, system ${s.turns.system})`,
     `- participants: ${s.participantCount} (pseudonymous)`,
     `- agent turns with their exact tokens (ids, log-probabilities, weights version): ${s.tokenRecording.recorded}; without: ${s.tokenRecording.off} (the policy version does not record tokens), ${s.tokenRecording.unavailable} (the server gave no token ids), ${s.tokenRecording.unknown} (stored before tokens were recorded)`,

@@ -38,14 +38,15 @@ import { resolveChatTemplate } from './chat-template.ts';
 import { exportHfFolder } from './hf.ts';
 import { jsonlSink } from './jsonl.ts';
 import { parquetSink } from './parquet.ts';
-import { ExportError, prepare, recordPages, type ExportOptions, type ExportResult, type Prepared } from './prepare.ts';
-import { countSessions } from './query.ts';
+import { EmptyExportError, ExportError, prepare, recordPages, type ExportOptions, type ExportResult, type Prepared } from './prepare.ts';
+import { countSessions, flaggedOut } from './query.ts';
+import { flagExclusions } from '../../prisma/moderation-store.ts';
 import type { ExportRecord } from './record.ts';
 import type { RecordSink } from './sink.ts';
 import { NotATrajectoryError, SweetRlStats, sweetRlSink } from './sweet-rl.ts';
 import { trainingSink } from './training-formats.ts';
 
-export { EXPORT_FORMATS, ExportError, type ExportOptions, type ExportResult } from './prepare.ts';
+export { EXPORT_FORMATS, EmptyExportError, ExportError, type ExportOptions, type ExportResult } from './prepare.ts';
 export type { ExportFormat } from './card.ts';
 
 export function cardPathFor(path: string): string {
@@ -59,12 +60,15 @@ export function screenshotsDirFor(path: string): string {
 
 export async function exportSessions(prisma: PrismaClient, opts: ExportOptions, out: Writable | string): Promise<ExportResult> {
   const p = await prepare(prisma, opts);
+  // Said on every export, empty or not: sessions leave silently otherwise.
+  const flagged = flagExclusions(await flaggedOut(prisma, p.filters));
+  let r: ExportResult;
   if (opts.format === 'hf') {
     if (typeof out !== 'string') throw new ExportError('the hf format writes a dataset folder: give a folder path, not a stream');
-    return exportHfFolder(prisma, opts, p, out);
-  }
-  if (typeof out === 'string') return exportToPath(prisma, opts, p, out);
-  return (await exportToStream(prisma, opts, p, out, null)).result;
+    r = await exportHfFolder(prisma, opts, p, out);
+  } else if (typeof out === 'string') r = await exportToPath(prisma, opts, p, out);
+  else r = (await exportToStream(prisma, opts, p, out, null)).result;
+  return { ...r, flagged, ...(p.empty !== null ? { empty: p.empty } : {}) };
 }
 
 /** Where frontend screenshots go: an absolute folder and the prefix written into `answer`. */
@@ -152,6 +156,11 @@ async function exportToStream(
         `(${[...sweetRl!.stats.leftOut.keys()].join('; ')}), which would break the block layout; narrow the selection`,
     );
   }
+  if (stats.sessions === 0 && p.empty === null && !opts.allowEmpty) {
+    // Sessions were selected but none could be written (sweet-rl: none a trajectory).
+    const why = sweetRl ? [...sweetRl.stats.leftOut].map(([reason, n]) => `${n} ${reason}`).join('; ') : 'none could be written';
+    throw new EmptyExportError(`nothing to export: ${await countSessions(prisma, p.filters)} session(s) selected, none written (${why}). Nothing was written (--allow-empty writes the empty file).`);
+  }
   if (opts.end ?? true) {
     out.end();
     await finished(out);
@@ -168,6 +177,7 @@ async function exportToStream(
     ...(sweetRl ? { sweetRl } : {}),
     ...(training ? { training } : {}),
     ...(p.study ? { study: p.study } : {}),
+    ...(p.empty !== null ? { empty: p.empty } : {}),
   };
   const result: ExportResult = {
     sessions: stats.sessions,

@@ -71,6 +71,7 @@ export async function exportHfFolder(prisma: PrismaClient, opts: ExportOptions, 
       defaultSalt: opts.defaultSalt ?? false,
       hf,
       ...(p.study ? { study: p.study } : {}),
+      ...(p.empty !== null ? { empty: p.empty } : {}),
     });
     const cardPath = join(dir, 'README.md');
     await writeFile(join(partial, 'README.md'), cardMarkdown);

@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { pseudonymizer } from './pseudonym.ts';
 import { sharedParticipantWhere } from '../../prisma/cohorts.ts';
+import { describeSteps } from './query.ts';
 
 export interface PreferenceRecord {
   comparison_id: string;
@@ -49,4 +50,14 @@ export async function exportPreferences(prisma: PrismaClient, salt: string, out:
     if (!out.write(JSON.stringify(rec) + '\n')) await once(out, 'drain');
   }
   return rows.length;
+}
+
+/** Null when there are preferences to export; otherwise why none (how many comparisons each rule left). */
+export async function preferencesEmptyReason(prisma: PrismaClient): Promise<string | null> {
+  const steps = [
+    { label: 'offered (/compare)', sessions: await prisma.preference.count() },
+    { label: 'answered', sessions: await prisma.preference.count({ where: { choice: { not: null } } }) },
+    { label: 'by consented, not withdrawn, not deleted raters', sessions: await prisma.preference.count({ where: { choice: { not: null }, rater: sharedParticipantWhere } }) },
+  ];
+  return steps.at(-1)!.sessions > 0 ? null : describeSteps(steps, 'comparison(s)');
 }

@@ -5,10 +5,11 @@
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Renderer } from '../../tasks/render.ts';
 import { findStudy } from '../../prisma/study-store.ts';
+import type { FlagExclusions } from '../../prisma/moderation-store.ts';
 import type { ExportStats, ExportFormat, StudyCard } from './card.ts';
 import { pseudonymizer } from './pseudonym.ts';
 import { TRAINING_FORMATS } from './training-card.ts';
-import { assertPolicyExists, partialTasks, selectedKinds, streamSessions, validateFilters, type ExportFilters } from './query.ts';
+import { countSessions, resolvePolicyFilter, describeSteps, partialTasks, selectedKinds, selectionSteps, streamSessions, validateFilters, type ExportFilters } from './query.ts';
 import { toRecord, type ExportRecord } from './record.ts';
 
 export const EXPORT_FORMATS: readonly ExportFormat[] = ['sweet-rl', 'jsonl', 'parquet', 'hf', ...TRAINING_FORMATS];
@@ -41,6 +42,8 @@ export interface ExportOptions {
    * the study's k (unless filters.perTask says otherwise): complete blocks only, the partial tasks counted.
    */
   study?: string;
+  /** Write the file (and its card) even when no session is selected; otherwise that is an EmptyExportError. */
+  allowEmpty?: boolean;
 }
 
 export interface ExportResult {
@@ -55,9 +58,16 @@ export interface ExportResult {
   assetsDir?: string;
   /** With `study`: the study's name, consent version and the tasks with fewer than k sessions left out. */
   study?: StudyCard;
+  /** Set when nothing was written: why (which filter left how many sessions). */
+  empty?: string;
+  /** Sessions the other filters chose that unresolved moderation flags kept out, and why. */
+  flagged?: FlagExclusions;
 }
 
 export class ExportError extends Error {}
+
+/** Nothing to export, and the caller did not allow an empty file: the message says which filter left how many. */
+export class EmptyExportError extends ExportError {}
 
 export interface Prepared {
   filters: ExportFilters;
@@ -67,6 +77,8 @@ export interface Prepared {
   /** sweet-rl: the one task kind of the selection. */
   kind: 'backend' | 'frontend' | null;
   study: StudyCard | null;
+  /** Null when sessions are selected; otherwise why none are (query.ts describeSteps). */
+  empty: string | null;
 }
 
 /** The study named by `opts.study`: its filter, its k as the sweet-rl blocks, and what the card says of it. */
@@ -98,11 +110,11 @@ async function studyOf(prisma: PrismaClient, opts: ExportOptions, filters: Expor
 export async function prepare(prisma: PrismaClient, opts: ExportOptions): Promise<Prepared> {
   if (!EXPORT_FORMATS.includes(opts.format)) throw new ExportError(`unknown format "${opts.format}" (expected ${EXPORT_FORMATS.join(', ')})`);
   // The reference pipeline needs a reward (the evaluation's score) and an assistant entry on every trajectory.
-  const { filters, study } = await studyOf(prisma, opts, { ...opts.filters, ...(opts.format === 'sweet-rl' ? { requireTrajectory: true } : {}) });
-  validateFilters(filters);
+  const { filters: chosen, study } = await studyOf(prisma, opts, { ...opts.filters, ...(opts.format === 'sweet-rl' ? { requireTrajectory: true } : {}) });
+  validateFilters(chosen);
+  const filters = await resolvePolicyFilter(prisma, chosen);
   if (filters.perTask !== undefined && opts.format !== 'sweet-rl') throw new ExportError('--per-task arranges sweet-rl blocks: use it with --format sweet-rl');
   const pseudonym = pseudonymizer(opts.salt);
-  await assertPolicyExists(prisma, filters.policy);
   let kind: Prepared['kind'] = null;
   if (opts.format === 'sweet-rl') {
     const kinds = await selectedKinds(prisma, filters);
@@ -114,7 +126,10 @@ export async function prepare(prisma: PrismaClient, opts: ExportOptions): Promis
     }
     kind = kinds[0] ?? filters.kind ?? null;
   }
-  return { filters, now: opts.now ?? new Date(), excludeComments: opts.excludeComments ?? false, pseudonym, kind, study };
+  // Checked before any file is opened: an empty export is refused with its reason, or (allowEmpty) carries it.
+  const empty = (await countSessions(prisma, filters)) === 0 ? describeSteps(await selectionSteps(prisma, filters)) : null;
+  if (empty !== null && !opts.allowEmpty) throw new EmptyExportError(`nothing to export: ${empty}. Nothing was written (--allow-empty writes the empty file and its card).`);
+  return { filters, now: opts.now ?? new Date(), excludeComments: opts.excludeComments ?? false, pseudonym, kind, study, empty };
 }
 
 /** The selected sessions as our records, page by page (`batchSize` a page: a Parquet row group). */

@@ -11,6 +11,7 @@ import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
 import type { SessionStatus, TaskKind, TaskSplit } from '../../prisma/generated/enums.ts';
 import { humanSessionSql, sharedParticipantSql, sharedParticipantWhere, simulatedSessionSql } from '../../prisma/cohorts.ts';
 import { DATA_SOURCES, DEFAULT_DATA_SOURCE, type DataSource } from '../../prisma/data-source.ts';
+import { PolicyError, resolvePolicyName } from '../../prisma/policy-store.ts';
 
 export interface ExportFilters {
   /** Sessions started at or after this instant. */
@@ -79,48 +80,67 @@ export function validateFilters(f: ExportFilters): void {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A misspelt --policy would otherwise export nothing, silently. */
-export async function assertPolicyExists(prisma: PrismaClient, policy: string | undefined): Promise<void> {
-  if (policy === undefined) return;
-  const found = await prisma.policyVersion.findFirst({
-    where: UUID.test(policy) ? { OR: [{ name: policy }, { id: policy }] } : { name: policy },
-    select: { id: true },
-  });
-  if (!found) {
-    const known = (await prisma.policyVersion.findMany({ select: { name: true }, orderBy: { createdAt: 'asc' }, take: 20 })).map((p) => p.name);
-    throw new FilterError(`--policy: no policy version named "${policy}"${known.length ? ` (known: ${known.join(', ')})` : ' (none exist yet)'}`);
+/**
+ * The --policy filter as a version's name (prisma/policy-store.ts resolvePolicyName: `starter`, `deployed`, a name
+ * or an id); a misspelt one would otherwise export nothing, silently.
+ */
+export async function resolvePolicyFilter(prisma: PrismaClient, f: ExportFilters): Promise<ExportFilters> {
+  if (f.policy === undefined) return f;
+  try {
+    return { ...f, policy: (await resolvePolicyName(prisma, f.policy)).name };
+  } catch (err) {
+    if (err instanceof PolicyError) throw new FilterError(`--policy: ${err.message}`);
+    throw err;
   }
 }
 
-function whereClause(f: ExportFilters): Prisma.Sql {
+/** One condition of a selection, with what it asks in words (for saying which one left a selection empty). */
+interface Condition {
+  label: string;
+  sql: Prisma.Sql;
+}
+
+/** The selection's conditions, in the order an empty selection is explained (the broadest first). */
+function conditions(f: ExportFilters): Condition[] {
   const statuses = f.statuses ?? ['answered'];
-  const conds: Prisma.Sql[] = [
-    sharedParticipantSql('p'),
+  const conds: Condition[] = [
+    { label: 'of consented, not withdrawn, not deleted participants', sql: sharedParticipantSql('p') },
     // Compared as the enum (not as text) so the planner's estimate lets keyset pages walk the startedAt index.
-    Prisma.sql`s."status" IN (${Prisma.join(statuses.map((st) => Prisma.sql`${st}::"SessionStatus"`))})`,
+    { label: `with status ${statuses.join(' or ')}${f.statuses ? '' : ' (the default, --status adds others)'}`, sql: Prisma.sql`s."status" IN (${Prisma.join(statuses.map((st) => Prisma.sql`${st}::"SessionStatus"`))})` },
   ];
   const source = sourceOf(f);
-  if (source === 'human') conds.push(humanSessionSql('s', 'p'));
-  if (source === 'simulated') conds.push(simulatedSessionSql('s', 'p'));
-  if (!f.includeFlagged) {
-    conds.push(Prisma.sql`NOT EXISTS (SELECT 1 FROM "ModerationFlag" mf WHERE mf."sessionId" = s."id" AND mf."resolvedAt" IS NULL)`);
-  }
-  if (f.studyId) conds.push(Prisma.sql`s."studyId" = ${f.studyId}::uuid`);
-  if (f.guildIds) conds.push(f.guildIds.length ? Prisma.sql`s."guildId" IN (${Prisma.join(f.guildIds)})` : Prisma.sql`false`);
-  if (f.since) conds.push(Prisma.sql`s."startedAt" >= ${f.since}`);
-  if (f.until) conds.push(Prisma.sql`s."startedAt" < ${f.until}`);
-  if (f.kind) conds.push(Prisma.sql`t."kind" = ${f.kind}::"TaskKind"`);
-  if (f.split) conds.push(Prisma.sql`t."split" = ${f.split}::"TaskSplit"`);
-  if (f.policy) conds.push(Prisma.sql`(pv."name" = ${f.policy} OR pv."id"::text = ${f.policy})`);
+  const sourceLabel = `played by ${source === 'human' ? 'people' : source === 'simulated' ? 'simulated collaborators' : 'people or simulators'} (--source ${source})`;
+  if (source === 'human') conds.push({ label: sourceLabel, sql: humanSessionSql('s', 'p') });
+  if (source === 'simulated') conds.push({ label: sourceLabel, sql: simulatedSessionSql('s', 'p') });
+  if (f.studyId) conds.push({ label: 'in the study', sql: Prisma.sql`s."studyId" = ${f.studyId}::uuid` });
+  if (f.guildIds) conds.push({ label: 'in your guilds', sql: f.guildIds.length ? Prisma.sql`s."guildId" IN (${Prisma.join(f.guildIds)})` : Prisma.sql`false` });
+  if (f.since) conds.push({ label: `started since ${f.since.toISOString()} (--since)`, sql: Prisma.sql`s."startedAt" >= ${f.since}` });
+  if (f.until) conds.push({ label: `started before ${f.until.toISOString()} (--until)`, sql: Prisma.sql`s."startedAt" < ${f.until}` });
+  if (f.kind) conds.push({ label: `of ${f.kind} tasks (--kind)`, sql: Prisma.sql`t."kind" = ${f.kind}::"TaskKind"` });
+  if (f.split) conds.push({ label: `of the ${f.split} split (--split)`, sql: Prisma.sql`t."split" = ${f.split}::"TaskSplit"` });
+  if (f.policy) conds.push({ label: `played by ${f.policy} (--policy)`, sql: Prisma.sql`(pv."name" = ${f.policy} OR pv."id"::text = ${f.policy})` });
   if (f.requireTrajectory) {
-    conds.push(Prisma.sql`EXISTS (SELECT 1 FROM "Evaluation" ev WHERE ev."sessionId" = s."id")`);
-    conds.push(Prisma.sql`EXISTS (SELECT 1 FROM "Turn" tu WHERE tu."sessionId" = s."id" AND tu."role" = 'agent')`);
+    conds.push({
+      label: 'scored, with at least one agent turn (a sweet-rl trajectory)',
+      sql: Prisma.sql`EXISTS (SELECT 1 FROM "Evaluation" ev WHERE ev."sessionId" = s."id") AND EXISTS (SELECT 1 FROM "Turn" tu WHERE tu."sessionId" = s."id" AND tu."role" = 'agent')`,
+    });
   }
   if (f.minRating !== undefined) {
-    conds.push(Prisma.sql`(SELECT avg(r."value") FROM "Rating" r JOIN "Participant" rp ON rp."id" = r."raterId"
-      WHERE r."sessionId" = s."id" AND ${sharedParticipantSql('rp')}) >= ${f.minRating}`);
+    conds.push({
+      label: `rated at least ${f.minRating} on average (--min-rating; unrated sessions are left out)`,
+      sql: Prisma.sql`(SELECT avg(r."value") FROM "Rating" r JOIN "Participant" rp ON rp."id" = r."raterId"
+      WHERE r."sessionId" = s."id" AND ${sharedParticipantSql('rp')}) >= ${f.minRating}`,
+    });
   }
-  return Prisma.join(conds, ' AND ');
+  // Last, so that an explanation counts the sessions flags kept out among those every other filter chose.
+  if (!f.includeFlagged) conds.push({ label: 'without an unresolved moderation flag (--include-flagged keeps them)', sql: UNFLAGGED });
+  return conds;
+}
+
+const UNFLAGGED = Prisma.sql`NOT EXISTS (SELECT 1 FROM "ModerationFlag" mf WHERE mf."sessionId" = s."id" AND mf."resolvedAt" IS NULL)`;
+
+function whereClause(f: ExportFilters): Prisma.Sql {
+  return Prisma.join(conditions(f).map((c) => c.sql), ' AND ');
 }
 
 const FROM = Prisma.sql`FROM "Session" s
@@ -149,6 +169,43 @@ export async function countSessions(prisma: PrismaClient, f: ExportFilters): Pro
   validateFilters(f);
   const rows = await prisma.$queryRaw<{ n: bigint }[]>(Prisma.sql`SELECT count(*) AS n FROM (${selection(f)}) x`);
   return Number(rows[0]?.n ?? 0);
+}
+
+export interface SelectionStep {
+  /** What this step asks (the first step: every stored session). */
+  label: string;
+  /** Sessions left after it and every step before. */
+  sessions: number;
+}
+
+/** The sessions left after each filter in turn, then the k-blocks: what an empty export says about itself. */
+export async function selectionSteps(prisma: PrismaClient, f: ExportFilters): Promise<SelectionStep[]> {
+  validateFilters(f);
+  const count = async (where: Prisma.Sql) => Number((await prisma.$queryRaw<{ n: bigint }[]>(Prisma.sql`SELECT count(*) AS n ${FROM} WHERE ${where}`))[0]?.n ?? 0);
+  const conds = conditions(f);
+  const steps: SelectionStep[] = [{ label: 'stored', sessions: await count(Prisma.sql`true`) }];
+  for (let i = 1; i <= conds.length; i++) steps.push({ label: conds[i - 1]!.label, sessions: await count(Prisma.join(conds.slice(0, i).map((c) => c.sql), ' AND ')) });
+  if (f.perTask !== undefined) steps.push({ label: `in tasks with at least ${f.perTask} such sessions (--per-task ${f.perTask})`, sessions: await countSessions(prisma, f) });
+  return steps;
+}
+
+/** Steps in one line, up to the first that left nothing: "5 sessions stored; 5 with status answered; 0 of backend tasks (--kind)". */
+export function describeSteps(steps: readonly SelectionStep[], unit = 'session(s)'): string {
+  const stop = steps.findIndex((s) => s.sessions === 0);
+  return steps
+    .slice(0, stop < 0 ? steps.length : stop + 1)
+    .map((s, i) => (i === 0 ? `${s.sessions} ${unit} ${s.label}` : `${s.sessions} ${s.label}`))
+    .join('; ');
+}
+
+/** The sessions every other filter selects that an unresolved moderation flag keeps out, with the flags' reasons. */
+export async function flaggedOut(prisma: PrismaClient, f: ExportFilters): Promise<{ sessionId: string; reason: string }[]> {
+  validateFilters(f);
+  if (f.includeFlagged) return [];
+  return prisma.$queryRaw<{ sessionId: string; reason: string }[]>(Prisma.sql`
+    SELECT DISTINCT s."id"::text AS "sessionId", mf."reason" ${FROM}
+    JOIN "ModerationFlag" mf ON mf."sessionId" = s."id" AND mf."resolvedAt" IS NULL
+    WHERE ${whereClause({ ...f, includeFlagged: true })}`);
 }
 
 /**

@@ -5,7 +5,7 @@ import { lastGateDecision } from './gate.ts';
 import { collectExperiments, type ExperimentReport } from './experiments.ts';
 import { collectTrainedVersions, type GroupKey, type GroupReport, type TrainedVersion } from './training-data.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import { assertPolicyExists, streamSessionSummaries, validateFilters, type ExportFilters, type SessionSummary } from '../export/query.ts';
+import { resolvePolicyFilter, streamSessionSummaries, validateFilters, type ExportFilters, type SessionSummary } from '../export/query.ts';
 import { histogramMedian, MeanAccumulator, wilson, type Interval } from '../../tasks/stats.ts';
 import { isSimulatedSession } from '../../prisma/cohorts.ts';
 
@@ -137,9 +137,9 @@ export function reportFilters(f: ExportFilters): ExportFilters {
 }
 
 export async function collectReport(prisma: PrismaClient, filters: ExportFilters, referencePolicy?: string, now?: Date): Promise<ReportData> {
-  const f = reportFilters(filters);
-  validateFilters(f);
-  await assertPolicyExists(prisma, f.policy);
+  const chosen = reportFilters(filters);
+  validateFilters(chosen);
+  const f = await resolvePolicyFilter(prisma, chosen);
   const acc = new ReportAccumulator();
   for await (const page of streamSessionSummaries(prisma, f)) for (const s of page) acc.add(s);
   return { ...acc.finish(f, referencePolicy, now), lastGate: await lastGateDecision(prisma), experiments: await collectExperiments(prisma), trainedVersions: await collectTrainedVersions(prisma) };

@@ -1,6 +1,7 @@
 // The turn script: agent speaks -> stored -> shown -> person replies -> ... -> answer -> evaluation -> result
 // -> rating. Every turn is stored before it is shown, and each step is safe to repeat after a restart. The agent's
 // turn itself is agent-step.ts; the evaluation, rating and comment are answers.ts.
+import { PASTE_NOTICE, refreshQuality } from '../../prisma/quality-store.ts';
 import type { DialogueTurn } from '../../tasks/protocol.ts';
 import { checkHumanMessage, sanitizeText } from '../../tasks/protocol.ts';
 import type { Session } from '../../prisma/generated/client.ts';
@@ -130,6 +131,8 @@ export class TurnScript {
         // Told once (the rating prompt follows it); a later try (the sweep, a restart) says nothing until it scores.
         if (!s.ratingAskedAt) await view.showResult({ sessionId, error: 'evaluation failed' });
       }
+      // The person hears it here, where they played, if their replies pasted the reference's code (it flags the session).
+      if (result) await this.tellIfFlagged(sessionId, view, hooks);
       if (result && !s.ratingAskedAt && view.showResultWithRating) {
         // One message where each one counts against a limit (Discord's 50 requests a second for the bot).
         await view.showResultWithRating(result);
@@ -151,6 +154,12 @@ export class TurnScript {
       await ctx.retry(() => markRatingAsked(ctx.prisma, sessionId, at), hooks);
       ctx.sessions.patch(sessionId, { ratingAskedAt: at });
     }
+  }
+
+  /** Brings the session's quality up to date; a session newly flagged for a pasted reference is told so (once). */
+  private async tellIfFlagged(sessionId: string, view: SessionView, hooks?: Hooks): Promise<void> {
+    const r = await this.ctx.retry(() => refreshQuality(this.ctx.prisma, { sessionIds: [sessionId] }), hooks);
+    if (r.flagged.includes(sessionId)) await view.notice(PASTE_NOTICE);
   }
 
   /** Records the channel's id of the message that showed an agent turn (it has reached the person). */

@@ -110,3 +110,25 @@ describe('policy store', () => {
     ]);
   });
 });
+
+describe('one policy name for every command (resolvePolicyName)', () => {
+  it('reads starter, deployed, a name and an id, and names the recent versions for an unknown one', async () => {
+    const { resolvePolicyName } = await import('../../prisma/policy-store.ts');
+    const { resolveStudy } = await import('../../bot/studies.ts');
+    const { importTasks } = await import('../../prisma/task-store.ts');
+    const { builtinTasks } = await import('../../tasks/library.ts');
+    // The bot registers the starter under a name of its checkpoint's hash, never plain "starter".
+    const starter = await t.prisma.policyVersion.create({ data: { name: 'starter-1a2b3c', algorithm: 'starter', checkpointPath: '/nowhere/s', checkpointSha256: '1'.repeat(64) } });
+    const deployed = await deployedPolicy(t.prisma);
+    expect((await resolvePolicyName(t.prisma, 'starter')).id).toBe(starter.id);
+    expect((await resolvePolicyName(t.prisma, 'deployed')).id).toBe(deployed!.id);
+    expect((await resolvePolicyName(t.prisma, 'starter-1a2b3c')).id).toBe(starter.id);
+    expect((await resolvePolicyName(t.prisma, starter.id)).name).toBe('starter-1a2b3c');
+    expect((await resolvePolicyName(t.prisma, 'starter', { starter: async () => deployed! })).id).toBe(deployed!.id);
+    await expect(resolvePolicyName(t.prisma, 'no-such')).rejects.toThrow(/^No policy version named "no-such"\. Recent versions: starter-1a2b3c, .* \(or starter, deployed\)\.$/);
+    // study create --arm starter:50 --arm deployed:50 (docs/running-a-study.md).
+    await importTasks(t.prisma, builtinTasks({ kind: 'backend', split: 'train' }).slice(0, 2));
+    const study = await resolveStudy(t.prisma, { name: 'arms', kind: 'backend', seed: 1, perTask: 2, split: 'train', arms: ['starter:50', 'deployed:50'], consentText: null });
+    expect(study.arms).toEqual([{ policyVersionId: starter.id, share: 50 }, { policyVersionId: deployed!.id, share: 50 }]);
+  });
+});

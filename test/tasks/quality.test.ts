@@ -70,6 +70,36 @@ describe('reference pasted', () => {
     expect(m.longestTokens).toBe(0);
   });
 
+  // The reference of the case that was flagged wrongly: the reply paraphrased a comment, which is the task's explanation.
+  const COMMENTED = `def count_days(dates):
+    """Count the distinct days among the given dates.
+
+    The dates are 'YYYY-MM-DD' strings in any order, and the same day twice counts once.
+    """
+    # The dates are 'YYYY-MM-DD' strings in any order, and the same day twice counts once.
+    seen = set()
+    for d in dates:
+        year, month, day = d.split('-')  # 'YYYY-MM-DD'
+        seen.add((int(year), int(month), int(day)))
+    return len(seen)`;
+  const commented = (text: string) => session([{ text, afterMs: 40_000 }], { hiddenReference: COMMENTED, description: 'Count the days. The signature of the function is: def count_days(dates):' });
+
+  it("repeating a comment or docstring of the reference (the task's explanation) is not pasting", () => {
+    const s = sessionSignals(commented("The dates are 'YYYY-MM-DD' strings in any order, and the same day twice counts once."));
+    expect(s.referencePasted).toBe(false);
+    expect(s.paste.longestTokens).toBe(0);
+    expect(sessionScore(s)).toBe(1);
+  });
+
+  it('a real paste of the commented reference is still caught, comments and all or without them', () => {
+    const body = COMMENTED.split('\n').slice(1).join('\n');
+    for (const text of [body, body.replace(/\s*#.*$/gm, '').replace(/"""[^]*?"""/, '')]) {
+      const s = sessionSignals(commented(text));
+      expect(s.referencePasted).toBe(true);
+      expect(s.paste.longestTokens).toBeGreaterThanOrEqual(16);
+    }
+  });
+
   it('frontend references are never "pasted" (the person sees a screenshot)', () => {
     const s = sessionSignals(session([{ text: '<div class="p-4"><h1>Welcome to Acme, the best shop</h1></div>', afterMs: 40_000 }], { kind: 'frontend', hiddenReference: '<div class="p-4"><h1>Welcome to Acme, the best shop</h1></div>' }));
     expect(s.referencePasted).toBe(false);

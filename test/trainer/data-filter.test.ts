@@ -196,6 +196,10 @@ describe('choosing the training data', () => {
     expect(ids.has(careful)).toBe(true);
     const flag = await t.prisma.moderationFlag.findFirstOrThrow({ where: { sessionId: pasted } });
     expect(flag.reason).toBe(PASTE_FLAG_REASON);
+    // Whoever runs the training hears how many sessions flags kept out, and why.
+    const said: string[] = [];
+    await createRun({ prisma: t.prisma, checkpointRoot: '/tmp/unused', log: (l) => said.push(l) }, runConfig({ source: 'human', simulatedWeight: 1, seed: 1 }));
+    expect(said).toContainEqual(`1 session(s) left out by unresolved moderation flags: ${PASTE_FLAG_REASON} (1). A moderator confirms or clears them on the dashboard's Flags page (/flags).`);
     const q = await t.prisma.participantQuality.findFirstOrThrow({ where: { participant: { discordUserId: paster } } });
     expect(q.score).toBeLessThan(0.6);
     expect((q.signals as Record<string, number>).referencePasted).toBe(1);

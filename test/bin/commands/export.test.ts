@@ -87,6 +87,37 @@ describe('sweetloop export / report', () => {
     expect(badTemplate.stderr).toMatch(/--chat-template: "no-such-template" is neither llama3 nor chatml/);
   });
 
+  it("the README's own export with too few sessions a task: says which filter left none, exits 1, writes nothing unless --allow-empty", async () => {
+    const out = join(dir, 'colbench.jsonl');
+    const args = ['export', '--format', 'sweet-rl', '--kind', 'backend', '--per-task', '3', '--out', out];
+    const r = await cli(args);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/nothing to export: .*; 0 in tasks with at least 3 such sessions \(--per-task 3\)\. Nothing was written \(--allow-empty/);
+    expect(existsSync(out)).toBe(false);
+    const allowed = await cli([...args, '--allow-empty']);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(allowed.stdout).toMatch(/exported 0 sessions .*\nthe file is empty \(--allow-empty\): .*0 in tasks with at least 3/);
+    expect(readFileSync(out, 'utf8')).toBe('');
+    expect(readFileSync(`${out}.README.md`, 'utf8')).toMatch(/- blocks: none \(the file is empty\)/);
+  });
+
+  it('says how many sessions unresolved flags kept out, and why', async () => {
+    const r = await cli(['export', '--format', 'jsonl', '--out', join(dir, 'flags.jsonl'), '--kind', 'backend', '--split', 'test']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/exported 1 sessions[^]*\n1 session\(s\) left out by unresolved moderation flags: .+ \(1\)\. A moderator confirms or clears them on the dashboard's Flags page/);
+  });
+
+  it('export-preferences with none to export says why and exits 1 unless --allow-empty', async () => {
+    const out = join(dir, 'prefs.jsonl');
+    const r = await cli(['export-preferences', '--out', out]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/nothing to export: 0 comparison\(s\) offered \(\/compare\)/);
+    expect(existsSync(out)).toBe(false);
+    const allowed = await cli(['export-preferences', '--out', out, '--allow-empty']);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(allowed.stdout).toMatch(/exported 0 preference\(s\) .*\(empty: 0 comparison/);
+  });
+
   it('hf writes a dataset folder', async () => {
     const out = join(dir, 'hf-folder');
     const r = await cli(['export', '--format', 'hf', '--out', out]);

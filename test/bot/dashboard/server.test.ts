@@ -14,10 +14,11 @@ import { PassThrough } from 'node:stream';
 import { createLogger } from '../../../bin/log.ts';
 import { openDatabase } from '../../../prisma/db.ts';
 import { TcpProxy } from '../../../testing/tcp-proxy.ts';
+import { PASTE_FLAG_REASON } from '../../../prisma/quality-store.ts';
 import { judgementsDigest, policiesOverview, preferenceJudgements } from '../../../bot/dashboard/overview.ts';
 
 const SALT = 'dashboard-test-salt';
-const PAGES = ['/studies', '/sessions', '/policies', '/runs', '/people', '/calibration'];
+const PAGES = ['/studies', '/sessions', '/policies', '/runs', '/people', '/calibration', '/flags'];
 let t: TestDatabase;
 let data: DashboardData;
 
@@ -204,6 +205,32 @@ describe('on loopback', () => {
     expect(audit).toMatchObject({ actor: 'dashboard:loopback', target: alice.id });
     expect((await post({ action: 'include', csrf })).status).toBe(303);
     expect(await t.prisma.trainingExclusion.count()).toBe(0);
+  });
+});
+
+describe('the Flags page', () => {
+  const operator = { role: 'operator', guildId: null, actor: 'op', principal: 'op' } as const;
+  const moderatorOfA = { role: 'moderator', guildId: GUILD_A, actor: 'mod-a', principal: 'mod-a' } as const;
+  it('lists open flags for a moderator to confirm (the session stays out) or clear (it counts again), within their guild', async () => {
+    {
+      const { openFlags, actOnFlag } = await import('../../../bot/dashboard/flags.ts');
+      const a = await t.prisma.moderationFlag.create({ data: { sessionId: data.sessionA, reason: PASTE_FLAG_REASON } });
+      const b = await t.prisma.moderationFlag.create({ data: { sessionId: data.sessionB, reason: 'off-topic' } });
+      const listed = await openFlags(t.prisma, moderatorOfA, SALT);
+      expect(listed.map((f) => f.id)).toContain(a.id);
+      expect(listed.map((f) => f.id)).not.toContain(b.id);
+      expect(listed.find((f) => f.id === a.id)).toMatchObject({ automatic: true, person: pseudonymize(PERSON_A, SALT), confirmed: null });
+      // Not in their guild: nothing happens.
+      expect(await actOnFlag(t.prisma, moderatorOfA, b.id, 'clear', null)).toBe(false);
+      expect(await actOnFlag(t.prisma, moderatorOfA, a.id, 'confirm', 'copied the code')).toBe(true);
+      expect((await openFlags(t.prisma, moderatorOfA, SALT)).find((f) => f.id === a.id)!.confirmed).toMatchObject({ by: 'mod-a' });
+      expect((await t.prisma.moderationFlag.findUniqueOrThrow({ where: { id: a.id } })).resolvedAt).toBeNull();
+      expect(await actOnFlag(t.prisma, operator, b.id, 'clear', 'fine after all')).toBe(true);
+      expect((await t.prisma.moderationFlag.findUniqueOrThrow({ where: { id: b.id } })).resolvedReason).toBe('fine after all');
+      expect((await openFlags(t.prisma, operator, SALT)).map((f) => f.id)).not.toContain(b.id);
+      // Closed again so that the other tests see the data they seeded (the page is served in "every page" above).
+      await t.prisma.moderationFlag.update({ where: { id: a.id }, data: { resolvedAt: new Date(), resolvedBy: 'test' } });
+    }
   });
 });
 

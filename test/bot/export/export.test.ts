@@ -9,7 +9,7 @@ import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { readParquet } from 'parquet-wasm/node';
 import { tableFromIPC } from 'apache-arrow';
 import { createTestDatabase } from '../../../testing/database.ts';
-import { exportSessions, type ExportFormat } from '../../../bot/export/export.ts';
+import { EmptyExportError, exportSessions, type ExportFormat } from '../../../bot/export/export.ts';
 import { FilterError, selectSessionIdPages, type ExportFilters } from '../../../bot/export/query.ts';
 import { pseudonymize } from '../../../bot/export/pseudonym.ts';
 import { PARQUET_COLUMNS } from '../../../bot/export/parquet.ts';
@@ -206,11 +206,34 @@ describe('formats round-trip', () => {
     expect(rows[0]).toMatchObject({ kind: 'frontend', test_cases: null, tests_passed: null, score: 0.8, metric: 'pixel-ssim', ratings: [] });
   });
 
-  it('an empty selection still gives valid, empty files', async () => {
+  it('an empty selection is refused with the filter that left no session, and nothing is written', async () => {
+    for (const format of ['jsonl', 'sweet-rl', 'parquet', 'hf'] as ExportFormat[]) {
+      const path = join(dir, `refused.${format}`);
+      const err = await exportSessions(prisma, { format, salt: SALT, filters: { kind: 'backend', until: new Date('2020-01-01') } }, path).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(EmptyExportError);
+      // Each filter with what it left, up to the one that left none.
+      expect((err as Error).message).toMatch(/nothing to export: 10 session\(s\) stored; 7 of consented[^;]*; 6 with status answered[^;]*; 5 played by people \(--source human\); 0 started before 2020-01-01T00:00:00.000Z \(--until\)/);
+      expect((err as Error).message).not.toMatch(/--kind/);
+      expect(existsSync(path)).toBe(false);
+      expect(existsSync(`${path}.README.md`)).toBe(false);
+    }
+    // k-blocks: no task has 50 sessions.
+    const blocks = await exportSessions(prisma, { format: 'sweet-rl', salt: SALT, filters: { kind: 'backend', perTask: 50 } }, join(dir, 'k50.jsonl')).catch((e: unknown) => e);
+    expect((blocks as Error).message).toMatch(/; 3 scored, with at least one agent turn[^;]*; 2 without an unresolved moderation flag[^;]*; 0 in tasks with at least 50 such sessions \(--per-task 50\)/);
+  });
+
+  it('an empty selection with allowEmpty gives valid, empty files whose card says why and describes no blocks', async () => {
     for (const format of ['jsonl', 'sweet-rl', 'parquet'] as ExportFormat[]) {
       const path = join(dir, `empty.${format}`);
-      const r = await exportSessions(prisma, { format, salt: SALT, filters: { until: new Date('2020-01-01') } }, path);
+      const r = await exportSessions(prisma, { format, salt: SALT, allowEmpty: true, filters: { until: new Date('2020-01-01'), ...(format === 'sweet-rl' ? { kind: 'backend', perTask: 3 } : {}) } }, path);
       expect(r.sessions).toBe(0);
+      expect(r.empty).toMatch(/0 started before 2020/);
+      expect(r.cardMarkdown).toMatch(/- the file is empty: .*0 started before 2020/);
+      if (format === 'sweet-rl') {
+        expect(r.cardMarkdown).toMatch(/- blocks: none \(the file is empty\)/);
+        expect(r.cardMarkdown).not.toMatch(/line i and line i \+/);
+        expect(r.cardMarkdown).not.toMatch(/evaluate_code\.py/);
+      }
       if (format === 'parquet') {
         const bytes = readFileSync(path);
         const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
@@ -317,7 +340,7 @@ describe('dataset card and failures', () => {
     await expect(exportSessions(prisma, { format: 'csv' as never, salt: SALT }, path)).rejects.toThrow(/unknown format "csv"/);
     await expect(exportSessions(prisma, { format: 'jsonl', salt: 'short' }, path)).rejects.toThrow(/at least 8 characters/);
     await expect(exportSessions(prisma, { format: 'jsonl', salt: SALT, filters: { policy: 'sweet-9999' } }, path)).rejects.toThrow(
-      /no policy version named "sweet-9999" \(known: starter, sweet-0001\)/,
+      /--policy: No policy version named "sweet-9999"\. Recent versions: sweet-0001, starter \(or starter, deployed\)/,
     );
     await expect(exportSessions(prisma, { format: 'jsonl', salt: SALT }, join(dir, 'no', 'such', 'dir.jsonl'))).rejects.toThrow(/ENOENT.*no\/such\/dir\.jsonl\.partial/);
     expect(existsSync(path)).toBe(false);

@@ -11,6 +11,9 @@ import { createTestDatabase } from '../../../testing/database.ts';
 import { openDatabase } from '../../../prisma/db.ts';
 import { deployPolicyByName } from '../../../prisma/policy-store.ts';
 import { scriptedAgent } from '../discord/harness.ts';
+import type { SessionView } from '../../../bot/session/types.ts';
+import { PASTE_FLAG_REASON, PASTE_NOTICE } from '../../../prisma/quality-store.ts';
+import { pythonCode } from '../../../tasks/python-facts.ts';
 
 type TestDb = Awaited<ReturnType<typeof createTestDatabase>>;
 let mode: 'chatty' | 'huge' = 'chatty';
@@ -87,6 +90,33 @@ describe('session engine', () => {
     await rt.engine.rate(s.sessionId, person, 2);
     await rt.engine.rate(s.sessionId, person, 3);
     expect((await t.prisma.rating.findMany({ where: { sessionId: s.sessionId } })).map((r) => r.value)).toEqual([3]);
+  });
+
+  it("tells the person, where they played, that a session whose replies pasted the reference's code is left out", async () => {
+    await acceptConsent(t.prisma, 'console:paster', 'paster');
+    const s = await rt.engine.start({ externalId: 'console:paster', displayName: 'paster' }, 'backend');
+    const task = await t.prisma.task.findUniqueOrThrow({ where: { id: s.taskId } });
+    const code = pythonCode(task.hiddenReference).split('\n').slice(1).join('\n').slice(0, 390);
+    const notices: string[] = [];
+    const view: SessionView = {
+      showAgentMessage: async (step) => `m-${step.turnId}`,
+      showResult: async () => {},
+      askRating: async () => {},
+      notice: async (text) => void notices.push(text),
+    };
+    await rt.engine.advance(s.sessionId, view);
+    await rt.engine.receive(s.sessionId, code, null, view);
+    expect(await rt.engine.receive(s.sessionId, 'I do not know more.', null, view)).toBe('awaiting-rating');
+    expect(notices).toEqual([PASTE_NOTICE]);
+    expect(await t.prisma.moderationFlag.count({ where: { sessionId: s.sessionId, reason: PASTE_FLAG_REASON, resolvedAt: null } })).toBe(1);
+    // A careful person's session says nothing of the kind.
+    await acceptConsent(t.prisma, 'console:careful', 'careful');
+    const c = await rt.engine.start({ externalId: 'console:careful', displayName: 'careful' }, 'backend');
+    notices.length = 0;
+    await rt.engine.advance(c.sessionId, view);
+    await rt.engine.receive(c.sessionId, 'It adds the numbers up.', null, view);
+    await rt.engine.receive(c.sessionId, 'That is all.', null, view);
+    expect(notices).toEqual([]);
   });
 
   it('ends the session, storing nothing, when the agent keeps writing over the cap', async () => {

@@ -1,15 +1,15 @@
 // What the engine's parts share: its settings and dependencies, the locks that order work on a session and on a
 // person, database retries that tell the person to wait, and loading a session with its turns.
-import type { Session, Task, Turn } from '../../prisma/generated/client.ts';
+import type { Task, Turn } from '../../prisma/generated/client.ts';
 import { KeyedMutex } from '../locks.ts';
 import { withDbRetry } from '../retry.ts';
 import { endSession } from '../../prisma/session-store.ts';
 import { AdmissionDirectory } from './directory.ts';
-import { SessionCache } from './session-cache.ts';
+import { SessionCache, type SessionWithTurns } from './session-cache.ts';
 import { ScoringPool } from './scoring.ts';
 import type { EngineDeps, EngineOptions, Hooks } from './types.ts';
 
-export type SessionWithTurns = Session & { task: Task; turns: Turn[] };
+export type { SessionWithTurns } from './session-cache.ts';
 
 /** Answers scored at once unless the settings say otherwise: one per core of the 2-core machines this runs on. */
 export const DEFAULT_SCORING_POOL = 2;

@@ -4,9 +4,11 @@
 // process killed at any point loses only this copy, and its successor reads the database. What another process
 // changes meanwhile (a moderator ends the session, /privacy delete) is caught where it matters: turns are appended
 // only to an active session, in the same statement (prisma/session-store.ts), and a refused write drops the copy.
-import type { Session, Turn } from '../../prisma/generated/client.ts';
+import type { Session, Task, Turn } from '../../prisma/generated/client.ts';
 import type { EvaluationOutcome } from '../../tasks/scorer.ts';
-import type { SessionWithTurns } from './context.ts';
+
+/** A session as the engine works on it: with its task and its turns in order. */
+export type SessionWithTurns = Session & { task: Task; turns: Turn[] };
 
 /** Sessions kept at most: a process running more starts over (each is read again once). */
 const CAPACITY = 10_000;

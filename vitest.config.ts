@@ -33,7 +33,11 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   chromium: ['test/tasks/{chromium,frontend-eval,frontend-game,render}.test.ts'],
   // The sandbox (tasks/sandbox.ts) runs python3 inside bubblewrap; `npm start` in console.test.ts scores its
   // session's answer there; doctor.test.ts checks every tool as .ci/run installs them.
-  bubblewrap: ['test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score-answers,scorer}.test.ts', 'test/bot/{console,console-gguf}.test.ts', 'test/bin/doctor.test.ts'],
+  bubblewrap: [
+    'test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score-answers,scorer}.test.ts',
+    'test/bot/{console,console-gguf}.test.ts',
+    'test/bin/doctor.test.ts',
+  ],
   // The PyTorch twin of the decoder (testing/model_torch.py); it skips without torch. python-value checks
   // its float repr against Python's own.
   python3: ['test/trainer/model/torch-reference.test.ts', 'test/tasks/python-value.test.ts'],
@@ -53,7 +57,10 @@ export const SLOW_TESTS: string[] = [
 export default defineConfig(({ mode }) => ({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: [...configDefaults.exclude, ...(mode === 'unit' ? [...Object.values(MACHINE_TESTS).flat(), ...SLOW_TESTS] : [])],
+    exclude: [
+      ...configDefaults.exclude,
+      ...(mode === 'unit' ? [...Object.values(MACHINE_TESTS).flat(), ...SLOW_TESTS] : []),
+    ],
     pool: 'forks',
     // Two cores: more workers only make the heavy suites (model, sandbox, browser) fight for them.
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },

@@ -22,7 +22,6 @@ import { generateMiniTasks } from '../tasks/mini.ts';
 import { percentile } from '../tasks/stats.ts';
 import { countArg } from './args.ts';
 
-
 const TASKS = countArg('tasks', 1000);
 const K = countArg('per-task', 3);
 const PEOPLE = countArg('people', 200);
@@ -41,22 +40,53 @@ interface Phase {
   maxPerTask: number;
 }
 
-async function makeStudy(t: TestDatabase, name: string, taskIds: string[], policyVersionId: string): Promise<StudyWithArms> {
+async function makeStudy(
+  t: TestDatabase,
+  name: string,
+  taskIds: string[],
+  policyVersionId: string,
+): Promise<StudyWithArms> {
   return createStudy(
     t.prisma,
     'bench',
     {
-      name, kind: 'backend', split: 'train', perTask: K, seed: 7, taskIds, arms: [{ policyVersionId, share: 100 }], consentText: CONSENT,
-      payPerSessionCents: null, bonusSuccessCents: null, currency: null, maxSessionsPerPerson: null, opensAt: null, closesAt: null, guildIds: [], channelIds: [],
+      name,
+      kind: 'backend',
+      split: 'train',
+      perTask: K,
+      seed: 7,
+      taskIds,
+      arms: [{ policyVersionId, share: 100 }],
+      consentText: CONSENT,
+      payPerSessionCents: null,
+      bonusSuccessCents: null,
+      currency: null,
+      maxSessionsPerPerson: null,
+      opensAt: null,
+      closesAt: null,
+      guildIds: [],
+      channelIds: [],
     },
     { requireConsent: true },
   );
 }
 
 async function phase(t: TestDatabase, rt: Runtime, study: StudyWithArms, mode: Phase['mode']): Promise<Phase> {
-  const people = Array.from({ length: PEOPLE }, (_, i) => ({ externalId: `${mode}:${String(i).padStart(4, '0')}`, displayName: `${mode} ${i}` }));
+  const people = Array.from({ length: PEOPLE }, (_, i) => ({
+    externalId: `${mode}:${String(i).padStart(4, '0')}`,
+    displayName: `${mode} ${i}`,
+  }));
   for (const p of people) await rt.engine.acceptConsent(p, { studyId: study.id, version: study.consentVersion });
-  const out: Phase = { mode, latenciesMs: [], roundsMs: [], refusals: {}, sessions: 0, overfilledTasks: 0, repeatedTasks: 0, maxPerTask: 0 };
+  const out: Phase = {
+    mode,
+    latenciesMs: [],
+    roundsMs: [],
+    refusals: {},
+    sessions: 0,
+    overfilledTasks: 0,
+    repeatedTasks: 0,
+    maxPerTask: 0,
+  };
   const ask = async (p: (typeof people)[number]): Promise<string | null> => {
     const t0 = performance.now();
     try {
@@ -81,11 +111,25 @@ async function phase(t: TestDatabase, rt: Runtime, study: StudyWithArms, mode: P
     // Each session answered, as the engine stores the agent's answer: it keeps its slot, and its person is free
     // to ask again.
     for (const id of ids) {
-      if (id) await appendAgentTurn(t.prisma, id, { content: 'I WANT TO ANSWER: def f(): pass', rawOutput: 'I WANT TO ANSWER: def f(): pass' }, { answer: 'def f(): pass', endReason: 'answered' });
+      if (id)
+        await appendAgentTurn(
+          t.prisma,
+          id,
+          { content: 'I WANT TO ANSWER: def f(): pass', rawOutput: 'I WANT TO ANSWER: def f(): pass' },
+          { answer: 'def f(): pass', endReason: 'answered' },
+        );
     }
   }
-  const perTask = await t.prisma.session.groupBy({ by: ['taskId'], where: { studyId: study.id, status: { in: ['active', 'answered'] } }, _count: { _all: true } });
-  const perPersonTask = await t.prisma.session.groupBy({ by: ['participantId', 'taskId'], where: { studyId: study.id }, _count: { _all: true } });
+  const perTask = await t.prisma.session.groupBy({
+    by: ['taskId'],
+    where: { studyId: study.id, status: { in: ['active', 'answered'] } },
+    _count: { _all: true },
+  });
+  const perPersonTask = await t.prisma.session.groupBy({
+    by: ['participantId', 'taskId'],
+    where: { studyId: study.id },
+    _count: { _all: true },
+  });
   out.sessions = await t.prisma.session.count({ where: { studyId: study.id } });
   out.overfilledTasks = perTask.filter((g) => g._count._all > K).length;
   out.maxPerTask = Math.max(0, ...perTask.map((g) => g._count._all));
@@ -98,9 +142,17 @@ async function main(): Promise<void> {
   let rt: Runtime | null = null;
   try {
     await importTasks(t.prisma, generateMiniTasks({ seed: 3, count: 2 * TASKS, split: 'train' }));
-    const ids = (await t.prisma.task.findMany({ select: { id: true }, orderBy: { externalId: 'asc' } })).map((x) => x.id);
-    if (ids.length < 2 * TASKS) throw new Error(`only ${ids.length} distinct tasks were generated; ${2 * TASKS} needed`);
-    const policy = await registerVersion(t.prisma, { name: 'bench-arm', algorithm: 'external', checkpointPath: null, kind: 'endpoint' });
+    const ids = (await t.prisma.task.findMany({ select: { id: true }, orderBy: { externalId: 'asc' } })).map(
+      (x) => x.id,
+    );
+    if (ids.length < 2 * TASKS)
+      throw new Error(`only ${ids.length} distinct tasks were generated; ${2 * TASKS} needed`);
+    const policy = await registerVersion(t.prisma, {
+      name: 'bench-arm',
+      algorithm: 'external',
+      checkpointPath: null,
+      kind: 'endpoint',
+    });
     rt = await createRuntime({
       channel: 'console',
       db: t.db,
@@ -112,14 +164,18 @@ async function main(): Promise<void> {
       policyPollMs: 600_000,
       overdueMs: 3_600_000,
     });
-    const load0 = loadavg().map((x) => x.toFixed(1)).join(' ');
+    const load0 = loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ');
     // The yardstick first, in its own study, closed before the measured one opens (people join the oldest open one).
     const serialStudy = await makeStudy(t, 'bench-serial', ids.slice(TASKS), policy.id);
     const serial = await phase(t, rt, serialStudy, 'serial');
     await setStudyStatus(t.prisma, 'bench', serialStudy.name, 'closed', { requireConsent: true });
     const concurrentStudy = await makeStudy(t, 'bench-concurrent', ids.slice(0, TASKS), policy.id);
     const concurrent = await phase(t, rt, concurrentStudy, 'concurrent');
-    const load1 = loadavg().map((x) => x.toFixed(1)).join(' ');
+    const load1 = loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ');
 
     const round1 = (x: number) => Math.round(x * 10) / 10;
     const stats = (p: Phase) => ({
@@ -131,10 +187,18 @@ async function main(): Promise<void> {
     const c = stats(concurrent);
     const s = stats(serial);
     const f = (x: number) => x.toFixed(1).padStart(10);
-    console.log(`\nbench:assign — a ${TASKS}-task study, k = ${K}; ${PEOPLE} people, ${ROUNDS} rounds; Postgres; engine start() (admission + bot/assign.ts)`);
-    console.log(`${'mode'.padEnd(44)}${'n'.padStart(6)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'max ms'.padStart(10)}${'assign/s'.padStart(10)}`);
-    console.log(`${`concurrent (${PEOPLE} at once, each round)`.padEnd(44)}${String(concurrent.latenciesMs.length).padStart(6)}${f(c.p50)}${f(c.p99)}${f(c.max)}${f(c.perSecond)}`);
-    console.log(`${'serial yardstick (one at a time)'.padEnd(44)}${String(serial.latenciesMs.length).padStart(6)}${f(s.p50)}${f(s.p99)}${f(s.max)}${f(s.perSecond)}`);
+    console.log(
+      `\nbench:assign — a ${TASKS}-task study, k = ${K}; ${PEOPLE} people, ${ROUNDS} rounds; Postgres; engine start() (admission + bot/assign.ts)`,
+    );
+    console.log(
+      `${'mode'.padEnd(44)}${'n'.padStart(6)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'max ms'.padStart(10)}${'assign/s'.padStart(10)}`,
+    );
+    console.log(
+      `${`concurrent (${PEOPLE} at once, each round)`.padEnd(44)}${String(concurrent.latenciesMs.length).padStart(6)}${f(c.p50)}${f(c.p99)}${f(c.max)}${f(c.perSecond)}`,
+    );
+    console.log(
+      `${'serial yardstick (one at a time)'.padEnd(44)}${String(serial.latenciesMs.length).padStart(6)}${f(s.p50)}${f(s.p99)}${f(s.max)}${f(s.perSecond)}`,
+    );
     for (const p of [concurrent, serial]) {
       console.log(
         `${p.mode}: sessions created ${p.sessions}; refusals ${JSON.stringify(p.refusals)}; tasks over k ${p.overfilledTasks} (most sessions on a task ${p.maxPerTask}); ` +
@@ -149,13 +213,28 @@ async function main(): Promise<void> {
         k: K,
         people: PEOPLE,
         rounds: ROUNDS,
-        concurrent: { ms: { p50: c.p50, p99: c.p99, max: c.max }, perSecond: c.perSecond, sessions: concurrent.sessions, refusals: concurrent.refusals, overfilledTasks: concurrent.overfilledTasks, repeatedTasks: concurrent.repeatedTasks },
-        serial: { ms: { p50: s.p50, p99: s.p99, max: s.max }, perSecond: s.perSecond, sessions: serial.sessions, refusals: serial.refusals, overfilledTasks: serial.overfilledTasks, repeatedTasks: serial.repeatedTasks },
+        concurrent: {
+          ms: { p50: c.p50, p99: c.p99, max: c.max },
+          perSecond: c.perSecond,
+          sessions: concurrent.sessions,
+          refusals: concurrent.refusals,
+          overfilledTasks: concurrent.overfilledTasks,
+          repeatedTasks: concurrent.repeatedTasks,
+        },
+        serial: {
+          ms: { p50: s.p50, p99: s.p99, max: s.max },
+          perSecond: s.perSecond,
+          sessions: serial.sessions,
+          refusals: serial.refusals,
+          overfilledTasks: serial.overfilledTasks,
+          repeatedTasks: serial.repeatedTasks,
+        },
         loadAverage: [load0, load1],
         cores: availableParallelism(),
       }),
     );
-    if (concurrent.overfilledTasks || concurrent.repeatedTasks || serial.overfilledTasks || serial.repeatedTasks) process.exitCode = 1;
+    if (concurrent.overfilledTasks || concurrent.repeatedTasks || serial.overfilledTasks || serial.repeatedTasks)
+      process.exitCode = 1;
   } finally {
     await rt?.close();
     await t.drop();

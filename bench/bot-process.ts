@@ -16,7 +16,11 @@ import { createRuntime } from '../bot/runtime.ts';
 import { DiscordBot } from '../bot/discord/bot.ts';
 
 const env = process.env;
-const need = (k: string): string => env[k] ?? (() => { throw new Error(`bench bot process: ${k} is not set`); })();
+const need = (k: string): string =>
+  env[k] ??
+  (() => {
+    throw new Error(`bench bot process: ${k} is not set`);
+  })();
 
 // Database round trips: every query any pg client of this process sends (Prisma's adapter goes through pg.Client).
 // By statement (its first 80 characters), to tell which dominate: the driver prints the top ones on stderr; and by
@@ -51,15 +55,26 @@ const waited = (t0: number) => {
   if (turn) turn.poolWaitMs += ms;
 };
 const connect = pg.Pool.prototype.connect;
-pg.Pool.prototype.connect = function (this: pg.Pool, cb?: (err: Error | undefined, client?: pg.PoolClient, done?: unknown) => void) {
+pg.Pool.prototype.connect = function (
+  this: pg.Pool,
+  cb?: (err: Error | undefined, client?: pg.PoolClient, done?: unknown) => void,
+) {
   const t0 = performance.now();
-  if (cb) return (connect as (cb: unknown) => void).call(this, (err: Error | undefined, client: pg.PoolClient, done: unknown) => (waited(t0), cb(err, client, done)));
+  if (cb)
+    return (connect as (cb: unknown) => void).call(
+      this,
+      (err: Error | undefined, client: pg.PoolClient, done: unknown) => (waited(t0), cb(err, client, done)),
+    );
   return (connect as () => Promise<pg.PoolClient>).call(this).then((c) => (waited(t0), c));
 } as typeof connect;
 
 // Logged as in production (info), to a file.
 const log = pino({ level: 'info', base: null }, pino.destination({ dest: need('BENCH_LOG_FILE'), sync: false }));
-const db = await openDatabase({ databaseUrl: need('BENCH_DB_URL'), pgliteDir: '/nonexistent', poolSize: env.BENCH_DB_POOL_SIZE ? Number(env.BENCH_DB_POOL_SIZE) : undefined });
+const db = await openDatabase({
+  databaseUrl: need('BENCH_DB_URL'),
+  pgliteDir: '/nonexistent',
+  poolSize: env.BENCH_DB_POOL_SIZE ? Number(env.BENCH_DB_POOL_SIZE) : undefined,
+});
 const rt = await createRuntime({
   channel: 'discord',
   db,
@@ -72,7 +87,13 @@ const rt = await createRuntime({
 const bot = new DiscordBot(
   rt.engine,
   rt.services,
-  { token: 'bench-token', apiBase: need('BENCH_API_BASE'), guildIds: [need('BENCH_GUILD_ID')], consentText: 'BENCH CONSENT', exportSalt: 'bench-export-salt' },
+  {
+    token: 'bench-token',
+    apiBase: need('BENCH_API_BASE'),
+    guildIds: [need('BENCH_GUILD_ID')],
+    consentText: 'BENCH CONSENT',
+    exportSalt: 'bench-export-salt',
+  },
   log,
 );
 await bot.start();
@@ -100,7 +121,12 @@ const rest = bot.client.rest;
 if (env.BENCH_DIAGNOSTIC_GLOBAL_RPS) rest.options.globalRequestsPerSecond = Number(env.BENCH_DIAGNOSTIC_GLOBAL_RPS);
 const queueRequest = rest.queueRequest.bind(rest);
 rest.queueRequest = (req) => {
-  const rec: RestRecord = { method: req.method, route: req.fullRoute, queuedAt: performance.timeOrigin + performance.now(), waitMs: null };
+  const rec: RestRecord = {
+    method: req.method,
+    route: req.fullRoute,
+    queuedAt: performance.timeOrigin + performance.now(),
+    waitMs: null,
+  };
   restRecords.push(rec);
   return restContext.run(rec, () => queueRequest(req));
 };
@@ -141,10 +167,13 @@ function statementKind(text: string): string {
   const name = '(?:"public"\\.)?"?(\\w+)"?';
   if (/^WITH\b/i.test(t)) {
     const m = new RegExp(`\\b(UPDATE|INSERT INTO|DELETE FROM) ${name}`, 'i').exec(t);
-    return m ? `WITH ${m[1]!.split(' ')[0]!.toUpperCase()} ${m[2]}` : `WITH SELECT ${table(new RegExp(`\\bFROM ${name}`, 'i'))}`;
+    return m
+      ? `WITH ${m[1]!.split(' ')[0]!.toUpperCase()} ${m[2]}`
+      : `WITH SELECT ${table(new RegExp(`\\bFROM ${name}`, 'i'))}`;
   }
   const verb = (/^\w+/.exec(t)?.[0] ?? '?').toUpperCase();
-  if (verb === 'SELECT') return /\bFROM\b/i.test(t) ? `SELECT ${table(new RegExp(`\\bFROM ${name}`, 'i'))}` : 'SELECT (no table)';
+  if (verb === 'SELECT')
+    return /\bFROM\b/i.test(t) ? `SELECT ${table(new RegExp(`\\bFROM ${name}`, 'i'))}` : 'SELECT (no table)';
   if (verb === 'INSERT') return `INSERT ${table(new RegExp(`^INSERT INTO ${name}`, 'i'))}`;
   if (verb === 'UPDATE') return `UPDATE ${table(new RegExp(`^UPDATE ${name}`, 'i'))}`;
   if (verb === 'DELETE') return `DELETE ${table(new RegExp(`^DELETE FROM ${name}`, 'i'))}`;
@@ -190,7 +219,11 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
       topStatements: [...statements].sort((x, y) => y[1] - x[1]).slice(0, 12),
       poolWaitsMs: poolWaits,
       statementKinds: [...kinds].sort((x, y) => y[1] - x[1]),
-      turnWork: turnWork.map((w) => ({ messageId: w.messageId, kinds: Object.fromEntries(w.kinds), poolWaitMs: w.poolWaitMs })),
+      turnWork: turnWork.map((w) => ({
+        messageId: w.messageId,
+        kinds: Object.fromEntries(w.kinds),
+        poolWaitMs: w.poolWaitMs,
+      })),
       rest: restRecords,
       received,
       rateLimited,

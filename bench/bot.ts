@@ -75,9 +75,11 @@ const MAX_TOKENS = wholeNumber('--max-tokens', args['max-tokens']);
 const TOKEN_DELAY_MS = Number(args['token-delay-ms']);
 const SCORING_POOL = wholeNumber('--scoring-pool', args['scoring-pool']);
 const MAX_IN_FLIGHT = wholeNumber('--max-in-flight', args['max-in-flight']);
-const DB_POOL_SIZE = args['db-pool-size'] === undefined ? undefined : wholeNumber('--db-pool-size', args['db-pool-size']);
+const DB_POOL_SIZE =
+  args['db-pool-size'] === undefined ? undefined : wholeNumber('--db-pool-size', args['db-pool-size']);
 const THINK = /^(\d+)(?:-(\d+))?$/.exec(args['think-ms']);
-if (!THINK || Number(THINK[2] ?? THINK[1]) < Number(THINK[1])) throw new Error(`--think-ms must be MIN-MAX (ms, MIN <= MAX) or one number, got ${args['think-ms']}`);
+if (!THINK || Number(THINK[2] ?? THINK[1]) < Number(THINK[1]))
+  throw new Error(`--think-ms must be MIN-MAX (ms, MIN <= MAX) or one number, got ${args['think-ms']}`);
 const [THINK_MIN, THINK_MAX] = [Number(THINK[1]), Number(THINK[2] ?? THINK[1])];
 if (TURNS < 2) throw new Error('--turns must be at least 2 (a question, then the answer)');
 if (!(TOKEN_DELAY_MS >= 0)) throw new Error(`--token-delay-ms must be a number >= 0, got ${args['token-delay-ms']}`);
@@ -85,7 +87,12 @@ const WAIT_MS = 600_000;
 
 type RestRecord = { method: string; route: string; queuedAt: number; waitMs: number | null };
 type Stat = { n: number; p50: number; p99: number; max: number };
-const stat = (xs: number[]): Stat => ({ n: xs.length, p50: round(percentile(xs, 50)), p99: round(percentile(xs, 99)), max: round(xs.length ? Math.max(...xs) : NaN) });
+const stat = (xs: number[]): Stat => ({
+  n: xs.length,
+  p50: round(percentile(xs, 50)),
+  p99: round(percentile(xs, 99)),
+  max: round(xs.length ? Math.max(...xs) : NaN),
+});
 const round = (x: number, d = 1) => Number(x.toFixed(d));
 /** Intervals [from, to] merged where they overlap, in order. */
 function union(xs: [number, number][]): [number, number][] {
@@ -116,7 +123,9 @@ async function startModelServer(): Promise<{ url: string; close: () => void; ser
     `const { startOpenAiServer } = await import(${JSON.stringify(serverModule)});` +
     `const s = await startOpenAiServer({ model: 'bench-model', maxModelLen: 8192, tokenDelayMs: ${TOKEN_DELAY_MS}, reply: () => ${JSON.stringify(words)}, onServed: (b, ms) => console.log(JSON.stringify({ last: String(b.messages.at(-1)?.content ?? ''), ms })) });` +
     `console.log(s.url);`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   // The server's own time on each reply (testing/openai-server.ts onServed), by the person's message it answers.
   const servedMs = new Map<string, number>();
   const url = await new Promise<string>((resolveUrl, reject) => {
@@ -133,14 +142,28 @@ async function startModelServer(): Promise<{ url: string; close: () => void; ser
 
 /** The bot in its own process, answering the driver's IPC requests (bench/bot-process.ts). */
 async function startBot(env: Record<string, string>, profileDir: string | undefined) {
-  const execArgv = ['--expose-gc', '--import', 'tsx', ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [])];
-  const child = fork(join(import.meta.dirname, 'bot-process.ts'), [], { execArgv, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const execArgv = [
+    '--expose-gc',
+    '--import',
+    'tsx',
+    ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []),
+  ];
+  const child = fork(join(import.meta.dirname, 'bot-process.ts'), [], {
+    execArgv,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const pending = new Map<string, (m: Record<string, any>) => void>();
   let ready!: () => void;
   const readyP = new Promise<void>((r) => (ready = r));
-  child.on('message', (m: { op: string } & Record<string, any>) => (m.op === 'ready' ? ready() : pending.get(m.op)?.(m)));
+  child.on('message', (m: { op: string } & Record<string, any>) =>
+    m.op === 'ready' ? ready() : pending.get(m.op)?.(m),
+  );
   const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-  await Promise.race([readyP, exited.then((c) => Promise.reject(new Error(`the bot process exited (${c}) before it was ready`)))]);
+  await Promise.race([
+    readyP,
+    exited.then((c) => Promise.reject(new Error(`the bot process exited (${c}) before it was ready`))),
+  ]);
   const ask = (op: string) =>
     new Promise<Record<string, any>>((resolve) => {
       pending.set(op, resolve);
@@ -163,10 +186,25 @@ async function main(): Promise<void> {
   const fake = await new FakeDiscord({ heartbeatIntervalMs: 5_000 }).start();
   await importTasks(tdb.prisma, builtinTasks({ kind: 'backend' }));
   const model = await startModelServer();
-  await registerEndpointVersion(tdb.prisma, { name: 'bench-endpoint', url: model.url, model: 'bench-model', maxTokens: MAX_TOKENS, maxInFlight: MAX_IN_FLIGHT });
+  await registerEndpointVersion(tdb.prisma, {
+    name: 'bench-endpoint',
+    url: model.url,
+    model: 'bench-model',
+    maxTokens: MAX_TOKENS,
+    maxInFlight: MAX_IN_FLIGHT,
+  });
   await deployPolicyByName(tdb.db, 'bench', 'bench-endpoint');
   const bot = await startBot(
-    { BENCH_DB_URL: tdb.url, BENCH_API_BASE: fake.apiBase, BENCH_GUILD_ID: fake.guildId, BENCH_MAX_TURNS: String(TURNS), BENCH_SCORING_POOL: String(SCORING_POOL), BENCH_LOG_FILE: join(dir, 'bot.log'), ...(DB_POOL_SIZE ? { BENCH_DB_POOL_SIZE: String(DB_POOL_SIZE) } : {}), ...(args['diagnostic-global-rps'] ? { BENCH_DIAGNOSTIC_GLOBAL_RPS: args['diagnostic-global-rps'] } : {}) },
+    {
+      BENCH_DB_URL: tdb.url,
+      BENCH_API_BASE: fake.apiBase,
+      BENCH_GUILD_ID: fake.guildId,
+      BENCH_MAX_TURNS: String(TURNS),
+      BENCH_SCORING_POOL: String(SCORING_POOL),
+      BENCH_LOG_FILE: join(dir, 'bot.log'),
+      ...(DB_POOL_SIZE ? { BENCH_DB_POOL_SIZE: String(DB_POOL_SIZE) } : {}),
+      ...(args['diagnostic-global-rps'] ? { BENCH_DIAGNOSTIC_GLOBAL_RPS: args['diagnostic-global-rps'] } : {}),
+    },
     args['cpu-prof'],
   );
   const agentMsgs = (threadId: string) => fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'));
@@ -183,17 +221,28 @@ async function main(): Promise<void> {
       const allOpenP = new Promise<void>((r) => (allOpen = r));
       let holdOpen!: () => void;
       const held = new Promise<void>((r) => (holdOpen = r));
-      const ack = (i: InteractionRecord) => fake.waitFor(() => (i.ackAt !== null ? i.ackAt - i.sentAt : null), WAIT_MS, 'ack').then((ms) => void acks.push(ms));
+      const ack = (i: InteractionRecord) =>
+        fake
+          .waitFor(() => (i.ackAt !== null ? i.ackAt - i.sentAt : null), WAIT_MS, 'ack')
+          .then((ms) => void acks.push(ms));
 
       const users = Array.from({ length: people }, (_, n) => fake.user(`p${p}-person${n}`));
       async function person(n: number): Promise<void> {
         const user = users[n]!;
         const start = fake.command(user, 'task', 'start', { kind: 'backend' });
         await ack(start);
-        const consent = await fake.waitFor(() => fake.replies(start).find((s) => s.kind === 'original'), WAIT_MS, 'consent');
+        const consent = await fake.waitFor(
+          () => fake.replies(start).find((s) => s.kind === 'original'),
+          WAIT_MS,
+          'consent',
+        );
         const accept = fake.click(user, consent, 'consent:accept:backend');
         await ack(accept);
-        const hidden = await fake.waitFor(() => fake.replies(accept).find((s) => s.content.includes('Only you can see this')), WAIT_MS, 'hidden');
+        const hidden = await fake.waitFor(
+          () => fake.replies(accept).find((s) => s.content.includes('Only you can see this')),
+          WAIT_MS,
+          'hidden',
+        );
         const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
         let shown: Shown = await fake.waitFor(() => agentMsgs(threadId)[0], WAIT_MS, 'first agent message');
         // Every session of the phase open before anyone replies: the heap per open session is read then.
@@ -209,13 +258,25 @@ async function main(): Promise<void> {
           shown = await fake.waitFor(() => agentMsgs(threadId)[k], WAIT_MS, `agent message ${k + 1}`);
           turnsShown.push({ k, sent, msgId, key, shown, threadId });
         }
-        const result = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')), WAIT_MS, 'result');
+        const result = await fake.waitFor(
+          () => fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')),
+          WAIT_MS,
+          'result',
+        );
         answerToResult.push(result.at - shown.at);
-        const rating = await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), WAIT_MS, 'rating');
+        const rating = await fake.waitFor(
+          () => fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
+          WAIT_MS,
+          'rating',
+        );
         const sessionId = /rate:([0-9a-f-]+):/.exec(JSON.stringify(rating.components))![1]!;
         const rate = fake.click(user, rating, `rate:${sessionId}:${1 + (n % 5)}`);
         await ack(rate);
-        await fake.waitFor(() => fake.replies(rate).find((s) => s.content.includes('you rated')), WAIT_MS, 'rating stored');
+        await fake.waitFor(
+          () => fake.replies(rate).find((s) => s.content.includes('you rated')),
+          WAIT_MS,
+          'rating stored',
+        );
       }
 
       const load0 = loadavg();
@@ -234,7 +295,10 @@ async function main(): Promise<void> {
 
       // The agent's time of each shown turn, read once the phase is over (this process's queries are not the bot's).
       const ids = turnsShown.map((t) => t.shown.id);
-      const stored = await tdb.prisma.turn.findMany({ where: { externalMessageId: { in: ids } }, select: { externalMessageId: true, latencyMs: true } });
+      const stored = await tdb.prisma.turn.findMany({
+        where: { externalMessageId: { in: ids } },
+        select: { externalMessageId: true, latencyMs: true },
+      });
       const modelMs = new Map(stored.map((t) => [t.externalMessageId, t.latencyMs ?? 0]));
       // Less the server's own time on the reply (as the server measured it): a wait for one of the bot's in-flight
       // slots to the server, or its reading of the stream, is the bot's time.
@@ -247,15 +311,19 @@ async function main(): Promise<void> {
       const byThread = new Map<string, RestRecord[]>();
       for (const r of rest) {
         const m = /^\/channels\/(\d+)\//.exec(r.route);
-        if (m && r.method === 'POST' && r.route.endsWith('/messages')) byThread.set(m[1]!, [...(byThread.get(m[1]!) ?? []), r]);
+        if (m && r.method === 'POST' && r.route.endsWith('/messages'))
+          byThread.set(m[1]!, [...(byThread.get(m[1]!) ?? []), r]);
       }
       const wall = (t: number) => performance.timeOrigin + t;
-      const postsOf = (t: (typeof turnsShown)[number]) => (byThread.get(t.threadId) ?? []).filter((r) => r.queuedAt >= wall(t.sent) && r.queuedAt <= wall(t.shown.at));
+      const postsOf = (t: (typeof turnsShown)[number]) =>
+        (byThread.get(t.threadId) ?? []).filter((r) => r.queuedAt >= wall(t.sent) && r.queuedAt <= wall(t.shown.at));
       const queuedInTurn = turnsShown.map((t) => postsOf(t).reduce((a, r) => a + (r.waitMs ?? 0), 0));
       // Of that, the time the posts were queued while the global limit held every request back: the union of their
       // queued intervals within the bot's measured global windows (each moment counted once, however many posts).
       const windows = s.globalWindows as [number, number][];
-      const globalInTurn = turnsShown.map((t) => overlap(union(postsOf(t).map((r): [number, number] => [r.queuedAt, r.queuedAt + (r.waitMs ?? 0)])), windows));
+      const globalInTurn = turnsShown.map((t) =>
+        overlap(union(postsOf(t).map((r): [number, number] => [r.queuedAt, r.queuedAt + (r.waitMs ?? 0)])), windows),
+      );
       const ownLessGlobal = own.map((o, i) => o - globalInTurn[i]!);
       // The own time split at the bot's edges: the way in (from the person's message to discord.js's messageCreate
       // in the bot), the bot's work (from there to queueing the post that shows the reply, less the agent's time),
@@ -263,23 +331,40 @@ async function main(): Promise<void> {
       const received = new Map(s.received as [string, number][]);
       const wayIn = turnsShown.map((t) => (received.get(t.msgId) ?? NaN) - wall(t.sent));
       const lastPost = turnsShown.map((t) => postsOf(t).at(-1));
-      const botWork = turnsShown.map((t, i) => (lastPost[i]?.queuedAt ?? NaN) - (received.get(t.msgId) ?? NaN) - serverMs[i]!);
-      const wayOut = turnsShown.map((t, i) => wall(t.shown.at) - (lastPost[i]?.queuedAt ?? NaN) - (lastPost[i]?.waitMs ?? NaN));
+      const botWork = turnsShown.map(
+        (t, i) => (lastPost[i]?.queuedAt ?? NaN) - (received.get(t.msgId) ?? NaN) - serverMs[i]!,
+      );
+      const wayOut = turnsShown.map(
+        (t, i) => wall(t.shown.at) - (lastPost[i]?.queuedAt ?? NaN) - (lastPost[i]?.waitMs ?? NaN),
+      );
       // The work each person's message started in the bot (measured there: what ran in its async context, the
       // agent's reply and its post included): its round trips, by kind, and its waits for a pool connection.
-      const work = new Map((s.turnWork as { messageId: string; kinds: Record<string, number>; poolWaitMs: number }[]).map((w) => [w.messageId, w]));
+      const work = new Map(
+        (s.turnWork as { messageId: string; kinds: Record<string, number>; poolWaitMs: number }[]).map((w) => [
+          w.messageId,
+          w,
+        ]),
+      );
       const turnWork = turnsShown.map((t) => work.get(t.msgId));
       const turnKinds = new Map<string, number>();
-      for (const w of turnWork) for (const [k, n] of Object.entries(w?.kinds ?? {})) turnKinds.set(k, (turnKinds.get(k) ?? 0) + n);
-      const perTurn = (m: Iterable<[string, number]>, turns: number) => Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, round(n / turns, 2)]));
+      for (const w of turnWork)
+        for (const [k, n] of Object.entries(w?.kinds ?? {})) turnKinds.set(k, (turnKinds.get(k) ?? 0) + n);
+      const perTurn = (m: Iterable<[string, number]>, turns: number) =>
+        Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, round(n / turns, 2)]));
       const restWaits = rest.map((r) => r.waitMs).filter((w): w is number => w !== null);
       const restRoutes = new Map<string, number>();
       for (const r of rest) {
-        const k = `${r.method} ${r.route.replace(/\d{16,}/g, ':id').replace(/\/webhooks\/:id\/[^/]+/, '/webhooks/:id/:token').replace(/\/interactions\/:id\/[^/]+/, '/interactions/:id/:token')}`;
+        const k = `${r.method} ${r.route
+          .replace(/\d{16,}/g, ':id')
+          .replace(/\/webhooks\/:id\/[^/]+/, '/webhooks/:id/:token')
+          .replace(/\/interactions\/:id\/[^/]+/, '/interactions/:id/:token')}`;
         restRoutes.set(k, (restRoutes.get(k) ?? 0) + 1);
       }
       const mine = { participant: { discordUserId: { in: users.map((u) => u.id) } } };
-      const sessions = await tdb.prisma.session.findMany({ where: mine, select: { status: true, evaluation: { select: { id: true } }, _count: { select: { ratings: true } } } });
+      const sessions = await tdb.prisma.session.findMany({
+        where: mine,
+        select: { status: true, evaluation: { select: { id: true } }, _count: { select: { ratings: true } } },
+      });
       const agentTurns = people * TURNS;
       const phase = {
         people,
@@ -294,13 +379,20 @@ async function main(): Promise<void> {
         ownTimeLessGlobalLimitMs: stat(ownLessGlobal),
         ownTimeSplitMs: { wayIn: stat(wayIn), botWork: stat(botWork), wayOut: stat(wayOut) },
         // By the person's reply it answers: the last agent turn is the answer, whose wave brings scoring and ratings.
-        botWorkByReplyMs: Object.fromEntries(Array.from({ length: TURNS - 1 }, (_, k) => [k + 1, stat(botWork.filter((_, i) => turnsShown[i]!.k === k + 1))])),
+        botWorkByReplyMs: Object.fromEntries(
+          Array.from({ length: TURNS - 1 }, (_, k) => [
+            k + 1,
+            stat(botWork.filter((_, i) => turnsShown[i]!.k === k + 1)),
+          ]),
+        ),
         modelTimePerTurnMs: stat(serverMs),
         agentRequestInBotMs: stat(turnsShown.map((t) => modelMs.get(t.shown.id) ?? NaN)),
         dbRoundTripsPerTurn: round(s.queries! / agentTurns),
         // The same by statement kind (the whole session's work, per agent turn), then those of a person's message.
         dbRoundTripsPerTurnByKind: perTurn(s.statementKinds as [string, number][], agentTurns),
-        dbRoundTripsInReplyTurn: stat(turnWork.map((w) => (w ? Object.values(w.kinds).reduce((a, b) => a + b, 0) : NaN))),
+        dbRoundTripsInReplyTurn: stat(
+          turnWork.map((w) => (w ? Object.values(w.kinds).reduce((a, b) => a + b, 0) : NaN)),
+        ),
         dbRoundTripsInReplyTurnByKind: perTurn(turnKinds, turnWork.length),
         dbPoolWaitInReplyTurnMs: stat(turnWork.map((w) => w?.poolWaitMs ?? NaN)),
         // Discord allows a bot token 50 REST requests a second (discord.js queues to stay under it).
@@ -308,7 +400,9 @@ async function main(): Promise<void> {
         restRequestsPerSecond: round(restRequests / wallS),
         restQueueWaitMs: stat(restWaits),
         restRateLimited: s.rateLimited,
-        restRequestsPerSessionByRoute: Object.fromEntries([...restRoutes].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, round(n / people, 2)])),
+        restRequestsPerSessionByRoute: Object.fromEntries(
+          [...restRoutes].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, round(n / people, 2)]),
+        ),
         dbPoolWaitMs: stat(s.poolWaitsMs as number[]),
         cpuSecondsPerTurn: round(s.cpuSeconds! / agentTurns, 4),
         botCpuSeconds: round(s.cpuSeconds!, 2),
@@ -321,10 +415,20 @@ async function main(): Promise<void> {
         scored: sessions.filter((x) => x.evaluation).length,
         rated: sessions.filter((x) => x._count.ratings === 1).length,
       };
-      if (phase.answered !== people || phase.scored !== people || phase.rated !== people || own.some((x) => !Number.isFinite(x))) ok = false;
+      if (
+        phase.answered !== people ||
+        phase.scored !== people ||
+        phase.rated !== people ||
+        own.some((x) => !Number.isFinite(x))
+      )
+        ok = false;
       phases.push(phase);
-      process.stderr.write(`phase ${people} people: ${JSON.stringify(phase)}\nthe bot's most frequent statements: ${JSON.stringify(s.topStatements)}\n`);
-      process.stderr.write(`round trips per agent turn by kind: ${JSON.stringify(phase.dbRoundTripsPerTurnByKind)}\nin a reply's turn: ${JSON.stringify(phase.dbRoundTripsInReplyTurnByKind)}\n`);
+      process.stderr.write(
+        `phase ${people} people: ${JSON.stringify(phase)}\nthe bot's most frequent statements: ${JSON.stringify(s.topStatements)}\n`,
+      );
+      process.stderr.write(
+        `round trips per agent turn by kind: ${JSON.stringify(phase.dbRoundTripsPerTurnByKind)}\nin a reply's turn: ${JSON.stringify(phase.dbRoundTripsInReplyTurnByKind)}\n`,
+      );
     }
   } finally {
     await bot.stop();
@@ -334,29 +438,57 @@ async function main(): Promise<void> {
     await rm(dir, { recursive: true, force: true });
   }
   const loadEnd = loadavg();
-  const row = (name: string, f: (x: Record<string, any>) => string) => console.log(`${name.padEnd(40)}${phases.map((x) => f(x).padStart(22)).join('')}`);
-  console.log(`\nbench:bot — the bot in its own process; ${TURNS} agent turns a session, ${MAX_TOKENS} tokens a reply at ${TOKEN_DELAY_MS} ms/token; scoring pool ${SCORING_POOL}; ${availableParallelism()} cores`);
+  const row = (name: string, f: (x: Record<string, any>) => string) =>
+    console.log(`${name.padEnd(40)}${phases.map((x) => f(x).padStart(22)).join('')}`);
+  console.log(
+    `\nbench:bot — the bot in its own process; ${TURNS} agent turns a session, ${MAX_TOKENS} tokens a reply at ${TOKEN_DELAY_MS} ms/token; scoring pool ${SCORING_POOL}; ${availableParallelism()} cores`,
+  );
   row('people', (x) => String(x.people));
   row('load average before -> after (1 min)', (x) => `${x.loadAverage.before[0]} -> ${x.loadAverage.after[0]}`);
   row('ack p50 / p99 / max (ms)', (x) => `${x.ackMs.p50} / ${x.ackMs.p99} / ${x.ackMs.max}`);
   row('own time per turn p50 / p99 (ms)', (x) => `${x.ownTimePerTurnMs.p50} / ${x.ownTimePerTurnMs.p99}`);
-  row('of which queued in discord.js p50 / p99', (x) => `${x.restQueueInOwnTimeMs.p50} / ${x.restQueueInOwnTimeMs.p99}`);
+  row(
+    'of which queued in discord.js p50 / p99',
+    (x) => `${x.restQueueInOwnTimeMs.p50} / ${x.restQueueInOwnTimeMs.p99}`,
+  );
   row('  share of own time queued in discord.js', (x) => `${x.restQueueShareOfOwnTime}`);
-  row('  of it held by the global limit p50 / p99', (x) => `${x.restGlobalLimitInOwnTimeMs.p50} / ${x.restGlobalLimitInOwnTimeMs.p99}`);
-  row('own time less the global limit p50 / p99', (x) => `${x.ownTimeLessGlobalLimitMs.p50} / ${x.ownTimeLessGlobalLimitMs.p99}`);
+  row(
+    '  of it held by the global limit p50 / p99',
+    (x) => `${x.restGlobalLimitInOwnTimeMs.p50} / ${x.restGlobalLimitInOwnTimeMs.p99}`,
+  );
+  row(
+    'own time less the global limit p50 / p99',
+    (x) => `${x.ownTimeLessGlobalLimitMs.p50} / ${x.ownTimeLessGlobalLimitMs.p99}`,
+  );
   row('  way in (to messageCreate) p50 / p99', (x) => `${x.ownTimeSplitMs.wayIn.p50} / ${x.ownTimeSplitMs.wayIn.p99}`);
-  row('  bot work (less the agent) p50 / p99', (x) => `${x.ownTimeSplitMs.botWork.p50} / ${x.ownTimeSplitMs.botWork.p99}`);
-  for (let k = 1; k < TURNS; k++) row(`    after reply ${k}${k === TURNS - 1 ? ' (the answer)' : ''} p50 / p99`, (x) => `${x.botWorkByReplyMs[k].p50} / ${x.botWorkByReplyMs[k].p99}`);
-  row('  way out (post sent to shown) p50 / p99', (x) => `${x.ownTimeSplitMs.wayOut.p50} / ${x.ownTimeSplitMs.wayOut.p99}`);
+  row(
+    '  bot work (less the agent) p50 / p99',
+    (x) => `${x.ownTimeSplitMs.botWork.p50} / ${x.ownTimeSplitMs.botWork.p99}`,
+  );
+  for (let k = 1; k < TURNS; k++)
+    row(
+      `    after reply ${k}${k === TURNS - 1 ? ' (the answer)' : ''} p50 / p99`,
+      (x) => `${x.botWorkByReplyMs[k].p50} / ${x.botWorkByReplyMs[k].p99}`,
+    );
+  row(
+    '  way out (post sent to shown) p50 / p99',
+    (x) => `${x.ownTimeSplitMs.wayOut.p50} / ${x.ownTimeSplitMs.wayOut.p99}`,
+  );
   row('server time per turn p50 / p99 (ms)', (x) => `${x.modelTimePerTurnMs.p50} / ${x.modelTimePerTurnMs.p99}`);
-  row('  the request as the bot timed it p50 / p99', (x) => `${x.agentRequestInBotMs.p50} / ${x.agentRequestInBotMs.p99}`);
+  row(
+    '  the request as the bot timed it p50 / p99',
+    (x) => `${x.agentRequestInBotMs.p50} / ${x.agentRequestInBotMs.p99}`,
+  );
   row('db round trips per turn', (x) => `${x.dbRoundTripsPerTurn}`);
   row('Discord REST requests per turn', (x) => `${x.restRequestsPerTurn}`);
   row('REST requests per second', (x) => `${x.restRequestsPerSecond}`);
   row('REST queue wait per request p50 / p99', (x) => `${x.restQueueWaitMs.p50} / ${x.restQueueWaitMs.p99}`);
-  row('  in a reply\'s turn p50 / p99', (x) => `${x.dbRoundTripsInReplyTurn.p50} / ${x.dbRoundTripsInReplyTurn.p99}`);
+  row("  in a reply's turn p50 / p99", (x) => `${x.dbRoundTripsInReplyTurn.p50} / ${x.dbRoundTripsInReplyTurn.p99}`);
   row('DB pool wait p50 / p99 (ms)', (x) => `${x.dbPoolWaitMs.p50} / ${x.dbPoolWaitMs.p99}`);
-  row('  in a reply\'s turn, summed, p50 / p99', (x) => `${x.dbPoolWaitInReplyTurnMs.p50} / ${x.dbPoolWaitInReplyTurnMs.p99}`);
+  row(
+    "  in a reply's turn, summed, p50 / p99",
+    (x) => `${x.dbPoolWaitInReplyTurnMs.p50} / ${x.dbPoolWaitInReplyTurnMs.p99}`,
+  );
   row('bot CPU s per turn', (x) => `${x.cpuSecondsPerTurn}`);
   row('event-loop delay p99 / max (ms)', (x) => `${x.eventLoopDelayMs.p99} / ${x.eventLoopDelayMs.max}`);
   row('heap per open session (KiB)', (x) => `${x.heapPerOpenSessionKiB}`);

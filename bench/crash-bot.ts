@@ -18,7 +18,11 @@ import { DiscordBot } from '../bot/discord/bot.ts';
 import { READY_LINE, SCORING_LINE } from './crash-process.ts';
 
 const env = process.env;
-const need = (k: string): string => env[k] ?? (() => { throw new Error(`crash-bot: ${k} is not set`); })();
+const need = (k: string): string =>
+  env[k] ??
+  (() => {
+    throw new Error(`crash-bot: ${k} is not set`);
+  })();
 const log = pino({ level: 'debug', base: null }, pino.destination({ dest: 1, sync: true }));
 const questions = Number(env.CRASH_QUESTIONS ?? 2);
 const agentMs = Number(env.CRASH_AGENT_MS ?? 200);
@@ -55,12 +59,21 @@ const rt = await createRuntime({
     await new Promise((r) => setTimeout(r, scoreMs));
     return scorer.evaluate(task, answer);
   },
-  ...(env.CRASH_AGENT === 'checkpoint' ? { localServe: { engine: 'tfjs', maxBatch: 8, maxQueue: 32 } } : { loadAgent: async () => scriptedAgent() }),
+  ...(env.CRASH_AGENT === 'checkpoint'
+    ? { localServe: { engine: 'tfjs', maxBatch: 8, maxQueue: 32 } }
+    : { loadAgent: async () => scriptedAgent() }),
 });
 const bot = new DiscordBot(
   rt.engine,
   rt.services,
-  { token: 'crash-bot-token', apiBase: need('CRASH_API_BASE'), guildIds: [need('CRASH_GUILD_ID')], consentText: 'CRASH SOAK CONSENT', exportSalt: 'crash-salt', expiryCheckMs: 5_000 },
+  {
+    token: 'crash-bot-token',
+    apiBase: need('CRASH_API_BASE'),
+    guildIds: [need('CRASH_GUILD_ID')],
+    consentText: 'CRASH SOAK CONSENT',
+    exportSalt: 'crash-salt',
+    expiryCheckMs: 5_000,
+  },
   log,
 );
 await bot.start();

@@ -18,7 +18,17 @@ import { writeTimeline } from './crash-timeline.ts';
 import { percentile } from '../tasks/stats.ts';
 
 export interface Violation {
-  kind: 'unfinished' | 'unscored' | 'no-result' | 'no-rating-prompt' | 'ended-untold' | 'lost-message' | 'duplicate-post' | 'silent' | 'gave-up' | 'bot-exited';
+  kind:
+    | 'unfinished'
+    | 'unscored'
+    | 'no-result'
+    | 'no-rating-prompt'
+    | 'ended-untold'
+    | 'lost-message'
+    | 'duplicate-post'
+    | 'silent'
+    | 'gave-up'
+    | 'bot-exited';
   /** The epoch it happened in (the restart after kill `epoch`), when it can be placed. */
   epoch: number | null;
   detail: string;
@@ -77,7 +87,12 @@ export function chargedTo(epochs: Epoch[], t: number): number | null {
 export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[]; figures: Figures }> {
   const violations: Violation[] = [];
   const broken = new Map<string, string>();
-  const add = (kind: Violation['kind'], epoch: number | null, detail: string, s?: { id: string; threadId: string | null }) => {
+  const add = (
+    kind: Violation['kind'],
+    epoch: number | null,
+    detail: string,
+    s?: { id: string; threadId: string | null },
+  ) => {
     violations.push({ kind, epoch, detail });
     if (s?.threadId) broken.set(s.id, s.threadId);
   };
@@ -93,24 +108,51 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
   };
 
   // Sessions: finished and scored, or ended with the person told.
-  const figures: Figures = { sessions: sessions.length, rated: 0, answered: 0, endedTold: 0, gaveUp: r.sessions.filter((s) => s.outcome === 'gave-up').length, messages: 0, stored: 0, told: 0, copiesUnanswered: 0, late: 0, maxSilenceMs: 0, agentMs: { p50: 0, max: 0 } };
-  const agentMs = sessions.flatMap((s) => s.turns.flatMap((t) => (t.role === 'agent' && t.latencyMs !== null ? [t.latencyMs] : [])));
+  const figures: Figures = {
+    sessions: sessions.length,
+    rated: 0,
+    answered: 0,
+    endedTold: 0,
+    gaveUp: r.sessions.filter((s) => s.outcome === 'gave-up').length,
+    messages: 0,
+    stored: 0,
+    told: 0,
+    copiesUnanswered: 0,
+    late: 0,
+    maxSilenceMs: 0,
+    agentMs: { p50: 0, max: 0 },
+  };
+  const agentMs = sessions.flatMap((s) =>
+    s.turns.flatMap((t) => (t.role === 'agent' && t.latencyMs !== null ? [t.latencyMs] : [])),
+  );
   if (agentMs.length) figures.agentMs = { p50: percentile(agentMs, 50), max: Math.max(...agentMs) };
-  const stopReplies = [...r.fake.interactions.values()].flatMap((i) => r.fake.replies(i)).filter((x) => x.content.includes('Your session has ended'));
+  const stopReplies = [...r.fake.interactions.values()]
+    .flatMap((i) => r.fake.replies(i))
+    .filter((x) => x.content.includes('Your session has ended'));
   for (const s of sessions) {
     const shown = posts(s.threadId);
     // Charged to the restart after the kill that interrupted the session's last step.
-    const epoch = chargedTo(r.epochs, Math.max(s.lastActivityAt.getTime() - performance.timeOrigin, shown.at(-1)?.at ?? 0));
+    const epoch = chargedTo(
+      r.epochs,
+      Math.max(s.lastActivityAt.getTime() - performance.timeOrigin, shown.at(-1)?.at ?? 0),
+    );
     if (s.status === 'active') add('unfinished', epoch, describe(s), s);
     else if (s.status === 'answered') {
       figures.answered++;
       if (!s.evaluation) add('unscored', epoch, describe(s), s);
-      if (!shown.some((p) => p.content.startsWith('**Result:**') || p.content.includes('could not be scored'))) add('no-result', epoch, describe(s), s);
-      if (!s.ratingAskedAt || !shown.some((p) => p.content.includes('How helpful'))) add('no-rating-prompt', epoch, describe(s), s);
+      if (!shown.some((p) => p.content.startsWith('**Result:**') || p.content.includes('could not be scored')))
+        add('no-result', epoch, describe(s), s);
+      if (!s.ratingAskedAt || !shown.some((p) => p.content.includes('How helpful')))
+        add('no-rating-prompt', epoch, describe(s), s);
       if ((await r.prisma.rating.count({ where: { sessionId: s.id } })) > 0) figures.rated++;
     } else {
-      const told = shown.some((p) => ENDED.test(p.content) || (p.content.length > 0 && !agentNo(p) && !p.content.startsWith('<@') && !refOf(p)));
-      const stopped = s.endReason === 'stopped' && stopReplies.some((x) => r.fake.interactions.get(x.interactionId!)?.userId === s.participant.discordUserId);
+      const told = shown.some(
+        (p) =>
+          ENDED.test(p.content) || (p.content.length > 0 && !agentNo(p) && !p.content.startsWith('<@') && !refOf(p)),
+      );
+      const stopped =
+        s.endReason === 'stopped' &&
+        stopReplies.some((x) => r.fake.interactions.get(x.interactionId!)?.userId === s.participant.discordUserId);
       const gaveUp = r.sessions.some((x) => x.threadId === s.threadId && x.outcome === 'gave-up');
       if (gaveUp) continue; // a violation of its own, below
       if (told || stopped) figures.endedTold++;
@@ -123,16 +165,32 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
     const shown = posts(s.threadId);
     const groups = new Map<string, Shown[]>();
     for (const p of shown) {
-      const key = agentNo(p) ? `agent message ${agentNo(p)}` : p.content.startsWith('**Result:**') ? 'result' : p.content.includes('How helpful') ? 'rating prompt' : null;
+      const key = agentNo(p)
+        ? `agent message ${agentNo(p)}`
+        : p.content.startsWith('**Result:**')
+          ? 'result'
+          : p.content.includes('How helpful')
+            ? 'rating prompt'
+            : null;
       if (key) groups.set(key, [...(groups.get(key) ?? []), p]);
     }
     for (const [key, list] of groups) {
-      if (list.length > 1) add('duplicate-post', epochAt(r.epochs, list[1]!.at)?.n ?? null, `${key} shown ${list.length} times: ${describe(s)}`, s);
+      if (list.length > 1)
+        add(
+          'duplicate-post',
+          epochAt(r.epochs, list[1]!.at)?.n ?? null,
+          `${key} shown ${list.length} times: ${describe(s)}`,
+          s,
+        );
     }
   }
 
   // Every person's message stored once, or answered.
-  const turnsById = new Map(sessions.flatMap((s) => s.turns.filter((t) => t.externalMessageId).map((t) => [t.externalMessageId!, { t, s }] as const)));
+  const turnsById = new Map(
+    sessions.flatMap((s) =>
+      s.turns.filter((t) => t.externalMessageId).map((t) => [t.externalMessageId!, { t, s }] as const),
+    ),
+  );
   for (const m of r.sent) {
     figures.messages++;
     if (turnsById.has(m.id)) {
@@ -155,9 +213,13 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
     }
     // Which later lives of the bot finished their start (resume, then catch-up) while the session was still open.
     const closed = r.sessions.find((x) => x.threadId === m.threadId)?.closedAt ?? r.endAt;
-    const readAfter = r.epochs.filter((e) => e.readyAt !== null && e.readyAt > m.at && e.readyAt < closed).map((e) => e.n);
+    const readAfter = r.epochs
+      .filter((e) => e.readyAt !== null && e.readyAt > m.at && e.readyAt < closed)
+      .map((e) => e.n);
     const at = epochAt(r.epochs, m.at);
-    const where = at ? `bot life ${at.n} running, ${m.live ? 'its gateway connected' : 'its gateway not yet connected'}` : 'the bot down';
+    const where = at
+      ? `bot life ${at.n} running, ${m.live ? 'its gateway connected' : 'its gateway not yet connected'}`
+      : 'the bot down';
     add(
       'lost-message',
       chargedTo(r.epochs, m.at),
@@ -169,14 +231,23 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
   // Silence while the bot ran.
   for (const s of sessions) {
     if (!s.threadId) continue;
-    for (const gap of owedIntervals(posts(s.threadId), r.sent.filter((m) => m.threadId === s.threadId), r.endAt)) {
+    for (const gap of owedIntervals(
+      posts(s.threadId),
+      r.sent.filter((m) => m.threadId === s.threadId),
+      r.endAt,
+    )) {
       for (const e of r.epochs) {
         const from = Math.max(gap.from, e.spawnAt);
         const to = Math.min(gap.to, e.killAt ?? e.exitAt ?? r.endAt);
         figures.maxSilenceMs = Math.max(figures.maxSilenceMs, to - from);
         if (to - from > r.deadlineMs) {
           const before = r.epochs.find((x) => x.n === e.n - 1);
-          add('silent', e.n, `silent ${((to - from) / 1000).toFixed(1)} s in epoch ${e.n} (restart after a kill ${before?.point ?? 'none'}) while owing ${gap.owed}; ${describe(s)}; log ${e.logFile}`, s);
+          add(
+            'silent',
+            e.n,
+            `silent ${((to - from) / 1000).toFixed(1)} s in epoch ${e.n} (restart after a kill ${before?.point ?? 'none'}) while owing ${gap.owed}; ${describe(s)}; log ${e.logFile}`,
+            s,
+          );
         }
       }
     }
@@ -185,14 +256,28 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
   // Silence across restarts: a person who gave up waited `giveUpMs` of the bot's running time for nothing.
   for (const p of r.sessions.filter((x) => x.outcome === 'gave-up')) {
     const s = sessions.find((x) => x.threadId === p.threadId);
-    add('gave-up', chargedTo(r.epochs, p.closedAt ?? r.endAt), `${nameOf.get(p.threadId)} stopped the session after ${r.giveUpMs / 1000} s of the bot's running time without progress: ${s ? describe(s) : p.threadId}`, s);
+    add(
+      'gave-up',
+      chargedTo(r.epochs, p.closedAt ?? r.endAt),
+      `${nameOf.get(p.threadId)} stopped the session after ${r.giveUpMs / 1000} s of the bot's running time without progress: ${s ? describe(s) : p.threadId}`,
+      s,
+    );
   }
 
   for (const e of r.epochs) {
-    if (e.killAt === null && e.exitAt !== null) add('bot-exited', e.n, `the bot exited by itself (code ${e.exitCode}); log ${e.logFile}`);
+    if (e.killAt === null && e.exitAt !== null)
+      add('bot-exited', e.n, `the bot exited by itself (code ${e.exitCode}); log ${e.logFile}`);
   }
   for (const [id, threadId] of broken) {
-    const file = await writeTimeline({ dir: r.logDir, sessionId: id, threadId, fake: r.fake, sent: r.sent, epochs: r.epochs, t0: r.t0 });
+    const file = await writeTimeline({
+      dir: r.logDir,
+      sessionId: id,
+      threadId,
+      fake: r.fake,
+      sent: r.sent,
+      epochs: r.epochs,
+      t0: r.t0,
+    });
     for (const v of violations) if (v.detail.includes(`session ${id.slice(0, 8)}`)) v.detail += `; time line ${file}`;
   }
   return { violations, figures };
@@ -204,8 +289,15 @@ export async function checkSoak(r: SoakRecord): Promise<{ violations: Violation[
  * the result and from the result to the rating prompt. Every post resets the clock; an answer to the person's
  * message (however it is worded) settles what they sent.
  */
-export function owedIntervals(posts: Shown[], sent: Sent[], endAt: number): { from: number; to: number; owed: string }[] {
-  const events = [...posts.map((p) => ({ at: p.at, post: p, msg: null as Sent | null })), ...sent.map((m) => ({ at: m.at, post: null as Shown | null, msg: m }))].sort((a, b) => a.at - b.at);
+export function owedIntervals(
+  posts: Shown[],
+  sent: Sent[],
+  endAt: number,
+): { from: number; to: number; owed: string }[] {
+  const events = [
+    ...posts.map((p) => ({ at: p.at, post: p, msg: null as Sent | null })),
+    ...sent.map((m) => ({ at: m.at, post: null as Shown | null, msg: m })),
+  ].sort((a, b) => a.at - b.at);
   const out: { from: number; to: number; owed: string }[] = [];
   let owed: string | null = null;
   let since = 0;
@@ -242,7 +334,9 @@ export function owedIntervals(posts: Shown[], sent: Sent[], endAt: number): { fr
       // The rating prompt, alone or under the result (one message since the result carries it).
       settle(at, null);
       awaitingPerson = false;
-    } else if (p.content.startsWith('**Result:**') || p.content.includes('could not be scored')) settle(at, 'the rating prompt'); else if (p.content.startsWith('<@')) settle(at, 'the first agent message');
+    } else if (p.content.startsWith('**Result:**') || p.content.includes('could not be scored'))
+      settle(at, 'the rating prompt');
+    else if (p.content.startsWith('<@')) settle(at, 'the first agent message');
     else if (owed) settle(at, owed);
   }
   settle(endAt, null);

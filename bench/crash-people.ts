@@ -113,7 +113,9 @@ export class Person {
   /** The first reply to `i` that satisfies `pred` within `ms`, or null (the bot was down, or is slow). */
   private async reply(i: InteractionRecord, pred: (s: Shown) => boolean, ms = COMMAND_WAIT_MS): Promise<Shown | null> {
     const fake = this.w.fake;
-    return fake.waitFor(() => fake.replies(i).find((s) => s.kind !== 'callback' && pred(s)), ms, 'a reply').catch(() => null);
+    return fake
+      .waitFor(() => fake.replies(i).find((s) => s.kind !== 'callback' && pred(s)), ms, 'a reply')
+      .catch(() => null);
   }
 
   /** /task start until a thread is open (null after many tries without one). */
@@ -157,7 +159,13 @@ export class Person {
   /** One session in its thread, from the first agent message to the rating (or its end). */
   private async converse(threadId: string): Promise<void> {
     const { fake, deadlineMs, giveUpMs } = this.w;
-    const session: PersonSession = { person: this.n, threadId, openedAt: performance.now(), outcome: 'unfinished', closedAt: null };
+    const session: PersonSession = {
+      person: this.n,
+      threadId,
+      openedAt: performance.now(),
+      outcome: 'unfinished',
+      closedAt: null,
+    };
     this.w.sessions.push(session);
     const close = (outcome: Outcome) => {
       session.outcome = outcome;
@@ -206,7 +214,9 @@ export class Person {
         continue;
       }
       const left = windowAt + deadlineMs - performance.now();
-      const more = await fake.waitFor(() => fake.inChannel(threadId).length > seen, Math.max(0, left), 'progress').catch(() => false);
+      const more = await fake
+        .waitFor(() => fake.inChannel(threadId).length > seen, Math.max(0, left), 'progress')
+        .catch(() => false);
       if (more) continue;
       // A deadline without progress: give up after long enough, else send the reply again or keep waiting.
       if (this.w.upSince(progressAt) > giveUpMs) {
@@ -214,14 +224,29 @@ export class Person {
         return close(stop ? 'gave-up' : 'unfinished');
       }
       const last = this.w.sent.findLast((m) => m.person === this.n && m.threadId === threadId);
-      if (last && replied === question && !answered && this.rng.next() < 0.5) this.say(threadId, question, 'resend', last.content);
+      if (last && replied === question && !answered && this.rng.next() < 0.5)
+        this.say(threadId, question, 'resend', last.content);
       windowAt = performance.now();
     }
   }
 
-  private say(threadId: string, question: number, why: Sent['why'], content = `Answer ${question} from person ${this.n}: treat it as zero.`): void {
+  private say(
+    threadId: string,
+    question: number,
+    why: Sent['why'],
+    content = `Answer ${question} from person ${this.n}: treat it as zero.`,
+  ): void {
     const id = this.w.fake.say(this.user, threadId, content);
-    this.w.sent.push({ id, person: this.n, threadId, content, at: performance.now(), why, question, live: this.w.connected() });
+    this.w.sent.push({
+      id,
+      person: this.n,
+      threadId,
+      content,
+      at: performance.now(),
+      why,
+      question,
+      live: this.w.connected(),
+    });
   }
 
   /** Clicks a rating until the bot takes it; false when it refused (the person was told why). */

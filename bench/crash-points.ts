@@ -4,7 +4,14 @@
 import type { FakeDiscord } from '../testing/fake-discord.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Rng } from '../tasks/random.ts';
-import { CATCH_UP_LINE, GATEWAY_LINE, LOCAL_LISTENING_LINE, LOCAL_LOADED_LINE, SCORING_LINE, type BotProcess } from './crash-process.ts';
+import {
+  CATCH_UP_LINE,
+  GATEWAY_LINE,
+  LOCAL_LISTENING_LINE,
+  LOCAL_LOADED_LINE,
+  SCORING_LINE,
+  type BotProcess,
+} from './crash-process.ts';
 
 export const POINTS = {
   stored: "(a) a person's message stored",
@@ -71,7 +78,12 @@ export async function cue(point: Point, c: CueContext, timeoutMs: number): Promi
       case 'agent-post':
       case 'result-post': {
         const prefix = point === 'agent-post' ? '**Agent**' : '**Result:**';
-        const held = c.fake.holdResponse('POST', THREAD_POST, (b) => typeof b?.content === 'string' && b.content.startsWith(prefix), stop.signal);
+        const held = c.fake.holdResponse(
+          'POST',
+          THREAD_POST,
+          (b) => typeof b?.content === 'string' && b.content.startsWith(prefix),
+          stop.signal,
+        );
         return Promise.race([held.then(() => true), c.bot.exited.then(() => false)]);
       }
       case 'scoring':

@@ -54,11 +54,29 @@ export class BotProcess {
 
   constructor(n: number, env: Record<string, string>, logDir: string) {
     const logFile = join(logDir, `epoch-${String(n).padStart(3, '0')}.log`);
-    this.epoch = { n, spawnAt: performance.now(), gatewayAt: null, readyAt: null, killAt: null, exitAt: null, exitCode: null, point: null, cued: false, logFile, lines: [] };
+    this.epoch = {
+      n,
+      spawnAt: performance.now(),
+      gatewayAt: null,
+      readyAt: null,
+      killAt: null,
+      exitAt: null,
+      exitCode: null,
+      point: null,
+      cued: false,
+      logFile,
+      lines: [],
+    };
     this.file = createWriteStream(logFile);
-    this.child = spawn(process.execPath, ['--import', 'tsx', CHILD], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     createInterface({ input: this.child.stdout! }).on('line', (text) => this.onLine(text));
-    createInterface({ input: this.child.stderr! }).on('line', (text) => this.onLine(JSON.stringify({ level: 50, msg: `stderr: ${text}` })));
+    createInterface({ input: this.child.stderr! }).on('line', (text) =>
+      this.onLine(JSON.stringify({ level: 50, msg: `stderr: ${text}` })),
+    );
     this.exited = new Promise((resolve) =>
       this.child.once('exit', (code) => {
         this.epoch.exitAt = performance.now();

@@ -8,18 +8,30 @@ import type { FakeDiscord } from '../testing/fake-discord.ts';
 import type { Epoch } from './crash-process.ts';
 import type { Sent } from './crash-people.ts';
 
-export async function writeTimeline(o: { dir: string; sessionId: string; threadId: string; fake: FakeDiscord; sent: Sent[]; epochs: Epoch[]; t0: number }): Promise<string> {
+export async function writeTimeline(o: {
+  dir: string;
+  sessionId: string;
+  threadId: string;
+  fake: FakeDiscord;
+  sent: Sent[];
+  epochs: Epoch[];
+  t0: number;
+}): Promise<string> {
   const rows: [number, string][] = [];
   const sec = (t: number) => ((t - o.t0) / 1000).toFixed(2).padStart(8);
   for (const e of o.epochs) {
     rows.push([e.spawnAt, `bot life ${e.n} starts (log ${e.logFile})`]);
     if (e.gatewayAt !== null) rows.push([e.gatewayAt, `bot life ${e.n}: gateway connected`]);
     if (e.readyAt !== null) rows.push([e.readyAt, `bot life ${e.n}: start() done (resumed, caught up)`]);
-    if (e.killAt !== null) rows.push([e.killAt, `bot life ${e.n} killed: ${e.point}${e.cued ? '' : ' (cue not reached)'}`]);
+    if (e.killAt !== null)
+      rows.push([e.killAt, `bot life ${e.n} killed: ${e.point}${e.cued ? '' : ' (cue not reached)'}`]);
     else if (e.exitAt !== null) rows.push([e.exitAt, `bot life ${e.n} exited by itself (code ${e.exitCode})`]);
   }
   for (const m of o.sent.filter((x) => x.threadId === o.threadId)) {
-    rows.push([m.at, `person sends ${m.id} (${m.why} to agent message ${m.question}, ${m.live ? 'a bot connected' : 'no bot connected'}): ${JSON.stringify(m.content)}`]);
+    rows.push([
+      m.at,
+      `person sends ${m.id} (${m.why} to agent message ${m.question}, ${m.live ? 'a bot connected' : 'no bot connected'}): ${JSON.stringify(m.content)}`,
+    ]);
   }
   for (const r of o.fake.requests.filter((x) => x.path.startsWith(`/channels/${o.threadId}`))) {
     const content = typeof r.body?.content === 'string' ? ` ${JSON.stringify(r.body.content.slice(0, 60))}` : '';
@@ -28,6 +40,9 @@ export async function writeTimeline(o: { dir: string; sessionId: string; threadI
   }
   rows.sort((a, b) => a[0] - b[0]);
   const file = join(o.dir, `session-${o.sessionId.slice(0, 8)}.txt`);
-  await writeFile(file, `session ${o.sessionId}, thread ${o.threadId}\n` + rows.map(([t, what]) => `${sec(t)} ${what}`).join('\n') + '\n');
+  await writeFile(
+    file,
+    `session ${o.sessionId}, thread ${o.threadId}\n` + rows.map(([t, what]) => `${sec(t)} ${what}`).join('\n') + '\n',
+  );
   return file;
 }

@@ -52,8 +52,14 @@ const LOCAL_KILLS = Number(args['local-kills']);
 // recovery, not the queue.
 const LOCAL_PEOPLE = Number(args['local-people']);
 // The tiny checkpoint writes up to 1,024 tokens a reply, one request at a time, on the CPU: its phase allows more.
-const deadlines: Record<PhaseName, number> = { scripted: Number(args['deadline-ms']), local: Number(args['local-deadline-ms']) };
-const giveUps: Record<PhaseName, number> = { scripted: Number(args['give-up-ms'] ?? 3 * deadlines.scripted), local: Number(args['give-up-ms'] ?? 3 * deadlines.local) };
+const deadlines: Record<PhaseName, number> = {
+  scripted: Number(args['deadline-ms']),
+  local: Number(args['local-deadline-ms']),
+};
+const giveUps: Record<PhaseName, number> = {
+  scripted: Number(args['give-up-ms'] ?? 3 * deadlines.scripted),
+  local: Number(args['give-up-ms'] ?? 3 * deadlines.local),
+};
 const CUE_TIMEOUT_MS = Number(args['cue-timeout-ms']);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 type PhaseName = 'scripted' | 'local';
@@ -75,8 +81,16 @@ async function phase(name: PhaseName, kills: number, tdb: TestDb): Promise<Phase
   const dir = await mkdtemp(join(tmpdir(), `bench-crash-${name}-`));
   const fake = await new FakeDiscord({ heartbeatIntervalMs: 1_000 }).start();
   await importTasks(tdb.prisma, builtinTasks({ kind: 'backend' }));
-  const checkpoint = name === 'local' ? await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 }) : '/nonexistent';
-  await registerVersion(tdb.prisma, { name: `crash-${name}`, algorithm: 'external', checkpointPath: checkpoint, checkpointSha256: '0'.repeat(64) });
+  const checkpoint =
+    name === 'local'
+      ? await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 })
+      : '/nonexistent';
+  await registerVersion(tdb.prisma, {
+    name: `crash-${name}`,
+    algorithm: 'external',
+    checkpointPath: checkpoint,
+    checkpointSha256: '0'.repeat(64),
+  });
   await deployPolicyByName(tdb.db, 'bench', `crash-${name}`);
   const env = {
     CRASH_DB_URL: tdb.url,
@@ -100,7 +114,11 @@ async function phase(name: PhaseName, kills: number, tdb: TestDb): Promise<Phase
     seed: SEED,
     deadlineMs: deadlines[name],
     giveUpMs: giveUps[name],
-    upSince: (t) => epochs.reduce((sum, e) => sum + Math.max(0, (e.killAt ?? e.exitAt ?? performance.now()) - Math.max(t, e.spawnAt)), 0),
+    upSince: (t) =>
+      epochs.reduce(
+        (sum, e) => sum + Math.max(0, (e.killAt ?? e.exitAt ?? performance.now()) - Math.max(t, e.spawnAt)),
+        0,
+      ),
     // The fake still counts a killed bot's socket for a moment: the process must be alive too.
     connected: () => bot.alive && bot.epoch.killAt === null && fake.connectedClients() > 0,
     stopping: () => stopping,
@@ -117,7 +135,11 @@ async function phase(name: PhaseName, kills: number, tdb: TestDb): Promise<Phase
   // The local phase weighs (e) and (b) double: a kill as an agent message posts, then a restart that loads the
   // local server, is the path on which a restarted bot was seen to stay silent.
   const points: Point[] = ['stored', 'agent-post', 'result-post', 'scoring', 'catch-up', 'random'];
-  const plan = killPlan(name === 'local' ? [...points, 'agent-post', 'local-load', 'local-load'] : points, kills, Rng.derive(SEED, name, 'plan'));
+  const plan = killPlan(
+    name === 'local' ? [...points, 'agent-post', 'local-load', 'local-load'] : points,
+    kills,
+    Rng.derive(SEED, name, 'plan'),
+  );
   let done = 0;
   let lastDown = { from: 0, to: 0 };
   const killAndRestart = async (point: Point, cued: boolean, wakeThinkers: boolean) => {
@@ -136,7 +158,9 @@ async function phase(name: PhaseName, kills: number, tdb: TestDb): Promise<Phase
     if (point === 'catch-up' && !world.sent.some((m) => m.at >= lastDown.from && m.at < lastDown.to)) {
       // Catch-up needs a message sent while the bot was down: kill when someone is about to write (a kill at a
       // random moment, counted as one), and let them write while it is down.
-      const thinking = await fake.waitFor(() => world.nudge.thinking > 0, CUE_TIMEOUT_MS, 'someone about to write').catch(() => false);
+      const thinking = await fake
+        .waitFor(() => world.nudge.thinking > 0, CUE_TIMEOUT_MS, 'someone about to write')
+        .catch(() => false);
       await killAndRestart('random', thinking, true);
       if (done >= kills) break;
     }
@@ -147,15 +171,37 @@ async function phase(name: PhaseName, kills: number, tdb: TestDb): Promise<Phase
   // The kills are done: people finish what they started (each gives up after a silence of giveUps[name]).
   stopping = true;
   let drainTimer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all(runs), new Promise((r) => (drainTimer = setTimeout(r, 2 * giveUps[name] + 120_000)))]);
+  await Promise.race([
+    Promise.all(runs),
+    new Promise((r) => (drainTimer = setTimeout(r, 2 * giveUps[name] + 120_000))),
+  ]);
   clearTimeout(drainTimer);
   await bot.kill('end', true);
   const endAt = bot.epoch.killAt ?? performance.now();
-  const { violations, figures } = await checkSoak({ fake, prisma: tdb.prisma, epochs, sent: world.sent, sessions: world.sessions, deadlineMs: deadlines[name], giveUpMs: giveUps[name], endAt, logDir: dir, t0 });
+  const { violations, figures } = await checkSoak({
+    fake,
+    prisma: tdb.prisma,
+    epochs,
+    sent: world.sent,
+    sessions: world.sessions,
+    deadlineMs: deadlines[name],
+    giveUpMs: giveUps[name],
+    endAt,
+    logDir: dir,
+    t0,
+  });
   await fake.stop();
   await tdb.drop();
   await rm(join(dir, 'tiny'), { recursive: true, force: true });
-  return { name, epochs, violations, figures, lostStarts: world.lostStarts.length, wallSeconds: (performance.now() - t0) / 1000, logDir: dir };
+  return {
+    name,
+    epochs,
+    violations,
+    figures,
+    lostStarts: world.lostStarts.length,
+    wallSeconds: (performance.now() - t0) / 1000,
+    logDir: dir,
+  };
 }
 
 /** Kills of a phase by point: how many, how many at their cue, how many restarts after them had a violation. */
@@ -188,20 +234,38 @@ for (const r of results) {
       ? `\nphase 1: ${PEOPLE} people, scripted agent (${args.questions} questions, then the reference), real sandboxed evaluator after ${args['score-ms']} ms; agent deadline ${deadlines.scripted / 1000} s`
       : `\nphase 2: ${LOCAL_PEOPLE} people, a tiny checkpoint served by the bot's own local server (tfjs worker); agent deadline ${deadlines.local / 1000} s`,
   );
-  console.log(`${'kill point'.padEnd(36)}${'kills'.padStart(7)}${'at cue'.padStart(8)}${'restarts with violations'.padStart(26)}`);
-  for (const [point, row] of rows) console.log(`${POINTS[point].padEnd(36)}${String(row.kills).padStart(7)}${String(row.cued).padStart(8)}${String(row.failed).padStart(26)}`);
-  const secs = (xs: number[]) => (xs.length ? `p50 ${(percentile(xs, 50) / 1000).toFixed(1)} s, max ${(Math.max(...xs) / 1000).toFixed(1)} s` : 'never');
-  const since = (es: Epoch[], at: (e: Epoch) => number | null) => es.flatMap((e) => (at(e) === null ? [] : [at(e)! - e.spawnAt]));
+  console.log(
+    `${'kill point'.padEnd(36)}${'kills'.padStart(7)}${'at cue'.padStart(8)}${'restarts with violations'.padStart(26)}`,
+  );
+  for (const [point, row] of rows)
+    console.log(
+      `${POINTS[point].padEnd(36)}${String(row.kills).padStart(7)}${String(row.cued).padStart(8)}${String(row.failed).padStart(26)}`,
+    );
+  const secs = (xs: number[]) =>
+    xs.length
+      ? `p50 ${(percentile(xs, 50) / 1000).toFixed(1)} s, max ${(Math.max(...xs) / 1000).toFixed(1)} s`
+      : 'never';
+  const since = (es: Epoch[], at: (e: Epoch) => number | null) =>
+    es.flatMap((e) => (at(e) === null ? [] : [at(e)! - e.spawnAt]));
   const [first, ...restarts] = r.epochs;
   const gateway = since(restarts, (e) => e.gatewayAt);
   const ready = since(restarts, (e) => e.readyAt);
   const f = r.figures;
-  console.log(`sessions ${f.sessions}: answered ${f.answered}, rated ${f.rated}, ended with the person told ${f.endedTold} (gave up on silence ${f.gaveUp}); starts lost before their thread ${r.lostStarts}`);
-  console.log(`people's messages ${f.messages}: stored ${f.stored}, answered by the bot ${f.told}, copies of a stored reply left unanswered ${f.copiesUnanswered}, after the final answer ${f.late}`);
-  console.log(`longest silence while the bot ran: ${(f.maxSilenceMs / 1000).toFixed(1)} s (deadline ${deadlines[r.name] / 1000} s); the agent's own time per message p50 ${(f.agentMs.p50 / 1000).toFixed(1)} s, max ${(f.agentMs.max / 1000).toFixed(1)} s`);
-  console.log(`first start to gateway connected ${secs(since([first!], (e) => e.gatewayAt))}; restarts: ${secs(gateway)}; to start() done (resumed, caught up): ${secs(ready)} (${restarts.length - ready.length} of ${restarts.length} killed before)`);
+  console.log(
+    `sessions ${f.sessions}: answered ${f.answered}, rated ${f.rated}, ended with the person told ${f.endedTold} (gave up on silence ${f.gaveUp}); starts lost before their thread ${r.lostStarts}`,
+  );
+  console.log(
+    `people's messages ${f.messages}: stored ${f.stored}, answered by the bot ${f.told}, copies of a stored reply left unanswered ${f.copiesUnanswered}, after the final answer ${f.late}`,
+  );
+  console.log(
+    `longest silence while the bot ran: ${(f.maxSilenceMs / 1000).toFixed(1)} s (deadline ${deadlines[r.name] / 1000} s); the agent's own time per message p50 ${(f.agentMs.p50 / 1000).toFixed(1)} s, max ${(f.agentMs.max / 1000).toFixed(1)} s`,
+  );
+  console.log(
+    `first start to gateway connected ${secs(since([first!], (e) => e.gatewayAt))}; restarts: ${secs(gateway)}; to start() done (resumed, caught up): ${secs(ready)} (${restarts.length - ready.length} of ${restarts.length} killed before)`,
+  );
   console.log(`wall ${r.wallSeconds.toFixed(0)} s; bot logs in ${r.logDir}`);
-  for (const v of r.violations) console.log(`VIOLATION ${r.name} ${v.kind}${v.epoch !== null ? ` (epoch ${v.epoch})` : ''}: ${v.detail}`);
+  for (const v of r.violations)
+    console.log(`VIOLATION ${r.name} ${v.kind}${v.epoch !== null ? ` (epoch ${v.epoch})` : ''}: ${v.detail}`);
 }
 const kills = results.reduce((n, r) => n + r.epochs.filter((e) => e.point && e.point !== 'end').length, 0);
 const failed = results.reduce((n, r) => n + [...byPoint(r).values()].reduce((m, row) => m + row.failed, 0), 0);
@@ -216,13 +280,28 @@ console.log(
     kills,
     killsSurvived: kills - failed,
     violations,
-    violationsByKind: Object.fromEntries([...new Set(results.flatMap((r) => r.violations.map((v) => v.kind)))].map((k) => [k, results.reduce((n, r) => n + r.violations.filter((v) => v.kind === k).length, 0)])),
+    violationsByKind: Object.fromEntries(
+      [...new Set(results.flatMap((r) => r.violations.map((v) => v.kind)))].map((k) => [
+        k,
+        results.reduce((n, r) => n + r.violations.filter((v) => v.kind === k).length, 0),
+      ]),
+    ),
     phases: Object.fromEntries(
-      results.map((r) => [r.name, { kills: r.epochs.filter((e) => e.point && e.point !== 'end').length, byPoint: Object.fromEntries(byPoint(r)), ...r.figures, lostStarts: r.lostStarts, wallSeconds: Math.round(r.wallSeconds) }]),
+      results.map((r) => [
+        r.name,
+        {
+          kills: r.epochs.filter((e) => e.point && e.point !== 'end').length,
+          byPoint: Object.fromEntries(byPoint(r)),
+          ...r.figures,
+          lostStarts: r.lostStarts,
+          wallSeconds: Math.round(r.wallSeconds),
+        },
+      ]),
     ),
     wallSeconds: Math.round(wall),
   }),
 );
-for (const r of results) if (!r.violations.length && !args['keep-logs']) await rm(r.logDir, { recursive: true, force: true });
+for (const r of results)
+  if (!r.violations.length && !args['keep-logs']) await rm(r.logDir, { recursive: true, force: true });
 // A person stuck past the drain may still hold timers: exit now that everything is reported.
 process.exit(violations > 0 ? 1 : 0);

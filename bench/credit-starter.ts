@@ -14,25 +14,52 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
 import { taskContent } from '../prisma/task-store.ts';
-import { checkMixture, createCreditCollaborator, createCreditDemonstrator, createCreditScorer, CREDIT_DESIGNS, formatMixCheck, generateCreditTasks, type CreditDesign, type MixCheck } from '../tasks/credit.ts';
+import {
+  checkMixture,
+  createCreditCollaborator,
+  createCreditDemonstrator,
+  createCreditScorer,
+  CREDIT_DESIGNS,
+  formatMixCheck,
+  generateCreditTasks,
+  type CreditDesign,
+  type MixCheck,
+} from '../tasks/credit.ts';
 import { creditDrills, creditMatchingDrills } from '../tasks/credit-drills.ts';
 import type { TaskRecord } from '../tasks/model.ts';
 import { buildDialogue, playEpisode } from '../tasks/protocol.ts';
 import { initBackend } from '../trainer/model/backend.ts';
-import { buildStarterPolicy, STARTER_MANIFEST, type CopyDrillPhase, type StarterReport, type StarterSize } from '../trainer/recipes/starter.ts';
+import {
+  buildStarterPolicy,
+  STARTER_MANIFEST,
+  type CopyDrillPhase,
+  type StarterReport,
+  type StarterSize,
+} from '../trainer/recipes/starter.ts';
 import { simulate, type CollaboratorFactory } from '../trainer/simulate.ts';
 import { loadModel } from '../trainer/sequences.ts';
 import { statesTable } from './credit/report.ts';
 import { stateProbabilities } from './credit/states.ts';
 
-export const CREDIT_COLLABORATOR: CollaboratorFactory = { name: 'credit-collaborator', create: (t) => createCreditCollaborator(t) };
+export const CREDIT_COLLABORATOR: CollaboratorFactory = {
+  name: 'credit-collaborator',
+  create: (t) => createCreditCollaborator(t),
+};
 
 /**
  * The starter's model, as the benchmark first ran it. Tried on seed 1 and not adopted, none changing what the
  * check shows (no value copied, every answer with wrong keys): vocabulary 1,024 (every pool key one token),
  * 1,500 updates at peak learning rates 5e-3 and 1e-2 (bench/HISTORY.md, "Credit assignment").
  */
-export const CREDIT_STARTER_SIZE: StarterSize = { vocabSize: 512, hiddenSize: 64, intermediateSize: 176, numLayers: 2, numHeads: 4, numKvHeads: 2, contextLength: 512 };
+export const CREDIT_STARTER_SIZE: StarterSize = {
+  vocabSize: 512,
+  hiddenSize: 64,
+  intermediateSize: 176,
+  numLayers: 2,
+  numHeads: 4,
+  numKvHeads: 2,
+  contextLength: 512,
+};
 
 export interface CreditDrillPhase extends CopyDrillPhase {
   /**
@@ -68,7 +95,12 @@ export interface CreditStarterOptions {
 export async function buildCreditStarter(o: CreditStarterOptions): Promise<StarterReport> {
   const demo = createCreditDemonstrator({ seed: o.seed ^ 0x5eed, design: o.design ?? 'v1' });
   const dialogues = [];
-  for (const task of generateCreditTasks({ seed: o.seed + 100_000, count: o.games, split: 'train', design: o.design ?? 'v1' })) {
+  for (const task of generateCreditTasks({
+    seed: o.seed + 100_000,
+    count: o.games,
+    split: 'train',
+    design: o.design ?? 'v1',
+  })) {
     const ep = await playEpisode({ task, agent: demo, collaborator: createCreditCollaborator(task) });
     dialogues.push(buildDialogue(task, ep.turns));
   }
@@ -100,17 +132,22 @@ export async function buildCreditStarter(o: CreditStarterOptions): Promise<Start
  * its minutes. The caller checks that they are; the recipe is logged for that.
  */
 export async function copyStarter(from: string, dir: string, log: (line: string) => void): Promise<StarterReport> {
-  const manifest = JSON.parse(readFileSync(join(from, STARTER_MANIFEST), 'utf8')) as StarterReport & { files: Record<string, string> };
+  const manifest = JSON.parse(readFileSync(join(from, STARTER_MANIFEST), 'utf8')) as StarterReport & {
+    files: Record<string, string>;
+  };
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   for (const f of [...Object.keys(manifest.files), STARTER_MANIFEST]) copyFileSync(join(from, f), join(dir, f));
-  log(`starter: copied from ${from}, recipe ${JSON.stringify(manifest.recipe)}, loss ${manifest.initialLoss.toFixed(3)} -> ${manifest.finalLoss.toFixed(3)}`);
+  log(
+    `starter: copied from ${from}, recipe ${JSON.stringify(manifest.recipe)}, loss ${manifest.initialLoss.toFixed(3)} -> ${manifest.finalLoss.toFixed(3)}`,
+  );
   return { ...manifest, losses: [], seconds: 0, cpuSeconds: 0 };
 }
 
 const DRILL_SHAPES: readonly CreditDrillPhase['shape'][] = ['credit', 'matching', 'generic'];
 export function drillShape(s: string): CreditDrillPhase['shape'] {
-  if (!(DRILL_SHAPES as readonly string[]).includes(s)) throw new Error(`--drill-shape must be one of ${DRILL_SHAPES.join(', ')}, got ${s}`);
+  if (!(DRILL_SHAPES as readonly string[]).includes(s))
+    throw new Error(`--drill-shape must be one of ${DRILL_SHAPES.join(', ')}, got ${s}`);
   return s as CreditDrillPhase['shape'];
 }
 
@@ -121,23 +158,61 @@ export interface StarterCheck {
 }
 
 /** The starter (a checkpoint directory) on held-out tasks, sampled and greedy, and the demonstrator on the same tasks. */
-export async function checkCreditStarter(dir: string, tasks: readonly TaskRecord[], seed: number, design: CreditDesign = 'v1'): Promise<StarterCheck> {
-  const version = { id: 'starter-check', name: 'starter-check', kind: 'checkpoint', checkpointPath: dir } as PolicyVersion;
-  const content = tasks.map((t, i) => ({ id: `t${i}`, content: taskContent({ kind: 'backend', description: t.description, hiddenReference: t.reference, testCases: t.kind === 'backend' ? t.testCases : [] }) }));
+export async function checkCreditStarter(
+  dir: string,
+  tasks: readonly TaskRecord[],
+  seed: number,
+  design: CreditDesign = 'v1',
+): Promise<StarterCheck> {
+  const version = {
+    id: 'starter-check',
+    name: 'starter-check',
+    kind: 'checkpoint',
+    checkpointPath: dir,
+  } as PolicyVersion;
+  const content = tasks.map((t, i) => ({
+    id: `t${i}`,
+    content: taskContent({
+      kind: 'backend',
+      description: t.description,
+      hiddenReference: t.reference,
+      testCases: t.kind === 'backend' ? t.testCases : [],
+    }),
+  }));
   const scorer = createCreditScorer({ design });
   const play = async (temperature: number) => {
     // No database: the games are not stored (simulate() reads the given tasks and stores nothing).
-    const games = await simulate(null as unknown as PrismaClient, version, scorer, { kind: 'backend', split: 'test', episodes: content.length, seed, store: false, tasks: content, collaborator: CREDIT_COLLABORATOR, sampling: { temperature, topP: 1, maxTokens: 48 } });
-    return checkMixture(games.map((g, i) => ({ reference: tasks[i]!.reference, turns: g.turns })), design);
+    const games = await simulate(null as unknown as PrismaClient, version, scorer, {
+      kind: 'backend',
+      split: 'test',
+      episodes: content.length,
+      seed,
+      store: false,
+      tasks: content,
+      collaborator: CREDIT_COLLABORATOR,
+      sampling: { temperature, topP: 1, maxTokens: 48 },
+    });
+    return checkMixture(
+      games.map((g, i) => ({ reference: tasks[i]!.reference, turns: g.turns })),
+      design,
+    );
   };
   const demo = createCreditDemonstrator({ seed: seed ^ 0xd3, design });
   const demoGames = [];
-  for (const t of tasks) demoGames.push({ reference: t.reference, turns: (await playEpisode({ task: t, agent: demo, collaborator: createCreditCollaborator(t) })).turns });
+  for (const t of tasks)
+    demoGames.push({
+      reference: t.reference,
+      turns: (await playEpisode({ task: t, agent: demo, collaborator: createCreditCollaborator(t) })).turns,
+    });
   return { sampled: await play(1), greedy: await play(0), demonstrator: checkMixture(demoGames, design) };
 }
 
 export function formatStarterCheck(c: StarterCheck): string[] {
-  return [...formatMixCheck('starter, sampled at temperature 1', c.sampled), ...formatMixCheck('starter, greedy', c.greedy), ...formatMixCheck('demonstrator, same tasks', c.demonstrator)];
+  return [
+    ...formatMixCheck('starter, sampled at temperature 1', c.sampled),
+    ...formatMixCheck('starter, greedy', c.greedy),
+    ...formatMixCheck('demonstrator, same tasks', c.demonstrator),
+  ];
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
@@ -162,12 +237,18 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   });
   const seed = Number(a.seed);
   const design = a.design as CreditDesign;
-  if (!CREDIT_DESIGNS.includes(design)) throw new Error(`--design must be one of ${CREDIT_DESIGNS.join(', ')}, got ${a.design}`);
+  if (!CREDIT_DESIGNS.includes(design))
+    throw new Error(`--design must be one of ${CREDIT_DESIGNS.join(', ')}, got ${a.design}`);
   const t0 = Date.now();
   const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);
   const backend = await initBackend();
   const dir = resolve(join(String(a.dir), `seed-${seed}`));
-  log(`backend ${backend.name}; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  log(
+    `backend ${backend.name}; load ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
   const report = await buildCreditStarter({
     dir,
     seed,
@@ -178,11 +259,21 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       ...CREDIT_STARTER_SIZE,
       ...(a['vocab-size'] ? { vocabSize: Number(a['vocab-size']) } : {}),
       // The MLP keeps the default's ratio (176 / 64 = 2.75).
-      ...(a['hidden-size'] ? { hiddenSize: Number(a['hidden-size']), intermediateSize: Math.round(Number(a['hidden-size']) * 2.75) } : {}),
+      ...(a['hidden-size']
+        ? { hiddenSize: Number(a['hidden-size']), intermediateSize: Math.round(Number(a['hidden-size']) * 2.75) }
+        : {}),
       ...(a.layers ? { numLayers: Number(a.layers) } : {}),
     },
     design,
-    drillPhase: Number(a['drill-steps']) > 0 ? { steps: Number(a['drill-steps']), peakLr: Number(a['drill-lr']), drills: Number(a.drills), shape: drillShape(String(a['drill-shape'])) } : null,
+    drillPhase:
+      Number(a['drill-steps']) > 0
+        ? {
+            steps: Number(a['drill-steps']),
+            peakLr: Number(a['drill-lr']),
+            drills: Number(a.drills),
+            shape: drillShape(String(a['drill-shape'])),
+          }
+        : null,
     log,
   });
   const built = (Date.now() - t0) / 1000;
@@ -194,5 +285,17 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const states = design === 'v1' ? null : await stateProbabilities(model, heldOut.slice(0, Number(a['state-tasks'])));
   model.model.dispose();
   if (states) for (const line of statesTable([{ policy: 'starter', states }])) console.log(line);
-  console.log(JSON.stringify({ bench: 'credit-starter', seed, args: a, loss: [report.initialLoss, report.finalLoss], states, buildSeconds: built, totalSeconds: (Date.now() - t0) / 1000, loadavgEnd: os.loadavg(), check }));
+  console.log(
+    JSON.stringify({
+      bench: 'credit-starter',
+      seed,
+      args: a,
+      loss: [report.initialLoss, report.finalLoss],
+      states,
+      buildSeconds: built,
+      totalSeconds: (Date.now() - t0) / 1000,
+      loadavgEnd: os.loadavg(),
+      check,
+    }),
+  );
 }

@@ -17,7 +17,15 @@ import { demonstratorSuccess } from '../tasks/credit.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { formatStarterCheck } from './credit-starter.ts';
 import { acrossSeeds } from './credit/evaluate.ts';
-import { gateLines, gatePasses, greedyTable, sampledTable, statesTable, GATE_THRESHOLD, type PolicyRow } from './credit/report.ts';
+import {
+  gateLines,
+  gatePasses,
+  greedyTable,
+  sampledTable,
+  statesTable,
+  GATE_THRESHOLD,
+  type PolicyRow,
+} from './credit/report.ts';
 import { gateCritic, playPolicy, prepareSeed, seedFlags, seedOptionsFrom, trainMethod } from './credit/seed.ts';
 import { METHODS, readSettings, SETTINGS_FILE, type Method } from './credit/settings.ts';
 import type { CriticGate } from './credit/states.ts';
@@ -34,14 +42,23 @@ const { values: a } = parseArgs({
   },
 });
 const seeds = String(a.seeds).split(',').map(Number);
-if (seeds.some((s) => !Number.isInteger(s))) throw new Error(`--seeds must be whole numbers separated by commas, got ${a.seeds}`);
+if (seeds.some((s) => !Number.isInteger(s)))
+  throw new Error(`--seeds must be whole numbers separated by commas, got ${a.seeds}`);
 const methods = String(a.methods).split(',') as Method[];
 const unknown = methods.filter((m) => !METHODS.includes(m));
 if (unknown.length) throw new Error(`--methods: unknown ${unknown.join(', ')} (known: ${METHODS.join(', ')})`);
 const equalUpdates = a['equal-updates'] ? Number(a['equal-updates']) : null;
-if (equalUpdates !== null && !(Number.isInteger(equalUpdates) && equalUpdates > 0)) throw new Error(`--equal-updates must be a positive whole number, got ${a['equal-updates']}`);
+if (equalUpdates !== null && !(Number.isInteger(equalUpdates) && equalUpdates > 0))
+  throw new Error(`--equal-updates must be a positive whole number, got ${a['equal-updates']}`);
 const settings = readSettings(resolve(String(a.settings)));
-const LABEL: Record<Method | 'starter', string> = { starter: 'starter', rft: 'rejection FT', mtdpo: 'multi-turn DPO', sweet: 'SWEET-RL', oracle: 'oracle control', random: 'random control' };
+const LABEL: Record<Method | 'starter', string> = {
+  starter: 'starter',
+  rft: 'rejection FT',
+  mtdpo: 'multi-turn DPO',
+  sweet: 'SWEET-RL',
+  oracle: 'oracle control',
+  random: 'random control',
+};
 
 const t0 = Date.now();
 const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);
@@ -65,25 +82,56 @@ for (const seed of seeds) {
       seconds[label] = (Date.now() - s) / 1000;
     }
   };
-  log(`seed ${seed}, design ${design}, backend ${backend.name}, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}; settings ${settings.chosenOn}`);
+  log(
+    `seed ${seed}, design ${design}, backend ${backend.name}, load ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}; settings ${settings.chosenOn}`,
+  );
   const p = await timed('prepare', () => prepareSeed(sizes(seed, dir)));
   try {
     const rows: (PolicyRow & { method: Method | 'starter' })[] = [];
-    rows.push({ method: 'starter', policy: LABEL.starter, effort: {}, ...(await timed('eval:starter', () => playPolicy(p, p.zero))) });
+    rows.push({
+      method: 'starter',
+      policy: LABEL.starter,
+      effort: {},
+      ...(await timed('eval:starter', () => playPolicy(p, p.zero))),
+    });
     let gate: CriticGate | null = null;
     for (const m of methods) {
       try {
-        const t = await timed(`train:${m}`, () => trainMethod(p, m, settings.methods[m], { policyUpdates: equalUpdates }));
-        if (t.criticDir) gate = await timed('gate', () => gateCritic(p, t.criticDir!, settings.methods.sweet.rankingReference));
-        const note = m === 'sweet' && gate && !gatePasses(gate) ? `critic gate failed (within-state ${gate.withinStateAccuracy.toFixed(2)}, useful over repeated ${gate.byKind.usefulOverRepeated.accuracy.toFixed(2)}; each must be >= ${GATE_THRESHOLD}): not credit assignment` : undefined;
-        rows.push({ method: m, policy: LABEL[m], effort: t.effort, ...(note ? { note } : {}), ...(await timed(`eval:${m}`, () => playPolicy(p, t.version))) });
+        const t = await timed(`train:${m}`, () =>
+          trainMethod(p, m, settings.methods[m], { policyUpdates: equalUpdates }),
+        );
+        if (t.criticDir)
+          gate = await timed('gate', () => gateCritic(p, t.criticDir!, settings.methods.sweet.rankingReference));
+        const note =
+          m === 'sweet' && gate && !gatePasses(gate)
+            ? `critic gate failed (within-state ${gate.withinStateAccuracy.toFixed(2)}, useful over repeated ${gate.byKind.usefulOverRepeated.accuracy.toFixed(2)}; each must be >= ${GATE_THRESHOLD}): not credit assignment`
+            : undefined;
+        rows.push({
+          method: m,
+          policy: LABEL[m],
+          effort: t.effort,
+          ...(note ? { note } : {}),
+          ...(await timed(`eval:${m}`, () => playPolicy(p, t.version))),
+        });
       } catch (err) {
         log(`${m}: training failed: ${(err as Error).message}`);
       }
     }
     const cpu = process.cpuUsage(cpu0);
-    console.log(`\nCredit family (design ${design}), seed ${seed}: ${p.evalTasks.length} held-out tasks, one greedy game and ${p.o.gamesPerTask} sampled games each; optimum success 100 %, 4 messages (path UUUA); the demonstrator's exact success ${(demonstratorSuccess(undefined, design) * 100).toFixed(2)} %. Collection: ${p.collected.sessions} sessions, ${p.collected.successes} successes.${equalUpdates ? ` Every policy phase ${equalUpdates} updates.` : ''}`);
-    for (const line of [...greedyTable(rows), ...statesTable(rows), ...sampledTable(rows), ...(gate ? gateLines('SWEET-RL', gate) : ['critic gate: no SWEET-RL critic this seed']), ...formatStarterCheck(p.starterCheck)]) console.log(line);
+    console.log(
+      `\nCredit family (design ${design}), seed ${seed}: ${p.evalTasks.length} held-out tasks, one greedy game and ${p.o.gamesPerTask} sampled games each; optimum success 100 %, 4 messages (path UUUA); the demonstrator's exact success ${(demonstratorSuccess(undefined, design) * 100).toFixed(2)} %. Collection: ${p.collected.sessions} sessions, ${p.collected.successes} successes.${equalUpdates ? ` Every policy phase ${equalUpdates} updates.` : ''}`,
+    );
+    for (const line of [
+      ...greedyTable(rows),
+      ...statesTable(rows),
+      ...sampledTable(rows),
+      ...(gate ? gateLines('SWEET-RL', gate) : ['critic gate: no SWEET-RL critic this seed']),
+      ...formatStarterCheck(p.starterCheck),
+    ])
+      console.log(line);
     const success = Object.fromEntries(rows.map((r) => [r.method, r.sampled.success.estimate]));
     perSeed.push({ seed, success });
     console.log(
@@ -98,14 +146,36 @@ for (const seed of seeds) {
         evalTasks: p.evalTasks.length,
         gamesPerTask: p.o.gamesPerTask,
         collected: p.collected,
-        starter: { recipe: p.starter.recipe, loss: [p.starter.initialLoss, p.starter.finalLoss], check: p.starterCheck },
+        starter: {
+          recipe: p.starter.recipe,
+          loss: [p.starter.initialLoss, p.starter.finalLoss],
+          check: p.starterCheck,
+        },
         policies: Object.fromEntries(
           rows.map((r) => [
             r.method,
-            { sampledSuccess: r.sampled.success.estimate, sampledSuccessCi: [r.sampled.success.lo, r.sampled.success.hi], sampledScore: r.sampled.score.estimate, sampledScoreCi: [r.sampled.score.lo, r.sampled.score.hi], greedyPath: r.greedy.path, greedyPaths: r.greedy.paths, updates: Object.values(r.effort).reduce((n, e) => n + e.updates, 0), effort: r.effort, states: r.states },
+            {
+              sampledSuccess: r.sampled.success.estimate,
+              sampledSuccessCi: [r.sampled.success.lo, r.sampled.success.hi],
+              sampledScore: r.sampled.score.estimate,
+              sampledScoreCi: [r.sampled.score.lo, r.sampled.score.hi],
+              greedyPath: r.greedy.path,
+              greedyPaths: r.greedy.paths,
+              updates: Object.values(r.effort).reduce((n, e) => n + e.updates, 0),
+              effort: r.effort,
+              states: r.states,
+            },
           ]),
         ),
-        critic: gate ? { withinStateAccuracy: gate.withinStateAccuracy, passes: gatePasses(gate), pairs: gate.pairs, byKind: gate.byKind, meanScore: gate.meanScore } : null,
+        critic: gate
+          ? {
+              withinStateAccuracy: gate.withinStateAccuracy,
+              passes: gatePasses(gate),
+              pairs: gate.pairs,
+              byKind: gate.byKind,
+              meanScore: gate.meanScore,
+            }
+          : null,
         seconds,
         wallSeconds: (Date.now() - s0) / 1000,
         cpuSeconds: (cpu.user + cpu.system) / 1e6,
@@ -121,9 +191,29 @@ if (perSeed.length > 1) {
   const col = (m: Method | 'starter') => perSeed.map((s) => s.success[m] ?? NaN);
   const have = (m: Method) => perSeed.every((s) => s.success[m] !== undefined);
   const versus: Record<string, ReturnType<typeof acrossSeeds>> = {};
-  for (const m of ['rft', 'mtdpo', 'sweet'] as const) if (have(m)) versus[`${m}_vs_starter`] = acrossSeeds(col(m), col('starter'));
+  for (const m of ['rft', 'mtdpo', 'sweet'] as const)
+    if (have(m)) versus[`${m}_vs_starter`] = acrossSeeds(col(m), col('starter'));
   if (have('sweet') && have('mtdpo')) versus.sweet_vs_mtdpo = acrossSeeds(col('sweet'), col('mtdpo'));
   console.log(`\nAcross ${perSeed.length} seeds (sampled success, one difference a seed, Student t):`);
-  for (const [k, v] of Object.entries(versus)) console.log(`  ${k.padEnd(18)} ${(v.meanDiff * 100).toFixed(1)} points [${(v.low * 100).toFixed(1)}, ${(v.high * 100).toFixed(1)}], p = ${v.p.toPrecision(2)}; per seed ${k.startsWith('sweet_vs_m') ? col('sweet').map((x, i) => ((x - col('mtdpo')[i]!) * 100).toFixed(1)).join(', ') : col(k.split('_')[0] as Method).map((x, i) => ((x - col('starter')[i]!) * 100).toFixed(1)).join(', ')}`);
-  console.log(JSON.stringify({ bench: 'credit', design, seeds: perSeed.map((s) => s.seed), acrossSeeds: versus, perSeedSuccess: perSeed }));
+  for (const [k, v] of Object.entries(versus))
+    console.log(
+      `  ${k.padEnd(18)} ${(v.meanDiff * 100).toFixed(1)} points [${(v.low * 100).toFixed(1)}, ${(v.high * 100).toFixed(1)}], p = ${v.p.toPrecision(2)}; per seed ${
+        k.startsWith('sweet_vs_m')
+          ? col('sweet')
+              .map((x, i) => ((x - col('mtdpo')[i]!) * 100).toFixed(1))
+              .join(', ')
+          : col(k.split('_')[0] as Method)
+              .map((x, i) => ((x - col('starter')[i]!) * 100).toFixed(1))
+              .join(', ')
+      }`,
+    );
+  console.log(
+    JSON.stringify({
+      bench: 'credit',
+      design,
+      seeds: perSeed.map((s) => s.seed),
+      acrossSeeds: versus,
+      perSeedSuccess: perSeed,
+    }),
+  );
 }

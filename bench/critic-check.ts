@@ -53,7 +53,12 @@ function tally(diffs: readonly number[]): { judged: number; agree: number; meanS
 }
 
 /** Checks the pairs of one SWEET-RL run (its actor-pairs.jsonl), decoding with the policy's tokenizer. */
-export async function checkCritic(prisma: PrismaClient, runDir: string, tokenizerDir: string, scorer: Scorer): Promise<CriticCheck> {
+export async function checkCritic(
+  prisma: PrismaClient,
+  runDir: string,
+  tokenizerDir: string,
+  scorer: Scorer,
+): Promise<CriticCheck> {
   const tokenizer = await TextTokenizer.load(tokenizerDir);
   const pairs = await readActorPairs(join(runDir, 'actor-pairs.jsonl'));
   // A session's task, and each (task, answer)'s score: candidates repeat, and each scoring runs the sandbox.
@@ -81,7 +86,11 @@ export async function checkCritic(prisma: PrismaClient, runDir: string, tokenize
   let answerVsQuestion = 0;
   let bothQuestions = 0;
   for (const p of pairs) {
-    const parse = (ids: number[]) => parseAgentMessage(tokenizer.decode(ids, { skipSpecialTokens: true }), { kind: 'backend', turnIndex: p.agentTurn });
+    const parse = (ids: number[]) =>
+      parseAgentMessage(tokenizer.decode(ids, { skipSpecialTokens: true }), {
+        kind: 'backend',
+        turnIndex: p.agentTurn,
+      });
     const chosen = parse(p.chosen);
     const rejected = parse(p.rejected);
     const chosenAnswers = chosen.type === 'answer';
@@ -120,22 +129,33 @@ export function formatCriticCheck(c: CriticCheck): string {
 /** The PGlite database that `bench:learning --keep` left in `dir` (the latest, when there are several). */
 export async function openKeptDatabase(dir: string): Promise<Database> {
   const root = resolve(dir);
-  const pglite = readdirSync(root).filter((f) => f.startsWith('pglite-')).sort().at(-1);
+  const pglite = readdirSync(root)
+    .filter((f) => f.startsWith('pglite-'))
+    .sort()
+    .at(-1);
   if (!pglite) throw new Error(`no PGlite database in ${root}: was the benchmark run with --keep?`);
   return openDatabase({ pgliteDir: join(root, pglite) });
 }
 
 /** Standalone: the SWEET-RL runs of a benchmark directory kept with --keep (its PGlite database and checkpoints). */
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { dir: { type: 'string', default: 'data/bench/learning' }, run: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { dir: { type: 'string', default: 'data/bench/learning' }, run: { type: 'string' } },
+  });
   const db = await openKeptDatabase(values.dir!);
   const scorer = createScorer();
   try {
-    const runs = await db.prisma.trainingRun.findMany({ where: { algorithm: 'sweet', status: 'succeeded', ...(values.run ? { id: values.run } : {}) }, orderBy: { createdAt: 'asc' } });
-    if (!runs.length) throw new Error(`no finished SWEET-RL run in ${values.dir}${values.run ? ` with id ${values.run}` : ''}`);
+    const runs = await db.prisma.trainingRun.findMany({
+      where: { algorithm: 'sweet', status: 'succeeded', ...(values.run ? { id: values.run } : {}) },
+      orderBy: { createdAt: 'asc' },
+    });
+    if (!runs.length)
+      throw new Error(`no finished SWEET-RL run in ${values.dir}${values.run ? ` with id ${values.run}` : ''}`);
     for (const run of runs) {
       const from = (run.config as { fromCheckpoint: string }).fromCheckpoint;
-      console.log(`run ${run.id} (from ${from}):\n  ${formatCriticCheck(await checkCritic(db.prisma, run.checkpointDir!, from, scorer))}`);
+      console.log(
+        `run ${run.id} (from ${from}):\n  ${formatCriticCheck(await checkCritic(db.prisma, run.checkpointDir!, from, scorer))}`,
+      );
     }
   } finally {
     await scorer.close();

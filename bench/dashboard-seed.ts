@@ -15,12 +15,29 @@ export async function seedSessions(url: string, n: number): Promise<void> {
   const q = (sql: string, params: unknown[] = []) => pool.query(sql, params);
   try {
     await seedSessionRows(pool, {
-      sessions: n, people: 2000, tasks: 500, versions: 3, turns: 6, personStride: 7, spacing: '1 minute',
-      textRepeat: { description: 6, reference: 6, turn: 4 }, testSplitEvery: null, deployFirst: true, checkpointSha: false,
-      guilds: 3, abandonEvery: 50, agentLatencyMs: 700, provenance: true, testDetail: true,
+      sessions: n,
+      people: 2000,
+      tasks: 500,
+      versions: 3,
+      turns: 6,
+      personStride: 7,
+      spacing: '1 minute',
+      textRepeat: { description: 6, reference: 6, turn: 4 },
+      testSplitEvery: null,
+      deployFirst: true,
+      checkpointSha: false,
+      guilds: 3,
+      abandonEvery: 50,
+      agentLatencyMs: 700,
+      provenance: true,
+      testDetail: true,
     });
-    await q(`INSERT INTO "TrainingRun" (id, algorithm, config, status) VALUES (gen_random_uuid(), 'sweet', '{}', 'succeeded')`);
-    await q(`INSERT INTO "ModerationFlag" (id, "sessionId", reason) SELECT gen_random_uuid(), s.id, 'bench flag' FROM "Session" s WHERE abs(hashtext(s.id::text || 'f')) % 100 = 0`);
+    await q(
+      `INSERT INTO "TrainingRun" (id, algorithm, config, status) VALUES (gen_random_uuid(), 'sweet', '{}', 'succeeded')`,
+    );
+    await q(
+      `INSERT INTO "ModerationFlag" (id, "sessionId", reason) SELECT gen_random_uuid(), s.id, 'bench flag' FROM "Session" s WHERE abs(hashtext(s.id::text || 'f')) % 100 = 0`,
+    );
     await q(`INSERT INTO "CriticAdvantage" (id, "trainingRunId", "turnId", advantage)
       SELECT gen_random_uuid(), (SELECT id FROM "TrainingRun" LIMIT 1), tu.id, (abs(hashtext(tu.id::text)) % 1000) / 1000.0 - 0.5
       FROM "Turn" tu JOIN "Session" s ON s.id = tu."sessionId" WHERE tu.role = 'agent' AND abs(hashtext(s.id::text || 'c')) % 10 = 0`);
@@ -31,7 +48,6 @@ export async function seedSessions(url: string, n: number): Promise<void> {
     await pool.end();
   }
 }
-
 
 /** Studies, calibrations, training runs, gate games, preferences and quality scores around the sessions. */
 export async function seedAround(url: string, prisma: PrismaClient): Promise<void> {
@@ -45,25 +61,70 @@ export async function seedAround(url: string, prisma: PrismaClient): Promise<voi
     createStudy(
       prisma,
       'bench',
-      { name, kind: null, split: 'train', perTask: 300, seed: 1, taskIds: tasks.map((t) => t.id), arms: [{ policyVersionId: versions[1]!.id, share: 50 }, { policyVersionId: versions[2]!.id, share: 50 }], consentText: `Consent for ${name}`, payPerSessionCents: 150, bonusSuccessCents: 50, currency: 'EUR', maxSessionsPerPerson: null, opensAt: null, closesAt: null, guildIds: guilds, channelIds: [] },
+      {
+        name,
+        kind: null,
+        split: 'train',
+        perTask: 300,
+        seed: 1,
+        taskIds: tasks.map((t) => t.id),
+        arms: [
+          { policyVersionId: versions[1]!.id, share: 50 },
+          { policyVersionId: versions[2]!.id, share: 50 },
+        ],
+        consentText: `Consent for ${name}`,
+        payPerSessionCents: 150,
+        bonusSuccessCents: 50,
+        currency: 'EUR',
+        maxSessionsPerPerson: null,
+        opensAt: null,
+        closesAt: null,
+        guildIds: guilds,
+        channelIds: [],
+      },
       { requireConsent: true },
     );
   const studies = [await study('bench-a'), await study('bench-b')];
   for (const [k, s] of studies.entries()) {
-    const metrics = (i: number, people: boolean) => Object.fromEntries(METRICS.map((m) => [m.name, m.share ? ((i * 7 + (people ? 3 : 5)) % 10) / 10 : 2 + ((i + (people ? 1 : 2)) % 5)])) as Parameters<typeof calibrationRows>[0][number]['metrics'];
+    const metrics = (i: number, people: boolean) =>
+      Object.fromEntries(
+        METRICS.map((m) => [
+          m.name,
+          m.share ? ((i * 7 + (people ? 3 : 5)) % 10) / 10 : 2 + ((i + (people ? 1 : 2)) % 5),
+        ]),
+      ) as Parameters<typeof calibrationRows>[0][number]['metrics'];
     await recordCalibration(prisma, s.id, 'rule-simulator', {
-      study: s.name, simulator: 'rule-simulator', gamesPerTask: 2, seed: k, tasks: tasks.length, peopleSessions: 50_000, games: 2 * tasks.length,
-      policies: [{ name: versions[1]!.name, games: tasks.length }, { name: versions[2]!.name, games: tasks.length }],
-      rows: calibrationRows(tasks.map((t, i) => ({ taskId: t.id, metrics: metrics(i, true) })), tasks.map((t, i) => ({ taskId: t.id, metrics: metrics(i, false) }))),
+      study: s.name,
+      simulator: 'rule-simulator',
+      gamesPerTask: 2,
+      seed: k,
+      tasks: tasks.length,
+      peopleSessions: 50_000,
+      games: 2 * tasks.length,
+      policies: [
+        { name: versions[1]!.name, games: tasks.length },
+        { name: versions[2]!.name, games: tasks.length },
+      ],
+      rows: calibrationRows(
+        tasks.map((t, i) => ({ taskId: t.id, metrics: metrics(i, true) })),
+        tasks.map((t, i) => ({ taskId: t.id, metrics: metrics(i, false) })),
+      ),
     });
   }
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   const q = (sql: string, params: unknown[] = []) => pool.query(sql, params);
   try {
-    await q(`CREATE TEMP TABLE sg AS SELECT id, "taskId", "policyVersionId", row_number() OVER (ORDER BY "startedAt") - 1 AS g FROM "Session"`);
+    await q(
+      `CREATE TEMP TABLE sg AS SELECT id, "taskId", "policyVersionId", row_number() OVER (ORDER BY "startedAt") - 1 AS g FROM "Session"`,
+    );
     await q(`CREATE INDEX ON sg (g)`);
-    await q(`CREATE TEMP TABLE p AS SELECT id, row_number() OVER (ORDER BY "discordUserId") - 1 AS i FROM "Participant"`);
-    await q(`UPDATE "Session" s SET "studyId" = CASE WHEN sg.g % 2 = 0 THEN $1::uuid ELSE $2::uuid END FROM sg WHERE sg.id = s.id`, [studies[0]!.id, studies[1]!.id]);
+    await q(
+      `CREATE TEMP TABLE p AS SELECT id, row_number() OVER (ORDER BY "discordUserId") - 1 AS i FROM "Participant"`,
+    );
+    await q(
+      `UPDATE "Session" s SET "studyId" = CASE WHEN sg.g % 2 = 0 THEN $1::uuid ELSE $2::uuid END FROM sg WHERE sg.id = s.id`,
+      [studies[0]!.id, studies[1]!.id],
+    );
     // 20 runs: SWEET-RL (critic 500, collect 200 states, actor 500 updates) and RFT (500), each on 10,000 sessions.
     await q(`INSERT INTO "TrainingRun" (id, algorithm, config, "dataSnapshot", status, progress, metrics, "createdAt", "startedAt", "finishedAt", "heartbeatAt")
       SELECT gen_random_uuid(), CASE WHEN r % 2 = 0 THEN 'sweet' ELSE 'rft' END, '{}',

@@ -60,11 +60,20 @@ print(json.dumps({'seconds': time.perf_counter() - t0, 'passed': passed}))
 `;
 
 function unsandboxed(): { seconds: number; processSeconds: number; passed: number[] } {
-  const input = tasks.map((t) => JSON.stringify({ reference: t.reference, answer: t.reference, calls: t.testCases })).join('\n');
+  const input = tasks
+    .map((t) => JSON.stringify({ reference: t.reference, answer: t.reference, calls: t.testCases }))
+    .join('\n');
   // The sample's own tests create files (sqlite databases) in the working directory: give them a scratch one.
   const cwd = mkdtempSync(join(tmpdir(), 'sweetloop-bench-eval-'));
   const started = performance.now();
-  const r = spawnSync('/usr/bin/python3', ['-c', UNSANDBOXED], { cwd, input, encoding: 'utf8', stdio: ['pipe', 'pipe', 'ignore'], maxBuffer: 1 << 26, env: { OPENBLAS_NUM_THREADS: '1', PATH: '/usr/bin:/bin' } });
+  const r = spawnSync('/usr/bin/python3', ['-c', UNSANDBOXED], {
+    cwd,
+    input,
+    encoding: 'utf8',
+    stdio: ['pipe', 'pipe', 'ignore'],
+    maxBuffer: 1 << 26,
+    env: { OPENBLAS_NUM_THREADS: '1', PATH: '/usr/bin:/bin' },
+  });
   const processSeconds = (performance.now() - started) / 1000;
   rmSync(cwd, { recursive: true, force: true });
   if (r.status !== 0) throw new Error(`unsandboxed run failed (${r.status})`);
@@ -76,13 +85,22 @@ function unsandboxed(): { seconds: number; processSeconds: number; passed: numbe
 async function sandboxed(concurrency: number, cold: boolean): Promise<{ seconds: number; passed: number[] }> {
   if (cold) clearExpectedOutputs();
   const started = performance.now();
-  const res = await evaluateBackendBatch(tasks.map((t) => ({ task: t, answer: t.reference })), { concurrency });
+  const res = await evaluateBackendBatch(
+    tasks.map((t) => ({ task: t, answer: t.reference })),
+    { concurrency },
+  );
   return { seconds: (performance.now() - started) / 1000, passed: res.map((r) => r.passed) };
 }
 
 const rows: { mode: string; seconds: number; tasksPerSec: number; testsPerSec: number; passed: number }[] = [];
 const add = (mode: string, seconds: number, passed: number[]) =>
-  rows.push({ mode, seconds, tasksPerSec: (tasks.length * 1) / seconds, testsPerSec: totalTests / seconds, passed: passed.reduce((a, b) => a + b, 0) });
+  rows.push({
+    mode,
+    seconds,
+    tasksPerSec: (tasks.length * 1) / seconds,
+    testsPerSec: totalTests / seconds,
+    passed: passed.reduce((a, b) => a + b, 0),
+  });
 
 await sandboxed(2, true); // warm-up: the availability probe, file caches
 for (let i = 0; i < repeat; i++) {
@@ -92,18 +110,41 @@ for (let i = 0; i < repeat; i++) {
   for (const cold of [true, false]) {
     for (const n of [1, 2]) {
       const s = await sandboxed(n, cold);
-      add(`sandboxed, ${cold ? 'cold: reference run too' : 'warm: reference kept'}, ${n} at a time`, s.seconds, s.passed);
+      add(
+        `sandboxed, ${cold ? 'cold: reference run too' : 'warm: reference kept'}, ${n} at a time`,
+        s.seconds,
+        s.passed,
+      );
     }
   }
 }
 
 const load = os.loadavg()[0]!.toFixed(1);
-console.log(`backend evaluator: ${tasks.length} tasks, ${totalTests} tests (${tasksPath}); ${os.cpus().length} CPUs, load average ${load}`);
+console.log(
+  `backend evaluator: ${tasks.length} tasks, ${totalTests} tests (${tasksPath}); ${os.cpus().length} CPUs, load average ${load}`,
+);
 const header = ['mode', 'seconds', 'tasks/s', 'tests/s', 'tests passed'];
-const body = rows.map((r) => [r.mode, r.seconds.toFixed(3), r.tasksPerSec.toFixed(1), r.testsPerSec.toFixed(0), `${r.passed}/${totalTests}`]);
+const body = rows.map((r) => [
+  r.mode,
+  r.seconds.toFixed(3),
+  r.tasksPerSec.toFixed(1),
+  r.testsPerSec.toFixed(0),
+  `${r.passed}/${totalTests}`,
+]);
 const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-const fmt = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+const fmt = (cells: string[]) =>
+  cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
 console.log([fmt(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(fmt)].join('\n'));
 const agree = new Set(rows.map((r) => r.passed)).size === 1;
 if (!agree) console.log('WARNING: the modes disagree on the number of passed tests');
-console.log(JSON.stringify({ bench: 'eval', tasks: tasks.length, tests: totalTests, cpus: os.cpus().length, loadavg: Number(load), agree, rows }));
+console.log(
+  JSON.stringify({
+    bench: 'eval',
+    tasks: tasks.length,
+    tests: totalTests,
+    cpus: os.cpus().length,
+    loadavg: Number(load),
+    agree,
+    rows,
+  }),
+);

@@ -36,7 +36,6 @@ interface Measurement {
   peakHeapHalvesMiB?: [number, number];
 }
 
-
 const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
 
 /** One export in this (child) process, memory sampled every 10 ms. */
@@ -104,9 +103,22 @@ async function seed(url: string, n: number): Promise<number> {
   try {
     const q = (sql: string, params: unknown[] = []) => pool.query(sql, params);
     await seedSessionRows(pool, {
-      sessions: n, people: 1000, tasks: 200, versions: 3, turns: 10, personStride: 1, spacing: '1 second',
-      textRepeat: { description: 8, reference: 10, turn: 5 }, testSplitEvery: 5, deployFirst: false, checkpointSha: true,
-      guilds: 0, abandonEvery: null, agentLatencyMs: 200, provenance: false, testDetail: false,
+      sessions: n,
+      people: 1000,
+      tasks: 200,
+      versions: 3,
+      turns: 10,
+      personStride: 1,
+      spacing: '1 second',
+      textRepeat: { description: 8, reference: 10, turn: 5 },
+      testSplitEvery: 5,
+      deployFirst: false,
+      checkpointSha: true,
+      guilds: 0,
+      abandonEvery: null,
+      agentLatencyMs: 200,
+      provenance: false,
+      testDetail: false,
     });
     await q('ANALYZE');
   } finally {
@@ -127,7 +139,10 @@ function yardstick(url: string, out: string): Measurement {
     ORDER BY s."startedAt", s.id) TO STDOUT`;
   const fd = openSync(out, 'w');
   const t0 = performance.now();
-  const r = spawnSync('psql', [url, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-c', sql], { stdio: ['ignore', fd, 'pipe'], encoding: 'utf8' });
+  const r = spawnSync('psql', [url, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-c', sql], {
+    stdio: ['ignore', fd, 'pipe'],
+    encoding: 'utf8',
+  });
   const seconds = (performance.now() - t0) / 1000;
   closeSync(fd);
   if (r.status !== 0) throw new Error(`psql yardstick failed: ${r.stderr}`);
@@ -148,17 +163,32 @@ function yardstick(url: string, out: string): Measurement {
   };
 }
 
-function runChild(format: Format, url: string, out: string, batchSize: number, heapCapMiB: number | null): Promise<Measurement> {
+function runChild(
+  format: Format,
+  url: string,
+  out: string,
+  batchSize: number,
+  heapCapMiB: number | null,
+): Promise<Measurement> {
   return new Promise((resolve, reject) => {
     const cap = heapCapMiB ? [`--max-old-space-size=${heapCapMiB}`] : [];
-    const p = spawn(process.execPath, [...cap, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', format, url, out, String(batchSize)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const p = spawn(
+      process.execPath,
+      [...cap, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', format, url, out, String(batchSize)],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let text = '';
     p.stdout.on('data', (c: Buffer) => (text += c.toString()));
     p.on('error', reject);
     p.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`export child for ${format} exited with ${code}${heapCapMiB ? ` (V8 old space capped at ${heapCapMiB} MiB)` : ''}`));
+      if (code !== 0)
+        return reject(
+          new Error(
+            `export child for ${format} exited with ${code}${heapCapMiB ? ` (V8 old space capped at ${heapCapMiB} MiB)` : ''}`,
+          ),
+        );
       resolve(JSON.parse(text.trim().split('\n').pop()!) as Measurement);
     });
   });
@@ -179,7 +209,9 @@ async function main(): Promise<void> {
   const db = await createTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'sweetloop-bench-export-'));
   try {
-    loadStart = loadavg().map((x) => x.toFixed(1)).join(' ');
+    loadStart = loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ');
     process.stderr.write(`seeding ${n} sessions (${n * 10} turns)...\n`);
     const seedSeconds = await seed(db.url, n);
     process.stderr.write(`seeded in ${seedSeconds.toFixed(1)} s\n`);
@@ -191,19 +223,62 @@ async function main(): Promise<void> {
       await rm(join(dir, `out.${format}`), { force: true });
     }
     const rows = results.map((r) => [
-      r.format, String(r.sessions), String(r.turns), r.seconds.toFixed(1), r.cpuSeconds === null ? '-' : r.cpuSeconds.toFixed(1), Math.round(r.sessionsPerSec).toLocaleString('en'),
-      Math.round(r.turnsPerSec).toLocaleString('en'), `${mib(r.bytes)} MiB`, Number.isNaN(r.peakRssMiB) ? '-' : `${r.peakRssMiB} MiB`,
+      r.format,
+      String(r.sessions),
+      String(r.turns),
+      r.seconds.toFixed(1),
+      r.cpuSeconds === null ? '-' : r.cpuSeconds.toFixed(1),
+      Math.round(r.sessionsPerSec).toLocaleString('en'),
+      Math.round(r.turnsPerSec).toLocaleString('en'),
+      `${mib(r.bytes)} MiB`,
+      Number.isNaN(r.peakRssMiB) ? '-' : `${r.peakRssMiB} MiB`,
       Number.isNaN(r.peakHeapMiB) ? '-' : `${r.peakHeapMiB} MiB`,
       r.peakHeapHalvesMiB ? r.peakHeapHalvesMiB.join(' / ') : '-',
     ]);
-    const head = ['format', 'sessions', 'turns', 'seconds', 'CPU s', 'sessions/s', 'turns/s', 'output', 'peak RSS', 'peak heap', 'heap 1st/2nd half (MiB)'];
+    const head = [
+      'format',
+      'sessions',
+      'turns',
+      'seconds',
+      'CPU s',
+      'sessions/s',
+      'turns/s',
+      'output',
+      'peak RSS',
+      'peak heap',
+      'heap 1st/2nd half (MiB)',
+    ];
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-    const load = loadavg().map((x) => x.toFixed(1)).join(' ');
-    console.log(`export benchmark: ${n} sessions x 10 turns, batch ${batchSize}, seeded in ${seedSeconds.toFixed(1)} s (SQL generate_series); V8 old space ${heapCapMiB ? `capped at ${heapCapMiB} MiB` : 'uncapped'}; ${cpus().length} CPUs, load average at start ${loadStart}, at end ${load}`);
+    const load = loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ');
+    console.log(
+      `export benchmark: ${n} sessions x 10 turns, batch ${batchSize}, seeded in ${seedSeconds.toFixed(1)} s (SQL generate_series); V8 old space ${heapCapMiB ? `capped at ${heapCapMiB} MiB` : 'uncapped'}; ${cpus().length} CPUs, load average at start ${loadStart}, at end ${load}`,
+    );
     console.log(line(head));
     for (const r of rows) console.log(line(r));
-    console.log(JSON.stringify({ bench: 'export', sessions: n, batchSize, heapCapMiB, seedSeconds: Number(seedSeconds.toFixed(2)), cpus: cpus().length, loadStart, loadEnd: load, results: results.map((r) => ({ ...r, seconds: Number(r.seconds.toFixed(2)), cpuSeconds: r.cpuSeconds === null ? null : Number(r.cpuSeconds.toFixed(2)), sessionsPerSec: Math.round(r.sessionsPerSec), turnsPerSec: Math.round(r.turnsPerSec), peakRssMiB: Number.isNaN(r.peakRssMiB) ? null : r.peakRssMiB, peakHeapMiB: Number.isNaN(r.peakHeapMiB) ? null : r.peakHeapMiB })) }));
+    console.log(
+      JSON.stringify({
+        bench: 'export',
+        sessions: n,
+        batchSize,
+        heapCapMiB,
+        seedSeconds: Number(seedSeconds.toFixed(2)),
+        cpus: cpus().length,
+        loadStart,
+        loadEnd: load,
+        results: results.map((r) => ({
+          ...r,
+          seconds: Number(r.seconds.toFixed(2)),
+          cpuSeconds: r.cpuSeconds === null ? null : Number(r.cpuSeconds.toFixed(2)),
+          sessionsPerSec: Math.round(r.sessionsPerSec),
+          turnsPerSec: Math.round(r.turnsPerSec),
+          peakRssMiB: Number.isNaN(r.peakRssMiB) ? null : r.peakRssMiB,
+          peakHeapMiB: Number.isNaN(r.peakHeapMiB) ? null : r.peakHeapMiB,
+        })),
+      }),
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
     await db.drop();

@@ -37,7 +37,16 @@ import { initBackend } from '../trainer/model/backend.ts';
 import { ensureStarterPolicy } from '../trainer/recipes/starter.ts';
 import { checkCritic, formatCriticCheck } from './critic-check.ts';
 import { heldOutGames } from './noise.ts';
-import { comparePaired, formatDifference, formatP, outcomes, summarise, type EvaluationReport, type GameOutcome, type PairedComparison } from '../trainer/evaluate.ts';
+import {
+  comparePaired,
+  formatDifference,
+  formatP,
+  outcomes,
+  summarise,
+  type EvaluationReport,
+  type GameOutcome,
+  type PairedComparison,
+} from '../trainer/evaluate.ts';
 import { PRESETS, trainConfig, type TrainConfig } from '../trainer/presets.ts';
 import { demonstratorMixSchema } from '../trainer/recipes/demonstrator-mix.ts';
 import { createRun, executeRun, type Algorithm } from '../trainer/runs.ts';
@@ -81,9 +90,12 @@ const evalPerTask = arg('eval-episodes-per-task', 1);
 // --eval-episodes-per-task 2 --test-tasks 72 plays as the bot serves, the earlier protocol. Collection always
 // samples (it needs variety).
 const evalTemperature = arg('eval-temperature', 0);
-if (!(evalTemperature >= 0 && evalTemperature <= 2)) throw new Error(`--eval-temperature must be in [0, 2], got ${evalTemperature}`);
+if (!(evalTemperature >= 0 && evalTemperature <= 2))
+  throw new Error(`--eval-temperature must be in [0, 2], got ${evalTemperature}`);
 if (evalTemperature === 0 && evalPerTask !== 1) {
-  throw new Error(`--eval-episodes-per-task ${evalPerTask} at --eval-temperature 0 would replay one greedy game ${evalPerTask} times: play more --test-tasks instead, or sample (--eval-temperature 0.7)`);
+  throw new Error(
+    `--eval-episodes-per-task ${evalPerTask} at --eval-temperature 0 would replay one greedy game ${evalPerTask} times: play more --test-tasks instead, or sample (--eval-temperature 0.7)`,
+  );
 }
 const maxStepsArg = arg('max-steps', 0);
 const starterSteps = arg('starter-steps', 0);
@@ -95,7 +107,10 @@ const starterMix = (() => {
   if (starterMixArg === 'none') return undefined;
   const [expert, hasty, noisy, noise] = starterMixArg.split(',').map(Number);
   const mix = demonstratorMixSchema.safeParse({ expert, hasty, noisy, noise });
-  if (!mix.success || [expert, hasty, noisy, noise].some((x) => !Number.isFinite(x))) throw new Error(`--starter-mix must be expert,hasty,noisy,noise (weights >= 0, noise in [0, 1]), got ${starterMixArg}`);
+  if (!mix.success || [expert, hasty, noisy, noise].some((x) => !Number.isFinite(x)))
+    throw new Error(
+      `--starter-mix must be expert,hasty,noisy,noise (weights >= 0, noise in [0, 1]), got ${starterMixArg}`,
+    );
   return mix.data;
 })();
 const rounds = arg('rounds', 3);
@@ -115,7 +130,9 @@ const validate = process.argv.includes('--validate');
 // on the chosen message (paper 0.01), a policy learning rate of 1e-4 (cpu-small: 3e-4) and DPO beta' 0.01
 // (paper 0.1): of the settings tried on the validation slice, the ones that did SWEET-RL most good, though not
 // significantly (bench/HISTORY.md, "A third of the policy learning rate" and "72 held-out tasks").
-const trainOverrides = JSON.parse(arg('train', '{"temperature":0.7,"nllCoefficient":1,"lr":0.0001,"beta":0.01}')) as Partial<TrainConfig>;
+const trainOverrides = JSON.parse(
+  arg('train', '{"temperature":0.7,"nllCoefficient":1,"lr":0.0001,"beta":0.01}'),
+) as Partial<TrainConfig>;
 // A starter built from a demonstrator mix is rehearsed on that mix (unless --train sets the rehearsal itself).
 if (starterMix && !('rehearsal' in trainOverrides) && PRESETS['cpu-small'].rehearsal) {
   trainOverrides.rehearsal = { ...PRESETS['cpu-small'].rehearsal, demonstrators: starterMix };
@@ -133,7 +150,8 @@ const log = (line: string) => console.error(`[${elapsed()}] ${line}`);
  * only on (seed, i), so a longer stream extends the pool without changing it.
  */
 function benchmarkTasks(): TaskRecord[] {
-  if (!Number.isInteger(testTaskCount) || testTaskCount < 1) throw new Error(`--test-tasks must be a positive integer, got ${testTaskCount}`);
+  if (!Number.isInteger(testTaskCount) || testTaskCount < 1)
+    throw new Error(`--test-tasks must be a positive integer, got ${testTaskCount}`);
   const train = generateMiniTasks({ seed, count: taskCount }).filter((t) => t.split === 'train');
   const heldOut = (t: TaskRecord, i: number) => (validate ? i >= taskCount && t.split === 'train' : t.split === 'test');
   // Generate until enough held-out tasks are there (about one task in five is test-split).
@@ -158,7 +176,14 @@ async function drawCurve(curve: readonly CurvePoint[], out: string): Promise<voi
   const svg = barChartSvg({
     title: 'Closed loop: held-out % tests passed after each round (95% t intervals)',
     categories: curve.map((p) => `round ${p.round}`),
-    series: [{ name: 'SWEET-RL loop', values: curve.map((p) => p.testsPassed.estimate), lo: curve.map((p) => p.testsPassed.lo), hi: curve.map((p) => p.testsPassed.hi) }],
+    series: [
+      {
+        name: 'SWEET-RL loop',
+        values: curve.map((p) => p.testsPassed.estimate),
+        lo: curve.map((p) => p.testsPassed.lo),
+        hi: curve.map((p) => p.testsPassed.hi),
+      },
+    ],
     yLabel: '% tests passed',
     xLabel: 'round (0 = the starter)',
     format: (v) => `${(v * 100).toFixed(0)}%`,
@@ -199,7 +224,9 @@ try {
   await importTasks(db.prisma, tasks);
   const trainTasks = tasks.filter((t) => t.split === 'train').length;
   const testTasks = tasks.length - trainTasks;
-  log(`${trainTasks} train and ${testTasks} ${validate ? 'VALIDATION (train-split)' : 'test'} ColBench-mini tasks; backend ${backend.name}, ${os.cpus().length} CPUs`);
+  log(
+    `${trainTasks} train and ${testTasks} ${validate ? 'VALIDATION (train-split)' : 'test'} ColBench-mini tasks; backend ${backend.name}, ${os.cpus().length} CPUs`,
+  );
 
   const starterDir = join(dir, 'starter');
   const starter = await time('starter', () =>
@@ -213,14 +240,28 @@ try {
       ...(starterMix ? { demonstrators: starterMix } : {}),
     }),
   );
-  await registerVersion(db.prisma, { name: 'zero-shot', algorithm: 'starter', checkpointPath: starterDir, checkpointSha256: starter.sha256 });
+  await registerVersion(db.prisma, {
+    name: 'zero-shot',
+    algorithm: 'starter',
+    checkpointPath: starterDir,
+    checkpointSha256: starter.sha256,
+  });
   const zero = await deployPolicyByName(db, 'bench', 'zero-shot');
 
   const collected = await time('collect', () =>
-    simulate(db.prisma, zero, scorer, { kind: 'backend', split: 'train', episodes: trainTasks * perTask, seed, store: true, log }),
+    simulate(db.prisma, zero, scorer, {
+      kind: 'backend',
+      split: 'train',
+      episodes: trainTasks * perTask,
+      seed,
+      store: true,
+      log,
+    }),
   );
   const meanTrain = collected.reduce((a, g) => a + g.evaluation.score, 0) / collected.length;
-  log(`collected ${collected.length} simulated sessions: mean score ${(meanTrain * 100).toFixed(1)}%, ${collected.filter((g) => g.evaluation.success).length} successes`);
+  log(
+    `collected ${collected.length} simulated sessions: mean score ${(meanTrain * 100).toFixed(1)}%, ${collected.filter((g) => g.evaluation.success).length} successes`,
+  );
 
   const versions = [zero];
   const trainSummaries: Record<string, unknown> = {};
@@ -232,7 +273,11 @@ try {
         const run = await createRun(ctx, {
           algorithm,
           preset: 'cpu-small',
-          train: trainConfig('cpu-small', { ...trainOverrides, seed, ...(maxStepsArg > 0 ? { maxSteps: maxStepsArg } : {}) }),
+          train: trainConfig('cpu-small', {
+            ...trainOverrides,
+            seed,
+            ...(maxStepsArg > 0 ? { maxSteps: maxStepsArg } : {}),
+          }),
           fromVersionId: zero.id,
           fromVersionName: zero.name,
           fromCheckpoint: starterDir,
@@ -252,13 +297,16 @@ try {
   }
 
   // Whether the critic's ranking of the actor's answer candidates agrees with the tests (bench/critic-check.ts).
-  const criticCheck = sweetRunDir ? await time('critic-check', () => checkCritic(db.prisma, sweetRunDir!, starterDir, scorer)) : null;
+  const criticCheck = sweetRunDir
+    ? await time('critic-check', () => checkCritic(db.prisma, sweetRunDir!, starterDir, scorer))
+    : null;
   if (criticCheck) log(formatCriticCheck(criticCheck));
 
   // Every policy plays the same held-out games (tasks, seeds, collaborator), so each is compared with zero-shot
   // game by game.
   const evalOptions = heldOutGames(testTasks, evalPerTask, seed, evalTemperature);
-  const play = async (v: PolicyVersion): Promise<GameOutcome[]> => outcomes(await simulate(db.prisma, v, scorer, evalOptions));
+  const play = async (v: PolicyVersion): Promise<GameOutcome[]> =>
+    outcomes(await simulate(db.prisma, v, scorer, evalOptions));
   const played: { version: string; games: GameOutcome[] }[] = [];
   const reports: EvaluationReport[] = [];
   for (const v of versions) {
@@ -268,14 +316,18 @@ try {
     reports.push(r);
     log(`${v.name}: ${formatPercent(r.score)} tests passed, success ${formatPercent(r.success)}`);
   }
-  const paired: (PairedComparison | null)[] = played.map((p, i) => (i === 0 ? null : comparePaired(p, played[0]!, { kind: 'backend', seed })));
+  const paired: (PairedComparison | null)[] = played.map((p, i) =>
+    i === 0 ? null : comparePaired(p, played[0]!, { kind: 'backend', seed }),
+  );
   // What these games can tell apart: McNemar's power to detect 10 points of success over zero-shot's rate.
   const plan = pairedSuccessGames({ delta: 0.1, baseline: reports[0]!.success.estimate });
   const power = pairedSuccessPower({ games: testTasks * evalPerTask, delta: 0.1, discordance: plan.discordance });
 
   // The closed loop: collect with the deployed policy, train SWEET-RL from it on everything collected so far,
   // deploy the candidate, measure it on the held-out games. Round 0 is the starter (zero-shot above).
-  const curve: CurvePoint[] = [{ round: 0, version: zero.name, testsPassed: reports[0]!.score, success: reports[0]!.success, sessions: 0 }];
+  const curve: CurvePoint[] = [
+    { round: 0, version: zero.name, testsPassed: reports[0]!.score, success: reports[0]!.success, sessions: 0 },
+  ];
   let deployed: PolicyVersion = zero;
   // Round 1 is exactly the table's SWEET-RL policy (collected by the starter, trained from it), so it is not
   // trained twice; later rounds collect with the policy that round deployed.
@@ -284,7 +336,14 @@ try {
   if (rounds >= 1 && sweetIndex > 0) {
     deployed = await deployPolicyByName(db, 'bench', versions[sweetIndex]!.name);
     const c = paired[sweetIndex]!;
-    curve.push({ round: 1, version: deployed.name, testsPassed: reports[sweetIndex]!.score, success: reports[sweetIndex]!.success, sessions: collected.length, vsZeroShot: { difference: c.score.difference, p: c.score.wilcoxon.pValue } });
+    curve.push({
+      round: 1,
+      version: deployed.name,
+      testsPassed: reports[sweetIndex]!.score,
+      success: reports[sweetIndex]!.success,
+      sessions: collected.length,
+      vsZeroShot: { difference: c.score.difference, p: c.score.wilcoxon.pValue },
+    });
     firstRound = 2;
   }
   let sessionsSoFar = collected;
@@ -293,19 +352,37 @@ try {
   for (let round = firstRound; round <= rounds; round++) {
     try {
       const more = await time(`curve:${round}:collect`, () =>
-        simulate(db.prisma, deployed, scorer, { kind: 'backend', split: 'train', episodes: curveGames, seed: seed + 1000 * round, store: true, log }),
+        simulate(db.prisma, deployed, scorer, {
+          kind: 'backend',
+          split: 'train',
+          episodes: curveGames,
+          seed: seed + 1000 * round,
+          store: true,
+          log,
+        }),
       );
       sessionsSoFar = [...sessionsSoFar, ...more];
-      const ctx = { prisma: db.prisma, checkpointRoot: join(dir, 'checkpoints', `round-${round}`), progress: 'lines' as const, log };
+      const ctx = {
+        prisma: db.prisma,
+        checkpointRoot: join(dir, 'checkpoints', `round-${round}`),
+        progress: 'lines' as const,
+        log,
+      };
       const from = deployed;
       const trainingSessions = sessionsSoFar.length;
-      const base = trainConfig('cpu-small', { ...trainOverrides, seed: seed + round, ...(cap ? { maxSteps: cap } : {}) });
+      const base = trainConfig('cpu-small', {
+        ...trainOverrides,
+        seed: seed + round,
+        ...(cap ? { maxSteps: cap } : {}),
+      });
       // Later rounds train on everything collected so far, but the actor samples candidates for a bounded number
       // of trajectories, so that a round's cost does not grow with the sessions: a capped actor uses maxSteps x
       // batchSize pairs, and about twice that many candidate pairs (pairsPerState a state, one state an agent
       // turn) are enough; uncapped, as many trajectories as in round 1.
       const meanTurns = sessionsSoFar.reduce((a, g) => a + g.agentTurns, 0) / trainingSessions;
-      const trajectories = cap ? Math.ceil((2 * cap * base.batchSize) / base.pairsPerState / Math.max(1, meanTurns)) : Math.round(base.stateFraction * collected.length);
+      const trajectories = cap
+        ? Math.ceil((2 * cap * base.batchSize) / base.pairsPerState / Math.max(1, meanTurns))
+        : Math.round(base.stateFraction * collected.length);
       const v = await time(`curve:${round}:train`, async () => {
         const run = await createRun(ctx, {
           algorithm: 'sweet',
@@ -324,22 +401,44 @@ try {
       const games = await time(`curve:${round}:eval`, () => play(deployed));
       const r = summarise(deployed.name, 'backend', games);
       const c = comparePaired({ version: deployed.name, games }, played[0]!, { kind: 'backend', seed });
-      curve.push({ round, version: deployed.name, testsPassed: r.score, success: r.success, sessions: trainingSessions, vsZeroShot: { difference: c.score.difference, p: c.score.wilcoxon.pValue } });
-      log(`round ${round}: collected ${more.length} more sessions, deployed ${deployed.name}: ${formatPercent(r.score)} tests passed`);
+      curve.push({
+        round,
+        version: deployed.name,
+        testsPassed: r.score,
+        success: r.success,
+        sessions: trainingSessions,
+        vsZeroShot: { difference: c.score.difference, p: c.score.wilcoxon.pValue },
+      });
+      log(
+        `round ${round}: collected ${more.length} more sessions, deployed ${deployed.name}: ${formatPercent(r.score)} tests passed`,
+      );
     } catch (err) {
       log(`round ${round}: stopped: ${(err as Error).message}`);
       break;
     }
   }
 
-  const label = (name: string) => (name === 'zero-shot' ? 'zero-shot (starter)' : name.startsWith('rft') ? 'rejection FT' : name.startsWith('mtdpo') ? 'multi-turn DPO' : 'SWEET-RL');
-  console.log(`\nColBench-mini backend, ${testTasks} ${validate ? 'VALIDATION (train-split, not held-out)' : 'held-out'} tasks x ${evalPerTask} ${evalTemperature === 0 ? 'greedy game' : `game(s) sampled at temperature ${evalTemperature}`}, rule-based simulator (95% intervals; differences are paired, against zero-shot on the same games; ${evalPerTask > 1 ? `a task's ${evalPerTask} games are one unit: ` : ''}intervals resample tasks, tests are over tasks)`);
-  console.log(`${'policy'.padEnd(22)} ${'success rate %'.padEnd(20)} ${'% tests passed'.padEnd(20)} ${'turns'.padEnd(6)} ${'Δ success (clustered McNemar)'.padEnd(34)} Δ tests passed (Wilcoxon over tasks)`);
+  const label = (name: string) =>
+    name === 'zero-shot'
+      ? 'zero-shot (starter)'
+      : name.startsWith('rft')
+        ? 'rejection FT'
+        : name.startsWith('mtdpo')
+          ? 'multi-turn DPO'
+          : 'SWEET-RL';
+  console.log(
+    `\nColBench-mini backend, ${testTasks} ${validate ? 'VALIDATION (train-split, not held-out)' : 'held-out'} tasks x ${evalPerTask} ${evalTemperature === 0 ? 'greedy game' : `game(s) sampled at temperature ${evalTemperature}`}, rule-based simulator (95% intervals; differences are paired, against zero-shot on the same games; ${evalPerTask > 1 ? `a task's ${evalPerTask} games are one unit: ` : ''}intervals resample tasks, tests are over tasks)`,
+  );
+  console.log(
+    `${'policy'.padEnd(22)} ${'success rate %'.padEnd(20)} ${'% tests passed'.padEnd(20)} ${'turns'.padEnd(6)} ${'Δ success (clustered McNemar)'.padEnd(34)} Δ tests passed (Wilcoxon over tasks)`,
+  );
   reports.forEach((r, i) => {
     const c = paired[i];
     const dSuccess = c ? `${formatDifference(c.success.difference)} ${formatP(c.success.mcnemar.pValue)}` : '';
     const dScore = c ? `${formatDifference(c.score.difference)} ${formatP(c.score.wilcoxon.pValue)}` : '';
-    console.log(`${label(r.version).padEnd(22)} ${formatPercent(r.success).padEnd(20)} ${formatPercent(r.score).padEnd(20)} ${r.meanAgentTurns.toFixed(2).padEnd(6)} ${dSuccess.padEnd(34)} ${dScore}`);
+    console.log(
+      `${label(r.version).padEnd(22)} ${formatPercent(r.success).padEnd(20)} ${formatPercent(r.score).padEnd(20)} ${r.meanAgentTurns.toFixed(2).padEnd(6)} ${dSuccess.padEnd(34)} ${dScore}`,
+    );
   });
   console.log(
     `${testTasks * evalPerTask} paired games give ${(power * 100).toFixed(0)}% power to detect +10 points of success rate over zero-shot at alpha 0.05 ` +
@@ -347,16 +446,28 @@ try {
       (evalPerTask > 1 ? `Games of one task are correlated, so ${testTasks} tasks give less than this.` : ''),
   );
   if (criticCheck) console.log(`SWEET-RL's ${formatCriticCheck(criticCheck)}`);
-  console.log(`\nLearning curve of the closed loop (round 1 = the SWEET-RL policy above; each later round collects ${curveGames} more sessions with the deployed policy -> SWEET-RL from it on all sessions so far -> deploy), held-out % tests passed:`);
+  console.log(
+    `\nLearning curve of the closed loop (round 1 = the SWEET-RL policy above; each later round collects ${curveGames} more sessions with the deployed policy -> SWEET-RL from it on all sessions so far -> deploy), held-out % tests passed:`,
+  );
   for (const p of curve) {
-    const d = p.vsZeroShot ? `; vs zero-shot ${formatDifference(p.vsZeroShot.difference)} points, ${formatP(p.vsZeroShot.p)}` : '';
-    console.log(`  round ${p.round} (${p.version}, ${p.sessions} training sessions): ${formatPercent(p.testsPassed)}, success ${formatPercent(p.success)}${d}`);
+    const d = p.vsZeroShot
+      ? `; vs zero-shot ${formatDifference(p.vsZeroShot.difference)} points, ${formatP(p.vsZeroShot.p)}`
+      : '';
+    console.log(
+      `  round ${p.round} (${p.version}, ${p.sessions} training sessions): ${formatPercent(p.testsPassed)}, success ${formatPercent(p.success)}${d}`,
+    );
   }
   if (curve.length > 1) await drawCurve(curve, dir);
   const diff = (c: PairedComparison | null) =>
     c && {
       tasks: c.tasks,
-      success: { difference: c.success.difference, p: c.success.mcnemar.pValue, test: c.success.mcnemar.method, aOnly: c.success.mcnemar.aOnly, bOnly: c.success.mcnemar.bOnly },
+      success: {
+        difference: c.success.difference,
+        p: c.success.mcnemar.pValue,
+        test: c.success.mcnemar.method,
+        aOnly: c.success.mcnemar.aOnly,
+        bOnly: c.success.mcnemar.bOnly,
+      },
       testsPassed: { difference: c.score.difference, p: c.score.wilcoxon.pValue, tasks: c.score.tasks },
     };
   console.log(
@@ -374,7 +485,15 @@ try {
       evalGames: testTasks * evalPerTask,
       evalTemperature,
       power: { delta: 0.1, alpha: 0.05, power, gamesFor80: plan.games, discordance: plan.discordance },
-      results: reports.map((r, i) => ({ policy: label(r.version), version: r.version, success: r.success, testsPassed: r.score, successes: r.successes, meanAgentTurns: r.meanAgentTurns, vsZeroShot: diff(paired[i]!) })),
+      results: reports.map((r, i) => ({
+        policy: label(r.version),
+        version: r.version,
+        success: r.success,
+        testsPassed: r.score,
+        successes: r.successes,
+        meanAgentTurns: r.meanAgentTurns,
+        vsZeroShot: diff(paired[i]!),
+      })),
       curve,
       criticCheck,
       training: trainSummaries,

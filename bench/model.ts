@@ -33,13 +33,36 @@ const GEN_REPEATS = 3;
 const SIZES: Size[] = [
   {
     label: '1M',
-    config: llamaConfig({ vocabSize: 2048, hiddenSize: 128, intermediateSize: 344, numLayers: 4, numHeads: 4, tieWordEmbeddings: true }),
-    batch: 4, seq: 256, genBatch: 4, genPrompt: 32, genTokens: 64,
+    config: llamaConfig({
+      vocabSize: 2048,
+      hiddenSize: 128,
+      intermediateSize: 344,
+      numLayers: 4,
+      numHeads: 4,
+      tieWordEmbeddings: true,
+    }),
+    batch: 4,
+    seq: 256,
+    genBatch: 4,
+    genPrompt: 32,
+    genTokens: 64,
   },
   {
     label: '7M',
-    config: llamaConfig({ vocabSize: 8192, hiddenSize: 256, intermediateSize: 688, numLayers: 6, numHeads: 8, numKvHeads: 4, tieWordEmbeddings: true }),
-    batch: 4, seq: 256, genBatch: 4, genPrompt: 32, genTokens: 64,
+    config: llamaConfig({
+      vocabSize: 8192,
+      hiddenSize: 256,
+      intermediateSize: 688,
+      numLayers: 6,
+      numHeads: 8,
+      numKvHeads: 4,
+      tieWordEmbeddings: true,
+    }),
+    batch: 4,
+    seq: 256,
+    genBatch: 4,
+    genPrompt: 32,
+    genTokens: 64,
   },
 ];
 
@@ -50,9 +73,16 @@ function arg(name: string): string | undefined {
 
 // generate.ts needs only these members of a tokenizer when no stop strings are given; random-weight bench
 // models have no tokenizer, and decoding text is not what is measured here.
-const idTokenizer = { eosTokenIds: [] as number[], padTokenId: 0, decode: (ids: number[]) => ids.join(' ') } as unknown as TextTokenizer;
+const idTokenizer = {
+  eosTokenIds: [] as number[],
+  padTokenId: 0,
+  decode: (ids: number[]) => ids.join(' '),
+} as unknown as TextTokenizer;
 
-interface Profile { total: number; top: { kernel: string; ms: number; share: number; calls: number }[] }
+interface Profile {
+  total: number;
+  top: { kernel: string; ms: number; share: number; calls: number }[];
+}
 
 /**
  * CPU seconds of this process since `start`. Both sides are single-threaded, so CPU time is what a step costs
@@ -74,11 +104,18 @@ async function profile(f: () => void): Promise<Profile> {
     agg.set(key, a);
   }
   const total = [...agg.values()].reduce((s, a) => s + a.ms, 0);
-  const top = [...agg.entries()].sort((a, b) => b[1].ms - a[1].ms).slice(0, 8)
+  const top = [...agg.entries()]
+    .sort((a, b) => b[1].ms - a[1].ms)
+    .slice(0, 8)
     .map(([kernel, a]) => ({ kernel, ms: +a.ms.toFixed(1), share: +(a.ms / total).toFixed(3), calls: a.calls }));
   // Matmuls in total, whatever their shapes.
   const matmul = [...agg.entries()].filter(([k]) => k.startsWith('BatchMatMul')).reduce((s, [, a]) => s + a.ms, 0);
-  top.unshift({ kernel: 'BatchMatMul (all shapes)', ms: +matmul.toFixed(1), share: +(matmul / total).toFixed(3), calls: 0 });
+  top.unshift({
+    kernel: 'BatchMatMul (all shapes)',
+    ms: +matmul.toFixed(1),
+    share: +(matmul / total).toFixed(3),
+    calls: 0,
+  });
   return { total: +total.toFixed(1), top };
 }
 
@@ -120,7 +157,9 @@ async function benchTfjs(size: Size, steps: number) {
   }
   const trainStep = Math.min(...times);
   const trainMean = times.reduce((a, b) => a + b, 0) / times.length;
-  const trainProfile = await profile(() => { trainer.run(loss); });
+  const trainProfile = await profile(() => {
+    trainer.run(loss);
+  });
 
   let s = 7;
   const rnd = () => (s = (s * 48271) % 2147483647) % V;
@@ -142,7 +181,18 @@ async function benchTfjs(size: Size, steps: number) {
   const genMean = genTimes.reduce((a, b) => a + b, 0) / genTimes.length;
   // Profile of one cached decoding step (batch genBatch, one new token each, cache of genPrompt positions).
   const first = model.forward(tf.tensor2d(prompts, undefined, 'int32'), { returnCache: true, lastOnly: true });
-  const genProfile = await profile(() => { tf.dispose(model.forward(tf.tensor2d(prompts.map((p) => [p[0]!]), undefined, 'int32'), { cache: first.cache, lastOnly: true }) as never); });
+  const genProfile = await profile(() => {
+    tf.dispose(
+      model.forward(
+        tf.tensor2d(
+          prompts.map((p) => [p[0]!]),
+          undefined,
+          'int32',
+        ),
+        { cache: first.cache, lastOnly: true },
+      ) as never,
+    );
+  });
   tf.dispose([ids, input, target, first.logits]);
   disposeCache(first.cache);
   optimizer.dispose();
@@ -165,16 +215,31 @@ async function benchTfjs(size: Size, steps: number) {
 function benchTorch(size: Size, steps: number) {
   const cfg = {
     ...toHfConfig(size.config),
-    bench_batch: size.batch, bench_seq: size.seq, bench_steps: steps, bench_warmup: 1,
-    gen_batch: size.genBatch, gen_prompt: size.genPrompt, gen_tokens: size.genTokens, gen_repeats: GEN_REPEATS,
+    bench_batch: size.batch,
+    bench_seq: size.seq,
+    bench_steps: steps,
+    bench_warmup: 1,
+    gen_batch: size.genBatch,
+    gen_prompt: size.genPrompt,
+    gen_tokens: size.genTokens,
+    gen_repeats: GEN_REPEATS,
   };
   const out = execFileSync('/usr/bin/python3', ['testing/model_torch.py', 'bench', JSON.stringify(cfg)], {
     encoding: 'utf8',
     env: { ...process.env, OPENBLAS_NUM_THREADS: '1', OMP_NUM_THREADS: '1', TORCH_THREADS: '1' },
   });
   return JSON.parse(out.trim().split('\n').at(-1)!) as {
-    train_tokens_per_s: number; gen_tokens_per_s: number; train_tokens_per_s_mean: number; gen_tokens_per_s_mean: number;
-    train_tokens_per_cpu_s: number; gen_tokens_per_cpu_s: number; params: number; blas: string; torch_threads: number; sgemm_512_gflops: number; torch: string;
+    train_tokens_per_s: number;
+    gen_tokens_per_s: number;
+    train_tokens_per_s_mean: number;
+    gen_tokens_per_s_mean: number;
+    train_tokens_per_cpu_s: number;
+    gen_tokens_per_cpu_s: number;
+    params: number;
+    blas: string;
+    torch_threads: number;
+    sgemm_512_gflops: number;
+    torch: string;
   };
 }
 
@@ -190,15 +255,27 @@ async function main() {
     const t = await benchTfjs(size, steps);
     process.stderr.write(`[bench:model] ${size.label}: PyTorch ...\n`);
     const p = benchTorch(size, steps);
-    if (p.params !== parameterCount(size.config)) throw new Error(`PyTorch twin has ${p.params} parameters, tfjs ${parameterCount(size.config)}`);
-    rows.push({ size: size.label, params: p.params, tfjs: t, torch: p, tokensPerStep: size.batch * size.seq, gen: `${size.genBatch}x${size.genTokens} after ${size.genPrompt}-token prompts` });
+    if (p.params !== parameterCount(size.config))
+      throw new Error(`PyTorch twin has ${p.params} parameters, tfjs ${parameterCount(size.config)}`);
+    rows.push({
+      size: size.label,
+      params: p.params,
+      tfjs: t,
+      torch: p,
+      tokensPerStep: size.batch * size.seq,
+      gen: `${size.genBatch}x${size.genTokens} after ${size.genPrompt}-token prompts`,
+    });
   }
   const loadAfter = os.loadavg();
   const torchInfo = rows[0]?.torch;
   console.log(`tfjs backend: ${backend.name} — ${backend.detail}`);
-  console.log(`PyTorch ${torchInfo?.torch}, BLAS ${torchInfo?.blas}, ${torchInfo?.torch_threads} thread(s), sgemm 512³ ${torchInfo?.sgemm_512_gflops} GFLOP/s`);
+  console.log(
+    `PyTorch ${torchInfo?.torch}, BLAS ${torchInfo?.blas}, ${torchInfo?.torch_threads} thread(s), sgemm 512³ ${torchInfo?.sgemm_512_gflops} GFLOP/s`,
+  );
   console.log(`tfjs ${backend.name} matmul 512³: ${tfjsSgemm} GFLOP/s (single thread)`);
-  console.log(`load average (1 min) before ${loadBefore[0]!.toFixed(2)}, after ${loadAfter[0]!.toFixed(2)} on ${os.cpus().length} cores; generation uses trainer/model/generate.ts (greedy, batched, KV cache)`);
+  console.log(
+    `load average (1 min) before ${loadBefore[0]!.toFixed(2)}, after ${loadAfter[0]!.toFixed(2)} on ${os.cpus().length} cores; generation uses trainer/model/generate.ts (greedy, batched, KV cache)`,
+  );
   console.log('');
   console.log('size  params     train tok/s tfjs  torch   ratio   gen tok/s tfjs  torch   ratio');
   for (const r of rows) {
@@ -209,7 +286,9 @@ async function main() {
         ` ${r.tfjs.genTokensPerS.toFixed(0).padStart(14)} ${r.torch.gen_tokens_per_s.toFixed(0).padStart(6)} ${(gr.toFixed(2) + 'x').padStart(7)}`,
     );
   }
-  console.log('(wall clock, best of the timed steps / generations; ratio = PyTorch / tfjs: how many times slower tfjs is)');
+  console.log(
+    '(wall clock, best of the timed steps / generations; ratio = PyTorch / tfjs: how many times slower tfjs is)',
+  );
   console.log('\nper CPU second (robust to other load; both sides single-threaded):');
   console.log('size  train tok/cpu-s tfjs  torch   ratio   gen tok/cpu-s tfjs  torch   ratio');
   for (const r of rows) {
@@ -227,24 +306,61 @@ async function main() {
     );
   }
   for (const r of rows) {
-    for (const [what, p] of [['training step', r.tfjs.trainProfile], ['decoding step', r.tfjs.genProfile]] as const) {
+    for (const [what, p] of [
+      ['training step', r.tfjs.trainProfile],
+      ['decoding step', r.tfjs.genProfile],
+    ] as const) {
       console.log(`\n${r.size} ${what}: ${p.total} ms in kernels; top:`);
-      for (const k of p.top) console.log(`  ${(k.share * 100).toFixed(1).padStart(5)}%  ${String(k.ms).padStart(8)} ms  ${k.calls ? `${k.calls}x ` : ''}${k.kernel}`);
+      for (const k of p.top)
+        console.log(
+          `  ${(k.share * 100).toFixed(1).padStart(5)}%  ${String(k.ms).padStart(8)} ms  ${k.calls ? `${k.calls}x ` : ''}${k.kernel}`,
+        );
     }
   }
-  console.log(JSON.stringify({
-    bench: 'model', backend: backend.name, tfjsSgemmGflops: tfjsSgemm, loadavg: { before: loadBefore, after: loadAfter }, cores: os.cpus().length,
-    torch: torchInfo && { version: torchInfo.torch, blas: torchInfo.blas, threads: torchInfo.torch_threads, sgemmGflops: torchInfo.sgemm_512_gflops },
-    results: rows.map((r) => ({
-      size: r.size, params: r.params, tokensPerStep: r.tokensPerStep,
-      trainTokensPerS: { tfjs: +r.tfjs.trainTokensPerS.toFixed(1), torch: +r.torch.train_tokens_per_s.toFixed(1), ratio: +(r.torch.train_tokens_per_s / r.tfjs.trainTokensPerS).toFixed(2),
-        tfjsMean: +r.tfjs.trainTokensPerSMean.toFixed(1), torchMean: +r.torch.train_tokens_per_s_mean.toFixed(1) },
-      trainTokensPerCpuS: { tfjs: +r.tfjs.trainTokensPerCpuS.toFixed(1), torch: +r.torch.train_tokens_per_cpu_s.toFixed(1), ratio: +(r.torch.train_tokens_per_cpu_s / r.tfjs.trainTokensPerCpuS).toFixed(2) },
-      genTokensPerCpuS: { tfjs: +r.tfjs.genTokensPerCpuS.toFixed(1), torch: +r.torch.gen_tokens_per_cpu_s.toFixed(1), ratio: +(r.torch.gen_tokens_per_cpu_s / r.tfjs.genTokensPerCpuS).toFixed(2) },
-      genTokensPerS: { tfjs: +r.tfjs.genTokensPerS.toFixed(1), torch: +r.torch.gen_tokens_per_s.toFixed(1), ratio: +(r.torch.gen_tokens_per_s / r.tfjs.genTokensPerS).toFixed(2),
-        tfjsMean: +r.tfjs.genTokensPerSMean.toFixed(1), torchMean: +r.torch.gen_tokens_per_s_mean.toFixed(1) },
-    })),
-  }));
+  console.log(
+    JSON.stringify({
+      bench: 'model',
+      backend: backend.name,
+      tfjsSgemmGflops: tfjsSgemm,
+      loadavg: { before: loadBefore, after: loadAfter },
+      cores: os.cpus().length,
+      torch: torchInfo && {
+        version: torchInfo.torch,
+        blas: torchInfo.blas,
+        threads: torchInfo.torch_threads,
+        sgemmGflops: torchInfo.sgemm_512_gflops,
+      },
+      results: rows.map((r) => ({
+        size: r.size,
+        params: r.params,
+        tokensPerStep: r.tokensPerStep,
+        trainTokensPerS: {
+          tfjs: +r.tfjs.trainTokensPerS.toFixed(1),
+          torch: +r.torch.train_tokens_per_s.toFixed(1),
+          ratio: +(r.torch.train_tokens_per_s / r.tfjs.trainTokensPerS).toFixed(2),
+          tfjsMean: +r.tfjs.trainTokensPerSMean.toFixed(1),
+          torchMean: +r.torch.train_tokens_per_s_mean.toFixed(1),
+        },
+        trainTokensPerCpuS: {
+          tfjs: +r.tfjs.trainTokensPerCpuS.toFixed(1),
+          torch: +r.torch.train_tokens_per_cpu_s.toFixed(1),
+          ratio: +(r.torch.train_tokens_per_cpu_s / r.tfjs.trainTokensPerCpuS).toFixed(2),
+        },
+        genTokensPerCpuS: {
+          tfjs: +r.tfjs.genTokensPerCpuS.toFixed(1),
+          torch: +r.torch.gen_tokens_per_cpu_s.toFixed(1),
+          ratio: +(r.torch.gen_tokens_per_cpu_s / r.tfjs.genTokensPerCpuS).toFixed(2),
+        },
+        genTokensPerS: {
+          tfjs: +r.tfjs.genTokensPerS.toFixed(1),
+          torch: +r.torch.gen_tokens_per_s.toFixed(1),
+          ratio: +(r.torch.gen_tokens_per_s / r.tfjs.genTokensPerS).toFixed(2),
+          tfjsMean: +r.tfjs.genTokensPerSMean.toFixed(1),
+          torchMean: +r.torch.gen_tokens_per_s_mean.toFixed(1),
+        },
+      })),
+    }),
+  );
 }
 
 await main();

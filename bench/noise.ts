@@ -27,7 +27,14 @@ import { runWhenMain } from './standalone.ts';
  * played at `temperature` (0: greedy).
  */
 export function heldOutGames(testTasks: number, perTask: number, seed: number, temperature: number): SimulateOptions {
-  return { kind: 'backend', split: 'test', episodes: testTasks * perTask, seed: seed + 1, store: false, sampling: { ...DEFAULT_SAMPLING, temperature } };
+  return {
+    kind: 'backend',
+    split: 'test',
+    episodes: testTasks * perTask,
+    seed: seed + 1,
+    store: false,
+    sampling: { ...DEFAULT_SAMPLING, temperature },
+  };
 }
 
 export interface Noise {
@@ -41,7 +48,12 @@ export interface Noise {
 }
 
 /** The variance split of a version's per-game differences from zero-shot on the same games. */
-export function noiseOf(version: string, games: readonly GameOutcome[], zero: readonly GameOutcome[], deltas: readonly number[]): Noise {
+export function noiseOf(
+  version: string,
+  games: readonly GameOutcome[],
+  zero: readonly GameOutcome[],
+  deltas: readonly number[],
+): Noise {
   const c = comparePaired({ version, games }, { version: 'zero-shot', games: zero }, { kind: 'backend' });
   const split = varianceComponents(
     games.map((g, i) => g.score - zero[i]!.score),
@@ -49,7 +61,13 @@ export function noiseOf(version: string, games: readonly GameOutcome[], zero: re
   );
   // The variance of a mean over n games in tasks of k is (within + k * between) / n.
   const sd = Math.sqrt(split.within + split.perCluster * split.between);
-  return { version, difference: c.score.difference.estimate, p: c.score.wilcoxon.pValue, split, gamesNeeded: deltas.map((delta) => ({ delta, games: pairedMeanGames({ delta, sd }) })) };
+  return {
+    version,
+    difference: c.score.difference.estimate,
+    p: c.score.wilcoxon.pValue,
+    split,
+    gamesNeeded: deltas.map((delta) => ({ delta, games: pairedMeanGames({ delta, sd }) })),
+  };
 }
 
 async function replay(prisma: PrismaClient, scorer: Scorer, name: string, o: SimulateOptions): Promise<GameOutcome[]> {
@@ -72,10 +90,15 @@ async function main(): Promise<void> {
   const perTask = Number(values['eval-episodes-per-task']);
   const seed = Number(values.seed);
   const deltas = values.delta!.split(',').map((d) => Number(d) / 100);
-  if (!Number.isInteger(perTask) || perTask < 2) throw new Error('--eval-episodes-per-task must be an integer >= 2 (one game a task has no within-task variance)');
+  if (!Number.isInteger(perTask) || perTask < 2)
+    throw new Error('--eval-episodes-per-task must be an integer >= 2 (one game a task has no within-task variance)');
   const temperature = Number(values['eval-temperature']);
-  if (!(temperature > 0 && temperature <= 2)) throw new Error('--eval-temperature must be in (0, 2]: greedy games of one task are one game, with no within-task variance');
-  if (!Number.isInteger(seed) || deltas.some((d) => !(d > 0 && d < 1))) throw new Error('--seed must be an integer and --delta points in (0, 100)');
+  if (!(temperature > 0 && temperature <= 2))
+    throw new Error(
+      '--eval-temperature must be in (0, 2]: greedy games of one task are one game, with no within-task variance',
+    );
+  if (!Number.isInteger(seed) || deltas.some((d) => !(d > 0 && d < 1)))
+    throw new Error('--seed must be an integer and --delta points in (0, 100)');
   await initBackend();
   const db = await openKeptDatabase(values.dir!);
   const scorer = createScorer();
@@ -84,17 +107,30 @@ async function main(): Promise<void> {
     if (!zero) throw new Error(`no zero-shot version in ${values.dir}`);
     const names = values.versions
       ? values.versions.split(',').filter(Boolean)
-      : (await db.prisma.policyVersion.findMany({ where: { parentId: zero.id }, orderBy: { createdAt: 'asc' } })).map((v) => v.name);
-    const o = heldOutGames(await db.prisma.task.count({ where: { kind: 'backend', split: 'test' } }), perTask, seed, temperature);
+      : (await db.prisma.policyVersion.findMany({ where: { parentId: zero.id }, orderBy: { createdAt: 'asc' } })).map(
+          (v) => v.name,
+        );
+    const o = heldOutGames(
+      await db.prisma.task.count({ where: { kind: 'backend', split: 'test' } }),
+      perTask,
+      seed,
+      temperature,
+    );
     const zeroGames = await replay(db.prisma, scorer, 'zero-shot', o);
     const rows: Noise[] = [];
     for (const name of names) rows.push(noiseOf(name, await replay(db.prisma, scorer, name, o), zeroGames, deltas));
     const pts = (x: number) => (x * 100).toFixed(1);
-    console.log(`${o.episodes} paired games (${perTask} a task); variance of the per-game difference in tests passed, in squared points:`);
-    console.log(`${'version'.padEnd(18)} ${'Δ points'.padEnd(9)} ${'p'.padEnd(7)} ${'within task'.padEnd(12)} ${'between tasks'.padEnd(14)} ${deltas.map((d) => `games for +${pts(d)}`.padEnd(16)).join(' ')}`);
+    console.log(
+      `${o.episodes} paired games (${perTask} a task); variance of the per-game difference in tests passed, in squared points:`,
+    );
+    console.log(
+      `${'version'.padEnd(18)} ${'Δ points'.padEnd(9)} ${'p'.padEnd(7)} ${'within task'.padEnd(12)} ${'between tasks'.padEnd(14)} ${deltas.map((d) => `games for +${pts(d)}`.padEnd(16)).join(' ')}`,
+    );
     for (const r of rows) {
       const sq = (x: number) => (x * 10_000).toFixed(0);
-      console.log(`${r.version.padEnd(18)} ${pts(r.difference).padEnd(9)} ${r.p.toFixed(3).padEnd(7)} ${sq(r.split.within).padEnd(12)} ${sq(r.split.between).padEnd(14)} ${r.gamesNeeded.map((g) => String(g.games).padEnd(16)).join(' ')}`);
+      console.log(
+        `${r.version.padEnd(18)} ${pts(r.difference).padEnd(9)} ${r.p.toFixed(3).padEnd(7)} ${sq(r.split.within).padEnd(12)} ${sq(r.split.between).padEnd(14)} ${r.gamesNeeded.map((g) => String(g.games).padEnd(16)).join(' ')}`,
+      );
     }
     console.log(JSON.stringify({ bench: 'noise', games: o.episodes, perTask, seed, rows }));
   } finally {

@@ -16,7 +16,10 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { top: { type: 'string', default: '25' } },
+});
 if (positionals.length !== 1) throw new Error('usage: npx tsx bench/profile-summary.ts FILE.cpuprofile [--top 25]');
 const profile = JSON.parse(readFileSync(positionals[0]!, 'utf8')) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -32,7 +35,8 @@ function area(url: string, name: string): string {
   const own = /\/(bot|tasks|prisma|trainer|bin|bench)\/(?:([^/]+)\/)?/.exec(url);
   return own ? `${own[1]}/${own[2] && !own[2].includes('.') ? `${own[2]}/` : ''}` : url;
 }
-const label = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*?\/(node_modules|bot|tasks|prisma|trainer|bench)\//, '$1/')}:${n.callFrame.lineNumber + 1}`;
+const label = (n: Node) =>
+  `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*?\/(node_modules|bot|tasks|prisma|trainer|bench)\//, '$1/')}:${n.callFrame.lineNumber + 1}`;
 
 const self = new Map<string, number>();
 const under = new Map<string, number>();
@@ -43,7 +47,8 @@ for (const [i, id] of profile.samples.entries()) {
   const leaf = byId.get(id)!;
   self.set(label(leaf), (self.get(label(leaf)) ?? 0) + dt);
   const seen = new Set<string>();
-  for (let n: Node | undefined = leaf; n; n = byId.get(parent.get(n.id) ?? -1)) seen.add(area(n.callFrame.url, n.callFrame.functionName));
+  for (let n: Node | undefined = leaf; n; n = byId.get(parent.get(n.id) ?? -1))
+    seen.add(area(n.callFrame.url, n.callFrame.functionName));
   for (const a of seen) under.set(a, (under.get(a) ?? 0) + dt);
 }
 const pct = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;

@@ -8,16 +8,26 @@ import { parseArgs } from 'node:util';
 import { runSandboxed, type SandboxRunOptions, type SandboxRunResult } from '../tasks/sandbox.ts';
 import { runSandboxedOffThread } from '../tasks/sandbox-thread.ts';
 
-const { values } = parseArgs({ options: { 'heap-objects': { type: 'string', default: '2000000' }, rounds: { type: 'string', default: '2' } } });
+const { values } = parseArgs({
+  options: { 'heap-objects': { type: 'string', default: '2000000' }, rounds: { type: 'string', default: '2' } },
+});
 const heap: unknown[] = [];
 for (let i = 0; i < Number(values['heap-objects']); i++) heap.push({ a: i, b: `x${i}`, c: [i] });
 const opts: SandboxRunOptions = { argv: ['/usr/bin/python3', '-S', '-c', 'print(1)'] };
 const h = monitorEventLoopDelay({ resolution: 5 });
 const tick = setInterval(() => {}, 1); // keeps the loop turning, so a stall shows as delay
 const ms = (ns: number) => (ns / 1e6).toFixed(1);
-const line = (label: string, extra: string) => console.log(`${label.padEnd(15)} ${extra.padEnd(22)} loop delay p50 ${ms(h.percentile(50))} p99 ${ms(h.percentile(99))} max ${ms(h.max)} ms`);
+const line = (label: string, extra: string) =>
+  console.log(
+    `${label.padEnd(15)} ${extra.padEnd(22)} loop delay p50 ${ms(h.percentile(50))} p99 ${ms(h.percentile(99))} max ${ms(h.max)} ms`,
+  );
 
-console.log(`rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB, load average ${(await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+console.log(
+  `rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB, load average ${(await import('node:os'))
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);
 h.enable();
 await new Promise((r) => setTimeout(r, 2500));
 h.disable();

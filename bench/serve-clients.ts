@@ -33,7 +33,12 @@ export type PhaseReply = { id: number; records: TurnRecord[] } | { id: number; e
 function collaboratorReply(task: TaskRecord, k: number): string {
   const facts = miniMeta(task)?.withheld ?? [];
   const f = facts[k % Math.max(1, facts.length)];
-  return capCollaboratorReply(f ? `${f.answer}, that is what I want for ${f.key.toLowerCase().replace(/_/g, ' ')}.` : 'Whatever you think is best.', 'backend');
+  return capCollaboratorReply(
+    f
+      ? `${f.answer}, that is what I want for ${f.key.toLowerCase().replace(/_/g, ' ')}.`
+      : 'Whatever you think is best.',
+    'backend',
+  );
 }
 
 /**
@@ -66,7 +71,11 @@ async function session(client: OpenAI, req: PhaseRequest, task: TaskRecord, seed
       if (piece) text += piece;
       if (chunk.usage) tokens = chunk.usage.completion_tokens;
     }
-    out.push({ ttftMs: Number.isNaN(ttft) ? performance.now() - started : ttft, turnMs: performance.now() - started, tokens });
+    out.push({
+      ttftMs: Number.isNaN(ttft) ? performance.now() - started : ttft,
+      turnMs: performance.now() - started,
+      tokens,
+    });
     turns.push({ role: 'agent', content: text }, { role: 'human', content: collaboratorReply(task, k) });
   }
   return out;
@@ -78,7 +87,8 @@ if (parentPort) {
     const client = new OpenAI({ baseURL: req.baseURL, apiKey: 'bench', maxRetries: 0, timeout: 30 * 60_000 });
     Promise.all(req.tasks.map((task, i) => session(client, req, task, req.seeds[i]!))).then(
       (sessions) => port.postMessage({ id: req.id, records: sessions.flat() } satisfies PhaseReply),
-      (err: unknown) => port.postMessage({ id: req.id, error: (err as Error).stack ?? String(err) } satisfies PhaseReply),
+      (err: unknown) =>
+        port.postMessage({ id: req.id, error: (err as Error).stack ?? String(err) } satisfies PhaseReply),
     );
   });
 }

@@ -70,13 +70,16 @@ const MAX_TOKENS = positiveInt('max-tokens', args['max-tokens']);
 const MAX_BATCH = positiveInt('max-batch', args['max-batch']);
 const SEED = positiveInt('seed', args.seed);
 const ENGINES = args.engines.split(',').map((e) => e.trim());
-for (const e of ENGINES) if (e !== 'llama' && e !== 'tfjs' && !(GGUF && e === 'llama-serial')) throw new Error(`--engines: unknown engine ${JSON.stringify(e)} (llama, tfjs; with --gguf: llama, llama-serial)`);
-if (GGUF && ENGINES.includes('tfjs')) throw new Error('--gguf: tfjs cannot run a GGUF file (engines: llama, llama-serial)');
+for (const e of ENGINES)
+  if (e !== 'llama' && e !== 'tfjs' && !(GGUF && e === 'llama-serial'))
+    throw new Error(`--engines: unknown engine ${JSON.stringify(e)} (llama, tfjs; with --gguf: llama, llama-serial)`);
+if (GGUF && ENGINES.includes('tfjs'))
+  throw new Error('--gguf: tfjs cannot run a GGUF file (engines: llama, llama-serial)');
 const LOGPROBS = args.logprobs.split(',').map((v) => {
-  if (v.trim() !== 'on' && v.trim() !== 'off') throw new Error(`--logprobs: ${JSON.stringify(v)} is neither on nor off`);
+  if (v.trim() !== 'on' && v.trim() !== 'off')
+    throw new Error(`--logprobs: ${JSON.stringify(v)} is neither on nor off`);
   return v.trim() === 'on';
 });
-
 
 // ---------------------------------------------------------------------------------------------------------
 // The checkpoint
@@ -89,22 +92,32 @@ interface Checkpoint {
 
 /** A random-weight checkpoint of the starter's shape, its tokenizer learnt (as the starter's is) from expert games. */
 async function randomStarterShape(): Promise<Checkpoint> {
-  const [{ STARTER_SIZE, expertDialogues }, { ChatFormatter, CHATML_TEMPLATE }, { trainByteLevelBpe, chatMlTokenizerConfig }, { TextTokenizer, saveTokenizerFiles }, { llamaConfig }, { Decoder }, { saveCheckpoint }] =
-    await Promise.all([
-      import('../trainer/recipes/starter.ts'),
-      import('../trainer/model/chat.ts'),
-      import('../trainer/model/bpe-train.ts'),
-      import('../trainer/model/tokenizer.ts'),
-      import('../trainer/model/architecture.ts'),
-      import('../trainer/model/decoder.ts'),
-      import('../trainer/model/checkpoint.ts'),
-    ]);
+  const [
+    { STARTER_SIZE, expertDialogues },
+    { ChatFormatter, CHATML_TEMPLATE },
+    { trainByteLevelBpe, chatMlTokenizerConfig },
+    { TextTokenizer, saveTokenizerFiles },
+    { llamaConfig },
+    { Decoder },
+    { saveCheckpoint },
+  ] = await Promise.all([
+    import('../trainer/recipes/starter.ts'),
+    import('../trainer/model/chat.ts'),
+    import('../trainer/model/bpe-train.ts'),
+    import('../trainer/model/tokenizer.ts'),
+    import('../trainer/model/architecture.ts'),
+    import('../trainer/model/decoder.ts'),
+    import('../trainer/model/checkpoint.ts'),
+  ]);
   const dir = await mkdtemp(join(tmpdir(), 'bench-serve-'));
   const chat = new ChatFormatter(CHATML_TEMPLATE);
   const rendered = (await expertDialogues(SEED, 120)).map((d) => chat.format(d));
   const tokenizerJson = trainByteLevelBpe(rendered, { vocabSize: STARTER_SIZE.vocabSize });
   const tokenizerConfig = chatMlTokenizerConfig(CHATML_TEMPLATE, { model_max_length: STARTER_SIZE.contextLength });
-  const tok = new TextTokenizer({ tokenizerJson: tokenizerJson as unknown as Record<string, unknown>, tokenizerConfig });
+  const tok = new TextTokenizer({
+    tokenizerJson: tokenizerJson as unknown as Record<string, unknown>,
+    tokenizerConfig,
+  });
   const config = llamaConfig({
     vocabSize: tok.vocabSize,
     hiddenSize: STARTER_SIZE.hiddenSize,
@@ -133,7 +146,8 @@ async function randomStarterShape(): Promise<Checkpoint> {
 
 async function pickCheckpoint(): Promise<Checkpoint> {
   if (args.checkpoint) {
-    if (!existsSync(join(args.checkpoint, 'config.json'))) throw new Error(`--checkpoint ${args.checkpoint}: no config.json there`);
+    if (!existsSync(join(args.checkpoint, 'config.json')))
+      throw new Error(`--checkpoint ${args.checkpoint}: no config.json there`);
     return { dir: resolve(args.checkpoint), what: `--checkpoint ${args.checkpoint}` };
   }
   // CHECKPOINT_DIR's default (bin/config.ts); another CHECKPOINT_DIR's starter is given with --checkpoint.
@@ -141,7 +155,8 @@ async function pickCheckpoint(): Promise<Checkpoint> {
   if (existsSync(join(built, 'config.json'))) return { dir: built, what: `the built starter policy (${built})` };
   const { shippedStarterDir } = await import('../trainer/recipes/starter.ts');
   const shipped = shippedStarterDir(SEED);
-  if (existsSync(join(shipped, 'config.json'))) return { dir: shipped, what: `the starter policy shipped in the repository (${shipped})` };
+  if (existsSync(join(shipped, 'config.json')))
+    return { dir: shipped, what: `the starter policy shipped in the repository (${shipped})` };
   return randomStarterShape();
 }
 
@@ -172,11 +187,27 @@ class Clients {
   }
 
   /** Plays `tasks` as concurrent sessions of `turns` turns; session i's turn k has seed seeds[i] + k. */
-  play(baseURL: string, model: string, tasks: TaskRecord[], seeds: number[], logprobs: boolean, turns = TURNS): Promise<TurnRecord[]> {
+  play(
+    baseURL: string,
+    model: string,
+    tasks: TaskRecord[],
+    seeds: number[],
+    logprobs: boolean,
+    turns = TURNS,
+  ): Promise<TurnRecord[]> {
     const id = this.next++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, baseURL, model, tasks, seeds, turns, maxTokens: MAX_TOKENS, logprobs } satisfies PhaseRequest);
+      this.worker.postMessage({
+        id,
+        baseURL,
+        model,
+        tasks,
+        seeds,
+        turns,
+        maxTokens: MAX_TOKENS,
+        logprobs,
+      } satisfies PhaseRequest);
     });
   }
 
@@ -232,46 +263,81 @@ async function runEngine(kind: string, engine: ServingEngine, tasks: TaskRecord[
   try {
     // Warm-up (see the top of this file): one turn of as many sessions as the largest phase.
     const warm = Math.max(...SESSIONS);
-    await clients.play(baseURL, engine.modelName, tasks.slice(0, warm), tasks.slice(0, warm).map((_, i) => 1 + i), LOGPROBS[0]!, 1);
+    await clients.play(
+      baseURL,
+      engine.modelName,
+      tasks.slice(0, warm),
+      tasks.slice(0, warm).map((_, i) => 1 + i),
+      LOGPROBS[0]!,
+      1,
+    );
     // Each phase has tasks of its own (after the warm-up's): a dialogue repeated from an earlier phase would find
     // its turns in the llama.cpp engine's KV caches, which real sessions never would.
     let offset = warm;
-    for (const logprobs of LOGPROBS) for (const n of SESSIONS) {
-      const before = await scrape(server.url);
-      const reusedBefore = reusedPromptTokens(engine);
-      const cpu0 = process.cpuUsage();
-      const t0 = performance.now();
-      const phase = tasks.slice(offset, offset + n);
-      const records = await clients.play(baseURL, engine.modelName, phase, phase.map((_, i) => 1000 * (offset + i)), logprobs);
-      offset += n;
-      const wallS = (performance.now() - t0) / 1000;
-      const cpu = process.cpuUsage(cpu0);
-      const reusedAfter = reusedPromptTokens(engine);
-      const after = await scrape(server.url);
-      const steps = (after.get('sweetloop_serve_decode_steps_total') ?? 0) - (before.get('sweetloop_serve_decode_steps_total') ?? 0);
-      const seqs = (after.get('sweetloop_serve_step_sequences_total') ?? 0) - (before.get('sweetloop_serve_step_sequences_total') ?? 0);
-      const tokens = records.reduce((s, r) => s + r.tokens, 0);
-      const promptTokens = (after.get('sweetloop_serve_prompt_tokens_total') ?? 0) - (before.get('sweetloop_serve_prompt_tokens_total') ?? 0);
-      const r: PhaseResult = {
-        engine: kind,
-        logprobs,
-        sessions: n,
-        requests: records.length,
-        tokens,
-        promptTokens,
-        promptTokensReused: reusedBefore === null || reusedAfter === null ? null : reusedAfter - reusedBefore,
-        cpuS: (cpu.user + cpu.system) / 1e6,
-        wallS,
-        tokensPerS: tokens / wallS,
-        ttftP50Ms: percentile(records.map((x) => x.ttftMs), 50),
-        ttftP99Ms: percentile(records.map((x) => x.ttftMs), 99),
-        turnP50Ms: percentile(records.map((x) => x.turnMs), 50),
-        turnP99Ms: percentile(records.map((x) => x.turnMs), 99),
-        meanBatch: steps > 0 ? seqs / steps : null,
-      };
-      results.push(r);
-      if (!args.json) process.stderr.write(`  ${kind} x${n}${logprobs ? ', logprobs' : ''}: ${r.tokensPerS.toFixed(1)} tokens/s over ${wallS.toFixed(1)} s\n`);
-    }
+    for (const logprobs of LOGPROBS)
+      for (const n of SESSIONS) {
+        const before = await scrape(server.url);
+        const reusedBefore = reusedPromptTokens(engine);
+        const cpu0 = process.cpuUsage();
+        const t0 = performance.now();
+        const phase = tasks.slice(offset, offset + n);
+        const records = await clients.play(
+          baseURL,
+          engine.modelName,
+          phase,
+          phase.map((_, i) => 1000 * (offset + i)),
+          logprobs,
+        );
+        offset += n;
+        const wallS = (performance.now() - t0) / 1000;
+        const cpu = process.cpuUsage(cpu0);
+        const reusedAfter = reusedPromptTokens(engine);
+        const after = await scrape(server.url);
+        const steps =
+          (after.get('sweetloop_serve_decode_steps_total') ?? 0) -
+          (before.get('sweetloop_serve_decode_steps_total') ?? 0);
+        const seqs =
+          (after.get('sweetloop_serve_step_sequences_total') ?? 0) -
+          (before.get('sweetloop_serve_step_sequences_total') ?? 0);
+        const tokens = records.reduce((s, r) => s + r.tokens, 0);
+        const promptTokens =
+          (after.get('sweetloop_serve_prompt_tokens_total') ?? 0) -
+          (before.get('sweetloop_serve_prompt_tokens_total') ?? 0);
+        const r: PhaseResult = {
+          engine: kind,
+          logprobs,
+          sessions: n,
+          requests: records.length,
+          tokens,
+          promptTokens,
+          promptTokensReused: reusedBefore === null || reusedAfter === null ? null : reusedAfter - reusedBefore,
+          cpuS: (cpu.user + cpu.system) / 1e6,
+          wallS,
+          tokensPerS: tokens / wallS,
+          ttftP50Ms: percentile(
+            records.map((x) => x.ttftMs),
+            50,
+          ),
+          ttftP99Ms: percentile(
+            records.map((x) => x.ttftMs),
+            99,
+          ),
+          turnP50Ms: percentile(
+            records.map((x) => x.turnMs),
+            50,
+          ),
+          turnP99Ms: percentile(
+            records.map((x) => x.turnMs),
+            99,
+          ),
+          meanBatch: steps > 0 ? seqs / steps : null,
+        };
+        results.push(r);
+        if (!args.json)
+          process.stderr.write(
+            `  ${kind} x${n}${logprobs ? ', logprobs' : ''}: ${r.tokensPerS.toFixed(1)} tokens/s over ${wallS.toFixed(1)} s\n`,
+          );
+      }
   } finally {
     await clients.close();
     await server.close();
@@ -283,21 +349,47 @@ async function main(): Promise<void> {
   const loadBefore = loadavg();
   const ckpt: Checkpoint = GGUF ? { dir: GGUF, what: `--gguf ${GGUF}` } : await pickCheckpoint();
   const maxSessions = Math.max(...SESSIONS);
-  const tasks = generateMiniTasks({ seed: SEED, count: maxSessions + LOGPROBS.length * SESSIONS.reduce((a, b) => a + b, 0) });
-  const pool = process.env.UV_THREADPOOL_SIZE ?? '4 (libuv\'s default: run through npm run bench:serve to get sweetloop\'s)';
+  const tasks = generateMiniTasks({
+    seed: SEED,
+    count: maxSessions + LOGPROBS.length * SESSIONS.reduce((a, b) => a + b, 0),
+  });
+  const pool =
+    process.env.UV_THREADPOOL_SIZE ?? "4 (libuv's default: run through npm run bench:serve to get sweetloop's)";
   console.log(`bench:serve  checkpoint: ${ckpt.what}`);
-  console.log(`  ${TURNS} agent turns a session, at most ${MAX_TOKENS} tokens a turn, temperature 0.7, top-p 0.95; libuv thread pool ${pool}; load average before ${loadBefore.map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(
+    `  ${TURNS} agent turns a session, at most ${MAX_TOKENS} tokens a turn, temperature 0.7, top-p 0.95; libuv thread pool ${pool}; load average before ${loadBefore.map((x) => x.toFixed(2)).join(' ')}`,
+  );
   const all: PhaseResult[] = [];
   try {
     for (const kind of ENGINES) {
-      const opts = { modelName: 'bench', checkpointDir: ckpt.dir, maxBatch: kind === 'tfjs' ? 1 : MAX_BATCH, maxQueue: maxSessions * 2 };
+      const opts = {
+        modelName: 'bench',
+        checkpointDir: ckpt.dir,
+        maxBatch: kind === 'tfjs' ? 1 : MAX_BATCH,
+        maxQueue: maxSessions * 2,
+      };
       let engine: ServingEngine;
       if (GGUF) {
         const { LlamaCppEngine } = await import('../trainer/serve/llama-engine.ts');
-        const started = await LlamaCppEngine.startGguf({ modelName: 'bench', ggufPath: GGUF, maxBatch: kind === 'llama-serial' ? 1 : MAX_BATCH, maxQueue: maxSessions * 2, cachedSequences: 0 });
-        if (kind === 'llama') console.log(`  ${started.info.architecture}, ${started.info.quantization}, ${(started.info.sizeBytes / 1e6).toFixed(1)} MB, window ${started.engine.contextSize} tokens, sha256 ${started.info.sha256.slice(0, 16)}...`);
+        const started = await LlamaCppEngine.startGguf({
+          modelName: 'bench',
+          ggufPath: GGUF,
+          maxBatch: kind === 'llama-serial' ? 1 : MAX_BATCH,
+          maxQueue: maxSessions * 2,
+          cachedSequences: 0,
+        });
+        if (kind === 'llama')
+          console.log(
+            `  ${started.info.architecture}, ${started.info.quantization}, ${(started.info.sizeBytes / 1e6).toFixed(1)} MB, window ${started.engine.contextSize} tokens, sha256 ${started.info.sha256.slice(0, 16)}...`,
+          );
         engine = started.engine;
-        all.push(...(await runEngine(kind === 'llama-serial' ? 'llama.cpp (serial, 1 at a time)' : 'llama.cpp (batched)', engine, tasks)));
+        all.push(
+          ...(await runEngine(
+            kind === 'llama-serial' ? 'llama.cpp (serial, 1 at a time)' : 'llama.cpp (batched)',
+            engine,
+            tasks,
+          )),
+        );
         await engine.close();
         continue;
       }
@@ -313,7 +405,22 @@ async function main(): Promise<void> {
   }
 
   const fmt = (x: number, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
-  const header = ['engine', 'logprobs', 'sessions', 'requests', 'prompt tokens', 'of them cached', 'tokens', 'tokens/s', 'CPU s', 'TTFT p50 ms', 'TTFT p99 ms', 'turn p50 ms', 'turn p99 ms', 'mean batch'];
+  const header = [
+    'engine',
+    'logprobs',
+    'sessions',
+    'requests',
+    'prompt tokens',
+    'of them cached',
+    'tokens',
+    'tokens/s',
+    'CPU s',
+    'TTFT p50 ms',
+    'TTFT p99 ms',
+    'turn p50 ms',
+    'turn p99 ms',
+    'mean batch',
+  ];
   const rows = all.map((r) => [
     r.engine,
     r.logprobs ? 'yes' : 'no',
@@ -331,7 +438,8 @@ async function main(): Promise<void> {
     r.meanBatch === null ? '-' : r.meanBatch.toFixed(2),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   console.log(line(header));
   for (const row of rows) console.log(line(row));
 
@@ -340,9 +448,15 @@ async function main(): Promise<void> {
   const ratios = (logprobs: boolean): Record<string, number> => {
     const ratio: Record<string, number> = {};
     for (const n of SESSIONS) {
-      const batched = all.find((r) => r.engine === 'llama.cpp (batched)' && r.logprobs === logprobs && r.sessions === n);
-      const serial = all.find((r) => (r.engine.startsWith('tfjs') || r.engine.includes('serial')) && r.logprobs === logprobs && r.sessions === n);
-      if (batched && serial && serial.tokensPerS > 0) ratio[String(n)] = Number((batched.tokensPerS / serial.tokensPerS).toFixed(2));
+      const batched = all.find(
+        (r) => r.engine === 'llama.cpp (batched)' && r.logprobs === logprobs && r.sessions === n,
+      );
+      const serial = all.find(
+        (r) =>
+          (r.engine.startsWith('tfjs') || r.engine.includes('serial')) && r.logprobs === logprobs && r.sessions === n,
+      );
+      if (batched && serial && serial.tokensPerS > 0)
+        ratio[String(n)] = Number((batched.tokensPerS / serial.tokensPerS).toFixed(2));
     }
     return ratio;
   };
@@ -350,9 +464,14 @@ async function main(): Promise<void> {
   const ratio = ratios(primary);
   const other = LOGPROBS.length > 1 ? ratios(!primary) : {};
   const show = (r: Record<string, number>, what: string) => {
-    if (Object.keys(r).length) console.log(`throughput ratio (batched / serial tokens/s), ${what}: ${Object.entries(r).map(([n, x]) => `${n}: ${x}x`).join(', ')}`);
+    if (Object.keys(r).length)
+      console.log(
+        `throughput ratio (batched / serial tokens/s), ${what}: ${Object.entries(r)
+          .map(([n, x]) => `${n}: ${x}x`)
+          .join(', ')}`,
+      );
   };
-  show(ratio, primary ? 'with logprobs (LOCAL_SERVE_LOGPROBS=true)' : 'without logprobs (the bot\'s requests)');
+  show(ratio, primary ? 'with logprobs (LOCAL_SERVE_LOGPROBS=true)' : "without logprobs (the bot's requests)");
   show(other, 'with logprobs (LOCAL_SERVE_LOGPROBS=true)');
   const loadAfter = loadavg();
   console.log(`load average after ${loadAfter.map((x) => x.toFixed(2)).join(' ')}`);

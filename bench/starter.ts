@@ -64,7 +64,9 @@ const cpu = () => {
 
 const backend = await initBackend();
 let modelDir: string;
-let build: { reused: boolean; cpuSeconds: number | null; numParameters: number; finalLoss?: number; recipe?: unknown } | undefined;
+let build:
+  | { reused: boolean; cpuSeconds: number | null; numParameters: number; finalLoss?: number; recipe?: unknown }
+  | undefined;
 if (checkpoint) {
   modelDir = resolve(checkpoint);
 } else {
@@ -80,7 +82,15 @@ if (checkpoint) {
     ...(opt('tokens-per-step') ? { tokensPerStep: intOpt('tokens-per-step', 0, 64) } : {}),
     ...(opt('varied') ? { variedTasks: Number(opt('varied')) } : {}),
     ...(opt('drills') ? { copyDrills: Number(opt('drills')) } : {}),
-    ...(opt('drill-steps') ? { copyDrillPhase: { steps: intOpt('drill-steps', 0, 1), peakLr: Number(opt('drill-lr') ?? '1e-3'), drills: 2 * intOpt('drill-steps', 0, 1) } } : {}),
+    ...(opt('drill-steps')
+      ? {
+          copyDrillPhase: {
+            steps: intOpt('drill-steps', 0, 1),
+            peakLr: Number(opt('drill-lr') ?? '1e-3'),
+            drills: 2 * intOpt('drill-steps', 0, 1),
+          },
+        }
+      : {}),
     ...(opt('lr') ? { peakLr: Number(opt('lr')) } : {}),
   };
   const r = await ensureStarterPolicy(options);
@@ -89,7 +99,14 @@ if (checkpoint) {
     const { losses: _losses, ...rest } = r.report;
     writeFileSync(sidecar, JSON.stringify({ sha256: r.sha256, ...rest }, null, 2) + '\n');
   }
-  const saved = existsSync(sidecar) ? (JSON.parse(readFileSync(sidecar, 'utf8')) as { sha256?: string; cpuSeconds?: number; finalLoss?: number; recipe?: unknown }) : undefined;
+  const saved = existsSync(sidecar)
+    ? (JSON.parse(readFileSync(sidecar, 'utf8')) as {
+        sha256?: string;
+        cpuSeconds?: number;
+        finalLoss?: number;
+        recipe?: unknown;
+      })
+    : undefined;
   const known = saved && saved.sha256 === r.sha256 ? saved : undefined;
   build = {
     reused: r.reused,
@@ -103,7 +120,13 @@ if (checkpoint) {
 // Held-out tasks: the starter trains on the train split of the same generator.
 const tasks: TaskRecord[] = [];
 for (let count = numTasks * 5; tasks.length < numTasks; count *= 2) {
-  tasks.splice(0, tasks.length, ...generateMiniTasks({ seed: taskSeed, count }).filter((t) => t.split === 'test').slice(0, numTasks));
+  tasks.splice(
+    0,
+    tasks.length,
+    ...generateMiniTasks({ seed: taskSeed, count })
+      .filter((t) => t.split === 'test')
+      .slice(0, numTasks),
+  );
 }
 
 const policy = await LoadedPolicy.load(modelDir);
@@ -112,7 +135,12 @@ function policyAgent(temp: number, sampleSeed: number): Agent {
   return {
     name: 'starter',
     async reply(dialogue) {
-      const [r] = await policy.generate([{ messages: dialogue }], { temperature: temp, topP: temp === 0 ? 1 : 0.95, maxTokens, seed: sampleSeed + calls++ });
+      const [r] = await policy.generate([{ messages: dialogue }], {
+        temperature: temp,
+        topP: temp === 0 ? 1 : 0.95,
+        maxTokens,
+        seed: sampleSeed + calls++,
+      });
       return { text: r!.text, promptTokens: r!.promptTokens, completionTokens: r!.tokenIds.length };
     },
   };
@@ -148,7 +176,19 @@ async function play(task: TaskRecord, agent: Agent, mode: string, index: number)
     episode = await playEpisode({ task, agent, collaborator: createRuleSimulator(task) });
   } catch (err) {
     // A policy that rambles until the dialogue outgrows its context never answers: a failed game, not a crash.
-    return { task: index, mode, score: 0, success: false, turns: 0, answered: false, loads: false, answer: '', nameRight: false, factsRight: 0, error: (err as Error).message };
+    return {
+      task: index,
+      mode,
+      score: 0,
+      success: false,
+      turns: 0,
+      answered: false,
+      loads: false,
+      answer: '',
+      nameRight: false,
+      factsRight: 0,
+      error: (err as Error).message,
+    };
   }
   const ev = await evaluateBackend(task as BackendTask, episode.answer, { label: `bench-starter-${index}` });
   const g: Game = {
@@ -176,7 +216,8 @@ for (let i = 0; i < tasks.length; i++) {
   games.push(await play(task, expert, 'expert', i));
   games.push(await play(task, nonAsking, 'non-asking', i));
   games.push(await play(task, policyAgent(0, 0), 'starter greedy', i));
-  for (let s = 0; s < samples; s++) games.push(await play(task, policyAgent(temperature, 1000 * (s + 1) + i * 17), `starter T=${temperature}`, i));
+  for (let s = 0; s < samples; s++)
+    games.push(await play(task, policyAgent(temperature, 1000 * (s + 1) + i * 17), `starter T=${temperature}`, i));
   const last = games.filter((g) => g.task === i && g.mode.startsWith('starter'));
   console.error(`task ${i + 1}/${tasks.length}: starter scores ${last.map((g) => g.score.toFixed(2)).join(' ')}`);
 }
@@ -210,9 +251,15 @@ const modes = ['expert', 'non-asking', 'starter greedy', ...(samples > 0 ? [`sta
 const rows = modes.map(summary);
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-console.log(`\nColBench-mini test split, task seed ${taskSeed}, ${tasks.length} tasks, rule-based collaborator, backend ${backend.name}`);
-console.log(`model ${modelDir}${build ? ` (${build.reused ? 'reused' : 'built'}, ${build.numParameters.toLocaleString('en')} parameters, build ${build.cpuSeconds === null ? '?' : build.cpuSeconds.toFixed(0)} CPU s)` : ''}`);
-console.log('| agent | games | % tests passed (95% CI) | success | turns | answer rate | code loads | any test passed | name right | facts right |');
+console.log(
+  `\nColBench-mini test split, task seed ${taskSeed}, ${tasks.length} tasks, rule-based collaborator, backend ${backend.name}`,
+);
+console.log(
+  `model ${modelDir}${build ? ` (${build.reused ? 'reused' : 'built'}, ${build.numParameters.toLocaleString('en')} parameters, build ${build.cpuSeconds === null ? '?' : build.cpuSeconds.toFixed(0)} CPU s)` : ''}`,
+);
+console.log(
+  '| agent | games | % tests passed (95% CI) | success | turns | answer rate | code loads | any test passed | name right | facts right |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   console.log(
@@ -224,7 +271,9 @@ const sampled = rows.find((r) => r.tasksWithSpread !== null);
 if (sampled) console.log(`sampled games differ in score on ${sampled.tasksWithSpread}/${tasks.length} tasks`);
 
 for (const g of games.filter((x) => x.mode.startsWith('starter') && !x.success).slice(0, show)) {
-  console.log(`\n--- task ${g.task} (${String((tasks[g.task]!.meta as { template?: string }).template)}), ${g.mode}, score ${g.score.toFixed(2)}${g.error ? `, ${g.error}` : ''}\n${g.answer}`);
+  console.log(
+    `\n--- task ${g.task} (${String((tasks[g.task]!.meta as { template?: string }).template)}), ${g.mode}, score ${g.score.toFixed(2)}${g.error ? `, ${g.error}` : ''}\n${g.answer}`,
+  );
 }
 
 console.log(

@@ -19,13 +19,16 @@ import { registerTrainerCommands } from './commands/trainer.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sweetloop')
-    .description('Collect human-in-the-loop ColBench sessions on Discord and train collaborative agents on them with SWEET-RL.')
+    .description(
+      'Collect human-in-the-loop ColBench sessions on Discord and train collaborative agents on them with SWEET-RL.',
+    )
     .showHelpAfterError()
     .exitOverride()
     // Set before the commands are made, so that every one inherits it: options a command cannot run without
     // are said to be required in its help and named in its usage line.
     .configureHelp({
-      optionDescription: (option: Option) => `${Help.prototype.optionDescription.call(new Help(), option)}${option.mandatory ? ' (required)' : ''}`,
+      optionDescription: (option: Option) =>
+        `${Help.prototype.optionDescription.call(new Help(), option)}${option.mandatory ? ' (required)' : ''}`,
       commandUsage: (cmd: Command) => {
         const usage = Help.prototype.commandUsage.call(new Help(), cmd);
         const required = cmd.options.filter((o) => o.mandatory).map((o) => o.flags.replace(/^-\w, /, ''));

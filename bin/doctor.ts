@@ -48,7 +48,9 @@ function firstLine(s: string): string {
   return s.trim().split('\n')[0]?.trim() ?? '';
 }
 
-export async function checkConfig(env: Record<string, string | undefined>): Promise<{ result: CheckResult; config: Config }> {
+export async function checkConfig(
+  env: Record<string, string | undefined>,
+): Promise<{ result: CheckResult; config: Config }> {
   try {
     const config = parseConfig(env);
     return { result: { name: 'configuration', status: 'ok', detail: 'all variables valid' }, config };
@@ -81,19 +83,29 @@ export async function checkDatabase(config: Config): Promise<CheckResult> {
   }
   let db;
   try {
-    db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE });
+    db = await openDatabase({
+      databaseUrl: config.DATABASE_URL,
+      pgliteDir: config.PGLITE_DIR,
+      poolSize: config.DATABASE_POOL_SIZE,
+    });
   } catch (err) {
     return {
       name: 'database',
       status: 'fail',
       detail: (err as Error).message,
-      fix: config.DATABASE_URL ? 'start Postgres or correct DATABASE_URL' : 'stop the process holding the embedded database, or set DATABASE_URL',
+      fix: config.DATABASE_URL
+        ? 'start Postgres or correct DATABASE_URL'
+        : 'stop the process holding the embedded database, or set DATABASE_URL',
     };
   }
   try {
     const s = await migrationStatus(db);
     if (s.upToDate && s.edited.length === 0) {
-      return { name: 'database', status: 'ok', detail: `${db.label} (${db.kind}), ${s.applied.length} migration(s) applied, up to date` };
+      return {
+        name: 'database',
+        status: 'ok',
+        detail: `${db.label} (${db.kind}), ${s.applied.length} migration(s) applied, up to date`,
+      };
     }
     return {
       name: 'database',
@@ -102,7 +114,12 @@ export async function checkDatabase(config: Config): Promise<CheckResult> {
       fix: 'run `npx sweetloop db migrate` (`npx sweetloop db status` shows each migration)',
     };
   } catch (err) {
-    return { name: 'database', status: 'fail', detail: `${db.label}: ${(err as Error).message}`, fix: 'see `npx sweetloop db status`' };
+    return {
+      name: 'database',
+      status: 'fail',
+      detail: `${db.label}: ${(err as Error).message}`,
+      fix: 'see `npx sweetloop db status`',
+    };
   } finally {
     await db.close();
   }
@@ -129,14 +146,20 @@ export async function checkTfjs(config: Config): Promise<CheckResult> {
       name: 'tfjs backend',
       status: fast ? 'ok' : 'warn',
       detail: `${info.name}: ${info.detail}`,
-      ...(fast ? {} : { fix: 'install dependencies with `npm ci` (brings @tensorflow/tfjs-backend-wasm); a GPU host gets tensorflow via tfjs-node-gpu' }),
+      ...(fast
+        ? {}
+        : {
+            fix: 'install dependencies with `npm ci` (brings @tensorflow/tfjs-backend-wasm); a GPU host gets tensorflow via tfjs-node-gpu',
+          }),
     };
   } catch (err) {
     return {
       name: 'tfjs backend',
       status: 'fail',
       detail: (err as Error).message,
-      fix: config.TFJS_BACKEND ? `unset TFJS_BACKEND (now ${config.TFJS_BACKEND}) to pick the best available backend` : 'run `npm ci`',
+      fix: config.TFJS_BACKEND
+        ? `unset TFJS_BACKEND (now ${config.TFJS_BACKEND}) to pick the best available backend`
+        : 'run `npm ci`',
     };
   }
 }
@@ -146,15 +169,26 @@ export async function checkChromium(config: Config, opts: { render?: boolean } =
   const path = config.CHROMIUM_PATH;
   const fix = `apt-get install chromium (Debian), or set CHROMIUM_PATH to a Chromium/Chrome executable`;
   const affects = 'frontend tasks are off (pages cannot be rendered)';
-  if (!existsSync(path)) return { name: 'chromium', status: 'fail', detail: `${path} does not exist`, fix, apt: 'chromium', affects };
+  if (!existsSync(path))
+    return { name: 'chromium', status: 'fail', detail: `${path} does not exist`, fix, apt: 'chromium', affects };
   const version = await run(path, ['--version'], 30_000);
   if (opts.render === false) {
     if (version.code === 0) return { name: 'chromium', status: 'ok', detail: firstLine(version.stdout) || path };
-    return { name: 'chromium', status: 'fail', detail: `${path} --version failed: ${version.error ?? (firstLine(version.stderr) || `exit ${version.code}`)}`, fix, affects };
+    return {
+      name: 'chromium',
+      status: 'fail',
+      detail: `${path} --version failed: ${version.error ?? (firstLine(version.stderr) || `exit ${version.code}`)}`,
+      fix,
+      affects,
+    };
   }
   // Rendering a page is the real test: a binary that prints its version can still lack libraries or fonts. With
   // the renderer's flags and sandbox rule (tasks/chromium.ts), so a host without user namespaces fails here too.
-  const render = await run(path, [...BASE_FLAGS, ...(chromiumSandbox() ? [] : ['--no-sandbox']), '--dump-dom', 'data:text/html,<p>sweetloop-ok</p>'], 60_000);
+  const render = await run(
+    path,
+    [...BASE_FLAGS, ...(chromiumSandbox() ? [] : ['--no-sandbox']), '--dump-dom', 'data:text/html,<p>sweetloop-ok</p>'],
+    60_000,
+  );
   if (render.code === 0 && render.stdout.includes('sweetloop-ok')) {
     return { name: 'chromium', status: 'ok', detail: `${firstLine(version.stdout) || path}, headless rendering works` };
   }
@@ -171,17 +205,36 @@ export async function checkBubblewrap(config: Config): Promise<CheckResult> {
   const bwrap = config.BWRAP_BIN;
   const installFix = 'apt-get install bubblewrap (the backend evaluator runs candidate code only inside it)';
   const affects = 'backend answers cannot be scored (they are kept, and scored by a later start once it works)';
-  if (!existsSync(bwrap)) return { name: 'bubblewrap', status: 'fail', detail: `${bwrap} does not exist`, fix: installFix, apt: 'bubblewrap', affects };
+  if (!existsSync(bwrap))
+    return {
+      name: 'bubblewrap',
+      status: 'fail',
+      detail: `${bwrap} does not exist`,
+      fix: installFix,
+      apt: 'bubblewrap',
+      affects,
+    };
   const r = await run(bwrap, ['--ro-bind', '/', '/', '--unshare-all', '--die-with-parent', 'true'], 30_000);
   if (r.code === 0) {
     // The evaluator's own sandbox, with every limit it promises: how memory is bounded here, or why it refuses.
     const { runSandboxed } = await import('../tasks/sandbox.ts');
     try {
       const s = await runSandboxed({ bwrapPath: bwrap, argv: ['/usr/bin/true'], limits: { wallMs: 30_000 } });
-      return { name: 'bubblewrap', status: 'ok', detail: `${bwrap}: a sandbox with no network and private namespaces starts; memory bounded by ${s.memoryDetail}` };
+      return {
+        name: 'bubblewrap',
+        status: 'ok',
+        detail: `${bwrap}: a sandbox with no network and private namespaces starts; memory bounded by ${s.memoryDetail}`,
+      };
     } catch (err) {
-      const fix = 'run as root where cgroup v1 is writable, or allow unprivileged user namespaces and install util-linux (setpriv) for the rlimits mode';
-      return { name: 'bubblewrap', status: 'fail', detail: `${bwrap}: the sandbox refuses to start: ${(err as Error).message}`, fix, affects };
+      const fix =
+        'run as root where cgroup v1 is writable, or allow unprivileged user namespaces and install util-linux (setpriv) for the rlimits mode';
+      return {
+        name: 'bubblewrap',
+        status: 'fail',
+        detail: `${bwrap}: the sandbox refuses to start: ${(err as Error).message}`,
+        fix,
+        affects,
+      };
     }
   }
   return {
@@ -197,10 +250,18 @@ export async function checkPython(config: Config): Promise<CheckResult> {
   const py = config.PYTHON_BIN;
   const fix = 'apt-get install python3 (or set PYTHON_BIN to a Python 3 interpreter outside pyenv shims)';
   const affects = 'backend answers cannot be scored (they are kept, and scored by a later start once it works)';
-  if (!existsSync(py)) return { name: 'python3', status: 'fail', detail: `${py} does not exist`, fix, apt: 'python3', affects };
+  if (!existsSync(py))
+    return { name: 'python3', status: 'fail', detail: `${py} does not exist`, fix, apt: 'python3', affects };
   const r = await run(py, ['-c', 'import sys, json, ast; print(sys.version.split()[0])'], 30_000);
-  if (r.code === 0 && /^3\./.test(r.stdout.trim())) return { name: 'python3', status: 'ok', detail: `${py}: Python ${r.stdout.trim()}` };
-  return { name: 'python3', status: 'fail', detail: `${py} did not run as Python 3: ${r.error ?? (firstLine(r.stderr) || r.stdout.trim())}`, fix, affects };
+  if (r.code === 0 && /^3\./.test(r.stdout.trim()))
+    return { name: 'python3', status: 'ok', detail: `${py}: Python ${r.stdout.trim()}` };
+  return {
+    name: 'python3',
+    status: 'fail',
+    detail: `${py} did not run as Python 3: ${r.error ?? (firstLine(r.stderr) || r.stdout.trim())}`,
+    fix,
+    affects,
+  };
 }
 
 /** The oldest Docker Compose that reads docker-compose.yml (`env_file` with `required`); bin/compose-check.sh checks it too. */
@@ -225,12 +286,29 @@ export async function checkCompose(): Promise<CheckResult | null> {
   const v2 = await run('docker', ['compose', 'version', '--short'], 30_000);
   if (v2.code === 0) {
     const problem = composeVersionProblem(v2.stdout);
-    return problem ? { name: 'docker compose', status: 'warn', detail: problem, fix } : { name: 'docker compose', status: 'ok', detail: `Docker Compose ${v2.stdout.trim()}: reads docker-compose.yml` };
+    return problem
+      ? { name: 'docker compose', status: 'warn', detail: problem, fix }
+      : {
+          name: 'docker compose',
+          status: 'ok',
+          detail: `Docker Compose ${v2.stdout.trim()}: reads docker-compose.yml`,
+        };
   }
   const v1 = await run('docker-compose', ['version', '--short'], 30_000);
-  if (v1.code === 0) return { name: 'docker compose', status: 'warn', detail: `only Compose v1 (docker-compose ${v1.stdout.trim()}), which cannot read docker-compose.yml`, fix };
+  if (v1.code === 0)
+    return {
+      name: 'docker compose',
+      status: 'warn',
+      detail: `only Compose v1 (docker-compose ${v1.stdout.trim()}), which cannot read docker-compose.yml`,
+      fix,
+    };
   if (v2.error?.includes('ENOENT')) return null;
-  return { name: 'docker compose', status: 'warn', detail: `docker is installed but \`docker compose\` is not: ${firstLine(v2.stderr) || `exit ${v2.code}`}`, fix };
+  return {
+    name: 'docker compose',
+    status: 'warn',
+    detail: `docker is installed but \`docker compose\` is not: ${firstLine(v2.stderr) || `exit ${v2.code}`}`,
+    fix,
+  };
 }
 
 export interface DoctorReport {
@@ -239,7 +317,10 @@ export interface DoctorReport {
 }
 
 /** Runs every check; `ok` is false when any failed (warnings do not count). */
-export async function runDoctor(env: Record<string, string | undefined>, opts: { skip?: string[] } = {}): Promise<DoctorReport> {
+export async function runDoctor(
+  env: Record<string, string | undefined>,
+  opts: { skip?: string[] } = {},
+): Promise<DoctorReport> {
   const skip = new Set(opts.skip ?? []);
   const { result: configResult, config } = await checkConfig(env);
   const checks: CheckResult[] = [configResult];
@@ -257,7 +338,13 @@ export async function runDoctor(env: Record<string, string | undefined>, opts: {
   await guarded('bubblewrap', () => checkBubblewrap(config));
   await guarded('python3', () => checkPython(config));
   if (!skip.has('docker compose')) {
-    const compose = await checkCompose().catch((err: Error): CheckResult => ({ name: 'docker compose', status: 'warn', detail: `check crashed: ${err.message}` }));
+    const compose = await checkCompose().catch(
+      (err: Error): CheckResult => ({
+        name: 'docker compose',
+        status: 'warn',
+        detail: `check crashed: ${err.message}`,
+      }),
+    );
     if (compose) checks.push(compose);
   }
   // Production (DISCORD_TOKEN set): what real people's sessions need besides the machine (bin/doctor-production.ts).
@@ -271,7 +358,12 @@ export async function runDoctor(env: Record<string, string | undefined>, opts: {
       try {
         checks.push(...(await p.checkEndpoints(await p.registeredEndpoints(config))));
       } catch (err) {
-        checks.push({ name: 'endpoints', status: 'fail', detail: `could not read the registered versions: ${(err as Error).message}`, fix: 'see the database check above' });
+        checks.push({
+          name: 'endpoints',
+          status: 'fail',
+          detail: `could not read the registered versions: ${(err as Error).message}`,
+          fix: 'see the database check above',
+        });
       }
     }
   }
@@ -280,10 +372,17 @@ export async function runDoctor(env: Record<string, string | undefined>, opts: {
 
 export function formatReport(report: DoctorReport): string {
   const mark = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' } as const;
-  const lines = report.checks.flatMap((c) => [`[${mark[c.status]}] ${c.name}: ${c.detail}${c.affects && c.status !== 'ok' ? `; ${c.affects}` : ''}`, ...(c.fix && c.status !== 'ok' ? [`       fix: ${c.fix}`] : [])]);
+  const lines = report.checks.flatMap((c) => [
+    `[${mark[c.status]}] ${c.name}: ${c.detail}${c.affects && c.status !== 'ok' ? `; ${c.affects}` : ''}`,
+    ...(c.fix && c.status !== 'ok' ? [`       fix: ${c.fix}`] : []),
+  ]);
   const failed = report.checks.filter((c) => c.status === 'fail').length;
   const warned = report.checks.filter((c) => c.status === 'warn').length;
-  lines.push(failed ? `${failed} check(s) failed, ${warned} warning(s).` : `All checks passed${warned ? ` (${warned} warning(s))` : ''}.`);
+  lines.push(
+    failed
+      ? `${failed} check(s) failed, ${warned} warning(s).`
+      : `All checks passed${warned ? ` (${warned} warning(s))` : ''}.`,
+  );
   return lines.join('\n');
 }
 

@@ -11,10 +11,18 @@ import { TOKEN_PATTERN, TOKEN_PREFIX } from '../bot/dashboard/token.ts';
 export type { Logger };
 
 /** The settings a logger reads; the secrets, when given, are also scrubbed wherever their values appear. */
-export type LogSettings = Pick<Config, 'LOG_LEVEL' | 'LOG_FORMAT'> & Partial<Pick<Config, (typeof SECRET_SETTINGS)[number]>>;
+export type LogSettings = Pick<Config, 'LOG_LEVEL' | 'LOG_FORMAT'> &
+  Partial<Pick<Config, (typeof SECRET_SETTINGS)[number]>>;
 
 /** Config values that are secrets: redacted by key, and their values scrubbed from any text logged. */
-const SECRET_SETTINGS = ['DISCORD_TOKEN', 'SIMULATOR_LLM_KEY', 'EXPORT_SALT', 'PRIVACY_KEY', 'HF_TOKEN', 'ENV_SERVE_TOKEN'] as const;
+const SECRET_SETTINGS = [
+  'DISCORD_TOKEN',
+  'SIMULATOR_LLM_KEY',
+  'EXPORT_SALT',
+  'PRIVACY_KEY',
+  'HF_TOKEN',
+  'ENV_SERVE_TOKEN',
+] as const;
 
 export const REDACTED_PATHS = [
   ...SECRET_SETTINGS.flatMap((k) => [k, `*.${k}`]),
@@ -42,7 +50,12 @@ export function redactText(text: string, secrets: readonly string[] = []): strin
 }
 
 /** A log argument with every string in it redacted (plain objects, arrays and errors walked; others as they are). */
-export function redactValue(value: unknown, secrets: readonly string[] = [], depth = 0, seen = new WeakSet<object>()): unknown {
+export function redactValue(
+  value: unknown,
+  secrets: readonly string[] = [],
+  depth = 0,
+  seen = new WeakSet<object>(),
+): unknown {
   if (typeof value === 'string') return redactText(value, secrets);
   if (!value || typeof value !== 'object' || depth > 8 || seen.has(value)) return value;
   seen.add(value);
@@ -50,9 +63,14 @@ export function redactValue(value: unknown, secrets: readonly string[] = [], dep
     // A copy of the same class (pino names its type by it), its message, stack, cause and own fields redacted.
     const copy = Object.create(Object.getPrototypeOf(value)) as Error;
     const hidden = (v: unknown) => ({ value: v, enumerable: false, writable: true, configurable: true });
-    Object.defineProperties(copy, { message: hidden(redactText(value.message, secrets)), stack: hidden(value.stack && redactText(value.stack, secrets)) });
-    if (value.cause !== undefined) Object.defineProperty(copy, 'cause', hidden(redactValue(value.cause, secrets, depth + 1, seen)));
-    for (const [k, v] of Object.entries(value)) (copy as unknown as Record<string, unknown>)[k] = redactValue(v, secrets, depth + 1, seen);
+    Object.defineProperties(copy, {
+      message: hidden(redactText(value.message, secrets)),
+      stack: hidden(value.stack && redactText(value.stack, secrets)),
+    });
+    if (value.cause !== undefined)
+      Object.defineProperty(copy, 'cause', hidden(redactValue(value.cause, secrets, depth + 1, seen)));
+    for (const [k, v] of Object.entries(value))
+      (copy as unknown as Record<string, unknown>)[k] = redactValue(v, secrets, depth + 1, seen);
     return copy;
   }
   if (Array.isArray(value)) return value.map((v) => redactValue(v, secrets, depth + 1, seen));
@@ -65,7 +83,11 @@ export function redactValue(value: unknown, secrets: readonly string[] = [], dep
  * The logger of a command. `level` overrides LOG_LEVEL (the console lowers the default `info` to `warn`);
  * `destination` is for tests (default: stderr).
  */
-export function createLogger(settings: LogSettings, name = 'sweetloop', opts: { level?: string; destination?: NodeJS.WritableStream } = {}): Logger {
+export function createLogger(
+  settings: LogSettings,
+  name = 'sweetloop',
+  opts: { level?: string; destination?: NodeJS.WritableStream } = {},
+): Logger {
   const secrets = SECRET_SETTINGS.map((k) => settings[k]).filter((v): v is string => typeof v === 'string');
   const options: pino.LoggerOptions = {
     name,
@@ -75,7 +97,13 @@ export function createLogger(settings: LogSettings, name = 'sweetloop', opts: { 
       logMethod(args, method) {
         const clean = args.map((a) => redactValue(a, secrets));
         // An error logged alone goes under `err` with its message as the line's, as pino itself does.
-        if (args[0] instanceof Error) clean.splice(0, 1, { err: clean[0] }, ...(args.length === 1 ? [(clean[0] as { message: string }).message] : []));
+        if (args[0] instanceof Error)
+          clean.splice(
+            0,
+            1,
+            { err: clean[0] },
+            ...(args.length === 1 ? [(clean[0] as { message: string }).message] : []),
+          );
         return method.apply(this, clean as Parameters<typeof method>);
       },
     },

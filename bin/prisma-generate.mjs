@@ -16,7 +16,10 @@ if (!existsSync(cli)) {
 }
 const dir = mkdtempSync(join(tmpdir(), 'sweetloop-prisma-'));
 const stub = join(dir, 'schema-engine');
-writeFileSync(stub, '#!/bin/sh\necho "sweetloop: the native schema engine is not used; migrations run through @prisma/schema-engine-wasm" >&2\nexit 1\n');
+writeFileSync(
+  stub,
+  '#!/bin/sh\necho "sweetloop: the native schema engine is not used; migrations run through @prisma/schema-engine-wasm" >&2\nexit 1\n',
+);
 chmodSync(stub, 0o755);
 const result = spawnSync(process.execPath, [cli, 'generate', '--schema', join(root, 'prisma', 'schema.prisma')], {
   cwd: root,

@@ -14,22 +14,68 @@ export const ENV_EXAMPLE = '.env.example';
  * defaults written there against these.
  */
 export const COMPOSE_VARIABLES: readonly { variable: string; default: string; description: string }[] = [
-  { variable: 'POSTGRES_PASSWORD', default: 'sweetloop', description: 'Password of the compose Postgres (user and database sweetloop); it never leaves the compose network. The default is published here, so a Discord bot refuses to start with it (bin/config.ts PUBLIC_SECRETS): set your own (`openssl rand -hex 32`); the postgres image sets it only when it first creates the database, so on an existing one also run `ALTER USER sweetloop PASSWORD \'...\'`.' },
-  { variable: 'DASHBOARD_PUBLISHED_PORT', default: '8080', description: 'Host port of the `dashboard` profile\'s dashboard, published on 127.0.0.1 only (inside its container DASHBOARD_PORT is 8080 and DASHBOARD_HOST 0.0.0.0, so a token is needed: README, "The dashboard").' },
-  { variable: 'VLLM_MODEL_DIR', default: './models/policy', description: 'Host directory of the Hugging Face model the `vllm` profile serves, mounted read-only at /models/policy.' },
-  { variable: 'VLLM_SERVED_MODEL_NAME', default: 'policy', description: 'Model name vLLM answers to (`policy add NAME --endpoint http://vllm:8000/v1 --model` this).' },
+  {
+    variable: 'POSTGRES_PASSWORD',
+    default: 'sweetloop',
+    description:
+      "Password of the compose Postgres (user and database sweetloop); it never leaves the compose network. The default is published here, so a Discord bot refuses to start with it (bin/config.ts PUBLIC_SECRETS): set your own (`openssl rand -hex 32`); the postgres image sets it only when it first creates the database, so on an existing one also run `ALTER USER sweetloop PASSWORD '...'`.",
+  },
+  {
+    variable: 'DASHBOARD_PUBLISHED_PORT',
+    default: '8080',
+    description:
+      'Host port of the `dashboard` profile\'s dashboard, published on 127.0.0.1 only (inside its container DASHBOARD_PORT is 8080 and DASHBOARD_HOST 0.0.0.0, so a token is needed: README, "The dashboard").',
+  },
+  {
+    variable: 'VLLM_MODEL_DIR',
+    default: './models/policy',
+    description:
+      'Host directory of the Hugging Face model the `vllm` profile serves, mounted read-only at /models/policy.',
+  },
+  {
+    variable: 'VLLM_SERVED_MODEL_NAME',
+    default: 'policy',
+    description: 'Model name vLLM answers to (`policy add NAME --endpoint http://vllm:8000/v1 --model` this).',
+  },
   { variable: 'VLLM_MAX_LORAS', default: '4', description: 'LoRA adapters vLLM keeps loaded at once (--max-loras).' },
   { variable: 'VLLM_MAX_MODEL_LEN', default: '8192', description: 'Context window vLLM serves (--max-model-len).' },
-  { variable: 'VLLM_GPU_MEMORY_UTILIZATION', default: '0.9', description: 'Share of the GPU\'s memory vLLM takes (--gpu-memory-utilization); lower it when the trainer shares the GPU.' },
-  { variable: 'VLLM_API_KEY', default: '', description: 'Key vLLM requires of clients (it reads this variable itself); register the endpoint with `--api-key-env VLLM_API_KEY` so the bot sends it. Empty: no key.' },
-  { variable: 'COMPOSE_FILE', default: 'docker-compose.yml', description: 'Compose\'s own variable: the files `docker compose` reads. `docker-compose.yml:docker-compose.gpu.yml` runs the trainer on an NVIDIA GPU (docs/docker.md).' },
-  { variable: 'BUILD_NETWORK', default: 'default', description: 'Network the image builds run on (`host` where the Docker daemon has no NAT for its bridge network, e.g. started with --iptables=false).' },
-  { variable: 'BUILD_CA_CERT', default: '/dev/null', description: 'PEM file of extra CA certificates npm must trust while the images build (a TLS-intercepting proxy); handed to the builds as a secret, not kept in the images. /dev/null: none.' },
+  {
+    variable: 'VLLM_GPU_MEMORY_UTILIZATION',
+    default: '0.9',
+    description:
+      "Share of the GPU's memory vLLM takes (--gpu-memory-utilization); lower it when the trainer shares the GPU.",
+  },
+  {
+    variable: 'VLLM_API_KEY',
+    default: '',
+    description:
+      'Key vLLM requires of clients (it reads this variable itself); register the endpoint with `--api-key-env VLLM_API_KEY` so the bot sends it. Empty: no key.',
+  },
+  {
+    variable: 'COMPOSE_FILE',
+    default: 'docker-compose.yml',
+    description:
+      "Compose's own variable: the files `docker compose` reads. `docker-compose.yml:docker-compose.gpu.yml` runs the trainer on an NVIDIA GPU (docs/docker.md).",
+  },
+  {
+    variable: 'BUILD_NETWORK',
+    default: 'default',
+    description:
+      'Network the image builds run on (`host` where the Docker daemon has no NAT for its bridge network, e.g. started with --iptables=false).',
+  },
+  {
+    variable: 'BUILD_CA_CERT',
+    default: '/dev/null',
+    description:
+      'PEM file of extra CA certificates npm must trust while the images build (a TLS-intercepting proxy); handed to the builds as a secret, not kept in the images. /dev/null: none.',
+  },
 ];
 
 /** A schema default as an env file writes it: lists comma-separated, everything else as its text. */
 function envValue(variable: string): string {
-  const parsed = (configSchema.shape as Record<string, { safeParse(v: unknown): { success: boolean; data?: unknown } }>)[variable]!.safeParse(undefined);
+  const parsed = (
+    configSchema.shape as Record<string, { safeParse(v: unknown): { success: boolean; data?: unknown } }>
+  )[variable]!.safeParse(undefined);
   if (!parsed.success || parsed.data === undefined) return '';
   return Array.isArray(parsed.data) ? parsed.data.join(',') : String(parsed.data);
 }
@@ -60,7 +106,9 @@ export const TABLE_END = '<!-- config-table:end -->';
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 export function configTable(): string {
-  const rows = describeConfig().map((r) => `| \`${r.variable}\` | ${r.default ? `\`${cell(r.default)}\`` : '(unset)'} | ${cell(r.description)} |`);
+  const rows = describeConfig().map(
+    (r) => `| \`${r.variable}\` | ${r.default ? `\`${cell(r.default)}\`` : '(unset)'} | ${cell(r.description)} |`,
+  );
   return ['| Variable | Default | Meaning |', '| --- | --- | --- |', ...rows].join('\n');
 }
 

@@ -29,7 +29,13 @@ import { Rng } from '../tasks/random.ts';
 type Tx = Prisma.TransactionClient;
 type Arm = StudyWithArms['arms'][number];
 
-export type StudyRefusalReason = 'study-full' | 'study-paused' | 'study-closed' | 'study-not-open' | 'study-limit' | 'no-task';
+export type StudyRefusalReason =
+  | 'study-full'
+  | 'study-paused'
+  | 'study-closed'
+  | 'study-not-open'
+  | 'study-limit'
+  | 'no-task';
 
 /** The study will not give this person a session now; `message` is meant for the person. */
 export class StudyRefusedError extends Error {
@@ -53,9 +59,14 @@ export function studyState(s: Pick<Study, 'status' | 'opensAt' | 'closesAt'>, no
 }
 
 function refusalFor(s: Study, state: Exclude<StudyState, 'open'>): StudyRefusedError {
-  if (state === 'paused') return new StudyRefusedError('study-paused', 'This study is paused right now. Please try again later.');
-  if (state === 'closed') return new StudyRefusedError('study-closed', 'This study has closed. Thank you for your interest!');
-  return new StudyRefusedError('study-not-open', `This study opens on ${s.opensAt!.toISOString().slice(0, 16).replace('T', ' ')} UTC. Please come back then.`);
+  if (state === 'paused')
+    return new StudyRefusedError('study-paused', 'This study is paused right now. Please try again later.');
+  if (state === 'closed')
+    return new StudyRefusedError('study-closed', 'This study has closed. Thank you for your interest!');
+  return new StudyRefusedError(
+    'study-not-open',
+    `This study opens on ${s.opensAt!.toISOString().slice(0, 16).replace('T', ' ')} UTC. Please come back then.`,
+  );
 }
 
 export interface Place {
@@ -64,24 +75,44 @@ export interface Place {
 }
 
 /** The study someone asking at `where` joins, or why they cannot take part in it now (see the file's comment). */
-export async function studyFor(prisma: PrismaClient, where: Place, now = new Date()): Promise<{ study: StudyWithArms; refusal: StudyRefusedError | null }> {
+export async function studyFor(
+  prisma: PrismaClient,
+  where: Place,
+  now = new Date(),
+): Promise<{ study: StudyWithArms; refusal: StudyRefusedError | null }> {
   const all = await readStudies(prisma);
-  return chooseStudy(all, where, now) ?? { study: await defaultStudy(prisma, { study: all.find((s) => s.name === DEFAULT_STUDY) ?? null }), refusal: null };
+  return (
+    chooseStudy(all, where, now) ?? {
+      study: await defaultStudy(prisma, { study: all.find((s) => s.name === DEFAULT_STUDY) ?? null }),
+      refusal: null,
+    }
+  );
 }
 
 /** Every study with its arms and their versions, as studyFor and chooseStudy read them. */
 export function readStudies(prisma: PrismaClient): Promise<StudyWithArms[]> {
-  return prisma.study.findMany({ include: { arms: { include: { policyVersion: true } } }, orderBy: [{ createdAt: 'asc' }, { name: 'asc' }] });
+  return prisma.study.findMany({
+    include: { arms: { include: { policyVersion: true } } },
+    orderBy: [{ createdAt: 'asc' }, { name: 'asc' }],
+  });
 }
 
 /**
  * studyFor's choice among the studies read (`all`, in readStudies' order); null where the person joins the default
  * study (which the caller reads, creating it or filling its pool where needed: prisma/study-store.ts defaultStudy).
  */
-export function chooseStudy(all: readonly StudyWithArms[], where: Place, now: Date): { study: StudyWithArms; refusal: StudyRefusedError | null } | null {
+export function chooseStudy(
+  all: readonly StudyWithArms[],
+  where: Place,
+  now: Date,
+): { study: StudyWithArms; refusal: StudyRefusedError | null } | null {
   const studies = all.filter((s) => s.name !== DEFAULT_STUDY);
   const inChannel = where.channelId ? studies.filter((s) => s.channelIds.includes(where.channelId!)) : [];
-  const here = inChannel.length ? inChannel : where.guildId ? studies.filter((s) => s.guildIds.includes(where.guildId!)) : [];
+  const here = inChannel.length
+    ? inChannel
+    : where.guildId
+      ? studies.filter((s) => s.guildIds.includes(where.guildId!))
+      : [];
   const open = (list: StudyWithArms[]) => list.find((s) => studyState(s, now) === 'open');
   if (here.length) {
     const joined = open(here);
@@ -106,14 +137,22 @@ export async function neededKind(prisma: PrismaClient, studyId: string): Promise
     LEFT JOIN "Session" s ON s."taskId" = t.id AND s."studyId" = st."studyId" AND s.status = 'answered'
     WHERE st."studyId" = ${studyId}::uuid
     GROUP BY t.kind`;
-  const per = rows.filter((r) => r.tasks > 0).sort((a, b) => a.answered / a.tasks - b.answered / b.tasks || a.kind.localeCompare(b.kind));
+  const per = rows
+    .filter((r) => r.tasks > 0)
+    .sort((a, b) => a.answered / a.tasks - b.answered / b.tasks || a.kind.localeCompare(b.kind));
   return per[0]?.kind ?? 'backend';
 }
 
 /** The arm playing the next slot of a task (see the file's comment); `counts`: its sessions per policy version. */
-export function armFor(study: Pick<StudyWithArms, 'seed' | 'arms'>, position: number, counts: ReadonlyMap<string, number>): Arm {
+export function armFor(
+  study: Pick<StudyWithArms, 'seed' | 'arms'>,
+  position: number,
+  counts: ReadonlyMap<string, number>,
+): Arm {
   if (study.arms.length === 0) throw new Error('armFor: the study has no arms');
-  const order = Rng.derive(study.seed, 'study-arms').shuffle([...study.arms].sort((a, b) => a.policyVersionId.localeCompare(b.policyVersionId)));
+  const order = Rng.derive(study.seed, 'study-arms').shuffle(
+    [...study.arms].sort((a, b) => a.policyVersionId.localeCompare(b.policyVersionId)),
+  );
   const rotated = order.map((_, i) => order[(i + position) % order.length]!);
   const filled = [...counts.values()].reduce((a, n) => a + n, 0);
   let best = rotated[0]!;
@@ -137,7 +176,13 @@ export interface TaskPick {
 
 const HOLDS_SLOT = ['active', 'answered'] as const;
 
-async function firstFreeTask(tx: Tx, study: StudyWithArms, participantId: string, kind: TaskKind, split: TaskSplit): Promise<{ taskId: string; position: number } | null> {
+async function firstFreeTask(
+  tx: Tx,
+  study: StudyWithArms,
+  participantId: string,
+  kind: TaskKind,
+  split: TaskSplit,
+): Promise<{ taskId: string; position: number } | null> {
   const k = study.perTask;
   const rows = await tx.$queryRaw<{ taskId: string; position: number }[]>`
     SELECT st."taskId"::text AS "taskId", st.position
@@ -172,12 +217,24 @@ async function freeTasks(tx: Tx, study: StudyWithArms, kind: TaskKind): Promise<
  * The task (and arm) for this person in this study, or a StudyRefusedError saying why there is none. Run it under
  * the study's lock. `experimentId`: the A/B period running in the study, whose sessions alone count towards the arms' shares.
  */
-export async function pickTask(tx: Tx, study: StudyWithArms, participantId: string, kind: TaskKind, experimentId: string | null = null): Promise<TaskPick> {
-  if (study.kind && study.kind !== kind) throw new StudyRefusedError('no-task', `This study has only ${study.kind} tasks.`);
+export async function pickTask(
+  tx: Tx,
+  study: StudyWithArms,
+  participantId: string,
+  kind: TaskKind,
+  experimentId: string | null = null,
+): Promise<TaskPick> {
+  if (study.kind && study.kind !== kind)
+    throw new StudyRefusedError('no-task', `This study has only ${study.kind} tasks.`);
   if (study.maxSessionsPerPerson !== null) {
-    const mine = await tx.session.count({ where: { studyId: study.id, participantId, status: { in: [...HOLDS_SLOT] } } });
+    const mine = await tx.session.count({
+      where: { studyId: study.id, participantId, status: { in: [...HOLDS_SLOT] } },
+    });
     if (mine >= study.maxSessionsPerPerson) {
-      throw new StudyRefusedError('study-limit', `You have done the ${study.maxSessionsPerPerson} session(s) this study allows per person. Thank you for taking part!`);
+      throw new StudyRefusedError(
+        'study-limit',
+        `You have done the ${study.maxSessionsPerPerson} session(s) this study allows per person. Thank you for taking part!`,
+      );
     }
   }
   const splits: TaskSplit[] = study.name === DEFAULT_STUDY ? ['train', 'test'] : [study.split];
@@ -187,15 +244,31 @@ export async function pickTask(tx: Tx, study: StudyWithArms, participantId: stri
     if (study.arms.length === 0) return { ...free, arm: null, experimentId: null };
     const held = await tx.session.groupBy({
       by: ['policyVersionId'],
-      where: { studyId: study.id, taskId: free.taskId, status: { in: [...HOLDS_SLOT] }, ...(experimentId ? { experimentId } : {}) },
+      where: {
+        studyId: study.id,
+        taskId: free.taskId,
+        status: { in: [...HOLDS_SLOT] },
+        ...(experimentId ? { experimentId } : {}),
+      },
       _count: { _all: true },
     });
     const counts = new Map(held.filter((h) => h.policyVersionId).map((h) => [h.policyVersionId!, h._count._all]));
     return { ...free, arm: armFor(study, free.position, counts), experimentId };
   }
-  if (study.perTask === null) throw new StudyRefusedError('no-task', `There is no ${kind} task left that you have not done yet. Thank you for all your sessions!`);
-  if ((await freeTasks(tx, study, kind)) === 0) throw new StudyRefusedError('study-full', 'This study is full: every task has all the sessions it needs. Thank you for your interest!');
-  throw new StudyRefusedError('no-task', 'You have already had every task of this study that still needs a session. Thank you for taking part!');
+  if (study.perTask === null)
+    throw new StudyRefusedError(
+      'no-task',
+      `There is no ${kind} task left that you have not done yet. Thank you for all your sessions!`,
+    );
+  if ((await freeTasks(tx, study, kind)) === 0)
+    throw new StudyRefusedError(
+      'study-full',
+      'This study is full: every task has all the sessions it needs. Thank you for your interest!',
+    );
+  throw new StudyRefusedError(
+    'no-task',
+    'You have already had every task of this study that still needs a session. Thank you for taking part!',
+  );
 }
 
 /**
@@ -212,7 +285,10 @@ export async function assignTask<T>(
   create: (tx: Tx, pick: TaskPick, current: StudyWithArms) => Promise<T>,
 ): Promise<T> {
   return withStudyLock(prisma, study.id, async (tx) => {
-    const now = await tx.study.findUniqueOrThrow({ where: { id: study.id }, include: { arms: { include: { policyVersion: true } } } });
+    const now = await tx.study.findUniqueOrThrow({
+      where: { id: study.id },
+      include: { arms: { include: { policyVersion: true } } },
+    });
     const state = studyState(now, new Date());
     if (state !== 'open') throw refusalFor(now, state);
     const ab = now.arms.length > 1 ? await runningExperiment(tx, now.id) : null;

@@ -4,7 +4,13 @@ import { resolve, join } from 'node:path';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { Logger } from '../tasks/logger.ts';
-import { STARTER_ALGORITHM, deployedPolicy, registerVersion, servesOnlyStarter, switchDeployedPolicy } from '../prisma/policy-store.ts';
+import {
+  STARTER_ALGORITHM,
+  deployedPolicy,
+  registerVersion,
+  servesOnlyStarter,
+  switchDeployedPolicy,
+} from '../prisma/policy-store.ts';
 
 export async function migrateDatabase(db: Database, log?: Logger): Promise<string[]> {
   const { migrate } = await import('../prisma/migrate.ts');
@@ -19,7 +25,10 @@ export async function migrateDatabase(db: Database, log?: Logger): Promise<strin
 /** Imports the built-in task library when the database holds no task yet; returns how many were added. */
 export async function seedTasksIfEmpty(db: Database, log?: Logger): Promise<number> {
   if ((await db.prisma.task.count()) > 0) return 0;
-  const [{ builtinTasks }, { importTasks }] = await Promise.all([import('../tasks/library.ts'), import('../prisma/task-store.ts')]);
+  const [{ builtinTasks }, { importTasks }] = await Promise.all([
+    import('../tasks/library.ts'),
+    import('../prisma/task-store.ts'),
+  ]);
   const r = await importTasks(db.prisma, builtinTasks());
   log?.info({ inserted: r.inserted }, 'seeded the built-in tasks');
   return r.inserted;
@@ -57,14 +66,27 @@ export async function ensureDeployedPolicy(db: Database, setup: PolicySetup): Pr
   } else {
     dir = resolve(join(setup.checkpointDir, 'starter'));
     const { ensureStarterPolicy, starterVersionName } = await import('../trainer/recipes/starter.ts');
-    const r = await ensureStarterPolicy({ dir, seed: setup.seed, progress: setup.progress ?? 'none', log: (line) => setup.log?.info(line) });
+    const r = await ensureStarterPolicy({
+      dir,
+      seed: setup.seed,
+      progress: setup.progress ?? 'none',
+      log: (line) => setup.log?.info(line),
+    });
     sha = r.sha256;
     name = starterVersionName(sha);
     algorithm = STARTER_ALGORITHM;
   }
   // Deployed through the one deploy path, so running bots and servers hear of it (NOTIFY) as of any other deploy.
-  const registered = await registerVersion(db.prisma, { name, algorithm, checkpointPath: dir, checkpointSha256: sha, ifExists: 'reuse' });
-  const v = await switchDeployedPolicy(db, 'bot', registered, 'policy.deploy', { detail: { reason: 'no policy was deployed', checkpoint: dir } });
+  const registered = await registerVersion(db.prisma, {
+    name,
+    algorithm,
+    checkpointPath: dir,
+    checkpointSha256: sha,
+    ifExists: 'reuse',
+  });
+  const v = await switchDeployedPolicy(db, 'bot', registered, 'policy.deploy', {
+    detail: { reason: 'no policy was deployed', checkpoint: dir },
+  });
   setup.log?.info({ policy: name, dir }, 'policy deployed');
   return v;
 }
@@ -88,9 +110,13 @@ export const REAL_MODEL_COMMAND =
  */
 export async function starterNotice(deployed: PolicyVersion): Promise<string | null> {
   if (!servesOnlyStarter([deployed]) || !deployed.checkpointPath) return null;
-  const [{ readConfig }, { parameterShapes }] = await Promise.all([import('../trainer/model/checkpoint.ts'), import('../trainer/model/decoder.ts')]);
+  const [{ readConfig }, { parameterShapes }] = await Promise.all([
+    import('../trainer/model/checkpoint.ts'),
+    import('../trainer/model/decoder.ts'),
+  ]);
   let params = 0;
-  for (const shape of parameterShapes(await readConfig(deployed.checkpointPath)).values()) params += shape.reduce((a, b) => a * b, 1);
+  for (const shape of parameterShapes(await readConfig(deployed.checkpointPath)).values())
+    params += shape.reduce((a, b) => a * b, 1);
   return [
     `The agent is the starter policy (${deployed.name}): a smoke test of ${(params / 1e6).toFixed(1)}M parameters trained on a CPU in minutes,`,
     'there to show the loop works end to end, not to collaborate. To put a real small model in its seat (a ~400 MB',

@@ -8,7 +8,16 @@ import { createInterface, type Interface } from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
 import type { TaskKind } from '../tasks/model.ts';
 import { StudyError } from '../prisma/study-store.ts';
-import { RefusedError, TurnRejectedError, type AgentStep, type EvaluatedSession, type Hooks, type Person, type SessionEngine, type SessionView } from './session/engine.ts';
+import {
+  RefusedError,
+  TurnRejectedError,
+  type AgentStep,
+  type EvaluatedSession,
+  type Hooks,
+  type Person,
+  type SessionEngine,
+  type SessionView,
+} from './session/engine.ts';
 
 export interface ConsoleOptions {
   engine: SessionEngine;
@@ -20,7 +29,8 @@ export interface ConsoleOptions {
   output?: Writable;
 }
 
-const HELP = 'Type your answer and press Enter. Commands: /hidden shows your hidden information again, /stop ends the session, /quit leaves (the session is kept and resumes next time).';
+const HELP =
+  'Type your answer and press Enter. Commands: /hidden shows your hidden information again, /stop ends the session, /quit leaves (the session is kept and resumes next time).';
 
 export class ConsoleChannel {
   private rl: Interface;
@@ -64,7 +74,8 @@ export class ConsoleChannel {
   private hooks: Hooks = {
     onDbWaiting: () => this.print('[The database is unavailable; waiting for it. Nothing is lost.]'),
     onDbRecovered: () => this.print('[The database is back.]'),
-    onAgentWaiting: () => this.print('[The agent is unavailable right now; your session is kept and continues as soon as it is back.]'),
+    onAgentWaiting: () =>
+      this.print('[The agent is unavailable right now; your session is kept and continues as soon as it is back.]'),
     onAgentRecovered: () => this.print('[The agent is back.]'),
   };
 
@@ -125,13 +136,17 @@ export class ConsoleChannel {
         await this.showHidden(sessionId);
         await this.replay(sessionId);
       } else {
-        const k = await this.ask('\nWhich kind of task? [b]ackend, [f]rontend, or Enter for whichever is needed most (q to quit): ');
+        const k = await this.ask(
+          '\nWhich kind of task? [b]ackend, [f]rontend, or Enter for whichever is needed most (q to quit): ',
+        );
         if (k === null || /^q(uit)?$/i.test(k)) return this.close();
         const kind: TaskKind | null = /^b/i.test(k) ? 'backend' : /^f/i.test(k) ? 'frontend' : null;
         try {
           const started = await engine.start(person, kind, {}, this.hooks);
           sessionId = started.sessionId;
-          this.print(`\nSession ${sessionId.slice(0, 8)} (${started.kind}, ${started.blind ? 'agent version not shown during an experiment' : `policy ${started.policyName}`}).`);
+          this.print(
+            `\nSession ${sessionId.slice(0, 8)} (${started.kind}, ${started.blind ? 'agent version not shown during an experiment' : `policy ${started.policyName}`}).`,
+          );
           this.print(`Your request, as the agent sees it:\n  ${started.description}`);
           await this.showHidden(sessionId, started.targetPng);
         } catch (err) {
@@ -154,7 +169,9 @@ export class ConsoleChannel {
   }
 
   private async showHidden(sessionId: string, png?: Buffer): Promise<void> {
-    const { view, targetPng } = png ? { view: (await this.o.engine.hiddenInfo(sessionId)).view, targetPng: png } : await this.o.engine.hiddenInfo(sessionId);
+    const { view, targetPng } = png
+      ? { view: (await this.o.engine.hiddenInfo(sessionId)).view, targetPng: png }
+      : await this.o.engine.hiddenInfo(sessionId);
     this.print(`\n--- Only you can see this ---\n${view.instructions}`);
     if (view.kind === 'backend') {
       this.print(view.referenceCode.trimEnd());
@@ -167,7 +184,8 @@ export class ConsoleChannel {
 
   /** Prints the conversation so far (resuming). */
   private async replay(sessionId: string): Promise<void> {
-    for (const t of await this.o.engine.transcript(sessionId, this.hooks)) this.print(`${t.role === 'agent' ? 'Agent' : 'You'}: ${t.content}`);
+    for (const t of await this.o.engine.transcript(sessionId, this.hooks))
+      this.print(`${t.role === 'agent' ? 'Agent' : 'You'}: ${t.content}`);
   }
 
   private save(name: string, png: Buffer): string {
@@ -180,7 +198,10 @@ export class ConsoleChannel {
     this.print(`\nAgent (message ${step.agentTurn} of ${step.maxTurns})${step.answered ? ' — final answer' : ''}:`);
     if (step.view.type === 'screenshot') {
       if (step.view.text) this.print(step.view.text);
-      if (step.png) this.print(`[page screenshot: ${this.save(`${step.answered ? 'answer' : 'draft'}-${step.sessionId.slice(0, 8)}-${step.agentTurn}.png`, step.png)}]`);
+      if (step.png)
+        this.print(
+          `[page screenshot: ${this.save(`${step.answered ? 'answer' : 'draft'}-${step.sessionId.slice(0, 8)}-${step.agentTurn}.png`, step.png)}]`,
+        );
       else this.print('[the page could not be rendered]');
     } else {
       this.print(step.view.text);
@@ -255,7 +276,8 @@ export class ConsoleChannel {
 }
 
 function resultLine(r: EvaluatedSession | { sessionId: string; error: string }): string {
-  if ('error' in r) return `The answer is saved but could not be scored now (${r.error}); \`sweetloop start\` scores it later.`;
+  if ('error' in r)
+    return `The answer is saved but could not be scored now (${r.error}); \`sweetloop start\` scores it later.`;
   const o = r.outcome;
   const code = r.completionCode ? `\nYour completion code for this study: ${r.completionCode}` : '';
   return r.kind === 'backend'

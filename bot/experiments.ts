@@ -8,7 +8,16 @@
 // The person is not told which arm they are in (the channels show no policy name where a study has arms).
 import type { Database } from '../prisma/db.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import { armSessions, latestExperiment, runningExperiment, stopArms, type ArmSession, type RunningExperiment, type StopRequest, type StopResult } from '../prisma/experiment-store.ts';
+import {
+  armSessions,
+  latestExperiment,
+  runningExperiment,
+  stopArms,
+  type ArmSession,
+  type RunningExperiment,
+  type StopRequest,
+  type StopResult,
+} from '../prisma/experiment-store.ts';
 import type { StudyWithArms } from '../prisma/study-store.ts';
 import { markedName } from '../prisma/policy-store.ts';
 import { wasAbandoned } from '../tasks/quality.ts';
@@ -54,7 +63,13 @@ export interface ArmComparison {
   control: ArmFigures;
   candidate: ArmFigures;
   /** Candidate minus control, each with its interval and p-value. */
-  differences: { success: Difference; score: Difference; rating: Difference; turns: Difference; abandonment: Difference };
+  differences: {
+    success: Difference;
+    score: Difference;
+    rating: Difference;
+    turns: Difference;
+    abandonment: Difference;
+  };
   /** The same, paired by task: `tasks` is how many tasks both arms played. */
   paired: { tasks: number; success: PairedDifference; score: PairedDifference };
 }
@@ -71,7 +86,16 @@ interface Tally {
 }
 
 function tally(sessions: readonly ArmSession[]): Tally {
-  const t: Tally = { sessions: sessions.length, ended: 0, successes: 0, evaluated: 0, abandoned: 0, scores: [], ratings: [], turns: [] };
+  const t: Tally = {
+    sessions: sessions.length,
+    ended: 0,
+    successes: 0,
+    evaluated: 0,
+    abandoned: 0,
+    scores: [],
+    ratings: [],
+    turns: [],
+  };
   for (const s of sessions) {
     if (s.status !== 'active') {
       t.ended++;
@@ -107,7 +131,11 @@ const mean = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0) / xs.lengt
 
 function pairedDifference(candidate: readonly number[], control: readonly number[]): PairedDifference {
   return {
-    difference: meanIntervalOf(candidate.map((x, i) => x - control[i]!), 0.95, [-1, 1]),
+    difference: meanIntervalOf(
+      candidate.map((x, i) => x - control[i]!),
+      0.95,
+      [-1, 1],
+    ),
     pValue: candidate.length ? wilcoxonSignedRank(candidate, control).pValue : NaN,
   };
 }
@@ -127,14 +155,26 @@ function pairedByTask(sessions: readonly ArmSession[], pair: ArmPair): ArmCompar
   const success = (list: ArmSession[]) => mean(list.map((s) => (s.evaluation!.success ? 1 : 0)));
   return {
     tasks: both.length,
-    success: pairedDifference(both.map((t) => success(t.candidate)), both.map((t) => success(t.control))),
-    score: pairedDifference(both.map((t) => score(t.candidate)), both.map((t) => score(t.control))),
+    success: pairedDifference(
+      both.map((t) => success(t.candidate)),
+      both.map((t) => success(t.control)),
+    ),
+    score: pairedDifference(
+      both.map((t) => score(t.candidate)),
+      both.map((t) => score(t.control)),
+    ),
   };
 }
 
 /** Each arm's figures on one kind of task, and the differences between the arms with their p-values. */
-export function compareArms(sessions: readonly ArmSession[], kind: 'backend' | 'frontend', pair: ArmPair): ArmComparison {
-  const ofKind = sessions.filter((s) => s.kind === kind && (s.policyVersionId === pair.control.id || s.policyVersionId === pair.candidate.id));
+export function compareArms(
+  sessions: readonly ArmSession[],
+  kind: 'backend' | 'frontend',
+  pair: ArmPair,
+): ArmComparison {
+  const ofKind = sessions.filter(
+    (s) => s.kind === kind && (s.policyVersionId === pair.control.id || s.policyVersionId === pair.candidate.id),
+  );
   const a = tally(ofKind.filter((s) => s.policyVersionId === pair.candidate.id));
   const b = tally(ofKind.filter((s) => s.policyVersionId === pair.control.id));
   return {
@@ -154,8 +194,12 @@ export function compareArms(sessions: readonly ArmSession[], kind: 'backend' | '
 
 /** One comparison per kind of task that the two arms played. */
 export function compareExperiment(sessions: readonly ArmSession[], pair: ArmPair): ArmComparison[] {
-  const played = sessions.filter((s) => s.policyVersionId === pair.control.id || s.policyVersionId === pair.candidate.id);
-  return (['backend', 'frontend'] as const).filter((k) => played.some((s) => s.kind === k)).map((k) => compareArms(played, k, pair));
+  const played = sessions.filter(
+    (s) => s.policyVersionId === pair.control.id || s.policyVersionId === pair.candidate.id,
+  );
+  return (['backend', 'frontend'] as const)
+    .filter((k) => played.some((s) => s.kind === k))
+    .map((k) => compareArms(played, k, pair));
 }
 
 // ------------------------------------------------------------------------------------------- a study's arms
@@ -170,7 +214,10 @@ export interface ArmsStatus {
 /** The reference arm of a study made with several arms: the deployed version, else the largest share, else by name. */
 function referenceFirst(arms: StudyWithArms['arms']): StudyWithArms['arms'] {
   const deployed = (a: StudyWithArms['arms'][number]) => (a.policyVersion.status === 'deployed' ? 1 : 0);
-  return [...arms].sort((a, b) => deployed(b) - deployed(a) || b.share - a.share || a.policyVersion.name.localeCompare(b.policyVersion.name));
+  return [...arms].sort(
+    (a, b) =>
+      deployed(b) - deployed(a) || b.share - a.share || a.policyVersion.name.localeCompare(b.policyVersion.name),
+  );
 }
 
 /** How a study's arms compare (see the file's comment); no comparison when it has had no arms to compare. */
@@ -179,11 +226,22 @@ export async function armsStatus(prisma: PrismaClient, study: StudyWithArms): Pr
   if (!running && study.arms.length > 1) {
     const [reference, ...others] = referenceFirst(study.arms).map((a) => a.policyVersion);
     const sessions = await armSessions(prisma, { studyId: study.id });
-    return { study, experiment: null, comparisons: others.flatMap((o) => compareExperiment(sessions, { control: reference!, candidate: o })) };
+    return {
+      study,
+      experiment: null,
+      comparisons: others.flatMap((o) => compareExperiment(sessions, { control: reference!, candidate: o })),
+    };
   }
   const e = running ?? (await latestExperiment(prisma, study.id));
   if (!e) return { study, experiment: null, comparisons: [] };
-  return { study, experiment: e, comparisons: compareExperiment(await armSessions(prisma, { experimentId: e.id }), { control: e.control, candidate: e.candidate }) };
+  return {
+    study,
+    experiment: e,
+    comparisons: compareExperiment(await armSessions(prisma, { experimentId: e.id }), {
+      control: e.control,
+      candidate: e.candidate,
+    }),
+  };
 }
 
 /** The figures a comparison stopped with, kept in its audit entry (estimates and p-values per kind). */
@@ -195,14 +253,33 @@ export function summaryForAudit(comparisons: readonly ArmComparison[]): Record<s
     control: c.control.version,
     candidate: c.candidate.version,
     sessions: { control: c.control.sessions, candidate: c.candidate.sessions },
-    success: { control: v(c.control.success.estimate), candidate: v(c.candidate.success.estimate), p: v(c.differences.success.pValue) },
-    score: { control: v(c.control.score.estimate), candidate: v(c.candidate.score.estimate), p: v(c.differences.score.pValue) },
-    pairedByTask: { tasks: c.paired.tasks, success: v(c.paired.success.difference.estimate), successP: v(c.paired.success.pValue), score: v(c.paired.score.difference.estimate), scoreP: v(c.paired.score.pValue) },
+    success: {
+      control: v(c.control.success.estimate),
+      candidate: v(c.candidate.success.estimate),
+      p: v(c.differences.success.pValue),
+    },
+    score: {
+      control: v(c.control.score.estimate),
+      candidate: v(c.candidate.score.estimate),
+      p: v(c.differences.score.pValue),
+    },
+    pairedByTask: {
+      tasks: c.paired.tasks,
+      success: v(c.paired.success.difference.estimate),
+      successP: v(c.paired.success.pValue),
+      score: v(c.paired.score.difference.estimate),
+      scoreP: v(c.paired.score.pValue),
+    },
   }));
 }
 
 /** Stops a study's comparison of arms (prisma/experiment-store.ts stopArms), its audit entry holding the final figures. */
-export async function stopStudyArms(db: Database, actor: string, study: StudyWithArms, r: StopRequest): Promise<StopResult> {
+export async function stopStudyArms(
+  db: Database,
+  actor: string,
+  study: StudyWithArms,
+  r: StopRequest,
+): Promise<StopResult> {
   const status = await armsStatus(db.prisma, study);
   const live = !status.experiment || status.experiment.status === 'running';
   return stopArms(db, actor, study.name, r, { figures: live ? summaryForAudit(status.comparisons) : [] });
@@ -224,7 +301,9 @@ function difference(d: Difference, f: (v: number) => string): string {
   if (!Number.isFinite(e.estimate)) return 'difference: not enough data';
   const signed = (v: number) => (v >= 0 ? '+' : '') + f(v);
   const ci = Number.isFinite(e.lo) ? ` [${signed(e.lo)}, ${signed(e.hi)}]` : '';
-  const p = Number.isFinite(d.pValue) ? `, p=${d.pValue < 0.001 ? d.pValue.toExponential(1) : d.pValue.toFixed(3)} (${d.test === 'fisher-exact' ? 'Fisher' : 'Welch t'})` : '';
+  const p = Number.isFinite(d.pValue)
+    ? `, p=${d.pValue < 0.001 ? d.pValue.toExponential(1) : d.pValue.toFixed(3)} (${d.test === 'fisher-exact' ? 'Fisher' : 'Welch t'})`
+    : '';
   return `difference ${signed(e.estimate)}${ci}${p}`;
 }
 
@@ -234,11 +313,36 @@ export function comparisonRows(c: ArmComparison): [string, string, string, strin
   const scoreFmt = c.kind === 'backend' ? pct : (v: number) => v.toFixed(3);
   const pts = (v: number) => `${(100 * v).toFixed(1)} pts`;
   return [
-    ['success', interval(c.control.success, pct), interval(c.candidate.success, pct), difference(c.differences.success, pts)],
-    [scoreLabel, interval(c.control.score, scoreFmt), interval(c.candidate.score, scoreFmt), difference(c.differences.score, c.kind === 'backend' ? pts : (v) => v.toFixed(3))],
-    ['rating', interval(c.control.rating, num), interval(c.candidate.rating, num), difference(c.differences.rating, num)],
-    ['agent turns', interval(c.control.turns, num), interval(c.candidate.turns, num), difference(c.differences.turns, num)],
-    ['abandoned', interval(c.control.abandonment, pct), interval(c.candidate.abandonment, pct), difference(c.differences.abandonment, pts)],
+    [
+      'success',
+      interval(c.control.success, pct),
+      interval(c.candidate.success, pct),
+      difference(c.differences.success, pts),
+    ],
+    [
+      scoreLabel,
+      interval(c.control.score, scoreFmt),
+      interval(c.candidate.score, scoreFmt),
+      difference(c.differences.score, c.kind === 'backend' ? pts : (v) => v.toFixed(3)),
+    ],
+    [
+      'rating',
+      interval(c.control.rating, num),
+      interval(c.candidate.rating, num),
+      difference(c.differences.rating, num),
+    ],
+    [
+      'agent turns',
+      interval(c.control.turns, num),
+      interval(c.candidate.turns, num),
+      difference(c.differences.turns, num),
+    ],
+    [
+      'abandoned',
+      interval(c.control.abandonment, pct),
+      interval(c.candidate.abandonment, pct),
+      difference(c.differences.abandonment, pts),
+    ],
   ];
 }
 
@@ -250,15 +354,22 @@ export function pairedLine(c: ArmComparison): string {
     const e = d.difference;
     const signed = (v: number) => (v >= 0 ? '+' : '') + f(v);
     const ci = Number.isFinite(e.lo) ? ` [${signed(e.lo)}, ${signed(e.hi)}]` : '';
-    const p = Number.isFinite(d.pValue) ? `, p=${d.pValue < 0.001 ? d.pValue.toExponential(1) : d.pValue.toFixed(3)}` : '';
+    const p = Number.isFinite(d.pValue)
+      ? `, p=${d.pValue < 0.001 ? d.pValue.toExponential(1) : d.pValue.toFixed(3)}`
+      : '';
     return `${label} ${signed(e.estimate)}${ci}${p}`;
   };
-  const score = c.kind === 'backend' ? one('% tests passed', c.paired.score, pts) : one('similarity', c.paired.score, (v) => v.toFixed(3));
+  const score =
+    c.kind === 'backend'
+      ? one('% tests passed', c.paired.score, pts)
+      : one('similarity', c.paired.score, (v) => v.toFixed(3));
   return `paired by task (${c.paired.tasks} task(s) played in both arms): success ${one('', c.paired.success, pts).trim()}; ${score} (Wilcoxon signed-rank)`;
 }
 
 export function describeExperiment(e: RunningExperiment): string {
-  const when = e.stoppedAt ? `stopped ${e.stoppedAt.toISOString().slice(0, 16)} (${e.outcome})` : `running since ${e.startedAt.toISOString().slice(0, 16)}`;
+  const when = e.stoppedAt
+    ? `stopped ${e.stoppedAt.toISOString().slice(0, 16)} (${e.outcome})`
+    : `running since ${e.startedAt.toISOString().slice(0, 16)}`;
   return `Experiment ${e.id.slice(0, 8)} in study **${e.study.name}**: candidate **${markedName(e.candidate)}** vs control **${markedName(e.control)}**, ${e.share}% of each task's sessions on the candidate; ${when} UTC.`;
 }
 
@@ -272,18 +383,25 @@ export function formatArmsStatus(st: ArmsStatus): string {
         ? `Study **${st.study.name}** compares its arms: ${arms}.`
         : `Study **${st.study.name}** compares no arms (${arms || 'the deployed version'} plays it) and has had no experiment. Start one with /mod experiment start or sweetloop study arms start.`,
   ];
-  if (st.experiment && st.experiment.status !== 'running') lines.push(`Study **${st.study.name}** is now played by ${arms || 'the deployed version'}.`);
+  if (st.experiment && st.experiment.status !== 'running')
+    lines.push(`Study **${st.study.name}** is now played by ${arms || 'the deployed version'}.`);
   if (comparisonsEmpty(st)) lines.push('No session has been played in it yet.');
   for (const c of st.comparisons) {
     lines.push(
       '',
       `**${c.kind}** — control ${c.control.version}: ${c.control.sessions} session(s) (${c.control.ended} ended), candidate ${c.candidate.version}: ${c.candidate.sessions} session(s) (${c.candidate.ended} ended)`,
     );
-    for (const [label, control, candidate, diff] of comparisonRows(c)) lines.push(`${label}: control ${control} · candidate ${candidate} · ${diff}`);
+    for (const [label, control, candidate, diff] of comparisonRows(c))
+      lines.push(`${label}: control ${control} · candidate ${candidate} · ${diff}`);
     lines.push(pairedLine(c));
   }
-  if (st.comparisons.length) lines.push('', '95% intervals: Wilson (proportions), Student t (means); differences are candidate minus control (Newcombe / Welch; within tasks: t interval).');
+  if (st.comparisons.length)
+    lines.push(
+      '',
+      '95% intervals: Wilson (proportions), Student t (means); differences are candidate minus control (Newcombe / Welch; within tasks: t interval).',
+    );
   return lines.join('\n');
 }
 
-const comparisonsEmpty = (st: ArmsStatus) => st.comparisons.length === 0 && (st.experiment !== null || st.study.arms.length > 1);
+const comparisonsEmpty = (st: ArmsStatus) =>
+  st.comparisons.length === 0 && (st.experiment !== null || st.study.arms.length > 1);

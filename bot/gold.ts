@@ -22,7 +22,8 @@ export async function goldShare(prisma: PrismaClient | Prisma.TransactionClient)
 }
 
 export async function setGoldShare(prisma: PrismaClient, actor: string, share: number): Promise<void> {
-  if (!(share >= 0 && share <= 1)) throw new GoldError(`The share of gold checks is a percentage from 0 to 100, got ${Math.round(share * 100)}.`);
+  if (!(share >= 0 && share <= 1))
+    throw new GoldError(`The share of gold checks is a percentage from 0 to 100, got ${Math.round(share * 100)}.`);
   await saveGoldShare(prisma, actor, share);
 }
 
@@ -31,7 +32,11 @@ export async function setGoldShare(prisma: PrismaClient, actor: string, share: n
  * below the share) and the task has a usable source: an answered backend session of a simulated collaborator in
  * which the agent asked at least one question. Null otherwise.
  */
-export async function goldSource(prisma: PrismaClient | Prisma.TransactionClient, taskId: string, draw: number): Promise<string | null> {
+export async function goldSource(
+  prisma: PrismaClient | Prisma.TransactionClient,
+  taskId: string,
+  draw: number,
+): Promise<string | null> {
   const share = await goldShare(prisma);
   if (!(draw < share)) return null;
   const sources = await prisma.session.findMany({
@@ -65,6 +70,13 @@ export function replayAgent(name: string, agentTurns: readonly string[]): Agent 
 
 /** The replay agent of a gold session's source. */
 export async function goldAgent(prisma: PrismaClient, sourceId: string): Promise<Agent> {
-  const turns = await prisma.turn.findMany({ where: { sessionId: sourceId, role: 'agent' }, orderBy: { index: 'asc' }, select: { content: true } });
-  return replayAgent(`gold:${sourceId.slice(0, 8)}`, turns.map((t) => t.content));
+  const turns = await prisma.turn.findMany({
+    where: { sessionId: sourceId, role: 'agent' },
+    orderBy: { index: 'asc' },
+    select: { content: true },
+  });
+  return replayAgent(
+    `gold:${sourceId.slice(0, 8)}`,
+    turns.map((t) => t.content),
+  );
 }

@@ -25,13 +25,41 @@ export class BotMetrics implements EngineObserver {
    * bot/session/sweep.ts) are read at each scrape (null when they cannot be read now: the gauge keeps its last value),
    * and so is `scoring`, the scoring pool's answers waiting and being scored (bot/session/scoring.ts).
    */
-  constructor(activeSessions?: () => Promise<number | null>, overdueSessions?: () => Promise<number | null>, scoring?: () => { queued: number; running: number }) {
+  constructor(
+    activeSessions?: () => Promise<number | null>,
+    overdueSessions?: () => Promise<number | null>,
+    scoring?: () => { queued: number; running: number },
+  ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'sweetloop_bot_' });
-    this.turns = new Counter({ name: 'sweetloop_turns_total', help: 'Dialogue turns stored', labelNames: ['role'], registers: [this.registry] });
-    this.ackSeconds = new Histogram({ name: 'sweetloop_interaction_ack_seconds', help: 'Time from an interaction being created to its acknowledgement', buckets: LATENCY_BUCKETS, registers: [this.registry] });
-    this.turnSeconds = new Histogram({ name: 'sweetloop_agent_turn_seconds', help: 'Time the agent took to write a turn', buckets: LATENCY_BUCKETS, registers: [this.registry] });
-    this.evaluationFailures = new Counter({ name: 'sweetloop_evaluation_failures_total', help: 'Answers that could not be scored', registers: [this.registry] });
-    this.errors = new Counter({ name: 'sweetloop_errors_total', help: 'Internal errors shown to people as an error id', labelNames: ['where'], registers: [this.registry] });
+    this.turns = new Counter({
+      name: 'sweetloop_turns_total',
+      help: 'Dialogue turns stored',
+      labelNames: ['role'],
+      registers: [this.registry],
+    });
+    this.ackSeconds = new Histogram({
+      name: 'sweetloop_interaction_ack_seconds',
+      help: 'Time from an interaction being created to its acknowledgement',
+      buckets: LATENCY_BUCKETS,
+      registers: [this.registry],
+    });
+    this.turnSeconds = new Histogram({
+      name: 'sweetloop_agent_turn_seconds',
+      help: 'Time the agent took to write a turn',
+      buckets: LATENCY_BUCKETS,
+      registers: [this.registry],
+    });
+    this.evaluationFailures = new Counter({
+      name: 'sweetloop_evaluation_failures_total',
+      help: 'Answers that could not be scored',
+      registers: [this.registry],
+    });
+    this.errors = new Counter({
+      name: 'sweetloop_errors_total',
+      help: 'Internal errors shown to people as an error id',
+      labelNames: ['where'],
+      registers: [this.registry],
+    });
     const self = this;
     this.queueDepth = new Gauge({
       name: 'sweetloop_queue_depth',
@@ -170,10 +198,21 @@ const CHECK_TIMEOUT_MS = 2_000;
 
 async function runCheck(check: () => Promise<CheckResult> | CheckResult): Promise<{ ok: boolean; reason?: string }> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<{ ok: boolean; reason?: string }>((resolve) => (timer = setTimeout(() => resolve({ ok: false, reason: `no answer within ${CHECK_TIMEOUT_MS} ms` }), CHECK_TIMEOUT_MS)));
+  const timeout = new Promise<{ ok: boolean; reason?: string }>(
+    (resolve) =>
+      (timer = setTimeout(
+        () => resolve({ ok: false, reason: `no answer within ${CHECK_TIMEOUT_MS} ms` }),
+        CHECK_TIMEOUT_MS,
+      )),
+  );
   const asResult = (r: CheckResult) => (typeof r === 'boolean' ? { ok: r } : r);
   try {
-    return await Promise.race([Promise.resolve().then(check).then(asResult, () => ({ ok: false })), timeout]);
+    return await Promise.race([
+      Promise.resolve()
+        .then(check)
+        .then(asResult, () => ({ ok: false })),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -183,7 +222,13 @@ async function runCheck(check: () => Promise<CheckResult> | CheckResult): Promis
  * Serves /health/live, /health/ready and /metrics on `port` (0: any free port; see the returned port), on
  * 127.0.0.1 unless `host` says otherwise: they answer without a token.
  */
-export async function startHealthServer(o: { port: number; host?: string; metrics: { registry: Registry }; ready: ReadinessChecks; live?: () => boolean }): Promise<HealthServer> {
+export async function startHealthServer(o: {
+  port: number;
+  host?: string;
+  metrics: { registry: Registry };
+  ready: ReadinessChecks;
+  live?: () => boolean;
+}): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const json = (status: number, body: unknown) => {
@@ -196,11 +241,19 @@ export async function startHealthServer(o: { port: number; host?: string; metric
       return json(alive ? 200 : 503, { status: alive ? 'live' : 'stopping' });
     }
     if (path === '/health/ready') {
-      void Promise.all(Object.entries(o.ready).map(async ([name, check]) => [name, await runCheck(check)] as const)).then((results) => {
+      void Promise.all(
+        Object.entries(o.ready).map(async ([name, check]) => [name, await runCheck(check)] as const),
+      ).then((results) => {
         const checks = Object.fromEntries(results.map(([name, r]) => [name, r.ok]));
-        const reasons = Object.fromEntries(results.filter(([, r]) => !r.ok && r.reason).map(([name, r]) => [name, r.reason]));
+        const reasons = Object.fromEntries(
+          results.filter(([, r]) => !r.ok && r.reason).map(([name, r]) => [name, r.reason]),
+        );
         const ok = results.every(([, r]) => r.ok);
-        json(ok ? 200 : 503, { status: ok ? 'ready' : 'not ready', checks, ...(Object.keys(reasons).length ? { reasons } : {}) });
+        json(ok ? 200 : 503, {
+          status: ok ? 'ready' : 'not ready',
+          checks,
+          ...(Object.keys(reasons).length ? { reasons } : {}),
+        });
       });
       return;
     }

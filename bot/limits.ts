@@ -16,20 +16,39 @@ const DAY_MS = 24 * 3600_000;
 const MINUTE_MS = 60_000;
 
 /** The refusal for the person, or null when they may start another session now. */
-export async function sessionLimitRefusal(prisma: PrismaClient, participantId: string, limits: Limits, now = new Date()): Promise<string | null> {
+export async function sessionLimitRefusal(
+  prisma: PrismaClient,
+  participantId: string,
+  limits: Limits,
+  now = new Date(),
+): Promise<string | null> {
   const since = new Date(now.getTime() - DAY_MS);
   const started = await prisma.session.count({ where: { participantId, startedAt: { gte: since }, simulated: false } });
   if (started < limits.sessionsPerDay) return null;
-  const oldest = await prisma.session.findFirst({ where: { participantId, startedAt: { gte: since } }, orderBy: { startedAt: 'asc' }, select: { startedAt: true } });
+  const oldest = await prisma.session.findFirst({
+    where: { participantId, startedAt: { gte: since } },
+    orderBy: { startedAt: 'asc' },
+    select: { startedAt: true },
+  });
   const freeAt = new Date((oldest?.startedAt ?? now).getTime() + DAY_MS);
   return `You have started ${started} sessions in the last 24 hours, the most one person may. You can start another after ${freeAt.toISOString().slice(0, 16).replace('T', ' ')} UTC. Thank you for all your help!`;
 }
 
 /** The refusal for the person, or null when a reply of `length` characters may be taken now. */
-export async function messageLimitRefusal(prisma: PrismaClient, participantId: string, length: number, limits: Limits, now = new Date()): Promise<string | null> {
-  if (length > limits.messageChars) return `Your message is ${length} characters long; the limit is ${limits.messageChars}. Please shorten it and send it again.`;
+export async function messageLimitRefusal(
+  prisma: PrismaClient,
+  participantId: string,
+  length: number,
+  limits: Limits,
+  now = new Date(),
+): Promise<string | null> {
+  if (length > limits.messageChars)
+    return `Your message is ${length} characters long; the limit is ${limits.messageChars}. Please shorten it and send it again.`;
   const since = new Date(now.getTime() - MINUTE_MS);
-  const recent = await prisma.turn.count({ where: { role: 'human', createdAt: { gte: since }, session: { participantId } } });
-  if (recent >= limits.messagesPerMinute) return `You have sent ${recent} messages in the last minute, the most one person may. Please wait a moment, then send it again.`;
+  const recent = await prisma.turn.count({
+    where: { role: 'human', createdAt: { gte: since }, session: { participantId } },
+  });
+  if (recent >= limits.messagesPerMinute)
+    return `You have sent ${recent} messages in the last minute, the most one person may. Please wait a moment, then send it again.`;
   return null;
 }

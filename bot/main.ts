@@ -6,7 +6,14 @@ import { join } from 'node:path';
 import type { Logger } from '../tasks/logger.ts';
 import type { LocalServeSettings } from '../trainer/serve/local.ts';
 import { openDatabase, type Database } from '../prisma/db.ts';
-import { consoleIdentity, ensureDeployedPolicy, migrateDatabase, seedTasksIfEmpty, starterNotice, warnIfOnlyStarter } from './bootstrap.ts';
+import {
+  consoleIdentity,
+  ensureDeployedPolicy,
+  migrateDatabase,
+  seedTasksIfEmpty,
+  starterNotice,
+  warnIfOnlyStarter,
+} from './bootstrap.ts';
 import type { Limits } from './limits.ts';
 import { BotMetrics, startHealthServer } from './health.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
@@ -61,11 +68,22 @@ export interface DiscordSettings {
 }
 
 async function prepare(config: BotSettings, log: Logger, progress: 'bar' | 'lines' | 'none'): Promise<Database> {
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: config.pgliteDir, poolSize: config.databasePoolSize, log });
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    pgliteDir: config.pgliteDir,
+    poolSize: config.databasePoolSize,
+    log,
+  });
   try {
     await migrateDatabase(db, log);
     await seedTasksIfEmpty(db, log);
-    const deployed = await ensureDeployedPolicy(db, { policyModelDir: config.policyModelDir, checkpointDir: config.checkpointDir, seed: config.seed, log, progress });
+    const deployed = await ensureDeployedPolicy(db, {
+      policyModelDir: config.policyModelDir,
+      checkpointDir: config.checkpointDir,
+      seed: config.seed,
+      log,
+      progress,
+    });
     // People on Discord are who a study is for; the console is for trying the starter, and says what it is.
     if (config.discord) warnIfOnlyStarter(deployed, log);
     else {
@@ -79,7 +97,13 @@ async function prepare(config: BotSettings, log: Logger, progress: 'bar' | 'line
   }
 }
 
-function runtimeFor(config: BotSettings, db: Database, log: Logger, channel: 'discord' | 'console', observer?: BotMetrics): Promise<Runtime> {
+function runtimeFor(
+  config: BotSettings,
+  db: Database,
+  log: Logger,
+  channel: 'discord' | 'console',
+  observer?: BotMetrics,
+): Promise<Runtime> {
   return createRuntime({
     channel,
     db,
@@ -100,22 +124,32 @@ function runtimeFor(config: BotSettings, db: Database, log: Logger, channel: 'di
 
 export async function runDiscord(config: BotSettings, log: Logger, prepared?: Database): Promise<void> {
   const discord = config.discord;
-  if (!discord) throw new Error('DISCORD_TOKEN is not set: the Discord bot needs a bot token (or run `sweetloop console`).');
+  if (!discord)
+    throw new Error('DISCORD_TOKEN is not set: the Discord bot needs a bot token (or run `sweetloop console`).');
   const db = prepared ?? (await prepare(config, log, 'lines'));
   // Scraped only once the health server is up, after `rt` below exists.
   const overdue = async () => (await rt.engine.overdue()).length;
-  const metrics = new BotMetrics(() => db.prisma.session.count({ where: { status: 'active', channel: 'discord' } }), overdue, () => rt.engine.scoringLoad());
+  const metrics = new BotMetrics(
+    () => db.prisma.session.count({ where: { status: 'active', channel: 'discord' } }),
+    overdue,
+    () => rt.engine.scoringLoad(),
+  );
   const rt = await runtimeFor(config, db, log, 'discord', metrics);
   const { DiscordBot } = await import('./discord/bot.ts');
-  const bot = new DiscordBot(rt.engine, rt.services, {
-    ...discord,
-    consentText: config.consentText,
-    exportSalt: config.exportSalt,
-    exportSaltIsDefault: config.exportSaltIsDefault,
-    exportDir: config.exportDir,
-    chromiumPath: config.chromiumPath,
-    metrics,
-  }, log);
+  const bot = new DiscordBot(
+    rt.engine,
+    rt.services,
+    {
+      ...discord,
+      consentText: config.consentText,
+      exportSalt: config.exportSalt,
+      exportSaltIsDefault: config.exportSaltIsDefault,
+      exportDir: config.exportDir,
+      chromiumPath: config.chromiumPath,
+      metrics,
+    },
+    log,
+  );
   let stopping = false;
   const health = config.health
     ? await startHealthServer({
@@ -154,7 +188,12 @@ export async function runDiscord(config: BotSettings, log: Logger, prepared?: Da
 }
 
 /** Runs the console until the person leaves (false) or the process is asked to stop (true). */
-export async function runConsole(config: BotSettings, log: Logger, prepared?: Database, o: { keepDatabase?: boolean } = {}): Promise<boolean> {
+export async function runConsole(
+  config: BotSettings,
+  log: Logger,
+  prepared?: Database,
+  o: { keepDatabase?: boolean } = {},
+): Promise<boolean> {
   const db = prepared ?? (await prepare(config, log, 'bar'));
   const rt = await runtimeFor(config, db, log, 'console');
   const { ConsoleChannel } = await import('./console.ts');
@@ -184,12 +223,21 @@ export async function runStart(config: BotSettings, log: Logger): Promise<void> 
   let dashboard: { close(): Promise<unknown> } | null = null;
   if (config.dashboard) {
     const { startDashboard } = await import('./dashboard/server.ts');
-    const d = await startDashboard({ db, ...config.dashboard, salt: config.exportSalt, chromiumPath: config.chromiumPath, log });
+    const d = await startDashboard({
+      db,
+      ...config.dashboard,
+      salt: config.exportSalt,
+      chromiumPath: config.chromiumPath,
+      log,
+    });
     dashboard = d.app;
     // One plain line (not a warning): where it is.
     process.stderr.write(`Dashboard: ${d.url}\n`);
     // The login link carries its secret: printed once on stderr, never through the logger (which would redact it).
-    if (d.loginUrl) process.stderr.write(`Dashboard login link (open it once; its token lasts until this process stops): ${d.loginUrl}\n`);
+    if (d.loginUrl)
+      process.stderr.write(
+        `Dashboard login link (open it once; its token lasts until this process stops): ${d.loginUrl}\n`,
+      );
   }
   try {
     if (config.discord) return await runDiscord(config, log, db);

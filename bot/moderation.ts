@@ -39,9 +39,16 @@ export function pausedIn(value: unknown): boolean {
  * Bans a person and ends their active session; returns the ids of the sessions ended. `everywhere` (operators
  * only) bans from every guild; otherwise the ban holds in the actor's guild and ends only a session there.
  */
-export async function ban(prisma: PrismaClient, actor: string | Actor, externalId: string, reason: string | null, everywhere = true): Promise<string[]> {
+export async function ban(
+  prisma: PrismaClient,
+  actor: string | Actor,
+  externalId: string,
+  reason: string | null,
+  everywhere = true,
+): Promise<string[]> {
   const a = actorOf(actor);
-  if (everywhere && !a.operator) throw new ModerationError('Only an operator can ban someone everywhere; your ban holds in this server.');
+  if (everywhere && !a.operator)
+    throw new ModerationError('Only an operator can ban someone everywhere; your ban holds in this server.');
   if (!everywhere && !a.guildId) throw new ModerationError('A ban within a server needs the server.');
   return recordBan(prisma, a, externalId, { reason, guildId: everywhere ? null : a.guildId });
 }
@@ -54,15 +61,24 @@ export async function unban(prisma: PrismaClient, actor: string | Actor, externa
 }
 
 /** Is the person banned from sessions in this guild (everywhere, or there)? */
-export function isBannedIn(p: { banned: boolean; bannedGuildIds: string[] }, guildId: string | null | undefined): boolean {
+export function isBannedIn(
+  p: { banned: boolean; bannedGuildIds: string[] },
+  guildId: string | null | undefined,
+): boolean {
   return p.banned || (!!guildId && p.bannedGuildIds.includes(guildId));
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export async function flagSession(prisma: PrismaClient, actor: string | Actor, sessionId: string, reason: string): Promise<string> {
+export async function flagSession(
+  prisma: PrismaClient,
+  actor: string | Actor,
+  sessionId: string,
+  reason: string,
+): Promise<string> {
   const a = actorOf(actor);
-  if (!UUID.test(sessionId)) throw new ModerationError(`"${sessionId}" is not a session id (expected a UUID, as shown by /task status).`);
+  if (!UUID.test(sessionId))
+    throw new ModerationError(`"${sessionId}" is not a session id (expected a UUID, as shown by /task status).`);
   const flagId = await recordFlag(prisma, { ...a, everyGuild: a.operator }, sessionId, reason);
   // Another guild's session is "not found" for a guild moderator: they may not learn that it exists.
   if (!flagId) throw new ModerationError(`No session ${sessionId}.`);
@@ -88,7 +104,12 @@ export async function openFlags(prisma: PrismaClient, actor: string | Actor, tak
 }
 
 /** Closes an open flag with a reason (audited); the session is exported again unless flagged otherwise. */
-export async function resolveFlag(prisma: PrismaClient, actor: string | Actor, flagId: string, reason: string): Promise<void> {
+export async function resolveFlag(
+  prisma: PrismaClient,
+  actor: string | Actor,
+  flagId: string,
+  reason: string,
+): Promise<void> {
   const a = actorOf(actor);
   if (!UUID.test(flagId)) throw new ModerationError(`"${flagId}" is not a flag id (see /mod flags).`);
   const outcome = await closeFlag(prisma, { ...a, everyGuild: a.operator }, flagId, reason);
@@ -120,19 +141,41 @@ export interface Stats {
 export async function stats(prisma: PrismaClient, guildId?: string | null): Promise<Stats> {
   const inGuild = guildId ? { guildId } : {};
   const people = guildId ? { sessions: { some: { guildId } } } : {};
-  const [participants, consented, banned, byStatus, answered, tasks, evals, ratingAgg, flags, deployed, paused, versions] = await Promise.all([
+  const [
+    participants,
+    consented,
+    banned,
+    byStatus,
+    answered,
+    tasks,
+    evals,
+    ratingAgg,
+    flags,
+    deployed,
+    paused,
+    versions,
+  ] = await Promise.all([
     prisma.participant.count({ where: people }),
     prisma.participant.count({ where: { ...people, ...consentedWhere } }),
-    prisma.participant.count({ where: guildId ? { OR: [{ banned: true }, { bannedGuildIds: { has: guildId } }] } : { banned: true } }),
+    prisma.participant.count({
+      where: guildId ? { OR: [{ banned: true }, { bannedGuildIds: { has: guildId } }] } : { banned: true },
+    }),
     prisma.session.groupBy({ by: ['status'], where: inGuild, _count: { _all: true } }),
-    prisma.session.findMany({ where: { ...inGuild, status: 'answered' }, select: { task: { select: { kind: true } } } }),
+    prisma.session.findMany({
+      where: { ...inGuild, status: 'answered' },
+      select: { task: { select: { kind: true } } },
+    }),
     prisma.task.groupBy({ by: ['kind'], _count: { _all: true } }),
     prisma.evaluation.aggregate({ where: { session: inGuild }, _avg: { score: true }, _count: { _all: true } }),
     prisma.rating.aggregate({ where: { session: inGuild }, _avg: { value: true }, _count: { _all: true } }),
     prisma.moderationFlag.count({ where: { resolvedAt: null, session: inGuild } }),
     prisma.policyVersion.findFirst({ where: { status: 'deployed' }, select: { name: true, metrics: true } }),
     isPaused(prisma),
-    prisma.policyVersion.findMany({ where: { status: { not: 'removed' } }, select: { name: true, metrics: true }, orderBy: { createdAt: 'asc' } }),
+    prisma.policyVersion.findMany({
+      where: { status: { not: 'removed' } },
+      select: { name: true, metrics: true },
+      orderBy: { createdAt: 'asc' },
+    }),
   ]);
   const successes = await prisma.evaluation.count({ where: { success: true, session: inGuild } });
   const answeredByKind: Record<string, number> = { backend: 0, frontend: 0 };
@@ -159,13 +202,19 @@ export function formatStats(s: Stats): string {
   const pct = (x: number | null) => (x === null ? '—' : `${(x * 100).toFixed(1)}%`);
   return [
     `Participants: ${s.participants} (${s.consented} consented, ${s.banned} banned)`,
-    `Sessions: ${Object.entries(s.sessions).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+    `Sessions: ${
+      Object.entries(s.sessions)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none'
+    }`,
     `Answered: backend ${s.answeredByKind.backend ?? 0} of ${s.tasksByKind.backend ?? 0} tasks, frontend ${s.answeredByKind.frontend ?? 0} of ${s.tasksByKind.frontend ?? 0} tasks`,
     `Mean score: ${s.meanScore === null ? '—' : s.meanScore.toFixed(3)}; success: ${pct(s.successRate)}`,
     `Ratings: ${s.ratings}, mean ${s.meanRating === null ? '—' : s.meanRating.toFixed(2)}`,
     `Open flags: ${s.flags}`,
     `Deployed policy: ${s.deployedPolicy ?? 'none'}${s.paused ? '\nCollection is PAUSED' : ''}`,
-    ...(s.erasedDataVersions.length ? [`Trained on erased data (deploy only with an operator's force): ${s.erasedDataVersions.join(', ')}`] : []),
+    ...(s.erasedDataVersions.length
+      ? [`Trained on erased data (deploy only with an operator's force): ${s.erasedDataVersions.join(', ')}`]
+      : []),
     ...(s.lastGate ? [s.lastGate] : []),
   ].join('\n');
 }

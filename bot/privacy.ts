@@ -26,7 +26,15 @@ import type { PrismaClient } from '../prisma/generated/client.ts';
 import { eraseParticipant, markTrainedOnErasedData } from '../prisma/privacy-store.ts';
 import { pseudonymize } from './export/pseudonym.ts';
 import { isInside } from './paths.ts';
-import { isParquetFile, ScrubError, scrubJsonl, scrubParquet, updateHfCardRows, type RowOwner, type ScrubCount } from './export/scrub.ts';
+import {
+  isParquetFile,
+  ScrubError,
+  scrubJsonl,
+  scrubParquet,
+  updateHfCardRows,
+  type RowOwner,
+  type ScrubCount,
+} from './export/scrub.ts';
 
 /** The key used when none is configured (development only; bin/config.ts refuses it for a Discord bot). */
 export const DEV_PRIVACY_KEY = 'sweetloop-dev-privacy-key';
@@ -89,11 +97,22 @@ interface FileOutcome {
 }
 
 /** Deletes everything of the person named by `externalId`; returns the receipt (all zero when nothing was known). */
-export async function deletePerson(prisma: PrismaClient, externalId: string, o: DeletionOptions): Promise<DeletionReceipt> {
+export async function deletePerson(
+  prisma: PrismaClient,
+  externalId: string,
+  o: DeletionOptions,
+): Promise<DeletionReceipt> {
   const pseudonym = erasedId(o.key, externalId);
   const now = new Date();
-  const erased = await eraseParticipant(prisma, externalId, { pseudonym, now, ...(o.requestedBy ? { requestedBy: o.requestedBy } : {}) });
-  const policiesMarked = await markTrainedOnErasedData(prisma, erased.sessions.map((s) => s.id));
+  const erased = await eraseParticipant(prisma, externalId, {
+    pseudonym,
+    now,
+    ...(o.requestedBy ? { requestedBy: o.requestedBy } : {}),
+  });
+  const policiesMarked = await markTrainedOnErasedData(
+    prisma,
+    erased.sessions.map((s) => s.id),
+  );
   const owner: RowOwner = {
     sessionIds: new Set(erased.sessions.map((s) => s.id)),
     pseudonyms: new Set((o.exportSalts ?? []).map((salt) => pseudonymize(externalId, salt))),
@@ -150,10 +169,14 @@ async function scrubFile(path: string, name: string, owner: RowOwner, out: FileO
   const { size } = await lstat(path);
   const parquet = !jsonl && (await isParquetFile(path, size));
   if (!jsonl && !parquet) {
-    if (/\.parquet$/i.test(name)) throw new ScrubError(`${path}: named .parquet but not a Parquet file; the file was left as it was`);
+    if (/\.parquet$/i.test(name))
+      throw new ScrubError(`${path}: named .parquet but not a Parquet file; the file was left as it was`);
     return;
   }
-  if (size > MAX_SCAN_BYTES) throw new ScrubError(`${path}: larger than ${MAX_SCAN_BYTES / 2 ** 20} MiB: not searched; the file was left as it was`);
+  if (size > MAX_SCAN_BYTES)
+    throw new ScrubError(
+      `${path}: larger than ${MAX_SCAN_BYTES / 2 ** 20} MiB: not searched; the file was left as it was`,
+    );
   const r: ScrubCount = jsonl ? await scrubJsonl(path, owner) : await scrubParquet(path, owner);
   if (r.removed) {
     out.rewritten.push(path);
@@ -163,7 +186,10 @@ async function scrubFile(path: string, name: string, owner: RowOwner, out: FileO
     }
   }
   if (r.unidentified) {
-    out.failed.push({ path, reason: `${path}: ${r.unidentified} row(s) carry no session id or pseudonym, so whose they are cannot be told (an export made before they were added?); they were kept` });
+    out.failed.push({
+      path,
+      reason: `${path}: ${r.unidentified} row(s) carry no session id or pseudonym, so whose they are cannot be told (an export made before they were added?); they were kept`,
+    });
   }
 }
 
@@ -174,10 +200,20 @@ export function formatReceipt(r: DeletionReceipt): string {
     `Threads removed from Discord: ${r.threadIds.length}. Export files rewritten without your rows: ${r.filesRewritten.length}.`,
     `Audit entries pseudonymised: ${r.auditRows}.`,
     ...(r.policiesMarked.length
-      ? [`Model versions trained on your sessions, marked so that nobody deploys, re-trains or publishes them unknowingly (their files are not changed; an operator decides whether to delete them): ${r.policiesMarked.join(', ')}.`]
+      ? [
+          `Model versions trained on your sessions, marked so that nobody deploys, re-trains or publishes them unknowingly (their files are not changed; an operator decides whether to delete them): ${r.policiesMarked.join(', ')}.`,
+        ]
       : []),
-    ...(r.filesFailed.length ? [`Files that could NOT be fully cleaned (an operator must check, clean or delete them): ${r.filesFailed.map((f) => f.reason).join('; ')}`] : []),
-    ...(r.paySessionsKept ? [`Kept so that you are paid: ${r.paySessionsKept} answered study session(s), under the keyed hash, as success and active time only (no text).`] : []),
+    ...(r.filesFailed.length
+      ? [
+          `Files that could NOT be fully cleaned (an operator must check, clean or delete them): ${r.filesFailed.map((f) => f.reason).join('; ')}`,
+        ]
+      : []),
+    ...(r.paySessionsKept
+      ? [
+          `Kept so that you are paid: ${r.paySessionsKept} answered study session(s), under the keyed hash, as success and active time only (no text).`,
+        ]
+      : []),
     `Your id is no longer stored; a keyed hash stands in for it so that a ban still applies. Receipt time ${r.at.toISOString()}.`,
   ].join('\n');
 }

@@ -75,16 +75,33 @@ export interface Runtime {
  * process's own server), a model behind an OpenAI-compatible server, or a LoRA adapter loaded into such a server
  * on first use and unloaded once retired.
  */
-export async function defaultLoadAgent(policy: PolicyVersion, db: Database, log?: Logger, local?: () => Promise<LocalServing>, localLogprobs = false): Promise<Agent> {
+export async function defaultLoadAgent(
+  policy: PolicyVersion,
+  db: Database,
+  log?: Logger,
+  local?: () => Promise<LocalServing>,
+  localLogprobs = false,
+): Promise<Agent> {
   const { loadAgent, servedLocally } = await import('../trainer/policies/agent-for.ts');
-  return loadAgent(policy, { prisma: db.prisma, localLogprobs, ...(log ? { log } : {}), ...(servedLocally(policy.kind) && local ? { local: await local() } : {}) });
+  return loadAgent(policy, {
+    prisma: db.prisma,
+    localLogprobs,
+    ...(log ? { log } : {}),
+    ...(servedLocally(policy.kind) && local ? { local: await local() } : {}),
+  });
 }
 
 const RETIRED_SWEEP_MS = 60_000;
 
 export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const ownDb = !opts.db;
-  const db = opts.db ?? (await openDatabase({ databaseUrl: opts.databaseUrl, pgliteDir: opts.pgliteDir ?? './data/pglite', log: opts.log }));
+  const db =
+    opts.db ??
+    (await openDatabase({
+      databaseUrl: opts.databaseUrl,
+      pgliteDir: opts.pgliteDir ?? './data/pglite',
+      log: opts.log,
+    }));
   const closers: (() => Promise<void>)[] = [];
   try {
     const policies = new PolicyWatcher(db, opts.policyPollMs ?? (db.kind === 'pglite' ? 5_000 : 30_000), opts.log);
@@ -97,7 +114,11 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     const startLocal = (): Promise<LocalServing> =>
       (local ??= (async () => {
         const { LocalServing } = await import('../trainer/serve/local.ts');
-        const s = opts.localServe ?? { engine: SERVE_DEFAULTS.engine, maxBatch: SERVE_DEFAULTS.maxBatch, maxQueue: SERVE_DEFAULTS.maxQueue };
+        const s = opts.localServe ?? {
+          engine: SERVE_DEFAULTS.engine,
+          maxBatch: SERVE_DEFAULTS.maxBatch,
+          maxQueue: SERVE_DEFAULTS.maxQueue,
+        };
         const l = await LocalServing.start({ ...s, prisma: db.prisma, ...(opts.log ? { log: opts.log } : {}) });
         localNow = l;
         await l.follow(policies.deployed);
@@ -116,7 +137,10 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     if (opts.render === undefined) {
       try {
         const { Renderer } = await import('../tasks/render.ts');
-        const r = await Renderer.launch({ ...(opts.chromiumPath ? { executablePath: opts.chromiumPath } : {}), ...(opts.log ? { log: opts.log } : {}) });
+        const r = await Renderer.launch({
+          ...(opts.chromiumPath ? { executablePath: opts.chromiumPath } : {}),
+          ...(opts.log ? { log: opts.log } : {}),
+        });
         renderer = r;
         render = async (html) => (await r.render(html)).png;
         closers.push(() => r.close());
@@ -132,7 +156,17 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       evaluate = (task, answer) => scorer.evaluate(task, answer);
     }
     const engine = new SessionEngine(
-      { db, policies, loadAgent: opts.loadAgent ?? ((policy) => defaultLoadAgent(policy, db, opts.log, startLocal, opts.localServe?.logprobs ?? false)), evaluate, ...(render ? { render } : {}), ...(opts.log ? { log: opts.log } : {}), ...(opts.observer ? { observer: opts.observer } : {}) },
+      {
+        db,
+        policies,
+        loadAgent:
+          opts.loadAgent ??
+          ((policy) => defaultLoadAgent(policy, db, opts.log, startLocal, opts.localServe?.logprobs ?? false)),
+        evaluate,
+        ...(render ? { render } : {}),
+        ...(opts.log ? { log: opts.log } : {}),
+        ...(opts.observer ? { observer: opts.observer } : {}),
+      },
       {
         channel: opts.channel,
         maxTurns: opts.maxTurns,
@@ -148,7 +182,10 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     );
     closers.push(() => engine.close());
     // A deploy retires a version: its agent is closed once no running session still uses it.
-    const evict = () => void engine.evictRetired().catch((err) => opts.log?.warn({ err: (err as Error).message }, 'cannot evict retired agents'));
+    const evict = () =>
+      void engine
+        .evictRetired()
+        .catch((err) => opts.log?.warn({ err: (err as Error).message }, 'cannot evict retired agents'));
     policies.onChange(evict);
     // The last session on a retired version ends some time after the deploy: look again now and then, so its
     // engine in the local server is unloaded without waiting for the next deploy.

@@ -7,22 +7,50 @@ import type { PolicyVersion } from '../prisma/generated/client.ts';
 import { deployPolicyByName, rollbackPolicy } from '../prisma/policy-store.ts';
 import { deletePerson, DEV_PRIVACY_KEY, type DeletionReceipt, type PrivacySettings } from './privacy.ts';
 import { withdrawConsent } from '../prisma/privacy-store.ts';
-import { actorOf, ban, flagSession, openFlags, resolveFlag, stats, unban, type Actor, type OpenFlag, type Stats } from './moderation.ts';
+import {
+  actorOf,
+  ban,
+  flagSession,
+  openFlags,
+  resolveFlag,
+  stats,
+  unban,
+  type Actor,
+  type OpenFlag,
+  type Stats,
+} from './moderation.ts';
 import { audit, recordRole, setPaused } from '../prisma/moderation-store.ts';
 import { markProcessed, pruneProcessed } from '../prisma/event-store.ts';
 import { withDbRetry } from './retry.ts';
 import { gateStatsLine, lastGateDecision } from './report/gate.ts';
-import { armsStudy, startExperiment, type ExperimentOutcome, type RunningExperiment, type StopResult } from '../prisma/experiment-store.ts';
-import { excludeFromTraining, includeInTraining, listParticipants, refreshQuality, type ParticipantListing } from '../prisma/quality-store.ts';
+import {
+  armsStudy,
+  startExperiment,
+  type ExperimentOutcome,
+  type RunningExperiment,
+  type StopResult,
+} from '../prisma/experiment-store.ts';
+import {
+  excludeFromTraining,
+  includeInTraining,
+  listParticipants,
+  refreshQuality,
+  type ParticipantListing,
+} from '../prisma/quality-store.ts';
 import { armsStatus, stopStudyArms, type ArmsStatus } from './experiments.ts';
 import { studyFor, type Place } from './assign.ts';
-import { offerComparison, recordPreference, PreferenceError, type Comparison, type PreferenceChoice } from '../prisma/preference-store.ts';
+import {
+  offerComparison,
+  recordPreference,
+  PreferenceError,
+  type Comparison,
+  type PreferenceChoice,
+} from '../prisma/preference-store.ts';
 import { findParticipant } from '../prisma/participant-store.ts';
 import { admission } from './session/admission.ts';
 import { goldShare, setGoldShare } from './gold.ts';
 import { DEFAULT_STUDY, type StudyWithArms } from '../prisma/study-store.ts';
 import { studyProgress, studyVisibleTo, type StudyProgress } from './study-progress.ts';
-
 
 export class BotServices {
   constructor(
@@ -71,9 +99,18 @@ export class BotServices {
   }
 
   /** Bans a person (everywhere: operators only; else in the actor's guild); returns the threads of the sessions ended. */
-  async ban(actor: string | Actor, externalId: string, reason: string | null, onWaiting?: () => unknown, everywhere = true): Promise<string[]> {
+  async ban(
+    actor: string | Actor,
+    externalId: string,
+    reason: string | null,
+    onWaiting?: () => unknown,
+    everywhere = true,
+  ): Promise<string[]> {
     const ended = await this.retry(() => ban(this.db.prisma, actor, externalId, reason, everywhere), onWaiting);
-    const rows = await this.retry(() => this.db.prisma.session.findMany({ where: { id: { in: ended } }, select: { threadId: true } }), onWaiting);
+    const rows = await this.retry(
+      () => this.db.prisma.session.findMany({ where: { id: { in: ended } }, select: { threadId: true } }),
+      onWaiting,
+    );
     return rows.flatMap((r) => (r.threadId ? [r.threadId] : []));
   }
 
@@ -91,7 +128,17 @@ export class BotServices {
    */
   deploy(actor: string | Actor, name: string, onWaiting?: () => unknown, force = false): Promise<PolicyVersion> {
     const a = actorOf(actor);
-    return this.retry(() => deployPolicyByName(this.db, a.id, name, { notify: 'best-effort', guildId: a.guildId, force, operator: a.operator, prepare: this.loadFirst }), onWaiting);
+    return this.retry(
+      () =>
+        deployPolicyByName(this.db, a.id, name, {
+          notify: 'best-effort',
+          guildId: a.guildId,
+          force,
+          operator: a.operator,
+          prepare: this.loadFirst,
+        }),
+      onWaiting,
+    );
   }
 
   /** The `prepare` of every switch asked from Discord (trainer/policies/lifecycle.ts loadBeforeDeploy). */
@@ -107,10 +154,20 @@ export class BotServices {
   }
 
   /** Starts an A/B of `candidate` (`share` percent) in the study collecting at `where` (audited). */
-  async startExperiment(actor: string | Actor, where: Place, candidate: string, share: number, onWaiting?: () => unknown, force = false): Promise<RunningExperiment> {
+  async startExperiment(
+    actor: string | Actor,
+    where: Place,
+    candidate: string,
+    share: number,
+    onWaiting?: () => unknown,
+    force = false,
+  ): Promise<RunningExperiment> {
     const a = actorOf(actor);
     const study = await this.studyHere(where, onWaiting);
-    return this.retry(() => startExperiment(this.db, a.id, { study: study.name, candidate, share, force, operator: a.operator }), onWaiting);
+    return this.retry(
+      () => startExperiment(this.db, a.id, { study: study.name, candidate, share, force, operator: a.operator }),
+      onWaiting,
+    );
   }
 
   /** How the arms of the study collecting at `where` compare (its running, else latest, A/B). */
@@ -120,17 +177,32 @@ export class BotServices {
   }
 
   /** Stops the A/B of the study collecting at `where`; promote deploys its candidate (audited, with the final figures). */
-  async stopExperiment(actor: string | Actor, where: Place, outcome: ExperimentOutcome, onWaiting?: () => unknown, force = false): Promise<StopResult> {
+  async stopExperiment(
+    actor: string | Actor,
+    where: Place,
+    outcome: ExperimentOutcome,
+    onWaiting?: () => unknown,
+    force = false,
+  ): Promise<StopResult> {
     const a = actorOf(actor);
     const { name } = await this.studyHere(where, onWaiting);
-    return this.retry(async () => stopStudyArms(this.db, a.id, await armsStudy(this.db.prisma, name), { outcome, force, operator: a.operator }), onWaiting);
+    return this.retry(
+      async () =>
+        stopStudyArms(this.db, a.id, await armsStudy(this.db.prisma, name), { outcome, force, operator: a.operator }),
+      onWaiting,
+    );
   }
 
   /**
    * The studies the actor may see (bot/study-progress.ts studyVisibleTo) with their progress: the one named, or
    * every open or paused one besides the default study. `guildChannelIds`: the channels of the actor's guild.
    */
-  async studyStatus(actor: Actor, name: string | null, guildChannelIds: ReadonlySet<string>, onWaiting?: () => unknown): Promise<{ study: StudyWithArms; progress: StudyProgress }[]> {
+  async studyStatus(
+    actor: Actor,
+    name: string | null,
+    guildChannelIds: ReadonlySet<string>,
+    onWaiting?: () => unknown,
+  ): Promise<{ study: StudyWithArms; progress: StudyProgress }[]> {
     const studies = await this.retry(
       () =>
         this.db.prisma.study.findMany({
@@ -141,7 +213,8 @@ export class BotServices {
       onWaiting,
     );
     const out = [];
-    for (const study of studies.filter((s) => studyVisibleTo(s, actor, guildChannelIds))) out.push({ study, progress: await this.retry(() => studyProgress(this.db.prisma, study), onWaiting) });
+    for (const study of studies.filter((s) => studyVisibleTo(s, actor, guildChannelIds)))
+      out.push({ study, progress: await this.retry(() => studyProgress(this.db.prisma, study), onWaiting) });
     return out;
   }
 
@@ -158,7 +231,12 @@ export class BotServices {
     return before;
   }
 
-  excludeFromTraining(actor: string, externalId: string, reason: string | null, onWaiting?: () => unknown): Promise<boolean> {
+  excludeFromTraining(
+    actor: string,
+    externalId: string,
+    reason: string | null,
+    onWaiting?: () => unknown,
+  ): Promise<boolean> {
     return this.retry(() => excludeFromTraining(this.db.prisma, actor, externalId, reason), onWaiting);
   }
 
@@ -170,15 +248,29 @@ export class BotServices {
    * Two finished sessions of one task for the person to compare (stored unanswered); null when there are none.
    * The person must be admitted as for a session (bot/session/admission.ts), in the guild asked from.
    */
-  async offerComparison(externalId: string, onWaiting?: () => unknown, guildId?: string | null): Promise<Comparison | null> {
-    const a = await this.retry(() => admission(this.db.prisma, { externalId }, { guildId }, this.privacy.key), onWaiting);
+  async offerComparison(
+    externalId: string,
+    onWaiting?: () => unknown,
+    guildId?: string | null,
+  ): Promise<Comparison | null> {
+    const a = await this.retry(
+      () => admission(this.db.prisma, { externalId }, { guildId }, this.privacy.key),
+      onWaiting,
+    );
     if ('refused' in a) throw new PreferenceError(a.message);
-    if ('needsConsent' in a) throw new PreferenceError('Please accept the data-collection notice first (start a session with /task start).');
-    if ('needsPlatformId' in a) throw new PreferenceError(`Please give your ${a.label} first (start a session with /task start).`);
+    if ('needsConsent' in a)
+      throw new PreferenceError('Please accept the data-collection notice first (start a session with /task start).');
+    if ('needsPlatformId' in a)
+      throw new PreferenceError(`Please give your ${a.label} first (start a session with /task start).`);
     return this.retry(() => offerComparison(this.db.prisma, a.participant.id), onWaiting);
   }
 
-  async recordPreference(externalId: string, preferenceId: string, choice: PreferenceChoice, onWaiting?: () => unknown): Promise<void> {
+  async recordPreference(
+    externalId: string,
+    preferenceId: string,
+    choice: PreferenceChoice,
+    onWaiting?: () => unknown,
+  ): Promise<void> {
     const p = await this.retry(() => findParticipant(this.db.prisma, externalId), onWaiting);
     if (!p) throw new PreferenceError('Only the person who was shown this comparison can answer it.');
     await this.retry(() => recordPreference(this.db.prisma, preferenceId, p.id, choice), onWaiting);
@@ -186,7 +278,17 @@ export class BotServices {
 
   rollback(actor: string | Actor, onWaiting?: () => unknown, force = false): Promise<PolicyVersion> {
     const a = actorOf(actor);
-    return this.retry(() => rollbackPolicy(this.db, a.id, { notify: 'best-effort', guildId: a.guildId, force, operator: a.operator, prepare: this.loadFirst }), onWaiting);
+    return this.retry(
+      () =>
+        rollbackPolicy(this.db, a.id, {
+          notify: 'best-effort',
+          guildId: a.guildId,
+          force,
+          operator: a.operator,
+          prepare: this.loadFirst,
+        }),
+      onWaiting,
+    );
   }
 
   /**
@@ -194,7 +296,10 @@ export class BotServices {
    * thread ids the channel deletes. `names`: what else they are known by (their username), searched for in files.
    */
   deleteParticipant(externalId: string, onWaiting?: () => unknown, requestedBy?: string): Promise<DeletionReceipt> {
-    return this.retry(() => deletePerson(this.db.prisma, externalId, { ...this.privacy, ...(requestedBy ? { requestedBy } : {}) }), onWaiting);
+    return this.retry(
+      () => deletePerson(this.db.prisma, externalId, { ...this.privacy, ...(requestedBy ? { requestedBy } : {}) }),
+      onWaiting,
+    );
   }
 
   /** Withdraws consent, keeping the sessions out of every export and training set (audited); false when none was given. */
@@ -207,14 +312,26 @@ export class BotServices {
    * moderator's guild unless they are an operator. A file over `maxBytes` stays on the server under `serverDir`
    * and its path comes back instead (audited either way).
    */
-  async exportSessions(actor: string | Actor, request: ExportRequestInput, o: { salt: string; defaultSalt: boolean; maxBytes: number; serverDir: string; chromiumPath?: string }, onWaiting?: () => unknown): Promise<ModeratorExport> {
+  async exportSessions(
+    actor: string | Actor,
+    request: ExportRequestInput,
+    o: { salt: string; defaultSalt: boolean; maxBytes: number; serverDir: string; chromiumPath?: string },
+    onWaiting?: () => unknown,
+  ): Promise<ModeratorExport> {
     const a = actorOf(actor);
     const { exportForModerator } = await import('./export/options.ts');
     const scope = a.operator ? {} : { guildIds: a.guildId ? [a.guildId] : [] };
     const result = await this.retry(() => exportForModerator(this.db.prisma, request, { ...o, scope }), onWaiting);
     const bytes = result.delivery === 'server' ? result.bytes : result.files.reduce((n, f) => n + f.data.length, 0);
     await this.retry(
-      () => audit(this.db.prisma, a, 'data.export', null, { format: request.format, sessions: result.sessions, bytes, delivery: result.delivery, scope: a.operator ? 'all' : 'guild' }),
+      () =>
+        audit(this.db.prisma, a, 'data.export', null, {
+          format: request.format,
+          sessions: result.sessions,
+          bytes,
+          delivery: result.delivery,
+          scope: a.operator ? 'all' : 'guild',
+        }),
       onWaiting,
     );
     return result;

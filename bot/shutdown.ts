@@ -21,7 +21,13 @@ export function untilSignal(): Promise<string> {
  * Waits for a stop signal, then drains `service` and runs `close`; the process exits when `deadlineMs` has
  * passed since the signal even if either hangs.
  */
-export async function serveUntilSignal(o: { service: Drainable; deadlineMs: number; close: () => Promise<void>; log?: Logger; onSignal?: () => void }): Promise<void> {
+export async function serveUntilSignal(o: {
+  service: Drainable;
+  deadlineMs: number;
+  close: () => Promise<void>;
+  log?: Logger;
+  onSignal?: () => void;
+}): Promise<void> {
   const sig = await untilSignal();
   o.onSignal?.();
   o.log?.info({ signal: sig, deadlineMs: o.deadlineMs }, 'stopping: finishing turns in flight');

@@ -38,7 +38,8 @@ export interface StudySpec {
 
 /** "2.50" → 250 (minor units); at most two decimals, never negative. */
 export function parseAmount(flag: string, text: string): number {
-  if (!/^\d+(\.\d{1,2})?$/.test(text.trim())) throw new StudyError(`${flag} is an amount such as 2.50 (at most two decimals, not negative), got "${text}".`);
+  if (!/^\d+(\.\d{1,2})?$/.test(text.trim()))
+    throw new StudyError(`${flag} is an amount such as 2.50 (at most two decimals, not negative), got "${text}".`);
   const [whole, frac = ''] = text.trim().split('.');
   return Number(whole) * 100 + Number(frac.padEnd(2, '0'));
 }
@@ -50,7 +51,8 @@ export function formatAmount(cents: number, currency: string | null): string {
 function parseDate(flag: string, text: string | undefined): Date | null {
   if (text === undefined) return null;
   const d = new Date(text);
-  if (!text.trim() || Number.isNaN(d.getTime())) throw new StudyError(`${flag} is a date such as 2027-01-31 or 2027-01-31T18:00Z, got "${text}".`);
+  if (!text.trim() || Number.isNaN(d.getTime()))
+    throw new StudyError(`${flag} is a date such as 2027-01-31 or 2027-01-31T18:00Z, got "${text}".`);
   return d;
 }
 
@@ -79,18 +81,31 @@ async function resolvePool(prisma: PrismaClient, spec: StudySpec): Promise<strin
       if (r.externalId) byId.set(r.externalId, r.id);
     }
     const unknown = wanted.filter((id) => !byId.has(id));
-    if (unknown.length) throw new StudyError(`Unknown task id(s): ${unknown.slice(0, 5).join(', ')}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ''}.`);
+    if (unknown.length)
+      throw new StudyError(
+        `Unknown task id(s): ${unknown.slice(0, 5).join(', ')}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ''}.`,
+      );
     ids = [...new Set(wanted.map((id) => byId.get(id)!))];
   } else if (spec.kind || spec.sample !== undefined) {
-    const rows = await prisma.task.findMany({ where: { split: spec.split, ...(spec.kind ? { kind: spec.kind } : {}) }, select: { id: true }, orderBy: { id: 'asc' } });
+    const rows = await prisma.task.findMany({
+      where: { split: spec.split, ...(spec.kind ? { kind: spec.kind } : {}) },
+      select: { id: true },
+      orderBy: { id: 'asc' },
+    });
     ids = rows.map((r) => r.id);
   } else {
-    throw new StudyError('Give the study its tasks: a file of task ids (--tasks FILE), or --kind KIND and/or --sample N.');
+    throw new StudyError(
+      'Give the study its tasks: a file of task ids (--tasks FILE), or --kind KIND and/or --sample N.',
+    );
   }
   if (spec.sample === undefined) return ids;
-  if (!Number.isInteger(spec.sample) || spec.sample < 1) throw new StudyError(`--sample must be a whole number of at least 1, got ${spec.sample}.`);
-  if (spec.sample > ids.length) throw new StudyError(`--sample ${spec.sample} asks for more tasks than the ${ids.length} there are to draw from.`);
-  return Rng.derive(spec.seed, 'study-sample').shuffle([...ids].sort()).slice(0, spec.sample);
+  if (!Number.isInteger(spec.sample) || spec.sample < 1)
+    throw new StudyError(`--sample must be a whole number of at least 1, got ${spec.sample}.`);
+  if (spec.sample > ids.length)
+    throw new StudyError(`--sample ${spec.sample} asks for more tasks than the ${ids.length} there are to draw from.`);
+  return Rng.derive(spec.seed, 'study-sample')
+    .shuffle([...ids].sort())
+    .slice(0, spec.sample);
 }
 
 async function resolveArms(prisma: PrismaClient, spec: StudySpec): Promise<NewStudy['arms']> {
@@ -107,14 +122,16 @@ async function resolveArms(prisma: PrismaClient, spec: StudySpec): Promise<NewSt
     const arms = [];
     for (const arm of spec.arms) {
       const m = /^(.+):(\d+)$/.exec(arm);
-      if (!m) throw new StudyError(`--arm is VERSION:SHARE with the share in percent, e.g. sweet-0003:50, got "${arm}".`);
+      if (!m)
+        throw new StudyError(`--arm is VERSION:SHARE with the share in percent, e.g. sweet-0003:50, got "${arm}".`);
       arms.push({ policyVersionId: await named(m[1]!), share: Number(m[2]) });
     }
     return arms;
   }
   if (spec.policy) return [{ policyVersionId: await named(spec.policy), share: 100 }];
   const deployed = await deployedPolicy(prisma);
-  if (!deployed) throw new StudyError('No policy version is deployed: name the one the study plays with --policy VERSION.');
+  if (!deployed)
+    throw new StudyError('No policy version is deployed: name the one the study plays with --policy VERSION.');
   return [{ policyVersionId: deployed.id, share: 100 }];
 }
 

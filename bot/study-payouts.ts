@@ -30,14 +30,27 @@ export interface Payouts {
 
 /** Every person's payout in the study, by platform id (erased people after the others). Refused without pay rules. */
 export async function studyPayouts(prisma: PrismaClient, study: StudyWithArms): Promise<Payouts> {
-  if (!hasPay(study) || !study.currency) throw new StudyError(`Study "${study.name}" has no pay rules (--pay-per-session, --bonus-success): there is nothing to pay.`);
+  if (!hasPay(study) || !study.currency)
+    throw new StudyError(
+      `Study "${study.name}" has no pay rules (--pay-per-session, --bonus-success): there is nothing to pay.`,
+    );
   const [live, erased] = await Promise.all([
     sessionTimes(prisma, { studyId: study.id, statuses: ['answered'] }),
-    prisma.erasedStudySession.findMany({ where: { studyId: study.id }, select: { participantKey: true, success: true, activeMs: true } }),
+    prisma.erasedStudySession.findMany({
+      where: { studyId: study.id },
+      select: { participantKey: true, success: true, activeMs: true },
+    }),
   ]);
   const byPerson = new Map<string, PayoutLine>();
   const add = (platformId: string, isErased: boolean, s: { success: boolean | null; activeMs: number }) => {
-    const line = byPerson.get(platformId) ?? { platformId, erased: isErased, sessions: 0, successes: 0, activeMs: 0, amountCents: 0 };
+    const line = byPerson.get(platformId) ?? {
+      platformId,
+      erased: isErased,
+      sessions: 0,
+      successes: 0,
+      activeMs: 0,
+      amountCents: 0,
+    };
     line.sessions++;
     if (s.success) line.successes++;
     line.activeMs += s.activeMs;
@@ -46,8 +59,15 @@ export async function studyPayouts(prisma: PrismaClient, study: StudyWithArms): 
   };
   for (const s of live) add(s.externalId, false, s);
   for (const s of erased) add(s.participantKey, true, s);
-  const lines = [...byPerson.values()].sort((a, b) => Number(a.erased) - Number(b.erased) || a.platformId.localeCompare(b.platformId));
-  return { currency: study.currency, lines, sessions: live.length + erased.length, totalCents: lines.reduce((a, l) => a + l.amountCents, 0) };
+  const lines = [...byPerson.values()].sort(
+    (a, b) => Number(a.erased) - Number(b.erased) || a.platformId.localeCompare(b.platformId),
+  );
+  return {
+    currency: study.currency,
+    lines,
+    sessions: live.length + erased.length,
+    totalCents: lines.reduce((a, l) => a + l.amountCents, 0),
+  };
 }
 
 /**
@@ -64,8 +84,18 @@ const csvField = (v: string) => (/[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}
 
 /** The payouts as CSV: a header, then platform_id, sessions, active_minutes (one decimal), amount (major units), currency. */
 export function payoutsCsv(p: Payouts): string {
-  const rows = p.lines.map((l) => [l.platformId, String(l.sessions), (l.activeMs / 60_000).toFixed(1), formatAmount(l.amountCents, null), p.currency]);
-  return [['platform_id', 'sessions', 'active_minutes', 'amount', 'currency'], ...rows].map((r) => r.map(csvField).join(',')).join('\n') + '\n';
+  const rows = p.lines.map((l) => [
+    l.platformId,
+    String(l.sessions),
+    (l.activeMs / 60_000).toFixed(1),
+    formatAmount(l.amountCents, null),
+    p.currency,
+  ]);
+  return (
+    [['platform_id', 'sessions', 'active_minutes', 'amount', 'currency'], ...rows]
+      .map((r) => r.map(csvField).join(','))
+      .join('\n') + '\n'
+  );
 }
 
 export interface ProlificBonuses {
@@ -78,10 +108,21 @@ export interface ProlificBonuses {
 }
 
 /** The payouts as Prolific's bulk-bonus file, by the Prolific ids people gave (prisma/pay-account-store.ts). */
-export async function prolificBonuses(prisma: PrismaClient, study: StudyWithArms, p: Payouts): Promise<ProlificBonuses> {
-  if (study.participantIdPlatform !== 'prolific') throw new StudyError(`Study "${study.name}" does not ask for Prolific ids (create it with --participant-id prolific): there is no one to pay on Prolific.`);
+export async function prolificBonuses(
+  prisma: PrismaClient,
+  study: StudyWithArms,
+  p: Payouts,
+): Promise<ProlificBonuses> {
+  if (study.participantIdPlatform !== 'prolific')
+    throw new StudyError(
+      `Study "${study.name}" does not ask for Prolific ids (create it with --participant-id prolific): there is no one to pay on Prolific.`,
+    );
   const owed = p.lines.filter((l) => l.amountCents > 0);
-  const ids = await payAccountsByPerson(prisma, owed.filter((l) => !l.erased).map((l) => l.platformId), 'prolific');
+  const ids = await payAccountsByPerson(
+    prisma,
+    owed.filter((l) => !l.erased).map((l) => l.platformId),
+    'prolific',
+  );
   const paid = owed.filter((l) => !l.erased && ids.has(l.platformId));
   return {
     text: paid.map((l) => `${ids.get(l.platformId)},${formatAmount(l.amountCents, null)}\n`).join(''),

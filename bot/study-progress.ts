@@ -4,7 +4,13 @@
 // answered. Also who may see a study on Discord (studyVisibleTo).
 import type { PrismaClient, Study } from '../prisma/generated/client.ts';
 import type { StudyWithArms } from '../prisma/study-store.ts';
-import { medianActiveMinutes, studyAnsweredCounts, studyPeopleActive, studyRewardCounts, studySessionCells } from '../prisma/study-stats.ts';
+import {
+  medianActiveMinutes,
+  studyAnsweredCounts,
+  studyPeopleActive,
+  studyRewardCounts,
+  studySessionCells,
+} from '../prisma/study-stats.ts';
 import { deployedPolicy, servesOnlyStarter } from '../prisma/policy-store.ts';
 import { STARTER_ONLY_WARNING } from './bootstrap.ts';
 import { IDLE_GAP_MS } from '../tasks/study-pay.ts';
@@ -34,7 +40,14 @@ export function projectionWindow(now: Date, windowMs = PROJECTION_WINDOW_MS): { 
  * else at the rate since the study's first session started when that many were answered in all, else not enough
  * data yet.
  */
-export function projectCompletion(o: { remaining: number | null; answered: number; recent: number; firstStartedAt: Date | null; now: Date; windowMs?: number }): Projection {
+export function projectCompletion(o: {
+  remaining: number | null;
+  answered: number;
+  recent: number;
+  firstStartedAt: Date | null;
+  now: Date;
+  windowMs?: number;
+}): Projection {
   if (o.remaining === null) return { state: 'no-k' };
   if (o.remaining <= 0) return { state: 'complete' };
   const windowMs = o.windowMs ?? PROJECTION_WINDOW_MS;
@@ -42,9 +55,16 @@ export function projectCompletion(o: { remaining: number | null; answered: numbe
   let perMs: number;
   let basis: 'last-24h' | 'since-first';
   if (o.recent >= PROJECTION_MIN_SESSIONS) [perMs, basis] = [o.recent / windowMs, 'last-24h'];
-  else if (o.answered >= PROJECTION_MIN_SESSIONS && o.firstStartedAt && now > o.firstStartedAt.getTime()) [perMs, basis] = [o.answered / (now - o.firstStartedAt.getTime()), 'since-first'];
+  else if (o.answered >= PROJECTION_MIN_SESSIONS && o.firstStartedAt && now > o.firstStartedAt.getTime())
+    [perMs, basis] = [o.answered / (now - o.firstStartedAt.getTime()), 'since-first'];
   else return { state: 'not-enough-data', remaining: o.remaining };
-  return { state: 'projected', remaining: o.remaining, at: new Date(now + o.remaining / perMs), perDay: perMs * 24 * 3600_000, basis };
+  return {
+    state: 'projected',
+    remaining: o.remaining,
+    at: new Date(now + o.remaining / perMs),
+    perDay: perMs * 24 * 3600_000,
+    basis,
+  };
 }
 
 export interface StudyProgress {
@@ -80,7 +100,11 @@ export interface StudyProgress {
  * pairs counted by trainer/pairs.ts rewardPairCount), people active, and the median active time of the answered
  * sessions (medianActiveMinutes).
  */
-export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, now = new Date()): Promise<StudyProgress> {
+export async function studyProgress(
+  prisma: PrismaClient,
+  study: StudyWithArms,
+  now = new Date(),
+): Promise<StudyProgress> {
   const [tasks, cells, peopleActive, rewards, median, counts, deployed] = await Promise.all([
     prisma.studyTask.count({ where: { studyId: study.id } }),
     studySessionCells(prisma, study.id),
@@ -92,7 +116,8 @@ export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, 
   ]);
   const serving = study.arms.length ? study.arms.map((a) => a.policyVersion) : deployed ? [deployed] : [];
   const answeredByTask = new Map<string, number>();
-  for (const c of cells) answeredByTask.set(c.taskId, (answeredByTask.get(c.taskId) ?? 0) + (c.status === 'answered' ? c.n : 0));
+  for (const c of cells)
+    answeredByTask.set(c.taskId, (answeredByTask.get(c.taskId) ?? 0) + (c.status === 'answered' ? c.n : 0));
   const k = study.perTask;
   let complete = 0;
   for (const n of answeredByTask.values()) if (k !== null && n >= k) complete++;
@@ -105,11 +130,22 @@ export async function studyProgress(prisma: PrismaClient, study: StudyWithArms, 
     untouched: tasks - answeredByTask.size,
     answered,
     active: sum((c) => c.status === 'active'),
-    arms: study.arms.map((a) => ({ policy: a.policyVersion.name, share: a.share, answered: sum((c) => c.policyVersionId === a.policyVersionId && c.status === 'answered'), active: sum((c) => c.policyVersionId === a.policyVersionId && c.status === 'active') })),
+    arms: study.arms.map((a) => ({
+      policy: a.policyVersion.name,
+      share: a.share,
+      answered: sum((c) => c.policyVersionId === a.policyVersionId && c.status === 'answered'),
+      active: sum((c) => c.policyVersionId === a.policyVersionId && c.status === 'active'),
+    })),
     peopleActive,
     criticPairs: rewardPairCount(rewards.map((r) => ({ groupId: r.taskId, reward: r.reward, n: r.n }))),
     medianActiveMinutes: median,
-    projection: projectCompletion({ remaining: k === null ? null : tasks * k - answered, answered: counts.answered, recent: counts.recent, firstStartedAt: counts.firstStartedAt, now }),
+    projection: projectCompletion({
+      remaining: k === null ? null : tasks * k - answered,
+      answered: counts.answered,
+      recent: counts.recent,
+      firstStartedAt: counts.firstStartedAt,
+      now,
+    }),
     deployed: deployed?.name ?? null,
     starterOnly: servesOnlyStarter(serving),
   };
@@ -132,15 +168,16 @@ function formatProjection(p: Projection): string {
 
 /** The study and its progress as lines of text (`sweetloop study show`, `/mod study status`). */
 export function formatStudy(s: StudyWithArms, p: StudyProgress): string {
-  const pay = s.payPerSessionCents === null && s.bonusSuccessCents === null
-    ? 'none'
-    : `${formatAmount(s.payPerSessionCents ?? 0, s.currency)} a session, +${formatAmount(s.bonusSuccessCents ?? 0, s.currency)} on success`;
+  const pay =
+    s.payPerSessionCents === null && s.bonusSuccessCents === null
+      ? 'none'
+      : `${formatAmount(s.payPerSessionCents ?? 0, s.currency)} a session, +${formatAmount(s.bonusSuccessCents ?? 0, s.currency)} on success`;
   return [
     `study ${s.name} (${s.status})`,
     `  tasks: ${p.tasks} ${s.kind ?? 'backend/frontend'} (${s.split} split), k = ${s.perTask ?? 'none (balanced)'} sessions a task, seed ${s.seed}`,
     `  arms: ${s.arms.map((a) => `${a.policyVersion.name} ${a.share}%`).join(', ') || `the deployed version (${p.deployed ?? 'none deployed'})`}`,
     ...(p.starterOnly ? [`  warning: ${STARTER_ONLY_WARNING}`] : []),
-    `  consent: ${s.consentText ? `version ${s.consentVersion} (sha256 ${s.consentSha256!.slice(0, 12)}…)` : 'the bot\'s notice'}`,
+    `  consent: ${s.consentText ? `version ${s.consentVersion} (sha256 ${s.consentSha256!.slice(0, 12)}…)` : "the bot's notice"}`,
     `  pay: ${pay}; at most ${s.maxSessionsPerPerson ?? 'any number of'} session(s) a person`,
     `  opens ${day(s.opensAt)}, closes ${day(s.closesAt)}; bound to ${[...s.guildIds.map((g) => `guild ${g}`), ...s.channelIds.map((c) => `channel ${c}`)].join(', ') || 'nowhere (any guild)'}`,
     `  progress: ${p.complete} task(s) complete, ${p.partial} partial, ${p.untouched} untouched; ${p.answered} answered, ${p.active} active session(s)`,
@@ -156,7 +193,11 @@ export function formatStudy(s: StudyWithArms, p: StudyProgress): string {
  * Whether a /mod user may see a study: an operator sees every study; a guild's moderator the studies bound to
  * their guild (or to one of its channels, `guildChannelIds`) and the unbound ones, which run in every guild.
  */
-export function studyVisibleTo(s: Pick<Study, 'guildIds' | 'channelIds'>, actor: Pick<Actor, 'operator' | 'guildId'>, guildChannelIds: ReadonlySet<string> = new Set()): boolean {
+export function studyVisibleTo(
+  s: Pick<Study, 'guildIds' | 'channelIds'>,
+  actor: Pick<Actor, 'operator' | 'guildId'>,
+  guildChannelIds: ReadonlySet<string> = new Set(),
+): boolean {
   if (actor.operator) return true;
   if (s.guildIds.length === 0 && s.channelIds.length === 0) return true;
   if (actor.guildId && s.guildIds.includes(actor.guildId)) return true;

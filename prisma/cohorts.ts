@@ -33,11 +33,16 @@ export function personSql(alias: string): Prisma.Sql {
 }
 
 /** Consent given and not withdrawn since (a withdrawal clears neither row nor sessions, only this). */
-export function hasConsent(p: { consentGivenAt: Date | null; consentWithdrawnAt: Date | null } | null | undefined): boolean {
+export function hasConsent(
+  p: { consentGivenAt: Date | null; consentWithdrawnAt: Date | null } | null | undefined,
+): boolean {
   return !!p?.consentGivenAt && !p.consentWithdrawnAt;
 }
 
-export const consentedWhere = { consentGivenAt: { not: null }, consentWithdrawnAt: null } satisfies Prisma.ParticipantWhereInput;
+export const consentedWhere = {
+  consentGivenAt: { not: null },
+  consentWithdrawnAt: null,
+} satisfies Prisma.ParticipantWhereInput;
 
 /** consentedWhere as SQL over the participant table's alias `alias`. */
 export function consentedSql(alias: string): Prisma.Sql {

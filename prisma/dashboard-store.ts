@@ -19,7 +19,15 @@ export interface DashboardTokenRow {
 
 export class DashboardTokenError extends Error {}
 
-const asRow = (t: { id: string; role: string; guildId: string | null; prefix: string; createdBy: string; createdAt: Date; revokedAt: Date | null }): DashboardTokenRow => ({
+const asRow = (t: {
+  id: string;
+  role: string;
+  guildId: string | null;
+  prefix: string;
+  createdBy: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+}): DashboardTokenRow => ({
   ...t,
   role: t.role === 'operator' ? 'operator' : 'moderator',
 });
@@ -30,10 +38,14 @@ export async function createDashboardToken(
   actor: string,
   t: { role: DashboardRole; guildId: string | null; tokenSha256: string; prefix: string },
 ): Promise<DashboardTokenRow> {
-  if (t.role === 'moderator' && !t.guildId) throw new DashboardTokenError('a moderator token needs --guild ID: a moderator sees one guild');
-  if (t.role === 'operator' && t.guildId) throw new DashboardTokenError('an operator token sees every guild: leave out --guild');
+  if (t.role === 'moderator' && !t.guildId)
+    throw new DashboardTokenError('a moderator token needs --guild ID: a moderator sees one guild');
+  if (t.role === 'operator' && t.guildId)
+    throw new DashboardTokenError('an operator token sees every guild: leave out --guild');
   return prisma.$transaction(async (tx) => {
-    const row = await tx.dashboardToken.create({ data: { role: t.role, guildId: t.guildId, tokenSha256: t.tokenSha256, prefix: t.prefix, createdBy: actor } });
+    const row = await tx.dashboardToken.create({
+      data: { role: t.role, guildId: t.guildId, tokenSha256: t.tokenSha256, prefix: t.prefix, createdBy: actor },
+    });
     await audit(tx, actor, 'dashboard.token.create', row.id, { role: t.role, guildId: t.guildId, prefix: t.prefix });
     return asRow(row);
   });
@@ -43,8 +55,13 @@ export async function createDashboardToken(
 export async function revokeDashboardToken(prisma: PrismaClient, actor: string, idOrPrefix: string): Promise<boolean> {
   return prisma.$transaction(async (tx) => {
     const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(idOrPrefix);
-    const live = await tx.dashboardToken.findMany({ where: { revokedAt: null, ...(uuid ? { id: idOrPrefix } : { prefix: idOrPrefix }) } });
-    if (live.length > 1) throw new DashboardTokenError(`${live.length} live tokens start with "${idOrPrefix}": name one by its id (sweetloop dashboard token list)`);
+    const live = await tx.dashboardToken.findMany({
+      where: { revokedAt: null, ...(uuid ? { id: idOrPrefix } : { prefix: idOrPrefix }) },
+    });
+    if (live.length > 1)
+      throw new DashboardTokenError(
+        `${live.length} live tokens start with "${idOrPrefix}": name one by its id (sweetloop dashboard token list)`,
+      );
     if (live.length === 0) return false;
     await tx.dashboardToken.update({ where: { id: live[0]!.id }, data: { revokedAt: new Date() } });
     await audit(tx, actor, 'dashboard.token.revoke', live[0]!.id, { prefix: live[0]!.prefix });
@@ -67,18 +84,32 @@ export async function liveDashboardTokenCount(prisma: PrismaClient): Promise<num
 }
 
 /** A dashboard write's audit row (the write itself goes through its own store). */
-export async function auditDashboardAction(prisma: PrismaClient, actor: { id: string; guildId: string | null }, action: string, target: string | null, detail?: Record<string, string | number | boolean | null>): Promise<void> {
+export async function auditDashboardAction(
+  prisma: PrismaClient,
+  actor: { id: string; guildId: string | null },
+  action: string,
+  target: string | null,
+  detail?: Record<string, string | number | boolean | null>,
+): Promise<void> {
   await audit(prisma, actor, action, target, detail);
 }
 
 /**
  * A run's critic advantages for agent turns (by turn id). Written again when a resumed run scores the same turn.
  */
-export async function saveCriticAdvantages(prisma: PrismaClient, trainingRunId: string, rows: readonly { turnId: string; advantage: number }[]): Promise<number> {
-  for (const r of rows) if (!Number.isFinite(r.advantage)) throw new RangeError(`critic advantage of turn ${r.turnId} is not a finite number`);
+export async function saveCriticAdvantages(
+  prisma: PrismaClient,
+  trainingRunId: string,
+  rows: readonly { turnId: string; advantage: number }[],
+): Promise<number> {
+  for (const r of rows)
+    if (!Number.isFinite(r.advantage))
+      throw new RangeError(`critic advantage of turn ${r.turnId} is not a finite number`);
   await prisma.$transaction(async (tx) => {
     await tx.criticAdvantage.deleteMany({ where: { trainingRunId, turnId: { in: rows.map((r) => r.turnId) } } });
-    await tx.criticAdvantage.createMany({ data: rows.map((r) => ({ trainingRunId, turnId: r.turnId, advantage: r.advantage })) });
+    await tx.criticAdvantage.createMany({
+      data: rows.map((r) => ({ trainingRunId, turnId: r.turnId, advantage: r.advantage })),
+    });
   });
   return rows.length;
 }
@@ -90,8 +121,16 @@ export async function saveCriticAdvantages(prisma: PrismaClient, trainingRunId: 
  * turns, and are matched from the end. A session with more advantages than agent turns is skipped (nothing to
  * match). Returns how many turns were stored and how many sessions were skipped.
  */
-export async function saveSessionAdvantages(prisma: PrismaClient, trainingRunId: string, sessions: readonly { sessionId: string; advantages: readonly number[] }[]): Promise<{ turns: number; skipped: number }> {
-  const turns = await prisma.turn.findMany({ where: { sessionId: { in: sessions.map((s) => s.sessionId) }, role: 'agent' }, orderBy: [{ sessionId: 'asc' }, { index: 'asc' }], select: { id: true, sessionId: true } });
+export async function saveSessionAdvantages(
+  prisma: PrismaClient,
+  trainingRunId: string,
+  sessions: readonly { sessionId: string; advantages: readonly number[] }[],
+): Promise<{ turns: number; skipped: number }> {
+  const turns = await prisma.turn.findMany({
+    where: { sessionId: { in: sessions.map((s) => s.sessionId) }, role: 'agent' },
+    orderBy: [{ sessionId: 'asc' }, { index: 'asc' }],
+    select: { id: true, sessionId: true },
+  });
   const bySession = new Map<string, string[]>();
   for (const t of turns) bySession.set(t.sessionId, [...(bySession.get(t.sessionId) ?? []), t.id]);
   const rows: { turnId: string; advantage: number }[] = [];

@@ -49,7 +49,9 @@ export interface OpenDatabaseOptions {
 }
 
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database> {
-  return opts.databaseUrl ? openPostgres(parsePostgresUrl(opts.databaseUrl), opts.poolSize ?? DEFAULT_POOL_SIZE, opts.log) : openPglite(opts.pgliteDir, opts.log);
+  return opts.databaseUrl
+    ? openPostgres(parsePostgresUrl(opts.databaseUrl), opts.poolSize ?? DEFAULT_POOL_SIZE, opts.log)
+    : openPglite(opts.pgliteDir, opts.log);
 }
 
 // Channel names go into LISTEN unquoted on PGlite (which folds case) and quoted on Postgres: one strict form
@@ -57,7 +59,9 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database>
 const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
 function checkChannel(channel: string): void {
   if (!CHANNEL.test(channel)) {
-    throw new Error(`invalid notification channel ${JSON.stringify(channel)}: use lower-case letters, digits and _ (max 63)`);
+    throw new Error(
+      `invalid notification channel ${JSON.stringify(channel)}: use lower-case letters, digits and _ (max 63)`,
+    );
   }
 }
 
@@ -71,13 +75,16 @@ export function parsePostgresUrl(url: string): PostgresConnection {
   try {
     u = new URL(url);
   } catch {
-    throw new DatabaseError('DATABASE_URL is not a valid URL (expected postgres://user[:password]@host[:port]/database)');
+    throw new DatabaseError(
+      'DATABASE_URL is not a valid URL (expected postgres://user[:password]@host[:port]/database)',
+    );
   }
   if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
     throw new DatabaseError(`DATABASE_URL must start with postgres:// or postgresql://, got ${u.protocol}//`);
   }
   const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
-  if (!database) throw new DatabaseError('DATABASE_URL names no database (expected postgres://user@host:port/database)');
+  if (!database)
+    throw new DatabaseError('DATABASE_URL names no database (expected postgres://user@host:port/database)');
   const sslmode = u.searchParams.get('sslmode');
   const conn: PostgresConnection = {
     // ?host=/var/run/postgresql selects a Unix socket, as libpq allows.
@@ -126,7 +133,10 @@ async function openPostgres(conn: PostgresConnection, poolSize: number, log?: Lo
     await pool.query('SELECT 1');
   } catch (err) {
     await pool.end().catch(() => {});
-    throw new DatabaseError(describeDatabaseError(err, { label, hint: 'Check DATABASE_URL and that Postgres is running.' }), { cause: err });
+    throw new DatabaseError(
+      describeDatabaseError(err, { label, hint: 'Check DATABASE_URL and that Postgres is running.' }),
+      { cause: err },
+    );
   }
   const adapter = new PrismaPg(pool, {
     onPoolError: (err) => log?.warn({ err: err.message }, 'Postgres pool error'),
@@ -201,7 +211,8 @@ class PgListener {
       s.delete(onPayload);
       if (s.size === 0) {
         this.handlers.delete(channel);
-        if (this.client && !this.closed) await this.client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+        if (this.client && !this.closed)
+          await this.client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
       }
     };
   }
@@ -316,7 +327,10 @@ async function openPglite(dirOption: string, log?: Logger): Promise<Database> {
   try {
     mkdirSync(dir, { recursive: true });
   } catch (err) {
-    throw new DatabaseError(`cannot create the embedded database directory ${dir} (PGLITE_DIR): ${(err as Error).message}`, { cause: err });
+    throw new DatabaseError(
+      `cannot create the embedded database directory ${dir} (PGLITE_DIR): ${(err as Error).message}`,
+      { cause: err },
+    );
   }
   const unlock = lockDirectory(dir);
   let pglite: PGlite;
@@ -324,7 +338,9 @@ async function openPglite(dirOption: string, log?: Logger): Promise<Database> {
     pglite = await PGlite.create(dir);
   } catch (err) {
     unlock();
-    throw new DatabaseError(`cannot open the embedded database at ${dir} (PGLITE_DIR): ${(err as Error).message}`, { cause: err });
+    throw new DatabaseError(`cannot open the embedded database at ${dir} (PGLITE_DIR): ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
   log?.debug({ dir }, 'embedded PGlite database open');

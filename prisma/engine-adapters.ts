@@ -48,7 +48,8 @@ function charFixedPglite(db: PGlite): PGlite {
       get(t, prop) {
         const v = Reflect.get(t, prop, t) as unknown;
         if (prop === 'query') {
-          return async (...args: unknown[]) => charColumnsAsText(await (v as (...a: unknown[]) => Promise<unknown>).apply(t, args));
+          return async (...args: unknown[]) =>
+            charColumnsAsText(await (v as (...a: unknown[]) => Promise<unknown>).apply(t, args));
         }
         if (prop === 'transaction') {
           return (cb: (tx: object) => Promise<unknown>) =>
@@ -96,7 +97,8 @@ function postgresEngineAdapter(conn: PostgresConnection, log?: Logger): EngineAd
   };
   // @prisma/adapter-pg runs a script split at every ';', which cuts a function body (a trigger's) in pieces: the
   // script goes to Postgres whole instead, one simple-protocol query, as Prisma's native engine sends it.
-  const wholeScripts = <A extends SqlDriverAdapter>(adapter: A, pool: pg.Pool) => awaitingScripts(adapter, (script) => pool.query(script));
+  const wholeScripts = <A extends SqlDriverAdapter>(adapter: A, pool: pg.Pool) =>
+    awaitingScripts(adapter, (script) => pool.query(script));
   class Factory extends PrismaPg {
     override async connect() {
       return wholeScripts(await super.connect(), mainPool);
@@ -174,5 +176,7 @@ function pgliteEngineAdapter(db: PGlite): EngineAdapter {
 
 /** The engine's adapter factory for this database, and how to close what it opened (shadow databases included). */
 export function engineAdapterFor(db: Database, log?: Logger): EngineAdapter {
-  return db.raw.kind === 'postgres' ? postgresEngineAdapter(db.raw.connection, log) : pgliteEngineAdapter(db.raw.pglite);
+  return db.raw.kind === 'postgres'
+    ? postgresEngineAdapter(db.raw.connection, log)
+    : pgliteEngineAdapter(db.raw.pglite);
 }

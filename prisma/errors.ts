@@ -4,10 +4,7 @@ import { Prisma } from './generated/client.ts';
 
 export class DatabaseError extends Error {
   override name = 'DatabaseError';
-  constructor(
-    message: string,
-    options?: { cause?: unknown; code?: string },
-  ) {
+  constructor(message: string, options?: { cause?: unknown; code?: string }) {
     super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
     if (options?.code) this.code = options.code;
   }
@@ -57,8 +54,22 @@ function uniqueFields(meta: Record<string, unknown> | undefined): string[] {
 }
 
 const CONNECTION_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
-const CONNECTION_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections', 'TlsConnectionError']);
-const NET_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE', 'EAI_AGAIN']);
+const CONNECTION_KINDS = new Set([
+  'DatabaseNotReachable',
+  'ConnectionClosed',
+  'SocketTimeout',
+  'TooManyConnections',
+  'TlsConnectionError',
+]);
+const NET_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+]);
 // SQLSTATE: class 08 (connection exception), 57P01-57P03 (server shutting down, crash, cannot connect now).
 function isConnectionSqlState(code: string | undefined): boolean {
   return !!code && (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03');
@@ -68,13 +79,19 @@ function isConnectionSqlState(code: string | undefined): boolean {
 export function isConnectionError(err: unknown): boolean {
   if (err instanceof Prisma.PrismaClientKnownRequestError) {
     const cause = adapterCause(err.meta);
-    return CONNECTION_CODES.has(err.code) || CONNECTION_KINDS.has(cause?.kind ?? '') || isConnectionSqlState(cause?.originalCode);
+    return (
+      CONNECTION_CODES.has(err.code) ||
+      CONNECTION_KINDS.has(cause?.kind ?? '') ||
+      isConnectionSqlState(cause?.originalCode)
+    );
   }
   if (err instanceof Prisma.PrismaClientInitializationError) return true;
   const e = err as { code?: string; message?: string; cause?: { kind?: string } } | null;
   if (e?.cause?.kind && CONNECTION_KINDS.has(e.cause.kind)) return true;
   if (e?.code && (NET_ERRNOS.has(e.code) || isConnectionSqlState(e.code))) return true;
-  return /Connection terminated|connection.*(closed|lost)|timeout exceeded when trying to connect/i.test(e?.message ?? '');
+  return /Connection terminated|connection.*(closed|lost)|timeout exceeded when trying to connect/i.test(
+    e?.message ?? '',
+  );
 }
 
 /** A short message for any error thrown while talking to the database. */
@@ -96,16 +113,19 @@ export function describeDatabaseError(err: unknown, ctx: { label?: string; hint?
       case 'P2011':
         return `${model ?? 'row'}: a required value is missing (${err.message.split('\n').pop()})`;
     }
-    if (isConnectionError(err)) return `lost the connection to the database${where}: ${cause?.originalMessage ?? cause?.kind ?? err.code}`;
+    if (isConnectionError(err))
+      return `lost the connection to the database${where}: ${cause?.originalMessage ?? cause?.kind ?? err.code}`;
     return `database error ${err.code}${where}: ${err.message.split('\n').filter(Boolean).pop()}`;
   }
-  if (err instanceof Prisma.PrismaClientInitializationError) return `cannot start the database client${where}: ${err.message}`;
+  if (err instanceof Prisma.PrismaClientInitializationError)
+    return `cannot start the database client${where}: ${err.message}`;
   const e = err as { code?: string; message?: string } | null;
   if (e?.code && NET_ERRNOS.has(e.code)) {
     return `cannot reach the database${where}: ${e.code}${ctx.hint ? `. ${ctx.hint}` : ''}`;
   }
   if (e?.code === '3D000') return `the database does not exist${where}: ${e.message}${ctx.hint ? `. ${ctx.hint}` : ''}`;
-  if (e?.code === '28P01' || e?.code === '28000') return `the database refused the login${where}: ${e.message}${ctx.hint ? `. ${ctx.hint}` : ''}`;
+  if (e?.code === '28P01' || e?.code === '28000')
+    return `the database refused the login${where}: ${e.message}${ctx.hint ? `. ${ctx.hint}` : ''}`;
   if (isConnectionError(err)) return `lost the connection to the database${where}: ${e?.message ?? String(err)}`;
   return `database error${where}: ${e?.message ?? String(err)}`;
 }

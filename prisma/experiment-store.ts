@@ -8,7 +8,15 @@
 import type { Database } from './db.ts';
 import type { Experiment, PolicyVersion, Prisma, PrismaClient, Study } from './generated/client.ts';
 import { audit } from './moderation-store.ts';
-import { assertDeployable, deployedPolicy, PolicyError, resolvePolicyName, switchDeployedPolicy, trainedOnErasedData, type ForceOptions } from './policy-store.ts';
+import {
+  assertDeployable,
+  deployedPolicy,
+  PolicyError,
+  resolvePolicyName,
+  switchDeployedPolicy,
+  trainedOnErasedData,
+  type ForceOptions,
+} from './policy-store.ts';
 import { DEFAULT_STUDY, defaultStudy, findStudy, withStudyLock, type StudyWithArms } from './study-store.ts';
 
 type Tx = Prisma.TransactionClient;
@@ -23,12 +31,19 @@ export type RunningExperiment = Experiment & { candidate: PolicyVersion; control
 const WITH_VERSIONS = { candidate: true, control: true, study: true } as const;
 
 export async function runningExperiment(prisma: PrismaClient | Tx, studyId: string): Promise<RunningExperiment | null> {
-  return prisma.experiment.findFirst({ where: { studyId, status: 'running' }, include: WITH_VERSIONS, orderBy: { startedAt: 'desc' } });
+  return prisma.experiment.findFirst({
+    where: { studyId, status: 'running' },
+    include: WITH_VERSIONS,
+    orderBy: { startedAt: 'desc' },
+  });
 }
 
 /** The study's running A/B, else its latest one stopped; null when it never had one. */
 export async function latestExperiment(prisma: PrismaClient, studyId: string): Promise<RunningExperiment | null> {
-  return (await runningExperiment(prisma, studyId)) ?? prisma.experiment.findFirst({ where: { studyId }, include: WITH_VERSIONS, orderBy: { startedAt: 'desc' } });
+  return (
+    (await runningExperiment(prisma, studyId)) ??
+    prisma.experiment.findFirst({ where: { studyId }, include: WITH_VERSIONS, orderBy: { startedAt: 'desc' } })
+  );
 }
 
 /** Every A/B of every study, newest first (for the report). */
@@ -50,42 +65,77 @@ const armList = (s: StudyWithArms) => s.arms.map((a) => `${a.policyVersion.name}
  * it has none, as in the default study) at 100 - `share` percent and the candidate at `share` percent, and the
  * period is recorded and audited, all under the study's lock (no session is assigned half-way).
  */
-export async function startExperiment(db: Database, actor: string, o: { study: string; candidate: string; share: number } & ForceOptions): Promise<RunningExperiment> {
-  if (!(Number.isInteger(o.share) && o.share >= 1 && o.share <= 99)) throw new ExperimentError(`The candidate's share is a whole percent from 1 to 99, got ${o.share}.`);
+export async function startExperiment(
+  db: Database,
+  actor: string,
+  o: { study: string; candidate: string; share: number } & ForceOptions,
+): Promise<RunningExperiment> {
+  if (!(Number.isInteger(o.share) && o.share >= 1 && o.share <= 99))
+    throw new ExperimentError(`The candidate's share is a whole percent from 1 to 99, got ${o.share}.`);
   const { id } = await armsStudy(db.prisma, o.study);
   return withStudyLock(db.prisma, id, async (tx) => {
     const study = (await findStudy(tx, o.study))!;
     if (study.status === 'closed') throw new ExperimentError(`Study "${study.name}" is closed.`);
     const running = await runningExperiment(tx, study.id);
-    if (running) throw new ExperimentError(`An experiment is already running in study "${study.name}" (candidate ${running.candidate.name}). Stop it first with /mod experiment stop.`);
+    if (running)
+      throw new ExperimentError(
+        `An experiment is already running in study "${study.name}" (candidate ${running.candidate.name}). Stop it first with /mod experiment stop.`,
+      );
     const candidate = await resolvePolicyName(tx, o.candidate).catch((err: unknown) => {
       throw err instanceof PolicyError ? new ExperimentError(err.message) : err;
     });
-    if (candidate.status === 'removed') throw new ExperimentError(`"${candidate.name}" was removed (sweetloop policy remove): it cannot be a candidate.`);
+    if (candidate.status === 'removed')
+      throw new ExperimentError(`"${candidate.name}" was removed (sweetloop policy remove): it cannot be a candidate.`);
     // An A/B puts the candidate in front of people: the same rule as a deploy (policy-store.ts erasedDataBlocker).
     assertDeployable(candidate, o);
     if (study.arms.length > 1) {
-      throw new ExperimentError(`Study "${study.name}" already splits its sessions between arms (${armList(study)}); end that first with \`sweetloop study arms stop ${study.name} --promote VERSION\` or \`--discard VERSION\`.`);
+      throw new ExperimentError(
+        `Study "${study.name}" already splits its sessions between arms (${armList(study)}); end that first with \`sweetloop study arms stop ${study.name} --promote VERSION\` or \`--discard VERSION\`.`,
+      );
     }
     const control = study.arms[0]?.policyVersion ?? (await deployedPolicy(tx as unknown as PrismaClient));
-    if (!control) throw new ExperimentError('No version is deployed: an experiment compares a candidate with the deployed version.');
+    if (!control)
+      throw new ExperimentError(
+        'No version is deployed: an experiment compares a candidate with the deployed version.',
+      );
     if (control.id === candidate.id) {
-      throw new ExperimentError(control.status === 'deployed' ? `"${candidate.name}" is the deployed version already.` : `"${candidate.name}" already plays study "${study.name}".`);
+      throw new ExperimentError(
+        control.status === 'deployed'
+          ? `"${candidate.name}" is the deployed version already.`
+          : `"${candidate.name}" already plays study "${study.name}".`,
+      );
     }
     await setArms(tx, study.id, [
       { policyVersionId: control.id, share: 100 - o.share },
       { policyVersionId: candidate.id, share: o.share },
     ]);
-    const e = await tx.experiment.create({ data: { studyId: study.id, candidateId: candidate.id, controlId: control.id, share: o.share, startedBy: actor }, include: WITH_VERSIONS });
-    await audit(tx, actor, 'experiment.start', candidate.name, { experimentId: e.id, study: study.name, control: control.name, share: o.share, armsBefore: armList(study) || 'the deployed version' });
+    const e = await tx.experiment.create({
+      data: { studyId: study.id, candidateId: candidate.id, controlId: control.id, share: o.share, startedBy: actor },
+      include: WITH_VERSIONS,
+    });
+    await audit(tx, actor, 'experiment.start', candidate.name, {
+      experimentId: e.id,
+      study: study.name,
+      control: control.name,
+      share: o.share,
+      armsBefore: armList(study) || 'the deployed version',
+    });
     if (trainedOnErasedData(candidate)) {
-      await audit(tx, actor, 'policy.force-erased-data', candidate.name, { versionId: candidate.id, via: 'experiment.start', experimentId: e.id });
+      await audit(tx, actor, 'policy.force-erased-data', candidate.name, {
+        versionId: candidate.id,
+        via: 'experiment.start',
+        experimentId: e.id,
+      });
     }
     return e;
   });
 }
 
-async function setArms(tx: Tx, studyId: string, arms: readonly { policyVersionId: string; share: number }[]): Promise<void> {
+async function setArms(
+  tx: Tx,
+  studyId: string,
+  arms: readonly { policyVersionId: string; share: number }[],
+): Promise<void> {
   await tx.studyArm.deleteMany({ where: { studyId } });
   if (arms.length) await tx.studyArm.createMany({ data: arms.map((a) => ({ studyId, ...a })) });
 }
@@ -95,14 +145,27 @@ async function setArms(tx: Tx, studyId: string, arms: readonly { policyVersionId
  * to 100 by largest remainder). A study left with one arm where it had none of its own (the default study) gets
  * none again: the deployed version plays it, as before the A/B.
  */
-export function armsAfter(study: Pick<StudyWithArms, 'name' | 'arms'>, targetId: string, outcome: ExperimentOutcome): { policyVersionId: string; share: number }[] {
-  const kept = outcome === 'promote' ? study.arms.filter((a) => a.policyVersionId === targetId) : study.arms.filter((a) => a.policyVersionId !== targetId);
+export function armsAfter(
+  study: Pick<StudyWithArms, 'name' | 'arms'>,
+  targetId: string,
+  outcome: ExperimentOutcome,
+): { policyVersionId: string; share: number }[] {
+  const kept =
+    outcome === 'promote'
+      ? study.arms.filter((a) => a.policyVersionId === targetId)
+      : study.arms.filter((a) => a.policyVersionId !== targetId);
   if (study.name === DEFAULT_STUDY && kept.length <= 1) return [];
   const total = kept.reduce((n, a) => n + a.share, 0);
-  const exact = kept.map((a) => ({ policyVersionId: a.policyVersionId, name: a.policyVersion.name, share: (a.share * 100) / total }));
+  const exact = kept.map((a) => ({
+    policyVersionId: a.policyVersionId,
+    name: a.policyVersion.name,
+    share: (a.share * 100) / total,
+  }));
   const out = exact.map((a) => ({ ...a, share: Math.floor(a.share) }));
   let left = 100 - out.reduce((n, a) => n + a.share, 0);
-  const order = exact.map((a, i) => ({ i, frac: a.share - Math.floor(a.share), name: a.name })).sort((x, y) => y.frac - x.frac || x.name.localeCompare(y.name));
+  const order = exact
+    .map((a, i) => ({ i, frac: a.share - Math.floor(a.share), name: a.name }))
+    .sort((x, y) => y.frac - x.frac || x.name.localeCompare(y.name));
   for (const { i } of order) if (left-- > 0) out[i]!.share++;
   return out.map(({ policyVersionId, share }) => ({ policyVersionId, share }));
 }
@@ -128,8 +191,14 @@ function stopTarget(study: StudyWithArms, e: RunningExperiment | null, version: 
     if (!e) throw new ExperimentError(`No experiment is running in study "${study.name}".`);
     return e.candidate;
   }
-  if (e && e.candidate.name !== version) throw new ExperimentError(`The experiment running in study "${study.name}" tests ${e.candidate.name}: name it to promote or discard it.`);
-  if (study.arms.length < 2) throw new ExperimentError(`Study "${study.name}" compares no arms (${armList(study) || 'the deployed version'} plays it).`);
+  if (e && e.candidate.name !== version)
+    throw new ExperimentError(
+      `The experiment running in study "${study.name}" tests ${e.candidate.name}: name it to promote or discard it.`,
+    );
+  if (study.arms.length < 2)
+    throw new ExperimentError(
+      `Study "${study.name}" compares no arms (${armList(study) || 'the deployed version'} plays it).`,
+    );
   const arm = study.arms.find((a) => a.policyVersion.name === version);
   if (!arm) throw new ExperimentError(`"${version}" is not an arm of study "${study.name}" (arms: ${armList(study)}).`);
   return arm.policyVersion;
@@ -141,20 +210,38 @@ function stopTarget(study: StudyWithArms, e: RunningExperiment | null, version: 
  * leaves the deployed version as it is. A running A/B period is closed with the outcome. Audited, with `detail`
  * (the final figures).
  */
-export async function stopArms(db: Database, actor: string, studyName: string, r: StopRequest, detail: Record<string, unknown> = {}): Promise<StopResult> {
-  if (r.outcome !== 'promote' && r.outcome !== 'discard') throw new ExperimentError(`The outcome is promote or discard, got "${String(r.outcome)}".`);
+export async function stopArms(
+  db: Database,
+  actor: string,
+  studyName: string,
+  r: StopRequest,
+  detail: Record<string, unknown> = {},
+): Promise<StopResult> {
+  if (r.outcome !== 'promote' && r.outcome !== 'discard')
+    throw new ExperimentError(`The outcome is promote or discard, got "${String(r.outcome)}".`);
   const study = await armsStudy(db.prisma, studyName);
   const e = await runningExperiment(db.prisma, study.id);
   const target = stopTarget(study, e, r.version);
   let deployed: PolicyVersion | null = null;
   if (r.outcome === 'promote') {
     const current = await db.prisma.policyVersion.findUniqueOrThrow({ where: { id: target.id } });
-    deployed = current.status === 'deployed' ? current : await switchDeployedPolicy(db, actor, current, 'experiment.promote', { detail: { study: study.name, experimentId: e?.id ?? null }, notify: 'best-effort', force: r.force, operator: r.operator });
+    deployed =
+      current.status === 'deployed'
+        ? current
+        : await switchDeployedPolicy(db, actor, current, 'experiment.promote', {
+            detail: { study: study.name, experimentId: e?.id ?? null },
+            notify: 'best-effort',
+            force: r.force,
+            operator: r.operator,
+          });
   }
   return withStudyLock(db.prisma, study.id, async (tx) => {
     const now = (await findStudy(tx, study.name))!;
     const eNow = await runningExperiment(tx, study.id);
-    if (eNow?.id !== e?.id || armList(now) !== armList(study)) throw new ExperimentError(`The arms of study "${study.name}" changed meanwhile; look at the status and try again.`);
+    if (eNow?.id !== e?.id || armList(now) !== armList(study))
+      throw new ExperimentError(
+        `The arms of study "${study.name}" changed meanwhile; look at the status and try again.`,
+      );
     const arms = armsAfter(now, target.id, r.outcome);
     await setArms(tx, now.id, arms);
     const stopped = e
@@ -165,7 +252,13 @@ export async function stopArms(db: Database, actor: string, studyName: string, r
         })
       : null;
     const after = (await findStudy(tx, study.name))!;
-    await audit(tx, actor, 'experiment.stop', target.name, { study: study.name, experimentId: e?.id ?? null, outcome: r.outcome, arms: armList(after) || 'the deployed version', ...detail } as Prisma.InputJsonObject);
+    await audit(tx, actor, 'experiment.stop', target.name, {
+      study: study.name,
+      experimentId: e?.id ?? null,
+      outcome: r.outcome,
+      arms: armList(after) || 'the deployed version',
+      ...detail,
+    } as Prisma.InputJsonObject);
     return { study: after, experiment: stopped, version: target, deployed };
   });
 }
@@ -184,7 +277,10 @@ export interface ArmSession {
 }
 
 /** The sessions of an A/B period, or of a whole study; gold checks (no version played them) are left out. */
-export async function armSessions(prisma: PrismaClient, where: { experimentId: string } | { studyId: string }): Promise<ArmSession[]> {
+export async function armSessions(
+  prisma: PrismaClient,
+  where: { experimentId: string } | { studyId: string },
+): Promise<ArmSession[]> {
   const rows = await prisma.session.findMany({
     where: { ...where, policyVersionId: { not: null } },
     select: {

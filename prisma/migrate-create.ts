@@ -31,7 +31,9 @@ export interface CreatedMigration {
  * or returns null when the migrations already produce that schema. It works on a scratch in-memory database
  * (migrations replayed, then diffed), so it touches neither Postgres nor the local PGlite data.
  */
-export async function createMigration(opts: MigrateOptions & { name: string; draft?: boolean }): Promise<CreatedMigration | null> {
+export async function createMigration(
+  opts: MigrateOptions & { name: string; draft?: boolean },
+): Promise<CreatedMigration | null> {
   const slug = migrationSlug(opts.name);
   const migrationsDir = resolve(opts.migrationsDir ?? MIGRATIONS_DIR);
   await mkdir(migrationsDir, { recursive: true });
@@ -46,7 +48,8 @@ export async function createMigration(opts: MigrateOptions & { name: string; dra
       // devDiagnostic replays the history on a shadow database and caches the result, which createMigration
       // needs: the wasm engine cannot open a shadow database from createMigration itself.
       const diag = await runEngine(db, () => engine.devDiagnostic({ migrationsList: list, filters: NO_FILTER }));
-      if (diag.action.tag === 'reset') throw new DatabaseError(`the migrations directory is inconsistent: ${diag.action.reason}`);
+      if (diag.action.tag === 'reset')
+        throw new DatabaseError(`the migrations directory is inconsistent: ${diag.action.reason}`);
       const out = await runEngine(db, () =>
         engine.createMigration({
           draft: opts.draft ?? false,

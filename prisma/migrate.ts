@@ -52,7 +52,8 @@ export async function migrate(db: Database, opts: MigrateOptions = {}): Promise<
   const session = await openSchemaEngine(db, opts);
   try {
     const out = await runEngine(db, () => session.engine.applyMigrations({ migrationsList: list, filters: NO_FILTER }));
-    for (const name of out.appliedMigrationNames) opts.log?.info({ migration: name, db: db.label }, 'migration applied');
+    for (const name of out.appliedMigrationNames)
+      opts.log?.info({ migration: name, db: db.label }, 'migration applied');
     return { applied: out.appliedMigrationNames };
   } finally {
     await session.close();
@@ -90,15 +91,23 @@ export async function migrationStatus(db: Database, opts: MigrateOptions = {}): 
   let diag: Engine.DiagnoseMigrationHistoryOutput;
   try {
     diag = await runEngine(db, () =>
-      session.engine.diagnoseMigrationHistory({ migrationsList: list, optInToShadowDatabase: false, filters: NO_FILTER }),
+      session.engine.diagnoseMigrationHistory({
+        migrationsList: list,
+        optInToShadowDatabase: false,
+        filters: NO_FILTER,
+      }),
     );
   } finally {
     await session.close();
   }
   const applied = diag.hasMigrationsTable ? await readMigrationsTable(db) : [];
   const h = diag.history;
-  const pending = h?.diagnostic === 'databaseIsBehind' || h?.diagnostic === 'historiesDiverge' ? h.unappliedMigrationNames : [];
-  const unknown = h?.diagnostic === 'migrationsDirectoryIsBehind' || h?.diagnostic === 'historiesDiverge' ? h.unpersistedMigrationNames : [];
+  const pending =
+    h?.diagnostic === 'databaseIsBehind' || h?.diagnostic === 'historiesDiverge' ? h.unappliedMigrationNames : [];
+  const unknown =
+    h?.diagnostic === 'migrationsDirectoryIsBehind' || h?.diagnostic === 'historiesDiverge'
+      ? h.unpersistedMigrationNames
+      : [];
   return {
     local: list.migrationDirectories.map((d) => d.path),
     applied,
@@ -112,8 +121,17 @@ export async function migrationStatus(db: Database, opts: MigrateOptions = {}): 
 
 export async function readMigrationsTable(db: Database): Promise<AppliedMigration[]> {
   const rows = await db.prisma.$queryRawUnsafe<
-    { migration_name: string; checksum: string; started_at: Date; finished_at: Date | null; rolled_back_at: Date | null; applied_steps_count: number }[]
-  >('SELECT migration_name, checksum, started_at, finished_at, rolled_back_at, applied_steps_count FROM "_prisma_migrations" ORDER BY started_at, migration_name');
+    {
+      migration_name: string;
+      checksum: string;
+      started_at: Date;
+      finished_at: Date | null;
+      rolled_back_at: Date | null;
+      applied_steps_count: number;
+    }[]
+  >(
+    'SELECT migration_name, checksum, started_at, finished_at, rolled_back_at, applied_steps_count FROM "_prisma_migrations" ORDER BY started_at, migration_name',
+  );
   return rows.map((r) => ({
     name: r.migration_name,
     checksum: r.checksum,
@@ -129,7 +147,11 @@ export async function readMigrationsTable(db: Database): Promise<AppliedMigratio
  * After `migrate`, a non-empty result means the migrations and the schema have drifted apart.
  */
 export async function diffDatabaseToSchema(db: Database, opts: MigrateOptions = {}): Promise<string> {
-  return diffToSchema(db, opts, (session) => ({ tag: 'schemaDatasource', files: session.schema.files, configDir: dirname(session.schema.files[0]!.path) }));
+  return diffToSchema(db, opts, (session) => ({
+    tag: 'schemaDatasource',
+    files: session.schema.files,
+    configDir: dirname(session.schema.files[0]!.path),
+  }));
 }
 
 /** The SQL that would take the database the migrations build to what schema.prisma describes ('' = none). */
@@ -142,7 +164,11 @@ type EngineSession = Awaited<ReturnType<typeof openSchemaEngine>>;
 type DiffSource = Parameters<EngineSession['engine']['diff']>[0]['from'];
 
 /** Diffs `from` against schema.prisma as a script; the engine's exit code 2 means "there is a difference". */
-async function diffToSchema(db: Database, opts: MigrateOptions, from: (session: EngineSession) => DiffSource): Promise<string> {
+async function diffToSchema(
+  db: Database,
+  opts: MigrateOptions,
+  from: (session: EngineSession) => DiffSource,
+): Promise<string> {
   const session = await openSchemaEngine(db, opts);
   try {
     const out = await runEngine(db, () =>

@@ -7,13 +7,20 @@ export async function findParticipant(prisma: PrismaClient, externalId: string):
 }
 
 /** Several people's rows in one query (by channel id; those without a row are left out of the map). */
-export async function findParticipants(prisma: PrismaClient, externalIds: readonly string[]): Promise<Map<string, Participant>> {
+export async function findParticipants(
+  prisma: PrismaClient,
+  externalIds: readonly string[],
+): Promise<Map<string, Participant>> {
   const rows = await prisma.participant.findMany({ where: { discordUserId: { in: [...new Set(externalIds)] } } });
   return new Map(rows.map((r) => [r.discordUserId, r]));
 }
 
 /** Records the acceptance (again, after a withdrawal or a deletion), creating the row on first contact. */
-export async function acceptConsent(prisma: PrismaClient | Prisma.TransactionClient, externalId: string, displayName: string | null): Promise<Participant> {
+export async function acceptConsent(
+  prisma: PrismaClient | Prisma.TransactionClient,
+  externalId: string,
+  displayName: string | null,
+): Promise<Participant> {
   const now = new Date();
   return prisma.participant.upsert({
     where: { discordUserId: externalId },

@@ -20,17 +20,29 @@ export function isPayPlatform(name: string): name is PayPlatform {
 export function checkPlatformId(platform: PayPlatform, id: string): string {
   const p = PAY_PLATFORMS[platform];
   const trimmed = id.trim();
-  if (!p.pattern.test(trimmed)) throw new StudyError(`That is not a ${p.label}: it is 24 letters and digits, such as ${p.example}. Please check it and try again.`);
+  if (!p.pattern.test(trimmed))
+    throw new StudyError(
+      `That is not a ${p.label}: it is 24 letters and digits, such as ${p.example}. Please check it and try again.`,
+    );
   return trimmed.toLowerCase();
 }
 
 /** Whether the person has given their id on this platform. */
-export async function hasPayAccount(prisma: PrismaClient, participantId: string, platform: PayPlatform): Promise<boolean> {
+export async function hasPayAccount(
+  prisma: PrismaClient,
+  participantId: string,
+  platform: PayPlatform,
+): Promise<boolean> {
   return (await prisma.payAccount.count({ where: { participantId, platform } })) > 0;
 }
 
 /** Stores (or replaces) the person's id on the platform; the person must exist (they accepted consent first). */
-export async function savePayAccount(prisma: PrismaClient, participantId: string, platform: PayPlatform, id: string): Promise<void> {
+export async function savePayAccount(
+  prisma: PrismaClient,
+  participantId: string,
+  platform: PayPlatform,
+  id: string,
+): Promise<void> {
   const accountId = checkPlatformId(platform, id);
   await prisma.payAccount.upsert({
     where: { participantId_platform: { participantId, platform } },
@@ -40,7 +52,14 @@ export async function savePayAccount(prisma: PrismaClient, participantId: string
 }
 
 /** Platform ids by the person's external (Discord) id, for the people given. */
-export async function payAccountsByPerson(prisma: PrismaClient, externalIds: readonly string[], platform: PayPlatform): Promise<Map<string, string>> {
-  const rows = await prisma.payAccount.findMany({ where: { platform, participant: { discordUserId: { in: [...externalIds] } } }, select: { accountId: true, participant: { select: { discordUserId: true } } } });
+export async function payAccountsByPerson(
+  prisma: PrismaClient,
+  externalIds: readonly string[],
+  platform: PayPlatform,
+): Promise<Map<string, string>> {
+  const rows = await prisma.payAccount.findMany({
+    where: { platform, participant: { discordUserId: { in: [...externalIds] } } },
+    select: { accountId: true, participant: { select: { discordUserId: true } } },
+  });
   return new Map(rows.map((r) => [r.participant.discordUserId, r.accountId]));
 }

@@ -76,9 +76,21 @@ export async function registerVersion(
   const write = async (tx: Prisma.TransactionClient) => {
     const v =
       r.ifExists === 'reuse'
-        ? await tx.policyVersion.upsert({ where: { name: r.name }, create: data, update: { checkpointPath: r.checkpointPath } })
+        ? await tx.policyVersion.upsert({
+            where: { name: r.name },
+            create: data,
+            update: { checkpointPath: r.checkpointPath },
+          })
         : await tx.policyVersion.create({ data });
-    if (r.audit) await tx.auditLog.create({ data: { actor: r.audit.actor, action: r.audit.action, target: v.name, detail: { versionId: v.id, ...r.audit.detail } as Prisma.InputJsonObject } });
+    if (r.audit)
+      await tx.auditLog.create({
+        data: {
+          actor: r.audit.actor,
+          action: r.audit.action,
+          target: v.name,
+          detail: { versionId: v.id, ...r.audit.detail } as Prisma.InputJsonObject,
+        },
+      });
     await alongside?.(tx, v);
     return v;
   };
@@ -108,30 +120,49 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * built-in starter: `starter` builds and registers it where a caller can, trainer/versions.ts; otherwise the newest
  * registered one), a version's name, or its id. PolicyError naming the recent versions when there is none such.
  */
-export async function resolvePolicyName(prisma: PrismaClient | Prisma.TransactionClient, ref: string, o: { starter?: () => Promise<PolicyVersion> } = {}): Promise<PolicyVersion> {
+export async function resolvePolicyName(
+  prisma: PrismaClient | Prisma.TransactionClient,
+  ref: string,
+  o: { starter?: () => Promise<PolicyVersion> } = {},
+): Promise<PolicyVersion> {
   const db = prisma as PrismaClient;
   if (ref === 'deployed') {
     const v = await deployedPolicy(db);
-    if (!v) throw new PolicyError('No policy version is deployed yet (run `npm start` once, or `sweetloop deploy NAME`).');
+    if (!v)
+      throw new PolicyError('No policy version is deployed yet (run `npm start` once, or `sweetloop deploy NAME`).');
     return v;
   }
   if (ref === 'starter') {
     if (o.starter) return o.starter();
-    const v = await db.policyVersion.findFirst({ where: { algorithm: STARTER_ALGORITHM, status: { not: 'removed' } }, orderBy: { createdAt: 'desc' } });
-    if (!v) throw new PolicyError('The starter policy is not registered yet: run `npm start` once (it installs and registers it).');
+    const v = await db.policyVersion.findFirst({
+      where: { algorithm: STARTER_ALGORITHM, status: { not: 'removed' } },
+      orderBy: { createdAt: 'desc' },
+    });
+    if (!v)
+      throw new PolicyError(
+        'The starter policy is not registered yet: run `npm start` once (it installs and registers it).',
+      );
     return v;
   }
-  const v = await db.policyVersion.findFirst({ where: UUID.test(ref) ? { OR: [{ name: ref }, { id: ref }] } : { name: ref } });
+  const v = await db.policyVersion.findFirst({
+    where: UUID.test(ref) ? { OR: [{ name: ref }, { id: ref }] } : { name: ref },
+  });
   if (v) return v;
   const known = await db.policyVersion.findMany({ select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
-  throw new PolicyError(`No policy version named "${ref}". Recent versions: ${known.map((k) => k.name).join(', ') || 'none'} (or starter, deployed).`);
+  throw new PolicyError(
+    `No policy version named "${ref}". Recent versions: ${known.map((k) => k.name).join(', ') || 'none'} (or starter, deployed).`,
+  );
 }
 
 /** The version a rollback would re-deploy: the most recently deployed one that is not deployed now. */
 export async function previouslyDeployedPolicy(prisma: PrismaClient): Promise<PolicyVersion | null> {
   const current = await deployedPolicy(prisma);
   return prisma.policyVersion.findFirst({
-    where: { deployedAt: { not: null }, status: { notIn: ['deployed', 'removed'] }, ...(current ? { id: { not: current.id } } : {}) },
+    where: {
+      deployedAt: { not: null },
+      status: { notIn: ['deployed', 'removed'] },
+      ...(current ? { id: { not: current.id } } : {}),
+    },
     orderBy: { deployedAt: 'desc' },
   });
 }
@@ -169,7 +200,8 @@ export interface ForceOptions {
 export function erasedDataBlocker(v: Pick<PolicyVersion, 'name' | 'metrics'>, o: ForceOptions): string | null {
   if (!trainedOnErasedData(v)) return null;
   const why = `"${v.name}" was trained on sessions of a person whose data has since been deleted (privacy delete)`;
-  if (!o.force) return `${why}: deploying it needs an operator's explicit force (\`--force\` on the command line, \`force: True\` in /mod), which is audited. Better: train a new version without their sessions.`;
+  if (!o.force)
+    return `${why}: deploying it needs an operator's explicit force (\`--force\` on the command line, \`force: True\` in /mod), which is audited. Better: train a new version without their sessions.`;
   if (!o.operator) return `${why}: only an operator may force it into service.`;
   return null;
 }
@@ -203,7 +235,13 @@ export interface SwitchOptions extends ForceOptions {
  * (erasedDataBlocker, checked on the row as it is inside the transaction); a forced one also gets the audit
  * entry 'policy.force-erased-data'.
  */
-export async function switchDeployedPolicy(db: Database, actor: string, target: PolicyVersion, action: string, opts: SwitchOptions = {}): Promise<PolicyVersion> {
+export async function switchDeployedPolicy(
+  db: Database,
+  actor: string,
+  target: PolicyVersion,
+  action: string,
+  opts: SwitchOptions = {},
+): Promise<PolicyVersion> {
   if (opts.prepare) {
     assertDeployable(target, opts);
     await opts.prepare(target);
@@ -213,13 +251,36 @@ export async function switchDeployedPolicy(db: Database, actor: string, target: 
     const fresh = await tx.policyVersion.findUniqueOrThrow({ where: { id: target.id } });
     assertDeployable(fresh, opts);
     if (trainedOnErasedData(fresh)) {
-      await tx.auditLog.create({ data: { actor, action: 'policy.force-erased-data', target: fresh.name, guildId: opts.guildId ?? null, detail: { versionId: fresh.id, via: action } } });
+      await tx.auditLog.create({
+        data: {
+          actor,
+          action: 'policy.force-erased-data',
+          target: fresh.name,
+          guildId: opts.guildId ?? null,
+          detail: { versionId: fresh.id, via: action },
+        },
+      });
     }
-    const previous = await tx.policyVersion.findMany({ where: { status: 'deployed', id: { not: target.id } }, select: { name: true } });
-    await tx.policyVersion.updateMany({ where: { status: 'deployed', id: { not: target.id } }, data: { status: 'retired', retiredAt: now } });
-    const v = await tx.policyVersion.update({ where: { id: target.id }, data: { status: 'deployed', deployedAt: now, retiredAt: null } });
+    const previous = await tx.policyVersion.findMany({
+      where: { status: 'deployed', id: { not: target.id } },
+      select: { name: true },
+    });
+    await tx.policyVersion.updateMany({
+      where: { status: 'deployed', id: { not: target.id } },
+      data: { status: 'retired', retiredAt: now },
+    });
+    const v = await tx.policyVersion.update({
+      where: { id: target.id },
+      data: { status: 'deployed', deployedAt: now, retiredAt: null },
+    });
     await tx.auditLog.create({
-      data: { actor, action, target: v.name, guildId: opts.guildId ?? null, detail: { versionId: v.id, previous: previous.map((p) => p.name), ...opts.detail } as Prisma.InputJsonObject },
+      data: {
+        actor,
+        action,
+        target: v.name,
+        guildId: opts.guildId ?? null,
+        detail: { versionId: v.id, previous: previous.map((p) => p.name), ...opts.detail } as Prisma.InputJsonObject,
+      },
     });
     return v;
   });
@@ -233,11 +294,18 @@ export async function switchDeployedPolicy(db: Database, actor: string, target: 
  * Re-deploys the version deployed before the current one (audit action 'policy.rollback', detail `from` the
  * current version's name). Null when there is none; nothing changes then.
  */
-export async function rollbackDeployedPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId' | 'force' | 'operator' | 'prepare'> = {}): Promise<PolicyVersion | null> {
+export async function rollbackDeployedPolicy(
+  db: Database,
+  actor: string,
+  opts: Pick<SwitchOptions, 'notify' | 'guildId' | 'force' | 'operator' | 'prepare'> = {},
+): Promise<PolicyVersion | null> {
   const current = await deployedPolicy(db.prisma);
   const previous = await previouslyDeployedPolicy(db.prisma);
   if (!previous) return null;
-  return switchDeployedPolicy(db, actor, previous, 'policy.rollback', { ...opts, detail: current ? { from: current.name } : {} });
+  return switchDeployedPolicy(db, actor, previous, 'policy.rollback', {
+    ...opts,
+    detail: current ? { from: current.name } : {},
+  });
 }
 
 /**
@@ -245,20 +313,31 @@ export async function rollbackDeployedPolicy(db: Database, actor: string, opts: 
  * with the server): callers that need weights say so clearly instead of failing on a null path.
  */
 export function checkpointOf(v: Pick<PolicyVersion, 'name' | 'kind' | 'checkpointPath'>): string {
-  if (!v.checkpointPath) throw new Error(`policy version "${v.name}" is served by an endpoint (kind ${v.kind}): it has no local checkpoint`);
+  if (!v.checkpointPath)
+    throw new Error(`policy version "${v.name}" is served by an endpoint (kind ${v.kind}): it has no local checkpoint`);
   return v.checkpointPath;
 }
 
 /** Deploys the version named `name` (audit action 'policy.deploy'); PolicyError when unknown or already deployed. */
-export async function deployPolicyByName(db: Database, actor: string, name: string, opts: SwitchOptions = {}): Promise<PolicyVersion> {
+export async function deployPolicyByName(
+  db: Database,
+  actor: string,
+  name: string,
+  opts: SwitchOptions = {},
+): Promise<PolicyVersion> {
   const target = await resolvePolicyName(db.prisma, name);
   if (target.status === 'deployed') throw new PolicyError(`"${target.name}" is already deployed.`);
-  if (target.status === 'removed') throw new PolicyError(`"${target.name}" was removed (sweetloop policy remove): it cannot be deployed.`);
+  if (target.status === 'removed')
+    throw new PolicyError(`"${target.name}" was removed (sweetloop policy remove): it cannot be deployed.`);
   return switchDeployedPolicy(db, actor, target, 'policy.deploy', opts);
 }
 
 /** Re-deploys the version deployed before the current one; PolicyError when there is none. */
-export async function rollbackPolicy(db: Database, actor: string, opts: Pick<SwitchOptions, 'notify' | 'guildId' | 'force' | 'operator' | 'prepare'> = {}): Promise<PolicyVersion> {
+export async function rollbackPolicy(
+  db: Database,
+  actor: string,
+  opts: Pick<SwitchOptions, 'notify' | 'guildId' | 'force' | 'operator' | 'prepare'> = {},
+): Promise<PolicyVersion> {
   const v = await rollbackDeployedPolicy(db, actor, opts);
   if (!v) throw new PolicyError('There is no earlier deployed version to roll back to.');
   return v;
@@ -268,11 +347,23 @@ export async function rollbackPolicy(db: Database, actor: string, opts: Pick<Swi
  * Records a promotion gate's evidence on the candidate (metrics.gate, beside what training stored); a candidate the
  * gate keeps also gets the audit entry 'policy.keep-candidate'. A deployed one is audited by its switch.
  */
-export async function recordGateEvidence(prisma: PrismaClient, actor: string, candidate: PolicyVersion, gate: Prisma.InputJsonObject, decision: 'deployed' | 'kept'): Promise<void> {
+export async function recordGateEvidence(
+  prisma: PrismaClient,
+  actor: string,
+  candidate: PolicyVersion,
+  gate: Prisma.InputJsonObject,
+  decision: 'deployed' | 'kept',
+): Promise<void> {
   const metrics = { ...((candidate.metrics as Record<string, unknown> | null) ?? {}), gate };
   await prisma.$transaction(async (tx) => {
-    await tx.policyVersion.update({ where: { id: candidate.id }, data: { metrics: metrics as Prisma.InputJsonObject } });
-    if (decision === 'kept') await tx.auditLog.create({ data: { actor, action: 'policy.keep-candidate', target: candidate.name, detail: gate } });
+    await tx.policyVersion.update({
+      where: { id: candidate.id },
+      data: { metrics: metrics as Prisma.InputJsonObject },
+    });
+    if (decision === 'kept')
+      await tx.auditLog.create({
+        data: { actor, action: 'policy.keep-candidate', target: candidate.name, detail: gate },
+      });
   });
 }
 
@@ -281,17 +372,28 @@ export async function recordGateEvidence(prisma: PrismaClient, actor: string, ca
  * a running A/B experiment or an open study still play, and an endpoint version that adapter versions still use.
  */
 async function removalBlocker(tx: Prisma.TransactionClient | PrismaClient, v: PolicyVersion): Promise<string | null> {
-  if (v.status === 'deployed') return `"${v.name}" is the deployed version: deploy another one (or roll back) before removing it.`;
+  if (v.status === 'deployed')
+    return `"${v.name}" is the deployed version: deploy another one (or roll back) before removing it.`;
   if (v.status === 'removed') return `"${v.name}" was removed already.`;
   const active = await tx.session.count({ where: { policyVersionId: v.id, status: 'active' } });
   if (active > 0) return `"${v.name}" is playing ${active} active session(s): remove it once they have ended.`;
-  const experiment = await tx.experiment.findFirst({ where: { status: 'running', OR: [{ candidateId: v.id }, { controlId: v.id }] }, select: { id: true } });
+  const experiment = await tx.experiment.findFirst({
+    where: { status: 'running', OR: [{ candidateId: v.id }, { controlId: v.id }] },
+    select: { id: true },
+  });
   if (experiment) return `"${v.name}" is in the running A/B experiment: stop it first (/mod experiment stop).`;
-  const study = await tx.studyArm.findFirst({ where: { policyVersionId: v.id, study: { status: { not: 'closed' } } }, select: { study: { select: { name: true } } } });
+  const study = await tx.studyArm.findFirst({
+    where: { policyVersionId: v.id, study: { status: { not: 'closed' } } },
+    select: { study: { select: { name: true } } },
+  });
   if (study) return `"${v.name}" is an arm of the study "${study.study.name}", which is not closed.`;
   if (v.kind === 'endpoint') {
-    const adapters = await tx.policyVersion.findMany({ where: { kind: 'adapter', status: { not: 'removed' }, serving: { path: ['endpointVersionId'], equals: v.id } }, select: { name: true } });
-    if (adapters.length) return `adapter version(s) ${adapters.map((a) => `"${a.name}"`).join(', ')} are served on "${v.name}": remove them first.`;
+    const adapters = await tx.policyVersion.findMany({
+      where: { kind: 'adapter', status: { not: 'removed' }, serving: { path: ['endpointVersionId'], equals: v.id } },
+      select: { name: true },
+    });
+    if (adapters.length)
+      return `adapter version(s) ${adapters.map((a) => `"${a.name}"`).join(', ')} are served on "${v.name}": remove them first.`;
   }
   return null;
 }
@@ -309,14 +411,27 @@ export async function removableVersion(prisma: PrismaClient, name: string): Prom
  * Takes a version out of service (status 'removed', audit action 'policy.remove' with `detail`): the row stays,
  * since sessions, training runs and the audit log name it. The rules are checked again inside the transaction.
  */
-export async function removePolicyVersion(prisma: PrismaClient, actor: string, name: string, detail: Record<string, unknown> = {}): Promise<PolicyVersion> {
+export async function removePolicyVersion(
+  prisma: PrismaClient,
+  actor: string,
+  name: string,
+  detail: Record<string, unknown> = {},
+): Promise<PolicyVersion> {
   return prisma.$transaction(async (tx) => {
     const v = await tx.policyVersion.findUnique({ where: { name } });
     if (!v) throw new PolicyError(`No policy version named "${name}".`);
     const blocker = await removalBlocker(tx, v);
     if (blocker) throw new PolicyError(blocker);
-    const removed = await tx.policyVersion.update({ where: { id: v.id }, data: { status: 'removed', retiredAt: v.retiredAt ?? new Date() } });
-    await audit(tx, actor, 'policy.remove', v.name, { versionId: v.id, kind: v.kind, previousStatus: v.status, ...detail } as Prisma.InputJsonObject);
+    const removed = await tx.policyVersion.update({
+      where: { id: v.id },
+      data: { status: 'removed', retiredAt: v.retiredAt ?? new Date() },
+    });
+    await audit(tx, actor, 'policy.remove', v.name, {
+      versionId: v.id,
+      kind: v.kind,
+      previousStatus: v.status,
+      ...detail,
+    } as Prisma.InputJsonObject);
     return removed;
   });
 }
@@ -325,8 +440,15 @@ export async function removePolicyVersion(prisma: PrismaClient, actor: string, n
  * Replaces an endpoint version's serving settings (its adapter versions follow: they refer to it), audited as
  * 'policy.update' with what changed.
  */
-export async function updateServing(prisma: PrismaClient, actor: string, v: PolicyVersion, serving: Prisma.InputJsonObject, detail: Record<string, unknown>): Promise<PolicyVersion> {
-  if (v.kind !== 'endpoint') throw new PolicyError(`"${v.name}" is a ${v.kind} version: only an endpoint version's server can be changed.`);
+export async function updateServing(
+  prisma: PrismaClient,
+  actor: string,
+  v: PolicyVersion,
+  serving: Prisma.InputJsonObject,
+  detail: Record<string, unknown>,
+): Promise<PolicyVersion> {
+  if (v.kind !== 'endpoint')
+    throw new PolicyError(`"${v.name}" is a ${v.kind} version: only an endpoint version's server can be changed.`);
   if (v.status === 'removed') throw new PolicyError(`"${v.name}" was removed: it cannot be changed.`);
   return prisma.$transaction(async (tx) => {
     const updated = await tx.policyVersion.update({ where: { id: v.id }, data: { serving } });

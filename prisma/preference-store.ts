@@ -38,7 +38,12 @@ const COMPARABLE = {
 /** How many recent sessions a comparison is drawn from (enough variety, bounded work). */
 const POOL = 500;
 
-function shown(s: { id: string; answer: string | null; turns: Pick<Turn, 'role' | 'content'>[]; policyVersion: { name: string } | null }): ComparedSession {
+function shown(s: {
+  id: string;
+  answer: string | null;
+  turns: Pick<Turn, 'role' | 'content'>[];
+  policyVersion: { name: string } | null;
+}): ComparedSession {
   return {
     sessionId: s.id,
     policy: s.policyVersion?.name ?? null,
@@ -52,14 +57,21 @@ function shown(s: { id: string; answer: string | null; turns: Pick<Turn, 'role' 
  * when the task has them, in a random order) and stores the unanswered comparison. Null when there is none.
  * `random` is injectable for tests.
  */
-export async function offerComparison(prisma: PrismaClient, raterId: string, random: () => number = Math.random): Promise<Comparison | null> {
+export async function offerComparison(
+  prisma: PrismaClient,
+  raterId: string,
+  random: () => number = Math.random,
+): Promise<Comparison | null> {
   const pool = await prisma.session.findMany({
     where: COMPARABLE,
     orderBy: { endedAt: 'desc' },
     take: POOL,
     select: { id: true, taskId: true, policyVersionId: true },
   });
-  const judged = await prisma.preference.findMany({ where: { raterId }, select: { sessionAId: true, sessionBId: true } });
+  const judged = await prisma.preference.findMany({
+    where: { raterId },
+    select: { sessionAId: true, sessionBId: true },
+  });
   const seen = new Set(judged.map((j) => [j.sessionAId, j.sessionBId].sort().join(':')));
   const byTask = new Map<string, typeof pool>();
   for (const s of pool) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
@@ -79,7 +91,11 @@ export async function offerComparison(prisma: PrismaClient, raterId: string, ran
   const pair = from[Math.floor(random() * from.length)]!;
   const [aId, bId] = random() < 0.5 ? pair : [pair[1], pair[0]];
   const preference = await prisma.preference.create({ data: { raterId, sessionAId: aId, sessionBId: bId } });
-  const include = { task: { select: { description: true } }, policyVersion: { select: { name: true } }, turns: { orderBy: { index: 'asc' as const }, select: { role: true, content: true } } };
+  const include = {
+    task: { select: { description: true } },
+    policyVersion: { select: { name: true } },
+    turns: { orderBy: { index: 'asc' as const }, select: { role: true, content: true } },
+  };
   const [a, b] = await Promise.all([
     prisma.session.findUniqueOrThrow({ where: { id: aId }, include }),
     prisma.session.findUniqueOrThrow({ where: { id: bId }, include }),
@@ -88,7 +104,12 @@ export async function offerComparison(prisma: PrismaClient, raterId: string, ran
 }
 
 /** Records (or changes) the person's answer to a comparison they were shown. */
-export async function recordPreference(prisma: PrismaClient, preferenceId: string, raterId: string, choice: PreferenceChoice): Promise<Preference> {
+export async function recordPreference(
+  prisma: PrismaClient,
+  preferenceId: string,
+  raterId: string,
+  choice: PreferenceChoice,
+): Promise<Preference> {
   if (!PREFERENCE_CHOICES.includes(choice)) throw new PreferenceError(`A choice is a, b or tie, got "${choice}".`);
   const p = await prisma.preference.findUnique({ where: { id: preferenceId } });
   if (!p) throw new PreferenceError('This comparison no longer exists.');
@@ -101,7 +122,10 @@ export async function recordPreference(prisma: PrismaClient, preferenceId: strin
  * `sessionIds`, only pairs whose two sessions are both among them (a run's data snapshot). Ties carry no order
  * and are left out; raters who withdrew or were deleted are left out too.
  */
-export async function peoplePairs(prisma: PrismaClient, sessionIds?: readonly string[]): Promise<{ id: string; chosen: string; rejected: string; raterId: string }[]> {
+export async function peoplePairs(
+  prisma: PrismaClient,
+  sessionIds?: readonly string[],
+): Promise<{ id: string; chosen: string; rejected: string; raterId: string }[]> {
   const rows = await prisma.preference.findMany({
     where: {
       choice: { in: ['a', 'b'] },
@@ -110,5 +134,9 @@ export async function peoplePairs(prisma: PrismaClient, sessionIds?: readonly st
     },
     orderBy: { answeredAt: 'asc' },
   });
-  return rows.map((r) => (r.choice === 'a' ? { id: r.id, chosen: r.sessionAId, rejected: r.sessionBId, raterId: r.raterId } : { id: r.id, chosen: r.sessionBId, rejected: r.sessionAId, raterId: r.raterId }));
+  return rows.map((r) =>
+    r.choice === 'a'
+      ? { id: r.id, chosen: r.sessionAId, rejected: r.sessionBId, raterId: r.raterId }
+      : { id: r.id, chosen: r.sessionBId, rejected: r.sessionAId, raterId: r.raterId },
+  );
 }

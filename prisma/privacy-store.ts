@@ -24,22 +24,37 @@ export interface ErasedRows {
  * pay rules leaves an ErasedStudySession row under `pseudonym` (success and active time, no text), which
  * `sweetloop study payouts` pays. One transaction, audited as `privacy.delete`.
  */
-export async function eraseParticipant(prisma: PrismaClient, externalId: string, o: { pseudonym: string; requestedBy?: string; now: Date }): Promise<ErasedRows> {
+export async function eraseParticipant(
+  prisma: PrismaClient,
+  externalId: string,
+  o: { pseudonym: string; requestedBy?: string; now: Date },
+): Promise<ErasedRows> {
   const { pseudonym, now } = o;
   const p = await prisma.participant.findUnique({ where: { discordUserId: externalId } });
-  const sessions = p ? await prisma.session.findMany({ where: { participantId: p.id }, select: { id: true, threadId: true } }) : [];
+  const sessions = p
+    ? await prisma.session.findMany({ where: { participantId: p.id }, select: { id: true, threadId: true } })
+    : [];
   const sessionIds = sessions.map((s) => s.id);
   const counts = await prisma.$transaction(async (tx) => {
     const turns = await tx.turn.count({ where: { sessionId: { in: sessionIds } } });
     const paid = p ? await paidStudySessions(tx, p.id) : [];
-    if (paid.length) await tx.erasedStudySession.createMany({ data: paid.map((x) => ({ ...x, participantKey: pseudonym, erasedAt: now })) });
+    if (paid.length)
+      await tx.erasedStudySession.createMany({
+        data: paid.map((x) => ({ ...x, participantKey: pseudonym, erasedAt: now })),
+      });
     const ratings = p ? await tx.rating.deleteMany({ where: { raterId: p.id } }) : { count: 0 };
     if (p) await tx.session.deleteMany({ where: { participantId: p.id } });
     const targets = [externalId, ...(p ? [p.id] : []), ...sessionIds];
-    const audits = await tx.auditLog.findMany({ where: { OR: [{ actor: externalId }, { target: { in: targets } }] }, select: { id: true, actor: true, target: true } });
+    const audits = await tx.auditLog.findMany({
+      where: { OR: [{ actor: externalId }, { target: { in: targets } }] },
+      select: { id: true, actor: true, target: true },
+    });
     for (const a of audits) {
       const target = a.target !== null && targets.includes(a.target) ? pseudonym : a.target;
-      await tx.auditLog.update({ where: { id: a.id }, data: { actor: a.actor === externalId ? pseudonym : a.actor, target, detail: Prisma.DbNull } });
+      await tx.auditLog.update({
+        where: { id: a.id },
+        data: { actor: a.actor === externalId ? pseudonym : a.actor, target, detail: Prisma.DbNull },
+      });
     }
     // What they did as a moderator or operator names them by id: the hash stands in.
     await tx.moderationFlag.updateMany({ where: { resolvedBy: externalId }, data: { resolvedBy: pseudonym } });
@@ -59,20 +74,32 @@ export async function eraseParticipant(prisma: PrismaClient, externalId: string,
     }
     // A pause switched by them names them too.
     const paused = await tx.setting.findMany({ where: { value: { path: ['by'], equals: externalId } } });
-    for (const s of paused) await tx.setting.update({ where: { key: s.key }, data: { value: { ...(s.value as object), by: pseudonym } } });
+    for (const s of paused)
+      await tx.setting.update({ where: { key: s.key }, data: { value: { ...(s.value as object), by: pseudonym } } });
     if (p) {
       // Kept only as the hash, emptied: a ban (global or per guild) still applies if they come back.
       const existing = await tx.participant.findUnique({ where: { discordUserId: pseudonym } });
       if (existing && existing.id !== p.id) {
         await tx.participant.update({
           where: { id: existing.id },
-          data: { banned: existing.banned || p.banned, bannedGuildIds: [...new Set([...existing.bannedGuildIds, ...p.bannedGuildIds])], bannedReason: null },
+          data: {
+            banned: existing.banned || p.banned,
+            bannedGuildIds: [...new Set([...existing.bannedGuildIds, ...p.bannedGuildIds])],
+            bannedReason: null,
+          },
         });
         await tx.participant.delete({ where: { id: p.id } });
       } else {
         await tx.participant.update({
           where: { id: p.id },
-          data: { discordUserId: pseudonym, displayName: null, consentGivenAt: null, consentWithdrawnAt: now, deletedAt: now, bannedReason: null },
+          data: {
+            discordUserId: pseudonym,
+            displayName: null,
+            consentGivenAt: null,
+            consentWithdrawnAt: now,
+            deletedAt: now,
+            bannedReason: null,
+          },
         });
       }
     }
@@ -90,8 +117,14 @@ export async function eraseParticipant(prisma: PrismaClient, externalId: string,
 }
 
 /** The person's answered sessions in studies that pay, as the payout needs them (no text). */
-async function paidStudySessions(tx: Prisma.TransactionClient, participantId: string): Promise<{ studyId: string; success: boolean; activeMs: number }[]> {
-  const studies = await tx.study.findMany({ where: { sessions: { some: { participantId, status: 'answered' } } }, select: { id: true, payPerSessionCents: true, bonusSuccessCents: true } });
+async function paidStudySessions(
+  tx: Prisma.TransactionClient,
+  participantId: string,
+): Promise<{ studyId: string; success: boolean; activeMs: number }[]> {
+  const studies = await tx.study.findMany({
+    where: { sessions: { some: { participantId, status: 'answered' } } },
+    select: { id: true, payPerSessionCents: true, bonusSuccessCents: true },
+  });
   const paying = studies.filter(hasPay).map((s) => s.id);
   if (!paying.length) return [];
   const summaries = await sessionSummaries(tx, { participantId, status: 'answered', studyId: { in: paying } });
@@ -106,11 +139,23 @@ export async function markTrainedOnErasedData(prisma: PrismaClient, sessionIds: 
   if (!sessionIds.length) return [];
   const ids = new Set(sessionIds);
   const runs = await prisma.trainingRun.findMany({ select: { id: true, dataSnapshot: true } });
-  const used = runs.filter((r) => ((r.dataSnapshot as { sessions?: { id: string }[] } | null)?.sessions ?? []).some((s) => ids.has(s.id))).map((r) => r.id);
+  const used = runs
+    .filter((r) =>
+      ((r.dataSnapshot as { sessions?: { id: string }[] } | null)?.sessions ?? []).some((s) => ids.has(s.id)),
+    )
+    .map((r) => r.id);
   if (!used.length) return [];
-  const versions = await prisma.policyVersion.findMany({ where: { trainingRunId: { in: used } }, select: { id: true, name: true, metrics: true } });
+  const versions = await prisma.policyVersion.findMany({
+    where: { trainingRunId: { in: used } },
+    select: { id: true, name: true, metrics: true },
+  });
   await prisma.$transaction(
-    versions.map((v) => prisma.policyVersion.update({ where: { id: v.id }, data: { metrics: { ...((v.metrics as object | null) ?? {}), trainedOnErasedData: true } } })),
+    versions.map((v) =>
+      prisma.policyVersion.update({
+        where: { id: v.id },
+        data: { metrics: { ...((v.metrics as object | null) ?? {}), trainedOnErasedData: true } },
+      }),
+    ),
   );
   return versions.map((v) => v.name);
 }
@@ -120,7 +165,10 @@ export async function withdrawConsent(prisma: PrismaClient, externalId: string):
   return prisma.$transaction(async (tx) => {
     const p = await tx.participant.findUnique({ where: { discordUserId: externalId } });
     if (!p?.consentGivenAt) return false;
-    await tx.participant.update({ where: { id: p.id }, data: { consentGivenAt: null, consentWithdrawnAt: new Date() } });
+    await tx.participant.update({
+      where: { id: p.id },
+      data: { consentGivenAt: null, consentWithdrawnAt: new Date() },
+    });
     await tx.auditLog.create({ data: { actor: externalId, action: 'consent.withdraw', target: p.id } });
     return true;
   });

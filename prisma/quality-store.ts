@@ -3,7 +3,14 @@
 // replies pasted the hidden reference, and a moderator's exclusion of a person's sessions from training
 // (TrainingExclusion; the sessions stay, and exports keep them). Every moderator action is audited.
 import type { Prisma, PrismaClient } from './generated/client.ts';
-import { personQuality, sessionScore, sessionSignals, SIGNAL_NAMES, type SessionSignals, type SignalName } from '../tasks/quality.ts';
+import {
+  personQuality,
+  sessionScore,
+  sessionSignals,
+  SIGNAL_NAMES,
+  type SessionSignals,
+  type SignalName,
+} from '../tasks/quality.ts';
 import { personWhere } from './cohorts.ts';
 
 /** Reason of the flag put on a session whose replies pasted the reference (a moderator may resolve it). */
@@ -35,7 +42,11 @@ const PAGE = 200;
 /** JSON with sorted keys: Postgres' jsonb does not keep the order keys were written in. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v);
 }
 
@@ -44,8 +55,15 @@ function canonical(v: unknown): string {
  * scores of their people; flags (once) each session whose replies pasted the reference. Idempotent: a flag a
  * moderator resolved is not raised again.
  */
-export async function refreshQuality(prisma: PrismaClient, o: { participantIds?: string[]; sessionIds?: string[] } = {}): Promise<RefreshResult> {
-  const where: Prisma.SessionWhereInput = { ...humanEnded, ...(o.participantIds ? { participantId: { in: o.participantIds } } : {}), ...(o.sessionIds ? { id: { in: o.sessionIds } } : {}) };
+export async function refreshQuality(
+  prisma: PrismaClient,
+  o: { participantIds?: string[]; sessionIds?: string[] } = {},
+): Promise<RefreshResult> {
+  const where: Prisma.SessionWhereInput = {
+    ...humanEnded,
+    ...(o.participantIds ? { participantId: { in: o.participantIds } } : {}),
+    ...(o.sessionIds ? { id: { in: o.sessionIds } } : {}),
+  };
   const touched = new Set<string>();
   const flagged: string[] = [];
   let sessions = 0;
@@ -58,7 +76,11 @@ export async function refreshQuality(prisma: PrismaClient, o: { participantIds?:
       ...(cursor ? { cursor: { id: cursor }, skip: 1 } : {}),
       include: {
         task: { select: { kind: true, hiddenReference: true, description: true } },
-        turns: { where: { role: { in: ['agent', 'human'] } }, orderBy: { index: 'asc' }, select: { role: true, content: true, createdAt: true } },
+        turns: {
+          where: { role: { in: ['agent', 'human'] } },
+          orderBy: { index: 'asc' },
+          select: { role: true, content: true, createdAt: true },
+        },
         evaluation: { select: { score: true, success: true } },
         ratings: { select: { value: true } },
         flags: { where: { reason: PASTE_FLAG_REASON }, select: { id: true } },
@@ -83,13 +105,25 @@ export async function refreshQuality(prisma: PrismaClient, o: { participantIds?:
       const score = sessionScore(signals);
       const pasteToFlag = signals.referencePasted && s.flags.length === 0;
       // Most sessions have not changed since the last refresh: write (and rescore the person) only when they did.
-      if (!pasteToFlag && s.quality && s.quality.score === score && canonical(s.quality.signals) === canonical(signals)) continue;
+      if (!pasteToFlag && s.quality && s.quality.score === score && canonical(s.quality.signals) === canonical(signals))
+        continue;
       const data = { score, signals: signals as unknown as Prisma.InputJsonObject, computedAt: new Date() };
       await prisma.$transaction(async (tx) => {
-        await tx.sessionQuality.upsert({ where: { sessionId: s.id }, create: { sessionId: s.id, ...data }, update: data });
+        await tx.sessionQuality.upsert({
+          where: { sessionId: s.id },
+          create: { sessionId: s.id, ...data },
+          update: data,
+        });
         if (pasteToFlag) {
           await tx.moderationFlag.create({ data: { sessionId: s.id, reason: PASTE_FLAG_REASON } });
-          await tx.auditLog.create({ data: { actor: 'quality', action: 'session.flag', target: s.id, detail: { reason: PASTE_FLAG_REASON, paste: { ...signals.paste } } } });
+          await tx.auditLog.create({
+            data: {
+              actor: 'quality',
+              action: 'session.flag',
+              target: s.id,
+              detail: { reason: PASTE_FLAG_REASON, paste: { ...signals.paste } },
+            },
+          });
           flagged.push(s.id);
         }
       });
@@ -102,10 +136,22 @@ export async function refreshQuality(prisma: PrismaClient, o: { participantIds?:
 
 /** Recomputes one person's score from their sessions' stored signals. */
 async function refreshPerson(prisma: PrismaClient, participantId: string): Promise<void> {
-  const rows = await prisma.sessionQuality.findMany({ where: { session: { participantId } }, select: { signals: true } });
+  const rows = await prisma.sessionQuality.findMany({
+    where: { session: { participantId } },
+    select: { signals: true },
+  });
   const q = personQuality(rows.map((r) => r.signals as unknown as SessionSignals));
-  const data = { score: q.score, sessions: q.sessions, signals: q.counts as unknown as Prisma.InputJsonObject, computedAt: new Date() };
-  await prisma.participantQuality.upsert({ where: { participantId }, create: { participantId, ...data }, update: data });
+  const data = {
+    score: q.score,
+    sessions: q.sessions,
+    signals: q.counts as unknown as Prisma.InputJsonObject,
+    computedAt: new Date(),
+  };
+  await prisma.participantQuality.upsert({
+    where: { participantId },
+    create: { participantId, ...data },
+    update: data,
+  });
 }
 
 export interface ParticipantListing {
@@ -120,7 +166,10 @@ export interface ParticipantListing {
 }
 
 /** People (not simulated collaborators, not deleted), the worst quality first, then those without a score. */
-export async function listParticipants(prisma: PrismaClient, o: { limit?: number } = {}): Promise<ParticipantListing[]> {
+export async function listParticipants(
+  prisma: PrismaClient,
+  o: { limit?: number } = {},
+): Promise<ParticipantListing[]> {
   const rows = await prisma.participant.findMany({
     where: personWhere,
     include: { quality: true, trainingExclusion: true },
@@ -133,7 +182,9 @@ export async function listParticipants(prisma: PrismaClient, o: { limit?: number
       score: p.quality && Number.isFinite(p.quality.score) ? p.quality.score : null,
       sessions: p.quality?.sessions ?? 0,
       signals: { ...zero, ...((p.quality?.signals as Record<SignalName, number> | undefined) ?? {}) },
-      excluded: p.trainingExclusion ? { by: p.trainingExclusion.excludedBy, reason: p.trainingExclusion.reason, at: p.trainingExclusion.createdAt } : null,
+      excluded: p.trainingExclusion
+        ? { by: p.trainingExclusion.excludedBy, reason: p.trainingExclusion.reason, at: p.trainingExclusion.createdAt }
+        : null,
       banned: p.banned,
     }),
   );
@@ -146,13 +197,23 @@ export class QualityError extends Error {
 }
 
 /** Leaves every session of the person out of training (they stay, and exports keep them). False when already. */
-export async function excludeFromTraining(prisma: PrismaClient, actor: string, externalId: string, reason: string | null): Promise<boolean> {
+export async function excludeFromTraining(
+  prisma: PrismaClient,
+  actor: string,
+  externalId: string,
+  reason: string | null,
+): Promise<boolean> {
   return prisma.$transaction(async (tx) => {
-    const p = await tx.participant.findUnique({ where: { discordUserId: externalId }, include: { trainingExclusion: true } });
+    const p = await tx.participant.findUnique({
+      where: { discordUserId: externalId },
+      include: { trainingExclusion: true },
+    });
     if (!p || p.deletedAt) throw new QualityError(`<@${externalId}> has no data here.`);
     if (p.trainingExclusion) return false;
     await tx.trainingExclusion.create({ data: { participantId: p.id, excludedBy: actor, reason } });
-    await tx.auditLog.create({ data: { actor, action: 'participant.exclude-training', target: externalId, detail: { reason } } });
+    await tx.auditLog.create({
+      data: { actor, action: 'participant.exclude-training', target: externalId, detail: { reason } },
+    });
     return true;
   });
 }
@@ -160,7 +221,10 @@ export async function excludeFromTraining(prisma: PrismaClient, actor: string, e
 /** Lets the person's sessions into training again. False when they were not excluded. */
 export async function includeInTraining(prisma: PrismaClient, actor: string, externalId: string): Promise<boolean> {
   return prisma.$transaction(async (tx) => {
-    const p = await tx.participant.findUnique({ where: { discordUserId: externalId }, include: { trainingExclusion: true } });
+    const p = await tx.participant.findUnique({
+      where: { discordUserId: externalId },
+      include: { trainingExclusion: true },
+    });
     if (!p?.trainingExclusion) return false;
     await tx.trainingExclusion.delete({ where: { participantId: p.id } });
     await tx.auditLog.create({ data: { actor, action: 'participant.include-training', target: externalId } });

@@ -13,23 +13,41 @@ export interface NewTrainingRun {
 }
 
 /** Creates a queued run; `checkpointDirFor` names its directory from its id. */
-export async function createTrainingRun(prisma: PrismaClient, run: NewTrainingRun, checkpointDirFor: (id: string) => string): Promise<TrainingRun> {
+export async function createTrainingRun(
+  prisma: PrismaClient,
+  run: NewTrainingRun,
+  checkpointDirFor: (id: string) => string,
+): Promise<TrainingRun> {
   const id = randomUUID();
   return prisma.trainingRun.create({ data: { id, ...run, status: 'queued', checkpointDir: checkpointDirFor(id) } });
 }
 
 /** Marks a run running (again, when resumed), keeping when it first started. */
 export async function markRunRunning(prisma: PrismaClient, run: Pick<TrainingRun, 'id' | 'startedAt'>): Promise<void> {
-  await prisma.trainingRun.update({ where: { id: run.id }, data: { status: 'running', startedAt: run.startedAt ?? new Date(), error: null } });
+  await prisma.trainingRun.update({
+    where: { id: run.id },
+    data: { status: 'running', startedAt: run.startedAt ?? new Date(), error: null },
+  });
 }
 
 /** Stores where a run is (what resume reads), its heartbeat and log so far. */
-export async function saveRunProgress(prisma: PrismaClient, runId: string, progress: Prisma.InputJsonObject, log: string): Promise<void> {
+export async function saveRunProgress(
+  prisma: PrismaClient,
+  runId: string,
+  progress: Prisma.InputJsonObject,
+  log: string,
+): Promise<void> {
   await prisma.trainingRun.update({ where: { id: runId }, data: { progress, heartbeatAt: new Date(), log } });
 }
 
 /** One update's metrics; an update redone after a resume overwrites its row (same id and time). */
-export async function recordTrainingStep(prisma: PrismaClient, runId: string, phase: string, step: number, metrics: Record<string, number>): Promise<void> {
+export async function recordTrainingStep(
+  prisma: PrismaClient,
+  runId: string,
+  phase: string,
+  step: number,
+  metrics: Record<string, number>,
+): Promise<void> {
   await prisma.trainingStep.upsert({
     where: { runId_phase_step: { runId, phase, step } },
     create: { runId, phase, step, metrics },
@@ -38,17 +56,32 @@ export async function recordTrainingStep(prisma: PrismaClient, runId: string, ph
 }
 
 /** A run's metrics so far (checks made between phases), kept if the run is killed and resumed; publishRun writes the final ones. */
-export async function saveRunMetrics(prisma: PrismaClient, runId: string, metrics: Prisma.InputJsonObject): Promise<void> {
+export async function saveRunMetrics(
+  prisma: PrismaClient,
+  runId: string,
+  metrics: Prisma.InputJsonObject,
+): Promise<void> {
   await prisma.trainingRun.update({ where: { id: runId }, data: { metrics } });
 }
 
 export async function markRunFailed(prisma: PrismaClient, runId: string, error: string, log: string): Promise<void> {
-  await prisma.trainingRun.update({ where: { id: runId }, data: { status: 'failed', error, finishedAt: new Date(), log } });
+  await prisma.trainingRun.update({
+    where: { id: runId },
+    data: { status: 'failed', error, finishedAt: new Date(), log },
+  });
 }
 
 /** Registers the run's candidate version and marks the run succeeded with its metrics, in one transaction. */
-export async function publishRun(prisma: PrismaClient, runId: string, metrics: Prisma.InputJsonObject, version: VersionRegistration): Promise<PolicyVersion> {
+export async function publishRun(
+  prisma: PrismaClient,
+  runId: string,
+  metrics: Prisma.InputJsonObject,
+  version: VersionRegistration,
+): Promise<PolicyVersion> {
   return registerVersion(prisma, { ...version, trainingRunId: runId }, async (tx) => {
-    await tx.trainingRun.update({ where: { id: runId }, data: { status: 'succeeded', finishedAt: new Date(), metrics } });
+    await tx.trainingRun.update({
+      where: { id: runId },
+      data: { status: 'succeeded', finishedAt: new Date(), metrics },
+    });
   });
 }

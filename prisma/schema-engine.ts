@@ -30,7 +30,10 @@ interface WasmModule {
 }
 interface WasmApi {
   compile(bytes: Uint8Array): Promise<WasmModule>;
-  instantiate(m: WasmModule, imports: Record<string, Record<string, unknown>>): Promise<{ exports: Record<string, unknown> }>;
+  instantiate(
+    m: WasmModule,
+    imports: Record<string, Record<string, unknown>>,
+  ): Promise<{ exports: Record<string, unknown> }>;
   Module: {
     imports(m: WasmModule): { module: string; name: string; kind: string }[];
     exports(m: WasmModule): { name: string; kind: string }[];
@@ -49,7 +52,10 @@ export function loadEngine(): Promise<{ mod: EngineModule; version: string; sour
   engineModule ??= (async () => {
     const require = createRequire(import.meta.url);
     const mod = (await import('@prisma/schema-engine-wasm/schema_engine_bg')) as EngineModule;
-    const pkgWasm = join(dirname(require.resolve('@prisma/schema-engine-wasm/schema_engine_bg')), 'schema_engine_bg.wasm');
+    const pkgWasm = join(
+      dirname(require.resolve('@prisma/schema-engine-wasm/schema_engine_bg')),
+      'schema_engine_bg.wasm',
+    );
     let cliWasm: string | null = null;
     try {
       cliWasm = join(dirname(require.resolve('prisma/package.json')), 'build', 'schema_engine_bg.wasm');
@@ -105,8 +111,12 @@ export function loadEngine(): Promise<{ mod: EngineModule; version: string; sour
 function sameInterface(a: WasmModule, b: WasmModule): boolean {
   const sig = (m: WasmModule) =>
     JSON.stringify([
-      Wasm.Module.imports(m).map((i) => `${i.module}:${i.name}:${i.kind}`).sort(),
-      Wasm.Module.exports(m).map((e) => `${e.name}:${e.kind}`).sort(),
+      Wasm.Module.imports(m)
+        .map((i) => `${i.module}:${i.name}:${i.kind}`)
+        .sort(),
+      Wasm.Module.exports(m)
+        .map((e) => `${e.name}:${e.kind}`)
+        .sort(),
     ]);
   return sig(a) === sig(b);
 }
@@ -121,7 +131,10 @@ export interface SchemaEngineSession {
 }
 
 /** Starts the engine against a database; the schema (default prisma/schema.prisma) sets datasource and namespaces. */
-export async function openSchemaEngine(db: Database, opts: { schemaPath?: string; log?: Logger } = {}): Promise<SchemaEngineSession> {
+export async function openSchemaEngine(
+  db: Database,
+  opts: { schemaPath?: string; log?: Logger } = {},
+): Promise<SchemaEngineSession> {
   const { mod } = await loadEngine();
   const schemaPath = resolve(opts.schemaPath ?? SCHEMA_PATH);
   const content = await readFile(schemaPath, 'utf8');
@@ -131,7 +144,11 @@ export async function openSchemaEngine(db: Database, opts: { schemaPath?: string
   const onLog = (line: string) => log?.debug({ engine: line }, 'schema engine');
   let engine: Engine.SchemaEngine;
   try {
-    engine = await mod.SchemaEngine.new({ datamodels: [[schemaPath, content]] }, onLog, bindMigrationAwareSqlAdapterFactory(adapter.factory));
+    engine = await mod.SchemaEngine.new(
+      { datamodels: [[schemaPath, content]] },
+      onLog,
+      bindMigrationAwareSqlAdapterFactory(adapter.factory),
+    );
   } catch (err) {
     await adapter.close();
     throw engineError(err, db);

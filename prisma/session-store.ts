@@ -26,7 +26,8 @@ type Tx = Prisma.TransactionClient;
  * (1 - w) * score + w * (rating - 1) / 4.
  */
 export function sessionReward(score: number, rating: number | null | undefined, ratingWeight: number): number {
-  if (ratingWeight < 0 || ratingWeight > 1) throw new RangeError(`rating weight must be in [0, 1], got ${ratingWeight}`);
+  if (ratingWeight < 0 || ratingWeight > 1)
+    throw new RangeError(`rating weight must be in [0, 1], got ${ratingWeight}`);
   if (rating == null || ratingWeight === 0) return score;
   if (rating < 1 || rating > 5) throw new RangeError(`rating must be in 1..5, got ${rating}`);
   return (1 - ratingWeight) * score + ratingWeight * ((rating - 1) / 4);
@@ -101,7 +102,8 @@ export interface AnswerInput {
 function jsonSafe(value: unknown): unknown {
   if (typeof value === 'string') return sanitizeText(value);
   if (Array.isArray(value)) return value.map(jsonSafe);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonSafe(v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonSafe(v)]));
   return value;
 }
 
@@ -116,7 +118,13 @@ function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Pri
     promptTokens: t.promptTokens ?? null,
     completionTokens: t.completionTokens ?? null,
     // Recorded tokens go to their own row (turnTokensOf); the provenance keeps only that they were recorded.
-    ...(t.provenance ? { provenance: jsonSafe(typeof t.provenance.tokens === 'object' ? { ...t.provenance, tokens: 'recorded' } : t.provenance) as Prisma.InputJsonObject } : {}),
+    ...(t.provenance
+      ? {
+          provenance: jsonSafe(
+            typeof t.provenance.tokens === 'object' ? { ...t.provenance, tokens: 'recorded' } : t.provenance,
+          ) as Prisma.InputJsonObject,
+        }
+      : {}),
     externalMessageId: t.externalMessageId ?? null,
   };
 }
@@ -135,7 +143,12 @@ function turnTokensOf(t: AgentTurnInput): CompletionTokens | null {
  * memory between writes, bot/session/session-cache.ts, and learns of it here); a second turn with the same external id, or the same index written
  * at once by another process, fails on the unique indexes as before.
  */
-async function insertTurn(prisma: PrismaClient | Tx, sessionId: string, t: Prisma.TurnUncheckedCreateInput, session: Prisma.Sql): Promise<Turn | null> {
+async function insertTurn(
+  prisma: PrismaClient | Tx,
+  sessionId: string,
+  t: Prisma.TurnUncheckedCreateInput,
+  session: Prisma.Sql,
+): Promise<Turn | null> {
   const rows = await prisma.$queryRaw<Turn[]>`
     WITH s AS (UPDATE "Session" SET ${session} WHERE id = ${sessionId}::uuid AND status = 'active' RETURNING id)
     INSERT INTO "Turn" (id, "sessionId", index, role, content, "rawOutput", "promptTokens", "completionTokens", "latencyMs", provenance, "externalMessageId", "createdAt")
@@ -155,9 +168,20 @@ async function insertTurn(prisma: PrismaClient | Tx, sessionId: string, t: Prism
 function asModelError(modelName: string): (err: unknown) => never {
   return (err) => {
     if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2010') {
-      const cause = (err.meta?.driverAdapterError as { cause?: { kind?: string; originalCode?: string } } | undefined)?.cause;
-      const code = cause?.kind === 'UniqueConstraintViolation' || cause?.originalCode === '23505' ? 'P2002' : cause?.kind === 'ForeignKeyConstraintViolation' || cause?.originalCode === '23503' ? 'P2003' : null;
-      if (code) throw new Prisma.PrismaClientKnownRequestError(err.message, { code, clientVersion: err.clientVersion, meta: { ...err.meta, modelName } });
+      const cause = (err.meta?.driverAdapterError as { cause?: { kind?: string; originalCode?: string } } | undefined)
+        ?.cause;
+      const code =
+        cause?.kind === 'UniqueConstraintViolation' || cause?.originalCode === '23505'
+          ? 'P2002'
+          : cause?.kind === 'ForeignKeyConstraintViolation' || cause?.originalCode === '23503'
+            ? 'P2003'
+            : null;
+      if (code)
+        throw new Prisma.PrismaClientKnownRequestError(err.message, {
+          code,
+          clientVersion: err.clientVersion,
+          meta: { ...err.meta, modelName },
+        });
     }
     throw err;
   };
@@ -165,11 +189,20 @@ function asModelError(modelName: string): (err: unknown) => never {
 
 /** The error a write to a missing session gave before turns were one statement (callers check for it by code). */
 function sessionGone(sessionId: string): Error {
-  return new Prisma.PrismaClientKnownRequestError(`No Session found with id ${sessionId}`, { code: 'P2025', clientVersion: Prisma.prismaVersion.client });
+  return new Prisma.PrismaClientKnownRequestError(`No Session found with id ${sessionId}`, {
+    code: 'P2025',
+    clientVersion: Prisma.prismaVersion.client,
+  });
 }
 
 /** Appends an agent turn (and, when it answered, closes the session with its answer). */
-export async function appendAgentTurn(prisma: PrismaClient, sessionId: string, t: AgentTurnInput, answered?: AnswerInput, at = new Date()): Promise<Turn> {
+export async function appendAgentTurn(
+  prisma: PrismaClient,
+  sessionId: string,
+  t: AgentTurnInput,
+  answered?: AnswerInput,
+  at = new Date(),
+): Promise<Turn> {
   const data = agentTurnData(sessionId, 0, t);
   const session = answered
     ? Prisma.sql`"turnCount" = "turnCount" + 1, "lastActivityAt" = ${at}::timestamp(3), status = 'answered', answer = ${answered.answer}, "endedAt" = ${at}::timestamp(3), "endReason" = ${answered.endReason}`
@@ -180,7 +213,15 @@ export async function appendAgentTurn(prisma: PrismaClient, sessionId: string, t
     answered || tokens
       ? await prisma.$transaction(async (tx) => {
           const turn = await insertTurn(tx, sessionId, data, session);
-          if (turn && tokens) await tx.turnTokens.create({ data: { turnId: turn.id, ids: tokens.ids, logprobs: tokens.logprobs, weightsVersion: tokens.weightsVersion } });
+          if (turn && tokens)
+            await tx.turnTokens.create({
+              data: {
+                turnId: turn.id,
+                ids: tokens.ids,
+                logprobs: tokens.logprobs,
+                weightsVersion: tokens.weightsVersion,
+              },
+            });
           if (turn && answered) await recordActiveTimes(tx, [sessionId]);
           return turn;
         })
@@ -190,8 +231,18 @@ export async function appendAgentTurn(prisma: PrismaClient, sessionId: string, t
 }
 
 /** Appends the collaborator's reply. */
-export async function appendHumanTurn(prisma: PrismaClient, sessionId: string, t: HumanTurnInput, at = new Date()): Promise<Turn> {
-  const turn = await insertTurn(prisma, sessionId, { sessionId, index: 0, role: 'human', content: t.content, externalMessageId: t.externalMessageId ?? null }, Prisma.sql`"lastActivityAt" = ${at}::timestamp(3)`);
+export async function appendHumanTurn(
+  prisma: PrismaClient,
+  sessionId: string,
+  t: HumanTurnInput,
+  at = new Date(),
+): Promise<Turn> {
+  const turn = await insertTurn(
+    prisma,
+    sessionId,
+    { sessionId, index: 0, role: 'human', content: t.content, externalMessageId: t.externalMessageId ?? null },
+    Prisma.sql`"lastActivityAt" = ${at}::timestamp(3)`,
+  );
   if (!turn) throw sessionGone(sessionId);
   return turn;
 }
@@ -213,8 +264,15 @@ export async function markResultShown(prisma: PrismaClient, sessionId: string, a
 }
 
 /** Records that the result and the rating prompt reached the person in one message (one write for both). */
-export async function markResultAndRatingShown(prisma: PrismaClient, sessionId: string, at = new Date()): Promise<void> {
-  await prisma.session.updateMany({ where: { id: sessionId, resultShownAt: null, ratingAskedAt: null }, data: { resultShownAt: at, ratingAskedAt: at } });
+export async function markResultAndRatingShown(
+  prisma: PrismaClient,
+  sessionId: string,
+  at = new Date(),
+): Promise<void> {
+  await prisma.session.updateMany({
+    where: { id: sessionId, resultShownAt: null, ratingAskedAt: null },
+    data: { resultShownAt: at, ratingAskedAt: at },
+  });
 }
 
 /** Records that the rating prompt reached the person. */
@@ -223,7 +281,14 @@ export async function markRatingAsked(prisma: PrismaClient, sessionId: string, a
 }
 
 /** Ends an active session without an answer ('abandoned' or 'expired'); false when it was no longer active. */
-export async function endSession(prisma: PrismaClient, sessionId: string, status: 'abandoned' | 'expired', endReason: string, at = new Date(), onlyIfIdleSince?: Date): Promise<boolean> {
+export async function endSession(
+  prisma: PrismaClient,
+  sessionId: string,
+  status: 'abandoned' | 'expired',
+  endReason: string,
+  at = new Date(),
+  onlyIfIdleSince?: Date,
+): Promise<boolean> {
   const r = await prisma.session.updateMany({
     where: { id: sessionId, status: 'active', ...(onlyIfIdleSince ? { lastActivityAt: { lt: onlyIfIdleSince } } : {}) },
     data: { status, endedAt: at, endReason: endReason.slice(0, 500) },
@@ -245,8 +310,21 @@ function evaluationData(outcome: EvaluationOutcome): Omit<Prisma.EvaluationUnche
 }
 
 /** The stored evaluation as the scorer's outcome (for showing it again). */
-export function outcomeOf(e: { score: number; success: boolean; detail: unknown; evaluatorVersion: string; testsPassed: number | null; testsTotal: number | null; metric: string | null }): EvaluationOutcome {
-  const outcome: EvaluationOutcome = { score: e.score, success: e.success, detail: e.detail as EvaluationOutcome['detail'], evaluatorVersion: e.evaluatorVersion };
+export function outcomeOf(e: {
+  score: number;
+  success: boolean;
+  detail: unknown;
+  evaluatorVersion: string;
+  testsPassed: number | null;
+  testsTotal: number | null;
+  metric: string | null;
+}): EvaluationOutcome {
+  const outcome: EvaluationOutcome = {
+    score: e.score,
+    success: e.success,
+    detail: e.detail as EvaluationOutcome['detail'],
+    evaluatorVersion: e.evaluatorVersion,
+  };
   if (e.testsPassed !== null) outcome.testsPassed = e.testsPassed;
   if (e.testsTotal !== null) outcome.testsTotal = e.testsTotal;
   if (e.metric !== null) outcome.metric = e.metric;
@@ -268,7 +346,12 @@ function rewardSql(score: Prisma.Sql, rating: Prisma.Sql, ratingWeight: number):
  * statement (the transaction it replaces took five round trips: bench:bot, bench/RESULTS.md). A second evaluation of the
  * same answer fails on its unique index as before (P2002).
  */
-export async function recordEvaluation(prisma: PrismaClient, sessionId: string, outcome: EvaluationOutcome, ratingWeight: number): Promise<void> {
+export async function recordEvaluation(
+  prisma: PrismaClient,
+  sessionId: string,
+  outcome: EvaluationOutcome,
+  ratingWeight: number,
+): Promise<void> {
   const e = evaluationData(outcome);
   const firstRating = Prisma.sql`(SELECT value FROM "Rating" WHERE "sessionId" = ${sessionId}::uuid ORDER BY "createdAt" ASC LIMIT 1)`;
   await prisma.$executeRaw`
@@ -285,8 +368,15 @@ export async function recordEvaluation(prisma: PrismaClient, sessionId: string, 
  * Stores (or replaces) a 1-5 rating and recomputes the reward when the session is evaluated, in one statement
  * (the transaction it replaces took five round trips).
  */
-export async function recordRating(prisma: PrismaClient, sessionId: string, raterId: string, value: number, ratingWeight: number): Promise<void> {
-  if (!Number.isInteger(value) || value < 1 || value > 5) throw new RangeError(`a rating is a whole number from 1 to 5, got ${value}`);
+export async function recordRating(
+  prisma: PrismaClient,
+  sessionId: string,
+  raterId: string,
+  value: number,
+  ratingWeight: number,
+): Promise<void> {
+  if (!Number.isInteger(value) || value < 1 || value > 5)
+    throw new RangeError(`a rating is a whole number from 1 to 5, got ${value}`);
   await prisma.$executeRaw`
     WITH r AS (
       INSERT INTO "Rating" (id, "sessionId", "raterId", value, "createdAt")
@@ -299,7 +389,12 @@ export async function recordRating(prisma: PrismaClient, sessionId: string, rate
 }
 
 /** Adds (or clears, with an empty text) the comment of an existing rating; false when there is no rating. */
-export async function recordComment(prisma: PrismaClient, sessionId: string, raterId: string, comment: string): Promise<boolean> {
+export async function recordComment(
+  prisma: PrismaClient,
+  sessionId: string,
+  raterId: string,
+  comment: string,
+): Promise<boolean> {
   const updated = await prisma.rating.updateMany({ where: { sessionId, raterId }, data: { comment: comment || null } });
   return updated.count > 0;
 }
@@ -308,7 +403,11 @@ export async function recordComment(prisma: PrismaClient, sessionId: string, rat
 export async function simulatedParticipant(prisma: PrismaClient, collaborator: string): Promise<string> {
   const discordUserId = `sim:${collaborator}`;
   try {
-    const p = await prisma.participant.upsert({ where: { discordUserId }, create: { discordUserId, displayName: collaborator, role: SIMULATED_ROLE }, update: {} });
+    const p = await prisma.participant.upsert({
+      where: { discordUserId },
+      create: { discordUserId, displayName: collaborator, role: SIMULATED_ROLE },
+      update: {},
+    });
     return p.id;
   } catch (err) {
     // Two games finishing at once both try to create it: the loser reads the winner's row.

@@ -29,7 +29,10 @@ export interface SessionSummary {
 }
 
 /** Summaries of the sessions `where` selects, oldest first. */
-export async function sessionSummaries(prisma: PrismaClient | Tx, where: Prisma.SessionWhereInput): Promise<SessionSummary[]> {
+export async function sessionSummaries(
+  prisma: PrismaClient | Tx,
+  where: Prisma.SessionWhereInput,
+): Promise<SessionSummary[]> {
   const rows = await prisma.session.findMany({
     where,
     orderBy: [{ startedAt: 'asc' }, { id: 'asc' }],
@@ -53,7 +56,9 @@ export async function sessionSummaries(prisma: PrismaClient | Tx, where: Prisma.
   // the time of a study's progress and pay at 100,000 sessions (bench/RESULTS.md, Dashboard).
   const times = new Map<string, Date[]>();
   if (rows.length) {
-    const turns = await prisma.$queryRaw<{ sessionId: string; createdAt: Date }[]>`SELECT "sessionId", "createdAt" FROM "Turn" WHERE "sessionId" = ANY(${rows.map((r) => r.id)}::uuid[])`;
+    const turns = await prisma.$queryRaw<
+      { sessionId: string; createdAt: Date }[]
+    >`SELECT "sessionId", "createdAt" FROM "Turn" WHERE "sessionId" = ANY(${rows.map((r) => r.id)}::uuid[])`;
     for (const t of turns) {
       const list = times.get(t.sessionId);
       if (list) list.push(t.createdAt);

@@ -52,26 +52,47 @@ export interface SessionTime {
 export const MOMENTS = Prisma.sql`concat_ws(',', ${ms(Prisma.sql`s."startedAt"`)}, (SELECT string_agg(${ms(Prisma.sql`tu."createdAt"`)}, ',') FROM "Turn" tu WHERE tu."sessionId" = s.id), ${ms(Prisma.sql`s."endedAt"`)})`;
 
 /** tasks/study-pay.ts activeMs of MOMENTS' text. */
-export const activeMsOf = (moments: string | null): number => activeMs((moments ?? '').split(',').filter(Boolean).map(Number));
+export const activeMsOf = (moments: string | null): number =>
+  activeMs((moments ?? '').split(',').filter(Boolean).map(Number));
 
 /**
  * Each selected session's active time: as stored when it ended (prisma/active-time-store.ts), else (active, or
  * ended before the column existed) from its moments, which the database joins into one row a session.
  */
 export async function sessionTimes(prisma: PrismaClient | Tx, where: SessionSelector): Promise<SessionTime[]> {
-  const rows = await prisma.$queryRaw<{ id: string; participantId: string; externalId: string; status: SessionStatus; success: boolean | null; activeMs: number | null; moments: string | null }[]>`
+  const rows = await prisma.$queryRaw<
+    {
+      id: string;
+      participantId: string;
+      externalId: string;
+      status: SessionStatus;
+      success: boolean | null;
+      activeMs: number | null;
+      moments: string | null;
+    }[]
+  >`
     SELECT s.id, s."participantId", p."discordUserId" AS "externalId", s.status::text AS status, e.success, s."activeMs",
       CASE WHEN s."activeMs" IS NULL THEN ${MOMENTS} END AS moments
     FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" LEFT JOIN "Evaluation" e ON e."sessionId" = s.id
     WHERE ${whereSql(where)}`;
-  return rows.map((r) => ({ id: r.id, participantId: r.participantId, externalId: r.externalId, status: r.status, success: r.success, activeMs: r.activeMs ?? activeMsOf(r.moments) }));
+  return rows.map((r) => ({
+    id: r.id,
+    participantId: r.participantId,
+    externalId: r.externalId,
+    status: r.status,
+    success: r.success,
+    activeMs: r.activeMs ?? activeMsOf(r.moments),
+  }));
 }
 
 /**
  * The selected sessions without a stored active time (active, or not filled yet), each computed by activeMsOf from
  * its moments: the only ones whose time comes back one a session.
  */
-async function unstoredTimes(prisma: PrismaClient | Tx, where: SessionSelector): Promise<{ id: string; activeMs: number }[]> {
+async function unstoredTimes(
+  prisma: PrismaClient | Tx,
+  where: SessionSelector,
+): Promise<{ id: string; activeMs: number }[]> {
   const rows = await prisma.$queryRaw<{ id: string; moments: string | null }[]>`
     SELECT s.id, ${MOMENTS} AS moments FROM "Session" s WHERE ${whereSql(where)} AND s."activeMs" IS NULL`;
   return rows.map((r) => ({ id: r.id, activeMs: activeMsOf(r.moments) }));
@@ -100,8 +121,13 @@ export async function medianActiveMinutes(prisma: PrismaClient | Tx, where: Sess
  * stored times summed in the database (whole milliseconds, so the sum is exact), the unstored ones' moments read in
  * the same statement and added here. People without a selected session are absent.
  */
-export async function activeTimeByPerson(prisma: PrismaClient | Tx, where: SessionSelector): Promise<Map<string, { sessions: number; activeMs: number }>> {
-  const rows = await prisma.$queryRaw<{ participantId: string; n: number; ms: number | null; moments: string | null }[]>`
+export async function activeTimeByPerson(
+  prisma: PrismaClient | Tx,
+  where: SessionSelector,
+): Promise<Map<string, { sessions: number; activeMs: number }>> {
+  const rows = await prisma.$queryRaw<
+    { participantId: string; n: number; ms: number | null; moments: string | null }[]
+  >`
     SELECT s."participantId", count(*)::int AS n, sum(s."activeMs")::float8 AS ms, NULL::text AS moments FROM "Session" s
     WHERE ${whereSql(where)} GROUP BY 1
     UNION ALL
@@ -117,7 +143,10 @@ export async function activeTimeByPerson(prisma: PrismaClient | Tx, where: Sessi
 }
 
 /** A study's active and answered sessions counted by task, version and status. */
-export async function studySessionCells(prisma: PrismaClient, studyId: string): Promise<{ taskId: string; policyVersionId: string | null; status: 'active' | 'answered'; n: number }[]> {
+export async function studySessionCells(
+  prisma: PrismaClient,
+  studyId: string,
+): Promise<{ taskId: string; policyVersionId: string | null; status: 'active' | 'answered'; n: number }[]> {
   return prisma.$queryRaw`
     SELECT s."taskId", s."policyVersionId", s.status::text AS status, count(*)::int AS n FROM "Session" s
     WHERE s."studyId" = ${studyId}::uuid AND s.status IN ('active', 'answered') GROUP BY 1, 2, 3`;
@@ -125,12 +154,17 @@ export async function studySessionCells(prisma: PrismaClient, studyId: string): 
 
 /** Different people with a session of the study running now. */
 export async function studyPeopleActive(prisma: PrismaClient, studyId: string): Promise<number> {
-  const [r] = await prisma.$queryRaw<{ n: number }[]>`SELECT count(DISTINCT "participantId")::int AS n FROM "Session" WHERE "studyId" = ${studyId}::uuid AND status = 'active'`;
+  const [r] = await prisma.$queryRaw<
+    { n: number }[]
+  >`SELECT count(DISTINCT "participantId")::int AS n FROM "Session" WHERE "studyId" = ${studyId}::uuid AND status = 'active'`;
   return r?.n ?? 0;
 }
 
 /** The study's answered sessions with a reward, counted by task and reward (what trainer/pairs.ts rewardPairs reads). */
-export async function studyRewardCounts(prisma: PrismaClient, studyId: string): Promise<{ taskId: string; reward: number; n: number }[]> {
+export async function studyRewardCounts(
+  prisma: PrismaClient,
+  studyId: string,
+): Promise<{ taskId: string; reward: number; n: number }[]> {
   return prisma.$queryRaw`
     SELECT "taskId", reward, count(*)::int AS n FROM "Session"
     WHERE "studyId" = ${studyId}::uuid AND status = 'answered' AND reward IS NOT NULL GROUP BY 1, 2`;
@@ -140,7 +174,11 @@ export async function studyRewardCounts(prisma: PrismaClient, studyId: string): 
  * The study's answered sessions: how many, and how many of them answered (ended, else started) in (from, to]; and
  * when its first session of any status started.
  */
-export async function studyAnsweredCounts(prisma: PrismaClient, studyId: string, window: { from: Date; to: Date }): Promise<{ answered: number; recent: number; firstStartedAt: Date | null }> {
+export async function studyAnsweredCounts(
+  prisma: PrismaClient,
+  studyId: string,
+  window: { from: Date; to: Date },
+): Promise<{ answered: number; recent: number; firstStartedAt: Date | null }> {
   const [r] = await prisma.$queryRaw<{ answered: number; recent: number; first: Date | null }[]>`
     SELECT count(*) FILTER (WHERE status = 'answered')::int AS answered,
       count(*) FILTER (WHERE status = 'answered' AND coalesce("endedAt", "startedAt") > ${utc(window.from)} AND coalesce("endedAt", "startedAt") <= ${utc(window.to)})::int AS recent,
@@ -150,7 +188,10 @@ export async function studyAnsweredCounts(prisma: PrismaClient, studyId: string,
 }
 
 /** The study's answered sessions (live, and kept without text for people who were erased) counted by success. */
-export async function studyPayCounts(prisma: PrismaClient, studyId: string): Promise<{ success: boolean | null; n: number }[]> {
+export async function studyPayCounts(
+  prisma: PrismaClient,
+  studyId: string,
+): Promise<{ success: boolean | null; n: number }[]> {
   // Planned serially, Postgres merges the two index-only scans (the study's sessions and the evaluations, both in
   // session id order); planned in parallel, it hashes every evaluation in three processes, which on a 2-core machine
   // with the page's other queries in flight took several times as long (bench/HISTORY.md, Dashboard). The setting

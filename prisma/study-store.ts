@@ -4,7 +4,17 @@
 // default study the bot collects in where no other is open, a person's acceptance of a consent version, and
 // the per-study lock that assignment (bot/assign.ts) takes so that two people never overfill a task.
 import { createHash } from 'node:crypto';
-import type { Prisma, PrismaClient, Study, StudyArm, StudyStatus, TaskKind, TaskSplit, PolicyVersion, Participant } from './generated/client.ts';
+import type {
+  Prisma,
+  PrismaClient,
+  Study,
+  StudyArm,
+  StudyStatus,
+  TaskKind,
+  TaskSplit,
+  PolicyVersion,
+  Participant,
+} from './generated/client.ts';
 import { UniqueViolationError, toDatabaseError } from './errors.ts';
 import { audit } from './moderation-store.ts';
 import { acceptConsent } from './participant-store.ts';
@@ -66,26 +76,38 @@ const isWhole = (n: number | null, min: number) => n === null || (Number.isInteg
 
 /** The rules a new study must meet, without the database; the first broken one as a sentence, else null. */
 export function studyInputError(s: NewStudy, o: { requireConsent: boolean }): string | null {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(s.name)) return `A study name is 1-64 letters, digits, ".", "_" or "-" (got "${s.name}").`;
-  if (s.name === DEFAULT_STUDY) return `"${DEFAULT_STUDY}" is the name of the study the bot uses where no other is open; choose another.`;
-  if (!Number.isInteger(s.perTask) || s.perTask < 1) return `Sessions per task (k) must be a whole number of at least 1, got ${s.perTask}.`;
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(s.name))
+    return `A study name is 1-64 letters, digits, ".", "_" or "-" (got "${s.name}").`;
+  if (s.name === DEFAULT_STUDY)
+    return `"${DEFAULT_STUDY}" is the name of the study the bot uses where no other is open; choose another.`;
+  if (!Number.isInteger(s.perTask) || s.perTask < 1)
+    return `Sessions per task (k) must be a whole number of at least 1, got ${s.perTask}.`;
   if (!Number.isInteger(s.seed)) return `The seed must be an integer, got ${s.seed}.`;
   if (s.taskIds.length === 0) return 'The study has no tasks: give a file of task ids, or --kind / --sample.';
   if (new Set(s.taskIds).size !== s.taskIds.length) return 'The task list names a task more than once.';
   if (s.arms.length === 0) return 'The study needs a policy (--policy) or arms (--arm VERSION:SHARE).';
-  if (new Set(s.arms.map((a) => a.policyVersionId)).size !== s.arms.length) return 'Two arms name the same policy version.';
-  if (!s.arms.every((a) => Number.isInteger(a.share) && a.share >= 1 && a.share <= 100)) return 'Each arm\'s share is a whole percentage from 1 to 100.';
+  if (new Set(s.arms.map((a) => a.policyVersionId)).size !== s.arms.length)
+    return 'Two arms name the same policy version.';
+  if (!s.arms.every((a) => Number.isInteger(a.share) && a.share >= 1 && a.share <= 100))
+    return "Each arm's share is a whole percentage from 1 to 100.";
   const total = s.arms.reduce((a, x) => a + x.share, 0);
   if (total !== 100) return `The arms' shares must sum to 100, they sum to ${total}.`;
-  if (s.opensAt && s.closesAt && s.closesAt.getTime() <= s.opensAt.getTime()) return `The study closes (${s.closesAt.toISOString()}) before it opens (${s.opensAt.toISOString()}).`;
-  if (!isWhole(s.maxSessionsPerPerson, 1)) return `Sessions per person must be a whole number of at least 1, got ${s.maxSessionsPerPerson}.`;
+  if (s.opensAt && s.closesAt && s.closesAt.getTime() <= s.opensAt.getTime())
+    return `The study closes (${s.closesAt.toISOString()}) before it opens (${s.opensAt.toISOString()}).`;
+  if (!isWhole(s.maxSessionsPerPerson, 1))
+    return `Sessions per person must be a whole number of at least 1, got ${s.maxSessionsPerPerson}.`;
   if (!isWhole(s.payPerSessionCents, 0) || !isWhole(s.bonusSuccessCents, 0)) return 'Pay amounts cannot be negative.';
-  if ((s.payPerSessionCents !== null || s.bonusSuccessCents !== null) && !s.currency) return 'Pay rules need a currency (--currency).';
-  if (s.currency !== null && !/^[A-Z]{3}$/.test(s.currency)) return `A currency is a three-letter ISO 4217 code such as EUR or USD, got "${s.currency}".`;
+  if ((s.payPerSessionCents !== null || s.bonusSuccessCents !== null) && !s.currency)
+    return 'Pay rules need a currency (--currency).';
+  if (s.currency !== null && !/^[A-Z]{3}$/.test(s.currency))
+    return `A currency is a three-letter ISO 4217 code such as EUR or USD, got "${s.currency}".`;
   if (s.consentText !== null && !s.consentText.trim()) return 'The consent text is empty.';
-  if (s.participantIdPlatform && s.participantIdPlatform !== 'prolific') return `A study can ask for a participant id on prolific only, got "${s.participantIdPlatform}".`;
-  if (s.completionCode && !/^[A-Za-z0-9_-]{1,64}$/.test(s.completionCode)) return `A completion code is 1-64 letters, digits, "_" or "-", got "${s.completionCode}".`;
-  if (lacksConsent(s, o.requireConsent)) return 'A study that runs on Discord needs a consent text (--consent-file): people must be told what is recorded before it opens.';
+  if (s.participantIdPlatform && s.participantIdPlatform !== 'prolific')
+    return `A study can ask for a participant id on prolific only, got "${s.participantIdPlatform}".`;
+  if (s.completionCode && !/^[A-Za-z0-9_-]{1,64}$/.test(s.completionCode))
+    return `A completion code is 1-64 letters, digits, "_" or "-", got "${s.completionCode}".`;
+  if (lacksConsent(s, o.requireConsent))
+    return 'A study that runs on Discord needs a consent text (--consent-file): people must be told what is recorded before it opens.';
   return null;
 }
 
@@ -94,22 +116,43 @@ export function studyInputError(s: NewStudy, o: { requireConsent: boolean }): st
  * is checked first (studyInputError, then that the tasks exist with the study's kind and split), so a refused
  * study leaves nothing behind. `requireConsent`: a Discord bot is configured (DISCORD_TOKEN).
  */
-export async function createStudy(prisma: PrismaClient, actor: string, s: NewStudy, o: { requireConsent: boolean }): Promise<StudyWithArms> {
+export async function createStudy(
+  prisma: PrismaClient,
+  actor: string,
+  s: NewStudy,
+  o: { requireConsent: boolean },
+): Promise<StudyWithArms> {
   const bad = studyInputError(s, o);
   if (bad) throw new StudyError(bad);
   try {
     return await prisma.$transaction(
       async (tx) => {
-        if (await tx.study.findUnique({ where: { name: s.name }, select: { id: true } })) throw new StudyError(`A study named "${s.name}" exists already.`);
-        const tasks = await tx.task.findMany({ where: { id: { in: [...s.taskIds] } }, select: { id: true, kind: true, split: true } });
+        if (await tx.study.findUnique({ where: { name: s.name }, select: { id: true } }))
+          throw new StudyError(`A study named "${s.name}" exists already.`);
+        const tasks = await tx.task.findMany({
+          where: { id: { in: [...s.taskIds] } },
+          select: { id: true, kind: true, split: true },
+        });
         const found = new Map(tasks.map((t) => [t.id, t]));
         const unknown = s.taskIds.filter((id) => !found.has(id));
-        if (unknown.length) throw new StudyError(`Unknown task id(s): ${unknown.slice(0, 5).join(', ')}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ''}.`);
+        if (unknown.length)
+          throw new StudyError(
+            `Unknown task id(s): ${unknown.slice(0, 5).join(', ')}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ''}.`,
+          );
         const wrong = tasks.find((t) => t.split !== s.split || (s.kind !== null && t.kind !== s.kind));
-        if (wrong) throw new StudyError(`Task ${wrong.id} is a ${wrong.split}-split ${wrong.kind} task; this study takes ${s.split}-split ${s.kind ?? 'backend or frontend'} tasks.`);
-        const versions = await tx.policyVersion.count({ where: { id: { in: s.arms.map((a) => a.policyVersionId) }, status: { not: 'removed' } } });
-        if (versions !== s.arms.length) throw new StudyError('An arm names a policy version that does not exist or was removed.');
-        const consent = s.consentText === null ? {} : { consentText: s.consentText, consentVersion: 1, consentSha256: consentSha256(s.consentText) };
+        if (wrong)
+          throw new StudyError(
+            `Task ${wrong.id} is a ${wrong.split}-split ${wrong.kind} task; this study takes ${s.split}-split ${s.kind ?? 'backend or frontend'} tasks.`,
+          );
+        const versions = await tx.policyVersion.count({
+          where: { id: { in: s.arms.map((a) => a.policyVersionId) }, status: { not: 'removed' } },
+        });
+        if (versions !== s.arms.length)
+          throw new StudyError('An arm names a policy version that does not exist or was removed.');
+        const consent =
+          s.consentText === null
+            ? {}
+            : { consentText: s.consentText, consentVersion: 1, consentSha256: consentSha256(s.consentText) };
         const study = await tx.study.create({
           data: {
             name: s.name,
@@ -133,15 +176,30 @@ export async function createStudy(prisma: PrismaClient, actor: string, s: NewStu
         });
         // The seeded order the pool fills in: the same ids and seed give the same order.
         const order = Rng.derive(s.seed, 'study-order').shuffle([...s.taskIds].sort());
-        await tx.studyTask.createMany({ data: order.map((taskId, position) => ({ studyId: study.id, taskId, position })) });
-        await tx.studyArm.createMany({ data: s.arms.map((a) => ({ studyId: study.id, policyVersionId: a.policyVersionId, share: a.share })) });
-        await audit(tx, actor, 'study.create', s.name, { studyId: study.id, tasks: order.length, perTask: s.perTask, seed: s.seed, arms: s.arms.map((a) => ({ ...a })), consentVersion: study.consentVersion });
-        return tx.study.findUniqueOrThrow({ where: { id: study.id }, include: { arms: { include: { policyVersion: true } } } });
+        await tx.studyTask.createMany({
+          data: order.map((taskId, position) => ({ studyId: study.id, taskId, position })),
+        });
+        await tx.studyArm.createMany({
+          data: s.arms.map((a) => ({ studyId: study.id, policyVersionId: a.policyVersionId, share: a.share })),
+        });
+        await audit(tx, actor, 'study.create', s.name, {
+          studyId: study.id,
+          tasks: order.length,
+          perTask: s.perTask,
+          seed: s.seed,
+          arms: s.arms.map((a) => ({ ...a })),
+          consentVersion: study.consentVersion,
+        });
+        return tx.study.findUniqueOrThrow({
+          where: { id: study.id },
+          include: { arms: { include: { policyVersion: true } } },
+        });
       },
       { timeout: 120_000, maxWait: 30_000 },
     );
   } catch (err) {
-    if (toDatabaseError(err) instanceof UniqueViolationError) throw new StudyError(`A study named "${s.name}" exists already.`);
+    if (toDatabaseError(err) instanceof UniqueViolationError)
+      throw new StudyError(`A study named "${s.name}" exists already.`);
     throw err;
   }
 }
@@ -160,29 +218,52 @@ async function studyNamed(prisma: PrismaClient | Tx, name: string): Promise<Stud
  * Opens (resume), pauses or closes a study, audited. A closed study stays closed; a study without a consent
  * text does not open where `requireConsent` (a Discord bot is configured).
  */
-export async function setStudyStatus(prisma: PrismaClient, actor: string, name: string, status: StudyStatus, o: { requireConsent: boolean }): Promise<StudyWithArms> {
+export async function setStudyStatus(
+  prisma: PrismaClient,
+  actor: string,
+  name: string,
+  status: StudyStatus,
+  o: { requireConsent: boolean },
+): Promise<StudyWithArms> {
   return prisma.$transaction(async (tx) => {
     const s = await studyNamed(tx, name);
-    if (s.name === DEFAULT_STUDY) throw new StudyError(`The default study follows the bot: pause collection with /mod pause instead.`);
-    if (s.status === 'closed' && status !== 'closed') throw new StudyError(`Study "${name}" is closed; a closed study does not open again.`);
+    if (s.name === DEFAULT_STUDY)
+      throw new StudyError(`The default study follows the bot: pause collection with /mod pause instead.`);
+    if (s.status === 'closed' && status !== 'closed')
+      throw new StudyError(`Study "${name}" is closed; a closed study does not open again.`);
     if (s.status === status) return s;
-    if (status === 'open' && lacksConsent(s, o.requireConsent)) throw new StudyError(`Study "${name}" has no consent text; set one with \`sweetloop study consent ${name} --consent-file FILE\` before it opens.`);
+    if (status === 'open' && lacksConsent(s, o.requireConsent))
+      throw new StudyError(
+        `Study "${name}" has no consent text; set one with \`sweetloop study consent ${name} --consent-file FILE\` before it opens.`,
+      );
     await tx.study.update({ where: { id: s.id }, data: { status } });
-    await audit(tx, actor, `study.${status === 'open' ? 'resume' : status === 'paused' ? 'pause' : 'close'}`, name, { studyId: s.id, from: s.status });
+    await audit(tx, actor, `study.${status === 'open' ? 'resume' : status === 'paused' ? 'pause' : 'close'}`, name, {
+      studyId: s.id,
+      from: s.status,
+    });
     return studyNamed(tx, name);
   });
 }
 
 /** Stores a new consent text (its version goes up by one); people accept it before their next session. */
-export async function setStudyConsent(prisma: PrismaClient, actor: string, name: string, text: string): Promise<StudyWithArms> {
+export async function setStudyConsent(
+  prisma: PrismaClient,
+  actor: string,
+  name: string,
+  text: string,
+): Promise<StudyWithArms> {
   if (!text.trim()) throw new StudyError('The consent text is empty.');
   return prisma.$transaction(async (tx) => {
     const s = await studyNamed(tx, name);
-    if (s.name === DEFAULT_STUDY) throw new StudyError('The default study uses the bot\'s configured notice (CONSENT_TEXT).');
+    if (s.name === DEFAULT_STUDY)
+      throw new StudyError("The default study uses the bot's configured notice (CONSENT_TEXT).");
     const sha256 = consentSha256(text);
     if (sha256 === s.consentSha256) return s;
     const version = s.consentVersion + 1;
-    await tx.study.update({ where: { id: s.id }, data: { consentText: text, consentVersion: version, consentSha256: sha256 } });
+    await tx.study.update({
+      where: { id: s.id },
+      data: { consentText: text, consentVersion: version, consentSha256: sha256 },
+    });
     await audit(tx, actor, 'study.consent', name, { studyId: s.id, version, sha256 });
     return studyNamed(tx, name);
   });
@@ -192,10 +273,19 @@ export async function setStudyConsent(prisma: PrismaClient, actor: string, name:
  * Records that a person accepted version `version` of a study's consent text (and the bot's consent, in the
  * same transaction; the caller writes the audit row). Refused when the study's text has changed since it was shown: the person has not read it.
  */
-export async function acceptStudyConsent(prisma: PrismaClient, externalId: string, displayName: string | null, studyId: string, version: number): Promise<Participant> {
+export async function acceptStudyConsent(
+  prisma: PrismaClient,
+  externalId: string,
+  displayName: string | null,
+  studyId: string,
+  version: number,
+): Promise<Participant> {
   return prisma.$transaction(async (tx) => {
     const s = await tx.study.findUniqueOrThrow({ where: { id: studyId } });
-    if (s.consentVersion !== version || !s.consentSha256) throw new StudyError('The consent text of this study has changed since it was shown to you. Please run /task start again to read the new version.');
+    if (s.consentVersion !== version || !s.consentSha256)
+      throw new StudyError(
+        'The consent text of this study has changed since it was shown to you. Please run /task start again to read the new version.',
+      );
     const p = await acceptConsent(tx, externalId, displayName);
     await tx.consentAcceptance.upsert({
       where: { participantId_studyId_version: { participantId: p.id, studyId, version } },
@@ -222,12 +312,22 @@ export async function withStudyLock<T>(prisma: PrismaClient, studyId: string, fn
  * end of its order). It has no cap per task, no arms outside an A/B test (the deployed version plays) and no
  * consent text of its own.
  */
-export async function defaultStudy(prisma: PrismaClient, read?: { study: StudyWithArms | null }): Promise<StudyWithArms> {
+export async function defaultStudy(
+  prisma: PrismaClient,
+  read?: { study: StudyWithArms | null },
+): Promise<StudyWithArms> {
   // `read`: the caller has just read it (or found none) with the other studies (bot/assign.ts studyFor).
   const existing = read ? read.study : await findStudy(prisma, DEFAULT_STUDY);
   const id =
     existing?.id ??
-    (await prisma.study.upsert({ where: { name: DEFAULT_STUDY }, create: { name: DEFAULT_STUDY, seed: 0, createdBy: 'bot' }, update: {}, select: { id: true } })).id;
+    (
+      await prisma.study.upsert({
+        where: { name: DEFAULT_STUDY },
+        create: { name: DEFAULT_STUDY, seed: 0, createdBy: 'bot' },
+        update: {},
+        select: { id: true },
+      })
+    ).id;
   const missing = await prisma.$queryRaw<{ n: number }[]>`
     SELECT count(*)::int AS n FROM "Task" t WHERE NOT EXISTS (SELECT 1 FROM "StudyTask" st WHERE st."studyId" = ${id}::uuid AND st."taskId" = t.id)`;
   const added = (missing[0]?.n ?? 0) > 0;
@@ -254,13 +354,29 @@ export async function recordPayoutsWritten(
   prisma: PrismaClient,
   actor: string,
   name: string,
-  detail: { studyId: string; people: number; erasedPeople: number; sessions: number; totalCents: number; currency: string; file: string; format?: string },
+  detail: {
+    studyId: string;
+    people: number;
+    erasedPeople: number;
+    sessions: number;
+    totalCents: number;
+    currency: string;
+    file: string;
+    format?: string;
+  },
 ): Promise<void> {
   await audit(prisma, actor, 'study.payouts', name, detail);
 }
 
 /** Keeps a calibration's result (`sweetloop study calibrate`) for the dashboard; JSON has no NaN: stored as null. */
-export async function recordCalibration(prisma: PrismaClient, studyId: string, simulator: string, result: unknown): Promise<void> {
-  const json = JSON.parse(JSON.stringify(result, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v))) as Prisma.InputJsonObject;
+export async function recordCalibration(
+  prisma: PrismaClient,
+  studyId: string,
+  simulator: string,
+  result: unknown,
+): Promise<void> {
+  const json = JSON.parse(
+    JSON.stringify(result, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v)),
+  ) as Prisma.InputJsonObject;
   await prisma.studyCalibration.create({ data: { studyId, simulator, result: json } });
 }

@@ -43,7 +43,10 @@ export async function importTasks(
     const { contentHash: _hash, line: _line, ...plain } = record;
     const parsed = taskRecordSchema.safeParse(options.split ? { ...plain, split: options.split } : plain);
     if (!parsed.success) {
-      errors.push({ line, reason: parsed.error.issues.map((x) => `${x.path.join('.') || 'record'}: ${x.message}`).join('; ') });
+      errors.push({
+        line,
+        reason: parsed.error.issues.map((x) => `${x.path.join('.') || 'record'}: ${x.message}`).join('; '),
+      });
       return;
     }
     const task = parsed.data as TaskRecord;
@@ -102,13 +105,23 @@ export async function listTasks(prisma: PrismaClient): Promise<TaskSummaryRow[]>
 }
 
 /** A stored task as the ColBench environment sees it; a backend task without its list of test calls is refused. */
-export function taskContent(task: { kind: TaskKind; description: string; hiddenReference: string; testCases: unknown }): TaskContent {
+export function taskContent(task: {
+  kind: TaskKind;
+  description: string;
+  hiddenReference: string;
+  testCases: unknown;
+}): TaskContent {
   if (task.kind === 'backend') {
     const tests = task.testCases;
     if (!Array.isArray(tests) || !tests.every((t) => typeof t === 'string')) {
       throw new Error('backend task without a list of test calls in testCases');
     }
-    return { kind: 'backend', description: task.description, reference: task.hiddenReference, testCases: tests as string[] };
+    return {
+      kind: 'backend',
+      description: task.description,
+      reference: task.hiddenReference,
+      testCases: tests as string[],
+    };
   }
   return { kind: 'frontend', description: task.description, reference: task.hiddenReference };
 }

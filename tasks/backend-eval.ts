@@ -10,7 +10,13 @@
 import { readFileSync } from 'node:fs';
 import type { BackendTask } from './model.ts';
 import { stripCodeFences } from './answer.ts';
-import { assertSandboxAvailable, channelFds, DEFAULT_BWRAP_PATH, type SandboxReport, type SandboxRunResult } from './sandbox.ts';
+import {
+  assertSandboxAvailable,
+  channelFds,
+  DEFAULT_BWRAP_PATH,
+  type SandboxReport,
+  type SandboxRunResult,
+} from './sandbox.ts';
 import { pythonMemoryModules } from './python-memory-modules.ts';
 import { runSandboxedOffThread } from './sandbox-thread.ts';
 import { ExpectedCache } from './backend-expected.ts';
@@ -92,7 +98,13 @@ async function runSolution(role: 'reference' | 'candidate', source: string, s: R
   const run = await runSandboxedOffThread({
     bwrapPath: s.bwrapPath,
     argv: [s.pythonPath, '-S', '-s', '-B', '-c', HARNESS, String(fd), role, s.label],
-    stdin: JSON.stringify({ source, calls: s.calls, perTestSeconds: s.perTestMs / 1000, maxNodes: LIMITS.maxNodes, maxChars: LIMITS.maxChars }),
+    stdin: JSON.stringify({
+      source,
+      calls: s.calls,
+      perTestSeconds: s.perTestMs / 1000,
+      maxNodes: LIMITS.maxNodes,
+      maxChars: LIMITS.maxChars,
+    }),
     channels: 1,
     env: { PYTHONHASHSEED: '0', OPENBLAS_NUM_THREADS: '1', OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' },
     // Modules that read and write raw memory (ctypes, cffi): no ColBench function needs them.
@@ -108,7 +120,15 @@ async function runSolution(role: 'reference' | 'candidate', source: string, s: R
 
 /** The reference's outputs: kept from an earlier run of the same task and settings, or run now. */
 function referenceRun(reference: string, s: RunSettings): Promise<SolutionRun> {
-  const key = ExpectedCache.key([BACKEND_EVALUATOR_VERSION, s.pythonPath, reference, s.calls, s.perTestMs, s.timeoutMs, s.memoryBytes ?? null]);
+  const key = ExpectedCache.key([
+    BACKEND_EVALUATOR_VERSION,
+    s.pythonPath,
+    reference,
+    s.calls,
+    s.perTestMs,
+    s.timeoutMs,
+    s.memoryBytes ?? null,
+  ]);
   return expectedOutputs.get(key, async () => {
     const r = await runSolution('reference', reference, s);
     const timedOut = [...r.outcome.tests.values()].some((t) => 'error' in t && t.error.startsWith('Timeout'));
@@ -124,7 +144,11 @@ function runError(who: string, r: SolutionRun, timeoutMs: number): string {
 }
 
 /** Scores one answer. Throws SandboxUnavailableError (and runs nothing) when the sandbox cannot be used. */
-export async function evaluateBackend(task: BackendTask, answer: string, opts: BackendEvalOptions = {}): Promise<BackendEvaluation> {
+export async function evaluateBackend(
+  task: BackendTask,
+  answer: string,
+  opts: BackendEvalOptions = {},
+): Promise<BackendEvaluation> {
   const bwrapPath = opts.bwrapPath ?? DEFAULT_BWRAP_PATH;
   const pythonPath = opts.pythonPath ?? '/usr/bin/python3';
   // Started in the sandbox thread: a spawn on the caller's thread blocks its event loop (sandbox-thread.ts).
@@ -142,7 +166,10 @@ export async function evaluateBackend(task: BackendTask, answer: string, opts: B
     label: `sweetloop-eval:${(opts.label ?? 'backend').replace(/[^\w.:-]/g, '_').slice(0, 64)}`,
   };
   const candidate = stripCodeFences(answer);
-  const [refRun, candRun] = await Promise.all([referenceRun(task.reference, settings), runSolution('candidate', candidate, settings)]);
+  const [refRun, candRun] = await Promise.all([
+    referenceRun(task.reference, settings),
+    runSolution('candidate', candidate, settings),
+  ]);
   const ref = refRun.outcome;
   const cand = candRun.outcome;
 
@@ -195,7 +222,10 @@ export interface BackendBatchItem {
  */
 export async function evaluateBackendBatch(
   items: BackendBatchItem[],
-  opts: BackendEvalOptions & { concurrency?: number; onResult?: (index: number, result: BackendEvaluation) => void } = {},
+  opts: BackendEvalOptions & {
+    concurrency?: number;
+    onResult?: (index: number, result: BackendEvaluation) => void;
+  } = {},
 ): Promise<BackendEvaluation[]> {
   const results: BackendEvaluation[] = new Array(items.length);
   let next = 0;

@@ -24,9 +24,24 @@ const ELO = 400 / Math.LN10;
 const ITERATIONS = 10_000;
 
 /** Maximum-likelihood log strengths (centred to mean 0) of `players` from `judgements`, ties as half a win. */
-export function fitBradleyTerry(players: readonly string[], judgements: readonly Judgement[], iterations = ITERATIONS): Map<string, number> {
+export function fitBradleyTerry(
+  players: readonly string[],
+  judgements: readonly Judgement[],
+  iterations = ITERATIONS,
+): Map<string, number> {
   const indexed = indexJudgements(players, judgements);
-  return strengthsOf(players, fitCounts(players.length, tally(players.length, indexed, indexed.a.map((_, i) => i)), iterations));
+  return strengthsOf(
+    players,
+    fitCounts(
+      players.length,
+      tally(
+        players.length,
+        indexed,
+        indexed.a.map((_, i) => i),
+      ),
+      iterations,
+    ),
+  );
 }
 
 interface IndexedJudgements {
@@ -39,7 +54,8 @@ function indexJudgements(players: readonly string[], judgements: readonly Judgem
   const index = new Map(players.map((p, i) => [p, i]));
   const out: IndexedJudgements = { a: [], b: [], outcome: [] };
   for (const j of judgements) {
-    const a = index.get(j.a), b = index.get(j.b);
+    const a = index.get(j.a),
+      b = index.get(j.b);
     if (a === undefined || b === undefined) throw new RangeError(`judgement between unknown players ${j.a} and ${j.b}`);
     out.a.push(a);
     out.b.push(b);
@@ -53,12 +69,18 @@ function indexJudgements(players: readonly string[], judgements: readonly Judgem
  * the likelihood depends on these counts only, so a fit costs the pairs played, not the judgements (20,000
  * judgements x 500 bootstrap fits took minutes on the dashboard when each iteration walked every judgement).
  */
-function tally(n: number, j: IndexedJudgements, picked: ArrayLike<number>): { wins: Float64Array; games: Float64Array } {
+function tally(
+  n: number,
+  j: IndexedJudgements,
+  picked: ArrayLike<number>,
+): { wins: Float64Array; games: Float64Array } {
   const wins = new Float64Array(n);
   const games = new Float64Array(n * n);
   for (let k = 0; k < picked.length; k++) {
     const i = picked[k]!;
-    const a = j.a[i]!, b = j.b[i]!, o = j.outcome[i]!;
+    const a = j.a[i]!,
+      b = j.b[i]!,
+      o = j.outcome[i]!;
     if (a === b) continue; // a player against itself says nothing
     wins[a] = wins[a]! + o;
     wins[b] = wins[b]! + 1 - o;
@@ -73,9 +95,15 @@ function tally(n: number, j: IndexedJudgements, picked: ArrayLike<number>): { wi
  * player of strength 1 (half a win, one game): without it a player who never lost (or never won) would run off to
  * infinity, and the fit would not exist for small samples.
  */
-function fitCounts(n: number, t: { wins: Float64Array; games: Float64Array }, iterations: number, start?: Float64Array): Float64Array {
+function fitCounts(
+  n: number,
+  t: { wins: Float64Array; games: Float64Array },
+  iterations: number,
+  start?: Float64Array,
+): Float64Array {
   const pairs: [number, number, number][] = [];
-  for (let a = 0; a < n; a++) for (let b = a + 1; b < n; b++) if (t.games[a * n + b]! > 0) pairs.push([a, b, t.games[a * n + b]!]);
+  for (let a = 0; a < n; a++)
+    for (let b = a + 1; b < n; b++) if (t.games[a * n + b]! > 0) pairs.push([a, b, t.games[a * n + b]!]);
   let p = start ? Float64Array.from(start) : new Float64Array(n).fill(1);
   let next = new Float64Array(n);
   const denom = new Float64Array(n);
@@ -111,7 +139,8 @@ function rescale(p: Float64Array): void {
   let u = 0;
   for (let i = 0; i < n; i++) u -= Math.log(p[i]!) / n;
   for (let step = 0; step < 50; step++) {
-    let f = -n / 2, df = 0;
+    let f = -n / 2,
+      df = 0;
     for (let i = 0; i < n; i++) {
       const s = 1 / (1 + Math.exp(-(u + Math.log(p[i]!))));
       f += s;
@@ -133,13 +162,25 @@ function strengthsOf(players: readonly string[], p: Float64Array): Map<string, n
 }
 
 /** The fit as Elo-like ratings with percentile bootstrap intervals (judgements resampled with replacement; seeded). */
-export function bradleyTerryTable(players: readonly string[], judgements: readonly Judgement[], o: { resamples?: number; level?: number; seed?: number } = {}): BradleyTerryRow[] {
+export function bradleyTerryTable(
+  players: readonly string[],
+  judgements: readonly Judgement[],
+  o: { resamples?: number; level?: number; seed?: number } = {},
+): BradleyTerryRow[] {
   const resamples = o.resamples ?? 500;
   const level = o.level ?? 0.95;
   const rng = createRng(o.seed ?? 1);
   const indexed = indexJudgements(players, judgements);
   // The full data's fit is the estimate, and where each resample's fit starts.
-  const full = fitCounts(players.length, tally(players.length, indexed, indexed.a.map((_, i) => i)), ITERATIONS);
+  const full = fitCounts(
+    players.length,
+    tally(
+      players.length,
+      indexed,
+      indexed.a.map((_, i) => i),
+    ),
+    ITERATIONS,
+  );
   const fit = strengthsOf(players, full);
   const draws = players.map(() => new Float64Array(resamples));
   const picked = new Uint32Array(judgements.length);
@@ -157,7 +198,12 @@ export function bradleyTerryTable(players: readonly string[], judgements: readon
       const hasInterval = judgements.length > 1 && resamples > 1;
       return {
         player: pl,
-        rating: { estimate: elo(fit.get(pl)!), lo: hasInterval ? elo(quantileSorted(d, (1 - level) / 2)) : NaN, hi: hasInterval ? elo(quantileSorted(d, 1 - (1 - level) / 2)) : NaN, n: count.get(pl) ?? 0 },
+        rating: {
+          estimate: elo(fit.get(pl)!),
+          lo: hasInterval ? elo(quantileSorted(d, (1 - level) / 2)) : NaN,
+          hi: hasInterval ? elo(quantileSorted(d, 1 - (1 - level) / 2)) : NaN,
+          n: count.get(pl) ?? 0,
+        },
         judgements: count.get(pl) ?? 0,
       };
     })

@@ -51,7 +51,10 @@ export function saysDontKnow(reply: string): boolean {
   return DONT_KNOW.test(reply);
 }
 
-export type HiddenFact = { type: 'number'; value: number } | { type: 'phrase'; text: string } | { type: 'word'; word: string };
+export type HiddenFact =
+  | { type: 'number'; value: number }
+  | { type: 'phrase'; text: string }
+  | { type: 'word'; word: string };
 
 /** Lower case, "_" and "-" read as spaces, white space collapsed: "HIGH_risk" and "high risk" are one phrase. */
 function plain(text: string): string {
@@ -64,7 +67,9 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 export function hiddenFacts(kind: CalibrationSession['kind'], reference: string, description: string): HiddenFact[] {
   if (kind === 'frontend') {
     const shown = new Set(keywords(description));
-    const words = keywords(`${stripTags(reference)} ${pageColours(reference).join(' ')}`).filter((w) => (w.length >= 3 || /^\d/.test(w)) && !shown.has(w));
+    const words = keywords(`${stripTags(reference)} ${pageColours(reference).join(' ')}`).filter(
+      (w) => (w.length >= 3 || /^\d/.test(w)) && !shown.has(w),
+    );
     return [...new Set(words)].map((word) => ({ type: 'word', word }));
   }
   const code = reference.replace(/("""|''')[\s\S]*?\1/g, ' ');
@@ -74,8 +79,13 @@ export function hiddenFacts(kind: CalibrationSession['kind'], reference: string,
   const publicNumbers = new Set(numbersIn(description).flatMap((n) => numberForms(Math.abs(n))));
   // Identifiers (x2, h1) hold digits that are no number; strings were counted as phrases.
   const bare = code.replace(/'[^'\\\n]*'|"[^"\\\n]*"/g, ' ').replace(/[A-Za-z_]\w*/g, ' ');
-  const numbers = [...new Set(numbersIn(bare).map(Math.abs))].filter((n) => n !== 0 && n !== 1 && !publicNumbers.has(n));
-  return [...numbers.map((value) => ({ type: 'number' as const, value })), ...phrases.map((text) => ({ type: 'phrase' as const, text }))];
+  const numbers = [...new Set(numbersIn(bare).map(Math.abs))].filter(
+    (n) => n !== 0 && n !== 1 && !publicNumbers.has(n),
+  );
+  return [
+    ...numbers.map((value) => ({ type: 'number' as const, value })),
+    ...phrases.map((text) => ({ type: 'phrase' as const, text })),
+  ];
 }
 
 /** Indexes (into `facts`) of the facts a reply states. */
@@ -86,9 +96,11 @@ export function factsStated(facts: readonly HiddenFact[], reply: string): number
   const out: number[] = [];
   facts.forEach((f, i) => {
     const stated =
-      f.type === 'number' ? numberForms(f.value).some((v) => said.has(v))
-      : f.type === 'word' ? words.has(f.word)
-      : new RegExp(`(?:^|[^a-z0-9])${escapeRegExp(f.text)}(?:[^a-z0-9]|$)`).test(text);
+      f.type === 'number'
+        ? numberForms(f.value).some((v) => said.has(v))
+        : f.type === 'word'
+          ? words.has(f.word)
+          : new RegExp(`(?:^|[^a-z0-9])${escapeRegExp(f.text)}(?:[^a-z0-9]|$)`).test(text);
     if (stated) out.push(i);
   });
   return out;
@@ -145,7 +157,11 @@ function taskMeans(sessions: readonly TaskMetrics[], metric: MetricName): Map<st
  * mean over the simulator's games, and the mean of those differences with an interval over tasks (tasks, not
  * sessions, are the independent units: a task's sessions share its difficulty).
  */
-export function calibrationRows(people: readonly TaskMetrics[], simulator: readonly TaskMetrics[], level = 0.95): CalibrationRow[] {
+export function calibrationRows(
+  people: readonly TaskMetrics[],
+  simulator: readonly TaskMetrics[],
+  level = 0.95,
+): CalibrationRow[] {
   return METRICS.map((m) => {
     const p = taskMeans(people, m.name);
     const s = taskMeans(simulator, m.name);
@@ -156,9 +172,21 @@ export function calibrationRows(people: readonly TaskMetrics[], simulator: reado
       metric: m.name,
       label: m.label,
       share: m.share,
-      people: meanIntervalOf(tasks.map((t) => p.get(t)!), level, side),
-      simulator: meanIntervalOf(tasks.map((t) => s.get(t)!), level, side),
-      difference: meanIntervalOf(tasks.map((t) => p.get(t)! - s.get(t)!), level, m.share ? [-1, 1] : undefined),
+      people: meanIntervalOf(
+        tasks.map((t) => p.get(t)!),
+        level,
+        side,
+      ),
+      simulator: meanIntervalOf(
+        tasks.map((t) => s.get(t)!),
+        level,
+        side,
+      ),
+      difference: meanIntervalOf(
+        tasks.map((t) => p.get(t)! - s.get(t)!),
+        level,
+        m.share ? [-1, 1] : undefined,
+      ),
       tasks: tasks.length,
     };
   });
@@ -208,8 +236,16 @@ export function formatDifference(row: Pick<CalibrationRow, 'difference' | 'share
 export function formatCalibrationTable(rows: readonly CalibrationRow[]): string {
   const table = [
     ['metric', 'people', 'simulator', 'people - simulator [95% CI]', 'tasks'],
-    ...rows.map((r) => [r.label, formatValue(r.people.estimate, r.share), formatValue(r.simulator.estimate, r.share), formatDifference(r), String(r.tasks)]),
+    ...rows.map((r) => [
+      r.label,
+      formatValue(r.people.estimate, r.share),
+      formatValue(r.simulator.estimate, r.share),
+      formatDifference(r),
+      String(r.tasks),
+    ]),
   ];
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  return table.map((row) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')).join('\n');
+  return table
+    .map((row) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '))
+    .join('\n');
 }

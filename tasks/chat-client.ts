@@ -193,7 +193,8 @@ function sdkClient(base: string, key: string | null, log: Logger | undefined): O
 
 /** The SDK's own warnings (retries, deprecations) as lines of our log, marked as coming from it. */
 function sdkLogger(log: Logger) {
-  const at = (level: 'debug' | 'info' | 'warn' | 'error') => (message: string) => log[level]({ component: 'openai-sdk' }, message);
+  const at = (level: 'debug' | 'info' | 'warn' | 'error') => (message: string) =>
+    log[level]({ component: 'openai-sdk' }, message);
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
@@ -267,10 +268,13 @@ export function tokenIdsOf(logprobs: readonly TokenLogprob[]): number[] | null {
   return ids;
 }
 
-function toLogprobs(content: readonly { token: string; logprob: number; top_logprobs?: { token: string; logprob: number }[] | null }[]): TokenLogprob[] {
+function toLogprobs(
+  content: readonly { token: string; logprob: number; top_logprobs?: { token: string; logprob: number }[] | null }[],
+): TokenLogprob[] {
   return content.map((c) => {
     const t: TokenLogprob = { token: c.token, logprob: c.logprob };
-    if (c.top_logprobs && c.top_logprobs.length > 0) t.top = c.top_logprobs.map((x) => ({ token: x.token, logprob: x.logprob }));
+    if (c.top_logprobs && c.top_logprobs.length > 0)
+      t.top = c.top_logprobs.map((x) => ({ token: x.token, logprob: x.logprob }));
     return t;
   });
 }
@@ -280,7 +284,11 @@ function toLogprobs(content: readonly { token: string; logprob: number; top_logp
  * server stays unreachable, overloaded or too slow through the retries, EndpointRequestError when it refuses the
  * request, and the caller's abort reason when `request.signal` aborts.
  */
-export async function chatCompletion(endpoint: ChatEndpoint, request: ChatRequest, options: ChatClientOptions = {}): Promise<ChatResult> {
+export async function chatCompletion(
+  endpoint: ChatEndpoint,
+  request: ChatRequest,
+  options: ChatClientOptions = {},
+): Promise<ChatResult> {
   const base = endpointBaseUrl(endpoint.url);
   const shown = displayUrl(base);
   const key = resolveKey(endpoint);
@@ -308,20 +316,39 @@ export async function chatCompletion(endpoint: ChatEndpoint, request: ChatReques
     ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
     ...(request.seed !== undefined && request.seed !== null ? { seed: request.seed } : {}),
     ...(request.stop ? { stop: request.stop } : {}),
-    ...(request.logprobs ? { logprobs: true, ...(request.topLogprobs ? { top_logprobs: request.topLogprobs } : {}), ...(request.tokenIds ? { return_tokens_as_token_ids: true } : {}) } : {}),
+    ...(request.logprobs
+      ? {
+          logprobs: true,
+          ...(request.topLogprobs ? { top_logprobs: request.topLogprobs } : {}),
+          ...(request.tokenIds ? { return_tokens_as_token_ids: true } : {}),
+        }
+      : {}),
   };
 
   const unavailable = (why: string, status?: number, retryAfterMs?: number) =>
-    new EndpointUnavailableError(scrub(`chat endpoint ${shown} ${why} (gave up after ${scope.count} attempt${scope.count === 1 ? '' : 's'})`), shown, status, scope.count, retryAfterMs);
+    new EndpointUnavailableError(
+      scrub(`chat endpoint ${shown} ${why} (gave up after ${scope.count} attempt${scope.count === 1 ? '' : 's'})`),
+      shown,
+      status,
+      scope.count,
+      retryAfterMs,
+    );
 
   async function attempt(): Promise<Omit<ChatResult, 'latencyMs' | 'attempts'>> {
     const retriesLeft = Math.max(0, maxAttempts - scope.count - 1);
     const sent = performance.now();
     if (!stream) {
-      const r = await client.chat.completions.create({ ...body, stream: false }, { signal: deadline.signal, maxRetries: retriesLeft, timeout: totalMs });
+      const r = await client.chat.completions.create(
+        { ...body, stream: false },
+        { signal: deadline.signal, maxRetries: retriesLeft, timeout: totalMs },
+      );
       const choice = (r as Partial<OpenAI.Chat.ChatCompletion>).choices?.[0];
       if (!choice || typeof choice.message?.content !== 'string') {
-        throw new EndpointRequestError(scrub(`chat endpoint ${shown} returned no choices[0].message.content: ${JSON.stringify(r).slice(0, 200)}`), shown, 200);
+        throw new EndpointRequestError(
+          scrub(`chat endpoint ${shown} returned no choices[0].message.content: ${JSON.stringify(r).slice(0, 200)}`),
+          shown,
+          200,
+        );
       }
       return {
         text: choice.message.content,
@@ -353,7 +380,8 @@ export async function chatCompletion(endpoint: ChatEndpoint, request: ChatReques
       try {
         for await (const chunk of chunks) {
           if (chunk.model) servedModel = chunk.model;
-          if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
+          if (chunk.usage)
+            usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
           const choice = chunk.choices?.[0];
           if (!choice) continue;
           if (choice.delta?.content) {
@@ -375,7 +403,14 @@ export async function chatCompletion(endpoint: ChatEndpoint, request: ChatReques
         throw new BrokenStream(`the reply stream broke: ${(err as Error).message}`);
       }
       if (finishReason === null) throw new BrokenStream('the reply stream ended without a finish reason');
-      return { text, finishReason, usage, logprobs: sawLogprobs ? logprobs : null, firstTokenMs: firstAt === null ? null : firstAt - sent, servedModel };
+      return {
+        text,
+        finishReason,
+        usage,
+        logprobs: sawLogprobs ? logprobs : null,
+        firstTokenMs: firstAt === null ? null : firstAt - sent,
+        servedModel,
+      };
     } catch (err) {
       if (attemptAbort.signal.aborted && !deadline.signal.aborted) {
         throw new BrokenStream(`sent no token within ${firstTokenMs} ms`);
@@ -398,7 +433,10 @@ export async function chatCompletion(endpoint: ChatEndpoint, request: ChatReques
           if (deadline.signal.aborted) throw unavailable(`did not answer within ${totalMs} ms`);
           if (err instanceof BrokenStream) {
             if (scope.count < maxAttempts) {
-              options.log?.warn({ endpoint: shown, attempt: scope.count, reason: err.message }, 'chat endpoint: retrying a broken reply');
+              options.log?.warn(
+                { endpoint: shown, attempt: scope.count, reason: err.message },
+                'chat endpoint: retrying a broken reply',
+              );
               await sleep(backoffDelayMs(retry, options.backoffMs), deadline.signal).catch(() => {});
               if (request.signal?.aborted) throw request.signal.reason;
               if (deadline.signal.aborted) throw unavailable(`did not answer within ${totalMs} ms`);
@@ -412,14 +450,27 @@ export async function chatCompletion(endpoint: ChatEndpoint, request: ChatReques
             throw unavailable(`is unreachable: ${(err.cause as Error | undefined)?.message ?? err.message}`);
           }
           if (err instanceof APIError && err.status !== undefined) {
-            if (isRetryableStatus(err.status)) throw unavailable(`answered HTTP ${err.status}: ${detailOf(err)}`, err.status, retryAfterOf(err.headers));
-            throw new EndpointRequestError(scrub(`chat endpoint ${shown} refused the request: HTTP ${err.status}: ${detailOf(err)}`), shown, err.status);
+            if (isRetryableStatus(err.status))
+              throw unavailable(`answered HTTP ${err.status}: ${detailOf(err)}`, err.status, retryAfterOf(err.headers));
+            throw new EndpointRequestError(
+              scrub(`chat endpoint ${shown} refused the request: HTTP ${err.status}: ${detailOf(err)}`),
+              shown,
+              err.status,
+            );
           }
           if (err instanceof SyntaxError) {
-            throw new EndpointRequestError(scrub(`chat endpoint ${shown} returned something that is not JSON: ${err.message.slice(0, 200)}`), shown, undefined);
+            throw new EndpointRequestError(
+              scrub(`chat endpoint ${shown} returned something that is not JSON: ${err.message.slice(0, 200)}`),
+              shown,
+              undefined,
+            );
           }
           if (err instanceof EndpointRequestError) throw err;
-          throw new EndpointRequestError(scrub(`chat endpoint ${shown} failed: ${(err as Error).message}`), shown, undefined);
+          throw new EndpointRequestError(
+            scrub(`chat endpoint ${shown} failed: ${(err as Error).message}`),
+            shown,
+            undefined,
+          );
         }
       }
     });
@@ -450,13 +501,28 @@ export async function endpointRequest(
     return method === 'get' ? await client.get(path, reqOpts) : await client.post(path, { body, ...reqOpts });
   } catch (err) {
     if (err instanceof APIConnectionError) {
-      throw new EndpointUnavailableError(scrub(`${shown}${path} is unreachable: ${(err.cause as Error | undefined)?.message ?? err.message}`), shown, undefined, 0);
+      throw new EndpointUnavailableError(
+        scrub(`${shown}${path} is unreachable: ${(err.cause as Error | undefined)?.message ?? err.message}`),
+        shown,
+        undefined,
+        0,
+      );
     }
     if (err instanceof APIError && err.status !== undefined) {
       if (isRetryableStatus(err.status)) {
-        throw new EndpointUnavailableError(scrub(`${shown}${path} answered HTTP ${err.status}: ${detailOf(err)}`), shown, err.status, 0, retryAfterOf(err.headers));
+        throw new EndpointUnavailableError(
+          scrub(`${shown}${path} answered HTTP ${err.status}: ${detailOf(err)}`),
+          shown,
+          err.status,
+          0,
+          retryAfterOf(err.headers),
+        );
       }
-      throw new EndpointRequestError(scrub(`${shown}${path} refused the request: HTTP ${err.status}: ${detailOf(err)}`), shown, err.status);
+      throw new EndpointRequestError(
+        scrub(`${shown}${path} refused the request: HTTP ${err.status}: ${detailOf(err)}`),
+        shown,
+        err.status,
+      );
     }
     throw new EndpointRequestError(scrub(`${shown}${path} failed: ${(err as Error).message}`), shown, undefined);
   }

@@ -26,17 +26,25 @@ export function chromiumSandbox(uid: number | undefined = process.getuid?.()): b
 /** Launches Chromium with BASE_FLAGS, the sandbox rule and `args`; failures say what to do, in one line. */
 export async function launchChromium(executablePath: string, args: readonly string[] = []): Promise<Browser> {
   if (!existsSync(executablePath)) {
-    throw new Error(`Chromium not found at ${executablePath}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`);
+    throw new Error(
+      `Chromium not found at ${executablePath}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`,
+    );
   }
   const { chromium } = await import('playwright-core');
   const sandbox = chromiumSandbox();
   try {
-    return await chromium.launch({ executablePath, args: [...BASE_FLAGS, ...args], chromiumSandbox: sandbox, timeout: 60_000 });
+    return await chromium.launch({
+      executablePath,
+      args: [...BASE_FLAGS, ...args],
+      chromiumSandbox: sandbox,
+      timeout: 60_000,
+    });
   } catch (err) {
     const text = err instanceof Error ? err.message : String(err);
-    const hint = sandbox && /sandbox|namespace/i.test(text)
-      ? ' As a non-root user Chromium runs with its sandbox, which needs unprivileged user namespaces (in a container: a seccomp profile that allows them).'
-      : '';
+    const hint =
+      sandbox && /sandbox|namespace/i.test(text)
+        ? ' As a non-root user Chromium runs with its sandbox, which needs unprivileged user namespaces (in a container: a seccomp profile that allows them).'
+        : '';
     throw new Error(`cannot start Chromium at ${executablePath}: ${text.split('\n')[0]}.${hint}`);
   }
 }

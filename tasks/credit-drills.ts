@@ -6,7 +6,14 @@
 // as the pool's, values beyond the family's 1-9, and teach no move of the game: no question is asked and no
 // answer marker is written, so what to ask and when to answer is still learnt from the demonstrator alone.
 import type { ChatMessage } from './agent.ts';
-import { creditAnswer, creditReply, CREDIT_KEYS, generateCreditTasks, parseCreditReference, question } from './credit.ts';
+import {
+  creditAnswer,
+  creditReply,
+  CREDIT_KEYS,
+  generateCreditTasks,
+  parseCreditReference,
+  question,
+} from './credit.ts';
 import { agentSystemPrompt, buildDialogue, MAX_AGENT_TURNS } from './protocol.ts';
 import { Rng } from './random.ts';
 
@@ -19,7 +26,8 @@ function key(rng: Rng): string {
   return Array.from({ length: n }, () => SYLLABLES[Math.floor(rng.next() * SYLLABLES.length)]!).join('');
 }
 
-const list = (xs: readonly string[]) => (xs.length > 1 ? `${xs.slice(0, -1).join(', ')} and ${xs[xs.length - 1]}` : xs[0]!);
+const list = (xs: readonly string[]) =>
+  xs.length > 1 ? `${xs.slice(0, -1).join(', ')} and ${xs[xs.length - 1]}` : xs[0]!;
 
 /**
  * One drill: the person says 3-6 values, one sentence each as the collaborator says them ("The speed is 4."),
@@ -39,7 +47,10 @@ function drill(rng: Rng): string[] {
   const values = keys.map(() => (rng.next() < 0.7 ? 1 + Math.floor(rng.next() * 9) : 10 + Math.floor(rng.next() * 90)));
   const told = keys.map((k, i) => `The ${k} is ${values[i]}.`).join(' ');
   const wanted = rng.shuffle(keys.map((_, i) => i)).slice(0, 2 + Math.floor(rng.next() * (n - 1)));
-  return [`${told} Write a dict with the keys ${list(wanted.map((i) => keys[i]!))}.`, `{${wanted.map((i) => `"${keys[i]}": ${values[i]}`).join(', ')}}`];
+  return [
+    `${told} Write a dict with the keys ${list(wanted.map((i) => keys[i]!))}.`,
+    `{${wanted.map((i) => `"${keys[i]}": ${values[i]}`).join(', ')}}`,
+  ];
 }
 
 /** `count` credit drills, deterministic in the seed; the same system prompt as the family's games. */

@@ -2,7 +2,16 @@
 // decides its score, and every message the demonstrator can write there, each with its move class. Used to read
 // a policy (or a critic) state by state rather than through aggregates: its probability of each move class in
 // each state, and its greedy path as letters. Pure: no model here (bench/credit/ computes the probabilities).
-import { classifyMoves, creditAnswer, creditReply, CREDIT_KEYS, parseCreditReference, question, type CreditMove, type MoveRecord } from './credit.ts';
+import {
+  classifyMoves,
+  creditAnswer,
+  creditReply,
+  CREDIT_KEYS,
+  parseCreditReference,
+  question,
+  type CreditMove,
+  type MoveRecord,
+} from './credit.ts';
 
 /** The states the benchmark reads a policy in, in order. */
 export const CANONICAL_STATES = ['first message', 'after 1 value', 'after 2 values', 'budget spent'] as const;
@@ -49,7 +58,10 @@ export function canonicalStates(reference: string): StateVariant[] {
  * The messages the demonstrator can write in a state, each with its move class there: one question a pool key
  * (the task's keys useful or repeated, the others useless) and the answer with the values told.
  */
-export function canonicalMoves(reference: string, v: Pick<StateVariant, 'turns' | 'told'>): { text: string; move: CreditMove; key: string | null }[] {
+export function canonicalMoves(
+  reference: string,
+  v: Pick<StateVariant, 'turns' | 'told'>,
+): { text: string; move: CreditMove; key: string | null }[] {
   const t = parseCreditReference(reference);
   const told = new Map(v.told.map((k) => [k, t.values[t.keys.indexOf(k)]!]));
   const moves = CREDIT_KEYS.map((k) => ({ text: question(k), key: k as string | null }));
@@ -58,7 +70,11 @@ export function canonicalMoves(reference: string, v: Pick<StateVariant, 'turns' 
 }
 
 /** The move a candidate message would be in a state (the collaborator's rule, as classifyMoves applies it). */
-export function moveOf(reference: string, turns: readonly { role: string; content: string }[], text: string): MoveRecord {
+export function moveOf(
+  reference: string,
+  turns: readonly { role: string; content: string }[],
+  text: string,
+): MoveRecord {
   const moves = classifyMoves(reference, [...turns, { role: 'agent', content: text }]);
   return moves[moves.length - 1]!;
 }
@@ -76,7 +92,9 @@ export function movePath(reference: string, turns: readonly { role: string; cont
 export function pathCounts(paths: readonly string[]): { path: string; games: number }[] {
   const n = new Map<string, number>();
   for (const p of paths) n.set(p, (n.get(p) ?? 0) + 1);
-  return [...n].map(([path, games]) => ({ path, games })).sort((a, b) => b.games - a.games || (a.path < b.path ? -1 : 1));
+  return [...n]
+    .map(([path, games]) => ({ path, games }))
+    .sort((a, b) => b.games - a.games || (a.path < b.path ? -1 : 1));
 }
 
 /** A played game as the benchmark keeps it: its task, the dialogue, and its outcome. */
@@ -103,7 +121,12 @@ export function greedySummary(games: readonly PlayedGame[]): GreedySummary {
 
 /** Two policies played the same greedy game only when their paths agree on every task (game i against game i). */
 export function sameGreedyGames(a: readonly PlayedGame[], b: readonly PlayedGame[]): boolean {
-  return a.length === b.length && a.every((g, i) => g.taskId === b[i]!.taskId && movePath(g.reference, g.turns) === movePath(b[i]!.reference, b[i]!.turns));
+  return (
+    a.length === b.length &&
+    a.every(
+      (g, i) => g.taskId === b[i]!.taskId && movePath(g.reference, g.turns) === movePath(b[i]!.reference, b[i]!.turns),
+    )
+  );
 }
 
 /**
@@ -117,13 +140,25 @@ export function formatGreedyTable(rows: readonly { policy: string; games: readon
     if (same) same.push(r);
     else groups.push([r]);
   }
-  const lines = ['greedy play (U useful, R repeated, X useless, A answer): policy | path (share of tasks) | other paths | score %'];
+  const lines = [
+    'greedy play (U useful, R repeated, X useless, A answer): policy | path (share of tasks) | other paths | score %',
+  ];
   for (const g of groups) {
     const games = g[0]!.games;
     const s = greedySummary(games);
-    const others = s.paths.slice(1, 4).map((p) => `${p.path} ${p.games}`).join(', ');
+    const others = s.paths
+      .slice(1, 4)
+      .map((p) => `${p.path} ${p.games}`)
+      .join(', ');
     const score = games.reduce((a, x) => a + x.score, 0) / Math.max(1, games.length);
-    lines.push(`  ${g.map((r) => r.policy).join(' = ').padEnd(34)} ${`${s.path} (${(s.share * 100).toFixed(1)} %)`.padEnd(22)} ${(others || '-').padEnd(28)} ${(score * 100).toFixed(1)}`);
+    lines.push(
+      `  ${g
+        .map((r) => r.policy)
+        .join(' = ')
+        .padEnd(
+          34,
+        )} ${`${s.path} (${(s.share * 100).toFixed(1)} %)`.padEnd(22)} ${(others || '-').padEnd(28)} ${(score * 100).toFixed(1)}`,
+    );
   }
   return lines;
 }

@@ -10,7 +10,20 @@ import { ANSWER_MARKER, MAX_AGENT_TURNS, parseAgentMessage } from './protocol.ts
 import { Rng } from './random.ts';
 import type { EvaluationOutcome, Scorer } from './scorer.ts';
 
-export const CREDIT_KEYS = ['speed', 'size', 'depth', 'width', 'height', 'weight', 'count', 'limit', 'delay', 'rate', 'scale', 'level'] as const;
+export const CREDIT_KEYS = [
+  'speed',
+  'size',
+  'depth',
+  'width',
+  'height',
+  'weight',
+  'count',
+  'limit',
+  'delay',
+  'rate',
+  'scale',
+  'level',
+] as const;
 /** Needed values a task; also the collaborator's question budget. */
 export const CREDIT_K = 3;
 export const NO_MORE = 'No more questions: please answer now.';
@@ -67,7 +80,12 @@ export function creditValuesSplit(values: readonly number[]): 'train' | 'test' {
 }
 
 /** `count` tasks of a split, deterministic from the seed (task i of the stream depends only on seed and i). */
-export function generateCreditTasks(o: { seed: number; count: number; split: 'train' | 'test'; design?: CreditDesign }): TaskRecord[] {
+export function generateCreditTasks(o: {
+  seed: number;
+  count: number;
+  split: 'train' | 'test';
+  design?: CreditDesign;
+}): TaskRecord[] {
   const design = o.design ?? 'v1';
   const out: TaskRecord[] = [];
   for (let i = 0; out.length < o.count; i++) {
@@ -117,14 +135,24 @@ export interface CreditReply {
  */
 export function creditReply(t: CreditTask, earlier: readonly string[], question: string): CreditReply {
   if (earlier.length >= t.keys.length) return { reply: NO_MORE, move: 'useless' };
-  const given = new Set(earlier.flatMap((q) => keysIn(q).filter((k) => t.keys.includes(k)).slice(0, 1)));
+  const given = new Set(
+    earlier.flatMap((q) =>
+      keysIn(q)
+        .filter((k) => t.keys.includes(k))
+        .slice(0, 1),
+    ),
+  );
   const needed = keysIn(question).filter((k) => t.keys.includes(k));
   const k = needed[0];
   if (k === undefined) return { reply: DONT_KNOW_CREDIT, move: 'useless' };
   return { reply: `The ${k} is ${t.values[t.keys.indexOf(k)]}.`, move: given.has(k) ? 'repeated' : 'useful', gave: k };
 }
 
-const agentQuestions = (dialogue: readonly ChatMessage[]) => dialogue.slice(2).filter((m) => m.role === 'assistant').map((m) => m.content);
+const agentQuestions = (dialogue: readonly ChatMessage[]) =>
+  dialogue
+    .slice(2)
+    .filter((m) => m.role === 'assistant')
+    .map((m) => m.content);
 
 export function createCreditCollaborator(task: { reference: string }): Collaborator {
   const t = parseCreditReference(task.reference);
@@ -138,7 +166,10 @@ export function createCreditCollaborator(task: { reference: string }): Collabora
 }
 
 /** Score = fraction of the needed values the answer's dict returns right; success = all. */
-export function scoreCreditAnswer(reference: string, answer: string): { score: number; success: boolean; right: number } {
+export function scoreCreditAnswer(
+  reference: string,
+  answer: string,
+): { score: number; success: boolean; right: number } {
   const t = parseCreditReference(reference);
   let right = 0;
   t.keys.forEach((k, i) => {
@@ -149,7 +180,10 @@ export function scoreCreditAnswer(reference: string, answer: string): { score: n
 }
 
 /** v2's score: the fraction of the needed values the collaborator gave before the answer; success = all. */
-export function scoreCreditGame(reference: string, turns: readonly { role: string; content: string }[]): { score: number; success: boolean; right: number } {
+export function scoreCreditGame(
+  reference: string,
+  turns: readonly { role: string; content: string }[],
+): { score: number; success: boolean; right: number } {
   const k = parseCreditReference(reference).keys.length;
   const right = classifyMoves(reference, turns).filter((m) => m.move === 'useful').length;
   return { score: right / k, success: right === k, right };
@@ -163,9 +197,19 @@ export function createCreditScorer(o: { design?: CreditDesign } = {}): Scorer {
   const design = o.design ?? 'v1';
   return {
     async evaluate(task, answer, turns): Promise<EvaluationOutcome> {
-      if (fixedKeys(design) && !turns) throw new Error(`credit scorer (design ${design}) scores the values obtained in the game: it needs the dialogue`);
+      if (fixedKeys(design) && !turns)
+        throw new Error(
+          `credit scorer (design ${design}) scores the values obtained in the game: it needs the dialogue`,
+        );
       const r = fixedKeys(design) ? scoreCreditGame(task.reference, turns!) : scoreCreditAnswer(task.reference, answer);
-      return { score: r.score, success: r.success, testsPassed: r.right, testsTotal: parseCreditReference(task.reference).keys.length, detail: { family: 'credit', design }, evaluatorVersion: design === 'v1' ? CREDIT_EVALUATOR_VERSION : `${CREDIT_EVALUATOR_VERSION}-${design}` };
+      return {
+        score: r.score,
+        success: r.success,
+        testsPassed: r.right,
+        testsTotal: parseCreditReference(task.reference).keys.length,
+        detail: { family: 'credit', design },
+        evaluatorVersion: design === 'v1' ? CREDIT_EVALUATOR_VERSION : `${CREDIT_EVALUATOR_VERSION}-${design}`,
+      };
     },
     async close() {},
   };
@@ -217,12 +261,21 @@ export function trueMoveValue(m: MoveRecord, k = CREDIT_K): number {
  * value it double-checks (0.5), so a told key is likelier than an untold one there and less likely elsewhere; v4:
  * one row while values are missing, so an untold key is likelier than a told one in every state (the v4 note).
  */
-export function demonstratorMix(s: { first: boolean; before: number; asked: number; lastGaveNew: boolean }, k = CREDIT_K, design: CreditDesign = 'v1'): Record<CreditMove, number> {
+export function demonstratorMix(
+  s: { first: boolean; before: number; asked: number; lastGaveNew: boolean },
+  k = CREDIT_K,
+  design: CreditDesign = 'v1',
+): Record<CreditMove, number> {
   if (s.first) return { useful: 0.6, repeated: 0, useless: 0.3, answer: 0.1 };
   if (s.before >= k || s.asked >= k) return { useful: 0, repeated: 0.1, useless: 0, answer: 0.9 };
-  if (design === 'v4') return s.before >= 1 ? { useful: 0.6, repeated: 0.15, useless: 0.15, answer: 0.1 } : { useful: 0.6, repeated: 0, useless: 0.3, answer: 0.1 };
+  if (design === 'v4')
+    return s.before >= 1
+      ? { useful: 0.6, repeated: 0.15, useless: 0.15, answer: 0.1 }
+      : { useful: 0.6, repeated: 0, useless: 0.3, answer: 0.1 };
   if (s.lastGaveNew) return { useful: 0.35, repeated: 0.5, useless: 0.1, answer: 0.05 };
-  return s.before >= 1 ? { useful: 0.6, repeated: 0.1, useless: 0.25, answer: 0.05 } : { useful: 0.6, repeated: 0, useless: 0.35, answer: 0.05 };
+  return s.before >= 1
+    ? { useful: 0.6, repeated: 0.1, useless: 0.25, answer: 0.05 }
+    : { useful: 0.6, repeated: 0, useless: 0.35, answer: 0.05 };
 }
 
 /** The demonstrator's exact success probability (enumeration of its mixture; answers copy what was told). */
@@ -273,9 +326,16 @@ export function createCreditDemonstrator(o: { seed: number; optimal?: boolean; d
     async reply(dialogue) {
       const s = stateOf(dialogue);
       const unasked = s.keys.filter((k) => !s.told.has(k));
-      if (o.optimal) return { text: unasked.length && s.turn < MAX_AGENT_TURNS - 1 ? question(unasked[0]!) : creditAnswer(s.keys, s.told) };
+      if (o.optimal)
+        return {
+          text: unasked.length && s.turn < MAX_AGENT_TURNS - 1 ? question(unasked[0]!) : creditAnswer(s.keys, s.told),
+        };
       if (s.turn >= MAX_AGENT_TURNS - 1) return { text: creditAnswer(s.keys, s.told) };
-      const p = demonstratorMix({ first: s.turn === 0, before: s.told.size, asked: s.asked.length, lastGaveNew: s.lastGaveNew }, CREDIT_K, o.design);
+      const p = demonstratorMix(
+        { first: s.turn === 0, before: s.told.size, asked: s.asked.length, lastGaveNew: s.lastGaveNew },
+        CREDIT_K,
+        o.design,
+      );
       let u = rng.next();
       const pick = (['useful', 'repeated', 'useless', 'answer'] as const).find((m) => (u -= p[m]) < 0) ?? 'answer';
       if (pick === 'answer') return { text: creditAnswer(s.keys, s.told) };
@@ -284,7 +344,11 @@ export function createCreditDemonstrator(o: { seed: number; optimal?: boolean; d
         const toldKeys = [...s.told.keys()];
         if (shuffled) return { text: question(anyOf(toldKeys) ?? s.keys[0]!) };
         const last = keysIn(s.asked[s.asked.length - 1] ?? '').find((k) => s.told.has(k));
-        return { text: question(s.lastGaveNew && last ? last : toldKeys[Math.floor(rng.next() * toldKeys.length)] ?? s.keys[0]!) };
+        return {
+          text: question(
+            s.lastGaveNew && last ? last : (toldKeys[Math.floor(rng.next() * toldKeys.length)] ?? s.keys[0]!),
+          ),
+        };
       }
       const others = CREDIT_KEYS.filter((k) => !s.keys.includes(k));
       return { text: question(others[Math.floor(rng.next() * others.length)]!) };
@@ -322,8 +386,13 @@ export interface MixCheck {
  * protocol's forced 10th message left out), and whether answers copy the values told. The starter is trained
  * to play this mixture; the benchmark prints it so that a reader sees whether that premise holds.
  */
-export function checkMixture(games: readonly { reference: string; turns: readonly { role: string; content: string }[] }[], design: CreditDesign = 'v1'): MixCheck {
-  const counts = Object.fromEntries(CREDIT_STATES.map((s) => [s, { useful: 0, repeated: 0, useless: 0, answer: 0 } as Record<CreditMove, number>])) as Record<CreditState, Record<CreditMove, number>>;
+export function checkMixture(
+  games: readonly { reference: string; turns: readonly { role: string; content: string }[] }[],
+  design: CreditDesign = 'v1',
+): MixCheck {
+  const counts = Object.fromEntries(
+    CREDIT_STATES.map((s) => [s, { useful: 0, repeated: 0, useless: 0, answer: 0 } as Record<CreditMove, number>]),
+  ) as Record<CreditState, Record<CreditMove, number>>;
   let told = 0;
   let copied = 0;
   let wrongKeys = 0;
@@ -351,20 +420,36 @@ export function checkMixture(games: readonly { reference: string; turns: readonl
       told++;
       if (new RegExp(`["']${k}["']\\s*:\\s*${t.values[t.keys.indexOf(k)]}\\b`).test(last)) copied++;
     }
-    if ((fixedKeys(design) ? scoreCreditGame(g.reference, g.turns) : scoreCreditAnswer(g.reference, last)).success) success++;
+    if ((fixedKeys(design) ? scoreCreditGame(g.reference, g.turns) : scoreCreditAnswer(g.reference, last)).success)
+      success++;
   }
   const states = Object.fromEntries(
     CREDIT_STATES.map((s) => {
       const c = counts[s];
       const n = c.useful + c.repeated + c.useless + c.answer;
-      return [s, { moves: n, share: { useful: c.useful / Math.max(1, n), repeated: c.repeated / Math.max(1, n), useless: c.useless / Math.max(1, n), answer: c.answer / Math.max(1, n) } }];
+      return [
+        s,
+        {
+          moves: n,
+          share: {
+            useful: c.useful / Math.max(1, n),
+            repeated: c.repeated / Math.max(1, n),
+            useless: c.useless / Math.max(1, n),
+            answer: c.answer / Math.max(1, n),
+          },
+        },
+      ];
     }),
   ) as MixCheck['states'];
   const designed = {
     first: demonstratorMix({ first: true, before: 0, asked: 0, lastGaveNew: false }, CREDIT_K, design),
     'after new value': demonstratorMix({ first: false, before: 1, asked: 1, lastGaveNew: true }, CREDIT_K, design),
     otherwise: demonstratorMix({ first: false, before: 1, asked: 2, lastGaveNew: false }, CREDIT_K, design),
-    'all given or budget spent': demonstratorMix({ first: false, before: CREDIT_K, asked: CREDIT_K, lastGaveNew: false }, CREDIT_K, design),
+    'all given or budget spent': demonstratorMix(
+      { first: false, before: CREDIT_K, asked: CREDIT_K, lastGaveNew: false },
+      CREDIT_K,
+      design,
+    ),
   };
   return { states, designed, told, copied, answersWithWrongKeys: wrongKeys, answers, success, games: games.length };
 }
@@ -372,10 +457,13 @@ export function checkMixture(games: readonly { reference: string; turns: readonl
 /** The check as lines of text: each state's shares, played against designed, then copying and success. */
 export function formatMixCheck(label: string, c: MixCheck): string[] {
   const pct = (x: number) => (x * 100).toFixed(0).padStart(3);
-  const row = (s: Record<CreditMove, number>) => (['useful', 'repeated', 'useless', 'answer'] as const).map((m) => pct(s[m])).join(' /');
+  const row = (s: Record<CreditMove, number>) =>
+    (['useful', 'repeated', 'useless', 'answer'] as const).map((m) => pct(s[m])).join(' /');
   return [
     `${label}: move shares % (useful / repeated / useless / answer), played vs designed:`,
-    ...CREDIT_STATES.map((s) => `  ${s.padEnd(26)} ${row(c.states[s].share)}  vs ${row(c.designed[s])}  (${c.states[s].moves} moves)`),
+    ...CREDIT_STATES.map(
+      (s) => `  ${s.padEnd(26)} ${row(c.states[s].share)}  vs ${row(c.designed[s])}  (${c.states[s].moves} moves)`,
+    ),
     `  values told then copied into the answer: ${c.copied}/${c.told} (${pct(c.copied / Math.max(1, c.told))} %); answers with a key missing or not in the list: ${c.answersWithWrongKeys}/${c.answers}; success ${c.success}/${c.games}`,
   ];
 }

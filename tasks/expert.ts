@@ -8,7 +8,15 @@
 import type { Agent, AgentReply, ChatMessage } from './agent.ts';
 import type { TaskRecord } from './model.ts';
 import { ANSWER_MARKER, MAX_AGENT_TURNS } from './protocol.ts';
-import { guessedValues, miniMeta, type FactSpec, type FactValue, type MiniMeta, type MiniTemplate, type Rng } from './mini-model.ts';
+import {
+  guessedValues,
+  miniMeta,
+  type FactSpec,
+  type FactValue,
+  type MiniMeta,
+  type MiniTemplate,
+  type Rng,
+} from './mini-model.ts';
 import { pick } from './mini-source.ts';
 import { miniTemplate } from './mini-templates.ts';
 import { createRng } from './random.ts';
@@ -60,7 +68,14 @@ export function createExpertAgent(options: ExpertAgentOptions): Agent {
       const lastTurn = asked >= MAX_AGENT_TURNS - 1;
       if (asked < plan.questionTurns && !lastTurn) {
         const questions = (plan.groups[asked] ?? []).map((key) => questionFor(game.meta, key));
-        const lead = asked === 0 ? pick(rng, ['Happy to help. Before I write it, a few questions:', 'Sure. A couple of things first:', 'I can do that. Some questions first:']) : pick(rng, ['Thanks!', 'Got it, thanks.', 'Thank you.']);
+        const lead =
+          asked === 0
+            ? pick(rng, [
+                'Happy to help. Before I write it, a few questions:',
+                'Sure. A couple of things first:',
+                'I can do that. Some questions first:',
+              ])
+            : pick(rng, ['Thanks!', 'Got it, thanks.', 'Thank you.']);
         return { text: `${lead} ${questions.join(' ')}` };
       }
       const values = valuesFromDialogue(game, dialogue, plan.misread, rng);
@@ -88,12 +103,15 @@ function taskFinder(tasks: readonly TaskRecord[]): (dialogue: ChatMessage[]) => 
     if (task.kind !== 'backend' || !meta) continue;
     // Two tasks may share a description (same request, different hidden values); they share the template and
     // function name too, which is all the expert takes from the task, so the first one serves both.
-    if (!byDescription.has(task.description.trim())) byDescription.set(task.description.trim(), { task, meta, template: miniTemplate(meta.template) });
+    if (!byDescription.has(task.description.trim()))
+      byDescription.set(task.description.trim(), { task, meta, template: miniTemplate(meta.template) });
   }
-  if (byDescription.size === 0) throw new Error('the scripted agents play ColBench-mini tasks only, and none were given');
+  if (byDescription.size === 0)
+    throw new Error('the scripted agents play ColBench-mini tasks only, and none were given');
   return (dialogue) => {
     const first = dialogue.find((m) => m.role === 'user')?.content.trim() ?? '';
-    const game = byDescription.get(first) ?? [...byDescription.values()].find((g) => first.includes(g.task.description.trim()));
+    const game =
+      byDescription.get(first) ?? [...byDescription.values()].find((g) => first.includes(g.task.description.trim()));
     if (!game) throw new Error('the scripted agent was given a task that is not one of its ColBench-mini tasks');
     return game;
   };
@@ -121,7 +139,12 @@ function questionFor(meta: MiniMeta, key: string): string {
 }
 
 /** Values told by the collaborator, one reply after each of the agent's questions; guesses for the rest. */
-function valuesFromDialogue(game: Game, dialogue: ChatMessage[], misread: Set<string>, rng: Rng): Record<string, FactValue> {
+function valuesFromDialogue(
+  game: Game,
+  dialogue: ChatMessage[],
+  misread: Set<string>,
+  rng: Rng,
+): Record<string, FactValue> {
   const values = guessedValues(game.template);
   const turns = dialogue.slice(dialogue.findIndex((m) => m.role === 'user') + 1);
   for (let i = 0; i < turns.length; i++) {

@@ -25,7 +25,10 @@ export function makeFact(text: string, parts: [string, number][], bonus = 0): Fa
 /** The questions in a message: split at question marks; a message without one is a single request. */
 function questionsOf(message: string): string[] {
   const cleaned = message.replace(/```[\s\S]*?```/g, ' ');
-  const parts = cleaned.split(/\?/).map((s) => s.trim()).filter((s) => keywords(s).length > 0);
+  const parts = cleaned
+    .split(/\?/)
+    .map((s) => s.trim())
+    .filter((s) => keywords(s).length > 0);
   return parts.length > 0 ? parts.slice(0, 4) : [];
 }
 

@@ -39,11 +39,16 @@ export interface FrontendEvalOptions {
 
 /** Width and height from a PNG's IHDR chunk. */
 function pngSize(png: Buffer): { width: number; height: number } {
-  if (png.length < 24 || png.readUInt32BE(12) !== 0x49484452) throw new Error('frontend evaluation: the reference screenshot is not a PNG');
+  if (png.length < 24 || png.readUInt32BE(12) !== 0x49484452)
+    throw new Error('frontend evaluation: the reference screenshot is not a PNG');
   return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
 }
 
-export async function evaluateFrontend(task: FrontendTask, answerHtml: string, opts: FrontendEvalOptions): Promise<FrontendEvaluation> {
+export async function evaluateFrontend(
+  task: FrontendTask,
+  answerHtml: string,
+  opts: FrontendEvalOptions,
+): Promise<FrontendEvaluation> {
   const threshold = opts.threshold ?? DEFAULT_FRONTEND_THRESHOLD;
   const html = stripCodeFences(answerHtml);
   const reference = opts.referencePng
@@ -71,7 +76,9 @@ export async function evaluateFrontend(task: FrontendTask, answerHtml: string, o
       similarity,
       threshold,
       reference: { width: reference.width, height: reference.height, blockedRequests: reference.blockedRequests },
-      candidate: candidate ? { width: candidate.width, height: candidate.height, blockedRequests: candidate.blockedRequests } : { width: 0, height: 0, blockedRequests: [] },
+      candidate: candidate
+        ? { width: candidate.width, height: candidate.height, blockedRequests: candidate.blockedRequests }
+        : { width: 0, height: 0, blockedRequests: [] },
     },
   };
   if (refused) out.error = refused;

@@ -145,7 +145,10 @@ export function parseTaskRecord(
   options: ParseTaskOptions & { line: number },
 ): { ok: true; task: ImportedTask } | { ok: false; reason: string } {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    return { ok: false, reason: `expected a JSON object, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` };
+    return {
+      ok: false,
+      reason: `expected a JSON object, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`,
+    };
   }
   const obj = value as Record<string, unknown>;
   let record: TaskRecord;
@@ -155,27 +158,51 @@ export function parseTaskRecord(
     const r = parsed.data;
     const externalId = `${options.name ?? 'colbench'}:${options.line}`;
     const meta: Record<string, unknown> = {};
-    if (r.hidden_information !== undefined && r.hidden_information !== r.ground_truth) meta.hiddenInformation = r.hidden_information;
+    if (r.hidden_information !== undefined && r.hidden_information !== r.ground_truth)
+      meta.hiddenInformation = r.hidden_information;
     if (options.kind === 'backend') {
-      if (r.test_cases === undefined) return { ok: false, reason: 'test_cases: missing (a backend task needs its test calls)' };
+      if (r.test_cases === undefined)
+        return { ok: false, reason: 'test_cases: missing (a backend task needs its test calls)' };
       const testCases = orderedTests(r.test_cases);
-      if (testCases.length === 0) return { ok: false, reason: 'test_cases: empty (a backend task needs its test calls)' };
+      if (testCases.length === 0)
+        return { ok: false, reason: 'test_cases: empty (a backend task needs its test calls)' };
       if (testCases.length > MAX_TESTS) return { ok: false, reason: `test_cases: more than ${MAX_TESTS}` };
-      record = { kind: 'backend', description: r.problem_description, reference: r.ground_truth, testCases, source: 'colbench', externalId, split: options.split };
+      record = {
+        kind: 'backend',
+        description: r.problem_description,
+        reference: r.ground_truth,
+        testCases,
+        source: 'colbench',
+        externalId,
+        split: options.split,
+      };
     } else {
-      if (r.test_cases !== undefined) return { ok: false, reason: 'test_cases: present, so this looks like a backend task, but --kind is frontend' };
-      record = { kind: 'frontend', description: r.problem_description, reference: r.ground_truth, source: 'colbench', externalId, split: options.split };
+      if (r.test_cases !== undefined)
+        return { ok: false, reason: 'test_cases: present, so this looks like a backend task, but --kind is frontend' };
+      record = {
+        kind: 'frontend',
+        description: r.problem_description,
+        reference: r.ground_truth,
+        source: 'colbench',
+        externalId,
+        split: options.split,
+      };
     }
     if (Object.keys(meta).length > 0) record.meta = meta;
   } else if ('kind' in obj || 'description' in obj || 'reference' in obj) {
     const parsed = taskRecordSchema.safeParse({ split: options.split, ...obj });
     if (!parsed.success) return { ok: false, reason: describeZodError(parsed.error) };
-    if (parsed.data.kind !== options.kind) return { ok: false, reason: `kind: the record is ${parsed.data.kind}, but --kind is ${options.kind}` };
+    if (parsed.data.kind !== options.kind)
+      return { ok: false, reason: `kind: the record is ${parsed.data.kind}, but --kind is ${options.kind}` };
     // The split is where the caller puts the batch, not a property of the task.
     record = { ...parsed.data, split: options.split } as TaskRecord;
     if (record.meta === undefined) delete record.meta;
   } else {
-    return { ok: false, reason: 'not a task: expected ColBench fields (problem_description, ground_truth, test_cases) or ours (kind, description, reference)' };
+    return {
+      ok: false,
+      reason:
+        'not a task: expected ColBench fields (problem_description, ground_truth, test_cases) or ours (kind, description, reference)',
+    };
   }
   return { ok: true, task: { ...record, contentHash: contentHash(record), line: options.line } };
 }
@@ -241,7 +268,10 @@ export async function parseTaskLines(
 }
 
 /** Reads and validates a JSONL task file (ColBench or ours). */
-export async function parseTaskFile(path: string, options: Omit<ParseTaskOptions, 'name'> & { name?: string }): Promise<ParsedTaskFile> {
+export async function parseTaskFile(
+  path: string,
+  options: Omit<ParseTaskOptions, 'name'> & { name?: string },
+): Promise<ParsedTaskFile> {
   return parseTaskLines(readLines(path), { ...options, name: options.name ?? basename(path) });
 }
 

@@ -23,12 +23,27 @@ export function builtinTasks(options: { split?: TaskSplit; kind?: 'backend' | 'f
   const records: TaskRecord[] = [];
   if (options.kind !== 'frontend') {
     for (const t of BUILTIN_BACKEND_TASKS) {
-      records.push({ kind: 'backend', description: t.description, reference: t.reference, testCases: [...t.tests], source: 'builtin', externalId: t.slug, split: builtinSplit(t.slug) });
+      records.push({
+        kind: 'backend',
+        description: t.description,
+        reference: t.reference,
+        testCases: [...t.tests],
+        source: 'builtin',
+        externalId: t.slug,
+        split: builtinSplit(t.slug),
+      });
     }
   }
   if (options.kind !== 'backend') {
     for (const t of BUILTIN_FRONTEND_TASKS) {
-      records.push({ kind: 'frontend', description: t.description, reference: t.reference, source: 'builtin', externalId: t.slug, split: builtinSplit(t.slug) });
+      records.push({
+        kind: 'frontend',
+        description: t.description,
+        reference: t.reference,
+        source: 'builtin',
+        externalId: t.slug,
+        split: builtinSplit(t.slug),
+      });
     }
   }
   return options.split ? records.filter((r) => r.split === options.split) : records;

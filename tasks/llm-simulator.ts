@@ -5,7 +5,13 @@
 import type { ChatMessage, Collaborator } from './agent.ts';
 import type { TaskContent } from './model.ts';
 import { capCollaboratorReply, parseAgentMessage, ProtocolError } from './protocol.ts';
-import { chatCompletion, EndpointRequestError, EndpointUnavailableError, type ContentPart, type WireMessage } from './chat-client.ts';
+import {
+  chatCompletion,
+  EndpointRequestError,
+  EndpointUnavailableError,
+  type ContentPart,
+  type WireMessage,
+} from './chat-client.ts';
 
 export interface LlmSimulatorOptions {
   /** Base URL (`http://host/v1`) or the full `/chat/completions` URL. */
@@ -56,7 +62,7 @@ export function simulatorSystemPrompt(task: TaskContent, options: { withImages?:
       task.reference,
       '</hidden_function>',
       'Rules for every reply:',
-      '- Answer the assistant\'s latest message using only what the hidden function shows (values, conditions, order of arguments, return format).',
+      "- Answer the assistant's latest message using only what the hidden function shows (values, conditions, order of arguments, return format).",
       '- If the hidden function does not settle the question, say "I don\'t know."',
       '- Write at most two sentences, in plain words, as the person would. Never show or quote code, and never write the function yourself.',
     ].join('\n');
@@ -66,9 +72,11 @@ export function simulatorSystemPrompt(task: TaskContent, options: { withImages?:
     `What you asked: ${task.description}`,
     options.withImages
       ? 'You are shown a screenshot of the page you have in mind (the first image) and, when the assistant has shown a draft, a screenshot of that draft (the second image). The assistant cannot see your page.'
-      : 'The page you have in mind is the HTML below. The assistant cannot see it.\n<hidden_page>\n' + task.reference + '\n</hidden_page>',
+      : 'The page you have in mind is the HTML below. The assistant cannot see it.\n<hidden_page>\n' +
+        task.reference +
+        '\n</hidden_page>',
     'Rules for every reply:',
-    '- Answer the assistant\'s latest message only from what your page shows: layout, colours, text, images, sizes.',
+    "- Answer the assistant's latest message only from what your page shows: layout, colours, text, images, sizes.",
     '- When there is a draft, describe the most important ways it differs from your page.',
     '- If your page does not settle the question, say "I don\'t know."',
     '- Write at most two sentences, as the person would. Never write HTML or code.',
@@ -79,7 +87,11 @@ export function simulatorSystemPrompt(task: TaskContent, options: { withImages?:
  * The simulator's side of the conversation: the agent's messages become the `user` turns it answers and its own
  * earlier replies the `assistant` turns. The agent's system prompt is not its business and is dropped.
  */
-export function simulatorMessages(task: TaskContent, dialogue: ChatMessage[], options: { withImages?: boolean } = {}): WireMessage[] {
+export function simulatorMessages(
+  task: TaskContent,
+  dialogue: ChatMessage[],
+  options: { withImages?: boolean } = {},
+): WireMessage[] {
   const body = dialogue.filter((m) => m.role !== 'system');
   // body[0] is the task description, which the person wrote themselves: it is in the system prompt.
   const rest = body.slice(1);
@@ -104,7 +116,9 @@ export function createLlmCollaborator(task: TaskContent, options: LlmSimulatorOp
     const latest = agentTurns[agentTurns.length - 1]!;
     // Asked as a non-final turn, so a page after OUTPUT: reads as a draft (the game's end is not decided here).
     const parsed = parseAgentMessage(latest.content, { kind: 'frontend', turnIndex: 0, maxTurns: 2 });
-    const parts: ContentPart[] = [{ type: 'text', text: parsed.type === 'draft' ? parsed.text || 'Here is my draft.' : latest.content }];
+    const parts: ContentPart[] = [
+      { type: 'text', text: parsed.type === 'draft' ? parsed.text || 'Here is my draft.' : latest.content },
+    ];
     parts.push({ type: 'image_url', image_url: { url: targetImage } });
     if (parsed.type === 'draft' && parsed.html) {
       const draft = await options.screenshot(parsed.html);
@@ -121,13 +135,26 @@ export function createLlmCollaborator(task: TaskContent, options: LlmSimulatorOp
       try {
         const r = await chatCompletion(
           { url: options.url, apiKey: options.key },
-          { model: options.model, messages, maxTokens: options.maxTokens ?? 256, temperature: options.temperature ?? 0, stream: false, signal: callOptions?.signal },
-          { totalTimeoutMs: options.timeoutMs ?? 60_000, maxRetries: options.retries ?? 3, ...(options.backoffMs !== undefined ? { backoffMs: options.backoffMs } : {}) },
+          {
+            model: options.model,
+            messages,
+            maxTokens: options.maxTokens ?? 256,
+            temperature: options.temperature ?? 0,
+            stream: false,
+            signal: callOptions?.signal,
+          },
+          {
+            totalTimeoutMs: options.timeoutMs ?? 60_000,
+            maxRetries: options.retries ?? 3,
+            ...(options.backoffMs !== undefined ? { backoffMs: options.backoffMs } : {}),
+          },
         );
         return capCollaboratorReply(r.text, task.kind);
       } catch (err) {
-        if (err instanceof EndpointUnavailableError) throw new LlmSimulatorError(`simulator LLM: ${err.message}`, err.status, true, err.retryAfterMs);
-        if (err instanceof EndpointRequestError) throw new LlmSimulatorError(`simulator LLM: ${err.message}`, err.status);
+        if (err instanceof EndpointUnavailableError)
+          throw new LlmSimulatorError(`simulator LLM: ${err.message}`, err.status, true, err.retryAfterMs);
+        if (err instanceof EndpointRequestError)
+          throw new LlmSimulatorError(`simulator LLM: ${err.message}`, err.status);
         throw err;
       }
     },

@@ -58,7 +58,8 @@ export interface MiniTemplate {
 /** The ColBench-mini facts of a task, or undefined when it is not a ColBench-mini task. */
 export function miniMeta(task: Pick<TaskRecord, 'meta'>): MiniMeta | undefined {
   const m = task.meta as Partial<MiniMeta> | undefined;
-  if (!m || typeof m.template !== 'string' || typeof m.functionName !== 'string' || !Array.isArray(m.withheld)) return undefined;
+  if (!m || typeof m.template !== 'string' || typeof m.functionName !== 'string' || !Array.isArray(m.withheld))
+    return undefined;
   return m as MiniMeta;
 }
 

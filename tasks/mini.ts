@@ -12,7 +12,6 @@ import type { FactSpec, FactValue, MiniMeta, MiniTemplate, Rng, WithheldFact } f
 import { pick, py, randInt, valueOf } from './mini-source.ts';
 import { MINI_TEMPLATES, UNITS, miniTemplate } from './mini-templates.ts';
 
-
 const OPENERS = ['', '', 'Hi! ', 'Hello, quick one. ', 'Hey there. ', 'Hi, I could use some help. ', 'Good morning! '];
 const PRODUCTS = ['handmade candles', 'loose-leaf tea', 'board games', 'yarn', 'art prints', 'soap', 'coffee beans'];
 
@@ -41,10 +40,14 @@ function variedNumber(rng: Rng, fact: FactSpec): number {
 
 function sampleValues(rng: Rng, template: MiniTemplate, varied = false): Record<string, FactValue> {
   const values: Record<string, FactValue> = {};
-  for (const f of template.facts) values[f.key] = varied && f.kind === 'number' ? variedNumber(rng, f) : pick(rng, f.pool);
+  for (const f of template.facts)
+    values[f.key] = varied && f.kind === 'number' ? variedNumber(rng, f) : pick(rng, f.pool);
   if (template.id === 'distance-units') {
     // Same unit in and out would make the task trivial; the common guess (miles to km) would make asking moot.
-    while (values.INPUT_UNIT === values.OUTPUT_UNIT || (values.INPUT_UNIT === 'miles' && values.OUTPUT_UNIT === 'kilometers')) {
+    while (
+      values.INPUT_UNIT === values.OUTPUT_UNIT ||
+      (values.INPUT_UNIT === 'miles' && values.OUTPUT_UNIT === 'kilometers')
+    ) {
       values.OUTPUT_UNIT = pick(rng, UNITS);
     }
   }
@@ -86,10 +89,23 @@ export function generateMiniTasks(options: GenerateMiniOptions): TaskRecord[] {
     const description = `${opener}${request} The signature of the function is: def ${functionName}(${template.params})`;
     const reference = template.build(functionName, values);
     const testCases = template.testArgs(rng, values).map((args) => `${functionName}(${args})`);
-    const withheld: WithheldFact[] = template.facts.map((f) => ({ key: f.key, question: pick(rng, f.questions), answer: py(valueOf(values, f.key)) }));
+    const withheld: WithheldFact[] = template.facts.map((f) => ({
+      key: f.key,
+      question: pick(rng, f.questions),
+      answer: py(valueOf(values, f.key)),
+    }));
     const meta: MiniMeta = { template: template.id, functionName, withheld };
     const split = options.split ?? (fnv1a(`sweetloop-split:${externalId}`) % 5 === 0 ? 'test' : 'train');
-    tasks.push({ kind: 'backend', description, reference, testCases, source: 'generated', externalId, split, meta: { ...meta } });
+    tasks.push({
+      kind: 'backend',
+      description,
+      reference,
+      testCases,
+      source: 'generated',
+      externalId,
+      split,
+      meta: { ...meta },
+    });
   }
   return tasks;
 }

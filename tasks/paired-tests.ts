@@ -22,7 +22,8 @@ export interface McNemarResult {
  * With no discordant game p = 1 (nothing tells the policies apart).
  */
 export function mcnemarExact(aOnly: number, bOnly: number): McNemarResult {
-  if (!Number.isInteger(aOnly) || !Number.isInteger(bOnly) || aOnly < 0 || bOnly < 0) throw new RangeError(`mcnemarExact: need whole counts, got ${aOnly}, ${bOnly}`);
+  if (!Number.isInteger(aOnly) || !Number.isInteger(bOnly) || aOnly < 0 || bOnly < 0)
+    throw new RangeError(`mcnemarExact: need whole counts, got ${aOnly}, ${bOnly}`);
   const n = aOnly + bOnly;
   const pValue = n === 0 ? 1 : Math.min(1, 2 * binomialCdf(Math.min(aOnly, bOnly), n, 0.5));
   return { aOnly, bOnly, pValue, method: 'exact' };
@@ -32,7 +33,11 @@ export function mcnemarExact(aOnly: number, bOnly: number): McNemarResult {
  * McNemar's test from paired success flags (a[i] and b[i] are the same game): exact, unless `clusters` puts
  * several games in one cluster (then mcnemarClustered).
  */
-export function mcnemarPaired(a: readonly boolean[], b: readonly boolean[], clusters?: readonly string[]): McNemarResult {
+export function mcnemarPaired(
+  a: readonly boolean[],
+  b: readonly boolean[],
+  clusters?: readonly string[],
+): McNemarResult {
   assertPaired(a, b);
   if (clusters && repeatsClusters(clusters)) return mcnemarClustered(a, b, clusters);
   const { aOnly, bOnly } = discordant(a, b);
@@ -41,7 +46,8 @@ export function mcnemarPaired(a: readonly boolean[], b: readonly boolean[], clus
 
 /** Games A alone succeeded in and games B alone succeeded in. */
 function discordant(a: readonly boolean[], b: readonly boolean[]): { aOnly: number; bOnly: number } {
-  let aOnly = 0, bOnly = 0;
+  let aOnly = 0,
+    bOnly = 0;
   a.forEach((x, i) => {
     if (x && !b[i]) aOnly++;
     else if (!x && b[i]) bOnly++;
@@ -56,9 +62,16 @@ function discordant(a: readonly boolean[], b: readonly boolean[]): { aOnly: numb
  * `method: 'clustered'`). With one game a cluster X² is McNemar's (b − c)²/(b + c); there the exact test
  * (mcnemarExact) is the one to use, and mcnemarPaired chooses it.
  */
-export function mcnemarClustered(a: readonly boolean[], b: readonly boolean[], clusters: readonly string[]): McNemarResult {
+export function mcnemarClustered(
+  a: readonly boolean[],
+  b: readonly boolean[],
+  clusters: readonly string[],
+): McNemarResult {
   assertPaired(a, b);
-  const { sums } = clusterSums(a.map((x, i) => Number(x) - Number(b[i])), clusters);
+  const { sums } = clusterSums(
+    a.map((x, i) => Number(x) - Number(b[i])),
+    clusters,
+  );
   const { aOnly, bOnly } = discordant(a, b);
   const den = sums.reduce((s, x) => s + x * x, 0);
   if (den === 0) return { aOnly, bOnly, pValue: 1, method: 'clustered' };
@@ -132,7 +145,8 @@ export function wilcoxonSignedRank(a: readonly number[], b: readonly number[], z
       counts = next;
     }
     const w2 = Math.round(2 * wPlus);
-    let le = 0, ge = 0;
+    let le = 0,
+      ge = 0;
     const all2 = 2 ** n;
     for (let s = 0; s <= max; s++) {
       if (s <= w2) le += counts[s]!;

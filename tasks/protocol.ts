@@ -55,13 +55,15 @@ export class ProtocolError extends Error {
 export function checkHumanMessage(text: string, kind: TaskKind): string {
   const trimmed = text.trim();
   if (trimmed === '') throw new ProtocolError('Your message is empty.');
-  if (trimmed.length > HUMAN_MESSAGE_CAP[kind]) throw new MessageTooLongError('human', trimmed.length, HUMAN_MESSAGE_CAP[kind]);
+  if (trimmed.length > HUMAN_MESSAGE_CAP[kind])
+    throw new MessageTooLongError('human', trimmed.length, HUMAN_MESSAGE_CAP[kind]);
   return trimmed;
 }
 
 /** Throws MessageTooLongError when the agent's message is over the cap; returns it unchanged otherwise. */
 export function checkAgentMessage(text: string, kind: TaskKind): string {
-  if (text.length > AGENT_MESSAGE_CAP[kind]) throw new MessageTooLongError('agent', text.length, AGENT_MESSAGE_CAP[kind]);
+  if (text.length > AGENT_MESSAGE_CAP[kind])
+    throw new MessageTooLongError('agent', text.length, AGENT_MESSAGE_CAP[kind]);
   return text;
 }
 
@@ -125,7 +127,9 @@ export function buildDialogue(
   turns.forEach((turn, i) => {
     const expected: Speaker = i % 2 === 0 ? 'agent' : 'human';
     if (turn.role !== expected) {
-      throw new ProtocolError(`turn ${i} is from the ${turn.role}, expected the ${expected} (turns alternate, agent first)`);
+      throw new ProtocolError(
+        `turn ${i} is from the ${turn.role}, expected the ${expected} (turns alternate, agent first)`,
+      );
     }
     messages.push({ role: turn.role === 'agent' ? 'assistant' : 'user', content: turn.content });
   });
@@ -155,13 +159,20 @@ export interface FittedDialogue {
  * beats ending the session. `countTokens` counts a whole message list as the model will see it (chat template
  * included); it is called O(log turns) times.
  */
-export function fitDialogue(dialogue: readonly ChatMessage[], budget: number, countTokens: (messages: readonly ChatMessage[]) => number): FittedDialogue {
+export function fitDialogue(
+  dialogue: readonly ChatMessage[],
+  budget: number,
+  countTokens: (messages: readonly ChatMessage[]) => number,
+): FittedDialogue {
   // The head: leading system messages and the task description (the first user message).
   let head = 0;
   while (head < dialogue.length && dialogue[head]!.role === 'system') head++;
   if (head < dialogue.length && dialogue[head]!.role === 'user') head++;
   const turns = dialogue.slice(head);
-  const withDropped = (pairs: number): ChatMessage[] => [...dialogue.slice(0, head), ...turns.slice(Math.min(turns.length, pairs * 2))];
+  const withDropped = (pairs: number): ChatMessage[] => [
+    ...dialogue.slice(0, head),
+    ...turns.slice(Math.min(turns.length, pairs * 2)),
+  ];
 
   const all = countTokens(dialogue);
   if (all <= budget) return { messages: [...dialogue], droppedTurns: 0, tokens: all, fits: true };
@@ -178,7 +189,13 @@ export function fitDialogue(dialogue: readonly ChatMessage[], budget: number, co
       hi = mid - 1;
     } else lo = mid + 1;
   }
-  if (best) return { messages: withDropped(best.pairs), droppedTurns: Math.min(turns.length, best.pairs * 2), tokens: best.tokens, fits: true };
+  if (best)
+    return {
+      messages: withDropped(best.pairs),
+      droppedTurns: Math.min(turns.length, best.pairs * 2),
+      tokens: best.tokens,
+      fits: true,
+    };
   const headOnly = withDropped(maxPairs);
   return { messages: headOnly, droppedTurns: turns.length, tokens: countTokens(headOnly), fits: false };
 }
@@ -264,7 +281,12 @@ export function parseAgentMessage(text: string, options: ParseOptions): ParsedAg
   const draft = options.kind === 'frontend' ? splitAt(text, HTML_RE) : null;
   if (lastTurn) {
     const source = draft ? draft.after : text;
-    return { type: 'answer', ...extractAnswer(source, options.kind), text: draft ? draft.before.trim() : '', fallback: true };
+    return {
+      type: 'answer',
+      ...extractAnswer(source, options.kind),
+      text: draft ? draft.before.trim() : '',
+      fallback: true,
+    };
   }
   if (draft) {
     const html = extractHtml(draft.after);
@@ -362,7 +384,8 @@ export interface PlayEpisodeOptions {
 export async function playEpisode(options: PlayEpisodeOptions): Promise<Episode> {
   const { task, agent, collaborator, signal } = options;
   const maxTurns = options.maxTurns ?? MAX_AGENT_TURNS;
-  if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ProtocolError(`maxTurns must be a positive integer, got ${maxTurns}`);
+  if (!Number.isInteger(maxTurns) || maxTurns < 1)
+    throw new ProtocolError(`maxTurns must be a positive integer, got ${maxTurns}`);
   const turns: EpisodeTurn[] = [];
   const push = async (turn: EpisodeTurn) => {
     turns.push(turn);

@@ -97,7 +97,11 @@ export function pythonCode(source: string): string {
 
 /** Words from a name: DISCOUNT_THRESHOLD -> "discount threshold". */
 function humanName(name: string): string {
-  return name.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/_+/g, ' ').trim().toLowerCase();
+  return name
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .replace(/_+/g, ' ')
+    .trim()
+    .toLowerCase();
 }
 
 const LITERAL = /^(?:-?\d[\d_]*(?:\.\d+)?(?:e-?\d+)?|True|False|None|'[^']*'|"[^"]*"|[[({][\s\S]*[\])}])$/;
@@ -105,13 +109,19 @@ const LITERAL = /^(?:-?\d[\d_]*(?:\.\d+)?(?:e-?\d+)?|True|False|None|'[^']*'|"[^
 /** A literal worth quoting (numbers, strings, booleans, containers without calls). */
 function isLiteral(expr: string): boolean {
   if (!LITERAL.test(expr.trim())) return false;
-  return !/[A-Za-z_]\w*\s*\(/.test(expr.replace(/'[^']*'|"[^"]*"/g, '')) && !/\bfor\b/.test(expr.replace(/'[^']*'|"[^"]*"/g, ''));
+  return (
+    !/[A-Za-z_]\w*\s*\(/.test(expr.replace(/'[^']*'|"[^"]*"/g, '')) &&
+    !/\bfor\b/.test(expr.replace(/'[^']*'|"[^"]*"/g, ''))
+  );
 }
 
 /** Comparison operators in words, constants replaced by their values (so "score >= PASS_MIN" says the number). */
 function plainCondition(expr: string, constants: Map<string, string>): string {
   // "ROUNDING == 'up'" is a switch, not a comparison with the constant's value: keep the name in words.
-  let s = expr.replace(/\b([A-Z][A-Z0-9_]*)\s*(==|!=)\s*('[^']*'|"[^"]*"|-?\d+(?:\.\d+)?|True|False)/g, (_all, name: string, op: string, lit: string) => `${humanName(name)} ${op} ${lit}`);
+  let s = expr.replace(
+    /\b([A-Z][A-Z0-9_]*)\s*(==|!=)\s*('[^']*'|"[^"]*"|-?\d+(?:\.\d+)?|True|False)/g,
+    (_all, name: string, op: string, lit: string) => `${humanName(name)} ${op} ${lit}`,
+  );
   s = s.replace(/\b[A-Z][A-Z0-9_]*\b/g, (name) => constants.get(name) ?? name);
   s = s
     .replace(/\s*>=\s*/g, ' is at least ')
@@ -136,10 +146,13 @@ function plainStatement(code: string, constants: Map<string, string>): string {
   if (code === 'break') return 'it stops there';
   if ((m = /^([\w.]+)\.append\((.+)\)$/.exec(code))) return `${m[2]} is added to ${m[1]}`;
   if ((m = /^([\w.[\]'"]+)\s*([+\-*/])=\s*(.+)$/.exec(code))) {
-    const verb = { '+': 'increases by', '-': 'decreases by', '*': 'is multiplied by', '/': 'is divided by' }[m[2] as '+'];
+    const verb = { '+': 'increases by', '-': 'decreases by', '*': 'is multiplied by', '/': 'is divided by' }[
+      m[2] as '+'
+    ];
     return `${m[1]} ${verb} ${withValues(m[3] as string, constants)}`;
   }
-  if ((m = /^([\w.[\]'", ]+?)\s*=\s*(.+)$/.exec(code))) return `${m[1]} becomes ${withValues(m[2] as string, constants)}`;
+  if ((m = /^([\w.[\]'", ]+?)\s*=\s*(.+)$/.exec(code)))
+    return `${m[1]} becomes ${withValues(m[2] as string, constants)}`;
   return code;
 }
 
@@ -152,14 +165,20 @@ export function backendFacts(reference: string): Fact[] {
   // `def f(x): return x` written on one line is two statements.
   const lines = logicalLines(reference).flatMap((l) => {
     const m = /^((?:async\s+)?def\s+\w+\s*\(.*\)\s*(?:->[^:]*)?:)\s*(\S.*)$/.exec(l.code);
-    return m ? [{ ...l, code: m[1] as string, comment: '' }, { indent: l.indent + 4, code: m[2] as string, comment: l.comment, leading: [] }] : [l];
+    return m
+      ? [
+          { ...l, code: m[1] as string, comment: '' },
+          { indent: l.indent + 4, code: m[2] as string, comment: l.comment, leading: [] },
+        ]
+      : [l];
   });
   const facts: Fact[] = [];
   // Module- or function-level names bound to literals, so conditions can say the number instead of the name.
   const constants = new Map<string, string>();
   for (const l of lines) {
     const m = /^([A-Za-z_]\w*)\s*=\s*(.+)$/.exec(l.code);
-    if (m && isLiteral(m[2] as string) && (m[2] as string).length <= 60) constants.set(m[1] as string, (m[2] as string).trim());
+    if (m && isLiteral(m[2] as string) && (m[2] as string).length <= 60)
+      constants.set(m[1] as string, (m[2] as string).trim());
   }
   // Values a constant is compared with (ROUNDING == 'up') are the alternatives a question may name.
   const alternatives = new Map<string, string[]>();
@@ -177,15 +196,43 @@ export function backendFacts(reference: string): Fact[] {
     const body = next && next.indent > line.indent ? next : undefined;
     let m: RegExpExecArray | null;
 
-    for (const c of line.leading) facts.push(makeFact(c, [[c, 0.8], [code, 0.4]]));
+    for (const c of line.leading)
+      facts.push(
+        makeFact(c, [
+          [c, 0.8],
+          [code, 0.4],
+        ]),
+      );
 
     if ((m = /^(?:async\s+)?def\s+(\w+)\s*\((.*)\)\s*(?:->.*)?:$/.exec(code))) {
       const params = splitTopLevel(m[2] as string);
-      const described = params.map((p) => p.split('=')[0]?.replace(/:.*$/, '').trim() ?? '').filter((p) => p && p !== 'self');
-      facts.push(makeFact(`The function ${m[1]} takes ${described.join(', ') || 'no arguments'}, in that order${note ? ` (${note})` : ''}`, [[m[1] as string, 0.5], [described.join(' '), 0.5], ['argument order', 0.6], [note, 0.8]]));
+      const described = params
+        .map((p) => p.split('=')[0]?.replace(/:.*$/, '').trim() ?? '')
+        .filter((p) => p && p !== 'self');
+      facts.push(
+        makeFact(
+          `The function ${m[1]} takes ${described.join(', ') || 'no arguments'}, in that order${note ? ` (${note})` : ''}`,
+          [
+            [m[1] as string, 0.5],
+            [described.join(' '), 0.5],
+            ['argument order', 0.6],
+            [note, 0.8],
+          ],
+        ),
+      );
       for (const p of params) {
         const d = /^\s*(\w+)\s*(?::[^=]+)?=\s*(.+)$/.exec(p);
-        if (d) facts.push(makeFact(`If ${d[1]} is not given, it defaults to ${d[2]}`, [[d[1] as string, 1], ['default optional', 1]], 0.2));
+        if (d)
+          facts.push(
+            makeFact(
+              `If ${d[1]} is not given, it defaults to ${d[2]}`,
+              [
+                [d[1] as string, 1],
+                ['default optional', 1],
+              ],
+              0.2,
+            ),
+          );
       }
       return;
     }
@@ -196,7 +243,10 @@ export function backendFacts(reference: string): Fact[] {
       return;
     }
 
-    if ((m = /^(if|elif|while)\s+(.+?):\s*(\S.*)?$/.exec(code)) && !/^(?:if|elif|while)\s.*\blambda\b[^:]*$/.test(m[2] as string)) {
+    if (
+      (m = /^(if|elif|while)\s+(.+?):\s*(\S.*)?$/.exec(code)) &&
+      !/^(?:if|elif|while)\s.*\blambda\b[^:]*$/.test(m[2] as string)
+    ) {
       const cond = m[2] as string;
       blockCondition[line.indent] = cond;
       const inline = m[3];
@@ -206,37 +256,128 @@ export function backendFacts(reference: string): Fact[] {
       // Constants named in a condition belong to their own fact first; here they count for less.
       const ownWords = cond.replace(/\b[A-Z][A-Z0-9_]*\b/g, ' ');
       const constNames = (cond.match(/\b[A-Z][A-Z0-9_]*\b/g) ?? []).join(' ');
-      facts.push(makeFact(`${lead} ${plainCondition(cond, constants)}, ${what}${extra ? ` (${extra})` : ''}`, [[ownWords, 1], [constNames, 0.5], [constNames.split(' ').filter((n) => !alternatives.has(n)).map((n) => constants.get(n) ?? '').join(' '), 0.8], [inline ?? body?.code ?? '', 0.7], [extra, 0.9], [conditionWords(cond), 0.6]], 0.3));
+      facts.push(
+        makeFact(
+          `${lead} ${plainCondition(cond, constants)}, ${what}${extra ? ` (${extra})` : ''}`,
+          [
+            [ownWords, 1],
+            [constNames, 0.5],
+            [
+              constNames
+                .split(' ')
+                .filter((n) => !alternatives.has(n))
+                .map((n) => constants.get(n) ?? '')
+                .join(' '),
+              0.8,
+            ],
+            [inline ?? body?.code ?? '', 0.7],
+            [extra, 0.9],
+            [conditionWords(cond), 0.6],
+          ],
+          0.3,
+        ),
+      );
       return;
     }
     if ((m = /^else\s*:\s*(\S.*)?$/.exec(code))) {
       const cond = blockCondition[line.indent];
       const what = m[1] ? plainStatement(m[1], constants) : body ? plainStatement(body.code, constants) : '';
-      facts.push(makeFact(`Otherwise${cond ? ` (when not ${plainCondition(cond, constants)})` : ''}, ${what}`, [[cond ?? '', 0.6], [body?.code ?? '', 0.7], [note, 0.9]], 0.1));
+      facts.push(
+        makeFact(
+          `Otherwise${cond ? ` (when not ${plainCondition(cond, constants)})` : ''}, ${what}`,
+          [
+            [cond ?? '', 0.6],
+            [body?.code ?? '', 0.7],
+            [note, 0.9],
+          ],
+          0.1,
+        ),
+      );
       return;
     }
     if ((m = /^for\s+(.+?)\s+in\s+(.+):$/.exec(code))) {
-      facts.push(makeFact(`It goes through each ${m[1]} in ${m[2]}${note ? ` (${note})` : ''}`, [[code, 0.6], [note, 0.9]]));
+      facts.push(
+        makeFact(`It goes through each ${m[1]} in ${m[2]}${note ? ` (${note})` : ''}`, [
+          [code, 0.6],
+          [note, 0.9],
+        ]),
+      );
     } else if ((m = /^([A-Za-z_][\w.]*)\s*=\s*(.+)$/.exec(code)) && !/^[\w.]+\s*==/.test(code)) {
       const name = m[1] as string;
       const rhs = (m[2] as string).trim();
       if (line.indent > 0 && /^(?:0|0\.0|\[\]|\{\}|''|""|None|set\(\)|False|True)$/.test(rhs)) {
         // An accumulator starting value says little about what the function means.
-        facts.push(makeFact(`${name} starts as ${rhs}${note ? ` (${note})` : ''}`, [[name, 0.5], [note, 0.7]], -0.2));
+        facts.push(
+          makeFact(
+            `${name} starts as ${rhs}${note ? ` (${note})` : ''}`,
+            [
+              [name, 0.5],
+              [note, 0.7],
+            ],
+            -0.2,
+          ),
+        );
       } else if (isLiteral(rhs)) {
         const value = rhs.length > 150 ? `${rhs.slice(0, 147)}…` : rhs;
-        facts.push(makeFact(`The ${humanName(name)} is ${value}${note ? ` (${note})` : ''}`, [[name, 1], [note, 0.8], [rhs, 0.5], [(alternatives.get(name) ?? []).join(' '), 0.5]], 0.5));
+        facts.push(
+          makeFact(
+            `The ${humanName(name)} is ${value}${note ? ` (${note})` : ''}`,
+            [
+              [name, 1],
+              [note, 0.8],
+              [rhs, 0.5],
+              [(alternatives.get(name) ?? []).join(' '), 0.5],
+            ],
+            0.5,
+          ),
+        );
         for (const [k, v] of dictEntries(rhs)) {
-          facts.push(makeFact(`For ${k}, the ${humanName(name)} is ${v}`, [[k, 1], [name, 0.7], [note, 0.5]], 0.5));
+          facts.push(
+            makeFact(
+              `For ${k}, the ${humanName(name)} is ${v}`,
+              [
+                [k, 1],
+                [name, 0.7],
+                [note, 0.5],
+              ],
+              0.5,
+            ),
+          );
         }
       } else {
-        facts.push(makeFact(`The ${humanName(name)} is ${withValues(rhs, constants)}${note ? ` (${note})` : ''}`, [[name, 1], [rhs, 0.6], [note, 0.8]], 0.2));
+        facts.push(
+          makeFact(
+            `The ${humanName(name)} is ${withValues(rhs, constants)}${note ? ` (${note})` : ''}`,
+            [
+              [name, 1],
+              [rhs, 0.6],
+              [note, 0.8],
+            ],
+            0.2,
+          ),
+        );
       }
     } else if ((m = /^return\s+(.+)$/.exec(code))) {
       const cond = blockCondition[line.indent - 4] ?? '';
-      facts.push(makeFact(`It returns ${withValues(m[1] as string, constants)}${note ? ` (${note})` : ''}`, [['return', 0.5], [m[1] as string, 0.8], [note, 0.9], [cond, 0.3]], 0.1));
+      facts.push(
+        makeFact(
+          `It returns ${withValues(m[1] as string, constants)}${note ? ` (${note})` : ''}`,
+          [
+            ['return', 0.5],
+            [m[1] as string, 0.8],
+            [note, 0.9],
+            [cond, 0.3],
+          ],
+          0.1,
+        ),
+      );
     } else if (note) {
-      facts.push(makeFact(note, [[note, 0.9], [code, 0.5]]));
+      facts.push(
+        makeFact(note, [
+          [note, 0.9],
+          [code, 0.5],
+        ]),
+      );
     }
     facts.push(...callFacts(code, note, constants));
   });
@@ -263,19 +404,75 @@ function callFacts(code: string, note: string, constants: Map<string, string>): 
   // round() inside ceil/floor only guards against float noise; the ceil/floor is what the person means.
   while (!/(?:ceil|floor)\(\s*round\(/.test(code) && (m = roundRe.exec(code))) {
     const places = constants.get(m[2] as string) ?? m[2];
-    facts.push(makeFact(`The result is rounded to ${places} decimal places${note ? ` (${note})` : ''}`, [['round decimal', 1], [m[2] as string, 0.8], [m[1] as string, 0.4], [note, 0.6]], 0.4));
+    facts.push(
+      makeFact(
+        `The result is rounded to ${places} decimal places${note ? ` (${note})` : ''}`,
+        [
+          ['round decimal', 1],
+          [m[2] as string, 0.8],
+          [m[1] as string, 0.4],
+          [note, 0.6],
+        ],
+        0.4,
+      ),
+    );
   }
-  if (/\bround\([^,()]*(?:\([^()]*\)[^,()]*)*\)/.test(code)) facts.push(makeFact('The result is rounded to a whole number', [['round whole decimal integer', 1]], 0.2));
-  if (/\bmath\.ceil\(/.test(code)) facts.push(makeFact(`It rounds up (math.ceil)${note ? `: ${note}` : ''}`, [['round up ceil', 1], [code, 0.4], [note, 0.6]], 0.3));
-  if (/\bmath\.floor\(|\/\//.test(code)) facts.push(makeFact(`It rounds down${note ? `: ${note}` : ''}`, [['round down floor whole', 1], [code, 0.4], [note, 0.6]], 0.3));
-  if (/\bint\(/.test(code) && /float|\./.test(code)) facts.push(makeFact('Fractions are cut off with int()', [['round down whole truncate integer', 0.8]]));
+  if (/\bround\([^,()]*(?:\([^()]*\)[^,()]*)*\)/.test(code))
+    facts.push(makeFact('The result is rounded to a whole number', [['round whole decimal integer', 1]], 0.2));
+  if (/\bmath\.ceil\(/.test(code))
+    facts.push(
+      makeFact(
+        `It rounds up (math.ceil)${note ? `: ${note}` : ''}`,
+        [
+          ['round up ceil', 1],
+          [code, 0.4],
+          [note, 0.6],
+        ],
+        0.3,
+      ),
+    );
+  if (/\bmath\.floor\(|\/\//.test(code))
+    facts.push(
+      makeFact(
+        `It rounds down${note ? `: ${note}` : ''}`,
+        [
+          ['round down floor whole', 1],
+          [code, 0.4],
+          [note, 0.6],
+        ],
+        0.3,
+      ),
+    );
+  if (/\bint\(/.test(code) && /float|\./.test(code))
+    facts.push(makeFact('Fractions are cut off with int()', [['round down whole truncate integer', 0.8]]));
   if ((m = /\b(sorted\(|\.sort\()(.*)$/.exec(code))) {
     const desc = /reverse\s*=\s*True/.test(m[2] as string);
     const key = /key\s*=\s*(lambda[^,)]*(?:\([^)]*\))?[^,)]*|[\w.]+)/.exec(m[2] as string)?.[1];
-    facts.push(makeFact(`It sorts in ${desc ? 'descending' : 'ascending'} order${key ? `, by ${key}` : ''}${note ? ` (${note})` : ''}`, [['sort', 1], [desc ? 'descend highest largest' : 'ascend lowest smallest', 0.8], [key ?? '', 0.6], [note, 0.6], [code, 0.5]], 0.3));
+    facts.push(
+      makeFact(
+        `It sorts in ${desc ? 'descending' : 'ascending'} order${key ? `, by ${key}` : ''}${note ? ` (${note})` : ''}`,
+        [
+          ['sort', 1],
+          [desc ? 'descend highest largest' : 'ascend lowest smallest', 0.8],
+          [key ?? '', 0.6],
+          [note, 0.6],
+          [code, 0.5],
+        ],
+        0.3,
+      ),
+    );
   }
   if ((m = /\bmin\(([^,()]+),\s*([^()]+)\)/.exec(code)) && constants.has((m[2] as string).trim())) {
-    facts.push(makeFact(`It never goes above ${constants.get((m[2] as string).trim())} (${humanName((m[2] as string).trim())})`, [['max cap limit above', 0.8], [m[2] as string, 0.8]], 0.2));
+    facts.push(
+      makeFact(
+        `It never goes above ${constants.get((m[2] as string).trim())} (${humanName((m[2] as string).trim())})`,
+        [
+          ['max cap limit above', 0.8],
+          [m[2] as string, 0.8],
+        ],
+        0.2,
+      ),
+    );
   }
   return facts;
 }

@@ -60,8 +60,8 @@ export function decodePyValue(raw: unknown, limits: DecodeLimits): { value: PyVa
   };
   const dec = (x: unknown, depth: number): PyValue => {
     if (depth > limits.maxDepth) throw new Malformed('nested too deeply');
-    if (x === null) return spend(0), { t: 'none' };
-    if (typeof x === 'boolean') return spend(0), { t: 'bool', v: x };
+    if (x === null) return (spend(0), { t: 'none' });
+    if (typeof x === 'boolean') return (spend(0), { t: 'bool', v: x });
     if (typeof x === 'number') {
       if (!Number.isSafeInteger(x)) throw new Malformed('a JSON number that is not a safe integer');
       spend(0);
@@ -92,7 +92,8 @@ export function decodePyValue(raw: unknown, limits: DecodeLimits): { value: PyVa
       case 'set': {
         spend(0);
         const items = rest.map((e) => dec(e, depth + 1));
-        if (tag === 'set' && new Set(items.map(hashKey)).size !== items.length) throw new Malformed('a set with equal members');
+        if (tag === 'set' && new Set(items.map(hashKey)).size !== items.length)
+          throw new Malformed('a set with equal members');
         return { t: tag, items };
       }
       case 'dict': {
@@ -101,7 +102,8 @@ export function decodePyValue(raw: unknown, limits: DecodeLimits): { value: PyVa
           if (!Array.isArray(kv) || kv.length !== 2) throw new Malformed('bad dict item');
           return [dec(kv[0], depth + 1), dec(kv[1], depth + 1)];
         });
-        if (new Set(items.map(([k]) => hashKey(k))).size !== items.length) throw new Malformed('a dict with equal keys');
+        if (new Set(items.map(([k]) => hashKey(k))).size !== items.length)
+          throw new Malformed('a dict with equal keys');
         return { t: 'dict', items };
       }
       case 'obj':
@@ -219,7 +221,10 @@ function hashKey(v: PyValue): string {
     case 'set':
       return `set{${v.items.map(hashKey).sort().join(',')}}`;
     case 'dict':
-      return `dict{${v.items.map(([k, x]) => `${hashKey(k)}:${hashKey(x)}`).sort().join(',')}}`;
+      return `dict{${v.items
+        .map(([k, x]) => `${hashKey(k)}:${hashKey(x)}`)
+        .sort()
+        .join(',')}}`;
     case 'obj':
       return `o:${JSON.stringify([v.type, v.repr])}`;
     default:
@@ -363,7 +368,12 @@ function repr(v: PyValue, level: number): string {
       return v.items.length === 1 ? `(${repr(v.items[0]!, level - 1)},)` : `(${items(v.items, level)})`;
     case 'set':
       if (!v.items.length) return 'set()';
-      return level <= 0 ? '{...}' : `{${items(possiblySorted(v.items, (x) => x), level)}}`;
+      return level <= 0
+        ? '{...}'
+        : `{${items(
+            possiblySorted(v.items, (x) => x),
+            level,
+          )}}`;
     case 'dict': {
       if (level <= 0 && v.items.length) return '{...}';
       const shown = possiblySorted(v.items, ([k]) => k)

@@ -95,7 +95,14 @@ export interface SessionSignals {
   goldFailed: boolean;
 }
 
-export const SIGNAL_NAMES = ['referencePasted', 'emptyReplies', 'tooFast', 'ratingContradicts', 'abandoned', 'goldFailed'] as const;
+export const SIGNAL_NAMES = [
+  'referencePasted',
+  'emptyReplies',
+  'tooFast',
+  'ratingContradicts',
+  'abandoned',
+  'goldFailed',
+] as const;
 export type SignalName = (typeof SIGNAL_NAMES)[number];
 
 /**
@@ -103,7 +110,7 @@ export type SignalName = (typeof SIGNAL_NAMES)[number];
  * Whitespace, case, quotes and backticks are ignored, so re-indented or markdown-fenced code still matches.
  */
 export function tokens(text: string): string[] {
-  return (text.toLowerCase().match(/[a-z_][a-z0-9_]*|\d+(?:\.\d+)?|[^\s\w`'"]/g) ?? []);
+  return text.toLowerCase().match(/[a-z_][a-z0-9_]*|\d+(?:\.\d+)?|[^\s\w`'"]/g) ?? [];
 }
 
 function shingles(toks: readonly string[], k: number): Set<string> {
@@ -113,7 +120,12 @@ function shingles(toks: readonly string[], k: number): Set<string> {
 }
 
 /** How much of the reference's private text (not in the description) the replies reproduce. */
-export function pasteMeasure(reference: string, description: string, replies: readonly string[], t: QualityThresholds = DEFAULT_THRESHOLDS): PasteMeasure {
+export function pasteMeasure(
+  reference: string,
+  description: string,
+  replies: readonly string[],
+  t: QualityThresholds = DEFAULT_THRESHOLDS,
+): PasteMeasure {
   const k = t.shingle;
   const publicShingles = shingles(tokens(description), k);
   const privateShingles = new Set([...shingles(tokens(reference), k)].filter((s) => !publicShingles.has(s)));
@@ -167,14 +179,20 @@ export function numberForms(n: number): number[] {
  */
 export function goldViolations(reference: string, description: string, question: string, reply: string): string[] {
   const allowed = new Set<number>();
-  for (const n of numbersIn(`${reference}\n${description}\n${question}`)) for (const f of numberForms(n)) allowed.add(f);
+  for (const n of numbersIn(`${reference}\n${description}\n${question}`))
+    for (const f of numberForms(n)) allowed.add(f);
   const stated = reply.match(/-?\d+(?:\.\d+)?/g) ?? [];
   return stated.filter((t) => !allowed.has(Number(t)));
 }
 
 /** Empty, or a single word (what "ok", "yes" or "idk" carry is not an answer to a question). */
 export function isEmptyReply(text: string): boolean {
-  return text.trim().split(/\s+/).filter((w) => /\w/.test(w)).length <= 1;
+  return (
+    text
+      .trim()
+      .split(/\s+/)
+      .filter((w) => /\w/.test(w)).length <= 1
+  );
 }
 
 /** The least time a person needs to read an agent message before answering it. */
@@ -184,7 +202,10 @@ export function readingMs(agentMessage: string, t: QualityThresholds = DEFAULT_T
 }
 
 /** A rating the evaluation contradicts: 4-5 for an answer scoring at most 0.2, or 1-2 for a success. */
-export function ratingContradicts(rating: number | null, evaluation: { score: number; success: boolean } | null): boolean {
+export function ratingContradicts(
+  rating: number | null,
+  evaluation: { score: number; success: boolean } | null,
+): boolean {
   if (rating === null || !evaluation) return false;
   return (rating >= 4 && evaluation.score <= 0.2) || (rating <= 2 && evaluation.success);
 }
@@ -197,9 +218,17 @@ export function wasAbandoned(s: Pick<QualitySession, 'status' | 'endReason'>): b
 }
 
 /** The paste measure of a session's replies (backend only: a frontend reference is seen as a screenshot). */
-export function referencePaste(kind: QualitySession['kind'], reference: string, description: string, replies: readonly string[], t: QualityThresholds = DEFAULT_THRESHOLDS): PasteMeasure {
+export function referencePaste(
+  kind: QualitySession['kind'],
+  reference: string,
+  description: string,
+  replies: readonly string[],
+  t: QualityThresholds = DEFAULT_THRESHOLDS,
+): PasteMeasure {
   // Against the code only: its comments and docstrings are the task's explanation, which the person may paraphrase.
-  return kind === 'backend' ? pasteMeasure(pythonCode(reference), description, replies, t) : { longestTokens: 0, share: 0, reply: -1 };
+  return kind === 'backend'
+    ? pasteMeasure(pythonCode(reference), description, replies, t)
+    : { longestTokens: 0, share: 0, reply: -1 };
 }
 
 /** Whether a paste measure means the reference was pasted: one long stretch, or a large share in shorter ones. */
@@ -219,7 +248,8 @@ export function sessionSignals(s: QualitySession, t: QualityThresholds = DEFAULT
       continue;
     }
     replies.push(turn.content);
-    if (s.gold && s.kind === 'backend') violations.push(...goldViolations(s.hiddenReference, s.description, lastAgent?.content ?? '', turn.content));
+    if (s.gold && s.kind === 'backend')
+      violations.push(...goldViolations(s.hiddenReference, s.description, lastAgent?.content ?? '', turn.content));
     if (lastAgent && turn.at.getTime() - lastAgent.at.getTime() < readingMs(lastAgent.content, t)) fast++;
   }
   const empty = replies.filter(isEmptyReply).length;
@@ -247,7 +277,12 @@ export function sessionSignals(s: QualitySession, t: QualityThresholds = DEFAULT
  */
 export function sessionScore(sig: SessionSignals): number {
   if (sig.referencePasted) return 0;
-  const penalty = 0.35 * sig.emptyShare + 0.35 * sig.fastShare + (sig.ratingContradicts ? 0.2 : 0) + (sig.abandoned ? 0.1 : 0) + (sig.goldFailed ? 0.5 : 0);
+  const penalty =
+    0.35 * sig.emptyShare +
+    0.35 * sig.fastShare +
+    (sig.ratingContradicts ? 0.2 : 0) +
+    (sig.abandoned ? 0.1 : 0) +
+    (sig.goldFailed ? 0.5 : 0);
   return Math.max(0, Math.min(1, 1 - penalty));
 }
 

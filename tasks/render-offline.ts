@@ -16,8 +16,10 @@ export function tailwindDistDir(): string {
   return join(dirname(require.resolve('tailwindcss/package.json')), 'dist');
 }
 
-const TAILWIND_CDN = /^https?:\/\/(?:cdn\.jsdelivr\.net\/npm|unpkg\.com)\/tailwindcss@(\d[^/]*)\/dist\/([\w.-]+\.css)(?:[?#].*)?$/;
-const PICSUM = /^https?:\/\/(?:i\.)?picsum\.photos\/(?:(?:id|seed)\/[^/]+\/)?(\d+)(?:\/(\d+))?(?:\.\w+)?\/?(?:[?#].*)?$/;
+const TAILWIND_CDN =
+  /^https?:\/\/(?:cdn\.jsdelivr\.net\/npm|unpkg\.com)\/tailwindcss@(\d[^/]*)\/dist\/([\w.-]+\.css)(?:[?#].*)?$/;
+const PICSUM =
+  /^https?:\/\/(?:i\.)?picsum\.photos\/(?:(?:id|seed)\/[^/]+\/)?(\d+)(?:\/(\d+))?(?:\.\w+)?\/?(?:[?#].*)?$/;
 export const MAX_PLACEHOLDER_SIDE = 2000;
 
 const cssCache = new Map<string, Buffer | null>();
@@ -54,7 +56,10 @@ const rowTemplates = new Map<number, Buffer>();
 function rowTemplate(width: number): Buffer {
   let row = rowTemplates.get(width);
   if (!row) {
-    const zeros = width > 1 ? deflateRawSync(Buffer.alloc(4 * (width - 1)), { finishFlush: constants.Z_SYNC_FLUSH }) : Buffer.alloc(0);
+    const zeros =
+      width > 1
+        ? deflateRawSync(Buffer.alloc(4 * (width - 1)), { finishFlush: constants.Z_SYNC_FLUSH })
+        : Buffer.alloc(0);
     row = Buffer.concat([Buffer.from([0, 5, 0, 0xfa, 0xff, 1, 0, 0, 0, 255]), zeros]);
     rowTemplates.set(width, row);
   }

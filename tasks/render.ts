@@ -63,7 +63,16 @@ export class RenderError extends Error {
   }
 }
 
-const DEFAULTS: Required<RenderOptions> = { viewportWidth: 1280, viewportHeight: 800, maxHeight: 5000, scriptTimeoutMs: 2000, settleMs: 200, maxRequests: 200, maxServedBytes: 16 * 1024 * 1024, deadlineMs: 20_000 };
+const DEFAULTS: Required<RenderOptions> = {
+  viewportWidth: 1280,
+  viewportHeight: 800,
+  maxHeight: 5000,
+  scriptTimeoutMs: 2000,
+  settleMs: 200,
+  maxRequests: 200,
+  maxServedBytes: 16 * 1024 * 1024,
+  deadlineMs: 20_000,
+};
 
 // The page is served from a name that cannot exist (RFC 2606 `.invalid`), so relative URLs are routed too.
 const PAGE_URL = 'http://page.sweetloop.invalid/';
@@ -117,7 +126,9 @@ function oneATurn(): () => Promise<void> {
 
 const within = <T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> => {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([p, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 };
 
 /** A proxy that never proxies: it notes what tried to connect (the request line, if any) and hangs up. */
@@ -200,7 +211,8 @@ export class Renderer {
             throw new RenderError('closed', 'render: this Renderer is closed');
           }
           browser.on('disconnected', () => {
-            if (!this.closed) this.log?.warn({ chromium: this.executablePath }, 'Chromium exited: the next render starts a new one');
+            if (!this.closed)
+              this.log?.warn({ chromium: this.executablePath }, 'Chromium exited: the next render starts a new one');
           });
           if (replacing) this.relaunches++;
           this.browser = browser;
@@ -235,7 +247,8 @@ export class Renderer {
     let fail!: (err: RenderError) => void;
     const failed = new Promise<never>((_, reject) => (fail = reject));
     failed.catch(() => {}); // a late failure (a request after the end) has no one left to tell
-    const late = () => fail(new RenderError('deadline', `render: the page was not done within its ${o.deadlineMs} ms deadline`));
+    const late = () =>
+      fail(new RenderError('deadline', `render: the page was not done within its ${o.deadlineMs} ms deadline`));
     const timer = setTimeout(late, deadline - Date.now());
     const gone = () => fail(new RenderError('browser', 'render: Chromium exited during the render'));
     const box: RenderBox = {};
@@ -253,7 +266,11 @@ export class Renderer {
       if (err instanceof RenderError) throw err;
       // Playwright may report the closed pipe before the browser says it is disconnected.
       await new Promise((r) => setTimeout(r, 50));
-      if (box.browser && !box.browser.isConnected()) throw new RenderError('browser', `render: Chromium exited during the render (${(err as Error).message.split('\n')[0]})`);
+      if (box.browser && !box.browser.isConnected())
+        throw new RenderError(
+          'browser',
+          `render: Chromium exited during the render (${(err as Error).message.split('\n')[0]})`,
+        );
       throw err;
     } finally {
       clearTimeout(timer);
@@ -266,12 +283,27 @@ export class Renderer {
   /** Closes a render's context; a browser that cannot do that in time is closed too, and the next render starts another. */
   private async dispose(box: RenderBox): Promise<void> {
     if (!box.context || !box.browser?.isConnected()) return;
-    if ((await within(box.context.close().catch(() => {}), CLOSE_GRACE_MS)) !== 'timeout') return;
+    if (
+      (await within(
+        box.context.close().catch(() => {}),
+        CLOSE_GRACE_MS,
+      )) !== 'timeout'
+    )
+      return;
     this.log?.warn({}, 'Chromium did not close a page in time: closing the browser');
-    await within(box.browser.close().catch(() => {}), CLOSE_GRACE_MS);
+    await within(
+      box.browser.close().catch(() => {}),
+      CLOSE_GRACE_MS,
+    );
   }
 
-  private async renderIn(browser: Browser, html: string, o: Required<RenderOptions>, box: RenderBox, fail: (err: RenderError) => void): Promise<RenderResult> {
+  private async renderIn(
+    browser: Browser,
+    html: string,
+    o: Required<RenderOptions>,
+    box: RenderBox,
+    fail: (err: RenderError) => void,
+  ): Promise<RenderResult> {
     const context: BrowserContext = await browser.newContext({
       viewport: { width: o.viewportWidth, height: o.viewportHeight },
       deviceScaleFactor: 1,
@@ -289,7 +321,12 @@ export class Renderer {
     let requests = 0;
     const admit = (): boolean => {
       if (++requests <= o.maxRequests) return true;
-      fail(new RenderError('requests', `render: the page made more than ${o.maxRequests} requests, the cap for one render`));
+      fail(
+        new RenderError(
+          'requests',
+          `render: the page made more than ${o.maxRequests} requests, the cap for one render`,
+        ),
+      );
       return false;
     };
     let served = 0;
@@ -298,7 +335,12 @@ export class Renderer {
     const fulfill = async (route: Route, body: string | Buffer, contentType: string): Promise<void> => {
       served += Buffer.byteLength(body);
       if (served > o.maxServedBytes) {
-        fail(new RenderError('bytes', `render: the page needed more than ${o.maxServedBytes} bytes served (itself, stylesheets, pictures), the cap for one render`));
+        fail(
+          new RenderError(
+            'bytes',
+            `render: the page needed more than ${o.maxServedBytes} bytes served (itself, stylesheets, pictures), the cap for one render`,
+          ),
+        );
         await route.abort('blockedbyclient');
         return;
       }
@@ -312,7 +354,8 @@ export class Renderer {
         return;
       }
       const url = route.request().url();
-      if (url === PAGE_URL && route.request().isNavigationRequest()) return fulfill(route, html, 'text/html; charset=utf-8');
+      if (url === PAGE_URL && route.request().isNavigationRequest())
+        return fulfill(route, html, 'text/html; charset=utf-8');
       const answer = offlineResponse(url);
       if (answer) return fulfill(route, answer.body, answer.contentType);
       blocked.push(url);

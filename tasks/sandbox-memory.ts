@@ -7,7 +7,17 @@
 //             objects behind descriptors (pipes, sockets) and RLIMIT_NPROC the threads. The kernel ignores
 //             RLIMIT_NPROC for uid 0, so when we are root bubblewrap runs as nobody (setpriv) in this mode.
 // Neither holds, or the mode asked for cannot be had: SandboxUnavailableError, and nothing runs.
-import { accessSync, constants as fsConstants, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants as fsConstants,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { SandboxUnavailableError } from './sandbox-errors.ts';
 
@@ -136,7 +146,10 @@ export function memoryPlan(request: MemoryModeRequest = 'auto'): MemoryPlan {
       plan = cgroupPlan();
     } catch (e) {
       const why = (e as Error).message;
-      if (request === 'cgroup') throw new SandboxUnavailableError(`A memory cgroup was asked for and cannot be made: ${why}. Refusing to run without it.`);
+      if (request === 'cgroup')
+        throw new SandboxUnavailableError(
+          `A memory cgroup was asked for and cannot be made: ${why}. Refusing to run without it.`,
+        );
       plan = rlimitsPlan(why);
     }
   }
@@ -180,7 +193,8 @@ export function createRunCgroup(plan: MemoryPlan, limits: { memoryBytes: number;
     made.push(memory);
     writeFileSync(join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
     // Swap counted too where the kernel keeps swap accounts (memsw must not be below the limit above).
-    if (existsSync(join(memory, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
+    if (existsSync(join(memory, 'memory.memsw.limit_in_bytes')))
+      writeFileSync(join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
     const procs = [join(memory, 'cgroup.procs')];
     if (parents.pids) {
       const pids = join(parents.pids, name);
@@ -202,16 +216,20 @@ export function createRunCgroup(plan: MemoryPlan, limits: { memoryBytes: number;
     };
   } catch (e) {
     void remove();
-    throw new SandboxUnavailableError(`Could not make the sandbox's memory cgroup (${(e as Error).message}): refusing to run without its memory limit.`);
+    throw new SandboxUnavailableError(
+      `Could not make the sandbox's memory cgroup (${(e as Error).message}): refusing to run without its memory limit.`,
+    );
   }
 }
 
 // Joins the cgroups named in its arguments, then becomes bubblewrap: everything the sandbox starts is counted.
-const JOIN_SCRIPT = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; exec "$@"';
+const JOIN_SCRIPT =
+  'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; exec "$@"';
 
 /** The command that starts bubblewrap (`bwrap` + its arguments) under `plan`. */
 export function launcher(plan: MemoryPlan, run: RunCgroup | null, bwrap: string[]): string[] {
   if (run) return ['/bin/sh', '-c', JOIN_SCRIPT, 'sweetloop-sandbox', String(run.procs.length), ...run.procs, ...bwrap];
-  if (plan.runAs) return [SETPRIV_PATH, `--reuid=${plan.runAs.uid}`, `--regid=${plan.runAs.gid}`, '--clear-groups', '--', ...bwrap];
+  if (plan.runAs)
+    return [SETPRIV_PATH, `--reuid=${plan.runAs.uid}`, `--regid=${plan.runAs.gid}`, '--clear-groups', '--', ...bwrap];
   return bwrap;
 }

@@ -36,7 +36,10 @@ function start(): Thread {
       const r = m.result;
       p.resolve({ ...r, channels: r.channels.map((c) => Buffer.from(c.buffer, c.byteOffset, c.byteLength)) });
     } else {
-      const e = m.error.name === 'SandboxUnavailableError' ? new SandboxUnavailableError(m.error.message) : new Error(m.error.message);
+      const e =
+        m.error.name === 'SandboxUnavailableError'
+          ? new SandboxUnavailableError(m.error.message)
+          : new Error(m.error.message);
       p.reject(e);
     }
   });

@@ -5,14 +5,21 @@
 import { parentPort } from 'node:worker_threads';
 import { runSandboxed, type SandboxRunOptions, type SandboxRunResult } from './sandbox.ts';
 
-export type SandboxReply = { id: number; ok: true; result: SandboxRunResult } | { id: number; ok: false; error: { name: string; message: string } };
+export type SandboxReply =
+  | { id: number; ok: true; result: SandboxRunResult }
+  | { id: number; ok: false; error: { name: string; message: string } };
 
 const port = parentPort;
 if (port) {
   port.on('message', (m: { id: number; opts: SandboxRunOptions }) => {
     runSandboxed(m.opts).then(
       (result) => port.postMessage({ id: m.id, ok: true, result } satisfies SandboxReply),
-      (err: Error) => port.postMessage({ id: m.id, ok: false, error: { name: err.name, message: err.message } } satisfies SandboxReply),
+      (err: Error) =>
+        port.postMessage({
+          id: m.id,
+          ok: false,
+          error: { name: err.name, message: err.message },
+        } satisfies SandboxReply),
     );
   });
 }

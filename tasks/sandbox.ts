@@ -18,7 +18,14 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants as fsConstants } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { SandboxUnavailableError } from './sandbox-errors.ts';
-import { createRunCgroup, launcher, memoryPlan, type MemoryMode, type MemoryModeRequest, type RunCgroup } from './sandbox-memory.ts';
+import {
+  createRunCgroup,
+  launcher,
+  memoryPlan,
+  type MemoryMode,
+  type MemoryModeRequest,
+  type RunCgroup,
+} from './sandbox-memory.ts';
 import { seccompProgram } from './seccomp.ts';
 
 export { SandboxUnavailableError };
@@ -120,23 +127,49 @@ function bwrapArgs(limits: SandboxLimits, opts: SandboxRunOptions): string[] {
   const env: Record<string, string> = { PATH: '/usr/bin:/bin', HOME: '/sandbox', LANG: 'C.UTF-8', ...opts.env };
   const args = [
     '--unshare-all',
-    '--cap-drop', 'ALL',
+    '--cap-drop',
+    'ALL',
     '--die-with-parent',
     '--new-session',
     '--as-pid-1',
-    '--ro-bind', '/usr', '/usr',
-    '--symlink', 'usr/bin', '/bin',
-    '--symlink', 'usr/lib', '/lib',
-    '--symlink', 'usr/lib64', '/lib64',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
     // Only what the dynamic loader and timezone code read; numpy finds its BLAS through /etc/alternatives.
-    '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
-    '--ro-bind-try', '/etc/alternatives', '/etc/alternatives',
-    '--ro-bind-try', '/etc/localtime', '/etc/localtime',
-    '--dev', '/dev',
-    '--size', String(1024 * 1024), '--tmpfs', '/dev/shm',
-    '--remount-ro', '/dev',
-    '--size', String(limits.tmpfsBytes), '--tmpfs', '/tmp',
-    '--size', String(limits.tmpfsBytes), '--tmpfs', '/sandbox',
+    '--ro-bind-try',
+    '/etc/ld.so.cache',
+    '/etc/ld.so.cache',
+    '--ro-bind-try',
+    '/etc/alternatives',
+    '/etc/alternatives',
+    '--ro-bind-try',
+    '/etc/localtime',
+    '/etc/localtime',
+    '--dev',
+    '/dev',
+    '--size',
+    String(1024 * 1024),
+    '--tmpfs',
+    '/dev/shm',
+    '--remount-ro',
+    '/dev',
+    '--size',
+    String(limits.tmpfsBytes),
+    '--tmpfs',
+    '/tmp',
+    '--size',
+    String(limits.tmpfsBytes),
+    '--tmpfs',
+    '/sandbox',
   ];
   for (const path of opts.hide ?? []) args.push('--ro-bind', '/dev/null', path);
   args.push('--remount-ro', '/', '--chdir', '/sandbox', '--clearenv');
@@ -177,7 +210,14 @@ export async function runSandboxed(opts: SandboxRunOptions): Promise<SandboxRunR
   const seccomp = seccompProgram({ countedMemory: plan.mode === 'cgroup' });
   const cgroup = plan.mode === 'cgroup' ? createRunCgroup(plan, limits) : null;
   try {
-    return await runIn(launcher(plan, cgroup, [bwrap, ...bwrapArgs(limits, opts)]), limits, opts, seccomp, cgroup, plan.detail);
+    return await runIn(
+      launcher(plan, cgroup, [bwrap, ...bwrapArgs(limits, opts)]),
+      limits,
+      opts,
+      seccomp,
+      cgroup,
+      plan.detail,
+    );
   } finally {
     await cgroup?.remove();
   }
@@ -269,16 +309,18 @@ async function runIn(
     kill();
   }, limits.wallMs);
 
-  const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(new SandboxUnavailableError(`Could not start bubblewrap (${bwrap}): ${e.message}`));
-    });
-    child.on('close', (c, s) => {
-      clearTimeout(timer);
-      resolve({ code: c, signal: s });
-    });
-  });
+  const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
+    (resolve, reject) => {
+      child.on('error', (e) => {
+        clearTimeout(timer);
+        reject(new SandboxUnavailableError(`Could not start bubblewrap (${bwrap}): ${e.message}`));
+      });
+      child.on('close', (c, s) => {
+        clearTimeout(timer);
+        resolve({ code: c, signal: s });
+      });
+    },
+  );
 
   // bubblewrap reports the child's start and exit as JSON lines; no child-pid line means the sandbox never
   // came up (no user namespaces, a bad mount, a seccomp program it refused).
@@ -362,9 +404,16 @@ export function assertSandboxAvailable(
     p = (async () => {
       requireExecutable(bwrapPath, 'bubblewrap');
       if (!pythonPath.startsWith('/usr/')) {
-        throw new SandboxUnavailableError(`Python must live under /usr (the only tree mounted in the sandbox), got ${pythonPath}.`);
+        throw new SandboxUnavailableError(
+          `Python must live under /usr (the only tree mounted in the sandbox), got ${pythonPath}.`,
+        );
       }
-      const r = await run({ bwrapPath, argv: [pythonPath, '-S', '-c', PROBE, String(DEFAULT_SANDBOX_LIMITS.openFiles)], limits: { wallMs: 15_000 }, memoryMode });
+      const r = await run({
+        bwrapPath,
+        argv: [pythonPath, '-S', '-c', PROBE, String(DEFAULT_SANDBOX_LIMITS.openFiles)],
+        limits: { wallMs: 15_000 },
+        memoryMode,
+      });
       // A memory cgroup counts memfd pages: only the rlimits mode must refuse them.
       const broken = r.stdout.split(' ').filter((w) => w !== 'ok' && !(w === 'memfd' && r.memoryMode === 'cgroup'));
       if (r.exitCode !== 0 || broken.length > 0) {

@@ -23,7 +23,9 @@ export interface ScoreOptions extends BackendEvalOptions {
 
 export class ScoreInputError extends Error {
   constructor(readonly problems: string[]) {
-    super(`cannot score: ${problems.length} problem(s) in the input\n  ${problems.slice(0, 20).join('\n  ')}${problems.length > 20 ? `\n  ... and ${problems.length - 20} more` : ''}`);
+    super(
+      `cannot score: ${problems.length} problem(s) in the input\n  ${problems.slice(0, 20).join('\n  ')}${problems.length > 20 ? `\n  ... and ${problems.length - 20} more` : ''}`,
+    );
     this.name = 'ScoreInputError';
   }
 }
@@ -36,7 +38,10 @@ function lines(text: string): string[] {
 
 export async function scoreAnswerFiles(opts: ScoreOptions): Promise<{ results: ScoreResult[]; seconds: number }> {
   const started = performance.now();
-  const [tasksText, answersText] = await Promise.all([readFile(opts.tasksPath, 'utf8'), readFile(opts.answersPath, 'utf8')]);
+  const [tasksText, answersText] = await Promise.all([
+    readFile(opts.tasksPath, 'utf8'),
+    readFile(opts.answersPath, 'utf8'),
+  ]);
   const taskLines = lines(tasksText);
   const problems: string[] = [];
   const items: { taskIndex: number; task: BackendTask; answer: string }[] = [];
@@ -83,7 +88,13 @@ export async function scoreAnswerFiles(opts: ScoreOptions): Promise<{ results: S
 
   const evaluations = await evaluateBackendBatch(items, opts);
   const results = evaluations.map((e, i): ScoreResult => {
-    const out: ScoreResult = { task: items[i]!.taskIndex, passed: e.passed, total: e.total, score: e.score, success: e.success };
+    const out: ScoreResult = {
+      task: items[i]!.taskIndex,
+      passed: e.passed,
+      total: e.total,
+      score: e.score,
+      success: e.success,
+    };
     if (e.error !== undefined) out.error = e.error;
     return out;
   });

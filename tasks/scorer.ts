@@ -32,7 +32,11 @@ export interface ScorerOptions {
 
 export interface Scorer {
   /** `turns`: the whole game, for a family whose score depends on it (tasks/credit.ts, design v2); others ignore it. */
-  evaluate(task: TaskContent, answer: string, turns?: readonly { role: string; content: string }[]): Promise<EvaluationOutcome>;
+  evaluate(
+    task: TaskContent,
+    answer: string,
+    turns?: readonly { role: string; content: string }[],
+  ): Promise<EvaluationOutcome>;
   close(): Promise<void>;
 }
 
@@ -47,7 +51,8 @@ export function createScorer(opts: ScorerOptions = {}): Scorer {
   };
   const renderer = async (): Promise<Renderer> => {
     if (opts.renderer) return opts.renderer;
-    if (opts.renderer === null) throw new Error('frontend evaluation needs the page renderer (Chromium), which is not available');
+    if (opts.renderer === null)
+      throw new Error('frontend evaluation needs the page renderer (Chromium), which is not available');
     const { Renderer } = await import('./render.ts');
     ownRenderer ??= Renderer.launch(opts.chromiumPath ? { executablePath: opts.chromiumPath } : {});
     return ownRenderer;
@@ -59,10 +64,18 @@ export function createScorer(opts: ScorerOptions = {}): Scorer {
         const r = await evaluateBackend(task, answer, {
           ...(opts.bwrapPath ? { bwrapPath: opts.bwrapPath } : {}),
           ...(opts.pythonPath ? { pythonPath: opts.pythonPath } : {}),
-          onSandbox: (s) => once(`ready ${s.memoryDetail}`, () => opts.log?.info({ memoryMode: s.memoryMode, memory: s.memoryDetail }, 'sandbox ready for backend answers')),
+          onSandbox: (s) =>
+            once(`ready ${s.memoryDetail}`, () =>
+              opts.log?.info({ memoryMode: s.memoryMode, memory: s.memoryDetail }, 'sandbox ready for backend answers'),
+            ),
         }).catch((err: Error) => {
           if (err.name === 'SandboxUnavailableError') {
-            once(`refused ${err.message}`, () => opts.log?.error({ err: err.message }, 'the sandbox refuses to start: backend answers are kept and scored once it works'));
+            once(`refused ${err.message}`, () =>
+              opts.log?.error(
+                { err: err.message },
+                'the sandbox refuses to start: backend answers are kept and scored once it works',
+              ),
+            );
           }
           throw err;
         });
@@ -76,7 +89,10 @@ export function createScorer(opts: ScorerOptions = {}): Scorer {
         };
       }
       const { evaluateFrontend, FRONTEND_EVALUATOR_VERSION } = await import('./frontend-eval.ts');
-      const r = await evaluateFrontend(task, answer, { renderer: await renderer(), ...(opts.embedder ? { embedder: opts.embedder } : {}) });
+      const r = await evaluateFrontend(task, answer, {
+        renderer: await renderer(),
+        ...(opts.embedder ? { embedder: opts.embedder } : {}),
+      });
       return {
         score: r.score,
         success: r.success,

@@ -101,9 +101,18 @@ const NUMBERS: Record<string, [number | null, number | null]> = {
 };
 
 /** Refused as well where no memory cgroup counts the sandbox's memory (their memory escapes RLIMIT_AS). */
-export const UNCOUNTED_MEMORY_SYSCALLS: readonly string[] = ['memfd_create', 'shmget', 'mq_open', 'timer_create', 'inotify_init', 'inotify_init1'];
+export const UNCOUNTED_MEMORY_SYSCALLS: readonly string[] = [
+  'memfd_create',
+  'shmget',
+  'mq_open',
+  'timer_create',
+  'inotify_init',
+  'inotify_init1',
+];
 /** Refused in every sandbox. */
-export const DENIED_SYSCALLS: readonly string[] = Object.keys(NUMBERS).filter((n) => !UNCOUNTED_MEMORY_SYSCALLS.includes(n));
+export const DENIED_SYSCALLS: readonly string[] = Object.keys(NUMBERS).filter(
+  (n) => !UNCOUNTED_MEMORY_SYSCALLS.includes(n),
+);
 
 const ARCHES: Record<string, { audit: number; column: 0 | 1; clone: number; clone3: number }> = {
   x64: { audit: AUDIT_ARCH_X86_64, column: 0, clone: 56, clone3: 435 },
@@ -149,7 +158,11 @@ export function seccompProgram(opts: { countedMemory: boolean; arch?: string }):
   const arch = opts.arch ?? process.arch;
   const denied = deniedNumbers(arch, opts.countedMemory);
   const sc = ARCHES[arch]!;
-  const LD_W_ABS = 0x20, JEQ = 0x15, JGE = 0x35, JSET = 0x45, RET = 0x06;
+  const LD_W_ABS = 0x20,
+    JEQ = 0x15,
+    JGE = 0x35,
+    JSET = 0x45,
+    RET = 0x06;
   const p: Insn[] = [
     { code: LD_W_ABS, jt: 0, jf: 0, k: 4 }, // seccomp_data.arch
     { code: JEQ, jt: 0, jf: 'kill', k: sc.audit }, // a foreign ABI (e.g. i386 int 0x80) gets killed

@@ -107,7 +107,8 @@ function padTo(grid: Grid, h: number): Grid {
 
 function luma(grid: Grid): Float32Array {
   const out = new Float32Array(grid.w * grid.h);
-  for (let g = 0; g < out.length; g++) out[g] = 0.299 * grid.rgb[g * 3]! + 0.587 * grid.rgb[g * 3 + 1]! + 0.114 * grid.rgb[g * 3 + 2]!;
+  for (let g = 0; g < out.length; g++)
+    out[g] = 0.299 * grid.rgb[g * 3]! + 0.587 * grid.rgb[g * 3 + 1]! + 0.114 * grid.rgb[g * 3 + 2]!;
   return out;
 }
 
@@ -121,7 +122,11 @@ function ssim(a: Float32Array, b: Float32Array, w: number, h: number): number {
   const area = win * win;
   for (let y = 0; y + win <= h; y++) {
     for (let x = 0; x + win <= w; x++) {
-      let sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+      let sa = 0,
+        sb = 0,
+        saa = 0,
+        sbb = 0,
+        sab = 0;
       for (let dy = 0; dy < win; dy++) {
         const row = (y + dy) * w + x;
         for (let dx = 0; dx < win; dx++) {
@@ -134,7 +139,8 @@ function ssim(a: Float32Array, b: Float32Array, w: number, h: number): number {
           sab += va * vb;
         }
       }
-      const ma = sa / area, mb = sb / area;
+      const ma = sa / area,
+        mb = sb / area;
       const va = Math.max(0, saa / area - ma * ma);
       const vb = Math.max(0, sbb / area - mb * mb);
       const cov = sab / area - ma * mb;
@@ -181,7 +187,9 @@ export function pixelSimilarity(referencePng: Buffer, candidatePng: Buffer): num
 
 export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
   if (a.length !== b.length) throw new Error(`cosine: embedding sizes differ (${a.length} vs ${b.length})`);
-  let dot = 0, na = 0, nb = 0;
+  let dot = 0,
+    na = 0,
+    nb = 0;
   for (let i = 0; i < a.length; i++) {
     dot += a[i]! * b[i]!;
     na += a[i]! * a[i]!;
@@ -194,7 +202,11 @@ export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
  * Similarity of a candidate page's screenshot to the reference's: the embedder's cosine (clamped at 0) when
  * one is given, else `pixel-ssim-v1`.
  */
-export async function frontendEvaluation(referencePng: Buffer, candidatePng: Buffer, embedder?: ImageEmbedder): Promise<SimilarityResult> {
+export async function frontendEvaluation(
+  referencePng: Buffer,
+  candidatePng: Buffer,
+  embedder?: ImageEmbedder,
+): Promise<SimilarityResult> {
   if (!embedder) return { metric: 'pixel-ssim-v1', similarity: pixelSimilarity(referencePng, candidatePng) };
   const [ea, eb] = [await embedder.embed(referencePng), await embedder.embed(candidatePng)];
   return { metric: embedder.name, similarity: Math.min(1, Math.max(0, cosineSimilarity(ea, eb))) };
@@ -216,8 +228,11 @@ export interface WinRate {
  * ties counting half. Scores closer than `tieEpsilon` are ties.
  */
 export function winRate(a: number[], b: number[], tieEpsilon = 1e-9): WinRate {
-  if (a.length !== b.length) throw new Error(`winRate: ${a.length} scores against ${b.length}; they must be the same tasks`);
-  let wins = 0, ties = 0, losses = 0;
+  if (a.length !== b.length)
+    throw new Error(`winRate: ${a.length} scores against ${b.length}; they must be the same tasks`);
+  let wins = 0,
+    ties = 0,
+    losses = 0;
   a.forEach((x, i) => {
     const d = x - b[i]!;
     if (Math.abs(d) <= tieEpsilon) ties++;

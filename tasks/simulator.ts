@@ -50,7 +50,12 @@ export function createRuleSimulator(task: TaskContent, options: RuleSimulatorOpt
       const parsed = parseAgentMessage(message, { kind: 'frontend', turnIndex: Math.max(turnIndex, 0) });
       if (parsed.type === 'draft' && parsed.html) {
         const text = options.describeVisualDifference
-          ? await options.describeVisualDifference({ referenceHtml: task.reference, draftHtml: parsed.html, question: parsed.text, ...(opts?.signal ? { signal: opts.signal } : {}) })
+          ? await options.describeVisualDifference({
+              referenceHtml: task.reference,
+              draftHtml: parsed.html,
+              question: parsed.text,
+              ...(opts?.signal ? { signal: opts.signal } : {}),
+            })
           : describeDraftByText(task.reference, parsed.html);
         return finish(text, COLLABORATOR_REPLY_CAP.frontend);
       }

@@ -18,7 +18,8 @@ export interface Interval {
 
 /** Wilson score interval for `successes` out of `n` (successes may be fractional, e.g. ties counted as half). */
 export function wilson(successes: number, n: number, level = 0.95): Interval {
-  if (!(n >= 0) || !Number.isFinite(successes) || successes < 0 || successes > n) throw new RangeError('wilson: need 0 <= successes <= n');
+  if (!(n >= 0) || !Number.isFinite(successes) || successes < 0 || successes > n)
+    throw new RangeError('wilson: need 0 <= successes <= n');
   if (n === 0) return { estimate: NaN, lo: NaN, hi: NaN, n };
   const z = normalQuantile(1 - (1 - level) / 2);
   const p = successes / n;
@@ -27,12 +28,18 @@ export function wilson(successes: number, n: number, level = 0.95): Interval {
   const center = (p + z2 / (2 * n)) / denom;
   const half = (z * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / denom;
   // At successes = 0 (= n) the bound is exactly 0 (1); the formula leaves rounding noise there.
-  return { estimate: p, lo: successes === 0 ? 0 : Math.max(0, center - half), hi: successes === n ? 1 : Math.min(1, center + half), n };
+  return {
+    estimate: p,
+    lo: successes === 0 ? 0 : Math.max(0, center - half),
+    hi: successes === n ? 1 : Math.min(1, center + half),
+    n,
+  };
 }
 
 /** Wilson interval for whole counts (games won, tasks solved): a fractional count is a caller's bug, not data. */
 export function wilsonCount(k: number, n: number, level = 0.95): Interval {
-  if (!Number.isInteger(k) || !Number.isInteger(n)) throw new RangeError(`wilsonCount: need integer counts, got ${k}/${n}`);
+  if (!Number.isInteger(k) || !Number.isInteger(n))
+    throw new RangeError(`wilsonCount: need integer counts, got ${k}/${n}`);
   return wilson(k, n, level);
 }
 
@@ -104,7 +111,10 @@ export function formatPercent(i: Interval, digits = 1): string {
 
 /** Paired samples are the same games: of the same length. */
 export function assertPaired(a: readonly unknown[], b: readonly unknown[]): void {
-  if (a.length !== b.length) throw new RangeError(`paired samples of different lengths (${a.length} and ${b.length}): they must be the same games`);
+  if (a.length !== b.length)
+    throw new RangeError(
+      `paired samples of different lengths (${a.length} and ${b.length}): they must be the same games`,
+    );
 }
 
 /**
@@ -135,7 +145,8 @@ export function pairedBootstrap(
   const rng = createRng(o.seed ?? 1);
   const means = new Float64Array(resamples);
   for (let r = 0; r < resamples; r++) {
-    let s = 0, m = 0;
+    let s = 0,
+      m = 0;
     for (let i = 0; i < k; i++) {
       const j = Math.floor(rng() * k);
       s += groups.sums[j]!;
@@ -144,12 +155,21 @@ export function pairedBootstrap(
     means[r] = s / m;
   }
   means.sort();
-  return { estimate: mean, lo: quantileSorted(means, (1 - level) / 2), hi: quantileSorted(means, 1 - (1 - level) / 2), n };
+  return {
+    estimate: mean,
+    lo: quantileSorted(means, (1 - level) / 2),
+    hi: quantileSorted(means, 1 - (1 - level) / 2),
+    n,
+  };
 }
 
 /** Sums and sizes of `values` by cluster (clusters[i] names value i's), in order of first appearance. */
-export function clusterSums(values: readonly number[], clusters: readonly string[]): { sums: number[]; sizes: number[] } {
-  if (clusters.length !== values.length) throw new RangeError(`${values.length} values but ${clusters.length} cluster labels`);
+export function clusterSums(
+  values: readonly number[],
+  clusters: readonly string[],
+): { sums: number[]; sizes: number[] } {
+  if (clusters.length !== values.length)
+    throw new RangeError(`${values.length} values but ${clusters.length} cluster labels`);
   const index = new Map<string, number>();
   const sums: number[] = [];
   const sizes: number[] = [];

@@ -18,8 +18,12 @@ export interface Difference {
  * the margins, of every table no more likely than the one observed.
  */
 export function fisherExact(aSuccesses: number, aN: number, bSuccesses: number, bN: number): number {
-  for (const [k, n] of [[aSuccesses, aN], [bSuccesses, bN]] as const) {
-    if (!Number.isInteger(k) || !Number.isInteger(n) || k < 0 || k > n) throw new RangeError(`fisherExact: need whole counts 0 <= k <= n, got ${k}/${n}`);
+  for (const [k, n] of [
+    [aSuccesses, aN],
+    [bSuccesses, bN],
+  ] as const) {
+    if (!Number.isInteger(k) || !Number.isInteger(n) || k < 0 || k > n)
+      throw new RangeError(`fisherExact: need whole counts 0 <= k <= n, got ${k}/${n}`);
   }
   const successes = aSuccesses + bSuccesses;
   const total = aN + bN;
@@ -36,15 +40,26 @@ export function fisherExact(aSuccesses: number, aN: number, bSuccesses: number, 
 }
 
 /** Difference of two proportions: Newcombe's hybrid score interval (from the Wilson intervals) and Fisher's test. */
-export function compareProportions(aSuccesses: number, aN: number, bSuccesses: number, bN: number, level = 0.95): Difference {
+export function compareProportions(
+  aSuccesses: number,
+  aN: number,
+  bSuccesses: number,
+  bN: number,
+  level = 0.95,
+): Difference {
   const a = wilson(aSuccesses, aN, level);
   const b = wilson(bSuccesses, bN, level);
   const n = aN + bN;
-  if (aN === 0 || bN === 0) return { difference: { estimate: NaN, lo: NaN, hi: NaN, n }, pValue: NaN, test: 'fisher-exact' };
+  if (aN === 0 || bN === 0)
+    return { difference: { estimate: NaN, lo: NaN, hi: NaN, n }, pValue: NaN, test: 'fisher-exact' };
   const d = a.estimate - b.estimate;
   const lo = d - Math.sqrt((a.estimate - a.lo) ** 2 + (b.hi - b.estimate) ** 2);
   const hi = d + Math.sqrt((a.hi - a.estimate) ** 2 + (b.estimate - b.lo) ** 2);
-  return { difference: { estimate: d, lo, hi, n }, pValue: fisherExact(aSuccesses, aN, bSuccesses, bN), test: 'fisher-exact' };
+  return {
+    difference: { estimate: d, lo, hi, n },
+    pValue: fisherExact(aSuccesses, aN, bSuccesses, bN),
+    test: 'fisher-exact',
+  };
 }
 
 export interface Summary {
@@ -67,7 +82,12 @@ export function summarize(values: readonly number[]): Summary {
  */
 export function welch(a: Summary, b: Summary, level = 0.95): Difference {
   const n = a.n + b.n;
-  if (a.n < 2 || b.n < 2) return { difference: { estimate: a.n && b.n ? a.mean - b.mean : NaN, lo: NaN, hi: NaN, n }, pValue: NaN, test: 'welch-t' };
+  if (a.n < 2 || b.n < 2)
+    return {
+      difference: { estimate: a.n && b.n ? a.mean - b.mean : NaN, lo: NaN, hi: NaN, n },
+      pValue: NaN,
+      test: 'welch-t',
+    };
   const d = a.mean - b.mean;
   const va = a.variance / a.n;
   const vb = b.variance / b.n;
@@ -76,7 +96,11 @@ export function welch(a: Summary, b: Summary, level = 0.95): Difference {
   const df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1));
   const half = tQuantile(1 - (1 - level) / 2, df) * se;
   const t = d / se;
-  return { difference: { estimate: d, lo: d - half, hi: d + half, n }, pValue: Math.min(1, 2 * (1 - tCdf(Math.abs(t), df))), test: 'welch-t' };
+  return {
+    difference: { estimate: d, lo: d - half, hi: d + half, n },
+    pValue: Math.min(1, 2 * (1 - tCdf(Math.abs(t), df))),
+    test: 'welch-t',
+  };
 }
 
 export function compareMeans(a: readonly number[], b: readonly number[], level = 0.95): Difference {

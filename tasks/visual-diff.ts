@@ -149,7 +149,11 @@ export function imageStats(png: Buffer, which = 'given'): ImageStats {
           mean[1] += p[1];
           mean[2] += p[2];
           // Compared with the real neighbours (not the next sample), so thin text strokes count.
-          if ((x + 1 < img.width && dist(p, pixel(img, x + 1, y)) > 0.12) || (y + 1 < img.height && dist(p, pixel(img, x, y + 1)) > 0.12)) edges++;
+          if (
+            (x + 1 < img.width && dist(p, pixel(img, x + 1, y)) > 0.12) ||
+            (y + 1 < img.height && dist(p, pixel(img, x, y + 1)) > 0.12)
+          )
+            edges++;
           const key = ((p[0] >> 4) << 8) | ((p[1] >> 4) << 4) | (p[2] >> 4);
           for (const m of [bins, pageBins]) {
             const bin = m.get(key) ?? { n: 0, sum: [0, 0, 0] as Rgb };
@@ -171,8 +175,13 @@ export function imageStats(png: Buffer, which = 'given'): ImageStats {
       }
       let best = { n: 0, sum: [255, 255, 255] as Rgb };
       for (const bin of bins.values()) if (bin.n > best.n) best = bin;
-      const dominant: Rgb = best.n > 0 ? [best.sum[0] / best.n, best.sum[1] / best.n, best.sum[2] / best.n] : [255, 255, 255];
-      cells.push({ dominant, mean: [mean[0] / Math.max(1, n), mean[1] / Math.max(1, n), mean[2] / Math.max(1, n)], edges: edges / Math.max(1, n) });
+      const dominant: Rgb =
+        best.n > 0 ? [best.sum[0] / best.n, best.sum[1] / best.n, best.sum[2] / best.n] : [255, 255, 255];
+      cells.push({
+        dominant,
+        mean: [mean[0] / Math.max(1, n), mean[1] / Math.max(1, n), mean[2] / Math.max(1, n)],
+        edges: edges / Math.max(1, n),
+      });
     }
   }
   let bg = { n: 0, sum: [255, 255, 255] as Rgb };
@@ -218,7 +227,9 @@ function areaName(cells: number[]): string {
 }
 
 /** Groups cells with the same key into a full row or column when they make one, else keeps them apart. */
-function groupCells(keyed: { cell: number; key: string; salience: number }[]): { cells: number[]; key: string; salience: number }[] {
+function groupCells(
+  keyed: { cell: number; key: string; salience: number }[],
+): { cells: number[]; key: string; salience: number }[] {
   const out: { cells: number[]; key: string; salience: number }[] = [];
   const used = new Set<number>();
   const sorted = [...keyed].sort((a, b) => b.salience - a.salience);
@@ -227,10 +238,21 @@ function groupCells(keyed: { cell: number; key: string; salience: number }[]): {
     const same = keyed.filter((o) => o.key === k.key && !used.has(o.cell));
     const row = same.filter((o) => Math.floor(o.cell / COLS) === Math.floor(k.cell / COLS));
     const col = same.filter((o) => o.cell % COLS === k.cell % COLS);
-    const group = same.length === ROWS * COLS ? same : row.length >= 2 ? row : col.length === ROWS && k.cell % COLS !== 1 ? col : [k];
+    const group =
+      same.length === ROWS * COLS
+        ? same
+        : row.length >= 2
+          ? row
+          : col.length === ROWS && k.cell % COLS !== 1
+            ? col
+            : [k];
     group.forEach((g) => used.add(g.cell));
     // A band that changed as a whole matters more than any one of its cells.
-    out.push({ cells: group.map((g) => g.cell).sort((a, b) => a - b), key: k.key, salience: k.salience * (group.length > 1 ? 1.2 : 1) });
+    out.push({
+      cells: group.map((g) => g.cell).sort((a, b) => a - b),
+      key: k.key,
+      salience: k.salience * (group.length > 1 ? 1.2 : 1),
+    });
   }
   return out;
 }
@@ -240,10 +262,14 @@ const capital = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 function regionSentence(kind: 'colour' | 'content', key: string, where: string, plural: boolean): string {
   if (kind === 'colour') {
     const [mine, yours] = key.split('|');
-    return capital(`${where} of my page ${plural ? 'are' : 'is'} mostly ${mine}, but in yours ${plural ? 'they are' : 'it is'} ${yours}.`);
+    return capital(
+      `${where} of my page ${plural ? 'are' : 'is'} mostly ${mine}, but in yours ${plural ? 'they are' : 'it is'} ${yours}.`,
+    );
   }
   return key === 'more'
-    ? capital(`${where} of my page ${plural ? 'have' : 'has'} more in ${plural ? 'them' : 'it'} (text, pictures or boxes) than yours.`)
+    ? capital(
+        `${where} of my page ${plural ? 'have' : 'has'} more in ${plural ? 'them' : 'it'} (text, pictures or boxes) than yours.`,
+      )
     : capital(`${where} of my page ${plural ? 'are' : 'is'} emptier than yours; you have more there than I want.`);
 }
 
@@ -256,7 +282,12 @@ export function compareScreenshots(reference: Buffer, draft: Buffer): VisualDiff
   const drBg = colourName(dr.background);
 
   if (refBg !== drBg) {
-    observations.push({ kind: 'background', salience: 0.1 + dist(ref.background, dr.background), cells: [], sentence: `My page's background is ${refBg}, not ${drBg}.` });
+    observations.push({
+      kind: 'background',
+      salience: 0.1 + dist(ref.background, dr.background),
+      cells: [],
+      sentence: `My page's background is ${refBg}, not ${drBg}.`,
+    });
   }
 
   // Regions whose main colour differs by name.
@@ -265,7 +296,11 @@ export function compareScreenshots(reference: Buffer, draft: Buffer): VisualDiff
       const dc = dr.cells[cell]!;
       const mine = colourName(rc.dominant);
       const yours = colourName(dc.dominant);
-      return { cell, key: `${mine}|${yours}`, salience: mine === yours ? 0 : 0.6 * dist(rc.dominant, dc.dominant) + 0.3 * dist(rc.mean, dc.mean) };
+      return {
+        cell,
+        key: `${mine}|${yours}`,
+        salience: mine === yours ? 0 : 0.6 * dist(rc.dominant, dc.dominant) + 0.3 * dist(rc.mean, dc.mean),
+      };
     })
     .filter((o) => o.salience >= THRESHOLD);
   for (const g of groupCells(colourKeyed)) {
@@ -273,7 +308,14 @@ export function compareScreenshots(reference: Buffer, draft: Buffer): VisualDiff
     // The background observation already says it when the change is from one page colour to the other.
     if (refBg !== drBg && mine === refBg && yours === drBg) continue;
     const area = areaName(g.cells);
-    observations.push({ kind: 'colour', salience: g.salience, cells: g.cells, key: g.key, area, sentence: regionSentence('colour', g.key, `the ${area}`, false) });
+    observations.push({
+      kind: 'colour',
+      salience: g.salience,
+      cells: g.cells,
+      key: g.key,
+      area,
+      sentence: regionSentence('colour', g.key, `the ${area}`, false),
+    });
   }
 
   // Regions with much more or much less in them (text, pictures, boxes).
@@ -282,28 +324,51 @@ export function compareScreenshots(reference: Buffer, draft: Buffer): VisualDiff
       const a = rc.edges;
       const b = dr.cells[cell]!.edges;
       // Text is sparse: a few lines cover 1-3% of a region, so the relative change counts as well as the absolute.
-      return { cell, key: a > b ? 'more' : 'less', salience: 1.5 * Math.abs(a - b) + (0.1 * Math.abs(a - b)) / (a + b + 0.02) };
+      return {
+        cell,
+        key: a > b ? 'more' : 'less',
+        salience: 1.5 * Math.abs(a - b) + (0.1 * Math.abs(a - b)) / (a + b + 0.02),
+      };
     })
     .filter((o) => o.salience >= THRESHOLD);
   // A block that changed colour also changes the edges around it: that is the colour observation's news.
   const colourCells = new Set(observations.filter((o) => o.kind === 'colour').flatMap((o) => o.cells));
   for (const g of groupCells(contentKeyed.filter((o) => !colourCells.has(o.cell)))) {
     const area = areaName(g.cells);
-    observations.push({ kind: 'content', salience: g.salience, cells: g.cells, key: g.key, area, sentence: regionSentence('content', g.key, `the ${area}`, false) });
+    observations.push({
+      kind: 'content',
+      salience: g.salience,
+      cells: g.cells,
+      key: g.key,
+      area,
+      sentence: regionSentence('content', g.key, `the ${area}`, false),
+    });
   }
 
   // Saturated colours one page uses and the other does not (a pink button, a blue banner).
   // A colour already named by a region observation is not news as an accent.
-  const named = observations.filter((o) => o.kind === 'colour').flatMap((o) => (o.key ?? '').split('|').map((n) => n.replace(/^(light|dark) /, '')));
+  const named = observations
+    .filter((o) => o.kind === 'colour')
+    .flatMap((o) => (o.key ?? '').split('|').map((n) => n.replace(/^(light|dark) /, '')));
   const drNames = new Set([...dr.accents.map((a) => a.name), ...named]);
   const refNames = new Set([...ref.accents.map((a) => a.name), ...named]);
   for (const a of ref.accents) {
     if (drNames.has(a.name)) continue;
-    observations.push({ kind: 'accent', salience: 0.06 + 2 * a.share, cells: [a.cell], sentence: `My page has something ${a.name} in the ${cellName(a.cell)} that yours lacks.` });
+    observations.push({
+      kind: 'accent',
+      salience: 0.06 + 2 * a.share,
+      cells: [a.cell],
+      sentence: `My page has something ${a.name} in the ${cellName(a.cell)} that yours lacks.`,
+    });
   }
   for (const a of dr.accents) {
     if (refNames.has(a.name)) continue;
-    observations.push({ kind: 'accent', salience: 0.05 + 2 * a.share, cells: [a.cell], sentence: `Your page has ${a.name} in the ${cellName(a.cell)}, but mine has no ${a.name} at all.` });
+    observations.push({
+      kind: 'accent',
+      salience: 0.05 + 2 * a.share,
+      cells: [a.cell],
+      sentence: `Your page has ${a.name} in the ${cellName(a.cell)}, but mine has no ${a.name} at all.`,
+    });
   }
 
   const heightRatio = dr.height / Math.max(1, ref.height);
@@ -338,7 +403,16 @@ export function describeVisualDifferences(reference: Buffer, draft: Buffer): str
   if (picked.length === 0) return 'That looks very close to what I have in mind.';
   const [a, b] = picked;
   // Two regions with the same change read better as one sentence.
-  if (a && b && a.kind === b.kind && (a.kind === 'colour' || a.kind === 'content') && a.key !== undefined && a.key === b.key && a.area && b.area) {
+  if (
+    a &&
+    b &&
+    a.kind === b.kind &&
+    (a.kind === 'colour' || a.kind === 'content') &&
+    a.key !== undefined &&
+    a.key === b.key &&
+    a.area &&
+    b.area
+  ) {
     return regionSentence(a.kind, a.key, `the ${a.area} and the ${b.area}`, true);
   }
   return picked.map((p) => capital(p.sentence)).join(' ');

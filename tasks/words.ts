@@ -20,7 +20,10 @@ export function splitSentences(text: string): string[] {
       continue;
     }
     // An apostrophe inside a word (don't, it's) is not a quote.
-    if ((c === "'" || c === '"' || c === '`') && !(c === "'" && /\w/.test(text[i - 1] ?? '') && /\w/.test(text[i + 1] ?? ''))) {
+    if (
+      (c === "'" || c === '"' || c === '`') &&
+      !(c === "'" && /\w/.test(text[i - 1] ?? '') && /\w/.test(text[i + 1] ?? ''))
+    ) {
       if (text.indexOf(c, i + 1) > i) quote = c;
       continue;
     }
@@ -68,24 +71,98 @@ const STOP = new Set(
 );
 
 /** Words that say little on their own: they count, but weakly. */
-export const WEAK = new Set(['return', 'result', 'output', 'input', 'number', 'list', 'string', 'str', 'int', 'float', 'dict', 'len', 'true', 'false', 'none', 'not', 'new', 'name', 'data', 'item', 'amount', 'total', 'answer', 'arg', 'first']);
+export const WEAK = new Set([
+  'return',
+  'result',
+  'output',
+  'input',
+  'number',
+  'list',
+  'string',
+  'str',
+  'int',
+  'float',
+  'dict',
+  'len',
+  'true',
+  'false',
+  'none',
+  'not',
+  'new',
+  'name',
+  'data',
+  'item',
+  'amount',
+  'total',
+  'answer',
+  'arg',
+  'first',
+]);
 
 const CANONICAL: Record<string, string> = {
-  minimum: 'min', maximum: 'max', least: 'min', most: 'max', lowest: 'min', highest: 'max', smallest: 'min', largest: 'max', biggest: 'max', fewest: 'min', cap: 'max', limit: 'max',
-  percentage: 'percent', pct: 'percent', '%': 'percent',
-  kilogram: 'kg', kilo: 'kg', kilogramme: 'kg', kgs: 'kg',
-  metre: 'meter', kilometre: 'kilometer', km: 'kilometer',
-  lowercase: 'lower', uppercase: 'upper', capital: 'upper',
-  argument: 'arg', parameter: 'arg', param: 'arg', args: 'arg',
-  decimal: 'decimal', digit: 'decimal', precision: 'decimal', place: 'decimal',
-  rounding: 'round', rounded: 'round',
-  descending: 'descend', ascending: 'ascend', sorted: 'sort', sorting: 'sort', order: 'sort', ordered: 'sort', rank: 'sort', ranked: 'sort',
-  empty: 'empty', nothing: 'empty', blank: 'empty',
-  cutoff: 'threshold', boundary: 'threshold', breakpoint: 'threshold',
-  colour: 'color', colours: 'color', colors: 'color',
-  photo: 'image', picture: 'image', img: 'image', pic: 'image',
-  headline: 'heading', header: 'heading', h1: 'heading', h2: 'heading', h3: 'heading',
-  navigation: 'nav', menu: 'nav',
+  minimum: 'min',
+  maximum: 'max',
+  least: 'min',
+  most: 'max',
+  lowest: 'min',
+  highest: 'max',
+  smallest: 'min',
+  largest: 'max',
+  biggest: 'max',
+  fewest: 'min',
+  cap: 'max',
+  limit: 'max',
+  percentage: 'percent',
+  pct: 'percent',
+  '%': 'percent',
+  kilogram: 'kg',
+  kilo: 'kg',
+  kilogramme: 'kg',
+  kgs: 'kg',
+  metre: 'meter',
+  kilometre: 'kilometer',
+  km: 'kilometer',
+  lowercase: 'lower',
+  uppercase: 'upper',
+  capital: 'upper',
+  argument: 'arg',
+  parameter: 'arg',
+  param: 'arg',
+  args: 'arg',
+  decimal: 'decimal',
+  digit: 'decimal',
+  precision: 'decimal',
+  place: 'decimal',
+  rounding: 'round',
+  rounded: 'round',
+  descending: 'descend',
+  ascending: 'ascend',
+  sorted: 'sort',
+  sorting: 'sort',
+  order: 'sort',
+  ordered: 'sort',
+  rank: 'sort',
+  ranked: 'sort',
+  empty: 'empty',
+  nothing: 'empty',
+  blank: 'empty',
+  cutoff: 'threshold',
+  boundary: 'threshold',
+  breakpoint: 'threshold',
+  colour: 'color',
+  colours: 'color',
+  colors: 'color',
+  photo: 'image',
+  picture: 'image',
+  img: 'image',
+  pic: 'image',
+  headline: 'heading',
+  header: 'heading',
+  h1: 'heading',
+  h2: 'heading',
+  h3: 'heading',
+  navigation: 'nav',
+  menu: 'nav',
   typeface: 'font',
 };
 
@@ -97,7 +174,8 @@ function stem(word: string): string {
   if (CANONICAL_TARGETS.has(w)) return w;
   if (w.length > 4 && w.endsWith('ies')) w = w.slice(0, -3) + 'y';
   else if (w.length > 4 && w.endsWith('sses')) w = w.slice(0, -2);
-  else if (w.length > 3 && w.endsWith('s') && !w.endsWith('ss') && !w.endsWith('us') && !w.endsWith('is')) w = w.slice(0, -1);
+  else if (w.length > 3 && w.endsWith('s') && !w.endsWith('ss') && !w.endsWith('us') && !w.endsWith('is'))
+    w = w.slice(0, -1);
   if (CANONICAL[w]) return CANONICAL[w] as string;
   if (w.length > 6 && w.endsWith('ing')) w = w.slice(0, -3);
   else if (w.length > 4 && w.endsWith('ed')) w = w.slice(0, -2);

@@ -14,7 +14,11 @@ function walk(markdown: string, heading: string): { file: string; name: string; 
   if (start < 0) return [];
   const end = markdown.indexOf('\n## ', start + 1);
   const section = markdown.slice(start, end < 0 ? undefined : end);
-  return [...section.matchAll(/^\d+\. `([^`]+)` (\w+)(?:\.(\w+))?:/gm)].map((m) => ({ file: m[1]!, name: m[2]!, ...(m[3] ? { member: m[3] } : {}) }));
+  return [...section.matchAll(/^\d+\. `([^`]+)` (\w+)(?:\.(\w+))?:/gm)].map((m) => ({
+    file: m[1]!,
+    name: m[2]!,
+    ...(m[3] ? { member: m[3] } : {}),
+  }));
 }
 
 /** Whether `source` declares `name` (a function, class or variable), and `member` in that class when asked. */
@@ -27,7 +31,11 @@ function declares(source: string, name: string, member?: string): boolean {
     }
     if (member) continue;
     if (ts.isFunctionDeclaration(node) && node.name?.text === name) return true;
-    if (ts.isVariableStatement(node) && node.declarationList.declarations.some((d) => ts.isIdentifier(d.name) && d.name.text === name)) return true;
+    if (
+      ts.isVariableStatement(node) &&
+      node.declarationList.declarations.some((d) => ts.isIdentifier(d.name) && d.name.text === name)
+    )
+      return true;
   }
   return false;
 }
@@ -37,7 +45,10 @@ describe('docs/architecture.md', () => {
     it(`"${heading}" names, step by step, functions that exist in the files it gives`, () => {
       const steps = walk(doc, heading);
       expect(steps.length).toBeGreaterThanOrEqual(5);
-      const missing = steps.filter((s) => !existsSync(`${root}/${s.file}`) || !declares(readFileSync(`${root}/${s.file}`, 'utf8'), s.name, s.member));
+      const missing = steps.filter(
+        (s) =>
+          !existsSync(`${root}/${s.file}`) || !declares(readFileSync(`${root}/${s.file}`, 'utf8'), s.name, s.member),
+      );
       expect(missing).toEqual([]);
     });
   }
@@ -50,7 +61,12 @@ describe('docs/architecture.md', () => {
     expect(declares(source, 'Engine', 'reply')).toBe(false);
     expect(declares(source, 'Other', 'receive')).toBe(false);
     expect(declares(source, 'receive')).toBe(false);
-    expect(walk('# T\n\n## Walk\n\n1. `a.ts` Engine.receive: in.\n2. `b.ts` store: out.\n\n## Next\n3. `c.ts` x: no.\n', 'Walk')).toEqual([
+    expect(
+      walk(
+        '# T\n\n## Walk\n\n1. `a.ts` Engine.receive: in.\n2. `b.ts` store: out.\n\n## Next\n3. `c.ts` x: no.\n',
+        'Walk',
+      ),
+    ).toEqual([
       { file: 'a.ts', name: 'Engine', member: 'receive' },
       { file: 'b.ts', name: 'store' },
     ]);

@@ -22,19 +22,28 @@ interface Service {
   volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
-  deploy?: { resources?: { reservations?: { devices?: { driver: string; count?: number | string; capabilities: string[] }[] } } };
+  deploy?: {
+    resources?: { reservations?: { devices?: { driver: string; count?: number | string; capabilities: string[] }[] } };
+  };
 }
 const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true }) as {
   services: Record<string, Service>;
   volumes: Record<string, unknown>;
 };
-const { postgres, bot, trainer, vllm, dashboard } = compose.services as Record<'postgres' | 'bot' | 'trainer' | 'vllm' | 'dashboard', Service>;
-const gpu = (parse(readFileSync('docker-compose.gpu.yml', 'utf8')) as { services: { trainer: Service } }).services.trainer;
+const { postgres, bot, trainer, vllm, dashboard } = compose.services as Record<
+  'postgres' | 'bot' | 'trainer' | 'vllm' | 'dashboard',
+  Service
+>;
+const gpu = (parse(readFileSync('docker-compose.gpu.yml', 'utf8')) as { services: { trainer: Service } }).services
+  .trainer;
 const composeText = readFileSync('docker-compose.yml', 'utf8') + readFileSync('docker-compose.gpu.yml', 'utf8');
 const schemaVariables = new Set(Object.keys(configSchema.shape));
 const composeOnly = new Map(COMPOSE_VARIABLES.map((v) => [v.variable, v.default]));
 /** Every `${VAR}` / `${VAR:-default}` the compose file interpolates (comments included: they are instructions too). */
-const interpolated = [...composeText.matchAll(/\$\{([A-Z0-9_]+)(?::?[-?]([^}]*))?\}/g)].map((m) => ({ variable: m[1]!, default: m[2] }));
+const interpolated = [...composeText.matchAll(/\$\{([A-Z0-9_]+)(?::?[-?]([^}]*))?\}/g)].map((m) => ({
+  variable: m[1]!,
+  default: m[2],
+}));
 
 describe('docker-compose.yml', () => {
   it('has postgres with a persistent volume and a pg_isready health check', () => {
@@ -51,7 +60,7 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('checks the bot\'s readiness endpoint and gives SIGTERM longer than the bot\'s shutdown deadline', () => {
+  it("checks the bot's readiness endpoint and gives SIGTERM longer than the bot's shutdown deadline", () => {
     const b = bot as Service & { stop_grace_period?: string };
     const port = b.environment?.HEALTH_PORT;
     expect(port).toMatch(/^\d+$/);
@@ -89,7 +98,13 @@ describe('docker-compose.yml', () => {
   });
 
   it('builds the bot, dashboard and CPU trainer from one build, with the build network and CA for unusual hosts', () => {
-    for (const s of [bot, dashboard, trainer]) expect(s.build).toEqual({ context: '.', dockerfile: 'Dockerfile.bot', network: '${BUILD_NETWORK:-default}', secrets: ['extra_ca'] });
+    for (const s of [bot, dashboard, trainer])
+      expect(s.build).toEqual({
+        context: '.',
+        dockerfile: 'Dockerfile.bot',
+        network: '${BUILD_NETWORK:-default}',
+        secrets: ['extra_ca'],
+      });
     expect(composeText).toContain('file: ${BUILD_CA_CERT:-/dev/null}');
   });
 
@@ -110,7 +125,8 @@ describe('docker-compose.yml', () => {
       const command: Command | undefined = program.commands.find((c) => c.name() === sub);
       expect(command, `${name} runs sweetloop ${sub}`).toBeDefined();
       const flags = command!.options.map((o) => o.long);
-      for (const a of args.filter((x) => x.startsWith('--'))) expect(flags, `${name}: sweetloop ${sub} ${a}`).toContain(a);
+      for (const a of args.filter((x) => x.startsWith('--')))
+        expect(flags, `${name}: sweetloop ${sub} ${a}`).toContain(a);
     }
     // On the CPU the starter's preset; the GPU trainer a preset meant for a GPU.
     const preset = (s: Service) => s.command![s.command!.indexOf('--preset') + 1]!;
@@ -122,15 +138,23 @@ describe('docker-compose.yml', () => {
   it('passes every setting through the env file, and names only variables the schema or COMPOSE_VARIABLES define', () => {
     for (const s of [bot, trainer]) expect(s.env_file).toEqual([{ path: '.env', required: false }]);
     expect(interpolated.length).toBeGreaterThan(0);
-    for (const v of interpolated) expect(schemaVariables.has(v.variable) || composeOnly.has(v.variable), `\${${v.variable}} in docker-compose.yml`).toBe(true);
+    for (const v of interpolated)
+      expect(
+        schemaVariables.has(v.variable) || composeOnly.has(v.variable),
+        `\${${v.variable}} in docker-compose.yml`,
+      ).toBe(true);
     for (const [name, s] of Object.entries({ bot, trainer })) {
-      for (const key of Object.keys(s.environment ?? {})) expect(schemaVariables.has(key), `${name}.environment.${key}`).toBe(true);
+      for (const key of Object.keys(s.environment ?? {}))
+        expect(schemaVariables.has(key), `${name}.environment.${key}`).toBe(true);
     }
     // A default written in the compose file is the one the schema (or COMPOSE_VARIABLES) documents, except
     // where a container path or the containers' log format is the point.
     const containerDefaults: Record<string, string> = { LOG_FORMAT: 'json', PRIVACY_SCAN_DIRS: '/data/exports' };
     for (const v of interpolated.filter((x) => x.default !== undefined)) {
-      const documented = containerDefaults[v.variable] ?? composeOnly.get(v.variable) ?? String((configSchema.shape as Record<string, { parse(x: unknown): unknown }>)[v.variable]!.parse(undefined));
+      const documented =
+        containerDefaults[v.variable] ??
+        composeOnly.get(v.variable) ??
+        String((configSchema.shape as Record<string, { parse(x: unknown): unknown }>)[v.variable]!.parse(undefined));
       expect(v.default, `\${${v.variable}:-…}`).toBe(documented);
     }
     // No secret has a default in the compose file: it would be a published value (bin/config.ts PUBLIC_SECRETS).
@@ -185,21 +209,24 @@ describe('Dockerfiles', () => {
     expect(pkg.optionalDependencies['@tensorflow/tfjs-node-gpu']).toBe('4.22.0');
   });
 
-  it('the bot image has Node 20 and the evaluators\' tools, and keeps the optional native binaries tsx and llama.cpp need', () => {
+  it("the bot image has Node 20 and the evaluators' tools, and keeps the optional native binaries tsx and llama.cpp need", () => {
     expect(bot).toMatch(/^FROM node:20-/m);
     expect(bot).not.toMatch(/--omit=optional/);
     expect(bot).toMatch(/@esbuild\/linux-/);
     // The build fails unless node-llama-cpp's prebuilt CPU build for this machine is there.
     expect(bot).toMatch(/keep="linux-\$\(node -p process\.arch\)"[\s\S]*ls -d "node_modules\/@node-llama-cpp\/\$keep"/);
-    for (const pkg of ['chromium', 'bubblewrap', 'python3']) expect(bot).toMatch(new RegExp(`apt-get install[^\\n]*\\b${pkg}\\b`));
+    for (const pkg of ['chromium', 'bubblewrap', 'python3'])
+      expect(bot).toMatch(new RegExp(`apt-get install[^\\n]*\\b${pkg}\\b`));
   });
 
-  it('both images run as an unprivileged user and take a host\'s extra CA for npm as a build secret, not a layer', () => {
+  it("both images run as an unprivileged user and take a host's extra CA for npm as a build secret, not a layer", () => {
     for (const d of [bot, trainer]) {
       const users = [...d.matchAll(/^USER (\S+)$/gm)].map((m) => m[1]);
       expect(users.at(-1)).toBe('sweetloop');
       expect(d).toMatch(/useradd [^\n]*--uid 10001 /);
-      expect(d).toMatch(/RUN --mount=type=secret,id=extra_ca\s[\s\S]*NODE_EXTRA_CA_CERTS=\/run\/secrets\/extra_ca[\s\S]*npm ci/);
+      expect(d).toMatch(
+        /RUN --mount=type=secret,id=extra_ca\s[\s\S]*NODE_EXTRA_CA_CERTS=\/run\/secrets\/extra_ca[\s\S]*npm ci/,
+      );
     }
   });
 
@@ -208,7 +235,9 @@ describe('Dockerfiles', () => {
     // node-llama-cpp: only this CPU's build stays (CUDA, Vulkan and other CPUs go); the Prisma CLI (once it has
     // generated the client) and tfjs-node-gpu are pruned with what only they need.
     expect(bot).toMatch(/find node_modules\/@node-llama-cpp -mindepth 1 -maxdepth 1 ! -name "\$keep" -exec rm -rf/);
-    expect(bot).toMatch(/npm pkg delete dependencies\.prisma 'optionalDependencies\[@tensorflow\/tfjs-node-gpu\]'\s*\\\n && npm prune --omit=dev/);
+    expect(bot).toMatch(
+      /npm pkg delete dependencies\.prisma 'optionalDependencies\[@tensorflow\/tfjs-node-gpu\]'\s*\\\n && npm prune --omit=dev/,
+    );
   });
 
   it('the trainer image fails its build saying why when tfjs-node-gpu could not download libtensorflow', () => {
@@ -223,13 +252,15 @@ describe('Dockerfiles', () => {
       expect(d).toMatch(/COPY bin\/prisma-generate\.mjs/);
       expect(d).toMatch(/COPY prisma\/schema\.prisma/);
       expect(d.indexOf('COPY bin/prisma-generate.mjs')).toBeLessThan(d.indexOf('npm ci'));
-      for (const path of ['package.json', 'package-lock.json', 'bin/prisma-generate.mjs', 'prisma/schema.prisma']) expect(existsSync(path)).toBe(true);
+      for (const path of ['package.json', 'package-lock.json', 'bin/prisma-generate.mjs', 'prisma/schema.prisma'])
+        expect(existsSync(path)).toBe(true);
     }
   });
 
   it('.dockerignore keeps local data, installed modules, tests, benchmarks, fakes and guides out of the images', () => {
     const ignore = readFileSync('.dockerignore', 'utf8').split('\n');
     // models: the vllm profile's default VLLM_MODEL_DIR (./models/policy), gigabytes of weights no image needs.
-    for (const p of ['node_modules', 'data', 'prisma/generated', '.env', 'models', 'test', 'bench', 'testing', 'docs']) expect(ignore).toContain(p);
+    for (const p of ['node_modules', 'data', 'prisma/generated', '.env', 'models', 'test', 'bench', 'testing', 'docs'])
+      expect(ignore).toContain(p);
   });
 });

@@ -34,14 +34,38 @@ describe('the "May import:" lines', () => {
     expect(allowed('`tasks/`. Imported by `trainer/`, `bot/`, `bin/`.')).toEqual(['tasks']);
     expect(allowed('`tasks/`, `prisma/`, `bot/`.')).toEqual(['tasks', 'prisma', 'bot']);
     expect(allowed('`tasks/`, `trainer/model/`.')).toEqual(['tasks', 'trainer/model']);
-    expect(allowed('everything. Imported by `test/`.')).toEqual(['tasks', 'prisma', 'trainer', 'bot', 'bin', 'bench', 'testing', 'test']);
-    expect(allowed('anything except `test/`.')).toEqual(['tasks', 'prisma', 'trainer', 'bot', 'bin', 'bench', 'testing', 'vitest.config.ts']);
+    expect(allowed('everything. Imported by `test/`.')).toEqual([
+      'tasks',
+      'prisma',
+      'trainer',
+      'bot',
+      'bin',
+      'bench',
+      'testing',
+      'test',
+    ]);
+    expect(allowed('anything except `test/`.')).toEqual([
+      'tasks',
+      'prisma',
+      'trainer',
+      'bot',
+      'bin',
+      'bench',
+      'testing',
+      'vitest.config.ts',
+    ]);
     expect(allowed('anything below `bin/`.')).toEqual(['tasks', 'prisma', 'trainer', 'bot']);
     expect(parseMayImport('x', '# x\n\nNo rule here.\n')).toBeUndefined();
     // The whole line is read: the sentences after the first are rules too, parentheses included.
     const rule = (line: string) => parseMayImport('x', `May import: ${line}\n`)!;
-    expect(rule('`tasks/`. Imported by `trainer/`, `bot/`, `test/`.')).toMatchObject({ allowed: ['tasks'], forbidden: [], importedBy: ['trainer', 'bot', 'test'] });
-    expect(rule('`tasks/`, `bot/`. Never imports `bin/`, nor the channels that call it (`bot/discord/`, `bot/console.ts`).')).toMatchObject({ forbidden: ['bin', 'bot/discord', 'bot/console.ts'] });
+    expect(rule('`tasks/`. Imported by `trainer/`, `bot/`, `test/`.')).toMatchObject({
+      allowed: ['tasks'],
+      forbidden: [],
+      importedBy: ['trainer', 'bot', 'test'],
+    });
+    expect(
+      rule('`tasks/`, `bot/`. Never imports `bin/`, nor the channels that call it (`bot/discord/`, `bot/console.ts`).'),
+    ).toMatchObject({ forbidden: ['bin', 'bot/discord', 'bot/console.ts'] });
     // A parenthesis narrowing what may be imported, or a sentence the check cannot hold the code to, is refused.
     expect(() => rule('`tasks/`, `prisma/` (types and errors), `bot/`.')).toThrow(/parenthesis/);
     expect(() => rule('anything except `test/` (shared fixtures live in `testing/`).')).toThrow(/parenthesis/);
@@ -50,7 +74,21 @@ describe('the "May import:" lines', () => {
   });
 
   it('come from each top folder and from the nested folders that state their own', () => {
-    expect([...rules.keys()].sort()).toEqual(expect.arrayContaining(['bench', 'bin', 'bot', 'bot/discord', 'testing', 'prisma', 'tasks', 'test', 'trainer', 'trainer/model', 'trainer/recipes']));
+    expect([...rules.keys()].sort()).toEqual(
+      expect.arrayContaining([
+        'bench',
+        'bin',
+        'bot',
+        'bot/discord',
+        'testing',
+        'prisma',
+        'tasks',
+        'test',
+        'trainer',
+        'trainer/model',
+        'trainer/recipes',
+      ]),
+    );
     expect(rules.get('tasks')!.allowed).toEqual([]);
     expect(rules.get('trainer/model')!.allowed).toEqual(['tasks']);
     expect(rules.get('testing')!.allowed).toEqual(['tasks', 'prisma', 'trainer', 'bot']);
@@ -89,16 +127,36 @@ describe('the checker', () => {
       },
       {
         path: 'trainer/model/planted.ts',
-        text: lines("type Agent = import('../../tasks/agent.ts').Agent;", 'export async function f() {', "  const { rewardPairs } = await import('../pairs.ts');", '}'),
+        text: lines(
+          "type Agent = import('../../tasks/agent.ts').Agent;",
+          'export async function f() {',
+          "  const { rewardPairs } = await import('../pairs.ts');",
+          '}',
+        ),
       },
-      { path: 'trainer/recipes/planted.ts', text: "import { LoadedPolicy } from '../model/loaded-policy.ts';\nimport { PRESETS } from '../presets.ts';" },
+      {
+        path: 'trainer/recipes/planted.ts',
+        text: "import { LoadedPolicy } from '../model/loaded-policy.ts';\nimport { PRESETS } from '../presets.ts';",
+      },
       { path: 'bot/discord/planted.ts', text: "export { loadAgent } from '../../trainer/policies/agent-for.ts';" },
       { path: 'testing/planted.cjs', text: "'use strict';\nconst { loadConfig } = require('../bin/config.ts');" },
       { path: 'bot/planted-fixture.ts', text: "import { freePort } from '../testing/wait.ts';" },
-      { path: 'bench/planted.ts', text: "import { Terminal } from '../test/helpers/terminal.ts';\nimport { readFileSync } from 'node:fs';" },
-      { path: 'bin/planted.ts', text: "import { main } from './cli.ts';\nimport { SessionEngine } from '../bot/engine.ts';" },
-      { path: 'bot/session/planted.ts', text: "import { DiscordBot } from '../discord/bot.ts';\nimport { limits } from '../limits.ts';" },
-      { path: 'test/planted.test.ts', text: "import { buildProgram } from '../bin/cli.ts';\nimport { heldOutGames } from '../bench/noise.ts';" },
+      {
+        path: 'bench/planted.ts',
+        text: "import { Terminal } from '../test/helpers/terminal.ts';\nimport { readFileSync } from 'node:fs';",
+      },
+      {
+        path: 'bin/planted.ts',
+        text: "import { main } from './cli.ts';\nimport { SessionEngine } from '../bot/engine.ts';",
+      },
+      {
+        path: 'bot/session/planted.ts',
+        text: "import { DiscordBot } from '../discord/bot.ts';\nimport { limits } from '../limits.ts';",
+      },
+      {
+        path: 'test/planted.test.ts',
+        text: "import { buildProgram } from '../bin/cli.ts';\nimport { heldOutGames } from '../bench/noise.ts';",
+      },
     ];
     const found = checkImports(planted, rules);
     expect(at(found)).toEqual([
@@ -112,20 +170,27 @@ describe('the checker', () => {
       'bot/session/planted.ts:1',
       'test/planted.test.ts:2',
     ]);
-    expect(formatViolation(found[0]!)).toBe('tasks/planted.ts:3: imports bot/engine.ts: tasks/README.md says "May import: nothing of ours (only npm packages and Node). Everything else may import it."');
+    expect(formatViolation(found[0]!)).toBe(
+      'tasks/planted.ts:3: imports bot/engine.ts: tasks/README.md says "May import: nothing of ours (only npm packages and Node). Everything else may import it."',
+    );
     expect(found[4]!.message).toMatch(/imports bin\/config\.ts: nothing outside bin\/ imports bin\//);
   });
 
   it('reports an import from a folder its "Imported by" sentence leaves out', () => {
     const own = new Map(
-      Object.entries({ lib: 'nothing of ours. Imported by `app/`.', app: '`lib/`.', tool: '`lib/`.' }).map(([f, l]) => [f, parseMayImport(f, `May import: ${l}\n`)!]),
+      Object.entries({ lib: 'nothing of ours. Imported by `app/`.', app: '`lib/`.', tool: '`lib/`.' }).map(([f, l]) => [
+        f,
+        parseMayImport(f, `May import: ${l}\n`)!,
+      ]),
     );
     const planted: SourceFile[] = [
       { path: 'app/main.ts', text: "import { x } from '../lib/x.ts';" },
       { path: 'tool/run.ts', text: "import { x } from '../lib/x.ts';" },
       { path: 'lib/x.ts', text: "import { y } from './y.ts';" },
     ];
-    expect(checkImports(planted, own).map(formatViolation)).toEqual(['tool/run.ts:1: imports lib/x.ts: lib/README.md says "May import: nothing of ours. Imported by `app/`."']);
+    expect(checkImports(planted, own).map(formatViolation)).toEqual([
+      'tool/run.ts:1: imports lib/x.ts: lib/README.md says "May import: nothing of ours. Imported by `app/`."',
+    ]);
   });
 
   it('reports a planted Prisma write outside a store with its file and line, and no look-alike', () => {
@@ -167,8 +232,14 @@ describe('the checker', () => {
 
   it('finds a planted circle of type-only imports, and a file importing itself, and no circle where there is none', () => {
     const planted: SourceFile[] = [
-      { path: 'bot/report/upper.ts', text: "import { lower } from './lower.ts';\nexport interface Shape { x: number }\nexport const upper = lower;" },
-      { path: 'bot/report/lower.ts', text: "import type { Shape } from './upper.ts';\nexport const lower = (s: Shape) => s.x;" },
+      {
+        path: 'bot/report/upper.ts',
+        text: "import { lower } from './lower.ts';\nexport interface Shape { x: number }\nexport const upper = lower;",
+      },
+      {
+        path: 'bot/report/lower.ts',
+        text: "import type { Shape } from './upper.ts';\nexport const lower = (s: Shape) => s.x;",
+      },
       { path: 'tasks/a.ts', text: "export async function a() { return (await import('./b.ts')).b; }" },
       { path: 'tasks/b.ts', text: "export const b = 1;\ntype C = import('./c.ts').C;\nexport type { C };" },
       { path: 'tasks/c.ts', text: "export type C = number;\nexport type Self = import('./c.ts').C;" },
@@ -177,7 +248,10 @@ describe('the checker', () => {
     expect(findCycles(planted.slice(2, 4))).toEqual([]);
   });
 
-  it('knows the delegates by the schema\'s model names', () => {
-    expect([...prismaModels('model Session {\n}\nmodel PolicyVersion {\n}\nenum TurnRole {\n}\n')]).toEqual(['session', 'policyVersion']);
+  it("knows the delegates by the schema's model names", () => {
+    expect([...prismaModels('model Session {\n}\nmodel PolicyVersion {\n}\nenum TurnRole {\n}\n')]).toEqual([
+      'session',
+      'policyVersion',
+    ]);
   });
 });

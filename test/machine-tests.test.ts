@@ -53,8 +53,10 @@ describe('MACHINE_TESTS (vitest.config.ts)', () => {
     expect(testsOpeningDatabases().filter((f) => !listed(f))).toEqual([]);
   });
 
-  it('sees through the fixtures: the Discord harness and the trainer\'s run world open databases', () => {
+  it("sees through the fixtures: the Discord harness and the trainer's run world open databases", () => {
     expect(databaseEntries()).toEqual(expect.arrayContaining(['BotHarness', 'runWorld']));
-    expect(testsOpeningDatabases()).toEqual(expect.arrayContaining(['test/bot/discord/backend-session.test.ts', 'test/prisma/policy-store.test.ts']));
+    expect(testsOpeningDatabases()).toEqual(
+      expect.arrayContaining(['test/bot/discord/backend-session.test.ts', 'test/prisma/policy-store.test.ts']),
+    );
   });
 });

@@ -9,14 +9,35 @@ import { checkConfig, installCommand, toolChecks, type CheckResult } from '../bi
 import { testPostgresProblem } from '../testing/database.ts';
 
 /** The variable that points the tests at another copy of each program. */
-const VARIABLE: Record<string, string> = { chromium: 'CHROMIUM_PATH', bubblewrap: 'BWRAP_BIN', python3: 'PYTHON_BIN', postgres: 'TEST_POSTGRES_URL' };
+const VARIABLE: Record<string, string> = {
+  chromium: 'CHROMIUM_PATH',
+  bubblewrap: 'BWRAP_BIN',
+  python3: 'PYTHON_BIN',
+  postgres: 'TEST_POSTGRES_URL',
+};
 
-export function postgresCheck(problem: Awaited<ReturnType<typeof testPostgresProblem>>, installed = existsSync('/usr/lib/postgresql')): CheckResult {
+export function postgresCheck(
+  problem: Awaited<ReturnType<typeof testPostgresProblem>>,
+  installed = existsSync('/usr/lib/postgresql'),
+): CheckResult {
   if (!problem) return { name: 'postgres', status: 'ok', detail: 'answers' };
   const detail = `nothing usable answers at ${problem.server} (${problem.error})`;
-  if (problem.fromEnv) return { name: 'postgres', status: 'fail', detail, fix: 'start the server TEST_POSTGRES_URL names, or correct it' };
-  if (installed) return { name: 'postgres', status: 'fail', detail, fix: 'start it with trust auth for user postgres on 127.0.0.1:5432 (.ci/run shows how), or set TEST_POSTGRES_URL' };
-  return { name: 'postgres', status: 'fail', detail, apt: 'postgresql', fix: 'once installed, start it with trust auth for user postgres on 127.0.0.1:5432 (.ci/run shows how), or set TEST_POSTGRES_URL' };
+  if (problem.fromEnv)
+    return { name: 'postgres', status: 'fail', detail, fix: 'start the server TEST_POSTGRES_URL names, or correct it' };
+  if (installed)
+    return {
+      name: 'postgres',
+      status: 'fail',
+      detail,
+      fix: 'start it with trust auth for user postgres on 127.0.0.1:5432 (.ci/run shows how), or set TEST_POSTGRES_URL',
+    };
+  return {
+    name: 'postgres',
+    status: 'fail',
+    detail,
+    apt: 'postgresql',
+    fix: 'once installed, start it with trust auth for user postgres on 127.0.0.1:5432 (.ci/run shows how), or set TEST_POSTGRES_URL',
+  };
 }
 
 /** The one message for what failed, or null when nothing did. */
@@ -28,8 +49,12 @@ export function preflightMessage(checks: readonly CheckResult[], asRoot: boolean
   const lacking = names.length === 1 ? names[0] : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
   return [
     `npm test stopped before running any test: this machine lacks ${lacking}, which the suite needs.`,
-    ...failed.map((c) => `  - ${c.name}: ${c.detail}${VARIABLE[c.name] ? ` (set ${VARIABLE[c.name]} to use another)` : ''}`),
-    ...(install ? ['Install with (Debian/Ubuntu; .ci/run installs and starts everything the suite needs):', `  ${install}`] : []),
+    ...failed.map(
+      (c) => `  - ${c.name}: ${c.detail}${VARIABLE[c.name] ? ` (set ${VARIABLE[c.name]} to use another)` : ''}`,
+    ),
+    ...(install
+      ? ['Install with (Debian/Ubuntu; .ci/run installs and starts everything the suite needs):', `  ${install}`]
+      : []),
     // What installing does not fix by itself (a tool that is there but fails, a server to start).
     ...failed.filter((c) => c.fix && (!c.apt || c.name === 'postgres')).map((c) => `To fix ${c.name}: ${c.fix}`),
     '`npm run test:unit` runs the tests that need none of these.',

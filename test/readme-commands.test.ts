@@ -14,7 +14,12 @@ import { Command, CommanderError } from 'commander';
 import { buildProgram } from '../bin/cli.ts';
 import { SWEETLOOP_ENTRY } from '../testing/sweetloop-cli.ts';
 
-const DOCS = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => join('docs', f))];
+const DOCS = [
+  'README.md',
+  ...readdirSync('docs')
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => join('docs', f)),
+];
 
 /** The code blocks of a markdown file: fenced ones and 4-space indented ones (as lists of lines). */
 function codeBlocks(text: string): string[][] {
@@ -23,17 +28,17 @@ function codeBlocks(text: string): string[][] {
   let indented: string[] | null = null;
   for (const line of text.split('\n')) {
     if (fenced) {
-      if (/^\s*```/.test(line)) (blocks.push(fenced), (fenced = null));
+      if (/^\s*```/.test(line)) blocks.push(fenced), (fenced = null);
       else fenced.push(line);
       continue;
     }
     if (/^\s*```/.test(line)) {
-      if (indented) (blocks.push(indented), (indented = null));
+      if (indented) blocks.push(indented), (indented = null);
       fenced = [];
       continue;
     }
     if (/^ {4,}\S/.test(line)) (indented ??= []).push(line);
-    else if (indented && line.trim() !== '') (blocks.push(indented), (indented = null));
+    else if (indented && line.trim() !== '') blocks.push(indented), (indented = null);
   }
   if (indented) blocks.push(indented);
   return blocks;
@@ -66,7 +71,10 @@ function documentedCommands(): [string, string[]][] {
   const found: [string, string[]][] = [];
   for (const doc of DOCS) {
     for (const block of codeBlocks(readFileSync(doc, 'utf8'))) {
-      const joined = block.join('\n').replace(/\\\n\s*/g, ' ').split('\n');
+      const joined = block
+        .join('\n')
+        .replace(/\\\n\s*/g, ' ')
+        .split('\n');
       for (const raw of joined) {
         const m = /^\s*(?:\$\s+)?(?:npx\s+)?sweetloop(\s.*)?$/.exec(raw);
         if (!m) continue;
@@ -106,7 +114,11 @@ function dryProgram(): { program: Command; out: string[]; ran: { path: string; a
   const out: string[] = [];
   const ran: { path: string; args: unknown[] }[] = [];
   const walk = (cmd: Command, path: string[]) => {
-    cmd.configureOutput({ writeOut: (s) => out.push(s), writeErr: (s) => out.push(s), outputError: (s) => out.push(s) });
+    cmd.configureOutput({
+      writeOut: (s) => out.push(s),
+      writeErr: (s) => out.push(s),
+      outputError: (s) => out.push(s),
+    });
     cmd.exitOverride();
     for (const o of cmd.options as unknown as { parseArg?: (v: string, p: unknown) => unknown }[]) {
       const parse = o.parseArg;
@@ -118,7 +130,8 @@ function dryProgram(): { program: Command; out: string[]; ran: { path: string; a
     }
     // Leaves, and commands with subcommands that also act themselves (`dashboard` serves; `dashboard token …` manages).
     const acts = (cmd as unknown as { _actionHandler: unknown })._actionHandler != null;
-    if (cmd.commands.length === 0 || acts) cmd.action((...args: unknown[]) => void ran.push({ path: path.join(' '), args: args.slice(0, -1) }));
+    if (cmd.commands.length === 0 || acts)
+      cmd.action((...args: unknown[]) => void ran.push({ path: path.join(' '), args: args.slice(0, -1) }));
     for (const sub of cmd.commands) walk(sub, [...path, sub.name()]);
   };
   walk(program, []);
@@ -138,22 +151,28 @@ describe('the sweetloop commands in README.md and docs/*.md', () => {
   it('are found (the extraction works)', () => {
     expect(commands.length).toBeGreaterThan(30);
     const where = new Set(commands.map(([w]) => w.split(':')[0]));
-    for (const doc of ['README.md', 'docs/running-a-study.md', 'docs/serving-and-vllm.md', 'docs/training.md']) expect(where).toContain(doc);
+    for (const doc of ['README.md', 'docs/running-a-study.md', 'docs/serving-and-vllm.md', 'docs/training.md'])
+      expect(where).toContain(doc);
   });
 
-  it.each(commands.map(([where, argv]) => [`${argv.join(' ')}   (${where})`, argv] as const))('parse: %s', async (_name, argv) => {
-    const r = await parse(argv);
-    expect(r.error, `${r.error?.message ?? ''} ${r.out.join('')}`).toBeNull();
-    expect(r.ran.length, 'a command runs (a group alone only prints its help)').toBe(argv.includes('--help') ? 0 : 1);
-    const help = await parse([...commandPath(argv), '--help']);
-    expect((help.error as CommanderError | null)?.code).toBe('commander.helpDisplayed');
-    expect(help.out.join('')).toContain(`Usage: sweetloop ${commandPath(argv).join(' ')}`.trim());
-  });
+  it.each(commands.map(([where, argv]) => [`${argv.join(' ')}   (${where})`, argv] as const))(
+    'parse: %s',
+    async (_name, argv) => {
+      const r = await parse(argv);
+      expect(r.error, `${r.error?.message ?? ''} ${r.out.join('')}`).toBeNull();
+      expect(r.ran.length, 'a command runs (a group alone only prints its help)').toBe(argv.includes('--help') ? 0 : 1);
+      const help = await parse([...commandPath(argv), '--help']);
+      expect((help.error as CommanderError | null)?.code).toBe('commander.helpDisplayed');
+      expect(help.out.join('')).toContain(`Usage: sweetloop ${commandPath(argv).join(' ')}`.trim());
+    },
+  );
 
   it('the check fails on a command or option that does not exist, a missing required option, an excess argument', async () => {
     expect(((await parse(['trian'])).error as CommanderError).code).toBe('commander.unknownCommand');
     expect(((await parse(['train', '--status'])).error as CommanderError).code).toBe('commander.unknownOption');
-    expect(((await parse(['export', '--format', 'jsonl'])).error as CommanderError).code).toBe('commander.missingMandatoryOptionValue');
+    expect(((await parse(['export', '--format', 'jsonl'])).error as CommanderError).code).toBe(
+      'commander.missingMandatoryOptionValue',
+    );
     expect(((await parse(['deploy', 'a', 'b'])).error as CommanderError).code).toBe('commander.excessArguments');
     expect((await parse(['export', '--format', 'csv', '--out', 'x'])).error).not.toBeNull();
     expect(expand('export --format sweet-rl|jsonl --out PATH [filters] [--batch-size N]')).toEqual([
@@ -167,7 +186,10 @@ describe('the sweetloop commands in README.md and docs/*.md', () => {
     const { stdout } = await exec(process.execPath, [SWEETLOOP_ENTRY, 'export', '--help']);
     expect(stdout).toMatch(/^Usage: sweetloop export --format <format> --out <path> \[options\]/);
     expect(stdout).toMatch(/--out <path>[^]*\(required\)/);
-    const bad = await exec(process.execPath, [SWEETLOOP_ENTRY, 'train', '--status']).then(() => null, (e: { code: number; stderr: string }) => e);
+    const bad = await exec(process.execPath, [SWEETLOOP_ENTRY, 'train', '--status']).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
     expect(bad?.code).toBe(1);
     expect(bad?.stderr).toMatch(/unknown option '--status'/);
   });

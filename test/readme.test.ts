@@ -35,9 +35,15 @@ describe('README.md', () => {
   });
 
   it('links to guides that exist, and so does every guide in docs/', () => {
-    const docs = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => join('docs', f))];
+    const docs = [
+      'README.md',
+      ...readdirSync('docs')
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => join('docs', f)),
+    ];
     expect(linkedFiles('README.md')).toContain('docs/README.md');
-    for (const doc of docs) for (const target of linkedFiles(doc)) expect(existsSync(target), `${doc} links to ${target}`).toBe(true);
+    for (const doc of docs)
+      for (const target of linkedFiles(doc)) expect(existsSync(target), `${doc} links to ${target}`).toBe(true);
   });
 });
 
@@ -45,7 +51,8 @@ describe('the guides in docs/', () => {
   it('have a configuration table listing every variable, as bin/config.ts describes it', () => {
     const doc = readFileSync(CONFIG_DOC, 'utf8');
     const table = doc.slice(doc.indexOf(TABLE_START) + TABLE_START.length, doc.indexOf(TABLE_END)).trim();
-    for (const { variable } of describeConfig()) expect(table, `${variable} (run: npm run readme:config)`).toContain(`| \`${variable}\` |`);
+    for (const { variable } of describeConfig())
+      expect(table, `${variable} (run: npm run readme:config)`).toContain(`| \`${variable}\` |`);
     expect(table, 'the table is stale: run npm run readme:config').toBe(configTable());
   });
 
@@ -61,7 +68,10 @@ describe('the guides in docs/', () => {
     const deps = section(architecture, 'Dependencies and why');
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as Record<string, Record<string, string> | undefined>;
     for (const group of ['dependencies', 'optionalDependencies', 'devDependencies']) {
-      for (const name of Object.keys(pkg[group] ?? {})) expect(deps, `${group}: ${name} (add a line to docs/architecture.md "Dependencies and why")`).toContain(`\`${name}\``);
+      for (const name of Object.keys(pkg[group] ?? {}))
+        expect(deps, `${group}: ${name} (add a line to docs/architecture.md "Dependencies and why")`).toContain(
+          `\`${name}\``,
+        );
     }
   });
 
@@ -77,6 +87,9 @@ describe('prisma/README.md', () => {
     const doc = readFileSync('prisma/README.md', 'utf8');
     const stores = readdirSync('prisma').filter((f) => f.endsWith('-store.ts'));
     expect(stores.length).toBeGreaterThan(5);
-    for (const store of stores) expect(doc, `prisma/README.md's table of stores lacks ${store}`).toMatch(new RegExp(`^\\| \`${store}\` \\|`, 'm'));
+    for (const store of stores)
+      expect(doc, `prisma/README.md's table of stores lacks ${store}`).toMatch(
+        new RegExp(`^\\| \`${store}\` \\|`, 'm'),
+      );
   });
 });

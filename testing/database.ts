@@ -73,7 +73,11 @@ export async function testPostgresProblem(): Promise<{ server: string; fromEnv: 
     await c.query('SELECT 1');
     return null;
   } catch (err) {
-    return { server: `${admin().host}:${admin().port}`, fromEnv: !!process.env.TEST_POSTGRES_URL, error: (err as Error).message };
+    return {
+      server: `${admin().host}:${admin().port}`,
+      fromEnv: !!process.env.TEST_POSTGRES_URL,
+      error: (err as Error).message,
+    };
   } finally {
     await c.end().catch(() => {});
   }
@@ -99,7 +103,9 @@ const ABANDONED_AFTER_MS = 6 * 3600_000;
 
 /** Test databases of runs that were killed before drop(): their names carry their creation time. */
 async function dropAbandoned(c: pg.Client): Promise<void> {
-  const rows = (await c.query("SELECT datname FROM pg_database WHERE datname LIKE 'sweetloop\\_test\\_%'")).rows as { datname: string }[];
+  const rows = (await c.query("SELECT datname FROM pg_database WHERE datname LIKE 'sweetloop\\_test\\_%'")).rows as {
+    datname: string;
+  }[];
   for (const { datname } of rows) {
     const created = parseInt(datname.split('_')[2] ?? '', 36);
     if (Number.isFinite(created) && Date.now() - created > ABANDONED_AFTER_MS) {
@@ -112,7 +118,8 @@ async function dropAbandoned(c: pg.Client): Promise<void> {
 function ensureTemplate(): Promise<string> {
   templateReady ??= (async () => {
     const name = `sweetloop_tmpl_${migrationsHash()}`;
-    const exists = async (c: pg.Client, n: string) => (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [n])).rowCount === 1;
+    const exists = async (c: pg.Client, n: string) =>
+      (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [n])).rowCount === 1;
     await withAdmin(async (c) => {
       await dropAbandoned(c);
       if (await exists(c, name)) return;
@@ -124,7 +131,11 @@ function ensureTemplate(): Promise<string> {
         const building = `${name}_b${randomBytes(3).toString('hex')}`;
         await c.query(`CREATE DATABASE ${pg.escapeIdentifier(building)}`);
         try {
-          const db = await openDatabase({ databaseUrl: urlFor(admin(), building), pgliteDir: '', poolSize: TEST_POOL_SIZE });
+          const db = await openDatabase({
+            databaseUrl: urlFor(admin(), building),
+            pgliteDir: '',
+            poolSize: TEST_POOL_SIZE,
+          });
           try {
             await migrate(db);
           } finally {
@@ -137,7 +148,10 @@ function ensureTemplate(): Promise<string> {
           throw err;
         }
         // Templates of older migration sets are dead weight; one still being copied elsewhere just stays.
-        const old = await c.query("SELECT datname FROM pg_database WHERE datname LIKE 'sweetloop\\_tmpl\\_%' AND datname <> $1", [name]);
+        const old = await c.query(
+          "SELECT datname FROM pg_database WHERE datname LIKE 'sweetloop\\_tmpl\\_%' AND datname <> $1",
+          [name],
+        );
         for (const row of old.rows as { datname: string }[]) {
           await c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(row.datname)}`).catch(() => {});
         }
@@ -181,7 +195,9 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   try {
     db = await openDatabase({ databaseUrl: url, pgliteDir: '', poolSize: TEST_POOL_SIZE });
   } catch (err) {
-    await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`)).catch(() => {});
+    await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`)).catch(
+      () => {},
+    );
     throw err;
   }
   let dropped: Promise<void> | null = null;
@@ -213,7 +229,9 @@ export async function createDatabaseBefore(suffix: string): Promise<DatabaseBefo
   const target = entries.find((e) => e.endsWith(suffix));
   if (!target) throw new Error(`no migration ending in ${suffix} under ${MIGRATIONS_DIR}`);
   const before = mkdtempSync(join(tmpdir(), 'sweetloop-migrations-before-'));
-  for (const e of entries) if (e < target && statSync(join(MIGRATIONS_DIR, e)).isDirectory()) cpSync(join(MIGRATIONS_DIR, e), join(before, e), { recursive: true });
+  for (const e of entries)
+    if (e < target && statSync(join(MIGRATIONS_DIR, e)).isDirectory())
+      cpSync(join(MIGRATIONS_DIR, e), join(before, e), { recursive: true });
   const name = `sweetloop_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   await withAdmin((c) => c.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`));
   const db = await openDatabase({ databaseUrl: urlFor(admin(), name), pgliteDir: '', poolSize: TEST_POOL_SIZE });

@@ -82,5 +82,13 @@ export function subcommandOptions(subcommand: string | null, opts: unknown[]): u
 
 /** The fields every message object carries that the fake never varies (no edits, mentions, pins or TTS). */
 export function plainMessageFields() {
-  return { timestamp: new Date().toISOString(), edited_timestamp: null, tts: false, mention_everyone: false, mentions: [], mention_roles: [], pinned: false };
+  return {
+    timestamp: new Date().toISOString(),
+    edited_timestamp: null,
+    tts: false,
+    mention_everyone: false,
+    mentions: [],
+    mention_roles: [],
+    pinned: false,
+  };
 }

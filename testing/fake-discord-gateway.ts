@@ -4,7 +4,16 @@
 // fake-discord-rest.ts; the people and the queries for tests, fake-discord.ts.
 import type { Server } from 'node:http';
 import type { WebSocket, WebSocketServer } from 'ws';
-import { PERMISSIONS, plainMessageFields, snowflake, type FakeUser, type InteractionRecord, type RecordedFile, type RecordedRequest, type Shown } from './discord-objects.ts';
+import {
+  PERMISSIONS,
+  plainMessageFields,
+  snowflake,
+  type FakeUser,
+  type InteractionRecord,
+  type RecordedFile,
+  type RecordedRequest,
+  type Shown,
+} from './discord-objects.ts';
 
 export interface Conn {
   ws: WebSocket;
@@ -27,7 +36,14 @@ export class FakeGateway {
   readonly appId = snowflake();
   readonly guildId = snowflake();
   readonly channelId = snowflake();
-  readonly bot: FakeUser = { id: this.appId, username: 'sweetloop', global_name: 'Sweetloop', discriminator: '0', avatar: null, bot: true };
+  readonly bot: FakeUser = {
+    id: this.appId,
+    username: 'sweetloop',
+    global_name: 'Sweetloop',
+    discriminator: '0',
+    avatar: null,
+    bot: true,
+  };
   readonly requests: RecordedRequest[] = [];
   readonly shown: Shown[] = [];
   readonly interactions = new Map<string, InteractionRecord>();
@@ -43,7 +59,12 @@ export class FakeGateway {
   readonly history = new Map<string, any[]>();
   /** Nonces of posts sent with enforce_nonce, per channel: a repeat returns the first message. */
   protected readonly nonces = new Map<string, string>();
-  protected readonly holds: { method: string; path: RegExp; match: (body: any) => boolean; resolve: (r: RecordedRequest) => void }[] = [];
+  protected readonly holds: {
+    method: string;
+    path: RegExp;
+    match: (body: any) => boolean;
+    resolve: (r: RecordedRequest) => void;
+  }[] = [];
   protected server: Server | null = null;
   protected wss: WebSocketServer | null = null;
   protected conns = new Set<Conn>();
@@ -89,7 +110,6 @@ export class FakeGateway {
     return [...this.channels.values()].filter((c) => c.type === 11 || c.type === 12);
   }
 
-
   // ---------------------------------------------------------------- gateway
 
   protected onConnection(ws: WebSocket): void {
@@ -131,7 +151,9 @@ export class FakeGateway {
   }
 
   protected guildCreate(guildId: string): any {
-    const channels = [...this.channels.values()].filter((c) => c.guild_id === guildId && c.type !== 11 && c.type !== 12);
+    const channels = [...this.channels.values()].filter(
+      (c) => c.guild_id === guildId && c.type !== 11 && c.type !== 12,
+    );
     const threads = this.threads().filter((t) => t.guild_id === guildId && !t.thread_metadata.archived);
     return {
       id: guildId,
@@ -142,7 +164,20 @@ export class FakeGateway {
       member_count: 2,
       large: false,
       features: [],
-      roles: [{ id: guildId, name: '@everyone', permissions: PERMISSIONS.member.toString(), position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 }, ...this.guilds.get(guildId)!.roles],
+      roles: [
+        {
+          id: guildId,
+          name: '@everyone',
+          permissions: PERMISSIONS.member.toString(),
+          position: 0,
+          color: 0,
+          hoist: false,
+          managed: false,
+          mentionable: false,
+          flags: 0,
+        },
+        ...this.guilds.get(guildId)!.roles,
+      ],
       channels,
       threads,
       members: [{ user: this.bot, roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 }],
@@ -180,8 +215,14 @@ export class FakeGateway {
     list.push(msg);
   }
 
-
-  protected record(kind: Shown['kind'], data: any, files: RecordedFile[], channelId: string | null, interactionId: string | null, callbackType?: number): Shown {
+  protected record(
+    kind: Shown['kind'],
+    data: any,
+    files: RecordedFile[],
+    channelId: string | null,
+    interactionId: string | null,
+    callbackType?: number,
+  ): Shown {
     const shown: Shown = {
       kind,
       id: snowflake(),
@@ -220,7 +261,14 @@ export class FakeGateway {
       content: s.content,
       embeds: s.embeds,
       components: s.components,
-      attachments: s.files.map((f) => ({ id: snowflake(), filename: f.name, size: f.data.length, url: `http://${this.origin}/attachments/${f.name}`, proxy_url: `http://${this.origin}/attachments/${f.name}`, content_type: f.contentType })),
+      attachments: s.files.map((f) => ({
+        id: snowflake(),
+        filename: f.name,
+        size: f.data.length,
+        url: `http://${this.origin}/attachments/${f.name}`,
+        proxy_url: `http://${this.origin}/attachments/${f.name}`,
+        content_type: f.contentType,
+      })),
       ...plainMessageFields(),
       ...(s.raw?.nonce !== undefined ? { nonce: s.raw.nonce } : {}),
       type: s.interactionId ? 20 : 0,

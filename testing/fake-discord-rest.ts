@@ -15,15 +15,18 @@ export class FakeRest extends FakeGateway {
     this.failures.push({ method, path, left: times });
   }
 
-
-
   /**
    * The next matching request is carried out (a message is created, and announced on the gateway) but its
    * response never comes: the moment a crash right after Discord accepted a post leaves behind. Resolves
    * with the request once it has been carried out. Aborting `signal` withdraws a hold not yet met (the promise
    * then never settles).
    */
-  holdResponse(method: string, path: RegExp, match: (body: any) => boolean = () => true, signal?: AbortSignal): Promise<RecordedRequest> {
+  holdResponse(
+    method: string,
+    path: RegExp,
+    match: (body: any) => boolean = () => true,
+    signal?: AbortSignal,
+  ): Promise<RecordedRequest> {
     return new Promise((resolve) => {
       const hold = { method, path, match, resolve };
       this.holds.push(hold);
@@ -45,10 +48,15 @@ export class FakeRest extends FakeGateway {
     const files: RecordedFile[] = [];
     const ctype = req.headers['content-type'] ?? '';
     if (ctype.startsWith('multipart/form-data')) {
-      const form = await new Request('http://x/', { method: 'POST', headers: { 'content-type': ctype }, body: raw }).formData();
+      const form = await new Request('http://x/', {
+        method: 'POST',
+        headers: { 'content-type': ctype },
+        body: raw,
+      }).formData();
       for (const [key, value] of form.entries()) {
         if (key === 'payload_json') body = JSON.parse(String(value));
-        else if (typeof value !== 'string') files.push({ name: value.name, contentType: value.type, data: Buffer.from(await value.arrayBuffer()) });
+        else if (typeof value !== 'string')
+          files.push({ name: value.name, contentType: value.type, data: Buffer.from(await value.arrayBuffer()) });
       }
     } else if (raw.length) {
       body = JSON.parse(raw.toString('utf8'));
@@ -56,7 +64,9 @@ export class FakeRest extends FakeGateway {
     const rec: RecordedRequest = { method, path, query: url.search, body, files, at: performance.now(), status: 200 };
     this.requests.push(rec);
 
-    const bucket = Buffer.from(method + path.replace(/\d{16,}/g, ':id')).toString('hex').slice(0, 16);
+    const bucket = Buffer.from(method + path.replace(/\d{16,}/g, ':id'))
+      .toString('hex')
+      .slice(0, 16);
     const limit = this.rateLimits.findIndex((r) => r.method === method && r.path.test(path));
     if (limit >= 0) {
       const rl = this.rateLimits.splice(limit, 1)[0]!;
@@ -72,7 +82,9 @@ export class FakeRest extends FakeGateway {
         'x-ratelimit-scope': rl.global ? 'global' : 'user',
         ...(rl.global ? { 'x-ratelimit-global': 'true' } : {}),
       });
-      res.end(JSON.stringify({ message: 'You are being rate limited.', retry_after: rl.retryAfter, global: rl.global }));
+      res.end(
+        JSON.stringify({ message: 'You are being rate limited.', retry_after: rl.retryAfter, global: rl.global }),
+      );
       this.wake();
       return;
     }
@@ -130,9 +142,16 @@ export class FakeRest extends FakeGateway {
       this.dispatch('GUILD_DELETE', { id: m[1] });
       return reply(204);
     }
-    if (method === 'GET' && path === '/applications/@me') return reply(200, { id: this.appId, name: 'sweetloop', flags: 0, bot: this.bot });
+    if (method === 'GET' && path === '/applications/@me')
+      return reply(200, { id: this.appId, name: 'sweetloop', flags: 0, bot: this.bot });
     if ((m = path.match(/^\/applications\/(\d+)(?:\/guilds\/(\d+))?\/commands$/)) && method === 'PUT') {
-      const list = (body as any[]).map((c) => ({ ...c, id: snowflake(), application_id: this.appId, version: snowflake(), ...(m![2] ? { guild_id: m![2] } : {}) }));
+      const list = (body as any[]).map((c) => ({
+        ...c,
+        id: snowflake(),
+        application_id: this.appId,
+        version: snowflake(),
+        ...(m![2] ? { guild_id: m![2] } : {}),
+      }));
       this.commands.set(m[2] ?? 'global', list);
       return reply(200, list);
     }
@@ -147,7 +166,14 @@ export class FakeRest extends FakeGateway {
       const withResponse = url.searchParams.get('with_response') === 'true';
       if (withResponse) {
         return reply(200, {
-          interaction: { id: it.id, type: it.type, activity_instance_id: null, response_message_id: shown.id, response_message_loading: body.type === 5, response_message_ephemeral: (shown.flags & 64) !== 0 },
+          interaction: {
+            id: it.id,
+            type: it.type,
+            activity_instance_id: null,
+            response_message_id: shown.id,
+            response_message_loading: body.type === 5,
+            response_message_ephemeral: (shown.flags & 64) !== 0,
+          },
           resource: { type: body.type, message: this.messageObject(shown) },
         });
       }
@@ -156,10 +182,17 @@ export class FakeRest extends FakeGateway {
     if ((m = path.match(/^\/webhooks\/(\d+)\/([^/]+)(?:\/messages\/(@original|\d+))?$/))) {
       const it = [...this.interactions.values()].find((i) => i.token === m![2]);
       if (!it) return reply(404, { message: 'Unknown Webhook', code: 10015 });
-      if (method === 'POST' && !m[3]) return reply(200, this.messageObject(this.record('followup', body ?? {}, files, null, it.id)));
-      if (method === 'PATCH') return reply(200, this.messageObject(this.record(m[3] === '@original' ? 'original' : 'edit', body ?? {}, files, null, it.id)));
+      if (method === 'POST' && !m[3])
+        return reply(200, this.messageObject(this.record('followup', body ?? {}, files, null, it.id)));
+      if (method === 'PATCH')
+        return reply(
+          200,
+          this.messageObject(this.record(m[3] === '@original' ? 'original' : 'edit', body ?? {}, files, null, it.id)),
+        );
       if (method === 'GET') {
-        const last = this.replies(it).filter((s) => s.kind === 'callback' || s.kind === 'original').at(-1);
+        const last = this.replies(it)
+          .filter((s) => s.kind === 'callback' || s.kind === 'original')
+          .at(-1);
         return last ? reply(200, this.messageObject(last)) : reply(404, { message: 'Unknown Message', code: 10008 });
       }
       if (method === 'DELETE') return reply(204);
@@ -205,13 +238,22 @@ export class FakeRest extends FakeGateway {
       const channel = this.channels.get(m[1]!);
       if (!channel) return reply(404, { message: 'Unknown Channel', code: 10003 });
       if (typeof body?.content === 'string' && body.content.length > 2000) {
-        return reply(400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } });
+        return reply(400, {
+          message: 'Invalid Form Body',
+          code: 50035,
+          errors: {
+            content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] },
+          },
+        });
       }
       const nonceKey = body?.enforce_nonce && body.nonce !== undefined ? `${channel.id}:${body.nonce}` : null;
       const first = nonceKey ? this.nonces.get(nonceKey) : undefined;
       if (first) {
         // Discord: with enforce_nonce, a second post with the same nonce returns the first message.
-        return reply(200, this.history.get(channel.id)!.find((x) => x.id === first));
+        return reply(
+          200,
+          this.history.get(channel.id)!.find((x) => x.id === first),
+        );
       }
       const shown = this.record('channel', body ?? {}, files, channel.id, null);
       channel.last_message_id = shown.id;
@@ -249,7 +291,12 @@ export class FakeRest extends FakeGateway {
         this.channels.delete(channel.id);
         this.history.delete(channel.id);
         this.threadMembers.delete(channel.id);
-        this.dispatch(channel.thread_metadata ? 'THREAD_DELETE' : 'CHANNEL_DELETE', { id: channel.id, guild_id: channel.guild_id, parent_id: channel.parent_id, type: channel.type });
+        this.dispatch(channel.thread_metadata ? 'THREAD_DELETE' : 'CHANNEL_DELETE', {
+          id: channel.id,
+          guild_id: channel.guild_id,
+          parent_id: channel.parent_id,
+          type: channel.type,
+        });
         return reply(200, channel);
       }
       if (method === 'PATCH') {

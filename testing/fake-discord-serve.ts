@@ -10,7 +10,11 @@ import { FakeDiscord } from './fake-discord.ts';
 const port = Number(process.env.FAKE_DISCORD_PORT ?? 9999);
 const fake = await new FakeDiscord({
   ...(process.env.FAKE_DISCORD_TOKEN ? { token: process.env.FAKE_DISCORD_TOKEN } : {}),
-  listen: { host: process.env.FAKE_DISCORD_HOST ?? '0.0.0.0', port, publicHost: process.env.FAKE_DISCORD_PUBLIC_HOST ?? hostname() },
+  listen: {
+    host: process.env.FAKE_DISCORD_HOST ?? '0.0.0.0',
+    port,
+    publicHost: process.env.FAKE_DISCORD_PUBLIC_HOST ?? hostname(),
+  },
 }).start();
 console.log(`fake Discord at ${fake.apiBase} (guild ${fake.guildId})`);
 

@@ -6,7 +6,15 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
-import { PERMISSIONS, plainMessageFields, snowflake, subcommandOptions, type FakeUser, type InteractionRecord, type Shown } from './discord-objects.ts';
+import {
+  PERMISSIONS,
+  plainMessageFields,
+  snowflake,
+  subcommandOptions,
+  type FakeUser,
+  type InteractionRecord,
+  type Shown,
+} from './discord-objects.ts';
 import type { FakeDiscordOptions } from './fake-discord-gateway.ts';
 import { FakeRest } from './fake-discord-rest.ts';
 
@@ -41,7 +49,17 @@ export class FakeDiscord extends FakeRest {
   /** Creates a role in a guild; returns its id (give it to members with `command(..., { roles })`). */
   role(guildId: string, name: string): string {
     const g = this.guilds.get(guildId)!;
-    const role = { id: snowflake(), name, permissions: '0', position: g.roles.length + 1, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 };
+    const role = {
+      id: snowflake(),
+      name,
+      permissions: '0',
+      position: g.roles.length + 1,
+      color: 0,
+      hoist: false,
+      managed: false,
+      mentionable: false,
+      flags: 0,
+    };
     g.roles.push(role);
     this.dispatch('GUILD_ROLE_CREATE', { guild_id: guildId, role });
     return role.id;
@@ -84,7 +102,18 @@ export class FakeDiscord extends FakeRest {
 
   member(user: FakeUser, moderator = false, roles: string[] = []) {
     const perms = PERMISSIONS.member | (moderator ? PERMISSIONS.manageGuild : 0n);
-    return { user, roles, permissions: perms.toString(), joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0, nick: null, avatar: null, pending: false };
+    return {
+      user,
+      roles,
+      permissions: perms.toString(),
+      joined_at: new Date().toISOString(),
+      deaf: false,
+      mute: false,
+      flags: 0,
+      nick: null,
+      avatar: null,
+      pending: false,
+    };
   }
 
   /**
@@ -125,19 +154,31 @@ export class FakeDiscord extends FakeRest {
   click(user: FakeUser, message: Shown, customId: string, extra: { moderator?: boolean } = {}): InteractionRecord {
     const found = message.components.some((row: any) => row.components?.some((c: any) => c.custom_id === customId));
     if (!found) throw new Error(`the message has no component ${customId}`);
-    return this.interaction(user, 3, { custom_id: customId, component_type: 2 }, {
-      moderator: extra.moderator,
-      // A button on an interaction's reply is clicked where that interaction happened.
-      channelId: message.channelId ?? (message.interactionId ? this.interactions.get(message.interactionId)?.payload.channel_id : undefined) ?? this.channelId,
-      message: this.messageObject(message),
-    });
+    return this.interaction(
+      user,
+      3,
+      { custom_id: customId, component_type: 2 },
+      {
+        moderator: extra.moderator,
+        // A button on an interaction's reply is clicked where that interaction happened.
+        channelId:
+          message.channelId ??
+          (message.interactionId ? this.interactions.get(message.interactionId)?.payload.channel_id : undefined) ??
+          this.channelId,
+        message: this.messageObject(message),
+      },
+    );
   }
 
   /** Submits the modal the bot opened in answer to `opened` (an interaction with callback type 9). */
   submitModal(user: FakeUser, opened: InteractionRecord, values: Record<string, string>): InteractionRecord {
     if (opened.callbackType !== 9) throw new Error('that interaction did not open a modal');
     const customId = opened.modal.custom_id;
-    const components = Object.entries(values).map(([k, v]) => ({ type: 18, id: 1, component: { type: 4, id: 2, custom_id: k, value: v } }));
+    const components = Object.entries(values).map(([k, v]) => ({
+      type: 18,
+      id: 1,
+      component: { type: 4, id: 2, custom_id: k, value: v },
+    }));
     return this.interaction(user, 5, { custom_id: customId, components }, { channelId: this.channelId });
   }
 
@@ -164,13 +205,15 @@ export class FakeDiscord extends FakeRest {
     return id;
   }
 
-
   /** Removes a message the bot posted as if it had never reached Discord (its nonce included). */
   forget(messageId: string): void {
     const at = this.shown.findIndex((s) => s.id === messageId);
     if (at >= 0) {
       const [gone] = this.shown.splice(at, 1);
-      for (const list of [this.byChannel.get(gone!.channelId ?? ''), this.byInteraction.get(gone!.interactionId ?? '')]) {
+      for (const list of [
+        this.byChannel.get(gone!.channelId ?? ''),
+        this.byInteraction.get(gone!.interactionId ?? ''),
+      ]) {
         const i = list?.indexOf(gone!) ?? -1;
         if (i >= 0) list!.splice(i, 1);
       }
@@ -183,7 +226,12 @@ export class FakeDiscord extends FakeRest {
     for (const [k, v] of this.nonces) if (v === messageId) this.nonces.delete(k);
   }
 
-  private interaction(user: FakeUser, type: number, data: any, extra: { moderator?: boolean; channelId?: string | undefined; message?: any; roles?: string[] | undefined }): InteractionRecord {
+  private interaction(
+    user: FakeUser,
+    type: number,
+    data: any,
+    extra: { moderator?: boolean; channelId?: string | undefined; message?: any; roles?: string[] | undefined },
+  ): InteractionRecord {
     const id = snowflake();
     const token = 'itk_' + Buffer.from(id + ':' + Math.random()).toString('base64url');
     const channelId = extra.channelId ?? this.channelId;
@@ -209,7 +257,16 @@ export class FakeDiscord extends FakeRest {
       attachment_size_limit: 10485760,
     };
     if (extra.message) payload.message = extra.message;
-    const rec: InteractionRecord = { id, token, type, userId: user.id, sentAt: performance.now(), ackAt: null, callbackType: null, payload };
+    const rec: InteractionRecord = {
+      id,
+      token,
+      type,
+      userId: user.id,
+      sentAt: performance.now(),
+      ackAt: null,
+      callbackType: null,
+      payload,
+    };
     this.interactions.set(id, rec);
     this.dispatch('INTERACTION_CREATE', payload);
     return rec;
@@ -218,7 +275,11 @@ export class FakeDiscord extends FakeRest {
   // ---------------------------------------------------------------- queries for tests
 
   /** Resolves once `check` returns something truthy (polled; conditions may depend on the database too). */
-  async waitFor<T>(check: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+  async waitFor<T>(
+    check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+    timeoutMs = 30_000,
+    what = 'condition',
+  ): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const v = await check();

@@ -10,13 +10,23 @@ export interface FakeHub {
   close(): Promise<void>;
 }
 
-export async function startFakeHub(o: { owner: string; repo: string; file: string; body: Buffer; sha256: string }): Promise<FakeHub> {
+export async function startFakeHub(o: {
+  owner: string;
+  repo: string;
+  file: string;
+  body: Buffer;
+  sha256: string;
+}): Promise<FakeHub> {
   const requests: string[] = [];
   const server = createServer((req, res) => {
     requests.push(`${req.method} ${req.url}`);
     if (req.url === `/api/models/${o.owner}/${o.repo}/tree/main`) {
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify([{ type: 'file', path: o.file, size: o.body.length, lfs: { oid: o.sha256, size: o.body.length } }]));
+      res.end(
+        JSON.stringify([
+          { type: 'file', path: o.file, size: o.body.length, lfs: { oid: o.sha256, size: o.body.length } },
+        ]),
+      );
     } else if (req.url?.startsWith(`/${o.owner}/${o.repo}/resolve/main/${o.file}`)) {
       res.setHeader('content-length', String(o.body.length));
       res.setHeader('accept-ranges', 'none');

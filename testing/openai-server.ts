@@ -142,13 +142,23 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
   async function chat(rec: RecordedRequest, res: ServerResponse): Promise<void> {
     const t0 = performance.now();
     const body = rec.body as ChatBody;
-    if (!body || typeof body.model !== 'string' || !Array.isArray(body.messages)) return error(res, 400, 'model and messages are required');
-    if (body.model !== model && !adapters.has(body.model)) return error(res, 404, `The model \`${body.model}\` does not exist.`, 'NotFoundError');
+    if (!body || typeof body.model !== 'string' || !Array.isArray(body.messages))
+      return error(res, 400, 'model and messages are required');
+    if (body.model !== model && !adapters.has(body.model))
+      return error(res, 404, `The model \`${body.model}\` does not exist.`, 'NotFoundError');
     const fault = faults.shift();
     if (fault === 'hang') return;
     if (fault && 'status' in fault) {
-      res.writeHead(fault.status, { 'content-type': 'application/json', ...(fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {}) });
-      res.end(fault.body ?? JSON.stringify({ error: { message: `scripted fault ${fault.status}`, type: 'ServerError', code: fault.status } }));
+      res.writeHead(fault.status, {
+        'content-type': 'application/json',
+        ...(fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {}),
+      });
+      res.end(
+        fault.body ??
+          JSON.stringify({
+            error: { message: `scripted fault ${fault.status}`, type: 'ServerError', code: fault.status },
+          }),
+      );
       return;
     }
     const full = reply(body, rec);
@@ -160,14 +170,25 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
     }
     const text = tokens.join('');
     const id = `chatcmpl-${++created}`;
-    const promptTokens = body.messages.reduce((a, m) => a + splitTokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content)).length + 4, 0);
-    const usage = { prompt_tokens: promptTokens, completion_tokens: tokens.length, total_tokens: promptTokens + tokens.length };
+    const promptTokens = body.messages.reduce(
+      (a, m) => a + splitTokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content)).length + 4,
+      0,
+    );
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: tokens.length,
+      total_tokens: promptTokens + tokens.length,
+    };
     const lp = (t: string, i: number) => ({
       // vLLM's return_tokens_as_token_ids: the token as "token_id:<id>".
       token: body.return_tokens_as_token_ids ? `token_id:${fakeTokenId(t)}` : t,
       logprob: fakeLogprob(t, i),
       bytes: [...Buffer.from(t)],
-      top_logprobs: Array.from({ length: body.top_logprobs ?? 0 }, (_, k) => ({ token: k === 0 ? t : `${t}~${k}`, logprob: fakeLogprob(t, i) - k, bytes: null })),
+      top_logprobs: Array.from({ length: body.top_logprobs ?? 0 }, (_, k) => ({
+        token: k === 0 ? t : `${t}~${k}`,
+        logprob: fakeLogprob(t, i) - k,
+        bytes: null,
+      })),
     });
     if (fault && 'firstTokenDelayMs' in fault) await sleep(fault.firstTokenDelayMs);
 
@@ -178,7 +199,14 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: body.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish, logprobs: body.logprobs ? { content: tokens.map(lp) } : null }],
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: text },
+            finish_reason: finish,
+            logprobs: body.logprobs ? { content: tokens.map(lp) } : null,
+          },
+        ],
         usage,
       });
       options.onServed?.(body, performance.now() - t0);
@@ -186,7 +214,9 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     const send = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model, choices, ...extra })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model, choices, ...extra })}\n\n`,
+      );
     send([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
     for (let i = 0; i < tokens.length; i++) {
       if (fault && 'dropAfterTokens' in fault && i === fault.dropAfterTokens) {
@@ -197,7 +227,14 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
       }
       if (i > 0 && tokenDelayMs > 0) await sleep(tokenDelayMs);
       if (res.destroyed) return;
-      send([{ index: 0, delta: { content: tokens[i] }, logprobs: body.logprobs ? { content: [lp(tokens[i]!, i)] } : null, finish_reason: null }]);
+      send([
+        {
+          index: 0,
+          delta: { content: tokens[i] },
+          logprobs: body.logprobs ? { content: [lp(tokens[i]!, i)] } : null,
+          finish_reason: null,
+        },
+      ]);
     }
     send([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }]);
     send([], { usage });
@@ -220,7 +257,8 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
       const path = (req.url ?? '').split('?')[0]!;
       const rec: RecordedRequest = { method: req.method ?? 'GET', path, headers: req.headers, body, at: Date.now() };
       requests.push(rec);
-      if (options.apiKey && req.headers.authorization !== `Bearer ${options.apiKey}`) return error(res, 401, 'invalid API key', 'AuthenticationError');
+      if (options.apiKey && req.headers.authorization !== `Bearer ${options.apiKey}`)
+        return error(res, 401, 'invalid API key', 'AuthenticationError');
       const b = body as { lora_name?: string; lora_path?: string } | null;
       if (req.method === 'POST' && path === '/v1/chat/completions') {
         stats.active++;
@@ -234,23 +272,49 @@ export async function startOpenAiServer(options: OpenAiServerOptions = {}): Prom
         json(res, 200, {
           object: 'list',
           data: [
-            { id: model, object: 'model', created: 0, owned_by: 'sweetloop-test', root: model, parent: null, max_model_len: options.maxModelLen ?? 4096 },
-            ...[...adapters].map(([name, p]) => ({ id: name, object: 'model', created: 0, owned_by: 'sweetloop-test', root: p, parent: model })),
+            {
+              id: model,
+              object: 'model',
+              created: 0,
+              owned_by: 'sweetloop-test',
+              root: model,
+              parent: null,
+              max_model_len: options.maxModelLen ?? 4096,
+            },
+            ...[...adapters].map(([name, p]) => ({
+              id: name,
+              object: 'model',
+              created: 0,
+              owned_by: 'sweetloop-test',
+              root: p,
+              parent: model,
+            })),
           ],
         });
       } else if (req.method === 'POST' && path === '/v1/load_lora_adapter') {
-        if (!b?.lora_name || !b.lora_path) return error(res, 400, "Both 'lora_name' and 'lora_path' must be provided.", 'InvalidUserInput');
+        if (!b?.lora_name || !b.lora_path)
+          return error(res, 400, "Both 'lora_name' and 'lora_path' must be provided.", 'InvalidUserInput');
         adapterCalls.push({ op: 'load', name: b.lora_name, path: b.lora_path });
-        if (adapters.has(b.lora_name)) return error(res, 400, `The lora adapter '${b.lora_name}' has already been loaded.`, 'InvalidUserInput');
-        const refused = options.maxLoraRank === undefined ? null : readAdapter(b.lora_name, b.lora_path, options.maxLoraRank);
-        if (refused) return error(res, refused.status, refused.message, refused.status === 404 ? 'NotFoundError' : 'BadRequestError');
+        if (adapters.has(b.lora_name))
+          return error(res, 400, `The lora adapter '${b.lora_name}' has already been loaded.`, 'InvalidUserInput');
+        const refused =
+          options.maxLoraRank === undefined ? null : readAdapter(b.lora_name, b.lora_path, options.maxLoraRank);
+        if (refused)
+          return error(
+            res,
+            refused.status,
+            refused.message,
+            refused.status === 404 ? 'NotFoundError' : 'BadRequestError',
+          );
         adapters.set(b.lora_name, b.lora_path);
         res.writeHead(200, { 'content-type': 'text/plain' });
         res.end(`Success: LoRA adapter '${b.lora_name}' added successfully.`);
       } else if (req.method === 'POST' && path === '/v1/unload_lora_adapter') {
-        if (!b?.lora_name) return error(res, 400, "either 'lora_name' and 'lora_int_id' needs to be provided.", 'InvalidUserInput');
+        if (!b?.lora_name)
+          return error(res, 400, "either 'lora_name' and 'lora_int_id' needs to be provided.", 'InvalidUserInput');
         adapterCalls.push({ op: 'unload', name: b.lora_name });
-        if (!adapters.delete(b.lora_name)) return error(res, 404, `The lora adapter '${b.lora_name}' cannot be found.`, 'NotFoundError');
+        if (!adapters.delete(b.lora_name))
+          return error(res, 404, `The lora adapter '${b.lora_name}' cannot be found.`, 'NotFoundError');
         res.writeHead(200, { 'content-type': 'text/plain' });
         res.end(`Success: LoRA adapter '${b.lora_name}' removed successfully.`);
       } else {

@@ -52,7 +52,8 @@ export async function writePeftAdapter(dir: string, o: PeftAdapterOptions): Prom
     use_dora: false,
     use_rslora: false,
   };
-  if (o.without !== 'adapter_config.json') await writeFile(join(dir, 'adapter_config.json'), JSON.stringify(config, null, 2));
+  if (o.without !== 'adapter_config.json')
+    await writeFile(join(dir, 'adapter_config.json'), JSON.stringify(config, null, 2));
   const tensors = new Map<string, NamedTensor>();
   let seed = 1;
   const fill = (shape: number[]): NamedTensor => {
@@ -70,6 +71,10 @@ export async function writePeftAdapter(dir: string, o: PeftAdapterOptions): Prom
       tensors.set(`${prefix}.lora_B.weight`, fill([outF, r]));
     }
   }
-  if (o.without !== 'adapter_model.safetensors') await writeSafetensors(join(dir, 'adapter_model.safetensors'), tensors, { dtype: 'F16', metadata: { format: 'pt' } });
+  if (o.without !== 'adapter_model.safetensors')
+    await writeSafetensors(join(dir, 'adapter_model.safetensors'), tensors, {
+      dtype: 'F16',
+      metadata: { format: 'pt' },
+    });
   return dir;
 }

@@ -16,9 +16,16 @@ export interface SweetloopRun {
 }
 
 /** Runs `sweetloop ARGS` with `env` (the whole environment: default this process's) to its end. */
-export function runSweetloop(args: readonly string[], o: { env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {}): Promise<SweetloopRun> {
+export function runSweetloop(
+  args: readonly string[],
+  o: { env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {},
+): Promise<SweetloopRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SWEETLOOP_ENTRY, ...args], { env: o.env ?? process.env, cwd: o.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SWEETLOOP_ENTRY, ...args], {
+      env: o.env ?? process.env,
+      cwd: o.cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -48,7 +55,10 @@ export interface RunningSweetloop {
 export function startSweetloop(args: readonly string[], env: NodeJS.ProcessEnv): RunningSweetloop {
   const base = { ...process.env };
   delete base.DISCORD_TOKEN;
-  const child = spawn(process.execPath, [SWEETLOOP_ENTRY, ...args], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [SWEETLOOP_ENTRY, ...args], {
+    env: { ...base, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stdout.resume();
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));

@@ -80,7 +80,14 @@ export interface ForeignGguf {
  * project's own GGUF writer (trainer/serve/gguf-convert.ts) from a scratch directory that is then deleted, so
  * nothing of ours is left beside the file. `metadata` changes keys (a malformed file: drop a required one).
  */
-export async function makeForeignGguf(file: string, o: { seed?: number; maxPositionEmbeddings?: number; metadata?: { set?: [string, import('../trainer/serve/gguf.ts').GgufValue][]; drop?: string[] } } = {}): Promise<ForeignGguf> {
+export async function makeForeignGguf(
+  file: string,
+  o: {
+    seed?: number;
+    maxPositionEmbeddings?: number;
+    metadata?: { set?: [string, import('../trainer/serve/gguf.ts').GgufValue][]; drop?: string[] };
+  } = {},
+): Promise<ForeignGguf> {
   const { rm } = await import('node:fs/promises');
   const { writeCheckpointGguf } = await import('../trainer/serve/gguf-convert.ts');
   const { gguf } = await import('../trainer/serve/gguf.ts');
@@ -88,7 +95,12 @@ export async function makeForeignGguf(file: string, o: { seed?: number; maxPosit
   const scratch = await mkdtemp(join(tmpdir(), 'foreign-src-'));
   try {
     const specials = ['<s>', '<|end|>', '<|system|>', '<|user|>', '<|assistant|>'];
-    const corpus = [...tinyCorpus().map((t) => t.toUpperCase()), agentSystemPrompt('backend'), agentSystemPrompt('frontend'), agentSystemPrompt('backend', 2)];
+    const corpus = [
+      ...tinyCorpus().map((t) => t.toUpperCase()),
+      agentSystemPrompt('backend'),
+      agentSystemPrompt('frontend'),
+      agentSystemPrompt('backend', 2),
+    ];
     const tokenizerJson = trainByteLevelBpe(corpus, { vocabSize: 700, specialTokens: specials });
     const vocab = tokenizerJson.model.vocab;
     const config = llamaConfig({
@@ -119,7 +131,10 @@ export async function makeForeignGguf(file: string, o: { seed?: number; maxPosit
     });
     await writeCheckpointGguf(scratch, file, {
       dtype: 'F16',
-      metadata: { set: [['general.name', gguf.str('Foreign-Tiny-Instruct')], ...(o.metadata?.set ?? [])], drop: o.metadata?.drop ?? [] },
+      metadata: {
+        set: [['general.name', gguf.str('Foreign-Tiny-Instruct')], ...(o.metadata?.set ?? [])],
+        drop: o.metadata?.drop ?? [],
+      },
     });
     return { file, tokenizerJson: tokenizerJson as unknown as Record<string, unknown> };
   } finally {

@@ -47,7 +47,12 @@ export interface ActionPair {
  * actor's machinery. `policyLogp[i]` is the sampler's per-token log-probabilities of candidate i's tokens.
  */
 export interface CandidateRanker {
-  scoreCandidates(state: TurnState, candidates: readonly string[], policyLogp: readonly (readonly number[])[], options?: { temperature?: number; tokens?: RankingTokens; reference?: RankingReference }): Promise<number[]>;
+  scoreCandidates(
+    state: TurnState,
+    candidates: readonly string[],
+    policyLogp: readonly (readonly number[])[],
+    options?: { temperature?: number; tokens?: RankingTokens; reference?: RankingReference },
+  ): Promise<number[]>;
   dispose(): void;
 }
 
@@ -60,7 +65,12 @@ export const COLLECT_PHASE = 'collect';
  * The official script takes the first 10% of its data file; a seeded sample of the content-ordered
  * trajectories is the same thing without depending on the order rows come out of a database.
  */
-export function selectStates(trajectories: readonly Trajectory[], fraction: number, seed: number, which: TrainConfig['actorStates'] = 'every'): ActorState[] {
+export function selectStates(
+  trajectories: readonly Trajectory[],
+  fraction: number,
+  seed: number,
+  which: TrainConfig['actorStates'] = 'every',
+): ActorState[] {
   const ordered = canonicalOrder(trajectories);
   const keep = Math.min(ordered.length, Math.max(1, Math.round(ordered.length * fraction)));
   const chosen = Rng.derive(seed, 'actor-trajectories').shuffle(ordered).slice(0, keep);
@@ -81,23 +91,43 @@ export function selectStates(trajectories: readonly Trajectory[], fraction: numb
  * `policy` must still be the reference policy (collection happens before any actor update), so its
  * log-probabilities are the reference's. Seeded per state: state k gives the same pairs in any run.
  */
-export async function pairsForState(policy: LoadedModel, critic: CandidateRanker, state: ActorState, c: TrainConfig, stateSeed: number): Promise<ActionPair[]> {
+export async function pairsForState(
+  policy: LoadedModel,
+  critic: CandidateRanker,
+  state: ActorState,
+  c: TrainConfig,
+  stateSeed: number,
+): Promise<ActionPair[]> {
   const ctx = policy.model.config.maxPositionEmbeddings;
   const dialogue = policyDialogue(state.task, state.turns);
   const prompt = encodePrompt(policy, dialogue, ctx, c.maxNewTokens);
-  const results = await generate(policy.model, policy.tokenizer, Array.from({ length: c.candidates }, () => prompt), {
-    temperature: c.temperature,
-    maxTokens: c.maxNewTokens,
-    seed: stateSeed,
-  });
+  const results = await generate(
+    policy.model,
+    policy.tokenizer,
+    Array.from({ length: c.candidates }, () => prompt),
+    {
+      temperature: c.temperature,
+      maxTokens: c.maxNewTokens,
+      seed: stateSeed,
+    },
+  );
   const texts = results.map((r) => r.text);
   // The sampler's own per-token log-probabilities of every candidate: the critic's reference in the ranking, and
   // (summed) the frozen reference of the DPO pairs, since no actor update has happened yet.
   const rows = texts.map((text) => encodeAction(policy, dialogue, text, ctx));
   const ref = await completionLogprobValues(policy.model, rows, { padTokenId: policy.tokenizer.padTokenId });
-  const scores = await critic.scoreCandidates(state, texts, ref, { temperature: c.rankingTemperature, tokens: c.rankingTokens, reference: c.rankingReference });
+  const scores = await critic.scoreCandidates(state, texts, ref, {
+    temperature: c.rankingTemperature,
+    tokens: c.rankingTokens,
+    reference: c.rankingReference,
+  });
   const rng = Rng.derive(stateSeed, 'pairs');
-  const picked = topBottomPairs(texts.map((_, i) => i), (i) => scores[i]!, c.pairsPerState, () => rng.next());
+  const picked = topBottomPairs(
+    texts.map((_, i) => i),
+    (i) => scores[i]!,
+    c.pairsPerState,
+    () => rng.next(),
+  );
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   return picked.map((p) => ({
     sessionId: state.sessionId,
@@ -128,8 +158,14 @@ export const criticGap = (p: ActionPair): number => p.chosenScore - p.rejectedSc
 export const ACTOR_PHASE = 'actor';
 
 /** DPO (+ NLL, + the rehearsal `anchor` when given) of the policy on the actor's pairs: actorEpochs passes, batchSize pairs an update. */
-export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c: TrainConfig, anchor?: PhaseAnchor): Phase {
-  if (pairs.length === 0) throw new Error(`${ACTOR_PHASE}: no candidate pairs (the critic scored every candidate of every state alike)`);
+export function actorPhase(
+  policy: LoadedModel,
+  pairs: readonly ActionPair[],
+  c: TrainConfig,
+  anchor?: PhaseAnchor,
+): Phase {
+  if (pairs.length === 0)
+    throw new Error(`${ACTOR_PHASE}: no candidate pairs (the critic scored every candidate of every state alike)`);
   const pad = policy.tokenizer.padTokenId;
   return minibatchPhase({
     name: ACTOR_PHASE,
@@ -140,11 +176,17 @@ export function actorPhase(policy: LoadedModel, pairs: readonly ActionPair[], c:
     peakLr: c.lr,
     config: c,
     anchor,
-    shape: (p) => ({ rows: 2, tokens: Math.max(p.chosenPrompt.length + p.chosen.length, p.rejectedPrompt.length + p.rejected.length) }),
+    shape: (p) => ({
+      rows: 2,
+      tokens: Math.max(p.chosenPrompt.length + p.chosen.length, p.rejectedPrompt.length + p.rejected.length),
+    }),
     microStep: (micro) => {
       const lp = completionLogprobs(
         policy.model,
-        [...micro.map((p) => ({ prompt: p.chosenPrompt, completion: p.chosen })), ...micro.map((p) => ({ prompt: p.rejectedPrompt, completion: p.rejected }))],
+        [
+          ...micro.map((p) => ({ prompt: p.chosenPrompt, completion: p.chosen })),
+          ...micro.map((p) => ({ prompt: p.rejectedPrompt, completion: p.rejected })),
+        ],
         { padTokenId: pad },
       );
       const n = micro.length;

@@ -21,8 +21,14 @@ import type { DataSource } from '../prisma/data-source.ts';
 import { runService, type ServiceStatus } from './service.ts';
 
 /** The run's data filter: the command's options over the configured defaults, seeded by SEED. */
-export function dataFilterFor(s: Pick<TrainerSettings, 'trainingData' | 'seed'>, o: Partial<TrainingDataSettings> = {}): DataFilter {
-  const d = { ...s.trainingData, ...Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) } as TrainingDataSettings;
+export function dataFilterFor(
+  s: Pick<TrainerSettings, 'trainingData' | 'seed'>,
+  o: Partial<TrainingDataSettings> = {},
+): DataFilter {
+  const d = {
+    ...s.trainingData,
+    ...Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)),
+  } as TrainingDataSettings;
   // A weight configured for `both` means nothing to a run on one source; the command asked for that source.
   const simulatedWeight = d.source === 'both' ? d.simulatedWeight : 1;
   return {
@@ -39,7 +45,11 @@ function versionContext(db: Database, s: TrainerSettings): VersionContext {
   return { prisma: db.prisma, checkpointRoot: s.checkpointRoot, seed: s.seed, log: (l) => console.error(l) };
 }
 
-export async function simulateCommand(db: Database, s: TrainerSettings, o: { policy: string; tasks: TaskSplit; episodes: number; kind: TaskKind; seed?: number }): Promise<void> {
+export async function simulateCommand(
+  db: Database,
+  s: TrainerSettings,
+  o: { policy: string; tasks: TaskSplit; episodes: number; kind: TaskKind; seed?: number },
+): Promise<void> {
   const version = await resolveVersion(versionContext(db, s), o.policy);
   const sc = await scorer(s);
   try {
@@ -54,7 +64,9 @@ export async function simulateCommand(db: Database, s: TrainerSettings, o: { pol
     });
     const ok = games.filter((g) => g.evaluation.success).length;
     const mean = games.reduce((a, g) => a + g.evaluation.score, 0) / games.length;
-    console.log(`stored ${games.length} simulated ${o.kind} sessions of ${version.name} on ${o.tasks} tasks: mean score ${(mean * 100).toFixed(1)}%, ${ok} successes`);
+    console.log(
+      `stored ${games.length} simulated ${o.kind} sessions of ${version.name} on ${o.tasks} tasks: mean score ${(mean * 100).toFixed(1)}%, ${ok} successes`,
+    );
   } finally {
     await sc.close();
   }
@@ -73,13 +85,22 @@ export interface EvalCommandOptions {
 }
 
 export async function evaluateCommand(db: Database, s: TrainerSettings, o: EvalCommandOptions): Promise<void> {
-  if (o.compare && (o.policy || o.against)) throw new Error('evaluate: give either --compare A B or --policy (with --against), not both');
-  if (o.compare && o.compare.length !== 2) throw new Error(`evaluate --compare needs exactly two versions, got ${o.compare.length}`);
+  if (o.compare && (o.policy || o.against))
+    throw new Error('evaluate: give either --compare A B or --policy (with --against), not both');
+  if (o.compare && o.compare.length !== 2)
+    throw new Error(`evaluate --compare needs exactly two versions, got ${o.compare.length}`);
   if (!o.compare && !o.policy) throw new Error('evaluate: give --policy <version> or --compare <A> <B>');
   const ctx = versionContext(db, s);
   const sc = await scorer(s);
   try {
-    const options = { kind: o.kind, split: o.tasks, episodes: o.episodes, seed: o.seed ?? s.seed, store: false, collaborator: await collaboratorFactory(s) };
+    const options = {
+      kind: o.kind,
+      split: o.tasks,
+      episodes: o.episodes,
+      seed: o.seed ?? s.seed,
+      store: false,
+      collaborator: await collaboratorFactory(s),
+    };
     if (o.compare) {
       const [a, b] = [await resolveVersion(ctx, o.compare[0]!), await resolveVersion(ctx, o.compare[1]!)];
       const c = await compareVersions(db.prisma, a, b, sc, options);
@@ -126,7 +147,10 @@ export interface TrainCommandOptions {
 }
 
 /** The preset with the command's overrides (rates, epochs, steps, seed; LoRA comes from the training source). */
-export function trainOverrides(s: Pick<TrainerSettings, 'seed'>, o: Pick<TrainCommandOptions, 'maxSteps' | 'lr' | 'criticLr' | 'epochs' | 'criticEpochs'>): Partial<TrainConfig> {
+export function trainOverrides(
+  s: Pick<TrainerSettings, 'seed'>,
+  o: Pick<TrainCommandOptions, 'maxSteps' | 'lr' | 'criticLr' | 'epochs' | 'criticEpochs'>,
+): Partial<TrainConfig> {
   return {
     seed: s.seed,
     ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
@@ -143,9 +167,21 @@ function presetOf(name: string): PresetName {
 }
 
 /** Creates a run from a decided training source (trainer/training-source.ts). */
-async function createRunFrom(db: Database, s: TrainerSettings, o: TrainCommandOptions, src: Extract<TrainingSource, { ok: true }>, log: (l: string) => void): Promise<string> {
+async function createRunFrom(
+  db: Database,
+  s: TrainerSettings,
+  o: TrainCommandOptions,
+  src: Extract<TrainingSource, { ok: true }>,
+  log: (l: string) => void,
+): Promise<string> {
   const preset = presetOf(o.preset);
-  const data = dataFilterFor(s, { ...(o.data ? { source: o.data } : {}), simulatedWeight: o.simulatedWeight, minQuality: o.minQuality, minRating: o.minRating, study: o.study } as Partial<TrainingDataSettings>);
+  const data = dataFilterFor(s, {
+    ...(o.data ? { source: o.data } : {}),
+    simulatedWeight: o.simulatedWeight,
+    minQuality: o.minQuality,
+    minRating: o.minRating,
+    study: o.study,
+  } as Partial<TrainingDataSettings>);
   let servedBy: RunConfig['servedBy'];
   if (src.endpointVersionId) {
     const endpoint = await db.prisma.policyVersion.findUniqueOrThrow({ where: { id: src.endpointVersionId } });
@@ -166,29 +202,53 @@ async function createRunFrom(db: Database, s: TrainerSettings, o: TrainCommandOp
     preferences: o.preferences ?? s.usePreferences,
   };
   const run = await createRun({ prisma: db.prisma, checkpointRoot: s.checkpointRoot, log }, cfg);
-  log(`training run ${run.id} (${o.algo}, preset ${preset}) ${src.summary}; resume it after an interruption with: sweetloop train --resume ${run.id}`);
+  log(
+    `training run ${run.id} (${o.algo}, preset ${preset}) ${src.summary}; resume it after an interruption with: sweetloop train --resume ${run.id}`,
+  );
   return run.id;
 }
 
 export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCommandOptions): Promise<PolicyVersion> {
-  const ctx = { prisma: db.prisma, checkpointRoot: s.checkpointRoot, progress: s.progress, log: (l: string) => console.error(l) };
+  const ctx = {
+    prisma: db.prisma,
+    checkpointRoot: s.checkpointRoot,
+    progress: s.progress,
+    log: (l: string) => console.error(l),
+  };
   let runId = o.resume;
   if (!runId) {
     const lora = loraRequest(PRESETS[presetOf(o.preset)].lora, o);
     const from = await resolveVersion(versionContext(db, s), o.from);
     // A person named the version: one trained on erased data is refused (naming a clean ancestor), not replaced.
-    const src = await trainingSource(db.prisma, from, { onErased: 'refuse', lora: lora.spec, loraExplicit: lora.explicit, defaultMaxLoraRank: s.maxLoraRank });
+    const src = await trainingSource(db.prisma, from, {
+      onErased: 'refuse',
+      lora: lora.spec,
+      loraExplicit: lora.explicit,
+      defaultMaxLoraRank: s.maxLoraRank,
+    });
     if (!src.ok) throw new Error(src.reason);
     runId = await createRunFrom(db, s, o, src, (l) => console.error(l));
   }
   const version = await executeRun(ctx, runId);
-  console.log(`candidate policy version ${version.name} (sha256 ${version.checkpointSha256}) at ${version.checkpointPath}`);
+  console.log(
+    `candidate policy version ${version.name} (sha256 ${version.checkpointSha256}) at ${version.checkpointPath}`,
+  );
   if (o.promote) await gate(db, s, version.name, o.kind, o.evalEpisodes);
   return version;
 }
 
-async function gate(db: Database, s: TrainerSettings, candidate: string, kind: TaskKind, episodes?: number): Promise<void> {
-  const { games, plan } = gamesPlan(await deployedPolicy(db.prisma), { effect: s.promotionEffect, alpha: s.promotionAlpha, power: s.promotionPower }, episodes);
+async function gate(
+  db: Database,
+  s: TrainerSettings,
+  candidate: string,
+  kind: TaskKind,
+  episodes?: number,
+): Promise<void> {
+  const { games, plan } = gamesPlan(
+    await deployedPolicy(db.prisma),
+    { effect: s.promotionEffect, alpha: s.promotionAlpha, power: s.promotionPower },
+    episodes,
+  );
   const power = pairedSuccessPower({ games, delta: plan.delta, discordance: plan.discordance, alpha: plan.alpha });
   console.error(
     `promotion gate: ${games} games a version${episodes === undefined ? ' (chosen by the power analysis)' : ' (--eval-episodes)'}; ` +
@@ -204,7 +264,17 @@ async function gate(db: Database, s: TrainerSettings, candidate: string, kind: T
       plan,
       seed: s.seed,
       ...(s.promotionHumanAbShare > 0 ? { humanAb: { share: s.promotionHumanAbShare / 100 } } : {}),
-      play: async (v) => outcomes(await simulate(db.prisma, v, sc, { kind, split: 'test', episodes: games, seed: s.seed, store: false, collaborator })),
+      play: async (v) =>
+        outcomes(
+          await simulate(db.prisma, v, sc, {
+            kind,
+            split: 'test',
+            episodes: games,
+            seed: s.seed,
+            store: false,
+            collaborator,
+          }),
+        ),
     });
     console.log(formatGateEvidence(r.evidence));
   } finally {
@@ -230,7 +300,12 @@ export interface ServiceCommandOptions {
  * by an endpoint, `loraPreset` with a fresh adapter of TRAINER_LORA_RANK (alpha 2 x rank) or the deployed adapter
  * continued; from a version trained on erased data, its nearest clean ancestor (trainer/training-source.ts).
  */
-export async function serviceCommand(db: Database, s: TrainerSettings, o: ServiceCommandOptions, run: { status?: ServiceStatus; signal?: AbortSignal } = {}): Promise<void> {
+export async function serviceCommand(
+  db: Database,
+  s: TrainerSettings,
+  o: ServiceCommandOptions,
+  run: { status?: ServiceStatus; signal?: AbortSignal } = {},
+): Promise<void> {
   let signal = run.signal;
   if (!signal) {
     const controller = new AbortController();
@@ -241,11 +316,21 @@ export async function serviceCommand(db: Database, s: TrainerSettings, o: Servic
   const preset = presetOf(o.preset);
   const loraPreset = presetOf(o.loraPreset ?? 'paper-lora');
   const presetLora = PRESETS[loraPreset].lora;
-  const servedLora = { rank: s.loraRank, alpha: 2 * s.loraRank, targetModules: [...(presetLora?.targetModules ?? DEFAULT_LORA_TARGETS)] };
+  const servedLora = {
+    rank: s.loraRank,
+    alpha: 2 * s.loraRank,
+    targetModules: [...(presetLora?.targetModules ?? DEFAULT_LORA_TARGETS)],
+  };
   const data = dataFilterFor(s);
   // A misnamed or evaluation study stops the service at its start rather than at every poll.
   const study = data.study !== undefined ? await trainingStudy(db.prisma, data.study, o.kind) : null;
-  const runOptions = (p: string): TrainCommandOptions => ({ algo: o.algo, from: 'deployed', preset: p, kind: o.kind, ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}) });
+  const runOptions = (p: string): TrainCommandOptions => ({
+    algo: o.algo,
+    from: 'deployed',
+    preset: p,
+    kind: o.kind,
+    ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
+  });
   await runService({
     db,
     minNewSessions: s.minNewSessions,
@@ -269,11 +354,22 @@ export async function serviceCommand(db: Database, s: TrainerSettings, o: Servic
     plan: async () => {
       const deployed = await deployedPolicy(db.prisma);
       // Served by an endpoint (the deployed version, or its clean ancestor): LoRA on its base, preset loraPreset.
-      const served = await trainingSource(db.prisma, deployed, { onErased: 'ancestor', lora: servedLora, loraExplicit: false, defaultMaxLoraRank: s.maxLoraRank });
+      const served = await trainingSource(db.prisma, deployed, {
+        onErased: 'ancestor',
+        lora: servedLora,
+        loraExplicit: false,
+        defaultMaxLoraRank: s.maxLoraRank,
+      });
       if (!served.ok) return served;
-      if (served.endpointVersionId) return { ...served, summary: `${served.summary}, preset ${loraPreset}`, preset: loraPreset as string };
+      if (served.endpointVersionId)
+        return { ...served, summary: `${served.summary}, preset ${loraPreset}`, preset: loraPreset as string };
       // An own checkpoint: the preset's own settings.
-      const own = await trainingSource(db.prisma, deployed, { onErased: 'ancestor', lora: PRESETS[preset].lora ?? null, loraExplicit: false, defaultMaxLoraRank: s.maxLoraRank });
+      const own = await trainingSource(db.prisma, deployed, {
+        onErased: 'ancestor',
+        lora: PRESETS[preset].lora ?? null,
+        loraExplicit: false,
+        defaultMaxLoraRank: s.maxLoraRank,
+      });
       return own.ok ? { ...own, summary: `${own.summary}, preset ${preset}`, preset: preset as string } : own;
     },
     cycle: async (plan) => {

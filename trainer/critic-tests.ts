@@ -29,8 +29,12 @@ export interface CriticTestsCheck {
 }
 
 /** The check over sessions (task, test score) and the critic's score of each, index for index. */
-export function criticAgainstTests(sessions: readonly { taskId: string; score: number }[], criticScores: readonly number[]): CriticTestsCheck {
-  if (sessions.length !== criticScores.length) throw new RangeError(`criticAgainstTests: ${sessions.length} sessions but ${criticScores.length} critic scores`);
+export function criticAgainstTests(
+  sessions: readonly { taskId: string; score: number }[],
+  criticScores: readonly number[],
+): CriticTestsCheck {
+  if (sessions.length !== criticScores.length)
+    throw new RangeError(`criticAgainstTests: ${sessions.length} sessions but ${criticScores.length} critic scores`);
   const byTask = new Map<string, number[]>();
   sessions.forEach((s, i) => byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), i]));
   let pairs = 0;
@@ -54,7 +58,10 @@ export function criticAgainstTests(sessions: readonly { taskId: string; score: n
     }
     if (counted) tasks++;
   }
-  const rho = spearman(criticScores, sessions.map((s) => s.score));
+  const rho = spearman(
+    criticScores,
+    sessions.map((s) => s.score),
+  );
   const finite = (x: number) => (Number.isFinite(x) ? x : null);
   return {
     sessions: sessions.length,

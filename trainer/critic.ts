@@ -73,7 +73,11 @@ export class Critic {
    * gets new adapters over the frozen `initialDir`. A full checkpoint in `currentDir` (a run begun before
    * critics trained adapters) resumes as full fine-tuning.
    */
-  static async load(initialDir: string, currentDir: string = initialDir, opts: { lora?: CriticLora | null } = {}): Promise<Critic> {
+  static async load(
+    initialDir: string,
+    currentDir: string = initialDir,
+    opts: { lora?: CriticLora | null } = {},
+  ): Promise<Critic> {
     const id = instances++;
     const name = `critic-${id}`;
     if (currentDir !== initialDir && existsSync(join(currentDir, ADAPTER_CONFIG))) {
@@ -84,7 +88,14 @@ export class Critic {
     if (opts.lora && currentDir === initialDir) {
       const m = await loadModel(initialDir, name, false);
       const lora = opts.lora;
-      await adopt(m, async () => addLora(m.model, { rank: lora.rank, alpha: lora.alpha, ...(lora.targetModules ? { targetModules: lora.targetModules } : {}), seed: lora.seed ?? 0 }));
+      await adopt(m, async () =>
+        addLora(m.model, {
+          rank: lora.rank,
+          alpha: lora.alpha,
+          ...(lora.targetModules ? { targetModules: lora.targetModules } : {}),
+          seed: lora.seed ?? 0,
+        }),
+      );
       return new Critic(m, initialDir, id);
     }
     return new Critic(await loadModel(currentDir, name, true), initialDir, id);
@@ -113,7 +124,9 @@ export class Critic {
    */
   async prepare(data: readonly Trajectory[], truncation: 'left' | 'right' = 'left'): Promise<CriticExample[]> {
     const trajectories = canonicalOrder(data);
-    const seqs = trajectories.map((t) => encodeDialogue(this.current, criticDialogue(t.task, t.turns), this.ctx, truncation));
+    const seqs = trajectories.map((t) =>
+      encodeDialogue(this.current, criticDialogue(t.task, t.turns), this.ctx, truncation),
+    );
     const ref = await this.referenceTurnLogprobs(seqs);
     return trajectories.map((t, i) => ({ sessionId: t.sessionId, seq: seqs[i]!, refTurnLogp: ref[i]! }));
   }
@@ -135,16 +148,30 @@ export class Critic {
    * sees which questions the critic credited.
    */
   async turnAdvantages(examples: readonly CriticExample[]): Promise<{ sessionId: string; advantages: number[] }[]> {
-    const cur = await turnLogprobValues(this.current.model, examples.map((e) => e.seq), this.pad);
-    return examples.map((e, i) => ({ sessionId: e.sessionId, advantages: cur[i]!.map((lp, k) => meanLogRatio(lp, e.refTurnLogp[k]!)) }));
+    const cur = await turnLogprobValues(
+      this.current.model,
+      examples.map((e) => e.seq),
+      this.pad,
+    );
+    return examples.map((e, i) => ({
+      sessionId: e.sessionId,
+      advantages: cur[i]!.map((lp, k) => meanLogRatio(lp, e.refTurnLogp[k]!)),
+    }));
   }
 
   /** [B] score of each example: mean log-ratio over all its agent tokens (differentiable in the critic's weights). */
   scores(examples: readonly CriticExample[]): tf.Tensor1D {
     return tf.tidy(() => {
-      const lp = turnLogprobs(this.current.model, examples.map((e) => e.seq), this.pad);
+      const lp = turnLogprobs(
+        this.current.model,
+        examples.map((e) => e.seq),
+        this.pad,
+      );
       if (lp.owner.length === 0) return tf.zeros([examples.length]) as tf.Tensor1D;
-      const ref = padTurns(examples.flatMap((e) => e.refTurnLogp), lp.logp.shape[1]);
+      const ref = padTurns(
+        examples.flatMap((e) => e.refTurnLogp),
+        lp.logp.shape[1],
+      );
       return trajectoryAdvantages(lp.logp, ref, lp.mask, tf.tensor1d(lp.owner, 'int32'), examples.length);
     });
   }
@@ -155,7 +182,10 @@ export class Critic {
       const s = this.scores([...pairs.map((p) => p.chosen), ...pairs.map((p) => p.rejected)]);
       const chosen = s.slice(0, pairs.length);
       const rejected = s.slice(pairs.length, pairs.length);
-      return { loss: bradleyTerryLoss(chosen, rejected, beta), correct: tf.sum(tf.cast(tf.greater(chosen, rejected), 'float32')) as tf.Scalar };
+      return {
+        loss: bradleyTerryLoss(chosen, rejected, beta),
+        correct: tf.sum(tf.cast(tf.greater(chosen, rejected), 'float32')) as tf.Scalar,
+      };
     });
   }
 
@@ -182,32 +212,50 @@ export class Critic {
     policyLogp: readonly (readonly number[])[],
     options: { temperature?: number; tokens?: RankingTokens; batchSize?: number; reference?: RankingReference } = {},
   ): Promise<number[]> {
-    if (policyLogp.length !== candidates.length) throw new Error(`scoreCandidates: ${candidates.length} candidates but ${policyLogp.length} reference rows`);
+    if (policyLogp.length !== candidates.length)
+      throw new Error(`scoreCandidates: ${candidates.length} candidates but ${policyLogp.length} reference rows`);
     const prompt = criticDialogue(state.task, state.turns);
     const tok = this.current.tokenizer;
     const chat = this.current.chat;
     // How many tokens the assistant header (the generation prompt) and the end-of-turn marker take.
-    const header = Math.max(0, tok.encode(chat.format(prompt, { addGenerationPrompt: true })).length - tok.encode(chat.format(prompt)).length);
+    const header = Math.max(
+      0,
+      tok.encode(chat.format(prompt, { addGenerationPrompt: true })).length - tok.encode(chat.format(prompt)).length,
+    );
     const rows = candidates.map((c) => {
       const row = encodeAction(this.current, prompt, c, this.ctx);
       const end = Math.max(0, row.completion.length - tok.encode(c).length);
       return rankingRow(row, header, end, options.tokens ?? 'turn');
     });
-    const cur = await completionLogprobValues(this.current.model, rows, { padTokenId: this.pad, batchSize: options.batchSize ?? 8, temperature: options.temperature });
+    const cur = await completionLogprobValues(this.current.model, rows, {
+      padTokenId: this.pad,
+      batchSize: options.batchSize ?? 8,
+      temperature: options.temperature,
+    });
     if (options.reference === 'initial') {
       // Against the frozen initial critic on the same rows: the advantage its training fitted (mean log-ratio).
-      const ref = await this.initialLogprobs(rows, { batchSize: options.batchSize ?? 8, temperature: options.temperature });
+      const ref = await this.initialLogprobs(rows, {
+        batchSize: options.batchSize ?? 8,
+        temperature: options.temperature,
+      });
       return rows.map((_, i) => meanLogRatio(cur[i]!, ref[i]!));
     }
     // 'official': the two means cover different tokens (header + message against message + end), as there.
     const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
-    return rows.map((_, i) => ((options.tokens ?? 'turn') === 'turn' ? meanLogRatio(cur[i]!, policyLogp[i]!) : mean(cur[i]!) - mean(policyLogp[i]!)));
+    return rows.map((_, i) =>
+      (options.tokens ?? 'turn') === 'turn'
+        ? meanLogRatio(cur[i]!, policyLogp[i]!)
+        : mean(cur[i]!) - mean(policyLogp[i]!),
+    );
   }
 
   /** The frozen initial critic, loaded once when ranking asks for it (the base alone for a LoRA critic). */
   private initial?: LoadedModel;
 
-  private async initialLogprobs(rows: readonly { prompt: number[]; completion: number[] }[], o: { batchSize: number; temperature?: number }): Promise<number[][]> {
+  private async initialLogprobs(
+    rows: readonly { prompt: number[]; completion: number[] }[],
+    o: { batchSize: number; temperature?: number },
+  ): Promise<number[][]> {
     const score = (m: Decoder) => completionLogprobValues(m, rows, { padTokenId: this.pad, ...o });
     if (this.lora) return withoutLora(this.current.model, () => score(this.current.model));
     this.initial ??= await loadModel(this.initialDir, `critic-initial-${this.id}-${instances++}`, false);
@@ -228,12 +276,20 @@ export type RankingReference = 'sampler' | 'initial';
  * (message and end-of-turn marker), the same tokens as the sampler's mean. 'official': as rank_best_of_n.py, the
  * `header` tokens that open the assistant turn (the end of the prompt) and the message, without the `end` marker.
  */
-export function rankingRow(row: { prompt: number[]; completion: number[] }, header: number, end: number, tokens: RankingTokens): { prompt: number[]; completion: number[] } {
+export function rankingRow(
+  row: { prompt: number[]; completion: number[] },
+  header: number,
+  end: number,
+  tokens: RankingTokens,
+): { prompt: number[]; completion: number[] } {
   if (tokens === 'turn') return row;
   const h = Math.min(header, row.prompt.length - 1);
   return {
     prompt: row.prompt.slice(0, row.prompt.length - h),
-    completion: [...row.prompt.slice(row.prompt.length - h), ...row.completion.slice(0, Math.max(0, row.completion.length - end))],
+    completion: [
+      ...row.prompt.slice(row.prompt.length - h),
+      ...row.completion.slice(0, Math.max(0, row.completion.length - end)),
+    ],
   };
 }
 
@@ -264,14 +320,26 @@ export interface PeoplePair {
  * `maxPairsPerTask` of them per task (as for the rewards' pairs), in content order, so no database order or id
  * decides which batch a pair lands in.
  */
-export function criticPairs(trajectories: readonly Trajectory[], examples: readonly CriticExample[], maxPairsPerTask: number | null, people: readonly PeoplePair[] = []): CriticPair[] {
+export function criticPairs(
+  trajectories: readonly Trajectory[],
+  examples: readonly CriticExample[],
+  maxPairsPerTask: number | null,
+  people: readonly PeoplePair[] = [],
+): CriticPair[] {
   const byId = new Map(examples.map((e) => [e.sessionId, e]));
   const scored = scoredTrajectories(trajectories);
-  const fromRewards: CriticPair[] = rewardPairs(scored, maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)!, from: 'rewards' }));
+  const fromRewards: CriticPair[] = rewardPairs(scored, maxPairsPerTask).map((p) => ({
+    chosen: byId.get(p.chosen.id)!,
+    rejected: byId.get(p.rejected.id)!,
+    from: 'rewards',
+  }));
   const keyed = new Map(scored.map((x) => [x.id, x]));
   const judged = people
     .map((p) => ({ c: keyed.get(p.chosen), r: keyed.get(p.rejected) }))
-    .filter((p): p is { c: Scored; r: Scored } => !!p.c && !!p.r && p.c.groupId === p.r.groupId && byId.has(p.c.id) && byId.has(p.r.id))
+    .filter(
+      (p): p is { c: Scored; r: Scored } =>
+        !!p.c && !!p.r && p.c.groupId === p.r.groupId && byId.has(p.c.id) && byId.has(p.r.id),
+    )
     .map((p) => ({ ...p, order: `${p.c.groupId}:${p.c.key}:${p.r.key}:${p.c.id}:${p.r.id}` }))
     .sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
   const perTask = new Map<string, number>();
@@ -290,7 +358,8 @@ export const CRITIC_PHASE = 'critic';
 
 /** Bradley-Terry training of the critic over trajectory pairs: criticEpochs passes, batchSize pairs an update. */
 export function criticPhase(critic: Critic, pairs: readonly Pair<CriticExample>[], c: TrainConfig): Phase {
-  if (pairs.length === 0) throw new Error(`${CRITIC_PHASE}: no trajectory pairs (every task needs sessions with different rewards)`);
+  if (pairs.length === 0)
+    throw new Error(`${CRITIC_PHASE}: no trajectory pairs (every task needs sessions with different rewards)`);
   return minibatchPhase({
     name: CRITIC_PHASE,
     model: critic.model,

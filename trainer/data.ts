@@ -10,11 +10,22 @@ import type { TaskKind, TaskSplit } from '../tasks/model.ts';
 import { sessionReward } from '../prisma/session-store.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { refreshQuality } from '../prisma/quality-store.ts';
-import { describeFlagExclusions, flagExclusions, openFlagsAmong, type FlagExclusions } from '../prisma/moderation-store.ts';
+import {
+  describeFlagExclusions,
+  flagExclusions,
+  openFlagsAmong,
+  type FlagExclusions,
+} from '../prisma/moderation-store.ts';
 import { Rng } from '../tasks/random.ts';
 import { DATA_SOURCES, type DataSource } from '../prisma/data-source.ts';
 import { findStudy } from '../prisma/study-store.ts';
-import { dialogueTurnWhere, humanSessionWhere, isSimulatedSession, simulatedSessionWhere, trainingParticipantWhere } from '../prisma/cohorts.ts';
+import {
+  dialogueTurnWhere,
+  humanSessionWhere,
+  isSimulatedSession,
+  simulatedSessionWhere,
+  trainingParticipantWhere,
+} from '../prisma/cohorts.ts';
 
 export type { Trajectory } from './pairs.ts';
 
@@ -77,7 +88,13 @@ export function usableSessions(q: Omit<TrajectoryQuery, 'ratingWeight'>): Prisma
   ];
   if (q.source === 'human') and.push(humanSessionWhere);
   if (q.source === 'simulated') and.push(simulatedSessionWhere);
-  if (q.minQuality !== undefined) and.push({ OR: [simulatedSessionWhere, { AND: [humanSessionWhere, { participant: { quality: { is: { score: { gte: q.minQuality } } } } }] }] });
+  if (q.minQuality !== undefined)
+    and.push({
+      OR: [
+        simulatedSessionWhere,
+        { AND: [humanSessionWhere, { participant: { quality: { is: { score: { gte: q.minQuality } } } } }] },
+      ],
+    });
   if (q.minRating !== undefined) and.push({ OR: [simulatedSessionWhere, { ratings: { some: {} } }] });
   const where: Prisma.SessionWhereInput = { AND: and };
   if (q.kind || q.split) where.task = { ...(q.kind ? { kind: q.kind } : {}), ...(q.split ? { split: q.split } : {}) };
@@ -103,7 +120,8 @@ export async function loadTrajectories(prisma: PrismaClient, q: TrajectoryQuery)
   for (const s of sessions) {
     const evaluation = s.evaluation!;
     const rating = s.ratings.length ? s.ratings.reduce((a, r) => a + r.value, 0) / s.ratings.length : null;
-    if (q.minRating !== undefined && !isSimulatedSession(s, s.participant) && (rating === null || rating < q.minRating)) continue;
+    if (q.minRating !== undefined && !isSimulatedSession(s, s.participant) && (rating === null || rating < q.minRating))
+      continue;
     out.push({
       sessionId: s.id,
       taskId: s.taskId,
@@ -131,11 +149,16 @@ export class DataSelectionError extends Error {
 
 /** Rejects a malformed filter before anything is read. */
 export function validateDataFilter(f: DataFilter): void {
-  if (!DATA_SOURCES.includes(f.source)) throw new DataSelectionError(`--data must be one of ${DATA_SOURCES.join(', ')}, got ${JSON.stringify(f.source)}`);
-  if (!(f.simulatedWeight > 0 && f.simulatedWeight <= 1)) throw new DataSelectionError(`--simulated-weight must be in (0, 1], got ${f.simulatedWeight}`);
-  if (f.simulatedWeight < 1 && f.source !== 'both') throw new DataSelectionError('--simulated-weight applies only with --data both');
-  if (f.minQuality !== undefined && !(f.minQuality >= 0 && f.minQuality <= 1)) throw new DataSelectionError(`--min-quality must be in [0, 1], got ${f.minQuality}`);
-  if (f.minRating !== undefined && !(f.minRating >= 1 && f.minRating <= 5)) throw new DataSelectionError(`--min-rating must be from 1 to 5, got ${f.minRating}`);
+  if (!DATA_SOURCES.includes(f.source))
+    throw new DataSelectionError(`--data must be one of ${DATA_SOURCES.join(', ')}, got ${JSON.stringify(f.source)}`);
+  if (!(f.simulatedWeight > 0 && f.simulatedWeight <= 1))
+    throw new DataSelectionError(`--simulated-weight must be in (0, 1], got ${f.simulatedWeight}`);
+  if (f.simulatedWeight < 1 && f.source !== 'both')
+    throw new DataSelectionError('--simulated-weight applies only with --data both');
+  if (f.minQuality !== undefined && !(f.minQuality >= 0 && f.minQuality <= 1))
+    throw new DataSelectionError(`--min-quality must be in [0, 1], got ${f.minQuality}`);
+  if (f.minRating !== undefined && !(f.minRating >= 1 && f.minRating <= 5))
+    throw new DataSelectionError(`--min-rating must be from 1 to 5, got ${f.minRating}`);
   if ((f.minQuality !== undefined || f.minRating !== undefined) && f.source === 'simulated') {
     throw new DataSelectionError('--min-quality and --min-rating judge people: they do not apply to --data simulated');
   }
@@ -148,14 +171,26 @@ export function validateDataFilter(f: DataFilter): void {
  * is an evaluation study (split test: its sessions measure policies and are never training data), or when its
  * tasks are of another kind than the run's.
  */
-export async function trainingStudy(prisma: PrismaClient, name: string, kind: TaskKind): Promise<{ id: string; name: string }> {
+export async function trainingStudy(
+  prisma: PrismaClient,
+  name: string,
+  kind: TaskKind,
+): Promise<{ id: string; name: string }> {
   const s = await findStudy(prisma, name);
   if (!s) {
-    const known = (await prisma.study.findMany({ select: { name: true }, orderBy: { createdAt: 'asc' }, take: 20 })).map((x) => x.name);
-    throw new DataSelectionError(`--study: no study named "${name}"${known.length ? ` (known: ${known.join(', ')})` : ''}`);
+    const known = (
+      await prisma.study.findMany({ select: { name: true }, orderBy: { createdAt: 'asc' }, take: 20 })
+    ).map((x) => x.name);
+    throw new DataSelectionError(
+      `--study: no study named "${name}"${known.length ? ` (known: ${known.join(', ')})` : ''}`,
+    );
   }
-  if (s.split === 'test') throw new DataSelectionError(`--study: "${name}" is an evaluation study (split test): its sessions measure policies and are never trained on`);
-  if (s.kind && s.kind !== kind) throw new DataSelectionError(`--study: "${name}" has only ${s.kind} tasks; train it with --kind ${s.kind}`);
+  if (s.split === 'test')
+    throw new DataSelectionError(
+      `--study: "${name}" is an evaluation study (split test): its sessions measure policies and are never trained on`,
+    );
+  if (s.kind && s.kind !== kind)
+    throw new DataSelectionError(`--study: "${name}" has only ${s.kind} tasks; train it with --kind ${s.kind}`);
   return { id: s.id, name: s.name };
 }
 
@@ -176,7 +211,10 @@ export interface TrainingSelection {
 }
 
 function describeFilter(f: DataFilter): string {
-  const parts = [f.minQuality !== undefined ? `quality >= ${f.minQuality}` : '', f.minRating !== undefined ? `rating >= ${f.minRating}` : ''].filter(Boolean);
+  const parts = [
+    f.minQuality !== undefined ? `quality >= ${f.minQuality}` : '',
+    f.minRating !== undefined ? `rating >= ${f.minRating}` : '',
+  ].filter(Boolean);
   return `${f.study !== undefined ? ` in study "${f.study}"` : ''}${parts.length ? ` with ${parts.join(' and ')}` : ''}`;
 }
 
@@ -204,9 +242,15 @@ export async function selectTrainingData(
   };
   const loaded = await loadTrajectories(prisma, query);
   const flagged = flagExclusions(await openFlagsAmong(prisma, usableSessions({ ...query, includeFlagged: true })));
-  const trajectories = loaded.filter((t) => !t.simulated || keepsSimulated(trajectoryKey(t), f.simulatedWeight, f.seed));
+  const trajectories = loaded.filter(
+    (t) => !t.simulated || keepsSimulated(trajectoryKey(t), f.simulatedWeight, f.seed),
+  );
   const simulated = trajectories.filter((t) => t.simulated).length;
-  const counts = { human: trajectories.length - simulated, simulated, simulatedLeftOut: loaded.length - trajectories.length };
+  const counts = {
+    human: trajectories.length - simulated,
+    simulated,
+    simulatedLeftOut: loaded.length - trajectories.length,
+  };
   if (trajectories.length < MIN_TRAINING_SESSIONS) {
     const n = trajectories.length;
     const what = f.source === 'both' ? '' : `${f.source} `;
@@ -217,7 +261,9 @@ export async function selectTrainingData(
           ? 'play more with `sweetloop simulate`, or train on --data both'
           : 'collect more first (sweetloop simulate ...)';
     const flags = describeFlagExclusions(flagged);
-    throw new DataSelectionError(`only ${n} usable ${what}${q.kind} training session(s)${describeFilter(f)}; a run needs at least ${MIN_TRAINING_SESSIONS}: ${advice}${flags ? `. ${flags}` : ''}`);
+    throw new DataSelectionError(
+      `only ${n} usable ${what}${q.kind} training session(s)${describeFilter(f)}; a run needs at least ${MIN_TRAINING_SESSIONS}: ${advice}${flags ? `. ${flags}` : ''}`,
+    );
   }
   return { trajectories, filter: f, counts, flagged };
 }

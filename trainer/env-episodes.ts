@@ -8,7 +8,14 @@ import { randomUUID } from 'node:crypto';
 import pLimit from 'p-limit';
 import type { AgentReply, ChatMessage } from '../tasks/agent.ts';
 import type { TaskContent } from '../tasks/model.ts';
-import { buildDialogue, checkAgentMessage, MAX_AGENT_TURNS, playEpisode, type Episode, type EpisodeTurn } from '../tasks/protocol.ts';
+import {
+  buildDialogue,
+  checkAgentMessage,
+  MAX_AGENT_TURNS,
+  playEpisode,
+  type Episode,
+  type EpisodeTurn,
+} from '../tasks/protocol.ts';
 import type { EvaluationOutcome, Scorer } from '../tasks/scorer.ts';
 import type { CollaboratorFactory } from './simulate.ts';
 
@@ -107,7 +114,10 @@ class RunningEpisode {
     if (!reply) throw new EnvError(409, 'this episode has ended');
     this.asked = waiter();
     reply.resolve({ text });
-    return Promise.race([this.asked.promise.then(() => ({ ended: false as const })), this.finished.then((episode) => ({ ended: true as const, episode }))]);
+    return Promise.race([
+      this.asked.promise.then(() => ({ ended: false as const })),
+      this.finished.then((episode) => ({ ended: true as const, episode })),
+    ]);
   }
 }
 
@@ -152,14 +162,27 @@ export class EnvEpisodes {
     return { running: this.scoring.activeCount, queued: this.scoring.pendingCount };
   }
 
-  start(taskId: string, task: TaskContent, o: { collaborator?: string | undefined; maxTurns?: number | undefined } = {}): StartedEpisode {
+  start(
+    taskId: string,
+    task: TaskContent,
+    o: { collaborator?: string | undefined; maxTurns?: number | undefined } = {},
+  ): StartedEpisode {
     const name = o.collaborator ?? this.o.fallback;
     const factory = this.o.collaborators[name];
-    if (!factory) throw new EnvError(400, `no collaborator "${name}" here; this service offers ${Object.keys(this.o.collaborators).join(', ')}`);
+    if (!factory)
+      throw new EnvError(
+        400,
+        `no collaborator "${name}" here; this service offers ${Object.keys(this.o.collaborators).join(', ')}`,
+      );
     const maxTurns = o.maxTurns ?? MAX_AGENT_TURNS;
-    if (!Number.isInteger(maxTurns) || maxTurns < 1 || maxTurns > MAX_AGENT_TURNS) throw new EnvError(400, `max_turns must be a whole number from 1 to ${MAX_AGENT_TURNS}`);
+    if (!Number.isInteger(maxTurns) || maxTurns < 1 || maxTurns > MAX_AGENT_TURNS)
+      throw new EnvError(400, `max_turns must be a whole number from 1 to ${MAX_AGENT_TURNS}`);
     if (this.episodes.size >= this.limits.maxEpisodes) {
-      throw new EnvError(429, `${this.episodes.size} episodes are open, the most this service holds: finish or close one (DELETE /v1/episodes/ID)`, 5);
+      throw new EnvError(
+        429,
+        `${this.episodes.size} episodes are open, the most this service holds: finish or close one (DELETE /v1/episodes/ID)`,
+        5,
+      );
     }
     const ep = new RunningEpisode(taskId, task, factory.name, factory.create, maxTurns);
     this.episodes.set(ep.id, ep);
@@ -170,7 +193,8 @@ export class EnvEpisodes {
   async step(id: string, text: string): Promise<StepResult> {
     const ep = this.episodes.get(id);
     if (!ep) throw new EnvError(404, `no open episode ${id} (finished, closed, idle too long, or never started)`);
-    if (ep.busy) throw new EnvError(409, 'a step of this episode is still being played: send the next one after its reply');
+    if (ep.busy)
+      throw new EnvError(409, 'a step of this episode is still being played: send the next one after its reply');
     if (typeof text !== 'string' || text.trim() === '') throw new EnvError(400, 'the message is empty');
     try {
       checkAgentMessage(text, ep.task.kind);
@@ -182,10 +206,14 @@ export class EnvEpisodes {
     try {
       const played = await ep.play(text).catch((err: Error) => {
         this.close(id);
-        throw new EnvError(err.name === 'LlmSimulatorError' ? 502 : 500, `the collaborator failed, and the episode with it: ${err.message}`);
+        throw new EnvError(
+          err.name === 'LlmSimulatorError' ? 502 : 500,
+          `the collaborator failed, and the episode with it: ${err.message}`,
+        );
       });
       const turn = ep.turns.filter((t) => t.role === 'agent').length;
-      if (!played.ended) return { done: false, turn, reply: ep.turns[ep.turns.length - 1]!.content, messages: ep.messages() };
+      if (!played.ended)
+        return { done: false, turn, reply: ep.turns[ep.turns.length - 1]!.content, messages: ep.messages() };
       this.episodes.delete(id);
       const evaluation = await this.score(ep.task, played.episode.answer, played.episode.turns);
       return { done: true, turn, answer: played.episode.answer, endReason: played.episode.endReason, evaluation };
@@ -196,9 +224,15 @@ export class EnvEpisodes {
   }
 
   /** Scores an answer with the scorer, in the pool; refused when too many already wait. */
-  score(task: TaskContent, answer: string, turns?: readonly { role: string; content: string }[]): Promise<EvaluationOutcome> {
+  score(
+    task: TaskContent,
+    answer: string,
+    turns?: readonly { role: string; content: string }[],
+  ): Promise<EvaluationOutcome> {
     if (this.scoring.pendingCount >= this.limits.maxScoringQueue) {
-      return Promise.reject(new EnvError(429, `${this.scoring.pendingCount} answers are waiting to be scored: try again shortly`, 2));
+      return Promise.reject(
+        new EnvError(429, `${this.scoring.pendingCount} answers are waiting to be scored: try again shortly`, 2),
+      );
     }
     const job = this.scoring(() => this.o.scorer.evaluate(task, answer, turns));
     this.scored.add(job);

@@ -36,7 +36,9 @@ export interface EnvServer {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const taskId = z.string().regex(UUID, 'expected a task id (a UUID, from GET /v1/tasks)');
-const StartBody = z.object({ task_id: taskId, collaborator: z.string().optional(), max_turns: z.number().int().optional() }).strict();
+const StartBody = z
+  .object({ task_id: taskId, collaborator: z.string().optional(), max_turns: z.number().int().optional() })
+  .strict();
 const StepBody = z.object({ message: z.string() }).strict();
 const ScoreBody = z.object({ task_id: taskId, answer: z.string().max(64_000) }).strict();
 const TaskQuery = z
@@ -73,7 +75,9 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 export async function startEnvServer(o: EnvServerOptions): Promise<EnvServer> {
   const loopback = isLoopbackHost(o.host);
   if (!loopback && !o.token) {
-    throw new Error(`refusing to listen on ${o.host}: beyond loopback every request needs a token, and none is set (ENV_SERVE_TOKEN; make one with \`openssl rand -hex 32\`)`);
+    throw new Error(
+      `refusing to listen on ${o.host}: beyond loopback every request needs a token, and none is set (ENV_SERVE_TOKEN; make one with \`openssl rand -hex 32\`)`,
+    );
   }
   const expected = o.token ? digest(o.token) : null;
   const episodes = new EnvEpisodes(o);
@@ -85,7 +89,8 @@ export async function startEnvServer(o: EnvServerOptions): Promise<EnvServer> {
   };
 
   app.addHook('onRequest', async (req, reply) => {
-    if (loopback && !expected && !loopbackHostHeader(req.headers.host)) return fail(reply, 403, 'this service answers to localhost only');
+    if (loopback && !expected && !loopbackHostHeader(req.headers.host))
+      return fail(reply, 403, 'this service answers to localhost only');
     if (!expected || req.url === '/health') return;
     const auth = req.headers.authorization;
     const bearer = typeof auth === 'string' && /^Bearer\s+\S+$/i.test(auth) ? auth.split(/\s+/)[1]! : null;
@@ -116,7 +121,21 @@ export async function startEnvServer(o: EnvServerOptions): Promise<EnvServer> {
     const where = { ...(q.kind ? { kind: q.kind } : {}), ...(q.split ? { split: q.split } : {}) };
     const [total, rows] = await Promise.all([
       o.prisma.task.count({ where }),
-      o.prisma.task.findMany({ where, orderBy: { contentHash: 'asc' }, skip: q.offset, take: q.limit, select: { id: true, kind: true, split: true, source: true, externalId: true, description: true, testCases: true } }),
+      o.prisma.task.findMany({
+        where,
+        orderBy: { contentHash: 'asc' },
+        skip: q.offset,
+        take: q.limit,
+        select: {
+          id: true,
+          kind: true,
+          split: true,
+          source: true,
+          externalId: true,
+          description: true,
+          testCases: true,
+        },
+      }),
     ]);
     return {
       total,

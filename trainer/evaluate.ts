@@ -9,7 +9,14 @@ import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts'
 import { winRate, type WinRate } from '../tasks/similarity.ts';
 import type { Scorer } from '../tasks/scorer.ts';
 import { simulate, type SimulateOptions, type SimulatedGame } from './simulate.ts';
-import { formatPercent, clusterMeans, meanIntervalOf, pairedBootstrap, wilsonCount, type Interval } from '../tasks/stats.ts';
+import {
+  formatPercent,
+  clusterMeans,
+  meanIntervalOf,
+  pairedBootstrap,
+  wilsonCount,
+  type Interval,
+} from '../tasks/stats.ts';
 import { mcnemarPaired, wilcoxonSignedRank, type McNemarResult, type WilcoxonResult } from '../tasks/paired-tests.ts';
 
 export interface EvaluationReport {
@@ -37,10 +44,20 @@ export interface GameOutcome {
 }
 
 export function outcomes(games: readonly SimulatedGame[]): GameOutcome[] {
-  return games.map((g) => ({ taskId: g.taskId, score: g.evaluation.score, success: g.evaluation.success, agentTurns: g.agentTurns, sessionId: g.sessionId }));
+  return games.map((g) => ({
+    taskId: g.taskId,
+    score: g.evaluation.score,
+    success: g.evaluation.success,
+    agentTurns: g.agentTurns,
+    sessionId: g.sessionId,
+  }));
 }
 
-export function summarise(version: string, kind: SimulateOptions['kind'], games: readonly (SimulatedGame | GameOutcome)[]): EvaluationReport {
+export function summarise(
+  version: string,
+  kind: SimulateOptions['kind'],
+  games: readonly (SimulatedGame | GameOutcome)[],
+): EvaluationReport {
   const list = games.map((g) => ('evaluation' in g ? outcomes([g])[0]! : g));
   const scores = list.map((g) => g.score);
   const successes = list.filter((g) => g.success).length;
@@ -98,11 +115,21 @@ export interface CompareOptions {
  * tasks, the score's Wilcoxon test ranks each task's mean difference, and McNemar's test is the clustered one
  * (tasks/stats.ts mcnemarClustered). With one game a task these are the plain game-level tests.
  */
-export function comparePaired(a: { version: string; games: readonly GameOutcome[] }, b: { version: string; games: readonly GameOutcome[] }, o: CompareOptions): PairedComparison {
-  if (a.games.length !== b.games.length) throw new Error(`comparePaired: ${a.version} played ${a.games.length} games and ${b.version} ${b.games.length}; a paired comparison needs the same games`);
+export function comparePaired(
+  a: { version: string; games: readonly GameOutcome[] },
+  b: { version: string; games: readonly GameOutcome[] },
+  o: CompareOptions,
+): PairedComparison {
+  if (a.games.length !== b.games.length)
+    throw new Error(
+      `comparePaired: ${a.version} played ${a.games.length} games and ${b.version} ${b.games.length}; a paired comparison needs the same games`,
+    );
   if (a.games.length === 0) throw new Error('comparePaired: no games to compare');
   a.games.forEach((g, i) => {
-    if (g.taskId !== b.games[i]!.taskId) throw new Error(`comparePaired: game ${i} is task ${g.taskId} for ${a.version} but ${b.games[i]!.taskId} for ${b.version}; not the same games`);
+    if (g.taskId !== b.games[i]!.taskId)
+      throw new Error(
+        `comparePaired: game ${i} is task ${g.taskId} for ${a.version} but ${b.games[i]!.taskId} for ${b.version}; not the same games`,
+      );
   });
   const level = o.level ?? 0.95;
   const tasks = a.games.map((g) => g.taskId);
@@ -120,7 +147,10 @@ export function comparePaired(a: { version: string; games: readonly GameOutcome[
     level,
     a: summarise(a.version, o.kind, a.games),
     b: summarise(b.version, o.kind, b.games),
-    success: { difference: pairedBootstrap(ka.map(Number), kb.map(Number), boot), mcnemar: mcnemarPaired(ka, kb, tasks) },
+    success: {
+      difference: pairedBootstrap(ka.map(Number), kb.map(Number), boot),
+      mcnemar: mcnemarPaired(ka, kb, tasks),
+    },
     score: { difference: pairedBootstrap(sa, sb, boot), wilcoxon: wilcoxonSignedRank(ta, tb), tasks: tally(ta, tb) },
     winRate: winRate(sa, sb),
   };
@@ -153,10 +183,21 @@ export async function evaluateVersion(
 }
 
 /** Plays the same games (tasks, seeds, collaborator: the same options) with both versions and compares them. */
-export async function compareVersions(prisma: PrismaClient, a: PolicyVersion, b: PolicyVersion, scorer: Scorer, o: SimulateOptions, level = 0.95): Promise<PairedComparison> {
+export async function compareVersions(
+  prisma: PrismaClient,
+  a: PolicyVersion,
+  b: PolicyVersion,
+  scorer: Scorer,
+  o: SimulateOptions,
+  level = 0.95,
+): Promise<PairedComparison> {
   const ga = outcomes(await simulate(prisma, a, scorer, o));
   const gb = outcomes(await simulate(prisma, b, scorer, o));
-  return comparePaired({ version: a.name, games: ga }, { version: b.name, games: gb }, { kind: o.kind, level, seed: o.seed });
+  return comparePaired(
+    { version: a.name, games: ga },
+    { version: b.name, games: gb },
+    { kind: o.kind, level, seed: o.seed },
+  );
 }
 
 const metricName = (kind: SimulateOptions['kind']) => (kind === 'backend' ? '% tests passed' : 'similarity (%)');
@@ -195,22 +236,37 @@ export function formatComparison(c: PairedComparison): string {
   const pct = `${Math.round(c.level * 100)}%`;
   const metric = metricName(c.kind);
   const width = Math.max(8, c.a.version.length, c.b.version.length, 'A - B'.length) + 2;
-  const row = (label: string, success: string, score: string, extra = '') => `  ${label.padEnd(width)}${success.padEnd(30)}${score.padEnd(30)}${extra}`.trimEnd();
+  const row = (label: string, success: string, score: string, extra = '') =>
+    `  ${label.padEnd(width)}${success.padEnd(30)}${score.padEnd(30)}${extra}`.trimEnd();
   const w = c.winRate;
   const byTask = c.tasks < c.games;
   const unit = byTask ? 'tasks' : 'games';
   const lines = [
     `${c.a.version} (A) vs ${c.b.version} (B) on the same ${c.games} ${c.kind} games${byTask ? ` of ${c.tasks} tasks (intervals and tests over tasks)` : ''} (${pct} intervals):`,
     row('', 'success rate %', metric, 'agent turns'),
-    row(c.a.version, `${formatPercent(c.a.success)} (${c.a.successes})`, formatPercent(c.a.score), c.a.meanAgentTurns.toFixed(2)),
-    row(c.b.version, `${formatPercent(c.b.success)} (${c.b.successes})`, formatPercent(c.b.score), c.b.meanAgentTurns.toFixed(2)),
+    row(
+      c.a.version,
+      `${formatPercent(c.a.success)} (${c.a.successes})`,
+      formatPercent(c.a.score),
+      c.a.meanAgentTurns.toFixed(2),
+    ),
+    row(
+      c.b.version,
+      `${formatPercent(c.b.success)} (${c.b.successes})`,
+      formatPercent(c.b.score),
+      c.b.meanAgentTurns.toFixed(2),
+    ),
     row('A - B', `${formatDifference(c.success.difference)} points`, `${formatDifference(c.score.difference)} points`),
     row(
       'p-value',
       `${formatP(c.success.mcnemar.pValue)} McNemar${byTask ? ' (clustered)' : ''}`,
       `${formatP(c.score.wilcoxon.pValue)} Wilcoxon`,
     ),
-    ...(byTask ? [`  tasks where A's mean ${c.kind === 'backend' ? 'score' : 'similarity'} is higher: ${c.score.tasks.better}, lower: ${c.score.tasks.worse}, equal: ${c.score.tasks.equal}`] : []),
+    ...(byTask
+      ? [
+          `  tasks where A's mean ${c.kind === 'backend' ? 'score' : 'similarity'} is higher: ${c.score.tasks.better}, lower: ${c.score.tasks.worse}, equal: ${c.score.tasks.equal}`,
+        ]
+      : []),
     `  discordant games: A only ${c.success.mcnemar.aOnly}, B only ${c.success.mcnemar.bOnly}; ${c.score.wilcoxon.zeros} ${unit} with equal ${byTask ? 'mean ' : ''}${c.kind === 'backend' ? 'scores' : 'similarity'}`,
     `  win rate of A over B: ${(w.winRate * 100).toFixed(1)} [${(w.ci95[0] * 100).toFixed(1)}, ${(w.ci95[1] * 100).toFixed(1)}] (${w.wins} wins, ${w.ties} ties, ${w.losses} losses)`,
   ];

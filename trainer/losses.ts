@@ -24,7 +24,13 @@ import * as tf from '@tensorflow/tfjs';
  * @param trajectory [N] int32: which trajectory (0..numTrajectories-1) each turn belongs to
  * @returns          [numTrajectories] one score per trajectory (0 for one without agent tokens, not NaN)
  */
-export function trajectoryAdvantages(criticLogp: tf.Tensor2D, refLogp: tf.Tensor2D, mask: tf.Tensor2D, trajectory: tf.Tensor1D, numTrajectories: number): tf.Tensor1D {
+export function trajectoryAdvantages(
+  criticLogp: tf.Tensor2D,
+  refLogp: tf.Tensor2D,
+  mask: tf.Tensor2D,
+  trajectory: tf.Tensor1D,
+  numTrajectories: number,
+): tf.Tensor1D {
   return tf.tidy(() => {
     const perTurnSum = tf.sum(tf.mul(tf.sub(criticLogp, refLogp), mask), 1);
     const perTurnTokens = tf.sum(mask, 1);
@@ -36,7 +42,8 @@ export function trajectoryAdvantages(criticLogp: tf.Tensor2D, refLogp: tf.Tensor
 
 /** The same score from plain per-token log-probabilities (one candidate message, no gradient). */
 export function meanLogRatio(critic: readonly number[], reference: readonly number[]): number {
-  if (critic.length !== reference.length) throw new RangeError(`meanLogRatio: ${critic.length} against ${reference.length} tokens`);
+  if (critic.length !== reference.length)
+    throw new RangeError(`meanLogRatio: ${critic.length} against ${reference.length} tokens`);
   if (critic.length === 0) return 0;
   let sum = 0;
   for (let i = 0; i < critic.length; i++) sum += critic[i]! - reference[i]!;
@@ -99,7 +106,12 @@ export function tokenNll(tokenLogp: tf.Tensor2D, mask: tf.Tensor2D): tf.Scalar {
  * trainer's objective at micro-batch 1 (GPTLMLoss per sequence, averaged over the accumulation steps).
  * @param owner which dialogue (0..dialogues-1) each row of tokenLogp belongs to
  */
-export function dialogueNll(tokenLogp: tf.Tensor2D, mask: tf.Tensor2D, owner: readonly number[], dialogues: number): tf.Scalar {
+export function dialogueNll(
+  tokenLogp: tf.Tensor2D,
+  mask: tf.Tensor2D,
+  owner: readonly number[],
+  dialogues: number,
+): tf.Scalar {
   return tf.tidy(() => {
     const idx = tf.tensor1d(owner as number[], 'int32');
     const sums = tf.unsortedSegmentSum(tf.sum(tf.mul(tokenLogp, mask), 1), idx, dialogues);

@@ -8,7 +8,14 @@ import { dpoLoss } from './losses.ts';
 import { canonicalOrder, holdOutFirst, rewardPairs, scoredTrajectories, type Pair } from './pairs.ts';
 import type { TrainConfig } from './presets.ts';
 import { minibatchPhase, sequencePairShape, type Phase, type PhaseAnchor } from './schedule.ts';
-import { encodeDialogue, policyDialogue, turnLogprobs, turnLogprobValues, type EncodedDialogue, type LoadedModel } from './sequences.ts';
+import {
+  encodeDialogue,
+  policyDialogue,
+  turnLogprobs,
+  turnLogprobValues,
+  type EncodedDialogue,
+  type LoadedModel,
+} from './sequences.ts';
 
 export interface PolicyExample {
   sessionId: string;
@@ -19,7 +26,11 @@ export interface PolicyExample {
 }
 
 /** Encodes trajectories for the policy and scores them once under the reference (the initial policy), in content order. */
-export async function preparePolicyExamples(reference: LoadedModel, data: readonly Trajectory[], truncation: 'left' | 'right' = 'left'): Promise<PolicyExample[]> {
+export async function preparePolicyExamples(
+  reference: LoadedModel,
+  data: readonly Trajectory[],
+  truncation: 'left' | 'right' = 'left',
+): Promise<PolicyExample[]> {
   const trajectories = canonicalOrder(data);
   const ctx = reference.model.config.maxPositionEmbeddings;
   const seqs = trajectories.map((t) => encodeDialogue(reference, policyDialogue(t.task, t.turns), ctx, truncation));
@@ -32,16 +43,29 @@ export async function preparePolicyExamples(reference: LoadedModel, data: readon
   }));
 }
 
-export function trajectoryPairs(trajectories: readonly Trajectory[], examples: readonly PolicyExample[], maxPairsPerTask: number | null): Pair<PolicyExample>[] {
+export function trajectoryPairs(
+  trajectories: readonly Trajectory[],
+  examples: readonly PolicyExample[],
+  maxPairsPerTask: number | null,
+): Pair<PolicyExample>[] {
   const byId = new Map(examples.map((e) => [e.sessionId, e]));
-  return rewardPairs(scoredTrajectories(trajectories), maxPairsPerTask).map((p) => ({ chosen: byId.get(p.chosen.id)!, rejected: byId.get(p.rejected.id)! }));
+  return rewardPairs(scoredTrajectories(trajectories), maxPairsPerTask).map((p) => ({
+    chosen: byId.get(p.chosen.id)!,
+    rejected: byId.get(p.rejected.id)!,
+  }));
 }
 
 /** Multi-turn DPO's training phase, as runs record it (TrainingStep.phase, progress). */
 export const MTDPO_PHASE = 'mtdpo';
 
-export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExample>[], c: TrainConfig, anchor?: PhaseAnchor): Phase {
-  if (pairs.length === 0) throw new Error(`${MTDPO_PHASE}: no trajectory pairs (every task needs sessions with different rewards)`);
+export function mtdpoPhase(
+  policy: LoadedModel,
+  pairs: readonly Pair<PolicyExample>[],
+  c: TrainConfig,
+  anchor?: PhaseAnchor,
+): Phase {
+  if (pairs.length === 0)
+    throw new Error(`${MTDPO_PHASE}: no trajectory pairs (every task needs sessions with different rewards)`);
   const pad = policy.tokenizer.padTokenId;
   return minibatchPhase({
     name: MTDPO_PHASE,
@@ -57,7 +81,9 @@ export function mtdpoPhase(policy: LoadedModel, pairs: readonly Pair<PolicyExamp
       const seqs = [...micro.map((p) => p.chosen.seq), ...micro.map((p) => p.rejected.seq)];
       const lp = turnLogprobs(policy.model, seqs, pad);
       const perTurn = tf.sum(lp.logp, 1) as tf.Tensor1D;
-      const sums = lp.owner.length ? (tf.unsortedSegmentSum(perTurn, tf.tensor1d(lp.owner, 'int32'), seqs.length) as tf.Tensor1D) : tf.zeros([seqs.length]);
+      const sums = lp.owner.length
+        ? (tf.unsortedSegmentSum(perTurn, tf.tensor1d(lp.owner, 'int32'), seqs.length) as tf.Tensor1D)
+        : tf.zeros([seqs.length]);
       const n = micro.length;
       const out = dpoLoss(
         {

@@ -54,12 +54,16 @@ export function trajectoryKey(t: Pick<Trajectory, 'task' | 'turns' | 'answer' | 
 /** Trajectories sorted by (task key, trajectory key), then session id: the order every phase starts from. */
 export function canonicalOrder<T extends Trajectory>(trajectories: readonly T[]): T[] {
   const keyed = trajectories.map((t) => ({ t, k: `${taskKey(t)}:${trajectoryKey(t)}` }));
-  keyed.sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : a.t.sessionId < b.t.sessionId ? -1 : a.t.sessionId > b.t.sessionId ? 1 : 0));
+  keyed.sort((a, b) =>
+    a.k < b.k ? -1 : a.k > b.k ? 1 : a.t.sessionId < b.t.sessionId ? -1 : a.t.sessionId > b.t.sessionId ? 1 : 0,
+  );
   return keyed.map((x) => x.t);
 }
 
 /** Trajectories as rewardPairs takes them: grouped by task content, ordered by content. */
-export function scoredTrajectories(trajectories: readonly Pick<Trajectory, 'sessionId' | 'task' | 'turns' | 'answer' | 'reward'>[]): Scored[] {
+export function scoredTrajectories(
+  trajectories: readonly Pick<Trajectory, 'sessionId' | 'task' | 'turns' | 'answer' | 'reward'>[],
+): Scored[] {
   return trajectories.map((t) => ({ id: t.sessionId, groupId: taskKey(t), reward: t.reward, key: trajectoryKey(t) }));
 }
 
@@ -84,7 +88,9 @@ export function rewardPairs<T extends Scored>(items: T[], maxPairsPerGroup: numb
   for (const groupId of [...groups.keys()].sort(compareKeys)) {
     const group = [...groups.get(groupId)!].sort((a, b) => b.reward - a.reward || compareKeys(keyOf(a), keyOf(b)));
     const best = group[0]!;
-    const inGroup: Pair<T>[] = group.filter((x) => x.reward < best.reward).map((rejected) => ({ chosen: best, rejected }));
+    const inGroup: Pair<T>[] = group
+      .filter((x) => x.reward < best.reward)
+      .map((rejected) => ({ chosen: best, rejected }));
     inGroup.sort((p, q) => p.rejected.reward - q.rejected.reward || compareKeys(keyOf(p.rejected), keyOf(q.rejected)));
     pairs.push(...inGroup.slice(0, maxPairsPerGroup ?? Infinity));
   }
@@ -116,7 +122,12 @@ export function holdOutFirst<T>(items: readonly T[], share: number): T[] {
  * random candidate from the top half (chosen) and a random one from the bottom half (rejected).
  * With an odd number of candidates the median belongs to neither half.
  */
-export function topBottomPairs<T>(candidates: T[], score: (c: T) => number, count: number, random: () => number): Pair<T>[] {
+export function topBottomPairs<T>(
+  candidates: T[],
+  score: (c: T) => number,
+  count: number,
+  random: () => number,
+): Pair<T>[] {
   if (candidates.length < 2) return [];
   const ranked = [...candidates].sort((a, b) => score(b) - score(a));
   const half = Math.floor(ranked.length / 2);
@@ -137,6 +148,9 @@ export function topBottomPairs<T>(candidates: T[], score: (c: T) => number, coun
  */
 export function widestGaps<P>(pairs: readonly P[], gap: (p: P) => number, quantile: number): P[] {
   if (quantile <= 0 || pairs.length === 0) return [...pairs];
-  const threshold = quantileSorted(pairs.map(gap).sort((a, b) => a - b), quantile);
+  const threshold = quantileSorted(
+    pairs.map(gap).sort((a, b) => a - b),
+    quantile,
+  );
   return pairs.filter((p) => gap(p) >= threshold);
 }

@@ -217,10 +217,15 @@ export function isPresetName(name: string): name is PresetName {
 
 /** A preset with overrides, validated (a bad override is a clear error, not a silent NaN in training). */
 export function trainConfig(preset: PresetName, overrides: Partial<TrainConfig> = {}): TrainConfig {
-  const merged = { ...PRESETS[preset], ...Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined)) };
+  const merged = {
+    ...PRESETS[preset],
+    ...Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined)),
+  };
   const parsed = trainConfigSchema.safeParse(merged);
   if (!parsed.success) {
-    throw new Error(`invalid training configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new Error(
+      `invalid training configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   }
   return parsed.data;
 }
@@ -237,17 +242,24 @@ export interface LoraFlags {
  * given, targets to the preset's or q/k/v/o). `explicit`: a flag was given (trainer/training-source.ts refuses
  * to silently ignore one). An alpha or targets without any rank is an error.
  */
-export function loraRequest(preset: TrainConfig['lora'], f: LoraFlags): { spec: { rank: number; alpha: number; targetModules: LinearModule[] } | null; explicit: boolean } {
+export function loraRequest(
+  preset: TrainConfig['lora'],
+  f: LoraFlags,
+): { spec: { rank: number; alpha: number; targetModules: LinearModule[] } | null; explicit: boolean } {
   const explicit = f.lora !== undefined || f.loraAlpha !== undefined || f.loraTargets !== undefined;
   const rank = f.lora ?? preset?.rank;
   if (rank === undefined) {
-    if (explicit) throw new Error('--lora-alpha and --lora-targets need --lora RANK (or a preset with LoRA, such as paper-lora)');
+    if (explicit)
+      throw new Error('--lora-alpha and --lora-targets need --lora RANK (or a preset with LoRA, such as paper-lora)');
     return { spec: null, explicit };
   }
   const bad = (f.loraTargets ?? []).filter((t) => !isLinearModule(t));
-  if (bad.length) throw new Error(`unknown LoRA target module(s) ${bad.join(', ')} (known: ${LINEAR_MODULES.join(', ')})`);
+  if (bad.length)
+    throw new Error(`unknown LoRA target module(s) ${bad.join(', ')} (known: ${LINEAR_MODULES.join(', ')})`);
   if (f.loraTargets && f.loraTargets.length === 0) throw new Error('--lora-targets needs at least one module');
   const alpha = f.loraAlpha ?? (f.lora !== undefined ? 2 * f.lora : preset!.alpha);
-  const targetModules = (f.loraTargets as LinearModule[] | undefined) ?? [...(preset?.targetModules ?? DEFAULT_LORA_TARGETS)];
+  const targetModules = (f.loraTargets as LinearModule[] | undefined) ?? [
+    ...(preset?.targetModules ?? DEFAULT_LORA_TARGETS),
+  ];
   return { spec: { rank, alpha, targetModules }, explicit };
 }

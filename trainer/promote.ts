@@ -103,13 +103,19 @@ export function gateVerdict(c: PairedComparison, g: GateConfig): GateVerdict {
   if (better && !worse) return 'better';
   if (g.margin > 0 && !worseSuccess) {
     // The lower bound of a (1 - 2 alpha) interval is the one-sided (1 - alpha) bound non-inferiority needs.
-    if (Math.abs(c.level - gateLevel(g.alpha)) > 1e-9) throw new Error(`gate: the comparison's intervals are at level ${c.level}; the gate needs ${gateLevel(g.alpha)}`);
+    if (Math.abs(c.level - gateLevel(g.alpha)) > 1e-9)
+      throw new Error(`gate: the comparison's intervals are at level ${c.level}; the gate needs ${gateLevel(g.alpha)}`);
     if (c.score.difference.lo > -g.margin) return 'non-inferior';
   }
   return worse ? 'worse' : 'tie';
 }
 
-export function gateEvidence(c: PairedComparison, g: GateConfig, plan?: PairedSuccessPlan, now = new Date()): GateEvidence {
+export function gateEvidence(
+  c: PairedComparison,
+  g: GateConfig,
+  plan?: PairedSuccessPlan,
+  now = new Date(),
+): GateEvidence {
   const verdict = gateVerdict(c, g);
   return {
     verdict,
@@ -141,10 +147,19 @@ export function gateEvidence(c: PairedComparison, g: GateConfig, plan?: PairedSu
  * in success rate at `alpha` with `power`. The discordance assumes independent games at the deployed version's
  * success rate as the gate last measured it (stored in its metrics.gate), or the worst case when unknown.
  */
-export function gamesPlan(deployed: Pick<PolicyVersion, 'metrics'> | null, o: { effect: number; alpha: number; power: number }, episodes?: number): { games: number; plan: PairedSuccessPlan } {
+export function gamesPlan(
+  deployed: Pick<PolicyVersion, 'metrics'> | null,
+  o: { effect: number; alpha: number; power: number },
+  episodes?: number,
+): { games: number; plan: PairedSuccessPlan } {
   const recorded = (deployed?.metrics as { gate?: { candidateSuccess?: unknown } } | null)?.gate?.candidateSuccess;
   const baseline = typeof recorded === 'number' && Number.isFinite(recorded) ? recorded : undefined;
-  const plan = pairedSuccessGames({ delta: o.effect, alpha: o.alpha, power: o.power, ...(baseline !== undefined ? { baseline } : {}) });
+  const plan = pairedSuccessGames({
+    delta: o.effect,
+    alpha: o.alpha,
+    power: o.power,
+    ...(baseline !== undefined ? { baseline } : {}),
+  });
   return { games: episodes ?? plan.games, plan };
 }
 
@@ -184,7 +199,8 @@ export interface PromoteOptions {
 export async function promote(db: Database, candidateName: string, o: PromoteOptions): Promise<PromotionResult> {
   const actor = o.actor ?? 'trainer';
   const abPercent = o.humanAb ? Math.round(o.humanAb.share * 100) : 0;
-  if (o.humanAb && !(abPercent >= 1 && abPercent <= 99)) throw new RangeError(`promote: the human A/B share must be in (0, 1), from 1% to 99%, got ${o.humanAb.share}`);
+  if (o.humanAb && !(abPercent >= 1 && abPercent <= 99))
+    throw new RangeError(`promote: the human A/B share must be in (0, 1), from 1% to 99%, got ${o.humanAb.share}`);
   const candidate = await db.prisma.policyVersion.findUnique({ where: { name: candidateName } });
   if (!candidate) throw new Error(`no policy version named "${candidateName}"`);
   if (candidate.status === 'deployed') throw new Error(`"${candidateName}" is already deployed`);
@@ -203,14 +219,28 @@ export async function promote(db: Database, candidateName: string, o: PromoteOpt
     );
     evidence = { ...gateEvidence(comparison, o.gate, o.plan), played: playedGames(games.candidate, games.deployed) };
   } else {
-    evidence = { verdict: 'nothing-deployed', decision: 'deployed', candidate: candidate.name, against: null, kind: o.kind, games: 0, alpha: o.gate.alpha, margin: o.gate.margin, decidedAt: new Date().toISOString() };
+    evidence = {
+      verdict: 'nothing-deployed',
+      decision: 'deployed',
+      candidate: candidate.name,
+      against: null,
+      kind: o.kind,
+      games: 0,
+      alpha: o.gate.alpha,
+      margin: o.gate.margin,
+      decidedAt: new Date().toISOString(),
+    };
   }
   // With nothing deployed there is no control arm: the candidate is deployed as before.
   let experiment: RunningExperiment | undefined;
   if (o.humanAb && evidence.decision === 'deployed' && deployedBefore) {
     evidence = { ...evidence, decision: 'kept', humanAb: { share: o.humanAb.share, study: DEFAULT_STUDY } };
     try {
-      experiment = await startExperiment(db, actor, { study: DEFAULT_STUDY, candidate: candidate.name, share: abPercent });
+      experiment = await startExperiment(db, actor, {
+        study: DEFAULT_STUDY,
+        candidate: candidate.name,
+        share: abPercent,
+      });
       evidence.humanAb!.experimentId = experiment.id;
     } catch (err) {
       // Another experiment running (or starting at this moment) is the expected case; anything else is a fault.
@@ -241,7 +271,9 @@ export function formatGateEvidence(e: GateEvidence): string {
   const ab = !e.humanAb
     ? []
     : e.humanAb.experimentId
-      ? [`  promotion waits for people: A/B experiment started${e.humanAb.study ? ` in study ${e.humanAb.study}` : ''}, ${e.candidate} on ${Math.round(e.humanAb.share * 100)}% of each task's sessions; an operator ends it with /mod experiment stop or sweetloop study arms stop (promote or discard)`]
+      ? [
+          `  promotion waits for people: A/B experiment started${e.humanAb.study ? ` in study ${e.humanAb.study}` : ''}, ${e.candidate} on ${Math.round(e.humanAb.share * 100)}% of each task's sessions; an operator ends it with /mod experiment stop or sweetloop study arms stop (promote or discard)`,
+        ]
       : [`  promotion waits for people, but no A/B experiment started: ${e.humanAb.notStarted}`];
   if (e.verdict === 'nothing-deployed' || !e.scoreDifference || !e.successDifference) return [head, ...ab].join('\n');
   const pct = (x: number | undefined) => (x === undefined || x === null ? '-' : `${(x * 100).toFixed(1)}%`);

@@ -22,9 +22,17 @@ import { encodeDialogue, turnLogprobs, type EncodedDialogue, type LoadedModel } 
  * of the dialogues a starter of that seed was built from (replay of the original data). Train-split tasks
  * only, as in the starter. Empty when the configuration has no rehearsal.
  */
-export async function rehearsalSet(policy: Pick<LoadedModel, 'chat' | 'tokenizer' | 'model'>, c: TrainConfig): Promise<EncodedDialogue[]> {
+export async function rehearsalSet(
+  policy: Pick<LoadedModel, 'chat' | 'tokenizer' | 'model'>,
+  c: TrainConfig,
+): Promise<EncodedDialogue[]> {
   if (!c.rehearsal || c.rehearsal.coefficient === 0) return [];
-  const dialogues = await recipeGameDialogues({ ...DEFAULT_RECIPE, seed: c.seed, games: c.rehearsal.games, demonstrators: c.rehearsal.demonstrators ?? DEFAULT_RECIPE.demonstrators });
+  const dialogues = await recipeGameDialogues({
+    ...DEFAULT_RECIPE,
+    seed: c.seed,
+    games: c.rehearsal.games,
+    demonstrators: c.rehearsal.demonstrators ?? DEFAULT_RECIPE.demonstrators,
+  });
   const ctx = policy.model.config.maxPositionEmbeddings;
   return dialogues.map((d) => encodeDialogue(policy, d, ctx)).filter((e) => e.turns.length > 0);
 }
@@ -33,14 +41,21 @@ export async function rehearsalSet(policy: Pick<LoadedModel, 'chat' | 'tokenizer
  * The anchor term of a policy phase: update k adds lambda_rehearsal times the NLL of `perUpdate` rehearsal
  * dialogues, taken in a seeded order that depends only on (seed, k), so a resumed run replays the same ones.
  */
-export function rehearsalAnchor(policy: LoadedModel, set: readonly EncodedDialogue[], c: TrainConfig): PhaseAnchor | undefined {
+export function rehearsalAnchor(
+  policy: LoadedModel,
+  set: readonly EncodedDialogue[],
+  c: TrainConfig,
+): PhaseAnchor | undefined {
   const r = c.rehearsal;
   if (!r || r.coefficient === 0 || set.length === 0) return undefined;
   const order = Rng.derive(c.seed, 'rehearsal-order').shuffle(Array.from({ length: set.length }, (_, i) => i));
   const pad = policy.tokenizer.padTokenId;
   return {
     loss: (index) => {
-      const batch = Array.from({ length: r.perUpdate }, (_, j) => set[order[(index * r.perUpdate + j) % order.length]!]!);
+      const batch = Array.from(
+        { length: r.perUpdate },
+        (_, j) => set[order[(index * r.perUpdate + j) % order.length]!]!,
+      );
       const lp = turnLogprobs(policy.model, batch, pad);
       const nll = tokenNll(lp.logp, lp.mask);
       return { loss: tf.mul(nll, r.coefficient) as tf.Scalar, metrics: { rehearsalNll: nll.dataSync()[0]! } };

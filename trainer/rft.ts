@@ -16,11 +16,19 @@ export function successfulTrajectories(trajectories: readonly Trajectory[], thre
 /** Rejection fine-tuning's training phase, as runs record it (TrainingStep.phase, progress). */
 export const RFT_PHASE = 'rft';
 
-export function rftPhase(policy: LoadedModel, trajectories: readonly Trajectory[], c: TrainConfig, anchor?: PhaseAnchor): Phase {
+export function rftPhase(
+  policy: LoadedModel,
+  trajectories: readonly Trajectory[],
+  c: TrainConfig,
+  anchor?: PhaseAnchor,
+): Phase {
   const kept = successfulTrajectories(trajectories, c.rftThreshold);
-  if (kept.length === 0) throw new Error(`${RFT_PHASE}: no trajectory has reward >= ${c.rftThreshold}: nothing to imitate`);
+  if (kept.length === 0)
+    throw new Error(`${RFT_PHASE}: no trajectory has reward >= ${c.rftThreshold}: nothing to imitate`);
   const ctx = policy.model.config.maxPositionEmbeddings;
-  const seqs: EncodedDialogue[] = holdOutFirst(kept, c.heldOutShare).map((t) => encodeDialogue(policy, policyDialogue(t.task, t.turns), ctx, c.truncation));
+  const seqs: EncodedDialogue[] = holdOutFirst(kept, c.heldOutShare).map((t) =>
+    encodeDialogue(policy, policyDialogue(t.task, t.turns), ctx, c.truncation),
+  );
   const pad = policy.tokenizer.padTokenId;
   return minibatchPhase({
     name: RFT_PHASE,

@@ -75,7 +75,12 @@ export async function playBatched(
           policy.model,
           policy.tokenizer,
           batch.map((w) => w.prompt),
-          { temperature: sampling.temperature, topP: sampling.topP, maxTokens: sampling.maxTokens, seeds: batch.map((w) => w.seed) },
+          {
+            temperature: sampling.temperature,
+            topP: sampling.topP,
+            maxTokens: sampling.maxTokens,
+            seeds: batch.map((w) => w.seed),
+          },
         );
         batch.forEach((w, i) => w.resolve(out[i]!));
       } catch (err) {
@@ -97,7 +102,12 @@ export async function playBatched(
             // The reply's index is counted from the dialogue, as the served agents count it.
             seed: replySeed(gameSeed(options.seed, game), dialogue.filter((m) => m.role === 'assistant').length),
             // Postgres text cannot hold NUL, which a byte-level model can emit: it becomes U+FFFD before anyone sees it.
-            resolve: (r) => resolve({ text: sanitizeText(r.text), promptTokens: r.promptTokens, completionTokens: r.tokenIds.length }),
+            resolve: (r) =>
+              resolve({
+                text: sanitizeText(r.text),
+                promptTokens: r.promptTokens,
+                completionTokens: r.tokenIds.length,
+              }),
             reject,
           });
           // Replies are gathered in the order games ask; every game asks before the batch goes.
@@ -111,7 +121,11 @@ export async function playBatched(
         const startedAt = new Date();
         let episode: Episode;
         try {
-          episode = await playEpisode({ task: job.task, agent: agentOf(start + k), collaborator: options.collaborator(job.task) });
+          episode = await playEpisode({
+            task: job.task,
+            agent: agentOf(start + k),
+            collaborator: options.collaborator(job.task),
+          });
         } finally {
           running--;
           queueMicrotask(maybeFlush);

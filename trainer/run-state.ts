@@ -119,7 +119,12 @@ export async function finishPhase(r: RunState, name: string): Promise<void> {
 }
 
 /** Runs a phase's updates from its latest checkpoint to the end, checkpointing every `checkpointEvery`. */
-export async function runUpdates(r: RunState, phase: Phase, lora: boolean, resumeFrom: { step: number; dir: string } | undefined): Promise<void> {
+export async function runUpdates(
+  r: RunState,
+  phase: Phase,
+  lora: boolean,
+  resumeFrom: { step: number; dir: string } | undefined,
+): Promise<void> {
   const { ctx, cfg, runId } = r;
   let start = 0;
   if (resumeFrom) {
@@ -128,7 +133,14 @@ export async function runUpdates(r: RunState, phase: Phase, lora: boolean, resum
   }
   const bar =
     ctx.progress === 'bar'
-      ? new cliProgress.SingleBar({ format: `${phase.name} [{bar}] {value}/{total} | loss {loss} | {eta_formatted} left`, stream: process.stderr, hideCursor: true }, cliProgress.Presets.shades_classic)
+      ? new cliProgress.SingleBar(
+          {
+            format: `${phase.name} [{bar}] {value}/{total} | loss {loss} | {eta_formatted} left`,
+            stream: process.stderr,
+            hideCursor: true,
+          },
+          cliProgress.Presets.shades_classic,
+        )
       : undefined;
   (r.progress.totals ??= {})[phase.name] = phase.totalSteps;
   bar?.start(phase.totalSteps, start, { loss: '-' });
@@ -139,12 +151,21 @@ export async function runUpdates(r: RunState, phase: Phase, lora: boolean, resum
       r.metrics[phase.name] = m;
       await recordTrainingStep(ctx.prisma, runId, phase.name, s, m);
       bar?.update(s + 1, { loss: m.loss!.toFixed(4) });
-      if (ctx.progress === 'lines' && ((s + 1) % Math.max(1, Math.round(phase.totalSteps / 10)) === 0 || s + 1 === phase.totalSteps)) {
-        r.say(`${phase.name}: update ${s + 1}/${phase.totalSteps}, ${Object.entries(m).map(([k, v]) => `${k} ${Number(v.toPrecision(4))}`).join(', ')}`);
+      if (
+        ctx.progress === 'lines' &&
+        ((s + 1) % Math.max(1, Math.round(phase.totalSteps / 10)) === 0 || s + 1 === phase.totalSteps)
+      ) {
+        r.say(
+          `${phase.name}: update ${s + 1}/${phase.totalSteps}, ${Object.entries(m)
+            .map(([k, v]) => `${k} ${Number(v.toPrecision(4))}`)
+            .join(', ')}`,
+        );
       }
-      if ((s + 1) % cfg.train.checkpointEvery === 0 || s + 1 === phase.totalSteps) await checkpointPhase(r, phase, lora, s + 1);
+      if ((s + 1) % cfg.train.checkpointEvery === 0 || s + 1 === phase.totalSteps)
+        await checkpointPhase(r, phase, lora, s + 1);
       r.stepsThisProcess++;
-      if (ctx.stopAfterSteps !== undefined && r.stepsThisProcess >= ctx.stopAfterSteps) throw new RunInterrupted(`stopped after ${r.stepsThisProcess} updates`);
+      if (ctx.stopAfterSteps !== undefined && r.stepsThisProcess >= ctx.stopAfterSteps)
+        throw new RunInterrupted(`stopped after ${r.stepsThisProcess} updates`);
     }
   } finally {
     bar?.stop();
@@ -166,7 +187,10 @@ export async function checkpointPhase(r: RunState, phase: Phase, lora: boolean, 
 }
 
 /** Loads the policy a phase trains: from its latest checkpoint when resuming it. */
-export async function trainablePolicy(r: RunState, phaseName: string): Promise<{ m: LoadedModel; resume?: { step: number; dir: string } }> {
+export async function trainablePolicy(
+  r: RunState,
+  phaseName: string,
+): Promise<{ m: LoadedModel; resume?: { step: number; dir: string } }> {
   const base = r.cfg.fromCheckpoint;
   const resume = r.progress.current?.phase === phaseName ? r.progress.current : undefined;
   const lora = r.cfg.train.lora;
@@ -174,7 +198,13 @@ export async function trainablePolicy(r: RunState, phaseName: string): Promise<{
   if (lora) {
     if (resume) await loadLora(resume.dir, m.model);
     else if (r.cfg.fromAdapter) await loadLora(r.cfg.fromAdapter, m.model);
-    else addLora(m.model, { rank: lora.rank, alpha: lora.alpha, ...(lora.targetModules ? { targetModules: lora.targetModules } : {}), seed: r.cfg.train.seed });
+    else
+      addLora(m.model, {
+        rank: lora.rank,
+        alpha: lora.alpha,
+        ...(lora.targetModules ? { targetModules: lora.targetModules } : {}),
+        seed: r.cfg.train.seed,
+      });
   }
   // Tokenizer files travel with the base, whatever directory the weights came from.
   return { m: { ...m, dir: base }, ...(resume ? { resume: { step: resume.step, dir: resume.dir } } : {}) };
@@ -190,7 +220,9 @@ export async function startingPolicy(r: RunState, label: string): Promise<Loaded
 /** The rehearsal term of a policy phase (none when the configuration has no rehearsal). */
 export async function policyAnchor(r: RunState, m: LoadedModel): Promise<PhaseAnchor | undefined> {
   const set = await rehearsalSet(m, r.cfg.train);
-  if (set.length) r.say(`rehearsal: ${set.length} dialogues, ${r.cfg.train.rehearsal!.perUpdate} an update, weight ${r.cfg.train.rehearsal!.coefficient}`);
+  if (set.length)
+    r.say(
+      `rehearsal: ${set.length} dialogues, ${r.cfg.train.rehearsal!.perUpdate} an update, weight ${r.cfg.train.rehearsal!.coefficient}`,
+    );
   return rehearsalAnchor(m, set, r.cfg.train);
 }
-

@@ -5,7 +5,15 @@ import { existsSync } from 'node:fs';
 import { appendFile, readFile, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { saveRunMetrics } from '../prisma/run-store.ts';
-import { ACTOR_PHASE, actorPhase, COLLECT_PHASE, criticGap, pairsForState, readActorPairs, selectStates } from './actor.ts';
+import {
+  ACTOR_PHASE,
+  actorPhase,
+  COLLECT_PHASE,
+  criticGap,
+  pairsForState,
+  readActorPairs,
+  selectStates,
+} from './actor.ts';
 import { widestGaps } from './pairs.ts';
 import { peoplePairs } from '../prisma/preference-store.ts';
 import { saveSessionAdvantages } from '../prisma/dashboard-store.ts';
@@ -17,7 +25,16 @@ import { saveLora } from './model/lora.ts';
 import { writeFileAtomic } from './model/safetensors.ts';
 import type { LoadedModel } from './sequences.ts';
 import { copyTokenizerFiles } from './versions.ts';
-import { finishPhase, policyAnchor, runUpdates, saveProgress, startingPolicy, trainablePolicy, type RunState, type SnapshotPreference } from './run-state.ts';
+import {
+  finishPhase,
+  policyAnchor,
+  runUpdates,
+  saveProgress,
+  startingPolicy,
+  trainablePolicy,
+  type RunState,
+  type SnapshotPreference,
+} from './run-state.ts';
 
 /**
  * The people's preferences the snapshot recorded that still hold: the rater has not withdrawn or been deleted,
@@ -25,13 +42,26 @@ import { finishPhase, policyAnchor, runUpdates, saveProgress, startingPolicy, tr
  * followed, so the run trains on what its snapshot says or less, never on something else.
  */
 async function snapshotPreferences(r: RunState, data: readonly Trajectory[]): Promise<PeoplePair[]> {
-  const run = await r.ctx.prisma.trainingRun.findUniqueOrThrow({ where: { id: r.runId }, select: { dataSnapshot: true } });
+  const run = await r.ctx.prisma.trainingRun.findUniqueOrThrow({
+    where: { id: r.runId },
+    select: { dataSnapshot: true },
+  });
   const recorded = (run.dataSnapshot as { preferences?: SnapshotPreference[] } | null)?.preferences ?? [];
   if (recorded.length === 0) return [];
   const key = (p: SnapshotPreference) => `${p.id}:${p.chosen}:${p.rejected}`;
-  const holding = new Set((await peoplePairs(r.ctx.prisma, data.map((t) => t.sessionId))).map(key));
+  const holding = new Set(
+    (
+      await peoplePairs(
+        r.ctx.prisma,
+        data.map((t) => t.sessionId),
+      )
+    ).map(key),
+  );
   const kept = recorded.filter((p) => holding.has(key(p)));
-  if (kept.length < recorded.length) r.say(`${recorded.length - kept.length} preference(s) of the snapshot no longer hold (withdrawn, changed, or a session no longer usable): left out`);
+  if (kept.length < recorded.length)
+    r.say(
+      `${recorded.length - kept.length} preference(s) of the snapshot no longer hold (withdrawn, changed, or a session no longer usable): left out`,
+    );
   return kept.map((p) => ({ chosen: p.chosen, rejected: p.rejected }));
 }
 
@@ -51,18 +81,32 @@ export async function trainCritic(r: RunState, data: Trajectory[]): Promise<stri
     const examples = await critic.prepare(data, r.cfg.train.truncation);
     const pairs = criticPairs(data, examples, r.cfg.train.maxPairsPerTask, await snapshotPreferences(r, data));
     const people = pairs.filter((p) => p.from === 'people').length;
-    r.say(`${CRITIC_PHASE}: ${pairs.length} trajectory pairs from ${data.length} sessions${people ? ` (${people} from people's preferences)` : ''}${critic.lora ? ' (LoRA)' : ''}`);
+    r.say(
+      `${CRITIC_PHASE}: ${pairs.length} trajectory pairs from ${data.length} sessions${people ? ` (${people} from people's preferences)` : ''}${critic.lora ? ' (LoRA)' : ''}`,
+    );
     // Which pairs the critic trained on, by session, for whoever audits the run.
-    await writeFileAtomic(join(r.dir, 'critic-pairs.json'), JSON.stringify(pairs.map((p) => ({ chosen: p.chosen.sessionId, rejected: p.rejected.sessionId, from: p.from })), null, 2) + '\n');
+    await writeFileAtomic(
+      join(r.dir, 'critic-pairs.json'),
+      JSON.stringify(
+        pairs.map((p) => ({ chosen: p.chosen.sessionId, rejected: p.rejected.sessionId, from: p.from })),
+        null,
+        2,
+      ) + '\n',
+    );
     const phase = criticPhase(critic, pairs, r.cfg.train);
     await runUpdates(r, phase, critic.lora, resume ? { step: resume.step, dir: resume.dir } : undefined);
     phase.dispose();
     // Each agent turn's advantage under the trained critic, for the dashboard's session page.
     const stored = await saveSessionAdvantages(r.ctx.prisma, r.runId, await critic.turnAdvantages(examples));
-    r.say(`${CRITIC_PHASE}: advantages stored for ${stored.turns} agent turns${stored.skipped ? ` (${stored.skipped} sessions skipped: more turns scored than stored)` : ''}`);
+    r.say(
+      `${CRITIC_PHASE}: advantages stored for ${stored.turns} agent turns${stored.skipped ? ` (${stored.skipped} sessions skipped: more turns scored than stored)` : ''}`,
+    );
     // Does the trained critic order the run's sessions as their tests do? Stored now, so a resumed run keeps it.
     const byId = new Map(data.map((t) => [t.sessionId, t]));
-    const check = criticAgainstTests(examples.map((e) => byId.get(e.sessionId)!), await critic.trajectoryScores(examples));
+    const check = criticAgainstTests(
+      examples.map((e) => byId.get(e.sessionId)!),
+      await critic.trajectoryScores(examples),
+    );
     r.metrics[CRITIC_TESTS_METRIC] = check;
     await saveRunMetrics(r.ctx.prisma, r.runId, r.metrics);
     r.say(`${CRITIC_PHASE}: ${formatCriticTests(check)}`);
@@ -99,7 +143,9 @@ export async function collectCandidates(r: RunState, data: Trajectory[], criticD
       collected = text.slice(0, complete).split('\n').filter(Boolean).length;
     }
     (r.progress.totals ??= {})[COLLECT_PHASE] = states.length;
-    r.say(`actor: sampling ${cfg.train.candidates} candidates for ${states.length} turn states (${collected} already done)`);
+    r.say(
+      `actor: sampling ${cfg.train.candidates} candidates for ${states.length} turn states (${collected} already done)`,
+    );
     for (let k = collected; k < states.length; k++) {
       const pairs = await pairsForState(sampler, critic, states[k]!, cfg.train, (cfg.train.seed * 7919 + k) >>> 0);
       await appendFile(pairsFile, JSON.stringify({ state: k, pairs }) + '\n');
@@ -121,11 +167,12 @@ export async function collectCandidates(r: RunState, data: Trajectory[], criticD
 export async function trainActor(r: RunState, pairsFile: string): Promise<LoadedModel> {
   const sampled = await readActorPairs(pairsFile);
   const pairs = widestGaps(sampled, criticGap, r.cfg.train.pairGapQuantile);
-  r.say(`actor: ${pairs.length} candidate pairs${pairs.length < sampled.length ? ` (of ${sampled.length}: the critic's widest gaps)` : ''}`);
+  r.say(
+    `actor: ${pairs.length} candidate pairs${pairs.length < sampled.length ? ` (of ${sampled.length}: the critic's widest gaps)` : ''}`,
+  );
   const t = await trainablePolicy(r, ACTOR_PHASE);
   const phase = actorPhase(t.m, pairs, r.cfg.train, await policyAnchor(r, t.m));
   await runUpdates(r, phase, !!r.cfg.train.lora, t.resume);
   phase.dispose();
   return t.m;
 }
-

@@ -26,26 +26,61 @@ import { CRITIC_PHASE } from './critic.ts';
 import type { LoadedModel } from './sequences.ts';
 import { describeFlagExclusions } from '../prisma/moderation-store.ts';
 import { copyTokenizerFiles } from './versions.ts';
-import { policyAnchor, RunInterrupted, runUpdates, saveProgress, startingPolicy, trainablePolicy, type Algorithm, type Progress, type RunConfig, type RunContext, type RunMetrics, type RunState, type SnapshotPreference } from './run-state.ts';
+import {
+  policyAnchor,
+  RunInterrupted,
+  runUpdates,
+  saveProgress,
+  startingPolicy,
+  trainablePolicy,
+  type Algorithm,
+  type Progress,
+  type RunConfig,
+  type RunContext,
+  type RunMetrics,
+  type RunState,
+  type SnapshotPreference,
+} from './run-state.ts';
 import { collectCandidates, trainActor, trainCritic } from './run-sweet.ts';
 
 export { RunInterrupted, type Algorithm, type RunConfig } from './run-state.ts';
 
 /** Creates a run: its config and data snapshot. Fails with a clear message when there is nothing to learn from. */
 export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<TrainingRun> {
-  const { trajectories: data, counts, filter, flagged } = await selectTrainingData(ctx.prisma, { ratingWeight: cfg.ratingWeight, kind: cfg.kind, split: 'train' }, cfg.data);
+  const {
+    trajectories: data,
+    counts,
+    filter,
+    flagged,
+  } = await selectTrainingData(
+    ctx.prisma,
+    { ratingWeight: cfg.ratingWeight, kind: cfg.kind, split: 'train' },
+    cfg.data,
+  );
   const flags = describeFlagExclusions(flagged);
   if (flags) ctx.log?.(flags);
   // Only judgements between two sessions the run trains on: the critic scores nothing else.
   const preferences: SnapshotPreference[] | undefined =
-    cfg.algorithm === 'sweet' && cfg.preferences ? (await peoplePairs(ctx.prisma, data.map((t) => t.sessionId))).map((p) => ({ id: p.id, chosen: p.chosen, rejected: p.rejected })) : undefined;
+    cfg.algorithm === 'sweet' && cfg.preferences
+      ? (
+          await peoplePairs(
+            ctx.prisma,
+            data.map((t) => t.sessionId),
+          )
+        ).map((p) => ({ id: p.id, chosen: p.chosen, rejected: p.rejected }))
+      : undefined;
   return createTrainingRun(
     ctx.prisma,
     {
       algorithm: cfg.algorithm,
       config: cfg as unknown as Prisma.InputJsonObject,
       // Exactly which sessions (and people's preferences between them), and the filter that chose them.
-      dataSnapshot: { filter, counts, sessions: data.map((t) => ({ id: t.sessionId, reward: t.reward, simulated: t.simulated })), ...(preferences ? { preferences } : {}) } as unknown as Prisma.InputJsonObject,
+      dataSnapshot: {
+        filter,
+        counts,
+        sessions: data.map((t) => ({ id: t.sessionId, reward: t.reward, simulated: t.simulated })),
+        ...(preferences ? { preferences } : {}),
+      } as unknown as Prisma.InputJsonObject,
     },
     (id) => resolve(join(ctx.checkpointRoot, 'runs', id)),
   );
@@ -53,7 +88,10 @@ export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<Traini
 
 /** The unfinished runs (queued, running, or failed by a kill), oldest first. */
 export async function unfinishedRuns(prisma: PrismaClient): Promise<TrainingRun[]> {
-  return prisma.trainingRun.findMany({ where: { status: { in: ['queued', 'running'] } }, orderBy: { createdAt: 'asc' } });
+  return prisma.trainingRun.findMany({
+    where: { status: { in: ['queued', 'running'] } },
+    orderBy: { createdAt: 'asc' },
+  });
 }
 
 /** Executes (or resumes) a run to its end and returns the candidate version it published. */
@@ -85,7 +123,8 @@ const PHASES: Record<Algorithm, (r: RunState, data: Trajectory[]) => Promise<Loa
   rft: (r, data) => rftPolicy(r, data),
   mtdpo: (r, data) => mtdpoPolicy(r, data),
   sweet: async (r, data) => {
-    if (r.ctx.ranker) r.say(`${CRITIC_PHASE}: not trained; candidates ranked by ${r.ctx.ranker.name} (a benchmark's control)`);
+    if (r.ctx.ranker)
+      r.say(`${CRITIC_PHASE}: not trained; candidates ranked by ${r.ctx.ranker.name} (a benchmark's control)`);
     const criticDir = r.ctx.ranker ? null : await trainCritic(r, data);
     const pairsFile = await collectCandidates(r, data, criticDir);
     return trainActor(r, pairsFile);
@@ -93,7 +132,11 @@ const PHASES: Record<Algorithm, (r: RunState, data: Trajectory[]) => Promise<Loa
 };
 
 /** The phases of each algorithm, by name, in order (what the dashboard draws a progress bar for). */
-export const PHASE_NAMES: Record<Algorithm, readonly string[]> = { rft: [RFT_PHASE], mtdpo: [MTDPO_PHASE], sweet: [CRITIC_PHASE, COLLECT_PHASE, ACTOR_PHASE] };
+export const PHASE_NAMES: Record<Algorithm, readonly string[]> = {
+  rft: [RFT_PHASE],
+  mtdpo: [MTDPO_PHASE],
+  sweet: [CRITIC_PHASE, COLLECT_PHASE, ACTOR_PHASE],
+};
 
 /** Marks the run running and reads its progress from its row (a fresh run starts from nothing). */
 async function openRun(ctx: RunContext, run: TrainingRun): Promise<RunState> {
@@ -101,7 +144,10 @@ async function openRun(ctx: RunContext, run: TrainingRun): Promise<RunState> {
   const dir = run.checkpointDir!;
   await mkdir(dir, { recursive: true });
   const logLines: string[] = run.log ? run.log.split('\n').filter(Boolean) : [];
-  const progress: Progress = (run.progress as unknown as Progress | null) ?? { done: [], rng: { algorithm: 'mulberry32', seed: cfg.train.seed } };
+  const progress: Progress = (run.progress as unknown as Progress | null) ?? {
+    done: [],
+    rng: { algorithm: 'mulberry32', seed: cfg.train.seed },
+  };
   const r: RunState = {
     ctx,
     runId: run.id,
@@ -131,8 +177,15 @@ async function openRun(ctx: RunContext, run: TrainingRun): Promise<RunState> {
 async function snapshotData(r: RunState, run: TrainingRun): Promise<Trajectory[]> {
   const snapshot = (run.dataSnapshot as { sessions: { id: string; reward: number }[] }).sessions;
   const rewards = new Map(snapshot.map((s) => [s.id, s.reward]));
-  const loaded = await loadTrajectories(r.ctx.prisma, { ratingWeight: r.cfg.ratingWeight, source: r.cfg.data.source, sessionIds: snapshot.map((s) => s.id) });
-  if (loaded.length < snapshot.length) r.say(`${snapshot.length - loaded.length} session(s) of the snapshot are no longer usable (deleted, withdrawn or flagged): left out`);
+  const loaded = await loadTrajectories(r.ctx.prisma, {
+    ratingWeight: r.cfg.ratingWeight,
+    source: r.cfg.data.source,
+    sessionIds: snapshot.map((s) => s.id),
+  });
+  if (loaded.length < snapshot.length)
+    r.say(
+      `${snapshot.length - loaded.length} session(s) of the snapshot are no longer usable (deleted, withdrawn or flagged): left out`,
+    );
   return loaded.map((t) => ({ ...t, reward: rewards.get(t.sessionId) ?? t.reward }));
 }
 
@@ -190,7 +243,11 @@ async function publish(r: RunState, policy: LoadedModel, sessions: number): Prom
     metrics: { training: metrics, sessions } as Prisma.InputJsonObject,
     // The adapter refers to its endpoint version (whose address it follows); its server name is versioned.
     ...(asAdapter ? { serving: adapterServing(cfg.servedBy!.endpointVersionId) } : {}),
-    audit: { actor: 'trainer', action: 'policy.publish', detail: { runId, sha256: sha, parent: cfg.fromVersionName, kind } },
+    audit: {
+      actor: 'trainer',
+      action: 'policy.publish',
+      detail: { runId, sha256: sha, parent: cfg.fromVersionName, kind },
+    },
   });
   r.say(`published candidate ${name}${asAdapter ? ' (LoRA adapter)' : ''} (sha256 ${sha.slice(0, 12)})`);
   await saveProgress(r);

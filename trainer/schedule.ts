@@ -12,7 +12,13 @@ import { Rng } from '../tasks/random.ts';
 export { Rng };
 
 /** Batches of item indices for every update of a phase: `epochs` passes, each in its own seeded order. */
-export function epochBatches(count: number, batchSize: number, epochs: number, seed: number, phase: string): number[][] {
+export function epochBatches(
+  count: number,
+  batchSize: number,
+  epochs: number,
+  seed: number,
+  phase: string,
+): number[][] {
   const batches: number[][] = [];
   for (let e = 0; e < epochs; e++) {
     const order = Rng.derive(seed, phase, 'epoch', e).shuffle(Array.from({ length: count }, (_, i) => i));
@@ -22,12 +28,28 @@ export function epochBatches(count: number, batchSize: number, epochs: number, s
 }
 
 /** AdamW with the paper's betas, warm-up and cosine decay over the phase's updates. */
-export function phaseOptimizer(params: ReadonlyMap<string, tf.Variable>, peakLr: number, totalSteps: number, c: TrainConfig): AdamW {
+export function phaseOptimizer(
+  params: ReadonlyMap<string, tf.Variable>,
+  peakLr: number,
+  totalSteps: number,
+  c: TrainConfig,
+): AdamW {
   return new AdamW(params, {
     lr: c.warmupFromZero
       ? // the official trainer (train_dpo.py): ceil(ratio x updates) warm-up updates from lr 0
-        warmupCosine({ peakLr, warmupSteps: Math.ceil(totalSteps * c.warmupRatio), totalSteps, minRatio: c.minLrRatio, fromZero: true })
-      : warmupCosine({ peakLr, warmupSteps: Math.max(1, Math.round(totalSteps * c.warmupRatio)), totalSteps, minRatio: c.minLrRatio }),
+        warmupCosine({
+          peakLr,
+          warmupSteps: Math.ceil(totalSteps * c.warmupRatio),
+          totalSteps,
+          minRatio: c.minLrRatio,
+          fromZero: true,
+        })
+      : warmupCosine({
+          peakLr,
+          warmupSteps: Math.max(1, Math.round(totalSteps * c.warmupRatio)),
+          totalSteps,
+          minRatio: c.minLrRatio,
+        }),
     beta1: c.adamBeta1,
     beta2: c.adamBeta2,
     weightDecay: c.weightDecay,
@@ -41,7 +63,10 @@ export interface ItemShape {
 }
 
 /** The shape of a chosen/rejected pair of sequences (the critic's and multi-turn DPO's items). */
-export function sequencePairShape(p: { chosen: { seq: { ids: { length: number } } }; rejected: { seq: { ids: { length: number } } } }): ItemShape {
+export function sequencePairShape(p: {
+  chosen: { seq: { ids: { length: number } } };
+  rejected: { seq: { ids: { length: number } } };
+}): ItemShape {
   return { rows: 2, tokens: Math.max(p.chosen.seq.ids.length, p.rejected.seq.ids.length) };
 }
 
@@ -52,7 +77,11 @@ export function sequencePairShape(p: { chosen: { seq: { ids: { length: number } 
  * T^2 floats a layer) fill WebAssembly memory, which ends at 4 GB; the heap sizes measured on the starter are
  * in docs/training.md ("Memory").
  */
-export function microBatches<T>(batch: readonly T[], c: Pick<TrainConfig, 'microBatch' | 'microBatchCells'>, shape: (item: T) => ItemShape): T[][] {
+export function microBatches<T>(
+  batch: readonly T[],
+  c: Pick<TrainConfig, 'microBatch' | 'microBatchCells'>,
+  shape: (item: T) => ItemShape,
+): T[][] {
   const cells = c.microBatchCells ?? DEFAULT_MICRO_BATCH_CELLS; // runs stored before the cap existed lack it
   const out: T[][] = [];
   let current: T[] = [];

@@ -30,7 +30,10 @@ export async function loadModel(dir: string, name: string, trainable: boolean): 
 /** The critic's view of a dialogue: the agent's system prompt followed by the hidden information. */
 export function criticDialogue(task: TaskContent, turns: readonly DialogueTurn[]): ChatMessage[] {
   const messages = buildDialogue(task, turns);
-  const hidden = task.kind === 'backend' ? 'The function the person has in mind (hidden from the agent):' : 'The page the person has in mind (hidden from the agent):';
+  const hidden =
+    task.kind === 'backend'
+      ? 'The function the person has in mind (hidden from the agent):'
+      : 'The page the person has in mind (hidden from the agent):';
   messages[0] = { role: 'system', content: `${messages[0]!.content}\n\n${hidden}\n${task.reference}` };
   return messages;
 }
@@ -51,7 +54,12 @@ export interface EncodedDialogue {
  * turn is judged on is its recent context); a turn that loses all its tokens is dropped with them. `side`
  * 'right' drops the newest instead, as the official code does.
  */
-export function encodeDialogue(m: Pick<LoadedModel, 'chat' | 'tokenizer'>, messages: readonly ChatMessage[], contextLength: number, side: 'left' | 'right' = 'left'): EncodedDialogue {
+export function encodeDialogue(
+  m: Pick<LoadedModel, 'chat' | 'tokenizer'>,
+  messages: readonly ChatMessage[],
+  contextLength: number,
+  side: 'left' | 'right' = 'left',
+): EncodedDialogue {
   const ids: number[] = [];
   const turns: { start: number; end: number }[] = [];
   for (const seg of m.chat.segments(messages)) {
@@ -62,7 +70,13 @@ export function encodeDialogue(m: Pick<LoadedModel, 'chat' | 'tokenizer'>, messa
   const cut = Math.max(0, ids.length - contextLength);
   if (cut === 0) return { ids, turns };
   // 'right' (the official datasets: Hugging Face's truncation side): the newest tokens go; a turn keeps what fits.
-  if (side === 'right') return { ids: ids.slice(0, contextLength), turns: turns.filter((t) => t.start < contextLength).map((t) => ({ start: t.start, end: Math.min(t.end, contextLength) })) };
+  if (side === 'right')
+    return {
+      ids: ids.slice(0, contextLength),
+      turns: turns
+        .filter((t) => t.start < contextLength)
+        .map((t) => ({ start: t.start, end: Math.min(t.end, contextLength) })),
+    };
   return {
     ids: ids.slice(cut),
     // A turn's first token needs one token of context before it.
@@ -84,12 +98,18 @@ export function encodeAction(
   let promptIds = m.tokenizer.encode(promptText);
   // Keep at least a few tokens of context; an action longer than the whole context is cut at its end.
   if (completion.length > contextLength - 8) completion = completion.slice(0, contextLength - 8);
-  if (promptIds.length + completion.length > contextLength) promptIds = promptIds.slice(promptIds.length + completion.length - contextLength);
+  if (promptIds.length + completion.length > contextLength)
+    promptIds = promptIds.slice(promptIds.length + completion.length - contextLength);
   return { prompt: promptIds, completion };
 }
 
 /** The prompt ids the policy generates from, cut on the left so that `room` new tokens fit the context. */
-export function encodePrompt(m: Pick<LoadedModel, 'chat' | 'tokenizer'>, prompt: readonly ChatMessage[], contextLength: number, room: number): number[] {
+export function encodePrompt(
+  m: Pick<LoadedModel, 'chat' | 'tokenizer'>,
+  prompt: readonly ChatMessage[],
+  contextLength: number,
+  room: number,
+): number[] {
   const ids = m.tokenizer.encode(m.chat.format(prompt, { addGenerationPrompt: true }));
   const keep = Math.max(8, contextLength - room);
   return ids.length > keep ? ids.slice(ids.length - keep) : ids;
@@ -141,12 +161,20 @@ export function turnLogprobs(model: Decoder, seqs: readonly EncodedDialogue[], p
     }
   });
   const flat = tf.reshape(scored.tokenLogprobs, [-1]);
-  const logp = tf.mul(tf.reshape(tf.gather(flat, tf.tensor1d(index, 'int32')), [N, L]), tf.tensor2d(mask, [N, L])) as tf.Tensor2D;
+  const logp = tf.mul(
+    tf.reshape(tf.gather(flat, tf.tensor1d(index, 'int32')), [N, L]),
+    tf.tensor2d(mask, [N, L]),
+  ) as tf.Tensor2D;
   return { logp, mask: tf.tensor2d(mask, [N, L]), owner, lengths };
 }
 
 /** The same as numbers, one array per turn, in batches (no gradient). */
-export async function turnLogprobValues(model: Decoder, seqs: readonly EncodedDialogue[], padTokenId: number, batchSize = 4): Promise<number[][][]> {
+export async function turnLogprobValues(
+  model: Decoder,
+  seqs: readonly EncodedDialogue[],
+  padTokenId: number,
+  batchSize = 4,
+): Promise<number[][][]> {
   const out: number[][][] = [];
   for (let i = 0; i < seqs.length; i += batchSize) {
     const chunk = seqs.slice(i, i + batchSize);

@@ -74,9 +74,11 @@ export class ServiceStatus {
 
   /** Ready: it has looked once, can train and its last cycle did not fail; otherwise why not. */
   readiness(): { ok: boolean; reason?: string } {
-    if (this.state === 'starting') return { ok: false, reason: 'starting: has not looked at the deployed version and the data yet' };
+    if (this.state === 'starting')
+      return { ok: false, reason: 'starting: has not looked at the deployed version and the data yet' };
     if (this.state === 'cannot-train') return { ok: false, reason: `cannot train: ${this.reason}` };
-    if (this.state === 'backing-off') return { ok: false, reason: `${this.failures} failed cycle(s) in a row, the last: ${this.reason}` };
+    if (this.state === 'backing-off')
+      return { ok: false, reason: `${this.failures} failed cycle(s) in a row, the last: ${this.reason}` };
     return { ok: true };
   }
 }
@@ -170,7 +172,9 @@ export async function runService<P>(o: ServiceOptions<P>): Promise<void> {
         status.failures++;
         status.state = 'backing-off';
         status.reason = (err as Error).message;
-        o.log(`training cycle failed (${status.failures} in a row): ${status.reason}; next try in ${backoffSeconds(status.failures, o.pollSeconds, o.maxBackoffSeconds)} s`);
+        o.log(
+          `training cycle failed (${status.failures} in a row): ${status.reason}; next try in ${backoffSeconds(status.failures, o.pollSeconds, o.maxBackoffSeconds)} s`,
+        );
       } finally {
         await lock.release();
       }

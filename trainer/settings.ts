@@ -52,18 +52,28 @@ export interface TrainingDataSettings {
  * The simulated collaborator: `builtin` the rule-based one, `llm` the one behind SIMULATOR_LLM_URL (an error when
  * none is configured), `configured` the LLM one when configured, else the rule-based one.
  */
-export async function collaboratorFactory(s: TrainerSettings, which: 'configured' | 'builtin' | 'llm' = 'configured'): Promise<CollaboratorFactory> {
+export async function collaboratorFactory(
+  s: TrainerSettings,
+  which: 'configured' | 'builtin' | 'llm' = 'configured',
+): Promise<CollaboratorFactory> {
   if (which === 'builtin' || (which === 'configured' && !s.llmSimulator)) return RULE_SIMULATOR;
-  if (!s.llmSimulator) throw new Error('the LLM simulator is not configured: set SIMULATOR_LLM_URL and SIMULATOR_LLM_MODEL');
+  if (!s.llmSimulator)
+    throw new Error('the LLM simulator is not configured: set SIMULATOR_LLM_URL and SIMULATOR_LLM_MODEL');
   const { createLlmCollaborator } = await import('../tasks/llm-simulator.ts');
   const llm = s.llmSimulator;
-  return { name: `llm:${llm.model}`, create: (task) => createLlmCollaborator(task, { url: llm.url, model: llm.model, ...(llm.key ? { key: llm.key } : {}) }) };
+  return {
+    name: `llm:${llm.model}`,
+    create: (task) =>
+      createLlmCollaborator(task, { url: llm.url, model: llm.model, ...(llm.key ? { key: llm.key } : {}) }),
+  };
 }
 
 /** The scorer for simulate/evaluate/train; with `clipModelDir` frontend pages are compared by CLIP, whose weights it frees on close. */
 export async function scorer(s: TrainerSettings): Promise<Scorer> {
   // withTrainer has already initialised the tfjs backend, so the embedder must not pick another one.
-  const embedder = s.clipModelDir ? await (await import('./model/clip.ts')).ClipImageEmbedder.load(s.clipModelDir, { initBackend: false }) : undefined;
+  const embedder = s.clipModelDir
+    ? await (await import('./model/clip.ts')).ClipImageEmbedder.load(s.clipModelDir, { initBackend: false })
+    : undefined;
   const sc = createScorer({ bwrapPath: s.bwrapPath, pythonPath: s.pythonPath, chromiumPath: s.chromiumPath, embedder });
   return {
     evaluate: (task, answer) => sc.evaluate(task, answer),

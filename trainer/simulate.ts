@@ -23,7 +23,10 @@ export interface CollaboratorFactory {
   create(task: TaskContent): Collaborator;
 }
 
-export const RULE_SIMULATOR: CollaboratorFactory = { name: 'rule-simulator', create: (task) => createRuleSimulator(task) };
+export const RULE_SIMULATOR: CollaboratorFactory = {
+  name: 'rule-simulator',
+  create: (task) => createRuleSimulator(task),
+};
 
 export interface SimulateOptions {
   kind: TaskKind;
@@ -50,42 +53,69 @@ export interface SimulatedGame {
 }
 
 /** Tasks of a kind and split in a stable order (by content hash): episode i plays task i mod count. */
-export async function storedTasks(prisma: PrismaClient, kind: TaskKind, split: TaskSplit): Promise<{ id: string; content: TaskContent }[]> {
+export async function storedTasks(
+  prisma: PrismaClient,
+  kind: TaskKind,
+  split: TaskSplit,
+): Promise<{ id: string; content: TaskContent }[]> {
   const rows = await prisma.task.findMany({ where: { kind, split }, orderBy: { contentHash: 'asc' } });
   return rows.map((r) => ({ id: r.id, content: taskContent(r) }));
 }
 
-export async function simulate(prisma: PrismaClient, version: PolicyVersion, scorer: Scorer, o: SimulateOptions): Promise<SimulatedGame[]> {
-  if (!Number.isInteger(o.episodes) || o.episodes < 1) throw new Error(`episodes must be a positive integer, got ${o.episodes}`);
+export async function simulate(
+  prisma: PrismaClient,
+  version: PolicyVersion,
+  scorer: Scorer,
+  o: SimulateOptions,
+): Promise<SimulatedGame[]> {
+  if (!Number.isInteger(o.episodes) || o.episodes < 1)
+    throw new Error(`episodes must be a positive integer, got ${o.episodes}`);
   const tasks = o.tasks ?? (await storedTasks(prisma, o.kind, o.split));
-  if (tasks.length === 0) throw new Error(o.tasks ? 'no tasks to play' : `no ${o.kind} tasks in the ${o.split} split: import some first (sweetloop tasks import ...)`);
+  if (tasks.length === 0)
+    throw new Error(
+      o.tasks
+        ? 'no tasks to play'
+        : `no ${o.kind} tasks in the ${o.split} split: import some first (sweetloop tasks import ...)`,
+    );
   const collaborator = o.collaborator ?? RULE_SIMULATOR;
-  const jobs = Array.from({ length: o.episodes }, (_, i) => ({ task: tasks[i % tasks.length]!.content, ref: tasks[i % tasks.length]!.id }));
+  const jobs = Array.from({ length: o.episodes }, (_, i) => ({
+    task: tasks[i % tasks.length]!.content,
+    ref: tasks[i % tasks.length]!.id,
+  }));
   const games: SimulatedGame[] = new Array(o.episodes);
   const scoring: Promise<void>[] = [];
   let done = 0;
   // Scored while the other games go on; stored once scored.
   const onResult = (r: RolloutResult, i: number) => {
     const scored = (async () => {
-        const evaluation = await scorer.evaluate(r.job.task, r.episode.answer, r.episode.turns);
-        const sessionId = o.store
-          ? await storeFinishedSession(prisma, {
-              taskId: r.job.ref,
-              policyVersionId: version.id,
-              collaborator: collaborator.name,
-              channel: 'simulated',
-              turns: r.episode.turns.map((t) => (t.provenance ? { ...t, latencyMs: Math.round(t.provenance.latencyMs) } : t)),
-              answer: r.episode.answer,
-              endReason: r.episode.endReason,
-              evaluation,
-              startedAt: r.startedAt,
-              endedAt: r.endedAt,
-            })
-          : null;
-        games[i] = { taskId: r.job.ref, sessionId, agentTurns: r.episode.turns.filter((t) => t.role === 'agent').length, evaluation, turns: r.episode.turns };
-        done++;
-        if (o.log && (done % 10 === 0 || done === o.episodes)) o.log(`${version.name}: ${done}/${o.episodes} games scored`);
-      })();
+      const evaluation = await scorer.evaluate(r.job.task, r.episode.answer, r.episode.turns);
+      const sessionId = o.store
+        ? await storeFinishedSession(prisma, {
+            taskId: r.job.ref,
+            policyVersionId: version.id,
+            collaborator: collaborator.name,
+            channel: 'simulated',
+            turns: r.episode.turns.map((t) =>
+              t.provenance ? { ...t, latencyMs: Math.round(t.provenance.latencyMs) } : t,
+            ),
+            answer: r.episode.answer,
+            endReason: r.episode.endReason,
+            evaluation,
+            startedAt: r.startedAt,
+            endedAt: r.endedAt,
+          })
+        : null;
+      games[i] = {
+        taskId: r.job.ref,
+        sessionId,
+        agentTurns: r.episode.turns.filter((t) => t.role === 'agent').length,
+        evaluation,
+        turns: r.episode.turns,
+      };
+      done++;
+      if (o.log && (done % 10 === 0 || done === o.episodes))
+        o.log(`${version.name}: ${done}/${o.episodes} games scored`);
+    })();
     // Awaited below with the others; until then a failed score (no sandbox, say) must not be an unhandled
     // rejection, which ends the whole process (the trainer service) instead of failing this call.
     scored.catch(() => undefined);
@@ -141,7 +171,11 @@ async function playThroughAgent(
         limit(async () => {
           const seeded = agent.withSeed ? agent.withSeed(gameSeed(o.seed, i)) : agent;
           const startedAt = new Date();
-          const episode = await playEpisode({ task: job.task, agent: patient(seeded, o.log), collaborator: o.collaborator.create(job.task) });
+          const episode = await playEpisode({
+            task: job.task,
+            agent: patient(seeded, o.log),
+            collaborator: o.collaborator.create(job.task),
+          });
           o.onResult({ job, episode, startedAt, endedAt: new Date() }, i);
         }),
       ),

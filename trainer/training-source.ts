@@ -44,9 +44,20 @@ export interface SourceFacts {
   /** kind checkpoint: its directory and whether it holds a model (config.json); kind gguf: its --base-model-dir. */
   checkpoint?: { dir: string | null; exists: boolean };
   /** kind endpoint or adapter: its server, or why its serving settings cannot be read. */
-  served?: { endpointVersionId: string; endpointName: string; url: string; model: string; baseModelDir: string | null; maxLoraRank: number } | { error: string };
+  served?:
+    | {
+        endpointVersionId: string;
+        endpointName: string;
+        url: string;
+        model: string;
+        baseModelDir: string | null;
+        maxLoraRank: number;
+      }
+    | { error: string };
   /** kind adapter: its directory and config, or why it cannot be continued from. */
-  adapter?: { dir: string; rank: number; alpha: number; targetModules: string[] | string } | { dir: string | null; error: string };
+  adapter?:
+    | { dir: string; rank: number; alpha: number; targetModules: string[] | string }
+    | { dir: string | null; error: string };
 }
 
 export type TrainingSource =
@@ -73,9 +84,16 @@ export type TrainingSource =
  * from: the first, unless it or an ancestor was trained on erased data. Then `refuse` (a person named it) says so
  * and names the nearest clean ancestor; `ancestor` (the service) starts from that ancestor, with a note why.
  */
-export function chooseStart(lineage: readonly LineageEntry[], onErased: 'refuse' | 'ancestor'): { index: number; note?: string } | { reason: string } {
+export function chooseStart(
+  lineage: readonly LineageEntry[],
+  onErased: 'refuse' | 'ancestor',
+): { index: number; note?: string } | { reason: string } {
   const asked = lineage[0];
-  if (!asked) return { reason: 'no policy version is deployed yet (the bot deploys the starter at its first start; or sweetloop deploy NAME)' };
+  if (!asked)
+    return {
+      reason:
+        'no policy version is deployed yet (the bot deploys the starter at its first start; or sweetloop deploy NAME)',
+    };
   let oldest = -1;
   lineage.forEach((v, i) => v.erased && (oldest = i));
   if (oldest < 0) return { index: 0 };
@@ -85,9 +103,18 @@ export function chooseStart(lineage: readonly LineageEntry[], onErased: 'refuse'
       ? `"${asked.name}" was trained on sessions since erased (/privacy delete marked it)`
       : `"${asked.name}" descends from "${marked.name}", which was trained on sessions since erased (/privacy delete marked it)`;
   const clean = lineage[oldest + 1];
-  if (!clean) return { reason: `${why}, and no version before it is free of them: deploy a clean version (or train --from starter)` };
-  if (clean.status === 'removed') return { reason: `${why}; the version before it, "${clean.name}", was removed: deploy a clean version (or train --from starter)` };
-  if (onErased === 'refuse') return { reason: `${why}: a run from it would carry that data into the new version. Start from "${clean.name}", the nearest version before it (sweetloop train --from ${clean.name})` };
+  if (!clean)
+    return {
+      reason: `${why}, and no version before it is free of them: deploy a clean version (or train --from starter)`,
+    };
+  if (clean.status === 'removed')
+    return {
+      reason: `${why}; the version before it, "${clean.name}", was removed: deploy a clean version (or train --from starter)`,
+    };
+  if (onErased === 'refuse')
+    return {
+      reason: `${why}: a run from it would carry that data into the new version. Start from "${clean.name}", the nearest version before it (sweetloop train --from ${clean.name})`,
+    };
   return { index: oldest + 1, note: `${why}: training from "${clean.name}", the nearest version before it, instead` };
 }
 
@@ -111,13 +138,27 @@ function sameLora(a: LoraSpec, b: LoraSpec): boolean {
 /** What a run starting from `f` trains on, or why it cannot train. Pure. */
 export function decideTrainingSource(f: SourceFacts, o: DecideOptions): TrainingSource {
   const say = (s: string) => (o.note ? `${o.note}; ${s}` : s);
-  const fail = (reason: string): TrainingSource => ({ ok: false, reason: o.note ? `${o.note}, but ${reason}` : reason });
+  const fail = (reason: string): TrainingSource => ({
+    ok: false,
+    reason: o.note ? `${o.note}, but ${reason}` : reason,
+  });
   if (f.kind === 'gguf' && !f.checkpoint?.dir) return fail(ggufNeedsBaseModelDir(f.name));
   if (f.kind === 'checkpoint' || f.kind === 'gguf') {
-    if (!f.checkpoint?.dir || !f.checkpoint.exists) return fail(`the checkpoint of "${f.name}" (${f.checkpoint?.dir ?? 'no directory'}) is missing`);
-    return { ok: true, fromId: f.id, fromName: f.name, baseDir: f.checkpoint.dir, lora: o.lora, summary: say(`from "${f.name}": ${o.lora ? `${describeLora(o.lora)}, merged when published` : 'all parameters'} on ${f.checkpoint.dir}`) };
+    if (!f.checkpoint?.dir || !f.checkpoint.exists)
+      return fail(`the checkpoint of "${f.name}" (${f.checkpoint?.dir ?? 'no directory'}) is missing`);
+    return {
+      ok: true,
+      fromId: f.id,
+      fromName: f.name,
+      baseDir: f.checkpoint.dir,
+      lora: o.lora,
+      summary: say(
+        `from "${f.name}": ${o.lora ? `${describeLora(o.lora)}, merged when published` : 'all parameters'} on ${f.checkpoint.dir}`,
+      ),
+    };
   }
-  if (!f.served || 'error' in f.served) return fail(`"${f.name}" cannot be trained on: ${f.served ? f.served.error : 'its serving settings are missing'}`);
+  if (!f.served || 'error' in f.served)
+    return fail(`"${f.name}" cannot be trained on: ${f.served ? f.served.error : 'its serving settings are missing'}`);
   const s = f.served;
   if (!s.baseModelDir) {
     return fail(
@@ -125,7 +166,12 @@ export function decideTrainingSource(f: SourceFacts, o: DecideOptions): Training
         `Record the served model's Hugging Face directory on its endpoint version (sweetloop policy update ${s.endpointVersionId ? 'ENDPOINT_VERSION' : f.name} --base-model-dir DIR)`,
     );
   }
-  const onEndpoint = { fromId: f.id, fromName: f.name, baseDir: s.baseModelDir, endpointVersionId: s.endpointVersionId };
+  const onEndpoint = {
+    fromId: f.id,
+    fromName: f.name,
+    baseDir: s.baseModelDir,
+    endpointVersionId: s.endpointVersionId,
+  };
   const fitsServer = (l: LoraSpec): string | null =>
     l.rank > s.maxLoraRank
       ? `LoRA rank ${l.rank} is above the largest rank the server of "${s.endpointName}" loads (${s.maxLoraRank}; vLLM --max-lora-rank). Lower the rank (TRAINER_LORA_RANK, --lora), or start vLLM with a larger --max-lora-rank and record it (sweetloop policy update ${s.endpointName} --max-lora-rank N)`
@@ -133,23 +179,50 @@ export function decideTrainingSource(f: SourceFacts, o: DecideOptions): Training
   let freshBecause = `"${f.name}" is the base model itself, with no adapter deployed on it`;
   if (f.kind === 'adapter') {
     const a = f.adapter;
-    const unsupported = a && !('error' in a) ? (Array.isArray(a.targetModules) ? a.targetModules.filter((t) => !isLinearModule(t)) : [String(a.targetModules)]) : [];
-    if (!a || 'error' in a) freshBecause = `the adapter of "${f.name}" cannot be continued (${a ? a.error : 'no adapter directory'})`;
-    else if (unsupported.length) freshBecause = `the adapter of "${f.name}" targets ${unsupported.join(', ')}, which this trainer cannot train (it adapts ${DEFAULT_LORA_TARGETS.join(', ')}, gate_proj, up_proj, down_proj)`;
+    const unsupported =
+      a && !('error' in a)
+        ? Array.isArray(a.targetModules)
+          ? a.targetModules.filter((t) => !isLinearModule(t))
+          : [String(a.targetModules)]
+        : [];
+    if (!a || 'error' in a)
+      freshBecause = `the adapter of "${f.name}" cannot be continued (${a ? a.error : 'no adapter directory'})`;
+    else if (unsupported.length)
+      freshBecause = `the adapter of "${f.name}" targets ${unsupported.join(', ')}, which this trainer cannot train (it adapts ${DEFAULT_LORA_TARGETS.join(', ')}, gate_proj, up_proj, down_proj)`;
     else {
       const kept: LoraSpec = { rank: a.rank, alpha: a.alpha, targetModules: a.targetModules as LinearModule[] };
       if (o.loraExplicit && o.lora && !sameLora(o.lora, kept)) {
-        return fail(`"${f.name}" is an adapter with ${describeLora(kept)}; a run from it continues that adapter, so ${describeLora(o.lora)} does not apply. Leave out the LoRA options, or train a fresh adapter --from ${s.endpointName}`);
+        return fail(
+          `"${f.name}" is an adapter with ${describeLora(kept)}; a run from it continues that adapter, so ${describeLora(o.lora)} does not apply. Leave out the LoRA options, or train a fresh adapter --from ${s.endpointName}`,
+        );
       }
       const tooBig = fitsServer(kept);
       if (tooBig) return fail(tooBig);
-      return { ok: true, ...onEndpoint, lora: kept, continueAdapter: a.dir, summary: say(`from "${f.name}": continuing its adapter, ${describeLora(kept)}, on the base model ${s.baseModelDir} of "${s.endpointName}"`) };
+      return {
+        ok: true,
+        ...onEndpoint,
+        lora: kept,
+        continueAdapter: a.dir,
+        summary: say(
+          `from "${f.name}": continuing its adapter, ${describeLora(kept)}, on the base model ${s.baseModelDir} of "${s.endpointName}"`,
+        ),
+      };
     }
   }
-  if (!o.lora) return fail(`"${f.name}" is served by an endpoint: train a LoRA adapter for it (--lora RANK, or a preset with LoRA such as paper-lora)`);
+  if (!o.lora)
+    return fail(
+      `"${f.name}" is served by an endpoint: train a LoRA adapter for it (--lora RANK, or a preset with LoRA such as paper-lora)`,
+    );
   const tooBig = fitsServer(o.lora);
   if (tooBig) return fail(tooBig);
-  return { ok: true, ...onEndpoint, lora: o.lora, summary: say(`from "${f.name}": a fresh adapter, ${describeLora(o.lora)}, on the base model ${s.baseModelDir} of "${s.endpointName}" (${freshBecause})`) };
+  return {
+    ok: true,
+    ...onEndpoint,
+    lora: o.lora,
+    summary: say(
+      `from "${f.name}": a fresh adapter, ${describeLora(o.lora)}, on the base model ${s.baseModelDir} of "${s.endpointName}" (${freshBecause})`,
+    ),
+  };
 }
 
 /** The version and its ancestors by parentId, nearest first (stops at a missing parent or a loop). */
@@ -167,32 +240,71 @@ export async function lineageOf(prisma: PrismaClient, v: PolicyVersion): Promise
 }
 
 /** Reads what decideTrainingSource needs about `v`: its checkpoint, its server, its adapter's config. */
-export async function trainingSourceFacts(prisma: PrismaClient, v: PolicyVersion, defaultMaxLoraRank: number): Promise<SourceFacts> {
+export async function trainingSourceFacts(
+  prisma: PrismaClient,
+  v: PolicyVersion,
+  defaultMaxLoraRank: number,
+): Promise<SourceFacts> {
   const kind = v.kind as SourceFacts['kind'];
-  if (kind === 'checkpoint') return { id: v.id, name: v.name, kind, checkpoint: { dir: v.checkpointPath, exists: !!v.checkpointPath && existsSync(join(v.checkpointPath, 'config.json')) } };
+  if (kind === 'checkpoint')
+    return {
+      id: v.id,
+      name: v.name,
+      kind,
+      checkpoint: {
+        dir: v.checkpointPath,
+        exists: !!v.checkpointPath && existsSync(join(v.checkpointPath, 'config.json')),
+      },
+    };
   if (kind === 'gguf') {
     // A GGUF file holds quantized inference weights only: training starts from the same model's Hugging Face directory.
     const dir = (v.serving as { baseModelDir?: unknown } | null)?.baseModelDir;
-    return { id: v.id, name: v.name, kind, checkpoint: { dir: typeof dir === 'string' ? dir : null, exists: typeof dir === 'string' && existsSync(join(dir, 'config.json')) } };
+    return {
+      id: v.id,
+      name: v.name,
+      kind,
+      checkpoint: {
+        dir: typeof dir === 'string' ? dir : null,
+        exists: typeof dir === 'string' && existsSync(join(dir, 'config.json')),
+      },
+    };
   }
   let served: SourceFacts['served'];
   try {
     const s = await resolveServing(prisma, v);
     const endpointVersionId = kind === 'adapter' ? s.endpointVersionId! : v.id;
-    const endpoint = kind === 'adapter' ? await prisma.policyVersion.findUnique({ where: { id: endpointVersionId }, select: { name: true } }) : v;
-    served = { endpointVersionId, endpointName: endpoint?.name ?? endpointVersionId, url: s.url, model: s.model, baseModelDir: s.baseModelDir ?? null, maxLoraRank: s.maxLoraRank ?? defaultMaxLoraRank };
+    const endpoint =
+      kind === 'adapter'
+        ? await prisma.policyVersion.findUnique({ where: { id: endpointVersionId }, select: { name: true } })
+        : v;
+    served = {
+      endpointVersionId,
+      endpointName: endpoint?.name ?? endpointVersionId,
+      url: s.url,
+      model: s.model,
+      baseModelDir: s.baseModelDir ?? null,
+      maxLoraRank: s.maxLoraRank ?? defaultMaxLoraRank,
+    };
   } catch (err) {
     served = { error: (err as Error).message };
   }
   if (kind !== 'adapter') return { id: v.id, name: v.name, kind, served };
   let adapter: SourceFacts['adapter'];
-  if (!v.checkpointPath || !existsSync(join(v.checkpointPath, ADAPTER_CONFIG))) adapter = { dir: v.checkpointPath, error: `${v.checkpointPath ?? 'its directory'} has no ${ADAPTER_CONFIG}` };
+  if (!v.checkpointPath || !existsSync(join(v.checkpointPath, ADAPTER_CONFIG)))
+    adapter = { dir: v.checkpointPath, error: `${v.checkpointPath ?? 'its directory'} has no ${ADAPTER_CONFIG}` };
   else if ('error' in served) adapter = { dir: v.checkpointPath, error: served.error };
   else {
     try {
       // The same check an adapter made elsewhere gets (policy add --adapter), with the rank left to decideTrainingSource.
-      const c = await checkAdapterDir(v.checkpointPath, { baseNames: [served.model, ...(served.baseModelDir ? [served.baseModelDir] : [])], maxRank: Number.MAX_SAFE_INTEGER, endpointName: served.endpointName });
-      adapter = c.alpha === null ? { dir: v.checkpointPath, error: 'its config has no lora_alpha' } : { dir: v.checkpointPath, rank: c.rank, alpha: c.alpha, targetModules: c.targetModules };
+      const c = await checkAdapterDir(v.checkpointPath, {
+        baseNames: [served.model, ...(served.baseModelDir ? [served.baseModelDir] : [])],
+        maxRank: Number.MAX_SAFE_INTEGER,
+        endpointName: served.endpointName,
+      });
+      adapter =
+        c.alpha === null
+          ? { dir: v.checkpointPath, error: 'its config has no lora_alpha' }
+          : { dir: v.checkpointPath, rank: c.rank, alpha: c.alpha, targetModules: c.targetModules };
     } catch (err) {
       adapter = { dir: v.checkpointPath, error: (err as Error).message };
     }
@@ -216,5 +328,9 @@ export async function trainingSource(
   );
   if ('reason' in start) return { ok: false, reason: start.reason };
   const facts = await trainingSourceFacts(prisma, lineage[start.index]!, o.defaultMaxLoraRank);
-  return decideTrainingSource(facts, { lora: o.lora, loraExplicit: o.loraExplicit, ...(start.note ? { note: start.note } : {}) });
+  return decideTrainingSource(facts, {
+    lora: o.lora,
+    loraExplicit: o.loraExplicit,
+    ...(start.note ? { note: start.note } : {}),
+  });
 }

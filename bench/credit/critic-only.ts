@@ -10,9 +10,16 @@ import { criticGate, type CriticGate } from './states.ts';
 import { loadModel } from '../../trainer/sequences.ts';
 
 /** The critic trained with `overrides`, gated against both ranking references (the sampler's, the initial critic's). */
-export async function trainAndGateCritic(p: PreparedSeed, overrides: Overrides): Promise<{ gate: CriticGate; gateInitial: CriticGate; pairs: number; updates: number; trainAccuracy: number }> {
+export async function trainAndGateCritic(
+  p: PreparedSeed,
+  overrides: Overrides,
+): Promise<{ gate: CriticGate; gateInitial: CriticGate; pairs: number; updates: number; trainAccuracy: number }> {
   const cfg = methodConfig(overrides, p.o.seed);
-  const { trajectories } = await selectTrainingData(p.db.prisma, { ratingWeight: 0, kind: 'backend', split: 'train' }, { source: 'both', simulatedWeight: 1, seed: p.o.seed });
+  const { trajectories } = await selectTrainingData(
+    p.db.prisma,
+    { ratingWeight: 0, kind: 'backend', split: 'train' },
+    { source: 'both', simulatedWeight: 1, seed: p.o.seed },
+  );
   const critic = await Critic.load(p.starterDir, p.starterDir);
   const sampler = await loadModel(p.starterDir, `critic-only-sampler-${Date.now()}`, false);
   try {
@@ -22,7 +29,13 @@ export async function trainAndGateCritic(p: PreparedSeed, overrides: Overrides):
     let accuracy = 0;
     for (let s = 0; s < phase.totalSteps; s++) accuracy = (await phase.step(s)).accuracy ?? 0;
     phase.dispose();
-    return { gate: await criticGate(critic, sampler, p.stateTasks, 'sampler'), gateInitial: await criticGate(critic, sampler, p.stateTasks, 'initial'), pairs: pairs.length, updates: phase.totalSteps, trainAccuracy: accuracy };
+    return {
+      gate: await criticGate(critic, sampler, p.stateTasks, 'sampler'),
+      gateInitial: await criticGate(critic, sampler, p.stateTasks, 'initial'),
+      pairs: pairs.length,
+      updates: phase.totalSteps,
+      trainAccuracy: accuracy,
+    };
   } finally {
     critic.dispose();
     sampler.model.dispose();

@@ -16,11 +16,18 @@ export interface SampledSummary {
 export function sampledSummary(games: readonly PlayedGame[]): SampledSummary {
   const clusters = games.map((g) => g.taskId);
   const clustered = (xs: number[]) => meanIntervalOf(clusterMeans(xs, clusters), 0.95, [0, 1]);
-  return { success: clustered(games.map((g) => (g.success ? 1 : 0))), score: clustered(games.map((g) => g.score)), games: games.length, tasks: new Set(clusters).size };
+  return {
+    success: clustered(games.map((g) => (g.success ? 1 : 0))),
+    score: clustered(games.map((g) => g.score)),
+    games: games.length,
+    tasks: new Set(clusters).size,
+  };
 }
 
 /** A phase's updates and the sum of their learning rates (how far it could move the weights), from its steps. */
-export function phaseEffort(steps: readonly { phase: string; metrics: unknown }[]): Record<string, { updates: number; lrSum: number }> {
+export function phaseEffort(
+  steps: readonly { phase: string; metrics: unknown }[],
+): Record<string, { updates: number; lrSum: number }> {
   const out: Record<string, { updates: number; lrSum: number }> = {};
   for (const s of steps) {
     const e = (out[s.phase] ??= { updates: 0, lrSum: 0 });

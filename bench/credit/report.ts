@@ -33,7 +33,9 @@ export function statesTable(rows: readonly Pick<PolicyRow, 'policy' | 'states'>[
   for (const r of rows) {
     const cells = CANONICAL_STATES.map((s) => {
       const p = r.states.byState[s];
-      return `${[p.useful, p.repeated, p.useless, p.answer].map((x) => (x * 100).toFixed(0)).join('/')} (${(p.covered * 100).toFixed(0)})`.padEnd(30);
+      return `${[p.useful, p.repeated, p.useless, p.answer].map((x) => (x * 100).toFixed(0)).join('/')} (${(p.covered * 100).toFixed(0)})`.padEnd(
+        30,
+      );
     });
     lines.push(`  ${r.policy.padEnd(18)} ${cells.join(' ')} ${r.states.keyContrast.toFixed(3)}`);
   }
@@ -42,11 +44,18 @@ export function statesTable(rows: readonly Pick<PolicyRow, 'policy' | 'states'>[
 
 /** Sampled success and score (task the unit) and what training did: updates and summed learning rate a phase. */
 export function sampledTable(rows: readonly PolicyRow[]): string[] {
-  const lines = ['sampled at temperature 1: policy | success % [95 %, tasks the unit] | score % [95 %] | games | training: phase updates (sum of lr)'];
+  const lines = [
+    'sampled at temperature 1: policy | success % [95 %, tasks the unit] | score % [95 %] | games | training: phase updates (sum of lr)',
+  ];
   for (const r of rows) {
-    const effort = Object.entries(r.effort).map(([ph, e]) => `${ph} ${e.updates} (${e.lrSum.toPrecision(3)})`).join(', ') || '-';
+    const effort =
+      Object.entries(r.effort)
+        .map(([ph, e]) => `${ph} ${e.updates} (${e.lrSum.toPrecision(3)})`)
+        .join(', ') || '-';
     const s = r.sampled;
-    lines.push(`  ${r.policy.padEnd(18)} ${`${pct(s.success.estimate)} [${pct(s.success.lo)}, ${pct(s.success.hi)}]`.padEnd(22)} ${`${pct(s.score.estimate)} [${pct(s.score.lo)}, ${pct(s.score.hi)}]`.padEnd(22)} ${String(s.games).padEnd(6)} ${effort}${r.note ? `  <- ${r.note}` : ''}`);
+    lines.push(
+      `  ${r.policy.padEnd(18)} ${`${pct(s.success.estimate)} [${pct(s.success.lo)}, ${pct(s.success.hi)}]`.padEnd(22)} ${`${pct(s.score.estimate)} [${pct(s.score.lo)}, ${pct(s.score.hi)}]`.padEnd(22)} ${String(s.games).padEnd(6)} ${effort}${r.note ? `  <- ${r.note}` : ''}`,
+    );
   }
   return lines;
 }
@@ -60,12 +69,18 @@ export const GATE_THRESHOLD = 0.75;
  * credit to questions (bench/HISTORY.md, "Design v4").
  */
 export const gatePasses = (g: CriticGate): boolean =>
-  g.withinStateAccuracy >= GATE_THRESHOLD && Object.values(g.byKind).every((k) => k.pairs === 0 || k.accuracy >= GATE_THRESHOLD);
+  g.withinStateAccuracy >= GATE_THRESHOLD &&
+  Object.values(g.byKind).every((k) => k.pairs === 0 || k.accuracy >= GATE_THRESHOLD);
 
 export function gateLines(label: string, g: CriticGate): string[] {
   const verdict = gatePasses(g) ? 'passes' : 'FAILS';
   const ms = CANONICAL_STATES.filter((s) => s !== 'first message')
-    .map((s) => `${s}: ${Object.entries(g.meanScore[s]).map(([m, v]) => `${m} ${v!.toFixed(2)}`).join(', ')}`)
+    .map(
+      (s) =>
+        `${s}: ${Object.entries(g.meanScore[s])
+          .map(([m, v]) => `${m} ${v!.toFixed(2)}`)
+          .join(', ')}`,
+    )
     .join('; ');
   return [
     `critic gate (${label}): within-state pair accuracy ${g.withinStateAccuracy.toFixed(3)} over ${g.pairs} pairs, ${verdict} (each kind >= ${GATE_THRESHOLD}); useful over repeated ${g.byKind.usefulOverRepeated.accuracy.toFixed(3)} (${g.byKind.usefulOverRepeated.pairs}), answer over asking again ${g.byKind.answerOverQuestion.accuracy.toFixed(3)} (${g.byKind.answerOverQuestion.pairs})`,

@@ -17,7 +17,16 @@ import { checkpointSha256 } from '../../trainer/model/checkpoint.ts';
 import { createRun, executeRun, type Algorithm } from '../../trainer/runs.ts';
 import { loadModel } from '../../trainer/sequences.ts';
 import { simulate, type SimulatedGame } from '../../trainer/simulate.ts';
-import { buildCreditStarter, checkCreditStarter, copyStarter, CREDIT_COLLABORATOR, CREDIT_STARTER_SIZE, drillShape, type CreditDrillPhase, type StarterCheck } from '../credit-starter.ts';
+import {
+  buildCreditStarter,
+  checkCreditStarter,
+  copyStarter,
+  CREDIT_COLLABORATOR,
+  CREDIT_STARTER_SIZE,
+  drillShape,
+  type CreditDrillPhase,
+  type StarterCheck,
+} from '../credit-starter.ts';
 import type { StarterReport, StarterSize } from '../../trainer/recipes/starter.ts';
 import { phaseEffort, sampledSummary, type SampledSummary } from './evaluate.ts';
 import { greedySummary, type GreedySummary, type PlayedGame } from '../../tasks/credit-states.ts';
@@ -78,14 +87,18 @@ export function seedFlags(overrides: Partial<Record<'test-tasks', string>> = {})
 }
 
 /** A seed's options from the values of seedFlags, checked: whole numbers, a known design. */
-export function seedOptionsFrom(v: Record<string, unknown>, o: Pick<SeedOptions, 'seed' | 'dir' | 'evalSplit' | 'log'>): SeedOptions {
+export function seedOptionsFrom(
+  v: Record<string, unknown>,
+  o: Pick<SeedOptions, 'seed' | 'dir' | 'evalSplit' | 'log'>,
+): SeedOptions {
   const int = (name: string) => {
     const n = Number(v[name]);
     if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got ${String(v[name])}`);
     return n;
   };
   const design = v.design as CreditDesign;
-  if (!CREDIT_DESIGNS.includes(design)) throw new Error(`--design must be one of ${CREDIT_DESIGNS.join(', ')}, got ${String(v.design)}`);
+  if (!CREDIT_DESIGNS.includes(design))
+    throw new Error(`--design must be one of ${CREDIT_DESIGNS.join(', ')}, got ${String(v.design)}`);
   return {
     ...o,
     design,
@@ -94,7 +107,12 @@ export function seedOptionsFrom(v: Record<string, unknown>, o: Pick<SeedOptions,
     evalTasks: int('test-tasks'),
     gamesPerTask: int('games-per-task'),
     stateTasks: int('state-tasks'),
-    starter: { games: int('starter-games'), steps: int('starter-steps'), drill: parseDrillPhase(String(v['starter-drill'] ?? 'none')), ...(v['starter-from'] ? { from: String(v['starter-from']) } : {}) },
+    starter: {
+      games: int('starter-games'),
+      steps: int('starter-steps'),
+      drill: parseDrillPhase(String(v['starter-drill'] ?? 'none')),
+      ...(v['starter-from'] ? { from: String(v['starter-from']) } : {}),
+    },
   };
 }
 
@@ -106,15 +124,22 @@ export function parseDrillPhase(flag: string): CreditDrillPhase | null {
   if (flag === 'none') return null;
   const [shape, steps, peakLr, drills] = flag.split(':');
   const n = [Number(steps), Number(peakLr), Number(drills)];
-  if (n.some((x) => !(x > 0)) || !Number.isInteger(n[0]) || !Number.isInteger(n[2])) throw new Error(`--starter-drill must be none or SHAPE:STEPS:PEAK_LR:DRILLS, got ${flag}`);
+  if (n.some((x) => !(x > 0)) || !Number.isInteger(n[0]) || !Number.isInteger(n[2]))
+    throw new Error(`--starter-drill must be none or SHAPE:STEPS:PEAK_LR:DRILLS, got ${flag}`);
   return { shape: drillShape(shape ?? ''), steps: n[0]!, peakLr: n[1]!, drills: n[2]! };
 }
 
 /** Evaluation tasks: held-out ones, or (validation) train-split tasks from a stream the collection never drew from. */
 function evaluationTasks(o: SeedOptions, train: readonly TaskRecord[]): TaskRecord[] {
-  if (o.evalSplit === 'test') return generateCreditTasks({ seed: o.seed, count: o.evalTasks, split: 'test', design: o.design });
+  if (o.evalSplit === 'test')
+    return generateCreditTasks({ seed: o.seed, count: o.evalTasks, split: 'test', design: o.design });
   const seen = new Set(train.map((t) => t.reference));
-  const fresh = generateCreditTasks({ seed: o.seed + 500_000, count: o.evalTasks * 4, split: 'train', design: o.design }).filter((t) => !seen.has(t.reference));
+  const fresh = generateCreditTasks({
+    seed: o.seed + 500_000,
+    count: o.evalTasks * 4,
+    split: 'train',
+    design: o.design,
+  }).filter((t) => !seen.has(t.reference));
   return fresh.slice(0, o.evalTasks).map((t) => ({ ...t, externalId: `${t.externalId}:validation`, split: 'test' }));
 }
 
@@ -132,13 +157,41 @@ export async function prepareSeed(o: SeedOptions): Promise<PreparedSeed> {
   const starterDir = join(o.dir, 'starter');
   const starter = o.starter.from
     ? await copyStarter(resolve(o.starter.from), starterDir, o.log)
-    : await buildCreditStarter({ dir: starterDir, seed: o.seed, games: o.starter.games, steps: o.starter.steps, size: o.starter.size ?? CREDIT_STARTER_SIZE, design: o.design, drillPhase: o.starter.drill ?? null, log: o.log });
+    : await buildCreditStarter({
+        dir: starterDir,
+        seed: o.seed,
+        games: o.starter.games,
+        steps: o.starter.steps,
+        size: o.starter.size ?? CREDIT_STARTER_SIZE,
+        design: o.design,
+        drillPhase: o.starter.drill ?? null,
+        log: o.log,
+      });
   const starterCheck = await checkCreditStarter(starterDir, evalTasks, o.seed + 13, o.design);
-  await registerVersion(db.prisma, { name: 'zero-shot', algorithm: 'starter', checkpointPath: starterDir, checkpointSha256: await checkpointSha256(starterDir) });
+  await registerVersion(db.prisma, {
+    name: 'zero-shot',
+    algorithm: 'starter',
+    checkpointPath: starterDir,
+    checkpointSha256: await checkpointSha256(starterDir),
+  });
   const zero = await deployPolicyByName(db, 'bench', 'zero-shot');
-  const games = await simulate(db.prisma, zero, scorer, { kind: 'backend', split: 'train', episodes: train.length * o.episodesPerTask, seed: o.seed, store: true, collaborator: CREDIT_COLLABORATOR, sampling: { temperature: 1, topP: 1, maxTokens: 48 } });
-  const collected = { sessions: games.length, successes: games.filter((g) => g.evaluation.success).length, meanScore: games.reduce((s, g) => s + g.evaluation.score, 0) / games.length };
-  o.log(`collected ${collected.sessions} sessions: ${collected.successes} successes, mean score ${collected.meanScore.toFixed(3)}`);
+  const games = await simulate(db.prisma, zero, scorer, {
+    kind: 'backend',
+    split: 'train',
+    episodes: train.length * o.episodesPerTask,
+    seed: o.seed,
+    store: true,
+    collaborator: CREDIT_COLLABORATOR,
+    sampling: { temperature: 1, topP: 1, maxTokens: 48 },
+  });
+  const collected = {
+    sessions: games.length,
+    successes: games.filter((g) => g.evaluation.success).length,
+    meanScore: games.reduce((s, g) => s + g.evaluation.score, 0) / games.length,
+  };
+  o.log(
+    `collected ${collected.sessions} sessions: ${collected.successes} successes, mean score ${collected.meanScore.toFixed(3)}`,
+  );
   return {
     o,
     db,
@@ -169,17 +222,53 @@ export interface TrainedMethod {
   runDir: string;
 }
 
-const ALGORITHM: Record<Method, Algorithm> = { rft: 'rft', mtdpo: 'mtdpo', sweet: 'sweet', oracle: 'sweet', random: 'sweet' };
+const ALGORITHM: Record<Method, Algorithm> = {
+  rft: 'rft',
+  mtdpo: 'mtdpo',
+  sweet: 'sweet',
+  oracle: 'sweet',
+  random: 'sweet',
+};
 
 /** Trains one method from the starter on the seed's collection, through the project's own runs. */
-export async function trainMethod(p: PreparedSeed, method: Method, overrides: Overrides, extra: { policyUpdates?: number | null } = {}): Promise<TrainedMethod> {
+export async function trainMethod(
+  p: PreparedSeed,
+  method: Method,
+  overrides: Overrides,
+  extra: { policyUpdates?: number | null } = {},
+): Promise<TrainedMethod> {
   const ranker = method === 'oracle' ? RANKERS.oracle : method === 'random' ? RANKERS.random(p.o.seed) : undefined;
-  const ctx = { prisma: p.db.prisma, checkpointRoot: join(p.o.dir, 'checkpoints'), progress: 'none' as const, log: p.o.log, ...(ranker ? { ranker } : {}) };
+  const ctx = {
+    prisma: p.db.prisma,
+    checkpointRoot: join(p.o.dir, 'checkpoints'),
+    progress: 'none' as const,
+    log: p.o.log,
+    ...(ranker ? { ranker } : {}),
+  };
   const train = methodConfig(overrides, p.o.seed, extra.policyUpdates ? { policyUpdates: extra.policyUpdates } : {});
-  const run = await createRun(ctx, { algorithm: ALGORITHM[method], preset: 'cpu-small', train, fromVersionId: p.zero.id, fromVersionName: p.zero.name, fromCheckpoint: p.starterDir, kind: 'backend', ratingWeight: 0, data: { source: 'both', simulatedWeight: 1, seed: p.o.seed } });
+  const run = await createRun(ctx, {
+    algorithm: ALGORITHM[method],
+    preset: 'cpu-small',
+    train,
+    fromVersionId: p.zero.id,
+    fromVersionName: p.zero.name,
+    fromCheckpoint: p.starterDir,
+    kind: 'backend',
+    ratingWeight: 0,
+    data: { source: 'both', simulatedWeight: 1, seed: p.o.seed },
+  });
   const version = await executeRun(ctx, run.id);
-  const steps = await p.db.prisma.trainingStep.findMany({ where: { runId: run.id }, select: { phase: true, metrics: true } });
-  return { method, version, effort: phaseEffort(steps), criticDir: method === 'sweet' ? join(run.checkpointDir!, 'critic') : null, runDir: run.checkpointDir! };
+  const steps = await p.db.prisma.trainingStep.findMany({
+    where: { runId: run.id },
+    select: { phase: true, metrics: true },
+  });
+  return {
+    method,
+    version,
+    effort: phaseEffort(steps),
+    criticDir: method === 'sweet' ? join(run.checkpointDir!, 'critic') : null,
+    runDir: run.checkpointDir!,
+  };
 }
 
 export interface PlayedPolicy {
@@ -190,7 +279,13 @@ export interface PlayedPolicy {
 }
 
 const played = (refs: ReadonlyMap<string, string>, games: readonly SimulatedGame[]): PlayedGame[] =>
-  games.map((g) => ({ taskId: g.taskId, reference: refs.get(g.taskId)!, turns: g.turns, score: g.evaluation.score, success: g.evaluation.success }));
+  games.map((g) => ({
+    taskId: g.taskId,
+    reference: refs.get(g.taskId)!,
+    turns: g.turns,
+    score: g.evaluation.score,
+    success: g.evaluation.success,
+  }));
 
 /**
  * Plays a version on the evaluation tasks: one greedy game each, then `gamesPerTask` sampled games each at
@@ -201,19 +296,50 @@ export async function playPolicy(p: PreparedSeed, version: PolicyVersion): Promi
   const rows = await p.db.prisma.task.findMany({ where: { split: 'test' }, orderBy: { contentHash: 'asc' } });
   const refs = new Map(rows.map((r) => [r.id, r.hiddenReference]));
   const tasks = rows.map((r) => ({ id: r.id, content: taskContent(r) }));
-  const base = { kind: 'backend' as const, split: 'test' as const, store: false, tasks, collaborator: CREDIT_COLLABORATOR };
-  const greedy = played(refs, await simulate(p.db.prisma, version, p.scorer, { ...base, episodes: tasks.length, seed: p.o.seed + 7, sampling: { temperature: 0, topP: 1, maxTokens: 48 } }));
-  const sampled = played(refs, await simulate(p.db.prisma, version, p.scorer, { ...base, episodes: tasks.length * p.o.gamesPerTask, seed: p.o.seed + 9, sampling: { temperature: 1, topP: 1, maxTokens: 48 } }));
+  const base = {
+    kind: 'backend' as const,
+    split: 'test' as const,
+    store: false,
+    tasks,
+    collaborator: CREDIT_COLLABORATOR,
+  };
+  const greedy = played(
+    refs,
+    await simulate(p.db.prisma, version, p.scorer, {
+      ...base,
+      episodes: tasks.length,
+      seed: p.o.seed + 7,
+      sampling: { temperature: 0, topP: 1, maxTokens: 48 },
+    }),
+  );
+  const sampled = played(
+    refs,
+    await simulate(p.db.prisma, version, p.scorer, {
+      ...base,
+      episodes: tasks.length * p.o.gamesPerTask,
+      seed: p.o.seed + 9,
+      sampling: { temperature: 1, topP: 1, maxTokens: 48 },
+    }),
+  );
   const model = await loadModel(version.checkpointPath!, `states-${version.name}-${Date.now()}`, false);
   try {
-    return { greedy: greedySummary(greedy), greedyGames: greedy, sampled: sampledSummary(sampled), states: await stateProbabilities(model, p.stateTasks) };
+    return {
+      greedy: greedySummary(greedy),
+      greedyGames: greedy,
+      sampled: sampledSummary(sampled),
+      states: await stateProbabilities(model, p.stateTasks),
+    };
   } finally {
     model.model.dispose();
   }
 }
 
 /** The critic gate (states.ts) of a trained SWEET-RL critic, against the starter as the sampler, as its actor ranked. */
-export async function gateCritic(p: PreparedSeed, criticDir: string, reference: RankingReference = 'sampler'): Promise<CriticGate> {
+export async function gateCritic(
+  p: PreparedSeed,
+  criticDir: string,
+  reference: RankingReference = 'sampler',
+): Promise<CriticGate> {
   const critic = await Critic.load(p.starterDir, criticDir);
   const sampler = await loadModel(p.starterDir, `gate-sampler-${Date.now()}`, false);
   try {

@@ -12,19 +12,41 @@ export type Method = (typeof METHODS)[number];
 
 /** The overrides a method's settings may hold: what the grid searches, and the pair-gap filter. */
 export const overridesSchema = trainConfigSchema
-  .pick({ lr: true, sftEpochs: true, actorEpochs: true, criticLr: true, criticBeta: true, criticEpochs: true, beta: true, pairGapQuantile: true, stateFraction: true, candidates: true, nllCoefficient: true, rankingReference: true })
+  .pick({
+    lr: true,
+    sftEpochs: true,
+    actorEpochs: true,
+    criticLr: true,
+    criticBeta: true,
+    criticEpochs: true,
+    beta: true,
+    pairGapQuantile: true,
+    stateFraction: true,
+    candidates: true,
+    nllCoefficient: true,
+    rankingReference: true,
+  })
   .partial()
   .strict();
 export type Overrides = z.infer<typeof overridesSchema>;
 
-const fileSchema = z.object({ note: z.string(), chosenOn: z.string(), methods: z.object(Object.fromEntries(METHODS.map((m) => [m, overridesSchema])) as Record<Method, typeof overridesSchema>).strict() }).strict();
+const fileSchema = z
+  .object({
+    note: z.string(),
+    chosenOn: z.string(),
+    methods: z
+      .object(Object.fromEntries(METHODS.map((m) => [m, overridesSchema])) as Record<Method, typeof overridesSchema>)
+      .strict(),
+  })
+  .strict();
 export type CreditSettings = z.infer<typeof fileSchema>;
 
 export const SETTINGS_FILE = join(dirname(fileURLToPath(import.meta.url)), 'settings.json');
 
 export function readSettings(file = SETTINGS_FILE): CreditSettings {
   const parsed = fileSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-  if (!parsed.success) throw new Error(`${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new Error(`${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }
 

@@ -15,7 +15,12 @@ const MOVES: readonly CreditMove[] = ['useful', 'repeated', 'useless', 'answer']
 export type MoveProbabilities = Record<CreditMove, number> & { covered: number };
 
 /** The sampler's per-token log-probabilities of each message in a state (what the actor's ranking subtracts). */
-async function messageLogprobs(policy: LoadedModel, task: TaskContent, turns: Parameters<typeof policyDialogue>[1], texts: readonly string[]): Promise<number[][]> {
+async function messageLogprobs(
+  policy: LoadedModel,
+  task: TaskContent,
+  turns: Parameters<typeof policyDialogue>[1],
+  texts: readonly string[],
+): Promise<number[][]> {
   const dialogue = policyDialogue(task, turns);
   const rows = texts.map((text) => encodeAction(policy, dialogue, text, policy.model.config.maxPositionEmbeddings));
   return completionLogprobValues(policy.model, rows, { padTokenId: policy.tokenizer.padTokenId, batchSize: 13 });
@@ -28,19 +33,27 @@ async function messageLogprobs(policy: LoadedModel, task: TaskContent, turns: Pa
  * writes (at temperature 1 that mass is sampled too; greedy play rarely goes there while it is small).
  */
 export async function stateProbabilities(policy: LoadedModel, tasks: readonly TaskRecord[]): Promise<StateReading> {
-  const sum = Object.fromEntries(CANONICAL_STATES.map((s) => [s, { useful: 0, repeated: 0, useless: 0, answer: 0, covered: 0, n: 0 }])) as Record<CanonicalState, MoveProbabilities & { n: number }>;
+  const sum = Object.fromEntries(
+    CANONICAL_STATES.map((s) => [s, { useful: 0, repeated: 0, useless: 0, answer: 0, covered: 0, n: 0 }]),
+  ) as Record<CanonicalState, MoveProbabilities & { n: number }>;
   const keyed = { told: [] as number[], untold: [] as number[] };
   for (const t of tasks) {
     for (const v of canonicalStates(t.reference)) {
       const moves = canonicalMoves(t.reference, v);
-      const lp = await messageLogprobs(policy, t, v.turns, moves.map((m) => m.text));
+      const lp = await messageLogprobs(
+        policy,
+        t,
+        v.turns,
+        moves.map((m) => m.text),
+      );
       const acc = sum[v.state];
       moves.forEach((m, i) => {
         const logp = lp[i]!.reduce((a, b) => a + b, 0);
         const p = Math.exp(logp);
         acc[m.move] += p;
         acc.covered += p;
-        if ((m.move === 'useful' || m.move === 'repeated') && v.state !== 'first message') keyed[m.move === 'useful' ? 'untold' : 'told'].push(logp);
+        if ((m.move === 'useful' || m.move === 'repeated') && v.state !== 'first message')
+          keyed[m.move === 'useful' ? 'untold' : 'told'].push(logp);
       });
       acc.n++;
     }
@@ -50,7 +63,16 @@ export async function stateProbabilities(policy: LoadedModel, tasks: readonly Ta
     byState: Object.fromEntries(
       CANONICAL_STATES.map((s) => {
         const a = sum[s];
-        return [s, { useful: a.useful / a.n, repeated: a.repeated / a.n, useless: a.useless / a.n, answer: a.answer / a.n, covered: a.covered / a.n }];
+        return [
+          s,
+          {
+            useful: a.useful / a.n,
+            repeated: a.repeated / a.n,
+            useless: a.useless / a.n,
+            answer: a.answer / a.n,
+            covered: a.covered / a.n,
+          },
+        ];
       }),
     ) as Record<CanonicalState, MoveProbabilities>,
     keyContrast: mean(keyed.untold) - mean(keyed.told),
@@ -73,7 +95,10 @@ export interface CriticGate {
   withinStateAccuracy: number;
   pairs: number;
   /** By comparison: useful against repeated (after 1 or 2 values), and the answer against asking a key again once every value is told. */
-  byKind: { usefulOverRepeated: { accuracy: number; pairs: number }; answerOverQuestion: { accuracy: number; pairs: number } };
+  byKind: {
+    usefulOverRepeated: { accuracy: number; pairs: number };
+    answerOverQuestion: { accuracy: number; pairs: number };
+  };
   /** Mean score of each move class in each state, to see what the critic rewards. */
   meanScore: Record<CanonicalState, Partial<Record<CreditMove, number>>>;
 }
@@ -86,9 +111,16 @@ export interface CriticGate {
  * task's keys again. Over the variants each key is useful in some states and repeated in others, so a score
  * that follows a key's name and not the state gets about half of these pairs right.
  */
-export async function criticGate(ranker: CandidateRanker, sampler: LoadedModel, tasks: readonly TaskRecord[], reference: RankingReference = 'sampler'): Promise<CriticGate> {
+export async function criticGate(
+  ranker: CandidateRanker,
+  sampler: LoadedModel,
+  tasks: readonly TaskRecord[],
+  reference: RankingReference = 'sampler',
+): Promise<CriticGate> {
   const tally = { usefulOverRepeated: { right: 0, pairs: 0 }, answerOverQuestion: { right: 0, pairs: 0 } };
-  const scoreSum = Object.fromEntries(CANONICAL_STATES.map((s) => [s, {} as Partial<Record<CreditMove, { sum: number; n: number }>>])) as Record<CanonicalState, Partial<Record<CreditMove, { sum: number; n: number }>>>;
+  const scoreSum = Object.fromEntries(
+    CANONICAL_STATES.map((s) => [s, {} as Partial<Record<CreditMove, { sum: number; n: number }>>]),
+  ) as Record<CanonicalState, Partial<Record<CreditMove, { sum: number; n: number }>>>;
   for (const t of tasks) {
     for (const v of canonicalStates(t.reference)) {
       const moves = canonicalMoves(t.reference, v);
@@ -103,23 +135,37 @@ export async function criticGate(ranker: CandidateRanker, sampler: LoadedModel, 
       const of = (move: CreditMove) => moves.flatMap((m, i) => (m.move === move ? [scores[i]!] : []));
       // Once every value is told the budget is spent too, so the collaborator classes any question as useless:
       // asking one of the task's keys again is what the answer is compared with.
-      const askAgain = moves.flatMap((m, i) => (m.move !== 'answer' && m.key !== null && v.told.includes(m.key) ? [scores[i]!] : []));
+      const askAgain = moves.flatMap((m, i) =>
+        m.move !== 'answer' && m.key !== null && v.told.includes(m.key) ? [scores[i]!] : [],
+      );
       const count = (kind: keyof typeof tally, better: number[], worse: number[]) => {
-        for (const b of better) for (const w of worse) {
-          tally[kind].pairs++;
-          if (b > w) tally[kind].right++;
-        }
+        for (const b of better)
+          for (const w of worse) {
+            tally[kind].pairs++;
+            if (b > w) tally[kind].right++;
+          }
       };
-      if (v.state === 'after 1 value' || v.state === 'after 2 values') count('usefulOverRepeated', of('useful'), of('repeated'));
+      if (v.state === 'after 1 value' || v.state === 'after 2 values')
+        count('usefulOverRepeated', of('useful'), of('repeated'));
       if (v.state === 'budget spent') count('answerOverQuestion', of('answer'), askAgain);
     }
   }
-  const acc = (x: { right: number; pairs: number }) => ({ accuracy: x.pairs ? x.right / x.pairs : NaN, pairs: x.pairs });
+  const acc = (x: { right: number; pairs: number }) => ({
+    accuracy: x.pairs ? x.right / x.pairs : NaN,
+    pairs: x.pairs,
+  });
   const pairs = tally.usefulOverRepeated.pairs + tally.answerOverQuestion.pairs;
   return {
     withinStateAccuracy: (tally.usefulOverRepeated.right + tally.answerOverQuestion.right) / Math.max(1, pairs),
     pairs,
     byKind: { usefulOverRepeated: acc(tally.usefulOverRepeated), answerOverQuestion: acc(tally.answerOverQuestion) },
-    meanScore: Object.fromEntries(CANONICAL_STATES.map((s) => [s, Object.fromEntries(MOVES.flatMap((m) => (scoreSum[s][m] ? [[m, scoreSum[s][m]!.sum / scoreSum[s][m]!.n]] : [])))])) as CriticGate['meanScore'],
+    meanScore: Object.fromEntries(
+      CANONICAL_STATES.map((s) => [
+        s,
+        Object.fromEntries(
+          MOVES.flatMap((m) => (scoreSum[s][m] ? [[m, scoreSum[s][m]!.sum / scoreSum[s][m]!.n]] : [])),
+        ),
+      ]),
+    ) as CriticGate['meanScore'],
   };
 }

@@ -49,13 +49,34 @@ export const CRITIC_GRID: Overrides[] = [
   { criticLr: 3e-4, criticBeta: 0.1, criticEpochs: 8 },
 ];
 export const POLICY_GRID: Record<'rft' | 'mtdpo' | 'actor', Overrides[]> = {
-  rft: [{ lr: 3e-4, sftEpochs: 2 }, { lr: 3e-4, sftEpochs: 8 }, { lr: 1e-3, sftEpochs: 2 }, { lr: 1e-3, sftEpochs: 8 }],
-  mtdpo: [{ lr: 3e-4, actorEpochs: 1 }, { lr: 3e-4, actorEpochs: 3 }, { lr: 1e-3, actorEpochs: 1 }, { lr: 1e-3, actorEpochs: 3 }],
+  rft: [
+    { lr: 3e-4, sftEpochs: 2 },
+    { lr: 3e-4, sftEpochs: 8 },
+    { lr: 1e-3, sftEpochs: 2 },
+    { lr: 1e-3, sftEpochs: 8 },
+  ],
+  mtdpo: [
+    { lr: 3e-4, actorEpochs: 1 },
+    { lr: 3e-4, actorEpochs: 3 },
+    { lr: 1e-3, actorEpochs: 1 },
+    { lr: 1e-3, actorEpochs: 3 },
+  ],
   // SWEET-RL's actor and the oracle control: the first cell is the run's own, the rest reuse its candidates.
-  actor: [{ lr: 3e-4, actorEpochs: 1 }, { lr: 3e-4, actorEpochs: 3 }, { lr: 1e-3, actorEpochs: 1 }, { lr: 1e-3, actorEpochs: 3 }, { lr: 3e-4, actorEpochs: 3, pairGapQuantile: 0.5 }],
+  actor: [
+    { lr: 3e-4, actorEpochs: 1 },
+    { lr: 3e-4, actorEpochs: 3 },
+    { lr: 1e-3, actorEpochs: 1 },
+    { lr: 1e-3, actorEpochs: 3 },
+    { lr: 3e-4, actorEpochs: 3, pairGapQuantile: 0.5 },
+  ],
 };
 
-const weakestKind = (g: CriticGate) => Math.min(...Object.values(g.byKind).filter((k) => k.pairs > 0).map((k) => k.accuracy));
+const weakestKind = (g: CriticGate) =>
+  Math.min(
+    ...Object.values(g.byKind)
+      .filter((k) => k.pairs > 0)
+      .map((k) => k.accuracy),
+  );
 
 const t0 = Date.now();
 const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);
@@ -73,42 +94,96 @@ async function actorFromPairs(p: PreparedSeed, pairsFile: string, o: Overrides, 
     const out = resolve(join(p.o.dir, 'tune', label));
     await saveCheckpoint(out, m.model);
     await copyTokenizerFiles(p.starterDir, out);
-    return registerVersion(p.db.prisma, { name: label, algorithm: 'sweet', checkpointPath: out, checkpointSha256: await checkpointSha256(out) });
+    return registerVersion(p.db.prisma, {
+      name: label,
+      algorithm: 'sweet',
+      checkpointPath: out,
+      checkpointSha256: await checkpointSha256(out),
+    });
   } finally {
     m.model.dispose();
   }
 }
 
 const backend = await initBackend();
-type Cell = { seed: number; method: string; overrides: Overrides; sampledScore?: number; sampledSuccess?: number; gate?: number; greedyPath?: string };
+type Cell = {
+  seed: number;
+  method: string;
+  overrides: Overrides;
+  sampledScore?: number;
+  sampledSuccess?: number;
+  gate?: number;
+  greedyPath?: string;
+};
 const cells: Cell[] = a.merge
   ? String(a.merge)
       .split(',')
-      .flatMap((f) => (JSON.parse(readFileSync(f, 'utf8').split('\n').find((l) => l.startsWith('{"bench":"credit-tune"'))!) as { cells: Cell[] }).cells)
+      .flatMap(
+        (f) =>
+          (
+            JSON.parse(
+              readFileSync(f, 'utf8')
+                .split('\n')
+                .find((l) => l.startsWith('{"bench":"credit-tune"'))!,
+            ) as { cells: Cell[] }
+          ).cells,
+      )
   : [];
 const seedsToRun = a.merge ? [] : String(a.seeds).split(',').map(Number);
 let criticChoice: Overrides = overridesSchema.parse(JSON.parse(String(a.critic)));
 for (const seed of seedsToRun) {
   const dir = resolve(join(String(a.dir), `seed-${seed}`));
   mkdirSync(dir, { recursive: true });
-  log(`validation seed ${seed}, backend ${backend.name}, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  log(
+    `validation seed ${seed}, backend ${backend.name}, load ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
   const p = await prepareSeed(seedOptionsFrom(a, { seed, dir, evalSplit: 'validation', log }));
   try {
     const record = async (method: string, overrides: Overrides, v: PolicyVersion) => {
       const r = await playPolicy(p, v);
-      cells.push({ seed, method, overrides, sampledScore: r.sampled.score.estimate, sampledSuccess: r.sampled.success.estimate, greedyPath: r.greedy.path });
-      log(`${method} ${JSON.stringify(overrides)}: sampled score ${(r.sampled.score.estimate * 100).toFixed(1)} %, success ${(r.sampled.success.estimate * 100).toFixed(1)} %, greedy ${r.greedy.path}`);
+      cells.push({
+        seed,
+        method,
+        overrides,
+        sampledScore: r.sampled.score.estimate,
+        sampledSuccess: r.sampled.success.estimate,
+        greedyPath: r.greedy.path,
+      });
+      log(
+        `${method} ${JSON.stringify(overrides)}: sampled score ${(r.sampled.score.estimate * 100).toFixed(1)} %, success ${(r.sampled.success.estimate * 100).toFixed(1)} %, greedy ${r.greedy.path}`,
+      );
     };
     await record('starter', {}, p.zero);
     if (only.has('critic')) {
-      const grid = a['critic-grid'] ? z.array(overridesSchema).parse(JSON.parse(String(a['critic-grid']))) : CRITIC_GRID;
+      const grid = a['critic-grid']
+        ? z.array(overridesSchema).parse(JSON.parse(String(a['critic-grid'])))
+        : CRITIC_GRID;
       for (const o of grid) {
         const g = await trainAndGateCritic(p, o);
         // Chosen by the weaker kind of pair (report.ts gatePasses): the pooled accuracy hides a critic right on one kind only.
-        cells.push({ seed, method: 'critic', overrides: { ...o, rankingReference: 'sampler' }, gate: weakestKind(g.gate) });
-        cells.push({ seed, method: 'critic', overrides: { ...o, rankingReference: 'initial' }, gate: weakestKind(g.gateInitial) });
-        for (const line of [...gateLines(`${JSON.stringify(o)}, against the sampler`, g.gate), ...gateLines(`${JSON.stringify(o)}, against the initial critic`, g.gateInitial)]) log(line);
-        log(`critic ${JSON.stringify(o)}: gate ${g.gate.withinStateAccuracy.toFixed(3)} (useful>repeated ${g.gate.byKind.usefulOverRepeated.accuracy.toFixed(3)}, answer>again ${g.gate.byKind.answerOverQuestion.accuracy.toFixed(3)}), ${g.pairs} pairs, ${g.updates} updates, last batch accuracy ${g.trainAccuracy.toFixed(2)}`);
+        cells.push({
+          seed,
+          method: 'critic',
+          overrides: { ...o, rankingReference: 'sampler' },
+          gate: weakestKind(g.gate),
+        });
+        cells.push({
+          seed,
+          method: 'critic',
+          overrides: { ...o, rankingReference: 'initial' },
+          gate: weakestKind(g.gateInitial),
+        });
+        for (const line of [
+          ...gateLines(`${JSON.stringify(o)}, against the sampler`, g.gate),
+          ...gateLines(`${JSON.stringify(o)}, against the initial critic`, g.gateInitial),
+        ])
+          log(line);
+        log(
+          `critic ${JSON.stringify(o)}: gate ${g.gate.withinStateAccuracy.toFixed(3)} (useful>repeated ${g.gate.byKind.usefulOverRepeated.accuracy.toFixed(3)}, answer>again ${g.gate.byKind.answerOverQuestion.accuracy.toFixed(3)}), ${g.pairs} pairs, ${g.updates} updates, last batch accuracy ${g.trainAccuracy.toFixed(2)}`,
+        );
       }
       const best = cells.filter((c) => c.method === 'critic').sort((x, y) => y.gate! - x.gate!)[0]!;
       criticChoice = best.overrides;
@@ -124,7 +199,8 @@ for (const seed of seedsToRun) {
       const run = await trainMethod(p, m, { ...base, ...first });
       await record(m, { ...base, ...first }, run.version);
       const pairsFile = join(run.runDir, 'actor-pairs.jsonl');
-      for (const [i, o] of rest.entries()) await record(m, { ...base, ...o }, await actorFromPairs(p, pairsFile, { ...base, ...o }, `${m}-cell-${i + 1}`));
+      for (const [i, o] of rest.entries())
+        await record(m, { ...base, ...o }, await actorFromPairs(p, pairsFile, { ...base, ...o }, `${m}-cell-${i + 1}`));
     }
   } finally {
     await p.close();
@@ -140,7 +216,9 @@ const choose = (method: string, by_: 'sampledScore' | 'gate' = 'sampledScore'): 
     const k = JSON.stringify(c.overrides);
     (by.get(k) ?? by.set(k, { o: c.overrides, scores: [] }).get(k)!).scores.push(c[by_]!);
   }
-  const ranked = [...by.values()].map((v) => ({ o: v.o, mean: v.scores.reduce((s, x) => s + x, 0) / v.scores.length })).sort((x, y) => y.mean - x.mean);
+  const ranked = [...by.values()]
+    .map((v) => ({ o: v.o, mean: v.scores.reduce((s, x) => s + x, 0) / v.scores.length }))
+    .sort((x, y) => y.mean - x.mean);
   return ranked[0]?.o ?? {};
 };
 const sweet = { ...choose('sweet'), ...(cells.some((c) => c.method === 'critic') ? choose('critic', 'gate') : {}) };
@@ -149,6 +227,15 @@ const settings = {
   chosenOn: `validation seeds ${a.seeds}`,
   methods: { rft: choose('rft'), mtdpo: choose('mtdpo'), sweet, oracle: choose('oracle'), random: { ...sweet } },
 };
-console.log(JSON.stringify({ bench: 'credit-tune', seeds: a.seeds, cells, settings, seconds: (Date.now() - t0) / 1000, cpuSeconds: process.cpuUsage().user / 1e6 }));
+console.log(
+  JSON.stringify({
+    bench: 'credit-tune',
+    seeds: a.seeds,
+    cells,
+    settings,
+    seconds: (Date.now() - t0) / 1000,
+    cpuSeconds: process.cpuUsage().user / 1e6,
+  }),
+);
 console.log(JSON.stringify(settings, null, 2));
 if (a.out) writeFileSync(resolve(String(a.out)), JSON.stringify(settings, null, 2) + '\n');

@@ -1,5 +1,12 @@
 import type { Command } from 'commander';
-import { assertProductionSecrets, ConfigError, isPublicSecret, loadConfig, privacySettings, type Config } from '../config.ts';
+import {
+  assertProductionSecrets,
+  ConfigError,
+  isPublicSecret,
+  loadConfig,
+  privacySettings,
+  type Config,
+} from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
 
 /**
@@ -23,7 +30,13 @@ async function reportMissingTools(config: Config, log: Logger): Promise<void> {
   if (config.LOG_FORMAT === 'json') {
     const failed = checks.filter((c) => c.status === 'fail');
     if (failed.length) {
-      log.warn({ missing: failed.map(({ name, detail, affects, fix }) => ({ name, detail, affects, fix })), install: installCommand(failed, asRoot) }, 'tools missing');
+      log.warn(
+        {
+          missing: failed.map(({ name, detail, affects, fix }) => ({ name, detail, affects, fix })),
+          install: installCommand(failed, asRoot),
+        },
+        'tools missing',
+      );
     }
     return;
   }
@@ -32,21 +45,29 @@ async function reportMissingTools(config: Config, log: Logger): Promise<void> {
 }
 
 /** The validated configuration with the backend chosen, and the missing-tools summary printed (both at once). */
-async function prepare(channel: (config: Config) => 'discord' | 'console'): Promise<{ config: Config; log: Logger; settings: import('../../bot/main.ts').BotSettings }> {
+async function prepare(
+  channel: (config: Config) => 'discord' | 'console',
+): Promise<{ config: Config; log: Logger; settings: import('../../bot/main.ts').BotSettings }> {
   const config = loadConfig();
   const ch = channel(config);
   // Before anything is prepared: a bot that cannot connect exits at once, saying why, instead of after migrating.
-  if (ch === 'discord' && !config.DISCORD_TOKEN) throw new ConfigError([{ variable: 'DISCORD_TOKEN', message: 'is not set: the Discord bot needs its bot token' }]);
+  if (ch === 'discord' && !config.DISCORD_TOKEN)
+    throw new ConfigError([{ variable: 'DISCORD_TOKEN', message: 'is not set: the Discord bot needs its bot token' }]);
   // Before anything is migrated or served: a Discord bot collects real people's data.
   if (ch === 'discord') assertProductionSecrets(config);
   // The console shares the terminal with the logs: the default `info` becomes `warn` there; explicit debug stays.
-  const log = createLogger(config, 'sweetloop', { level: ch === 'console' ? quieter(config.LOG_LEVEL) : config.LOG_LEVEL });
+  const log = createLogger(config, 'sweetloop', {
+    level: ch === 'console' ? quieter(config.LOG_LEVEL) : config.LOG_LEVEL,
+  });
   await Promise.all([chooseBackend(config), reportMissingTools(config, log)]);
   return { config, log, settings: await botSettings(config, ch) };
 }
 
 /** The bot's typed settings, from the validated configuration (the bot never reads the environment). */
-async function botSettings(config: Config, channel: 'discord' | 'console'): Promise<import('../../bot/main.ts').BotSettings> {
+async function botSettings(
+  config: Config,
+  channel: 'discord' | 'console',
+): Promise<import('../../bot/main.ts').BotSettings> {
   return {
     databaseUrl: config.DATABASE_URL,
     pgliteDir: config.PGLITE_DIR,
@@ -54,7 +75,13 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
     policyModelDir: config.POLICY_MODEL_DIR,
     checkpointDir: config.CHECKPOINT_DIR,
     seed: config.SEED,
-    localServe: { engine: config.LOCAL_SERVE_ENGINE, maxBatch: config.LOCAL_SERVE_MAX_BATCH, maxQueue: config.LOCAL_SERVE_MAX_QUEUE, logprobs: config.LOCAL_SERVE_LOGPROBS, ...(config.TFJS_BACKEND ? { backend: config.TFJS_BACKEND } : {}) },
+    localServe: {
+      engine: config.LOCAL_SERVE_ENGINE,
+      maxBatch: config.LOCAL_SERVE_MAX_BATCH,
+      maxQueue: config.LOCAL_SERVE_MAX_QUEUE,
+      logprobs: config.LOCAL_SERVE_LOGPROBS,
+      ...(config.TFJS_BACKEND ? { backend: config.TFJS_BACKEND } : {}),
+    },
     maxTurns: config.MAX_TURNS,
     sessionIdleMinutes: config.SESSION_IDLE_MINUTES,
     ratingWeight: config.REWARD_RATING_WEIGHT,
@@ -76,7 +103,11 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
           moderatorRoleIds: config.DISCORD_MODERATOR_ROLE_IDS,
         }
       : null,
-    limits: { sessionsPerDay: config.LIMIT_SESSIONS_PER_DAY, messagesPerMinute: config.LIMIT_MESSAGES_PER_MINUTE, messageChars: config.LIMIT_MESSAGE_CHARS },
+    limits: {
+      sessionsPerDay: config.LIMIT_SESSIONS_PER_DAY,
+      messagesPerMinute: config.LIMIT_MESSAGES_PER_MINUTE,
+      messageChars: config.LIMIT_MESSAGE_CHARS,
+    },
     health: config.HEALTH_PORT ? { port: config.HEALTH_PORT, host: config.HEALTH_HOST } : null,
     dashboard: config.DASHBOARD_PORT ? { port: config.DASHBOARD_PORT, host: config.DASHBOARD_HOST } : null,
     shutdownDeadlineMs: config.SHUTDOWN_DEADLINE_SECONDS * 1000,
@@ -88,7 +119,9 @@ async function botSettings(config: Config, channel: 'discord' | 'console'): Prom
 export function registerBotCommands(program: Command): void {
   program
     .command('start')
-    .description('Migrate the database, seed tasks, make sure a policy is deployed, then run the Discord bot (DISCORD_TOKEN set) or, in a terminal, the console')
+    .description(
+      'Migrate the database, seed tasks, make sure a policy is deployed, then run the Discord bot (DISCORD_TOKEN set) or, in a terminal, the console',
+    )
     .action(async () => {
       const { settings, log } = await prepare(startChannel);
       const { runStart } = await import('../../bot/main.ts');
@@ -120,7 +153,13 @@ export function registerBotCommands(program: Command): void {
 function startChannel(config: Config): 'discord' | 'console' {
   if (config.DISCORD_TOKEN) return 'discord';
   if (process.stdin.isTTY) return 'console';
-  throw new ConfigError([{ variable: 'DISCORD_TOKEN', message: 'is not set, and without a terminal there is no console to fall back to: set it to run the Discord bot, or run `sweetloop console` in a terminal' }]);
+  throw new ConfigError([
+    {
+      variable: 'DISCORD_TOKEN',
+      message:
+        'is not set, and without a terminal there is no console to fall back to: set it to run the Discord bot, or run `sweetloop console` in a terminal',
+    },
+  ]);
 }
 
 function quieter(level: string): string {

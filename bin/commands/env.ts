@@ -11,28 +11,50 @@ interface ServeOptions {
 }
 
 export function registerEnvCommands(program: Command): void {
-  const env = program.command('env').description('The ColBench environment (tasks, the simulated collaborator, sandboxed scoring) for RL runs elsewhere');
+  const env = program
+    .command('env')
+    .description(
+      'The ColBench environment (tasks, the simulated collaborator, sandboxed scoring) for RL runs elsewhere',
+    );
   env
     .command('serve')
-    .description('Serve the environment over HTTP: GET /v1/tasks, POST /v1/episodes, POST /v1/episodes/ID/step, POST /v1/score (docs/env-service.md)')
+    .description(
+      'Serve the environment over HTTP: GET /v1/tasks, POST /v1/episodes, POST /v1/episodes/ID/step, POST /v1/score (docs/env-service.md)',
+    )
     .option('--host <address>', 'address to listen on; beyond loopback ENV_SERVE_TOKEN must be set', '127.0.0.1')
     .option('--port <n>', 'TCP port (0: any free port)', intOption('port', 0, 65535), 8100)
-    .option('--max-episodes <n>', 'episodes open at once; more are refused with 429', intOption('max-episodes', 1, 100_000), 64)
-    .option('--collaborator <which>', 'the collaborator of an episode that names none: builtin (rule-based) or llm (SIMULATOR_LLM_URL; default when configured)', choice('collaborator', ['builtin', 'llm'] as const))
+    .option(
+      '--max-episodes <n>',
+      'episodes open at once; more are refused with 429',
+      intOption('max-episodes', 1, 100_000),
+      64,
+    )
+    .option(
+      '--collaborator <which>',
+      'the collaborator of an episode that names none: builtin (rule-based) or llm (SIMULATOR_LLM_URL; default when configured)',
+      choice('collaborator', ['builtin', 'llm'] as const),
+    )
     .action(async (o: ServeOptions) => {
-      const [{ withTrainer }, { loadConfig }, { createLogger }, { collaboratorFactory, scorer }, { startEnvServer }] = await Promise.all([
-        import('./trainer.ts'),
-        import('../config.ts'),
-        import('../log.ts'),
-        import('../../trainer/settings.ts'),
-        import('../../trainer/env-server.ts'),
-      ]);
+      const [{ withTrainer }, { loadConfig }, { createLogger }, { collaboratorFactory, scorer }, { startEnvServer }] =
+        await Promise.all([
+          import('./trainer.ts'),
+          import('../config.ts'),
+          import('../log.ts'),
+          import('../../trainer/settings.ts'),
+          import('../../trainer/env-server.ts'),
+        ]);
       const config = loadConfig();
       const log = createLogger(config, 'sweetloop-env');
       await withTrainer(async (db, s) => {
-        const collaborators = { builtin: await collaboratorFactory(s, 'builtin'), ...(s.llmSimulator ? { llm: await collaboratorFactory(s, 'llm') } : {}) };
+        const collaborators = {
+          builtin: await collaboratorFactory(s, 'builtin'),
+          ...(s.llmSimulator ? { llm: await collaboratorFactory(s, 'llm') } : {}),
+        };
         const fallback = o.collaborator ?? (s.llmSimulator ? 'llm' : 'builtin');
-        if (!(fallback in collaborators)) throw new Error('--collaborator llm: the LLM simulator is not configured (SIMULATOR_LLM_URL, SIMULATOR_LLM_MODEL)');
+        if (!(fallback in collaborators))
+          throw new Error(
+            '--collaborator llm: the LLM simulator is not configured (SIMULATOR_LLM_URL, SIMULATOR_LLM_MODEL)',
+          );
         const sc = await scorer(s);
         let server;
         try {
@@ -51,7 +73,9 @@ export function registerEnvCommands(program: Command): void {
           await sc.close();
           throw err;
         }
-        console.error(`sweetloop env serve: ${server.url} (collaborators ${Object.keys(collaborators).join(', ')}, default ${fallback}; ${config.ENV_SERVE_TOKEN ? 'token required' : 'loopback only, no token'}); Ctrl-C stops`);
+        console.error(
+          `sweetloop env serve: ${server.url} (collaborators ${Object.keys(collaborators).join(', ')}, default ${fallback}; ${config.ENV_SERVE_TOKEN ? 'token required' : 'loopback only, no token'}); Ctrl-C stops`,
+        );
         await new Promise<void>((resolve) => {
           process.once('SIGINT', () => resolve());
           process.once('SIGTERM', () => resolve());

@@ -15,7 +15,12 @@ async function openConfiguredDatabase() {
   ]);
   const config = loadConfig();
   const log = createLogger(config);
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE, log });
+  const db = await openDatabase({
+    databaseUrl: config.DATABASE_URL,
+    pgliteDir: config.PGLITE_DIR,
+    poolSize: config.DATABASE_POOL_SIZE,
+    log,
+  });
   return { db, log };
 }
 
@@ -30,14 +35,19 @@ export function registerMigrationCommands(program: Command): void {
         const { migrateDatabase } = await import('../../bot/bootstrap.ts');
         const applied = await migrateDatabase(database, log);
         if (applied.length === 0) console.log(`${database.label}: already up to date, nothing applied`);
-        else console.log(`${database.label}: applied ${applied.length} migration(s):\n${applied.map((n) => `  ${n}`).join('\n')}`);
+        else
+          console.log(
+            `${database.label}: applied ${applied.length} migration(s):\n${applied.map((n) => `  ${n}`).join('\n')}`,
+          );
       } finally {
         await database.close();
       }
     });
 
   db.command('status')
-    .description(`Show which migrations are applied and which are pending (exit ${EXIT_MIGRATIONS_PENDING} when not up to date)`)
+    .description(
+      `Show which migrations are applied and which are pending (exit ${EXIT_MIGRATIONS_PENDING} when not up to date)`,
+    )
     .action(async () => {
       const { db: database } = await openConfiguredDatabase();
       try {
@@ -56,7 +66,8 @@ export function registerMigrationCommands(program: Command): void {
                 : 'pending';
           console.log(`  ${name}  ${state}`);
         }
-        for (const name of s.unknown) console.log(`  ${name}  applied in the database but missing from prisma/migrations`);
+        for (const name of s.unknown)
+          console.log(`  ${name}  applied in the database but missing from prisma/migrations`);
         if (s.upToDate && s.edited.length === 0) {
           console.log('Database schema is up to date.');
         } else {
@@ -66,7 +77,9 @@ export function registerMigrationCommands(program: Command): void {
             s.edited.length && `${s.edited.length} edited after being applied`,
             s.unknown.length && `${s.unknown.length} unknown to this checkout`,
           ].filter(Boolean);
-          console.log(`Not up to date: ${problems.join('; ') || 'no migrations table yet (run: sweetloop db migrate)'}.`);
+          console.log(
+            `Not up to date: ${problems.join('; ') || 'no migrations table yet (run: sweetloop db migrate)'}.`,
+          );
           process.exitCode = EXIT_MIGRATIONS_PENDING;
         }
       } finally {
@@ -75,7 +88,9 @@ export function registerMigrationCommands(program: Command): void {
     });
 
   db.command('diff')
-    .description('After editing prisma/schema.prisma: write the next migration (--name), or show/check what it would hold')
+    .description(
+      'After editing prisma/schema.prisma: write the next migration (--name), or show/check what it would hold',
+    )
     .option('--name <name>', 'create prisma/migrations/<timestamp>_<name>/migration.sql for the schema changes')
     .option('--check', `write nothing; exit ${EXIT_SCHEMA_CHANGED} when schema.prisma has changes no migration holds`)
     .action(async (opts: { name?: string; check?: boolean }) => {
@@ -91,7 +106,9 @@ export function registerMigrationCommands(program: Command): void {
         console.log('schema.prisma matches the migrations: nothing to migrate');
         return;
       }
-      console.log(`-- schema.prisma has changes no migration holds yet; \`sweetloop db diff --name <name>\` would write:\n${sql}`);
+      console.log(
+        `-- schema.prisma has changes no migration holds yet; \`sweetloop db diff --name <name>\` would write:\n${sql}`,
+      );
       if (opts.check) process.exitCode = EXIT_SCHEMA_CHANGED;
     });
 }

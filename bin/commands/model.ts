@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 function intOption(name: string, min: number) {
   return (value: string): number => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+    if (!Number.isInteger(n) || n < min)
+      throw new Error(`--${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
     return n;
   };
 }
@@ -11,7 +12,8 @@ function intOption(name: string, min: number) {
 function numberOption(name: string, min: number, max: number) {
   return (value: string): number => {
     const n = Number(value);
-    if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} must be a number in [${min}, ${max}], got ${JSON.stringify(value)}`);
+    if (!Number.isFinite(n) || n < min || n > max)
+      throw new Error(`--${name} must be a number in [${min}, ${max}], got ${JSON.stringify(value)}`);
     return n;
   };
 }
@@ -41,7 +43,9 @@ async function loadPolicy(dir: string) {
 }
 
 export function registerModelCommands(program: Command): void {
-  const model = program.command('model').description('Run a policy checkpoint (a Hugging Face model directory) or build the starter policy');
+  const model = program
+    .command('model')
+    .description('Run a policy checkpoint (a Hugging Face model directory) or build the starter policy');
 
   model
     .command('logits')
@@ -119,14 +123,22 @@ export function registerModelCommands(program: Command): void {
 
   model
     .command('gguf <dir> <out>')
-    .description('Write a checkpoint directory as a GGUF file (llama.cpp, Ollama, LM Studio, `policy add --gguf`), checked after writing')
+    .description(
+      'Write a checkpoint directory as a GGUF file (llama.cpp, Ollama, LM Studio, `policy add --gguf`), checked after writing',
+    )
     .option('--dtype <type>', 'F32 or F16 matrices (norms stay F32)', 'F16')
     .action(async (dir: string, out: string, opts: { dtype: string }) => {
-      if (opts.dtype !== 'F32' && opts.dtype !== 'F16') throw new Error(`--dtype must be F32 or F16, got ${opts.dtype}`);
-      const [{ convertCheckpointToGguf }, { inspectForeignGguf }] = await Promise.all([import('../../trainer/serve/gguf-convert.ts'), import('../../trainer/serve/gguf-foreign.ts')]);
+      if (opts.dtype !== 'F32' && opts.dtype !== 'F16')
+        throw new Error(`--dtype must be F32 or F16, got ${opts.dtype}`);
+      const [{ convertCheckpointToGguf }, { inspectForeignGguf }] = await Promise.all([
+        import('../../trainer/serve/gguf-convert.ts'),
+        import('../../trainer/serve/gguf-foreign.ts'),
+      ]);
       const r = await convertCheckpointToGguf(dir, out, { dtype: opts.dtype });
       const info = await inspectForeignGguf(r.path).catch(() => null);
-      console.log(`wrote ${r.path} (${opts.dtype}${info ? `, ${(info.sizeBytes / 1e6).toFixed(1)} MB, sha256 ${info.sha256}` : ''})`);
+      console.log(
+        `wrote ${r.path} (${opts.dtype}${info ? `, ${(info.sizeBytes / 1e6).toFixed(1)} MB, sha256 ${info.sha256}` : ''})`,
+      );
     });
 
   model
@@ -136,7 +148,10 @@ export function registerModelCommands(program: Command): void {
     .option('--out <dir>', 'output directory (default: CHECKPOINT_DIR/starter)')
     .option('--steps <n>', 'optimizer steps (default: the standard budget)', intOption('steps', 1))
     .option('--force', 'rebuild even if a valid starter policy exists')
-    .option('--verify', 'rebuild the starter the repository ships for the seed from scratch (minutes; into --out, default CHECKPOINT_DIR/starter-verify) and check every file is identical; exit 1 if not')
+    .option(
+      '--verify',
+      'rebuild the starter the repository ships for the seed from scratch (minutes; into --out, default CHECKPOINT_DIR/starter-verify) and check every file is identical; exit 1 if not',
+    )
     .action(async (opts: { seed?: number; out?: string; steps?: number; force?: boolean; verify?: boolean }) => {
       const [{ loadConfig }, path] = await Promise.all([import('../config.ts'), import('node:path')]);
       const config = loadConfig();
@@ -155,7 +170,9 @@ export function registerModelCommands(program: Command): void {
           log: (line) => console.error(line),
         });
         for (const [file, sha] of Object.entries(r.sha256.original)) {
-          console.log(`${r.differences.includes(file) ? 'DIFFERS' : 'same   '} ${file} ${sha.slice(0, 16)} / ${(r.sha256.rebuilt[file] ?? 'missing').slice(0, 16)}`);
+          console.log(
+            `${r.differences.includes(file) ? 'DIFFERS' : 'same   '} ${file} ${sha.slice(0, 16)} / ${(r.sha256.rebuilt[file] ?? 'missing').slice(0, 16)}`,
+          );
         }
         console.log(
           `${r.differences.length ? 'the rebuild differs from' : 'the rebuild is identical to'} ${from} ` +
@@ -177,7 +194,9 @@ export function registerModelCommands(program: Command): void {
       console.log(
         `${result.reused ? 'reused' : 'built'} starter policy at ${out} (${result.numParameters.toLocaleString('en')} parameters, ` +
           `sha256 ${result.sha256.slice(0, 12)}, backend ${backend.name}` +
-          (result.report ? `, loss ${result.report.initialLoss.toFixed(3)} -> ${result.report.finalLoss.toFixed(3)} in ${result.report.seconds.toFixed(0)} s` : '') +
+          (result.report
+            ? `, loss ${result.report.initialLoss.toFixed(3)} -> ${result.report.finalLoss.toFixed(3)} in ${result.report.seconds.toFixed(0)} s`
+            : '') +
           ')',
       );
     });

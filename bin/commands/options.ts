@@ -5,7 +5,9 @@ export function intOption(name: string, min: number, max?: number) {
   return (value: string): number => {
     const n = Number(value);
     if (!Number.isInteger(n) || n < min || (max !== undefined && n > max)) {
-      throw new Error(`--${name} must be an integer ${max === undefined ? `>= ${min}` : `in [${min}, ${max}]`}, got ${JSON.stringify(value)}`);
+      throw new Error(
+        `--${name} must be an integer ${max === undefined ? `>= ${min}` : `in [${min}, ${max}]`}, got ${JSON.stringify(value)}`,
+      );
     }
     return n;
   };
@@ -15,7 +17,8 @@ export function intOption(name: string, min: number, max?: number) {
 export function integerOption(name: string) {
   return (value: string): number => {
     const n = Number(value);
-    if (value.trim() === '' || !Number.isInteger(n)) throw new Error(`--${name} must be a whole number, got ${JSON.stringify(value)}`);
+    if (value.trim() === '' || !Number.isInteger(n))
+      throw new Error(`--${name} must be a whole number, got ${JSON.stringify(value)}`);
     return n;
   };
 }
@@ -24,7 +27,9 @@ export function numberOption(name: string, min: number, max: number, exclusiveMi
   return (value: string): number => {
     const n = Number(value);
     if (value.trim() === '' || !Number.isFinite(n) || (exclusiveMin ? n <= min : n < min) || n > max) {
-      throw new Error(`--${name} must be a number in ${exclusiveMin ? '(' : '['}${min}, ${max}], got ${JSON.stringify(value)}`);
+      throw new Error(
+        `--${name} must be a number in ${exclusiveMin ? '(' : '['}${min}, ${max}], got ${JSON.stringify(value)}`,
+      );
     }
     return n;
   };
@@ -32,7 +37,8 @@ export function numberOption(name: string, min: number, max: number, exclusiveMi
 
 export function choice<T extends string>(name: string, options: readonly T[]) {
   return (value: string): T => {
-    if (!options.includes(value as T)) throw new Error(`--${name} must be one of ${options.join(', ')}, got ${JSON.stringify(value)}`);
+    if (!options.includes(value as T))
+      throw new Error(`--${name} must be one of ${options.join(', ')}, got ${JSON.stringify(value)}`);
     return value as T;
   };
 }

@@ -31,55 +31,120 @@ interface AddOptions {
 export function registerPolicyCommands(program: Command): void {
   program
     .command('deploy <name>')
-    .description('Deploy a policy version now (the bot switches new sessions to it); an adapter version is loaded into its server first')
+    .description(
+      'Deploy a policy version now (the bot switches new sessions to it); an adapter version is loaded into its server first',
+    )
     .option('--force', 'deploy a version marked as trained on erased data (privacy delete) all the same; audited')
     .option('--no-check', NO_CHECK)
     .action(async (name: string, o: { force?: boolean; check: boolean }) => {
       const { deployPolicyByName } = await import('../../prisma/policy-store.ts');
-      await withDatabase(async (db) => console.log(`deployed ${(await deployPolicyByName(db, 'cli', name, { force: !!o.force, operator: true, ...loadFirst(db, o.check) })).name}`));
+      await withDatabase(async (db) =>
+        console.log(
+          `deployed ${(await deployPolicyByName(db, 'cli', name, { force: !!o.force, operator: true, ...loadFirst(db, o.check) })).name}`,
+        ),
+      );
     });
 
   program
     .command('rollback')
-    .description('Re-deploy the version that was deployed before the current one; an adapter version is loaded into its server first')
+    .description(
+      'Re-deploy the version that was deployed before the current one; an adapter version is loaded into its server first',
+    )
     .option('--force', 'roll back to a version marked as trained on erased data (privacy delete) all the same; audited')
     .option('--no-check', NO_CHECK)
     .action(async (o: { force?: boolean; check: boolean }) => {
       const { rollbackPolicy } = await import('../../prisma/policy-store.ts');
-      await withDatabase(async (db) => console.log(`rolled back to ${(await rollbackPolicy(db, 'cli', { force: !!o.force, operator: true, ...loadFirst(db, o.check) })).name}`));
+      await withDatabase(async (db) =>
+        console.log(
+          `rolled back to ${(await rollbackPolicy(db, 'cli', { force: !!o.force, operator: true, ...loadFirst(db, o.check) })).name}`,
+        ),
+      );
     });
 
-  const policy = program.command('policy').description('Register, move and remove policy versions served by OpenAI-compatible servers (models or LoRA adapters on them), and list every version');
+  const policy = program
+    .command('policy')
+    .description(
+      'Register, move and remove policy versions served by OpenAI-compatible servers (models or LoRA adapters on them), and list every version',
+    );
 
   policy
     .command('add <name>')
-    .description('Register a GGUF model run by Sweetloop\'s own llama.cpp engine (--gguf), a version served by an OpenAI-compatible server (--endpoint) or a LoRA adapter on one (--adapter --on); a candidate: deploy it with `sweetloop deploy` (or --deploy)')
-    .option('--gguf <file|hf:OWNER/REPO/FILE.gguf>', 'a GGUF model file (e.g. a quantized instruct model), or one on the Hugging Face hub, downloaded once into MODELS_DIR: checked, then served by llama.cpp with its own tokenizer and chat template')
+    .description(
+      "Register a GGUF model run by Sweetloop's own llama.cpp engine (--gguf), a version served by an OpenAI-compatible server (--endpoint) or a LoRA adapter on one (--adapter --on); a candidate: deploy it with `sweetloop deploy` (or --deploy)",
+    )
+    .option(
+      '--gguf <file|hf:OWNER/REPO/FILE.gguf>',
+      'a GGUF model file (e.g. a quantized instruct model), or one on the Hugging Face hub, downloaded once into MODELS_DIR: checked, then served by llama.cpp with its own tokenizer and chat template',
+    )
     .option('--deploy', 'deploy the version once it is registered')
-    .option('--endpoint <url>', 'the server\'s base URL, e.g. http://127.0.0.1:8000/v1')
+    .option('--endpoint <url>', "the server's base URL, e.g. http://127.0.0.1:8000/v1")
     .option('--model <model>', 'with --endpoint: the model name the server serves (as listed by GET /v1/models)')
-    .option('--adapter <dir>', 'a PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors): checked, copied into ADAPTERS_DIR')
-    .option('--on <endpoint-version>', 'with --adapter: the endpoint version whose server serves the adapter\'s base model')
+    .option(
+      '--adapter <dir>',
+      'a PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors): checked, copied into ADAPTERS_DIR',
+    )
+    .option(
+      '--on <endpoint-version>',
+      "with --adapter: the endpoint version whose server serves the adapter's base model",
+    )
     .option('--api-key-env <var>', 'NAME of the environment variable holding the key (the key itself is never stored)')
-    .option('--context-window <n>', 'the model\'s context window in tokens (default: the server\'s max_model_len)', intOption('context-window', 256))
+    .option(
+      '--context-window <n>',
+      "the model's context window in tokens (default: the server's max_model_len)",
+      intOption('context-window', 256),
+    )
     .option('--temperature <t>', 'sampling temperature (default 0.7)', numberOption('temperature', 0, 2))
     .option('--top-p <p>', 'nucleus sampling (default 0.95)', numberOption('top-p', 0, 1, true))
     .option('--max-tokens <n>', 'longest agent message in tokens (default 1024)', intOption('max-tokens', 1))
-    .option('--base-model-dir <dir>', 'the served model\'s Hugging Face directory: exact token counts, and the base for LoRA training')
-    .option('--max-lora-rank <n>', 'the server\'s largest LoRA rank (vLLM --max-lora-rank; default: VLLM_MAX_LORA_RANK)', intOption('max-lora-rank', 1))
-    .option('--max-in-flight <n>', 'requests the bot keeps in flight to the server at once, the rest waiting in the bot (what it batches: vLLM --max-num-seqs; default 16)', intOption('max-in-flight', 1))
+    .option(
+      '--base-model-dir <dir>',
+      "the served model's Hugging Face directory: exact token counts, and the base for LoRA training",
+    )
+    .option(
+      '--max-lora-rank <n>',
+      "the server's largest LoRA rank (vLLM --max-lora-rank; default: VLLM_MAX_LORA_RANK)",
+      intOption('max-lora-rank', 1),
+    )
+    .option(
+      '--max-in-flight <n>',
+      'requests the bot keeps in flight to the server at once, the rest waiting in the bot (what it batches: vLLM --max-num-seqs; default 16)',
+      intOption('max-in-flight', 1),
+    )
     .option('--no-check', 'register without asking the server (it must then answer by the time the version is used)')
     .action(async (name: string, o: AddOptions) => {
       if (o.gguf) {
-        const other = (['endpoint', 'adapter', 'on', 'model', 'apiKeyEnv', 'contextWindow', 'maxLoraRank', 'maxInFlight'] as const).filter((k) => o[k] !== undefined);
-        if (other.length) throw new Error(`--gguf registers a file run by Sweetloop itself: drop ${other.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}`);
+        const other = (
+          ['endpoint', 'adapter', 'on', 'model', 'apiKeyEnv', 'contextWindow', 'maxLoraRank', 'maxInFlight'] as const
+        ).filter((k) => o[k] !== undefined);
+        if (other.length)
+          throw new Error(
+            `--gguf registers a file run by Sweetloop itself: drop ${other.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}`,
+          );
         return addGguf(name, o.gguf, o);
       }
-      if (!!o.endpoint === !!o.adapter) throw new Error('give either --endpoint URL --model MODEL (a model on a server) or --adapter DIR --on ENDPOINT_VERSION (a LoRA adapter on one)');
+      if (!!o.endpoint === !!o.adapter)
+        throw new Error(
+          'give either --endpoint URL --model MODEL (a model on a server) or --adapter DIR --on ENDPOINT_VERSION (a LoRA adapter on one)',
+        );
       if (o.adapter) {
         // An adapter is served with its endpoint version's settings: options of an endpoint would be ignored.
-        const endpointOnly = (['model', 'apiKeyEnv', 'contextWindow', 'temperature', 'topP', 'maxTokens', 'baseModelDir', 'maxLoraRank', 'maxInFlight'] as const).filter((k) => o[k] !== undefined);
-        if (endpointOnly.length) throw new Error(`--adapter takes its endpoint version's settings: drop ${endpointOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}`);
+        const endpointOnly = (
+          [
+            'model',
+            'apiKeyEnv',
+            'contextWindow',
+            'temperature',
+            'topP',
+            'maxTokens',
+            'baseModelDir',
+            'maxLoraRank',
+            'maxInFlight',
+          ] as const
+        ).filter((k) => o[k] !== undefined);
+        if (endpointOnly.length)
+          throw new Error(
+            `--adapter takes its endpoint version's settings: drop ${endpointOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}`,
+          );
         return addAdapter(name, o.adapter, o.on);
       }
       if (o.on) throw new Error('--on goes with --adapter DIR');
@@ -102,42 +167,77 @@ export function registerPolicyCommands(program: Command): void {
           check: o.check,
         });
         const s = servingOf(v);
-        console.log(`registered ${v.name} (endpoint, candidate): ${servedAt(v)}, window ${s.contextWindow} tokens, temperature ${s.temperature}, top-p ${s.topP}, max ${s.maxTokens} tokens`);
+        console.log(
+          `registered ${v.name} (endpoint, candidate): ${servedAt(v)}, window ${s.contextWindow} tokens, temperature ${s.temperature}, top-p ${s.topP}, max ${s.maxTokens} tokens`,
+        );
         await deployOrSay(db, v.name, o.deploy);
       });
     });
 
   policy
     .command('update <name>')
-    .description('Move an endpoint version to another server address (its adapter versions follow), or record its server\'s largest LoRA rank, how many requests it takes at once or its model\'s Hugging Face directory')
-    .option('--endpoint <url>', 'the server\'s new base URL')
-    .option('--max-lora-rank <n>', 'the server\'s largest LoRA rank (vLLM --max-lora-rank)', intOption('max-lora-rank', 1))
-    .option('--max-in-flight <n>', 'requests the bot keeps in flight to the server at once (vLLM --max-num-seqs; a higher number than before takes effect at the bot\'s next start)', intOption('max-in-flight', 1))
-    .option('--base-model-dir <dir>', 'the served model\'s Hugging Face directory: exact token counts, and the base the trainer trains LoRA adapters on')
+    .description(
+      "Move an endpoint version to another server address (its adapter versions follow), or record its server's largest LoRA rank, how many requests it takes at once or its model's Hugging Face directory",
+    )
+    .option('--endpoint <url>', "the server's new base URL")
+    .option(
+      '--max-lora-rank <n>',
+      "the server's largest LoRA rank (vLLM --max-lora-rank)",
+      intOption('max-lora-rank', 1),
+    )
+    .option(
+      '--max-in-flight <n>',
+      "requests the bot keeps in flight to the server at once (vLLM --max-num-seqs; a higher number than before takes effect at the bot's next start)",
+      intOption('max-in-flight', 1),
+    )
+    .option(
+      '--base-model-dir <dir>',
+      "the served model's Hugging Face directory: exact token counts, and the base the trainer trains LoRA adapters on",
+    )
     .option('--no-check', 'change it without asking the new address that it serves the model')
-    .action(async (name: string, o: { endpoint?: string; maxLoraRank?: number; maxInFlight?: number; baseModelDir?: string; check: boolean }) => {
-      const { updateEndpointVersion } = await import('../../trainer/policies/lifecycle.ts');
-      const { servedAt } = await import('../../trainer/policies/serving.ts');
-      await withDatabase(async (db) => {
-        const { version, adapters } = await updateEndpointVersion(db.prisma, name, { url: o.endpoint, maxLoraRank: o.maxLoraRank, maxInFlight: o.maxInFlight, baseModelDir: o.baseModelDir, check: o.check, actor: 'cli' });
-        console.log(`updated ${version.name}: ${servedAt(version)}${adapters.length ? `; its adapter versions follow: ${adapters.join(', ')}` : ''}`);
-      });
-    });
+    .action(
+      async (
+        name: string,
+        o: { endpoint?: string; maxLoraRank?: number; maxInFlight?: number; baseModelDir?: string; check: boolean },
+      ) => {
+        const { updateEndpointVersion } = await import('../../trainer/policies/lifecycle.ts');
+        const { servedAt } = await import('../../trainer/policies/serving.ts');
+        await withDatabase(async (db) => {
+          const { version, adapters } = await updateEndpointVersion(db.prisma, name, {
+            url: o.endpoint,
+            maxLoraRank: o.maxLoraRank,
+            maxInFlight: o.maxInFlight,
+            baseModelDir: o.baseModelDir,
+            check: o.check,
+            actor: 'cli',
+          });
+          console.log(
+            `updated ${version.name}: ${servedAt(version)}${adapters.length ? `; its adapter versions follow: ${adapters.join(', ')}` : ''}`,
+          );
+        });
+      },
+    );
 
   policy
     .command('remove <name>')
-    .description('Take a version out of service (never the deployed one): kept for the record, unloaded from its server if an adapter')
+    .description(
+      'Take a version out of service (never the deployed one): kept for the record, unloaded from its server if an adapter',
+    )
     .action(async (name: string) => {
       const { removeVersion } = await import('../../trainer/policies/lifecycle.ts');
       await withDatabase(async (db) => {
         const { version, unload } = await removeVersion(db.prisma, name, { actor: 'cli' });
-        console.log(`removed ${version.name} (${version.kind})${unload ? `; adapter ${unload === 'unloaded' ? 'unloaded from its server' : unload === 'not loaded' ? 'was not loaded on its server' : 'not unloaded: its server is unavailable'}` : ''}`);
+        console.log(
+          `removed ${version.name} (${version.kind})${unload ? `; adapter ${unload === 'unloaded' ? 'unloaded from its server' : unload === 'not loaded' ? 'was not loaded on its server' : 'not unloaded: its server is unavailable'}` : ''}`,
+        );
       });
     });
 
   policy
     .command('list')
-    .description('List every policy version with its kind, status and where it is served, marking those trained on erased data')
+    .description(
+      'List every policy version with its kind, status and where it is served, marking those trained on erased data',
+    )
     .option('--json', 'print the versions as JSON')
     .action(async (o: { json?: boolean }) => {
       const { servedAt } = await import('../../trainer/policies/serving.ts');
@@ -155,40 +255,69 @@ export function registerPolicyCommands(program: Command): void {
           trainedOnErasedData: trainedOnErasedData(v),
         }));
         if (o.json) return console.log(JSON.stringify(rows, null, 2));
-        if (rows.length === 0) return console.log('no policy versions yet (`sweetloop start` creates the starter; `sweetloop policy add` registers an endpoint)');
+        if (rows.length === 0)
+          return console.log(
+            'no policy versions yet (`sweetloop start` creates the starter; `sweetloop policy add` registers an endpoint)',
+          );
         const w = (k: 'name' | 'kind' | 'status') => Math.max(k.length, ...rows.map((r) => r[k].length));
-        const line = (a: string, b: string, c: string, d: string) => `${a.padEnd(w('name'))}  ${b.padEnd(w('kind'))}  ${c.padEnd(w('status'))}  ${d}`;
+        const line = (a: string, b: string, c: string, d: string) =>
+          `${a.padEnd(w('name'))}  ${b.padEnd(w('kind'))}  ${c.padEnd(w('status'))}  ${d}`;
         console.log(line('name', 'kind', 'status', 'served at'));
-        for (const r of rows) console.log(line(r.name, r.kind, r.status, r.servedAt) + (r.trainedOnErasedData ? `  ${ERASED_DATA_MARK}` : ''));
+        for (const r of rows)
+          console.log(
+            line(r.name, r.kind, r.status, r.servedAt) + (r.trainedOnErasedData ? `  ${ERASED_DATA_MARK}` : ''),
+          );
         if (rows.some((r) => r.trainedOnErasedData)) {
-          console.log(`\n${ERASED_DATA_MARK}: trained on sessions of a person whose data was deleted since; deploying it needs \`--force\` (audited)`);
+          console.log(
+            `\n${ERASED_DATA_MARK}: trained on sessions of a person whose data was deleted since; deploying it needs \`--force\` (audited)`,
+          );
         }
       });
     });
 }
 
 async function addAdapter(name: string, dir: string, on: string | undefined): Promise<void> {
-  if (!on) throw new Error('--adapter needs --on ENDPOINT_VERSION: the endpoint version whose server serves the adapter\'s base model');
+  if (!on)
+    throw new Error(
+      "--adapter needs --on ENDPOINT_VERSION: the endpoint version whose server serves the adapter's base model",
+    );
   const { loadConfig } = await import('../config.ts');
   const { importAdapterVersion } = await import('../../trainer/policies/adapter-import.ts');
   const config = loadConfig();
   await withDatabase(async (db) => {
-    const { version, adapter } = await importAdapterVersion(db.prisma, { name, on, adapterDir: dir, adaptersDir: config.ADAPTERS_DIR ?? join(config.CHECKPOINT_DIR, 'adapters'), defaultMaxRank: config.VLLM_MAX_LORA_RANK, actor: 'cli' });
-    console.log(`registered ${version.name} (adapter on ${on}, candidate): rank ${adapter.rank}, ${adapter.modules} modules, base ${adapter.baseModel}, copied to ${version.checkpointPath}`);
+    const { version, adapter } = await importAdapterVersion(db.prisma, {
+      name,
+      on,
+      adapterDir: dir,
+      adaptersDir: config.ADAPTERS_DIR ?? join(config.CHECKPOINT_DIR, 'adapters'),
+      defaultMaxRank: config.VLLM_MAX_LORA_RANK,
+      actor: 'cli',
+    });
+    console.log(
+      `registered ${version.name} (adapter on ${on}, candidate): rank ${adapter.rank}, ${adapter.modules} modules, base ${adapter.baseModel}, copied to ${version.checkpointPath}`,
+    );
     console.log(`deploy it with: sweetloop deploy ${version.name}`);
   });
 }
 
-async function deployOrSay(db: import('../../prisma/db.ts').Database, name: string, deploy: boolean | undefined): Promise<void> {
+async function deployOrSay(
+  db: import('../../prisma/db.ts').Database,
+  name: string,
+  deploy: boolean | undefined,
+): Promise<void> {
   if (!deploy) return console.log(`deploy it with: sweetloop deploy ${name}`);
   const { deployPolicyByName } = await import('../../prisma/policy-store.ts');
   console.log(`deployed ${(await deployPolicyByName(db, 'cli', name, loadFirst(db, true))).name}`);
 }
 
-const NO_CHECK = 'switch without asking an adapter version\'s server to load it first (for a server that is down on purpose: the adapter is then loaded at the first session)';
+const NO_CHECK =
+  "switch without asking an adapter version's server to load it first (for a server that is down on purpose: the adapter is then loaded at the first session)";
 
 /** The deploy's `prepare`: an adapter version is loaded into its server first, and the line says so (none with --no-check). */
-function loadFirst(db: import('../../prisma/db.ts').Database, check: boolean): Pick<import('../../prisma/policy-store.ts').SwitchOptions, 'prepare'> {
+function loadFirst(
+  db: import('../../prisma/db.ts').Database,
+  check: boolean,
+): Pick<import('../../prisma/policy-store.ts').SwitchOptions, 'prepare'> {
   if (!check) return {};
   return {
     prepare: async (v) => {
@@ -197,7 +326,10 @@ function loadFirst(db: import('../../prisma/db.ts').Database, check: boolean): P
       if (v.kind !== 'adapter') return;
       const { loadBeforeDeploy } = await import('../../trainer/policies/lifecycle.ts');
       const load = await loadBeforeDeploy(db.prisma, v);
-      if (load) console.log(`${v.name}: adapter ${load.adapter} ${load.loaded ? 'loaded by' : 'already loaded on'} ${load.url}`);
+      if (load)
+        console.log(
+          `${v.name}: adapter ${load.adapter} ${load.loaded ? 'loaded by' : 'already loaded on'} ${load.url}`,
+        );
     },
   };
 }
@@ -227,7 +359,9 @@ async function addGguf(name: string, source: string, o: AddOptions): Promise<voi
         if (downloadedBytes >= totalBytes) process.stderr.write('\n');
       },
     });
-    console.log(`registered ${version.name} (gguf, candidate${downloaded ? ', downloaded' : ''}): ${servedAt(version)}, sha256 ${version.checkpointSha256}`);
+    console.log(
+      `registered ${version.name} (gguf, candidate${downloaded ? ', downloaded' : ''}): ${servedAt(version)}, sha256 ${version.checkpointSha256}`,
+    );
     await deployOrSay(db, version.name, o.deploy);
   });
 }

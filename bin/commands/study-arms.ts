@@ -7,17 +7,33 @@ import { withDatabase } from './with-database.ts';
 import { integerOption } from './options.ts';
 
 export function registerStudyArmsCommands(study: Command): void {
-  const arms = study.command('arms').description("A/B tests with people as a study's arms: start one, compare the arms, stop with promote or discard (audited)");
+  const arms = study
+    .command('arms')
+    .description(
+      "A/B tests with people as a study's arms: start one, compare the arms, stop with promote or discard (audited)",
+    );
 
   arms
     .command('start <name>')
-    .description('Make the study play a candidate against its control (its own policy, or the deployed version in the default study)')
+    .description(
+      'Make the study play a candidate against its control (its own policy, or the deployed version in the default study)',
+    )
     .requiredOption('--candidate <version>', 'the candidate version')
     .requiredOption('--share <percent>', "the candidate's share of each task's sessions (1-99)", integerOption('share'))
-    .option('--force', 'start it with a candidate marked as trained on erased data (privacy delete) all the same; audited')
+    .option(
+      '--force',
+      'start it with a candidate marked as trained on erased data (privacy delete) all the same; audited',
+    )
     .action(async (name: string, o: { candidate: string; share: number; force?: boolean }) => {
-      const [{ startExperiment }, { describeExperiment }] = await Promise.all([import('../../prisma/experiment-store.ts'), import('../../bot/experiments.ts')]);
-      await withDatabase(async (db) => console.log(`started: ${plain(describeExperiment(await startExperiment(db, 'cli', { study: name, candidate: o.candidate, share: o.share, force: !!o.force, operator: true })))}`));
+      const [{ startExperiment }, { describeExperiment }] = await Promise.all([
+        import('../../prisma/experiment-store.ts'),
+        import('../../bot/experiments.ts'),
+      ]);
+      await withDatabase(async (db) =>
+        console.log(
+          `started: ${plain(describeExperiment(await startExperiment(db, 'cli', { study: name, candidate: o.candidate, share: o.share, force: !!o.force, operator: true })))}`,
+        ),
+      );
     });
 
   arms
@@ -25,7 +41,10 @@ export function registerStudyArmsCommands(study: Command): void {
     .description("Each arm's results with 95% intervals, the differences with p-values, and the same paired by task")
     .option('--json', 'print it as JSON')
     .action(async (name: string, o: { json?: boolean }) => {
-      const [{ armsStudy }, { armsStatus, formatArmsStatus }] = await Promise.all([import('../../prisma/experiment-store.ts'), import('../../bot/experiments.ts')]);
+      const [{ armsStudy }, { armsStatus, formatArmsStatus }] = await Promise.all([
+        import('../../prisma/experiment-store.ts'),
+        import('../../bot/experiments.ts'),
+      ]);
       await withDatabase(async (db) => {
         const st = await armsStatus(db.prisma, await armsStudy(db.prisma, name));
         if (!o.json) return console.log(plain(formatArmsStatus(st)));
@@ -35,7 +54,16 @@ export function registerStudyArmsCommands(study: Command): void {
             {
               study: st.study.name,
               arms: st.study.arms.map((a) => ({ policy: a.policyVersion.name, share: a.share })),
-              experiment: e && { id: e.id, candidate: e.candidate.name, control: e.control.name, share: e.share, status: e.status, outcome: e.outcome, startedAt: e.startedAt, stoppedAt: e.stoppedAt },
+              experiment: e && {
+                id: e.id,
+                candidate: e.candidate.name,
+                control: e.control.name,
+                share: e.share,
+                status: e.status,
+                outcome: e.outcome,
+                startedAt: e.startedAt,
+                stoppedAt: e.stoppedAt,
+              },
               comparisons: st.comparisons,
             },
             (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v),
@@ -47,18 +75,35 @@ export function registerStudyArmsCommands(study: Command): void {
 
   arms
     .command('stop <name>')
-    .description('End the comparison: --promote deploys the version and leaves it alone in the study; --discard drops it from the arms')
-    .option('--promote <version>', 'deploy this arm (the running A/B\'s candidate, or an arm of a study made with several)')
+    .description(
+      'End the comparison: --promote deploys the version and leaves it alone in the study; --discard drops it from the arms',
+    )
+    .option(
+      '--promote <version>',
+      "deploy this arm (the running A/B's candidate, or an arm of a study made with several)",
+    )
     .option('--discard <version>', 'drop this arm; the others play on')
-    .option('--force', 'with --promote: deploy a version marked as trained on erased data (privacy delete) all the same; audited')
+    .option(
+      '--force',
+      'with --promote: deploy a version marked as trained on erased data (privacy delete) all the same; audited',
+    )
     .action(async (name: string, o: { promote?: string; discard?: string; force?: boolean }) => {
-      if ((o.promote === undefined) === (o.discard === undefined)) throw new Error('Give exactly one of --promote VERSION or --discard VERSION.');
-      const [{ armsStudy }, { stopStudyArms }] = await Promise.all([import('../../prisma/experiment-store.ts'), import('../../bot/experiments.ts')]);
-      const request = o.promote !== undefined ? { outcome: 'promote' as const, version: o.promote, force: !!o.force, operator: true } : { outcome: 'discard' as const, version: o.discard! };
+      if ((o.promote === undefined) === (o.discard === undefined))
+        throw new Error('Give exactly one of --promote VERSION or --discard VERSION.');
+      const [{ armsStudy }, { stopStudyArms }] = await Promise.all([
+        import('../../prisma/experiment-store.ts'),
+        import('../../bot/experiments.ts'),
+      ]);
+      const request =
+        o.promote !== undefined
+          ? { outcome: 'promote' as const, version: o.promote, force: !!o.force, operator: true }
+          : { outcome: 'discard' as const, version: o.discard! };
       await withDatabase(async (db) => {
         const r = await stopStudyArms(db, 'cli', await armsStudy(db.prisma, name), request);
         const now = r.study.arms.map((a) => `${a.policyVersion.name} ${a.share}%`).join(', ') || 'the deployed version';
-        console.log(`${r.version.name} ${request.outcome === 'promote' ? 'promoted and deployed' : 'discarded'}; study ${r.study.name} is now played by ${now}`);
+        console.log(
+          `${r.version.name} ${request.outcome === 'promote' ? 'promoted and deployed' : 'discarded'}; study ${r.study.name} is now played by ${now}`,
+        );
       });
     });
 }

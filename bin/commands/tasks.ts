@@ -11,19 +11,27 @@ function tasksGroup(program: Command): Command {
 
 function parseChoice<T extends string>(name: string, choices: readonly T[]) {
   return (value: string): T => {
-    if (!(choices as readonly string[]).includes(value)) throw new Error(`--${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(value)}`);
+    if (!(choices as readonly string[]).includes(value))
+      throw new Error(`--${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(value)}`);
     return value as T;
   };
 }
 
 function nonNegativeInt(name: string, value: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new Error(`--${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n))
+    throw new Error(`--${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
   return n;
 }
 
-function printImport(label: string, counts: { inserted: number; duplicates: number; invalid: number }, extra = ''): void {
-  console.log(`${label}: ${counts.inserted} stored, ${counts.duplicates} already stored or repeated, ${counts.invalid} invalid${extra}`);
+function printImport(
+  label: string,
+  counts: { inserted: number; duplicates: number; invalid: number },
+  extra = '',
+): void {
+  console.log(
+    `${label}: ${counts.inserted} stored, ${counts.duplicates} already stored or repeated, ${counts.invalid} invalid${extra}`,
+  );
 }
 
 export function registerTasksCommands(program: Command): void {
@@ -48,7 +56,11 @@ export function registerTasksCommands(program: Command): void {
       });
       printImport(
         file,
-        { inserted: counts.inserted, duplicates: counts.duplicates + parsed.duplicates.length, invalid: parsed.invalid.length + counts.invalid },
+        {
+          inserted: counts.inserted,
+          duplicates: counts.duplicates + parsed.duplicates.length,
+          invalid: parsed.invalid.length + counts.invalid,
+        },
         ` (${parsed.lines} lines)`,
       );
       for (const e of counts.errors) console.error(`${file}:${e.line}: ${e.reason}`);
@@ -69,14 +81,20 @@ export function registerTasksCommands(program: Command): void {
         return;
       }
       if (rows.length === 0) {
-        console.log('No tasks stored. Add some with `sweetloop tasks seed` or `sweetloop tasks import FILE --kind K --split S`.');
+        console.log(
+          'No tasks stored. Add some with `sweetloop tasks seed` or `sweetloop tasks import FILE --kind K --split S`.',
+        );
         return;
       }
       const header = ['kind', 'source', 'split', 'count'];
       const body = rows.map((r) => [r.kind, r.source, r.split, String(r.count)]);
       body.push(['total', '', '', String(rows.reduce((s, r) => s + r.count, 0))]);
       const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
-      const fmt = (row: string[]) => row.map((c, i) => (i === 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+      const fmt = (row: string[]) =>
+        row
+          .map((c, i) => (i === 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+          .join('  ')
+          .trimEnd();
       console.log([fmt(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(fmt)].join('\n'));
     });
 
@@ -113,19 +131,29 @@ export function registerTasksCommands(program: Command): void {
     .command('score')
     .description('Score answers against ColBench backend tasks in the sandbox (no database needed)')
     .requiredOption('--tasks <file>', 'ColBench backend JSONL (problem_description, ground_truth, test_cases)')
-    .requiredOption('--answers <file>', 'JSONL, one {"task": <0-based line in --tasks>, "answer": "<raw answer>"} a line')
+    .requiredOption(
+      '--answers <file>',
+      'JSONL, one {"task": <0-based line in --tasks>, "answer": "<raw answer>"} a line',
+    )
     .option('--json', 'print one JSON object {results, seconds}')
     .action(async (opts: { tasks: string; answers: string; json?: boolean }) => {
       const { loadConfig } = await import('../config.ts');
       const config = loadConfig();
       const { scoreAnswerFiles } = await import('../../tasks/score-answers.ts');
-      const out = await scoreAnswerFiles({ tasksPath: opts.tasks, answersPath: opts.answers, bwrapPath: config.BWRAP_BIN, pythonPath: config.PYTHON_BIN });
+      const out = await scoreAnswerFiles({
+        tasksPath: opts.tasks,
+        answersPath: opts.answers,
+        bwrapPath: config.BWRAP_BIN,
+        pythonPath: config.PYTHON_BIN,
+      });
       if (opts.json) {
         console.log(JSON.stringify(out));
         return;
       }
       for (const r of out.results) {
-        console.log(`task ${r.task}: ${r.passed}/${r.total} tests${r.success ? ' (success)' : ''}${r.error ? ` - ${r.error}` : ''}`);
+        console.log(
+          `task ${r.task}: ${r.passed}/${r.total} tests${r.success ? ' (success)' : ''}${r.error ? ` - ${r.error}` : ''}`,
+        );
       }
       const n = out.results.length;
       const mean = n ? out.results.reduce((s, r) => s + r.score, 0) / n : 0;

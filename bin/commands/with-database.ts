@@ -5,7 +5,11 @@ import type { Database } from '../../prisma/db.ts';
 export async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
   const [{ loadConfig }, { openDatabase }] = await Promise.all([import('../config.ts'), import('../../prisma/db.ts')]);
   const config = loadConfig();
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: config.PGLITE_DIR, poolSize: config.DATABASE_POOL_SIZE });
+  const db = await openDatabase({
+    databaseUrl: config.DATABASE_URL,
+    pgliteDir: config.PGLITE_DIR,
+    poolSize: config.DATABASE_POOL_SIZE,
+  });
   try {
     return await fn(db);
   } catch (err) {

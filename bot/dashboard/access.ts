@@ -44,7 +44,12 @@ export async function viewerOf(prisma: PrismaClient, secret: string): Promise<Vi
   return t ? { role: t.role, guildId: t.guildId, actor: `dashboard:${t.prefix}`, principal: t.id } : null;
 }
 
-export const LOOPBACK_VIEWER: Viewer = { role: 'operator', guildId: null, actor: 'dashboard:loopback', principal: 'loopback' };
+export const LOOPBACK_VIEWER: Viewer = {
+  role: 'operator',
+  guildId: null,
+  actor: 'dashboard:loopback',
+  principal: 'loopback',
+};
 
 /** Whether a presented secret is the loopback server's own (compared in constant time). */
 export function isLoginSecret(presented: string, loginSecret: string): boolean {

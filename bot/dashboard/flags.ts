@@ -33,9 +33,19 @@ export async function openFlags(prisma: PrismaClient, viewer: Viewer, salt: stri
     where: { resolvedAt: null, ...scope(viewer) },
     orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
     take: FLAGS_SHOWN,
-    include: { session: { select: { participant: { select: { discordUserId: true } }, task: { select: { externalId: true, kind: true } } } } },
+    include: {
+      session: {
+        select: {
+          participant: { select: { discordUserId: true } },
+          task: { select: { externalId: true, kind: true } },
+        },
+      },
+    },
   });
-  const confirmations = await prisma.auditLog.findMany({ where: { action: CONFIRM, target: { in: flags.map((f) => f.id) } }, orderBy: { createdAt: 'asc' } });
+  const confirmations = await prisma.auditLog.findMany({
+    where: { action: CONFIRM, target: { in: flags.map((f) => f.id) } },
+    orderBy: { createdAt: 'asc' },
+  });
   const confirmed = new Map(confirmations.map((a) => [a.target!, { by: a.actor, at: a.createdAt }]));
   return flags.map((f) => ({
     id: f.id,
@@ -50,10 +60,20 @@ export async function openFlags(prisma: PrismaClient, viewer: Viewer, salt: stri
 }
 
 /** Confirms or clears an open flag in the viewer's reach; false when there is none such. */
-export async function actOnFlag(prisma: PrismaClient, viewer: Viewer, flagId: string, action: 'confirm' | 'clear', note: string | null): Promise<boolean> {
+export async function actOnFlag(
+  prisma: PrismaClient,
+  viewer: Viewer,
+  flagId: string,
+  action: 'confirm' | 'clear',
+  note: string | null,
+): Promise<boolean> {
   const actor = { id: viewer.actor, guildId: viewer.guildId, everyGuild: viewer.role === 'operator' };
-  if (action === 'clear') return (await closeFlag(prisma, actor, flagId, note ?? 'cleared on the dashboard')) === 'closed';
-  const flag = await prisma.moderationFlag.findFirst({ where: { id: flagId, resolvedAt: null, ...scope(viewer) }, select: { sessionId: true } });
+  if (action === 'clear')
+    return (await closeFlag(prisma, actor, flagId, note ?? 'cleared on the dashboard')) === 'closed';
+  const flag = await prisma.moderationFlag.findFirst({
+    where: { id: flagId, resolvedAt: null, ...scope(viewer) },
+    select: { sessionId: true },
+  });
   if (!flag) return false;
   await audit(prisma, actor, CONFIRM, flagId, { sessionId: flag.sessionId, note });
   return true;

@@ -20,7 +20,10 @@ import { consentedSql, personSql } from '../../prisma/cohorts.ts';
 const asActor = (v: Viewer) => ({ operator: v.role === 'operator', guildId: v.guildId });
 
 export async function visibleStudies(prisma: PrismaClient, viewer: Viewer): Promise<StudyWithArms[]> {
-  const all = await prisma.study.findMany({ include: { arms: { include: { policyVersion: true } } }, orderBy: { createdAt: 'asc' } });
+  const all = await prisma.study.findMany({
+    include: { arms: { include: { policyVersion: true } } },
+    orderBy: { createdAt: 'asc' },
+  });
   return all.filter((s) => studyVisibleTo(s, asActor(viewer)));
 }
 
@@ -33,16 +36,21 @@ export interface StudyView {
 
 export async function studiesOverview(prisma: PrismaClient, viewer: Viewer): Promise<StudyView[]> {
   // Every study's reads at once: each is a handful of grouped queries, which the pool runs side by side.
-  return Promise.all((await visibleStudies(prisma, viewer)).map(async (study) => {
-    const [progress, paidCents] = await Promise.all([studyProgress(prisma, study), studyPayTotal(prisma, study)]);
-    return { study, progress, paidCents };
-  }));
+  return Promise.all(
+    (await visibleStudies(prisma, viewer)).map(async (study) => {
+      const [progress, paidCents] = await Promise.all([studyProgress(prisma, study), studyPayTotal(prisma, study)]);
+      return { study, progress, paidCents };
+    }),
+  );
 }
 
 /** Payouts of every study with pay rules, by platform id: operators only (the server checks the role). */
 export async function allPayouts(prisma: PrismaClient): Promise<{ study: string; payouts: Payouts }[]> {
   const out: { study: string; payouts: Payouts }[] = [];
-  for (const study of await prisma.study.findMany({ include: { arms: { include: { policyVersion: true } } }, orderBy: { createdAt: 'asc' } })) {
+  for (const study of await prisma.study.findMany({
+    include: { arms: { include: { policyVersion: true } } },
+    orderBy: { createdAt: 'asc' },
+  })) {
     if (hasPay(study) && study.currency) out.push({ study: study.name, payouts: await studyPayouts(prisma, study) });
   }
   return out;
@@ -81,13 +89,29 @@ export async function leaderboards(prisma: PrismaClient, viewer: Viewer): Promis
   // The paired bootstraps (2,000 resamples over every task, a version) give the same boards for the same cells, so
   // the last boards are kept until a cell or the deployed version changes.
   const key = JSON.stringify([deployed?.id ?? null, deployed?.name ?? null, cells]);
-  if (lastBoards?.key !== key) lastBoards = { key, boards: { backend: leaderboardOf(cells.filter((c) => c.kind === 'backend'), deployed), frontend: leaderboardOf(cells.filter((c) => c.kind === 'frontend'), deployed) } };
+  if (lastBoards?.key !== key)
+    lastBoards = {
+      key,
+      boards: {
+        backend: leaderboardOf(
+          cells.filter((c) => c.kind === 'backend'),
+          deployed,
+        ),
+        frontend: leaderboardOf(
+          cells.filter((c) => c.kind === 'frontend'),
+          deployed,
+        ),
+      },
+    };
   return lastBoards.boards;
 }
 
 let lastBoards: { key: string; boards: Record<Kind, Leaderboard> } | undefined;
 
-function leaderboardOf(cells: readonly { policyVersionId: string; name: string; taskId: string; mean: number; n: number }[], deployed: { id: string; name: string } | null): Leaderboard {
+function leaderboardOf(
+  cells: readonly { policyVersionId: string; name: string; taskId: string; mean: number; n: number }[],
+  deployed: { id: string; name: string } | null,
+): Leaderboard {
   const byPolicy = new Map<string, { name: string; tasks: Map<string, { mean: number; n: number }> }>();
   for (const c of cells) {
     const p = byPolicy.get(c.policyVersionId) ?? { name: c.name, tasks: new Map() };
@@ -100,9 +124,20 @@ function leaderboardOf(cells: readonly { policyVersionId: string; name: string; 
     let paired: Interval | null = null;
     if (ref && id !== deployed!.id) {
       const common = [...p.tasks.keys()].filter((t) => ref.tasks.has(t));
-      paired = pairedBootstrap(common.map((t) => p.tasks.get(t)!.mean), common.map((t) => ref.tasks.get(t)!.mean), { resamples: 2000, seed: 7 });
+      paired = pairedBootstrap(
+        common.map((t) => p.tasks.get(t)!.mean),
+        common.map((t) => ref.tasks.get(t)!.mean),
+        { resamples: 2000, seed: 7 },
+      );
     }
-    return { policy: p.name, policyId: id, sessions: [...p.tasks.values()].reduce((a, c) => a + c.n, 0), tasks: p.tasks.size, score: meanIntervalOf(taskMeans, 0.95, [0, 1]), paired };
+    return {
+      policy: p.name,
+      policyId: id,
+      sessions: [...p.tasks.values()].reduce((a, c) => a + c.n, 0),
+      tasks: p.tasks.size,
+      score: meanIntervalOf(taskMeans, 0.95, [0, 1]),
+      paired,
+    };
   });
   rows.sort((a, b) => b.score.estimate - a.score.estimate);
   return { reference: ref ? deployed!.name : null, rows };
@@ -143,7 +178,9 @@ export async function judgementsDigest(prisma: PrismaClient): Promise<{ n: numbe
  * the snapshot itself); the runs are found in the same query, so it runs beside the page's other reads.
  */
 async function runLineage(prisma: PrismaClient): Promise<Map<string, { trainedOn: number | null; filter: unknown }>> {
-  const rows = await prisma.$queryRaw<{ id: string; trainedOn: number | null; snapFilter: unknown; configFilter: unknown }[]>`
+  const rows = await prisma.$queryRaw<
+    { id: string; trainedOn: number | null; snapFilter: unknown; configFilter: unknown }[]
+  >`
     SELECT id, CASE WHEN jsonb_typeof("dataSnapshot"->'sessions') = 'array' THEN jsonb_array_length("dataSnapshot"->'sessions') END AS "trainedOn",
       "dataSnapshot"->'filter' AS "snapFilter", config->'filter' AS "configFilter"
     FROM "TrainingRun" WHERE id IN (SELECT "trainingRunId" FROM "PolicyVersion" WHERE "trainingRunId" IS NOT NULL)`;
@@ -162,7 +199,11 @@ async function bradleyTerryNow(prisma: PrismaClient): Promise<{ judgements: numb
     const players = [...new Set(judgements.flatMap((j) => [j.a, j.b]))];
     // Kept under the digest read first: had a judgement arrived in between, the next request's digest differs and
     // the table is fitted again.
-    lastTable = { digest, judgements: n, rows: players.length >= 2 ? bradleyTerryTable(players, judgements, { resamples: 500, seed: 11 }) : [] };
+    lastTable = {
+      digest,
+      judgements: n,
+      rows: players.length >= 2 ? bradleyTerryTable(players, judgements, { resamples: 500, seed: 11 }) : [],
+    };
   }
   return { judgements: lastTable.judgements, rows: lastTable.rows };
 }
@@ -171,7 +212,11 @@ export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
   const [versions, bradleyTerry, boards, experiments, lineage] = await Promise.all([
     prisma.policyVersion.findMany({
       orderBy: { createdAt: 'asc' },
-      include: { parent: { select: { name: true } }, trainingRun: { select: { id: true } }, _count: { select: { sessions: true } } },
+      include: {
+        parent: { select: { name: true } },
+        trainingRun: { select: { id: true } },
+        _count: { select: { sessions: true } },
+      },
     }),
     bradleyTerryNow(prisma),
     leaderboards(prisma, viewer),
@@ -192,7 +237,9 @@ export async function policiesOverview(prisma: PrismaClient, viewer: Viewer) {
         createdAt: v.createdAt,
         deployedAt: v.deployedAt,
         sessions: v._count.sessions,
-        run: v.trainingRun ? { id: v.trainingRun.id, trainedOn: run?.trainedOn ?? null, filter: run?.filter ?? null } : null,
+        run: v.trainingRun
+          ? { id: v.trainingRun.id, trainedOn: run?.trainedOn ?? null, filter: run?.filter ?? null }
+          : null,
         gate: metrics.gate ?? null,
       };
     }),
@@ -211,7 +258,19 @@ export async function peopleOverview(prisma: PrismaClient, viewer: Viewer, salt:
   // second at 100,000 sessions (bench/HISTORY.md, Dashboard). The sums cover everyone with such a session; only
   // the people listed are looked up.
   const [people, times] = await Promise.all([
-    prisma.$queryRaw<{ id: string; discordUserId: string; role: string; banned: boolean; score: number | null; signals: unknown; reason: string | null; excludedAt: Date | null; excluded: boolean }[]>`
+    prisma.$queryRaw<
+      {
+        id: string;
+        discordUserId: string;
+        role: string;
+        banned: boolean;
+        score: number | null;
+        signals: unknown;
+        reason: string | null;
+        excludedAt: Date | null;
+        excluded: boolean;
+      }[]
+    >`
       SELECT p.id, p."discordUserId", p.role::text AS role, p.banned, q.score, q.signals, x.reason, x."createdAt" AS "excludedAt", x."participantId" IS NOT NULL AS excluded
       FROM "Participant" p LEFT JOIN "ParticipantQuality" q ON q."participantId" = p.id LEFT JOIN "TrainingExclusion" x ON x."participantId" = p.id
       WHERE ${personSql('p')}
@@ -234,9 +293,17 @@ export async function peopleOverview(prisma: PrismaClient, viewer: Viewer, salt:
 }
 
 /** Whether a moderator may act on this person (they played in the moderator's guild). */
-export async function personInScope(prisma: PrismaClient, viewer: Viewer, participantId: string): Promise<{ discordUserId: string } | null> {
+export async function personInScope(
+  prisma: PrismaClient,
+  viewer: Viewer,
+  participantId: string,
+): Promise<{ discordUserId: string } | null> {
   const p = await prisma.participant.findFirst({
-    where: { id: participantId, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) },
+    where: {
+      id: participantId,
+      deletedAt: null,
+      ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}),
+    },
     select: { discordUserId: true },
   });
   return p;
@@ -245,12 +312,28 @@ export async function personInScope(prisma: PrismaClient, viewer: Viewer, partic
 /** A stored calibration result with the nulls JSON made of NaN turned back into NaN (no interval, no value). */
 function calibrationFrom(json: unknown): CalibrationResult {
   const r = json as CalibrationResult;
-  const iv = (i: { estimate: number | null; lo: number | null; hi: number | null; n: number }) => ({ estimate: i.estimate ?? NaN, lo: i.lo ?? NaN, hi: i.hi ?? NaN, n: i.n });
-  return { ...r, rows: r.rows.map((row) => ({ ...row, people: iv(row.people), simulator: iv(row.simulator), difference: iv(row.difference) })) };
+  const iv = (i: { estimate: number | null; lo: number | null; hi: number | null; n: number }) => ({
+    estimate: i.estimate ?? NaN,
+    lo: i.lo ?? NaN,
+    hi: i.hi ?? NaN,
+    n: i.n,
+  });
+  return {
+    ...r,
+    rows: r.rows.map((row) => ({
+      ...row,
+      people: iv(row.people),
+      simulator: iv(row.simulator),
+      difference: iv(row.difference),
+    })),
+  };
 }
 
 /** The latest calibration (`sweetloop study calibrate`) of each study the viewer sees. */
-export async function calibrationsOverview(prisma: PrismaClient, viewer: Viewer): Promise<{ id: string; createdAt: Date; result: CalibrationResult }[]> {
+export async function calibrationsOverview(
+  prisma: PrismaClient,
+  viewer: Viewer,
+): Promise<{ id: string; createdAt: Date; result: CalibrationResult }[]> {
   const studies = await visibleStudies(prisma, viewer);
   const out: { id: string; createdAt: Date; result: CalibrationResult }[] = [];
   for (const s of studies) {
@@ -261,9 +344,16 @@ export async function calibrationsOverview(prisma: PrismaClient, viewer: Viewer)
 }
 
 /** One stored calibration, if its study is visible to the viewer. */
-export async function calibrationById(prisma: PrismaClient, viewer: Viewer, id: string): Promise<CalibrationResult | null> {
+export async function calibrationById(
+  prisma: PrismaClient,
+  viewer: Viewer,
+  id: string,
+): Promise<CalibrationResult | null> {
   if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
-  const c = await prisma.studyCalibration.findUnique({ where: { id }, include: { study: { select: { guildIds: true, channelIds: true } } } });
+  const c = await prisma.studyCalibration.findUnique({
+    where: { id },
+    include: { study: { select: { guildIds: true, channelIds: true } } },
+  });
   if (!c || !studyVisibleTo(c.study, asActor(viewer))) return null;
   return calibrationFrom(c.result);
 }

@@ -52,12 +52,14 @@ export function parseFilter(q: Record<string, unknown>): SessionFilter {
   }
   const person = s('person');
   if (person !== undefined) {
-    if (!/^p_[0-9a-f]{4,32}$/.test(person)) throw new FilterError(`person: a pseudonym such as p_1a2b3c, got "${person}"`);
+    if (!/^p_[0-9a-f]{4,32}$/.test(person))
+      throw new FilterError(`person: a pseudonym such as p_1a2b3c, got "${person}"`);
     f.person = person;
   }
   const outcome = s('outcome');
   if (outcome !== undefined) {
-    if (!(OUTCOMES as readonly string[]).includes(outcome)) throw new FilterError(`outcome: one of ${OUTCOMES.join(', ')}, got "${outcome}"`);
+    if (!(OUTCOMES as readonly string[]).includes(outcome))
+      throw new FilterError(`outcome: one of ${OUTCOMES.join(', ')}, got "${outcome}"`);
     f.outcome = outcome as SessionFilter['outcome'];
   }
   const flag = s('flag');
@@ -73,12 +75,14 @@ export function parseFilter(q: Record<string, unknown>): SessionFilter {
   for (const k of ['from', 'to'] as const) {
     const v = s(k);
     if (v === undefined) continue;
-    if (!DAY.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`))) throw new FilterError(`${k}: a day such as 2027-01-31, got "${v}"`);
+    if (!DAY.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`)))
+      throw new FilterError(`${k}: a day such as 2027-01-31, got "${v}"`);
     f[k] = v;
   }
   const page = s('page');
   if (page !== undefined) {
-    if (!/^\d{1,6}$/.test(page) || Number(page) < 1) throw new FilterError(`page: a whole number from 1, got "${page}"`);
+    if (!/^\d{1,6}$/.test(page) || Number(page) < 1)
+      throw new FilterError(`page: a whole number from 1, got "${page}"`);
     f.page = Number(page);
   }
   return f;
@@ -91,7 +95,12 @@ async function participantsByPseudonym(prisma: PrismaClient, salt: string, prefi
   return all.filter((p) => pseudo(p.discordUserId).startsWith(prefix)).map((p) => p.id);
 }
 
-export async function sessionWhere(prisma: PrismaClient, viewer: Viewer, f: SessionFilter, salt: string): Promise<Prisma.SessionWhereInput> {
+export async function sessionWhere(
+  prisma: PrismaClient,
+  viewer: Viewer,
+  f: SessionFilter,
+  salt: string,
+): Promise<Prisma.SessionWhereInput> {
   const and: Prisma.SessionWhereInput[] = [];
   if (viewer.role === 'moderator') and.push({ guildId: viewer.guildId });
   if (f.study) and.push({ studyId: f.study });
@@ -99,7 +108,8 @@ export async function sessionWhere(prisma: PrismaClient, viewer: Viewer, f: Sess
   if (f.kind) and.push({ task: { kind: f.kind } });
   if (f.policy) and.push({ policyVersionId: f.policy });
   if (f.person) and.push({ participantId: { in: await participantsByPseudonym(prisma, salt, f.person) } });
-  if (f.outcome === 'success' || f.outcome === 'failure') and.push({ evaluation: { success: f.outcome === 'success' } });
+  if (f.outcome === 'success' || f.outcome === 'failure')
+    and.push({ evaluation: { success: f.outcome === 'success' } });
   else if (f.outcome === 'unscored') and.push({ status: 'answered', evaluation: null });
   else if (f.outcome) and.push({ status: f.outcome });
   if (f.flag === 'open') and.push({ flags: { some: { resolvedAt: null } } });
@@ -128,7 +138,12 @@ export interface SessionRow {
   openFlags: number;
 }
 
-export async function listSessions(prisma: PrismaClient, viewer: Viewer, f: SessionFilter, salt: string): Promise<{ rows: SessionRow[]; total: number; pages: number }> {
+export async function listSessions(
+  prisma: PrismaClient,
+  viewer: Viewer,
+  f: SessionFilter,
+  salt: string,
+): Promise<{ rows: SessionRow[]; total: number; pages: number }> {
   const where = await sessionWhere(prisma, viewer, f, salt);
   const pseudo = pseudonymizer(salt);
   const [total, rows] = await Promise.all([
@@ -221,7 +236,12 @@ export async function sessionDetail(prisma: PrismaClient, viewer: Viewer, id: st
     provenance: (t.provenance as TurnProvenance | null) ?? null,
     advantage: t.advantages[0] ? { value: t.advantages[0].advantage, run: t.advantages[0].trainingRunId } : null,
   }));
-  const detail = (s.evaluation?.detail ?? null) as { tests?: BackendTestResult[]; similarity?: number; metric?: string; error?: string } | null;
+  const detail = (s.evaluation?.detail ?? null) as {
+    tests?: BackendTestResult[];
+    similarity?: number;
+    metric?: string;
+    error?: string;
+  } | null;
   return {
     id: s.id,
     status: s.status,
@@ -235,20 +255,54 @@ export async function sessionDetail(prisma: PrismaClient, viewer: Viewer, id: st
     study: s.study,
     policy: s.policyVersion,
     person: pseudo(s.participant.discordUserId),
-    task: { id: s.task.id, kind: s.task.kind, source: s.task.source, description: s.task.description, hidden: s.task.hiddenReference, testCases: (s.task.testCases as string[] | null) ?? null },
+    task: {
+      id: s.task.id,
+      kind: s.task.kind,
+      source: s.task.source,
+      description: s.task.description,
+      hidden: s.task.hiddenReference,
+      testCases: (s.task.testCases as string[] | null) ?? null,
+    },
     turns,
     scoredByCritic: turns.some((t) => t.advantage !== null),
-    evaluation: s.evaluation ? { score: s.evaluation.score, success: s.evaluation.success, metric: s.evaluation.metric, testsPassed: s.evaluation.testsPassed, testsTotal: s.evaluation.testsTotal, tests: detail?.tests ?? [], error: detail?.error ?? null } : null,
-    ratings: s.ratings.map((r) => ({ value: r.value, comment: r.comment, by: pseudo(r.rater.discordUserId), own: r.raterId === s.participantId })),
+    evaluation: s.evaluation
+      ? {
+          score: s.evaluation.score,
+          success: s.evaluation.success,
+          metric: s.evaluation.metric,
+          testsPassed: s.evaluation.testsPassed,
+          testsTotal: s.evaluation.testsTotal,
+          tests: detail?.tests ?? [],
+          error: detail?.error ?? null,
+        }
+      : null,
+    ratings: s.ratings.map((r) => ({
+      value: r.value,
+      comment: r.comment,
+      by: pseudo(r.rater.discordUserId),
+      own: r.raterId === s.participantId,
+    })),
     quality: s.quality ? { score: s.quality.score, signals: s.quality.signals as Record<string, unknown> } : null,
-    flags: s.flags.map((f) => ({ reason: f.reason, createdAt: f.createdAt, resolvedAt: f.resolvedAt, resolvedReason: f.resolvedReason })),
+    flags: s.flags.map((f) => ({
+      reason: f.reason,
+      createdAt: f.createdAt,
+      resolvedAt: f.resolvedAt,
+      resolvedReason: f.resolvedReason,
+    })),
   };
 }
 
 /** The HTML of a frontend session's target page and answer, for the screenshots (null: not a frontend session or not visible). */
-export async function frontendPages(prisma: PrismaClient, viewer: Viewer, id: string): Promise<{ reference: string; answer: string | null } | null> {
+export async function frontendPages(
+  prisma: PrismaClient,
+  viewer: Viewer,
+  id: string,
+): Promise<{ reference: string; answer: string | null } | null> {
   if (!UUID.test(id)) return null;
-  const s = await prisma.session.findUnique({ where: { id }, select: { guildId: true, answer: true, task: { select: { kind: true, hiddenReference: true } } } });
+  const s = await prisma.session.findUnique({
+    where: { id },
+    select: { guildId: true, answer: true, task: { select: { kind: true, hiddenReference: true } } },
+  });
   if (!s || s.task.kind !== 'frontend') return null;
   if (viewer.role === 'moderator' && s.guildId !== viewer.guildId) return null;
   return { reference: s.task.hiddenReference, answer: s.answer };

@@ -1,10 +1,28 @@
 // The Discord client's wiring: log in, register the commands, route interactions to their handlers
 // (commands/, components.ts) and thread messages to the engine, finish what a previous run left, expire idle
 // sessions. Everything a person sees comes from the engine through a thread's SessionView.
-import { Client, Events, GatewayIntentBits, type Guild, MessageFlags, Partials, REST, type Interaction, type Message, type ThreadChannel } from 'discord.js';
+import {
+  Client,
+  Events,
+  GatewayIntentBits,
+  type Guild,
+  MessageFlags,
+  Partials,
+  REST,
+  type Interaction,
+  type Message,
+  type ThreadChannel,
+} from 'discord.js';
 import type { Session } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../tasks/logger.ts';
-import { TurnRejectedError, type Hooks, type PendingWork, type ResumedView, type SessionEngine, type SessionView } from '../session/engine.ts';
+import {
+  TurnRejectedError,
+  type Hooks,
+  type PendingWork,
+  type ResumedView,
+  type SessionEngine,
+  type SessionView,
+} from '../session/engine.ts';
 import type { BotServices } from '../services.ts';
 import { commandDefinitions, commands } from './commands/index.ts';
 import { onButton, onModal } from './components.ts';
@@ -44,11 +62,27 @@ export class DiscordBot {
       allowedMentions: { parse: [] },
     });
     this.interactionRest = this.exemptInteractionResponses(options.apiBase);
-    this.ctx = { client: this.client, engine, services, options, threads: new ThreadViews(this.client, engine), ...(log ? { log } : {}) };
+    this.ctx = {
+      client: this.client,
+      engine,
+      services,
+      options,
+      threads: new ThreadViews(this.client, engine),
+      ...(log ? { log } : {}),
+    };
     // The allowlist: nothing from another guild is answered, and the bot leaves guilds it was not meant for.
-    this.client.on(Events.InteractionCreate, (i) => void (guildAllowed(options, i.guildId) ? this.tracked(() => this.onInteraction(i)) : undefined));
+    this.client.on(
+      Events.InteractionCreate,
+      (i) => void (guildAllowed(options, i.guildId) ? this.tracked(() => this.onInteraction(i)) : undefined),
+    );
     this.caughtUp = new Promise((resolve) => (this.openLive = resolve));
-    this.client.on(Events.MessageCreate, (m) => void (guildAllowed(options, m.guildId) && !this.stopping ? this.tracked(() => this.onLiveMessage(m)) : undefined));
+    this.client.on(
+      Events.MessageCreate,
+      (m) =>
+        void (guildAllowed(options, m.guildId) && !this.stopping
+          ? this.tracked(() => this.onLiveMessage(m))
+          : undefined),
+    );
     // Guilds joined while running; those the bot was already in are left at start (start()).
     this.client.on(Events.GuildCreate, (g) => this.leaveIfForeign(g));
     this.client.on(Events.Error, (err) => log?.error({ err: err.message }, 'discord client error'));
@@ -69,7 +103,10 @@ export class DiscordBot {
     const counted = rest.queueRequest.bind(rest);
     rest.queueRequest = (request) => {
       const appId = this.client.application?.id;
-      const interactionResponse = request.auth === false && (request.fullRoute.startsWith('/interactions/') || (appId !== undefined && request.fullRoute.startsWith(`/webhooks/${appId}/`)));
+      const interactionResponse =
+        request.auth === false &&
+        (request.fullRoute.startsWith('/interactions/') ||
+          (appId !== undefined && request.fullRoute.startsWith(`/webhooks/${appId}/`)));
       return interactionResponse ? own.queueRequest(request) : counted(request);
     };
     return own;
@@ -121,8 +158,16 @@ export class DiscordBot {
     await engine.endThreadless(new Date());
     const work = await engine.pendingWork();
     const showFirst = (w: PendingWork) => w.kind === 'show' && w.session.status === 'active';
-    log?.debug({ show: work.filter(showFirst).length, background: work.filter((w) => !showFirst(w)).length }, 'recovery: resuming what the last run left');
-    this.background(() => engine.resume(this.resumedView, work.filter((w) => !showFirst(w))));
+    log?.debug(
+      { show: work.filter(showFirst).length, background: work.filter((w) => !showFirst(w)).length },
+      'recovery: resuming what the last run left',
+    );
+    this.background(() =>
+      engine.resume(
+        this.resumedView,
+        work.filter((w) => !showFirst(w)),
+      ),
+    );
     await engine.resume(this.resumedView, work.filter(showFirst));
     await this.catchUp();
   }
@@ -177,7 +222,11 @@ export class DiscordBot {
     const deadline = Date.now() + deadlineMs;
     while (this.inFlight > 0 && Date.now() < deadline - 250) await new Promise((r) => setTimeout(r, 50));
     const drained = this.inFlight === 0;
-    if (!drained) this.ctx.log?.warn({ inFlight: this.inFlight }, 'stopping with turns still in flight (they are resumed at the next start)');
+    if (!drained)
+      this.ctx.log?.warn(
+        { inFlight: this.inFlight },
+        'stopping with turns still in flight (they are resumed at the next start)',
+      );
     const left = Math.max(0, deadline - Date.now());
     await Promise.race([this.stop().catch(() => {}), new Promise((r) => setTimeout(r, left).unref())]);
     return drained;
@@ -193,7 +242,10 @@ export class DiscordBot {
 
   private async onInteraction(i: Interaction): Promise<void> {
     if (this.stopping) {
-      if (i.isRepliable()) await i.reply({ content: 'The bot is restarting. Please try again in a minute.', flags: MessageFlags.Ephemeral }).catch(() => {});
+      if (i.isRepliable())
+        await i
+          .reply({ content: 'The bot is restarting. Please try again in a minute.', flags: MessageFlags.Ephemeral })
+          .catch(() => {});
       return;
     }
     try {
@@ -223,9 +275,14 @@ export class DiscordBot {
       if (!thread) continue;
       try {
         const fetched = await thread.messages.fetch({ after: w.after, limit: 100 });
-        const missed = [...fetched.values()].filter((m) => m.author.id === w.owner && !m.author.bot).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+        const missed = [...fetched.values()]
+          .filter((m) => m.author.id === w.owner && !m.author.bot)
+          .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
         if (!missed.length) continue;
-        log?.info({ session: w.session.id, messages: missed.length }, 'catching up on messages sent while the bot was down');
+        log?.info(
+          { session: w.session.id, messages: missed.length },
+          'catching up on messages sent while the bot was down',
+        );
         threads.remember(thread.id, w.session.id, w.owner);
         const first = missed[0]!;
         const hooks = this.hooksFor(first.channel, first);
@@ -235,14 +292,25 @@ export class DiscordBot {
             log?.debug({ session: w.session.id, message: first.id }, 'catch-up: the missed reply was already taken');
             return;
           }
-          log?.debug({ session: w.session.id, message: first.id }, 'catch-up: missed reply stored; the agent answers it in the background');
+          log?.debug(
+            { session: w.session.id, message: first.id },
+            'catch-up: missed reply stored; the agent answers it in the background',
+          );
           this.background(() => this.answering(first, () => engine.advance(s.sessionId, s.view, hooks)));
         });
-        if (missed.length > 1) log?.debug({ session: w.session.id, messages: missed.slice(1).map((m) => m.id) }, 'catch-up: later messages asked to be sent again');
+        if (missed.length > 1)
+          log?.debug(
+            { session: w.session.id, messages: missed.slice(1).map((m) => m.id) },
+            'catch-up: later messages asked to be sent again',
+          );
         for (const m of missed.slice(1)) {
           this.answeredByCatchUp.add(m.id);
           await m
-            .reply({ content: 'This message arrived while I was offline, after the one I answered; it was not taken. Please send it again if it still applies.', allowedMentions: NO_MENTIONS })
+            .reply({
+              content:
+                'This message arrived while I was offline, after the one I answered; it was not taken. Please send it again if it still applies.',
+              allowedMentions: NO_MENTIONS,
+            })
             .catch(() => {});
         }
       } catch (err) {
@@ -299,7 +367,10 @@ export class DiscordBot {
       onDbWaiting: async () => {
         if (waitingNotice) return;
         waitingNotice = true;
-        await (m ? m.reply({ content: DB_WAIT_MESSAGE, allowedMentions: NO_MENTIONS }) : channel.send({ content: DB_WAIT_MESSAGE, allowedMentions: NO_MENTIONS })).catch(() => {});
+        await (m
+          ? m.reply({ content: DB_WAIT_MESSAGE, allowedMentions: NO_MENTIONS })
+          : channel.send({ content: DB_WAIT_MESSAGE, allowedMentions: NO_MENTIONS })
+        ).catch(() => {});
       },
       onDbRecovered: async () => {
         if (!waitingNotice || recovered) return;
@@ -307,7 +378,9 @@ export class DiscordBot {
         await channel.send('The database is back. Continuing.').catch(() => {});
       },
       onAgentWaiting: async () => {
-        await channel.send('The agent is unavailable right now. Your session is kept: it will answer as soon as it is back.').catch(() => {});
+        await channel
+          .send('The agent is unavailable right now. Your session is kept: it will answer as soon as it is back.')
+          .catch(() => {});
       },
       onAgentRecovered: async () => {
         await channel.send('The agent is back.').catch(() => {});
@@ -317,6 +390,9 @@ export class DiscordBot {
 
   private async onExpired(s: Session): Promise<void> {
     if (this.stopped) return;
-    await this.ctx.threads.close(s.threadId, `This session expired after ${this.ctx.engine.options.idleMinutes} minutes without activity. Start a new one with /task start.`);
+    await this.ctx.threads.close(
+      s.threadId,
+      `This session expired after ${this.ctx.engine.options.idleMinutes} minutes without activity. Start a new one with /task start.`,
+    );
   }
 }

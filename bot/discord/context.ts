@@ -2,7 +2,14 @@
 // helpers all of them use to answer an interaction (acknowledge first, reply privately, tell the person to wait
 // through a database outage). Handlers never see the database.
 import { randomBytes } from 'node:crypto';
-import { DiscordAPIError, MessageFlags, type ButtonInteraction, type Client, type Interaction, type RepliableInteraction } from 'discord.js';
+import {
+  DiscordAPIError,
+  MessageFlags,
+  type ButtonInteraction,
+  type Client,
+  type Interaction,
+  type RepliableInteraction,
+} from 'discord.js';
 import type { Logger } from '../../tasks/logger.ts';
 import type { Hooks, Person, SessionEngine } from '../session/engine.ts';
 import type { BotMetrics } from '../health.ts';
@@ -48,16 +55,24 @@ export interface BotContext {
   log?: Logger;
 }
 
-export const DB_WAIT_MESSAGE = 'The database is unavailable at the moment. Please wait: nothing is lost, and I will continue as soon as it is back.';
+export const DB_WAIT_MESSAGE =
+  'The database is unavailable at the moment. Please wait: nothing is lost, and I will continue as soon as it is back.';
 
 /**
  * What a person is told when something broke on our side: a short message and an error id; the details go to
  * the log under that id (people never see internal errors, which may carry database or server details).
  */
-export function internalError(ctx: Pick<BotContext, 'log' | 'options'>, err: unknown, where: Record<string, string>): string {
+export function internalError(
+  ctx: Pick<BotContext, 'log' | 'options'>,
+  err: unknown,
+  where: Record<string, string>,
+): string {
   const errorId = randomBytes(4).toString('hex');
   ctx.options.metrics?.errors.inc({ where: Object.keys(where)[0] ?? 'unknown' });
-  ctx.log?.error({ errorId, err: (err as Error)?.message ?? String(err), stack: (err as Error)?.stack, ...where }, 'internal error');
+  ctx.log?.error(
+    { errorId, err: (err as Error)?.message ?? String(err), stack: (err as Error)?.stack, ...where },
+    'internal error',
+  );
   return `Something went wrong on our side. Nothing you sent is lost; please try again in a moment. If it keeps happening, tell a moderator the error id \`${errorId}\`.`;
 }
 

@@ -19,7 +19,15 @@ export interface AccessSettings {
 export type Authority = 'operator' | 'moderator' | null;
 
 /** /mod subcommands a guild moderator may use (within their guild); every other one is for operators. */
-export const GUILD_MODERATOR_SUBCOMMANDS: ReadonlySet<string> = new Set(['stats', 'export', 'ban', 'unban', 'flag', 'flags', 'resolve']);
+export const GUILD_MODERATOR_SUBCOMMANDS: ReadonlySet<string> = new Set([
+  'stats',
+  'export',
+  'ban',
+  'unban',
+  'flag',
+  'flags',
+  'resolve',
+]);
 
 /** Subcommands of /mod's groups ("group subcommand") a guild moderator may use; they see their guild's part only. */
 export const GUILD_MODERATOR_GROUP_SUBCOMMANDS: ReadonlySet<string> = new Set(['study status']);
@@ -50,7 +58,10 @@ export function authorityOf(settings: AccessSettings, i: Interaction): Authority
 /** May someone with `authority` run this /mod subcommand? */
 export function mayRun(authority: Authority, subcommand: string, group: string | null): boolean {
   if (authority === 'operator') return true;
-  if (authority === 'moderator') return group === null ? GUILD_MODERATOR_SUBCOMMANDS.has(subcommand) : GUILD_MODERATOR_GROUP_SUBCOMMANDS.has(`${group} ${subcommand}`);
+  if (authority === 'moderator')
+    return group === null
+      ? GUILD_MODERATOR_SUBCOMMANDS.has(subcommand)
+      : GUILD_MODERATOR_GROUP_SUBCOMMANDS.has(`${group} ${subcommand}`);
   return false;
 }
 

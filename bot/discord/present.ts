@@ -1,6 +1,13 @@
 // How engine results look on Discord: message bodies (split under 2,000 characters, never cut), the hidden
 // information, agent messages with their screenshots, results and the rating buttons.
-import { ActionRowBuilder, AttachmentBuilder, ButtonBuilder, ButtonStyle, MessageFlags, type BaseMessageOptions } from 'discord.js';
+import {
+  ActionRowBuilder,
+  AttachmentBuilder,
+  ButtonBuilder,
+  ButtonStyle,
+  MessageFlags,
+  type BaseMessageOptions,
+} from 'discord.js';
 import type { CollaboratorView } from '../../tasks/protocol.ts';
 import type { AgentStep, EvaluatedSession, ScoringState, StudyConsent } from '../session/engine.ts';
 import { splitCodeBlock, splitText } from '../split.ts';
@@ -14,14 +21,21 @@ export function platformIdMessage(a: { platform: string; label: string; study: s
     content: `**Study ${a.study} pays through ${a.platform}.** Before your first session, please give your ${a.label}: it is kept only to pay you, never exported, and deleted with your data.`,
     components: [
       new ActionRowBuilder<ButtonBuilder>().addComponents(
-        new ButtonBuilder().setCustomId(`payid:${a.platform}:${kind ?? 'any'}`).setLabel(`Enter your ${a.label}`).setStyle(ButtonStyle.Primary),
+        new ButtonBuilder()
+          .setCustomId(`payid:${a.platform}:${kind ?? 'any'}`)
+          .setLabel(`Enter your ${a.label}`)
+          .setStyle(ButtonStyle.Primary),
       ),
     ],
   };
 }
 
 /** The consent text with its Accept button; a study's button names the version shown (`:<study id>:<version>`). */
-export function consentMessage(consentText: string, kind: string | null, study?: Pick<StudyConsent, 'studyId' | 'version' | 'study'>): Part {
+export function consentMessage(
+  consentText: string,
+  kind: string | null,
+  study?: Pick<StudyConsent, 'studyId' | 'version' | 'study'>,
+): Part {
   const id = `consent:accept:${kind ?? 'any'}${study ? `:${study.studyId}:${study.version}` : ''}`;
   return {
     content: `${study ? `**Study ${study.study}: consent (version ${study.version})**` : '**Before your first session**'}\n${consentText}`,
@@ -34,7 +48,11 @@ export function consentMessage(consentText: string, kind: string | null, study?:
 }
 
 /** The hidden information, as private messages: the first goes in the reply, the rest as follow-ups. */
-export function hiddenInfoParts(view: CollaboratorView, targetPng: Buffer | undefined, threadId: string | null): Part[] {
+export function hiddenInfoParts(
+  view: CollaboratorView,
+  targetPng: Buffer | undefined,
+  threadId: string | null,
+): Part[] {
   const where = threadId ? `Your session is open in <#${threadId}>. ` : '';
   if (view.kind === 'backend') {
     const head = `${where}**Only you can see this.**\n${view.instructions}`;
@@ -47,8 +65,13 @@ export function hiddenInfoParts(view: CollaboratorView, targetPng: Buffer | unde
     }
     return parts;
   }
-  const parts: Part[] = splitText(`${where}**Only you can see this.**\n${view.instructions}\nThe page you have in mind:`).map((content) => ({ content }));
-  if (targetPng) parts[parts.length - 1]!.files = [new AttachmentBuilder(targetPng, { name: 'target.png', description: 'The page you have in mind' })];
+  const parts: Part[] = splitText(
+    `${where}**Only you can see this.**\n${view.instructions}\nThe page you have in mind:`,
+  ).map((content) => ({ content }));
+  if (targetPng)
+    parts[parts.length - 1]!.files = [
+      new AttachmentBuilder(targetPng, { name: 'target.png', description: 'The page you have in mind' }),
+    ];
   return parts;
 }
 
@@ -63,7 +86,10 @@ export function agentStepParts(step: AgentStep): Part[] {
   if (step.view.type === 'screenshot') {
     const body = step.view.text ? `${header}\n${step.view.text}` : `${header}\n*(shows a page)*`;
     const parts = splitText(body).map(part);
-    if (step.png) parts[parts.length - 1]!.files = [new AttachmentBuilder(step.png, { name: step.answered ? 'answer.png' : `draft-${step.agentTurn}.png` })];
+    if (step.png)
+      parts[parts.length - 1]!.files = [
+        new AttachmentBuilder(step.png, { name: step.answered ? 'answer.png' : `draft-${step.agentTurn}.png` }),
+      ];
     else parts.push(part('*(the page could not be rendered)*'));
     return parts;
   }
@@ -101,7 +127,9 @@ export function ratingMessage(sessionId: string): Part {
     content: 'How helpful was the agent? 1 = useless … 5 = excellent. You can also add a comment.',
     components: [
       new ActionRowBuilder<ButtonBuilder>().addComponents(
-        [1, 2, 3, 4, 5].map((n) => new ButtonBuilder().setCustomId(`rate:${sessionId}:${n}`).setLabel(String(n)).setStyle(ButtonStyle.Secondary)),
+        [1, 2, 3, 4, 5].map((n) =>
+          new ButtonBuilder().setCustomId(`rate:${sessionId}:${n}`).setLabel(String(n)).setStyle(ButtonStyle.Secondary),
+        ),
       ),
       new ActionRowBuilder<ButtonBuilder>().addComponents(
         new ButtonBuilder().setCustomId(`comment:${sessionId}`).setLabel('Add a comment').setStyle(ButtonStyle.Primary),

@@ -30,11 +30,13 @@ export function nonceFor(key: string): string {
  */
 export async function postTo(thread: ThreadChannel, part: Part, key?: string): Promise<Message> {
   const allowedMentions = part.allowedMentions ?? NO_MENTIONS;
-  const once = (p: Part, k: string | undefined) => thread.send({ ...p, allowedMentions, ...(k ? { nonce: nonceFor(k), enforceNonce: true } : {}) });
+  const once = (p: Part, k: string | undefined) =>
+    thread.send({ ...p, allowedMentions, ...(k ? { nonce: nonceFor(k), enforceNonce: true } : {}) });
   if (typeof part.content === 'string' && part.content.length > 2000) {
     // present.ts splits long text; this guards any caller that did not.
     const chunks = splitText(part.content);
-    for (const [n, c] of chunks.slice(0, -1).entries()) await once({ content: c, ...(part.flags ? { flags: part.flags } : {}) }, key && `${key}:${n}`);
+    for (const [n, c] of chunks.slice(0, -1).entries())
+      await once({ content: c, ...(part.flags ? { flags: part.flags } : {}) }, key && `${key}:${n}`);
     return once({ ...part, content: chunks.at(-1)! }, key && `${key}:last`);
   }
   return once(part, key);
@@ -73,7 +75,8 @@ export function threadView(thread: ThreadChannel, options: ThreadViewOptions = {
   return {
     async showAgentMessage(step) {
       let lastId = '';
-      for (const [n, part] of agentStepParts(step).entries()) lastId = (await post(part, `turn:${step.turnId}:${n}`)).id;
+      for (const [n, part] of agentStepParts(step).entries())
+        lastId = (await post(part, `turn:${step.turnId}:${n}`)).id;
       return lastId;
     },
     async showScoring(sessionId, state) {
@@ -100,7 +103,9 @@ export function threadView(thread: ThreadChannel, options: ThreadViewOptions = {
       await resultComes();
       if ('error' in r) {
         // Why scoring failed is in the log; the person is told only that it will be done.
-        await postTo(thread, { content: 'The answer is saved but could not be scored right now. It will be scored later.' });
+        await postTo(thread, {
+          content: 'The answer is saved but could not be scored right now. It will be scored later.',
+        });
         return;
       }
       await post({ content: resultText(r) }, `result:${r.sessionId}`);
@@ -146,7 +151,10 @@ export class ThreadViews {
   }
 
   /** The session shown in a thread and its person (from memory, else the database), or null. */
-  async sessionOf(threadId: string, hooks?: Parameters<SessionEngine['sessionInThread']>[1]): Promise<{ sessionId: string; owner: string } | null> {
+  async sessionOf(
+    threadId: string,
+    hooks?: Parameters<SessionEngine['sessionInThread']>[1],
+  ): Promise<{ sessionId: string; owner: string } | null> {
     const cached = this.sessions.get(threadId);
     if (cached) return cached;
     const s = await this.engine.sessionInThread(threadId, hooks);
@@ -159,7 +167,7 @@ export class ThreadViews {
     this.sessions.delete(threadId);
     const thread = await this.thread(threadId);
     if (!thread) return false;
-    return thread.delete('deleted at the participant\'s request').then(
+    return thread.delete("deleted at the participant's request").then(
       () => true,
       () => false,
     );

@@ -17,7 +17,7 @@ import { isInside } from '../paths.ts';
  * For tool-calling prompts, pass the model's own tokenizer_config.json instead.
  */
 export const LLAMA3_TEMPLATE =
-  "{{- bos_token }}" +
+  '{{- bos_token }}' +
   "{%- if not date_string is defined %}{%- set date_string = '26 Jul 2024' %}{%- endif %}" +
   "{%- if messages[0]['role'] == 'system' %}" +
   "{%- set system_message = messages[0]['content'] | trim %}{%- set rest = messages[1:] %}" +
@@ -26,9 +26,9 @@ export const LLAMA3_TEMPLATE =
   "{{- 'Cutting Knowledge Date: December 2023\\n' }}" +
   "{{- 'Today Date: ' + date_string + '\\n\\n' }}" +
   "{{- system_message + '<|eot_id|>' }}" +
-  "{%- for message in rest %}" +
+  '{%- for message in rest %}' +
   "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + (message['content'] | trim) + '<|eot_id|>' }}" +
-  "{%- endfor %}" +
+  '{%- endfor %}' +
   "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}";
 
 export const BUILTIN_CHAT_TEMPLATES = ['llama3', 'chatml'] as const;
@@ -43,7 +43,8 @@ export class ChatTemplateError extends Error {}
 
 function tokenString(v: unknown): string | undefined {
   if (typeof v === 'string') return v;
-  if (v && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string') return (v as { content: string }).content;
+  if (v && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string')
+    return (v as { content: string }).content;
   return undefined;
 }
 
@@ -57,12 +58,20 @@ function projectFile(spec: string, root: string): string {
   try {
     file = realpathSync(resolve(base, spec));
   } catch {
-    throw new ChatTemplateError(`--chat-template: "${spec}" is neither ${BUILTIN_CHAT_TEMPLATES.join(' nor ')} nor a tokenizer_config.json under ${base}`);
+    throw new ChatTemplateError(
+      `--chat-template: "${spec}" is neither ${BUILTIN_CHAT_TEMPLATES.join(' nor ')} nor a tokenizer_config.json under ${base}`,
+    );
   }
-  if (!isInside(file, base)) throw new ChatTemplateError(`--chat-template: "${spec}" is outside the project folder ${base}: give ${BUILTIN_CHAT_TEMPLATES.join(', ')} or a tokenizer_config.json under it`);
+  if (!isInside(file, base))
+    throw new ChatTemplateError(
+      `--chat-template: "${spec}" is outside the project folder ${base}: give ${BUILTIN_CHAT_TEMPLATES.join(', ')} or a tokenizer_config.json under it`,
+    );
   const st = statSync(file);
   if (!st.isFile()) throw new ChatTemplateError(`--chat-template: "${spec}" is not a file`);
-  if (st.size > MAX_CONFIG_BYTES) throw new ChatTemplateError(`--chat-template: "${spec}" is larger than ${MAX_CONFIG_BYTES / 2 ** 20} MiB: not a tokenizer_config.json`);
+  if (st.size > MAX_CONFIG_BYTES)
+    throw new ChatTemplateError(
+      `--chat-template: "${spec}" is larger than ${MAX_CONFIG_BYTES / 2 ** 20} MiB: not a tokenizer_config.json`,
+    );
   return file;
 }
 
@@ -71,7 +80,11 @@ function projectFile(spec: string, root: string): string {
  * working directory, the project the command runs in).
  */
 export function resolveChatTemplate(spec: string, o: { root?: string } = {}): ResolvedChatTemplate {
-  if (spec === 'llama3') return { name: 'llama3', formatter: new ChatFormatter(LLAMA3_TEMPLATE, { bos_token: '<|begin_of_text|>', eos_token: '<|eot_id|>' }) };
+  if (spec === 'llama3')
+    return {
+      name: 'llama3',
+      formatter: new ChatFormatter(LLAMA3_TEMPLATE, { bos_token: '<|begin_of_text|>', eos_token: '<|eot_id|>' }),
+    };
   if (spec === 'chatml') return { name: 'chatml', formatter: new ChatFormatter(CHATML_TEMPLATE) };
   const file = projectFile(spec, o.root ?? process.cwd());
   let config: unknown;
@@ -81,7 +94,8 @@ export function resolveChatTemplate(spec: string, o: { root?: string } = {}): Re
     // JSON.parse's message quotes the text around the error: never repeated.
     throw new ChatTemplateError(`--chat-template: "${spec}" is not valid JSON, so not a tokenizer_config.json`);
   }
-  if (!config || typeof config !== 'object' || Array.isArray(config)) throw new ChatTemplateError(`--chat-template: "${spec}" is not a JSON object, so not a tokenizer_config.json`);
+  if (!config || typeof config !== 'object' || Array.isArray(config))
+    throw new ChatTemplateError(`--chat-template: "${spec}" is not a JSON object, so not a tokenizer_config.json`);
   const tpl = (config as Record<string, unknown>).chat_template;
   let source: string | undefined;
   if (typeof tpl === 'string') source = tpl;
@@ -90,7 +104,8 @@ export function resolveChatTemplate(spec: string, o: { root?: string } = {}): Re
     const named = tpl as { name?: string; template?: string }[];
     source = (named.find((t) => t.name === 'default') ?? named[0])?.template;
   }
-  if (typeof source !== 'string' || !source) throw new ChatTemplateError(`--chat-template: ${spec} has no chat_template`);
+  if (typeof source !== 'string' || !source)
+    throw new ChatTemplateError(`--chat-template: ${spec} has no chat_template`);
   const specials: Record<string, string> = {};
   for (const k of ['bos_token', 'eos_token', 'pad_token', 'unk_token'] as const) {
     const v = tokenString((config as Record<string, unknown>)[k]);
@@ -100,6 +115,8 @@ export function resolveChatTemplate(spec: string, o: { root?: string } = {}): Re
     return { name: spec, formatter: new ChatFormatter(source, specials) };
   } catch {
     // The template parser's message quotes the template: not repeated either.
-    throw new ChatTemplateError(`--chat-template: ${spec}: its chat_template is not a Jinja template this exporter can render`);
+    throw new ChatTemplateError(
+      `--chat-template: ${spec}: its chat_template is not a Jinja template this exporter can render`,
+    );
   }
 }

@@ -36,7 +36,10 @@ export function playedDialogue(r: ExportRecord): PlayedTurn[] {
   if (turns.length === 0) throw new NotATrajectoryError(`session ${r.session.id} has no agent turn`);
   turns.forEach((t, i) => {
     const expected = i % 2 === 0 ? 'agent' : 'human';
-    if (t.role !== expected) throw new NotATrajectoryError(`session ${r.session.id}: turn ${i} is from the ${t.role}, expected the ${expected} (turns alternate, agent first)`);
+    if (t.role !== expected)
+      throw new NotATrajectoryError(
+        `session ${r.session.id}: turn ${i} is from the ${t.role}, expected the ${expected} (turns alternate, agent first)`,
+      );
   });
   const played: DialogueTurn[] = [];
   return turns.map((t) => {
@@ -57,10 +60,18 @@ export function playedDialogue(r: ExportRecord): PlayedTurn[] {
  * turn was sent them), then the agent's raw generations as `assistant` and the collaborator's replies as `user`.
  * `opening` is how many messages precede the first agent turn.
  */
-export function conversation(r: ExportRecord, dialogue: readonly PlayedTurn[] = playedDialogue(r)): { messages: ChatMessage[]; opening: number } {
+export function conversation(
+  r: ExportRecord,
+  dialogue: readonly PlayedTurn[] = playedDialogue(r),
+): { messages: ChatMessage[]; opening: number } {
   // The first agent turn's prompt holds no turns yet: its messages are the opening (system prompt, description).
   const opening = dialogue[0]!.prompt!;
   const messages: ChatMessage[] = opening.map((m) => ({ role: m.role, content: m.content }));
-  for (const { turn } of dialogue) messages.push(turn.role === 'agent' ? { role: 'assistant', content: turn.rawOutput ?? turn.content } : { role: 'user', content: turn.content });
+  for (const { turn } of dialogue)
+    messages.push(
+      turn.role === 'agent'
+        ? { role: 'assistant', content: turn.rawOutput ?? turn.content }
+        : { role: 'user', content: turn.content },
+    );
   return { messages, opening: opening.length };
 }

@@ -38,7 +38,15 @@ import { resolveChatTemplate } from './chat-template.ts';
 import { exportHfFolder } from './hf.ts';
 import { jsonlSink } from './jsonl.ts';
 import { parquetSink } from './parquet.ts';
-import { EmptyExportError, ExportError, prepare, recordPages, type ExportOptions, type ExportResult, type Prepared } from './prepare.ts';
+import {
+  EmptyExportError,
+  ExportError,
+  prepare,
+  recordPages,
+  type ExportOptions,
+  type ExportResult,
+  type Prepared,
+} from './prepare.ts';
 import { countSessions, flaggedOut } from './query.ts';
 import { flagExclusions } from '../../prisma/moderation-store.ts';
 import type { ExportRecord } from './record.ts';
@@ -58,13 +66,18 @@ export function screenshotsDirFor(path: string): string {
   return `${basename(path)}.screenshots`;
 }
 
-export async function exportSessions(prisma: PrismaClient, opts: ExportOptions, out: Writable | string): Promise<ExportResult> {
+export async function exportSessions(
+  prisma: PrismaClient,
+  opts: ExportOptions,
+  out: Writable | string,
+): Promise<ExportResult> {
   const p = await prepare(prisma, opts);
   // Said on every export, empty or not: sessions leave silently otherwise.
   const flagged = flagExclusions(await flaggedOut(prisma, p.filters));
   let r: ExportResult;
   if (opts.format === 'hf') {
-    if (typeof out !== 'string') throw new ExportError('the hf format writes a dataset folder: give a folder path, not a stream');
+    if (typeof out !== 'string')
+      throw new ExportError('the hf format writes a dataset folder: give a folder path, not a stream');
     r = await exportHfFolder(prisma, opts, p, out);
   } else if (typeof out === 'string') r = await exportToPath(prisma, opts, p, out);
   else r = (await exportToStream(prisma, opts, p, out, null)).result;
@@ -104,7 +117,8 @@ async function exportToStream(
     case 'sweet-rl': {
       const template = resolveChatTemplate(opts.chatTemplate ?? 'llama3');
       const rlStats = new SweetRlStats();
-      if (p.kind === 'frontend' && !assets) throw new ExportError('a frontend sweet-rl export writes screenshots beside the file: export to a file path');
+      if (p.kind === 'frontend' && !assets)
+        throw new ExportError('a frontend sweet-rl export writes screenshots beside the file: export to a file path');
       if (assets) await mkdir(assets.dir, { recursive: true });
       sink = sweetRlSink(out, {
         template: template.formatter,
@@ -115,21 +129,31 @@ async function exportToStream(
                 const html = r.session.answer ?? '';
                 // Named by the page, so equal pages share a file and a re-export names it the same way.
                 const name = `${createHash('sha256').update(html).digest('hex').slice(0, 32)}.png`;
-                if (!existsSync(join(assets.dir, name))) await writeFile(join(assets.dir, name), await screenshotOf(r.session.id, html, await renderer()));
+                if (!existsSync(join(assets.dir, name)))
+                  await writeFile(join(assets.dir, name), await screenshotOf(r.session.id, html, await renderer()));
                 if (r.evaluation?.metric) metrics.add(r.evaluation.metric);
                 return `${assets.relative}/${name}`;
               },
             }
           : {}),
       });
-      sweetRl = { stats: rlStats, template: template.name, kind: p.kind, screenshotsDir: assets?.relative ?? null, metric: null };
+      sweetRl = {
+        stats: rlStats,
+        template: template.name,
+        kind: p.kind,
+        screenshotsDir: assets?.relative ?? null,
+        metric: null,
+      };
       break;
     }
     case 'jsonl':
       sink = jsonlSink(out);
       break;
     case 'parquet':
-      sink = parquetSink(out, { 'sweetloop.filters': JSON.stringify(p.filters), 'sweetloop.exported_at': p.now.toISOString() });
+      sink = parquetSink(out, {
+        'sweetloop.filters': JSON.stringify(p.filters),
+        'sweetloop.exported_at': p.now.toISOString(),
+      });
       break;
     case 'hf':
       throw new ExportError('the hf format writes a folder (see exportSessions)');
@@ -158,8 +182,12 @@ async function exportToStream(
   }
   if (stats.sessions === 0 && p.empty === null && !opts.allowEmpty) {
     // Sessions were selected but none could be written (sweet-rl: none a trajectory).
-    const why = sweetRl ? [...sweetRl.stats.leftOut].map(([reason, n]) => `${n} ${reason}`).join('; ') : 'none could be written';
-    throw new EmptyExportError(`nothing to export: ${await countSessions(prisma, p.filters)} session(s) selected, none written (${why}). Nothing was written (--allow-empty writes the empty file).`);
+    const why = sweetRl
+      ? [...sweetRl.stats.leftOut].map(([reason, n]) => `${n} ${reason}`).join('; ')
+      : 'none could be written';
+    throw new EmptyExportError(
+      `nothing to export: ${await countSessions(prisma, p.filters)} session(s) selected, none written (${why}). Nothing was written (--allow-empty writes the empty file).`,
+    );
   }
   if (opts.end ?? true) {
     out.end();
@@ -190,7 +218,12 @@ async function exportToStream(
   return { result, card };
 }
 
-async function exportToPath(prisma: PrismaClient, opts: ExportOptions, p: Prepared, path: string): Promise<ExportResult> {
+async function exportToPath(
+  prisma: PrismaClient,
+  opts: ExportOptions,
+  p: Prepared,
+  path: string,
+): Promise<ExportResult> {
   const partial = `${path}.partial`;
   // Opened up front so that a bad path fails here, with the path in the message, before any query runs.
   const handle = await open(partial, 'w');
@@ -200,7 +233,10 @@ async function exportToPath(prisma: PrismaClient, opts: ExportOptions, p: Prepar
   stream.on('error', () => {});
   // Screenshots go to a .partial folder too, which replaces any earlier one only when the file is complete.
   const finalAssets = join(dirname(path), screenshotsDirFor(path));
-  const assets: Assets | null = opts.format === 'sweet-rl' && p.kind === 'frontend' ? { dir: `${finalAssets}.partial`, relative: screenshotsDirFor(path) } : null;
+  const assets: Assets | null =
+    opts.format === 'sweet-rl' && p.kind === 'frontend'
+      ? { dir: `${finalAssets}.partial`, relative: screenshotsDirFor(path) }
+      : null;
   try {
     if (assets) await rm(assets.dir, { recursive: true, force: true });
     const { result, card } = await exportToStream(prisma, { ...opts, end: true }, p, stream, assets);
@@ -228,6 +264,8 @@ async function screenshotOf(sessionId: string, html: string, renderer: Renderer)
     return (await renderer.render(html)).png;
   } catch (err) {
     if (!(err instanceof RenderError && err.pageFault)) throw err;
-    throw new NotATrajectoryError(`session ${sessionId}: its final page cannot be rendered (${err.message.replace(/^render: /, '')})`);
+    throw new NotATrajectoryError(
+      `session ${sessionId}: its final page cannot be rendered (${err.message.replace(/^render: /, '')})`,
+    );
   }
 }

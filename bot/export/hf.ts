@@ -15,14 +15,23 @@ import type { ExportRecord } from './record.ts';
 import type { RecordSink } from './sink.ts';
 
 /** The Hugging Face dataset folder: one Parquet file per task kind and split, and the card with its features. */
-export async function exportHfFolder(prisma: PrismaClient, opts: ExportOptions, p: Prepared, dir: string): Promise<ExportResult> {
-  if (existsSync(dir) && readdirSync(dir).length > 0) throw new ExportError(`${dir} exists and is not empty: the hf format writes a new dataset folder`);
+export async function exportHfFolder(
+  prisma: PrismaClient,
+  opts: ExportOptions,
+  p: Prepared,
+  dir: string,
+): Promise<ExportResult> {
+  if (existsSync(dir) && readdirSync(dir).length > 0)
+    throw new ExportError(`${dir} exists and is not empty: the hf format writes a new dataset folder`);
   const partial = `${dir}.partial`;
   await rm(partial, { recursive: true, force: true });
   await mkdir(partial, { recursive: true });
   const total = opts.onProgress ? await countSessions(prisma, p.filters) : 0;
   const meta = { 'sweetloop.filters': JSON.stringify(p.filters), 'sweetloop.exported_at': p.now.toISOString() };
-  const files = new Map<string, { kind: string; split: string; path: string; rows: number; stream: Writable; sink: RecordSink<ExportRecord> }>();
+  const files = new Map<
+    string,
+    { kind: string; split: string; path: string; rows: number; stream: Writable; sink: RecordSink<ExportRecord> }
+  >();
   const stats = new ExportStats();
   try {
     opts.onProgress?.(0, total);
@@ -59,7 +68,10 @@ export async function exportHfFolder(prisma: PrismaClient, opts: ExportOptions, 
     const kinds = [...new Set([...files.values()].map((f) => f.kind))].sort();
     const hf = kinds.map((kind) => ({
       kind,
-      splits: [...files.values()].filter((f) => f.kind === kind).sort((a, b) => b.split.localeCompare(a.split)).map(({ split, path, rows }) => ({ split, path, rows })),
+      splits: [...files.values()]
+        .filter((f) => f.kind === kind)
+        .sort((a, b) => b.split.localeCompare(a.split))
+        .map(({ split, path, rows }) => ({ split, path, rows })),
     }));
     const cardMarkdown = renderCard({
       format: 'hf',
@@ -77,7 +89,15 @@ export async function exportHfFolder(prisma: PrismaClient, opts: ExportOptions, 
     await writeFile(join(partial, 'README.md'), cardMarkdown);
     if (existsSync(dir)) await rm(dir, { recursive: true });
     await rename(partial, dir);
-    return { sessions: stats.sessions, turns: stats.totalTurns, cardMarkdown, stats, path: dir, cardPath, ...(p.study ? { study: p.study } : {}) };
+    return {
+      sessions: stats.sessions,
+      turns: stats.totalTurns,
+      cardMarkdown,
+      stats,
+      path: dir,
+      cardPath,
+      ...(p.study ? { study: p.study } : {}),
+    };
   } catch (err) {
     for (const f of files.values()) f.stream.destroy();
     await rm(partial, { recursive: true, force: true });

@@ -85,7 +85,11 @@ function describe(error: z.ZodError): string {
 }
 
 /** One line checked: the session it will become, or why it cannot. */
-export function checkTrajectoryLine(text: string, line: number, o: { kind: TaskKind; split: TaskSplit; name: string; needReward: boolean }): Checked | string {
+export function checkTrajectoryLine(
+  text: string,
+  line: number,
+  o: { kind: TaskKind; split: TaskSplit; name: string; needReward: boolean },
+): Checked | string {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -104,7 +108,8 @@ export function checkTrajectoryLine(text: string, line: number, o: { kind: TaskK
   const turns: FinishedSession['turns'][number][] = [];
   for (const [i, e] of rest.entries()) {
     const expected = i % 2 === 0 ? 'assistant' : 'user';
-    if (e.role !== expected) return `dialogue_history[${i + 1}]: expected a ${expected} entry (entries alternate after the description)`;
+    if (e.role !== expected)
+      return `dialogue_history[${i + 1}]: expected a ${expected} entry (entries alternate after the description)`;
     if (e.role === 'assistant') {
       const content = sanitizeText(e.content);
       turns.push({ role: 'agent', content, rawOutput: sanitizeText(e.output ?? e.content) });
@@ -114,7 +119,8 @@ export function checkTrajectoryLine(text: string, line: number, o: { kind: TaskK
   }
   if (turns.at(-1)!.role !== 'agent') return 'dialogue_history: must end on an assistant entry';
   const agentTurns = turns.filter((x) => x.role === 'agent');
-  if (agentTurns.length > MAX_AGENT_TURNS) return `dialogue_history: ${agentTurns.length} assistant entries, more than ColBench's ${MAX_AGENT_TURNS}`;
+  if (agentTurns.length > MAX_AGENT_TURNS)
+    return `dialogue_history: ${agentTurns.length} assistant entries, more than ColBench's ${MAX_AGENT_TURNS}`;
   const last = parseAgentMessage(agentTurns.at(-1)!.content, { kind: o.kind, turnIndex: MAX_AGENT_TURNS - 1 });
   // The official frontend `answer` is a screenshot path; the page is what the last assistant entry holds.
   const answer = o.kind === 'frontend' ? (last.answer ?? '') : sanitizeText(t.answer ?? '');
@@ -123,16 +129,28 @@ export function checkTrajectoryLine(text: string, line: number, o: { kind: TaskK
 }
 
 /** What identifies a stored trajectory: the task, the turns as stored, the answer. */
-export function trajectoryKey(taskId: string, turns: readonly { role: string; content: string; rawOutput?: string | null }[], answer: string): string {
+export function trajectoryKey(
+  taskId: string,
+  turns: readonly { role: string; content: string; rawOutput?: string | null }[],
+  answer: string,
+): string {
   const canonical = canonicalJson({
     taskId,
-    turns: turns.filter(isDialogueTurn).map((t) => [t.role, t.content, t.role === 'agent' ? (t.rawOutput ?? t.content) : null]),
+    turns: turns
+      .filter(isDialogueTurn)
+      .map((t) => [t.role, t.content, t.role === 'agent' ? (t.rawOutput ?? t.content) : null]),
     answer,
   });
   return createHash('sha256').update(canonical).digest('hex');
 }
 
-function importedOutcome(kind: TaskKind, reward: number, testsTotal: number | null, file: string, line: number): EvaluationOutcome {
+function importedOutcome(
+  kind: TaskKind,
+  reward: number,
+  testsTotal: number | null,
+  file: string,
+  line: number,
+): EvaluationOutcome {
   const outcome: EvaluationOutcome = {
     score: reward,
     success: kind === 'backend' ? reward >= 1 : reward >= DEFAULT_FRONTEND_THRESHOLD,
@@ -147,10 +165,21 @@ function importedOutcome(kind: TaskKind, reward: number, testsTotal: number | nu
   return outcome;
 }
 
-export async function importSessions(prisma: PrismaClient, path: string, o: ImportSessionsOptions): Promise<ImportSessionsReport> {
+export async function importSessions(
+  prisma: PrismaClient,
+  path: string,
+  o: ImportSessionsOptions,
+): Promise<ImportSessionsReport> {
   const name = basename(path);
   const split = o.split ?? 'train';
-  const report: ImportSessionsReport = { lines: 0, stored: 0, repeats: 0, tasksCreated: 0, invalid: [], sessionIds: [] };
+  const report: ImportSessionsReport = {
+    lines: 0,
+    stored: 0,
+    repeats: 0,
+    tasksCreated: 0,
+    invalid: [],
+    sessionIds: [],
+  };
   const good: Checked[] = [];
   for await (const { line, text } of readLines(path)) {
     report.lines++;
@@ -166,13 +195,29 @@ export async function importSessions(prisma: PrismaClient, path: string, o: Impo
 
   // Tasks: matched by content, the missing ones stored in one batch.
   const hashes = [...new Set(good.map((g) => g.task.contentHash))];
-  const known = new Map((await prisma.task.findMany({ where: { contentHash: { in: hashes } }, select: { id: true, contentHash: true } })).map((t) => [t.contentHash, t.id]));
-  const missing = good.filter((g, i, all) => !known.has(g.task.contentHash) && all.findIndex((x) => x.task.contentHash === g.task.contentHash) === i);
+  const known = new Map(
+    (
+      await prisma.task.findMany({ where: { contentHash: { in: hashes } }, select: { id: true, contentHash: true } })
+    ).map((t) => [t.contentHash, t.id]),
+  );
+  const missing = good.filter(
+    (g, i, all) =>
+      !known.has(g.task.contentHash) && all.findIndex((x) => x.task.contentHash === g.task.contentHash) === i,
+  );
   if (missing.length > 0) {
-    const r = await importTasks(prisma, missing.map((g) => g.task));
-    if (r.invalid > 0) throw new Error(`tasks of lines ${r.errors.map((e) => e.line).join(', ')} were refused by the task store: ${r.errors.map((e) => e.reason).join('; ')}`);
+    const r = await importTasks(
+      prisma,
+      missing.map((g) => g.task),
+    );
+    if (r.invalid > 0)
+      throw new Error(
+        `tasks of lines ${r.errors.map((e) => e.line).join(', ')} were refused by the task store: ${r.errors.map((e) => e.reason).join('; ')}`,
+      );
     report.tasksCreated = r.inserted;
-    for (const t of await prisma.task.findMany({ where: { contentHash: { in: missing.map((g) => g.task.contentHash) } }, select: { id: true, contentHash: true } })) {
+    for (const t of await prisma.task.findMany({
+      where: { contentHash: { in: missing.map((g) => g.task.contentHash) } },
+      select: { id: true, contentHash: true },
+    })) {
       known.set(t.contentHash, t.id);
     }
   }
@@ -185,7 +230,11 @@ export async function importSessions(prisma: PrismaClient, path: string, o: Impo
     // In chunks: a published file names thousands of tasks, more than one statement's bind parameters allow.
     const existing = await prisma.session.findMany({
       where: { taskId: { in: taskIds.slice(i, i + 500) } },
-      select: { taskId: true, answer: true, turns: { orderBy: { index: 'asc' }, select: { role: true, content: true, rawOutput: true } } },
+      select: {
+        taskId: true,
+        answer: true,
+        turns: { orderBy: { index: 'asc' }, select: { role: true, content: true, rawOutput: true } },
+      },
     });
     for (const s of existing) {
       if (!answers.has(s.answer ?? '')) continue;
@@ -205,7 +254,12 @@ export async function importSessions(prisma: PrismaClient, path: string, o: Impo
       report.repeats++;
       continue;
     }
-    const content = taskContent({ kind: g.task.kind, description: g.task.description, hiddenReference: g.task.reference, testCases: g.task.kind === 'backend' ? g.task.testCases : null });
+    const content = taskContent({
+      kind: g.task.kind,
+      description: g.task.description,
+      hiddenReference: g.task.reference,
+      testCases: g.task.kind === 'backend' ? g.task.testCases : null,
+    });
     const evaluation = o.scorer
       ? await o.scorer.evaluate(content, g.answer)
       : importedOutcome(o.kind, g.reward!, content.kind === 'backend' ? content.testCases.length : null, name, g.line);

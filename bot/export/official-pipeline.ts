@@ -25,9 +25,25 @@ export function responseTemplate(template: string): string | null {
 }
 
 /** Flags of `deepspeed --module openrlhf.cli.train_dpo` both trainings share (official README, backend example). */
-const DPO_COMMON = ['--save_steps -1', '--logging_steps 1', '--eval_steps -1', '--train_batch_size 8', '--micro_train_batch_size 1', '--pretrain "$BASE"', '--bf16', '--zero_stage 3', '--learning_rate 2e-7', '--beta 0.1', '--chosen_key chosen', '--rejected_key rejected', '--flash_attn', '--gradient_checkpointing'];
+const DPO_COMMON = [
+  '--save_steps -1',
+  '--logging_steps 1',
+  '--eval_steps -1',
+  '--train_batch_size 8',
+  '--micro_train_batch_size 1',
+  '--pretrain "$BASE"',
+  '--bf16',
+  '--zero_stage 3',
+  '--learning_rate 2e-7',
+  '--beta 0.1',
+  '--chosen_key chosen',
+  '--rejected_key rejected',
+  '--flash_attn',
+  '--gradient_checkpointing',
+];
 
-const cont = (lines: string[]) => lines.map((l, i) => (i === lines.length - 1 ? l : `${l} \\`)).map((l, i) => (i === 0 ? l : `  ${l}`));
+const cont = (lines: string[]) =>
+  lines.map((l, i) => (i === lines.length - 1 ? l : `${l} \\`)).map((l, i) => (i === 0 ? l : `  ${l}`));
 
 /** The commands, as one bash block (without the fences). */
 export function pipelineCommands(p: PipelineInput): string[] {
@@ -41,7 +57,7 @@ export function pipelineCommands(p: PipelineInput): string[] {
     'BASE=/path/to/Llama-3.1-8B-Instruct',
     `DATA=${p.file}`,
     'OUT=./sweet-rl-run && mkdir -p "$OUT"',
-    ...(rt ? [] : ['RESPONSE_TEMPLATE=\'...\'   # the text your chat template puts before an assistant turn']),
+    ...(rt ? [] : ["RESPONSE_TEMPLATE='...'   # the text your chat template puts before an assistant turn"]),
     '',
     ...(frontend
       ? [
@@ -56,14 +72,23 @@ export function pipelineCommands(p: PipelineInput): string[] {
           `python "$SWEET_RL/scripts/evaluate_code.py" "$DATA" --k ${p.k} --ground_truth_preference_path "$OUT/gt_preferences.jsonl"`,
           '',
           '# 2. Critic: length-normalised (--mean_log_prob) DPO over the agent turns found by --response_template.',
-          ...cont(['deepspeed --module openrlhf.cli.train_dpo', '--save_path "$OUT/critic"', '--dataset "$OUT/gt_preferences.jsonl"', ...DPO_COMMON, '--max_epochs 4', '--max_len 8192', `--response_template ${rt ? `"${rt}"` : '"$RESPONSE_TEMPLATE"'}`, '--mean_log_prob']),
+          ...cont([
+            'deepspeed --module openrlhf.cli.train_dpo',
+            '--save_path "$OUT/critic"',
+            '--dataset "$OUT/gt_preferences.jsonl"',
+            ...DPO_COMMON,
+            '--max_epochs 4',
+            '--max_len 8192',
+            `--response_template ${rt ? `"${rt}"` : '"$RESPONSE_TEMPLATE"'}`,
+            '--mean_log_prob',
+          ]),
         ]),
     '',
     '# 3. 16 candidates for each agent turn of the first 10% of lines, sampled from $BASE (without --agent_model the',
     '#    script loads its own hard-coded default path). Keep --best_of_n at 16: rank_best_of_n.py assumes 16.',
     'python "$SWEET_RL/scripts/sample_best_of_n.py" "$DATA" "$OUT/sampled.jsonl" --agent_model "$BASE" --data_fraction 0.1',
     '',
-    '# 4. The critic ranks them (its log-probabilities given the ground truth, minus $BASE\'s recorded in step 3).',
+    "# 4. The critic ranks them (its log-probabilities given the ground truth, minus $BASE's recorded in step 3).",
     'python "$SWEET_RL/scripts/rank_best_of_n.py" --model_id "$OUT/critic" --input_path "$OUT/sampled.jsonl" --output_path "$OUT/ranked.jsonl"',
     '',
     '# 5. Actor pairs: 4 a turn, one of the better half against one of the worse. The script loads its tokenizer from',
@@ -73,7 +98,15 @@ export function pipelineCommands(p: PipelineInput): string[] {
     '',
     '# 6. Actor DPO with an NLL term. (--lora_rank R --lora_alpha 2R trains LoRA on q/k/v/o, which this fork',
     '#    hard-codes; it still saves a full, merged model.)',
-    ...cont(['deepspeed --module openrlhf.cli.train_dpo', '--save_path "$OUT/actor"', '--dataset "$OUT/pairs.jsonl"', ...DPO_COMMON, '--max_epochs 1', '--max_len 16384', '--nll_loss_coef 0.01']),
+    ...cont([
+      'deepspeed --module openrlhf.cli.train_dpo',
+      '--save_path "$OUT/actor"',
+      '--dataset "$OUT/pairs.jsonl"',
+      ...DPO_COMMON,
+      '--max_epochs 1',
+      '--max_len 16384',
+      '--nll_loss_coef 0.01',
+    ]),
     '',
     '# 7. Back into Sweetloop: $OUT/actor is a full model. Serve it (vLLM), register it, compare, deploy.',
     'vllm serve "$OUT/actor" --served-model-name sweet-actor --port 8000',

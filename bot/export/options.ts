@@ -49,7 +49,8 @@ export const exportRequestSchema = z
   .strict()
   .superRefine((r, ctx) => {
     // since < until is checked with the other filters (query.ts validateFilters).
-    if (r.perTask !== undefined && r.format !== 'sweet-rl') ctx.addIssue({ code: 'custom', path: ['perTask'], message: 'only with the sweet-rl format' });
+    if (r.perTask !== undefined && r.format !== 'sweet-rl')
+      ctx.addIssue({ code: 'custom', path: ['perTask'], message: 'only with the sweet-rl format' });
   });
 
 export type ExportRequest = z.output<typeof exportRequestSchema>;
@@ -61,7 +62,9 @@ export class ExportRequestError extends Error {}
 export function parseExportRequest(input: unknown): ExportRequest {
   const r = exportRequestSchema.safeParse(input);
   if (!r.success) {
-    throw new ExportRequestError(r.error.issues.map((i) => `${i.path.join('.') || 'request'}: ${i.message}`).join('; '));
+    throw new ExportRequestError(
+      r.error.issues.map((i) => `${i.path.join('.') || 'request'}: ${i.message}`).join('; '),
+    );
   }
   return r.data;
 }
@@ -84,7 +87,16 @@ export function filtersOf(r: ExportRequest): ExportFilters {
 
 /** The file extension of a format's main file (hf is a folder). */
 export function extensionOf(format: ExportRequest['format']): string {
-  return { 'sweet-rl': '.sweet-rl.jsonl', jsonl: '.jsonl', parquet: '.parquet', hf: '', 'trl-sft': '.trl-sft.jsonl', 'trl-dpo': '.trl-dpo.jsonl', 'verl-rl': '.verl-rl.parquet', 'verl-sft': '.verl-sft.parquet' }[format];
+  return {
+    'sweet-rl': '.sweet-rl.jsonl',
+    jsonl: '.jsonl',
+    parquet: '.parquet',
+    hf: '',
+    'trl-sft': '.trl-sft.jsonl',
+    'trl-dpo': '.trl-dpo.jsonl',
+    'verl-rl': '.verl-rl.parquet',
+    'verl-sft': '.verl-sft.parquet',
+  }[format];
 }
 
 export interface ModeratorExportOptions {
@@ -122,7 +134,11 @@ function sizeOf(path: string): number {
  * anything else (over the limit, an `hf` folder, a frontend export with its screenshots) stays there and its path
  * is returned.
  */
-export async function exportForModerator(prisma: PrismaClient, input: ExportRequestInput | ExportRequest, o: ModeratorExportOptions): Promise<ModeratorExport> {
+export async function exportForModerator(
+  prisma: PrismaClient,
+  input: ExportRequestInput | ExportRequest,
+  o: ModeratorExportOptions,
+): Promise<ModeratorExport> {
   const req = parseExportRequest(input);
   const now = o.now ?? new Date();
   await mkdir(o.serverDir, { recursive: true });

@@ -9,7 +9,12 @@ export type El = { name: string; num_children?: number; [k: string]: unknown };
 
 export const req = 'REQUIRED';
 export const opt = 'OPTIONAL';
-export const str = (name: string, repetition = req): El => ({ name, type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: repetition });
+export const str = (name: string, repetition = req): El => ({
+  name,
+  type: 'BYTE_ARRAY',
+  converted_type: 'UTF8',
+  repetition_type: repetition,
+});
 export const i32 = (name: string, repetition = req): El => ({ name, type: 'INT32', repetition_type: repetition });
 export const i64 = (name: string, repetition = req): El => ({ name, type: 'INT64', repetition_type: repetition });
 export const f64 = (name: string, repetition = req): El => ({ name, type: 'DOUBLE', repetition_type: repetition });
@@ -26,7 +31,11 @@ export function list(name: string, repetition: string, element: El, children: El
   return [
     { name, repetition_type: repetition, converted_type: 'LIST', num_children: 1 },
     { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
-    { ...element, name: 'element', ...(children.length ? { num_children: childCount(children), repetition_type: req } : {}) },
+    {
+      ...element,
+      name: 'element',
+      ...(children.length ? { num_children: childCount(children), repetition_type: req } : {}),
+    },
     ...children,
   ];
 }
@@ -91,7 +100,9 @@ export function parquetRowSink<T>(
     schema: [{ name: 'root', num_children: columns.length }, ...columns.flatMap((c) => c.schema)] as never,
     // An empty list in the footer is written with a BYTE element type, which strict thrift readers (arrow-rs)
     // reject: leave the field out instead.
-    ...(Object.keys(kvMetadata).length ? { kvMetadata: Object.entries(kvMetadata).map(([key, value]) => ({ key, value })) } : {}),
+    ...(Object.keys(kvMetadata).length
+      ? { kvMetadata: Object.entries(kvMetadata).map(([key, value]) => ({ key, value })) }
+      : {}),
     createdBy: 'sweetloop export (hyparquet-writer)',
     // Long texts rarely repeat outside the task columns; per-column min/max of 16-byte prefixes is still cheap.
     statistics: true,

@@ -5,14 +5,37 @@
 // (turns and ratings as list<struct>, test cases as list<string>), which pyarrow, pandas (lists of dicts) and
 // Hugging Face datasets (sequences of dicts) load as they are. The free-form evaluation detail is a JSON string.
 import type { Writable } from 'node:stream';
-import { bool, f64, i32, i64, list, opt, parquetRowSink, req, str, ts, type El, type ParquetColumn } from './parquet-writer.ts';
+import {
+  bool,
+  f64,
+  i32,
+  i64,
+  list,
+  opt,
+  parquetRowSink,
+  req,
+  str,
+  ts,
+  type El,
+  type ParquetColumn,
+} from './parquet-writer.ts';
 import type { ExportRecord } from './record.ts';
 import type { RecordSink } from './sink.ts';
 
 const TURN_FIELDS: El[] = [
-  i32('index'), str('role'), str('content'), str('raw_output', opt), i32('prompt_tokens', opt), i32('completion_tokens', opt),
-  i32('latency_ms', opt), ts('created_at'), i64('offset_ms'),
-  str('token_recording', opt), ...list('token_ids', opt, i32('element')), ...list('token_logprobs', opt, f64('element')), str('weights_version', opt),
+  i32('index'),
+  str('role'),
+  str('content'),
+  str('raw_output', opt),
+  i32('prompt_tokens', opt),
+  i32('completion_tokens', opt),
+  i32('latency_ms', opt),
+  ts('created_at'),
+  i64('offset_ms'),
+  str('token_recording', opt),
+  ...list('token_ids', opt, i32('element')),
+  ...list('token_logprobs', opt, f64('element')),
+  str('weights_version', opt),
 ];
 const RATING_FIELDS: El[] = [str('rater'), i32('value'), str('comment', opt), ts('created_at')];
 
@@ -63,7 +86,8 @@ export type HfFeature = { name: string; dtype: string } | { name: string; list: 
 
 function hfDtype(e: El): string {
   const logical = e.logical_type as { type?: string; unit?: string; isAdjustedToUTC?: boolean } | undefined;
-  if (logical?.type === 'TIMESTAMP') return `timestamp[${logical.unit === 'MILLIS' ? 'ms' : logical.unit === 'MICROS' ? 'us' : 'ns'}${logical.isAdjustedToUTC ? ', tz=UTC' : ''}]`;
+  if (logical?.type === 'TIMESTAMP')
+    return `timestamp[${logical.unit === 'MILLIS' ? 'ms' : logical.unit === 'MICROS' ? 'us' : 'ns'}${logical.isAdjustedToUTC ? ', tz=UTC' : ''}]`;
   switch (e.type) {
     case 'BYTE_ARRAY':
       return 'string';
@@ -142,7 +166,8 @@ function columnsOf(batch: ExportRecord[]): { name: string; data: unknown[] }[] {
     evaluator_version: (r) => r.evaluation?.evaluatorVersion ?? null,
     evaluation_detail: (r) => (r.evaluation ? JSON.stringify(r.evaluation.detail) : null),
     rating_mean: (r) => r.ratingMean,
-    ratings: (r) => r.ratings.map((x) => ({ rater: x.rater, value: x.value, comment: x.comment, created_at: new Date(x.createdAt) })),
+    ratings: (r) =>
+      r.ratings.map((x) => ({ rater: x.rater, value: x.value, comment: x.comment, created_at: new Date(x.createdAt) })),
     flagged: (r) => r.flags.some((f) => f.resolvedAt === null),
     turns: (r) =>
       r.turns.map((t) => ({

@@ -57,7 +57,10 @@ export async function preferencesEmptyReason(prisma: PrismaClient): Promise<stri
   const steps = [
     { label: 'offered (/compare)', sessions: await prisma.preference.count() },
     { label: 'answered', sessions: await prisma.preference.count({ where: { choice: { not: null } } }) },
-    { label: 'by consented, not withdrawn, not deleted raters', sessions: await prisma.preference.count({ where: { choice: { not: null }, rater: sharedParticipantWhere } }) },
+    {
+      label: 'by consented, not withdrawn, not deleted raters',
+      sessions: await prisma.preference.count({ where: { choice: { not: null }, rater: sharedParticipantWhere } }),
+    },
   ];
   return steps.at(-1)!.sessions > 0 ? null : describeSteps(steps, 'comparison(s)');
 }

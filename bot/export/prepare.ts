@@ -9,7 +9,17 @@ import type { FlagExclusions } from '../../prisma/moderation-store.ts';
 import type { ExportStats, ExportFormat, StudyCard } from './card.ts';
 import { pseudonymizer } from './pseudonym.ts';
 import { TRAINING_FORMATS } from './training-card.ts';
-import { countSessions, resolvePolicyFilter, describeSteps, partialTasks, selectedKinds, selectionSteps, streamSessions, validateFilters, type ExportFilters } from './query.ts';
+import {
+  countSessions,
+  resolvePolicyFilter,
+  describeSteps,
+  partialTasks,
+  selectedKinds,
+  selectionSteps,
+  streamSessions,
+  validateFilters,
+  type ExportFilters,
+} from './query.ts';
 import { toRecord, type ExportRecord } from './record.ts';
 
 export const EXPORT_FORMATS: readonly ExportFormat[] = ['sweet-rl', 'jsonl', 'parquet', 'hf', ...TRAINING_FORMATS];
@@ -82,7 +92,11 @@ export interface Prepared {
 }
 
 /** The study named by `opts.study`: its filter, its k as the sweet-rl blocks, and what the card says of it. */
-async function studyOf(prisma: PrismaClient, opts: ExportOptions, filters: ExportFilters): Promise<{ filters: ExportFilters; study: StudyCard | null }> {
+async function studyOf(
+  prisma: PrismaClient,
+  opts: ExportOptions,
+  filters: ExportFilters,
+): Promise<{ filters: ExportFilters; study: StudyCard | null }> {
   if (opts.study === undefined) return { filters, study: null };
   const s = await findStudy(prisma, opts.study);
   if (!s) throw new ExportError(`no study named "${opts.study}"`);
@@ -108,12 +122,17 @@ async function studyOf(prisma: PrismaClient, opts: ExportOptions, filters: Expor
 }
 
 export async function prepare(prisma: PrismaClient, opts: ExportOptions): Promise<Prepared> {
-  if (!EXPORT_FORMATS.includes(opts.format)) throw new ExportError(`unknown format "${opts.format}" (expected ${EXPORT_FORMATS.join(', ')})`);
+  if (!EXPORT_FORMATS.includes(opts.format))
+    throw new ExportError(`unknown format "${opts.format}" (expected ${EXPORT_FORMATS.join(', ')})`);
   // The reference pipeline needs a reward (the evaluation's score) and an assistant entry on every trajectory.
-  const { filters: chosen, study } = await studyOf(prisma, opts, { ...opts.filters, ...(opts.format === 'sweet-rl' ? { requireTrajectory: true } : {}) });
+  const { filters: chosen, study } = await studyOf(prisma, opts, {
+    ...opts.filters,
+    ...(opts.format === 'sweet-rl' ? { requireTrajectory: true } : {}),
+  });
   validateFilters(chosen);
   const filters = await resolvePolicyFilter(prisma, chosen);
-  if (filters.perTask !== undefined && opts.format !== 'sweet-rl') throw new ExportError('--per-task arranges sweet-rl blocks: use it with --format sweet-rl');
+  if (filters.perTask !== undefined && opts.format !== 'sweet-rl')
+    throw new ExportError('--per-task arranges sweet-rl blocks: use it with --format sweet-rl');
   const pseudonym = pseudonymizer(opts.salt);
   let kind: Prepared['kind'] = null;
   if (opts.format === 'sweet-rl') {
@@ -127,13 +146,29 @@ export async function prepare(prisma: PrismaClient, opts: ExportOptions): Promis
     kind = kinds[0] ?? filters.kind ?? null;
   }
   // Checked before any file is opened: an empty export is refused with its reason, or (allowEmpty) carries it.
-  const empty = (await countSessions(prisma, filters)) === 0 ? describeSteps(await selectionSteps(prisma, filters)) : null;
-  if (empty !== null && !opts.allowEmpty) throw new EmptyExportError(`nothing to export: ${empty}. Nothing was written (--allow-empty writes the empty file and its card).`);
-  return { filters, now: opts.now ?? new Date(), excludeComments: opts.excludeComments ?? false, pseudonym, kind, study, empty };
+  const empty =
+    (await countSessions(prisma, filters)) === 0 ? describeSteps(await selectionSteps(prisma, filters)) : null;
+  if (empty !== null && !opts.allowEmpty)
+    throw new EmptyExportError(
+      `nothing to export: ${empty}. Nothing was written (--allow-empty writes the empty file and its card).`,
+    );
+  return {
+    filters,
+    now: opts.now ?? new Date(),
+    excludeComments: opts.excludeComments ?? false,
+    pseudonym,
+    kind,
+    study,
+    empty,
+  };
 }
 
 /** The selected sessions as our records, page by page (`batchSize` a page: a Parquet row group). */
-export async function* recordPages(prisma: PrismaClient, opts: Pick<ExportOptions, 'batchSize'>, p: Prepared): AsyncGenerator<ExportRecord[]> {
+export async function* recordPages(
+  prisma: PrismaClient,
+  opts: Pick<ExportOptions, 'batchSize'>,
+  p: Prepared,
+): AsyncGenerator<ExportRecord[]> {
   for await (const page of streamSessions(prisma, p.filters, opts.batchSize ?? 500)) {
     yield page.map((s) => toRecord(s, { pseudonym: p.pseudonym, excludeComments: p.excludeComments }));
   }

@@ -9,7 +9,12 @@
 // Paging is by keyset on (startedAt, id), never OFFSET: each page is one index range scan, whatever its depth.
 import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
 import type { SessionStatus, TaskKind, TaskSplit } from '../../prisma/generated/enums.ts';
-import { humanSessionSql, sharedParticipantSql, sharedParticipantWhere, simulatedSessionSql } from '../../prisma/cohorts.ts';
+import {
+  humanSessionSql,
+  sharedParticipantSql,
+  sharedParticipantWhere,
+  simulatedSessionSql,
+} from '../../prisma/cohorts.ts';
 import { DATA_SOURCES, DEFAULT_DATA_SOURCE, type DataSource } from '../../prisma/data-source.ts';
 import { PolicyError, resolvePolicyName } from '../../prisma/policy-store.ts';
 
@@ -59,22 +64,33 @@ const STATUSES: readonly SessionStatus[] = ['active', 'answered', 'abandoned', '
 
 /** Rejects contradictory or malformed filters before any query runs. */
 export function validateFilters(f: ExportFilters): void {
-  for (const [name, d] of [['since', f.since], ['until', f.until]] as const) {
-    if (d !== undefined && (!(d instanceof Date) || Number.isNaN(d.getTime()))) throw new FilterError(`--${name}: not a valid date`);
+  for (const [name, d] of [
+    ['since', f.since],
+    ['until', f.until],
+  ] as const) {
+    if (d !== undefined && (!(d instanceof Date) || Number.isNaN(d.getTime())))
+      throw new FilterError(`--${name}: not a valid date`);
   }
-  if (f.since && f.until && f.since.getTime() >= f.until.getTime()) throw new FilterError('--since must be before --until');
-  if (f.kind !== undefined && !KINDS.includes(f.kind)) throw new FilterError(`--kind: expected one of ${KINDS.join(', ')}`);
-  if (f.split !== undefined && !SPLITS.includes(f.split)) throw new FilterError(`--split: expected one of ${SPLITS.join(', ')}`);
+  if (f.since && f.until && f.since.getTime() >= f.until.getTime())
+    throw new FilterError('--since must be before --until');
+  if (f.kind !== undefined && !KINDS.includes(f.kind))
+    throw new FilterError(`--kind: expected one of ${KINDS.join(', ')}`);
+  if (f.split !== undefined && !SPLITS.includes(f.split))
+    throw new FilterError(`--split: expected one of ${SPLITS.join(', ')}`);
   if (f.minRating !== undefined && !(Number.isFinite(f.minRating) && f.minRating >= 1 && f.minRating <= 5)) {
     throw new FilterError('--min-rating: expected a number from 1 to 5');
   }
   if (f.policy !== undefined && f.policy.trim() === '') throw new FilterError('--policy: empty name');
-  if (f.source !== undefined && !DATA_SOURCES.includes(f.source)) throw new FilterError(`--source: expected one of ${DATA_SOURCES.join(', ')}`);
-  if (f.perTask !== undefined && !(Number.isInteger(f.perTask) && f.perTask >= 1)) throw new FilterError('--per-task: expected a whole number of at least 1');
+  if (f.source !== undefined && !DATA_SOURCES.includes(f.source))
+    throw new FilterError(`--source: expected one of ${DATA_SOURCES.join(', ')}`);
+  if (f.perTask !== undefined && !(Number.isInteger(f.perTask) && f.perTask >= 1))
+    throw new FilterError('--per-task: expected a whole number of at least 1');
   if (f.studyId !== undefined && !UUID.test(f.studyId)) throw new FilterError('study: not a study id');
   if (f.statuses !== undefined) {
     if (f.statuses.length === 0) throw new FilterError('--status: give at least one status');
-    for (const s of f.statuses) if (!STATUSES.includes(s)) throw new FilterError(`--status: unknown status "${s}" (expected ${STATUSES.join(', ')})`);
+    for (const s of f.statuses)
+      if (!STATUSES.includes(s))
+        throw new FilterError(`--status: unknown status "${s}" (expected ${STATUSES.join(', ')})`);
   }
 }
 
@@ -106,19 +122,39 @@ function conditions(f: ExportFilters): Condition[] {
   const conds: Condition[] = [
     { label: 'of consented, not withdrawn, not deleted participants', sql: sharedParticipantSql('p') },
     // Compared as the enum (not as text) so the planner's estimate lets keyset pages walk the startedAt index.
-    { label: `with status ${statuses.join(' or ')}${f.statuses ? '' : ' (the default, --status adds others)'}`, sql: Prisma.sql`s."status" IN (${Prisma.join(statuses.map((st) => Prisma.sql`${st}::"SessionStatus"`))})` },
+    {
+      label: `with status ${statuses.join(' or ')}${f.statuses ? '' : ' (the default, --status adds others)'}`,
+      sql: Prisma.sql`s."status" IN (${Prisma.join(statuses.map((st) => Prisma.sql`${st}::"SessionStatus"`))})`,
+    },
   ];
   const source = sourceOf(f);
   const sourceLabel = `played by ${source === 'human' ? 'people' : source === 'simulated' ? 'simulated collaborators' : 'people or simulators'} (--source ${source})`;
   if (source === 'human') conds.push({ label: sourceLabel, sql: humanSessionSql('s', 'p') });
   if (source === 'simulated') conds.push({ label: sourceLabel, sql: simulatedSessionSql('s', 'p') });
   if (f.studyId) conds.push({ label: 'in the study', sql: Prisma.sql`s."studyId" = ${f.studyId}::uuid` });
-  if (f.guildIds) conds.push({ label: 'in your guilds', sql: f.guildIds.length ? Prisma.sql`s."guildId" IN (${Prisma.join(f.guildIds)})` : Prisma.sql`false` });
-  if (f.since) conds.push({ label: `started since ${f.since.toISOString()} (--since)`, sql: Prisma.sql`s."startedAt" >= ${f.since}` });
-  if (f.until) conds.push({ label: `started before ${f.until.toISOString()} (--until)`, sql: Prisma.sql`s."startedAt" < ${f.until}` });
+  if (f.guildIds)
+    conds.push({
+      label: 'in your guilds',
+      sql: f.guildIds.length ? Prisma.sql`s."guildId" IN (${Prisma.join(f.guildIds)})` : Prisma.sql`false`,
+    });
+  if (f.since)
+    conds.push({
+      label: `started since ${f.since.toISOString()} (--since)`,
+      sql: Prisma.sql`s."startedAt" >= ${f.since}`,
+    });
+  if (f.until)
+    conds.push({
+      label: `started before ${f.until.toISOString()} (--until)`,
+      sql: Prisma.sql`s."startedAt" < ${f.until}`,
+    });
   if (f.kind) conds.push({ label: `of ${f.kind} tasks (--kind)`, sql: Prisma.sql`t."kind" = ${f.kind}::"TaskKind"` });
-  if (f.split) conds.push({ label: `of the ${f.split} split (--split)`, sql: Prisma.sql`t."split" = ${f.split}::"TaskSplit"` });
-  if (f.policy) conds.push({ label: `played by ${f.policy} (--policy)`, sql: Prisma.sql`(pv."name" = ${f.policy} OR pv."id"::text = ${f.policy})` });
+  if (f.split)
+    conds.push({ label: `of the ${f.split} split (--split)`, sql: Prisma.sql`t."split" = ${f.split}::"TaskSplit"` });
+  if (f.policy)
+    conds.push({
+      label: `played by ${f.policy} (--policy)`,
+      sql: Prisma.sql`(pv."name" = ${f.policy} OR pv."id"::text = ${f.policy})`,
+    });
   if (f.requireTrajectory) {
     conds.push({
       label: 'scored, with at least one agent turn (a sweet-rl trajectory)',
@@ -133,14 +169,18 @@ function conditions(f: ExportFilters): Condition[] {
     });
   }
   // Last, so that an explanation counts the sessions flags kept out among those every other filter chose.
-  if (!f.includeFlagged) conds.push({ label: 'without an unresolved moderation flag (--include-flagged keeps them)', sql: UNFLAGGED });
+  if (!f.includeFlagged)
+    conds.push({ label: 'without an unresolved moderation flag (--include-flagged keeps them)', sql: UNFLAGGED });
   return conds;
 }
 
 const UNFLAGGED = Prisma.sql`NOT EXISTS (SELECT 1 FROM "ModerationFlag" mf WHERE mf."sessionId" = s."id" AND mf."resolvedAt" IS NULL)`;
 
 function whereClause(f: ExportFilters): Prisma.Sql {
-  return Prisma.join(conditions(f).map((c) => c.sql), ' AND ');
+  return Prisma.join(
+    conditions(f).map((c) => c.sql),
+    ' AND ',
+  );
 }
 
 const FROM = Prisma.sql`FROM "Session" s
@@ -181,11 +221,27 @@ export interface SelectionStep {
 /** The sessions left after each filter in turn, then the k-blocks: what an empty export says about itself. */
 export async function selectionSteps(prisma: PrismaClient, f: ExportFilters): Promise<SelectionStep[]> {
   validateFilters(f);
-  const count = async (where: Prisma.Sql) => Number((await prisma.$queryRaw<{ n: bigint }[]>(Prisma.sql`SELECT count(*) AS n ${FROM} WHERE ${where}`))[0]?.n ?? 0);
+  const count = async (where: Prisma.Sql) =>
+    Number(
+      (await prisma.$queryRaw<{ n: bigint }[]>(Prisma.sql`SELECT count(*) AS n ${FROM} WHERE ${where}`))[0]?.n ?? 0,
+    );
   const conds = conditions(f);
   const steps: SelectionStep[] = [{ label: 'stored', sessions: await count(Prisma.sql`true`) }];
-  for (let i = 1; i <= conds.length; i++) steps.push({ label: conds[i - 1]!.label, sessions: await count(Prisma.join(conds.slice(0, i).map((c) => c.sql), ' AND ')) });
-  if (f.perTask !== undefined) steps.push({ label: `in tasks with at least ${f.perTask} such sessions (--per-task ${f.perTask})`, sessions: await countSessions(prisma, f) });
+  for (let i = 1; i <= conds.length; i++)
+    steps.push({
+      label: conds[i - 1]!.label,
+      sessions: await count(
+        Prisma.join(
+          conds.slice(0, i).map((c) => c.sql),
+          ' AND ',
+        ),
+      ),
+    });
+  if (f.perTask !== undefined)
+    steps.push({
+      label: `in tasks with at least ${f.perTask} such sessions (--per-task ${f.perTask})`,
+      sessions: await countSessions(prisma, f),
+    });
   return steps;
 }
 
@@ -199,7 +255,10 @@ export function describeSteps(steps: readonly SelectionStep[], unit = 'session(s
 }
 
 /** The sessions every other filter selects that an unresolved moderation flag keeps out, with the flags' reasons. */
-export async function flaggedOut(prisma: PrismaClient, f: ExportFilters): Promise<{ sessionId: string; reason: string }[]> {
+export async function flaggedOut(
+  prisma: PrismaClient,
+  f: ExportFilters,
+): Promise<{ sessionId: string; reason: string }[]> {
   validateFilters(f);
   if (f.includeFlagged) return [];
   return prisma.$queryRaw<{ sessionId: string; reason: string }[]>(Prisma.sql`
@@ -225,7 +284,9 @@ export async function partialTasks(prisma: PrismaClient, f: ExportFilters): Prom
 /** The task kinds among the selected sessions (the sweet-rl format takes one kind per file). */
 export async function selectedKinds(prisma: PrismaClient, f: ExportFilters): Promise<TaskKind[]> {
   validateFilters(f);
-  const rows = await prisma.$queryRaw<{ kind: TaskKind }[]>(Prisma.sql`SELECT DISTINCT x.kind FROM (${selection(f)}) x ORDER BY x.kind`);
+  const rows = await prisma.$queryRaw<{ kind: TaskKind }[]>(
+    Prisma.sql`SELECT DISTINCT x.kind FROM (${selection(f)}) x ORDER BY x.kind`,
+  );
   return rows.map((r) => r.kind);
 }
 
@@ -239,7 +300,11 @@ interface Cursor {
  * Ids of the selected sessions, page by page: in (startedAt, id) order, or with `perTask` block by block (the
  * tasks in the same order in every block).
  */
-export async function* selectSessionIdPages(prisma: PrismaClient, f: ExportFilters, pageSize = 500): AsyncGenerator<string[]> {
+export async function* selectSessionIdPages(
+  prisma: PrismaClient,
+  f: ExportFilters,
+  pageSize = 500,
+): AsyncGenerator<string[]> {
   validateFilters(f);
   if (!Number.isInteger(pageSize) || pageSize < 1) throw new FilterError('page size must be a positive integer');
   const perTask = f.perTask !== undefined;
@@ -282,7 +347,11 @@ function fullInclude() {
 export type FullSession = Prisma.SessionGetPayload<{ include: ReturnType<typeof fullInclude> }>;
 
 /** Every selected session with what an export needs (task, turns, evaluation, visible ratings, flags). */
-export async function* streamSessions(prisma: PrismaClient, f: ExportFilters, pageSize = 500): AsyncGenerator<FullSession[]> {
+export async function* streamSessions(
+  prisma: PrismaClient,
+  f: ExportFilters,
+  pageSize = 500,
+): AsyncGenerator<FullSession[]> {
   for await (const ids of selectSessionIdPages(prisma, f, pageSize)) {
     const rows = await prisma.session.findMany({ where: { id: { in: ids } }, include: fullInclude() });
     const byId = new Map(rows.map((r) => [r.id, r]));
@@ -310,7 +379,11 @@ function summarySelect() {
 export type SessionSummary = Prisma.SessionGetPayload<{ select: ReturnType<typeof summarySelect> }>;
 
 /** The light view the report aggregates: no texts, only what the statistics need. */
-export async function* streamSessionSummaries(prisma: PrismaClient, f: ExportFilters, pageSize = 2000): AsyncGenerator<SessionSummary[]> {
+export async function* streamSessionSummaries(
+  prisma: PrismaClient,
+  f: ExportFilters,
+  pageSize = 2000,
+): AsyncGenerator<SessionSummary[]> {
   for await (const ids of selectSessionIdPages(prisma, f, pageSize)) {
     yield await prisma.session.findMany({ where: { id: { in: ids } }, select: summarySelect() });
   }

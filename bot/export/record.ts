@@ -92,8 +92,11 @@ export function testCasesOf(json: unknown, taskId = '?'): string[] | null {
   if (json === null || json === undefined) return null;
   if (Array.isArray(json) && json.every((x) => typeof x === 'string')) return json;
   // ColBench's own layout ({"test1": "...", ...}) is accepted too, in its key order.
-  if (typeof json === 'object' && Object.values(json as object).every((x) => typeof x === 'string')) return Object.values(json as Record<string, string>);
-  throw new Error(`task ${taskId}: testCases is neither an array of strings nor an object of strings; fix the task before exporting`);
+  if (typeof json === 'object' && Object.values(json as object).every((x) => typeof x === 'string'))
+    return Object.values(json as Record<string, string>);
+  throw new Error(
+    `task ${taskId}: testCases is neither an array of strings nor an object of strings; fix the task before exporting`,
+  );
 }
 
 const ROLES = new Set(['system', 'user', 'assistant']);
@@ -102,7 +105,13 @@ const ROLES = new Set(['system', 'user', 'assistant']);
 export function promptOf(provenance: unknown): ChatMessage[] | null {
   const prompt = (provenance as { prompt?: unknown } | null)?.prompt;
   if (!Array.isArray(prompt) || prompt.length === 0) return null;
-  const ok = prompt.every((m) => m && typeof m === 'object' && ROLES.has((m as ChatMessage).role) && typeof (m as ChatMessage).content === 'string');
+  const ok = prompt.every(
+    (m) =>
+      m &&
+      typeof m === 'object' &&
+      ROLES.has((m as ChatMessage).role) &&
+      typeof (m as ChatMessage).content === 'string',
+  );
   return ok ? prompt.map((m: ChatMessage) => ({ role: m.role, content: m.content })) : null;
 }
 
@@ -159,7 +168,9 @@ export function toRecord(s: FullSession, opts: RecordOptions): ExportRecord {
       createdAt: t.createdAt.toISOString(),
       offsetMs: t.createdAt.getTime() - start,
       prompt: t.role === 'agent' ? promptOf(t.provenance) : null,
-      tokens: t.tokens ? { ids: t.tokens.ids, logprobs: t.tokens.logprobs, weightsVersion: t.tokens.weightsVersion } : null,
+      tokens: t.tokens
+        ? { ids: t.tokens.ids, logprobs: t.tokens.logprobs, weightsVersion: t.tokens.weightsVersion }
+        : null,
       tokenRecording: t.role === 'agent' ? tokenRecordingOf(t.provenance, t.tokens !== null) : null,
     })),
     evaluation: s.evaluation

@@ -47,7 +47,12 @@ export const ROW_ID_FIELDS = {
   person: [['participant', 'pseudonym'], ['participant'], ['rater']],
 } as const;
 
-const asText = (v: unknown): string | null => (typeof v === 'string' ? v : v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8') : null);
+const asText = (v: unknown): string | null =>
+  typeof v === 'string'
+    ? v
+    : v instanceof Uint8Array
+      ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8')
+      : null;
 
 function valueAt(row: unknown, path: readonly string[]): string | null {
   let v = row;
@@ -63,7 +68,9 @@ export function ownerOf(row: unknown, owner: RowOwner): 'theirs' | 'other' | 'un
   const sessions = ROW_ID_FIELDS.session.map((p) => valueAt(row, p)).filter((v): v is string => v !== null);
   const people = ROW_ID_FIELDS.person.map((p) => valueAt(row, p)).filter((v): v is string => v !== null);
   if (!sessions.length && !people.length) return 'unidentified';
-  return sessions.some((s) => owner.sessionIds.has(s)) || people.some((p) => owner.pseudonyms.has(p)) ? 'theirs' : 'other';
+  return sessions.some((s) => owner.sessionIds.has(s)) || people.some((p) => owner.pseudonyms.has(p))
+    ? 'theirs'
+    : 'other';
 }
 
 /** Writes `data` next to `path` and renames it over it, so a crash leaves the old file or the new one. */
@@ -90,7 +97,9 @@ export async function scrubJsonl(path: string, owner: RowOwner): Promise<ScrubCo
     try {
       value = JSON.parse(line);
     } catch (err) {
-      throw new ScrubError(`${path}: line ${i + 1} is not JSON (${(err as Error).message}); the file was left as it was`);
+      throw new ScrubError(
+        `${path}: line ${i + 1} is not JSON (${(err as Error).message}); the file was left as it was`,
+      );
     }
     const whose = ownerOf(value, owner);
     if (whose === 'theirs') return void removed++;
@@ -131,22 +140,31 @@ function unsupportedColumn(meta: FileMetaData): string | null {
   for (const e of meta.schema) {
     const t = e.logical_type?.type;
     if (e.type === 'INT96' || e.type === 'FIXED_LEN_BYTE_ARRAY') return `${e.name} (${e.type})`;
-    if (e.converted_type && ['DECIMAL', 'INTERVAL', 'JSON', 'BSON', 'MAP', 'MAP_KEY_VALUE'].includes(e.converted_type)) return `${e.name} (${e.converted_type})`;
-    if (t && ['DECIMAL', 'JSON', 'BSON', 'FLOAT16', 'UUID', 'VARIANT', 'GEOMETRY', 'GEOGRAPHY', 'MAP'].includes(t)) return `${e.name} (${t})`;
+    if (e.converted_type && ['DECIMAL', 'INTERVAL', 'JSON', 'BSON', 'MAP', 'MAP_KEY_VALUE'].includes(e.converted_type))
+      return `${e.name} (${e.converted_type})`;
+    if (t && ['DECIMAL', 'JSON', 'BSON', 'FLOAT16', 'UUID', 'VARIANT', 'GEOMETRY', 'GEOGRAPHY', 'MAP'].includes(t))
+      return `${e.name} (${t})`;
   }
   return null;
 }
 
 const WRITABLE_CODECS = new Set(['UNCOMPRESSED', 'SNAPPY']);
 
-async function readRows(file: ArrayBuffer, metadata: FileMetaData, rowStart: number, rowEnd: number): Promise<Record<string, unknown>[]> {
+async function readRows(
+  file: ArrayBuffer,
+  metadata: FileMetaData,
+  rowStart: number,
+  rowEnd: number,
+): Promise<Record<string, unknown>[]> {
   if (rowEnd <= rowStart) return [];
   return parquetReadObjects({ file, metadata, rowStart, rowEnd, utf8: false, parsers: RAW_PARSERS });
 }
 
 /** The schema and metadata a rewrite must keep, as comparable JSON. */
 function shape(meta: FileMetaData): string {
-  return JSON.stringify({ schema: meta.schema, kv: meta.key_value_metadata ?? [] }, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
+  return JSON.stringify({ schema: meta.schema, kv: meta.key_value_metadata ?? [] }, (_k, v) =>
+    typeof v === 'bigint' ? v.toString() : v,
+  );
 }
 
 /**
@@ -207,7 +225,14 @@ export async function scrubParquet(path: string, owner: RowOwner): Promise<Scrub
     } as never);
     for (const rows of groups) {
       if (!rows.length) continue;
-      pw.write({ columnData: top.map((name) => ({ name, data: rows.map((r) => r[name]), codec: codecs.get(name) ?? 'SNAPPY' })) as never, rowGroupSize: rows.length });
+      pw.write({
+        columnData: top.map((name) => ({
+          name,
+          data: rows.map((r) => r[name]),
+          codec: codecs.get(name) ?? 'SNAPPY',
+        })) as never,
+        rowGroupSize: rows.length,
+      });
     }
     pw.finish();
     out = new Uint8Array(writer.getBuffer());
@@ -219,7 +244,12 @@ export async function scrubParquet(path: string, owner: RowOwner): Promise<Scrub
   let same = false;
   try {
     const m2 = parquetMetadata(back);
-    same = shape(m2) === shape(meta) && isDeepStrictEqual((await readRows(back, m2, 0, Number(m2.num_rows))).map((r) => ({ ...r })), kept.map((r) => ({ ...r })));
+    same =
+      shape(m2) === shape(meta) &&
+      isDeepStrictEqual(
+        (await readRows(back, m2, 0, Number(m2.num_rows))).map((r) => ({ ...r })),
+        kept.map((r) => ({ ...r })),
+      );
   } catch {
     same = false;
   }
@@ -242,7 +272,8 @@ export async function updateHfCardRows(parquetPath: string, rows: number): Promi
     const text = await readFile(card, 'utf8');
     if (!text.includes(`path: ${JSON.stringify(rel)}`)) continue;
     const updated = cardWithRows(text, rel, rows);
-    if (updated === null) throw new ScrubError(`${card}: names ${rel} but not its num_examples; update it by hand to ${rows}`);
+    if (updated === null)
+      throw new ScrubError(`${card}: names ${rel} but not its num_examples; update it by hand to ${rows}`);
     if (updated !== text) await replaceFile(card, updated);
     return card;
   }
@@ -273,7 +304,8 @@ export function cardWithRows(text: string, rel: string, rows: number): string | 
     if (c !== null) config = c;
     const s = field(line, 'split');
     if (s !== null && section === 'configs') split = s;
-    if (section === 'configs' && field(line, 'path') === rel && config !== null && split !== null) target = { config, split };
+    if (section === 'configs' && field(line, 'path') === rel && config !== null && split !== null)
+      target = { config, split };
   }
   if (!target) return null;
   config = null;

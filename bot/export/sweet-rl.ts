@@ -37,7 +37,9 @@ export const REFERENCE_COMMITS = {
   'YifeiZhou02/collab_openrlhf': '87259d4b6e7363dbd138db348ff2440da2ff82e8',
 } as const;
 
-export type SweetRlEntry = { role: 'user'; content: string } | { role: 'assistant'; content: string; input: string; output: string };
+export type SweetRlEntry =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; input: string; output: string };
 
 export interface SweetRlTrajectory {
   task: { problem_description: string; ground_truth: string; test_cases?: Record<string, string> };
@@ -65,10 +67,16 @@ export interface TrajectoryResult {
 
 export function toTrajectory(r: ExportRecord, opts: TrajectoryOptions): TrajectoryResult {
   const score = r.evaluation?.score;
-  if (score === undefined || score === null) throw new NotATrajectoryError(`session ${r.session.id} has no evaluation: the sweet-rl format needs its score as the reward`);
+  if (score === undefined || score === null)
+    throw new NotATrajectoryError(
+      `session ${r.session.id} has no evaluation: the sweet-rl format needs its score as the reward`,
+    );
   const kind = r.task.kind;
   const turns = playedDialogue(r);
-  const task: SweetRlTrajectory['task'] = { problem_description: r.task.problemDescription, ground_truth: r.task.groundTruth };
+  const task: SweetRlTrajectory['task'] = {
+    problem_description: r.task.problemDescription,
+    ground_truth: r.task.groundTruth,
+  };
   // ColBench's layout of test cases ({"test1": call, ...}), which evaluate_code.py iterates.
   if (r.task.testCases) task.test_cases = Object.fromEntries(r.task.testCases.map((c, i) => [`test${i + 1}`, c]));
 
@@ -96,7 +104,18 @@ export function toTrajectory(r: ExportRecord, opts: TrajectoryOptions): Trajecto
   } else {
     answer = r.session.answer ?? '';
   }
-  return { trajectory: { task, dialogue_history: dialogue, answer, reward: score, consent_version: r.session.consentVersion, session_id: r.session.id }, exactInputs, reconstructedInputs };
+  return {
+    trajectory: {
+      task,
+      dialogue_history: dialogue,
+      answer,
+      reward: score,
+      consent_version: r.session.consentVersion,
+      session_id: r.session.id,
+    },
+    exactInputs,
+    reconstructedInputs,
+  };
 }
 
 /** What a sweet-rl export did with its sessions (for the dataset card). */
@@ -116,7 +135,10 @@ export interface SweetRlSinkOptions {
   screenshot?: (r: ExportRecord) => Promise<string>;
 }
 
-export function sweetRlSink(out: Writable, opts: SweetRlSinkOptions): RecordSink<ExportRecord> & { accepted(r: ExportRecord): boolean } {
+export function sweetRlSink(
+  out: Writable,
+  opts: SweetRlSinkOptions,
+): RecordSink<ExportRecord> & { accepted(r: ExportRecord): boolean } {
   const accepted = new Set<string>();
   return {
     accepted: (r) => accepted.has(r.session.id),
@@ -128,7 +150,8 @@ export function sweetRlSink(out: Writable, opts: SweetRlSinkOptions): RecordSink
           // Checked before the (slow) screenshot; the path is only a placeholder in this dry run.
           result = toTrajectory(r, { template: opts.template, answerPath: '' });
           if (r.task.kind === 'frontend') {
-            if (!opts.screenshot) throw new Error('a frontend sweet-rl export needs a folder for its screenshots: export to a file path');
+            if (!opts.screenshot)
+              throw new Error('a frontend sweet-rl export needs a folder for its screenshots: export to a file path');
             result.trajectory.answer = await opts.screenshot(r);
             opts.stats.screenshots++;
           }

@@ -19,12 +19,18 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export async function candidatePairs(prisma: PrismaClient, ref: string): Promise<ActionPair[]> {
   let file = ref;
   if (UUID.test(ref)) {
-    const run = await prisma.trainingRun.findUnique({ where: { id: ref }, select: { algorithm: true, checkpointDir: true } });
+    const run = await prisma.trainingRun.findUnique({
+      where: { id: ref },
+      select: { algorithm: true, checkpointDir: true },
+    });
     if (!run) throw new ExportError(`--candidates: no training run ${ref}`);
     if (!run.checkpointDir) throw new ExportError(`--candidates: run ${ref} (${run.algorithm}) has no directory yet`);
     file = join(run.checkpointDir, 'actor-pairs.jsonl');
   }
-  if (!existsSync(file)) throw new ExportError(`--candidates: ${file} does not exist (only a SWEET-RL run that sampled its actor's candidates has one)`);
+  if (!existsSync(file))
+    throw new ExportError(
+      `--candidates: ${file} does not exist (only a SWEET-RL run that sampled its actor's candidates has one)`,
+    );
   try {
     return await readActorPairs(file);
   } catch (err) {
@@ -37,15 +43,32 @@ export interface TrainingSink {
   stats: TrainingStats;
 }
 
-export async function trainingSink(prisma: PrismaClient, format: TrainingFormat, out: Writable, p: Prepared, candidates: string | undefined): Promise<TrainingSink> {
-  if (candidates !== undefined && format !== 'trl-dpo') throw new ExportError('--candidates adds per-turn pairs: use it with --format trl-dpo');
+export async function trainingSink(
+  prisma: PrismaClient,
+  format: TrainingFormat,
+  out: Writable,
+  p: Prepared,
+  candidates: string | undefined,
+): Promise<TrainingSink> {
+  if (candidates !== undefined && format !== 'trl-dpo')
+    throw new ExportError('--candidates adds per-turn pairs: use it with --format trl-dpo');
   const stats = new TrainingStats();
-  const meta = { 'sweetloop.filters': JSON.stringify(p.filters), 'sweetloop.exported_at': p.now.toISOString(), 'sweetloop.format': format };
+  const meta = {
+    'sweetloop.filters': JSON.stringify(p.filters),
+    'sweetloop.exported_at': p.now.toISOString(),
+    'sweetloop.format': format,
+  };
   switch (format) {
     case 'trl-sft':
       return { sink: trlSftSink(out, stats), stats };
     case 'trl-dpo':
-      return { sink: trlDpoSink(out, { stats, ...(candidates !== undefined ? { candidates: await candidatePairs(prisma, candidates) } : {}) }), stats };
+      return {
+        sink: trlDpoSink(out, {
+          stats,
+          ...(candidates !== undefined ? { candidates: await candidatePairs(prisma, candidates) } : {}),
+        }),
+        stats,
+      };
     case 'verl-rl':
       return { sink: verlRlSink(out, stats, meta), stats };
     case 'verl-sft':

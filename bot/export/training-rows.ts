@@ -39,7 +39,11 @@ export interface ConversationRow {
 }
 
 /** The batch's sessions as conversation rows; those that are not a trajectory are counted in `stats` and left out. */
-export function conversationRows(batch: readonly ExportRecord[], stats: TrainingStats, accepted: Set<string>): ConversationRow[] {
+export function conversationRows(
+  batch: readonly ExportRecord[],
+  stats: TrainingStats,
+  accepted: Set<string>,
+): ConversationRow[] {
   const rows: ConversationRow[] = [];
   for (const r of batch) {
     let messages: ChatMessage[];

@@ -55,7 +55,9 @@ export function trlSftSink(out: Writable, stats: TrainingStats): TrlSink {
 /** The task as trainer/pairs.ts keys it (by content, so equal tasks group in any database). */
 function taskOf(r: ExportRecord): TaskContent {
   const t = r.task;
-  return t.kind === 'backend' ? { kind: 'backend', description: t.problemDescription, reference: t.groundTruth, testCases: t.testCases ?? [] } : { kind: 'frontend', description: t.problemDescription, reference: t.groundTruth };
+  return t.kind === 'backend'
+    ? { kind: 'backend', description: t.problemDescription, reference: t.groundTruth, testCases: t.testCases ?? [] }
+    : { kind: 'frontend', description: t.problemDescription, reference: t.groundTruth };
 }
 
 interface Held {
@@ -93,7 +95,8 @@ export function trlDpoSink(out: Writable, o: TrlDpoOptions): TrlSink {
         let c: ReturnType<typeof conversation>;
         let dialogue: ReturnType<typeof playedDialogue>;
         try {
-          if (r.evaluation === null) throw new NotATrajectoryError(`session ${r.session.id} has no evaluation: a pair needs its score`);
+          if (r.evaluation === null)
+            throw new NotATrajectoryError(`session ${r.session.id} has no evaluation: a pair needs its score`);
           dialogue = playedDialogue(r);
           c = conversation(r, dialogue);
         } catch (err) {
@@ -102,8 +105,20 @@ export function trlDpoSink(out: Writable, o: TrlDpoOptions): TrlSink {
           continue;
         }
         // Keyed as the trainer keys its trajectories (trainer/data.ts: the turns as stored, the score as reward).
-        const turns = dialogue.map(({ turn }) => ({ role: turn.role === 'agent' ? ('agent' as const) : ('human' as const), content: turn.content }));
-        held.push({ sessionId: r.session.id, taskId: r.task.id, task: taskOf(r), turns, answer: r.session.answer ?? '', reward: r.evaluation!.score, messages: c.messages, opening: c.opening });
+        const turns = dialogue.map(({ turn }) => ({
+          role: turn.role === 'agent' ? ('agent' as const) : ('human' as const),
+          content: turn.content,
+        }));
+        held.push({
+          sessionId: r.session.id,
+          taskId: r.task.id,
+          task: taskOf(r),
+          turns,
+          answer: r.session.answer ?? '',
+          reward: r.evaluation!.score,
+          messages: c.messages,
+          opening: c.opening,
+        });
         pool.add(r.session.id);
         // Per-turn pairs are written as their session passes: the state is this session's dialogue so far.
         for (const p of byTurn.get(r.session.id) ?? []) {
@@ -167,5 +182,7 @@ export function trlDpoSink(out: Writable, o: TrlDpoOptions): TrlSink {
 
 /** The candidates' texts a run stored with its pairs (older runs stored token ids only: null). */
 function turnPairText(p: ActionPair): { chosen: string; rejected: string } | null {
-  return p.chosenText !== undefined && p.rejectedText !== undefined ? { chosen: p.chosenText, rejected: p.rejectedText } : null;
+  return p.chosenText !== undefined && p.rejectedText !== undefined
+    ? { chosen: p.chosenText, rejected: p.rejectedText }
+    : null;
 }

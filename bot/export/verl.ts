@@ -9,7 +9,19 @@
 import type { Writable } from 'node:stream';
 import type { ChatMessage } from '../../tasks/agent.ts';
 import { buildDialogue, MAX_AGENT_TURNS } from '../../tasks/protocol.ts';
-import { bool, f64, i32, i64, list, opt, parquetRowSink, req, str, struct, type ParquetColumn } from './parquet-writer.ts';
+import {
+  bool,
+  f64,
+  i32,
+  i64,
+  list,
+  opt,
+  parquetRowSink,
+  req,
+  str,
+  struct,
+  type ParquetColumn,
+} from './parquet-writer.ts';
 import type { ExportRecord } from './record.ts';
 import type { RecordSink } from './sink.ts';
 import { conversationRows, type ConversationRow, type TrainingStats } from './training-rows.ts';
@@ -17,7 +29,10 @@ import { conversationRows, type ConversationRow, type TrainingStats } from './tr
 /** The name verl's interaction config gives the collaborator (interaction_kwargs.name picks it). */
 export const VERL_INTERACTION = 'sweetloop_collaborator';
 
-const messagesColumn = (name: string): ParquetColumn => ({ name, schema: list(name, req, { name: 'element' }, [str('role'), str('content')]) });
+const messagesColumn = (name: string): ParquetColumn => ({
+  name,
+  schema: list(name, req, { name: 'element' }, [str('role'), str('content')]),
+});
 
 export const VERL_RL_COLUMNS: ParquetColumn[] = [
   { name: 'data_source', schema: [str('data_source')] },
@@ -37,7 +52,14 @@ export const VERL_RL_COLUMNS: ParquetColumn[] = [
       [i32('sessions')],
       [f64('mean_score', opt)],
       [f64('success_rate', opt)],
-      struct('interaction_kwargs', req, [[str('name')], [str('task_id')], [str('kind')], [str('hidden_information')], list('test_cases', opt, str('element')), [i32('max_turns')]]),
+      struct('interaction_kwargs', req, [
+        [str('name')],
+        [str('task_id')],
+        [str('kind')],
+        [str('hidden_information')],
+        list('test_cases', opt, str('element')),
+        [i32('max_turns')],
+      ]),
     ]),
   },
 ];
@@ -69,11 +91,21 @@ export interface VerlRlRow {
     sessions: number;
     mean_score: number | null;
     success_rate: number | null;
-    interaction_kwargs: { name: string; task_id: string; kind: string; hidden_information: string; test_cases: string[] | null; max_turns: number };
+    interaction_kwargs: {
+      name: string;
+      task_id: string;
+      kind: string;
+      hidden_information: string;
+      test_cases: string[] | null;
+      max_turns: number;
+    };
   };
 }
 
-const columns = <T extends object>(cols: readonly ParquetColumn[]) => (rows: T[]) => cols.map(({ name }) => ({ name, data: rows.map((r) => (r as Record<string, unknown>)[name]) }));
+const columns =
+  <T extends object>(cols: readonly ParquetColumn[]) =>
+  (rows: T[]) =>
+    cols.map(({ name }) => ({ name, data: rows.map((r) => (r as Record<string, unknown>)[name]) }));
 
 interface TaskTally {
   row: VerlRlRow;
@@ -82,7 +114,11 @@ interface TaskTally {
 }
 
 /** One row per task: held until the end (a task's sessions may come in any page), then written in row groups of 500. */
-export function verlRlSink(out: Writable, stats: TrainingStats, kvMetadata: Record<string, string>): RecordSink<ExportRecord> {
+export function verlRlSink(
+  out: Writable,
+  stats: TrainingStats,
+  kvMetadata: Record<string, string>,
+): RecordSink<ExportRecord> {
   const sink = parquetRowSink<VerlRlRow>(out, VERL_RL_COLUMNS, columns(VERL_RL_COLUMNS), kvMetadata);
   const tasks = new Map<string, TaskTally>();
   return {
@@ -108,7 +144,14 @@ export function verlRlSink(out: Writable, stats: TrainingStats, kvMetadata: Reco
                 sessions: 0,
                 mean_score: null,
                 success_rate: null,
-                interaction_kwargs: { name: VERL_INTERACTION, task_id: r.task.id, kind: r.task.kind, hidden_information: hidden, test_cases: r.task.testCases, max_turns: MAX_AGENT_TURNS },
+                interaction_kwargs: {
+                  name: VERL_INTERACTION,
+                  task_id: r.task.id,
+                  kind: r.task.kind,
+                  hidden_information: hidden,
+                  test_cases: r.task.testCases,
+                  max_turns: MAX_AGENT_TURNS,
+                },
               },
             },
             scores: [],
@@ -137,7 +180,11 @@ export function verlRlSink(out: Writable, stats: TrainingStats, kvMetadata: Reco
   };
 }
 
-export function verlSftSink(out: Writable, stats: TrainingStats, kvMetadata: Record<string, string>): RecordSink<ExportRecord> & { accepted(r: ExportRecord): boolean } {
+export function verlSftSink(
+  out: Writable,
+  stats: TrainingStats,
+  kvMetadata: Record<string, string>,
+): RecordSink<ExportRecord> & { accepted(r: ExportRecord): boolean } {
   const sink = parquetRowSink<ConversationRow>(out, VERL_SFT_COLUMNS, columns(VERL_SFT_COLUMNS), kvMetadata);
   const accepted = new Set<string>();
   return {

@@ -5,7 +5,13 @@ import { lastGateDecision } from './gate.ts';
 import { collectExperiments, type ExperimentReport } from './experiments.ts';
 import { collectTrainedVersions, type GroupKey, type GroupReport, type TrainedVersion } from './training-data.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import { resolvePolicyFilter, streamSessionSummaries, validateFilters, type ExportFilters, type SessionSummary } from '../export/query.ts';
+import {
+  resolvePolicyFilter,
+  streamSessionSummaries,
+  validateFilters,
+  type ExportFilters,
+  type SessionSummary,
+} from '../export/query.ts';
 import { histogramMedian, MeanAccumulator, wilson, type Interval } from '../../tasks/stats.ts';
 import { isSimulatedSession } from '../../prisma/cohorts.ts';
 
@@ -38,7 +44,10 @@ class Group {
   turns = new MeanAccumulator();
   /** Frontend: task id -> similarity sum and count, for the win rate. */
   perTask = new Map<string, { sum: number; n: number }>();
-  constructor(readonly key: GroupKey, readonly policyCreatedAt: number) {}
+  constructor(
+    readonly key: GroupKey,
+    readonly policyCreatedAt: number,
+  ) {}
 
   add(s: SessionSummary): void {
     this.sessions++;
@@ -88,14 +97,19 @@ export class ReportAccumulator {
   /** referencePolicy: the policy frontend win rates compare against; default the oldest policy version seen. */
   finish(filters: ExportFilters, referencePolicy?: string, now = new Date()): ReportData {
     const all = [...this.groups.values()].sort(
-      (a, b) => a.policyCreatedAt - b.policyCreatedAt || a.key.policy.localeCompare(b.key.policy) ||
-        a.key.kind.localeCompare(b.key.kind) || a.key.collaborator.localeCompare(b.key.collaborator),
+      (a, b) =>
+        a.policyCreatedAt - b.policyCreatedAt ||
+        a.key.policy.localeCompare(b.key.policy) ||
+        a.key.kind.localeCompare(b.key.kind) ||
+        a.key.collaborator.localeCompare(b.key.collaborator),
     );
     const reference = referencePolicy ?? all.find((g) => g.key.policy !== NO_POLICY)?.key.policy ?? null;
     const groups = all.map((g): GroupReport => {
       let winRate: Interval | null = null;
       if (g.key.kind === 'frontend' && reference !== null && g.key.policy !== reference) {
-        const ref = all.find((r) => r.key.policy === reference && r.key.kind === 'frontend' && r.key.collaborator === g.key.collaborator);
+        const ref = all.find(
+          (r) => r.key.policy === reference && r.key.kind === 'frontend' && r.key.collaborator === g.key.collaborator,
+        );
         if (ref) winRate = winRateAgainst(g.perTask, ref.perTask);
       }
       return {
@@ -107,7 +121,11 @@ export class ReportAccumulator {
         meanScore: g.score.interval(0.95, [0, 1]),
         winRate,
         ratings: { count: g.rating.n, histogram: g.ratingHistogram, mean: g.rating.interval(0.95, [1, 5]) },
-        turns: { mean: g.turns.interval(0.95, [0, Number.POSITIVE_INFINITY]), median: histogramMedian(g.turnHistogram), histogram: g.turnHistogram },
+        turns: {
+          mean: g.turns.interval(0.95, [0, Number.POSITIVE_INFINITY]),
+          median: histogramMedian(g.turnHistogram),
+          histogram: g.turnHistogram,
+        },
       };
     });
     return { generatedAt: now.toISOString(), filters, referencePolicy: reference, groups };
@@ -115,7 +133,10 @@ export class ReportAccumulator {
 }
 
 /** Win rate over the tasks both policies were evaluated on: a task is won when the mean similarity is higher. */
-export function winRateAgainst(mine: Map<string, { sum: number; n: number }>, theirs: Map<string, { sum: number; n: number }>): Interval {
+export function winRateAgainst(
+  mine: Map<string, { sum: number; n: number }>,
+  theirs: Map<string, { sum: number; n: number }>,
+): Interval {
   let wins = 0;
   let n = 0;
   for (const [task, m] of mine) {
@@ -136,11 +157,21 @@ export function reportFilters(f: ExportFilters): ExportFilters {
   return { statuses: ['answered', 'abandoned', 'expired'], source: 'both', ...given };
 }
 
-export async function collectReport(prisma: PrismaClient, filters: ExportFilters, referencePolicy?: string, now?: Date): Promise<ReportData> {
+export async function collectReport(
+  prisma: PrismaClient,
+  filters: ExportFilters,
+  referencePolicy?: string,
+  now?: Date,
+): Promise<ReportData> {
   const chosen = reportFilters(filters);
   validateFilters(chosen);
   const f = await resolvePolicyFilter(prisma, chosen);
   const acc = new ReportAccumulator();
   for await (const page of streamSessionSummaries(prisma, f)) for (const s of page) acc.add(s);
-  return { ...acc.finish(f, referencePolicy, now), lastGate: await lastGateDecision(prisma), experiments: await collectExperiments(prisma), trainedVersions: await collectTrainedVersions(prisma) };
+  return {
+    ...acc.finish(f, referencePolicy, now),
+    lastGate: await lastGateDecision(prisma),
+    experiments: await collectExperiments(prisma),
+    trainedVersions: await collectTrainedVersions(prisma),
+  };
 }

@@ -3,7 +3,13 @@
 // people against the simulator with 95% intervals over tasks, drawn by svg.ts and rendered by png.ts (Chromium).
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { formatDifference, formatLeakRate, formatValue, type CalibrationRow, type LeakRate } from '../../tasks/calibration.ts';
+import {
+  formatDifference,
+  formatLeakRate,
+  formatValue,
+  type CalibrationRow,
+  type LeakRate,
+} from '../../tasks/calibration.ts';
 import { openSvgRenderer } from './png.ts';
 import { barChartSvg, escapeXml } from './svg.ts';
 
@@ -74,10 +80,13 @@ export function calibrationMarkdown(r: CalibrationResult): string {
     '',
     '| metric | people | simulator | people - simulator [95% CI] | tasks |',
     '|---|---:|---:|---:|---:|',
-    ...r.rows.map((x) => `| ${x.label} | ${formatValue(x.people.estimate, x.share)} | ${formatValue(x.simulator.estimate, x.share)} | ${formatDifference(x)} | ${x.tasks} |`),
+    ...r.rows.map(
+      (x) =>
+        `| ${x.label} | ${formatValue(x.people.estimate, x.share)} | ${formatValue(x.simulator.estimate, x.share)} | ${formatDifference(x)} | ${x.tasks} |`,
+    ),
     '',
     'Metrics (tasks/calibration.ts): success and % tests passed (frontend: similarity) of the answer; agent messages; mean characters a reply;',
-    'share of replies saying the collaborator does not know; distinct facts of the hidden information (backend: the reference\'s numbers',
+    "share of replies saying the collaborator does not know; distinct facts of the hidden information (backend: the reference's numbers",
     'other than 0 and 1 and its quoted strings; frontend: the words and colours of the target page; less what the description says)',
     'stated in the replies, per reply; sessions whose replies paste the hidden reference (tasks/quality.ts).',
     '',
@@ -90,7 +99,11 @@ export function calibrationMarkdown(r: CalibrationResult): string {
 }
 
 /** Writes the report into `outDir`; the PNG only with a Chromium. Returns the files written. */
-export async function writeCalibrationReport(outDir: string, r: CalibrationResult, chromiumPath: string | null): Promise<string[]> {
+export async function writeCalibrationReport(
+  outDir: string,
+  r: CalibrationResult,
+  chromiumPath: string | null,
+): Promise<string[]> {
   await mkdir(outDir, { recursive: true });
   const files: string[] = [];
   const put = async (name: string, content: string | Buffer) => {

@@ -6,7 +6,13 @@
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { findStudy, recordCalibration, StudyError, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
-import { calibrationRows, formatCalibrationTable, leakRate, sessionMetrics, type TaskMetrics } from '../../tasks/calibration.ts';
+import {
+  calibrationRows,
+  formatCalibrationTable,
+  leakRate,
+  sessionMetrics,
+  type TaskMetrics,
+} from '../../tasks/calibration.ts';
 import type { TaskContent } from '../../tasks/model.ts';
 import type { Scorer } from '../../tasks/scorer.ts';
 import { collaboratorFactory, scorer as trainerScorer, type TrainerSettings } from '../../trainer/settings.ts';
@@ -53,7 +59,13 @@ export async function peopleSessions(prisma: PrismaClient, studyId: string): Pro
       taskId: s.taskId,
       policyVersionId: s.policyVersionId!,
       task,
-      metrics: sessionMetrics({ kind: task.kind, reference: task.reference, description: task.description, turns: s.turns.map((t) => ({ role: t.role as 'agent' | 'human', content: t.content })), evaluation: s.evaluation! }),
+      metrics: sessionMetrics({
+        kind: task.kind,
+        reference: task.reference,
+        description: task.description,
+        turns: s.turns.map((t) => ({ role: t.role as 'agent' | 'human', content: t.content })),
+        evaluation: s.evaluation!,
+      }),
     };
   });
 }
@@ -68,8 +80,12 @@ export interface GamePlan {
  * Who plays the simulator's games: each task with people's sessions gets `gamesPerTask` games, game j played by the
  * version of the task's session j mod n (its sessions oldest first), so each task's games follow its people's arms.
  */
-export function planGames(sessions: readonly Pick<PeopleSession, 'taskId' | 'policyVersionId'>[], gamesPerTask: number): GamePlan[] {
-  if (!Number.isInteger(gamesPerTask) || gamesPerTask < 1) throw new StudyError(`Games per task must be a whole number of at least 1, got ${gamesPerTask}.`);
+export function planGames(
+  sessions: readonly Pick<PeopleSession, 'taskId' | 'policyVersionId'>[],
+  gamesPerTask: number,
+): GamePlan[] {
+  if (!Number.isInteger(gamesPerTask) || gamesPerTask < 1)
+    throw new StudyError(`Games per task must be a whole number of at least 1, got ${gamesPerTask}.`);
   const byTask = new Map<string, string[]>();
   for (const s of sessions) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s.policyVersionId]);
   const byVersion = new Map<string, string[]>();
@@ -91,9 +107,16 @@ export interface CalibrateOptions {
   log?: (line: string) => void;
 }
 
-export async function calibrate(prisma: PrismaClient, study: StudyWithArms, o: CalibrateOptions): Promise<CalibrationResult> {
+export async function calibrate(
+  prisma: PrismaClient,
+  study: StudyWithArms,
+  o: CalibrateOptions,
+): Promise<CalibrationResult> {
   const people = await peopleSessions(prisma, study.id);
-  if (people.length === 0) throw new StudyError(`Study "${study.name}" has no answered sessions of people yet: there is nothing to calibrate against.`);
+  if (people.length === 0)
+    throw new StudyError(
+      `Study "${study.name}" has no answered sessions of people yet: there is nothing to calibrate against.`,
+    );
   const content = new Map(people.map((s) => [s.taskId, s.task]));
   const simulated: TaskMetrics[] = [];
   const policies: CalibrationResult['policies'] = [];
@@ -114,7 +137,16 @@ export async function calibrate(prisma: PrismaClient, study: StudyWithArms, o: C
     });
     for (const g of games) {
       const task = content.get(g.taskId)!;
-      simulated.push({ taskId: g.taskId, metrics: sessionMetrics({ kind: task.kind, reference: task.reference, description: task.description, turns: g.turns, evaluation: g.evaluation }) });
+      simulated.push({
+        taskId: g.taskId,
+        metrics: sessionMetrics({
+          kind: task.kind,
+          reference: task.reference,
+          description: task.description,
+          turns: g.turns,
+          evaluation: g.evaluation,
+        }),
+      });
     }
     policies.push({ name: version.name, games: games.length });
   }
@@ -140,20 +172,34 @@ export interface CalibrateCommandOptions {
 }
 
 /** The command: prints the table, then the result as one JSON line; with `out`, writes the report and figure. */
-export async function calibrateCommand(prisma: PrismaClient, s: TrainerSettings, name: string, o: CalibrateCommandOptions): Promise<void> {
+export async function calibrateCommand(
+  prisma: PrismaClient,
+  s: TrainerSettings,
+  name: string,
+  o: CalibrateCommandOptions,
+): Promise<void> {
   const study = await findStudy(prisma, name);
   if (!study) throw new StudyError(`No study named "${name}".`);
   const gamesPerTask = o.perTask ?? study.perTask;
-  if (gamesPerTask === null) throw new StudyError(`Study "${name}" has no k: say how many games a task with --per-task K.`);
+  if (gamesPerTask === null)
+    throw new StudyError(`Study "${name}" has no k: say how many games a task with --per-task K.`);
   const collaborator = await collaboratorFactory(s, o.simulator);
   const sc = await trainerScorer(s);
   let result: CalibrationResult;
   try {
-    result = await calibrate(prisma, study, { scorer: sc, collaborator, gamesPerTask, seed: o.seed ?? study.seed, log: (l) => console.error(l) });
+    result = await calibrate(prisma, study, {
+      scorer: sc,
+      collaborator,
+      gamesPerTask,
+      seed: o.seed ?? study.seed,
+      log: (l) => console.error(l),
+    });
   } finally {
     await sc.close();
   }
-  console.log(`study ${result.study}: people (${result.peopleSessions} sessions) against ${result.simulator} (${result.games} games, ${result.gamesPerTask} a task; ${result.policies.map((p) => `${p.name} ${p.games}`).join(', ')}) on ${result.tasks} task(s), paired by task`);
+  console.log(
+    `study ${result.study}: people (${result.peopleSessions} sessions) against ${result.simulator} (${result.games} games, ${result.gamesPerTask} a task; ${result.policies.map((p) => `${p.name} ${p.games}`).join(', ')}) on ${result.tasks} task(s), paired by task`,
+  );
   console.log(formatCalibrationTable(result.rows));
   console.log(leakLine(result));
   console.log(JSON.stringify(result));

@@ -34,7 +34,10 @@ export async function collectExperiments(prisma: PrismaClient): Promise<Experime
       outcome: e.outcome,
       startedAt: e.startedAt.toISOString(),
       stoppedAt: e.stoppedAt?.toISOString() ?? null,
-      comparisons: compareExperiment(await armSessions(prisma, { experimentId: e.id }), { control: e.control, candidate: e.candidate }),
+      comparisons: compareExperiment(await armSessions(prisma, { experimentId: e.id }), {
+        control: e.control,
+        candidate: e.candidate,
+      }),
     });
   }
   return out;
@@ -46,15 +49,21 @@ export function experimentsMarkdown(list: readonly ExperimentReport[]): string {
   const lines = [
     '## A/B experiments with people',
     '',
-    'During an experiment the study\'s arms were the control and the candidate: each task\'s sessions were split between',
+    "During an experiment the study's arms were the control and the candidate: each task's sessions were split between",
     'them in their shares (bot/assign.ts), blind to the person. Intervals are 95% (Wilson for proportions, Student t for',
-    'means); differences are candidate minus control with Newcombe\'s interval and Fisher\'s exact test (proportions) or',
-    'Welch\'s t (means); paired by task, the mean of the within-task differences over the tasks both arms played, with',
-    'Wilcoxon\'s signed-rank test. The filters above do not apply to this section.',
+    "means); differences are candidate minus control with Newcombe's interval and Fisher's exact test (proportions) or",
+    "Welch's t (means); paired by task, the mean of the within-task differences over the tasks both arms played, with",
+    "Wilcoxon's signed-rank test. The filters above do not apply to this section.",
   ];
   for (const e of list) {
-    const state = e.status === 'running' ? `running since ${e.startedAt}` : `${e.startedAt} to ${e.stoppedAt} (${e.outcome})`;
-    lines.push('', `### ${e.candidate} vs ${e.control}`, '', `Experiment ${e.id} in study ${e.study}: ${e.share}% of each task's sessions on the candidate; ${state}.`);
+    const state =
+      e.status === 'running' ? `running since ${e.startedAt}` : `${e.startedAt} to ${e.stoppedAt} (${e.outcome})`;
+    lines.push(
+      '',
+      `### ${e.candidate} vs ${e.control}`,
+      '',
+      `Experiment ${e.id} in study ${e.study}: ${e.share}% of each task's sessions on the candidate; ${state}.`,
+    );
     if (e.comparisons.length === 0) lines.push('', 'No session was played in it.');
     for (const c of e.comparisons) {
       lines.push(

@@ -45,13 +45,20 @@ export function policyOrder(data: ReportData): string[] {
 export function renderMarkdown(data: ReportData): string {
   const rows = data.groups.map((g) =>
     [
-      g.policy, g.kind, g.collaborator, g.sessions, g.answered, g.evaluated,
+      g.policy,
+      g.kind,
+      g.collaborator,
+      g.sessions,
+      g.answered,
+      g.evaluated,
       ci(g.successRate, pct),
       g.kind === 'backend' ? ci(g.meanScore, pct) : ci(g.meanScore, (v) => fix(v, 3)),
       g.winRate ? ci(g.winRate, pct) : '-',
       g.ratings.count ? `${ci(g.ratings.mean, (v) => fix(v))} (${g.ratings.histogram.join('/')})` : '-',
       `${ci(g.turns.mean, (v) => fix(v, 1))}; median ${fix(g.turns.median, 1)}`,
-    ].map((c) => String(c).replace(/\|/g, '\\|')).join(' | '),
+    ]
+      .map((c) => String(c).replace(/\|/g, '\\|'))
+      .join(' | '),
   );
   const f = data.filters;
   return [
@@ -66,7 +73,7 @@ export function renderMarkdown(data: ReportData): string {
     'Intervals are 95%: Wilson for proportions (success rate, win rate), Student t for means. "% tests passed" is the',
     'mean fraction of a backend task\'s tests the answer passed; frontend "score" is the mean page similarity, and the',
     `win rate is the share of frontend tasks where the policy's mean similarity beats the reference policy's (${data.referencePolicy ?? 'none'}; ties count half).`,
-    'Turns are the agent\'s turns per session. Ratings: mean [CI] (count of 1/2/3/4/5).',
+    "Turns are the agent's turns per session. Ratings: mean [CI] (count of 1/2/3/4/5).",
     '',
     '| policy | kind | collaborator | sessions | answered | evaluated | success | % tests passed / similarity | win rate | human rating | agent turns |',
     '| --- | --- | --- | ---: | ---: | ---: | --- | --- | --- | --- | --- |',
@@ -81,7 +88,9 @@ export function renderMarkdown(data: ReportData): string {
     '![Agent turns per session](turns-histogram.svg)',
     '',
     ...(data.lastGate !== undefined ? [gateMarkdown(data.lastGate)] : []),
-    ...(data.trainedVersions?.length ? [trainingDataMarkdown(data.trainedVersions, compareSources(data.trainedVersions, data.groups))] : []),
+    ...(data.trainedVersions?.length
+      ? [trainingDataMarkdown(data.trainedVersions, compareSources(data.trainedVersions, data.groups))]
+      : []),
     ...(data.experiments?.length ? [experimentsMarkdown(data.experiments)] : []),
   ].join('\n');
 }

@@ -65,9 +65,13 @@ export function barChartSvg(c: BarChart): string {
   const y = (v: number) => margin.top + plotH - (Math.max(0, Math.min(v, yMax)) / yMax) * plotH;
 
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12">`,
+  );
   out.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`);
-  out.push(`<text x="${width / 2}" y="26" text-anchor="middle" font-size="16" font-weight="bold">${escapeXml(c.title)}</text>`);
+  out.push(
+    `<text x="${width / 2}" y="26" text-anchor="middle" font-size="16" font-weight="bold">${escapeXml(c.title)}</text>`,
+  );
 
   // Grid and y ticks.
   for (let v = 0; v <= yMax + step / 1e6; v += step) {
@@ -75,7 +79,9 @@ export function barChartSvg(c: BarChart): string {
     out.push(`<line x1="${margin.left}" x2="${margin.left + plotW}" y1="${yy}" y2="${yy}" stroke="#e0e0e0"/>`);
     out.push(`<text x="${margin.left - 6}" y="${yy + 4}" text-anchor="end">${escapeXml(fmt(v))}</text>`);
   }
-  out.push(`<text transform="translate(16 ${margin.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escapeXml(c.yLabel)}</text>`);
+  out.push(
+    `<text transform="translate(16 ${margin.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escapeXml(c.yLabel)}</text>`,
+  );
 
   const nCat = Math.max(1, c.categories.length);
   const band = plotW / nCat;
@@ -88,22 +94,33 @@ export function barChartSvg(c: BarChart): string {
       if (v === undefined || !Number.isFinite(v)) return;
       const x = x0 + j * barW;
       const colour = PALETTE[j % PALETTE.length]!;
-      out.push(`<rect x="${num(x)}" y="${num(y(v))}" width="${num(barW - 1)}" height="${num(y(0) - y(v))}" fill="${colour}"><title>${escapeXml(`${s.name}, ${cat}: ${fmt(v)}`)}</title></rect>`);
+      out.push(
+        `<rect x="${num(x)}" y="${num(y(v))}" width="${num(barW - 1)}" height="${num(y(0) - y(v))}" fill="${colour}"><title>${escapeXml(`${s.name}, ${cat}: ${fmt(v)}`)}</title></rect>`,
+      );
       if (c.categories.length * c.series.length <= 24) {
-        out.push(`<text x="${num(x + (barW - 1) / 2)}" y="${num(y(v) - 4)}" text-anchor="middle" font-size="10" fill="#444">${escapeXml(fmt(v))}</text>`);
+        out.push(
+          `<text x="${num(x + (barW - 1) / 2)}" y="${num(y(v) - 4)}" text-anchor="middle" font-size="10" fill="#444">${escapeXml(fmt(v))}</text>`,
+        );
       }
       const lo = s.lo?.[i];
       const hi = s.hi?.[i];
       if (lo !== undefined && hi !== undefined && Number.isFinite(lo) && Number.isFinite(hi)) {
         const cx = num(x + (barW - 1) / 2);
         const w = Math.min(6, barW / 3);
-        out.push(`<path d="M${cx} ${num(y(lo))}V${num(y(hi))}M${num(cx - w)} ${num(y(lo))}H${num(cx + w)}M${num(cx - w)} ${num(y(hi))}H${num(cx + w)}" stroke="#222" stroke-width="1.2" fill="none"/>`);
+        out.push(
+          `<path d="M${cx} ${num(y(lo))}V${num(y(hi))}M${num(cx - w)} ${num(y(lo))}H${num(cx + w)}M${num(cx - w)} ${num(y(hi))}H${num(cx + w)}" stroke="#222" stroke-width="1.2" fill="none"/>`,
+        );
       }
     });
-    out.push(`<text x="${num(margin.left + band * (i + 0.5))}" y="${margin.top + plotH + 16}" text-anchor="middle">${escapeXml(cat)}</text>`);
+    out.push(
+      `<text x="${num(margin.left + band * (i + 0.5))}" y="${margin.top + plotH + 16}" text-anchor="middle">${escapeXml(cat)}</text>`,
+    );
   });
   out.push(`<line x1="${margin.left}" x2="${margin.left + plotW}" y1="${num(y(0))}" y2="${num(y(0))}" stroke="#333"/>`);
-  if (c.xLabel) out.push(`<text x="${margin.left + plotW / 2}" y="${margin.top + plotH + 36}" text-anchor="middle">${escapeXml(c.xLabel)}</text>`);
+  if (c.xLabel)
+    out.push(
+      `<text x="${margin.left + plotW / 2}" y="${margin.top + plotH + 36}" text-anchor="middle">${escapeXml(c.xLabel)}</text>`,
+    );
 
   // Legend, three entries a row.
   c.series.forEach((s, j) => {

@@ -52,7 +52,11 @@ export interface SourceComparison {
 }
 
 export async function collectTrainedVersions(prisma: PrismaClient): Promise<TrainedVersion[]> {
-  const rows = await prisma.policyVersion.findMany({ where: { trainingRunId: { not: null } }, include: { trainingRun: true }, orderBy: { createdAt: 'asc' } });
+  const rows = await prisma.policyVersion.findMany({
+    where: { trainingRunId: { not: null } },
+    include: { trainingRun: true },
+    orderBy: { createdAt: 'asc' },
+  });
   return rows.map((v) => {
     // Every stored run names its data (runs from before the filter: prisma/migrations/*_run_data_source).
     const cfg = v.trainingRun!.config as unknown as Pick<RunConfig, 'data'>;
@@ -69,7 +73,10 @@ export async function collectTrainedVersions(prisma: PrismaClient): Promise<Trai
 }
 
 /** Pooled success of the versions trained on each source, with each kind of collaborator, and the difference. */
-export function compareSources(versions: readonly TrainedVersion[], groups: readonly GroupReport[]): SourceComparison[] {
+export function compareSources(
+  versions: readonly TrainedVersion[],
+  groups: readonly GroupReport[],
+): SourceComparison[] {
   const sourceOf = new Map(versions.map((v) => [v.policy, v.source]));
   const out: SourceComparison[] = [];
   for (const collaborator of ['human', 'simulated'] as const) {
@@ -86,38 +93,63 @@ export function compareSources(versions: readonly TrainedVersion[], groups: read
     const h = pooled('human');
     const s = pooled('simulated');
     if (h.n === 0 && s.n === 0) continue;
-    out.push({ collaborator, human: wilsonCount(h.k, h.n), simulated: wilsonCount(s.k, s.n), difference: compareProportions(h.k, h.n, s.k, s.n) });
+    out.push({
+      collaborator,
+      human: wilsonCount(h.k, h.n),
+      simulated: wilsonCount(s.k, s.n),
+      difference: compareProportions(h.k, h.n, s.k, s.n),
+    });
   }
   return out;
 }
 
 const pct = (v: number) => (Number.isFinite(v) ? `${(100 * v).toFixed(1)}%` : '-');
-const ci = (i: Interval) => (Number.isFinite(i.lo) ? `${pct(i.estimate)} [${pct(i.lo)}, ${pct(i.hi)}] (n=${i.n})` : `${pct(i.estimate)} (n=${i.n})`);
+const ci = (i: Interval) =>
+  Number.isFinite(i.lo)
+    ? `${pct(i.estimate)} [${pct(i.lo)}, ${pct(i.hi)}] (n=${i.n})`
+    : `${pct(i.estimate)} (n=${i.n})`;
 
-export function trainingDataMarkdown(versions: readonly TrainedVersion[], comparisons: readonly SourceComparison[]): string {
+export function trainingDataMarkdown(
+  versions: readonly TrainedVersion[],
+  comparisons: readonly SourceComparison[],
+): string {
   const filter = (f: DataFilter) =>
-    [f.source === 'both' && f.simulatedWeight < 1 ? `simulated weight ${f.simulatedWeight}` : '', f.minQuality !== undefined ? `quality >= ${f.minQuality}` : '', f.minRating !== undefined ? `rating >= ${f.minRating}` : ''].filter(Boolean).join(', ') || '-';
+    [
+      f.source === 'both' && f.simulatedWeight < 1 ? `simulated weight ${f.simulatedWeight}` : '',
+      f.minQuality !== undefined ? `quality >= ${f.minQuality}` : '',
+      f.minRating !== undefined ? `rating >= ${f.minRating}` : '',
+    ]
+      .filter(Boolean)
+      .join(', ') || '-';
   const lines = [
     '## Trained on people or simulators',
     '',
     ...(versions.some((v) => v.trainedOnErasedData)
-      ? [`${ERASED_DATA_MARK}: trained on sessions of a person whose data was deleted since; deployed only with an operator's force.`, '']
+      ? [
+          `${ERASED_DATA_MARK}: trained on sessions of a person whose data was deleted since; deployed only with an operator's force.`,
+          '',
+        ]
       : []),
     '| version | algorithm | trained on | sessions used (human / simulated) | filter |',
     '| --- | --- | --- | --- | --- |',
-    ...versions.map((v) => `| ${v.trainedOnErasedData ? `${v.policy} ${ERASED_DATA_MARK}` : v.policy} | ${v.algorithm} | ${v.source} | ${v.sessions ? `${v.sessions.human} / ${v.sessions.simulated}` : '-'} | ${filter(v.filter)} |`),
+    ...versions.map(
+      (v) =>
+        `| ${v.trainedOnErasedData ? `${v.policy} ${ERASED_DATA_MARK}` : v.policy} | ${v.algorithm} | ${v.source} | ${v.sessions ? `${v.sessions.human} / ${v.sessions.simulated}` : '-'} | ${filter(v.filter)} |`,
+    ),
   ];
   if (comparisons.length) {
     lines.push(
       '',
       'Success of the versions trained on human data against those trained on simulated data, pooled over their evaluated',
-      'sessions (Wilson intervals; the difference with Newcombe\'s interval and Fisher\'s exact test):',
+      "sessions (Wilson intervals; the difference with Newcombe's interval and Fisher's exact test):",
       '',
       '| played with | trained on human data | trained on simulated data | difference | p |',
       '| --- | --- | --- | --- | --- |',
       ...comparisons.map((c) => {
         const d = c.difference.difference;
-        const diff = Number.isFinite(d.estimate) ? `${(100 * d.estimate).toFixed(1)} pts${Number.isFinite(d.lo) ? ` [${(100 * d.lo).toFixed(1)}, ${(100 * d.hi).toFixed(1)}]` : ''}` : '-';
+        const diff = Number.isFinite(d.estimate)
+          ? `${(100 * d.estimate).toFixed(1)} pts${Number.isFinite(d.lo) ? ` [${(100 * d.lo).toFixed(1)}, ${(100 * d.hi).toFixed(1)}]` : ''}`
+          : '-';
         return `| ${c.collaborator === 'human' ? 'people' : 'simulated collaborators'} | ${ci(c.human)} | ${ci(c.simulated)} | ${diff} | ${Number.isFinite(c.difference.pValue) ? c.difference.pValue.toFixed(3) : '-'} |`;
       }),
     );

@@ -14,7 +14,13 @@ import { goldSource } from '../gold.ts';
 import { sessionLimitRefusal } from '../limits.ts';
 import { isBannedIn } from '../moderation.ts';
 import { audit } from '../../prisma/moderation-store.ts';
-import { hasPayAccount, isPayPlatform, PAY_PLATFORMS, savePayAccount, type PayPlatform } from '../../prisma/pay-account-store.ts';
+import {
+  hasPayAccount,
+  isPayPlatform,
+  PAY_PLATFORMS,
+  savePayAccount,
+  type PayPlatform,
+} from '../../prisma/pay-account-store.ts';
 import { DEV_PRIVACY_KEY, erasedId } from '../privacy.ts';
 import type { EngineContext } from './context.ts';
 import { freshReads, type AdmissionDirectory } from './directory.ts';
@@ -44,23 +50,44 @@ export type Admission =
  * joined here (bot/assign.ts studyFor); else refused while collection is paused, or while that study is paused,
  * closed or not open yet; else admitted in that study.
  */
-export async function admission(prisma: PrismaClient, person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'>, erasureKey: string, directory?: AdmissionDirectory): Promise<Admission> {
+export async function admission(
+  prisma: PrismaClient,
+  person: Pick<Person, 'externalId'>,
+  where: Pick<Where, 'guildId' | 'channelId'>,
+  erasureKey: string,
+  directory?: AdmissionDirectory,
+): Promise<Admission> {
   // The person's row and the one a deletion keeps under the keyed hash, in one query (every admission reads both),
   // alongside what the admission reads besides (from memory where the engine keeps it: directory.ts).
   const hashed = erasedId(erasureKey, person.externalId);
-  const [rows, reads] = await Promise.all([findParticipants(prisma, [person.externalId, hashed]), directory ? directory.reads() : freshReads(prisma)]);
+  const [rows, reads] = await Promise.all([
+    findParticipants(prisma, [person.externalId, hashed]),
+    directory ? directory.reads() : freshReads(prisma),
+  ]);
   const p = rows.get(person.externalId) ?? null;
   const erased = rows.get(hashed) ?? null;
   if ((p && isBannedIn(p, where.guildId)) || (erased && isBannedIn(erased, where.guildId))) {
     return { refused: true, reason: 'banned', message: 'You are not allowed to take part in sessions.' };
   }
   const { study, refusal } = await reads.studyFor(where);
-  const consent: StudyConsent | undefined = study.consentText ? { studyId: study.id, study: study.name, version: study.consentVersion, text: study.consentText } : undefined;
+  const consent: StudyConsent | undefined = study.consentText
+    ? { studyId: study.id, study: study.name, version: study.consentVersion, text: study.consentText }
+    : undefined;
   if (!p || !hasConsent(p)) return consent ? { needsConsent: true, consent } : { needsConsent: true };
-  if (consent && !(await prisma.consentAcceptance.findUnique({ where: { participantId_studyId_version: { participantId: p.id, studyId: study.id, version: consent.version } } }))) {
+  if (
+    consent &&
+    !(await prisma.consentAcceptance.findUnique({
+      where: { participantId_studyId_version: { participantId: p.id, studyId: study.id, version: consent.version } },
+    }))
+  ) {
     return { needsConsent: true, consent };
   }
-  if (await reads.paused()) return { refused: true, reason: 'paused', message: 'Collection is paused by the moderators right now. Please try again later.' };
+  if (await reads.paused())
+    return {
+      refused: true,
+      reason: 'paused',
+      message: 'Collection is paused by the moderators right now. Please try again later.',
+    };
   if (refusal) return { refused: true, reason: refusal.reason, message: refusal.message };
   const platform = study.participantIdPlatform;
   if (platform && isPayPlatform(platform) && !(await hasPayAccount(prisma, p.id, platform))) {
@@ -81,13 +108,20 @@ export class Admissions {
    * Records the person's acceptance of the consent text, with its audit row (every channel alike): the bot's
    * notice, or the version of a study's text that was shown (`consent`, from the admission).
    */
-  acceptConsent(person: Person, consent?: Pick<StudyConsent, 'studyId' | 'version'>, hooks?: Hooks): Promise<Participant> {
+  acceptConsent(
+    person: Person,
+    consent?: Pick<StudyConsent, 'studyId' | 'version'>,
+    hooks?: Hooks,
+  ): Promise<Participant> {
     const { ctx } = this;
     return ctx.retry(async () => {
       const p = consent
         ? await acceptStudyConsent(ctx.prisma, person.externalId, person.displayName, consent.studyId, consent.version)
         : await acceptConsent(ctx.prisma, person.externalId, person.displayName);
-      await audit(ctx.prisma, person.externalId, 'consent.accept', null, { channel: ctx.options.channel, ...(consent ? { studyId: consent.studyId, version: consent.version } : {}) });
+      await audit(ctx.prisma, person.externalId, 'consent.accept', null, {
+        channel: ctx.options.channel,
+        ...(consent ? { studyId: consent.studyId, version: consent.version } : {}),
+      });
       return p;
     }, hooks);
   }
@@ -110,12 +144,23 @@ export class Admissions {
    * The admission rule for this person here (deletions made without a configured key use the development one).
    * On Discord a study without a consent text of its own takes nobody (it was made where no bot was configured).
    */
-  async admission(person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'> = {}, hooks?: Hooks): Promise<Admission> {
+  async admission(
+    person: Pick<Person, 'externalId'>,
+    where: Pick<Where, 'guildId' | 'channelId'> = {},
+    hooks?: Hooks,
+  ): Promise<Admission> {
     const key = this.ctx.options.erasureKey ?? DEV_PRIVACY_KEY;
     const a = await this.ctx.retry(() => admission(this.ctx.prisma, person, where, key, this.ctx.directory), hooks);
     if ('ok' in a && lacksConsent(a.study, this.ctx.options.channel === 'discord')) {
-      this.ctx.deps.log?.warn({ study: a.study.name }, 'a study without a consent text was joined on Discord; refused (set one with sweetloop study consent)');
-      return { refused: true, reason: 'study-not-open', message: 'This study is not open on Discord yet: it has no consent text. Please try again later.' };
+      this.ctx.deps.log?.warn(
+        { study: a.study.name },
+        'a study without a consent text was joined on Discord; refused (set one with sweetloop study consent)',
+      );
+      return {
+        refused: true,
+        reason: 'study-not-open',
+        message: 'This study is not open on Discord yet: it has no consent text. Please try again later.',
+      };
     }
     return a;
   }
@@ -125,18 +170,33 @@ export class Admissions {
    * `admitted`: the admission the caller has just made for this person here (not made again; what may have
    * changed since about the study is read again under its lock, bot/assign.ts assignTask).
    */
-  start(person: Person, kindWanted: TaskKind | null, where: Where = {}, hooks?: Hooks, admittedNow?: Admission): Promise<StartedSession> {
+  start(
+    person: Person,
+    kindWanted: TaskKind | null,
+    where: Where = {},
+    hooks?: Hooks,
+    admittedNow?: Admission,
+  ): Promise<StartedSession> {
     const { ctx } = this;
     const prisma = ctx.prisma;
     return ctx.personLock.run(person.externalId, async () => {
       const admitted = admittedNow ?? (await this.admission(person, where, hooks));
       if ('refused' in admitted) throw new RefusedError(admitted.reason, admitted.message);
-      if ('needsConsent' in admitted) throw new RefusedError('no-consent', 'Please accept the data-collection notice first.');
-      if ('needsPlatformId' in admitted) throw new RefusedError('no-platform-id', `This study needs your ${admitted.label} first.`);
+      if ('needsConsent' in admitted)
+        throw new RefusedError('no-consent', 'Please accept the data-collection notice first.');
+      if ('needsPlatformId' in admitted)
+        throw new RefusedError('no-platform-id', `This study needs your ${admitted.label} first.`);
       const { participant, study } = admitted;
-      const active = await ctx.retry(() => prisma.session.findFirst({ where: { participantId: participant.id, status: 'active' } }), hooks);
+      const active = await ctx.retry(
+        () => prisma.session.findFirst({ where: { participantId: participant.id, status: 'active' } }),
+        hooks,
+      );
       if (active) {
-        throw new RefusedError('active-session', 'You already have a session running. Finish it, or end it with /task stop.', active.id);
+        throw new RefusedError(
+          'active-session',
+          'You already have a session running. Finish it, or end it with /task stop.',
+          active.id,
+        );
       }
       const limits = ctx.options.limits;
       if (limits) {
@@ -160,15 +220,25 @@ export class Admissions {
               // The admission checked the person accepted the study's current consent text; a new version stored
               // since then is read first. The session keeps the version accepted (exports carry it).
               if (current.consentText && current.consentVersion !== study.consentVersion) {
-                throw new RefusedError('no-consent', 'The consent text of this study has changed. Please run /task start again to read the new version.');
+                throw new RefusedError(
+                  'no-consent',
+                  'The consent text of this study has changed. Please run /task start again to read the new version.',
+                );
               }
               // In the default study, now and then a gold check replays a known session's agent (bot/gold.ts);
               // otherwise the study's arm plays (during an A/B, control or candidate; bot/assign.ts), or the
               // deployed version where it has none. The session keeps what it was given.
-              const goldSourceId = study.name === DEFAULT_STUDY && kind === 'backend' ? await goldSource(tx, pick.taskId, Math.random()) : null;
+              const goldSourceId =
+                study.name === DEFAULT_STUDY && kind === 'backend'
+                  ? await goldSource(tx, pick.taskId, Math.random())
+                  : null;
               const experimentId = goldSourceId ? null : pick.experimentId;
               // An A/B may have begun or ended since the study was read: the pick, made under its lock, decides.
-              const playing = pick.arm?.policyVersion ?? deployed ?? ctx.deps.policies.deployed ?? (await ctx.deps.policies.refresh());
+              const playing =
+                pick.arm?.policyVersion ??
+                deployed ??
+                ctx.deps.policies.deployed ??
+                (await ctx.deps.policies.refresh());
               if (!playing) throw new RefusedError('no-policy', 'No agent is deployed yet. Please try again later.');
               const session = await createSession(tx, {
                 taskId: pick.taskId,
@@ -206,7 +276,18 @@ export class Admissions {
         view,
       };
       if (view.kind === 'frontend') started.targetPng = await ctx.deps.render!(view.targetHtml);
-      ctx.deps.log?.info({ session: session.id, kind, task: taskId, study: study.name, policy: goldSourceId ? null : playing.name, experiment: experimentId, gold: goldSourceId }, 'session started');
+      ctx.deps.log?.info(
+        {
+          session: session.id,
+          kind,
+          task: taskId,
+          study: study.name,
+          policy: goldSourceId ? null : playing.name,
+          experiment: experimentId,
+          gold: goldSourceId,
+        },
+        'session started',
+      );
       return started;
     });
   }
@@ -219,9 +300,12 @@ export class Admissions {
 
   /** Re-shows the hidden information of a session (e.g. on /task status). */
   async hiddenInfo(sessionId: string): Promise<{ view: CollaboratorView; targetPng?: Buffer }> {
-    const s = await this.ctx.retry(() => this.ctx.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { task: true } }));
+    const s = await this.ctx.retry(() =>
+      this.ctx.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { task: true } }),
+    );
     const view = collaboratorView(taskContent(s.task));
-    if (view.kind === 'frontend' && this.ctx.deps.render) return { view, targetPng: await this.ctx.deps.render(view.targetHtml) };
+    if (view.kind === 'frontend' && this.ctx.deps.render)
+      return { view, targetPng: await this.ctx.deps.render(view.targetHtml) };
     return { view };
   }
 }

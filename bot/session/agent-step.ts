@@ -1,7 +1,16 @@
 // The agent's turn: its message generated (the agent loaded within the wait for it), checked against the
 // protocol, stored, and made ready to show; and the same rebuilt for a turn stored earlier (after a restart).
 import type { Agent } from '../../tasks/agent.ts';
-import { agentMessageView, buildDialogue, checkAgentMessage, endReasonOf, MessageTooLongError, parseAgentMessage, sanitizeText, type ParsedAgentMessage } from '../../tasks/protocol.ts';
+import {
+  agentMessageView,
+  buildDialogue,
+  checkAgentMessage,
+  endReasonOf,
+  MessageTooLongError,
+  parseAgentMessage,
+  sanitizeText,
+  type ParsedAgentMessage,
+} from '../../tasks/protocol.ts';
 import type { Session, Task, Turn } from '../../prisma/generated/client.ts';
 import { appendAgentTurn } from '../../prisma/session-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
@@ -36,11 +45,16 @@ export class AgentSteps {
     const agentTurnIndex = turns.filter((t) => t.role === 'agent').length;
     const maxTurns = ctx.options.maxTurns;
     const deployed = ctx.deps.policies.deployed;
-    if (!s.policyVersionId && !deployed && !s.goldSourceId) throw new Error(`session ${sessionId} has no policy and none is deployed`);
+    if (!s.policyVersionId && !deployed && !s.goldSourceId)
+      throw new Error(`session ${sessionId} has no policy and none is deployed`);
     const gold = s.goldSourceId ? await ctx.retry(() => goldAgent(ctx.prisma, s.goldSourceId!), hooks) : null;
     // Loaded within the wait for its reply: a first load (the local server's, after a restart) can take minutes.
     const version = s.policyVersionId;
-    const agent = gold ? async () => gold : version ? () => this.agents.agentOf(version, hooks) : () => this.agents.agentFor(deployed!);
+    const agent = gold
+      ? async () => gold
+      : version
+        ? () => this.agents.agentOf(version, hooks)
+        : () => this.agents.agentFor(deployed!);
     const content = taskContent(s.task);
     const dialogue = buildDialogue(content, turns, { maxTurns });
 
@@ -68,14 +82,19 @@ export class AgentSteps {
         text = checkAgentMessage(reply.text, content.kind);
       } catch (err) {
         if (!(err instanceof MessageTooLongError)) throw err;
-        ctx.deps.log?.warn({ session: sessionId, length: reply.text.length }, 'agent message over the cap; generating again');
+        ctx.deps.log?.warn(
+          { session: sessionId, length: reply.text.length },
+          'agent message over the cap; generating again',
+        );
       }
     }
     if (text === null || reply === null) {
       const why = failure ? `agent-error: ${failure}` : 'agent-error: message over the length cap';
       ctx.deps.log?.warn({ session: sessionId, why }, 'session abandoned: the agent wrote no usable message');
       await ctx.endSession(sessionId, 'abandoned', why, hooks);
-      throw new TurnRejectedError('The agent failed to write a usable message, so this session had to end. Sorry! You can start a new one.');
+      throw new TurnRejectedError(
+        'The agent failed to write a usable message, so this session had to end. Sorry! You can start a new one.',
+      );
     }
     const parsed = parseAgentMessage(text, { kind: content.kind, turnIndex: agentTurnIndex, maxTurns });
     const done = reply;
@@ -87,16 +106,28 @@ export class AgentSteps {
       completionTokens: done.completionTokens ?? null,
       provenance: done.provenance ?? null,
     };
-    const answered = parsed.type === 'answer' ? { answer: parsed.answer ?? '', endReason: endReasonOf(parsed) } : undefined;
+    const answered =
+      parsed.type === 'answer' ? { answer: parsed.answer ?? '', endReason: endReasonOf(parsed) } : undefined;
     const turn = await ctx.appendTurn(sessionId, () => appendAgentTurn(ctx.prisma, sessionId, stored, answered), hooks);
     // The session was deleted or ended while the agent wrote (/privacy delete, a moderator): nothing to show.
     if (!turn) return null;
-    ctx.sessions.appendTurn(sessionId, turn, { lastActivityAt: turn.createdAt, ...(answered ? { status: 'answered', answer: answered.answer, endedAt: turn.createdAt, endReason: answered.endReason } : {}) });
+    ctx.sessions.appendTurn(sessionId, turn, {
+      lastActivityAt: turn.createdAt,
+      ...(answered
+        ? { status: 'answered', answer: answered.answer, endedAt: turn.createdAt, endReason: answered.endReason }
+        : {}),
+    });
     ctx.deps.observer?.agentTurn?.(modelMs);
     return this.toStep(s, turn, parsed, agentTurnIndex, modelMs);
   }
 
-  private async toStep(s: Session & { task: Task }, turn: Turn, parsed: ParsedAgentMessage, agentTurnIndex: number, modelMs: number): Promise<AgentStep> {
+  private async toStep(
+    s: Session & { task: Task },
+    turn: Turn,
+    parsed: ParsedAgentMessage,
+    agentTurnIndex: number,
+    modelMs: number,
+  ): Promise<AgentStep> {
     const { ctx } = this;
     const view = agentMessageView(turn.content, parsed, s.task.kind);
     const step: AgentStep = {
@@ -123,11 +154,19 @@ export class AgentSteps {
   /** Rebuilds what to show for an agent turn already stored (after a restart, or to show it again). */
   async stepOf(turnId: string, loaded?: SessionWithTurns): Promise<AgentStep> {
     const { ctx } = this;
-    const s = loaded?.turns.some((t) => t.id === turnId) ? loaded : await ctx.retry(() => ctx.prisma.turn.findUniqueOrThrow({ where: { id: turnId }, select: { sessionId: true } })).then((t) => ctx.load(t.sessionId));
+    const s = loaded?.turns.some((t) => t.id === turnId)
+      ? loaded
+      : await ctx
+          .retry(() => ctx.prisma.turn.findUniqueOrThrow({ where: { id: turnId }, select: { sessionId: true } }))
+          .then((t) => ctx.load(t.sessionId));
     if (!s) throw new Error(`no session for turn ${turnId}`);
     const turn = s.turns.find((t) => t.id === turnId)!;
     const agentTurnIndex = s.turns.filter((t) => t.role === 'agent' && t.index < turn.index).length;
-    const parsed = parseAgentMessage(turn.content, { kind: s.task.kind, turnIndex: agentTurnIndex, maxTurns: ctx.options.maxTurns });
+    const parsed = parseAgentMessage(turn.content, {
+      kind: s.task.kind,
+      turnIndex: agentTurnIndex,
+      maxTurns: ctx.options.maxTurns,
+    });
     return this.toStep(s, turn, parsed, agentTurnIndex, 0);
   }
 }

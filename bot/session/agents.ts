@@ -28,7 +28,10 @@ export class AgentCache {
   async agentOf(policyVersionId: string, hooks?: Hooks): Promise<Agent> {
     const loaded = this.agents.get(policyVersionId);
     if (loaded) return loaded;
-    const policy = await this.ctx.retry(() => this.ctx.prisma.policyVersion.findUniqueOrThrow({ where: { id: policyVersionId } }), hooks);
+    const policy = await this.ctx.retry(
+      () => this.ctx.prisma.policyVersion.findUniqueOrThrow({ where: { id: policyVersionId } }),
+      hooks,
+    );
     return this.agentFor(policy);
   }
 
@@ -43,7 +46,12 @@ export class AgentCache {
    * is sent again with back-off, a silent one given more time, for as long as the session is active. Null when it
    * stopped being active (stopped, expired) or the engine closed meanwhile; nothing has been stored then.
    */
-  async replyWhenAvailable(agent: () => Promise<Agent>, dialogue: ReturnType<typeof buildDialogue>, sessionId: string, hooks?: Hooks): Promise<AgentReply | null> {
+  async replyWhenAvailable(
+    agent: () => Promise<Agent>,
+    dialogue: ReturnType<typeof buildDialogue>,
+    sessionId: string,
+    hooks?: Hooks,
+  ): Promise<AgentReply | null> {
     const { ctx } = this;
     const log = ctx.deps.log;
     const { initial, max } = ctx.options.agentRetryMs ?? { initial: 2_000, max: 30_000 };
@@ -62,7 +70,10 @@ export class AgentCache {
     };
     /** Why the wait ends without a reply (the session is no longer active, the engine closes), or null. */
     const gone = async (): Promise<string | null> => {
-      const still = await ctx.retry(() => ctx.prisma.session.findUnique({ where: { id: sessionId }, select: { status: true } }), hooks);
+      const still = await ctx.retry(
+        () => ctx.prisma.session.findUnique({ where: { id: sessionId }, select: { status: true } }),
+        hooks,
+      );
       if (ctx.closing) return 'the engine closes';
       return still?.status === 'active' ? null : `the session is ${still?.status ?? 'deleted'}`;
     };
@@ -78,12 +89,18 @@ export class AgentCache {
         const attempt = agent().then(
           (a) => a.reply(dialogue, { signal }),
           (err: unknown) => {
-            throw err instanceof AgentUnavailableError ? err : new AgentUnavailableError(`the agent cannot be loaded: ${(err as Error).message}`);
+            throw err instanceof AgentUnavailableError
+              ? err
+              : new AgentUnavailableError(`the agent cannot be loaded: ${(err as Error).message}`);
           },
         );
         try {
           while (!(await settlesWithin(attempt, patience))) {
-            if (waited) log?.debug({ session: sessionId, try: tries, waitedMs: Math.round(performance.now() - t0) }, 'agent still silent');
+            if (waited)
+              log?.debug(
+                { session: sessionId, try: tries, waitedMs: Math.round(performance.now() - t0) },
+                'agent still silent',
+              );
             await unavailable(`no answer within ${patience} ms`);
             const why = await gone();
             if (why) return abandon(why);
@@ -91,7 +108,8 @@ export class AgentCache {
           const reply = await attempt;
           // The engine sees the first token only through the reply's provenance, so it is logged with the reply.
           const firstTokenMs = reply.provenance?.firstTokenMs ?? null;
-          if (firstTokenMs !== null) log?.debug({ session: sessionId, try: tries, firstTokenMs: Math.round(firstTokenMs) }, 'agent first token');
+          if (firstTokenMs !== null)
+            log?.debug({ session: sessionId, try: tries, firstTokenMs: Math.round(firstTokenMs) }, 'agent first token');
           log?.debug({ session: sessionId, try: tries, ms: Math.round(performance.now() - t0) }, 'agent reply done');
           if (waited) {
             // Stopped or expired while it waited: its late reply is not stored.
@@ -129,7 +147,9 @@ export class AgentCache {
     const evicted: string[] = [];
     for (const [policyId, a] of [...this.agents]) {
       if (policyId === deployedId) continue;
-      const inUse = await ctx.retry(() => ctx.prisma.session.count({ where: { policyVersionId: policyId, status: 'active' } }));
+      const inUse = await ctx.retry(() =>
+        ctx.prisma.session.count({ where: { policyVersionId: policyId, status: 'active' } }),
+      );
       if (inUse > 0) continue;
       this.agents.delete(policyId);
       await closeAgent(a);
@@ -150,7 +170,13 @@ async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
   try {
-    return await Promise.race([p.then(() => true, () => true), late]);
+    return await Promise.race([
+      p.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }

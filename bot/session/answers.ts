@@ -23,7 +23,12 @@ export class Answers {
       // An answer this process stored is in memory with its evaluation, if it stored one (session-cache.ts); one
       // stored elsewhere meanwhile stands (storeEvaluation).
       const kept = ctx.sessions.answeredHere(sessionId);
-      const s = kept ? { ...kept, evaluation: null } : await ctx.retry(() => ctx.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { evaluation: true } }), hooks);
+      const s = kept
+        ? { ...kept, evaluation: null }
+        : await ctx.retry(
+            () => ctx.prisma.session.findUniqueOrThrow({ where: { id: sessionId }, include: { evaluation: true } }),
+            hooks,
+          );
       if (s.status !== 'answered') throw new TurnRejectedError('This session has no answer to evaluate.');
       const task = await ctx.task(s.taskId, hooks);
       const answer = s.answer ?? '';
@@ -44,18 +49,36 @@ export class Answers {
    * The study's completion code when this was the person's last session of it: they reached its sessions per
    * person; without such a cap, every answered session may be their last, so each shows it.
    */
-  private async completionCode(s: { studyId: string | null; participantId: string }, hooks?: Hooks): Promise<string | null> {
+  private async completionCode(
+    s: { studyId: string | null; participantId: string },
+    hooks?: Hooks,
+  ): Promise<string | null> {
     if (!s.studyId) return null;
     const { ctx } = this;
-    const study = await ctx.retry(() => ctx.prisma.study.findUnique({ where: { id: s.studyId! }, select: { completionCode: true, maxSessionsPerPerson: true } }), hooks);
+    const study = await ctx.retry(
+      () =>
+        ctx.prisma.study.findUnique({
+          where: { id: s.studyId! },
+          select: { completionCode: true, maxSessionsPerPerson: true },
+        }),
+      hooks,
+    );
     if (!study?.completionCode) return null;
     if (study.maxSessionsPerPerson === null) return study.completionCode;
-    const answered = await ctx.retry(() => ctx.prisma.session.count({ where: { studyId: s.studyId, participantId: s.participantId, status: 'answered' } }), hooks);
+    const answered = await ctx.retry(
+      () =>
+        ctx.prisma.session.count({ where: { studyId: s.studyId, participantId: s.participantId, status: 'answered' } }),
+      hooks,
+    );
     return answered >= study.maxSessionsPerPerson ? study.completionCode : null;
   }
 
   /** Stores a score; when another process stored this answer's first (a second bot on the same database), that one stands. */
-  private async storeEvaluation(sessionId: string, outcome: EvaluationOutcome, hooks?: Hooks): Promise<EvaluationOutcome> {
+  private async storeEvaluation(
+    sessionId: string,
+    outcome: EvaluationOutcome,
+    hooks?: Hooks,
+  ): Promise<EvaluationOutcome> {
     const { ctx } = this;
     try {
       await ctx.retry(() => recordEvaluation(ctx.prisma, sessionId, outcome, ctx.options.ratingWeight), hooks);
@@ -73,11 +96,13 @@ export class Answers {
   /** Stores the person's 1-5 rating of their answered session (a second rating replaces the first). */
   async rate(sessionId: string, rater: Person, value: number, hooks?: Hooks): Promise<void> {
     const { ctx } = this;
-    if (!Number.isInteger(value) || value < 1 || value > 5) throw new TurnRejectedError('A rating is a whole number from 1 to 5.');
+    if (!Number.isInteger(value) || value < 1 || value > 5)
+      throw new TurnRejectedError('A rating is a whole number from 1 to 5.');
     await ctx.retry(async () => {
       const s = await ctx.prisma.session.findUnique({ where: { id: sessionId }, include: { participant: true } });
       if (!s) throw new TurnRejectedError('This session no longer exists.');
-      if (s.participant.discordUserId !== rater.externalId) throw new TurnRejectedError('Only the person who took part in this session can rate it.');
+      if (s.participant.discordUserId !== rater.externalId)
+        throw new TurnRejectedError('Only the person who took part in this session can rate it.');
       if (s.status !== 'answered') throw new TurnRejectedError('Only a finished session can be rated.');
       await recordRating(ctx.prisma, sessionId, s.participantId, value, ctx.options.ratingWeight);
     }, hooks);
@@ -86,11 +111,13 @@ export class Answers {
   async comment(sessionId: string, rater: Person, comment: string, hooks?: Hooks): Promise<void> {
     const { ctx } = this;
     const text = comment.trim();
-    if (text.length > 1000) throw new TurnRejectedError(`Your comment is ${text.length} characters long; the limit is 1000.`);
+    if (text.length > 1000)
+      throw new TurnRejectedError(`Your comment is ${text.length} characters long; the limit is 1000.`);
     await ctx.retry(async () => {
       const p = await findParticipant(ctx.prisma, rater.externalId);
       if (!p) throw new TurnRejectedError('Please rate the session first.');
-      if (!(await recordComment(ctx.prisma, sessionId, p.id, text))) throw new TurnRejectedError('Please rate the session with the buttons first, then add a comment.');
+      if (!(await recordComment(ctx.prisma, sessionId, p.id, text)))
+        throw new TurnRejectedError('Please rate the session with the buttons first, then add a comment.');
     }, hooks);
   }
 }

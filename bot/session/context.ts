@@ -93,13 +93,24 @@ export class EngineContext {
     const cached = this.sessions.get(sessionId);
     if (cached) return cached;
     const readAt = this.sessions.readAt();
-    const s = await this.retry(() => this.prisma.session.findUnique({ where: { id: sessionId }, include: { turns: { orderBy: { index: 'asc' } } } }), hooks);
+    const s = await this.retry(
+      () =>
+        this.prisma.session.findUnique({ where: { id: sessionId }, include: { turns: { orderBy: { index: 'asc' } } } }),
+      hooks,
+    );
     if (!s) return null;
     return this.sessions.keepRead({ ...s, task: await this.task(s.taskId, hooks) }, readAt);
   }
 
   /** Ends an active session without an answer (prisma/session-store.ts endSession) and drops its copy; false when it was no longer active. */
-  async endSession(sessionId: string, status: 'abandoned' | 'expired', reason: string, hooks?: Hooks, at?: Date, onlyIfIdleSince?: Date): Promise<boolean> {
+  async endSession(
+    sessionId: string,
+    status: 'abandoned' | 'expired',
+    reason: string,
+    hooks?: Hooks,
+    at?: Date,
+    onlyIfIdleSince?: Date,
+  ): Promise<boolean> {
     try {
       return await this.retry(() => endSession(this.prisma, sessionId, status, reason, at, onlyIfIdleSince), hooks);
     } finally {

@@ -25,7 +25,8 @@ export function freshReads(prisma: PrismaClient): AdmissionReads {
 
 export class AdmissionDirectory {
   /** The studies as read at `version`; the default study once read (created, its pool filled) at that version. */
-  private cached: { version: string; studies: StudyWithArms[]; defaultStudy: Promise<StudyWithArms> | null } | null = null;
+  private cached: { version: string; studies: StudyWithArms[]; defaultStudy: Promise<StudyWithArms> | null } | null =
+    null;
 
   constructor(private readonly prisma: () => PrismaClient) {}
 
@@ -49,7 +50,9 @@ export class AdmissionDirectory {
         if (chosen) return chosen;
         // Filling its pool changes the version: the next admission reads the studies again, once.
         // Shared by the admissions of the same moment (a failed read is tried again by the next).
-        const read = (snapshot.defaultStudy ??= defaultStudy(prisma, { study: snapshot.studies.find((s) => s.name === DEFAULT_STUDY) ?? null }));
+        const read = (snapshot.defaultStudy ??= defaultStudy(prisma, {
+          study: snapshot.studies.find((s) => s.name === DEFAULT_STUDY) ?? null,
+        }));
         read.catch(() => snapshot.defaultStudy === read && (snapshot.defaultStudy = null));
         return { study: await read, refusal: null };
       },

@@ -13,7 +13,20 @@ import { Sweep } from './sweep.ts';
 import { AgentSteps } from './agent-step.ts';
 import { Answers } from './answers.ts';
 import { TurnScript } from './turns.ts';
-import type { AgentStep, EngineDeps, EngineOptions, EvaluatedSession, Hooks, PendingWork, Person, ResumedView, SessionState, SessionView, StartedSession, Where } from './types.ts';
+import type {
+  AgentStep,
+  EngineDeps,
+  EngineOptions,
+  EvaluatedSession,
+  Hooks,
+  PendingWork,
+  Person,
+  ResumedView,
+  SessionState,
+  SessionView,
+  StartedSession,
+  Where,
+} from './types.ts';
 
 export * from './types.ts';
 export type { ScoringState } from './scoring.ts';
@@ -52,7 +65,11 @@ export class SessionEngine {
   }
 
   /** Records the person's acceptance of the consent text (the bot's, or the version of a study's that was shown), audited. */
-  acceptConsent(person: Person, consent?: Pick<StudyConsent, 'studyId' | 'version'>, hooks?: Hooks): Promise<Participant> {
+  acceptConsent(
+    person: Person,
+    consent?: Pick<StudyConsent, 'studyId' | 'version'>,
+    hooks?: Hooks,
+  ): Promise<Participant> {
     return this.admissions.acceptConsent(person, consent, hooks);
   }
 
@@ -62,7 +79,11 @@ export class SessionEngine {
   }
 
   /** May the person take part here now (admitted in a study, needs to accept a consent text, or refused and why)? */
-  admission(person: Pick<Person, 'externalId'>, where: Pick<Where, 'guildId' | 'channelId'> = {}, hooks?: Hooks): Promise<Admission> {
+  admission(
+    person: Pick<Person, 'externalId'>,
+    where: Pick<Where, 'guildId' | 'channelId'> = {},
+    hooks?: Hooks,
+  ): Promise<Admission> {
     return this.admissions.admission(person, where, hooks);
   }
 
@@ -70,7 +91,13 @@ export class SessionEngine {
    * Checks everything and creates the session; the caller shows the hidden information, then calls agentStep.
    * `admitted`: the admission the caller has just made (admission() for this person and place), not made again.
    */
-  start(person: Person, kindWanted: TaskKind | null, where: Where = {}, hooks?: Hooks, admitted?: Admission): Promise<StartedSession> {
+  start(
+    person: Person,
+    kindWanted: TaskKind | null,
+    where: Where = {},
+    hooks?: Hooks,
+    admitted?: Admission,
+  ): Promise<StartedSession> {
     return this.admissions.start(person, kindWanted, where, hooks, admitted);
   }
 
@@ -102,7 +129,13 @@ export class SessionEngine {
   }
 
   /** Stores the person's reply, then lets the agent answer it (see advance). Null for a duplicate message. */
-  receive(sessionId: string, text: string, externalMessageId: string | null, view: SessionView, hooks?: Hooks): Promise<SessionState | null> {
+  receive(
+    sessionId: string,
+    text: string,
+    externalMessageId: string | null,
+    view: SessionView,
+    hooks?: Hooks,
+  ): Promise<SessionState | null> {
     return this.turns.receive(sessionId, text, externalMessageId, view, hooks);
   }
 
@@ -122,7 +155,12 @@ export class SessionEngine {
   }
 
   /** Stores the person's message (`duplicate: true` for one already stored or being handled). */
-  humanTurn(sessionId: string, text: string, externalMessageId: string | null, hooks?: Hooks): Promise<{ duplicate: boolean; turnId?: string }> {
+  humanTurn(
+    sessionId: string,
+    text: string,
+    externalMessageId: string | null,
+    hooks?: Hooks,
+  ): Promise<{ duplicate: boolean; turnId?: string }> {
     return this.turns.humanTurn(sessionId, text, externalMessageId, hooks);
   }
 
@@ -164,7 +202,10 @@ export class SessionEngine {
     const [active, answered] = await ctx.retry(
       () =>
         Promise.all([
-          ctx.prisma.session.findFirst({ where: { participantId: p.id, status: 'active' }, include: { task: true, policyVersion: true, turns: { select: { role: true } } } }),
+          ctx.prisma.session.findFirst({
+            where: { participantId: p.id, status: 'active' },
+            include: { task: true, policyVersion: true, turns: { select: { role: true } } },
+          }),
           ctx.prisma.session.count({ where: { participantId: p.id, status: 'answered' } }),
         ]),
       hooks,
@@ -178,7 +219,10 @@ export class SessionEngine {
    */
   async sessionInThread(threadId: string, hooks?: Hooks): Promise<{ sessionId: string; owner: string } | null> {
     const rows = await this.ctx.retry(
-      () => this.ctx.prisma.$queryRaw<{ id: string; discordUserId: string }[]>`SELECT s.id, p."discordUserId" FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" WHERE s."threadId" = ${threadId}`,
+      () =>
+        this.ctx.prisma.$queryRaw<
+          { id: string; discordUserId: string }[]
+        >`SELECT s.id, p."discordUserId" FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" WHERE s."threadId" = ${threadId}`,
       hooks,
     );
     return rows[0] ? { sessionId: rows[0].id, owner: rows[0].discordUserId } : null;

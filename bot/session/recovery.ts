@@ -24,7 +24,10 @@ export class Recovery {
     const { ctx } = this;
     const sessions = await ctx.retry(() =>
       ctx.prisma.session.findMany({
-        where: { channel: ctx.options.channel, OR: [{ status: 'active' }, { status: 'answered', OR: [{ resultShownAt: null }, { ratingAskedAt: null }] }] },
+        where: {
+          channel: ctx.options.channel,
+          OR: [{ status: 'active' }, { status: 'answered', OR: [{ resultShownAt: null }, { ratingAskedAt: null }] }],
+        },
         // Only the last dialogue turn: readiness and the sweep (sweep.ts) read this often.
         include: { turns: { where: dialogueTurnWhere, orderBy: { index: 'desc' }, take: 1 } },
         orderBy: { startedAt: 'asc' },
@@ -33,7 +36,8 @@ export class Recovery {
     const work: PendingWork[] = [];
     for (const { turns, ...session } of sessions) {
       const last = turns[0];
-      if (last && last.role === 'agent' && last.externalMessageId === null) work.push({ kind: 'show', session, turn: last });
+      if (last && last.role === 'agent' && last.externalMessageId === null)
+        work.push({ kind: 'show', session, turn: last });
       else if (session.status === 'answered') work.push({ kind: 'evaluate', session });
       else if (!last || last.role === 'human') work.push({ kind: 'agent', session });
     }
@@ -80,13 +84,18 @@ export class Recovery {
     const sessions = await ctx.retry(() =>
       ctx.prisma.session.findMany({
         where: { channel: ctx.options.channel, status: 'active' },
-        include: { turns: { where: dialogueTurnWhere, orderBy: { index: 'desc' }, take: 1 }, participant: { select: { discordUserId: true } } },
+        include: {
+          turns: { where: dialogueTurnWhere, orderBy: { index: 'desc' }, take: 1 },
+          participant: { select: { discordUserId: true } },
+        },
         orderBy: { startedAt: 'asc' },
       }),
     );
     return sessions.flatMap(({ turns, participant, ...session }) => {
       const last = turns[0];
-      return last?.role === 'agent' && last.externalMessageId ? [{ session, owner: participant.discordUserId, after: last.externalMessageId }] : [];
+      return last?.role === 'agent' && last.externalMessageId
+        ? [{ session, owner: participant.discordUserId, after: last.externalMessageId }]
+        : [];
     });
   }
 
@@ -98,13 +107,19 @@ export class Recovery {
   async endThreadless(startedBefore: Date): Promise<Session[]> {
     const { ctx } = this;
     const orphans = await ctx.retry(() =>
-      ctx.prisma.session.findMany({ where: { channel: ctx.options.channel, status: 'active', threadId: null, startedAt: { lt: startedBefore } } }),
+      ctx.prisma.session.findMany({
+        where: { channel: ctx.options.channel, status: 'active', threadId: null, startedAt: { lt: startedBefore } },
+      }),
     );
     const ended: Session[] = [];
     for (const s of orphans) {
       if (await ctx.endSession(s.id, 'abandoned', 'start-interrupted')) ended.push(s);
     }
-    if (ended.length) ctx.deps.log?.warn({ sessions: ended.map((s) => s.id) }, 'ended sessions whose start was cut off before their thread opened');
+    if (ended.length)
+      ctx.deps.log?.warn(
+        { sessions: ended.map((s) => s.id) },
+        'ended sessions whose start was cut off before their thread opened',
+      );
     return ended;
   }
 
@@ -112,7 +127,11 @@ export class Recovery {
   async expireIdle(now = new Date()): Promise<Session[]> {
     const { ctx } = this;
     const cutoff = new Date(now.getTime() - ctx.options.idleMinutes * 60_000);
-    const idle = await ctx.retry(() => ctx.prisma.session.findMany({ where: { status: 'active', channel: ctx.options.channel, lastActivityAt: { lt: cutoff } } }));
+    const idle = await ctx.retry(() =>
+      ctx.prisma.session.findMany({
+        where: { status: 'active', channel: ctx.options.channel, lastActivityAt: { lt: cutoff } },
+      }),
+    );
     const expired: Session[] = [];
     for (const s of idle) {
       // A session being written is left alone, unless it is only waiting for its agent: that wait ends with it.

@@ -23,7 +23,8 @@ export class ScoringPool {
   private closed = false;
 
   constructor(readonly size: number) {
-    if (!Number.isInteger(size) || size < 1) throw new RangeError(`the scoring pool needs a whole number of places >= 1, got ${size}`);
+    if (!Number.isInteger(size) || size < 1)
+      throw new RangeError(`the scoring pool needs a whole number of places >= 1, got ${size}`);
   }
 
   /** Answers waiting, and being scored now. */
@@ -68,7 +69,8 @@ export class ScoringPool {
    */
   async close(): Promise<void> {
     this.closed = true;
-    for (const w of this.queue.splice(0)) w.reject(new ScoringClosedError('the scoring pool closed before this answer was scored'));
+    for (const w of this.queue.splice(0))
+      w.reject(new ScoringClosedError('the scoring pool closed before this answer was scored'));
     await Promise.allSettled([...this.runningJobs]);
   }
 }

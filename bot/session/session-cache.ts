@@ -68,7 +68,12 @@ export class SessionCache {
     this.writes++;
     const e = this.entries.get(sessionId);
     if (!e) return;
-    e.s = { ...e.s, ...fields, turnCount: turn.role === 'agent' ? e.s.turnCount + 1 : e.s.turnCount, turns: [...e.s.turns, turn] };
+    e.s = {
+      ...e.s,
+      ...fields,
+      turnCount: turn.role === 'agent' ? e.s.turnCount + 1 : e.s.turnCount,
+      turns: [...e.s.turns, turn],
+    };
     if (fields.status === 'answered') e.answeredHere = true;
   }
 

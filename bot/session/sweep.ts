@@ -35,7 +35,8 @@ export class Sweep {
 
   private age(w: PendingWork, now: number): 'fresh' | 'overdue' | 'stale' {
     const waited = now - w.session.lastActivityAt.getTime();
-    if (this.ctx.isAttended(w.session.id) || waited < (this.ctx.options.overdueMs ?? DEFAULT_OVERDUE_MS)) return 'fresh';
+    if (this.ctx.isAttended(w.session.id) || waited < (this.ctx.options.overdueMs ?? DEFAULT_OVERDUE_MS))
+      return 'fresh';
     return waited < this.ctx.options.idleMinutes * 60_000 ? 'overdue' : 'stale';
   }
 
@@ -58,7 +59,10 @@ export class Sweep {
         const before = this.tried.get(id);
         if (before && before.at !== at) this.tried.delete(id);
         if (age === 'stale' && this.tried.delete(id)) {
-          log?.warn({ session: id, kind: w.kind, tries: before!.tries }, 'sweep gives up: the session was not finished within the idle time');
+          log?.warn(
+            { session: id, kind: w.kind, tries: before!.tries },
+            'sweep gives up: the session was not finished within the idle time',
+          );
         }
         if (age !== 'overdue') continue;
         const t = this.tried.get(id);

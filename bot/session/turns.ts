@@ -7,7 +7,13 @@ import { checkHumanMessage, sanitizeText } from '../../tasks/protocol.ts';
 import type { Session } from '../../prisma/generated/client.ts';
 import { UniqueViolationError, toDatabaseError } from '../../prisma/errors.ts';
 import { findParticipant } from '../../prisma/participant-store.ts';
-import { appendHumanTurn, markRatingAsked, markResultAndRatingShown, markResultShown, markTurnShown } from '../../prisma/session-store.ts';
+import {
+  appendHumanTurn,
+  markRatingAsked,
+  markResultAndRatingShown,
+  markResultShown,
+  markTurnShown,
+} from '../../prisma/session-store.ts';
 import { messageLimitRefusal } from '../limits.ts';
 import type { AgentSteps } from './agent-step.ts';
 import type { AgentCache } from './agents.ts';
@@ -15,7 +21,14 @@ import type { Answers } from './answers.ts';
 import { dialogueTurns, isDialogueTurn } from '../../prisma/cohorts.ts';
 import type { EngineContext } from './context.ts';
 import { ScoringClosedError } from './scoring.ts';
-import { TurnRejectedError, type AgentStep, type EvaluatedSession, type Hooks, type SessionState, type SessionView } from './types.ts';
+import {
+  TurnRejectedError,
+  type AgentStep,
+  type EvaluatedSession,
+  type Hooks,
+  type SessionState,
+  type SessionView,
+} from './types.ts';
 
 /**
  * How long the agent may write before the person is shown that it is typing (then again every 8 s, as Discord's
@@ -50,7 +63,12 @@ export class TurnScript {
    * `agentOwes`: the caller has just stored the person's message, so the agent's turn is next and the session
    * need not be read first (the agent's step reads it under the session's lock, and says when it owes nothing).
    */
-  private async advanceAttended(sessionId: string, view: SessionView, hooks: Hooks | undefined, agentOwes: boolean): Promise<SessionState> {
+  private async advanceAttended(
+    sessionId: string,
+    view: SessionView,
+    hooks: Hooks | undefined,
+    agentOwes: boolean,
+  ): Promise<SessionState> {
     for (let look = !agentOwes; ; look = true) {
       if (look) {
         const s = await this.ctx.load(sessionId, hooks);
@@ -95,7 +113,13 @@ export class TurnScript {
   }
 
   /** Stores the person's reply, then lets the agent answer it (see advance). Null for a duplicate message. */
-  receive(sessionId: string, text: string, externalMessageId: string | null, view: SessionView, hooks?: Hooks): Promise<SessionState | null> {
+  receive(
+    sessionId: string,
+    text: string,
+    externalMessageId: string | null,
+    view: SessionView,
+    hooks?: Hooks,
+  ): Promise<SessionState | null> {
     // Attended from the store on: the stored message owes the agent's answer, which this call gives, not the sweep.
     return this.ctx.attend(sessionId, async () => {
       const r = await this.humanTurn(sessionId, text, externalMessageId, hooks);
@@ -121,7 +145,11 @@ export class TurnScript {
       if (!view.showScoring) await view.typing?.().catch(() => {});
       let result: EvaluatedSession | null = null;
       try {
-        result = await this.answers.evaluate(sessionId, hooks, (state) => void view.showScoring?.(sessionId, state).catch(() => {}));
+        result = await this.answers.evaluate(
+          sessionId,
+          hooks,
+          (state) => void view.showScoring?.(sessionId, state).catch(() => {}),
+        );
       } catch (err) {
         // The engine is stopping with this answer still waiting for a place: the next start scores it.
         if (err instanceof ScoringClosedError) return;
@@ -172,13 +200,23 @@ export class TurnScript {
    * Stores the person's message. Returns `duplicate: true` (and does nothing) for a message already stored or
    * being handled. Throws TurnRejectedError when it cannot be taken (the message says why).
    */
-  async humanTurn(sessionId: string, text: string, externalMessageId: string | null, hooks?: Hooks): Promise<{ duplicate: boolean; turnId?: string }> {
+  async humanTurn(
+    sessionId: string,
+    text: string,
+    externalMessageId: string | null,
+    hooks?: Hooks,
+  ): Promise<{ duplicate: boolean; turnId?: string }> {
     const { ctx } = this;
     if (externalMessageId && this.inFlightMessages.has(externalMessageId)) return { duplicate: true };
     if (ctx.isBusy(sessionId)) {
       // A redelivery of a stored message is a duplicate, not one to refuse. Asked only here: otherwise the
       // session's turns, read below anyway, say it (one round trip less a message; bench:bot, bench/RESULTS.md).
-      const seen = externalMessageId && (await ctx.retry(() => ctx.prisma.turn.findUnique({ where: { externalMessageId }, select: { id: true } }), hooks));
+      const seen =
+        externalMessageId &&
+        (await ctx.retry(
+          () => ctx.prisma.turn.findUnique({ where: { externalMessageId }, select: { id: true } }),
+          hooks,
+        ));
       if (seen) return { duplicate: true };
       throw new TurnRejectedError('The agent is still writing. Please wait for its message, then answer.');
     }
@@ -188,10 +226,12 @@ export class TurnScript {
         const s = await ctx.load(sessionId, hooks);
         if (!s) throw new TurnRejectedError('This session no longer exists.');
         // A message is only ever stored in its own thread's session.
-        if (externalMessageId && s.turns.some((t) => t.externalMessageId === externalMessageId)) return { duplicate: true };
+        if (externalMessageId && s.turns.some((t) => t.externalMessageId === externalMessageId))
+          return { duplicate: true };
         if (s.status !== 'active') throw new TurnRejectedError(ended(s));
         const last = dialogueTurns(s.turns).at(-1);
-        if (!last || last.role !== 'agent') throw new TurnRejectedError('Please wait for the agent\'s message, then answer.');
+        if (!last || last.role !== 'agent')
+          throw new TurnRejectedError("Please wait for the agent's message, then answer.");
         let content: string;
         try {
           content = checkHumanMessage(sanitizeText(text), s.task.kind);
@@ -200,11 +240,18 @@ export class TurnScript {
         }
         const limits = ctx.options.limits;
         if (limits) {
-          const refusal = await ctx.retry(() => messageLimitRefusal(ctx.prisma, s.participantId, content.length, limits), hooks);
+          const refusal = await ctx.retry(
+            () => messageLimitRefusal(ctx.prisma, s.participantId, content.length, limits),
+            hooks,
+          );
           if (refusal) throw new TurnRejectedError(refusal);
         }
         try {
-          const turn = await ctx.appendTurn(sessionId, () => appendHumanTurn(ctx.prisma, sessionId, { content, externalMessageId }), hooks);
+          const turn = await ctx.appendTurn(
+            sessionId,
+            () => appendHumanTurn(ctx.prisma, sessionId, { content, externalMessageId }),
+            hooks,
+          );
           if (!turn) {
             // Ended or deleted by someone else since this process read it: say which, as read now.
             const now = await ctx.load(sessionId, hooks);
@@ -231,7 +278,10 @@ export class TurnScript {
     return ctx.personLock.run(externalId, async () => {
       const p = await ctx.retry(() => findParticipant(ctx.prisma, externalId), hooks);
       if (!p) return null;
-      const s = await ctx.retry(() => ctx.prisma.session.findFirst({ where: { participantId: p.id, status: 'active' } }), hooks);
+      const s = await ctx.retry(
+        () => ctx.prisma.session.findFirst({ where: { participantId: p.id, status: 'active' } }),
+        hooks,
+      );
       if (!s) return null;
       const end = async () => {
         await ctx.endSession(s.id, 'abandoned', 'stopped', hooks);
@@ -245,7 +295,10 @@ export class TurnScript {
 
   /** The dialogue of a session so far, for showing it again (system notices left out). */
   async transcript(sessionId: string, hooks?: Hooks): Promise<DialogueTurn[]> {
-    const turns = await this.ctx.retry(() => this.ctx.prisma.turn.findMany({ where: { sessionId }, orderBy: { index: 'asc' } }), hooks);
+    const turns = await this.ctx.retry(
+      () => this.ctx.prisma.turn.findMany({ where: { sessionId }, orderBy: { index: 'asc' } }),
+      hooks,
+    );
     return dialogueTurns(turns);
   }
 }

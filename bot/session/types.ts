@@ -80,7 +80,16 @@ export interface EngineObserver {
   evaluationFailed?(): void;
 }
 
-export type RefusalReason = 'no-consent' | 'no-platform-id' | 'banned' | 'paused' | 'active-session' | 'no-policy' | 'no-renderer' | 'limit' | StudyRefusalReason;
+export type RefusalReason =
+  | 'no-consent'
+  | 'no-platform-id'
+  | 'banned'
+  | 'paused'
+  | 'active-session'
+  | 'no-policy'
+  | 'no-renderer'
+  | 'limit'
+  | StudyRefusalReason;
 
 /** The engine will not do what was asked; `message` is meant for the person. */
 export class RefusedError extends Error {

@@ -16,7 +16,12 @@ const SIGNATURE_LEAD = 'The signature of the function is: ';
 function task(slug: string, request: string, reference: string, tests: string[]): BuiltinBackendTask {
   const signature = /^def [^\n]*\)/m.exec(reference);
   if (!signature) throw new Error(`built-in task ${slug}: reference has no def line`);
-  return { slug, description: `${request.trim()} ${SIGNATURE_LEAD}${signature[0]}`, reference: reference.trim() + '\n', tests };
+  return {
+    slug,
+    description: `${request.trim()} ${SIGNATURE_LEAD}${signature[0]}`,
+    reference: reference.trim() + '\n',
+    tests,
+  };
 }
 
 export const BUILTIN_BACKEND_TASKS: readonly BuiltinBackendTask[] = [
@@ -70,7 +75,18 @@ def parking_fee(minutes):
     started_hours = math.ceil(rest / 60)
     return days * DAILY_MAXIMUM + min(started_hours * HOURLY_RATE, DAILY_MAXIMUM)
 `,
-    ['parking_fee(0)', 'parking_fee(30)', 'parking_fee(31)', 'parking_fee(60)', 'parking_fee(61)', 'parking_fee(150)', 'parking_fee(600)', 'parking_fee(1440)', 'parking_fee(1500)', 'parking_fee(3000)'],
+    [
+      'parking_fee(0)',
+      'parking_fee(30)',
+      'parking_fee(31)',
+      'parking_fee(60)',
+      'parking_fee(61)',
+      'parking_fee(150)',
+      'parking_fee(600)',
+      'parking_fee(1440)',
+      'parking_fee(1500)',
+      'parking_fee(3000)',
+    ],
   ),
   task(
     'tiered-water-bill',
@@ -92,7 +108,18 @@ def water_bill(cubic_meters):
         lower = upper
     return round(total, 2)
 `,
-    ['water_bill(0)', 'water_bill(5)', 'water_bill(10)', 'water_bill(12)', 'water_bill(30)', 'water_bill(31)', 'water_bill(45.5)', 'water_bill(-3)', 'water_bill(100)', 'water_bill(20.4)'],
+    [
+      'water_bill(0)',
+      'water_bill(5)',
+      'water_bill(10)',
+      'water_bill(12)',
+      'water_bill(30)',
+      'water_bill(31)',
+      'water_bill(45.5)',
+      'water_bill(-3)',
+      'water_bill(100)',
+      'water_bill(20.4)',
+    ],
   ),
   task(
     'plant-watering-interval',
@@ -176,7 +203,7 @@ def clean_hashtags(tags):
 `,
     [
       "clean_hashtags(['#Summer', 'summer', 'beach'])",
-      "clean_hashtags([])",
+      'clean_hashtags([])',
       "clean_hashtags(['##Travel', ' travel ', '#TRAVEL'])",
       "clean_hashtags(['road trip', 'RoadTrip', '#road Trip'])",
       "clean_hashtags(['#', '', '   ', 'ok'])",
@@ -204,7 +231,18 @@ def bmi_label(weight_kg, height_cm):
         label = 'obese'
     return f'{bmi} ({label})'
 `,
-    ['bmi_label(70, 175)', 'bmi_label(50, 180)', 'bmi_label(90, 175)', 'bmi_label(110, 170)', 'bmi_label(56.7, 175)', 'bmi_label(76.5, 175)', 'bmi_label(91.8, 175)', 'bmi_label(60, 160)', 'bmi_label(45, 150)', 'bmi_label(100, 200)'],
+    [
+      'bmi_label(70, 175)',
+      'bmi_label(50, 180)',
+      'bmi_label(90, 175)',
+      'bmi_label(110, 170)',
+      'bmi_label(56.7, 175)',
+      'bmi_label(76.5, 175)',
+      'bmi_label(91.8, 175)',
+      'bmi_label(60, 160)',
+      'bmi_label(45, 150)',
+      'bmi_label(100, 200)',
+    ],
   ),
   task(
     'running-pace',
@@ -218,7 +256,18 @@ def running_pace(distance_km, total_minutes):
     minutes, seconds = divmod(seconds_per_km, 60)
     return f'{minutes}:{seconds:02d} /km'
 `,
-    ['running_pace(5, 25)', 'running_pace(10, 52.5)', 'running_pace(0, 30)', 'running_pace(-1, 30)', 'running_pace(21.1, 105)', 'running_pace(3, 20)', 'running_pace(42.195, 240)', 'running_pace(1, 4.01)', 'running_pace(7.5, 40)', 'running_pace(2, 0)'],
+    [
+      'running_pace(5, 25)',
+      'running_pace(10, 52.5)',
+      'running_pace(0, 30)',
+      'running_pace(-1, 30)',
+      'running_pace(21.1, 105)',
+      'running_pace(3, 20)',
+      'running_pace(42.195, 240)',
+      'running_pace(1, 4.01)',
+      'running_pace(7.5, 40)',
+      'running_pace(2, 0)',
+    ],
   ),
   task(
     'overdue-book-fine',
@@ -237,11 +286,22 @@ def library_fine(days_late, is_child):
         fine = fine / 2
     return round(fine, 2)
 `,
-    ['library_fine(0, False)', 'library_fine(2, False)', 'library_fine(3, False)', 'library_fine(10, False)', 'library_fine(10, True)', 'library_fine(41, False)', 'library_fine(42, False)', 'library_fine(100, True)', 'library_fine(-5, False)', 'library_fine(7, True)'],
+    [
+      'library_fine(0, False)',
+      'library_fine(2, False)',
+      'library_fine(3, False)',
+      'library_fine(10, False)',
+      'library_fine(10, True)',
+      'library_fine(41, False)',
+      'library_fine(42, False)',
+      'library_fine(100, True)',
+      'library_fine(-5, False)',
+      'library_fine(7, True)',
+    ],
   ),
   task(
     'password-strength-label',
-    "When people sign up on my site I want to show whether their password is weak, medium or strong. Can you write the function that decides that?",
+    'When people sign up on my site I want to show whether their password is weak, medium or strong. Can you write the function that decides that?',
     `
 SYMBOLS = '!@#$%^&*?-_'
 # passwords that are always weak, however they score
@@ -299,7 +359,7 @@ def leaderboard(scores):
 `,
     [
       "leaderboard({'Ann': [10, 20], 'Bob': [30]})",
-      "leaderboard({})",
+      'leaderboard({})',
       "leaderboard({'Zoe': [5], 'Adam': [5]})",
       "leaderboard({'Kim': [], 'Lee': [7, 8, 9]})",
       "leaderboard({'A': [1, 2, 2], 'B': [1.5, 2]})",
@@ -361,7 +421,18 @@ def squeeze_repeats(text):
         i = j
     return ''.join(out)
 `,
-    ["squeeze_repeats('')", "squeeze_repeats('abc')", "squeeze_repeats('aab')", "squeeze_repeats('aaab')", "squeeze_repeats('bbbbbbbbbbbb')", "squeeze_repeats('aaabbbccc')", "squeeze_repeats('aabbaa')", "squeeze_repeats('   x')", "squeeze_repeats('AAAaaa')", "squeeze_repeats('zzz1112')"],
+    [
+      "squeeze_repeats('')",
+      "squeeze_repeats('abc')",
+      "squeeze_repeats('aab')",
+      "squeeze_repeats('aaab')",
+      "squeeze_repeats('bbbbbbbbbbbb')",
+      "squeeze_repeats('aaabbbccc')",
+      "squeeze_repeats('aabbaa')",
+      "squeeze_repeats('   x')",
+      "squeeze_repeats('AAAaaa')",
+      "squeeze_repeats('zzz1112')",
+    ],
   ),
   task(
     'rotate-secret-message',
@@ -443,11 +514,22 @@ def thermostat_action(current, target):
         return 'hold'
     return 'heat' if current < target else 'cool'
 `,
-    ['thermostat_action(20, 21)', 'thermostat_action(21, 21)', 'thermostat_action(20.5, 21)', 'thermostat_action(22, 21)', 'thermostat_action(21.6, 21)', 'thermostat_action(15, 10)', 'thermostat_action(16.4, 10)', 'thermostat_action(29, 35)', 'thermostat_action(27.5, 35)', 'thermostat_action(18, 17.2)'],
+    [
+      'thermostat_action(20, 21)',
+      'thermostat_action(21, 21)',
+      'thermostat_action(20.5, 21)',
+      'thermostat_action(22, 21)',
+      'thermostat_action(21.6, 21)',
+      'thermostat_action(15, 10)',
+      'thermostat_action(16.4, 10)',
+      'thermostat_action(29, 35)',
+      'thermostat_action(27.5, 35)',
+      'thermostat_action(18, 17.2)',
+    ],
   ),
   task(
     'days-to-birthday',
-    'Write me a function that counts how many days are left until someone\'s next birthday, given today\'s date and their birth date.',
+    "Write me a function that counts how many days are left until someone's next birthday, given today's date and their birth date.",
     `
 from datetime import date
 
@@ -539,7 +621,7 @@ def coffee_price(size, extras):
   ),
   task(
     'weekly-wage',
-    'I pay my part-time staff weekly from the hours they worked each day. I need a function that calculates the week\'s pay, overtime included.',
+    "I pay my part-time staff weekly from the hours they worked each day. I need a function that calculates the week's pay, overtime included.",
     `
 REGULAR_HOURS = 40  # weekday hours beyond this are overtime
 OVERTIME_MULTIPLIER = 1.5
@@ -660,7 +742,7 @@ def scale_recipe(ingredients, from_servings, to_servings):
       "scale_recipe([('flour', 200, 'g')], 4, 2)",
       "scale_recipe([('eggs', 3, 'piece')], 4, 2)",
       "scale_recipe([('salt', 1, 'pinch')], 2, 8)",
-      "scale_recipe([], 4, 6)",
+      'scale_recipe([], 4, 6)',
       "scale_recipe([('milk', 0.5, 'l'), ('egg', 1, 'piece')], 3, 7)",
       "scale_recipe([('pepper', 1, 'to taste'), ('butter', 30, 'g')], 2, 3)",
       "scale_recipe([('sugar', 100, 'g')], 3, 1)",
@@ -814,7 +896,18 @@ def triangle_kind(a, b, c):
         return 'isosceles'
     return 'scalene'
 `,
-    ['triangle_kind(3, 4, 5)', 'triangle_kind(5, 5, 5)', 'triangle_kind(2, 2, 3)', 'triangle_kind(4, 5, 6)', 'triangle_kind(1, 2, 3)', 'triangle_kind(0, 1, 1)', 'triangle_kind(1, 1, 2 ** 0.5)', 'triangle_kind(10, 1, 1)', 'triangle_kind(13, 5, 12)', 'triangle_kind(-3, 4, 5)'],
+    [
+      'triangle_kind(3, 4, 5)',
+      'triangle_kind(5, 5, 5)',
+      'triangle_kind(2, 2, 3)',
+      'triangle_kind(4, 5, 6)',
+      'triangle_kind(1, 2, 3)',
+      'triangle_kind(0, 1, 1)',
+      'triangle_kind(1, 1, 2 ** 0.5)',
+      'triangle_kind(10, 1, 1)',
+      'triangle_kind(13, 5, 12)',
+      'triangle_kind(-3, 4, 5)',
+    ],
   ),
   task(
     'rain-gauge-summary',
@@ -869,7 +962,7 @@ def items_to_reorder(stock, daily_sales, lead_days):
       "items_to_reorder({'milk': 10}, {'milk': 5}, 2)",
       "items_to_reorder({'milk': 12}, {'milk': 5}, 2)",
       "items_to_reorder({'milk': 11}, {'milk': 5}, 2)",
-      "items_to_reorder({}, {}, 3)",
+      'items_to_reorder({}, {}, 3)',
       "items_to_reorder({'tea': 5, 'jam': 1}, {'tea': 1, 'jam': 1}, 7)",
       "items_to_reorder({'soap': 0}, {}, 5)",
       "items_to_reorder({'a': 3, 'b': 2, 'c': 100}, {'a': 2, 'b': 2, 'c': 1}, 4)",
@@ -896,7 +989,18 @@ def commute_mode(distance_km, raining):
         return 'bus'
     return 'car'
 `,
-    ['commute_mode(1, False)', 'commute_mode(1, True)', 'commute_mode(2, False)', 'commute_mode(2.1, False)', 'commute_mode(8, False)', 'commute_mode(8, True)', 'commute_mode(8.5, False)', 'commute_mode(25, True)', 'commute_mode(25.1, False)', 'commute_mode(0, True)'],
+    [
+      'commute_mode(1, False)',
+      'commute_mode(1, True)',
+      'commute_mode(2, False)',
+      'commute_mode(2.1, False)',
+      'commute_mode(8, False)',
+      'commute_mode(8, True)',
+      'commute_mode(8.5, False)',
+      'commute_mode(25, True)',
+      'commute_mode(25.1, False)',
+      'commute_mode(0, True)',
+    ],
   ),
   task(
     'multiple-choice-score',
@@ -975,7 +1079,18 @@ def format_duration(seconds):
         return f'{minutes}m'
     return f'{hours}h {minutes:02d}m'
 `,
-    ['format_duration(0)', 'format_duration(59)', 'format_duration(60)', 'format_duration(119)', 'format_duration(3599)', 'format_duration(3600)', 'format_duration(3661)', 'format_duration(45.9)', 'format_duration(86400)', 'format_duration(7325)'],
+    [
+      'format_duration(0)',
+      'format_duration(59)',
+      'format_duration(60)',
+      'format_duration(119)',
+      'format_duration(3599)',
+      'format_duration(3600)',
+      'format_duration(3661)',
+      'format_duration(45.9)',
+      'format_duration(86400)',
+      'format_duration(7325)',
+    ],
   ),
   task(
     'night-tariff-cost',
@@ -1150,7 +1265,18 @@ def paint_cans(area_m2, coats):
     # answer as (big cans, small cans)
     return (big, small)
 `,
-    ['paint_cans(0, 2)', 'paint_cans(10, 1)', 'paint_cans(25, 1)', 'paint_cans(30, 2)', 'paint_cans(45, 1)', 'paint_cans(50, 2)', 'paint_cans(12, 3)', 'paint_cans(73, 2)', 'paint_cans(20, 1)', 'paint_cans(100, 3)'],
+    [
+      'paint_cans(0, 2)',
+      'paint_cans(10, 1)',
+      'paint_cans(25, 1)',
+      'paint_cans(30, 2)',
+      'paint_cans(45, 1)',
+      'paint_cans(50, 2)',
+      'paint_cans(12, 3)',
+      'paint_cans(73, 2)',
+      'paint_cans(20, 1)',
+      'paint_cans(100, 3)',
+    ],
   ),
   task(
     'longest-habit-streak',
@@ -1239,7 +1365,18 @@ def wrapping_paper(length_cm, width_cm, height_cm):
     # paper is cut in whole centimeters, always rounding up
     return math.ceil(sheet_length)
 `,
-    ['wrapping_paper(30, 20, 10)', 'wrapping_paper(10, 10, 10)', 'wrapping_paper(60, 20, 5)', 'wrapping_paper(60, 20, 6)', 'wrapping_paper(12.5, 8.2, 3.1)', 'wrapping_paper(100, 10, 10)', 'wrapping_paper(0, 0, 0)', 'wrapping_paper(40, 30, 25)', 'wrapping_paper(55, 12.25, 10)', 'wrapping_paper(20, 15.01, 4)'],
+    [
+      'wrapping_paper(30, 20, 10)',
+      'wrapping_paper(10, 10, 10)',
+      'wrapping_paper(60, 20, 5)',
+      'wrapping_paper(60, 20, 6)',
+      'wrapping_paper(12.5, 8.2, 3.1)',
+      'wrapping_paper(100, 10, 10)',
+      'wrapping_paper(0, 0, 0)',
+      'wrapping_paper(40, 30, 25)',
+      'wrapping_paper(55, 12.25, 10)',
+      'wrapping_paper(20, 15.01, 4)',
+    ],
   ),
   task(
     'study-group-slots',

@@ -8,7 +8,8 @@ export interface BuiltinFrontendTask {
   reference: string;
 }
 
-export const TAILWIND_LINK = '<link href="https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css" rel="stylesheet">';
+export const TAILWIND_LINK =
+  '<link href="https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css" rel="stylesheet">';
 
 function page(title: string, bodyClass: string, body: string): string {
   return `<!DOCTYPE html>

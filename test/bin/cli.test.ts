@@ -7,7 +7,6 @@ import { buildProgram } from '../../bin/cli.ts';
 import { EXIT_MIGRATIONS_PENDING } from '../../bin/commands/migrations.ts';
 import { runSweetloop, type SweetloopRun } from '../../testing/sweetloop-cli.ts';
 
-
 function sweetloop(args: string[], env: Record<string, string> = {}): Promise<SweetloopRun> {
   return runSweetloop(args, { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, timeoutMs: 120_000 });
 }
@@ -26,7 +25,9 @@ describe('sweetloop --help', () => {
     for (const c of program.commands) {
       // Commander wraps long descriptions: compare the first words.
       const start = c.description().split(/\s+/).slice(0, 3).join(' ');
-      expect(stdout, c.name()).toMatch(new RegExp(`^  ${c.name()}\\b.*${start.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'm'));
+      expect(stdout, c.name()).toMatch(
+        new RegExp(`^  ${c.name()}\\b.*${start.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'm'),
+      );
     }
   });
 

@@ -3,7 +3,16 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, MAKE_SECRET_COMMAND, PUBLIC_SECRETS, assertProductionSecrets, configSchema, describeConfig, isPublicSecret, parseConfig } from '../../bin/config.ts';
+import {
+  ConfigError,
+  MAKE_SECRET_COMMAND,
+  PUBLIC_SECRETS,
+  assertProductionSecrets,
+  configSchema,
+  describeConfig,
+  isPublicSecret,
+  parseConfig,
+} from '../../bin/config.ts';
 import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
 
 const run = promisify(execFile);
@@ -45,7 +54,13 @@ describe('configuration', () => {
       REWARD_RATING_WEIGHT: '1.5',
     });
     const by = Object.fromEntries(problems.map((p) => [p.variable, p.message]));
-    expect(Object.keys(by).sort()).toEqual(['DATABASE_URL', 'DISCORD_GUILD_IDS', 'LOG_LEVEL', 'MAX_TURNS', 'REWARD_RATING_WEIGHT']);
+    expect(Object.keys(by).sort()).toEqual([
+      'DATABASE_URL',
+      'DISCORD_GUILD_IDS',
+      'LOG_LEVEL',
+      'MAX_TURNS',
+      'REWARD_RATING_WEIGHT',
+    ]);
     expect(by.DATABASE_URL).toMatch(/postgres:\/\//);
     expect(by.MAX_TURNS).toMatch(/number/);
     expect(by.DISCORD_GUILD_IDS).toMatch(/snowflake/);
@@ -78,7 +93,10 @@ describe('configuration', () => {
   it('reads the human A/B share of promotion as a whole percent below 100, and the preferences switch', () => {
     expect(parseConfig({}).PROMOTION_HUMAN_AB_SHARE).toBe(0);
     expect(parseConfig({ PROMOTION_HUMAN_AB_SHARE: '25' }).PROMOTION_HUMAN_AB_SHARE).toBe(25);
-    for (const bad of ['100', '-1', '12.5', 'half']) expect(problemsOf({ PROMOTION_HUMAN_AB_SHARE: bad }).map((p) => p.variable)).toEqual(['PROMOTION_HUMAN_AB_SHARE']);
+    for (const bad of ['100', '-1', '12.5', 'half'])
+      expect(problemsOf({ PROMOTION_HUMAN_AB_SHARE: bad }).map((p) => p.variable)).toEqual([
+        'PROMOTION_HUMAN_AB_SHARE',
+      ]);
     expect(parseConfig({}).TRAINER_USE_PREFERENCES).toBe(true);
     expect(parseConfig({ TRAINER_USE_PREFERENCES: 'false' }).TRAINER_USE_PREFERENCES).toBe(false);
     expect(problemsOf({ TRAINER_USE_PREFERENCES: 'maybe' })[0]!.message).toMatch(/true or false/);
@@ -90,7 +108,11 @@ describe('configuration', () => {
 });
 
 describe('production secrets (bin/config.ts assertProductionSecrets)', () => {
-  const own = { EXPORT_SALT: 'a1b2c3d4e5f60718293a4b5c6d7e8f90', PRIVACY_KEY: '0f9e8d7c6b5a49382716f5e4d3c2b1a0', DISCORD_GUILD_IDS: '123456789012345678' };
+  const own = {
+    EXPORT_SALT: 'a1b2c3d4e5f60718293a4b5c6d7e8f90',
+    PRIVACY_KEY: '0f9e8d7c6b5a49382716f5e4d3c2b1a0',
+    DISCORD_GUILD_IDS: '123456789012345678',
+  };
   const refusal = (env: Record<string, string>) => {
     try {
       assertProductionSecrets(parseConfig(env));
@@ -113,42 +135,73 @@ describe('production secrets (bin/config.ts assertProductionSecrets)', () => {
     expect(err.message).toContain("randomBytes(32).toString('hex')");
   });
 
-  it('refuses every publicly known value, for either secret, and accepts the deployment\'s own', () => {
+  it("refuses every publicly known value, for either secret, and accepts the deployment's own", () => {
     for (const known of PUBLIC_SECRETS) {
-      expect(refusal({ DISCORD_TOKEN: 'token', ...own, EXPORT_SALT: known })?.problems.map((p) => p.variable)).toEqual(['EXPORT_SALT']);
-      if (known.length >= 16) expect(refusal({ DISCORD_TOKEN: 'token', ...own, PRIVACY_KEY: known })?.problems.map((p) => p.variable)).toEqual(['PRIVACY_KEY']);
+      expect(refusal({ DISCORD_TOKEN: 'token', ...own, EXPORT_SALT: known })?.problems.map((p) => p.variable)).toEqual([
+        'EXPORT_SALT',
+      ]);
+      if (known.length >= 16)
+        expect(
+          refusal({ DISCORD_TOKEN: 'token', ...own, PRIVACY_KEY: known })?.problems.map((p) => p.variable),
+        ).toEqual(['PRIVACY_KEY']);
     }
     expect(refusal({ DISCORD_TOKEN: 'token', ...own })).toBeNull();
   });
 
   it("refuses compose's published database password, and accepts the deployment's own or none", () => {
     const compose = readFileSync('docker-compose.yml', 'utf8');
-    const url = /x-database-url: &database-url (\S+)/.exec(compose)![1]!.replace(/\$\{POSTGRES_PASSWORD:-([^}]*)\}/, '$1');
+    const url = /x-database-url: &database-url (\S+)/
+      .exec(compose)![1]!
+      .replace(/\$\{POSTGRES_PASSWORD:-([^}]*)\}/, '$1');
     const err = refusal({ DISCORD_TOKEN: 'token', ...own, DATABASE_URL: url })!;
     expect(err.problems.map((p) => p.variable)).toEqual(['DATABASE_URL']);
     expect(err.message).toMatch(/POSTGRES_PASSWORD.*openssl rand -hex 32.*ALTER USER sweetloop PASSWORD/s);
     expect(err.message).not.toContain(url); // the URL, password included, is not repeated
-    expect(refusal({ DISCORD_TOKEN: 'token', ...own, DATABASE_URL: 'postgres://sweetloop:9c1f0e7d2b3a4c5d@postgres:5432/sweetloop' })).toBeNull();
-    expect(refusal({ DISCORD_TOKEN: 'token', ...own, DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/x' })).toBeNull();
+    expect(
+      refusal({
+        DISCORD_TOKEN: 'token',
+        ...own,
+        DATABASE_URL: 'postgres://sweetloop:9c1f0e7d2b3a4c5d@postgres:5432/sweetloop',
+      }),
+    ).toBeNull();
+    expect(
+      refusal({ DISCORD_TOKEN: 'token', ...own, DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/x' }),
+    ).toBeNull();
     expect(refusal({ ...own, DATABASE_URL: url })).toBeNull(); // the console and the CLI are not refused
   });
 
   it('refuses an empty guild allowlist unless DISCORD_GUILD_IDS=* says any guild on purpose', () => {
     const { DISCORD_GUILD_IDS: _g, ...secrets } = own;
-    expect(refusal({ DISCORD_TOKEN: 'token', ...secrets })?.problems).toEqual([{ variable: 'DISCORD_GUILD_IDS', message: expect.stringMatching(/anyone who adds the bot.*DISCORD_GUILD_IDS=\*/) }]);
+    expect(refusal({ DISCORD_TOKEN: 'token', ...secrets })?.problems).toEqual([
+      {
+        variable: 'DISCORD_GUILD_IDS',
+        message: expect.stringMatching(/anyone who adds the bot.*DISCORD_GUILD_IDS=\*/),
+      },
+    ]);
     expect(refusal({ DISCORD_TOKEN: 'token', ...secrets, DISCORD_GUILD_IDS: '*' })).toBeNull();
     expect(parseConfig({ DISCORD_GUILD_IDS: ' * ' }).DISCORD_GUILD_IDS).toBe('*');
-    expect(parseConfig({ DISCORD_GUILD_IDS: '123456789012345678, 223456789012345678' }).DISCORD_GUILD_IDS).toEqual(['123456789012345678', '223456789012345678']);
+    expect(parseConfig({ DISCORD_GUILD_IDS: '123456789012345678, 223456789012345678' }).DISCORD_GUILD_IDS).toEqual([
+      '123456789012345678',
+      '223456789012345678',
+    ]);
     expect(problemsOf({ DISCORD_GUILD_IDS: '*,123456789012345678' })[0]!.message).toMatch(/or \* for any guild/);
   });
 
   it('knows every EXPORT_SALT, PRIVACY_KEY or POSTGRES_PASSWORD value written in the compose file, .env.example and docs/', () => {
-    const files = ['docker-compose.yml', '.env.example', 'README.md', ...readdirSync('docs').map((f) => join('docs', f))];
+    const files = [
+      'docker-compose.yml',
+      '.env.example',
+      'README.md',
+      ...readdirSync('docs').map((f) => join('docs', f)),
+    ];
     const shipped = new Set<string>([configSchema.shape.EXPORT_SALT.parse(undefined)]);
     for (const f of files) {
       const text = readFileSync(f, 'utf8');
       // `EXPORT_SALT=value`, `EXPORT_SALT: value`, `${EXPORT_SALT:-value}`, each optionally quoted or in backticks.
-      for (const m of text.matchAll(/\b(?:EXPORT_SALT|PRIVACY_KEY|POSTGRES_PASSWORD)(?:=|: |:-)["'`]?([A-Za-z0-9_.\-]{8,})/g)) shipped.add(m[1]!);
+      for (const m of text.matchAll(
+        /\b(?:EXPORT_SALT|PRIVACY_KEY|POSTGRES_PASSWORD)(?:=|: |:-)["'`]?([A-Za-z0-9_.\-]{8,})/g,
+      ))
+        shipped.add(m[1]!);
     }
     for (const value of shipped) expect(isPublicSecret(value), `${value} is written in the repository`).toBe(true);
   });
@@ -156,7 +209,12 @@ describe('production secrets (bin/config.ts assertProductionSecrets)', () => {
   it('is what `sweetloop start` checks before anything else when DISCORD_TOKEN is set', async () => {
     const { DISCORD_TOKEN: _t, EXPORT_SALT: _s, PRIVACY_KEY: _k, ...rest } = process.env;
     const r = await run(process.execPath, [SWEETLOOP_ENTRY, 'start'], {
-      env: { ...rest, DISCORD_TOKEN: 'token', EXPORT_SALT: 'change-me-please', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
+      env: {
+        ...rest,
+        DISCORD_TOKEN: 'token',
+        EXPORT_SALT: 'change-me-please',
+        DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+      },
     }).then(
       () => ({ code: 0, stderr: '' }),
       (e: { code: number; stderr: string }) => e,

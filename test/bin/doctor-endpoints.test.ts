@@ -22,11 +22,31 @@ afterAll(async () => {
 describe('doctor: the registered endpoint versions', () => {
   it('asks every endpoint version in service, one line each, and none removed', async () => {
     await registerEndpointVersion(t.prisma, { name: 'served', url: server.url, model: 'llama-8b' });
-    await registerEndpointVersion(t.prisma, { name: 'gone-away', url: 'http://127.0.0.1:1/v1', model: 'llama-8b', check: false, contextWindow: 4096 });
-    await registerEndpointVersion(t.prisma, { name: 'removed-one', url: 'http://127.0.0.1:1/v1', model: 'llama-8b', check: false, contextWindow: 4096 });
+    await registerEndpointVersion(t.prisma, {
+      name: 'gone-away',
+      url: 'http://127.0.0.1:1/v1',
+      model: 'llama-8b',
+      check: false,
+      contextWindow: 4096,
+    });
+    await registerEndpointVersion(t.prisma, {
+      name: 'removed-one',
+      url: 'http://127.0.0.1:1/v1',
+      model: 'llama-8b',
+      check: false,
+      contextWindow: 4096,
+    });
     await removeVersion(t.prisma, 'removed-one', { actor: 'test' });
     const report = await runDoctor(
-      { DATABASE_URL: t.url, DISCORD_TOKEN: 'not-a-token', DISCORD_API_BASE: 'http://127.0.0.1:1/api', DISCORD_OPERATOR_IDS: '123456789012345678', DISCORD_GUILD_IDS: '223456789012345678', EXPORT_SALT: 'a'.repeat(64), PRIVACY_KEY: 'b'.repeat(64) },
+      {
+        DATABASE_URL: t.url,
+        DISCORD_TOKEN: 'not-a-token',
+        DISCORD_API_BASE: 'http://127.0.0.1:1/api',
+        DISCORD_OPERATOR_IDS: '123456789012345678',
+        DISCORD_GUILD_IDS: '223456789012345678',
+        EXPORT_SALT: 'a'.repeat(64),
+        PRIVACY_KEY: 'b'.repeat(64),
+      },
       { skip: ['tfjs backend', 'chromium', 'bubblewrap', 'python3', 'docker compose'] },
     );
     expect(report.checks.map((c) => [c.name, c.status])).toEqual([

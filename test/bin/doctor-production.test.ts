@@ -1,7 +1,14 @@
 // `sweetloop doctor` in production (DISCORD_TOKEN set): the token against the fake Discord (real HTTP), endpoint
 // versions against a real OpenAI-compatible server, operators, and the published secrets; one line each.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkDiscordToken, checkEndpoints, checkGuilds, checkOperators, checkSecrets, tokenShape } from '../../bin/doctor-production.ts';
+import {
+  checkDiscordToken,
+  checkEndpoints,
+  checkGuilds,
+  checkOperators,
+  checkSecrets,
+  tokenShape,
+} from '../../bin/doctor-production.ts';
 import { formatReport, runDoctor } from '../../bin/doctor.ts';
 import { parseConfig, PUBLIC_SECRETS } from '../../bin/config.ts';
 import { FakeDiscord } from '../../testing/fake-discord.ts';
@@ -30,19 +37,27 @@ describe('doctor in production', () => {
     const api = `http://127.0.0.1:${discord.port}/api`;
     expect(tokenShape('not-a-token')).toEqual({ problem: expect.stringMatching(/three base64url parts/) });
     expect(tokenShape(`Bot ${tokenFor(BOT_ID)}`)).toEqual({ problem: expect.stringMatching(/starts with "Bot "/) });
-    expect(tokenShape(`${Buffer.from('hello').toString('base64url')}.a.b`)).toEqual({ problem: expect.stringMatching(/not a bot id/) });
+    expect(tokenShape(`${Buffer.from('hello').toString('base64url')}.a.b`)).toEqual({
+      problem: expect.stringMatching(/not a bot id/),
+    });
 
     const malformed = await checkDiscordToken({ DISCORD_TOKEN: 'abc', DISCORD_API_BASE: api });
     expect(malformed).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^DISCORD_TOKEN is malformed/) });
 
     const good = await checkDiscordToken({ DISCORD_TOKEN: tokenFor(BOT_ID), DISCORD_API_BASE: api });
-    expect(good, good.detail).toMatchObject({ status: 'ok', detail: `Discord accepts it: bot sweetloop (${discord.appId})` });
+    expect(good, good.detail).toMatchObject({
+      status: 'ok',
+      detail: `Discord accepts it: bot sweetloop (${discord.appId})`,
+    });
 
     // Well formed, but not this application's: Discord answers 401.
     const wrong = await checkDiscordToken({ DISCORD_TOKEN: tokenFor('123456789012345678'), DISCORD_API_BASE: api });
     expect(wrong).toMatchObject({ status: 'fail', detail: expect.stringMatching(/Discord refused it \(401/) });
 
-    const unreachable = await checkDiscordToken({ DISCORD_TOKEN: tokenFor(BOT_ID), DISCORD_API_BASE: 'http://127.0.0.1:1/api' });
+    const unreachable = await checkDiscordToken({
+      DISCORD_TOKEN: tokenFor(BOT_ID),
+      DISCORD_API_BASE: 'http://127.0.0.1:1/api',
+    });
     expect(unreachable).toMatchObject({ status: 'warn', detail: expect.stringMatching(/could not be reached/) });
   });
 
@@ -68,22 +83,42 @@ describe('doctor in production', () => {
 
   it('operators, the export salt and the privacy key', () => {
     expect(checkOperators(parseConfig({})).status).toBe('warn');
-    expect(checkOperators(parseConfig({ DISCORD_OPERATOR_ROLE_IDS: '123456789012345678' }))).toMatchObject({ status: 'ok', detail: '0 operator id(s), 1 operator role(s)' });
+    expect(checkOperators(parseConfig({ DISCORD_OPERATOR_ROLE_IDS: '123456789012345678' }))).toMatchObject({
+      status: 'ok',
+      detail: '0 operator id(s), 1 operator role(s)',
+    });
     for (const published of PUBLIC_SECRETS) {
-      const [salt, key] = checkSecrets(parseConfig({ EXPORT_SALT: published, PRIVACY_KEY: `${published}${published}` }));
+      const [salt, key] = checkSecrets(
+        parseConfig({ EXPORT_SALT: published, PRIVACY_KEY: `${published}${published}` }),
+      );
       expect(salt!.status).toBe('fail');
       expect(key!.status).toBe('ok');
     }
     expect(checkSecrets(parseConfig({})).map((c) => c.status)).toEqual(['fail', 'fail', 'ok']);
-    expect(checkSecrets(parseConfig({ EXPORT_SALT: 'a'.repeat(64), PRIVACY_KEY: 'b'.repeat(64) })).map((c) => c.status)).toEqual(['ok', 'ok', 'ok']);
+    expect(
+      checkSecrets(parseConfig({ EXPORT_SALT: 'a'.repeat(64), PRIVACY_KEY: 'b'.repeat(64) })).map((c) => c.status),
+    ).toEqual(['ok', 'ok', 'ok']);
   });
 
   it("the guild allowlist (empty fails, * warns) and compose's published database password", () => {
-    expect(checkGuilds(parseConfig({}))).toMatchObject({ status: 'fail', detail: expect.stringMatching(/refuses to start/) });
-    expect(checkGuilds(parseConfig({ DISCORD_GUILD_IDS: '*' }))).toMatchObject({ status: 'warn', detail: expect.stringMatching(/any server/) });
-    expect(checkGuilds(parseConfig({ DISCORD_GUILD_IDS: '123456789012345678' }))).toMatchObject({ status: 'ok', detail: '1 guild(s) allowed; the bot leaves any other' });
+    expect(checkGuilds(parseConfig({}))).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(/refuses to start/),
+    });
+    expect(checkGuilds(parseConfig({ DISCORD_GUILD_IDS: '*' }))).toMatchObject({
+      status: 'warn',
+      detail: expect.stringMatching(/any server/),
+    });
+    expect(checkGuilds(parseConfig({ DISCORD_GUILD_IDS: '123456789012345678' }))).toMatchObject({
+      status: 'ok',
+      detail: '1 guild(s) allowed; the bot leaves any other',
+    });
     const db = (url: string) => checkSecrets(parseConfig({ DATABASE_URL: url }))[2]!;
-    expect(db('postgres://sweetloop:sweetloop@postgres:5432/sweetloop')).toMatchObject({ name: 'database password', status: 'fail', fix: expect.stringMatching(/POSTGRES_PASSWORD/) });
+    expect(db('postgres://sweetloop:sweetloop@postgres:5432/sweetloop')).toMatchObject({
+      name: 'database password',
+      status: 'fail',
+      fix: expect.stringMatching(/POSTGRES_PASSWORD/),
+    });
     expect(db('postgres://sweetloop:0a9b8c7d6e5f@postgres:5432/sweetloop').status).toBe('ok');
     expect(db('postgres://postgres@127.0.0.1:5432/x').status).toBe('ok');
   });
@@ -92,7 +127,10 @@ describe('doctor in production', () => {
     const skip = ['database', 'tfjs backend', 'chromium', 'bubblewrap', 'python3', 'docker compose', 'endpoints'];
     const consoleMode = await runDoctor({}, { skip });
     expect(consoleMode.checks.map((c) => c.name)).toEqual(['configuration']);
-    const report = await runDoctor({ DISCORD_TOKEN: tokenFor(BOT_ID), DISCORD_API_BASE: `http://127.0.0.1:${discord.port}/api` }, { skip });
+    const report = await runDoctor(
+      { DISCORD_TOKEN: tokenFor(BOT_ID), DISCORD_API_BASE: `http://127.0.0.1:${discord.port}/api` },
+      { skip },
+    );
     expect(report.checks.map((c) => [c.name, c.status])).toEqual([
       ['configuration', 'ok'],
       ['discord token', 'ok'],

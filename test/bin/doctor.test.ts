@@ -2,7 +2,15 @@
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { checkBubblewrap, checkPython, composeVersionProblem, installCommand, missingToolsSummary, runDoctor, toolChecks } from '../../bin/doctor.ts';
+import {
+  checkBubblewrap,
+  checkPython,
+  composeVersionProblem,
+  installCommand,
+  missingToolsSummary,
+  runDoctor,
+  toolChecks,
+} from '../../bin/doctor.ts';
 import { parseConfig } from '../../bin/config.ts';
 import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
 
@@ -21,7 +29,13 @@ describe('sweetloop doctor', () => {
   });
 
   it('sums up at start what is missing, what that stops, and the one command that installs it', async () => {
-    const missing = await toolChecks(parseConfig({ CHROMIUM_PATH: '/nonexistent/chromium', BWRAP_BIN: '/nonexistent/bwrap', PYTHON_BIN: '/usr/bin/python3' }));
+    const missing = await toolChecks(
+      parseConfig({
+        CHROMIUM_PATH: '/nonexistent/chromium',
+        BWRAP_BIN: '/nonexistent/bwrap',
+        PYTHON_BIN: '/usr/bin/python3',
+      }),
+    );
     expect(missing.map((c) => [c.name, c.status, c.apt])).toEqual([
       ['chromium', 'fail', 'chromium'],
       ['bubblewrap', 'fail', 'bubblewrap'],
@@ -44,12 +58,17 @@ describe('sweetloop doctor', () => {
     const healthy = await toolChecks(parseConfig({}));
     for (const c of healthy) expect(c.status, `${c.name}: ${c.detail}`).toBe('ok');
     // It says which way the sandbox bounds memory here (tasks/sandbox-memory.ts).
-    expect(healthy.find((c) => c.name === 'bubblewrap')!.detail).toMatch(/memory bounded by (memory cgroup per sandbox|rlimits)/);
+    expect(healthy.find((c) => c.name === 'bubblewrap')!.detail).toMatch(
+      /memory bounded by (memory cgroup per sandbox|rlimits)/,
+    );
     expect(missingToolsSummary(healthy, false)).toBeNull();
   });
 
   it('reports a bad variable, still runs the other checks, and exits 1', async () => {
-    const report = await runDoctor({ MAX_TURNS: 'many', PYTHON_BIN: '/usr/bin/python3' }, { skip: ['database', 'tfjs backend', 'chromium', 'bubblewrap', 'docker compose'] });
+    const report = await runDoctor(
+      { MAX_TURNS: 'many', PYTHON_BIN: '/usr/bin/python3' },
+      { skip: ['database', 'tfjs backend', 'chromium', 'bubblewrap', 'docker compose'] },
+    );
     expect(report.ok).toBe(false);
     expect(report.checks.map((c) => [c.name, c.status])).toEqual([
       ['configuration', 'fail'],
@@ -57,9 +76,13 @@ describe('sweetloop doctor', () => {
     ]);
     expect(report.checks[0]!.detail).toMatch(/MAX_TURNS/);
 
-    const err = await exec(process.execPath, [SWEETLOOP_ENTRY, 'doctor', '--json', '--skip', 'database,tfjs backend,chromium'], {
-      env: { ...process.env, BWRAP_BIN: '/nonexistent/bwrap' },
-    }).then(
+    const err = await exec(
+      process.execPath,
+      [SWEETLOOP_ENTRY, 'doctor', '--json', '--skip', 'database,tfjs backend,chromium'],
+      {
+        env: { ...process.env, BWRAP_BIN: '/nonexistent/bwrap' },
+      },
+    ).then(
       () => null,
       (e: { code: number; stdout: string }) => e,
     );
@@ -71,15 +94,27 @@ describe('sweetloop doctor', () => {
 
   it('reads which Docker Compose versions can read docker-compose.yml', () => {
     for (const ok of ['2.24.0', '2.26.1-4', 'v2.40.3', '3.0.0']) expect(composeVersionProblem(ok), ok).toBeNull();
-    expect(composeVersionProblem('2.23.3\n')).toBe('Docker Compose 2.23.3 is older than 2.24, which docker-compose.yml needs');
+    expect(composeVersionProblem('2.23.3\n')).toBe(
+      'Docker Compose 2.23.3 is older than 2.24, which docker-compose.yml needs',
+    );
     expect(composeVersionProblem('1.29.2')).toMatch(/older than 2\.24/);
     expect(composeVersionProblem('dev')).toBe('cannot read the version "dev"');
   });
 
   it('on a machine set up as .ci/run sets it up, every tool check passes', async () => {
-    const { stdout } = await exec(process.execPath, [SWEETLOOP_ENTRY, 'doctor', '--json', '--skip', 'database,docker compose'], { timeout: 180_000 });
+    const { stdout } = await exec(
+      process.execPath,
+      [SWEETLOOP_ENTRY, 'doctor', '--json', '--skip', 'database,docker compose'],
+      { timeout: 180_000 },
+    );
     const json = JSON.parse(stdout) as { ok: boolean; checks: { name: string; status: string; detail: string }[] };
     for (const c of json.checks) expect(c.status, `${c.name}: ${c.detail}`).not.toBe('fail');
-    expect(json.checks.map((c) => c.name)).toEqual(['configuration', 'tfjs backend', 'chromium', 'bubblewrap', 'python3']);
+    expect(json.checks.map((c) => c.name)).toEqual([
+      'configuration',
+      'tfjs backend',
+      'chromium',
+      'bubblewrap',
+      'python3',
+    ]);
   });
 });

@@ -38,7 +38,10 @@ describe.skipIf(!hasScript)('console session on a foreign GGUF model', () => {
     };
     const migrate = await runSweetloop(['db', 'migrate'], { env, timeoutMs: 180_000 });
     expect(migrate.code, migrate.stderr).toBe(0);
-    const add = await runSweetloop(['policy', 'add', 'foreign', '--gguf', foreign.file, '--max-tokens', '64', '--deploy'], { env, timeoutMs: 180_000 });
+    const add = await runSweetloop(
+      ['policy', 'add', 'foreign', '--gguf', foreign.file, '--max-tokens', '64', '--deploy'],
+      { env, timeoutMs: 180_000 },
+    );
     expect(add.code, add.stderr).toBe(0);
     expect(add.stdout).toContain('deployed foreign');
 
@@ -64,10 +67,16 @@ describe.skipIf(!hasScript)('console session on a foreign GGUF model', () => {
 
     const db = await openDatabase({ pgliteDir: join(dir, 'pglite') });
     try {
-      const s = await db.prisma.session.findFirstOrThrow({ include: { turns: { orderBy: { index: 'asc' } }, policyVersion: true } });
+      const s = await db.prisma.session.findFirstOrThrow({
+        include: { turns: { orderBy: { index: 'asc' } }, policyVersion: true },
+      });
       expect(s.policyVersion!.name).toBe('foreign');
       expect(s.turns.map((x) => x.role)).toEqual(['agent', 'human', 'agent']);
-      expect(s.turns[0]!.provenance).toMatchObject({ engine: 'llama', servedModel: 'foreign', weights: { file: foreign.file, quantization: 'F16' } });
+      expect(s.turns[0]!.provenance).toMatchObject({
+        engine: 'llama',
+        servedModel: 'foreign',
+        weights: { file: foreign.file, quantization: 'F16' },
+      });
     } finally {
       await db.close();
     }

@@ -18,7 +18,9 @@ describe('console Ctrl-C line', () => {
     });
     expect(channel.interruptedLine()).toBe('Stopped. Your finished sessions are kept: `npm start` starts another.');
     (channel as unknown as { current: string }).current = '0123456789abcdef';
-    expect(channel.interruptedLine()).toBe('Stopped. Session 01234567 is kept with every message so far: run `npm start` again to resume it where you left off.');
+    expect(channel.interruptedLine()).toBe(
+      'Stopped. Session 01234567 is kept with every message so far: run `npm start` again to resume it where you left off.',
+    );
     channel.close();
   });
 });

@@ -66,7 +66,13 @@ describe.skipIf(!hasScript)('console channel (npm start without DISCORD_TOKEN)',
       expect(p.consentGivenAt).not.toBeNull();
       const s = await db.prisma.session.findFirstOrThrow({
         where: { participantId: p.id },
-        include: { turns: { orderBy: { index: 'asc' } }, evaluation: true, ratings: true, policyVersion: true, task: true },
+        include: {
+          turns: { orderBy: { index: 'asc' } },
+          evaluation: true,
+          ratings: true,
+          policyVersion: true,
+          task: true,
+        },
       });
       expect(s.channel).toBe('console');
       expect(s.task.kind).toBe('backend');

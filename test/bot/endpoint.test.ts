@@ -42,7 +42,14 @@ class Terminal {
   readonly done: Promise<void>;
   constructor(name: string) {
     this.output.on('data', (d: Buffer) => (this.out += d.toString('utf8')));
-    const channel = new ConsoleChannel({ engine: runtime.engine, person: { externalId: `console:${name}`, displayName: name }, consentText: 'Consent text.', outDir: join(root, name), input: this.input, output: this.output });
+    const channel = new ConsoleChannel({
+      engine: runtime.engine,
+      person: { externalId: `console:${name}`, displayName: name },
+      consentText: 'Consent text.',
+      outDir: join(root, name),
+      input: this.input,
+      output: this.output,
+    });
     this.done = channel.run();
   }
   async expect(text: string, from = 0, timeoutMs = 60_000): Promise<number> {
@@ -50,7 +57,8 @@ class Terminal {
     for (;;) {
       const at = this.out.indexOf(text, from);
       if (at >= 0) return at + text.length;
-      if (Date.now() > deadline) throw new Error(`console: no "${text}" after ${from}; output:\n${this.out.slice(-2000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`console: no "${text}" after ${from}; output:\n${this.out.slice(-2000)}`);
       await new Promise((r) => setTimeout(r, 20));
     }
   }
@@ -97,8 +105,18 @@ beforeAll(async () => {
   t = await createTestDatabase();
   root = await mkdtemp(join(tmpdir(), 'bot-endpoint-'));
   await importTasks(t.prisma, generateMiniTasks({ seed: 21, count: 6, split: 'train' }));
-  server = await startOpenAiServer({ model: 'llama-3.1-8b-instruct', maxModelLen: 8192, reply: player, tokenDelayMs: 1 });
-  endpoint = await registerEndpointVersion(t.prisma, { name: 'llama', url: server.url, model: 'llama-3.1-8b-instruct', maxTokens: 256 });
+  server = await startOpenAiServer({
+    model: 'llama-3.1-8b-instruct',
+    maxModelLen: 8192,
+    reply: player,
+    tokenDelayMs: 1,
+  });
+  endpoint = await registerEndpointVersion(t.prisma, {
+    name: 'llama',
+    url: server.url,
+    model: 'llama-3.1-8b-instruct',
+    maxTokens: 256,
+  });
   await deployPolicyByName(t.db, 'test', 'llama');
   runtime = await createRuntime({
     channel: 'console',
@@ -137,11 +155,20 @@ describe('the bot on an endpoint policy', () => {
     expect(s.ratings[0]!.value).toBe(3);
     for (const turn of s.turns.filter((x) => x.role === 'agent')) {
       const p = turn.provenance as unknown as TurnProvenance;
-      expect(p).toMatchObject({ engine: 'endpoint', servedModel: 'llama-3.1-8b-instruct', adapter: null, finishReason: 'stop', droppedTurns: 0 });
+      expect(p).toMatchObject({
+        engine: 'endpoint',
+        servedModel: 'llama-3.1-8b-instruct',
+        adapter: null,
+        finishReason: 'stop',
+        droppedTurns: 0,
+      });
       expect(p.logprobs!.map((l) => l.token).join('')).toBe(turn.rawOutput);
       expect(turn.completionTokens).toBe(p.logprobs!.length);
     }
-    expect((s.turns[2]!.provenance as unknown as TurnProvenance).prompt.at(-1)).toEqual({ role: 'user', content: 'Yes, to two decimals.' });
+    expect((s.turns[2]!.provenance as unknown as TurnProvenance).prompt.at(-1)).toEqual({
+      role: 'user',
+      content: 'Yes, to two decimals.',
+    });
     expect(server.chatRequests().length - before).toBe(2);
   }, 120_000);
 
@@ -152,7 +179,11 @@ describe('the bot on an endpoint policy', () => {
       downAt = Date.now();
       await server.down(30_000);
     });
-    const told = await term.expect('[The agent is unavailable right now; your session is kept and continues as soon as it is back.]', 0, 60_000);
+    const told = await term.expect(
+      '[The agent is unavailable right now; your session is kept and continues as soon as it is back.]',
+      0,
+      60_000,
+    );
     const back = await term.expect('[The agent is back.]', told, 120_000);
     expect(Date.now() - downAt).toBeGreaterThanOrEqual(30_000);
     await finishConsoleSession(term, back);
@@ -175,12 +206,27 @@ describe('the bot on an endpoint policy', () => {
       await writeFile(join(dir, 'adapter_model.safetensors'), Buffer.alloc(8));
       return dir;
     };
-    const a = await registerAdapterVersion(t.prisma, { name: 'sweet-a', endpoint, adapterDir: await adapterDir('a'), algorithm: 'sweet' });
-    const b = await registerAdapterVersion(t.prisma, { name: 'sweet-b', endpoint, adapterDir: await adapterDir('b'), algorithm: 'sweet' });
+    const a = await registerAdapterVersion(t.prisma, {
+      name: 'sweet-a',
+      endpoint,
+      adapterDir: await adapterDir('a'),
+      algorithm: 'sweet',
+    });
+    const b = await registerAdapterVersion(t.prisma, {
+      name: 'sweet-b',
+      endpoint,
+      adapterDir: await adapterDir('b'),
+      algorithm: 'sweet',
+    });
     const nameA = (a.serving as { adapterName: string }).adapterName;
     const nameB = (b.serving as { adapterName: string }).adapterName;
     server.setReply(() => 'I WANT TO ANSWER: def f():\n    return None');
-    const view: SessionView = { showAgentMessage: async (step) => `shown:${step.turnId}`, showResult: async () => {}, askRating: async () => {}, notice: async () => {} };
+    const view: SessionView = {
+      showAgentMessage: async (step) => `shown:${step.turnId}`,
+      showResult: async () => {},
+      askRating: async () => {},
+      notice: async () => {},
+    };
     let people = 0;
     // One session with whatever is deployed: the engine loads the deployed version's agent for it.
     const session = async () => {
@@ -188,10 +234,14 @@ describe('the bot on an endpoint policy', () => {
       await runtime.engine.acceptConsent(person);
       const started = await runtime.engine.start(person, 'backend');
       await runtime.engine.advance(started.sessionId, view);
-      const s = await t.prisma.session.findUniqueOrThrow({ where: { id: started.sessionId }, include: { turns: true } });
+      const s = await t.prisma.session.findUniqueOrThrow({
+        where: { id: started.sessionId },
+        include: { turns: true },
+      });
       return (s.turns[0]!.provenance as unknown as TurnProvenance).adapter;
     };
-    const deployed = (id: string) => until(() => runtime.policies.deployed?.id === id, `the bot to follow the deploy of ${id}`);
+    const deployed = (id: string) =>
+      until(() => runtime.policies.deployed?.id === id, `the bot to follow the deploy of ${id}`);
 
     await deployPolicyByName(t.db, 'mod', 'sweet-a');
     await deployed(a.id);

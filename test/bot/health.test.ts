@@ -23,7 +23,9 @@ describe('health and metrics endpoints', () => {
     try {
       expect((await fetch(`http://127.0.0.1:${server.port}/health/live`)).status).toBe(200);
       expect((await fetch(`http://127.0.0.1:${server.port}/metrics`)).status).toBe(200);
-      const external = Object.values(networkInterfaces()).flat().find((a) => a && !a.internal && a.family === 'IPv4')?.address;
+      const external = Object.values(networkInterfaces())
+        .flat()
+        .find((a) => a && !a.internal && a.family === 'IPv4')?.address;
       if (!external) console.warn('no non-loopback IPv4 interface here: only the loopback half is checked');
       else expect(await reachable(external, server.port), `${external}:${server.port}`).toBe(false);
     } finally {
@@ -32,9 +34,17 @@ describe('health and metrics endpoints', () => {
   });
 
   it('listen where HEALTH_HOST says', async () => {
-    const server = await startHealthServer({ port: 0, host: '0.0.0.0', metrics: { registry: new Registry() }, ready: {} });
+    const server = await startHealthServer({
+      port: 0,
+      host: '0.0.0.0',
+      metrics: { registry: new Registry() },
+      ready: {},
+    });
     try {
-      const external = Object.values(networkInterfaces()).flat().find((a) => a && !a.internal && a.family === 'IPv4')?.address ?? '127.0.0.1';
+      const external =
+        Object.values(networkInterfaces())
+          .flat()
+          .find((a) => a && !a.internal && a.family === 'IPv4')?.address ?? '127.0.0.1';
       expect(await reachable(external, server.port)).toBe(true);
     } finally {
       await server.close();

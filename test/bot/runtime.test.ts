@@ -36,8 +36,19 @@ describe('runtime: checkpoint versions through the local server', () => {
       makeTinyCheckpoint({ dir: join(dir, 'a'), seed: 1, maxPositionEmbeddings: 2048 }),
       makeTinyCheckpoint({ dir: join(dir, 'b'), seed: 2, maxPositionEmbeddings: 2048 }),
     ]);
-    await t.prisma.policyVersion.create({ data: { name: 'ck1', algorithm: 'external', kind: 'checkpoint', checkpointPath: a, status: 'deployed', deployedAt: new Date() } });
-    await t.prisma.policyVersion.create({ data: { name: 'ck2', algorithm: 'sweet', kind: 'checkpoint', checkpointPath: b } });
+    await t.prisma.policyVersion.create({
+      data: {
+        name: 'ck1',
+        algorithm: 'external',
+        kind: 'checkpoint',
+        checkpointPath: a,
+        status: 'deployed',
+        deployedAt: new Date(),
+      },
+    });
+    await t.prisma.policyVersion.create({
+      data: { name: 'ck2', algorithm: 'sweet', kind: 'checkpoint', checkpointPath: b },
+    });
     rt = await createRuntime({
       channel: 'console',
       db: t.db,

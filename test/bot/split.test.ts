@@ -32,8 +32,14 @@ describe('splitting long messages for Discord', () => {
   });
 
   it('shows a long reference over several private messages, all of it', () => {
-    const code = 'def f(x):\n' + Array.from({ length: 150 }, (_, i) => `    x = x + ${i}  # a fairly long comment line`).join('\n');
-    const parts = hiddenInfoParts({ kind: 'backend', instructions: 'Answer briefly.', referenceCode: code }, undefined, '123456789012345678');
+    const code =
+      'def f(x):\n' +
+      Array.from({ length: 150 }, (_, i) => `    x = x + ${i}  # a fairly long comment line`).join('\n');
+    const parts = hiddenInfoParts(
+      { kind: 'backend', instructions: 'Answer briefly.', referenceCode: code },
+      undefined,
+      '123456789012345678',
+    );
     expect(parts.length).toBeGreaterThan(1);
     for (const p of parts) expect((p.content as string).length).toBeLessThanOrEqual(DISCORD_MESSAGE_LIMIT);
     const all = parts.map((p) => p.content).join('\n');

@@ -49,7 +49,8 @@ export const hasFlag = (line: string | null, flag: string): boolean => (line ?? 
 /** Every process below `pid` (children, their children, ...). */
 export function descendants(pid: number): number[] {
   const parentOf = parents();
-  const below = (p: number): number[] => [...parentOf].filter(([, parent]) => parent === p).flatMap(([child]) => [child, ...below(child)]);
+  const below = (p: number): number[] =>
+    [...parentOf].filter(([, parent]) => parent === p).flatMap(([child]) => [child, ...below(child)]);
   return below(pid);
 }
 

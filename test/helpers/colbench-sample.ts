@@ -51,7 +51,9 @@ export function sampleReferences(): string[] {
 
 /** The function the task asks for, from "The signature of the function is: def name(...)". */
 export function functionName(task: BackendTask): string {
-  const m = /def\s+([A-Za-z_]\w*)\s*\(/.exec(task.description.split('signature of the function is').pop() ?? '') ?? /def\s+([A-Za-z_]\w*)\s*\(/.exec(task.reference);
+  const m =
+    /def\s+([A-Za-z_]\w*)\s*\(/.exec(task.description.split('signature of the function is').pop() ?? '') ??
+    /def\s+([A-Za-z_]\w*)\s*\(/.exec(task.reference);
   if (!m) throw new Error('no function name in task');
   return m[1]!;
 }

@@ -56,7 +56,8 @@ const inside = (path: string, folder: string) => path === folder || path.startsW
 export function parseMayImport(folder: string, readme: string): ImportRule | undefined {
   const line = /^May import:\s*(.*)$/m.exec(readme)?.[1];
   if (line === undefined) return undefined;
-  const refuse = (why: string) => new Error(`${folder}/README.md: cannot read its "May import:" line (${why}): ${line}`);
+  const refuse = (why: string) =>
+    new Error(`${folder}/README.md: cannot read its "May import:" line (${why}): ${line}`);
   const [first, ...rest] = line
     .split(/\.(?:\s+|$)/)
     .map((x) => x.trim())
@@ -64,14 +65,17 @@ export function parseMayImport(folder: string, readme: string): ImportRule | und
   if (first === undefined) throw refuse('it is empty');
   const paths = (text: string) => [...text.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/\/+$/, ''));
   const lower = first.toLowerCase();
-  if (first.includes('(') && !/^nothing of ours \([^`()]*\)$/.test(lower)) throw refuse('a parenthesis in what it may import');
+  if (first.includes('(') && !/^nothing of ours \([^`()]*\)$/.test(lower))
+    throw refuse('a parenthesis in what it may import');
   const named = paths(first);
   let allowed: string[];
   if (lower.startsWith('nothing')) allowed = [];
   else if (lower === 'everything') allowed = [...TOP_FOLDERS];
   // "Anything" takes in the repository's own top-level files too (vitest.config.ts), named by their file name.
-  else if (lower.startsWith('anything except') && /^anything except (`[^`]+`[\s,]*(and\s+)?)+$/.test(first)) allowed = [...TOP_FOLDERS.filter((f) => !named.some((n) => inside(f, n))), ...ROOT_FILES];
-  else if (lower.startsWith('anything below') && named.length === 1 && LAYERS.includes(named[0]!)) allowed = LAYERS.slice(0, LAYERS.indexOf(named[0]!));
+  else if (lower.startsWith('anything except') && /^anything except (`[^`]+`[\s,]*(and\s+)?)+$/.test(first))
+    allowed = [...TOP_FOLDERS.filter((f) => !named.some((n) => inside(f, n))), ...ROOT_FILES];
+  else if (lower.startsWith('anything below') && named.length === 1 && LAYERS.includes(named[0]!))
+    allowed = LAYERS.slice(0, LAYERS.indexOf(named[0]!));
   else if (named.length > 0 && /^(`[^`]+`[\s,]*(and\s+)?)+$/.test(first)) allowed = named;
   else throw refuse(`"${first}"`);
   const rule: ImportRule = { folder, allowed, forbidden: [], text: `May import: ${line}` };
@@ -154,8 +158,14 @@ export function importsOf(file: SourceFile): { specifier: string; line: number }
   visitAll(sf, (node) => {
     let spec: string | undefined;
     if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) spec = literal(node.moduleSpecifier);
-    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) spec = literal(node.moduleReference.expression);
-    else if (ts.isCallExpression(node) && (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))) spec = literal(node.arguments[0]);
+    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference))
+      spec = literal(node.moduleReference.expression);
+    else if (
+      ts.isCallExpression(node) &&
+      (node.expression.kind === ts.SyntaxKind.ImportKeyword ||
+        (ts.isIdentifier(node.expression) && node.expression.text === 'require'))
+    )
+      spec = literal(node.arguments[0]);
     else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) spec = literal(node.argument.literal);
     if (spec !== undefined) found.push({ specifier: spec, line: lineOf(sf, node) });
   });
@@ -189,14 +199,29 @@ export function checkImports(files: readonly SourceFile[], rules: ReadonlyMap<st
       const target = posix.normalize(posix.join(posix.dirname(file.path), specifier));
       const where = `imports ${target}`;
       if (inside(target, 'bin') && !inside(file.path, 'bin') && !inside(file.path, 'test')) {
-        violations.push({ file: file.path, line, message: `${where}: nothing outside bin/ imports bin/ (bin/README.md)` });
+        violations.push({
+          file: file.path,
+          line,
+          message: `${where}: nothing outside bin/ imports bin/ (bin/README.md)`,
+        });
       } else if (!inside(target, rule.folder) && !rule.allowed.some((f) => inside(target, f))) {
         violations.push({ file: file.path, line, message: `${where}: ${rule.folder}/README.md says "${rule.text}"` });
       } else if (rule.forbidden.some((f) => inside(target, f))) {
         violations.push({ file: file.path, line, message: `${where}: ${rule.folder}/README.md says "${rule.text}"` });
       } else {
-        const owner = [...rules.values()].find((r) => r.importedBy && inside(target, r.folder) && !inside(file.path, r.folder) && !r.importedBy.some((f) => inside(file.path, f)));
-        if (owner) violations.push({ file: file.path, line, message: `${where}: ${owner.folder}/README.md says "${owner.text}"` });
+        const owner = [...rules.values()].find(
+          (r) =>
+            r.importedBy &&
+            inside(target, r.folder) &&
+            !inside(file.path, r.folder) &&
+            !r.importedBy.some((f) => inside(file.path, f)),
+        );
+        if (owner)
+          violations.push({
+            file: file.path,
+            line,
+            message: `${where}: ${owner.folder}/README.md says "${owner.text}"`,
+          });
       }
     }
   }
@@ -204,11 +229,22 @@ export function checkImports(files: readonly SourceFile[], rules: ReadonlyMap<st
 }
 
 /** Prisma calls that write rows (called on a model delegate) and the raw statements that may. */
-export const WRITE_METHODS: ReadonlySet<string> = new Set(['create', 'createMany', 'createManyAndReturn', 'update', 'updateMany', 'updateManyAndReturn', 'upsert', 'delete', 'deleteMany']);
+export const WRITE_METHODS: ReadonlySet<string> = new Set([
+  'create',
+  'createMany',
+  'createManyAndReturn',
+  'update',
+  'updateMany',
+  'updateManyAndReturn',
+  'upsert',
+  'delete',
+  'deleteMany',
+]);
 export const RAW_WRITES: ReadonlySet<string> = new Set(['$executeRaw', '$executeRawUnsafe']);
 
 /** The stores (prisma/*store*.ts) and the migrator are the only writers (prisma/README.md). */
-export const mayWrite = (path: string): boolean => /^prisma\/[^/]*store[^/]*\.ts$/.test(path) || path === 'prisma/migrate.ts';
+export const mayWrite = (path: string): boolean =>
+  /^prisma\/[^/]*store[^/]*\.ts$/.test(path) || path === 'prisma/migrate.ts';
 
 /**
  * Prisma writes outside the stores and the migrator. A delegate is recognised by its name: a write method called
@@ -224,12 +260,24 @@ export function checkPrismaWrites(files: readonly SourceFile[], models: Readonly
     const sf = parse(file);
     visitAll(sf, (node) => {
       if (ts.isPropertyAccessExpression(node) && RAW_WRITES.has(node.name.text)) {
-        violations.push({ file: file.path, line: lineOf(sf, node), message: `${node.name.text} outside the stores (prisma/README.md)` });
-      } else if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && WRITE_METHODS.has(node.expression.name.text)) {
+        violations.push({
+          file: file.path,
+          line: lineOf(sf, node),
+          message: `${node.name.text} outside the stores (prisma/README.md)`,
+        });
+      } else if (
+        ts.isCallExpression(node) &&
+        ts.isPropertyAccessExpression(node.expression) &&
+        WRITE_METHODS.has(node.expression.name.text)
+      ) {
         const delegate = node.expression.expression;
         if (ts.isPropertyAccessExpression(delegate) && models.has(delegate.name.text)) {
           const call = `${delegate.name.text}.${node.expression.name.text}`;
-          violations.push({ file: file.path, line: lineOf(sf, node.expression.name), message: `Prisma write ${call}() outside the stores (prisma/README.md)` });
+          violations.push({
+            file: file.path,
+            line: lineOf(sf, node.expression.name),
+            message: `Prisma write ${call}() outside the stores (prisma/README.md)`,
+          });
         }
       }
     });

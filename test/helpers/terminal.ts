@@ -23,8 +23,10 @@ export class Terminal {
     for (;;) {
       const at = this.out.indexOf(text, from);
       if (at >= 0) return at + text.length;
-      if (Date.now() > deadline) throw new Error(`terminal: no "${text}" after ${from}; output so far:\n${this.out.slice(-3000)}`);
-      if (this.child.exitCode !== null) throw new Error(`terminal: exited (${this.child.exitCode}) before "${text}":\n${this.out.slice(-3000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`terminal: no "${text}" after ${from}; output so far:\n${this.out.slice(-3000)}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`terminal: exited (${this.child.exitCode}) before "${text}":\n${this.out.slice(-3000)}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -45,7 +45,9 @@ const isSpecifier = (node: ts.Node): boolean => {
     ts.isImportDeclaration(p) ||
     ts.isExportDeclaration(p) ||
     ts.isExternalModuleReference(p) ||
-    (ts.isCallExpression(p) && (p.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(p.expression) && p.expression.text === 'require'))) ||
+    (ts.isCallExpression(p) &&
+      (p.expression.kind === ts.SyntaxKind.ImportKeyword ||
+        (ts.isIdentifier(p.expression) && p.expression.text === 'require'))) ||
     (ts.isLiteralTypeNode(p) && ts.isImportTypeNode(p.parent))
   );
 };
@@ -56,7 +58,8 @@ export function resolveFile(from: string, spec: string, known: ReadonlySet<strin
   // A bare path string may name a file from the root (`join(ROOT, 'bench/x.ts')`) or beside it (`join(dir, 'x.ts')`).
   const bases = spec.startsWith('./') || spec.startsWith('../') ? [local] : [posix.normalize(spec), local];
   for (const base of bases) {
-    for (const candidate of [base, base.replace(/\.js$/, '.ts'), `${base}.ts`, `${base}/index.ts`]) if (known.has(candidate)) return candidate;
+    for (const candidate of [base, base.replace(/\.js$/, '.ts'), `${base}.ts`, `${base}/index.ts`])
+      if (known.has(candidate)) return candidate;
   }
   return undefined;
 }
@@ -100,7 +103,11 @@ function factsOf(file: SourceFile, known: ReadonlySet<string>): FileFacts {
       let p: ts.Node = node.parent;
       if (ts.isAwaitExpression(p)) p = p.parent;
       if (ts.isVariableDeclaration(p) && ts.isObjectBindingPattern(p.name)) {
-        for (const e of p.name.elements) use(t, e.propertyName && ts.isIdentifier(e.propertyName) ? e.propertyName.text : (e.name as ts.Identifier).text);
+        for (const e of p.name.elements)
+          use(
+            t,
+            e.propertyName && ts.isIdentifier(e.propertyName) ? e.propertyName.text : (e.name as ts.Identifier).text,
+          );
       } else use(t, '*');
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) {
       const t = target(literal(node.argument.literal));
@@ -113,9 +120,12 @@ function factsOf(file: SourceFile, known: ReadonlySet<string>): FileFacts {
       // is reached, but none of its exports is used by naming it ('' is no export's name).
       use(target(literal(node)), '');
     } else if (exported(node)) {
-      const isDefault = (ts.getModifiers(node as ts.HasModifiers) ?? []).some((m) => m.kind === ts.SyntaxKind.DefaultKeyword);
+      const isDefault = (ts.getModifiers(node as ts.HasModifiers) ?? []).some(
+        (m) => m.kind === ts.SyntaxKind.DefaultKeyword,
+      );
       if (ts.isVariableStatement(node)) {
-        for (const d of node.declarationList.declarations) if (ts.isIdentifier(d.name)) facts.exports.set(d.name.text, { local: d.name.text });
+        for (const d of node.declarationList.declarations)
+          if (ts.isIdentifier(d.name)) facts.exports.set(d.name.text, { local: d.name.text });
       } else {
         const name = (node as ts.DeclarationStatement).name;
         if (isDefault) facts.exports.set('default', { local: name && ts.isIdentifier(name) ? name.text : 'default' });

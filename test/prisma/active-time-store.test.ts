@@ -4,7 +4,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../tasks/library.ts';
 import { importTasks } from '../../prisma/task-store.ts';
-import { appendAgentTurn, appendHumanTurn, createSession, endSession, storeFinishedSession } from '../../prisma/session-store.ts';
+import {
+  appendAgentTurn,
+  appendHumanTurn,
+  createSession,
+  endSession,
+  storeFinishedSession,
+} from '../../prisma/session-store.ts';
 import { recordActiveTimes } from '../../prisma/active-time-store.ts';
 import { recordBan } from '../../prisma/moderation-store.ts';
 import { activeMs, IDLE_GAP_MS } from '../../tasks/study-pay.ts';
@@ -24,7 +30,14 @@ afterAll(() => t?.drop());
 
 async function session(discordUserId: string, turnsAt: number[]) {
   const p = await t.prisma.participant.upsert({ where: { discordUserId }, create: { discordUserId }, update: {} });
-  const s = await createSession(t.prisma, { taskId, participantId: p.id, policyVersionId: null, channel: 'discord', simulated: false, guildId: '881111111111111111' });
+  const s = await createSession(t.prisma, {
+    taskId,
+    participantId: p.id,
+    policyVersionId: null,
+    channel: 'discord',
+    simulated: false,
+    guildId: '881111111111111111',
+  });
   await t.prisma.session.update({ where: { id: s.id }, data: { startedAt: new Date(T0) } });
   for (const [i, at] of turnsAt.entries()) {
     if (i % 2) await appendHumanTurn(t.prisma, s.id, { content: 'hi' }, new Date(at));
@@ -32,7 +45,8 @@ async function session(discordUserId: string, turnsAt: number[]) {
   }
   // The turns' own times are what the rule reads.
   const turns = await t.prisma.turn.findMany({ where: { sessionId: s.id }, orderBy: { index: 'asc' } });
-  for (const [i, turn] of turns.entries()) await t.prisma.turn.update({ where: { id: turn.id }, data: { createdAt: new Date(turnsAt[i]!) } });
+  for (const [i, turn] of turns.entries())
+    await t.prisma.turn.update({ where: { id: turn.id }, data: { createdAt: new Date(turnsAt[i]!) } });
   return { id: s.id, participantId: p.id };
 }
 
@@ -44,7 +58,13 @@ describe('recordActiveTimes', () => {
     const a = await session('880000000000000001', gaps);
     expect(await stored(a.id)).toBeNull();
     const end = T0 + 90_000 + IDLE_GAP_MS + 1 + 20_000;
-    await appendAgentTurn(t.prisma, a.id, { content: 'answer', rawOutput: 'answer' }, { answer: 'def f(): pass', endReason: 'answered' }, new Date(end));
+    await appendAgentTurn(
+      t.prisma,
+      a.id,
+      { content: 'answer', rawOutput: 'answer' },
+      { answer: 'def f(): pass', endReason: 'answered' },
+      new Date(end),
+    );
     const turns = (await t.prisma.turn.findMany({ where: { sessionId: a.id } })).map((x) => x.createdAt);
     const row = await t.prisma.session.findUniqueOrThrow({ where: { id: a.id } });
     expect(row.activeMs).toBe(activeMs([row.startedAt, ...turns, row.endedAt!]));
@@ -63,9 +83,19 @@ describe('recordActiveTimes', () => {
     expect(await stored(c.id)).toBe(8_000);
 
     const id = await storeFinishedSession(t.prisma, {
-      taskId, policyVersionId: null, collaborator: 'rule-simulator', channel: 'simulated',
-      turns: [{ role: 'agent', content: 'q?' }, { role: 'human', content: 'a' }], answer: 'x', endReason: 'answered',
-      evaluation: { score: 1, success: true, detail: {}, evaluatorVersion: 't' }, startedAt: new Date(T0), endedAt: new Date(T0 + 4_000),
+      taskId,
+      policyVersionId: null,
+      collaborator: 'rule-simulator',
+      channel: 'simulated',
+      turns: [
+        { role: 'agent', content: 'q?' },
+        { role: 'human', content: 'a' },
+      ],
+      answer: 'x',
+      endReason: 'answered',
+      evaluation: { score: 1, success: true, detail: {}, evaluatorVersion: 't' },
+      startedAt: new Date(T0),
+      endedAt: new Date(T0 + 4_000),
     });
     expect(await stored(id)).toBe(4_000);
   });
@@ -73,7 +103,10 @@ describe('recordActiveTimes', () => {
   it('fills the sessions that ended before the column existed, and leaves active ones alone', async () => {
     const d = await session('880000000000000004', [T0 + 1_000]);
     const e = await session('880000000000000005', [T0 + 2_000]);
-    await t.prisma.session.update({ where: { id: d.id }, data: { status: 'abandoned', endedAt: new Date(T0 + 3_000) } });
+    await t.prisma.session.update({
+      where: { id: d.id },
+      data: { status: 'abandoned', endedAt: new Date(T0 + 3_000) },
+    });
     expect(await stored(d.id)).toBeNull();
     expect(await recordActiveTimes(t.prisma)).toBe(1);
     expect(await stored(d.id)).toBe(3_000);

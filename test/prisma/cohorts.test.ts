@@ -52,7 +52,9 @@ describe('cohorts', () => {
       ids.set(p.id, name as Name);
       // Each person plays one session of each kind: flagged simulated, and not.
       for (const simulated of [false, true]) {
-        const s = await t.prisma.session.create({ data: { participantId: p.id, taskId: task.id, channel: 'console', simulated } });
+        const s = await t.prisma.session.create({
+          data: { participantId: p.id, taskId: task.id, channel: 'console', simulated },
+        });
         ids.set(s.id, `${name}${simulated ? ':flagged' : ''}` as Name);
       }
     }
@@ -61,7 +63,9 @@ describe('cohorts', () => {
 
   it('a participant consented only while consent is given and not withdrawn; the where-clause, SQL and predicate agree', async () => {
     const where = named(await t.prisma.participant.findMany({ where: consentedWhere }));
-    const sql = named(await t.prisma.$queryRaw<{ id: string }[]>`SELECT id FROM "Participant" p WHERE ${consentedSql('p')}`);
+    const sql = named(
+      await t.prisma.$queryRaw<{ id: string }[]>`SELECT id FROM "Participant" p WHERE ${consentedSql('p')}`,
+    );
     const predicate = named((await t.prisma.participant.findMany()).filter(hasConsent));
     expect(where).toEqual(['bannedConsented', 'consented']);
     expect(sql).toEqual(where);
@@ -72,17 +76,26 @@ describe('cohorts', () => {
   it('a person is anyone but a simulator, and not erased', async () => {
     const where = named(await t.prisma.participant.findMany({ where: personWhere }));
     expect(where).toEqual(['bannedConsented', 'consented', 'stranger', 'withdrawn', 'withdrawnKeptDate']);
-    expect(named(await t.prisma.$queryRaw<{ id: string }[]>`SELECT id FROM "Participant" p WHERE ${personSql('p')}`)).toEqual(where);
+    expect(
+      named(await t.prisma.$queryRaw<{ id: string }[]>`SELECT id FROM "Participant" p WHERE ${personSql('p')}`),
+    ).toEqual(where);
   });
 
   it('data may leave for consenting people and simulators not erased; training also leaves out the banned', async () => {
     const shared = named(await t.prisma.participant.findMany({ where: sharedParticipantWhere }));
     expect(shared).toEqual(['bannedConsented', 'consented', 'simulator']);
-    expect(named(await t.prisma.$queryRaw<{ id: string }[]>`SELECT id FROM "Participant" p WHERE ${sharedParticipantSql('p')}`)).toEqual(shared);
-    expect(named(await t.prisma.participant.findMany({ where: trainingParticipantWhere }))).toEqual(['consented', 'simulator']);
+    expect(
+      named(
+        await t.prisma.$queryRaw<{ id: string }[]>`SELECT id FROM "Participant" p WHERE ${sharedParticipantSql('p')}`,
+      ),
+    ).toEqual(shared);
+    expect(named(await t.prisma.participant.findMany({ where: trainingParticipantWhere }))).toEqual([
+      'consented',
+      'simulator',
+    ]);
   });
 
-  it('a session is simulated by its flag or by its participant\'s role; human sessions are all the others', async () => {
+  it("a session is simulated by its flag or by its participant's role; human sessions are all the others", async () => {
     const all = await t.prisma.session.findMany({ include: { participant: true } });
     const simulated = named(await t.prisma.session.findMany({ where: simulatedSessionWhere }));
     const human = named(await t.prisma.session.findMany({ where: humanSessionWhere }));
@@ -92,12 +105,15 @@ describe('cohorts', () => {
     expect(simulated).toContain('consented:flagged');
     expect(human).not.toContain('simulator');
     expect(simulated.length + human.length).toBe(all.length);
-    const sql = (cond: Prisma.Sql) => t.prisma.$queryRaw<{ id: string }[]>`SELECT s.id FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" WHERE ${cond}`;
+    const sql = (cond: Prisma.Sql) =>
+      t.prisma.$queryRaw<
+        { id: string }[]
+      >`SELECT s.id FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" WHERE ${cond}`;
     expect(named(await sql(simulatedSessionSql('s', 'p')))).toEqual(simulated);
     expect(named(await sql(humanSessionSql('s', 'p')))).toEqual(human);
   });
 
-  it('the dialogue is the agent\'s and the collaborator\'s turns, in order, system notices left out', () => {
+  it("the dialogue is the agent's and the collaborator's turns, in order, system notices left out", () => {
     const turns = [
       { role: 'human', content: 'second', index: 2 },
       { role: 'system', content: 'notice', index: 1 },

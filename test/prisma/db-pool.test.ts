@@ -16,7 +16,11 @@ afterAll(async () => {
 /** Runs `n` queries at once through Prisma and returns the most connections the pool held. */
 async function connectionsFor(poolSize: number, n: number): Promise<number> {
   const config = configSchema.parse({ DATABASE_URL: t.url, DATABASE_POOL_SIZE: String(poolSize) });
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: '', poolSize: config.DATABASE_POOL_SIZE });
+  const db = await openDatabase({
+    databaseUrl: config.DATABASE_URL,
+    pgliteDir: '',
+    poolSize: config.DATABASE_POOL_SIZE,
+  });
   try {
     if (db.raw.kind !== 'postgres') throw new Error('expected Postgres');
     const pool = db.raw.pool;
@@ -48,10 +52,12 @@ describe('DATABASE_POOL_SIZE', () => {
 });
 
 describe('a transaction waiting for a connection', () => {
-  it('waits as long as a query would (not Prisma\'s 2 s): a pool of one, held for 3 s', async () => {
+  it("waits as long as a query would (not Prisma's 2 s): a pool of one, held for 3 s", async () => {
     const db = await openDatabase({ databaseUrl: t.url, pgliteDir: '', poolSize: 1 });
     try {
-      const holder = db.prisma.$transaction(async (tx) => tx.$queryRawUnsafe('SELECT 1 AS one FROM pg_sleep(3)'), { timeout: 10_000 });
+      const holder = db.prisma.$transaction(async (tx) => tx.$queryRawUnsafe('SELECT 1 AS one FROM pg_sleep(3)'), {
+        timeout: 10_000,
+      });
       await new Promise((r) => setTimeout(r, 200));
       const t0 = Date.now();
       await db.prisma.$transaction(async (tx) => tx.$queryRawUnsafe('SELECT 1 AS one'));

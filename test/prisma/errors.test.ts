@@ -4,7 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { openDatabase, parsePostgresUrl } from '../../prisma/db.ts';
-import { DatabaseError, UniqueViolationError, describeDatabaseError, isConnectionError, toDatabaseError } from '../../prisma/errors.ts';
+import {
+  DatabaseError,
+  UniqueViolationError,
+  describeDatabaseError,
+  isConnectionError,
+  toDatabaseError,
+} from '../../prisma/errors.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -17,7 +23,9 @@ afterAll(async () => {
 describe('database errors', () => {
   it('a unique-constraint violation names the model and the field', async () => {
     await t.prisma.participant.create({ data: { discordUserId: '222222222222222222' } });
-    const err = await t.prisma.participant.create({ data: { discordUserId: '222222222222222222' } }).catch(toDatabaseError);
+    const err = await t.prisma.participant
+      .create({ data: { discordUserId: '222222222222222222' } })
+      .catch(toDatabaseError);
     expect(err).toBeInstanceOf(UniqueViolationError);
     expect(err).toBeInstanceOf(DatabaseError);
     expect((err as UniqueViolationError).code).toBe('P2002');
@@ -33,7 +41,9 @@ describe('database errors', () => {
     });
     const s = await t.prisma.session.create({ data: { taskId: task.id, participantId: p.id, channel: 'console' } });
     await t.prisma.turn.create({ data: { sessionId: s.id, index: 0, role: 'agent', content: 'hi' } });
-    const err = await t.prisma.turn.create({ data: { sessionId: s.id, index: 0, role: 'human', content: 'again' } }).catch(toDatabaseError);
+    const err = await t.prisma.turn
+      .create({ data: { sessionId: s.id, index: 0, role: 'human', content: 'again' } })
+      .catch(toDatabaseError);
     expect((err as UniqueViolationError).fields).toEqual(['sessionId', 'index']);
     expect((err as Error).message).toMatch(/a Turn with the same sessionId, index already exists/);
   });
@@ -47,14 +57,21 @@ describe('database errors', () => {
   });
 
   it('an unreachable server is a connection error that names where it looked', async () => {
-    const err = await openDatabase({ databaseUrl: 'postgres://postgres@127.0.0.1:1/nothing', pgliteDir: '' }).catch((e: unknown) => e);
+    const err = await openDatabase({ databaseUrl: 'postgres://postgres@127.0.0.1:1/nothing', pgliteDir: '' }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(DatabaseError);
-    expect((err as Error).message).toMatch(/cannot reach the database \(postgres:\/\/postgres@127\.0\.0\.1:1\/nothing\): ECONNREFUSED/);
+    expect((err as Error).message).toMatch(
+      /cannot reach the database \(postgres:\/\/postgres@127\.0\.0\.1:1\/nothing\): ECONNREFUSED/,
+    );
     expect(isConnectionError((err as Error).cause)).toBe(true);
   });
 
   it('a missing database is named, and a password never appears in messages', async () => {
-    const err = await openDatabase({ databaseUrl: 'postgres://postgres:s3cret@127.0.0.1:5432/sweetloop_no_such_db', pgliteDir: '' }).catch((e: unknown) => e);
+    const err = await openDatabase({
+      databaseUrl: 'postgres://postgres:s3cret@127.0.0.1:5432/sweetloop_no_such_db',
+      pgliteDir: '',
+    }).catch((e: unknown) => e);
     expect((err as Error).message).toMatch(/does not exist/);
     expect((err as Error).message).not.toMatch(/s3cret/);
   });
@@ -64,10 +81,14 @@ describe('database errors', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;
     try {
-      const err = await openDatabase({ databaseUrl: `postgres://postgres@127.0.0.1:${port}/x`, pgliteDir: '' }).catch((e: unknown) => e);
+      const err = await openDatabase({ databaseUrl: `postgres://postgres@127.0.0.1:${port}/x`, pgliteDir: '' }).catch(
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(DatabaseError);
       expect(isConnectionError((err as Error).cause)).toBe(true);
-      expect((err as Error).message).toMatch(new RegExp(`lost the connection to the database \\(postgres://postgres@127\\.0\\.0\\.1:${port}/x\\)`));
+      expect((err as Error).message).toMatch(
+        new RegExp(`lost the connection to the database \\(postgres://postgres@127\\.0\\.0\\.1:${port}/x\\)`),
+      );
     } finally {
       server.close();
     }
@@ -78,7 +99,10 @@ describe('database errors', () => {
     const dbName = new URL(t.url).pathname.slice(1);
     const admin = await openDatabase({ databaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres', pgliteDir: '' });
     try {
-      await admin.prisma.$queryRawUnsafe('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', dbName);
+      await admin.prisma.$queryRawUnsafe(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1',
+        dbName,
+      );
     } finally {
       await admin.close();
     }

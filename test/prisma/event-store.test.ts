@@ -16,7 +16,10 @@ describe('event store', () => {
     expect(await markProcessed(t.prisma, 'i-1', 'interaction:2')).toBe(true);
     expect(await markProcessed(t.prisma, 'i-1', 'interaction:2')).toBe(false);
     expect(await markProcessed(t.prisma, 'i-2', 'interaction:2')).toBe(true);
-    await t.prisma.processedEvent.update({ where: { id: 'i-1' }, data: { createdAt: new Date('2026-01-01T00:00:00Z') } });
+    await t.prisma.processedEvent.update({
+      where: { id: 'i-1' },
+      data: { createdAt: new Date('2026-01-01T00:00:00Z') },
+    });
 
     expect(await pruneProcessed(t.prisma, new Date('2026-01-02T00:00:00Z'))).toBe(1);
     expect((await t.prisma.processedEvent.findMany({ orderBy: { id: 'asc' } })).map((e) => e.id)).toEqual(['i-2']);

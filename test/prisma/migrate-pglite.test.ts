@@ -47,7 +47,9 @@ describe('migrations on PGlite', () => {
 
   it('reports a unique violation clearly', async () => {
     await db.prisma.participant.create({ data: { discordUserId: '111111111111111111' } });
-    const err = await db.prisma.participant.create({ data: { discordUserId: '111111111111111111' } }).catch(toDatabaseError);
+    const err = await db.prisma.participant
+      .create({ data: { discordUserId: '111111111111111111' } })
+      .catch(toDatabaseError);
     expect(err).toBeInstanceOf(UniqueViolationError);
     expect((err as UniqueViolationError).fields).toEqual(['discordUserId']);
     expect((err as Error).message).toBe('duplicate value: a Participant with the same discordUserId already exists');

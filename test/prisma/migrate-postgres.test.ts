@@ -6,7 +6,14 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openDatabase, type Database } from '../../prisma/db.ts';
-import { MIGRATIONS_DIR, diffDatabaseToSchema, diffMigrationsToSchema, migrate, migrationStatus, readMigrationsTable } from '../../prisma/migrate.ts';
+import {
+  MIGRATIONS_DIR,
+  diffDatabaseToSchema,
+  diffMigrationsToSchema,
+  migrate,
+  migrationStatus,
+  readMigrationsTable,
+} from '../../prisma/migrate.ts';
 
 const ADMIN = { host: '127.0.0.1', port: 5432, user: 'postgres', database: 'postgres' };
 const name = `sweetloop_migtest_${randomBytes(4).toString('hex')}`;
@@ -63,7 +70,16 @@ describe('migrations on Postgres', () => {
     const cols = await db.prisma.$queryRawUnsafe<{ column_name: string }[]>(
       `SELECT column_name FROM information_schema.columns WHERE table_name = '_prisma_migrations' ORDER BY ordinal_position`,
     );
-    expect(cols.map((c) => c.column_name)).toEqual(['id', 'checksum', 'finished_at', 'migration_name', 'logs', 'rolled_back_at', 'started_at', 'applied_steps_count']);
+    expect(cols.map((c) => c.column_name)).toEqual([
+      'id',
+      'checksum',
+      'finished_at',
+      'migration_name',
+      'logs',
+      'rolled_back_at',
+      'started_at',
+      'applied_steps_count',
+    ]);
   });
 
   it('migrating again is a no-op', async () => {
@@ -87,7 +103,9 @@ describe('migrations on Postgres', () => {
       const sql = await diffDatabaseToSchema(db);
       expect(sql).toMatch(/CREATE UNIQUE INDEX "Turn_sessionId_index_key"/);
     } finally {
-      await db.prisma.$executeRawUnsafe('CREATE UNIQUE INDEX "Turn_sessionId_index_key" ON "Turn"("sessionId", "index")');
+      await db.prisma.$executeRawUnsafe(
+        'CREATE UNIQUE INDEX "Turn_sessionId_index_key" ON "Turn"("sessionId", "index")',
+      );
     }
     expect(await diffDatabaseToSchema(db)).toBe('');
   });

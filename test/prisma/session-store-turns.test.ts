@@ -13,7 +13,14 @@ import { openDatabase } from '../../prisma/db.ts';
 import { migrate } from '../../prisma/migrate.ts';
 import { builtinTasks } from '../../tasks/library.ts';
 import { importTasks } from '../../prisma/task-store.ts';
-import { appendAgentTurn, appendHumanTurn, createSession, recordEvaluation, recordRating, sessionReward } from '../../prisma/session-store.ts';
+import {
+  appendAgentTurn,
+  appendHumanTurn,
+  createSession,
+  recordEvaluation,
+  recordRating,
+  sessionReward,
+} from '../../prisma/session-store.ts';
 import { toDatabaseError, UniqueViolationError } from '../../prisma/errors.ts';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import type { EvaluationOutcome } from '../../tasks/scorer.ts';
@@ -41,28 +48,81 @@ describe.each([
 
   async function newSession(discordUserId: string) {
     const p = await t.prisma.participant.upsert({ where: { discordUserId }, create: { discordUserId }, update: {} });
-    return createSession(t.prisma, { taskId, participantId: p.id, policyVersionId: null, channel: 'discord', simulated: false });
+    return createSession(t.prisma, {
+      taskId,
+      participantId: p.id,
+      policyVersionId: null,
+      channel: 'discord',
+      simulated: false,
+    });
   }
 
   it('store each turn at the next index with its fields, and the session counters, answer and active time', async () => {
     const s = await newSession('771000000000000001');
     const at1 = new Date('2027-01-02T03:04:05.678Z');
     const provenance = { engine: 'endpoint', model: 'm\u0000x', seed: 7, logprobs: [{ token: 'a', logprob: -0.5 }] };
-    const a1 = await appendAgentTurn(t.prisma, s.id, { content: 'q\u0000?', rawOutput: 'raw', latencyMs: 12, promptTokens: 3, completionTokens: 4, provenance: provenance as never, externalMessageId: 'm1' }, undefined, at1);
-    const h1 = await appendHumanTurn(t.prisma, s.id, { content: 'hi', externalMessageId: 'm2' }, new Date(at1.getTime() + 1000));
-    const a2 = await appendAgentTurn(t.prisma, s.id, { content: 'ANSWER', rawOutput: 'ANSWER' }, { answer: 'def f(): pass', endReason: 'answered' }, new Date(at1.getTime() + 2000));
+    const a1 = await appendAgentTurn(
+      t.prisma,
+      s.id,
+      {
+        content: 'q\u0000?',
+        rawOutput: 'raw',
+        latencyMs: 12,
+        promptTokens: 3,
+        completionTokens: 4,
+        provenance: provenance as never,
+        externalMessageId: 'm1',
+      },
+      undefined,
+      at1,
+    );
+    const h1 = await appendHumanTurn(
+      t.prisma,
+      s.id,
+      { content: 'hi', externalMessageId: 'm2' },
+      new Date(at1.getTime() + 1000),
+    );
+    const a2 = await appendAgentTurn(
+      t.prisma,
+      s.id,
+      { content: 'ANSWER', rawOutput: 'ANSWER' },
+      { answer: 'def f(): pass', endReason: 'answered' },
+      new Date(at1.getTime() + 2000),
+    );
     expect([a1.index, h1.index, a2.index]).toEqual([0, 1, 2]);
     const rows = await t.prisma.turn.findMany({ where: { sessionId: s.id }, orderBy: { index: 'asc' } });
     // What the appends return is the stored row, typed as Prisma reads it.
     expect([a1, h1, a2]).toEqual(rows);
-    expect(rows[0]).toMatchObject({ role: 'agent', content: 'q\uFFFD?', rawOutput: 'raw', latencyMs: 12, promptTokens: 3, completionTokens: 4, externalMessageId: 'm1' });
+    expect(rows[0]).toMatchObject({
+      role: 'agent',
+      content: 'q\uFFFD?',
+      rawOutput: 'raw',
+      latencyMs: 12,
+      promptTokens: 3,
+      completionTokens: 4,
+      externalMessageId: 'm1',
+    });
     expect(rows[0]!.provenance).toEqual({ ...provenance, model: 'm\uFFFDx' });
-    expect(rows[1]).toMatchObject({ role: 'human', content: 'hi', externalMessageId: 'm2', rawOutput: null, provenance: null, latencyMs: null });
+    expect(rows[1]).toMatchObject({
+      role: 'human',
+      content: 'hi',
+      externalMessageId: 'm2',
+      rawOutput: null,
+      provenance: null,
+      latencyMs: null,
+    });
     expect(rows[2]!.provenance).toBeNull();
     expect(rows[0]!.createdAt).toBeInstanceOf(Date);
     expect(Math.abs(rows[0]!.createdAt.getTime() - Date.now())).toBeLessThan(60_000);
     const after = await t.prisma.session.findUniqueOrThrow({ where: { id: s.id } });
-    expect(after).toMatchObject({ turnCount: 2, status: 'answered', answer: 'def f(): pass', endReason: 'answered', lastActivityAt: new Date(at1.getTime() + 2000), endedAt: new Date(at1.getTime() + 2000) });
+    expect(after).toMatchObject({
+      turnCount: 2,
+      status: 'answered',
+      answer: 'def f(): pass',
+      endReason: 'answered',
+      lastActivityAt: new Date(at1.getTime() + 2000),
+      endedAt: new Date(at1.getTime() + 2000),
+    });
     expect(after.activeMs).not.toBeNull();
   });
 
@@ -70,19 +130,33 @@ describe.each([
     const s = await newSession('771000000000000002');
     await appendAgentTurn(t.prisma, s.id, { content: 'q?', rawOutput: 'q?' });
     await appendHumanTurn(t.prisma, s.id, { content: 'hi', externalMessageId: 'dup-1' });
-    const err = toDatabaseError(await appendHumanTurn(t.prisma, s.id, { content: 'hi', externalMessageId: 'dup-1' }).catch((e: unknown) => e));
+    const err = toDatabaseError(
+      await appendHumanTurn(t.prisma, s.id, { content: 'hi', externalMessageId: 'dup-1' }).catch((e: unknown) => e),
+    );
     expect(err).toBeInstanceOf(UniqueViolationError);
     expect((err as UniqueViolationError).fields).toContain('externalMessageId');
     expect(await t.prisma.turn.count({ where: { sessionId: s.id } })).toBe(2);
     const gone = '00000000-0000-4000-8000-000000000000';
     await expect(appendHumanTurn(t.prisma, gone, { content: 'x' })).rejects.toMatchObject({ code: 'P2025' });
-    await expect(appendAgentTurn(t.prisma, gone, { content: 'x', rawOutput: 'x' })).rejects.toMatchObject({ code: 'P2025' });
-    await expect(appendAgentTurn(t.prisma, gone, { content: 'x', rawOutput: 'x' }, { answer: 'a', endReason: 'answered' })).rejects.toMatchObject({ code: 'P2025' });
+    await expect(appendAgentTurn(t.prisma, gone, { content: 'x', rawOutput: 'x' })).rejects.toMatchObject({
+      code: 'P2025',
+    });
+    await expect(
+      appendAgentTurn(t.prisma, gone, { content: 'x', rawOutput: 'x' }, { answer: 'a', endReason: 'answered' }),
+    ).rejects.toMatchObject({ code: 'P2025' });
   });
 
   it('write the reward sessionReward gives, whichever of the evaluation and the rating comes first, and refuse a second evaluation', async () => {
     const reward = async (id: string) => (await t.prisma.session.findUniqueOrThrow({ where: { id } })).reward;
-    const outcome = (score: number) => ({ score, success: score === 1, testsPassed: 7, testsTotal: 10, detail: { tests: [{ passed: true }] }, evaluatorVersion: 'v1' }) as EvaluationOutcome;
+    const outcome = (score: number) =>
+      ({
+        score,
+        success: score === 1,
+        testsPassed: 7,
+        testsTotal: 10,
+        detail: { tests: [{ passed: true }] },
+        evaluatorVersion: 'v1',
+      }) as EvaluationOutcome;
     const a = await newSession('771000000000000003');
     await recordEvaluation(t.prisma, a.id, outcome(0.7), 0.3);
     expect(await reward(a.id)).toBe(0.7);
@@ -90,9 +164,19 @@ describe.each([
     expect(await reward(a.id)).toBe(sessionReward(0.7, 4, 0.3));
     await recordRating(t.prisma, a.id, a.participantId, 2, 0.3);
     expect(await reward(a.id)).toBe(sessionReward(0.7, 2, 0.3));
-    expect(await t.prisma.rating.findMany({ where: { sessionId: a.id }, select: { value: true } })).toEqual([{ value: 2 }]);
+    expect(await t.prisma.rating.findMany({ where: { sessionId: a.id }, select: { value: true } })).toEqual([
+      { value: 2 },
+    ]);
     const stored = await t.prisma.evaluation.findUniqueOrThrow({ where: { sessionId: a.id } });
-    expect(stored).toMatchObject({ score: 0.7, success: false, testsPassed: 7, testsTotal: 10, detail: { tests: [{ passed: true }] }, metric: null, evaluatorVersion: 'v1' });
+    expect(stored).toMatchObject({
+      score: 0.7,
+      success: false,
+      testsPassed: 7,
+      testsTotal: 10,
+      detail: { tests: [{ passed: true }] },
+      metric: null,
+      evaluatorVersion: 'v1',
+    });
     const again = toDatabaseError(await recordEvaluation(t.prisma, a.id, outcome(1), 0.3).catch((e: unknown) => e));
     expect(again).toBeInstanceOf(UniqueViolationError);
     expect(await reward(a.id)).toBe(sessionReward(0.7, 2, 0.3));
@@ -107,6 +191,8 @@ describe.each([
     await recordEvaluation(t.prisma, c.id, outcome(0.25), 0);
     expect(await reward(c.id)).toBe(0.25);
     await expect(recordEvaluation(t.prisma, c.id, outcome(0.5), 1.5)).rejects.toThrow(RangeError);
-    await expect(recordRating(t.prisma, '00000000-0000-4000-8000-000000000000', c.participantId, 3, 0)).rejects.toMatchObject({ code: 'P2003' });
+    await expect(
+      recordRating(t.prisma, '00000000-0000-4000-8000-000000000000', c.participantId, 3, 0),
+    ).rejects.toMatchObject({ code: 'P2003' });
   });
 });

@@ -15,7 +15,12 @@ import { openDatabase, type Database } from '../../prisma/db.ts';
 import { migrate } from '../../prisma/migrate.ts';
 import type { PrismaClient, SessionStatus } from '../../prisma/generated/client.ts';
 import { sessionSummaries } from '../../prisma/session-summary.ts';
-import { activeTimeByPerson, medianActiveMinutes, sessionTimes, type SessionSelector } from '../../prisma/study-stats.ts';
+import {
+  activeTimeByPerson,
+  medianActiveMinutes,
+  sessionTimes,
+  type SessionSelector,
+} from '../../prisma/study-stats.ts';
 import { recordActiveTimes } from '../../prisma/active-time-store.ts';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { projectCompletion, projectionWindow, studyProgress } from '../../bot/study-progress.ts';
@@ -37,18 +42,59 @@ async function seed(prisma: PrismaClient): Promise<StudyWithArms> {
   await importTasks(prisma, builtinTasks({ kind: 'backend', split: 'train' }).slice(0, 6));
   const tasks = (await prisma.task.findMany({ orderBy: { externalId: 'asc' } })).map((t) => t.id);
   const versions: string[] = [];
-  for (const name of ['arm-a', 'arm-b']) versions.push((await prisma.policyVersion.create({ data: { name, algorithm: 'external', checkpointPath: '/x', checkpointSha256: '0' } })).id);
+  for (const name of ['arm-a', 'arm-b'])
+    versions.push(
+      (
+        await prisma.policyVersion.create({
+          data: { name, algorithm: 'external', checkpointPath: '/x', checkpointSha256: '0' },
+        })
+      ).id,
+    );
   const study = await createStudy(
     prisma,
     'cli',
-    { name: 'stats', kind: null, split: 'train', perTask: 5, seed: 3, taskIds: tasks.slice(0, 5), arms: [{ policyVersionId: versions[0]!, share: 50 }, { policyVersionId: versions[1]!, share: 50 }], consentText: null, payPerSessionCents: 150, bonusSuccessCents: 50, currency: 'EUR', maxSessionsPerPerson: null, opensAt: null, closesAt: null, guildIds: [], channelIds: [] },
+    {
+      name: 'stats',
+      kind: null,
+      split: 'train',
+      perTask: 5,
+      seed: 3,
+      taskIds: tasks.slice(0, 5),
+      arms: [
+        { policyVersionId: versions[0]!, share: 50 },
+        { policyVersionId: versions[1]!, share: 50 },
+      ],
+      consentText: null,
+      payPerSessionCents: 150,
+      bonusSuccessCents: 50,
+      currency: 'EUR',
+      maxSessionsPerPerson: null,
+      opensAt: null,
+      closesAt: null,
+      guildIds: [],
+      channelIds: [],
+    },
     { requireConsent: false },
   );
   const people: string[] = [];
-  for (let i = 0; i < 6; i++) people.push((await prisma.participant.create({ data: { discordUserId: `86${i}000000000000000`, consentGivenAt: new Date(T0) } })).id);
+  for (let i = 0; i < 6; i++)
+    people.push(
+      (
+        await prisma.participant.create({
+          data: { discordUserId: `86${i}000000000000000`, consentGivenAt: new Date(T0) },
+        })
+      ).id,
+    );
   const statuses: SessionStatus[] = ['answered', 'answered', 'active', 'answered', 'abandoned', 'expired', 'answered'];
   // Gaps between moments (ms): under, over and exactly the idle gap, and equal moments.
-  const gapSets = [[30_000, 45_000, 60_000], [20_000, IDLE_GAP_MS + 1, 10_000], [IDLE_GAP_MS, 1_000], [0, 0, 5_000], [], [7 * 60_000, 2_500, 61_000, 3]];
+  const gapSets = [
+    [30_000, 45_000, 60_000],
+    [20_000, IDLE_GAP_MS + 1, 10_000],
+    [IDLE_GAP_MS, 1_000],
+    [0, 0, 5_000],
+    [],
+    [7 * 60_000, 2_500, 61_000, 3],
+  ];
   for (let i = 0; i < 40; i++) {
     const status = statuses[i % statuses.length]!;
     const start = T0 + i * 47 * 60_000 + (i % 3) * 7;
@@ -57,22 +103,51 @@ async function seed(prisma: PrismaClient): Promise<StudyWithArms> {
     const ended = status !== 'active' && i % 9 !== 4;
     const s = await prisma.session.create({
       data: {
-        taskId: tasks[i % 5]!, participantId: people[(i * 5) % 6]!, policyVersionId: i % 8 === 7 ? null : versions[i % 2]!, channel: 'discord', guildId: i % 4 === 3 ? null : GUILDS[i % 2]!,
-        status, turnCount: moments.length - 1, reward: status === 'answered' ? [1, 0.5, 0.5, 0, null][Math.floor(i / 5) % 5]! : null,
-        studyId: i % 10 === 9 ? null : study.id, startedAt: new Date(start), lastActivityAt: new Date(moments[moments.length - 1]!),
+        taskId: tasks[i % 5]!,
+        participantId: people[(i * 5) % 6]!,
+        policyVersionId: i % 8 === 7 ? null : versions[i % 2]!,
+        channel: 'discord',
+        guildId: i % 4 === 3 ? null : GUILDS[i % 2]!,
+        status,
+        turnCount: moments.length - 1,
+        reward: status === 'answered' ? [1, 0.5, 0.5, 0, null][Math.floor(i / 5) % 5]! : null,
+        studyId: i % 10 === 9 ? null : study.id,
+        startedAt: new Date(start),
+        lastActivityAt: new Date(moments[moments.length - 1]!),
         endedAt: ended ? new Date(moments[moments.length - 1]! + 90_000) : null,
       },
     });
-    for (const [k, at] of moments.slice(1).entries()) await prisma.turn.create({ data: { sessionId: s.id, index: k, role: k % 2 ? 'human' : 'agent', content: 'x', createdAt: new Date(at) } });
-    if (status === 'answered' && i % 6 !== 5) await prisma.evaluation.create({ data: { sessionId: s.id, score: 0.5, success: i % 3 === 0, detail: {}, evaluatorVersion: 't' } });
+    for (const [k, at] of moments.slice(1).entries())
+      await prisma.turn.create({
+        data: { sessionId: s.id, index: k, role: k % 2 ? 'human' : 'agent', content: 'x', createdAt: new Date(at) },
+      });
+    if (status === 'answered' && i % 6 !== 5)
+      await prisma.evaluation.create({
+        data: { sessionId: s.id, score: 0.5, success: i % 3 === 0, detail: {}, evaluatorVersion: 't' },
+      });
   }
   // The people page's other columns: quality (one score not a number), an exclusion, a ban, a simulated person.
-  await prisma.participantQuality.createMany({ data: [{ participantId: people[0]!, score: 0.25, sessions: 3, signals: { tooFast: 0.5 } }, { participantId: people[2]!, score: NaN, sessions: 0, signals: {} }] });
-  await prisma.trainingExclusion.create({ data: { participantId: people[1]!, excludedBy: 'test', reason: 'copy-paste', createdAt: new Date(T0) } });
+  await prisma.participantQuality.createMany({
+    data: [
+      { participantId: people[0]!, score: 0.25, sessions: 3, signals: { tooFast: 0.5 } },
+      { participantId: people[2]!, score: NaN, sessions: 0, signals: {} },
+    ],
+  });
+  await prisma.trainingExclusion.create({
+    data: { participantId: people[1]!, excludedBy: 'test', reason: 'copy-paste', createdAt: new Date(T0) },
+  });
   await prisma.participant.update({ where: { id: people[3]! }, data: { banned: true } });
   await prisma.participant.update({ where: { id: people[4]! }, data: { role: 'simulated' } });
-  await prisma.erasedStudySession.createMany({ data: [{ studyId: study.id, participantKey: 'erased:aa', success: true, activeMs: 61_000 }, { studyId: study.id, participantKey: 'erased:aa', success: false, activeMs: 5_000 }] });
-  return (await prisma.study.findUniqueOrThrow({ where: { id: study.id }, include: { arms: { include: { policyVersion: true } } } })) as StudyWithArms;
+  await prisma.erasedStudySession.createMany({
+    data: [
+      { studyId: study.id, participantKey: 'erased:aa', success: true, activeMs: 61_000 },
+      { studyId: study.id, participantKey: 'erased:aa', success: false, activeMs: 5_000 },
+    ],
+  });
+  return (await prisma.study.findUniqueOrThrow({
+    where: { id: study.id },
+    include: { arms: { include: { policyVersion: true } } },
+  })) as StudyWithArms;
 }
 
 /** bot/study-progress.ts studyProgress before prisma/study-stats.ts (commit f62fd35). */
@@ -87,9 +162,11 @@ async function progressBefore(prisma: PrismaClient, study: StudyWithArms, now: D
   for (const s of sessions) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
   const k = study.perTask;
   let complete = 0;
-  for (const list of byTask.values()) if (k !== null && list.filter((s) => s.status === 'answered').length >= k) complete++;
+  for (const list of byTask.values())
+    if (k !== null && list.filter((s) => s.status === 'answered').length >= k) complete++;
   const answered = sessions.filter((s) => s.status === 'answered');
-  const count = (id: string, status: string) => sessions.filter((s) => s.policyVersionId === id && s.status === status).length;
+  const count = (id: string, status: string) =>
+    sessions.filter((s) => s.policyVersionId === id && s.status === status).length;
   const answeredAt = answered.map((s) => s.endedAt ?? s.startedAt);
   return {
     tasks,
@@ -98,12 +175,31 @@ async function progressBefore(prisma: PrismaClient, study: StudyWithArms, now: D
     untouched: tasks - byTask.size,
     answered: answered.length,
     active: sessions.filter((s) => s.status === 'active').length,
-    arms: study.arms.map((a) => ({ policy: a.policyVersion.name, share: a.share, answered: count(a.policyVersionId, 'answered'), active: count(a.policyVersionId, 'active') })),
+    arms: study.arms.map((a) => ({
+      policy: a.policyVersion.name,
+      share: a.share,
+      answered: count(a.policyVersionId, 'answered'),
+      active: count(a.policyVersionId, 'active'),
+    })),
     peopleActive: new Set(sessions.filter((s) => s.status === 'active').map((s) => s.participantId)).size,
-    criticPairs: rewardPairs(answered.filter((s) => s.reward !== null).map((s) => ({ id: s.id, groupId: s.taskId, reward: s.reward! }))).length,
-    medianActiveMinutes: answered.length ? quantileSorted(answered.map((s) => s.activeMs / 60_000).sort((a, b) => a - b), 0.5) : null,
+    criticPairs: rewardPairs(
+      answered.filter((s) => s.reward !== null).map((s) => ({ id: s.id, groupId: s.taskId, reward: s.reward! })),
+    ).length,
+    medianActiveMinutes: answered.length
+      ? quantileSorted(
+          answered.map((s) => s.activeMs / 60_000).sort((a, b) => a - b),
+          0.5,
+        )
+      : null,
     // The projection then counted the answered moments in the window itself.
-    projection: projectCompletion({ remaining: k === null ? null : tasks * k - answered.length, answered: answeredAt.length, recent: answeredAt.filter((d) => d.getTime() > now.getTime() - 24 * 3600_000 && d.getTime() <= now.getTime()).length, firstStartedAt: first._min.startedAt, now }),
+    projection: projectCompletion({
+      remaining: k === null ? null : tasks * k - answered.length,
+      answered: answeredAt.length,
+      recent: answeredAt.filter((d) => d.getTime() > now.getTime() - 24 * 3600_000 && d.getTime() <= now.getTime())
+        .length,
+      firstStartedAt: first._min.startedAt,
+      now,
+    }),
     deployed: deployed?.name ?? null,
   };
 }
@@ -112,9 +208,19 @@ async function progressBefore(prisma: PrismaClient, study: StudyWithArms, now: D
 async function payoutsBefore(prisma: PrismaClient, study: StudyWithArms) {
   const live = await sessionSummaries(prisma, { studyId: study.id, status: 'answered' });
   const erased = await prisma.erasedStudySession.findMany({ where: { studyId: study.id } });
-  const by = new Map<string, { platformId: string; erased: boolean; sessions: number; successes: number; activeMs: number; amountCents: number }>();
+  const by = new Map<
+    string,
+    { platformId: string; erased: boolean; sessions: number; successes: number; activeMs: number; amountCents: number }
+  >();
   const add = (platformId: string, isErased: boolean, s: { success: boolean | null; activeMs: number }) => {
-    const l = by.get(platformId) ?? { platformId, erased: isErased, sessions: 0, successes: 0, activeMs: 0, amountCents: 0 };
+    const l = by.get(platformId) ?? {
+      platformId,
+      erased: isErased,
+      sessions: 0,
+      successes: 0,
+      activeMs: 0,
+      amountCents: 0,
+    };
     l.sessions++;
     if (s.success) l.successes++;
     l.activeMs += s.activeMs;
@@ -123,7 +229,9 @@ async function payoutsBefore(prisma: PrismaClient, study: StudyWithArms) {
   };
   for (const s of live) add(s.externalId, false, s);
   for (const s of erased) add(s.participantKey, true, s);
-  const lines = [...by.values()].sort((a, b) => Number(a.erased) - Number(b.erased) || a.platformId.localeCompare(b.platformId));
+  const lines = [...by.values()].sort(
+    (a, b) => Number(a.erased) - Number(b.erased) || a.platformId.localeCompare(b.platformId),
+  );
   return { lines, sessions: live.length + erased.length, totalCents: lines.reduce((a, l) => a + l.amountCents, 0) };
 }
 
@@ -133,19 +241,33 @@ async function payoutsBefore(prisma: PrismaClient, study: StudyWithArms) {
  */
 async function peopleBefore(prisma: PrismaClient, viewer: Viewer) {
   const people = await prisma.participant.findMany({
-    where: { role: { not: 'simulated' }, deletedAt: null, ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}) },
+    where: {
+      role: { not: 'simulated' },
+      deletedAt: null,
+      ...(viewer.role === 'moderator' ? { sessions: { some: { guildId: viewer.guildId } } } : {}),
+    },
     include: { quality: true, trainingExclusion: true },
   });
-  const summaries = await sessionSummaries(prisma, { participantId: { in: people.map((p) => p.id) }, ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}) });
-  const out = new Map(people.map((p) => [p.id, {
-    activeMinutes: 0,
-    sessions: 0,
-    role: p.role as string,
-    score: p.quality && Number.isFinite(p.quality.score) ? p.quality.score : null,
-    signals: (p.quality?.signals ?? {}) as Record<string, number>,
-    excluded: p.trainingExclusion ? { reason: p.trainingExclusion.reason, at: p.trainingExclusion.createdAt } : null,
-    banned: p.banned,
-  }]));
+  const summaries = await sessionSummaries(prisma, {
+    participantId: { in: people.map((p) => p.id) },
+    ...(viewer.role === 'moderator' ? { guildId: viewer.guildId } : {}),
+  });
+  const out = new Map(
+    people.map((p) => [
+      p.id,
+      {
+        activeMinutes: 0,
+        sessions: 0,
+        role: p.role as string,
+        score: p.quality && Number.isFinite(p.quality.score) ? p.quality.score : null,
+        signals: (p.quality?.signals ?? {}) as Record<string, number>,
+        excluded: p.trainingExclusion
+          ? { reason: p.trainingExclusion.reason, at: p.trainingExclusion.createdAt }
+          : null,
+        banned: p.banned,
+      },
+    ]),
+  );
   for (const s of summaries) {
     const r = out.get(s.participantId)!;
     r.activeMinutes += s.activeMs / 60_000;
@@ -163,16 +285,27 @@ async function peopleBefore(prisma: PrismaClient, viewer: Viewer) {
 async function sqlAgainstRows(prisma: PrismaClient, study: StudyWithArms): Promise<number> {
   const people = (await prisma.participant.findMany({ orderBy: { discordUserId: 'asc' } })).map((p) => p.id);
   const selectors: SessionSelector[] = [
-    {}, { studyId: study.id }, { studyId: study.id, statuses: ['answered'] }, { statuses: ['active'] }, { statuses: ['abandoned', 'expired'] },
-    { guildId: GUILDS[0]! }, { guildId: null }, { participantIds: people.slice(0, 2) }, { participantIds: people.slice(3), guildId: GUILDS[1]! },
-    { studyId: study.id, statuses: ['answered'], participantIds: [people[1]!] }, { participantIds: [] },
+    {},
+    { studyId: study.id },
+    { studyId: study.id, statuses: ['answered'] },
+    { statuses: ['active'] },
+    { statuses: ['abandoned', 'expired'] },
+    { guildId: GUILDS[0]! },
+    { guildId: null },
+    { participantIds: people.slice(0, 2) },
+    { participantIds: people.slice(3), guildId: GUILDS[1]! },
+    { studyId: study.id, statuses: ['answered'], participantIds: [people[1]!] },
+    { participantIds: [] },
   ];
   let interpolated = 0;
   for (const where of selectors) {
     const rows = await sessionTimes(prisma, where);
     const sorted = rows.map((r) => r.activeMs / 60_000).sort((a, b) => a - b);
-    expect(await medianActiveMinutes(prisma, where), JSON.stringify(where)).toBe(rows.length ? quantileSorted(sorted, 0.5) : null);
-    if (sorted.length % 2 === 0 && sorted.length && sorted[sorted.length / 2 - 1] !== sorted[sorted.length / 2]) interpolated++;
+    expect(await medianActiveMinutes(prisma, where), JSON.stringify(where)).toBe(
+      rows.length ? quantileSorted(sorted, 0.5) : null,
+    );
+    if (sorted.length % 2 === 0 && sorted.length && sorted[sorted.length / 2 - 1] !== sorted[sorted.length / 2])
+      interpolated++;
     const byPerson = new Map<string, { sessions: number; activeMs: number }>();
     for (const r of rows) {
       const p = byPerson.get(r.participantId) ?? { sessions: 0, activeMs: 0 };
@@ -201,7 +334,10 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
     expect(before.projection.state).toBe('projected');
     // And within the window the recent rate is used (20 h back: some answered sessions fall inside).
     const early = new Date(T0 + 20 * 3600_000);
-    expect(await studyProgress(prisma, study, early)).toEqual({ ...(await progressBefore(prisma, study, early)), starterOnly: after.starterOnly });
+    expect(await studyProgress(prisma, study, early)).toEqual({
+      ...(await progressBefore(prisma, study, early)),
+      starterOnly: after.starterOnly,
+    });
     expect(projectionWindow(early).from).toEqual(new Date(early.getTime() - 24 * 3600_000));
   });
 
@@ -226,7 +362,13 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
         const b = before.get(r.id)!;
         expect(r.sessions).toBe(b.sessions);
         expect(r.activeMinutes).toBeCloseTo(b.activeMinutes, 9);
-        expect({ role: r.role, score: r.score, signals: r.signals, excluded: r.excluded, banned: r.banned }).toEqual({ role: b.role, score: b.score, signals: b.signals, excluded: b.excluded, banned: b.banned });
+        expect({ role: r.role, score: r.score, signals: r.signals, excluded: r.excluded, banned: r.banned }).toEqual({
+          role: b.role,
+          score: b.score,
+          signals: b.signals,
+          excluded: b.excluded,
+          banned: b.banned,
+        });
       }
     }
     // The moderator's figures are their guild's only: smaller than the operator's for someone.
@@ -238,7 +380,7 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
     expect(all).toHaveLength(5);
   });
 
-  it('computes each session\'s active time with tasks/study-pay.ts activeMs, as sessionSummaries does', async () => {
+  it("computes each session's active time with tasks/study-pay.ts activeMs, as sessionSummaries does", async () => {
     const { prisma } = get();
     const before = new Map((await sessionSummaries(prisma, {})).map((s) => [s.id, s.activeMs]));
     const after = await sessionTimes(prisma, {});
@@ -251,7 +393,9 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
   it("runs the policies page's grouped reads here too (both leaderboards in one query, the judgements' digest)", async () => {
     const { prisma } = get();
     const boards = await leaderboards(prisma, operator);
-    const scored = await prisma.evaluation.count({ where: { session: { goldSourceId: null, policyVersionId: { not: null } } } });
+    const scored = await prisma.evaluation.count({
+      where: { session: { goldSourceId: null, policyVersionId: { not: null } } },
+    });
     expect(boards.backend.rows.reduce((a, r) => a + r.sessions, 0)).toBe(scored);
     expect(boards.frontend.rows).toEqual([]);
     expect((await judgementsDigest(prisma)).n).toBe((await preferenceJudgements(prisma)).length);
@@ -265,15 +409,25 @@ function checks(get: () => { prisma: PrismaClient; study: StudyWithArms }) {
 
   it('gives the same figures once the ended sessions hold their active time (prisma/active-time-store.ts)', async () => {
     const { prisma, study } = get();
-    const [progress, payouts, people] = [await progressBefore(prisma, study, NOW), await payoutsBefore(prisma, study), await peopleBefore(prisma, operator)];
+    const [progress, payouts, people] = [
+      await progressBefore(prisma, study, NOW),
+      await payoutsBefore(prisma, study),
+      await peopleBefore(prisma, operator),
+    ];
     expect(await recordActiveTimes(prisma)).toBeGreaterThan(0);
     expect(await prisma.session.count({ where: { activeMs: null, endedAt: { not: null } } })).toBe(0);
     expect(await prisma.session.count({ where: { activeMs: null } })).toBeGreaterThan(0); // active ones: read from moments
-    expect({ ...(await studyProgress(prisma, study, NOW)), starterOnly: undefined }).toEqual({ ...progress, starterOnly: undefined });
+    expect({ ...(await studyProgress(prisma, study, NOW)), starterOnly: undefined }).toEqual({
+      ...progress,
+      starterOnly: undefined,
+    });
     expect((await studyPayouts(prisma, study)).lines).toEqual(payouts.lines);
-    for (const r of await peopleOverview(prisma, operator, SALT)) expect(r.activeMinutes).toBeCloseTo(people.get(r.id)!.activeMinutes, 9);
+    for (const r of await peopleOverview(prisma, operator, SALT))
+      expect(r.activeMinutes).toBeCloseTo(people.get(r.id)!.activeMinutes, 9);
     // Stored and unstored times mixed (answered sessions without an end keep none): still the rows' figures.
-    expect(await prisma.session.count({ where: { activeMs: null, status: 'answered', studyId: study.id } })).toBeGreaterThan(0);
+    expect(
+      await prisma.session.count({ where: { activeMs: null, status: 'answered', studyId: study.id } }),
+    ).toBeGreaterThan(0);
     expect(await sqlAgainstRows(prisma, study)).toBeGreaterThan(0);
   });
 }

@@ -37,7 +37,10 @@ const backend = (i: number): TaskRecord => ({
 });
 
 function sweetloop(args: string[]) {
-  return runSweetloop(args, { cwd: resolve(import.meta.dirname, '../..'), env: { ...process.env, DATABASE_URL: t.url, LOG_LEVEL: 'silent' } });
+  return runSweetloop(args, {
+    cwd: resolve(import.meta.dirname, '../..'),
+    env: { ...process.env, DATABASE_URL: t.url, LOG_LEVEL: 'silent' },
+  });
 }
 
 describe.skipIf(!haveShared)('importing the ColBench samples', () => {
@@ -88,7 +91,14 @@ describe('importing our own and malformed files', () => {
         exportTaskLine(backend(1)),
         '{"kind": "backend", "description": "d"', // bad JSON
         '',
-        JSON.stringify({ kind: 'backend', description: 'd', reference: 'def f():\n  pass', source: 'builtin', externalId: 'x', split: 'train' }), // no tests
+        JSON.stringify({
+          kind: 'backend',
+          description: 'd',
+          reference: 'def f():\n  pass',
+          source: 'builtin',
+          externalId: 'x',
+          split: 'train',
+        }), // no tests
         JSON.stringify({ ...backend(9), testCases: 'f(1)' }), // wrong type
         exportTaskLine(backend(2)),
         exportTaskLine(backend(1)), // repeat of line 1
@@ -110,7 +120,15 @@ describe('importing our own and malformed files', () => {
     expect(list.stdout).toMatch(/backend\s+builtin\s+train\s+2/);
     expect(list.stdout).toMatch(/total\s+2/);
 
-    const missing = await sweetloop(['tasks', 'import', join(dir, 'nope.jsonl'), '--kind', 'backend', '--split', 'train']);
+    const missing = await sweetloop([
+      'tasks',
+      'import',
+      join(dir, 'nope.jsonl'),
+      '--kind',
+      'backend',
+      '--split',
+      'train',
+    ]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/no such file/);
     const badKind = await sweetloop(['tasks', 'import', path, '--kind', 'mobile', '--split', 'train']);
@@ -123,9 +141,13 @@ describe('importing our own and malformed files', () => {
     const first = await sweetloop(['tasks', 'seed', '--mini', '12', '--seed', '5']);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(/built-in library \((\d+) tasks\): \1 stored, 0 already stored/);
-    expect(first.stdout).toContain('ColBench-mini (seed 5) (12 tasks): 12 stored, 0 already stored or repeated, 0 invalid');
+    expect(first.stdout).toContain(
+      'ColBench-mini (seed 5) (12 tasks): 12 stored, 0 already stored or repeated, 0 invalid',
+    );
     const second = await sweetloop(['tasks', 'seed', '--mini', '12', '--seed', '5']);
-    expect(second.stdout).toContain('ColBench-mini (seed 5) (12 tasks): 0 stored, 12 already stored or repeated, 0 invalid');
+    expect(second.stdout).toContain(
+      'ColBench-mini (seed 5) (12 tasks): 0 stored, 12 already stored or repeated, 0 invalid',
+    );
     expect(await t.prisma.task.count({ where: { source: 'generated' } })).toBe(12);
     expect(await t.prisma.task.count({ where: { source: 'builtin', kind: 'frontend' } })).toBeGreaterThan(0);
     await t.prisma.task.deleteMany({});
@@ -139,7 +161,9 @@ describe('importing our own and malformed files', () => {
         IF NEW."description" LIKE '%poison%' THEN RAISE EXCEPTION 'poisoned row refused'; END IF;
         RETURN NEW;
       END $$ LANGUAGE plpgsql`);
-    await t.prisma.$executeRawUnsafe(`CREATE TRIGGER refuse_poison BEFORE INSERT ON "Task" FOR EACH ROW EXECUTE FUNCTION refuse_poison()`);
+    await t.prisma.$executeRawUnsafe(
+      `CREATE TRIGGER refuse_poison BEFORE INSERT ON "Task" FOR EACH ROW EXECUTE FUNCTION refuse_poison()`,
+    );
     try {
       const records = [backend(11), backend(12), backend(13), { ...backend(14), description: 'poison' }, backend(15)];
       await expect(importTasks(t.prisma, records, { chunkSize: 2 })).rejects.toThrow(/poisoned row refused/);

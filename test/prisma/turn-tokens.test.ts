@@ -8,7 +8,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parquetReadObjects } from 'hyparquet';
 import { createTestDatabase } from '../../testing/database.ts';
-import { fakeLogprob, fakeTokenId, splitTokens, startOpenAiServer, type OpenAiServer } from '../../testing/openai-server.ts';
+import {
+  fakeLogprob,
+  fakeTokenId,
+  splitTokens,
+  startOpenAiServer,
+  type OpenAiServer,
+} from '../../testing/openai-server.ts';
 import { createEndpointAgent } from '../../trainer/policies/endpoint-agent.ts';
 import { appendAgentTurn } from '../../prisma/session-store.ts';
 import { exportSessions } from '../../bot/export/export.ts';
@@ -33,16 +39,45 @@ afterAll(async () => {
 });
 
 it('stores and exports exact tokens for a recording version, none (and says so) for another', async () => {
-  const serving = { url: server.url, model: 'test-model', contextWindow: 4096, temperature: 0.7, topP: 0.95, maxTokens: 64 };
-  const participant = await prisma.participant.create({ data: { discordUserId: '111111111111111111', displayName: 'a', consentGivenAt: new Date() } });
-  const task = await prisma.task.create({ data: { kind: 'backend', source: 'builtin', externalId: 'T', contentHash: 'h', description: 'Write f. The signature of the function is: def f(x)', hiddenReference: 'def f(x):\n    return x', testCases: ['f(1)'], split: 'train' } });
+  const serving = {
+    url: server.url,
+    model: 'test-model',
+    contextWindow: 4096,
+    temperature: 0.7,
+    topP: 0.95,
+    maxTokens: 64,
+  };
+  const participant = await prisma.participant.create({
+    data: { discordUserId: '111111111111111111', displayName: 'a', consentGivenAt: new Date() },
+  });
+  const task = await prisma.task.create({
+    data: {
+      kind: 'backend',
+      source: 'builtin',
+      externalId: 'T',
+      contentHash: 'h',
+      description: 'Write f. The signature of the function is: def f(x)',
+      hiddenReference: 'def f(x):\n    return x',
+      testCases: ['f(1)'],
+      split: 'train',
+    },
+  });
   const ids: Record<string, string> = {};
-  for (const [name, recordTokens] of [['rec', true], ['plain', false]] as const) {
+  for (const [name, recordTokens] of [
+    ['rec', true],
+    ['plain', false],
+  ] as const) {
     const agent = await createEndpointAgent({ name, serving: { ...serving, recordTokens, revision: 'abc123' } });
     const reply = await agent.reply(buildDialogue({ kind: 'backend', description: task.description }, []));
-    const session = await prisma.session.create({ data: { taskId: task.id, participantId: participant.id, channel: 'console', status: 'answered' } });
+    const session = await prisma.session.create({
+      data: { taskId: task.id, participantId: participant.id, channel: 'console', status: 'answered' },
+    });
     ids[name] = session.id;
-    await appendAgentTurn(prisma, session.id, { content: reply.text, rawOutput: reply.text, provenance: reply.provenance ?? null });
+    await appendAgentTurn(prisma, session.id, {
+      content: reply.text,
+      rawOutput: reply.text,
+      provenance: reply.provenance ?? null,
+    });
   }
   const expected = splitTokens('Is x ever negative?');
   const stored = await prisma.turnTokens.findMany({ include: { turn: true } });
@@ -56,17 +91,32 @@ it('stores and exports exact tokens for a recording version, none (and says so) 
 
   const jsonl = join(dir, 'all.jsonl');
   const r = await exportSessions(prisma, { format: 'jsonl', salt: 'test-salt-123', filters: {} }, jsonl);
-  const rows = readFileSync(jsonl, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const rows = readFileSync(jsonl, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   const bySession = new Map(rows.map((x) => [x.session.id, x]));
-  expect(bySession.get(ids.rec).turns[0]).toMatchObject({ tokenRecording: 'recorded', tokens: { ids: stored[0]!.ids, logprobs: stored[0]!.logprobs, weightsVersion: 'test-model@abc123' } });
+  expect(bySession.get(ids.rec).turns[0]).toMatchObject({
+    tokenRecording: 'recorded',
+    tokens: { ids: stored[0]!.ids, logprobs: stored[0]!.logprobs, weightsVersion: 'test-model@abc123' },
+  });
   expect(bySession.get(ids.plain).turns[0]).toMatchObject({ tokenRecording: 'off', tokens: null });
-  expect(r.cardMarkdown).toContain('agent turns with their exact tokens (ids, log-probabilities, weights version): 1; without: 1 (the policy version does not record tokens)');
+  expect(r.cardMarkdown).toContain(
+    'agent turns with their exact tokens (ids, log-probabilities, weights version): 1; without: 1 (the policy version does not record tokens)',
+  );
 
   const pq = join(dir, 'all.parquet');
   await exportSessions(prisma, { format: 'parquet', salt: 'test-salt-123', filters: {} }, pq);
   const bytes = readFileSync(pq);
-  const prow = (await parquetReadObjects({ file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) })) as any[];
+  const prow = (await parquetReadObjects({
+    file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength),
+  })) as any[];
   const rec = prow.find((x) => x.session_id === ids.rec).turns[0];
-  expect(rec).toMatchObject({ token_recording: 'recorded', token_ids: stored[0]!.ids, token_logprobs: stored[0]!.logprobs, weights_version: 'test-model@abc123' });
+  expect(rec).toMatchObject({
+    token_recording: 'recorded',
+    token_ids: stored[0]!.ids,
+    token_logprobs: stored[0]!.logprobs,
+    weights_version: 'test-model@abc123',
+  });
   expect(prow.find((x) => x.session_id === ids.plain).turns[0].token_recording).toBe('off');
 });

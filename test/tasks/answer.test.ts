@@ -8,14 +8,17 @@ describe('stripCodeFences', () => {
   });
 
   it('takes the code out of a fence with or without a language tag, dropping prose around it', () => {
-    expect(stripCodeFences('Here it is:\n```python\ndef f():\n    return 1\n```\nHope it helps.')).toBe('def f():\n    return 1');
+    expect(stripCodeFences('Here it is:\n```python\ndef f():\n    return 1\n```\nHope it helps.')).toBe(
+      'def f():\n    return 1',
+    );
     expect(stripCodeFences('```\n<html></html>\n```')).toBe('<html></html>');
     expect(stripCodeFences('~~~py\nx = 1\n~~~')).toBe('x = 1');
     expect(stripCodeFences('```python\r\nx = 1\r\n```\r\n')).toBe('x = 1');
   });
 
   it('joins several blocks of the same language and drops blocks in another one', () => {
-    const text = '```python\ndef helper():\n    return 2\n```\nthen\n```python\ndef f():\n    return helper()\n```\n```bash\npip install nothing\n```\n```\n# untagged\n```';
+    const text =
+      '```python\ndef helper():\n    return 2\n```\nthen\n```python\ndef f():\n    return helper()\n```\n```bash\npip install nothing\n```\n```\n# untagged\n```';
     expect(stripCodeFences(text)).toBe('def helper():\n    return 2\n\ndef f():\n    return helper()\n\n# untagged');
   });
 

@@ -26,7 +26,10 @@ describe('backend evaluator on our own tasks', () => {
   });
 
   it('strips markdown fences and compares across numeric types as Python does', async () => {
-    const r = await evaluateBackend(add, 'Here you go:\n```python\ndef add(a, b):\n    s = a + b\n    return float(s) if not isinstance(s, str) else s\n```\n');
+    const r = await evaluateBackend(
+      add,
+      'Here you go:\n```python\ndef add(a, b):\n    s = a + b\n    return float(s) if not isinstance(s, str) else s\n```\n',
+    );
     expect(r.score).toBe(1);
   });
 
@@ -40,7 +43,10 @@ describe('backend evaluator on our own tasks', () => {
   });
 
   it('never passes a test whose reference returns None, as ColBench', async () => {
-    const task: BackendTask = { ...add, reference: 'def add(a, b):\n    if a == 1:\n        return None\n    return a + b\n' };
+    const task: BackendTask = {
+      ...add,
+      reference: 'def add(a, b):\n    if a == 1:\n        return None\n    return a + b\n',
+    };
     const r = await evaluateBackend(task, task.reference);
     expect(r.passed).toBe(2);
     expect(r.tests[0]!.error).toMatch(/reference returned None/);
@@ -54,7 +60,9 @@ describe('backend evaluator on our own tasks', () => {
   });
 
   it('keeps scoring after a test that times out', async () => {
-    const r = await evaluateBackend(add, "def add(a, b):\n    while a == 1:\n        pass\n    return a + b\n", { perTestTimeoutMs: 300 });
+    const r = await evaluateBackend(add, 'def add(a, b):\n    while a == 1:\n        pass\n    return a + b\n', {
+      perTestTimeoutMs: 300,
+    });
     expect(r.passed).toBe(2);
     expect(r.tests[0]!.error).toMatch(/Timeout/);
   });
@@ -71,10 +79,16 @@ describe('backend evaluator on our own tasks', () => {
   it('refuses clearly, and runs nothing, without a working bubblewrap', async () => {
     const marker = join(tmpdir(), `sweetloop-unsandboxed-${process.pid}`);
     const answer = `open(${JSON.stringify(marker)}, 'w').write('ran')\ndef add(a, b):\n    return a + b\n`;
-    await expect(evaluateBackend(add, answer, { bwrapPath: '/nonexistent/bwrap' })).rejects.toThrow(SandboxUnavailableError);
-    await expect(evaluateBackend(add, answer, { bwrapPath: '/nonexistent/bwrap' })).rejects.toThrow(/bubblewrap is not available at \/nonexistent\/bwrap/);
+    await expect(evaluateBackend(add, answer, { bwrapPath: '/nonexistent/bwrap' })).rejects.toThrow(
+      SandboxUnavailableError,
+    );
+    await expect(evaluateBackend(add, answer, { bwrapPath: '/nonexistent/bwrap' })).rejects.toThrow(
+      /bubblewrap is not available at \/nonexistent\/bwrap/,
+    );
     // An executable that is not bubblewrap: the probe sees no sandbox come up.
-    await expect(evaluateBackend(add, answer, { bwrapPath: '/bin/false' })).rejects.toThrow(/could not set up the sandbox|probe failed/);
+    await expect(evaluateBackend(add, answer, { bwrapPath: '/bin/false' })).rejects.toThrow(
+      /could not set up the sandbox|probe failed/,
+    );
     expect(existsSync(marker)).toBe(false);
   });
 });
@@ -116,19 +130,26 @@ describe('hostile answers score 0 and leave the host untouched', () => {
   // the error it met makes what it saw visible in the test detail.
   const hostile = (): Record<string, string> => {
     const secret = join(hostDir, 'secret.txt');
-    const fn = (body: string) => `import os, sys, socket, json, time\ndef add(*args, **kwargs):\n${body.replace(/^/gm, '    ')}\n`;
+    const fn = (body: string) =>
+      `import os, sys, socket, json, time\ndef add(*args, **kwargs):\n${body.replace(/^/gm, '    ')}\n`;
     return {
       'fork bomb': fn('while True:\n    try:\n        os.fork()\n    except OSError:\n        pass'),
       'fork bomb at import': 'import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n',
-      'subprocess shell fork bomb': fn("import subprocess\nreturn subprocess.run(['/bin/sh', '-c', ':(){ :|:& };:']).returncode"),
+      'subprocess shell fork bomb': fn(
+        "import subprocess\nreturn subprocess.run(['/bin/sh', '-c', ':(){ :|:& };:']).returncode",
+      ),
       'while True': fn('while True:\n    pass'),
-      'loop that swallows the timeout': fn('while True:\n    try:\n        time.sleep(100)\n    except BaseException:\n        pass'),
+      'loop that swallows the timeout': fn(
+        'while True:\n    try:\n        time.sleep(100)\n    except BaseException:\n        pass',
+      ),
       'memory bomb': fn("x = []\nwhile True:\n    x.append(' ' * 10**7)"),
       'one huge allocation': fn('return len(bytearray(1 << 40))'),
       'read host files': fn(
         `out = []\nfor p in ['/etc/shadow', '/etc/passwd', '/root', ${JSON.stringify(secret)}, '/proc/1/environ']:\n    try:\n        out.append(open(p).read())\n    except Exception as e:\n        out.append(type(e).__name__)\nreturn out`,
       ),
-      'list host dirs': fn("return [os.listdir(p) if os.path.isdir(p) else None for p in ['/', '/root', '/home', '/work', '/etc']]"),
+      'list host dirs': fn(
+        "return [os.listdir(p) if os.path.isdir(p) else None for p in ['/', '/root', '/home', '/work', '/etc']]",
+      ),
       'open sockets': fn(
         `out = []\nfor fam, addr in [(socket.AF_INET, ('127.0.0.1', ${tcpPort})), (socket.AF_UNIX, ${JSON.stringify(join(hostDir, 'host.sock'))}), (socket.AF_INET, ('1.1.1.1', 53))]:\n    try:\n        s = socket.socket(fam, socket.SOCK_STREAM)\n        s.settimeout(1)\n        s.connect(addr)\n        s.sendall(b'hello')\n        out.append('connected')\n    except Exception as e:\n        out.append(type(e).__name__)\nreturn out`,
       ),
@@ -150,7 +171,9 @@ describe('hostile answers score 0 and leave the host untouched', () => {
       'steal the reference from memory': fn(
         "import gc\nfor o in gc.get_objects():\n    vals = o.values() if isinstance(o, dict) else (o if isinstance(o, (list, tuple)) else [])\n    for v in list(vals):\n        if isinstance(v, str) and 'def add(a, b)' in v and 'steal' not in v:\n            ns = {}\n            exec(v, ns)\n            return ns['add'](*args)\n        if callable(v) and getattr(v, '__name__', '') == 'add' and getattr(getattr(v, '__code__', None), 'co_filename', '') == '<reference>':\n            return v(*args)\ntry:\n    return ctypes_steal()\nexcept Exception as e:\n    return type(e).__name__",
       ),
-      'threads that outlive their test': fn('import threading\nfor _ in range(10000):\n    threading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()'),
+      'threads that outlive their test': fn(
+        'import threading\nfor _ in range(10000):\n    threading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()',
+      ),
       'load ctypes': fn("import ctypes\nreturn 'ctypes loaded'"),
     };
   };
@@ -268,9 +291,15 @@ STOLEN = FOUND[0].decode() * 64 if FOUND else None
 `;
 
   it('a memory-reading answer finds no reference in its process (and cannot import ctypes or cffi)', async () => {
-    const r = await evaluateBackend(vault, `${stolen}\ndef vault(n):\n    return STOLEN or ('nothing found', ROUTE, len(SELF) > 0)\n`, slow);
+    const r = await evaluateBackend(
+      vault,
+      `${stolen}\ndef vault(n):\n    return STOLEN or ('nothing found', ROUTE, len(SELF) > 0)\n`,
+      slow,
+    );
     expect(r.score).toBe(0);
-    const [what, route, sawItself] = /^\('(.*)', '(\w+)', (True|False)\)$/.exec(r.tests[0]!.actual ?? '')?.slice(1) ?? [JSON.stringify(r)];
+    const [what, route, sawItself] = /^\('(.*)', '(\w+)', (True|False)\)$/.exec(r.tests[0]!.actual ?? '')?.slice(1) ?? [
+      JSON.stringify(r),
+    ];
     expect(what).toBe('nothing found');
     expect(['numpy', 'none']).toContain(route);
     // Where numpy gives raw memory, the reader works: it finds the test call in its own process.

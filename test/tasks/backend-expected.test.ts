@@ -10,9 +10,13 @@ describe('ExpectedCache (a task reference run, kept)', () => {
     expect([a, b, await cache.get('k', compute(true))]).toEqual(['run 1', 'run 1', 'run 1']);
     expect(await cache.get('timed-out', compute(false))).toBe('run 2');
     expect(await cache.get('timed-out', compute(false))).toBe('run 3');
-    await expect(cache.get('broken', async () => Promise.reject(new Error('no sandbox')))).rejects.toThrow('no sandbox');
+    await expect(cache.get('broken', async () => Promise.reject(new Error('no sandbox')))).rejects.toThrow(
+      'no sandbox',
+    );
     expect(await cache.get('broken', compute(true))).toBe('run 4');
-    expect(ExpectedCache.key(['v2', 'def f(): pass', ['f()']])).not.toBe(ExpectedCache.key(['v2', 'def f(): pass', ['f( )']]));
+    expect(ExpectedCache.key(['v2', 'def f(): pass', ['f()']])).not.toBe(
+      ExpectedCache.key(['v2', 'def f(): pass', ['f( )']]),
+    );
   });
 
   it('runs the reference again after an hour, and drops the least recently used past its byte budget', async () => {

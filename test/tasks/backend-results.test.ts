@@ -4,9 +4,14 @@ import { parseRunOutcome } from '../../tasks/backend-results.ts';
 const LIMITS = { maxNodes: 1_000, maxChars: 10_000, maxDepth: 201 };
 const parse = (lines: string[], calls = 3) => parseRunOutcome(Buffer.from(lines.join('\n') + '\n'), calls, LIMITS);
 
-describe('parseRunOutcome: a run\'s result lines, read without trusting them', () => {
+describe("parseRunOutcome: a run's result lines, read without trusting them", () => {
   it('reads values, errors, load errors and the end mark; the first record of a test counts', () => {
-    const r = parse(['{"i": 0, "v": 3}', '{"i": 1, "err": "ZeroDivisionError: division by zero"}', '{"i": 0, "v": 4}', '{"done": true}']);
+    const r = parse([
+      '{"i": 0, "v": 3}',
+      '{"i": 1, "err": "ZeroDivisionError: division by zero"}',
+      '{"i": 0, "v": 4}',
+      '{"done": true}',
+    ]);
     expect(r.done).toBe(true);
     expect(r.tests.get(0)).toEqual({ value: { t: 'int', v: '3' } });
     expect(r.tests.get(1)).toEqual({ error: 'ZeroDivisionError: division by zero' });

@@ -18,7 +18,11 @@ describe('fitBradleyTerry', () => {
     const gap = (pl: string, anchor: number) => {
       const mine = js.filter((j) => j.a === pl || j.b === pl);
       const observed = mine.reduce((s, j) => s + (j.a === pl ? j.outcome : 1 - j.outcome), 0.5);
-      return mine.reduce((s, j) => s + p(pl, j.a === pl ? j.b : j.a), 0) + 1 / (1 + Math.exp(anchor - fit.get(pl)!)) - observed;
+      return (
+        mine.reduce((s, j) => s + p(pl, j.a === pl ? j.b : j.a), 0) +
+        1 / (1 + Math.exp(anchor - fit.get(pl)!)) -
+        observed
+      );
     };
     let [lo, hi] = [-20, 20];
     for (let i = 0; i < 200; i++) {

@@ -9,7 +9,7 @@ import { haveBackendSample, sampleReferences } from '../helpers/colbench-sample.
 const SIGNATURE = /The signature of the function is: (def \w+\([^)]*\))$/;
 
 describe('built-in backend tasks', () => {
-  const tasks = builtinTasks({ kind: 'backend' }).filter((t): t is BackendTask & (typeof t) => t.kind === 'backend');
+  const tasks = builtinTasks({ kind: 'backend' }).filter((t): t is BackendTask & typeof t => t.kind === 'backend');
 
   it('has at least 40, with unique slugs and function names', () => {
     expect(tasks.length).toBeGreaterThanOrEqual(40);
@@ -28,7 +28,8 @@ describe('built-in backend tasks', () => {
       expect(t.testCases, t.externalId).toHaveLength(10);
       for (const call of t.testCases) expect(call.startsWith(`${name}(`), `${t.externalId}: ${call}`).toBe(true);
       // Standard library only.
-      for (const m of t.reference.matchAll(/^(?:from|import) (\w+)/gm)) expect(['math', 're', 'datetime'], t.externalId).toContain(m[1]);
+      for (const m of t.reference.matchAll(/^(?:from|import) (\w+)/gm))
+        expect(['math', 're', 'datetime'], t.externalId).toContain(m[1]);
     }
   });
 
@@ -46,7 +47,12 @@ describe('built-in backend tasks', () => {
       for (const m of t.reference.matchAll(/^([A-Z][A-Z0-9_]*) = (-?\d+(?:\.\d+)?)(?=\s|$)/gm)) {
         const v = Number(m[2]);
         const changed = Number.isInteger(v) ? v + 1 : Math.round(v * 1500) / 1000;
-        items.push({ task: t, answer: t.reference.replace(m[0], `${m[1]} = ${changed}`), label: `${t.externalId} ${m[1]}=${changed}`, mutant: true });
+        items.push({
+          task: t,
+          answer: t.reference.replace(m[0], `${m[1]} = ${changed}`),
+          label: `${t.externalId} ${m[1]}=${changed}`,
+          mutant: true,
+        });
       }
     }
     expect(items.filter((i) => i.mutant).length).toBeGreaterThan(50);
@@ -68,7 +74,22 @@ describe('built-in backend tasks', () => {
 
 describe('built-in frontend tasks', () => {
   const tasks = builtinTasks({ kind: 'frontend' });
-  const VOID = new Set(['meta', 'link', 'img', 'input', 'br', 'hr', 'source', 'area', 'base', 'col', 'embed', 'param', 'track', 'wbr']);
+  const VOID = new Set([
+    'meta',
+    'link',
+    'img',
+    'input',
+    'br',
+    'hr',
+    'source',
+    'area',
+    'base',
+    'col',
+    'embed',
+    'param',
+    'track',
+    'wbr',
+  ]);
 
   it('has at least 15 complete pages with the Tailwind 2.2.19 link and picsum images only', () => {
     expect(tasks.length).toBeGreaterThanOrEqual(15);
@@ -80,7 +101,11 @@ describe('built-in frontend tasks', () => {
       expect(t.description.length).toBeLessThan(200);
       expect(t.description).not.toContain('\n');
       for (const m of html.matchAll(/\b(?:src|href)="(https?:[^"]+)"/g)) {
-        expect(m[1]!.startsWith('https://picsum.photos/') || m[1] === 'https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css', `${t.externalId}: ${m[1]}`).toBe(true);
+        expect(
+          m[1]!.startsWith('https://picsum.photos/') ||
+            m[1] === 'https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css',
+          `${t.externalId}: ${m[1]}`,
+        ).toBe(true);
       }
       expect((html.match(/<img\b/g) ?? []).length, t.externalId).toBeGreaterThan(0);
       // Every element is closed, in order.
@@ -104,7 +129,8 @@ describe('built-in frontend tasks', () => {
     for (const m of css.matchAll(/\.((?:[a-z0-9-]|\\[:./])+)/g)) known.add(m[1]!.replace(/\\/g, ''));
     const missing = new Set<string>();
     for (const t of BUILTIN_FRONTEND_TASKS) {
-      for (const m of t.reference.matchAll(/class="([^"]+)"/g)) for (const c of m[1]!.split(/\s+/)) if (c && !known.has(c)) missing.add(`${t.slug}: ${c}`);
+      for (const m of t.reference.matchAll(/class="([^"]+)"/g))
+        for (const c of m[1]!.split(/\s+/)) if (c && !known.has(c)) missing.add(`${t.slug}: ${c}`);
     }
     expect([...missing]).toEqual([]);
   });

@@ -34,7 +34,19 @@ afterEach(() => {
 
 describe('chat client', () => {
   it('streams a reply with logprobs, usage, served model and first-token time', async () => {
-    const r = await chatCompletion({ url: server.url }, { model: 'llama-test', messages, temperature: 0.5, topP: 0.9, maxTokens: 64, seed: 7, logprobs: true, topLogprobs: 2 });
+    const r = await chatCompletion(
+      { url: server.url },
+      {
+        model: 'llama-test',
+        messages,
+        temperature: 0.5,
+        topP: 0.9,
+        maxTokens: 64,
+        seed: 7,
+        logprobs: true,
+        topLogprobs: 2,
+      },
+    );
     expect(r.text).toBe(REPLY);
     expect(r.finishReason).toBe('stop');
     expect(r.servedModel).toBe('llama-test');
@@ -45,13 +57,25 @@ describe('chat client', () => {
     expect(r.latencyMs).toBeGreaterThanOrEqual(r.firstTokenMs!);
     expect(r.attempts).toBe(1);
     const sent = server.chatRequests()[0]!.body;
-    expect(sent).toMatchObject({ model: 'llama-test', stream: true, temperature: 0.5, top_p: 0.9, max_tokens: 64, seed: 7, logprobs: true, top_logprobs: 2 });
+    expect(sent).toMatchObject({
+      model: 'llama-test',
+      stream: true,
+      temperature: 0.5,
+      top_p: 0.9,
+      max_tokens: 64,
+      seed: 7,
+      logprobs: true,
+      top_logprobs: 2,
+    });
     expect(sent.messages).toEqual(messages);
     expect(server.chatRequests()[0]!.headers.authorization).toBeUndefined();
   });
 
   it('asks without streaming, and cuts at max_tokens with finish reason length', async () => {
-    const r = await chatCompletion({ url: `${server.url}/chat/completions` }, { model: 'llama-test', messages, maxTokens: 3, stream: false, logprobs: true });
+    const r = await chatCompletion(
+      { url: `${server.url}/chat/completions` },
+      { model: 'llama-test', messages, maxTokens: 3, stream: false, logprobs: true },
+    );
     expect(r.text).toBe(splitTokens(REPLY).slice(0, 3).join(''));
     expect(r.finishReason).toBe('length');
     expect(r.firstTokenMs).toBeNull();
@@ -74,7 +98,11 @@ describe('chat client', () => {
 
   it('re-sends a reply whose connection dropped mid-stream', async () => {
     server.fault({ dropAfterTokens: 2 });
-    const r = await chatCompletion({ url: server.url }, { model: 'llama-test', messages, logprobs: true }, { backoffMs: 10 });
+    const r = await chatCompletion(
+      { url: server.url },
+      { model: 'llama-test', messages, logprobs: true },
+      { backoffMs: 10 },
+    );
     expect(r.text).toBe(REPLY);
     // The broken attempt's tokens are not kept.
     expect(r.logprobs).toHaveLength(splitTokens(REPLY).length);
@@ -84,26 +112,40 @@ describe('chat client', () => {
 
   it('gives up on a first token that does not come in time, as unavailable', async () => {
     server.fault({ firstTokenDelayMs: 1500 }, { firstTokenDelayMs: 1500 });
-    const err = await chatCompletion({ url: server.url }, { model: 'llama-test', messages }, { firstTokenTimeoutMs: 200, maxRetries: 1, backoffMs: 10 }).catch((e: unknown) => e);
+    const err = await chatCompletion(
+      { url: server.url },
+      { model: 'llama-test', messages },
+      { firstTokenTimeoutMs: 200, maxRetries: 1, backoffMs: 10 },
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EndpointUnavailableError);
     expect(err).toBeInstanceOf(AgentUnavailableError);
     expect((err as Error).message).toMatch(/sent no token within 200 ms \(gave up after 2 attempts\)/);
     // A slow first token once is only retried.
     server.fault({ firstTokenDelayMs: 1500 });
-    const r = await chatCompletion({ url: server.url }, { model: 'llama-test', messages }, { firstTokenTimeoutMs: 200, backoffMs: 10 });
+    const r = await chatCompletion(
+      { url: server.url },
+      { model: 'llama-test', messages },
+      { firstTokenTimeoutMs: 200, backoffMs: 10 },
+    );
     expect(r.text).toBe(REPLY);
   });
 
   it('ends a reply that exceeds the total timeout, retries included', async () => {
     server.fault('hang');
-    const err = await chatCompletion({ url: server.url }, { model: 'llama-test', messages, stream: false }, { totalTimeoutMs: 300 }).catch((e: unknown) => e);
+    const err = await chatCompletion(
+      { url: server.url },
+      { model: 'llama-test', messages, stream: false },
+      { totalTimeoutMs: 300 },
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EndpointUnavailableError);
     expect((err as Error).message).toMatch(/did not answer within 300 ms/);
   });
 
   it('reports a server that stays down as unavailable, and works again once it is back', async () => {
     await server.down(2500);
-    const err = await chatCompletion({ url: server.url }, { model: 'llama-test', messages }, { maxRetries: 1 }).catch((e: unknown) => e);
+    const err = await chatCompletion({ url: server.url }, { model: 'llama-test', messages }, { maxRetries: 1 }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(EndpointUnavailableError);
     expect((err as Error).message).toMatch(/unreachable/);
     expect((err as EndpointUnavailableError).attempts).toBe(2);
@@ -112,10 +154,14 @@ describe('chat client', () => {
   });
 
   it('makes a 4xx a clear error that names endpoint and status, without retrying it', async () => {
-    const err = await chatCompletion({ url: server.url }, { model: 'no-such-model', messages }).catch((e: unknown) => e);
+    const err = await chatCompletion({ url: server.url }, { model: 'no-such-model', messages }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(EndpointRequestError);
     expect(err).not.toBeInstanceOf(AgentUnavailableError);
-    expect((err as Error).message).toBe(`chat endpoint ${server.url} refused the request: HTTP 404: The model \`no-such-model\` does not exist.`);
+    expect((err as Error).message).toBe(
+      `chat endpoint ${server.url} refused the request: HTTP 404: The model \`no-such-model\` does not exist.`,
+    );
     expect((err as EndpointRequestError).status).toBe(404);
     expect(server.chatRequests()).toHaveLength(1);
   });
@@ -127,22 +173,38 @@ describe('chat client', () => {
     const log = pino({ level: 'debug' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
     try {
       process.env.TEST_CHAT_KEY = secret;
-      const ok = await chatCompletion({ url: keyed.url, apiKeyEnv: 'TEST_CHAT_KEY' }, { model: 'test-model', messages }, { log });
+      const ok = await chatCompletion(
+        { url: keyed.url, apiKeyEnv: 'TEST_CHAT_KEY' },
+        { model: 'test-model', messages },
+        { log },
+      );
       expect(ok.text).toBe(`echo ${secret}`);
       expect(keyed.requests[0]!.headers.authorization).toBe(`Bearer ${secret}`);
 
       // A wrong key: 401, not retried, and the message does not carry the key (nor does the log).
       process.env.TEST_CHAT_KEY = `${secret}-wrong`;
-      const err = await chatCompletion({ url: keyed.url, apiKeyEnv: 'TEST_CHAT_KEY' }, { model: 'test-model', messages }, { log }).catch((e: unknown) => e);
+      const err = await chatCompletion(
+        { url: keyed.url, apiKeyEnv: 'TEST_CHAT_KEY' },
+        { model: 'test-model', messages },
+        { log },
+      ).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(EndpointRequestError);
       expect((err as Error).message).toMatch(/HTTP 401/);
       // A failure path that logs: a broken stream.
       process.env.TEST_CHAT_KEY = secret;
       keyed.fault({ dropAfterTokens: 1 }, { status: 503 });
-      await chatCompletion({ url: keyed.url, apiKeyEnv: 'TEST_CHAT_KEY' }, { model: 'test-model', messages }, { log, backoffMs: 5 });
-      const down = await chatCompletion({ url: keyed.url, apiKeyEnv: 'UNSET_KEY_VARIABLE' }, { model: 'test-model', messages }).catch((e: unknown) => e);
+      await chatCompletion(
+        { url: keyed.url, apiKeyEnv: 'TEST_CHAT_KEY' },
+        { model: 'test-model', messages },
+        { log, backoffMs: 5 },
+      );
+      const down = await chatCompletion(
+        { url: keyed.url, apiKeyEnv: 'UNSET_KEY_VARIABLE' },
+        { model: 'test-model', messages },
+      ).catch((e: unknown) => e);
       expect((down as Error).message).toMatch(/environment variable UNSET_KEY_VARIABLE, which is not set/);
-      for (const text of [(err as Error).message, (err as Error).stack ?? '', JSON.stringify(err), ...lines]) expect(text).not.toContain(secret);
+      for (const text of [(err as Error).message, (err as Error).stack ?? '', JSON.stringify(err), ...lines])
+        expect(text).not.toContain(secret);
       expect(lines.some((l) => l.includes('retrying a broken reply'))).toBe(true);
     } finally {
       delete process.env.TEST_CHAT_KEY;
@@ -163,7 +225,11 @@ describe('chat client', () => {
   it('caps requests in flight per endpoint, process-wide', async () => {
     const slow = await startOpenAiServer({ reply: () => 'one two three four', tokenDelayMs: 30 });
     try {
-      const replies = await Promise.all(Array.from({ length: 6 }, () => chatCompletion({ url: slow.url }, { model: 'test-model', messages }, { maxInFlight: 2 })));
+      const replies = await Promise.all(
+        Array.from({ length: 6 }, () =>
+          chatCompletion({ url: slow.url }, { model: 'test-model', messages }, { maxInFlight: 2 }),
+        ),
+      );
       expect(replies.map((r) => r.text)).toEqual(Array(6).fill('one two three four'));
       expect(slow.chatRequests()).toHaveLength(6);
       expect(slow.stats.maxActive).toBe(2);
@@ -176,7 +242,9 @@ describe('chat client', () => {
     expect(endpointBaseUrl('http://h:8000/v1/')).toBe('http://h:8000/v1');
     expect(endpointBaseUrl('http://h:8000/v1/chat/completions')).toBe('http://h:8000/v1');
     expect(() => endpointBaseUrl('not a url')).toThrow(/not a URL/);
-    const models = (await endpointRequest({ url: server.url }, 'get', '/models')) as { data: { id: string; max_model_len?: number }[] };
+    const models = (await endpointRequest({ url: server.url }, 'get', '/models')) as {
+      data: { id: string; max_model_len?: number }[];
+    };
     expect(models.data[0]).toMatchObject({ id: 'llama-test', max_model_len: 4096 });
   });
 });

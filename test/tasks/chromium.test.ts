@@ -8,7 +8,14 @@ import { join, resolve } from 'node:path';
 import { PNG } from 'pngjs';
 import { chromiumSandbox } from '../../tasks/chromium.ts';
 import { Renderer } from '../../tasks/render.ts';
-import { chromiumChildren, commandLine, descendants, hasFlag, seccompMode, userNamespace } from '../helpers/chromium-processes.ts';
+import {
+  chromiumChildren,
+  commandLine,
+  descendants,
+  hasFlag,
+  seccompMode,
+  userNamespace,
+} from '../helpers/chromium-processes.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const isRoot = process.getuid?.() === 0;
@@ -37,7 +44,9 @@ try {
  * Inspects the browser a Renderer started below `parent` while it renders BUSY: its arguments, and whether its page
  * processes are in a user namespace of their own.
  */
-async function inspectBrowser(parent: number): Promise<{ noSandboxFlag: boolean; pagesInOwnUserNamespace: boolean; pagesUnderSeccomp: boolean }> {
+async function inspectBrowser(
+  parent: number,
+): Promise<{ noSandboxFlag: boolean; pagesInOwnUserNamespace: boolean; pagesUnderSeccomp: boolean }> {
   const [browser] = chromiumChildren(parent);
   expect(browser, 'a Chromium browser below the renderer process').toBeDefined();
   let renderers: number[] = [];
@@ -72,7 +81,11 @@ describe('Chromium sandbox', () => {
     try {
       expect(greenAt((await r.render(GREEN)).png)).toBe(true);
       const busy = r.render(BUSY, BUSY_OPTIONS).catch(() => {});
-      expect(await inspectBrowser(process.pid)).toEqual({ noSandboxFlag: true, pagesInOwnUserNamespace: false, pagesUnderSeccomp: false });
+      expect(await inspectBrowser(process.pid)).toEqual({
+        noSandboxFlag: true,
+        pagesInOwnUserNamespace: false,
+        pagesUnderSeccomp: false,
+      });
       await r.close();
       await busy;
     } finally {
@@ -80,51 +93,58 @@ describe('Chromium sandbox', () => {
     }
   });
 
-  it.runIf(isRoot)('as an unprivileged user: on (page processes in their own user namespace, under seccomp), and the page renders', async () => {
-    const uid = Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }));
-    const gid = Number(execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' }));
-    const home = mkdtempSync(join(tmpdir(), 'sweetloop-nobody-'));
-    chownSync(home, uid, gid);
-    const script = join(home, 'render.mjs');
-    writeFileSync(script, CHILD, { mode: 0o644 });
-    // Whether this host lets an unprivileged user make a user namespace at all (Chromium's sandbox needs one).
-    const namespaces = (() => {
-      try {
-        execFileSync('unshare', ['--user', 'true'], { uid, gid, stdio: 'ignore' });
-        return true;
-      } catch {
-        return false;
-      }
-    })();
-    const child = spawn(process.execPath, ['--import', 'tsx', script, join(ROOT, 'tasks/render.ts')], {
-      cwd: ROOT,
-      uid,
-      gid,
-      env: { PATH: process.env.PATH, HOME: home },
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    try {
-      const line = await new Promise<string>((res, rej) => {
-        let out = '';
-        child.stdout!.on('data', (c: Buffer) => {
-          out += c.toString();
-          if (out.includes('\n')) res(out.split('\n')[0]!);
-        });
-        child.once('exit', (code) => rej(new Error(`the child exited (${code}) before answering: ${out}`)));
+  it.runIf(isRoot)(
+    'as an unprivileged user: on (page processes in their own user namespace, under seccomp), and the page renders',
+    async () => {
+      const uid = Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }));
+      const gid = Number(execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' }));
+      const home = mkdtempSync(join(tmpdir(), 'sweetloop-nobody-'));
+      chownSync(home, uid, gid);
+      const script = join(home, 'render.mjs');
+      writeFileSync(script, CHILD, { mode: 0o644 });
+      // Whether this host lets an unprivileged user make a user namespace at all (Chromium's sandbox needs one).
+      const namespaces = (() => {
+        try {
+          execFileSync('unshare', ['--user', 'true'], { uid, gid, stdio: 'ignore' });
+          return true;
+        } catch {
+          return false;
+        }
+      })();
+      const child = spawn(process.execPath, ['--import', 'tsx', script, join(ROOT, 'tasks/render.ts')], {
+        cwd: ROOT,
+        uid,
+        gid,
+        env: { PATH: process.env.PATH, HOME: home },
+        stdio: ['pipe', 'pipe', 'inherit'],
       });
-      const answer = JSON.parse(line) as { png?: string; error?: string };
-      if (!namespaces) {
-        // Then it cannot start, and says why rather than running without.
-        expect(answer.error).toMatch(/user namespaces/);
-        return;
+      try {
+        const line = await new Promise<string>((res, rej) => {
+          let out = '';
+          child.stdout!.on('data', (c: Buffer) => {
+            out += c.toString();
+            if (out.includes('\n')) res(out.split('\n')[0]!);
+          });
+          child.once('exit', (code) => rej(new Error(`the child exited (${code}) before answering: ${out}`)));
+        });
+        const answer = JSON.parse(line) as { png?: string; error?: string };
+        if (!namespaces) {
+          // Then it cannot start, and says why rather than running without.
+          expect(answer.error).toMatch(/user namespaces/);
+          return;
+        }
+        expect(answer.error).toBeUndefined();
+        expect(greenAt(Buffer.from(answer.png!, 'base64'))).toBe(true);
+        expect(await inspectBrowser(child.pid!)).toEqual({
+          noSandboxFlag: false,
+          pagesInOwnUserNamespace: true,
+          pagesUnderSeccomp: true,
+        });
+      } finally {
+        child.stdin!.end('done\n');
+        await new Promise((r) => child.once('exit', r));
+        rmSync(home, { recursive: true, force: true });
       }
-      expect(answer.error).toBeUndefined();
-      expect(greenAt(Buffer.from(answer.png!, 'base64'))).toBe(true);
-      expect(await inspectBrowser(child.pid!)).toEqual({ noSandboxFlag: false, pagesInOwnUserNamespace: true, pagesUnderSeccomp: true });
-    } finally {
-      child.stdin!.end('done\n');
-      await new Promise((r) => child.once('exit', r));
-      rmSync(home, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });

@@ -4,7 +4,7 @@ import { CREDIT_V2_KEYS } from '../../tasks/credit.ts';
 import { ANSWER_MARKER, agentSystemPrompt } from '../../tasks/protocol.ts';
 
 describe('credit drills', () => {
-  it('are deterministic dialogues after the games\' system prompt whose answer copies each named key and its told value', () => {
+  it("are deterministic dialogues after the games' system prompt whose answer copies each named key and its told value", () => {
     const drills = creditDrills(3, 200);
     expect(drills).toHaveLength(200);
     expect(creditDrills(3, 200)).toEqual(drills);
@@ -34,16 +34,18 @@ describe('credit drills', () => {
     expect(lookups).toBeGreaterThan(100);
     expect(lists).toBeGreaterThan(20);
     // The order asked differs from the order told in some drills, so position alone does not give the value.
-    expect(drills.some(([, u, a]) => {
-      const toldOrder = [...u!.content.matchAll(/The ([a-z]+) is/g)].map((m) => m[1]);
-      const asked = [...a!.content.matchAll(/"([a-z]+)"/g)].map((m) => m[1]);
-      return asked.length > 1 && toldOrder.indexOf(asked[0]) > toldOrder.indexOf(asked[1]);
-    })).toBe(true);
+    expect(
+      drills.some(([, u, a]) => {
+        const toldOrder = [...u!.content.matchAll(/The ([a-z]+) is/g)].map((m) => m[1]);
+        const asked = [...a!.content.matchAll(/"([a-z]+)"/g)].map((m) => m[1]);
+        return asked.length > 1 && toldOrder.indexOf(asked[0]) > toldOrder.indexOf(asked[1]);
+      }),
+    ).toBe(true);
   });
 });
 
 describe('credit matching drills', () => {
-  it('are the optimum\'s games (each key asked once, then the answer) with the keys in every order, deterministic in the seed', () => {
+  it("are the optimum's games (each key asked once, then the answer) with the keys in every order, deterministic in the seed", () => {
     const drills = creditMatchingDrills(5, 120);
     expect(drills).toHaveLength(120);
     expect(creditMatchingDrills(5, 120)).toEqual(drills);
@@ -53,11 +55,15 @@ describe('credit matching drills', () => {
       const turns = d.slice(2).map((m) => ({ role: m.role === 'assistant' ? 'agent' : 'human', content: m.content }));
       expect(turns).toHaveLength(7);
       expect(turns[6]!.content).toContain(ANSWER_MARKER);
-      const asked = turns.filter((_, i) => i % 2 === 0 && i < 6).map((t) => /What is the ([a-z]+)\?/.exec(t.content)![1]!);
+      const asked = turns
+        .filter((_, i) => i % 2 === 0 && i < 6)
+        .map((t) => /What is the ([a-z]+)\?/.exec(t.content)![1]!);
       expect([...asked].sort()).toEqual([...CREDIT_V2_KEYS].sort());
       orders.add(asked.join(','));
       // Each reply gives the value asked for: every question is useful.
-      turns.filter((_, i) => i % 2 === 1).forEach((t, i) => expect(t.content).toMatch(new RegExp(`^The ${asked[i]} is \\d\\.$`)));
+      turns
+        .filter((_, i) => i % 2 === 1)
+        .forEach((t, i) => expect(t.content).toMatch(new RegExp(`^The ${asked[i]} is \\d\\.$`)));
     }
     // Key order carries no information: all 3! orders occur.
     expect(orders.size).toBe(6);

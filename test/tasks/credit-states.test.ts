@@ -2,8 +2,30 @@
 // of a canonical state is what its name says, every key is useful in some variants and repeated in others, a
 // game's path is its moves as letters, and the greedy table never merges policies whose games differ.
 import { describe, expect, it } from 'vitest';
-import { CANONICAL_STATES, canonicalMoves, canonicalStates, formatGreedyTable, greedySummary, movePath, sameGreedyGames, type PlayedGame } from '../../tasks/credit-states.ts';
-import { checkMixture, classifyMoves, createCreditCollaborator, createCreditDemonstrator, CREDIT_K, CREDIT_V2_KEYS, demonstratorMix, demonstratorSuccess, generateCreditTasks, keysIn, question, trueMoveValue } from '../../tasks/credit.ts';
+import {
+  CANONICAL_STATES,
+  canonicalMoves,
+  canonicalStates,
+  formatGreedyTable,
+  greedySummary,
+  movePath,
+  sameGreedyGames,
+  type PlayedGame,
+} from '../../tasks/credit-states.ts';
+import {
+  checkMixture,
+  classifyMoves,
+  createCreditCollaborator,
+  createCreditDemonstrator,
+  CREDIT_K,
+  CREDIT_V2_KEYS,
+  demonstratorMix,
+  demonstratorSuccess,
+  generateCreditTasks,
+  keysIn,
+  question,
+  trueMoveValue,
+} from '../../tasks/credit.ts';
 import { playEpisode } from '../../tasks/protocol.ts';
 
 const task = generateCreditTasks({ seed: 2, count: 1, split: 'test', design: 'v3' })[0]!;
@@ -14,13 +36,16 @@ describe('canonical states', () => {
   it('has every order of the told keys: 1, 3, 6 and 6 variants, each told value given by one useful question', () => {
     expect(CANONICAL_STATES.map((s) => variants.filter((v) => v.state === s).length)).toEqual([1, 3, 6, 6]);
     for (const v of variants) {
-      const moves = classifyMoves(task.reference, [...v.turns, { role: 'agent', content: question(v.told[0] ?? 'speed') }]);
+      const moves = classifyMoves(task.reference, [
+        ...v.turns,
+        { role: 'agent', content: question(v.told[0] ?? 'speed') },
+      ]);
       expect(moves.slice(0, -1).every((m) => m.move === 'useful')).toBe(true);
       expect(v.turns.filter((t) => t.role === 'human').map((t) => keysIn(t.content)[0])).toEqual(v.told);
     }
   });
 
-  it("classifies each message by the state, so a key is useful in one variant and repeated in another", () => {
+  it('classifies each message by the state, so a key is useful in one variant and repeated in another', () => {
     const byKey = new Map<string, Set<string>>();
     for (const v of variants.filter((x) => x.state === 'after 1 value')) {
       const moves = canonicalMoves(task.reference, v);
@@ -28,7 +53,9 @@ describe('canonical states', () => {
       expect(moves.filter((m) => m.move === 'useful')).toHaveLength(2);
       expect(moves.filter((m) => m.move === 'repeated').map((m) => m.key)).toEqual([v.told[0]]);
       expect(moves.filter((m) => m.move === 'useless')).toHaveLength(9);
-      for (const m of moves) if (m.key && CREDIT_V2_KEYS.includes(m.key)) (byKey.get(m.key) ?? byKey.set(m.key, new Set()).get(m.key)!).add(m.move);
+      for (const m of moves)
+        if (m.key && CREDIT_V2_KEYS.includes(m.key))
+          (byKey.get(m.key) ?? byKey.set(m.key, new Set()).get(m.key)!).add(m.move);
     }
     for (const k of CREDIT_V2_KEYS) expect([...byKey.get(k)!].sort()).toEqual(['repeated', 'useful']);
     // Every value told: the answer loses nothing, asking again gains nothing.
@@ -83,7 +110,10 @@ describe("design v4's demonstrator", () => {
     const demo = createCreditDemonstrator({ seed: 6, design: 'v4' });
     const games = [];
     for (const t of generateCreditTasks({ seed: 7, count: 600, split: 'train', design: 'v4' })) {
-      games.push({ reference: t.reference, turns: (await playEpisode({ task: t, agent: demo, collaborator: createCreditCollaborator(t) })).turns });
+      games.push({
+        reference: t.reference,
+        turns: (await playEpisode({ task: t, agent: demo, collaborator: createCreditCollaborator(t) })).turns,
+      });
     }
     const c = checkMixture(games, 'v4');
     // After a new value at least one value is told: v4's row there is the one row of every state with values missing.
@@ -134,6 +164,9 @@ describe('greedy paths', () => {
     expect(lines[1]).toMatch(/^ {2}starter +URUA \(100\.0 %\)/);
     expect(lines[2]).toMatch(/^ {2}rejection FT = multi-turn DPO +UURA/);
     expect(lines.join('\n')).not.toMatch(/starter = /);
-    expect(greedySummary([...starter, ...rft, ...rft]).paths).toEqual([{ path: 'UURA', games: 2 }, { path: 'URUA', games: 1 }]);
+    expect(greedySummary([...starter, ...rft, ...rft]).paths).toEqual([
+      { path: 'UURA', games: 2 },
+      { path: 'URUA', games: 1 },
+    ]);
   });
 });

@@ -44,7 +44,11 @@ describe('credit tasks', () => {
 
   it('the optimum is reachable: ask each needed key once, answer, 4 messages, full score and success', async () => {
     for (const task of tasks.slice(0, 20)) {
-      const ep = await playEpisode({ task, agent: createCreditDemonstrator({ seed: 1, optimal: true }), collaborator: createCreditCollaborator(task) });
+      const ep = await playEpisode({
+        task,
+        agent: createCreditDemonstrator({ seed: 1, optimal: true }),
+        collaborator: createCreditCollaborator(task),
+      });
       expect(ep.turns.filter((t) => t.role === 'agent')).toHaveLength(CREDIT_K + 1);
       expect(scoreCreditAnswer(task.reference, ep.answer)).toMatchObject({ score: 1, success: true });
       const moves = classifyMoves(task.reference, ep.turns);
@@ -65,7 +69,9 @@ describe('credit tasks', () => {
       { role: 'human', content: creditReply(t, qs.slice(0, i), q).reply },
     ]);
     // The budget is spent: the third key can no longer be had.
-    expect(creditReply(t, [`What is the ${k1}?`, `What is the ${k1}?`, `What is the ${k2}?`], `What is the ${t.keys[2]}?`)).toMatchObject({ move: 'useless', reply: NO_MORE });
+    expect(
+      creditReply(t, [`What is the ${k1}?`, `What is the ${k1}?`, `What is the ${k2}?`], `What is the ${t.keys[2]}?`),
+    ).toMatchObject({ move: 'useless', reply: NO_MORE });
     const moves = classifyMoves(tasks[0]!.reference, turns);
     expect(moves.map((m) => m.move)).toEqual(['useful', 'repeated', 'useful']);
     expect(trueMoveValue(moves[1]!)).toBeCloseTo(-1 / CREDIT_K);
@@ -75,7 +81,10 @@ describe('credit tasks', () => {
     const task = tasks[1]!;
     const t = parseCreditReference(task.reference);
     const c = createCreditCollaborator(task);
-    const base = [{ role: 'system' as const, content: 'x' }, { role: 'user' as const, content: task.description }];
+    const base = [
+      { role: 'system' as const, content: 'x' },
+      { role: 'user' as const, content: task.description },
+    ];
     for (const k of CREDIT_KEYS) {
       const reply = await c.reply([...base, { role: 'assistant', content: `What is the ${k}?` }]);
       if (t.keys.includes(k)) expect(reply).toBe(`The ${k} is ${t.values[t.keys.indexOf(k)]}.`);
@@ -101,7 +110,11 @@ describe('credit tasks', () => {
     const many = generateCreditTasks({ seed: 5, count: 2000, split: 'train' });
     const demo = createCreditDemonstrator({ seed: 11 });
     const games = [];
-    for (const task of many) games.push({ reference: task.reference, turns: (await playEpisode({ task, agent: demo, collaborator: createCreditCollaborator(task) })).turns });
+    for (const task of many)
+      games.push({
+        reference: task.reference,
+        turns: (await playEpisode({ task, agent: demo, collaborator: createCreditCollaborator(task) })).turns,
+      });
     const c = checkMixture(games);
     expect(c.games).toBe(2000);
     expect(c.copied).toBe(c.told);
@@ -110,7 +123,8 @@ describe('credit tasks', () => {
     expect(c.answers).toBe(2000);
     // The first message and the state after a new value are exactly the table's rows.
     for (const s of ['first', 'after new value'] as const) {
-      for (const m of ['useful', 'repeated', 'useless', 'answer'] as const) expect(Math.abs(c.states[s].share[m] - c.designed[s][m])).toBeLessThan(0.04);
+      for (const m of ['useful', 'repeated', 'useless', 'answer'] as const)
+        expect(Math.abs(c.states[s].share[m] - c.designed[s][m])).toBeLessThan(0.04);
     }
     expect(c.designed.first).toEqual(demonstratorMix({ first: true, before: 0, asked: 0, lastGaveNew: false }));
     expect(c.states['all given or budget spent'].share.answer).toBeGreaterThan(0.85);
@@ -128,7 +142,10 @@ describe('credit tasks', () => {
       { role: 'human', content: `The ${inside} is ${t.values[0]}.` },
       { role: 'agent', content: `What is the ${outside}?` },
       { role: 'human', content: DONT_KNOW_CREDIT },
-      { role: 'agent', content: `I WANT TO ANSWER:\ndef settings():\n    return {"${outside}": 0, "${t.keys[1]}": 0, "${t.keys[2]}": 0}` },
+      {
+        role: 'agent',
+        content: `I WANT TO ANSWER:\ndef settings():\n    return {"${outside}": 0, "${t.keys[1]}": 0, "${t.keys[2]}": 0}`,
+      },
     ];
     const bad = checkMixture([{ reference: task.reference, turns }]);
     expect(bad).toMatchObject({ told: 1, copied: 0, answersWithWrongKeys: 1, answers: 1, success: 0 });
@@ -175,14 +192,29 @@ describe('credit tasks, design v2 (bench/credit/README.md): one key set, the val
     ];
     expect(scoreCreditGame(task.reference, turns)).toEqual({ score: 2 / 3, success: false, right: 2 });
     const scorer = createCreditScorer({ design: 'v2' });
-    const content = { kind: 'backend' as const, description: task.description, reference: task.reference, testCases: [] };
-    expect(await scorer.evaluate(content, zeros, turns)).toMatchObject({ score: 2 / 3, success: false, testsPassed: 2, testsTotal: 3, evaluatorVersion: 'credit-1-v2' });
+    const content = {
+      kind: 'backend' as const,
+      description: task.description,
+      reference: task.reference,
+      testCases: [],
+    };
+    expect(await scorer.evaluate(content, zeros, turns)).toMatchObject({
+      score: 2 / 3,
+      success: false,
+      testsPassed: 2,
+      testsTotal: 3,
+      evaluatorVersion: 'credit-1-v2',
+    });
     // Without the game, v2's score cannot be computed: a clear error, not a silent 0.
     await expect(scorer.evaluate(content, zeros)).rejects.toThrow(/needs the dialogue/);
     // v1's scorer reads the answer's dict: all zeros score nothing.
     expect((await createCreditScorer().evaluate(content, zeros, turns)).score).toBe(0);
     // The optimum: three useful questions then an answer, full score.
-    const ep = await playEpisode({ task, agent: createCreditDemonstrator({ seed: 1, optimal: true }), collaborator: createCreditCollaborator(task) });
+    const ep = await playEpisode({
+      task,
+      agent: createCreditDemonstrator({ seed: 1, optimal: true }),
+      collaborator: createCreditCollaborator(task),
+    });
     expect(scoreCreditGame(task.reference, ep.turns)).toMatchObject({ score: 1, success: true });
   });
 
@@ -199,4 +231,3 @@ describe('credit tasks, design v2 (bench/credit/README.md): one key set, the val
     expect(c.success).toBe(checkMixture(games, 'v1').success);
   });
 });
-

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { binomialCdf, incompleteBeta, logGamma, normalCdf, normalQuantile, tCdf, tQuantile } from '../../tasks/distributions.ts';
+import {
+  binomialCdf,
+  incompleteBeta,
+  logGamma,
+  normalCdf,
+  normalQuantile,
+  tCdf,
+  tQuantile,
+} from '../../tasks/distributions.ts';
 
 // Expected values worked out by hand from the formulas, checked against printed tables and scipy.
 describe('distributions', () => {
@@ -24,7 +32,7 @@ describe('distributions', () => {
     expect(tQuantile(0.975, 1)).toBeCloseTo(12.7062, 3);
     expect(tQuantile(0.975, 2)).toBeCloseTo(4.3027, 3);
     expect(tQuantile(0.975, 10)).toBeCloseTo(2.2281, 3);
-    expect(tQuantile(0.975, 100)).toBeCloseTo(1.9840, 3);
+    expect(tQuantile(0.975, 100)).toBeCloseTo(1.984, 3);
     expect(tCdf(0, 5)).toBeCloseTo(0.5, 12);
   });
 

@@ -13,9 +13,16 @@ import type { Agent } from '../../tasks/agent.ts';
 type MiniTask = TaskRecord & BackendTask;
 const tasks = generateMiniTasks({ seed: 2026, count: 36 }) as MiniTask[];
 
-async function play(agent: Agent, ts: MiniTask[], collaborator?: (t: MiniTask) => Collaborator): Promise<{ episodes: Episode[]; scores: number[] }> {
+async function play(
+  agent: Agent,
+  ts: MiniTask[],
+  collaborator?: (t: MiniTask) => Collaborator,
+): Promise<{ episodes: Episode[]; scores: number[] }> {
   const episodes: Episode[] = [];
-  for (const task of ts) episodes.push(await playEpisode({ task, agent, collaborator: collaborator ? collaborator(task) : createRuleSimulator(task) }));
+  for (const task of ts)
+    episodes.push(
+      await playEpisode({ task, agent, collaborator: collaborator ? collaborator(task) : createRuleSimulator(task) }),
+    );
   const results = await evaluateBackendBatch(ts.map((task, i) => ({ task, answer: episodes[i]!.answer })));
   return { episodes, scores: results.map((r) => r.score) };
 }
@@ -28,10 +35,17 @@ describe('scripted expert on ColBench-mini', () => {
     expect(expert.scores.every((s) => s === 1)).toBe(true);
     expert.episodes.forEach((ep, i) => {
       expect(ep.endReason).toBe('answered');
-      const questions = ep.turns.filter((t) => t.role === 'agent' && t.parsed?.type === 'question').map((t) => t.content).join('\n');
+      const questions = ep.turns
+        .filter((t) => t.role === 'agent' && t.parsed?.type === 'question')
+        .map((t) => t.content)
+        .join('\n');
       // Tasks can share a description (same request, different hidden values), so any phrasing of the
       // template's question counts.
-      for (const f of miniTemplate(miniMeta(tasks[i]!)!.template).facts) expect(f.questions.some((q) => questions.includes(q)), f.key).toBe(true);
+      for (const f of miniTemplate(miniMeta(tasks[i]!)!.template).facts)
+        expect(
+          f.questions.some((q) => questions.includes(q)),
+          f.key,
+        ).toBe(true);
       // Two questions a turn: at most three question turns plus the answer.
       expect(ep.turns.filter((t) => t.role === 'agent').length).toBeLessThanOrEqual(4);
     });
@@ -40,19 +54,32 @@ describe('scripted expert on ColBench-mini', () => {
     expect(guesser.episodes.every((ep) => ep.turns.length === 1)).toBe(true);
     expect(guesser.scores.every((s) => s < 1)).toBe(true);
     expect(mean(guesser.scores)).toBeLessThan(0.4);
-    console.log(`[mini] expert ${mean(expert.scores).toFixed(3)}, non-asking ${mean(guesser.scores).toFixed(3)} over ${tasks.length} tasks`);
+    console.log(
+      `[mini] expert ${mean(expert.scores).toFixed(3)}, non-asking ${mean(guesser.scores).toFixed(3)} over ${tasks.length} tasks`,
+    );
   });
 
   it('builds its answer from what the collaborator said, not from the task metadata', async () => {
     // Metadata without the answers: the expert must still succeed.
-    const blind = tasks.slice(0, 12).map((t) => ({ ...t, meta: { ...t.meta, withheld: miniMeta(t)!.withheld.map((w) => ({ ...w, answer: '' })) } })) as MiniTask[];
+    const blind = tasks
+      .slice(0, 12)
+      .map((t) => ({
+        ...t,
+        meta: { ...t.meta, withheld: miniMeta(t)!.withheld.map((w) => ({ ...w, answer: '' })) },
+      })) as MiniTask[];
     const seeing = await play(createExpertAgent({ tasks: blind }), blind);
     expect(seeing.scores.every((s) => s === 1)).toBe(true);
 
     // A collaborator answering from another task's code of the same template: the expert follows it.
     const task = tasks.find((t) => miniMeta(t)!.template === 'bulk-discount')!;
-    const other = generateMiniTasks({ seed: 1, count: 200, templates: ['bulk-discount'] }).find((t) => t.kind === 'backend' && miniMeta(t)!.withheld[0]!.answer !== miniMeta(task)!.withheld[0]!.answer) as MiniTask;
-    const misled = await playEpisode({ task, agent: createExpertAgent({ tasks: [task] }), collaborator: createRuleSimulator(other) });
+    const other = generateMiniTasks({ seed: 1, count: 200, templates: ['bulk-discount'] }).find(
+      (t) => t.kind === 'backend' && miniMeta(t)!.withheld[0]!.answer !== miniMeta(task)!.withheld[0]!.answer,
+    ) as MiniTask;
+    const misled = await playEpisode({
+      task,
+      agent: createExpertAgent({ tasks: [task] }),
+      collaborator: createRuleSimulator(other),
+    });
     for (const w of miniMeta(other)!.withheld) expect(misled.answer).toContain(`${w.key} = ${w.answer}`);
 
     // A collaborator that knows nothing: every value falls back to the guess.
@@ -82,7 +109,12 @@ describe('scripted expert on ColBench-mini', () => {
     expect(() => createExpertAgent({ tasks, noise: 2 })).toThrow(/noise/);
     expect(() => createExpertAgent({ tasks: [] })).toThrow(/ColBench-mini/);
     const agent = createExpertAgent({ tasks });
-    await expect(agent.reply([{ role: 'system', content: 'x' }, { role: 'user', content: 'Write something else.' }])).rejects.toThrow(/not one of its/);
+    await expect(
+      agent.reply([
+        { role: 'system', content: 'x' },
+        { role: 'user', content: 'Write something else.' },
+      ]),
+    ).rejects.toThrow(/not one of its/);
   });
 
   it('ends with the protocol marker', async () => {
@@ -97,13 +129,28 @@ describe('reading a fact from a reply', () => {
 
   it('reads numbers, strings, booleans and choices, in the sentence about the fact', () => {
     expect(readFact(spec('DECIMALS'), 'The decimals is 3 (number of decimal places kept in the result).')).toBe(3);
-    expect(readFact(spec('OUTPUT_UNIT'), "The input unit is 'feet' (unit of the distance passed in). The output unit is 'yards' (unit of the result).")).toBe('yards');
+    expect(
+      readFact(
+        spec('OUTPUT_UNIT'),
+        "The input unit is 'feet' (unit of the distance passed in). The output unit is 'yards' (unit of the result).",
+      ),
+    ).toBe('yards');
     expect(readFact(spec('INPUT_UNIT'), "The input unit is 'feet'. The output unit is 'yards'.")).toBe('feet');
     expect(readFact(spec('INPUT_UNIT'), 'They come in km from my watch.')).toBe('kilometers');
     const tags = miniTemplate('tag-line');
-    expect(readFact(tags.facts.find((f) => f.key === 'SEPARATOR')!, "The separator is ' | ' (text placed between two tags).")).toBe(' | ');
+    expect(
+      readFact(
+        tags.facts.find((f) => f.key === 'SEPARATOR')!,
+        "The separator is ' | ' (text placed between two tags).",
+      ),
+    ).toBe(' | ');
     expect(readFact(tags.facts.find((f) => f.key === 'LOWERCASE')!, 'No, keep them as they are.')).toBe(false);
-    expect(readFact(tags.facts.find((f) => f.key === 'LOWERCASE')!, 'The lowercase is True (whether tags are turned into lower case).')).toBe(true);
+    expect(
+      readFact(
+        tags.facts.find((f) => f.key === 'LOWERCASE')!,
+        'The lowercase is True (whether tags are turned into lower case).',
+      ),
+    ).toBe(true);
   });
 
   it('says nothing when the reply does not tell', () => {

@@ -96,7 +96,8 @@ describe('offline rendering', () => {
       await new Promise((res) => setTimeout(res, 300));
       expect(tcpConnections).toBe(0);
       expect(udpPackets).toBe(0);
-      for (const path of ['/fetch', '/img.png', '/frame', '/beacon', '/events']) expect(r.blockedRequests).toContain(`${local}${path}`);
+      for (const path of ['/fetch', '/img.png', '/frame', '/beacon', '/events'])
+        expect(r.blockedRequests).toContain(`${local}${path}`);
       expect(r.blockedRequests).toContain(`ws://127.0.0.1:${port}/ws`);
       expect(r.blockedRequests).toContain('https://fonts.googleapis.com/css?family=Roboto');
       expect(r.blockedRequests.some((u) => u.endsWith('/relative'))).toBe(true);
@@ -107,15 +108,23 @@ describe('offline rendering', () => {
   });
 
   it('cuts off scripts that never end and still takes the screenshot', async () => {
-    const r = await renderer.render('<html><body style="margin:0;background:#00ff00"><div style="height:1200px">x</div><script>while (true) {}</script></body></html>', { scriptTimeoutMs: 500 });
+    const r = await renderer.render(
+      '<html><body style="margin:0;background:#00ff00"><div style="height:1200px">x</div><script>while (true) {}</script></body></html>',
+      { scriptTimeoutMs: 500 },
+    );
     expect(pixel(r.png, 5, 5)).toEqual([0, 255, 0]);
     expect(r.height).toBeGreaterThanOrEqual(1200);
-    const next = await renderer.render('<html><body style="background:#0000ff"><script>setInterval(() => { const t = Date.now(); while (Date.now() - t < 1000) {} }, 0)</script></body></html>', { scriptTimeoutMs: 500 });
+    const next = await renderer.render(
+      '<html><body style="background:#0000ff"><script>setInterval(() => { const t = Date.now(); while (Date.now() - t < 1000) {} }, 0)</script></body></html>',
+      { scriptTimeoutMs: 500 },
+    );
     expect(pixel(next.png, 5, 5)).toEqual([0, 0, 255]);
   });
 
   it('caps the height of the full-page screenshot', async () => {
-    const r = await renderer.render('<html><body><div style="height:20000px;background:#123456"></div></body></html>', { maxHeight: 3000 });
+    const r = await renderer.render('<html><body><div style="height:20000px;background:#123456"></div></body></html>', {
+      maxHeight: 3000,
+    });
     expect(r.height).toBe(3000);
     expect(PNG.sync.read(r.png).height).toBe(3000);
   });
@@ -130,11 +139,15 @@ describe('frontend similarity', () => {
     expect(self).toBeGreaterThan(0.99);
     expect(pixelSimilarity(a.png, blank.png)).toBeLessThan(self - 0.3);
     // A recoloured header and button: close, but not the same page.
-    const recoloured = await renderer.render(ownPage.reference.replace('bg-red-600', 'bg-blue-600').replace('bg-green-600', 'bg-purple-600'));
+    const recoloured = await renderer.render(
+      ownPage.reference.replace('bg-red-600', 'bg-blue-600').replace('bg-green-600', 'bg-purple-600'),
+    );
     const near = pixelSimilarity(a.png, recoloured.png);
     expect(near).toBeLessThan(self);
     expect(near).toBeGreaterThan(pixelSimilarity(a.png, blank.png));
-    expect(() => pixelSimilarity(a.png, Buffer.from('not a png'))).toThrow(/candidate screenshot is not a readable PNG/);
+    expect(() => pixelSimilarity(a.png, Buffer.from('not a png'))).toThrow(
+      /candidate screenshot is not a readable PNG/,
+    );
   });
 
   it('evaluateFrontend records the metric, the threshold and what was blocked', async () => {
@@ -143,7 +156,10 @@ describe('frontend similarity', () => {
     expect(good.score).toBeGreaterThan(0.99);
     expect(good.detail).toMatchObject({ metric: 'pixel-ssim-v1', threshold: 0.9, candidate: { width: 1280 } });
     const ref = await renderer.render(ownPage.reference);
-    const bad = await evaluateFrontend(ownPage, '<html><body><img src="https://example.com/x.png"></body></html>', { renderer, referencePng: ref.png });
+    const bad = await evaluateFrontend(ownPage, '<html><body><img src="https://example.com/x.png"></body></html>', {
+      renderer,
+      referencePng: ref.png,
+    });
     expect(bad.success).toBe(false);
     expect(bad.score).toBeLessThan(good.score - 0.3);
     expect(bad.detail.candidate.blockedRequests).toEqual(['https://example.com/x.png']);
@@ -155,7 +171,12 @@ describe('frontend similarity', () => {
     const ref = await renderer.render(ownPage.reference);
     const flood = `<html><body>${Array.from({ length: 250 }, (_, i) => `<img src="/x${i}.png">`).join('')}</body></html>`;
     const r = await evaluateFrontend(ownPage, flood, { renderer, referencePng: ref.png });
-    expect(r).toMatchObject({ score: 0, success: false, metric: 'pixel-ssim-v1', error: expect.stringMatching(/^the page cannot be rendered: the page made more than 200 requests/) });
+    expect(r).toMatchObject({
+      score: 0,
+      success: false,
+      metric: 'pixel-ssim-v1',
+      error: expect.stringMatching(/^the page cannot be rendered: the page made more than 200 requests/),
+    });
     expect(r.detail.candidate).toEqual({ width: 0, height: 0, blockedRequests: [] });
   });
 

@@ -57,7 +57,9 @@ describe('a frontend game with screenshots', () => {
     expect(renders).toBe(2);
 
     // Same page again: the reference screenshot is reused, and a matching draft is called close.
-    expect(await describe({ referenceHtml: task.reference, draftHtml: task.reference })).toBe('That looks very close to what I have in mind.');
+    expect(await describe({ referenceHtml: task.reference, draftHtml: task.reference })).toBe(
+      'That looks very close to what I have in mind.',
+    );
     expect(renders).toBe(3);
   });
 });

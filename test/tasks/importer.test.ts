@@ -3,7 +3,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TaskRecord } from '../../tasks/model.ts';
-import { canonicalJson, contentHash, exportTaskLine, parseTaskFile, parseTaskLines, splitJsonl } from '../../tasks/importer.ts';
+import {
+  canonicalJson,
+  contentHash,
+  exportTaskLine,
+  parseTaskFile,
+  parseTaskLines,
+  splitJsonl,
+} from '../../tasks/importer.ts';
 
 // Records written for these tests in ColBench's published shape; not taken from ColBench.
 const cb = (i: number, extra: Record<string, unknown> = {}) => ({
@@ -22,7 +29,9 @@ describe('canonical content hash', () => {
     expect(contentHash({ testCases: ['f(1)'], reference: 'r', description: 'd', kind: 'backend' })).toBe(h);
     expect(contentHash({ ...t, testCases: ['f(2)'] })).not.toBe(h);
     expect(contentHash({ ...t, description: 'd ' })).not.toBe(h);
-    expect(contentHash({ kind: 'frontend', description: 'd', reference: 'r' })).not.toBe(contentHash({ ...t, testCases: [] }));
+    expect(contentHash({ kind: 'frontend', description: 'd', reference: 'r' })).not.toBe(
+      contentHash({ ...t, testCases: [] }),
+    );
   });
 });
 
@@ -31,7 +40,11 @@ describe('parseTaskLines', () => {
     const rec = cb(3, { hidden_information: cb(3).ground_truth });
     // JSON key order test10 first: the numeric suffix decides.
     const shuffled = { ...rec, test_cases: Object.fromEntries(Object.entries(rec.test_cases).reverse()) };
-    const r = await parseTaskLines(splitJsonl(JSON.stringify(shuffled) + '\n'), { kind: 'backend', split: 'test', name: 'x.jsonl' });
+    const r = await parseTaskLines(splitJsonl(JSON.stringify(shuffled) + '\n'), {
+      kind: 'backend',
+      split: 'test',
+      name: 'x.jsonl',
+    });
     expect(r.invalid).toEqual([]);
     expect(r.tasks).toHaveLength(1);
     const t = r.tasks[0]!;
@@ -44,7 +57,10 @@ describe('parseTaskLines', () => {
   it('puts tests whose keys have no number after the numbered ones, in file order; takes a list as it is', async () => {
     const rec = cb(3, { test_cases: { zeta: 'z()', test10: 't10()', alpha: 'a()', test2: 't2()', 'test 1': 't1()' } });
     const listed = cb(4, { test_cases: ['b()', 'a()'] });
-    const r = await parseTaskLines(splitJsonl([rec, listed].map((x) => JSON.stringify(x)).join('\n')), { kind: 'backend', split: 'test' });
+    const r = await parseTaskLines(splitJsonl([rec, listed].map((x) => JSON.stringify(x)).join('\n')), {
+      kind: 'backend',
+      split: 'test',
+    });
     expect(r.invalid).toEqual([]);
     expect(r.tasks.map((t) => t.kind === 'backend' && t.testCases)).toEqual([
       ['t1()', 't2()', 't10()', 'z()', 'a()'],
@@ -87,15 +103,35 @@ describe('parseTaskLines', () => {
   it('checks the kind: frontend records have no tests', async () => {
     const fe = { problem_description: 'Cafe: a menu page.', ground_truth: '<html><body>menu</body></html>' };
     const ok = await parseTaskLines(splitJsonl(JSON.stringify(fe)), { kind: 'frontend', split: 'train' });
-    expect(ok.tasks[0]).toMatchObject({ kind: 'frontend', description: fe.problem_description, reference: fe.ground_truth });
+    expect(ok.tasks[0]).toMatchObject({
+      kind: 'frontend',
+      description: fe.problem_description,
+      reference: fe.ground_truth,
+    });
     const wrong = await parseTaskLines(splitJsonl(JSON.stringify(cb(1))), { kind: 'frontend', split: 'train' });
     expect(wrong.invalid[0]!.reason).toMatch(/looks like a backend task/);
   });
 
   it('reads back our own export format, with the split the caller chose', async () => {
     const own: TaskRecord[] = [
-      { kind: 'backend', description: 'd1', reference: 'def f():\n    return 1', testCases: ['f()'], source: 'builtin', externalId: 'one', split: 'train', meta: { note: 1 } },
-      { kind: 'frontend', description: 'd2', reference: '<html></html>', source: 'generated', externalId: 'two', split: 'test' },
+      {
+        kind: 'backend',
+        description: 'd1',
+        reference: 'def f():\n    return 1',
+        testCases: ['f()'],
+        source: 'builtin',
+        externalId: 'one',
+        split: 'train',
+        meta: { note: 1 },
+      },
+      {
+        kind: 'frontend',
+        description: 'd2',
+        reference: '<html></html>',
+        source: 'generated',
+        externalId: 'two',
+        split: 'test',
+      },
     ];
     const r = await parseTaskLines(splitJsonl(own.map(exportTaskLine).join('\n')), { kind: 'backend', split: 'test' });
     expect(r.tasks).toHaveLength(1);

@@ -38,7 +38,10 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-const ok = (content: string) => ({ status: 200, body: JSON.stringify({ choices: [{ message: { role: 'assistant', content } }] }) });
+const ok = (content: string) => ({
+  status: 200,
+  body: JSON.stringify({ choices: [{ message: { role: 'assistant', content } }] }),
+});
 function reset(...replies: Reply[]) {
   queue = replies;
   seen = [];
@@ -75,7 +78,11 @@ describe('LLM collaborator simulator', () => {
     expect(system).toContain(task.description);
     expect(system).toMatch(/at most two sentences/);
     expect(system).toMatch(/I don't know/);
-    expect(req.body.messages.slice(1).map((m) => m.content)).toEqual(['Celsius to Fahrenheit?', 'Yes.', 'Should I round the result?']);
+    expect(req.body.messages.slice(1).map((m) => m.content)).toEqual([
+      'Celsius to Fahrenheit?',
+      'Yes.',
+      'Should I round the result?',
+    ]);
     // The agent's system prompt is not passed on.
     expect(JSON.stringify(req.body.messages)).not.toContain('I WANT TO ANSWER');
   });
@@ -91,14 +98,22 @@ describe('LLM collaborator simulator', () => {
   it('cuts replies to the 400 / 1,000 character caps', async () => {
     reset(ok('x'.repeat(3000)), ok('y'.repeat(3000)));
     expect(await createLlmCollaborator(task, { url: base, model: 'm' }).reply(dialogue)).toHaveLength(400);
-    const fe: FrontendTask = { kind: 'frontend', description: 'Shop page.', reference: '<html><body>shop</body></html>' };
+    const fe: FrontendTask = {
+      kind: 'frontend',
+      description: 'Shop page.',
+      reference: '<html><body>shop</body></html>',
+    };
     const feDialogue = buildDialogue(fe, [{ role: 'agent', content: `${HTML_MARKER}<html></html>` }]);
     expect(await createLlmCollaborator(fe, { url: base, model: 'm' }).reply(feDialogue)).toHaveLength(1000);
     expect(seen[1]!.body.messages[0]!.content).toContain(fe.reference);
   });
 
   it('retries 429 and 5xx with backoff, then succeeds', async () => {
-    reset({ status: 429, body: '{"error":"slow down"}', headers: { 'retry-after': '0' } }, { status: 503, body: 'busy' }, ok('Yes.'));
+    reset(
+      { status: 429, body: '{"error":"slow down"}', headers: { 'retry-after': '0' } },
+      { status: 503, body: 'busy' },
+      ok('Yes.'),
+    );
     const sim = createLlmCollaborator(task, { url: base, model: 'm', retries: 3, backoffMs: 5 });
     expect(await sim.reply(dialogue)).toBe('Yes.');
     expect(seen).toHaveLength(3);
@@ -128,7 +143,9 @@ describe('LLM collaborator simulator', () => {
     const slow = createLlmCollaborator(task, { url: base, model: 'm', retries: 0, timeoutMs: 200 });
     await expect(slow.reply(dialogue)).rejects.toThrow(/did not answer within 200 ms/);
     reset({ status: 200, body: '{"choices": []}' });
-    await expect(createLlmCollaborator(task, { url: base, model: 'm' }).reply(dialogue)).rejects.toThrow(/no choices\[0\]\.message\.content/);
+    await expect(createLlmCollaborator(task, { url: base, model: 'm' }).reply(dialogue)).rejects.toThrow(
+      /no choices\[0\]\.message\.content/,
+    );
     reset({ status: 200, body: '<html>proxy error</html>' });
     await expect(createLlmCollaborator(task, { url: base, model: 'm' }).reply(dialogue)).rejects.toThrow(/not JSON/);
   });
@@ -142,7 +159,11 @@ describe('LLM collaborator simulator', () => {
 
   it('sends screenshots as images to a vision model when given a renderer', async () => {
     reset(ok('Make the header blue.'));
-    const fe: FrontendTask = { kind: 'frontend', description: 'Shop page.', reference: '<html><body>target</body></html>' };
+    const fe: FrontendTask = {
+      kind: 'frontend',
+      description: 'Shop page.',
+      reference: '<html><body>target</body></html>',
+    };
     const rendered: string[] = [];
     const screenshot = async (html: string) => {
       rendered.push(html);

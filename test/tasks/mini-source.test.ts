@@ -12,12 +12,14 @@ describe('ColBench-mini template tools', () => {
     expect(() => py(Number.NaN)).toThrow(/no Python literal/);
   });
 
-  it('writes the facts as commented constants, in the facts\' order, and names a missing or mistyped value', () => {
+  it("writes the facts as commented constants, in the facts' order, and names a missing or mistyped value", () => {
     const facts = [
       { key: 'LIMIT', kind: 'number' as const, comment: 'largest allowed', questions: [], guess: 1, pool: [2] },
       { key: 'LABEL', kind: 'string' as const, comment: 'shown text', questions: [], guess: '', pool: ['x'] },
     ];
-    expect(constants(facts, { LABEL: 'ok', LIMIT: 3 })).toBe("LIMIT = 3  # largest allowed\nLABEL = 'ok'  # shown text");
+    expect(constants(facts, { LABEL: 'ok', LIMIT: 3 })).toBe(
+      "LIMIT = 3  # largest allowed\nLABEL = 'ok'  # shown text",
+    );
     expect(() => constants(facts, { LIMIT: 3 })).toThrow(/missing value for LABEL/);
     expect(valueOf({ A: 0 }, 'A')).toBe(0);
     expect(num({ A: 2 }, 'A')).toBe(2);

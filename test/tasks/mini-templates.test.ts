@@ -14,11 +14,15 @@ describe('ColBench-mini templates', () => {
     for (const t of backend(generateMiniTasks({ seed: 9, count: 60 }))) {
       const meta = miniMeta(t)!;
       const template = miniTemplate(meta.template);
-      expect(t.description.endsWith(`The signature of the function is: def ${meta.functionName}(${template.params})`)).toBe(true);
+      expect(
+        t.description.endsWith(`The signature of the function is: def ${meta.functionName}(${template.params})`),
+      ).toBe(true);
       expect(t.testCases).toHaveLength(10);
       expect(meta.withheld.map((w) => w.key)).toEqual(template.facts.map((f) => f.key));
       for (const w of meta.withheld) {
-        expect(t.reference).toMatch(new RegExp(`^${w.key} = ${w.answer.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}  # \\S`, 'm'));
+        expect(t.reference).toMatch(
+          new RegExp(`^${w.key} = ${w.answer.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}  # \\S`, 'm'),
+        );
         expect(t.description).not.toContain(w.key);
         if (w.answer.startsWith("'") && w.answer.length > 4) expect(t.description).not.toContain(w.answer.slice(1, -1));
         expect(w.question.endsWith('?')).toBe(true);

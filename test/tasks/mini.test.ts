@@ -27,13 +27,19 @@ describe('ColBench-mini generator', () => {
     expect(tests).toBeGreaterThan(0.1);
     expect(tests).toBeLessThan(0.35);
     expect(generateMiniTasks({ seed: 3, count: 5, split: 'test' }).every((t) => t.split === 'test')).toBe(true);
-    expect(generateMiniTasks({ seed: 3, count: 12, templates: ['tag-line'] }).every((t) => miniMeta(t)?.template === 'tag-line')).toBe(true);
+    expect(
+      generateMiniTasks({ seed: 3, count: 12, templates: ['tag-line'] }).every(
+        (t) => miniMeta(t)?.template === 'tag-line',
+      ),
+    ).toBe(true);
   });
 
   it('rejects bad options with a clear error', () => {
     expect(() => generateMiniTasks({ seed: 1.5, count: 3 })).toThrow(/seed/);
     expect(() => generateMiniTasks({ seed: 1, count: -1 })).toThrow(/count/);
-    expect(() => generateMiniTasks({ seed: 1, count: 1, templates: ['nope'] })).toThrow(/unknown ColBench-mini template "nope"/);
+    expect(() => generateMiniTasks({ seed: 1, count: 1, templates: ['nope'] })).toThrow(
+      /unknown ColBench-mini template "nope"/,
+    );
   });
 
   it('draws hidden values that differ from the common guesses', () => {
@@ -51,7 +57,7 @@ describe('ColBench-mini generator', () => {
     }
   });
 
-  it('makes varied tasks for pre-training: numbers across their pools\' ranges under the template\'s name, still sound', async () => {
+  it("makes varied tasks for pre-training: numbers across their pools' ranges under the template's name, still sound", async () => {
     const varied = generateMiniTasks({ seed: 11, count: 120, varied: true });
     expect(varied.map((t) => t.externalId)).toEqual(Array.from({ length: 120 }, (_, i) => `mini-varied:11:${i}`));
     expect(generateMiniTasks({ seed: 11, count: 120, varied: true })).toEqual(varied);

@@ -28,8 +28,10 @@ import {
 // Written for these tests; not taken from ColBench.
 const backend: BackendTask = {
   kind: 'backend',
-  description: 'I need a function that works out the shipping fee for a parcel. The signature of the function is: def shipping_fee(weight_kg, express)',
-  reference: 'def shipping_fee(weight_kg, express):\n    fee = 4.5 + 1.2 * weight_kg\n    return round(fee * (2 if express else 1), 2)',
+  description:
+    'I need a function that works out the shipping fee for a parcel. The signature of the function is: def shipping_fee(weight_kg, express)',
+  reference:
+    'def shipping_fee(weight_kg, express):\n    fee = 4.5 + 1.2 * weight_kg\n    return round(fee * (2 if express else 1), 2)',
   testCases: ['shipping_fee(1, False)', 'shipping_fee(2.5, True)'],
 };
 const frontend: FrontendTask = {
@@ -141,7 +143,12 @@ describe('buildDialogue and views', () => {
 
   it('refuses turns out of order', () => {
     expect(() => buildDialogue(backend, [{ role: 'human', content: 'hi' }])).toThrow(/turn 0 is from the human/);
-    expect(() => buildDialogue(backend, [{ role: 'agent', content: 'a' }, { role: 'agent', content: 'b' }])).toThrow(ProtocolError);
+    expect(() =>
+      buildDialogue(backend, [
+        { role: 'agent', content: 'a' },
+        { role: 'agent', content: 'b' },
+      ]),
+    ).toThrow(ProtocolError);
   });
 
   it('shows the reference code for backend and only a screenshot for frontend', () => {
@@ -153,8 +160,18 @@ describe('buildDialogue and views', () => {
     expect(f.kind === 'frontend' && f.targetHtml).toBe(frontend.reference);
 
     const msg = `Try this:\n${HTML_MARKER}${page}`;
-    expect(agentMessageView(msg, parseAgentMessage(msg, { kind: 'frontend', turnIndex: 0 }), 'frontend')).toEqual({ type: 'screenshot', text: 'Try this:', html: page });
-    expect(agentMessageView('Which colour?', parseAgentMessage('Which colour?', { kind: 'frontend', turnIndex: 0 }), 'frontend')).toEqual({ type: 'text', text: 'Which colour?' });
+    expect(agentMessageView(msg, parseAgentMessage(msg, { kind: 'frontend', turnIndex: 0 }), 'frontend')).toEqual({
+      type: 'screenshot',
+      text: 'Try this:',
+      html: page,
+    });
+    expect(
+      agentMessageView(
+        'Which colour?',
+        parseAgentMessage('Which colour?', { kind: 'frontend', turnIndex: 0 }),
+        'frontend',
+      ),
+    ).toEqual({ type: 'text', text: 'Which colour?' });
   });
 });
 
@@ -189,7 +206,9 @@ function echoCollaborator(answer: (last: string) => string): Collaborator & { se
 describe('playEpisode', () => {
   it('plays questions and answers until the marker', async () => {
     const agent = scriptedAgent(['Is express double the price?', 'What is the base fee?', `${ANSWER_MARKER}\n${fn}`]);
-    const collaborator = echoCollaborator((q) => (q.includes('express') ? 'Yes, twice.' : 'It is 4.5 plus 1.2 per kilo.'));
+    const collaborator = echoCollaborator((q) =>
+      q.includes('express') ? 'Yes, twice.' : 'It is 4.5 plus 1.2 per kilo.',
+    );
     const seenTurns: number[] = [];
     const ep = await playEpisode({ task: backend, agent, collaborator, onTurn: (_t, i) => void seenTurns.push(i) });
     expect(ep.endReason).toBe('answered');
@@ -215,12 +234,16 @@ describe('playEpisode', () => {
 
   it('refuses a runaway agent message', async () => {
     const agent = scriptedAgent(['y'.repeat(AGENT_MESSAGE_CAP.backend + 1)]);
-    await expect(playEpisode({ task: backend, agent, collaborator: echoCollaborator(() => 'ok') })).rejects.toThrow(MessageTooLongError);
+    await expect(playEpisode({ task: backend, agent, collaborator: echoCollaborator(() => 'ok') })).rejects.toThrow(
+      MessageTooLongError,
+    );
   });
 
   it('passes frontend drafts to the collaborator and ends on a page', async () => {
     const agent = scriptedAgent([`Draft:\n${HTML_MARKER}${page}`, `${ANSWER_MARKER}${page}`]);
-    const collaborator = echoCollaborator((last) => (parseAgentMessage(last, { kind: 'frontend', turnIndex: 0 }).type === 'draft' ? 'Make it yellow.' : '?'));
+    const collaborator = echoCollaborator((last) =>
+      parseAgentMessage(last, { kind: 'frontend', turnIndex: 0 }).type === 'draft' ? 'Make it yellow.' : '?',
+    );
     const ep = await playEpisode({ task: frontend, agent, collaborator });
     expect(ep.turns[0]!.parsed?.type).toBe('draft');
     expect(ep.turns[1]!.content).toBe('Make it yellow.');
@@ -239,7 +262,10 @@ describe('sanitizeText', () => {
 
 describe('fitDialogue (the context budget)', () => {
   const task = { kind: 'backend' as const, description: 'Task description.' };
-  const turns: DialogueTurn[] = Array.from({ length: 8 }, (_, i) => ({ role: i % 2 === 0 ? ('agent' as const) : ('human' as const), content: `turn ${i} ${'x'.repeat(40)}` }));
+  const turns: DialogueTurn[] = Array.from({ length: 8 }, (_, i) => ({
+    role: i % 2 === 0 ? ('agent' as const) : ('human' as const),
+    content: `turn ${i} ${'x'.repeat(40)}`,
+  }));
   const dialogue = buildDialogue(task, turns);
   // One "token" per character: easy to reason about.
   const chars = (ms: readonly { content: string }[]) => ms.reduce((n, m) => n + m.content.length, 0);

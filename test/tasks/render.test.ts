@@ -40,7 +40,10 @@ describe('built-in frontend pages in Chromium', () => {
     for (const page of pages) {
       const styled = await renderer.render(page.reference);
       // `proxy:` lines are Chromium's own background traffic (updates, accounts), not requests of the page.
-      expect(styled.blockedRequests.filter((r) => !r.startsWith('proxy:')), page.externalId).toEqual([]);
+      expect(
+        styled.blockedRequests.filter((r) => !r.startsWith('proxy:')),
+        page.externalId,
+      ).toEqual([]);
       if (shots.length === 0) {
         // Once is enough to see the stylesheet is served and applied.
         const unstyled = await renderer.render(page.reference.replace(/<link [^>]*tailwind[^>]*>/, ''));
@@ -48,7 +51,8 @@ describe('built-in frontend pages in Chromium', () => {
       }
       shots.push(styled.png);
     }
-    for (let i = 1; i < shots.length; i++) expect(pixelSimilarity(shots[i - 1]!, shots[i]!), pages[i]!.externalId).toBeLessThan(0.95);
+    for (let i = 1; i < shots.length; i++)
+      expect(pixelSimilarity(shots[i - 1]!, shots[i]!), pages[i]!.externalId).toBeLessThan(0.95);
   });
 });
 
@@ -56,7 +60,9 @@ describe('what a hostile page cannot do', () => {
   it('stall this process: beside 40 pictures of 2000 px, an ordinary page renders and the event loop is held up under 50 ms (p99)', async () => {
     await renderer.render(ORDINARY); // warm: the first render of a process loads code
     // Forty distinct sizes, so no cache helps: drawn on this thread pixel by pixel, each took about half a second.
-    const pictures = Array.from({ length: 40 }, (_, i) => `<img src="https://picsum.photos/2000/${1960 + i}">`).join('');
+    const pictures = Array.from({ length: 40 }, (_, i) => `<img src="https://picsum.photos/2000/${1960 + i}">`).join(
+      '',
+    );
     const watch = watchEventLoop();
     const hostile = renderer.render(`<html><body>${pictures}</body></html>`).catch((err: unknown) => err);
     await new Promise((r) => setTimeout(r, 300));
@@ -74,27 +80,50 @@ describe('what a hostile page cannot do', () => {
   it('make more requests than the cap: the render fails with a clear error, at once, and the next one works', async () => {
     const images = Array.from({ length: 300 }, (_, i) => `<img src="/img${i}.png">`).join('');
     const started = Date.now();
-    const rendering = renderer.render(`<html><body>${images}</body></html>`, { maxRequests: 100, scriptTimeoutMs: 10_000, deadlineMs: 60_000 });
+    const rendering = renderer.render(`<html><body>${images}</body></html>`, {
+      maxRequests: 100,
+      scriptTimeoutMs: 10_000,
+      deadlineMs: 60_000,
+    });
     await expect(rendering).rejects.toThrow(/the page made more than 100 requests/);
-    expect(await rendering.catch((e: unknown) => e)).toMatchObject({ name: 'RenderError', reason: 'requests', pageFault: true });
+    expect(await rendering.catch((e: unknown) => e)).toMatchObject({
+      name: 'RenderError',
+      reason: 'requests',
+      pageFault: true,
+    });
     // Well before the script budget or the deadline: the cap ends it.
     expect(Date.now() - started).toBeLessThan(10_000);
     expectOrdinary((await renderer.render(ORDINARY)).png);
   });
 
   it('make this process send more than the byte budget (the 3 MB stylesheet under many names): a clear error', async () => {
-    const links = Array.from({ length: 15 }, (_, i) => `<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css?v=${i}">`).join('');
+    const links = Array.from(
+      { length: 15 },
+      (_, i) =>
+        `<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css?v=${i}">`,
+    ).join('');
     const rendering = renderer.render(`<html><head>${links}</head><body></body></html>`);
     await expect(rendering).rejects.toThrow(/the page needed more than 16777216 bytes served/);
-    expect(await rendering.catch((e: unknown) => e)).toMatchObject({ name: 'RenderError', reason: 'bytes', pageFault: true });
+    expect(await rendering.catch((e: unknown) => e)).toMatchObject({
+      name: 'RenderError',
+      reason: 'bytes',
+      pageFault: true,
+    });
     expectOrdinary((await renderer.render(ORDINARY)).png);
   });
 
   it('run past the deadline: the render fails with a clear error near it, and the next one works', async () => {
     const started = Date.now();
-    const rendering = renderer.render('<html><body><script>while (true) {}</script></body></html>', { scriptTimeoutMs: 30_000, deadlineMs: 1500 });
+    const rendering = renderer.render('<html><body><script>while (true) {}</script></body></html>', {
+      scriptTimeoutMs: 30_000,
+      deadlineMs: 1500,
+    });
     await expect(rendering).rejects.toThrow(/not done within its 1500 ms deadline/);
-    expect(await rendering.catch((e: unknown) => e)).toMatchObject({ name: 'RenderError', reason: 'deadline', pageFault: true });
+    expect(await rendering.catch((e: unknown) => e)).toMatchObject({
+      name: 'RenderError',
+      reason: 'deadline',
+      pageFault: true,
+    });
     expect(Date.now() - started).toBeLessThan(1500 + 8000);
     expectOrdinary((await renderer.render(ORDINARY)).png);
   });

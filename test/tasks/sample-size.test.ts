@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { pairedMeanGames, pairedSuccessGames, pairedSuccessPower, varianceComponents } from '../../tasks/sample-size.ts';
+import {
+  pairedMeanGames,
+  pairedSuccessGames,
+  pairedSuccessPower,
+  varianceComponents,
+} from '../../tasks/sample-size.ts';
 
 describe('games needed for a paired success comparison', () => {
   it("Connor's formula, psi = 0.3, delta = 0.1, alpha 0.05, power 0.8: n = 233.09 -> 234 games", () => {
@@ -19,7 +24,12 @@ describe('games needed for a paired success comparison', () => {
   });
 
   it('variance components: [0, 2] and [4, 6] give MSW = 4/2 = 2, MSB = 2 * (4 + 4) / 1 = 16, between = (16 - 2) / 2 = 7', () => {
-    expect(varianceComponents([0, 2, 4, 6], ['a', 'a', 'b', 'b'])).toEqual({ clusters: 2, perCluster: 2, within: 2, between: 7 });
+    expect(varianceComponents([0, 2, 4, 6], ['a', 'a', 'b', 'b'])).toEqual({
+      clusters: 2,
+      perCluster: 2,
+      within: 2,
+      between: 7,
+    });
     // Clusters no more different than their values: the between part is clipped at 0, not negative.
     expect(varianceComponents([0, 4, 1, 3], ['a', 'a', 'b', 'b']).between).toBe(0);
     expect(() => varianceComponents([1, 2, 3], ['a', 'a', 'b'])).toThrow(RangeError);

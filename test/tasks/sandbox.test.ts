@@ -4,11 +4,18 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { assertSandboxAvailable, channelFds, runSandboxed, SandboxUnavailableError, type SandboxRunOptions } from '../../tasks/sandbox.ts';
+import {
+  assertSandboxAvailable,
+  channelFds,
+  runSandboxed,
+  SandboxUnavailableError,
+  type SandboxRunOptions,
+} from '../../tasks/sandbox.ts';
 import { memoryPlan } from '../../tasks/sandbox-memory.ts';
 import { deniedNumbers, seccompProgram } from '../../tasks/seccomp.ts';
 
-const py = (src: string, extra: Partial<SandboxRunOptions> = {}) => runSandboxed({ argv: ['/usr/bin/python3', '-c', src], ...extra });
+const py = (src: string, extra: Partial<SandboxRunOptions> = {}) =>
+  runSandboxed({ argv: ['/usr/bin/python3', '-c', src], ...extra });
 const lines = (s: string) => s.trim().split('\n');
 const root = process.getuid?.() === 0;
 // This machine's kind runs as root with cgroup v1 (FACTS.md); elsewhere the cgroup test says why it is skipped.
@@ -19,7 +26,10 @@ const cgroup = (() => {
     return false;
   }
 })();
-if (!cgroup) console.warn('sandbox.test: no memory cgroup can be made here (not root, or no cgroup v1): the cgroup test is skipped');
+if (!cgroup)
+  console.warn(
+    'sandbox.test: no memory cgroup can be made here (not root, or no cgroup v1): the cgroup test is skipped',
+  );
 
 // Writes 8 MiB (the file-size limit) into each of `n` memfds: memory RLIMIT_AS never sees.
 const memfdBomb = (n: number) => `
@@ -49,22 +59,30 @@ ev.set()
 print(n)`;
 
 describe('the sandbox guarantees', () => {
-  it.skipIf(!cgroup)('memory: a memory cgroup counts all of it, memfd and tmpfs included, and kills past the limit', async () => {
-    const limits = { memoryBytes: 128 << 20 };
-    const memfd = await py(memfdBomb(40), { limits });
-    expect(memfd).toMatchObject({ memoryMode: 'cgroup', exitCode: 137, memoryExceeded: true });
-    expect(memfd.stdout).toBe('');
-    // tmpfs pages count too: 2 x 72 MiB of files in /tmp and /sandbox, each under its size cap, pass 128 MiB together.
-    const tmpfs = await py("for d in ['/tmp', '/sandbox']:\n    for i in range(12):\n        open('%s/f%d' % (d, i), 'wb').write(b'x' * (6 << 20))\nprint('held')", {
-      limits: { ...limits, tmpfsBytes: 80 << 20 },
-    });
-    expect(tmpfs).toMatchObject({ exitCode: 137, memoryExceeded: true, stdout: '' });
-    const modest = await py("import os\nfd = os.memfd_create('m')\nos.write(fd, b'x' * (4 << 20))\nprint('ok')", { limits });
-    expect(modest).toMatchObject({ exitCode: 0, stdout: 'ok\n', memoryExceeded: false });
-    // Each run's cgroup goes with it.
-    const parent = memoryPlan('auto').cgroupParents!.memory;
-    expect(readdirSync(parent).filter((d) => d.startsWith(`${process.pid}-`))).toEqual([]);
-  });
+  it.skipIf(!cgroup)(
+    'memory: a memory cgroup counts all of it, memfd and tmpfs included, and kills past the limit',
+    async () => {
+      const limits = { memoryBytes: 128 << 20 };
+      const memfd = await py(memfdBomb(40), { limits });
+      expect(memfd).toMatchObject({ memoryMode: 'cgroup', exitCode: 137, memoryExceeded: true });
+      expect(memfd.stdout).toBe('');
+      // tmpfs pages count too: 2 x 72 MiB of files in /tmp and /sandbox, each under its size cap, pass 128 MiB together.
+      const tmpfs = await py(
+        "for d in ['/tmp', '/sandbox']:\n    for i in range(12):\n        open('%s/f%d' % (d, i), 'wb').write(b'x' * (6 << 20))\nprint('held')",
+        {
+          limits: { ...limits, tmpfsBytes: 80 << 20 },
+        },
+      );
+      expect(tmpfs).toMatchObject({ exitCode: 137, memoryExceeded: true, stdout: '' });
+      const modest = await py("import os\nfd = os.memfd_create('m')\nos.write(fd, b'x' * (4 << 20))\nprint('ok')", {
+        limits,
+      });
+      expect(modest).toMatchObject({ exitCode: 0, stdout: 'ok\n', memoryExceeded: false });
+      // Each run's cgroup goes with it.
+      const parent = memoryPlan('auto').cgroupParents!.memory;
+      expect(readdirSync(parent).filter((d) => d.startsWith(`${process.pid}-`))).toEqual([]);
+    },
+  );
 
   it('files: only /usr, a loader cache and private size-capped /tmp and /sandbox; the root read-only', async () => {
     const r = await py(
@@ -158,9 +176,11 @@ print(t(lambda: open('/tmp/f').read()), t(lambda: socket.sethostname('x')), t(la
   });
 
   // The syscall numbers below are x86-64's.
-  it.skipIf(process.arch !== 'x64')('mounts: mount(2) and the new mount API are refused; no tmpfs can be made', async () => {
-    // fsopen, fsmount, open_tree, move_mount, mount_setattr, fspick, mount, umount2, pivot_root, chroot.
-    const r = await py(`
+  it.skipIf(process.arch !== 'x64')(
+    'mounts: mount(2) and the new mount API are refused; no tmpfs can be made',
+    async () => {
+      // fsopen, fsmount, open_tree, move_mount, mount_setattr, fspick, mount, umount2, pivot_root, chroot.
+      const r = await py(`
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 calls = {'fsopen': (430, b'tmpfs', 0), 'open_tree': (428, -100, b'/tmp', 1), 'move_mount': (429, -100, b'/tmp', -100, b'/sandbox', 0),
@@ -172,10 +192,11 @@ for name, args in calls.items():
     out.append('%s=%s' % (name, 'ok' if rc >= 0 else ctypes.get_errno()))
 print(' '.join(out))
 `);
-    const words = r.stdout.trim().split(' ');
-    expect(words).toHaveLength(10);
-    for (const word of words) expect(word).toMatch(/=1$/); // EPERM
-  });
+      const words = r.stdout.trim().split(' ');
+      expect(words).toHaveLength(10);
+      for (const word of words) expect(word).toMatch(/=1$/); // EPERM
+    },
+  );
 
   it('time: a CPU-time limit, a wall-clock deadline, and a clock it cannot set', async () => {
     const cpu = await py('while True: pass', { limits: { cpuSeconds: 1, wallMs: 90_000 } });
@@ -183,7 +204,9 @@ print(' '.join(out))
     const wall = await py('import time\ntime.sleep(60)', { limits: { wallMs: 500 } });
     expect(wall.timedOut).toBe(true);
     expect(wall.wallMs).toBeLessThan(20_000);
-    const clock = await py('import time\ntry:\n    time.clock_settime(time.CLOCK_REALTIME, 0)\nexcept OSError as e:\n    print(e.errno)');
+    const clock = await py(
+      'import time\ntry:\n    time.clock_settime(time.CLOCK_REALTIME, 0)\nexcept OSError as e:\n    print(e.errno)',
+    );
     expect(clock.stdout.trim()).toBe('1');
   });
 });
@@ -194,8 +217,12 @@ describe('the sandbox refuses rather than runs without its limits', () => {
     expect(report.memoryMode).toBe(cgroup ? 'cgroup' : 'rlimits');
     expect(report.memoryDetail).toMatch(cgroup ? /memory cgroup per sandbox/ : /^rlimits/);
     await expect(assertSandboxAvailable('/nonexistent/bwrap')).rejects.toThrow(SandboxUnavailableError);
-    await expect(runSandboxed({ argv: ['/usr/bin/true'], bwrapPath: '/bin/false' })).rejects.toThrow(/could not set up the sandbox/);
-    await expect(assertSandboxAvailable('/usr/bin/bwrap', '/opt/python/bin/python3')).rejects.toThrow(/must live under \/usr/);
+    await expect(runSandboxed({ argv: ['/usr/bin/true'], bwrapPath: '/bin/false' })).rejects.toThrow(
+      /could not set up the sandbox/,
+    );
+    await expect(assertSandboxAvailable('/usr/bin/bwrap', '/opt/python/bin/python3')).rejects.toThrow(
+      /must live under \/usr/,
+    );
     expect(seccompProgram({ countedMemory: true }).length % 8).toBe(0);
     expect(() => seccompProgram({ countedMemory: true, arch: 'ia32' })).toThrow(SandboxUnavailableError);
     expect(deniedNumbers('arm64', false)).toContain(279); // memfd_create on arm64
@@ -237,8 +264,10 @@ except MemoryError:
   });
 
   const setpriv = existsSync('/usr/bin/setpriv');
-  it.skipIf(!root || !setpriv)('as a user who cannot make a cgroup: falls back to rlimits and says so; refuses when a cgroup is required', () => {
-    const script = `
+  it.skipIf(!root || !setpriv)(
+    'as a user who cannot make a cgroup: falls back to rlimits and says so; refuses when a cgroup is required',
+    () => {
+      const script = `
 const { runSandboxed } = await import(${JSON.stringify(new URL('../../tasks/sandbox.ts', import.meta.url).pathname)});
 const src = ${JSON.stringify(memfdBomb(40))};
 const r = await runSandboxed({ argv: ['/usr/bin/python3', '-c', src], limits: { memoryBytes: 128 << 20 } });
@@ -246,19 +275,34 @@ let required = 'ran';
 try { await runSandboxed({ argv: ['/usr/bin/true'], memoryMode: 'cgroup' }); } catch (e) { required = e.name + ': ' + e.message; }
 console.log(JSON.stringify({ mode: r.memoryMode, detail: r.memoryDetail, out: r.stdout.trim(), required }));
 `;
-    const run = spawnSync('/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], {
-      // The repository root, where `--import tsx` is found.
-      cwd: new URL('../..', import.meta.url).pathname,
-      encoding: 'utf8',
-      timeout: 60_000,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-    });
-    expect(run.status, run.stderr).toBe(0);
-    const out = JSON.parse(lines(run.stdout).pop()!);
-    expect(out.mode).toBe('rlimits');
-    expect(out.detail).toMatch(/^rlimits \(no memory cgroup: .*\): RLIMIT_AS/);
-    expect(out.detail).not.toMatch(/runs as uid/);
-    expect(out.out).toBe('refused 1 0');
-    expect(out.required).toMatch(/^SandboxUnavailableError: A memory cgroup was asked for and cannot be made/);
-  });
+      const run = spawnSync(
+        '/usr/bin/setpriv',
+        [
+          '--reuid=65534',
+          '--regid=65534',
+          '--clear-groups',
+          process.execPath,
+          '--import',
+          'tsx',
+          '--input-type=module',
+          '-e',
+          script,
+        ],
+        {
+          // The repository root, where `--import tsx` is found.
+          cwd: new URL('../..', import.meta.url).pathname,
+          encoding: 'utf8',
+          timeout: 60_000,
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        },
+      );
+      expect(run.status, run.stderr).toBe(0);
+      const out = JSON.parse(lines(run.stdout).pop()!);
+      expect(out.mode).toBe('rlimits');
+      expect(out.detail).toMatch(/^rlimits \(no memory cgroup: .*\): RLIMIT_AS/);
+      expect(out.detail).not.toMatch(/runs as uid/);
+      expect(out.out).toBe('refused 1 0');
+      expect(out.required).toMatch(/^SandboxUnavailableError: A memory cgroup was asked for and cannot be made/);
+    },
+  );
 });

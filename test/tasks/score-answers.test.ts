@@ -40,17 +40,26 @@ describe('scoreAnswerFiles', () => {
   });
 
   it('reads a task file as an import does, keys without a number included', async () => {
-    const rec = { ...tasks[0]!, test_cases: { extra: 'shipping(9)', test2: 'shipping(2)', last: 'shipping(8)', test1: 'shipping(1)' } };
+    const rec = {
+      ...tasks[0]!,
+      test_cases: { extra: 'shipping(9)', test2: 'shipping(2)', last: 'shipping(8)', test1: 'shipping(1)' },
+    };
     const scored = parseBackendRecord(rec);
-    const imported = (await parseTaskLines(splitJsonl(JSON.stringify(rec)), { kind: 'backend', split: 'test' })).tasks[0]!;
-    expect(typeof scored === 'object' && scored.testCases).toEqual(['shipping(1)', 'shipping(2)', 'shipping(9)', 'shipping(8)']);
+    const imported = (await parseTaskLines(splitJsonl(JSON.stringify(rec)), { kind: 'backend', split: 'test' }))
+      .tasks[0]!;
+    expect(typeof scored === 'object' && scored.testCases).toEqual([
+      'shipping(1)',
+      'shipping(2)',
+      'shipping(9)',
+      'shipping(8)',
+    ]);
     expect(imported.kind === 'backend' && imported.testCases).toEqual(typeof scored === 'object' && scored.testCases);
   });
 
   it('scores each answer line against the task it names', async () => {
     const p = answers('answers.jsonl', [
       { task: 0, answer: tasks[0]!.ground_truth },
-      { task: 1, answer: "```python\ndef initials(name):\n    return name[:1].upper()\n```" },
+      { task: 1, answer: '```python\ndef initials(name):\n    return name[:1].upper()\n```' },
       { task: 0, answer: 'def shipping(weight):\n    return 5' },
     ]);
     const out = await scoreAnswerFiles({ tasksPath, answersPath: p });
@@ -63,7 +72,12 @@ describe('scoreAnswerFiles', () => {
   });
 
   it('reports every bad input line with its line number before running anything', async () => {
-    const p = answers('bad.jsonl', ['{"task": 0, "answer": 1}', 'not json', { task: 7, answer: '' }, { task: -1, answer: '' }]);
+    const p = answers('bad.jsonl', [
+      '{"task": 0, "answer": 1}',
+      'not json',
+      { task: 7, answer: '' },
+      { task: -1, answer: '' },
+    ]);
     const err = await scoreAnswerFiles({ tasksPath, answersPath: p }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ScoreInputError);
     expect((err as ScoreInputError).problems).toEqual([
@@ -79,7 +93,11 @@ describe('sweetloop tasks score', () => {
   const cli = SWEETLOOP_ENTRY;
   it('prints exactly one JSON object with --json', () => {
     const p = answers('cli.jsonl', [{ task: 1, answer: tasks[1]!.ground_truth }]);
-    const out = execFileSync(process.execPath, [cli, 'tasks', 'score', '--tasks', tasksPath, '--answers', p, '--json'], { encoding: 'utf8' });
+    const out = execFileSync(
+      process.execPath,
+      [cli, 'tasks', 'score', '--tasks', tasksPath, '--answers', p, '--json'],
+      { encoding: 'utf8' },
+    );
     expect(out.trim().split('\n')).toHaveLength(1);
     const parsed = JSON.parse(out);
     expect(parsed.results).toEqual([{ task: 1, passed: 2, total: 2, score: 1, success: true }]);
@@ -88,7 +106,10 @@ describe('sweetloop tasks score', () => {
 
   it('refuses without bubblewrap and exits non-zero', () => {
     const p = answers('cli2.jsonl', [{ task: 1, answer: tasks[1]!.ground_truth }]);
-    const r = spawnSync(process.execPath, [cli, 'tasks', 'score', '--tasks', tasksPath, '--answers', p, '--json'], { encoding: 'utf8', env: { ...process.env, BWRAP_BIN: '/nonexistent/bwrap' } });
+    const r = spawnSync(process.execPath, [cli, 'tasks', 'score', '--tasks', tasksPath, '--answers', p, '--json'], {
+      encoding: 'utf8',
+      env: { ...process.env, BWRAP_BIN: '/nonexistent/bwrap' },
+    });
     expect(r.status).not.toBe(0);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/bubblewrap is not available at \/nonexistent\/bwrap/);

@@ -41,9 +41,18 @@ describe('rule-based simulator, backend', () => {
         expectShort(reply, 400);
         const spec = template.facts.find((f) => f.key === w.key)!;
         const value = readFact(spec, reply);
-        expect(value === undefined ? undefined : (typeof value === 'string' ? `'${value}'` : typeof value === 'boolean' ? (value ? 'True' : 'False') : String(value)), `${task.externalId} ${w.key}: ${reply}`).toBe(
-          w.answer.replace(/\\'/g, "'"),
-        );
+        expect(
+          value === undefined
+            ? undefined
+            : typeof value === 'string'
+              ? `'${value}'`
+              : typeof value === 'boolean'
+                ? value
+                  ? 'True'
+                  : 'False'
+                : String(value),
+          `${task.externalId} ${w.key}: ${reply}`,
+        ).toBe(w.answer.replace(/\\'/g, "'"));
       }
     }
   });
@@ -51,13 +60,15 @@ describe('rule-based simulator, backend', () => {
   it('answers two questions in one message with two sentences', async () => {
     const task = minis.find((t) => miniMeta(t)!.template === 'grade-bands')!;
     const [a, b] = miniMeta(task)!.withheld;
-    const reply = await createRuleSimulator(task).reply(dialogueWith(task.description, `Thanks. ${a!.question} ${b!.question}`));
+    const reply = await createRuleSimulator(task).reply(
+      dialogueWith(task.description, `Thanks. ${a!.question} ${b!.question}`),
+    );
     expect(splitSentences(reply)).toHaveLength(2);
     expect(reply).toContain(a!.answer);
     expect(reply).toContain(b!.answer);
   });
 
-  it("says it does not know when the code does not tell, and never invents a value", async () => {
+  it('says it does not know when the code does not tell, and never invents a value', async () => {
     for (const task of minis.slice(0, 20)) {
       expect(await createRuleSimulator(task).reply(dialogueWith(task.description, NONSENSE))).toBe(DONT_KNOW);
       expect(await createRuleSimulator(task).reply(dialogueWith(task.description, 'Hello!'))).toBe(DONT_KNOW);
@@ -93,29 +104,40 @@ describe('rule-based simulator, backend', () => {
   });
 
   // Reported as skipped (not as passed) on a fresh clone without the samples (test/helpers/colbench-sample.ts).
-  it.skipIf(!haveBackendSample())('handles every ColBench sample reference: short replies, nothing made up, numbers found', () => {
-    let asked = 0;
-    let found = 0;
-    for (const ref of sampleReferences()) {
-      for (const q of ['What exactly should the inputs look like?', 'Are there any thresholds or special cases?', 'How should the result be rounded?', 'What if the list is empty?']) {
-        expectShort(answerFromReference(ref, q), 400);
+  it.skipIf(!haveBackendSample())(
+    'handles every ColBench sample reference: short replies, nothing made up, numbers found',
+    () => {
+      let asked = 0;
+      let found = 0;
+      for (const ref of sampleReferences()) {
+        for (const q of [
+          'What exactly should the inputs look like?',
+          'Are there any thresholds or special cases?',
+          'How should the result be rounded?',
+          'What if the list is empty?',
+        ]) {
+          expectShort(answerFromReference(ref, q), 400);
+        }
+        expect(answerFromReference(ref, NONSENSE)).toBe(DONT_KNOW);
+        // A number a variable is compared with is what a person would point at when asked about that variable.
+        const m = /\b([a-z_][a-z0-9_]*)\s*(?:>=|<=|>|<|==)\s*(-?\d+(?:\.\d+)?)\b/.exec(ref);
+        if (m) {
+          asked++;
+          if (answerFromReference(ref, `What about the ${m[1]!.replace(/_/g, ' ')}, is there a limit?`).includes(m[2]!))
+            found++;
+        }
       }
-      expect(answerFromReference(ref, NONSENSE)).toBe(DONT_KNOW);
-      // A number a variable is compared with is what a person would point at when asked about that variable.
-      const m = /\b([a-z_][a-z0-9_]*)\s*(?:>=|<=|>|<|==)\s*(-?\d+(?:\.\d+)?)\b/.exec(ref);
-      if (m) {
-        asked++;
-        if (answerFromReference(ref, `What about the ${m[1]!.replace(/_/g, ' ')}, is there a limit?`).includes(m[2]!)) found++;
-      }
-    }
-    expect(asked).toBeGreaterThan(10);
-    expect(found / asked).toBeGreaterThanOrEqual(0.75);
-    console.log(`[simulator] ColBench sample: compared-with number found for ${found}/${asked} variables`);
-  });
+      expect(asked).toBeGreaterThan(10);
+      expect(found / asked).toBeGreaterThanOrEqual(0.75);
+      console.log(`[simulator] ColBench sample: compared-with number found for ${found}/${asked} variables`);
+    },
+  );
 
   it('works on the built-in tasks too', () => {
     const fine = builtinTasks({ kind: 'backend' }).find((t) => t.externalId === 'overdue-book-fine') as BackendTask;
-    expect(answerFromReference(fine.reference, 'Is there a grace period before the fine starts?')).toMatch(/grace days is 2/);
+    expect(answerFromReference(fine.reference, 'Is there a grace period before the fine starts?')).toMatch(
+      /grace days is 2/,
+    );
     expect(answerFromReference(fine.reference, 'Is there a maximum fine?')).toMatch(/10\.0/);
   });
 });
@@ -125,7 +147,9 @@ describe('rule-based simulator, frontend', () => {
 
   it('answers from the reference page text: heading, colours, layout, images', () => {
     expect(answerFromHtml(page.reference, 'What should the main heading say?')).toContain('Crumb & Crust');
-    expect(answerFromHtml(page.reference, 'What are the section headings?')).toContain('Slow bread, baked every morning');
+    expect(answerFromHtml(page.reference, 'What are the section headings?')).toContain(
+      'Slow bread, baked every morning',
+    );
     expect(answerFromHtml(page.reference, 'What colours should the page use?')).toMatch(/yellow/);
     expect(answerFromHtml(page.reference, 'How is the layout organised?')).toMatch(/header/);
     expect(answerFromHtml(page.reference, 'Are there any pictures?')).toMatch(/picture/);
@@ -149,7 +173,12 @@ describe('rule-based simulator, frontend', () => {
   });
 
   it('compares a draft by its text when no screenshot comparison is plugged in', async () => {
-    const reply = await createRuleSimulator(page).reply(dialogueWith(page.description, 'OUTPUT: <!DOCTYPE html><html><body class="bg-white"><h1>Bread</h1></body></html>'));
+    const reply = await createRuleSimulator(page).reply(
+      dialogueWith(
+        page.description,
+        'OUTPUT: <!DOCTYPE html><html><body class="bg-white"><h1>Bread</h1></body></html>',
+      ),
+    );
     expectShort(reply, 1000);
     expect(reply).toContain('Crumb & Crust');
   });

@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { clusterMeans, formatPercent, histogramMedian, meanInterval, meanIntervalOf, MeanAccumulator, pairedBootstrap, percentile, quantileSorted, wilson, wilsonCount } from '../../tasks/stats.ts';
+import {
+  clusterMeans,
+  formatPercent,
+  histogramMedian,
+  meanInterval,
+  meanIntervalOf,
+  MeanAccumulator,
+  pairedBootstrap,
+  percentile,
+  quantileSorted,
+  wilson,
+  wilsonCount,
+} from '../../tasks/stats.ts';
 
 // Expected values worked out by hand from the formulas (see comments) and checked against printed tables.
 describe('report statistics', () => {
@@ -63,7 +75,7 @@ describe('interval bounds', () => {
     acc.add(4);
     acc.add(5);
     const raw = acc.interval();
-    expect(raw.lo).toBeCloseTo(4.5 - 12.7062 * Math.sqrt(0.5) / Math.sqrt(2), 3);
+    expect(raw.lo).toBeCloseTo(4.5 - (12.7062 * Math.sqrt(0.5)) / Math.sqrt(2), 3);
     const clipped = acc.interval(0.95, [1, 5]);
     expect(clipped.lo).toBe(1);
     expect(clipped.hi).toBe(5);
@@ -163,7 +175,9 @@ describe('paired bootstrap of the mean difference', () => {
     expect([byTask.estimate, byTask.lo, byTask.hi, byTask.n]).toEqual([0.6, 0.2, 1, 20]);
     const byGame = pairedBootstrap(d, zeros, { seed: 5, resamples: 20_000 });
     expect([byGame.lo, byGame.hi]).toEqual([0.4, 0.8]);
-    expect(pairedBootstrap(a, b, { seed: 7, resamples: 2000, clusters: a.map((_, i) => `g${i}`) })).toEqual(pairedBootstrap(a, b, { seed: 7, resamples: 2000 }));
+    expect(pairedBootstrap(a, b, { seed: 7, resamples: 2000, clusters: a.map((_, i) => `g${i}`) })).toEqual(
+      pairedBootstrap(a, b, { seed: 7, resamples: 2000 }),
+    );
     expect(clusterMeans([1, 0, 0.5, 0.5, 1], ['x', 'y', 'x', 'y', 'z'])).toEqual([0.75, 0.25, 1]);
     expect(() => pairedBootstrap([1, 2], [1, 2], { clusters: ['t'] })).toThrow(/cluster labels/);
   });

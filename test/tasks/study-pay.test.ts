@@ -46,8 +46,12 @@ describe('sessionAmountCents', () => {
   });
 
   it('reads a missing rule as nothing', () => {
-    expect(sessionAmountCents({ payPerSessionCents: null, bonusSuccessCents: 100 }, { answered: true, success: true })).toBe(100);
-    expect(sessionAmountCents({ payPerSessionCents: 200, bonusSuccessCents: null }, { answered: true, success: true })).toBe(200);
+    expect(
+      sessionAmountCents({ payPerSessionCents: null, bonusSuccessCents: 100 }, { answered: true, success: true }),
+    ).toBe(100);
+    expect(
+      sessionAmountCents({ payPerSessionCents: 200, bonusSuccessCents: null }, { answered: true, success: true }),
+    ).toBe(200);
     expect(hasPay({ payPerSessionCents: null, bonusSuccessCents: null })).toBe(false);
     expect(hasPay({ payPerSessionCents: 0, bonusSuccessCents: null })).toBe(true);
   });

@@ -78,13 +78,21 @@ describe('describeVisualDifferences', () => {
 
   it('notices content where the draft is plain', () => {
     // Stripes stand in for lines of text: same dominant colour, much more detail.
-    const stripes: Rect[] = Array.from({ length: 8 }, (_, k) => ({ x: 0.05, y: 0.36 + k * 0.035, w: 0.9, h: 0.015, colour: [20, 20, 20] as Rgb }));
+    const stripes: Rect[] = Array.from({ length: 8 }, (_, k) => ({
+      x: 0.05,
+      y: 0.36 + k * 0.035,
+      w: 0.9,
+      h: 0.015,
+      colour: [20, 20, 20] as Rgb,
+    }));
     const reference = png(200, 300, WHITE, stripes);
     const draft = png(200, 300, WHITE);
     expect(describeVisualDifferences(reference, draft)).toMatch(/^The middle[a-z ]* of my page has more in it/);
   });
 
   it('refuses a buffer that is not a PNG with a clear error', () => {
-    expect(() => describeVisualDifferences(Buffer.from('not a png'), png(10, 10, WHITE))).toThrow(/reference screenshot is not a readable PNG/);
+    expect(() => describeVisualDifferences(Buffer.from('not a png'), png(10, 10, WHITE))).toThrow(
+      /reference screenshot is not a readable PNG/,
+    );
   });
 });

@@ -12,7 +12,8 @@ describe('test databases', () => {
     const c = new pg.Client({ connectionString: ADMIN });
     await c.connect();
     try {
-      const templates = (await c.query("SELECT datname FROM pg_database WHERE datname LIKE 'sweetloop\\_tmpl\\_%'")).rows as { datname: string }[];
+      const templates = (await c.query("SELECT datname FROM pg_database WHERE datname LIKE 'sweetloop\\_tmpl\\_%'"))
+        .rows as { datname: string }[];
       expect(templates.length).toBeGreaterThan(0);
       // Without FORCE, as the other run drops it: a copy being made elsewhere this instant makes Postgres refuse.
       for (const t of templates) {

@@ -25,7 +25,7 @@ function game(i: number, questions: number): Trajectory {
   };
 }
 
-describe('the actor\'s states', () => {
+describe("the actor's states", () => {
   const games = Array.from({ length: 10 }, (_, i) => game(i, 1 + (i % 3)));
 
   it('takes every agent turn of the sampled trajectories by default, each with the dialogue before it', () => {

@@ -73,7 +73,13 @@ beforeAll(async () => {
   baseDir = await tinyPolicy(join(root, 'base'));
   await seedSessions(t.prisma, 4);
   server = await startOpenAiServer({ model: SERVED_MODEL, maxModelLen: 768 });
-  endpoint = await registerEndpointVersion(t.prisma, { name: 'tiny-endpoint', url: server.url, model: SERVED_MODEL, baseModelDir: baseDir, maxTokens: 128 });
+  endpoint = await registerEndpointVersion(t.prisma, {
+    name: 'tiny-endpoint',
+    url: server.url,
+    model: SERVED_MODEL,
+    baseModelDir: baseDir,
+    maxTokens: 128,
+  });
   await deployPolicyByName(t.db, 'test', 'tiny-endpoint');
 }, 240_000);
 
@@ -95,31 +101,58 @@ function maxDiff(a: Map<string, number[]>, b: Map<string, number[]>): number {
   return d;
 }
 
-describe('LoRA training on an endpoint version\'s base model', () => {
+describe("LoRA training on an endpoint version's base model", () => {
   let adapter: PolicyVersion;
 
   it('publishes an adapter version on the endpoint, in PEFT layout, with a LoRA critic', async () => {
     const s = settings(join(root, 'straight'));
-    adapter = await trainCommand(t.db, s, { algo: 'sweet', from: 'tiny-endpoint', preset: 'cpu-small', kind: 'backend', maxSteps: 2, lora: 4 });
+    adapter = await trainCommand(t.db, s, {
+      algo: 'sweet',
+      from: 'tiny-endpoint',
+      preset: 'cpu-small',
+      kind: 'backend',
+      maxSteps: 2,
+      lora: 4,
+    });
 
     expect(adapter).toMatchObject({ kind: 'adapter', status: 'candidate', algorithm: 'sweet', parentId: endpoint.id });
     // The row refers to its endpoint version (whose address it follows) and holds nothing else of it.
     expect(adapter.serving).toEqual({ endpointVersionId: endpoint.id, adapterName: adapterNameFor(adapter) });
     const serving = await resolveServing(t.prisma, adapter);
     const base = servingOf(endpoint);
-    expect(serving).toMatchObject({ url: base.url, model: SERVED_MODEL, baseModelDir: base.baseModelDir, endpointVersionId: endpoint.id, adapterName: adapterNameFor(adapter) });
+    expect(serving).toMatchObject({
+      url: base.url,
+      model: SERVED_MODEL,
+      baseModelDir: base.baseModelDir,
+      endpointVersionId: endpoint.id,
+      adapterName: adapterNameFor(adapter),
+    });
     expect(serving.adapterName).toMatch(/^sweet-[0-9a-f]{8}-[0-9a-f]{8}$/);
 
     // PEFT layout: the config and the adapter weights only (no base weights, no optimizer state).
     const dir = adapter.checkpointPath!;
     expect(readdirSync(dir).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
-    expect(JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8'))).toMatchObject({ peft_type: 'LORA', task_type: 'CAUSAL_LM', r: 4, lora_alpha: 8, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'], base_model_name_or_path: base.baseModelDir });
+    expect(JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8'))).toMatchObject({
+      peft_type: 'LORA',
+      task_type: 'CAUSAL_LM',
+      r: 4,
+      lora_alpha: 8,
+      target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'],
+      base_model_name_or_path: base.baseModelDir,
+    });
     // What the trainer writes passes the check an adapter made elsewhere gets (sweetloop policy add --adapter).
-    expect(await checkAdapterDir(dir, { baseNames: [SERVED_MODEL, base.baseModelDir!], maxRank: 16, endpointName: endpoint.name })).toMatchObject({ rank: 4, alpha: 8 });
+    expect(
+      await checkAdapterDir(dir, {
+        baseNames: [SERVED_MODEL, base.baseModelDir!],
+        maxRank: 16,
+        endpointName: endpoint.name,
+      }),
+    ).toMatchObject({ rank: 4, alpha: 8 });
     const weights = await readSafetensors(join(dir, 'adapter_model.safetensors'));
     const names = [...weights.keys()];
     expect(names.length).toBe(8); // 1 layer x 4 modules x (A, B)
-    for (const n of names) expect(n).toMatch(/^base_model\.model\.model\.layers\.0\.self_attn\.[qkvo]_proj\.lora_[AB]\.weight$/);
+    for (const n of names)
+      expect(n).toMatch(/^base_model\.model\.model\.layers\.0\.self_attn\.[qkvo]_proj\.lora_[AB]\.weight$/);
     for (const [n, w] of weights) expect(n.includes('lora_A') ? w.shape[0] : w.shape[1]).toBe(4);
     // B starts at zero: a non-zero B means the actor's updates reached the published adapter.
     expect(names.filter((n) => n.includes('lora_B')).some((n) => weights.get(n)!.data.some((x) => x !== 0))).toBe(true);
@@ -154,7 +187,8 @@ describe('LoRA training on an endpoint version\'s base model', () => {
     expect(existsSync(join(ckpt, 'model.safetensors'))).toBe(false);
 
     const resumed = await executeRun(ctx, run.id);
-    const critic = (r: { checkpointDir: string | null }) => join(r.checkpointDir!, 'critic', 'adapter_model.safetensors');
+    const critic = (r: { checkpointDir: string | null }) =>
+      join(r.checkpointDir!, 'critic', 'adapter_model.safetensors');
     expect(maxDiff(await tensors(critic(straight)), await tensors(critic(run)))).toBeLessThanOrEqual(1e-6);
     const published = (v: PolicyVersion) => join(v.checkpointPath!, 'adapter_model.safetensors');
     expect(maxDiff(await tensors(published(adapter)), await tensors(published(resumed)))).toBeLessThanOrEqual(1e-6);
@@ -170,7 +204,7 @@ describe('LoRA training on an endpoint version\'s base model', () => {
     const agents = new Map<string, LoadedAgent>();
     const follow = async (v: PolicyVersion): Promise<LoadedAgent> => {
       const next = await loadAgent(v, { prisma: t.prisma });
-      for (const [id, old] of agents) if (id !== v.id) (await old.close(), agents.delete(id));
+      for (const [id, old] of agents) if (id !== v.id) await old.close(), agents.delete(id);
       agents.set(v.id, next);
       return next;
     };

@@ -42,7 +42,18 @@ function config(preferences: boolean): RunConfig {
   return {
     algorithm: 'sweet',
     preset: 'cpu-small',
-    train: trainConfig('cpu-small', { batchSize: 2, microBatch: 2, criticEpochs: 2, actorEpochs: 1, checkpointEvery: 2, candidates: 4, pairsPerState: 2, stateFraction: 0.5, maxNewTokens: 24, seed: 3 }),
+    train: trainConfig('cpu-small', {
+      batchSize: 2,
+      microBatch: 2,
+      criticEpochs: 2,
+      actorEpochs: 1,
+      checkpointEvery: 2,
+      candidates: 4,
+      pairsPerState: 2,
+      stateFraction: 0.5,
+      maxNewTokens: 24,
+      seed: 3,
+    }),
     fromVersionId: fromId,
     fromVersionName: 'tiny',
     fromCheckpoint: policyDir,
@@ -54,27 +65,44 @@ function config(preferences: boolean): RunConfig {
 }
 
 async function rater(name: string, o: { withdrawn?: boolean } = {}) {
-  return t.prisma.participant.create({ data: { discordUserId: name, displayName: name, consentGivenAt: new Date(), ...(o.withdrawn ? { consentWithdrawnAt: new Date() } : {}) } });
+  return t.prisma.participant.create({
+    data: {
+      discordUserId: name,
+      displayName: name,
+      consentGivenAt: new Date(),
+      ...(o.withdrawn ? { consentWithdrawnAt: new Date() } : {}),
+    },
+  });
 }
 
 async function prefer(raterId: string, a: string, b: string, choice: 'a' | 'b' | 'tie') {
-  return t.prisma.preference.create({ data: { raterId, sessionAId: a, sessionBId: b, choice, answeredAt: new Date() } });
+  return t.prisma.preference.create({
+    data: { raterId, sessionAId: a, sessionBId: b, choice, answeredAt: new Date() },
+  });
 }
 
 type Snapshot = { sessions: { id: string }[]; preferences?: { id: string; chosen: string; rejected: string }[] };
-const pairsFile = (dir: string) => JSON.parse(readFileSync(join(dir, 'critic-pairs.json'), 'utf8')) as { chosen: string; rejected: string; from: 'rewards' | 'people' }[];
+const pairsFile = (dir: string) =>
+  JSON.parse(readFileSync(join(dir, 'critic-pairs.json'), 'utf8')) as {
+    chosen: string;
+    rejected: string;
+    from: 'rewards' | 'people';
+  }[];
 
-describe('criticPairs with people\'s pairs', () => {
+describe("criticPairs with people's pairs", () => {
   // Only session ids matter for which pairs are made; the encoded sequences are not read.
   const examples = () => data.map((d) => ({ sessionId: d.sessionId }) as unknown as CriticExample);
-  const ids = (ps: ReturnType<typeof criticPairs>) => ps.map((p) => `${p.from}:${p.chosen.sessionId}>${p.rejected.sessionId}`);
+  const ids = (ps: ReturnType<typeof criticPairs>) =>
+    ps.map((p) => `${p.from}:${p.chosen.sessionId}>${p.rejected.sessionId}`);
 
-  it('adds the pairs people chose after the rewards\' pairs, in content order, capped per task, ignoring pairs it cannot use', () => {
+  it("adds the pairs people chose after the rewards' pairs, in content order, capped per task, ignoring pairs it cannot use", () => {
     expect(tasks.length).toBeGreaterThanOrEqual(2);
     const [x, y] = tasks as [(typeof tasks)[0], (typeof tasks)[0]];
     const rewardsOnly = criticPairs(data, examples(), 4);
     expect(rewardsOnly.every((p) => p.from === 'rewards')).toBe(true);
-    expect(rewardsOnly.map((p) => `${p.chosen.sessionId}>${p.rejected.sessionId}`)).toContain(`${x.best.sessionId}>${x.worst.sessionId}`);
+    expect(rewardsOnly.map((p) => `${p.chosen.sessionId}>${p.rejected.sessionId}`)).toContain(
+      `${x.best.sessionId}>${x.worst.sessionId}`,
+    );
 
     const people = [
       { chosen: x.worst.sessionId, rejected: x.best.sessionId }, // contradicts the rewards
@@ -85,7 +113,9 @@ describe('criticPairs with people\'s pairs', () => {
     const withPeople = criticPairs(data, examples(), 4, people);
     expect(ids(withPeople).slice(0, rewardsOnly.length)).toEqual(ids(rewardsOnly));
     const added = ids(withPeople).slice(rewardsOnly.length);
-    expect([...added].sort()).toEqual([`people:${x.worst.sessionId}>${x.best.sessionId}`, `people:${y.best.sessionId}>${y.worst.sessionId}`].sort());
+    expect([...added].sort()).toEqual(
+      [`people:${x.worst.sessionId}>${x.best.sessionId}`, `people:${y.best.sessionId}>${y.worst.sessionId}`].sort(),
+    );
     // The order does not depend on the order the judgements came in.
     expect(ids(criticPairs(data, examples(), 4, [...people].reverse()))).toEqual(ids(withPeople));
     // Each judgement counts: two people agreeing give two pairs; the cap per task bounds them.
@@ -95,7 +125,7 @@ describe('criticPairs with people\'s pairs', () => {
   });
 });
 
-describe('a SWEET-RL run with people\'s preferences', () => {
+describe("a SWEET-RL run with people's preferences", () => {
   it('records the usable preferences in its snapshot and gives the critic the pair the person chose', async () => {
     const [x, y] = tasks as [(typeof tasks)[0], (typeof tasks)[0]];
     const dana = await rater('dana');
@@ -113,16 +143,25 @@ describe('a SWEET-RL run with people\'s preferences', () => {
     expect((off.dataSnapshot as Snapshot).preferences).toBeUndefined();
 
     const said: string[] = [];
-    const ctx = { prisma: t.prisma, checkpointRoot: join(root, 'on'), progress: 'none' as const, log: (l: string) => said.push(l) };
+    const ctx = {
+      prisma: t.prisma,
+      checkpointRoot: join(root, 'on'),
+      progress: 'none' as const,
+      log: (l: string) => said.push(l),
+    };
     const run = await createRun(ctx, config(true));
     const snapshot = run.dataSnapshot as Snapshot;
     expect(snapshot.sessions.map((s) => s.id)).not.toContain(z.worst.sessionId);
-    expect(snapshot.preferences).toEqual([{ id: contradicting.id, chosen: x.worst.sessionId, rejected: x.best.sessionId }]);
+    expect(snapshot.preferences).toEqual([
+      { id: contradicting.id, chosen: x.worst.sessionId, rejected: x.best.sessionId },
+    ]);
 
     // One critic update is enough to see which pairs the critic trains on.
     await expect(executeRun({ ...ctx, stopAfterSteps: 1 }, run.id)).rejects.toBeInstanceOf(RunInterrupted);
     const pairs = pairsFile(run.checkpointDir!);
-    expect(pairs.filter((p) => p.from === 'people')).toEqual([{ chosen: x.worst.sessionId, rejected: x.best.sessionId, from: 'people' }]);
+    expect(pairs.filter((p) => p.from === 'people')).toEqual([
+      { chosen: x.worst.sessionId, rejected: x.best.sessionId, from: 'people' },
+    ]);
     // The rewards still say the opposite; the person's pair is extra signal, not a replacement.
     expect(pairs).toContainEqual({ chosen: x.best.sessionId, rejected: x.worst.sessionId, from: 'rewards' });
     expect(said.join('\n')).toMatch(/critic: \d+ trajectory pairs from \d+ sessions \(1 from people's preferences\)/);

@@ -18,7 +18,9 @@ describe('criticAgainstTests', () => {
     expect(c).toMatchObject({ sessions: 6, tasks: 2, pairs: 3, agree: 2, criticTies: 1 });
     expect(c.agreement).toBeCloseTo(2.5 / 3, 12);
     expect(c.spearman).not.toBeNull();
-    expect(formatCriticTests(c)).toMatch(/of 3 same-task pairs the tests tell apart \(2 tasks\), the critic orders 2 as the tests do \(1 ties\): 83\.3%/);
+    expect(formatCriticTests(c)).toMatch(
+      /of 3 same-task pairs the tests tell apart \(2 tasks\), the critic orders 2 as the tests do \(1 ties\): 83\.3%/,
+    );
   });
 
   it('a critic ordering every pair the other way agrees on none; Spearman -1 on a reversed ranking', () => {
@@ -29,7 +31,13 @@ describe('criticAgainstTests', () => {
   });
 
   it('has no agreement without pairs and no correlation under three sessions, and refuses mismatched lists', () => {
-    const c = criticAgainstTests([{ taskId: 'x', score: 1 }, { taskId: 'y', score: 0 }], [1, 0]);
+    const c = criticAgainstTests(
+      [
+        { taskId: 'x', score: 1 },
+        { taskId: 'y', score: 0 },
+      ],
+      [1, 0],
+    );
     expect(c).toMatchObject({ pairs: 0, agreement: null, spearman: null, spearmanP: null });
     expect(() => criticAgainstTests([{ taskId: 'x', score: 1 }], [])).toThrow(/1 sessions but 0/);
   });

@@ -43,7 +43,14 @@ describe('SWEET-RL critic', () => {
 
       const heldOut = pairs[pairs.length - 1]!;
       const train = pairs.slice(0, -1);
-      const c = trainConfig('cpu-small', { batchSize: train.length, microBatch: 4, criticEpochs: 12, criticLr: 3e-3, criticBeta: 1, seed: 2 });
+      const c = trainConfig('cpu-small', {
+        batchSize: train.length,
+        microBatch: 4,
+        criticEpochs: 12,
+        criticLr: 3e-3,
+        criticBeta: 1,
+        seed: 2,
+      });
       const phase = criticPhase(critic, train, c);
       const losses: number[] = [];
       for (let s = 0; s < phase.totalSteps; s++) losses.push((await phase.step(s)).loss!);
@@ -62,20 +69,30 @@ describe('SWEET-RL critic', () => {
       try {
         const ctx = policy.model.config.maxPositionEmbeddings;
         const policyRows = candidates.map((c) => encodeAction(policy, policyDialogue(traj.task, []), c, ctx));
-        const policyLogp = await completionLogprobValues(policy.model, policyRows, { padTokenId: policy.tokenizer.padTokenId });
+        const policyLogp = await completionLogprobValues(policy.model, policyRows, {
+          padTokenId: policy.tokenizer.padTokenId,
+        });
         const scores = await critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, policyLogp);
         expect(scores).toHaveLength(2);
         expect(scores.every(Number.isFinite)).toBe(true);
         const criticRows = candidates.map((c) => encodeAction(critic.current, criticDialogue(traj.task, []), c, ctx));
-        const own = await completionLogprobValues(critic.model, criticRows, { padTokenId: critic.current.tokenizer.padTokenId });
+        const own = await completionLogprobValues(critic.model, criticRows, {
+          padTokenId: critic.current.tokenizer.padTokenId,
+        });
         expect(await critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, own)).toEqual([0, 0]);
-        await expect(critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, own.slice(0, 1))).rejects.toThrow(/reference rows/);
+        await expect(
+          critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, own.slice(0, 1)),
+        ).rejects.toThrow(/reference rows/);
         // rankingReference 'initial': against the frozen initial critic on the same rows (with the hidden
         // information), i.e. the advantage Bradley-Terry fitted; exactly 0 for a critic not trained yet.
         const initial = await loadModel(policyDir, 'critic-test-initial', false);
         try {
-          const initialLogp = await completionLogprobValues(initial.model, criticRows, { padTokenId: initial.tokenizer.padTokenId });
-          const viaInitial = await critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, policyLogp, { reference: 'initial' });
+          const initialLogp = await completionLogprobValues(initial.model, criticRows, {
+            padTokenId: initial.tokenizer.padTokenId,
+          });
+          const viaInitial = await critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, policyLogp, {
+            reference: 'initial',
+          });
           const expected = await critic.scoreCandidates({ task: traj.task, turns: [] }, candidates, initialLogp);
           viaInitial.forEach((x, i) => expect(x).toBeCloseTo(expected[i]!, 5));
           expect(viaInitial).not.toEqual(scores);
@@ -84,7 +101,11 @@ describe('SWEET-RL critic', () => {
         }
         const fresh = await Critic.load(policyDir);
         try {
-          expect(await fresh.scoreCandidates({ task: traj.task, turns: [] }, candidates, policyLogp, { reference: 'initial' })).toEqual([0, 0]);
+          expect(
+            await fresh.scoreCandidates({ task: traj.task, turns: [] }, candidates, policyLogp, {
+              reference: 'initial',
+            }),
+          ).toEqual([0, 0]);
         } finally {
           fresh.dispose();
         }
@@ -110,7 +131,13 @@ describe('SWEET-RL critic', () => {
         dispose() {},
       };
       const c = trainConfig('cpu-small', { candidates: 4, pairsPerState: 4, maxNewTokens: 8, seed: 3 });
-      const pairs = await pairsForState(policy, ranker, { sessionId: 's', agentTurn: 0, task: data[0]!.task, turns: [] }, c, 11);
+      const pairs = await pairsForState(
+        policy,
+        ranker,
+        { sessionId: 's', agentTurn: 0, task: data[0]!.task, turns: [] },
+        c,
+        11,
+      );
       expect(seen).toHaveLength(1);
       expect(seen[0]).toHaveLength(4);
       expect(pairs.length).toBeGreaterThan(0);

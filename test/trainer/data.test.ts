@@ -18,7 +18,13 @@ afterAll(async () => {
 
 async function humanSession(label: string, participant: Record<string, unknown>, score: number): Promise<string> {
   const task = await t.prisma.task.findFirstOrThrow();
-  const p = await t.prisma.participant.create({ data: { discordUserId: `1000000000000000${label.length}${Math.floor(Math.random() * 1e6)}`, displayName: label, ...participant } });
+  const p = await t.prisma.participant.create({
+    data: {
+      discordUserId: `1000000000000000${label.length}${Math.floor(Math.random() * 1e6)}`,
+      displayName: label,
+      ...participant,
+    },
+  });
   const s = await t.prisma.session.create({
     data: {
       taskId: task.id,

@@ -10,13 +10,18 @@ import { comparePaired, formatComparison, type GameOutcome } from '../../trainer
 import { scratchDir, tinyPolicy } from './fixture.ts';
 import { runSweetloop } from '../../testing/sweetloop-cli.ts';
 
-const games = (scores: number[], prefix = 't'): GameOutcome[] => scores.map((score, i) => ({ taskId: `${prefix}${i}`, score, success: score >= 1, agentTurns: 2 + (i % 3) }));
+const games = (scores: number[], prefix = 't'): GameOutcome[] =>
+  scores.map((score, i) => ({ taskId: `${prefix}${i}`, score, success: score >= 1, agentTurns: 2 + (i % 3) }));
 
 describe('comparePaired', () => {
   it('gives each policy its rates and the paired differences with McNemar and Wilcoxon p-values', () => {
     const a = games([1, 1, 1, 0.5, 0.4, 1, 0.9, 0.2]);
     const b = games([0, 0.5, 1, 0.5, 0.1, 0.3, 0.9, 0.2]);
-    const c = comparePaired({ version: 'new', games: a }, { version: 'old', games: b }, { kind: 'backend', seed: 1, resamples: 2000 });
+    const c = comparePaired(
+      { version: 'new', games: a },
+      { version: 'old', games: b },
+      { kind: 'backend', seed: 1, resamples: 2000 },
+    );
     expect(c.games).toBe(8);
     expect([c.a.successes, c.b.successes]).toEqual([4, 1]);
     expect(c.a.success.estimate).toBe(0.5);
@@ -39,10 +44,15 @@ describe('comparePaired', () => {
   it('counts a task played several times once: intervals resample tasks, Wilcoxon ranks task means, McNemar is clustered', () => {
     // 4 tasks x 3 games. Task means of A - B: t0 +1/6, t1 +0.2, t2 0, t3 +0.1 -> 3 non-zero, all positive:
     // exact Wilcoxon p = 2/8 = 0.25 over tasks (over the 12 games it would be 2/2^8 = 0.0078).
-    const rep = (scores: number[]): GameOutcome[] => scores.map((score, i) => ({ taskId: `t${Math.floor(i / 3)}`, score, success: score >= 1, agentTurns: 2 }));
+    const rep = (scores: number[]): GameOutcome[] =>
+      scores.map((score, i) => ({ taskId: `t${Math.floor(i / 3)}`, score, success: score >= 1, agentTurns: 2 }));
     const a = rep([1, 1, 0.5, 0.6, 0.6, 0.6, 0.3, 0.3, 0.3, 0.4, 0.4, 0.4]);
     const b = rep([0.5, 0.5, 1, 0.4, 0.4, 0.4, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]);
-    const c = comparePaired({ version: 'new', games: a }, { version: 'old', games: b }, { kind: 'backend', seed: 1, resamples: 2000 });
+    const c = comparePaired(
+      { version: 'new', games: a },
+      { version: 'old', games: b },
+      { kind: 'backend', seed: 1, resamples: 2000 },
+    );
     expect([c.games, c.tasks]).toEqual([12, 4]);
     expect(c.score.wilcoxon.n).toBe(3);
     expect(c.score.wilcoxon.zeros).toBe(1);
@@ -62,15 +72,24 @@ describe('comparePaired', () => {
 describe('sweetloop evaluate --compare', () => {
   let t: TestDatabase;
   let root: string;
-  const sweetloop = (args: string[]) => runSweetloop(args, { env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, TFJS_BACKEND: 'wasm' }, timeoutMs: 300_000 });
+  const sweetloop = (args: string[]) =>
+    runSweetloop(args, {
+      env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, TFJS_BACKEND: 'wasm' },
+      timeoutMs: 300_000,
+    });
 
   beforeAll(async () => {
     t = await createTestDatabase();
     root = scratchDir('compare');
     await importTasks(t.prisma, generateMiniTasks({ seed: 4, count: 2, split: 'test' }));
-    for (const [name, seed] of [['tiny-a', 5], ['tiny-b', 9]] as const) {
+    for (const [name, seed] of [
+      ['tiny-a', 5],
+      ['tiny-b', 9],
+    ] as const) {
       const dir = await tinyPolicy(join(root, name), seed);
-      await t.prisma.policyVersion.create({ data: { name, algorithm: 'starter', checkpointPath: dir, checkpointSha256: 'x', status: 'candidate' } });
+      await t.prisma.policyVersion.create({
+        data: { name, algorithm: 'starter', checkpointPath: dir, checkpointSha256: 'x', status: 'candidate' },
+      });
     }
   }, 240_000);
 
@@ -85,7 +104,10 @@ describe('sweetloop evaluate --compare', () => {
     expect(r.stdout).toContain('tiny-a (A) vs tiny-b (B) on the same 2 backend games (95% intervals):');
     expect(r.stdout).toMatch(/A - B\s+[+-]\d+\.\d/);
     expect(r.stdout).toMatch(/p-value\s+p = [01]\.\d{3} McNemar\s+p = [01]\.\d{3} Wilcoxon/);
-    const json = JSON.parse((await sweetloop(['evaluate', '--compare', 'tiny-a', 'tiny-b', '--episodes', '2', '--seed', '3', '--json'])).stdout);
+    const json = JSON.parse(
+      (await sweetloop(['evaluate', '--compare', 'tiny-a', 'tiny-b', '--episodes', '2', '--seed', '3', '--json']))
+        .stdout,
+    );
     expect(json.games).toBe(2);
     expect(json.a.version).toBe('tiny-a');
     // Same seed, same games: the second run printed the same numbers.

@@ -27,7 +27,15 @@ export async function tinyPolicy(dir: string, seed = 5): Promise<string> {
     copyDrillPhase: null,
     steps: 4,
     tokensPerStep: 1024,
-    size: { vocabSize: 320, hiddenSize: 32, intermediateSize: 64, numLayers: 1, numHeads: 2, numKvHeads: 1, contextLength: 768 },
+    size: {
+      vocabSize: 320,
+      hiddenSize: 32,
+      intermediateSize: 64,
+      numLayers: 1,
+      numHeads: 2,
+      numKvHeads: 1,
+      contextLength: 768,
+    },
   });
   return dir;
 }
@@ -37,7 +45,11 @@ export function scratchDir(label: string): string {
 }
 
 /** Stores `taskCount` train tasks and, per task, one expert and one non-asking session. */
-export async function seedSessions(prisma: PrismaClient, taskCount: number, seed = 11): Promise<{ tasks: TaskRecord[]; sessionIds: string[] }> {
+export async function seedSessions(
+  prisma: PrismaClient,
+  taskCount: number,
+  seed = 11,
+): Promise<{ tasks: TaskRecord[]; sessionIds: string[] }> {
   const tasks = generateMiniTasks({ seed, count: taskCount, split: 'train' });
   await importTasks(prisma, tasks);
   const rows = await prisma.task.findMany();
@@ -86,6 +98,15 @@ export async function runWorld(label: string): Promise<RunWorld> {
   const root = scratchDir(label);
   const policyDir = await tinyPolicy(join(root, 'tiny'));
   await seedSessions(t.prisma, 4);
-  const v = await t.prisma.policyVersion.create({ data: { name: 'tiny', algorithm: 'starter', checkpointPath: policyDir, checkpointSha256: 'x', status: 'deployed', deployedAt: new Date() } });
+  const v = await t.prisma.policyVersion.create({
+    data: {
+      name: 'tiny',
+      algorithm: 'starter',
+      checkpointPath: policyDir,
+      checkpointSha256: 'x',
+      status: 'deployed',
+      deployedAt: new Date(),
+    },
+  });
   return { t, root, policyDir, fromId: v.id };
 }

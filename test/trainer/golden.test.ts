@@ -17,8 +17,19 @@ import { trainConfig } from '../../trainer/presets.ts';
 import { minibatchPhase } from '../../trainer/schedule.ts';
 import { turnLogprobs, type EncodedDialogue } from '../../trainer/sequences.ts';
 
-interface Seq { ids: number[]; mask: number[] }
-interface DpoCase { chosen: Seq; rejected: Seq; preference: number; nll: number; total: number; grad?: number[]; promptLength?: number }
+interface Seq {
+  ids: number[];
+  mask: number[];
+}
+interface DpoCase {
+  chosen: Seq;
+  rejected: Seq;
+  preference: number;
+  nll: number;
+  total: number;
+  grad?: number[];
+  promptLength?: number;
+}
 const F = JSON.parse(readFileSync(new URL('./golden/official.json', import.meta.url), 'utf8'));
 const V: number = F.vocabSize;
 const PAD: number = F.tokens.pad;
@@ -92,7 +103,13 @@ function mtdpoLoss(policy: Decoder, reference: Decoder, pairs: DpoCase[], beta: 
   const ref = sums(reference, seqs); // the reference's weights are not among those differentiated
   const n = pairs.length;
   return dpoLoss(
-    { policyChosen: cur.slice(0, n), policyRejected: cur.slice(n, n), refChosen: ref.slice(0, n), refRejected: ref.slice(n, n), chosenLengths: tf.tensor1d(pairs.map((p) => tokens(p.chosen))) },
+    {
+      policyChosen: cur.slice(0, n),
+      policyRejected: cur.slice(n, n),
+      refChosen: ref.slice(0, n),
+      refRejected: ref.slice(n, n),
+      chosenLengths: tf.tensor1d(pairs.map((p) => tokens(p.chosen))),
+    },
     beta,
     nll,
   ).loss;
@@ -112,7 +129,7 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
     expect(F.commits.collab_openrlhf).toMatch(/^[0-9a-f]{40}$/);
   });
 
-  it("critic: Bradley-Terry over the mean log-ratio of all agent tokens, and its gradient", () => {
+  it('critic: Bradley-Terry over the mean log-ratio of all agent tokens, and its gradient', () => {
     const reference = bigram(F.weights.reference, 'ref');
     F.critic.pairs.forEach((p: DpoCase, i: number) => {
       const policy = bigram(F.weights.policy, `critic${i}`);
@@ -132,7 +149,7 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
     });
   });
 
-  it("actor: DPO on the message equals the official; its NLL covers the message only (official: the whole sequence)", () => {
+  it('actor: DPO on the message equals the official; its NLL covers the message only (official: the whole sequence)', () => {
     const policy = bigram(F.weights.policy, 'actor');
     const reference = bigram(F.weights.reference, 'ref');
     let largest = 0;
@@ -142,8 +159,18 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
       const lp = tf.tidy(() => {
         const cur = completionLogprobs(policy, rows, { padTokenId: PAD }).sums;
         const ref = completionLogprobs(reference, rows, { padTokenId: PAD }).sums;
-        const x = { policyChosen: cur.slice(0, 1), policyRejected: cur.slice(1, 1), refChosen: ref.slice(0, 1), refRejected: ref.slice(1, 1), chosenLengths: tf.tensor1d([rows[0]!.completion.length]) };
-        return [dpoLoss(x, F.actor.beta, 0).loss.dataSync()[0]!, dpoLoss(x, F.actor.beta, F.actor.nll).loss.dataSync()[0]!, cur.dataSync()[0]!];
+        const x = {
+          policyChosen: cur.slice(0, 1),
+          policyRejected: cur.slice(1, 1),
+          refChosen: ref.slice(0, 1),
+          refRejected: ref.slice(1, 1),
+          chosenLengths: tf.tensor1d([rows[0]!.completion.length]),
+        };
+        return [
+          dpoLoss(x, F.actor.beta, 0).loss.dataSync()[0]!,
+          dpoLoss(x, F.actor.beta, F.actor.nll).loss.dataSync()[0]!,
+          cur.dataSync()[0]!,
+        ];
       });
       const [preference, total, chosenSum] = lp as number[];
       close(preference!, p.preference, `actor DPO, pair ${i}`);
@@ -155,13 +182,23 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
     expect(largest).toBeGreaterThan(1e-3); // the difference is real: the prompt's tokens are in the official NLL
   });
 
-  for (const [which, microBatch] of [['mtdpo', 3], ['critic', 5]] as const) {
+  for (const [which, microBatch] of [
+    ['mtdpo', 3],
+    ['critic', 5],
+  ] as const) {
     it(`one update over 8 pairs: ${which} in micro-batches of ${microBatch} equals 8 accumulated micro-batches of 1`, async () => {
       const policy = bigram(F.weights.policy, `acc-${which}`);
       const reference = bigram(F.weights.reference, 'ref');
       const pairs: DpoCase[] = F[which].pairs;
       const want = F.accumulation[which];
-      const c = trainConfig('paper', { batchSize: 8, microBatch, lr: want.lr, criticLr: want.lr, warmupRatio: 0, maxGradNorm: 1 });
+      const c = trainConfig('paper', {
+        batchSize: 8,
+        microBatch,
+        lr: want.lr,
+        criticLr: want.lr,
+        warmupRatio: 0,
+        maxGradNorm: 1,
+      });
       const phase = minibatchPhase({
         name: which,
         model: policy,
@@ -170,7 +207,12 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
         peakLr: want.lr,
         config: c,
         shape: () => ({ rows: 2, tokens: 1 }),
-        microStep: (micro) => ({ loss: which === 'mtdpo' ? mtdpoLoss(policy, reference, micro, F.mtdpo.beta, F.mtdpo.nll) : criticLoss(policy, reference, micro, F.critic.beta) }),
+        microStep: (micro) => ({
+          loss:
+            which === 'mtdpo'
+              ? mtdpoLoss(policy, reference, micro, F.mtdpo.beta, F.mtdpo.nll)
+              : criticLoss(policy, reference, micro, F.critic.beta),
+        }),
       });
       const m = await phase.step(0);
       close(m.lr!, want.lr, `${which} update lr`);
@@ -185,14 +227,16 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
     const policy = bigram(F.weights.policy, 'rft');
     for (const split of [1, 3, 8]) {
       // minibatchPhase's weighting: each micro-batch's mean times its share of the batch
-      const r = gradOf(policy, () =>
-        tf.addN(
-          Array.from({ length: Math.ceil(seqs.length / split) }, (_, k) => {
-            const micro = seqs.slice(k * split, (k + 1) * split).map(encoded);
-            const lp = turnLogprobs(policy, micro, PAD);
-            return tf.mul(dialogueNll(lp.logp, lp.mask, lp.owner, micro.length), micro.length / seqs.length);
-          }),
-        ) as tf.Scalar,
+      const r = gradOf(
+        policy,
+        () =>
+          tf.addN(
+            Array.from({ length: Math.ceil(seqs.length / split) }, (_, k) => {
+              const micro = seqs.slice(k * split, (k + 1) * split).map(encoded);
+              const lp = turnLogprobs(policy, micro, PAD);
+              return tf.mul(dialogueNll(lp.logp, lp.mask, lp.owner, micro.length), micro.length / seqs.length);
+            }),
+          ) as tf.Scalar,
       );
       close(r.loss, seqs.reduce((a, s) => a + s.loss, 0) / seqs.length, `RFT loss, micro-batches of ${split}`);
       close(r.grad, F.rft.grad, `RFT gradient, micro-batches of ${split}`);
@@ -202,9 +246,18 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
   it('trajectory pairs: the best of a task against each strictly worse one (evaluate_code.py); ours also where the best failed', () => {
     const { k, tasks, rewards } = F.trajectoryPairs as { k: number; tasks: number; rewards: number[][] };
     const items = [];
-    for (let j = 0; j < k; j++) for (let i = 0; i < tasks; i++) items.push({ id: `${j},${i}`, groupId: `task ${String(i).padStart(2, '0')}`, reward: rewards[j]![i]!, key: String(j) });
+    for (let j = 0; j < k; j++)
+      for (let i = 0; i < tasks; i++)
+        items.push({
+          id: `${j},${i}`,
+          groupId: `task ${String(i).padStart(2, '0')}`,
+          reward: rewards[j]![i]!,
+          key: String(j),
+        });
     const ours = rewardPairs(items, null).map((p) => `${p.chosen.id}>${p.rejected.id}`);
-    const official = (F.trajectoryPairs.pairs as { chosen: number[]; rejected: number[] }[]).map((p) => `${p.chosen.join(',')}>${p.rejected.join(',')}`);
+    const official = (F.trajectoryPairs.pairs as { chosen: number[]; rejected: number[] }[]).map(
+      (p) => `${p.chosen.join(',')}>${p.rejected.join(',')}`,
+    );
     expect(official.length).toBeGreaterThan(0);
     for (const p of official) expect(ours).toContain(p);
     // The difference: tasks whose best trajectory did not pass every test give pairs here, none there.
@@ -219,7 +272,7 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
     compared += official.length;
   });
 
-  it("actor pairs: a random one of the better half against a random one of the worse half (generate_random_pairs_from_ranks.py)", () => {
+  it('actor pairs: a random one of the better half against a random one of the worse half (generate_random_pairs_from_ranks.py)', () => {
     const judge: number[][] = F.rankPairs.judge;
     const official: { state: number; chosen: number; rejected: number }[] = F.rankPairs.pairs;
     let dropped = 0;
@@ -236,9 +289,17 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
         expect(ranked.indexOf(p.rejected)).toBeGreaterThanOrEqual(half);
       }
       // Replay the official draws through our sampler: which place in each half each pair took.
-      const draws = mine.flatMap((p) => [(ranked.indexOf(p.chosen) + 0.5) / half, (ranked.indexOf(p.rejected) - half + 0.5) / half]);
+      const draws = mine.flatMap((p) => [
+        (ranked.indexOf(p.chosen) + 0.5) / half,
+        (ranked.indexOf(p.rejected) - half + 0.5) / half,
+      ]);
       let n = 0;
-      const ours = topBottomPairs(scores.map((_, i) => i), (i) => scores[i]!, mine.length, () => draws[n++]!);
+      const ours = topBottomPairs(
+        scores.map((_, i) => i),
+        (i) => scores[i]!,
+        mine.length,
+        () => draws[n++]!,
+      );
       expect(ours.map((p) => [p.chosen, p.rejected])).toEqual(mine.map((p) => [p.chosen, p.rejected]));
       compared += ours.length;
     });
@@ -250,12 +311,24 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
     const critic = bigram(F.weights.critic, 'critic');
     const eos: number = F.tokens.eos;
     let defaultGap = 0;
-    for (const state of F.ranking.states as { prompt: number[]; header: number[]; candidates: { ids: number[]; samplerMean: number }[]; judge: number[] }[]) {
+    for (const state of F.ranking.states as {
+      prompt: number[];
+      header: number[];
+      candidates: { ids: number[]; samplerMean: number }[];
+      judge: number[];
+    }[]) {
       const rows = state.candidates.map((c) => ({ prompt: state.prompt, completion: [...c.ids, eos] }));
       const official = rows.map((r) => rankingRow(r, state.header.length, 1, 'official'));
-      const at = await completionLogprobValues(critic, official, { padTokenId: PAD, temperature: F.ranking.temperature });
+      const at = await completionLogprobValues(critic, official, {
+        padTokenId: PAD,
+        temperature: F.ranking.temperature,
+      });
       const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-      close(at.map((lp, i) => mean(lp) - state.candidates[i]!.samplerMean), state.judge, 'ranking scores (temperature 0.5, header counted, no end token)');
+      close(
+        at.map((lp, i) => mean(lp) - state.candidates[i]!.samplerMean),
+        state.judge,
+        'ranking scores (temperature 0.5, header counted, no end token)',
+      );
       // Sweetloop's default: the critic's own log-probabilities (temperature 1) over the message and its end marker.
       const own = await completionLogprobValues(critic, rows, { padTokenId: PAD });
       const ours = own.map((lp, i) => mean(lp) - state.candidates[i]!.samplerMean);
@@ -270,9 +343,17 @@ describe('golden: the official SWEET-RL code on the same inputs', () => {
     const o = F.optimizer;
     for (const fromZero of [true, false]) {
       const p = tf.variable(tf.tensor1d(o.init), true, `golden-opt-${fromZero}-${models++}`);
-      const warmupSteps = fromZero ? Math.ceil(o.steps * o.warmupRatio) : Math.max(1, Math.round(o.steps * o.warmupRatio));
+      const warmupSteps = fromZero
+        ? Math.ceil(o.steps * o.warmupRatio)
+        : Math.max(1, Math.round(o.steps * o.warmupRatio));
       const lr = warmupCosine({ peakLr: o.peakLr, warmupSteps, totalSteps: o.steps, minRatio: o.minLrRatio, fromZero });
-      const opt = new AdamW(new Map([['p', p]]), { lr, beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: 0 });
+      const opt = new AdamW(new Map([['p', p]]), {
+        lr,
+        beta1: o.betas[0],
+        beta2: o.betas[1],
+        eps: o.eps,
+        weightDecay: 0,
+      });
       const lrs: number[] = [];
       const norms: number[] = [];
       for (let s = 0; s < o.steps; s++) {

@@ -1,6 +1,13 @@
 import { describe, expect, it, beforeAll } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
-import { bradleyTerryLoss, dpoLoss, meanLogRatio, negLogSigmoid, tokenNll, trajectoryAdvantages } from '../../trainer/losses.ts';
+import {
+  bradleyTerryLoss,
+  dpoLoss,
+  meanLogRatio,
+  negLogSigmoid,
+  tokenNll,
+  trajectoryAdvantages,
+} from '../../trainer/losses.ts';
 
 const sig = (x: number) => 1 / (1 + Math.exp(-x));
 
@@ -11,9 +18,21 @@ beforeAll(async () => {
 describe('SWEET-RL losses against hand-computed values', () => {
   it('a trajectory scores one mean log-ratio over all its agent tokens (not a sum of per-turn means)', () => {
     // Three turns: turns 0 and 1 belong to trajectory 0, turn 2 to trajectory 1.
-    const critic = tf.tensor2d([[-1.0, -2.0, -3.0], [-0.5, -0.5, 0], [-2.0, 0, 0]]);
-    const ref = tf.tensor2d([[-1.5, -1.0, -3.5], [-1.0, -0.25, -9], [-1.0, 0, 0]]);
-    const mask = tf.tensor2d([[1, 1, 1], [1, 1, 0], [1, 0, 0]]);
+    const critic = tf.tensor2d([
+      [-1.0, -2.0, -3.0],
+      [-0.5, -0.5, 0],
+      [-2.0, 0, 0],
+    ]);
+    const ref = tf.tensor2d([
+      [-1.5, -1.0, -3.5],
+      [-1.0, -0.25, -9],
+      [-1.0, 0, 0],
+    ]);
+    const mask = tf.tensor2d([
+      [1, 1, 1],
+      [1, 1, 0],
+      [1, 0, 0],
+    ]);
     const s = trajectoryAdvantages(critic, ref, mask, tf.tensor1d([0, 0, 1], 'int32'), 2).arraySync();
     // trajectory 0: ratios 0.5, -1.0, 0.5 | 0.5, -0.25 (the padded -9 is ignored): sum 0.25 over 5 tokens = 0.05.
     // (The per-turn means would be 0 and 0.125, summing to 0.125: the official code does not do that.)
@@ -23,7 +42,13 @@ describe('SWEET-RL losses against hand-computed values', () => {
   });
 
   it('a trajectory with no agent tokens scores 0, not NaN', () => {
-    const s = trajectoryAdvantages(tf.tensor2d([[0, 0]]), tf.tensor2d([[0, 0]]), tf.tensor2d([[0, 0]]), tf.tensor1d([0], 'int32'), 2).arraySync();
+    const s = trajectoryAdvantages(
+      tf.tensor2d([[0, 0]]),
+      tf.tensor2d([[0, 0]]),
+      tf.tensor2d([[0, 0]]),
+      tf.tensor1d([0], 'int32'),
+      2,
+    ).arraySync();
     expect(s).toEqual([0, 0]);
   });
 
@@ -63,7 +88,13 @@ describe('SWEET-RL losses against hand-computed values', () => {
     const pc = tf.variable(tf.tensor1d([-5]));
     const f = () =>
       dpoLoss(
-        { policyChosen: pc as unknown as tf.Tensor1D, policyRejected: tf.tensor1d([-5]), refChosen: tf.tensor1d([-5]), refRejected: tf.tensor1d([-5]), chosenLengths: tf.tensor1d([1]) },
+        {
+          policyChosen: pc as unknown as tf.Tensor1D,
+          policyRejected: tf.tensor1d([-5]),
+          refChosen: tf.tensor1d([-5]),
+          refRejected: tf.tensor1d([-5]),
+          chosenLengths: tf.tensor1d([1]),
+        },
         1,
         0,
       ).loss;
@@ -80,7 +111,16 @@ describe('SWEET-RL losses against hand-computed values', () => {
   });
 
   it('token NLL averages over unmasked tokens', () => {
-    const v = tokenNll(tf.tensor2d([[-1, -3], [-2, -100]]), tf.tensor2d([[1, 1], [1, 0]])).arraySync();
+    const v = tokenNll(
+      tf.tensor2d([
+        [-1, -3],
+        [-2, -100],
+      ]),
+      tf.tensor2d([
+        [1, 1],
+        [1, 0],
+      ]),
+    ).arraySync();
     expect(v).toBeCloseTo(2, 6);
   });
 });

@@ -20,11 +20,14 @@ afterAll(async () => {
 });
 
 async function version(name: string) {
-  return t.prisma.policyVersion.create({ data: { name, algorithm: 'sweet', checkpointPath: `/nowhere/${name}`, checkpointSha256: '0'.repeat(64) } });
+  return t.prisma.policyVersion.create({
+    data: { name, algorithm: 'sweet', checkpointPath: `/nowhere/${name}`, checkpointSha256: '0'.repeat(64) },
+  });
 }
 
 const repeat = (x: number, n: number) => new Array<number>(n).fill(x);
-const games = (scores: number[]): GameOutcome[] => scores.map((score, i) => ({ taskId: `t${i}`, score, success: score >= 1, agentTurns: 3 }));
+const games = (scores: number[]): GameOutcome[] =>
+  scores.map((score, i) => ({ taskId: `t${i}`, score, success: score >= 1, agentTurns: 3 }));
 // Every candidate but `worse` plays 10 of 20 games better than `z`: the gate says better (Wilcoxon p = 2/1024).
 const scores = new Map([
   ['z', repeat(0.3, 20)],
@@ -43,7 +46,9 @@ describe('promotion through a human A/B', () => {
   it('refuses a share outside (0, 1) before playing any game', async () => {
     await version('bad-share');
     let played = 0;
-    await expect(promote(t.db, 'bad-share', { ...o, humanAb: { share: 1 }, play: async () => (played++, []) })).rejects.toThrow(/share must be in \(0, 1\)/);
+    await expect(
+      promote(t.db, 'bad-share', { ...o, humanAb: { share: 1 }, play: async () => (played++, []) }),
+    ).rejects.toThrow(/share must be in \(0, 1\)/);
     expect(played).toBe(0);
   });
 
@@ -64,14 +69,27 @@ describe('promotion through a human A/B', () => {
     expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: b.id } })).status).toBe('candidate');
     const study = (await findStudy(t.prisma, 'default'))!;
     const running = await runningExperiment(t.prisma, study.id);
-    expect(running).toMatchObject({ candidate: { name: 'b' }, control: { name: 'z' }, share: 30, startedBy: 'trainer', study: { name: 'default' } });
+    expect(running).toMatchObject({
+      candidate: { name: 'b' },
+      control: { name: 'z' },
+      share: 30,
+      startedBy: 'trainer',
+      study: { name: 'default' },
+    });
     // The A/B is the default study's arms: z at 70%, b at 30%, which bot/assign.ts assigns sessions by.
-    expect(study.arms.map((a) => [a.policyVersion.name, a.share]).sort()).toEqual([['b', 30], ['z', 70]]);
+    expect(study.arms.map((a) => [a.policyVersion.name, a.share]).sort()).toEqual([
+      ['b', 30],
+      ['z', 70],
+    ]);
     expect(rb.experiment!.id).toBe(running!.id);
     expect(rb.evidence.humanAb).toEqual({ share: 0.3, study: 'default', experimentId: running!.id });
-    const storedB = (await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: b.id } })).metrics as { gate: { decision: string; humanAb: { experimentId: string } } };
+    const storedB = (await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: b.id } })).metrics as {
+      gate: { decision: string; humanAb: { experimentId: string } };
+    };
     expect(storedB.gate).toMatchObject({ decision: 'kept', humanAb: { experimentId: running!.id } });
-    expect(formatGateEvidence(rb.evidence)).toMatch(/kept as a candidate b: better than the deployed version[\s\S]*A\/B experiment started in study default, b on 30% of each task's sessions/);
+    expect(formatGateEvidence(rb.evidence)).toMatch(
+      /kept as a candidate b: better than the deployed version[\s\S]*A\/B experiment started in study default, b on 30% of each task's sessions/,
+    );
 
     // c passes too, but an experiment is running: kept, and the reason says so. No second experiment.
     const c = await version('c');
@@ -81,7 +99,9 @@ describe('promotion through a human A/B', () => {
     expect(rc.experiment).toBeUndefined();
     expect(rc.evidence.humanAb!.experimentId).toBeUndefined();
     expect(rc.evidence.humanAb!.notStarted).toMatch(/already running in study "default" \(candidate b\)/);
-    expect(formatGateEvidence(rc.evidence)).toMatch(/no A\/B experiment started: An experiment is already running in study "default" \(candidate b\)/);
+    expect(formatGateEvidence(rc.evidence)).toMatch(
+      /no A\/B experiment started: An experiment is already running in study "default" \(candidate b\)/,
+    );
     expect(await t.prisma.experiment.count()).toBe(1);
     expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: c.id } })).status).toBe('candidate');
 
@@ -108,7 +128,11 @@ describe('promotion through a human A/B', () => {
       'moderator-1 experiment.promote:b',
       'moderator-1 experiment.stop:b',
     ]);
-    expect(log[2]!.detail).toMatchObject({ verdict: 'better', decision: 'kept', humanAb: { share: 0.3, experimentId: running!.id } });
+    expect(log[2]!.detail).toMatchObject({
+      verdict: 'better',
+      decision: 'kept',
+      humanAb: { share: 0.3, experimentId: running!.id },
+    });
     expect(log[3]!.detail).toMatchObject({ humanAb: { notStarted: expect.stringMatching(/already running/) } });
   });
 });

@@ -3,7 +3,14 @@
 // rollback switch versions; every change is audited, with the gate's numbers, and announced.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
-import { formatGateEvidence, gamesPlan, gateLevel, gateVerdict, promote, type GateConfig } from '../../trainer/promote.ts';
+import {
+  formatGateEvidence,
+  gamesPlan,
+  gateLevel,
+  gateVerdict,
+  promote,
+  type GateConfig,
+} from '../../trainer/promote.ts';
 import { comparePaired, type GameOutcome } from '../../trainer/evaluate.ts';
 import { gateStatsLine, lastGateDecision } from '../../bot/report/gate.ts';
 import { deployPolicyByName, rollbackPolicy } from '../../prisma/policy-store.ts';
@@ -20,15 +27,27 @@ afterAll(async () => {
 
 async function version(name: string, status: 'candidate' | 'deployed' = 'candidate') {
   return t.prisma.policyVersion.create({
-    data: { name, algorithm: 'sweet', checkpointPath: `/nowhere/${name}`, checkpointSha256: '0'.repeat(64), status, ...(status === 'deployed' ? { deployedAt: new Date() } : {}) },
+    data: {
+      name,
+      algorithm: 'sweet',
+      checkpointPath: `/nowhere/${name}`,
+      checkpointSha256: '0'.repeat(64),
+      status,
+      ...(status === 'deployed' ? { deployedAt: new Date() } : {}),
+    },
   });
 }
 
 /** Games t0..t(n-1) with the given scores; success = every test passed. */
-const games = (scores: number[]): GameOutcome[] => scores.map((score, i) => ({ taskId: `t${i}`, score, success: score >= 1, agentTurns: 3 }));
+const games = (scores: number[]): GameOutcome[] =>
+  scores.map((score, i) => ({ taskId: `t${i}`, score, success: score >= 1, agentTurns: 3 }));
 const gate: GateConfig = { alpha: 0.05, margin: 0 };
 const compare = (candidate: number[], deployed: number[], alpha = 0.05) =>
-  comparePaired({ version: 'cand', games: games(candidate) }, { version: 'dep', games: games(deployed) }, { kind: 'backend', level: gateLevel(alpha), seed: 1 });
+  comparePaired(
+    { version: 'cand', games: games(candidate) },
+    { version: 'dep', games: games(deployed) },
+    { kind: 'backend', level: gateLevel(alpha), seed: 1 },
+  );
 const repeat = (x: number, n: number) => new Array<number>(n).fill(x);
 
 describe('gate decisions on paired games', () => {
@@ -72,17 +91,25 @@ describe('gate decisions on paired games', () => {
   });
 
   it('refuses games that are not the same, and a comparison at the wrong interval level for a margin', () => {
-    expect(() => comparePaired({ version: 'a', games: games([1, 0]) }, { version: 'b', games: games([1]) }, { kind: 'backend' })).toThrow(/same games/);
+    expect(() =>
+      comparePaired({ version: 'a', games: games([1, 0]) }, { version: 'b', games: games([1]) }, { kind: 'backend' }),
+    ).toThrow(/same games/);
     const shifted = games([1, 0]).map((g, i) => ({ ...g, taskId: `u${i}` }));
-    expect(() => comparePaired({ version: 'a', games: games([1, 0]) }, { version: 'b', games: shifted }, { kind: 'backend' })).toThrow(/not the same games/);
-    const at95 = comparePaired({ version: 'a', games: games([0.5, 0.4, 0.5]) }, { version: 'b', games: games([0.5, 0.5, 0.5]) }, { kind: 'backend' });
+    expect(() =>
+      comparePaired({ version: 'a', games: games([1, 0]) }, { version: 'b', games: shifted }, { kind: 'backend' }),
+    ).toThrow(/not the same games/);
+    const at95 = comparePaired(
+      { version: 'a', games: games([0.5, 0.4, 0.5]) },
+      { version: 'b', games: games([0.5, 0.5, 0.5]) },
+      { kind: 'backend' },
+    );
     expect(() => gateVerdict(at95, { alpha: 0.05, margin: 0.1 })).toThrow(/level/);
   });
 });
 
 describe('how many games the gate plays', () => {
   const o = { effect: 0.1, alpha: 0.05, power: 0.8 };
-  it('from the power analysis: the worst case with nothing known, the deployed version\'s measured success rate otherwise', () => {
+  it("from the power analysis: the worst case with nothing known, the deployed version's measured success rate otherwise", () => {
     // Worst case 0.45 vs 0.55: 395 games (tasks/stats.ts test). Deployed at 5% success: 0.05 vs 0.15, psi = 0.185:
     // (1.959964 sqrt(0.185) + 0.841621 sqrt(0.175))^2 / 0.01 = 142.82 (scipy.stats.norm.ppf) -> 143.
     expect(gamesPlan(null, o).games).toBe(395);
@@ -121,13 +148,27 @@ describe('promotion gate with the database', () => {
     expect((await deployedPolicy(t.prisma))!.name).toBe('b');
     expect((await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: a.id } })).status).toBe('retired');
     // The numbers behind the decision are on the version.
-    const stored = (await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: b.id } })).metrics as { gate: { verdict: string; games: number; scorePValue: number } };
+    const stored = (await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: b.id } })).metrics as {
+      gate: { verdict: string; games: number; scorePValue: number };
+    };
     expect(stored.gate).toMatchObject({ verdict: 'better', games: 20 });
     expect(stored.gate.scorePValue).toBeCloseTo(2 / 1024, 12);
     // And the games one by one, task by task, the candidate's outcome beside the deployed version's.
-    const played = (stored.gate as unknown as { played: { taskId: string; candidate: { score: number; sessionId: string | null }; deployed: { score: number } }[] }).played;
+    const played = (
+      stored.gate as unknown as {
+        played: {
+          taskId: string;
+          candidate: { score: number; sessionId: string | null };
+          deployed: { score: number };
+        }[];
+      }
+    ).played;
     expect(played).toHaveLength(20);
-    expect(played[0]).toEqual({ taskId: 't0', candidate: { score: 0.6, success: false, sessionId: null }, deployed: { score: 0.3, success: false, sessionId: null } });
+    expect(played[0]).toEqual({
+      taskId: 't0',
+      candidate: { score: 0.6, success: false, sessionId: null },
+      deployed: { score: 0.3, success: false, sessionId: null },
+    });
     expect(played[19]).toMatchObject({ taskId: 't19', candidate: { score: 0.3 }, deployed: { score: 0.3 } });
 
     // c plays exactly like the deployed b: a tie keeps b.
@@ -153,7 +194,13 @@ describe('promotion gate with the database', () => {
 
     expect(await t.prisma.policyVersion.count({ where: { status: 'deployed' } })).toBe(1);
     const log = await t.prisma.auditLog.findMany({ orderBy: { createdAt: 'asc' } });
-    expect(log.map((x) => `${x.action}:${x.target}`)).toEqual(['policy.promote:b', 'policy.keep-candidate:c', 'policy.keep-candidate:d', 'policy.rollback:a', 'policy.deploy:b']);
+    expect(log.map((x) => `${x.action}:${x.target}`)).toEqual([
+      'policy.promote:b',
+      'policy.keep-candidate:c',
+      'policy.keep-candidate:d',
+      'policy.rollback:a',
+      'policy.deploy:b',
+    ]);
     expect(log[0]!.detail).toMatchObject({ verdict: 'better', decision: 'deployed', against: 'a', alpha: 0.05 });
     expect(log[2]!.detail).toMatchObject({ verdict: 'worse', decision: 'kept', against: 'b' });
     // Manual deploys are not gate decisions: the last one is still d's.
@@ -169,7 +216,9 @@ describe('trainer lock', () => {
     const [x, y] = await Promise.all([tryTrainerLock(t.db), tryTrainerLock(t.db)]);
     expect([x, y].filter(Boolean)).toHaveLength(1);
     // Visible to Postgres as an advisory lock on the trainer's key.
-    const held = await t.prisma.$queryRawUnsafe<{ n: bigint }[]>(`SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = ${TRAINER_LOCK_KEY}`);
+    const held = await t.prisma.$queryRawUnsafe<{ n: bigint }[]>(
+      `SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = ${TRAINER_LOCK_KEY}`,
+    );
     expect(Number(held[0]!.n)).toBe(1);
     await (x ?? y)!.release();
     const z = await tryTrainerLock(t.db);

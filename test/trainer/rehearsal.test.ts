@@ -35,7 +35,9 @@ describe('rehearsal', () => {
     const m = await load('set');
     try {
       expect(await rehearsalSet(m, trainConfig('paper'))).toEqual([]);
-      expect(await rehearsalSet(m, trainConfig('cpu-small', { rehearsal: { ...rehearsal, coefficient: 0 } }))).toEqual([]);
+      expect(await rehearsalSet(m, trainConfig('cpu-small', { rehearsal: { ...rehearsal, coefficient: 0 } }))).toEqual(
+        [],
+      );
       const c = trainConfig('cpu-small', { rehearsal, seed: 4 });
       const set = await rehearsalSet(m, c);
       // 6 games and one drill for every two games (the recipe's copyDrills 0.5).
@@ -46,7 +48,13 @@ describe('rehearsal', () => {
       // The expert asks before it answers; a starter built from hasty games alone is rehearsed on games that
       // answer at once (one agent turn each, like the drills).
       expect(set.slice(0, 6).every((s) => s.turns.length > 1)).toBe(true);
-      const hasty = await rehearsalSet(m, trainConfig('cpu-small', { rehearsal: { ...rehearsal, demonstrators: { expert: 0, hasty: 1, noisy: 0, noise: 0 } }, seed: 4 }));
+      const hasty = await rehearsalSet(
+        m,
+        trainConfig('cpu-small', {
+          rehearsal: { ...rehearsal, demonstrators: { expert: 0, hasty: 1, noisy: 0, noise: 0 } },
+          seed: 4,
+        }),
+      );
       expect(hasty.map((s) => s.turns.length)).toEqual(Array(9).fill(1));
     } finally {
       m.model.dispose();
@@ -97,12 +105,31 @@ describe('rehearsal', () => {
     const data: Trajectory[] = [];
     for (const task of tasks) {
       const episode = await playEpisode({ task, agent: expert, collaborator: createRuleSimulator(task) });
-      data.push({ sessionId: task.externalId, taskId: task.externalId, task, turns: episode.turns, answer: episode.answer ?? '', score: 1, success: true, rating: null, reward: 1, simulated: true, policyVersionId: null });
+      data.push({
+        sessionId: task.externalId,
+        taskId: task.externalId,
+        task,
+        turns: episode.turns,
+        answer: episode.answer ?? '',
+        score: 1,
+        success: true,
+        rating: null,
+        reward: 1,
+        simulated: true,
+        policyVersionId: null,
+      });
     }
     const nllAfter = async (withRehearsal: boolean): Promise<number> => {
       const m = await load(withRehearsal ? 'with' : 'without');
       try {
-        const c = trainConfig('cpu-small', { rehearsal: withRehearsal ? rehearsal : null, lr: 3e-3, sftEpochs: 6, batchSize: 2, microBatch: 2, seed: 4 });
+        const c = trainConfig('cpu-small', {
+          rehearsal: withRehearsal ? rehearsal : null,
+          lr: 3e-3,
+          sftEpochs: 6,
+          batchSize: 2,
+          microBatch: 2,
+          seed: 4,
+        });
         const set = await rehearsalSet(m, trainConfig('cpu-small', { rehearsal, seed: 4 }));
         const phase = rftPhase(m, data, c, rehearsalAnchor(m, set, c));
         for (let s = 0; s < phase.totalSteps; s++) await phase.step(s);

@@ -36,17 +36,36 @@ async function pipeline(label: string, reversed: boolean) {
   dbs.push(t);
   await seedSessions(t.prisma, 3);
   if (reversed) {
-    const rows = await t.prisma.session.findMany({ orderBy: [{ endedAt: 'asc' }, { id: 'asc' }], select: { id: true, endedAt: true } });
+    const rows = await t.prisma.session.findMany({
+      orderBy: [{ endedAt: 'asc' }, { id: 'asc' }],
+      select: { id: true, endedAt: true },
+    });
     const times = rows.map((r) => r.endedAt);
-    for (const [i, r] of rows.entries()) await t.prisma.session.update({ where: { id: r.id }, data: { endedAt: times[times.length - 1 - i] } });
+    for (const [i, r] of rows.entries())
+      await t.prisma.session.update({ where: { id: r.id }, data: { endedAt: times[times.length - 1 - i] } });
   }
   const zero = await t.prisma.policyVersion.create({
-    data: { name: 'tiny', algorithm: 'starter', checkpointPath: policyDir, checkpointSha256: 'x', status: 'deployed', deployedAt: new Date() },
+    data: {
+      name: 'tiny',
+      algorithm: 'starter',
+      checkpointPath: policyDir,
+      checkpointSha256: 'x',
+      status: 'deployed',
+      deployedAt: new Date(),
+    },
   });
   const scorer = createScorer();
   try {
     const sampling = { temperature: 1, topP: 1, maxTokens: 16 };
-    const collected = await simulate(t.prisma, zero, scorer, { kind: 'backend', split: 'train', episodes: 4, seed: 7, store: true, sampling, parallel: 2 });
+    const collected = await simulate(t.prisma, zero, scorer, {
+      kind: 'backend',
+      split: 'train',
+      episodes: 4,
+      seed: 7,
+      store: true,
+      sampling,
+      parallel: 2,
+    });
     const versions = [];
     const steps: Record<string, unknown[]> = {};
     for (const algorithm of ['mtdpo', 'sweet'] as Algorithm[]) {
@@ -54,7 +73,18 @@ async function pipeline(label: string, reversed: boolean) {
       const run = await createRun(ctx, {
         algorithm,
         preset: 'cpu-small',
-        train: trainConfig('cpu-small', { batchSize: 2, microBatch: 2, criticEpochs: 1, actorEpochs: 1, maxSteps: 2, candidates: 4, pairsPerState: 2, stateFraction: 0.3, maxNewTokens: 16, seed: 3 }),
+        train: trainConfig('cpu-small', {
+          batchSize: 2,
+          microBatch: 2,
+          criticEpochs: 1,
+          actorEpochs: 1,
+          maxSteps: 2,
+          candidates: 4,
+          pairsPerState: 2,
+          stateFraction: 0.3,
+          maxNewTokens: 16,
+          seed: 3,
+        }),
         fromVersionId: zero.id,
         fromVersionName: zero.name,
         fromCheckpoint: policyDir,
@@ -64,15 +94,30 @@ async function pipeline(label: string, reversed: boolean) {
       });
       const v = await executeRun(ctx, run.id);
       versions.push(v);
-      const rows = await t.prisma.trainingStep.findMany({ where: { runId: run.id }, orderBy: [{ phase: 'asc' }, { step: 'asc' }] });
+      const rows = await t.prisma.trainingStep.findMany({
+        where: { runId: run.id },
+        orderBy: [{ phase: 'asc' }, { step: 'asc' }],
+      });
       steps[algorithm] = rows.map((r) => [r.phase, r.step, r.metrics]);
     }
-    const comparison = await compareVersions(t.prisma, versions[1]!, versions[0]!, scorer, { kind: 'backend', split: 'train', episodes: 3, seed: 9, store: false, sampling });
+    const comparison = await compareVersions(t.prisma, versions[1]!, versions[0]!, scorer, {
+      kind: 'backend',
+      split: 'train',
+      episodes: 3,
+      seed: 9,
+      store: false,
+      sampling,
+    });
     return {
       collected: collected.map((g) => [g.evaluation.score, g.agentTurns]),
       weights: versions.map((v) => v.checkpointSha256),
       steps,
-      comparison: { a: comparison.a.scores, b: comparison.b.scores, score: comparison.score, success: comparison.success },
+      comparison: {
+        a: comparison.a.scores,
+        b: comparison.b.scores,
+        score: comparison.score,
+        success: comparison.success,
+      },
     };
   } finally {
     await scorer.close();

@@ -45,7 +45,14 @@ function config(): RunConfig {
   return {
     algorithm: 'rft',
     preset: 'cpu-small',
-    train: trainConfig('cpu-small', { batchSize: 1, microBatch: 1, sftEpochs: 6, checkpointEvery: CHECKPOINT_EVERY, rftThreshold: 0.5, seed: 7 }),
+    train: trainConfig('cpu-small', {
+      batchSize: 1,
+      microBatch: 1,
+      sftEpochs: 6,
+      checkpointEvery: CHECKPOINT_EVERY,
+      rftThreshold: 0.5,
+      seed: 7,
+    }),
     fromVersionId: fromId,
     fromVersionName: 'tiny',
     fromCheckpoint: policyDir,
@@ -65,7 +72,13 @@ interface Child {
 function trainResume(runId: string, checkpointRoot: string): Child {
   const proc = spawn(process.execPath, [SWEETLOOP_ENTRY, 'train', '--resume', runId], {
     cwd: REPO,
-    env: { ...process.env, DATABASE_URL: t.url, CHECKPOINT_DIR: checkpointRoot, TFJS_BACKEND: 'wasm', LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATABASE_URL: t.url,
+      CHECKPOINT_DIR: checkpointRoot,
+      TFJS_BACKEND: 'wasm',
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(proc);
@@ -73,7 +86,9 @@ function trainResume(runId: string, checkpointRoot: string): Child {
   let err = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => proc.once('exit', (code, signal) => res({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    proc.once('exit', (code, signal) => res({ code, signal })),
+  );
   return { proc, stdout: () => out, stderr: () => err, exited };
 }
 
@@ -87,7 +102,12 @@ interface StepRow {
 async function stepRows(runId: string): Promise<StepRow[]> {
   const rows = await t.prisma.trainingStep.findMany({ where: { runId }, orderBy: [{ phase: 'asc' }, { step: 'asc' }] });
   for (const r of rows) expect(r.phase).toBe(RFT_PHASE);
-  return rows.map((r) => ({ id: r.id, step: r.step, metrics: r.metrics as Record<string, number>, createdAt: r.createdAt }));
+  return rows.map((r) => ({
+    id: r.id,
+    step: r.step,
+    metrics: r.metrics as Record<string, number>,
+    createdAt: r.createdAt,
+  }));
 }
 
 async function weights(dir: string) {
@@ -116,12 +136,18 @@ describe('rft run killed with SIGKILL and resumed by a new process', () => {
     let seenCheckpoint = 0;
     let killedAt = 0;
     for (;;) {
-      if (firstExit) throw new Error(`the training process exited (${JSON.stringify(firstExit)}) before it could be killed:\n${first.stderr()}`);
+      if (firstExit)
+        throw new Error(
+          `the training process exited (${JSON.stringify(firstExit)}) before it could be killed:\n${first.stderr()}`,
+        );
       if (Date.now() > deadline) throw new Error(`no checkpoint followed by an update within 90 s:\n${first.stderr()}`);
       const r = await t.prisma.trainingRun.findUniqueOrThrow({ where: { id: run.id }, select: { progress: true } });
       seenCheckpoint = (r.progress as { current?: { step: number } } | null)?.current?.step ?? 0;
       // Update indices are 0-based: a row with step == checkpoint step is the first update after it.
-      if (seenCheckpoint > 0 && (await t.prisma.trainingStep.count({ where: { runId: run.id, step: { gte: seenCheckpoint } } })) > 0) {
+      if (
+        seenCheckpoint > 0 &&
+        (await t.prisma.trainingStep.count({ where: { runId: run.id, step: { gte: seenCheckpoint } } })) > 0
+      ) {
         first.proc.kill('SIGKILL');
         killedAt = Date.now();
         break;
@@ -142,7 +168,9 @@ describe('rft run killed with SIGKILL and resumed by a new process', () => {
     expect(recorded.current.step % CHECKPOINT_EVERY).toBe(0);
     expect(recorded.current.step).toBeLessThan(total);
     expect(existsSync(join(recorded.current.dir, 'model.safetensors'))).toBe(true);
-    const onDisk = JSON.parse(readFileSync(join(mid.checkpointDir!, 'progress.json'), 'utf8')) as { current: { phase: string; step: number } };
+    const onDisk = JSON.parse(readFileSync(join(mid.checkpointDir!, 'progress.json'), 'utf8')) as {
+      current: { phase: string; step: number };
+    };
     expect(onDisk.current.phase).toBe(RFT_PHASE);
     expect([recorded.current.step, recorded.current.step - CHECKPOINT_EVERY]).toContain(onDisk.current.step);
     const resumeFrom = recorded.current.step;
@@ -172,7 +200,10 @@ describe('rft run killed with SIGKILL and resumed by a new process', () => {
     // One row per update; the rows stored before the kill kept (same id, time, metrics: the update after the
     // checkpoint, which the kill threw away, was redone to the same result); every update's metrics those of
     // the uninterrupted run.
-    const done = await t.prisma.trainingRun.findUniqueOrThrow({ where: { id: run.id }, include: { policyVersions: true } });
+    const done = await t.prisma.trainingRun.findUniqueOrThrow({
+      where: { id: run.id },
+      include: { policyVersions: true },
+    });
     expect(done.status).toBe('succeeded');
     expect(done.policyVersions).toHaveLength(1);
     const after = await stepRows(run.id);
@@ -206,7 +237,8 @@ describe('rft run killed with SIGKILL and resumed by a new process', () => {
     expect(maxDiff).toBeLessThanOrEqual(1e-6);
     const base = await weights(policyDir);
     let moved = 0;
-    for (const [k, x] of base) for (let i = 0; i < x.data.length; i++) moved = Math.max(moved, Math.abs(x.data[i]! - a.get(k)!.data[i]!));
+    for (const [k, x] of base)
+      for (let i = 0; i < x.data.length; i++) moved = Math.max(moved, Math.abs(x.data[i]! - a.get(k)!.data[i]!));
     expect(moved).toBeGreaterThan(0);
   }, 400_000);
 });

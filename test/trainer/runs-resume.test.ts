@@ -27,7 +27,20 @@ function config(algorithm: Algorithm): RunConfig {
   return {
     algorithm,
     preset: 'cpu-small',
-    train: trainConfig('cpu-small', { batchSize: 2, microBatch: 2, criticEpochs: 2, actorEpochs: 2, sftEpochs: 3, checkpointEvery: 2, candidates: 4, pairsPerState: 2, stateFraction: 0.5, maxNewTokens: 24, rftThreshold: 0.5, seed: 3 }),
+    train: trainConfig('cpu-small', {
+      batchSize: 2,
+      microBatch: 2,
+      criticEpochs: 2,
+      actorEpochs: 2,
+      sftEpochs: 3,
+      checkpointEvery: 2,
+      candidates: 4,
+      pairsPerState: 2,
+      stateFraction: 0.5,
+      maxNewTokens: 24,
+      rftThreshold: 0.5,
+      seed: 3,
+    }),
     fromVersionId: fromId,
     fromVersionName: 'tiny',
     fromCheckpoint: policyDir,
@@ -66,10 +79,14 @@ describe.each(['rft', 'mtdpo', 'sweet'] as const)('%s run resumed after an inter
     // Training changed the policy.
     const base = await weights(policyDir);
     let moved = 0;
-    for (const [k, x] of base) for (let i = 0; i < x.data.length; i++) moved = Math.max(moved, Math.abs(x.data[i]! - a.get(k)!.data[i]!));
+    for (const [k, x] of base)
+      for (let i = 0; i < x.data.length; i++) moved = Math.max(moved, Math.abs(x.data[i]! - a.get(k)!.data[i]!));
     expect(moved).toBeGreaterThan(0);
 
-    const done = await t.prisma.trainingRun.findUniqueOrThrow({ where: { id: run.id }, include: { steps: true, policyVersions: true } });
+    const done = await t.prisma.trainingRun.findUniqueOrThrow({
+      where: { id: run.id },
+      include: { steps: true, policyVersions: true },
+    });
     expect(done.status).toBe('succeeded');
     expect(done.steps.length).toBeGreaterThan(0);
     expect(done.policyVersions[0]!.status).toBe('candidate');
@@ -79,11 +96,20 @@ describe.each(['rft', 'mtdpo', 'sweet'] as const)('%s run resumed after an inter
     if (algorithm === 'sweet') {
       // The trained critic's advantage of every agent turn of the run's sessions, stored for the dashboard; the
       // resumed run stores the same ones as the uninterrupted run.
-      const advantages = async (runId: string) => new Map((await t.prisma.criticAdvantage.findMany({ where: { trainingRunId: runId } })).map((a) => [a.turnId, a.advantage]));
+      const advantages = async (runId: string) =>
+        new Map(
+          (await t.prisma.criticAdvantage.findMany({ where: { trainingRunId: runId } })).map((a) => [
+            a.turnId,
+            a.advantage,
+          ]),
+        );
       const [first, again] = [await advantages(straight.trainingRunId!), await advantages(run.id)];
       const ids = (done.dataSnapshot as { sessions: { id: string }[] }).sessions.map((s) => s.id);
       // Every session gets advantages for its last agent turns: all of them, or those the critic's window kept.
-      const agentTurns = await t.prisma.turn.findMany({ where: { role: 'agent', sessionId: { in: ids } }, orderBy: { index: 'asc' } });
+      const agentTurns = await t.prisma.turn.findMany({
+        where: { role: 'agent', sessionId: { in: ids } },
+        orderBy: { index: 'asc' },
+      });
       for (const id of ids) {
         const scored = agentTurns.filter((x) => x.sessionId === id).map((x) => first.has(x.id));
         expect(scored.at(-1), id).toBe(true);

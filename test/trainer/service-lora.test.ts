@@ -60,8 +60,18 @@ beforeAll(async () => {
   await seedSessions(t.prisma, 2);
   await importTasks(t.prisma, generateMiniTasks({ seed: 12, count: 2, split: 'test' }));
   // Every game ends at the first turn with an answer: the gate's games stay short.
-  server = await startOpenAiServer({ model: 'tiny-instruct', maxModelLen: 768, reply: () => 'I WANT TO ANSWER: def f(x):\n    return x' });
-  endpoint = await registerEndpointVersion(t.prisma, { name: 'tiny-endpoint', url: server.url, model: 'tiny-instruct', baseModelDir: baseDir, maxTokens: 64 });
+  server = await startOpenAiServer({
+    model: 'tiny-instruct',
+    maxModelLen: 768,
+    reply: () => 'I WANT TO ANSWER: def f(x):\n    return x',
+  });
+  endpoint = await registerEndpointVersion(t.prisma, {
+    name: 'tiny-endpoint',
+    url: server.url,
+    model: 'tiny-instruct',
+    baseModelDir: baseDir,
+    maxTokens: 64,
+  });
   await deployPolicyByName(t.db, 'test', 'tiny-endpoint');
 }, 240_000);
 
@@ -71,10 +81,15 @@ afterAll(async () => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-const config = (dir: string) => JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8')) as { r: number; lora_alpha: number; target_modules: string[] };
+const config = (dir: string) =>
+  JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8')) as {
+    r: number;
+    lora_alpha: number;
+    target_modules: string[];
+  };
 
 describe('the trainer service on a served base model', () => {
-  it('one cycle trains a fresh LoRA adapter on the endpoint\'s base, publishes it on the endpoint and gates it', async () => {
+  it("one cycle trains a fresh LoRA adapter on the endpoint's base, publishes it on the endpoint and gates it", async () => {
     const status = new ServiceStatus();
     const controller = new AbortController();
     const lines: string[] = [];
@@ -82,10 +97,17 @@ describe('the trainer service on a served base model', () => {
     console.error = (l: string) => lines.push(String(l));
     let gated: PolicyVersion | null = null;
     try {
-      const service = serviceCommand(t.db, settings(), { algo: 'rft', preset: 'cpu-small', loraPreset: 'cpu-small', kind: 'backend', evalEpisodes: 2, maxSteps: 1 }, { status, signal: controller.signal });
+      const service = serviceCommand(
+        t.db,
+        settings(),
+        { algo: 'rft', preset: 'cpu-small', loraPreset: 'cpu-small', kind: 'backend', evalEpisodes: 2, maxSteps: 1 },
+        { status, signal: controller.signal },
+      );
       const end = Date.now() + 240_000;
       while (!gated && Date.now() < end && status.failures === 0) {
-        gated = await t.prisma.policyVersion.findFirst({ where: { kind: 'adapter', metrics: { path: ['gate'], not: 'null' } } });
+        gated = await t.prisma.policyVersion.findFirst({
+          where: { kind: 'adapter', metrics: { path: ['gate'], not: 'null' } },
+        });
         if (!gated) await new Promise((r) => setTimeout(r, 250));
       }
       controller.abort();
@@ -95,7 +117,9 @@ describe('the trainer service on a served base model', () => {
     }
     expect(status.failures, lines.join('\n')).toBe(0);
     expect(gated, lines.join('\n')).not.toBeNull();
-    expect(lines.join('\n')).toMatch(/next run: from "tiny-endpoint": a fresh adapter, LoRA rank 4 \(alpha 8; q_proj, k_proj, v_proj, o_proj\), on the base model .*base of "tiny-endpoint" \("tiny-endpoint" is the base model itself, with no adapter deployed on it\), preset cpu-small/);
+    expect(lines.join('\n')).toMatch(
+      /next run: from "tiny-endpoint": a fresh adapter, LoRA rank 4 \(alpha 8; q_proj, k_proj, v_proj, o_proj\), on the base model .*base of "tiny-endpoint" \("tiny-endpoint" is the base model itself, with no adapter deployed on it\), preset cpu-small/,
+    );
     expect(gated).toMatchObject({ kind: 'adapter', parentId: endpoint.id, algorithm: 'rft' });
     expect(config(gated!.checkpointPath!)).toMatchObject({ r: 4, lora_alpha: 8 });
     expect(await t.prisma.trainingRun.count({ where: { status: 'succeeded' } })).toBe(1);
@@ -110,11 +134,23 @@ describe('the trainer service on a served base model', () => {
     for (const ad of model.adapters.values()) ad.b.assign(tf.fill(ad.b.shape, 0.5));
     await saveLora(dir, model, baseDir);
     model.dispose();
-    const made = await registerAdapterVersion(t.prisma, { name: 'made', endpoint, adapterDir: dir, algorithm: 'external', parentId: endpoint.id });
+    const made = await registerAdapterVersion(t.prisma, {
+      name: 'made',
+      endpoint,
+      adapterDir: dir,
+      algorithm: 'external',
+      parentId: endpoint.id,
+    });
     await deployPolicyByName(t.db, 'test', 'made');
 
     const s = settings();
-    const child = await trainCommand(t.db, s, { algo: 'rft', from: 'deployed', preset: 'cpu-small', kind: 'backend', maxSteps: 1 });
+    const child = await trainCommand(t.db, s, {
+      algo: 'rft',
+      from: 'deployed',
+      preset: 'cpu-small',
+      kind: 'backend',
+      maxSteps: 1,
+    });
     expect(child).toMatchObject({ kind: 'adapter', parentId: made.id });
     expect(config(child.checkpointPath!)).toMatchObject({ r: 2, lora_alpha: 2, target_modules: ['q_proj', 'v_proj'] });
     const w = await readSafetensors(join(child.checkpointPath!, 'adapter_model.safetensors'));
@@ -122,19 +158,31 @@ describe('the trainer service on a served base model', () => {
     expect(bs.length).toBeGreaterThan(0);
     for (const b of bs) expect(Math.abs(b - 0.5)).toBeLessThan(0.05);
     // Explicit LoRA settings that differ from the adapter's are refused rather than ignored.
-    await expect(trainCommand(t.db, s, { algo: 'rft', from: 'made', preset: 'cpu-small', kind: 'backend', maxSteps: 1, lora: 8 })).rejects.toThrow(/continues that adapter, so LoRA rank 8 .* does not apply/);
+    await expect(
+      trainCommand(t.db, s, { algo: 'rft', from: 'made', preset: 'cpu-small', kind: 'backend', maxSteps: 1, lora: 8 }),
+    ).rejects.toThrow(/continues that adapter, so LoRA rank 8 .* does not apply/);
 
     // /privacy delete marks it: the service goes back to the endpoint's base, `train --from` it is refused.
     await t.prisma.policyVersion.update({ where: { id: made.id }, data: { metrics: { trainedOnErasedData: true } } });
     const lora = { rank: 4, alpha: 8, targetModules: ['q_proj' as const] };
-    const service = await trainingSource(t.prisma, await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: made.id } }), { onErased: 'ancestor', lora, loraExplicit: false, defaultMaxLoraRank: 16 });
+    const service = await trainingSource(
+      t.prisma,
+      await t.prisma.policyVersion.findUniqueOrThrow({ where: { id: made.id } }),
+      { onErased: 'ancestor', lora, loraExplicit: false, defaultMaxLoraRank: 16 },
+    );
     expect(service).toMatchObject({ ok: true, fromId: endpoint.id, baseDir, lora });
     expect(service.ok && service.continueAdapter).toBeFalsy();
-    expect(service.ok && service.summary).toMatch(/^"made" was trained on sessions since erased .*: training from "tiny-endpoint", the nearest version before it, instead; from "tiny-endpoint": a fresh adapter/);
+    expect(service.ok && service.summary).toMatch(
+      /^"made" was trained on sessions since erased .*: training from "tiny-endpoint", the nearest version before it, instead; from "tiny-endpoint": a fresh adapter/,
+    );
     const runs = await t.prisma.trainingRun.count();
-    await expect(trainCommand(t.db, s, { algo: 'rft', from: 'made', preset: 'cpu-small', kind: 'backend', maxSteps: 1 })).rejects.toThrow(/"made" was trained on sessions since erased.*Start from "tiny-endpoint"/);
+    await expect(
+      trainCommand(t.db, s, { algo: 'rft', from: 'made', preset: 'cpu-small', kind: 'backend', maxSteps: 1 }),
+    ).rejects.toThrow(/"made" was trained on sessions since erased.*Start from "tiny-endpoint"/);
     // The child descends from it: refused too, and no run row was made for either refusal.
-    await expect(trainCommand(t.db, s, { algo: 'rft', from: child.name, preset: 'cpu-small', kind: 'backend', maxSteps: 1 })).rejects.toThrow(new RegExp(`"${child.name}" descends from "made"`));
+    await expect(
+      trainCommand(t.db, s, { algo: 'rft', from: child.name, preset: 'cpu-small', kind: 'backend', maxSteps: 1 }),
+    ).rejects.toThrow(new RegExp(`"${child.name}" descends from "made"`));
     expect(await t.prisma.trainingRun.count()).toBe(runs);
   }, 300_000);
 });

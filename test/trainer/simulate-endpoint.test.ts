@@ -45,14 +45,29 @@ afterAll(async () => {
 
 describe('simulate on served versions', () => {
   it('stores endpoint games with the provenance of every agent turn, surviving an outage', async () => {
-    const v = await registerEndpointVersion(t.prisma, { name: 'llama', url: server.url, model: 'llama-test', maxTokens: 200 });
+    const v = await registerEndpointVersion(t.prisma, {
+      name: 'llama',
+      url: server.url,
+      model: 'llama-test',
+      maxTokens: 200,
+    });
     // Down when the run starts: the first replies wait for it (the client's retries, then the run's patience).
     await server.down(2500);
-    const games = await simulate(t.prisma, v, scorer, { kind: 'backend', split: 'test', episodes: 4, seed: 50, store: true, parallel: 2 });
+    const games = await simulate(t.prisma, v, scorer, {
+      kind: 'backend',
+      split: 'test',
+      episodes: 4,
+      seed: 50,
+      store: true,
+      parallel: 2,
+    });
     expect(games).toHaveLength(4);
     expect(games.every((g) => g.agentTurns === 2)).toBe(true);
 
-    const sessions = await t.prisma.session.findMany({ where: { policyVersionId: v.id }, include: { turns: { orderBy: { index: 'asc' } }, evaluation: true } });
+    const sessions = await t.prisma.session.findMany({
+      where: { policyVersionId: v.id },
+      include: { turns: { orderBy: { index: 'asc' } }, evaluation: true },
+    });
     expect(sessions).toHaveLength(4);
     const seeds: number[] = [];
     for (const s of sessions) {
@@ -61,7 +76,13 @@ describe('simulate on served versions', () => {
       expect(s.evaluation!.testsTotal).toBeGreaterThan(0);
       for (const turn of s.turns.filter((x) => x.role === 'agent')) {
         const p = turn.provenance as unknown as TurnProvenance;
-        expect(p).toMatchObject({ engine: 'endpoint', servedModel: 'llama-test', adapter: null, finishReason: 'stop', droppedTurns: 0 });
+        expect(p).toMatchObject({
+          engine: 'endpoint',
+          servedModel: 'llama-test',
+          adapter: null,
+          finishReason: 'stop',
+          droppedTurns: 0,
+        });
         expect(p.sampling).toMatchObject({ temperature: 0.7, topP: 0.95, maxTokens: 200 });
         expect(p.logprobs!.map((l) => l.token).join('')).toBe(turn.rawOutput);
         expect(turn.latencyMs).toBe(Math.round(p.latencyMs));
@@ -82,10 +103,21 @@ describe('simulate on served versions', () => {
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, 'adapter_config.json'), '{"peft_type":"LORA","r":4}');
     await writeFile(join(dir, 'adapter_model.safetensors'), Buffer.alloc(8));
-    const a = await registerAdapterVersion(t.prisma, { name: 'sweet-1', endpoint, adapterDir: dir, algorithm: 'sweet' });
+    const a = await registerAdapterVersion(t.prisma, {
+      name: 'sweet-1',
+      endpoint,
+      adapterDir: dir,
+      algorithm: 'sweet',
+    });
     const name = (a.serving as { adapterName: string }).adapterName;
     server.adapterCalls.length = 0;
-    const games = await simulate(t.prisma, a, scorer, { kind: 'backend', split: 'test', episodes: 2, seed: 1, store: true });
+    const games = await simulate(t.prisma, a, scorer, {
+      kind: 'backend',
+      split: 'test',
+      episodes: 2,
+      seed: 1,
+      store: true,
+    });
     expect(games).toHaveLength(2);
     expect(server.adapterCalls).toEqual([
       { op: 'load', name, path: dir },

@@ -29,17 +29,31 @@ afterAll(async () => {
 
 describe('simulated sessions', () => {
   it('are stored like human ones, marked simulated, with turns, evaluation and reward', async () => {
-    const v = await t.prisma.policyVersion.create({ data: { name: 'tiny', algorithm: 'starter', checkpointPath: policyDir, checkpointSha256: 'x' } });
+    const v = await t.prisma.policyVersion.create({
+      data: { name: 'tiny', algorithm: 'starter', checkpointPath: policyDir, checkpointSha256: 'x' },
+    });
     const scorer = createScorer();
     // Each game's turns reach the scorer (a family may score the game, not only the answer: tasks/credit.ts v2).
     const turnsSeen: number[] = [];
-    const watching: typeof scorer = { evaluate: (task, answer, turns) => (turnsSeen.push(turns?.length ?? -1), scorer.evaluate(task, answer, turns)), close: () => scorer.close() };
+    const watching: typeof scorer = {
+      evaluate: (task, answer, turns) => (turnsSeen.push(turns?.length ?? -1), scorer.evaluate(task, answer, turns)),
+      close: () => scorer.close(),
+    };
     try {
-      const games = await simulate(t.prisma, v, watching, { kind: 'backend', split: 'test', episodes: 4, seed: 1, store: true, sampling: { temperature: 1, topP: 1, maxTokens: 24 } });
+      const games = await simulate(t.prisma, v, watching, {
+        kind: 'backend',
+        split: 'test',
+        episodes: 4,
+        seed: 1,
+        store: true,
+        sampling: { temperature: 1, topP: 1, maxTokens: 24 },
+      });
       expect(games).toHaveLength(4);
       expect(turnsSeen.sort()).toEqual(games.map((g) => g.turns.length).sort());
       expect(Math.min(...turnsSeen)).toBeGreaterThan(0);
-      const sessions = await t.prisma.session.findMany({ include: { turns: true, evaluation: true, participant: true } });
+      const sessions = await t.prisma.session.findMany({
+        include: { turns: true, evaluation: true, participant: true },
+      });
       expect(sessions).toHaveLength(4);
       for (const s of sessions) {
         expect(s.simulated).toBe(true);
@@ -56,7 +70,20 @@ describe('simulated sessions', () => {
       // Four games over three tasks: the first task is played twice.
       expect(new Set(sessions.map((s) => s.taskId)).size).toBe(3);
 
-      const report = await evaluateVersion(t.prisma, v, scorer, { kind: 'backend', split: 'test', episodes: 3, seed: 1, store: false, sampling: { temperature: 1, topP: 1, maxTokens: 24 } }, v);
+      const report = await evaluateVersion(
+        t.prisma,
+        v,
+        scorer,
+        {
+          kind: 'backend',
+          split: 'test',
+          episodes: 3,
+          seed: 1,
+          store: false,
+          sampling: { temperature: 1, topP: 1, maxTokens: 24 },
+        },
+        v,
+      );
       expect(report.episodes).toBe(3);
       expect(report.success.lo).toBeLessThanOrEqual(report.success.estimate);
       expect(report.against!.winRate.n).toBe(3);

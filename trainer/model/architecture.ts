@@ -28,7 +28,13 @@ const SUPPORTED_ARCHITECTURES = ['LlamaForCausalLM', 'Qwen2ForCausalLM'];
 export type RopeScaling =
   | { type: 'none' }
   | { type: 'linear'; factor: number }
-  | { type: 'llama3'; factor: number; lowFreqFactor: number; highFreqFactor: number; originalMaxPositionEmbeddings: number };
+  | {
+      type: 'llama3';
+      factor: number;
+      lowFreqFactor: number;
+      highFreqFactor: number;
+      originalMaxPositionEmbeddings: number;
+    };
 
 export interface ModelConfig {
   modelType: ModelType;
@@ -56,7 +62,10 @@ export interface ModelConfig {
 }
 
 export class ConfigError extends Error {
-  constructor(message: string, readonly source?: string) {
+  constructor(
+    message: string,
+    readonly source?: string,
+  ) {
     super(source ? `${source}: ${message}` : message);
     this.name = 'ModelConfigError';
   }
@@ -115,7 +124,8 @@ function parseRopeScaling(v: unknown, source?: string): RopeScaling {
  * Throws ConfigError for unknown architectures, unsupported features or missing/ill-typed keys.
  */
 export function parseHfConfig(raw: unknown, source?: string): ModelConfig {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ConfigError('config.json must hold a JSON object', source);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new ConfigError('config.json must hold a JSON object', source);
   const c = raw as Json;
   const modelType = c.model_type;
   if (typeof modelType !== 'string' || !(SUPPORTED_MODEL_TYPES as readonly string[]).includes(modelType)) {
@@ -134,17 +144,25 @@ export function parseHfConfig(raw: unknown, source?: string): ModelConfig {
       );
     }
   }
-  if (c.use_sliding_window === true) throw new ConfigError('use_sliding_window is not supported (full causal attention only)', source);
+  if (c.use_sliding_window === true)
+    throw new ConfigError('use_sliding_window is not supported (full causal attention only)', source);
   const act = c.hidden_act ?? 'silu';
-  if (act !== 'silu') throw new ConfigError(`hidden_act ${JSON.stringify(act)} is not supported (only "silu", i.e. SwiGLU)`, source);
+  if (act !== 'silu')
+    throw new ConfigError(`hidden_act ${JSON.stringify(act)} is not supported (only "silu", i.e. SwiGLU)`, source);
   const hiddenSize = positiveInt(c, 'hidden_size', source);
   const numHeads = positiveInt(c, 'num_attention_heads', source);
   const numKvHeads = positiveInt(c, 'num_key_value_heads', source, numHeads);
   if (numHeads % numKvHeads !== 0) {
-    throw new ConfigError(`num_attention_heads (${numHeads}) must be a multiple of num_key_value_heads (${numKvHeads})`, source);
+    throw new ConfigError(
+      `num_attention_heads (${numHeads}) must be a multiple of num_key_value_heads (${numKvHeads})`,
+      source,
+    );
   }
   if (c.head_dim === undefined && hiddenSize % numHeads !== 0) {
-    throw new ConfigError(`hidden_size (${hiddenSize}) is not divisible by num_attention_heads (${numHeads}) and no head_dim is given`, source);
+    throw new ConfigError(
+      `hidden_size (${hiddenSize}) is not divisible by num_attention_heads (${numHeads}) and no head_dim is given`,
+      source,
+    );
   }
   const headDim = positiveInt(c, 'head_dim', source, hiddenSize / numHeads);
   if (headDim % 2 !== 0) throw new ConfigError(`head_dim (${headDim}) must be even for rotary positions`, source);

@@ -24,7 +24,8 @@ async function tryNative(): Promise<{ ok: true; detail: string } | { ok: false; 
     try {
       // Through a variable so the type checker does not require the optional packages.
       await import(/* @vite-ignore */ pkg as string);
-      if (tf.findBackend('tensorflow') && (await tf.setBackend('tensorflow'))) return { ok: true, detail: `${pkg} (native TensorFlow)` };
+      if (tf.findBackend('tensorflow') && (await tf.setBackend('tensorflow')))
+        return { ok: true, detail: `${pkg} (native TensorFlow)` };
       reasons.push(`${pkg} loaded but registered no "tensorflow" backend`);
     } catch (e) {
       reasons.push(`${pkg}: ${firstLine(e)}`);
@@ -76,7 +77,11 @@ export async function initBackend(forced?: BackendChoice): Promise<BackendInfo> 
   }
   if (!forced || forced === 'wasm') {
     const r = await tryWasm();
-    if (r.ok) return { name: tf.getBackend(), detail: r.detail + (skipped.length ? ` (native unavailable: ${skipped.join('; ')})` : '') };
+    if (r.ok)
+      return {
+        name: tf.getBackend(),
+        detail: r.detail + (skipped.length ? ` (native unavailable: ${skipped.join('; ')})` : ''),
+      };
     if (forced) throw new Error(`TFJS_BACKEND=wasm, but the WebAssembly backend is unavailable: ${r.reason}`);
     skipped.push(r.reason);
   }

@@ -123,7 +123,9 @@ export function trainByteLevelBpe(texts: Iterable<string>, options: BpeTrainOpti
   const minFrequency = options.minFrequency ?? 2;
   const base = specials.length + 256;
   if (!Number.isInteger(options.vocabSize) || options.vocabSize < base) {
-    throw new Error(`bpe-train: vocabSize must be an integer >= ${base} (special tokens + 256 bytes), got ${options.vocabSize}`);
+    throw new Error(
+      `bpe-train: vocabSize must be an integer >= ${base} (special tokens + 256 bytes), got ${options.vocabSize}`,
+    );
   }
 
   // The library, configured exactly as the output will be, does normalisation and pre-tokenisation.
@@ -154,11 +156,14 @@ export function trainByteLevelBpe(texts: Iterable<string>, options: BpeTrainOpti
   const words: number[][] = [];
   const freqs: number[] = [];
   for (const [w, f] of wordFreq) {
-    words.push([...w].map((ch) => {
-      const id = symbolId.get(ch);
-      if (id === undefined) throw new Error(`bpe-train: pre-tokenizer produced a non-byte character ${JSON.stringify(ch)}`);
-      return id;
-    }));
+    words.push(
+      [...w].map((ch) => {
+        const id = symbolId.get(ch);
+        if (id === undefined)
+          throw new Error(`bpe-train: pre-tokenizer produced a non-byte character ${JSON.stringify(ch)}`);
+        return id;
+      }),
+    );
     freqs.push(f);
   }
 
@@ -208,7 +213,11 @@ export function trainByteLevelBpe(texts: Iterable<string>, options: BpeTrainOpti
     for (const wi of affected) {
       const w = words[wi]!;
       let has = false;
-      for (let i = 0; i + 1 < w.length; i++) if (w[i] === a && w[i + 1] === b) { has = true; break; }
+      for (let i = 0; i + 1 < w.length; i++)
+        if (w[i] === a && w[i + 1] === b) {
+          has = true;
+          break;
+        }
       if (!has) continue;
       addWordPairs(wi, -1);
       const out: number[] = [];
@@ -229,7 +238,10 @@ export function trainByteLevelBpe(texts: Iterable<string>, options: BpeTrainOpti
 }
 
 /** tokenizer_config.json to go with a trained tokenizer: ChatML specials and the chat template. */
-export function chatMlTokenizerConfig(chatTemplate: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function chatMlTokenizerConfig(
+  chatTemplate: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     tokenizer_class: 'PreTrainedTokenizerFast',
     bos_token: null,

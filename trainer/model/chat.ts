@@ -26,7 +26,10 @@ export interface ChatSegment {
 export class ChatFormatter {
   private readonly template: Template;
 
-  constructor(readonly source: string, private readonly specials: ChatSpecialTokens = {}) {
+  constructor(
+    readonly source: string,
+    private readonly specials: ChatSpecialTokens = {},
+  ) {
     try {
       this.template = new Template(source);
     } catch (err) {

@@ -8,7 +8,15 @@ import path from 'node:path';
 import { parseHfConfig, toHfConfig, type ModelConfig } from './architecture.ts';
 import { Decoder, parameterShapes } from './decoder.ts';
 import type { AdamW } from './optim.ts';
-import { openSafetensors, readSafetensors, readSafetensorsDir, writeFileAtomic, writeSafetensors, writeSafetensorsDir, type StoredDtype } from './safetensors.ts';
+import {
+  openSafetensors,
+  readSafetensors,
+  readSafetensorsDir,
+  writeFileAtomic,
+  writeSafetensors,
+  writeSafetensorsDir,
+  type StoredDtype,
+} from './safetensors.ts';
 
 export const CONFIG_FILE = 'config.json';
 export const OPTIMIZER_FILE = 'optimizer.safetensors';
@@ -39,16 +47,27 @@ const IGNORED = [/\.rotary_emb\.inv_freq$/, /\.attn\.masked_bias$/];
  * present with the right shape, and nothing else may be (apart from lm_head.weight next to tied embeddings,
  * and rotary buffers), so a checkpoint of another architecture fails loudly instead of loading half.
  */
-export async function loadCheckpoint(dir: string, opts: { name?: string; trainable?: boolean } = {}): Promise<{ model: Decoder; config: ModelConfig }> {
+export async function loadCheckpoint(
+  dir: string,
+  opts: { name?: string; trainable?: boolean } = {},
+): Promise<{ model: Decoder; config: ModelConfig }> {
   const config = await readConfig(dir);
   const expected = parameterShapes(config);
-  const weights = await readSafetensorsDir(dir, (n) => !IGNORED.some((r) => r.test(n)) && !(config.tieWordEmbeddings && n === 'lm_head.weight'));
+  const weights = await readSafetensorsDir(
+    dir,
+    (n) => !IGNORED.some((r) => r.test(n)) && !(config.tieWordEmbeddings && n === 'lm_head.weight'),
+  );
   const unexpected = [...weights.keys()].filter((n) => !expected.has(n));
   if (unexpected.length) {
-    throw new Error(`${dir}: checkpoint has ${unexpected.length} tensor(s) this ${config.modelType} config does not use: ${unexpected.slice(0, 5).join(', ')}${unexpected.length > 5 ? ', ...' : ''}`);
+    throw new Error(
+      `${dir}: checkpoint has ${unexpected.length} tensor(s) this ${config.modelType} config does not use: ${unexpected.slice(0, 5).join(', ')}${unexpected.length > 5 ? ', ...' : ''}`,
+    );
   }
   try {
-    return { model: new Decoder(config, { name: opts.name ?? path.basename(dir), weights, trainable: opts.trainable }), config };
+    return {
+      model: new Decoder(config, { name: opts.name ?? path.basename(dir), weights, trainable: opts.trainable }),
+      config,
+    };
   } catch (e) {
     throw new Error(`${dir}: ${(e as Error).message}`);
   }
@@ -72,7 +91,9 @@ export async function saveCheckpoint(
 }
 
 export async function saveOptimizer(dir: string, optimizer: AdamW): Promise<void> {
-  await writeSafetensors(path.join(dir, OPTIMIZER_FILE), optimizer.stateTensors(), { metadata: { step: String(optimizer.step) } });
+  await writeSafetensors(path.join(dir, OPTIMIZER_FILE), optimizer.stateTensors(), {
+    metadata: { step: String(optimizer.step) },
+  });
 }
 
 /** Restores AdamW moments and step saved by saveOptimizer; names and shapes must match the optimizer's parameters. */

@@ -59,7 +59,8 @@ const num = (v: unknown, d: number): number => (typeof v === 'number' && Number.
 export function parseClipConfig(json: Json): ClipVisionConfig {
   const v = (json.vision_config && typeof json.vision_config === 'object' ? json.vision_config : json) as Json;
   const act = v.hidden_act ?? 'quick_gelu';
-  if (act !== 'quick_gelu' && act !== 'gelu') throw new ClipLoadError(`unsupported hidden_act ${JSON.stringify(act)} (quick_gelu or gelu)`);
+  if (act !== 'quick_gelu' && act !== 'gelu')
+    throw new ClipLoadError(`unsupported hidden_act ${JSON.stringify(act)} (quick_gelu or gelu)`);
   const cfg: ClipVisionConfig = {
     hiddenSize: num(v.hidden_size, 768),
     intermediateSize: num(v.intermediate_size, 3072),
@@ -71,8 +72,10 @@ export function parseClipConfig(json: Json): ClipVisionConfig {
     hiddenAct: act,
     projectionDim: num(json.projection_dim, num(v.projection_dim, 512)),
   };
-  if (cfg.hiddenSize % cfg.numHeads !== 0) throw new ClipLoadError(`hidden_size ${cfg.hiddenSize} is not divisible by num_attention_heads ${cfg.numHeads}`);
-  if (cfg.imageSize % cfg.patchSize !== 0) throw new ClipLoadError(`image_size ${cfg.imageSize} is not a multiple of patch_size ${cfg.patchSize}`);
+  if (cfg.hiddenSize % cfg.numHeads !== 0)
+    throw new ClipLoadError(`hidden_size ${cfg.hiddenSize} is not divisible by num_attention_heads ${cfg.numHeads}`);
+  if (cfg.imageSize % cfg.patchSize !== 0)
+    throw new ClipLoadError(`image_size ${cfg.imageSize} is not a multiple of patch_size ${cfg.patchSize}`);
   return cfg;
 }
 
@@ -88,7 +91,14 @@ export function parsePreprocessConfig(json: Json | undefined, imageSize: number)
     Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === 'number') ? (v as [number, number, number]) : d;
   // PIL resample codes: 2 = bilinear, 3 = bicubic (CLIP's).
   const resample = j.resample === 2 ? 'bilinear' : 'bicubic';
-  return { shortestEdge, cropHeight, cropWidth, mean: triple(j.image_mean, CLIP_MEAN), std: triple(j.image_std, CLIP_STD), resample };
+  return {
+    shortestEdge,
+    cropHeight,
+    cropWidth,
+    mean: triple(j.image_mean, CLIP_MEAN),
+    std: triple(j.image_std, CLIP_STD),
+    resample,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -105,7 +115,17 @@ const linear = (x: number): number => Math.max(0, 1 - Math.abs(x));
 const PRECISION = 2 ** 22;
 
 /** One resampling pass over `n` lines of `inLen` samples with `channels` interleaved channels, 8-bit rounded. */
-function resample1d(src: Uint8Array, inLen: number, outLen: number, lines: number, channels: number, stride: { sample: number; line: number }, outStride: { sample: number; line: number }, out: Uint8Array, kernel: 'bicubic' | 'bilinear'): void {
+function resample1d(
+  src: Uint8Array,
+  inLen: number,
+  outLen: number,
+  lines: number,
+  channels: number,
+  stride: { sample: number; line: number },
+  outStride: { sample: number; line: number },
+  out: Uint8Array,
+  kernel: 'bicubic' | 'bilinear',
+): void {
   const filter = kernel === 'bicubic' ? cubic : linear;
   const support0 = kernel === 'bicubic' ? 2 : 1;
   const scale = inLen / outLen;
@@ -131,15 +151,20 @@ function resample1d(src: Uint8Array, inLen: number, outLen: number, lines: numbe
     for (let l = 0; l < lines; l++) {
       for (let c = 0; c < channels; c++) {
         let acc = PRECISION / 2;
-        for (let k = 0; k < fixed.length; k++) acc += src[(xmin + k) * stride.sample + l * stride.line + c]! * fixed[k]!;
-        out[o * outStride.sample + l * outStride.line + c] = acc <= 0 ? 0 : acc >= 256 * PRECISION ? 255 : Math.floor(acc / PRECISION);
+        for (let k = 0; k < fixed.length; k++)
+          acc += src[(xmin + k) * stride.sample + l * stride.line + c]! * fixed[k]!;
+        out[o * outStride.sample + l * outStride.line + c] =
+          acc <= 0 ? 0 : acc >= 256 * PRECISION ? 255 : Math.floor(acc / PRECISION);
       }
     }
   }
 }
 
 /** Decoded RGB (8-bit, transparency composited on white), resized and cropped, as CHW floats normalised. */
-export function preprocessPng(png: Buffer, pp: ClipPreprocessConfig): { pixels: Float32Array; height: number; width: number } {
+export function preprocessPng(
+  png: Buffer,
+  pp: ClipPreprocessConfig,
+): { pixels: Float32Array; height: number; width: number } {
   let img: PNG;
   try {
     img = PNG.sync.read(png);
@@ -164,13 +189,15 @@ export function preprocessPng(png: Buffer, pp: ClipPreprocessConfig): { pixels: 
   const resized = new Uint8Array(ow * oh * 3);
   resample1d(tmp, h, oh, ow, 3, { sample: ow * 3, line: 3 }, { sample: ow * 3, line: 3 }, resized, pp.resample);
   // Centre crop (HF: top = (h - ch) // 2), padding with zeros if the image is smaller than the crop.
-  const ch = pp.cropHeight, cw = pp.cropWidth;
+  const ch = pp.cropHeight,
+    cw = pp.cropWidth;
   const top = Math.floor((oh - ch) / 2);
   const left = Math.floor((ow - cw) / 2);
   const pixels = new Float32Array(3 * ch * cw);
   for (let y = 0; y < ch; y++) {
     for (let x = 0; x < cw; x++) {
-      const sy = y + top, sx = x + left;
+      const sy = y + top,
+        sx = x + left;
       for (let c = 0; c < 3; c++) {
         const v = sy >= 0 && sy < oh && sx >= 0 && sx < ow ? resized[(sy * ow + sx) * 3 + c]! / 255 : 0;
         pixels[c * ch * cw + y * cw + x] = (v - pp.mean[c]!) / pp.std[c]!;
@@ -183,15 +210,29 @@ export function preprocessPng(png: Buffer, pp: ClipPreprocessConfig): { pixels: 
 // ---------------------------------------------------------------------------------------------------------
 
 const LAYER_KEYS = [
-  'self_attn.q_proj.weight', 'self_attn.q_proj.bias', 'self_attn.k_proj.weight', 'self_attn.k_proj.bias',
-  'self_attn.v_proj.weight', 'self_attn.v_proj.bias', 'self_attn.out_proj.weight', 'self_attn.out_proj.bias',
-  'layer_norm1.weight', 'layer_norm1.bias', 'mlp.fc1.weight', 'mlp.fc1.bias', 'mlp.fc2.weight', 'mlp.fc2.bias',
-  'layer_norm2.weight', 'layer_norm2.bias',
+  'self_attn.q_proj.weight',
+  'self_attn.q_proj.bias',
+  'self_attn.k_proj.weight',
+  'self_attn.k_proj.bias',
+  'self_attn.v_proj.weight',
+  'self_attn.v_proj.bias',
+  'self_attn.out_proj.weight',
+  'self_attn.out_proj.bias',
+  'layer_norm1.weight',
+  'layer_norm1.bias',
+  'mlp.fc1.weight',
+  'mlp.fc1.bias',
+  'mlp.fc2.weight',
+  'mlp.fc2.bias',
+  'layer_norm2.weight',
+  'layer_norm2.bias',
 ];
 
 /** Every tensor the image tower needs, with its expected shape. */
 export function expectedClipShapes(cfg: ClipVisionConfig): Map<string, number[]> {
-  const d = cfg.hiddenSize, f = cfg.intermediateSize, p = cfg.patchSize;
+  const d = cfg.hiddenSize,
+    f = cfg.intermediateSize,
+    p = cfg.patchSize;
   const seq = (cfg.imageSize / p) ** 2 + 1;
   const m = new Map<string, number[]>([
     ['vision_model.embeddings.class_embedding', [d]],
@@ -206,7 +247,15 @@ export function expectedClipShapes(cfg: ClipVisionConfig): Map<string, number[]>
   for (let i = 0; i < cfg.numLayers; i++) {
     for (const k of LAYER_KEYS) {
       const name = `vision_model.encoder.layers.${i}.${k}`;
-      const shape = k.startsWith('mlp.fc1.weight') ? [f, d] : k === 'mlp.fc1.bias' ? [f] : k === 'mlp.fc2.weight' ? [d, f] : k.endsWith('.weight') && k.includes('proj') ? [d, d] : [d];
+      const shape = k.startsWith('mlp.fc1.weight')
+        ? [f, d]
+        : k === 'mlp.fc1.bias'
+          ? [f]
+          : k === 'mlp.fc2.weight'
+            ? [d, f]
+            : k.endsWith('.weight') && k.includes('proj')
+              ? [d, d]
+              : [d];
       m.set(name, shape);
     }
   }
@@ -227,13 +276,19 @@ export class ClipImageEmbedder implements ImageEmbedder {
    * Loads a Hugging Face CLIP directory. Initialises the tfjs backend (the best available, or `backend`) unless
    * `initBackend: false` (the caller already chose one).
    */
-  static async load(dir: string, opts: { backend?: BackendChoice; initBackend?: boolean } = {}): Promise<ClipImageEmbedder> {
+  static async load(
+    dir: string,
+    opts: { backend?: BackendChoice; initBackend?: boolean } = {},
+  ): Promise<ClipImageEmbedder> {
     const readJson = async (file: string, required: boolean): Promise<Json | undefined> => {
       let text: string;
       try {
         text = await readFile(path.join(dir, file), 'utf8');
       } catch {
-        if (required) throw new ClipLoadError(`${dir}: no ${file}; expected a Hugging Face CLIP directory (config.json, model.safetensors)`);
+        if (required)
+          throw new ClipLoadError(
+            `${dir}: no ${file}; expected a Hugging Face CLIP directory (config.json, model.safetensors)`,
+          );
         return undefined;
       }
       try {
@@ -245,7 +300,9 @@ export class ClipImageEmbedder implements ImageEmbedder {
     const config = parseClipConfig((await readJson('config.json', true))!);
     const pre = parsePreprocessConfig(await readJson('preprocessor_config.json', false), config.imageSize);
     if (pre.cropHeight !== config.imageSize || pre.cropWidth !== config.imageSize) {
-      throw new ClipLoadError(`${dir}: crop ${pre.cropWidth}x${pre.cropHeight} does not match image_size ${config.imageSize}`);
+      throw new ClipLoadError(
+        `${dir}: crop ${pre.cropWidth}x${pre.cropHeight} does not match image_size ${config.imageSize}`,
+      );
     }
     const wanted = expectedClipShapes(config);
     const stored = await readSafetensorsDir(dir, (name) => wanted.has(name));
@@ -253,9 +310,13 @@ export class ClipImageEmbedder implements ImageEmbedder {
     for (const [name, shape] of wanted) {
       const t = stored.get(name);
       if (!t) problems.push(`missing ${name}`);
-      else if (t.shape.join(',') !== shape.join(',')) problems.push(`${name} has shape [${t.shape}], expected [${shape}]`);
+      else if (t.shape.join(',') !== shape.join(','))
+        problems.push(`${name} has shape [${t.shape}], expected [${shape}]`);
     }
-    if (problems.length) throw new ClipLoadError(`${dir}: not a CLIP image tower for this config.json: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`);
+    if (problems.length)
+      throw new ClipLoadError(
+        `${dir}: not a CLIP image tower for this config.json: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`,
+      );
     if (opts.initBackend !== false) await initBackend(opts.backend);
     const w = new Map<string, tf.Tensor>();
     const d = config.hiddenSize;
@@ -264,7 +325,8 @@ export class ClipImageEmbedder implements ImageEmbedder {
       // convolution flattened to [3*p*p, d] in (channel, row, column) order.
       let tensor: tf.Tensor = tf.tensor(t.data, t.shape, 'float32');
       if (name.endsWith('patch_embedding.weight')) tensor = tf.tidy(() => tf.transpose(tf.reshape(tensor, [d, -1])));
-      else if (t.shape.length === 2 && !name.endsWith('position_embedding.weight')) tensor = tf.tidy(() => tf.transpose(tensor));
+      else if (t.shape.length === 2 && !name.endsWith('position_embedding.weight'))
+        tensor = tf.tidy(() => tf.transpose(tensor));
       w.set(name, tensor);
     }
     return new ClipImageEmbedder(config, pre, w);
@@ -291,15 +353,23 @@ export class ClipImageEmbedder implements ImageEmbedder {
   embedPixels(pixels: Float32Array): Float32Array {
     if (this.disposed) throw new Error('CLIP embedder used after dispose()');
     const c = this.config;
-    const p = c.patchSize, g = c.imageSize / p, d = c.hiddenSize, heads = c.numHeads, hd = d / heads;
-    if (pixels.length !== 3 * c.imageSize * c.imageSize) throw new Error(`CLIP: expected 3x${c.imageSize}x${c.imageSize} pixels, got ${pixels.length} values`);
+    const p = c.patchSize,
+      g = c.imageSize / p,
+      d = c.hiddenSize,
+      heads = c.numHeads,
+      hd = d / heads;
+    if (pixels.length !== 3 * c.imageSize * c.imageSize)
+      throw new Error(`CLIP: expected 3x${c.imageSize}x${c.imageSize} pixels, got ${pixels.length} values`);
     const out = tf.tidy(() => {
       // [3, g*p, g*p] -> [g, g, 3, p, p] -> [g*g, 3*p*p]: each row one patch, flattened like the conv weight.
       const img = tf.tensor(pixels, [3, g, p, g, p]);
       const patches = tf.reshape(tf.transpose(img, [1, 3, 0, 2, 4]), [g * g, 3 * p * p]) as tf.Tensor2D;
       const embedded = tf.matMul(patches, this.get('vision_model.embeddings.patch_embedding.weight') as tf.Tensor2D);
       const cls = tf.reshape(this.get('vision_model.embeddings.class_embedding'), [1, d]);
-      let x = tf.add(tf.concat([cls, embedded], 0), this.get('vision_model.embeddings.position_embedding.weight')) as tf.Tensor2D;
+      let x = tf.add(
+        tf.concat([cls, embedded], 0),
+        this.get('vision_model.embeddings.position_embedding.weight'),
+      ) as tf.Tensor2D;
       x = this.layerNorm(x, 'vision_model.pre_layrnorm');
       const seq = g * g + 1;
       for (let i = 0; i < c.numLayers; i++) {

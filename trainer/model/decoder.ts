@@ -151,7 +151,8 @@ export function ropeInverseFrequencies(cfg: ModelConfig): Float32Array {
       if (wavelen < highFreqWavelen) continue;
       if (wavelen > lowFreqWavelen) inv[i] = freq / rs.factor;
       else {
-        const smooth = (rs.originalMaxPositionEmbeddings / wavelen - rs.lowFreqFactor) / (rs.highFreqFactor - rs.lowFreqFactor);
+        const smooth =
+          (rs.originalMaxPositionEmbeddings / wavelen - rs.lowFreqFactor) / (rs.highFreqFactor - rs.lowFreqFactor);
         inv[i] = (1 - smooth) * (freq / rs.factor) + smooth * freq;
       }
     }
@@ -182,7 +183,9 @@ export class Decoder {
     if (opts.weights) {
       const missing = [...shapes.keys()].filter((n) => !opts.weights!.has(n));
       if (missing.length) {
-        throw new Error(`missing ${missing.length} parameter(s) for this config: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}`);
+        throw new Error(
+          `missing ${missing.length} parameter(s) for this config: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}`,
+        );
       }
     }
     const std = opts.initStd ?? 0.02;
@@ -192,7 +195,9 @@ export class Decoder {
       const given = opts.weights?.get(name);
       if (given) {
         if (given.shape.length !== shape.length || given.shape.some((v, i) => v !== shape[i])) {
-          throw new Error(`parameter ${name} has shape [${given.shape.join(', ')}], expected [${shape.join(', ')}] from the config`);
+          throw new Error(
+            `parameter ${name} has shape [${given.shape.join(', ')}], expected [${shape.join(', ')}] from the config`,
+          );
         }
         init = tf.tensor(given.data, shape, 'float32');
       } else if (name.endsWith('norm.weight')) init = tf.ones(shape);
@@ -281,7 +286,9 @@ export class Decoder {
     const past = opts.cache;
     if (past && past.batch !== B) throw new Error(`cache holds ${past.batch} rows, ids have ${B}`);
     if (opts.attentionMask && (opts.attentionMask.shape[0] !== B || opts.attentionMask.shape[1] !== T)) {
-      throw new Error(`attentionMask must be [${B}, ${T}] (the new tokens only), got [${opts.attentionMask.shape.join(', ')}]`);
+      throw new Error(
+        `attentionMask must be [${B}, ${T}] (the new tokens only), got [${opts.attentionMask.shape.join(', ')}]`,
+      );
     }
     const cfg = this.config;
     const { numHeads: H, numKvHeads: Hkv, headDim: Dh, hiddenSize: d } = cfg;
@@ -304,17 +311,24 @@ export class Decoder {
 
       // Additive mask M[b,1,t,s]: key s visible to query t iff it is a real token and s ≤ P + t.
       const keyMask = past ? tf.concat([past.mask, newMask], 1) : newMask; // [B, S]
-      const causal = tf.lessEqual(tf.range(0, S, 1, 'int32').reshape([1, S]), tf.range(P, S, 1, 'int32').reshape([T, 1])); // [T, S]
+      const causal = tf.lessEqual(
+        tf.range(0, S, 1, 'int32').reshape([1, S]),
+        tf.range(P, S, 1, 'int32').reshape([T, 1]),
+      ); // [T, S]
       const visible = tf.mul(tf.cast(causal, 'float32').reshape([1, 1, T, S]), keyMask.reshape([B, 1, 1, S]));
       const maskBias = tf.mul(tf.sub(1, visible), MASKED);
 
-      let h = tf.reshape(tf.gather(this.param('model.embed_tokens.weight'), tf.reshape(tf.cast(ids, 'int32'), [B * T])), [B * T, d]) as tf.Tensor2D;
+      let h = tf.reshape(
+        tf.gather(this.param('model.embed_tokens.weight'), tf.reshape(tf.cast(ids, 'int32'), [B * T])),
+        [B * T, d],
+      ) as tf.Tensor2D;
       const newLayers: { k: tf.Tensor4D; v: tf.Tensor4D }[] = [];
       for (let l = 0; l < cfg.numLayers; l++) {
         const p = `model.layers.${l}.`;
         // --- attention ---
         const a = this.rmsNorm(h, p + 'input_layernorm.weight');
-        const heads = (x: tf.Tensor2D, n: number) => tf.transpose(tf.reshape(x, [B, T, n, Dh]), [0, 2, 1, 3]) as tf.Tensor4D;
+        const heads = (x: tf.Tensor2D, n: number) =>
+          tf.transpose(tf.reshape(x, [B, T, n, Dh]), [0, 2, 1, 3]) as tf.Tensor4D;
         const q = this.rope(heads(this.linear(a, p + 'self_attn.q_proj'), H), cos, sin);
         let k = this.rope(heads(this.linear(a, p + 'self_attn.k_proj'), Hkv), cos, sin);
         let v = heads(this.linear(a, p + 'self_attn.v_proj'), Hkv);
@@ -389,7 +403,10 @@ export function selectCacheRows(cache: KVCache, rows: number[]): KVCache {
   return tf.tidy(() => {
     const idx = tf.tensor1d(rows, 'int32');
     return {
-      layers: cache.layers.map((l) => ({ k: tf.gather(l.k, idx) as tf.Tensor4D, v: tf.gather(l.v, idx) as tf.Tensor4D })),
+      layers: cache.layers.map((l) => ({
+        k: tf.gather(l.k, idx) as tf.Tensor4D,
+        v: tf.gather(l.v, idx) as tf.Tensor4D,
+      })),
       mask: tf.gather(cache.mask, idx) as tf.Tensor2D,
       count: tf.gather(cache.count, idx) as tf.Tensor1D,
       length: cache.length,

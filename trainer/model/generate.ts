@@ -105,7 +105,13 @@ export function descendingOrder(entries: Iterable<readonly [number, number]>, vo
  * caller has it, is every id in descending order of logp with ties by id (llama.cpp hands its distribution over
  * sorted): the same draw without sorting the vocabulary again for every token.
  */
-export function sampleToken(logp: Float64Array, temperature: number, topP: number, rand: () => number, order?: readonly number[]): number {
+export function sampleToken(
+  logp: Float64Array,
+  temperature: number,
+  topP: number,
+  rand: () => number,
+  order?: readonly number[],
+): number {
   const V = logp.length;
   if (temperature <= 0) {
     let best = 0;
@@ -124,7 +130,8 @@ export function sampleToken(logp: Float64Array, temperature: number, topP: numbe
   let n = V;
   if (topP < 1) {
     // Sorted by probability, ties by id, so the nucleus does not depend on the sort's stability.
-    if (order && order.length !== V) throw new Error(`sampleToken: order has ${order.length} ids for a vocabulary of ${V}`);
+    if (order && order.length !== V)
+      throw new Error(`sampleToken: order has ${order.length} ids for a vocabulary of ${V}`);
     nucleus = order ?? Array.from({ length: V }, (_, i) => i).sort((a, b) => p[b]! - p[a]! || a - b);
     let cum = 0;
     let keep = 0;
@@ -153,8 +160,10 @@ function validate(options: GenerateOptions): Required<Pick<GenerateOptions, 'max
   const maxTokens = options.maxTokens ?? 256;
   const temperature = options.temperature ?? 1;
   const topP = options.topP ?? 1;
-  if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new Error(`generate: maxTokens must be a positive integer, got ${maxTokens}`);
-  if (!Number.isFinite(temperature) || temperature < 0) throw new Error(`generate: temperature must be >= 0, got ${temperature}`);
+  if (!Number.isInteger(maxTokens) || maxTokens < 1)
+    throw new Error(`generate: maxTokens must be a positive integer, got ${maxTokens}`);
+  if (!Number.isFinite(temperature) || temperature < 0)
+    throw new Error(`generate: temperature must be >= 0, got ${temperature}`);
   if (!Number.isFinite(topP) || topP <= 0 || topP > 1) throw new Error(`generate: topP must be in (0, 1], got ${topP}`);
   if (options.stop?.some((s) => s.length === 0)) throw new Error('generate: empty stop string');
   return { maxTokens, temperature, topP };
@@ -189,14 +198,17 @@ export async function generate(
   for (const [i, p] of prompts.entries()) {
     if (p.length === 0) throw new Error(`generate: prompt ${i} is empty`);
     if (p.length >= ctx) throw new Error(`generate: prompt ${i} has ${p.length} tokens; the model's context is ${ctx}`);
-    for (const id of p) if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`generate: prompt ${i} has token id ${id} outside 0..${V - 1}`);
+    for (const id of p)
+      if (!Number.isInteger(id) || id < 0 || id >= V)
+        throw new Error(`generate: prompt ${i} has token id ${id} outside 0..${V - 1}`);
   }
   const sampleable = Math.min(V, tokenizer.vocabSize);
   const eos = new Set(options.eosTokenIds ?? tokenizer.eosTokenIds);
   const stops = options.stop ?? [];
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
   const seeds = options.seeds;
-  if (seeds && seeds.length !== prompts.length) throw new Error(`generate: ${seeds.length} seeds for ${prompts.length} prompts`);
+  if (seeds && seeds.length !== prompts.length)
+    throw new Error(`generate: ${seeds.length} seeds for ${prompts.length} prompts`);
   const rows: Row[] = prompts.map((prompt, index) => ({
     index,
     prompt: [...prompt],
@@ -252,7 +264,11 @@ export async function generate(
         cache = smaller;
         active = keep.map((b) => active[b]!);
       }
-      const step = tf.tensor2d(keep.map((b) => next[b]!), [keep.length, 1], 'int32');
+      const step = tf.tensor2d(
+        keep.map((b) => next[b]!),
+        [keep.length, 1],
+        'int32',
+      );
       const out = model.forward(step, { cache: cache!, lastOnly: true });
       step.dispose();
       disposeCache(cache);

@@ -6,7 +6,14 @@ import { Worker } from 'node:worker_threads';
 import type { BackendChoice } from './backend.ts';
 import type { PromptInput, ScoreRequest } from './loaded-policy.ts';
 import type { GenerateOptions, GenerationResult } from './generate.ts';
-import type { SerializedError, WorkerInfo, WorkerInit, WorkerMessage, WorkerRequest, WorkerResultMap } from './worker.ts';
+import type {
+  SerializedError,
+  WorkerInfo,
+  WorkerInit,
+  WorkerMessage,
+  WorkerRequest,
+  WorkerResultMap,
+} from './worker.ts';
 
 export type { WorkerInfo } from './worker.ts';
 
@@ -35,7 +42,11 @@ export class InferenceClient {
   private exited: Promise<void>;
   private currentInfo: WorkerInfo;
 
-  private constructor(private readonly worker: Worker, info: WorkerInfo, exited: Promise<void>) {
+  private constructor(
+    private readonly worker: Worker,
+    info: WorkerInfo,
+    exited: Promise<void>,
+  ) {
     this.currentInfo = info;
     this.exited = exited;
     worker.on('message', (msg: WorkerMessage) => {
@@ -125,13 +136,20 @@ export class InferenceClient {
   }
 
   /** Completions for each prompt, generated as one batch. Aborting the signal ends it with an AbortError. */
-  generate(prompts: PromptInput[], options: Omit<GenerateOptions, 'shouldStop'> = {}, signal?: AbortSignal): Promise<GenerationResult[]> {
+  generate(
+    prompts: PromptInput[],
+    options: Omit<GenerateOptions, 'shouldStop'> = {},
+    signal?: AbortSignal,
+  ): Promise<GenerationResult[]> {
     return this.request('generate', { prompts, options }, signal);
   }
 
   /** Per-token log-probabilities of each continuation (plain numbers). */
   logprobs(items: ScoreRequest[], options: { batchSize?: number } = {}): Promise<number[][]> {
-    return this.request('logprobs', { items, ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}) });
+    return this.request('logprobs', {
+      items,
+      ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
+    });
   }
 
   /** Token ids of a prompt as the worker would feed it (chat template applied for messages). */

@@ -37,7 +37,9 @@ export class LoadedPolicy {
     readonly checkpointDir: string,
   ) {
     if (tokenizer.vocabSize > model.config.vocabSize) {
-      throw new Error(`${checkpointDir}: the tokenizer has ${tokenizer.vocabSize} ids but the model's vocabulary is ${model.config.vocabSize}`);
+      throw new Error(
+        `${checkpointDir}: the tokenizer has ${tokenizer.vocabSize} ids but the model's vocabulary is ${model.config.vocabSize}`,
+      );
     }
   }
 
@@ -60,7 +62,12 @@ export class LoadedPolicy {
   }
 
   async generate(prompts: readonly PromptInput[], options: GenerateOptions = {}): Promise<GenerationResult[]> {
-    return generate(this.model, this.tokenizer, prompts.map((p) => this.encodePrompt(p)), options);
+    return generate(
+      this.model,
+      this.tokenizer,
+      prompts.map((p) => this.encodePrompt(p)),
+      options,
+    );
   }
 
   async logprobs(items: readonly ScoreRequest[], options: { batchSize?: number } = {}): Promise<number[][]> {
@@ -74,7 +81,8 @@ export class LoadedPolicy {
   /** Full-vocabulary logits of every position of one sequence: [T][V]. */
   async logits(ids: readonly number[]): Promise<number[][]> {
     const V = this.model.config.vocabSize;
-    for (const id of ids) if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`token id ${id} is outside 0..${V - 1}`);
+    for (const id of ids)
+      if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`token id ${id} is outside 0..${V - 1}`);
     if (ids.length === 0) throw new Error('no token ids given');
     const input = tf.tensor2d([ids as number[]], [1, ids.length], 'int32');
     const { logits } = this.model.forward(input);

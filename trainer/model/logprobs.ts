@@ -31,11 +31,13 @@ function check(model: Decoder, batch: readonly ScoredSequence[]): void {
   const V = model.config.vocabSize;
   const ctx = model.config.maxPositionEmbeddings;
   batch.forEach((s, i) => {
-    if (s.prompt.length === 0) throw new Error(`logprobs: row ${i} has an empty prompt (the first token has no context)`);
+    if (s.prompt.length === 0)
+      throw new Error(`logprobs: row ${i} has an empty prompt (the first token has no context)`);
     const n = s.prompt.length + s.completion.length;
     if (n > ctx) throw new Error(`logprobs: row ${i} has ${n} tokens; the model's context is ${ctx}`);
     for (const id of [...s.prompt, ...s.completion]) {
-      if (!Number.isInteger(id) || id < 0 || id >= V) throw new Error(`logprobs: row ${i} has token id ${id} outside 0..${V - 1}`);
+      if (!Number.isInteger(id) || id < 0 || id >= V)
+        throw new Error(`logprobs: row ${i} has token id ${id} outside 0..${V - 1}`);
     }
   });
 }
@@ -44,7 +46,11 @@ function check(model: Decoder, batch: readonly ScoredSequence[]): void {
  * Differentiable log-probabilities of a batch of completions, in one forward pass. The caller owns (and
  * disposes) the returned tensors; inside tf.tidy or a gradient function they are managed as usual.
  */
-export function completionLogprobs(model: Decoder, batch: readonly ScoredSequence[], options: { padTokenId?: number; temperature?: number } = {}): CompletionLogprobs {
+export function completionLogprobs(
+  model: Decoder,
+  batch: readonly ScoredSequence[],
+  options: { padTokenId?: number; temperature?: number } = {},
+): CompletionLogprobs {
   if (batch.length === 0) throw new Error('logprobs: empty batch');
   check(model, batch);
   const B = batch.length;
@@ -79,7 +85,12 @@ export function completionLogprobs(model: Decoder, batch: readonly ScoredSequenc
     const picked = tf.gather(tf.reshape(scaled, [B * T, V]), tf.tensor1d(rowsIdx, 'int32')); // [B·L, V]
     const maskT = tf.tensor2d(mask, [B, L]);
     const lp = tf.mul(tf.reshape(targetLogProbs(picked, tf.tensor1d(targets, 'int32')), [B, L]), maskT) as tf.Tensor2D;
-    return { tokenLogprobs: lp, mask: maskT, sums: tf.sum(lp, 1) as tf.Tensor1D, lengths: batch.map((s) => s.completion.length) };
+    return {
+      tokenLogprobs: lp,
+      mask: maskT,
+      sums: tf.sum(lp, 1) as tf.Tensor1D,
+      lengths: batch.map((s) => s.completion.length),
+    };
   });
 }
 
@@ -93,7 +104,8 @@ export async function completionLogprobValues(
   options: { padTokenId?: number; batchSize?: number; temperature?: number } = {},
 ): Promise<number[][]> {
   const size = options.batchSize ?? 8;
-  if (!Number.isInteger(size) || size < 1) throw new Error(`logprobs: batchSize must be a positive integer, got ${size}`);
+  if (!Number.isInteger(size) || size < 1)
+    throw new Error(`logprobs: batchSize must be a positive integer, got ${size}`);
   const out: number[][] = [];
   for (let start = 0; start < batch.length; start += size) {
     const chunk = batch.slice(start, start + size);

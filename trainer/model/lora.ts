@@ -41,19 +41,26 @@ function targetNames(decoder: Decoder, targets: string[]): string[] {
  */
 export function addLora(decoder: Decoder, opts: LoraOptions): void {
   if (decoder.adapters.size) throw new Error('this decoder already has LoRA adapters');
-  if (!Number.isInteger(opts.rank) || opts.rank <= 0) throw new Error(`LoRA rank must be a positive integer, got ${opts.rank}`);
+  if (!Number.isInteger(opts.rank) || opts.rank <= 0)
+    throw new Error(`LoRA rank must be a positive integer, got ${opts.rank}`);
   const modules = targetNames(decoder, opts.targetModules ?? [...DEFAULT_LORA_TARGETS]);
   let seed = opts.seed ?? 0;
   for (const module of modules) {
     const w = decoder.param(module + '.weight');
     const [out, inp] = w.shape as [number, number];
     const bound = 1 / Math.sqrt(inp);
-    const a = tf.tidy(() => tf.variable(tf.randomUniform([opts.rank, inp], -bound, bound, 'float32', seed++), true, `${w.name}.lora_A`));
+    const a = tf.tidy(() =>
+      tf.variable(tf.randomUniform([opts.rank, inp], -bound, bound, 'float32', seed++), true, `${w.name}.lora_A`),
+    );
     const b = tf.tidy(() => tf.variable(tf.zeros([out, opts.rank]), true, `${w.name}.lora_B`));
     decoder.adapters.set(module, { a, b, scale: opts.alpha / opts.rank });
   }
   for (const v of decoder.params.values()) v.trainable = false;
-  loraSettings.set(decoder, { rank: opts.rank, alpha: opts.alpha, targetModules: opts.targetModules ?? [...DEFAULT_LORA_TARGETS] });
+  loraSettings.set(decoder, {
+    rank: opts.rank,
+    alpha: opts.alpha,
+    targetModules: opts.targetModules ?? [...DEFAULT_LORA_TARGETS],
+  });
 }
 
 const loraSettings = new WeakMap<Decoder, { rank: number; alpha: number; targetModules: string[] }>();
@@ -106,7 +113,16 @@ export async function saveLora(dir: string, decoder: Decoder, baseModel?: string
   if (!s || !decoder.adapters.size) throw new Error('this decoder has no LoRA adapters to save');
   await fs.mkdir(dir, { recursive: true });
   await writeSafetensors(path.join(dir, ADAPTER_WEIGHTS), loraTensors(decoder));
-  const config = { peft_type: 'LORA', task_type: 'CAUSAL_LM', ...(baseModel ? { base_model_name_or_path: baseModel } : {}), r: s.rank, lora_alpha: s.alpha, target_modules: s.targetModules, lora_dropout: 0, bias: 'none' };
+  const config = {
+    peft_type: 'LORA',
+    task_type: 'CAUSAL_LM',
+    ...(baseModel ? { base_model_name_or_path: baseModel } : {}),
+    r: s.rank,
+    lora_alpha: s.alpha,
+    target_modules: s.targetModules,
+    lora_dropout: 0,
+    bias: 'none',
+  };
   await writeFileAtomic(path.join(dir, ADAPTER_CONFIG), JSON.stringify(config, null, 2) + '\n');
 }
 
@@ -119,17 +135,26 @@ export async function loadLora(dir: string, decoder: Decoder): Promise<void> {
   } catch (e) {
     throw new Error(`${cfgPath}: cannot read LoRA adapter config: ${(e as Error).message}`);
   }
-  if (cfg.peft_type !== 'LORA' || typeof cfg.r !== 'number' || typeof cfg.lora_alpha !== 'number' || !Array.isArray(cfg.target_modules)) {
+  if (
+    cfg.peft_type !== 'LORA' ||
+    typeof cfg.r !== 'number' ||
+    typeof cfg.lora_alpha !== 'number' ||
+    !Array.isArray(cfg.target_modules)
+  ) {
     throw new Error(`${cfgPath}: not a LoRA adapter config (need peft_type LORA, r, lora_alpha, target_modules)`);
   }
   addLora(decoder, { rank: cfg.r, alpha: cfg.lora_alpha, targetModules: cfg.target_modules });
   const tensors = await readSafetensors(path.join(dir, ADAPTER_WEIGHTS));
   for (const [module, ad] of decoder.adapters) {
-    for (const [suffix, v] of [['lora_A', ad.a], ['lora_B', ad.b]] as const) {
+    for (const [suffix, v] of [
+      ['lora_A', ad.a],
+      ['lora_B', ad.b],
+    ] as const) {
       const key = `${PEFT_PREFIX}${module}.${suffix}.weight`;
       const t = tensors.get(key);
       if (!t) throw new Error(`${path.join(dir, ADAPTER_WEIGHTS)}: missing ${key}`);
-      if (t.shape.join() !== v.shape.join()) throw new Error(`${key}: shape [${t.shape}] does not match the model's [${v.shape}]`);
+      if (t.shape.join() !== v.shape.join())
+        throw new Error(`${key}: shape [${t.shape}] does not match the model's [${v.shape}]`);
       tf.tidy(() => v.assign(tf.tensor(t.data, v.shape)));
     }
   }

@@ -86,11 +86,16 @@ export class AdamW {
   /** Restores moments by name; every parameter must be present with the same shape. */
   loadStateTensors(tensors: ReadonlyMap<string, NamedTensor>, step: number): void {
     for (const [name, s] of this.state) {
-      for (const [key, target] of [[`exp_avg.${name}`, s.m], [`exp_avg_sq.${name}`, s.v]] as const) {
+      for (const [key, target] of [
+        [`exp_avg.${name}`, s.m],
+        [`exp_avg_sq.${name}`, s.v],
+      ] as const) {
         const t = tensors.get(key);
         if (!t) throw new Error(`optimizer state has no ${key}`);
         if (t.shape.length !== target.shape.length || t.shape.some((d, i) => d !== target.shape[i])) {
-          throw new Error(`optimizer state ${key} has shape [${t.shape.join(', ')}], parameter has [${target.shape.join(', ')}]`);
+          throw new Error(
+            `optimizer state ${key} has shape [${t.shape.join(', ')}], parameter has [${target.shape.join(', ')}]`,
+          );
         }
         tf.tidy(() => target.assign(tf.tensor(t.data, target.shape)));
       }
@@ -114,7 +119,13 @@ export class AdamW {
  * from `totalSteps` on. With `fromZero`, peak·s/warmup during warm-up: the first update runs at lr 0 (the official
  * trainer's schedule; docs/training.md, "Differences from the official code").
  */
-export function warmupCosine(opts: { peakLr: number; warmupSteps: number; totalSteps: number; minRatio?: number; fromZero?: boolean }): (step: number) => number {
+export function warmupCosine(opts: {
+  peakLr: number;
+  warmupSteps: number;
+  totalSteps: number;
+  minRatio?: number;
+  fromZero?: boolean;
+}): (step: number) => number {
   const { peakLr, warmupSteps, totalSteps } = opts;
   const minRatio = opts.minRatio ?? 0.1;
   // fromZero: peak·s/warmup, as transformers' cosine_with_min_lr schedule (the official trainer's): update 0 at lr 0.
@@ -131,7 +142,10 @@ export function warmupCosine(opts: { peakLr: number; warmupSteps: number; totalS
  * Scales gradients so their global L2 norm is at most maxNorm (torch.nn.utils.clip_grad_norm_: factor
  * min(1, maxNorm / (norm + 1e-6))). Returns new tensors (the caller disposes both maps) and the norm before clipping.
  */
-export function clipByGlobalNorm(grads: ReadonlyMap<string, tf.Tensor>, maxNorm: number): { grads: Map<string, tf.Tensor>; norm: number } {
+export function clipByGlobalNorm(
+  grads: ReadonlyMap<string, tf.Tensor>,
+  maxNorm: number,
+): { grads: Map<string, tf.Tensor>; norm: number } {
   const norm = tf.tidy(() => {
     const squares = [...grads.values()].map((g) => tf.sum(tf.square(g)));
     return squares.length ? tf.sqrt(tf.addN(squares)) : tf.scalar(0);

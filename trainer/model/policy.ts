@@ -65,7 +65,10 @@ export async function createPolicyAgent(options: PolicyAgentOptions): Promise<Po
   const owned = !client;
   if (!client) {
     if (!options.checkpointDir) throw new Error('createPolicyAgent: give checkpointDir or client');
-    client = await InferenceClient.start({ checkpointDir: options.checkpointDir, ...(options.backend ? { backend: options.backend } : {}) });
+    client = await InferenceClient.start({
+      checkpointDir: options.checkpointDir,
+      ...(options.backend ? { backend: options.backend } : {}),
+    });
   }
   const c = client;
   let counter: PromptCounter;
@@ -98,7 +101,12 @@ export async function createPolicyAgent(options: PolicyAgentOptions): Promise<Po
       const [r] = await c.generate(
         [{ messages: fitted.messages }],
         // The window ends generation too; asking for no more than fits keeps the worker's own check quiet.
-        { temperature, topP, maxTokens: Math.max(1, Math.min(maxTokens, window - fitted.tokens)), ...(seed !== undefined ? { seed } : {}) },
+        {
+          temperature,
+          topP,
+          maxTokens: Math.max(1, Math.min(maxTokens, window - fitted.tokens)),
+          ...(seed !== undefined ? { seed } : {}),
+        },
         opts?.signal,
       );
       const latencyMs = performance.now() - started;

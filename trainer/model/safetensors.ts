@@ -26,7 +26,10 @@ export interface TensorEntry {
 }
 
 export class SafetensorsError extends Error {
-  constructor(readonly file: string, problem: string) {
+  constructor(
+    readonly file: string,
+    problem: string,
+  ) {
     super(`${file}: ${problem}`);
     this.name = 'SafetensorsError';
   }
@@ -135,7 +138,10 @@ export async function openSafetensors(file: string): Promise<SafetensorsFile> {
     await handle.read(lenBuf, 0, 8, 0);
     const headerLen = lenBuf.readBigUInt64LE(0);
     if (headerLen > BigInt(size - 8)) {
-      throw new SafetensorsError(file, `truncated or corrupt: header claims ${headerLen} bytes but only ${size - 8} follow`);
+      throw new SafetensorsError(
+        file,
+        `truncated or corrupt: header claims ${headerLen} bytes but only ${size - 8} follow`,
+      );
     }
     const n = Number(headerLen);
     const headerBuf = Buffer.alloc(n);
@@ -146,7 +152,8 @@ export async function openSafetensors(file: string): Promise<SafetensorsFile> {
     } catch (e) {
       throw new SafetensorsError(file, `corrupt header (not valid JSON): ${(e as Error).message}`);
     }
-    if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new SafetensorsError(file, 'corrupt header: not a JSON object');
+    if (typeof header !== 'object' || header === null || Array.isArray(header))
+      throw new SafetensorsError(file, 'corrupt header: not a JSON object');
     const dataStart = 8 + n;
     const dataSize = size - dataStart;
     const entries = new Map<string, TensorEntry>();
@@ -159,18 +166,31 @@ export async function openSafetensors(file: string): Promise<SafetensorsFile> {
       const e = raw as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
       const shape = e.shape;
       const offs = e.data_offsets;
-      if (typeof e.dtype !== 'string' || !Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0) ||
-          !Array.isArray(offs) || offs.length !== 2 || !offs.every((o) => Number.isInteger(o) && o >= 0) || offs[1] < offs[0]) {
+      if (
+        typeof e.dtype !== 'string' ||
+        !Array.isArray(shape) ||
+        !shape.every((d) => Number.isInteger(d) && d >= 0) ||
+        !Array.isArray(offs) ||
+        offs.length !== 2 ||
+        !offs.every((o) => Number.isInteger(o) && o >= 0) ||
+        offs[1] < offs[0]
+      ) {
         throw new SafetensorsError(file, `corrupt header entry for tensor "${name}": ${JSON.stringify(raw)}`);
       }
       const [begin, end] = offs as [number, number];
       if (end > dataSize) {
-        throw new SafetensorsError(file, `truncated: tensor "${name}" needs data up to byte ${end} but the data section has ${dataSize} bytes`);
+        throw new SafetensorsError(
+          file,
+          `truncated: tensor "${name}" needs data up to byte ${end} but the data section has ${dataSize} bytes`,
+        );
       }
       const elems = (shape as number[]).reduce((a, b) => a * b, 1);
       const width = BYTES[e.dtype as StoredDtype];
-      if (width !== undefined && (end - begin) !== elems * width) {
-        throw new SafetensorsError(file, `corrupt: tensor "${name}" (${e.dtype} [${shape.join(', ')}]) should take ${elems * width} bytes, header says ${end - begin}`);
+      if (width !== undefined && end - begin !== elems * width) {
+        throw new SafetensorsError(
+          file,
+          `corrupt: tensor "${name}" (${e.dtype} [${shape.join(', ')}]) should take ${elems * width} bytes, header says ${end - begin}`,
+        );
       }
       entries.set(name, { dtype: e.dtype, shape: shape as number[], begin, end });
     }
@@ -188,7 +208,10 @@ export async function openSafetensors(file: string): Promise<SafetensorsFile> {
         const e = entries.get(name);
         if (!e) throw new SafetensorsError(file, `no tensor named "${name}"`);
         if (!(e.dtype in BYTES)) {
-          throw new SafetensorsError(file, `tensor "${name}" has dtype ${e.dtype}; only F32, F16 and BF16 can be loaded (tfjs computes in float32)`);
+          throw new SafetensorsError(
+            file,
+            `tensor "${name}" has dtype ${e.dtype}; only F32, F16 and BF16 can be loaded (tfjs computes in float32)`,
+          );
         }
         const buf = Buffer.alloc(e.end - e.begin);
         const { bytesRead } = await handle.read(buf, 0, buf.length, dataStart + e.begin);
@@ -205,7 +228,10 @@ export async function openSafetensors(file: string): Promise<SafetensorsFile> {
 }
 
 /** Reads every tensor of one file (or only those `filter` accepts). */
-export async function readSafetensors(file: string, filter?: (name: string) => boolean): Promise<Map<string, NamedTensor>> {
+export async function readSafetensors(
+  file: string,
+  filter?: (name: string) => boolean,
+): Promise<Map<string, NamedTensor>> {
   const f = await openSafetensors(file);
   try {
     const out = new Map<string, NamedTensor>();
@@ -220,7 +246,10 @@ export async function readSafetensors(file: string, filter?: (name: string) => b
  * Reads the weights of a model directory: model.safetensors.index.json (sharded) when present, else
  * model.safetensors. Every tensor the index names must be found in the shard it names.
  */
-export async function readSafetensorsDir(dir: string, filter?: (name: string) => boolean): Promise<Map<string, NamedTensor>> {
+export async function readSafetensorsDir(
+  dir: string,
+  filter?: (name: string) => boolean,
+): Promise<Map<string, NamedTensor>> {
   const indexPath = path.join(dir, INDEX_FILE);
   let indexText: string | undefined;
   try {
@@ -247,7 +276,8 @@ export async function readSafetensorsDir(dir: string, filter?: (name: string) =>
   if (!map || typeof map !== 'object') throw new SafetensorsError(indexPath, 'corrupt index: no "weight_map" object');
   const byShard = new Map<string, string[]>();
   for (const [name, shard] of Object.entries(map)) {
-    if (typeof shard !== 'string' || shard.includes('/') || shard.includes('\\')) throw new SafetensorsError(indexPath, `bad shard name for "${name}": ${JSON.stringify(shard)}`);
+    if (typeof shard !== 'string' || shard.includes('/') || shard.includes('\\'))
+      throw new SafetensorsError(indexPath, `bad shard name for "${name}": ${JSON.stringify(shard)}`);
     if (filter && !filter(name)) continue;
     byShard.set(shard, [...(byShard.get(shard) ?? []), name]);
   }
@@ -256,7 +286,8 @@ export async function readSafetensorsDir(dir: string, filter?: (name: string) =>
     const f = await openSafetensors(path.join(dir, shard));
     try {
       for (const name of names) {
-        if (!f.entries.has(name)) throw new SafetensorsError(f.file, `the index says tensor "${name}" is here, but it is not`);
+        if (!f.entries.has(name))
+          throw new SafetensorsError(f.file, `the index says tensor "${name}" is here, but it is not`);
         out.set(name, await f.read(name));
       }
     } finally {
@@ -269,14 +300,20 @@ export async function readSafetensorsDir(dir: string, filter?: (name: string) =>
 // ── writing ────────────────────────────────────────────────────────────────────────────────────────────
 
 /** Serialises tensors (in the given order) to safetensors bytes. */
-export function encodeSafetensors(tensors: ReadonlyMap<string, NamedTensor>, opts: { dtype?: StoredDtype; metadata?: Record<string, string> } = {}): Buffer[] {
+export function encodeSafetensors(
+  tensors: ReadonlyMap<string, NamedTensor>,
+  opts: { dtype?: StoredDtype; metadata?: Record<string, string> } = {},
+): Buffer[] {
   const dtype = opts.dtype ?? 'F32';
   const header: Record<string, unknown> = { __metadata__: { format: 'pt', ...opts.metadata } };
   const parts: Buffer[] = [];
   let offset = 0;
   for (const [name, t] of tensors) {
     const elems = t.shape.reduce((a, b) => a * b, 1);
-    if (elems !== t.data.length) throw new Error(`tensor "${name}": shape [${t.shape.join(', ')}] holds ${elems} values, data has ${t.data.length}`);
+    if (elems !== t.data.length)
+      throw new Error(
+        `tensor "${name}": shape [${t.shape.join(', ')}] holds ${elems} values, data has ${t.data.length}`,
+      );
     const bytes = encode(t.data, dtype);
     header[name] = { dtype, shape: t.shape, data_offsets: [offset, offset + bytes.length] };
     parts.push(bytes);
@@ -304,7 +341,11 @@ export async function writeFileAtomic(file: string, chunks: Buffer[] | string): 
   await fs.rename(tmp, file);
 }
 
-export async function writeSafetensors(file: string, tensors: ReadonlyMap<string, NamedTensor>, opts: { dtype?: StoredDtype; metadata?: Record<string, string> } = {}): Promise<void> {
+export async function writeSafetensors(
+  file: string,
+  tensors: ReadonlyMap<string, NamedTensor>,
+  opts: { dtype?: StoredDtype; metadata?: Record<string, string> } = {},
+): Promise<void> {
   await writeFileAtomic(file, encodeSafetensors(tensors, opts));
 }
 
@@ -335,7 +376,8 @@ export async function writeSafetensorsDir(
   await fs.mkdir(dir, { recursive: true });
   // Remove stale weights of an earlier layout so a reader cannot mix them with the new ones.
   for (const f of await fs.readdir(dir)) {
-    if (f === INDEX_FILE || f === SINGLE_FILE || /^model-\d{5}-of-\d{5}\.safetensors$/.test(f)) await fs.rm(path.join(dir, f));
+    if (f === INDEX_FILE || f === SINGLE_FILE || /^model-\d{5}-of-\d{5}\.safetensors$/.test(f))
+      await fs.rm(path.join(dir, f));
   }
   if (shards.length === 1) {
     await writeSafetensors(path.join(dir, SINGLE_FILE), shards[0]!, { dtype, metadata: opts.metadata });
@@ -350,12 +392,21 @@ export async function writeSafetensorsDir(
     for (const t of shards[i]!.keys()) weightMap[t] = name;
     names.push(name);
   }
-  await writeFileAtomic(path.join(dir, INDEX_FILE), JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n');
+  await writeFileAtomic(
+    path.join(dir, INDEX_FILE),
+    JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n',
+  );
   return [...names, INDEX_FILE];
 }
 
 /** Exposed for tests: the rounding the writer applies. */
-export const roundTo = { f16: (v: number) => halfToFloat(floatToHalf(v)), bf16: (v: number) => { u32[0] = floatToBf16(v) << 16; return f32[0]!; } };
+export const roundTo = {
+  f16: (v: number) => halfToFloat(floatToHalf(v)),
+  bf16: (v: number) => {
+    u32[0] = floatToBf16(v) << 16;
+    return f32[0]!;
+  },
+};
 
 /** Float32 values as little-endian F32, F16 or BF16 bytes (the writer's rounding), e.g. for GGUF tensors. */
 export { encode as encodeFloats };

@@ -83,7 +83,8 @@ export class TextTokenizer {
     }
     this.eosTokenIds = [...eos];
     const pad = idOf(this.padToken) ?? this.eosTokenIds[0];
-    if (pad === undefined) throw new Error('tokenizer: neither pad_token nor eos_token is set in tokenizer_config.json');
+    if (pad === undefined)
+      throw new Error('tokenizer: neither pad_token nor eos_token is set in tokenizer_config.json');
     this.padTokenId = pad;
 
     const tpl = config.chat_template;
@@ -119,7 +120,8 @@ export class TextTokenizer {
   decode(ids: readonly number[], options: { skipSpecialTokens?: boolean } = {}): string {
     if (ids.length === 0) return '';
     for (const id of ids) {
-      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) throw new Error(`tokenizer: id ${id} is outside the vocabulary (0..${this.vocabSize - 1})`);
+      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize)
+        throw new Error(`tokenizer: id ${id} is outside the vocabulary (0..${this.vocabSize - 1})`);
     }
     return this.tok.decode([...ids], { skip_special_tokens: options.skipSpecialTokens ?? false });
   }
@@ -139,9 +141,16 @@ export class TextTokenizer {
 }
 
 /** Writes tokenizer.json and tokenizer_config.json into a model directory (each replaced atomically). */
-export async function saveTokenizerFiles(dir: string, tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>): Promise<void> {
+export async function saveTokenizerFiles(
+  dir: string,
+  tokenizerJson: unknown,
+  tokenizerConfig: Record<string, unknown>,
+): Promise<void> {
   await mkdir(dir, { recursive: true });
-  for (const [name, value] of [['tokenizer.json', tokenizerJson], ['tokenizer_config.json', tokenizerConfig]] as const) {
+  for (const [name, value] of [
+    ['tokenizer.json', tokenizerJson],
+    ['tokenizer_config.json', tokenizerConfig],
+  ] as const) {
     const tmp = join(dir, `${name}.tmp-${process.pid}`);
     await writeFile(tmp, JSON.stringify(value, null, name === 'tokenizer.json' ? 0 : 2) + '\n');
     await rename(tmp, join(dir, name));

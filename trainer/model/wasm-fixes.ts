@@ -141,7 +141,11 @@ export function applyWasmFixes(): void {
       const dtype = args.attrs!.dtype as tf.DataType;
       if (dtype === 'int32') return oneHot.kernelFunc(args as never);
       const ints = oneHot.kernelFunc({ ...args, attrs: { ...args.attrs, dtype: 'int32' } } as never) as TensorInfo;
-      const out = cast.kernelFunc({ inputs: { x: ints }, backend: args.backend, attrs: { dtype } } as never) as TensorInfo;
+      const out = cast.kernelFunc({
+        inputs: { x: ints },
+        backend: args.backend,
+        attrs: { dtype },
+      } as never) as TensorInfo;
       (args.backend as WasmBackendLike).disposeData(ints.dataId);
       return out;
     }) as unknown as KernelFunc,
@@ -200,7 +204,13 @@ export function applyWasmFixes(): void {
         const cols = t.shape[r - 1]!;
         const out = be.makeOutput([...t.shape.slice(0, -2), cols, rows], 'float32');
         temps.push(out);
-        transposeLast(be.typedArrayFromHeap(t), be.typedArrayFromHeap(out), sizeOf(t.shape) / (rows * cols), rows, cols);
+        transposeLast(
+          be.typedArrayFromHeap(t),
+          be.typedArrayFromHeap(out),
+          sizeOf(t.shape) / (rows * cols),
+          rows,
+          cols,
+        );
         return out;
       };
       // Transposed operands are materialised (a transposed weight matrix, 2-D b, usually from the cache).
@@ -209,7 +219,11 @@ export function applyWasmFixes(): void {
       const a1 = transposeA ? swapLast(a) : a;
       const b1 = transposeB ? (b.shape.length === 2 ? transposedWeights.get(b, swapLast, be) : swapLast(b)) : b;
       const result = plainProduct(be, matMul.kernelFunc, reshape, a1, b1, batchA, batchB, M, K, N);
-      const out = reshape({ inputs: { x: result }, backend: args.backend, attrs: { shape: [...outBatchShape, M, N] } } as never) as TensorInfo;
+      const out = reshape({
+        inputs: { x: result },
+        backend: args.backend,
+        attrs: { shape: [...outBatchShape, M, N] },
+      } as never) as TensorInfo;
       be.disposeData(result.dataId);
       for (const t of temps) be.disposeData(t.dataId);
       return out;
@@ -223,11 +237,20 @@ export function applyWasmFixes(): void {
  * otherwise one product per batch item.
  */
 function plainProduct(
-  be: WasmBackendLike, fast: KernelFunc, reshape: KernelFunc,
-  a: TensorInfo, b: TensorInfo, batchA: number, batchB: number, M: number, K: number, N: number,
+  be: WasmBackendLike,
+  fast: KernelFunc,
+  reshape: KernelFunc,
+  a: TensorInfo,
+  b: TensorInfo,
+  batchA: number,
+  batchB: number,
+  M: number,
+  K: number,
+  N: number,
 ): TensorInfo {
   const plain = { transposeA: false, transposeB: false };
-  const view = (t: TensorInfo, shape: number[]) => reshape({ inputs: { x: t }, backend: be, attrs: { shape } } as never) as TensorInfo;
+  const view = (t: TensorInfo, shape: number[]) =>
+    reshape({ inputs: { x: t }, backend: be, attrs: { shape } } as never) as TensorInfo;
   if (batchB === 1) {
     const a2 = view(a, [1, batchA * M, K]);
     const b2 = view(b, [1, K, N]);
@@ -257,7 +280,13 @@ function plainProduct(
 }
 
 /** Swaps the last two axes of [batch, rows, cols] into dst, in 32×32 blocks (faster than wasm's Transpose). */
-function transposeLast(src: ArrayLike<number>, dst: { [i: number]: number }, batch: number, rows: number, cols: number): void {
+function transposeLast(
+  src: ArrayLike<number>,
+  dst: { [i: number]: number },
+  batch: number,
+  rows: number,
+  cols: number,
+): void {
   const B = 32;
   for (let b = 0; b < batch; b++) {
     const o = b * rows * cols;

@@ -117,7 +117,11 @@ async function main(): Promise<void> {
       return;
     }
     if (closing) {
-      port.postMessage({ id: req.id, ok: false, error: { name: 'Error', message: 'inference worker is closing' } } satisfies WorkerMessage);
+      port.postMessage({
+        id: req.id,
+        ok: false,
+        error: { name: 'Error', message: 'inference worker is closing' },
+      } satisfies WorkerMessage);
       return;
     }
     if (req.op === 'close') closing = true;

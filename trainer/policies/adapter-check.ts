@@ -62,14 +62,22 @@ function keyMatches(key: string, module: string): boolean {
 }
 
 export async function checkAdapterDir(dir: string, expect: AdapterExpectations): Promise<CheckedAdapter> {
-  const isDir = await stat(dir).then((s) => s.isDirectory(), () => false);
-  if (!isDir) throw new AdapterCheckError(`${dir} is not a directory: give the PEFT adapter directory (adapter_config.json + adapter_model.safetensors)`);
+  const isDir = await stat(dir).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+  if (!isDir)
+    throw new AdapterCheckError(
+      `${dir} is not a directory: give the PEFT adapter directory (adapter_config.json + adapter_model.safetensors)`,
+    );
   const cfgFile = join(dir, ADAPTER_CONFIG);
   let raw: string;
   try {
     raw = await readFile(cfgFile, 'utf8');
   } catch {
-    throw new AdapterCheckError(`missing adapter_config.json: ${dir} has no ${ADAPTER_CONFIG}, so it is not a PEFT adapter directory`);
+    throw new AdapterCheckError(
+      `missing adapter_config.json: ${dir} has no ${ADAPTER_CONFIG}, so it is not a PEFT adapter directory`,
+    );
   }
   let cfg: PeftConfig;
   try {
@@ -77,30 +85,46 @@ export async function checkAdapterDir(dir: string, expect: AdapterExpectations):
   } catch (err) {
     throw new AdapterCheckError(`${cfgFile} is not JSON: ${(err as Error).message}`);
   }
-  if (!cfg || typeof cfg !== 'object' || Array.isArray(cfg)) throw new AdapterCheckError(`${cfgFile} is not a JSON object`);
-  if (cfg.peft_type !== 'LORA') throw new AdapterCheckError(`not a LoRA adapter: ${ADAPTER_CONFIG} has peft_type ${JSON.stringify(cfg.peft_type ?? null)}, expected "LORA"`);
+  if (!cfg || typeof cfg !== 'object' || Array.isArray(cfg))
+    throw new AdapterCheckError(`${cfgFile} is not a JSON object`);
+  if (cfg.peft_type !== 'LORA')
+    throw new AdapterCheckError(
+      `not a LoRA adapter: ${ADAPTER_CONFIG} has peft_type ${JSON.stringify(cfg.peft_type ?? null)}, expected "LORA"`,
+    );
 
   // Base model.
   if (typeof cfg.base_model_name_or_path !== 'string' || !cfg.base_model_name_or_path) {
-    throw new AdapterCheckError(`${ADAPTER_CONFIG} does not name its base model (base_model_name_or_path): cannot check it against "${expect.endpointName}", which serves ${expect.baseNames[0]}`);
+    throw new AdapterCheckError(
+      `${ADAPTER_CONFIG} does not name its base model (base_model_name_or_path): cannot check it against "${expect.endpointName}", which serves ${expect.baseNames[0]}`,
+    );
   }
   const baseModel = cfg.base_model_name_or_path;
   if (!sameBase(baseModel, expect.baseNames)) {
-    throw new AdapterCheckError(`wrong base: the adapter was trained on "${baseModel}", but "${expect.endpointName}" serves ${expect.baseNames.map((n) => `"${n}"`).join(' / ')}`);
+    throw new AdapterCheckError(
+      `wrong base: the adapter was trained on "${baseModel}", but "${expect.endpointName}" serves ${expect.baseNames.map((n) => `"${n}"`).join(' / ')}`,
+    );
   }
 
   // Rank.
-  if (typeof cfg.r !== 'number' || !Number.isInteger(cfg.r) || cfg.r <= 0) throw new AdapterCheckError(`${ADAPTER_CONFIG}: r (the rank) must be a positive integer, got ${JSON.stringify(cfg.r ?? null)}`);
+  if (typeof cfg.r !== 'number' || !Number.isInteger(cfg.r) || cfg.r <= 0)
+    throw new AdapterCheckError(
+      `${ADAPTER_CONFIG}: r (the rank) must be a positive integer, got ${JSON.stringify(cfg.r ?? null)}`,
+    );
   const rankPattern = new Map<string, number>();
   if (cfg.rank_pattern && typeof cfg.rank_pattern === 'object' && !Array.isArray(cfg.rank_pattern)) {
     for (const [k, v] of Object.entries(cfg.rank_pattern)) {
-      if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) throw new AdapterCheckError(`${ADAPTER_CONFIG}: rank_pattern["${k}"] must be a positive integer, got ${JSON.stringify(v)}`);
+      if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
+        throw new AdapterCheckError(
+          `${ADAPTER_CONFIG}: rank_pattern["${k}"] must be a positive integer, got ${JSON.stringify(v)}`,
+        );
       rankPattern.set(k, v);
     }
   }
   const highest = Math.max(cfg.r, ...rankPattern.values());
   if (highest > expect.maxRank) {
-    throw new AdapterCheckError(`rank too high: the adapter's rank is ${highest}, above the server's maximum LoRA rank ${expect.maxRank} (vLLM --max-lora-rank; record a larger one with \`sweetloop policy update ${expect.endpointName} --max-lora-rank N\`)`);
+    throw new AdapterCheckError(
+      `rank too high: the adapter's rank is ${highest}, above the server's maximum LoRA rank ${expect.maxRank} (vLLM --max-lora-rank; record a larger one with \`sweetloop policy update ${expect.endpointName} --max-lora-rank N\`)`,
+    );
   }
   const rankOf = (module: string): number => {
     for (const [k, v] of rankPattern) if (keyMatches(k, module)) return v;
@@ -110,20 +134,31 @@ export async function checkAdapterDir(dir: string, expect: AdapterExpectations):
   // Target modules: a list of names, or (PEFT) one regular expression over module paths.
   const targets = cfg.target_modules;
   const isList = Array.isArray(targets) && targets.length > 0 && targets.every((x) => typeof x === 'string' && x);
-  if (!isList && !(typeof targets === 'string' && targets)) throw new AdapterCheckError(`${ADAPTER_CONFIG}: target_modules must be a non-empty list of module names (or a regular expression), got ${JSON.stringify(targets ?? null)}`);
+  if (!isList && !(typeof targets === 'string' && targets))
+    throw new AdapterCheckError(
+      `${ADAPTER_CONFIG}: target_modules must be a non-empty list of module names (or a regular expression), got ${JSON.stringify(targets ?? null)}`,
+    );
   let targetRegex: RegExp | null = null;
   if (!isList) {
     try {
       targetRegex = new RegExp(`^(?:${targets as string})$`);
     } catch (err) {
-      throw new AdapterCheckError(`${ADAPTER_CONFIG}: target_modules "${targets as string}" is not a regular expression: ${(err as Error).message}`);
+      throw new AdapterCheckError(
+        `${ADAPTER_CONFIG}: target_modules "${targets as string}" is not a regular expression: ${(err as Error).message}`,
+      );
     }
   }
-  const isTarget = (module: string) => (targetRegex ? targetRegex.test(module) : (targets as string[]).some((t) => keyMatches(t, module)));
+  const isTarget = (module: string) =>
+    targetRegex ? targetRegex.test(module) : (targets as string[]).some((t) => keyMatches(t, module));
 
   // Weights: names and shapes from the header alone.
   const weightsFile = join(dir, ADAPTER_WEIGHTS);
-  if (!(await stat(weightsFile).then((s) => s.isFile(), () => false))) {
+  if (
+    !(await stat(weightsFile).then(
+      (s) => s.isFile(),
+      () => false,
+    ))
+  ) {
     throw new AdapterCheckError(`missing tensors: ${dir} has no ${ADAPTER_WEIGHTS}`);
   }
   let entries: Map<string, { shape: number[] }>;
@@ -143,17 +178,41 @@ export async function checkAdapterDir(dir: string, expect: AdapterExpectations):
     p[m[2] as 'A' | 'B'] = e.shape;
     pairs.set(module, p);
   }
-  if (pairs.size === 0) throw new AdapterCheckError(`missing tensors: ${ADAPTER_WEIGHTS} holds no lora_A/lora_B weights (${entries.size} other tensor(s))`);
+  if (pairs.size === 0)
+    throw new AdapterCheckError(
+      `missing tensors: ${ADAPTER_WEIGHTS} holds no lora_A/lora_B weights (${entries.size} other tensor(s))`,
+    );
   for (const [module, p] of pairs) {
-    if (!p.A || !p.B) throw new AdapterCheckError(`missing tensors: ${module} has a lora_${p.A ? 'A' : 'B'} but no lora_${p.A ? 'B' : 'A'}`);
-    if (!isTarget(module)) throw new AdapterCheckError(`${ADAPTER_WEIGHTS} adapts ${module}, which target_modules (${JSON.stringify(targets)}) does not name`);
+    if (!p.A || !p.B)
+      throw new AdapterCheckError(
+        `missing tensors: ${module} has a lora_${p.A ? 'A' : 'B'} but no lora_${p.A ? 'B' : 'A'}`,
+      );
+    if (!isTarget(module))
+      throw new AdapterCheckError(
+        `${ADAPTER_WEIGHTS} adapts ${module}, which target_modules (${JSON.stringify(targets)}) does not name`,
+      );
     const r = rankOf(module);
-    if (p.A.length !== 2 || p.A[0] !== r || !(p.A[1]! > 0)) throw new AdapterCheckError(`wrong shape: ${module}.lora_A is [${p.A.join(', ')}], expected [${r}, in_features] for rank ${r}`);
-    if (p.B.length !== 2 || p.B[1] !== r || !(p.B[0]! > 0)) throw new AdapterCheckError(`wrong shape: ${module}.lora_B is [${p.B.join(', ')}], expected [out_features, ${r}] for rank ${r}`);
+    if (p.A.length !== 2 || p.A[0] !== r || !(p.A[1]! > 0))
+      throw new AdapterCheckError(
+        `wrong shape: ${module}.lora_A is [${p.A.join(', ')}], expected [${r}, in_features] for rank ${r}`,
+      );
+    if (p.B.length !== 2 || p.B[1] !== r || !(p.B[0]! > 0))
+      throw new AdapterCheckError(
+        `wrong shape: ${module}.lora_B is [${p.B.join(', ')}], expected [out_features, ${r}] for rank ${r}`,
+      );
   }
   if (isList) {
     const missing = (targets as string[]).filter((t) => ![...pairs.keys()].some((m) => keyMatches(t, m)));
-    if (missing.length) throw new AdapterCheckError(`missing tensors: no lora_A/lora_B weights for target module(s) ${missing.join(', ')} in ${ADAPTER_WEIGHTS}`);
+    if (missing.length)
+      throw new AdapterCheckError(
+        `missing tensors: no lora_A/lora_B weights for target module(s) ${missing.join(', ')} in ${ADAPTER_WEIGHTS}`,
+      );
   }
-  return { baseModel, rank: highest, alpha: typeof cfg.lora_alpha === 'number' ? cfg.lora_alpha : null, targetModules: targets as string[] | string, modules: pairs.size };
+  return {
+    baseModel,
+    rank: highest,
+    alpha: typeof cfg.lora_alpha === 'number' ? cfg.lora_alpha : null,
+    targetModules: targets as string[] | string,
+    modules: pairs.size,
+  };
 }

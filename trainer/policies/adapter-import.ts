@@ -27,14 +27,25 @@ export interface AdapterImport {
   log?: Logger;
 }
 
-export async function importAdapterVersion(prisma: PrismaClient, a: AdapterImport): Promise<{ version: PolicyVersion; adapter: CheckedAdapter }> {
+export async function importAdapterVersion(
+  prisma: PrismaClient,
+  a: AdapterImport,
+): Promise<{ version: PolicyVersion; adapter: CheckedAdapter }> {
   await assertNewName(prisma, a.name);
   const endpoint = await prisma.policyVersion.findUnique({ where: { name: a.on } });
   if (!endpoint) {
-    const known = await prisma.policyVersion.findMany({ where: { kind: 'endpoint', status: { not: 'removed' } }, select: { name: true }, orderBy: { createdAt: 'desc' }, take: 10 });
-    throw new RegistryError(`unknown endpoint version "${a.on}": endpoint versions are ${known.map((k) => k.name).join(', ') || 'none (register one with `sweetloop policy add NAME --endpoint URL --model MODEL`)'}`);
+    const known = await prisma.policyVersion.findMany({
+      where: { kind: 'endpoint', status: { not: 'removed' } },
+      select: { name: true },
+      orderBy: { createdAt: 'desc' },
+      take: 10,
+    });
+    throw new RegistryError(
+      `unknown endpoint version "${a.on}": endpoint versions are ${known.map((k) => k.name).join(', ') || 'none (register one with `sweetloop policy add NAME --endpoint URL --model MODEL`)'}`,
+    );
   }
-  if (endpoint.kind !== 'endpoint') throw new RegistryError(`"${a.on}" is a ${endpoint.kind} version: adapters are served on an endpoint version`);
+  if (endpoint.kind !== 'endpoint')
+    throw new RegistryError(`"${a.on}" is a ${endpoint.kind} version: adapters are served on an endpoint version`);
   if (endpoint.status === 'removed') throw new RegistryError(`"${a.on}" was removed: adapters cannot be added on it`);
   const s = servingOf(endpoint);
   const source = resolve(a.adapterDir);
@@ -51,7 +62,13 @@ export async function importAdapterVersion(prisma: PrismaClient, a: AdapterImpor
   }
 
   const dest = resolve(join(a.adaptersDir, a.name));
-  if (await stat(dest).then(() => true, () => false)) throw new RegistryError(`${dest} exists already: move it away or choose another name`);
+  if (
+    await stat(dest).then(
+      () => true,
+      () => false,
+    )
+  )
+    throw new RegistryError(`${dest} exists already: move it away or choose another name`);
   // Copied beside its final place and renamed into it, so a crash never leaves a half-copied adapter there.
   const staging = `${dest}.partial-${process.pid}`;
   await rm(staging, { recursive: true, force: true });
@@ -70,8 +87,21 @@ export async function importAdapterVersion(prisma: PrismaClient, a: AdapterImpor
       adapterDir: dest,
       algorithm: 'external',
       checkpointSha256: sha,
-      metrics: { adapter: { source, baseModel: adapter.baseModel, rank: adapter.rank, alpha: adapter.alpha, targetModules: adapter.targetModules, modules: adapter.modules } },
-      audit: { actor: a.actor, action: 'policy.add', detail: { kind: 'adapter', endpoint: endpoint.name, source, sha256: sha } },
+      metrics: {
+        adapter: {
+          source,
+          baseModel: adapter.baseModel,
+          rank: adapter.rank,
+          alpha: adapter.alpha,
+          targetModules: adapter.targetModules,
+          modules: adapter.modules,
+        },
+      },
+      audit: {
+        actor: a.actor,
+        action: 'policy.add',
+        detail: { kind: 'adapter', endpoint: endpoint.name, source, sha256: sha },
+      },
     });
     a.log?.info({ policy: version.name, endpoint: endpoint.name, dir: dest }, 'adapter version registered');
     return { version, adapter };

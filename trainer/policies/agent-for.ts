@@ -70,7 +70,8 @@ export function servedLocally(kind: string): boolean {
 }
 
 export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = {}): Promise<LoadedAgent> {
-  if (policy.status === 'removed') throw new Error(`policy version "${policy.name}" was removed: it is not served any more`);
+  if (policy.status === 'removed')
+    throw new Error(`policy version "${policy.name}" was removed: it is not served any more`);
   if (servedLocally(policy.kind) && opts.local) return localCheckpointAgent(policy, opts.local, opts);
   if (policy.kind === 'gguf') return ownServerAgent(policy, opts);
   if (policy.kind === 'checkpoint') {
@@ -85,14 +86,27 @@ export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = 
     return { name: agent.name, version: policy, reply: (d, o) => agent.reply(d, o), close: () => agent.close() };
   }
 
-  if (policy.kind === 'adapter' && !opts.prisma) throw new Error(`adapter version "${policy.name}": loading it needs the database (its endpoint version's settings)`);
-  const serving = { ...(opts.prisma ? await resolveServing(opts.prisma, policy) : servingOf(policy)), ...opts.sampling };
-  const common = { name: policy.name, serving, client: opts.chat ?? {}, ...(opts.seed !== undefined ? { seed: opts.seed } : {}), ...(opts.log ? { log: opts.log } : {}) };
+  if (policy.kind === 'adapter' && !opts.prisma)
+    throw new Error(
+      `adapter version "${policy.name}": loading it needs the database (its endpoint version's settings)`,
+    );
+  const serving = {
+    ...(opts.prisma ? await resolveServing(opts.prisma, policy) : servingOf(policy)),
+    ...opts.sampling,
+  };
+  const common = {
+    name: policy.name,
+    serving,
+    client: opts.chat ?? {},
+    ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
+    ...(opts.log ? { log: opts.log } : {}),
+  };
   if (policy.kind === 'endpoint') {
     const agent = await createEndpointAgent(common);
     return { name: agent.name, version: policy, reply: agent.reply, withSeed: agent.withSeed, close: agent.close };
   }
-  if (policy.kind !== 'adapter') throw new Error(`policy version "${policy.name}" has an unknown kind "${policy.kind}"`);
+  if (policy.kind !== 'adapter')
+    throw new Error(`policy version "${policy.name}" has an unknown kind "${policy.kind}"`);
 
   const endpoint: ChatEndpoint = { url: serving.url, apiKeyEnv: serving.apiKeyEnv ?? null };
   const adapterName = serving.adapterName!;
@@ -122,10 +136,12 @@ export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = 
       return ensure();
     },
   });
-  const whenLoaded = (a: Agent): Agent['reply'] => async (dialogue, o) => {
-    await ensure();
-    return a.reply(dialogue, o);
-  };
+  const whenLoaded =
+    (a: Agent): Agent['reply'] =>
+    async (dialogue, o) => {
+      await ensure();
+      return a.reply(dialogue, o);
+    };
   let closed = false;
   return {
     name: agent.name,
@@ -142,7 +158,10 @@ export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = 
         await unloadAdapter(endpoint, adapterName, opts.log);
       } catch (err) {
         // A server that is down has no adapters to free (a restart forgets runtime-loaded ones).
-        opts.log?.warn({ policy: policy.name, adapter: adapterName, err: (err as Error).message }, 'could not unload the adapter');
+        opts.log?.warn(
+          { policy: policy.name, adapter: adapterName, err: (err as Error).message },
+          'could not unload the adapter',
+        );
         if (!(err instanceof AgentUnavailableError)) throw err;
       }
     },
@@ -155,7 +174,11 @@ export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = 
  * in-process agent (replyReserve), provenance.engine the engine that answered (llama or tfjs). The version is
  * loaded before the agent exists and held until close(), whatever is deployed meanwhile.
  */
-async function localCheckpointAgent(policy: PolicyVersion, local: LocalCheckpointServer, opts: LoadAgentOptions): Promise<LoadedAgent> {
+async function localCheckpointAgent(
+  policy: PolicyVersion,
+  local: LocalCheckpointServer,
+  opts: LoadAgentOptions,
+): Promise<LoadedAgent> {
   const { replyReserve } = await import('../model/policy.ts');
   const served = await local.acquire(policy);
   try {
@@ -171,7 +194,12 @@ async function localCheckpointAgent(policy: PolicyVersion, local: LocalCheckpoin
     };
     // The server queues and batches: a reply may wait behind many others, so only the whole-reply deadline applies.
     // Its own queue and 429s pace the requests: the client's in-flight cap is set to what it accepts.
-    const client: ChatClientOptions = { firstTokenTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, totalTimeoutMs: LOCAL_REPLY_TIMEOUT_MS, maxInFlight: served.maxInFlight, ...opts.chat };
+    const client: ChatClientOptions = {
+      firstTokenTimeoutMs: LOCAL_REPLY_TIMEOUT_MS,
+      totalTimeoutMs: LOCAL_REPLY_TIMEOUT_MS,
+      maxInFlight: served.maxInFlight,
+      ...opts.chat,
+    };
     const agent = await createEndpointAgent({
       name: policy.name,
       serving,
@@ -184,10 +212,21 @@ async function localCheckpointAgent(policy: PolicyVersion, local: LocalCheckpoin
       ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
       ...(opts.log ? { log: opts.log } : {}),
     });
-    const tagged = (reply: Agent['reply']): Agent['reply'] => async (dialogue, o) => {
-      const r = await reply(dialogue, o);
-      return r.provenance ? { ...r, provenance: { ...r.provenance, engine: served.engine, ...(served.weights ? { weights: served.weights } : {}) } } : r;
-    };
+    const tagged =
+      (reply: Agent['reply']): Agent['reply'] =>
+      async (dialogue, o) => {
+        const r = await reply(dialogue, o);
+        return r.provenance
+          ? {
+              ...r,
+              provenance: {
+                ...r.provenance,
+                engine: served.engine,
+                ...(served.weights ? { weights: served.weights } : {}),
+              },
+            }
+          : r;
+      };
     let closed = false;
     return {
       name: agent.name,
@@ -219,7 +258,13 @@ async function ownServerAgent(policy: PolicyVersion, opts: LoadAgentOptions): Pr
   if (!opts.prisma) throw new Error(`gguf version "${policy.name}": loading it needs the database`);
   const { LocalServing } = await import('../serve/local.ts');
   const { SERVE_DEFAULTS } = await import('../serve/defaults.ts');
-  const local = await LocalServing.start({ engine: 'llama', maxBatch: SERVE_DEFAULTS.maxBatch, maxQueue: SERVE_DEFAULTS.maxQueue, prisma: opts.prisma, ...(opts.log ? { log: opts.log } : {}) });
+  const local = await LocalServing.start({
+    engine: 'llama',
+    maxBatch: SERVE_DEFAULTS.maxBatch,
+    maxQueue: SERVE_DEFAULTS.maxQueue,
+    prisma: opts.prisma,
+    ...(opts.log ? { log: opts.log } : {}),
+  });
   try {
     const agent = await localCheckpointAgent(policy, local, opts);
     return {
@@ -236,7 +281,9 @@ async function ownServerAgent(policy: PolicyVersion, opts: LoadAgentOptions): Pr
 }
 
 /** A gguf version's own sampling settings (registered with it), where it has them. */
-export function ggufSampling(policy: Pick<PolicyVersion, 'serving'>): Partial<Pick<PolicyAgentOptions, 'temperature' | 'topP' | 'maxTokens'>> {
+export function ggufSampling(
+  policy: Pick<PolicyVersion, 'serving'>,
+): Partial<Pick<PolicyAgentOptions, 'temperature' | 'topP' | 'maxTokens'>> {
   const s = (policy.serving ?? {}) as Record<string, unknown>;
   const out: Partial<Pick<PolicyAgentOptions, 'temperature' | 'topP' | 'maxTokens'>> = {};
   if (typeof s.temperature === 'number') out.temperature = s.temperature;

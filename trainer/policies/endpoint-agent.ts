@@ -6,8 +6,21 @@
 // provenance (engine 'endpoint'). A server that stays down surfaces as AgentUnavailableError (from the client),
 // which the engine turns into "the agent is unavailable, your turn will be retried".
 import type { Logger } from '../../tasks/logger.ts';
-import type { Agent, AgentReply, ChatMessage, CompletionTokens, TokenLogprob, TurnProvenance } from '../../tasks/agent.ts';
-import { chatCompletion, EndpointRequestError, tokenIdsOf, type ChatClientOptions, type ChatEndpoint } from '../../tasks/chat-client.ts';
+import type {
+  Agent,
+  AgentReply,
+  ChatMessage,
+  CompletionTokens,
+  TokenLogprob,
+  TurnProvenance,
+} from '../../tasks/agent.ts';
+import {
+  chatCompletion,
+  EndpointRequestError,
+  tokenIdsOf,
+  type ChatClientOptions,
+  type ChatEndpoint,
+} from '../../tasks/chat-client.ts';
 import { estimateTokens, fitDialogue, ProtocolError, sanitizeText } from '../../tasks/protocol.ts';
 import { replySeed } from '../../tasks/random.ts';
 import type { Serving } from './serving.ts';
@@ -71,7 +84,10 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
       count = await tokenizerCounter(s.baseModelDir);
     } catch (err) {
       // The directory may live on the GPU box only: estimate rather than refuse to serve.
-      o.log?.warn({ policy: o.name, dir: s.baseModelDir, err: (err as Error).message }, 'cannot read the served model\'s tokenizer: estimating prompt tokens');
+      o.log?.warn(
+        { policy: o.name, dir: s.baseModelDir, err: (err as Error).message },
+        "cannot read the served model's tokenizer: estimating prompt tokens",
+      );
     }
   }
   const endpoint: ChatEndpoint = { url: s.url, apiKeyEnv: s.apiKeyEnv ?? null };
@@ -79,9 +95,16 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
   const budget = s.contextWindow - s.maxTokens;
   const recordTokens = o.recordTokens ?? s.recordTokens ?? false;
   const wantLogprobs = recordTokens || (o.logprobs ?? true);
-  if (budget < 64) throw new Error(`policy version "${o.name}": a context window of ${s.contextWindow} leaves ${budget} tokens for the dialogue after ${s.maxTokens} for the reply`);
+  if (budget < 64)
+    throw new Error(
+      `policy version "${o.name}": a context window of ${s.contextWindow} leaves ${budget} tokens for the dialogue after ${s.maxTokens} for the reply`,
+    );
 
-  async function reply(dialogue: ChatMessage[], seedBase: number | undefined, signal?: AbortSignal): Promise<AgentReply> {
+  async function reply(
+    dialogue: ChatMessage[],
+    seedBase: number | undefined,
+    signal?: AbortSignal,
+  ): Promise<AgentReply> {
     const turn = dialogue.filter((m) => m.role === 'assistant').length;
     const seed = seedBase !== undefined ? replySeed(seedBase, turn) : null;
     let room = budget;
@@ -89,12 +112,24 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
     for (let shrink = 0; ; ) {
       const fitted = fitDialogue(dialogue, room, count);
       if (!fitted.fits) {
-        throw new ProtocolError(`${o.name}: the system prompt and the task alone take about ${fitted.tokens} tokens, more than the ${s.contextWindow}-token window leaves after ${s.maxTokens} for the reply`);
+        throw new ProtocolError(
+          `${o.name}: the system prompt and the task alone take about ${fitted.tokens} tokens, more than the ${s.contextWindow}-token window leaves after ${s.maxTokens} for the reply`,
+        );
       }
       try {
         const r = await chatCompletion(
           endpoint,
-          { model, messages: fitted.messages, temperature: s.temperature, topP: s.topP, maxTokens: s.maxTokens, seed, logprobs: wantLogprobs, tokenIds: recordTokens, signal },
+          {
+            model,
+            messages: fitted.messages,
+            temperature: s.temperature,
+            topP: s.topP,
+            maxTokens: s.maxTokens,
+            seed,
+            logprobs: wantLogprobs,
+            tokenIds: recordTokens,
+            signal,
+          },
           { ...(s.maxInFlight ? { maxInFlight: s.maxInFlight } : {}), ...o.client, log: o.client?.log ?? o.log },
         );
         const provenance: TurnProvenance = {
@@ -109,7 +144,13 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
           droppedTurns: fitted.droppedTurns,
           logprobs: r.logprobs,
           logprobsRequested: wantLogprobs,
-          tokens: recordTokens ? completionTokens(r.logprobs, o.weightsVersion ?? (o.adapter ? `adapter:${o.adapter}` : `${r.servedModel}@${s.revision ?? 'unknown-revision'}`)) : 'off',
+          tokens: recordTokens
+            ? completionTokens(
+                r.logprobs,
+                o.weightsVersion ??
+                  (o.adapter ? `adapter:${o.adapter}` : `${r.servedModel}@${s.revision ?? 'unknown-revision'}`),
+              )
+            : 'off',
         };
         const out: AgentReply = { text: sanitizeText(r.text), provenance };
         out.promptTokens = r.usage?.promptTokens ?? fitted.tokens;
@@ -123,7 +164,13 @@ export async function createEndpointAgent(o: EndpointAgentOptions): Promise<Endp
           await o.onModelMissing();
           continue;
         }
-        if (err instanceof EndpointRequestError && err.status === 400 && CONTEXT_ERROR.test(err.message) && shrink < 2 && fitted.droppedTurns < dialogue.length - 2) {
+        if (
+          err instanceof EndpointRequestError &&
+          err.status === 400 &&
+          CONTEXT_ERROR.test(err.message) &&
+          shrink < 2 &&
+          fitted.droppedTurns < dialogue.length - 2
+        ) {
           shrink++;
           room = Math.floor(room * SHRINK);
           o.log?.warn({ policy: o.name, room }, 'the server found the prompt too long: fitting it to a smaller budget');

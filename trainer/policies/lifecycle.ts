@@ -4,7 +4,13 @@
 // server to load it, an update asks the new address that it serves the model, a removal unloads the adapter when the
 // server has it loaded. Adapter versions refer to their endpoint version (serving.ts), so an update moves them too.
 import type { PolicyVersion, Prisma, PrismaClient } from '../../prisma/generated/client.ts';
-import { checkpointOf, PolicyError, removableVersion, removePolicyVersion, updateServing } from '../../prisma/policy-store.ts';
+import {
+  checkpointOf,
+  PolicyError,
+  removableVersion,
+  removePolicyVersion,
+  updateServing,
+} from '../../prisma/policy-store.ts';
 import { AgentUnavailableError } from '../../tasks/agent.ts';
 import { endpointBaseUrl, EndpointRequestError } from '../../tasks/chat-client.ts';
 import type { Logger } from '../../tasks/logger.ts';
@@ -31,13 +37,23 @@ export interface EndpointUpdate {
 const UPDATABLE = ['url', 'maxLoraRank', 'maxInFlight', 'baseModelDir'] as const;
 
 /** Changes where an endpoint version is served (its adapter versions follow); returns the row and its adapters' names. */
-export async function updateEndpointVersion(prisma: PrismaClient, name: string, u: EndpointUpdate): Promise<{ version: PolicyVersion; adapters: string[] }> {
+export async function updateEndpointVersion(
+  prisma: PrismaClient,
+  name: string,
+  u: EndpointUpdate,
+): Promise<{ version: PolicyVersion; adapters: string[] }> {
   const v = await prisma.policyVersion.findUnique({ where: { name } });
   if (!v) throw new RegistryError(`unknown endpoint version "${name}"`);
-  if (v.kind === 'adapter') throw new RegistryError(`"${name}" is an adapter version: it follows its endpoint version; update that one instead`);
-  if (v.kind !== 'endpoint') throw new RegistryError(`"${name}" is a ${v.kind} version: only an endpoint version has a server address`);
+  if (v.kind === 'adapter')
+    throw new RegistryError(
+      `"${name}" is an adapter version: it follows its endpoint version; update that one instead`,
+    );
+  if (v.kind !== 'endpoint')
+    throw new RegistryError(`"${name}" is a ${v.kind} version: only an endpoint version has a server address`);
   if (UPDATABLE.every((k) => u[k] === undefined)) {
-    throw new RegistryError('nothing to update: give --endpoint URL, --max-lora-rank N, --max-in-flight N and/or --base-model-dir DIR');
+    throw new RegistryError(
+      'nothing to update: give --endpoint URL, --max-lora-rank N, --max-in-flight N and/or --base-model-dir DIR',
+    );
   }
   const before = servingOf(v);
   const next = {
@@ -48,12 +64,19 @@ export async function updateEndpointVersion(prisma: PrismaClient, name: string, 
     ...(u.baseModelDir !== undefined ? { baseModelDir: checkBaseModelDir(u.baseModelDir) } : {}),
   };
   const parsed = servingSchema.safeParse(next);
-  if (!parsed.success) throw new RegistryError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
-  if (u.url !== undefined && (u.check ?? true)) await checkServesModel(parsed.data.url, parsed.data.model, parsed.data.apiKeyEnv, u.log);
+  if (!parsed.success)
+    throw new RegistryError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  if (u.url !== undefined && (u.check ?? true))
+    await checkServesModel(parsed.data.url, parsed.data.model, parsed.data.apiKeyEnv, u.log);
   const changed: Record<string, { from: unknown; to: unknown }> = {};
-  for (const k of UPDATABLE) if (before[k] !== parsed.data[k]) changed[k] = { from: before[k] ?? null, to: parsed.data[k] ?? null };
+  for (const k of UPDATABLE)
+    if (before[k] !== parsed.data[k]) changed[k] = { from: before[k] ?? null, to: parsed.data[k] ?? null };
   const version = await updateServing(prisma, u.actor, v, parsed.data as Prisma.InputJsonObject, { changed });
-  const adapters = await prisma.policyVersion.findMany({ where: { kind: 'adapter', status: { not: 'removed' }, serving: { path: ['endpointVersionId'], equals: v.id } }, select: { name: true }, orderBy: { createdAt: 'asc' } });
+  const adapters = await prisma.policyVersion.findMany({
+    where: { kind: 'adapter', status: { not: 'removed' }, serving: { path: ['endpointVersionId'], equals: v.id } },
+    select: { name: true },
+    orderBy: { createdAt: 'asc' },
+  });
   return { version, adapters: adapters.map((a) => a.name) };
 }
 
@@ -70,7 +93,11 @@ export interface DeployLoad {
  * the deploy with the server's reason instead of failing at a person's first session. Other kinds: null, nothing
  * asked. A PolicyError when the server refuses or cannot be reached.
  */
-export async function loadBeforeDeploy(prisma: PrismaClient, v: PolicyVersion, log?: Logger): Promise<DeployLoad | null> {
+export async function loadBeforeDeploy(
+  prisma: PrismaClient,
+  v: PolicyVersion,
+  log?: Logger,
+): Promise<DeployLoad | null> {
   if (v.kind !== 'adapter') return null;
   const s = await resolveServing(prisma, v);
   const adapter = s.adapterName!;
@@ -79,9 +106,14 @@ export async function loadBeforeDeploy(prisma: PrismaClient, v: PolicyVersion, l
     return { adapter, url: s.url, loaded };
   } catch (err) {
     if (err instanceof AgentUnavailableError) {
-      throw new PolicyError(`"${v.name}" was not deployed: its server ${s.url} cannot be reached to load the adapter (${err.message}). Deploy it with --no-check if the server is down on purpose: the adapter is then loaded at the first session.`);
+      throw new PolicyError(
+        `"${v.name}" was not deployed: its server ${s.url} cannot be reached to load the adapter (${err.message}). Deploy it with --no-check if the server is down on purpose: the adapter is then loaded at the first session.`,
+      );
     }
-    if (err instanceof EndpointRequestError) throw new PolicyError(`"${v.name}" was not deployed: its server ${s.url} did not load the adapter: ${err.message}`);
+    if (err instanceof EndpointRequestError)
+      throw new PolicyError(
+        `"${v.name}" was not deployed: its server ${s.url} did not load the adapter: ${err.message}`,
+      );
     throw err;
   }
 }
@@ -93,7 +125,11 @@ export type UnloadOutcome = 'unloaded' | 'not loaded' | 'server unavailable';
  * An adapter version is unloaded from its server first when the server lists it; a server that is down has
  * nothing to unload (a restart forgets runtime adapters), which the audit entry records.
  */
-export async function removeVersion(prisma: PrismaClient, name: string, o: { actor: string; log?: Logger }): Promise<{ version: PolicyVersion; unload: UnloadOutcome | null }> {
+export async function removeVersion(
+  prisma: PrismaClient,
+  name: string,
+  o: { actor: string; log?: Logger },
+): Promise<{ version: PolicyVersion; unload: UnloadOutcome | null }> {
   const v = await removableVersion(prisma, name);
   let unload: UnloadOutcome | null = null;
   if (v.kind === 'adapter') {
@@ -108,6 +144,11 @@ export async function removeVersion(prisma: PrismaClient, name: string, o: { act
       unload = 'server unavailable';
     }
   }
-  const version = await removePolicyVersion(prisma, o.actor, name, unload ? { adapterName: (v.serving as { adapterName?: string }).adapterName ?? null, unload } : {});
+  const version = await removePolicyVersion(
+    prisma,
+    o.actor,
+    name,
+    unload ? { adapterName: (v.serving as { adapterName?: string }).adapterName ?? null, unload } : {},
+  );
   return { version, unload };
 }

@@ -40,7 +40,9 @@ export interface EndpointRegistration {
 
 export async function assertNewName(prisma: PrismaClient, name: string): Promise<void> {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/.test(name)) {
-    throw new RegistryError(`"${name}" is not a usable version name: use letters, digits, '.', '_' and '-' (at most 80 characters)`);
+    throw new RegistryError(
+      `"${name}" is not a usable version name: use letters, digits, '.', '_' and '-' (at most 80 characters)`,
+    );
   }
   if (await prisma.policyVersion.findUnique({ where: { name }, select: { id: true } })) {
     throw new RegistryError(`a policy version named "${name}" already exists: choose another name`);
@@ -51,13 +53,24 @@ export async function assertNewName(prisma: PrismaClient, name: string): Promise
  * Asks the server at `url` (GET /models) that it serves `model`; returns the model's card. A RegistryError says
  * what went wrong (server down, wrong key, model not served).
  */
-export async function checkServesModel(url: string, model: string, apiKeyEnv: string | null | undefined, log?: Logger): Promise<ModelCard> {
+export async function checkServesModel(
+  url: string,
+  model: string,
+  apiKeyEnv: string | null | undefined,
+  log?: Logger,
+): Promise<ModelCard> {
   const models = await listModels({ url, apiKeyEnv: apiKeyEnv ?? null }, log).catch((err: Error) => {
-    const hint = err instanceof EndpointUnavailableError ? 'is the server running? (register anyway with --no-check)' : 'check the URL and the key';
+    const hint =
+      err instanceof EndpointUnavailableError
+        ? 'is the server running? (register anyway with --no-check)'
+        : 'check the URL and the key';
     throw new RegistryError(`${url} did not answer GET /models: ${err.message}; ${hint}`);
   });
   const card = models.find((m) => m.id === model);
-  if (!card) throw new RegistryError(`${url} does not serve a model named "${model}"; it serves: ${models.map((m) => m.id).join(', ') || 'nothing'}`);
+  if (!card)
+    throw new RegistryError(
+      `${url} does not serve a model named "${model}"; it serves: ${models.map((m) => m.id).join(', ') || 'nothing'}`,
+    );
   return card;
 }
 
@@ -67,7 +80,9 @@ export async function checkServesModel(url: string, model: string, apiKeyEnv: st
  */
 export function checkBaseModelDir(dir: string): string {
   if (!existsSync(join(dir, 'tokenizer.json'))) {
-    throw new RegistryError(`${dir} has no tokenizer.json: --base-model-dir must be the served model's Hugging Face directory`);
+    throw new RegistryError(
+      `${dir} has no tokenizer.json: --base-model-dir must be the served model's Hugging Face directory`,
+    );
   }
   return resolve(dir);
 }
@@ -81,7 +96,8 @@ export async function registerEndpointVersion(prisma: PrismaClient, r: EndpointR
     const card = await checkServesModel(url, r.model, r.apiKeyEnv, r.log);
     contextWindow ??= typeof card.max_model_len === 'number' ? card.max_model_len : undefined;
   }
-  if (contextWindow === undefined) throw new RegistryError(`give the model's context window (--context-window N): the server did not report one`);
+  if (contextWindow === undefined)
+    throw new RegistryError(`give the model's context window (--context-window N): the server did not report one`);
   if (r.baseModelDir) checkBaseModelDir(r.baseModelDir);
   const candidate = {
     url,
@@ -96,11 +112,20 @@ export async function registerEndpointVersion(prisma: PrismaClient, r: EndpointR
     ...(r.maxInFlight !== undefined ? { maxInFlight: r.maxInFlight } : {}),
   };
   const parsed = servingSchema.safeParse(candidate);
-  if (!parsed.success) throw new RegistryError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  if (!parsed.success)
+    throw new RegistryError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
   if (parsed.data.maxTokens >= parsed.data.contextWindow) {
-    throw new RegistryError(`--max-tokens ${parsed.data.maxTokens} leaves no room for the dialogue in a ${parsed.data.contextWindow}-token window`);
+    throw new RegistryError(
+      `--max-tokens ${parsed.data.maxTokens} leaves no room for the dialogue in a ${parsed.data.contextWindow}-token window`,
+    );
   }
-  return registerVersion(prisma, { name: r.name, algorithm: 'external', kind: 'endpoint', checkpointPath: null, serving: parsed.data as Prisma.InputJsonObject });
+  return registerVersion(prisma, {
+    name: r.name,
+    algorithm: 'external',
+    kind: 'endpoint',
+    checkpointPath: null,
+    serving: parsed.data as Prisma.InputJsonObject,
+  });
 }
 
 export interface AdapterRegistration {
@@ -124,12 +149,17 @@ export interface AdapterRegistration {
  */
 export async function registerAdapterVersion(prisma: PrismaClient, r: AdapterRegistration): Promise<PolicyVersion> {
   await assertNewName(prisma, r.name);
-  if (r.endpoint.kind !== 'endpoint') throw new RegistryError(`"${r.endpoint.name}" is a ${r.endpoint.kind} version: adapters are served on an endpoint version`);
-  if (r.endpoint.status === 'removed') throw new RegistryError(`"${r.endpoint.name}" was removed: adapters cannot be added on it`);
+  if (r.endpoint.kind !== 'endpoint')
+    throw new RegistryError(
+      `"${r.endpoint.name}" is a ${r.endpoint.kind} version: adapters are served on an endpoint version`,
+    );
+  if (r.endpoint.status === 'removed')
+    throw new RegistryError(`"${r.endpoint.name}" was removed: adapters cannot be added on it`);
   servingOf(r.endpoint); // its settings must be usable
   const { ADAPTER_CONFIG, ADAPTER_WEIGHTS } = await import('../model/lora.ts');
   for (const f of [ADAPTER_CONFIG, ADAPTER_WEIGHTS]) {
-    if (!existsSync(join(r.adapterDir, f))) throw new RegistryError(`${r.adapterDir} has no ${f}: an adapter version needs a PEFT adapter directory`);
+    if (!existsSync(join(r.adapterDir, f)))
+      throw new RegistryError(`${r.adapterDir} has no ${f}: an adapter version needs a PEFT adapter directory`);
   }
   return registerVersion(prisma, {
     name: r.name,
@@ -169,7 +199,10 @@ export interface GgufRegistration {
  * (trainer/serve/gguf-foreign.ts: the fault named), compared with the hub's sha256 when it gave one, and loaded
  * once in a child process before anything is written. The row records the file, its sha256 and quantization.
  */
-export async function registerGgufVersion(prisma: PrismaClient, r: GgufRegistration): Promise<{ version: PolicyVersion; downloaded: boolean }> {
+export async function registerGgufVersion(
+  prisma: PrismaClient,
+  r: GgufRegistration,
+): Promise<{ version: PolicyVersion; downloaded: boolean }> {
   await assertNewName(prisma, r.name);
   if (r.baseModelDir) checkBaseModelDir(r.baseModelDir);
   const { resolveGgufSource, GgufSourceError } = await import('../serve/gguf-source.ts');
@@ -191,7 +224,9 @@ export async function registerGgufVersion(prisma: PrismaClient, r: GgufRegistrat
   if (resolved.hubSha256 && info.sha256 !== resolved.hubSha256) {
     const { rm } = await import('node:fs/promises');
     await rm(resolved.file, { force: true });
-    throw new RegistryError(`${r.source}: the download's sha256 ${info.sha256} is not the hub's ${resolved.hubSha256}: the file was deleted; run the command again`);
+    throw new RegistryError(
+      `${r.source}: the download's sha256 ${info.sha256} is not the hub's ${resolved.hubSha256}: the file was deleted; run the command again`,
+    );
   }
   const { probeGgufInChild } = await import('../serve/llama-load.ts');
   await probeGgufInChild(resolved.file).catch((err: Error) => {
@@ -209,7 +244,10 @@ export async function registerGgufVersion(prisma: PrismaClient, r: GgufRegistrat
     maxTokens: r.maxTokens ?? SERVING_DEFAULTS.maxTokens,
     ...(r.baseModelDir ? { baseModelDir: resolve(r.baseModelDir) } : {}),
   };
-  if (serving.maxTokens >= info.contextLength) throw new RegistryError(`--max-tokens ${serving.maxTokens} leaves no room for the dialogue in the model's ${info.contextLength}-token window`);
+  if (serving.maxTokens >= info.contextLength)
+    throw new RegistryError(
+      `--max-tokens ${serving.maxTokens} leaves no room for the dialogue in the model's ${info.contextLength}-token window`,
+    );
   const version = await registerVersion(prisma, {
     name: r.name,
     algorithm: 'external',
@@ -217,7 +255,14 @@ export async function registerGgufVersion(prisma: PrismaClient, r: GgufRegistrat
     checkpointPath: resolved.file,
     checkpointSha256: info.sha256,
     serving: serving as Prisma.InputJsonObject,
-    ...(r.audit ? { audit: { ...r.audit, detail: { ...r.audit.detail, file: resolved.file, sha256: info.sha256, quantization: info.quantization } } } : {}),
+    ...(r.audit
+      ? {
+          audit: {
+            ...r.audit,
+            detail: { ...r.audit.detail, file: resolved.file, sha256: info.sha256, quantization: info.quantization },
+          },
+        }
+      : {}),
   });
   return { version, downloaded: resolved.downloaded };
 }

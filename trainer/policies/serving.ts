@@ -15,7 +15,10 @@ export const servingSchema = z.object({
   model: z.string().min(1),
   apiKeyEnv: z
     .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected the NAME of an environment variable (e.g. VLLM_API_KEY), not the key itself')
+    .regex(
+      /^[A-Za-z_][A-Za-z0-9_]*$/,
+      'expected the NAME of an environment variable (e.g. VLLM_API_KEY), not the key itself',
+    )
     .nullish(),
   contextWindow: z.number().int().min(256),
   temperature: z.number().min(0).max(2),
@@ -58,28 +61,39 @@ export function adapterServing(endpointVersionId: string): (v: { id: string; nam
 export function adapterRefOf(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>): AdapterRef {
   const parsed = adapterRefSchema.safeParse(v.serving);
   if (v.kind !== 'adapter' || !parsed.success) {
-    throw new Error(`adapter version "${v.name}" does not say which adapter name and endpoint version it uses (serving.adapterName, serving.endpointVersionId)`);
+    throw new Error(
+      `adapter version "${v.name}" does not say which adapter name and endpoint version it uses (serving.adapterName, serving.endpointVersionId)`,
+    );
   }
   return parsed.data;
 }
 
 /** An endpoint version's serving settings, checked (an adapter's: resolveServing, which reads its endpoint's). */
 export function servingOf(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>): Serving {
-  if (v.kind === 'adapter') throw new Error(`policy version "${v.name}" is an adapter: its serving settings are its endpoint version's (resolveServing)`);
+  if (v.kind === 'adapter')
+    throw new Error(
+      `policy version "${v.name}" is an adapter: its serving settings are its endpoint version's (resolveServing)`,
+    );
   if (v.kind !== 'endpoint') throw new Error(`policy version "${v.name}" is a ${v.kind}, not served by an endpoint`);
   const parsed = servingSchema.safeParse(v.serving);
   if (!parsed.success) {
-    throw new Error(`policy version "${v.name}" has unusable serving settings: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'serving'}: ${i.message}`).join('; ')}`);
+    throw new Error(
+      `policy version "${v.name}" has unusable serving settings: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'serving'}: ${i.message}`).join('; ')}`,
+    );
   }
   return parsed.data;
 }
 
 /** The endpoint version an adapter version refers to; an Error naming both when it is gone or not an endpoint. */
-export async function endpointOfAdapter(prisma: PrismaClient, v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>): Promise<PolicyVersion> {
+export async function endpointOfAdapter(
+  prisma: PrismaClient,
+  v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>,
+): Promise<PolicyVersion> {
   const ref = adapterRefOf(v);
   const e = await prisma.policyVersion.findUnique({ where: { id: ref.endpointVersionId } });
   if (!e) throw new Error(`adapter version "${v.name}": its endpoint version ${ref.endpointVersionId} does not exist`);
-  if (e.kind !== 'endpoint') throw new Error(`adapter version "${v.name}": its base "${e.name}" is a ${e.kind} version, not an endpoint`);
+  if (e.kind !== 'endpoint')
+    throw new Error(`adapter version "${v.name}": its base "${e.name}" is a ${e.kind} version, not an endpoint`);
   return e;
 }
 
@@ -87,7 +101,10 @@ export async function endpointOfAdapter(prisma: PrismaClient, v: Pick<PolicyVers
  * The serving settings of an endpoint or adapter version: an adapter's are those of its endpoint version (read
  * now, so they follow an update of the endpoint) with its endpoint version id and adapter name.
  */
-export async function resolveServing(prisma: PrismaClient, v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>): Promise<Serving> {
+export async function resolveServing(
+  prisma: PrismaClient,
+  v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>,
+): Promise<Serving> {
   if (v.kind !== 'adapter') return servingOf(v);
   const ref = adapterRefOf(v);
   return { ...servingOf(await endpointOfAdapter(prisma, v)), ...ref };
@@ -97,7 +114,10 @@ export async function resolveServing(prisma: PrismaClient, v: Pick<PolicyVersion
  * Where a version is served, in one line (`sweetloop policy list`, logs). `versions`: the rows by id, where an
  * adapter version finds its endpoint version.
  */
-export function servedAt(v: Pick<PolicyVersion, 'name' | 'kind' | 'serving' | 'checkpointPath'>, versions: ReadonlyMap<string, PolicyVersion> = new Map()): string {
+export function servedAt(
+  v: Pick<PolicyVersion, 'name' | 'kind' | 'serving' | 'checkpointPath'>,
+  versions: ReadonlyMap<string, PolicyVersion> = new Map(),
+): string {
   if (v.kind === 'checkpoint') return v.checkpointPath ?? '(no checkpoint)';
   if (v.kind === 'gguf') {
     const q = (v.serving as { quantization?: unknown } | null)?.quantization;

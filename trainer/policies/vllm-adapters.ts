@@ -20,7 +20,8 @@ export interface ModelCard {
 /** The models (and adapters) a server offers, from GET /v1/models. */
 export async function listModels(endpoint: ChatEndpoint, log?: Logger): Promise<ModelCard[]> {
   const r = (await endpointRequest(endpoint, 'get', '/models', undefined, { log })) as { data?: unknown };
-  if (!r || !Array.isArray(r.data)) throw new EndpointRequestError(`${endpoint.url}/models did not return a model list`, endpoint.url, undefined);
+  if (!r || !Array.isArray(r.data))
+    throw new EndpointRequestError(`${endpoint.url}/models did not return a model list`, endpoint.url, undefined);
   return (r.data as ModelCard[]).filter((m) => m && typeof m.id === 'string');
 }
 
@@ -29,25 +30,39 @@ export function adapterNameFor(v: { name: string; id: string }): string {
   return `${v.name}-${v.id.replace(/-/g, '').slice(0, 8)}`;
 }
 
-const HINT = 'start vLLM with --enable-lora (and --max-lora-rank at least the adapter\'s rank) and the environment variable VLLM_ALLOW_RUNTIME_LORA_UPDATING=True';
+const HINT =
+  "start vLLM with --enable-lora (and --max-lora-rank at least the adapter's rank) and the environment variable VLLM_ALLOW_RUNTIME_LORA_UPDATING=True";
 
 /** What to do about a refused load, by vLLM's reason (vllm/lora/worker_manager.py words them). */
 function loadHint(reason: string): string {
-  if (/No adapter found/i.test(reason)) return 'The server reads the adapter from this path itself: it must see the same path (ADAPTERS_DIR on its machine, or a shared mount).';
-  if (/max_lora_rank/i.test(reason)) return "Start vLLM with --max-lora-rank at least the adapter's rank, and record it (`sweetloop policy update ENDPOINT --max-lora-rank N`).";
+  if (/No adapter found/i.test(reason))
+    return 'The server reads the adapter from this path itself: it must see the same path (ADAPTERS_DIR on its machine, or a shared mount).';
+  if (/max_lora_rank/i.test(reason))
+    return "Start vLLM with --max-lora-rank at least the adapter's rank, and record it (`sweetloop policy update ENDPOINT --max-lora-rank N`).";
   return `If the server does not offer runtime loading, ${HINT}.`;
 }
 
 /** Loads an adapter; true when this call loaded it, false when the server had it already. */
 export async function loadAdapter(endpoint: ChatEndpoint, name: string, path: string, log?: Logger): Promise<boolean> {
   try {
-    await endpointRequest(endpoint, 'post', '/load_lora_adapter', { lora_name: name, lora_path: path }, { log, totalTimeoutMs: 120_000 });
+    await endpointRequest(
+      endpoint,
+      'post',
+      '/load_lora_adapter',
+      { lora_name: name, lora_path: path },
+      { log, totalTimeoutMs: 120_000 },
+    );
     log?.info({ endpoint: endpoint.url, adapter: name, path }, 'LoRA adapter loaded');
     return true;
   } catch (err) {
-    if (err instanceof EndpointRequestError && err.status === 400 && /already been loaded/i.test(err.message)) return false;
+    if (err instanceof EndpointRequestError && err.status === 400 && /already been loaded/i.test(err.message))
+      return false;
     if (err instanceof EndpointRequestError && (err.status === 404 || err.status === 400 || err.status === 405)) {
-      throw new EndpointRequestError(`could not load LoRA adapter "${name}" from ${path}: ${err.message}. ${loadHint(err.message)}`, err.endpoint, err.status);
+      throw new EndpointRequestError(
+        `could not load LoRA adapter "${name}" from ${path}: ${err.message}. ${loadHint(err.message)}`,
+        err.endpoint,
+        err.status,
+      );
     }
     throw err;
   }
@@ -60,7 +75,8 @@ export async function unloadAdapter(endpoint: ChatEndpoint, name: string, log?: 
     log?.info({ endpoint: endpoint.url, adapter: name }, 'LoRA adapter unloaded');
     return true;
   } catch (err) {
-    if (err instanceof EndpointRequestError && err.status === 404 && /cannot be found|not found/i.test(err.message)) return false;
+    if (err instanceof EndpointRequestError && err.status === 404 && /cannot be found|not found/i.test(err.message))
+      return false;
     throw err;
   }
 }

@@ -12,8 +12,62 @@ import { agentSystemPrompt, MAX_AGENT_TURNS } from '../../tasks/protocol.ts';
 import { seededRandom } from '../../tasks/random.ts';
 
 // Made-up identifiers, 26 x 26 of them: the drills teach copying names never seen before, not remembering a few.
-const NAME_VERBS = ['compute', 'get', 'calc', 'find', 'make', 'work_out', 'figure', 'price', 'check', 'format', 'convert', 'rate', 'score', 'count', 'judge', 'build', 'give', 'show', 'total', 'label', 'grade', 'measure', 'quote', 'bill', 'tally', 'derive'];
-const NAME_NOUNS = ['amount', 'value', 'result', 'total', 'charge', 'fee', 'band', 'line', 'change', 'cost', 'price', 'score', 'level', 'figure', 'answer', 'output', 'number', 'text', 'status', 'verdict', 'sum', 'rate', 'mark', 'tag', 'entry', 'report'];
+const NAME_VERBS = [
+  'compute',
+  'get',
+  'calc',
+  'find',
+  'make',
+  'work_out',
+  'figure',
+  'price',
+  'check',
+  'format',
+  'convert',
+  'rate',
+  'score',
+  'count',
+  'judge',
+  'build',
+  'give',
+  'show',
+  'total',
+  'label',
+  'grade',
+  'measure',
+  'quote',
+  'bill',
+  'tally',
+  'derive',
+];
+const NAME_NOUNS = [
+  'amount',
+  'value',
+  'result',
+  'total',
+  'charge',
+  'fee',
+  'band',
+  'line',
+  'change',
+  'cost',
+  'price',
+  'score',
+  'level',
+  'figure',
+  'answer',
+  'output',
+  'number',
+  'text',
+  'status',
+  'verdict',
+  'sum',
+  'rate',
+  'mark',
+  'tag',
+  'entry',
+  'report',
+];
 
 function madeUpName(rand: Rng): string {
   return `${pick(rand, NAME_VERBS)}_${pick(rand, NAME_NOUNS)}`;
@@ -31,7 +85,10 @@ function item(rand: () => number): string {
     return String(Math.round(rand() * 300 * 10 ** decimals) / 10 ** decimals);
   }
   if (u < 0.85) return py(rand() < 0.5);
-  const fact = pick(rand, MINI_TEMPLATES.flatMap((t) => t.facts.filter((f) => f.kind === 'string' || f.kind === 'choice')));
+  const fact = pick(
+    rand,
+    MINI_TEMPLATES.flatMap((t) => t.facts.filter((f) => f.kind === 'string' || f.kind === 'choice')),
+  );
   return py(pick(rand, fact.pool));
 }
 

@@ -14,7 +14,12 @@ export interface Example {
   train: number[];
 }
 
-export function encodeDialogue(chat: ChatFormatter, tok: TextTokenizer, dialogue: readonly ChatMessage[], ctx: number): Example | null {
+export function encodeDialogue(
+  chat: ChatFormatter,
+  tok: TextTokenizer,
+  dialogue: readonly ChatMessage[],
+  ctx: number,
+): Example | null {
   const ids: number[] = [];
   const train: number[] = [];
   for (const seg of chat.segments(dialogue)) {
@@ -32,8 +37,15 @@ export function encodeDialogue(chat: ChatFormatter, tok: TextTokenizer, dialogue
 }
 
 /** Groups examples of similar length into batches of about `tokensPerStep` padded tokens after the shared prefix. */
-export function makeBatches(examples: Example[], tokensPerStep: number, prefixLength: number, rand: () => number): Example[][] {
-  const order = examples.map((e, i) => ({ e, key: e.ids.length + rand() * 0.5, i })).sort((a, b) => a.key - b.key || a.i - b.i);
+export function makeBatches(
+  examples: Example[],
+  tokensPerStep: number,
+  prefixLength: number,
+  rand: () => number,
+): Example[][] {
+  const order = examples
+    .map((e, i) => ({ e, key: e.ids.length + rand() * 0.5, i }))
+    .sort((a, b) => a.key - b.key || a.i - b.i);
   const batches: Example[][] = [];
   let cur: Example[] = [];
   for (const { e } of order) {
@@ -94,7 +106,8 @@ export function batchLoss(model: Decoder, batch: Example[], pad: number, prefix:
     // cost. Right padding: causal attention never lets a real token see the padding after it.
     let cache: KVCache | undefined;
     if (P > 0) {
-      const pre = model.forward(tf.tensor2d([...prefix], [1, P], 'int32'), { returnCache: true, lastOnly: true }).cache!;
+      const pre = model.forward(tf.tensor2d([...prefix], [1, P], 'int32'), { returnCache: true, lastOnly: true })
+        .cache!;
       cache = {
         layers: pre.layers.map((l) => ({ k: tf.tile(l.k, [B, 1, 1, 1]), v: tf.tile(l.v, [B, 1, 1, 1]) })),
         mask: tf.tile(pre.mask, [B, 1]),

@@ -17,12 +17,27 @@ import { AdamW, warmupCosine } from '../model/optim.ts';
 import { TextTokenizer, saveTokenizerFiles } from '../model/tokenizer.ts';
 import { TrainStep } from '../model/train-step.ts';
 import { copyDrills } from './copy-drills.ts';
-import { batchLoss, encodeDialogue, makeBatches, sharedPrefixLength, shuffle, type Example } from './starter-batches.ts';
+import {
+  batchLoss,
+  encodeDialogue,
+  makeBatches,
+  sharedPrefixLength,
+  shuffle,
+  type Example,
+} from './starter-batches.ts';
 import { compactAnswers, recipeGameDialogues } from './starter-data.ts';
-import { recipeOf, STARTER_MANIFEST, STARTER_RECIPE_VERSION, type StarterOptions, type StarterReport } from './starter-recipe.ts';
+import {
+  recipeOf,
+  STARTER_MANIFEST,
+  STARTER_RECIPE_VERSION,
+  type StarterOptions,
+  type StarterReport,
+} from './starter-recipe.ts';
 
 export async function sha256File(path: string): Promise<string> {
-  return createHash('sha256').update(await readFile(path)).digest('hex');
+  return createHash('sha256')
+    .update(await readFile(path))
+    .digest('hex');
 }
 
 /** Trains the starter policy and writes it to options.dir (replacing what was there). */
@@ -34,11 +49,21 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   const cpuStart = process.cpuUsage();
   const rand = seededRandom(recipe.seed, 0x5747);
 
-  if (!options.dialogues) log(`starter: playing ${recipe.games} expert games on ColBench-mini tasks (seed ${recipe.seed})`);
+  if (!options.dialogues)
+    log(`starter: playing ${recipe.games} expert games on ColBench-mini tasks (seed ${recipe.seed})`);
   const dialogues = options.dialogues ? compactAnswers(options.dialogues, recipe) : await recipeGameDialogues(recipe);
   if (dialogues.length === 0) throw new Error('starter: no training dialogues');
   const phase = recipe.copyDrillPhase;
-  if (phase && !(Number.isInteger(phase.steps) && phase.steps > 0 && phase.peakLr > 0 && Number.isInteger(phase.drills) && phase.drills > 0)) {
+  if (
+    phase &&
+    !(
+      Number.isInteger(phase.steps) &&
+      phase.steps > 0 &&
+      phase.peakLr > 0 &&
+      Number.isInteger(phase.drills) &&
+      phase.drills > 0
+    )
+  ) {
     throw new Error('starter: copyDrillPhase needs integer steps > 0, peakLr > 0 and integer drills > 0');
   }
   const phaseDialogues = phase ? (options.drillDialogues?.make ?? copyDrills)(recipe.seed ^ 0x7068, phase.drills) : [];
@@ -48,7 +73,10 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   const rendered = [...dialogues, ...phaseDialogues].map((d) => chat.format(d));
   const tokenizerJson = trainByteLevelBpe(rendered, { vocabSize: recipe.size.vocabSize });
   const tokenizerConfig = chatMlTokenizerConfig(CHATML_TEMPLATE, { model_max_length: recipe.size.contextLength });
-  const tok = new TextTokenizer({ tokenizerJson: tokenizerJson as unknown as Record<string, unknown>, tokenizerConfig });
+  const tok = new TextTokenizer({
+    tokenizerJson: tokenizerJson as unknown as Record<string, unknown>,
+    tokenizerConfig,
+  });
   log(`starter: tokenizer with ${tok.vocabSize} tokens`);
 
   const encode = (ds: readonly (readonly ChatMessage[])[]) =>
@@ -76,9 +104,17 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   const model = new Decoder(config, { name: 'starter', seed: recipe.seed });
   const optimizer = new AdamW(model.params, {
     lr: (() => {
-      const games = warmupCosine({ peakLr: recipe.peakLr, warmupSteps: Math.max(1, Math.round(recipe.steps * recipe.warmup)), totalSteps: recipe.steps });
+      const games = warmupCosine({
+        peakLr: recipe.peakLr,
+        warmupSteps: Math.max(1, Math.round(recipe.steps * recipe.warmup)),
+        totalSteps: recipe.steps,
+      });
       if (!phase) return games;
-      const drills = warmupCosine({ peakLr: phase.peakLr, warmupSteps: Math.max(1, Math.round(phase.steps * recipe.warmup)), totalSteps: phase.steps });
+      const drills = warmupCosine({
+        peakLr: phase.peakLr,
+        warmupSteps: Math.max(1, Math.round(phase.steps * recipe.warmup)),
+        totalSteps: phase.steps,
+      });
       return (step: number) => (step < drillSteps ? drills(step) : games(step - drillSteps));
     })(),
     beta1: 0.9,
@@ -94,7 +130,11 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   const bar =
     options.progress === 'bar'
       ? new cliProgress.SingleBar(
-          { format: 'starter policy [{bar}] {value}/{total} updates | loss {loss} | {eta_formatted} left', stream: process.stderr, hideCursor: true },
+          {
+            format: 'starter policy [{bar}] {value}/{total} updates | loss {loss} | {eta_formatted} left',
+            stream: process.stderr,
+            hideCursor: true,
+          },
           cliProgress.Presets.shades_classic,
         )
       : undefined;
@@ -105,14 +145,23 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   try {
     for (let step = 0; step < totalSteps; step++) {
       if (step === drillSteps) queue = [];
-      if (queue.length === 0) queue = shuffle(makeBatches(step < drillSteps ? drillExamples : examples, recipe.tokensPerStep, prefix.length, rand), rand);
+      if (queue.length === 0)
+        queue = shuffle(
+          makeBatches(step < drillSteps ? drillExamples : examples, recipe.tokensPerStep, prefix.length, rand),
+          rand,
+        );
       const batch = queue.pop()!;
       const { loss } = trainer.run(batchLoss(model, batch, tok.padTokenId, prefix));
       if (!Number.isFinite(loss)) throw new Error(`starter: loss became ${loss} at update ${step}`);
       losses.push(loss);
       bar?.update(step + 1, { loss: loss.toFixed(3) });
-      if (options.progress === 'lines' && ((step + 1) % Math.max(1, Math.round(totalSteps / 10)) === 0 || step + 1 === totalSteps)) {
-        log(`starter: update ${step + 1}/${totalSteps}, loss ${loss.toFixed(3)}, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+      if (
+        options.progress === 'lines' &&
+        ((step + 1) % Math.max(1, Math.round(totalSteps / 10)) === 0 || step + 1 === totalSteps)
+      ) {
+        log(
+          `starter: update ${step + 1}/${totalSteps}, loss ${loss.toFixed(3)}, ${((Date.now() - started) / 1000).toFixed(0)} s`,
+        );
       }
       // Lets other work on this thread (a progress bar's timer, a bot's heartbeat) run between updates.
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -142,12 +191,24 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
     await saveCheckpoint(options.dir, model);
     await saveTokenizerFiles(options.dir, tokenizerJson, tokenizerConfig);
     const files: Record<string, string> = {};
-    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) files[f] = await sha256File(join(options.dir, f));
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'])
+      files[f] = await sha256File(join(options.dir, f));
     const { writeFileAtomic } = await import('../model/safetensors.ts');
     await writeFileAtomic(
       join(options.dir, STARTER_MANIFEST),
       // Only deterministic facts: the manifest is hashed with the checkpoint, so no wall-clock time here.
-      JSON.stringify({ recipeVersion: STARTER_RECIPE_VERSION, ...report, seconds: undefined, cpuSeconds: undefined, losses: undefined, files }, null, 2) + '\n',
+      JSON.stringify(
+        {
+          recipeVersion: STARTER_RECIPE_VERSION,
+          ...report,
+          seconds: undefined,
+          cpuSeconds: undefined,
+          losses: undefined,
+          files,
+        },
+        null,
+        2,
+      ) + '\n',
     );
     log(
       `starter: loss ${report.initialLoss.toFixed(3)} -> ${report.finalLoss.toFixed(3)} in ${report.seconds.toFixed(1)} s ` +
@@ -167,6 +228,8 @@ export async function checkStarterDir(dir: string): Promise<void> {
   if (!existsSync(dir)) return;
   const entries = await readdir(dir);
   if (entries.length > 0 && !entries.includes(STARTER_MANIFEST)) {
-    throw new Error(`starter: ${dir} is not empty and holds no starter policy (${STARTER_MANIFEST}); refusing to overwrite it`);
+    throw new Error(
+      `starter: ${dir} is not empty and holds no starter policy (${STARTER_MANIFEST}); refusing to overwrite it`,
+    );
   }
 }

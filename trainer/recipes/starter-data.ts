@@ -9,8 +9,18 @@ import type { DemonstratorMix } from './demonstrator-mix.ts';
 import type { StarterRecipe } from './starter-recipe.ts';
 
 /** Plays the expert against the rule-based collaborator on ColBench-mini tasks; returns full dialogues. */
-export async function expertDialogues(seed: number, games: number, mix?: DemonstratorMix, variedTasks = 0): Promise<ChatMessage[][]> {
-  const [{ generateMiniTasks }, { createExpertAgent, createNonAskingAgent }, { createRuleSimulator }, { playEpisode, buildDialogue }] = await Promise.all([
+export async function expertDialogues(
+  seed: number,
+  games: number,
+  mix?: DemonstratorMix,
+  variedTasks = 0,
+): Promise<ChatMessage[][]> {
+  const [
+    { generateMiniTasks },
+    { createExpertAgent, createNonAskingAgent },
+    { createRuleSimulator },
+    { playEpisode, buildDialogue },
+  ] = await Promise.all([
     import('../../tasks/mini.ts'),
     import('../../tasks/expert.ts'),
     import('../../tasks/simulator.ts'),
@@ -18,7 +28,8 @@ export async function expertDialogues(seed: number, games: number, mix?: Demonst
   ]);
   // Train-split tasks only: the test split is what the starter is evaluated on. Task i depends only on (seed, i),
   // so drawing more and keeping the train ones is still deterministic.
-  if (!(variedTasks >= 0 && variedTasks <= 1)) throw new Error(`starter: variedTasks must be between 0 and 1, got ${variedTasks}`);
+  if (!(variedTasks >= 0 && variedTasks <= 1))
+    throw new Error(`starter: variedTasks must be between 0 and 1, got ${variedTasks}`);
   const trainTasks = (n: number, varied: boolean) =>
     generateMiniTasks({ seed, count: Math.ceil(n * 1.5) + 10, varied })
       .filter((t) => t.split === 'train')
@@ -36,7 +47,8 @@ export async function expertDialogues(seed: number, games: number, mix?: Demonst
   let demonstrator = (): Agent => expert;
   if (mix) {
     const total = mix.expert + mix.hasty + mix.noisy;
-    if (!(total > 0) || [mix.expert, mix.hasty, mix.noisy].some((w) => !(w >= 0))) throw new Error('starter: demonstrator weights must be >= 0 with a positive sum');
+    if (!(total > 0) || [mix.expert, mix.hasty, mix.noisy].some((w) => !(w >= 0)))
+      throw new Error('starter: demonstrator weights must be >= 0 with a positive sum');
     const hasty = createNonAskingAgent({ tasks, name: 'hasty' });
     const noisy = createExpertAgent({ tasks, noise: mix.noise, seed: seed ^ 0x6e6f, name: 'noisy' });
     const draw = seededRandom(seed, 0x6d6978);
@@ -69,7 +81,10 @@ export function compactAnswer(dialogue: readonly ChatMessage[], comments: readon
 }
 
 /** The dialogues as the recipe trains on them: answers compacted when it says so. */
-export function compactAnswers(dialogues: readonly (readonly ChatMessage[])[], recipe: Pick<StarterRecipe, 'compactAnswers'>): readonly (readonly ChatMessage[])[] {
+export function compactAnswers(
+  dialogues: readonly (readonly ChatMessage[])[],
+  recipe: Pick<StarterRecipe, 'compactAnswers'>,
+): readonly (readonly ChatMessage[])[] {
   if (!recipe.compactAnswers) return dialogues;
   const comments = MINI_TEMPLATES.flatMap((t) => t.facts.map((f) => f.comment));
   return dialogues.map((d) => compactAnswer(d, comments));
@@ -82,7 +97,12 @@ export function compactAnswers(dialogues: readonly (readonly ChatMessage[])[], r
 export async function recipeGameDialogues(
   recipe: Pick<StarterRecipe, 'seed' | 'games' | 'demonstrators' | 'variedTasks' | 'copyDrills' | 'compactAnswers'>,
 ): Promise<readonly (readonly ChatMessage[])[]> {
-  let dialogues: readonly (readonly ChatMessage[])[] = await expertDialogues(recipe.seed, recipe.games, recipe.demonstrators, recipe.variedTasks);
+  let dialogues: readonly (readonly ChatMessage[])[] = await expertDialogues(
+    recipe.seed,
+    recipe.games,
+    recipe.demonstrators,
+    recipe.variedTasks,
+  );
   if (recipe.copyDrills) {
     if (!(recipe.copyDrills > 0)) throw new Error(`starter: copyDrills must be > 0, got ${recipe.copyDrills}`);
     dialogues = [...dialogues, ...copyDrills(recipe.seed, Math.round(recipe.games * recipe.copyDrills))];

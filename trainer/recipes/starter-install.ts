@@ -6,7 +6,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkpointSha256 } from '../model/checkpoint.ts';
 import { buildStarterPolicy, checkStarterDir, sha256File } from './starter-build.ts';
-import { recipeOf, STARTER_MANIFEST, STARTER_RECIPE_VERSION, type StarterOptions, type StarterRecipe, type StarterReport } from './starter-recipe.ts';
+import {
+  recipeOf,
+  STARTER_MANIFEST,
+  STARTER_RECIPE_VERSION,
+  type StarterOptions,
+  type StarterRecipe,
+  type StarterReport,
+} from './starter-recipe.ts';
 
 export interface EnsureResult {
   /** True when nothing was trained: the directory already held the starter, or the shipped copy was installed. */
@@ -27,13 +34,17 @@ export async function ensureStarterPolicy(options: StarterOptions): Promise<Ensu
   if (!options.force && !options.dialogues) {
     const reason = await verifyStarter(options.dir, recipe);
     if (reason === null) {
-      const manifest = JSON.parse(await readFile(join(options.dir, STARTER_MANIFEST), 'utf8')) as { numParameters: number };
+      const manifest = JSON.parse(await readFile(join(options.dir, STARTER_MANIFEST), 'utf8')) as {
+        numParameters: number;
+      };
       return { reused: true, sha256: await checkpointSha256(options.dir), numParameters: manifest.numParameters };
     }
     const shippedDir = shippedStarterDir(recipe.seed);
     if (options.shipped !== false && (await verifyStarter(shippedDir, recipe)) === null) {
       const numParameters = await installStarter(shippedDir, options.dir);
-      options.log?.(`starter: installed the shipped starter (recipe ${STARTER_RECIPE_VERSION}, seed ${recipe.seed}) into ${options.dir}`);
+      options.log?.(
+        `starter: installed the shipped starter (recipe ${STARTER_RECIPE_VERSION}, seed ${recipe.seed}) into ${options.dir}`,
+      );
       return { reused: true, shipped: true, sha256: await checkpointSha256(options.dir), numParameters };
     }
     options.log?.(`starter: building (${reason})`);
@@ -54,7 +65,10 @@ export function shippedStarterDir(seed: number): string {
  */
 async function installStarter(from: string, dir: string): Promise<number> {
   await checkStarterDir(dir);
-  const manifest = JSON.parse(await readFile(join(from, STARTER_MANIFEST), 'utf8')) as { numParameters: number; files: Record<string, string> };
+  const manifest = JSON.parse(await readFile(join(from, STARTER_MANIFEST), 'utf8')) as {
+    numParameters: number;
+    files: Record<string, string>;
+  };
   const staging = `${dir}.tmp-${process.pid}`;
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { recursive: true });
@@ -85,4 +99,3 @@ export async function verifyStarter(dir: string, recipe: StarterRecipe): Promise
   if (!manifest.files || Object.keys(manifest.files).length < 4) return 'the manifest lists no files';
   return null;
 }
-

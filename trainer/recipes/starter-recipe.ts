@@ -15,7 +15,10 @@ export function starterVersionName(sha256: string): string {
 }
 
 /** The model's shape (trainer/model/architecture.ts's fields of the same names), and its context. */
-export type StarterSize = Pick<ModelConfig, 'vocabSize' | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads'> & {
+export type StarterSize = Pick<
+  ModelConfig,
+  'vocabSize' | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads'
+> & {
   /** Context of the model; training examples are cut to it. */
   contextLength: number;
 };
@@ -167,7 +170,10 @@ export interface StarterOptions {
 }
 
 /** A copying aid as the recipe records it: the default when not given, left out when 0 or null (turned off). */
-function withDefault<K extends 'variedTasks' | 'copyDrills' | 'copyDrillPhase'>(key: K, value: StarterOptions[K]): Partial<StarterRecipe> {
+function withDefault<K extends 'variedTasks' | 'copyDrills' | 'copyDrillPhase'>(
+  key: K,
+  value: StarterOptions[K],
+): Partial<StarterRecipe> {
   const v = value === undefined ? DEFAULT_RECIPE[key] : value;
   return v ? { [key]: typeof v === 'object' ? { ...v } : v } : {};
 }

@@ -6,7 +6,13 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { STARTER_MANIFEST, ensureStarterPolicy, type StarterOptions, type StarterRecipe, type StarterReport } from './starter.ts';
+import {
+  STARTER_MANIFEST,
+  ensureStarterPolicy,
+  type StarterOptions,
+  type StarterRecipe,
+  type StarterReport,
+} from './starter.ts';
 
 export interface Reproduction {
   /** Files whose bytes differ between the two directories, or that one of them lacks (empty: identical). */
@@ -16,16 +22,24 @@ export interface Reproduction {
 }
 
 async function fileHashes(dir: string): Promise<Record<string, string>> {
-  const manifest = JSON.parse(await readFile(join(dir, STARTER_MANIFEST), 'utf8')) as { files?: Record<string, string> };
+  const manifest = JSON.parse(await readFile(join(dir, STARTER_MANIFEST), 'utf8')) as {
+    files?: Record<string, string>;
+  };
   const out: Record<string, string> = {};
   for (const f of [...Object.keys(manifest.files ?? {}), STARTER_MANIFEST].sort()) {
-    out[f] = existsSync(join(dir, f)) ? createHash('sha256').update(await readFile(join(dir, f))).digest('hex') : 'missing';
+    out[f] = existsSync(join(dir, f))
+      ? createHash('sha256')
+          .update(await readFile(join(dir, f)))
+          .digest('hex')
+      : 'missing';
   }
   return out;
 }
 
 /** Rebuilds the starter in `from` with the recipe its manifest records, into `scratchDir` (replaced), and compares. */
-export async function reproduceStarter(options: { from: string; scratchDir: string } & Pick<StarterOptions, 'progress' | 'log'>): Promise<Reproduction> {
+export async function reproduceStarter(
+  options: { from: string; scratchDir: string } & Pick<StarterOptions, 'progress' | 'log'>,
+): Promise<Reproduction> {
   const manifestPath = join(options.from, STARTER_MANIFEST);
   if (!existsSync(manifestPath)) throw new Error(`${options.from} holds no starter policy (no ${STARTER_MANIFEST})`);
   const { recipe } = JSON.parse(await readFile(manifestPath, 'utf8')) as { recipe: StarterRecipe };
@@ -50,5 +64,9 @@ export async function reproduceStarter(options: { from: string; scratchDir: stri
   });
   const rebuilt = await fileHashes(options.scratchDir);
   const names = [...new Set([...Object.keys(original), ...Object.keys(rebuilt)])].sort();
-  return { differences: names.filter((n) => original[n] !== rebuilt[n]), sha256: { original, rebuilt }, report: r.report! };
+  return {
+    differences: names.filter((n) => original[n] !== rebuilt[n]),
+    sha256: { original, rebuilt },
+    report: r.report!,
+  };
 }

@@ -8,8 +8,12 @@ import type { EngineResult, EngineToken } from './engine-contract.ts';
 const text = z.string();
 const contentPart = z.object({ type: z.literal('text'), text });
 const message = z.object({
-  role: z.enum(['system', 'developer', 'user', 'assistant'], { message: 'role must be system, developer, user or assistant (tools are not supported)' }),
-  content: z.union([text, z.array(contentPart), z.null()], { message: 'content must be a string or an array of text parts' }),
+  role: z.enum(['system', 'developer', 'user', 'assistant'], {
+    message: 'role must be system, developer, user or assistant (tools are not supported)',
+  }),
+  content: z.union([text, z.array(contentPart), z.null()], {
+    message: 'content must be a string or an array of text parts',
+  }),
   name: z.string().optional(),
 });
 
@@ -52,7 +56,8 @@ export function invalid(message: string, param: string | null = null, code: stri
 
 /** The body as a ChatRequest, or an HttpError 400 naming the first problem. */
 export function parseChatRequest(body: unknown): ChatRequest {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid('the request body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw invalid('the request body must be a JSON object');
   const r = chatRequestSchema.safeParse(body);
   if (!r.success) {
     const issue = r.error.issues[0]!;
@@ -60,7 +65,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
     throw invalid(param ? `${param}: ${issue.message}` : issue.message, param);
   }
   const req = r.data;
-  if (req.n != null && req.n !== 1) throw invalid(`n must be 1: this server returns one choice per request (got ${req.n})`, 'n');
+  if (req.n != null && req.n !== 1)
+    throw invalid(`n must be 1: this server returns one choice per request (got ${req.n})`, 'n');
   if (req.tools && req.tools.length) throw invalid('tools are not supported by this server', 'tools');
   if (req.top_logprobs && !req.logprobs) throw invalid('top_logprobs needs logprobs: true', 'top_logprobs');
   return req;
@@ -69,7 +75,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
 export function toMessages(req: ChatRequest): ChatMessage[] {
   return req.messages.map((m) => ({
     role: m.role === 'developer' ? 'system' : m.role,
-    content: m.content === null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join(''),
+    content:
+      m.content === null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join(''),
   }));
 }
 
@@ -102,7 +109,11 @@ export function finishReason(r: EngineResult): 'stop' | 'length' {
 }
 
 export function usage(r: EngineResult) {
-  return { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens };
+  return {
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.completionTokens,
+    total_tokens: r.promptTokens + r.completionTokens,
+  };
 }
 
 export function errorBody(e: HttpError) {

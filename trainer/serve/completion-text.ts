@@ -17,7 +17,10 @@ export class CompletionText {
   private emitted = 0;
   private readonly stops: StopMatcher;
 
-  constructor(private readonly decode: (ids: number[]) => string, stops: readonly string[]) {
+  constructor(
+    private readonly decode: (ids: number[]) => string,
+    stops: readonly string[],
+  ) {
     this.stops = new StopMatcher(stops);
   }
 
@@ -35,7 +38,10 @@ export class CompletionText {
     }
     const match = this.stops.find(full);
     if (match) return { text: this.release(full, match.at), stopped: true };
-    return { text: this.release(full, full.length - Math.max(this.stops.pendingLength(full), partial)), stopped: false };
+    return {
+      text: this.release(full, full.length - Math.max(this.stops.pendingLength(full), partial)),
+      stopped: false,
+    };
   }
 
   /** Everything not yet released (the end of a completion that no stop string cut). */

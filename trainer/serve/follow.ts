@@ -45,22 +45,38 @@ function servingOf(v: PolicyVersion): ServingJson {
  *    (checkpointPath) as adapter serving.adapterName (default: the version's name).
  */
 export async function servingTarget(prisma: PrismaClient, v: PolicyVersion): Promise<ServeTarget> {
-  if (v.kind === 'checkpoint') return { versionName: v.name, modelName: v.name, checkpointDir: resolve(checkpointOf(v)), adapter: null };
+  if (v.kind === 'checkpoint')
+    return { versionName: v.name, modelName: v.name, checkpointDir: resolve(checkpointOf(v)), adapter: null };
   if (v.kind === 'gguf') {
     const file = resolve(checkpointOf(v));
-    return { versionName: v.name, modelName: v.name, checkpointDir: file, gguf: { file, sha256: v.checkpointSha256 }, adapter: null };
+    return {
+      versionName: v.name,
+      modelName: v.name,
+      checkpointDir: file,
+      gguf: { file, sha256: v.checkpointSha256 },
+      adapter: null,
+    };
   }
   const s = servingOf(v);
   if (v.kind === 'endpoint') {
-    if (!s.baseModelDir) throw new Error(`policy version "${v.name}" is served by an external endpoint (no serving.baseModelDir): sweetloop serve has no weights to load`);
+    if (!s.baseModelDir)
+      throw new Error(
+        `policy version "${v.name}" is served by an external endpoint (no serving.baseModelDir): sweetloop serve has no weights to load`,
+      );
     return { versionName: v.name, modelName: s.model ?? v.name, checkpointDir: resolve(s.baseModelDir), adapter: null };
   }
   if (v.kind === 'adapter') {
-    const base = s.endpointVersionId ? await prisma.policyVersion.findUnique({ where: { id: s.endpointVersionId } }) : null;
-    if (s.endpointVersionId && !base) throw new Error(`adapter version "${v.name}": its base version ${s.endpointVersionId} does not exist`);
+    const base = s.endpointVersionId
+      ? await prisma.policyVersion.findUnique({ where: { id: s.endpointVersionId } })
+      : null;
+    if (s.endpointVersionId && !base)
+      throw new Error(`adapter version "${v.name}": its base version ${s.endpointVersionId} does not exist`);
     const baseTarget = base ? await servingTarget(prisma, base) : null;
     const baseDir = baseTarget?.checkpointDir ?? s.baseModelDir;
-    if (!baseDir) throw new Error(`adapter version "${v.name}": neither serving.endpointVersionId nor serving.baseModelDir names weights to load the adapter onto`);
+    if (!baseDir)
+      throw new Error(
+        `adapter version "${v.name}": neither serving.endpointVersionId nor serving.baseModelDir names weights to load the adapter onto`,
+      );
     return {
       versionName: v.name,
       modelName: baseTarget?.modelName ?? s.model ?? `${v.name}-base`,
@@ -83,14 +99,19 @@ export interface EngineFactoryOptions {
   log?: Logger;
 }
 
-export type EngineFactory = (target: Pick<ServeTarget, 'modelName' | 'checkpointDir' | 'gguf'>) => Promise<ServingEngine>;
+export type EngineFactory = (
+  target: Pick<ServeTarget, 'modelName' | 'checkpointDir' | 'gguf'>,
+) => Promise<ServingEngine>;
 
 interface LlamaModule {
   LlamaCppEngine?: { start?: (o: EngineStartOptions & { log?: Logger }) => Promise<ServingEngine> };
 }
 
 /** A foreign GGUF's engine: llama.cpp or nothing (tfjs cannot run a GGUF file), the reason in the error. */
-async function startGgufEngine(target: Pick<ServeTarget, 'modelName' | 'gguf'>, options: EngineFactoryOptions): Promise<ServingEngine> {
+async function startGgufEngine(
+  target: Pick<ServeTarget, 'modelName' | 'gguf'>,
+  options: EngineFactoryOptions,
+): Promise<ServingEngine> {
   const { LlamaCppEngine } = await import('./llama-engine.ts');
   const { engine } = await LlamaCppEngine.startGguf({
     modelName: target.modelName,
@@ -111,7 +132,10 @@ async function startGgufEngine(target: Pick<ServeTarget, 'modelName' | 'gguf'>, 
  * The llama.cpp engine, imported only when asked for: its module (llama-engine.ts) loads native code.
  * Null with the reason when it is unavailable.
  */
-async function startLlama(o: EngineStartOptions, log?: Logger): Promise<{ engine: ServingEngine } | { reason: string }> {
+async function startLlama(
+  o: EngineStartOptions,
+  log?: Logger,
+): Promise<{ engine: ServingEngine } | { reason: string }> {
   let mod: LlamaModule;
   try {
     // Through a variable: this module must type-check and run whether or not the llama engine is present.
@@ -121,7 +145,8 @@ async function startLlama(o: EngineStartOptions, log?: Logger): Promise<{ engine
     return { reason: `cannot load trainer/serve/llama-engine.ts: ${(e as Error).message.split('\n')[0]}` };
   }
   const start = mod.LlamaCppEngine?.start;
-  if (typeof start !== 'function') return { reason: 'trainer/serve/llama-engine.ts has no LlamaCppEngine.start(options)' };
+  if (typeof start !== 'function')
+    return { reason: 'trainer/serve/llama-engine.ts has no LlamaCppEngine.start(options)' };
   try {
     return { engine: await start.call(mod.LlamaCppEngine, { ...o, ...(log ? { log } : {}) }) };
   } catch (e) {
@@ -133,17 +158,28 @@ async function startLlama(o: EngineStartOptions, log?: Logger): Promise<{ engine
 export function engineFactory(options: EngineFactoryOptions): EngineFactory {
   return async (target) => {
     if (target.gguf) {
-      if (options.kind !== 'llama') throw new Error(`${target.modelName} is a GGUF model: only the llama engine serves it (not --engine ${options.kind})`);
+      if (options.kind !== 'llama')
+        throw new Error(
+          `${target.modelName} is a GGUF model: only the llama engine serves it (not --engine ${options.kind})`,
+        );
       return startGgufEngine(target, options);
     }
-    const o: EngineStartOptions = { modelName: target.modelName, checkpointDir: target.checkpointDir, maxBatch: options.maxBatch, maxQueue: options.maxQueue };
+    const o: EngineStartOptions = {
+      modelName: target.modelName,
+      checkpointDir: target.checkpointDir,
+      maxBatch: options.maxBatch,
+      maxQueue: options.maxQueue,
+    };
     if (options.kind === 'llama') {
       const r = await startLlama(o, options.log);
       if ('engine' in r) {
         options.log?.info({ model: o.modelName, engine: 'llama', checkpoint: o.checkpointDir }, 'serve: engine ready');
         return r.engine;
       }
-      options.log?.warn({ reason: r.reason }, 'serve: llama.cpp engine unavailable; falling back to the tfjs worker (one request at a time)');
+      options.log?.warn(
+        { reason: r.reason },
+        'serve: llama.cpp engine unavailable; falling back to the tfjs worker (one request at a time)',
+      );
     }
     const { TfjsEngine } = await import('./tfjs-engine.ts');
     const engine = await TfjsEngine.start({ ...o, ...(options.backend ? { backend: options.backend } : {}) });
@@ -185,19 +221,29 @@ export class VersionServer {
     this.recent = [...this.recent.filter((n) => n !== current), current];
     while (this.recent.length > 2) {
       const old = this.recent.shift()!;
-      await engine.unloadAdapter(old).catch((e: unknown) => this.o.log?.warn({ adapter: old, err: (e as Error).message }, 'serve: unloading an old adapter failed'));
+      await engine
+        .unloadAdapter(old)
+        .catch((e: unknown) =>
+          this.o.log?.warn({ adapter: old, err: (e as Error).message }, 'serve: unloading an old adapter failed'),
+        );
     }
   }
 
   async serve(target: ServeTarget): Promise<void> {
     const key = `${target.modelName}\0${target.checkpointDir}`;
-    const live = this.current && this.current.engine === this.o.slot.engine && this.current.key === key ? this.current.engine : null;
+    const live =
+      this.current && this.current.engine === this.o.slot.engine && this.current.key === key
+        ? this.current.engine
+        : null;
     if (live) {
       if (target.adapter) {
         await live.loadAdapter(target.adapter.name, target.adapter.path);
         await this.unloadStale(live, target.adapter.name);
       }
-      this.o.log?.info({ version: target.versionName, adapter: target.adapter?.name ?? null }, 'serve: serving version');
+      this.o.log?.info(
+        { version: target.versionName, adapter: target.adapter?.name ?? null },
+        'serve: serving version',
+      );
       return;
     }
     const engine = await this.o.factory(target);
@@ -209,9 +255,16 @@ export class VersionServer {
     }
     this.current = { key, engine };
     this.recent = target.adapter ? [target.adapter.name] : [];
-    const swapped = this.o.slot.swap(engine).catch((e: unknown) => this.o.log?.error({ err: (e as Error).message }, 'serve: closing the previous engine failed'));
+    const swapped = this.o.slot
+      .swap(engine)
+      .catch((e: unknown) =>
+        this.o.log?.error({ err: (e as Error).message }, 'serve: closing the previous engine failed'),
+      );
     this.retired = Promise.all([this.retired, swapped]).then(() => {});
-    this.o.log?.info({ version: target.versionName, model: target.modelName, adapter: target.adapter?.name ?? null }, 'serve: serving version');
+    this.o.log?.info(
+      { version: target.versionName, model: target.modelName, adapter: target.adapter?.name ?? null },
+      'serve: serving version',
+    );
   }
 }
 
@@ -257,7 +310,10 @@ export async function followDeployed(o: FollowOptions): Promise<Follower> {
       o.onServe?.(v, target);
     } catch (e) {
       failedId = v.id;
-      o.log?.error({ version: v.name, err: (e as Error).message }, 'serve: cannot serve the deployed version; the previous one stays');
+      o.log?.error(
+        { version: v.name, err: (e as Error).message },
+        'serve: cannot serve the deployed version; the previous one stays',
+      );
     }
   };
   // One check at a time; notifications arriving during one coalesce into a single further check.

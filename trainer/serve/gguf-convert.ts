@@ -21,7 +21,13 @@ import type { ModelConfig } from '../model/architecture.ts';
 import { checkpointSha256, readConfig } from '../model/checkpoint.ts';
 import { parameterShapes, ropeInverseFrequencies } from '../model/decoder.ts';
 import { ADAPTER_CONFIG, ADAPTER_WEIGHTS } from '../model/lora.ts';
-import { encodeFloats, readSafetensors, readSafetensorsDir, writeFileAtomic, type NamedTensor } from '../model/safetensors.ts';
+import {
+  encodeFloats,
+  readSafetensors,
+  readSafetensorsDir,
+  writeFileAtomic,
+  type NamedTensor,
+} from '../model/safetensors.ts';
 import { gguf, GgmlType, writeGguf, type GgmlTypeId, type GgufTensorSource, type GgufValue } from './gguf.ts';
 import { readOptionalJson, tokenizerMetadata, type Json } from './gguf-tokenizer.ts';
 import { validateAdapterGguf, validateModelGguf } from './gguf-validate.ts';
@@ -51,9 +57,13 @@ export interface ConvertResult {
 
 /** llama.cpp's architecture name for a config; other families are refused before anything is written. */
 export function ggufArchitecture(cfg: ModelConfig): 'llama' | 'qwen2' {
-  if (cfg.mlpBias) throw new Error('GGUF conversion: mlp_bias is not supported (llama.cpp has no gate/up/down biases for this architecture)');
+  if (cfg.mlpBias)
+    throw new Error(
+      'GGUF conversion: mlp_bias is not supported (llama.cpp has no gate/up/down biases for this architecture)',
+    );
   if (cfg.modelType === 'qwen2') {
-    if (cfg.ropeScaling.type !== 'none') throw new Error('GGUF conversion: rope_scaling on a qwen2 model is not supported');
+    if (cfg.ropeScaling.type !== 'none')
+      throw new Error('GGUF conversion: rope_scaling on a qwen2 model is not supported');
     return 'qwen2';
   }
   return 'llama';
@@ -89,7 +99,9 @@ const LAYER_NAMES: Record<string, string> = {
 export function permuteRopeRows(data: Float32Array, heads: number, cols: number): Float32Array {
   const rows = data.length / cols;
   if (!Number.isInteger(rows) || rows % heads !== 0 || (rows / heads) % 2 !== 0) {
-    throw new Error(`permuteRopeRows: ${data.length} values do not form ${heads} heads of an even size with ${cols} columns`);
+    throw new Error(
+      `permuteRopeRows: ${data.length} values do not form ${heads} heads of an even size with ${cols} columns`,
+    );
   }
   const dh = rows / heads;
   const half = dh / 2;
@@ -147,26 +159,42 @@ export function modelMetadata(cfg: ModelConfig, name: string, dtype: GgufDtype):
 }
 
 function tensorSource(name: string, t: NamedTensor, type: GgmlTypeId): GgufTensorSource {
-  return { name, ne: [...t.shape].reverse(), type, bytes: () => encodeFloats(t.data, type === GgmlType.F16 ? 'F16' : 'F32') };
+  return {
+    name,
+    ne: [...t.shape].reverse(),
+    type,
+    bytes: () => encodeFloats(t.data, type === GgmlType.F16 ? 'F16' : 'F32'),
+  };
 }
 
 /** Writes the GGUF of a checkpoint directory to outPath (no caching; see convertCheckpointToGguf). */
-export async function writeCheckpointGguf(checkpointDir: string, outPath: string, opts: ConvertOptions = {}): Promise<void> {
+export async function writeCheckpointGguf(
+  checkpointDir: string,
+  outPath: string,
+  opts: ConvertOptions = {},
+): Promise<void> {
   const cfg = await readConfig(checkpointDir);
   const dtype = opts.dtype ?? 'F32';
   ggufArchitecture(cfg);
   const expected = parameterShapes(cfg);
   const weights = await readSafetensorsDir(checkpointDir, (n) => expected.has(n));
   const missing = [...expected.keys()].filter((n) => !weights.has(n));
-  if (missing.length) throw new Error(`${checkpointDir}: checkpoint lacks ${missing.length} tensor(s) its config needs: ${missing.slice(0, 5).join(', ')}`);
-  const metadata = new Map<string, GgufValue>([...modelMetadata(cfg, path.basename(path.resolve(checkpointDir)), dtype), ...(await tokenizerMetadata(checkpointDir, cfg))]);
+  if (missing.length)
+    throw new Error(
+      `${checkpointDir}: checkpoint lacks ${missing.length} tensor(s) its config needs: ${missing.slice(0, 5).join(', ')}`,
+    );
+  const metadata = new Map<string, GgufValue>([
+    ...modelMetadata(cfg, path.basename(path.resolve(checkpointDir)), dtype),
+    ...(await tokenizerMetadata(checkpointDir, cfg)),
+  ]);
   for (const [k, v] of opts.metadata?.set ?? []) metadata.set(k, v);
   for (const k of opts.metadata?.drop ?? []) metadata.delete(k);
   const matrixType = dtype === 'F16' ? GgmlType.F16 : GgmlType.F32;
   const tensors: GgufTensorSource[] = [];
   for (const [hfName, shape] of expected) {
     const t = weights.get(hfName)!;
-    if (t.shape.join() !== shape.join()) throw new Error(`${checkpointDir}: ${hfName} has shape [${t.shape}], the config implies [${shape}]`);
+    if (t.shape.join() !== shape.join())
+      throw new Error(`${checkpointDir}: ${hfName} has shape [${t.shape}], the config implies [${shape}]`);
     const isBias = hfName.endsWith('.bias');
     const hfModule = hfName.slice(0, hfName.lastIndexOf('.'));
     const base = ggufModuleName(hfModule);
@@ -204,12 +232,18 @@ async function readAdapterConfig(adapterDir: string): Promise<{ r: number; alpha
     c.rank_pattern && Object.keys(c.rank_pattern as Json).length > 0 && 'rank_pattern',
     c.alpha_pattern && Object.keys(c.alpha_pattern as Json).length > 0 && 'alpha_pattern',
   ].filter(Boolean);
-  if (unsupported.length) throw new Error(`${file}: ${unsupported.join(', ')} cannot be served by llama.cpp's LoRA (plain LoRA only)`);
+  if (unsupported.length)
+    throw new Error(`${file}: ${unsupported.join(', ')} cannot be served by llama.cpp's LoRA (plain LoRA only)`);
   return { r: c.r, alpha: c.lora_alpha };
 }
 
 /** Writes the GGUF adapter of a PEFT directory (no caching; see convertAdapterToGguf). */
-export async function writeAdapterGguf(adapterDir: string, baseConfig: ModelConfig, outPath: string, opts: ConvertOptions = {}): Promise<void> {
+export async function writeAdapterGguf(
+  adapterDir: string,
+  baseConfig: ModelConfig,
+  outPath: string,
+  opts: ConvertOptions = {},
+): Promise<void> {
   const { r, alpha } = await readAdapterConfig(adapterDir);
   const arch = ggufArchitecture(baseConfig);
   const weightsFile = path.join(adapterDir, ADAPTER_WEIGHTS);
@@ -219,7 +253,10 @@ export async function writeAdapterGguf(adapterDir: string, baseConfig: ModelConf
   const modules = new Set<string>();
   for (const name of tensors.keys()) {
     const m = /^(.*)\.lora_[AB]\.weight$/.exec(name);
-    if (!m || !m[1]!.startsWith(PEFT_PREFIX)) throw new Error(`${weightsFile}: unexpected tensor "${name}" (PEFT LoRA names are ${PEFT_PREFIX}<module>.lora_A.weight / .lora_B.weight)`);
+    if (!m || !m[1]!.startsWith(PEFT_PREFIX))
+      throw new Error(
+        `${weightsFile}: unexpected tensor "${name}" (PEFT LoRA names are ${PEFT_PREFIX}<module>.lora_A.weight / .lora_B.weight)`,
+      );
     modules.add(m[1]!.slice(PEFT_PREFIX.length));
   }
   if (modules.size === 0) throw new Error(`${weightsFile}: no LoRA tensors`);
@@ -230,10 +267,13 @@ export async function writeAdapterGguf(adapterDir: string, baseConfig: ModelConf
     if (!a || !b) throw new Error(`${weightsFile}: ${module} needs both lora_A and lora_B`);
     const w = shapes.get(`${module}.weight`);
     const base = ggufModuleName(module);
-    if (!w || !base || w.length !== 2) throw new Error(`${weightsFile}: ${module} is not a linear layer of this base model`);
+    if (!w || !base || w.length !== 2)
+      throw new Error(`${weightsFile}: ${module} is not a linear layer of this base model`);
     const [outDim, inDim] = w as [number, number];
     if (a.shape.join() !== [r, inDim].join() || b.shape.join() !== [outDim, r].join()) {
-      throw new Error(`${weightsFile}: ${module}: lora_A [${a.shape}] / lora_B [${b.shape}] do not fit a rank-${r} update of a [${outDim}, ${inDim}] weight`);
+      throw new Error(
+        `${weightsFile}: ${module}: lora_A [${a.shape}] / lora_B [${b.shape}] do not fit a rank-${r} update of a [${outDim}, ${inDim}] weight`,
+      );
     }
     const heads = ropeHeads(baseConfig, module);
     // The adapter adds B·A to W, so B's rows take W's row permutation; A's columns are the input, untouched.
@@ -265,7 +305,13 @@ interface Sidecar {
 async function cached(outPath: string, want: Sidecar): Promise<boolean> {
   const side = (await readOptionalJson(`${outPath}.json`).catch(() => undefined)) as Sidecar | undefined;
   if (!side) return false;
-  if (side.converterVersion !== want.converterVersion || side.sourceSha256 !== want.sourceSha256 || side.dtype !== want.dtype || side.kind !== want.kind) return false;
+  if (
+    side.converterVersion !== want.converterVersion ||
+    side.sourceSha256 !== want.sourceSha256 ||
+    side.dtype !== want.dtype ||
+    side.kind !== want.kind
+  )
+    return false;
   try {
     await fs.access(outPath);
     return true;
@@ -278,8 +324,16 @@ async function cached(outPath: string, want: Sidecar): Promise<boolean> {
  * A content-addressed place for a conversion: a new adapter (or checkpoint) version gets a new path, which
  * llama.cpp needs (it caches adapters by path for the life of the model).
  */
-export function ggufCachePath(cacheDir: string, sourceSha256: string, kind: 'model' | 'adapter', dtype: GgufDtype = 'F32'): string {
-  return path.join(cacheDir, `${kind}-${sourceSha256.slice(0, 32)}-${dtype.toLowerCase()}-v${GGUF_CONVERTER_VERSION}.gguf`);
+export function ggufCachePath(
+  cacheDir: string,
+  sourceSha256: string,
+  kind: 'model' | 'adapter',
+  dtype: GgufDtype = 'F32',
+): string {
+  return path.join(
+    cacheDir,
+    `${kind}-${sourceSha256.slice(0, 32)}-${dtype.toLowerCase()}-v${GGUF_CONVERTER_VERSION}.gguf`,
+  );
 }
 
 /** Where a conversion goes: an exact file, or a content-addressed file in a cache directory (ggufCachePath). */
@@ -293,9 +347,18 @@ function outPathFor(out: GgufOut, sourceSha256: string, kind: 'model' | 'adapter
  * Converts a checkpoint directory to GGUF unless the output already holds this checkpoint's conversion (same
  * sha256, converter version and dtype). The result is validated before it is reported.
  */
-export async function convertCheckpointToGguf(checkpointDir: string, out: GgufOut, opts: ConvertOptions = {}): Promise<ConvertResult> {
+export async function convertCheckpointToGguf(
+  checkpointDir: string,
+  out: GgufOut,
+  opts: ConvertOptions = {},
+): Promise<ConvertResult> {
   const sourceSha256 = await checkpointSha256(checkpointDir);
-  const side: Sidecar = { converterVersion: GGUF_CONVERTER_VERSION, sourceSha256, dtype: opts.dtype ?? 'F32', kind: 'model' };
+  const side: Sidecar = {
+    converterVersion: GGUF_CONVERTER_VERSION,
+    sourceSha256,
+    dtype: opts.dtype ?? 'F32',
+    kind: 'model',
+  };
   const outPath = outPathFor(out, sourceSha256, 'model', side.dtype);
   if (await cached(outPath, side)) return { path: outPath, sourceSha256, converted: false };
   await writeCheckpointGguf(checkpointDir, outPath, opts);
@@ -308,9 +371,19 @@ export async function convertCheckpointToGguf(checkpointDir: string, out: GgufOu
  * As convertCheckpointToGguf, for a PEFT adapter directory of a model with baseConfig. Give a cache directory
  * (or a new path per version): llama.cpp caches an adapter by its path until the model is disposed.
  */
-export async function convertAdapterToGguf(adapterDir: string, baseConfig: ModelConfig, out: GgufOut, opts: ConvertOptions = {}): Promise<ConvertResult> {
+export async function convertAdapterToGguf(
+  adapterDir: string,
+  baseConfig: ModelConfig,
+  out: GgufOut,
+  opts: ConvertOptions = {},
+): Promise<ConvertResult> {
   const sourceSha256 = await checkpointSha256(adapterDir);
-  const side: Sidecar = { converterVersion: GGUF_CONVERTER_VERSION, sourceSha256, dtype: opts.dtype ?? 'F32', kind: 'adapter' };
+  const side: Sidecar = {
+    converterVersion: GGUF_CONVERTER_VERSION,
+    sourceSha256,
+    dtype: opts.dtype ?? 'F32',
+    kind: 'adapter',
+  };
   const outPath = outPathFor(out, sourceSha256, 'adapter', side.dtype);
   if (await cached(outPath, side)) return { path: outPath, sourceSha256, converted: false };
   await writeAdapterGguf(adapterDir, baseConfig, outPath, opts);

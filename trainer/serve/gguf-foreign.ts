@@ -18,10 +18,39 @@ import { GgufValidationError, validateModelGguf } from './gguf-validate.ts';
 
 /** llama.cpp's general.file_type names (llama_ftype), for provenance. */
 const FILE_TYPES: Record<number, string> = {
-  0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 7: 'Q8_0', 8: 'Q5_0', 9: 'Q5_1', 10: 'Q2_K', 11: 'Q3_K_S', 12: 'Q3_K_M',
-  13: 'Q3_K_L', 14: 'Q4_K_S', 15: 'Q4_K_M', 16: 'Q5_K_S', 17: 'Q5_K_M', 18: 'Q6_K', 19: 'IQ2_XXS', 20: 'IQ2_XS',
-  21: 'Q2_K_S', 22: 'IQ3_XS', 23: 'IQ3_XXS', 24: 'IQ1_S', 25: 'IQ4_NL', 26: 'IQ3_S', 27: 'IQ3_M', 28: 'IQ2_S',
-  29: 'IQ2_M', 30: 'IQ4_XS', 31: 'IQ1_M', 32: 'BF16', 36: 'TQ1_0', 37: 'TQ2_0', 38: 'MXFP4_MOE',
+  0: 'F32',
+  1: 'F16',
+  2: 'Q4_0',
+  3: 'Q4_1',
+  7: 'Q8_0',
+  8: 'Q5_0',
+  9: 'Q5_1',
+  10: 'Q2_K',
+  11: 'Q3_K_S',
+  12: 'Q3_K_M',
+  13: 'Q3_K_L',
+  14: 'Q4_K_S',
+  15: 'Q4_K_M',
+  16: 'Q5_K_S',
+  17: 'Q5_K_M',
+  18: 'Q6_K',
+  19: 'IQ2_XXS',
+  20: 'IQ2_XS',
+  21: 'Q2_K_S',
+  22: 'IQ3_XS',
+  23: 'IQ3_XXS',
+  24: 'IQ1_S',
+  25: 'IQ4_NL',
+  26: 'IQ3_S',
+  27: 'IQ3_M',
+  28: 'IQ2_S',
+  29: 'IQ2_M',
+  30: 'IQ4_XS',
+  31: 'IQ1_M',
+  32: 'BF16',
+  36: 'TQ1_0',
+  37: 'TQ2_0',
+  38: 'MXFP4_MOE',
 };
 
 /** What a gguf version records about its file (PolicyVersion.serving, and each turn's provenance). */
@@ -57,7 +86,9 @@ function metaString(h: GgufHeader, key: string): string | undefined {
 export async function inspectForeignGguf(file: string): Promise<ForeignGgufInfo> {
   const s = await validateModelGguf(file);
   if (!metaString(s.header, 'tokenizer.chat_template')) {
-    throw new GgufValidationError(file, ['it has no tokenizer.chat_template: the agent renders its prompts with the file\'s own chat template (use an instruct model\'s GGUF)']);
+    throw new GgufValidationError(file, [
+      "it has no tokenizer.chat_template: the agent renders its prompts with the file's own chat template (use an instruct model's GGUF)",
+    ]);
   }
   try {
     new ChatFormatter(metaString(s.header, 'tokenizer.chat_template')!);
@@ -65,7 +96,8 @@ export async function inspectForeignGguf(file: string): Promise<ForeignGgufInfo>
     throw new GgufValidationError(file, [`its tokenizer.chat_template ${(err as Error).message}`]);
   }
   const ft = s.header.metadata.get('general.file_type');
-  const quantization = ft && ft.type === GgufType.UINT32 ? (FILE_TYPES[Number(ft.value)] ?? `file_type ${Number(ft.value)}`) : 'unknown';
+  const quantization =
+    ft && ft.type === GgufType.UINT32 ? (FILE_TYPES[Number(ft.value)] ?? `file_type ${Number(ft.value)}`) : 'unknown';
   return {
     file,
     sha256: await sha256File(file),

@@ -29,7 +29,9 @@ export interface HfFile {
  * folders under MODELS_DIR, so nothing else may pass.
  */
 export function isHubName(name: string): boolean {
-  return /^[A-Za-z0-9_.-]{1,96}$/.test(name) && !/--|\.\./.test(name) && !/^[-.]|[-.]$/.test(name) && !name.endsWith('.git');
+  return (
+    /^[A-Za-z0-9_.-]{1,96}$/.test(name) && !/--|\.\./.test(name) && !/^[-.]|[-.]$/.test(name) && !name.endsWith('.git')
+  );
 }
 
 /** `hf:OWNER/REPO/PATH.gguf` parsed; null for anything that is not an hf: URI; GgufSourceError for a malformed one. */
@@ -37,7 +39,12 @@ export function parseHfUri(source: string): HfFile | null {
   if (!source.startsWith('hf:')) return null;
   const [owner = '', repo = '', ...path] = source.slice(3).split('/');
   const file = path.join('/');
-  const ok = isHubName(owner) && isHubName(repo) && path.length > 0 && path.every((p) => /^[\w.-]+$/.test(p) && p !== '.' && p !== '..') && file.endsWith('.gguf');
+  const ok =
+    isHubName(owner) &&
+    isHubName(repo) &&
+    path.length > 0 &&
+    path.every((p) => /^[\w.-]+$/.test(p) && p !== '.' && p !== '..') &&
+    file.endsWith('.gguf');
   if (!ok) {
     throw new GgufSourceError(
       `"${source}" is not a Hugging Face file URI: write hf:OWNER/REPO/FILE.gguf, OWNER and REPO as the hub names them (letters, digits, _ . -; no "..") (e.g. hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf)`,
@@ -86,20 +93,31 @@ async function hubEntry(hf: HfFile, uri: string, o: ResolveGgufOptions): Promise
   const url = `${endpoint}/api/models/${hf.owner}/${hf.repo}/tree/main${dir === '.' ? '' : `/${dir}`}`;
   let res: Response;
   try {
-    res = await fetch(url, { signal: AbortSignal.timeout(o.timeoutMs ?? 15_000), ...(o.token ? { headers: { authorization: `Bearer ${o.token}` } } : {}) });
+    res = await fetch(url, {
+      signal: AbortSignal.timeout(o.timeoutMs ?? 15_000),
+      ...(o.token ? { headers: { authorization: `Bearer ${o.token}` } } : {}),
+    });
   } catch (err) {
     throw new GgufSourceError(
       `cannot reach ${new URL(endpoint).host} to download ${uri} (${networkReason(err)}): is this machine online? Otherwise download the file where there is a network and give its path (--gguf ./model.gguf)`,
     );
   }
-  if (res.status === 401 || res.status === 403) throw new GgufSourceError(`${uri}: the hub refused access (HTTP ${res.status}): a gated or private model needs HF_TOKEN set to a token that may read it`);
-  if (res.status === 404) throw new GgufSourceError(`${uri}: the hub has no repository ${hf.owner}/${hf.repo} (or no folder ${dir}): check the spelling`);
+  if (res.status === 401 || res.status === 403)
+    throw new GgufSourceError(
+      `${uri}: the hub refused access (HTTP ${res.status}): a gated or private model needs HF_TOKEN set to a token that may read it`,
+    );
+  if (res.status === 404)
+    throw new GgufSourceError(
+      `${uri}: the hub has no repository ${hf.owner}/${hf.repo} (or no folder ${dir}): check the spelling`,
+    );
   if (!res.ok) throw new GgufSourceError(`${uri}: the hub answered HTTP ${res.status}; try again later`);
   const entries = (await res.json().catch(() => [])) as TreeEntry[];
   const entry = Array.isArray(entries) ? entries.find((e) => e.path === hf.file) : undefined;
   if (!entry) {
     const ggufs = (Array.isArray(entries) ? entries : []).map((e) => e.path ?? '').filter((p) => p.endsWith('.gguf'));
-    throw new GgufSourceError(`${hf.owner}/${hf.repo} has no file ${hf.file}; its GGUF files: ${ggufs.join(', ') || 'none'}`);
+    throw new GgufSourceError(
+      `${hf.owner}/${hf.repo} has no file ${hf.file}; its GGUF files: ${ggufs.join(', ') || 'none'}`,
+    );
   }
   return entry;
 }
@@ -113,7 +131,8 @@ export async function resolveGgufSource(source: string, o: ResolveGgufOptions): 
   if (!hf) {
     const file = path.resolve(source);
     const st = await stat(file).catch(() => null);
-    if (!st?.isFile()) throw new GgufSourceError(`${source}: no such file (give a .gguf file's path, or hf:OWNER/REPO/FILE.gguf)`);
+    if (!st?.isFile())
+      throw new GgufSourceError(`${source}: no such file (give a .gguf file's path, or hf:OWNER/REPO/FILE.gguf)`);
     return { file, downloaded: false, hubSha256: null };
   }
   const dirPath = path.resolve(o.modelsDir, hf.owner, hf.repo, path.posix.dirname(hf.file));
@@ -124,7 +143,10 @@ export async function resolveGgufSource(source: string, o: ResolveGgufOptions): 
   await mkdir(dirPath, { recursive: true });
   const fs = await statfs(dirPath);
   const free = fs.bavail * fs.bsize;
-  if (size > 0 && size > free) throw new GgufSourceError(`${source} is ${(size / 1e9).toFixed(2)} GB but ${dirPath} has ${(free / 1e9).toFixed(2)} GB free: free some space or set MODELS_DIR elsewhere`);
+  if (size > 0 && size > free)
+    throw new GgufSourceError(
+      `${source} is ${(size / 1e9).toFixed(2)} GB but ${dirPath} has ${(free / 1e9).toFixed(2)} GB free: free some space or set MODELS_DIR elsewhere`,
+    );
   const { createModelDownloader } = await import('node-llama-cpp');
   try {
     const downloader = await createModelDownloader({
@@ -136,13 +158,24 @@ export async function resolveGgufSource(source: string, o: ResolveGgufOptions): 
       deleteTempFileOnCancel: true,
       ...(o.endpoint ? { endpoints: { huggingFace: `${o.endpoint.replace(/\/+$/, '')}/` } } : {}),
       ...(o.token ? { tokens: { huggingFace: o.token } } : {}),
-      ...(o.onProgress ? { onProgress: (s: { downloadedSize: number; totalSize: number }) => o.onProgress!({ downloadedBytes: s.downloadedSize, totalBytes: s.totalSize }) } : {}),
+      ...(o.onProgress
+        ? {
+            onProgress: (s: { downloadedSize: number; totalSize: number }) =>
+              o.onProgress!({ downloadedBytes: s.downloadedSize, totalBytes: s.totalSize }),
+          }
+        : {}),
     });
     const got = await downloader.download();
     if (path.resolve(got) !== file) throw new GgufSourceError(`${source}: the downloader wrote ${got}, not ${file}`);
   } catch (err) {
     if (err instanceof GgufSourceError) throw err;
-    throw new GgufSourceError(`${source}: the download failed (${(err as Error).message}); nothing was kept, run the command again to retry`);
+    throw new GgufSourceError(
+      `${source}: the download failed (${(err as Error).message}); nothing was kept, run the command again to retry`,
+    );
   }
-  return { file, downloaded: true, hubSha256: entry.lfs?.oid && /^[0-9a-f]{64}$/.test(entry.lfs.oid) ? entry.lfs.oid : null };
+  return {
+    file,
+    downloaded: true,
+    hubSha256: entry.lfs?.oid && /^[0-9a-f]{64}$/.test(entry.lfs.oid) ? entry.lfs.oid : null,
+  };
 }

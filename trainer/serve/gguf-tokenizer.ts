@@ -13,8 +13,14 @@ import { gguf, type GgufValue } from './gguf.ts';
 
 // Split patterns llama.cpp knows by name (llama-vocab.cpp's pre-tokenizer types).
 const KNOWN_PRE: [string, string][] = [
-  ["(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 'qwen2'],
-  ["(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 'llama-bpe'],
+  [
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    'qwen2',
+  ],
+  [
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    'llama-bpe',
+  ],
 ];
 
 export type Json = Record<string, unknown>;
@@ -54,11 +60,24 @@ export async function tokenizerMetadata(dir: string, cfg: ModelConfig): Promise<
     throw new Error(`${file}: cannot read the tokenizer for GGUF conversion: ${(err as Error).message}`);
   }
   const model = tj.model as Json | undefined;
-  if (!model || model.type !== 'BPE' || model.byte_fallback === true || !isByteLevel(tj.pre_tokenizer) || (tj.decoder as Json | undefined)?.type !== 'ByteLevel') {
-    throw new Error(`${file}: only byte-level BPE tokenizers (GPT-2 style: BPE model, ByteLevel pre-tokenizer and decoder) convert to GGUF here`);
+  if (
+    !model ||
+    model.type !== 'BPE' ||
+    model.byte_fallback === true ||
+    !isByteLevel(tj.pre_tokenizer) ||
+    (tj.decoder as Json | undefined)?.type !== 'ByteLevel'
+  ) {
+    throw new Error(
+      `${file}: only byte-level BPE tokenizers (GPT-2 style: BPE model, ByteLevel pre-tokenizer and decoder) convert to GGUF here`,
+    );
   }
-  const tok = new TextTokenizer({ tokenizerJson: tj, tokenizerConfig: await readOptionalJson(path.join(dir, 'tokenizer_config.json')) ?? {}, ...(await generationConfig(dir)) });
-  if (tok.vocabSize > cfg.vocabSize) throw new Error(`${file}: the tokenizer has ${tok.vocabSize} ids but the model's vocabulary is ${cfg.vocabSize}`);
+  const tok = new TextTokenizer({
+    tokenizerJson: tj,
+    tokenizerConfig: (await readOptionalJson(path.join(dir, 'tokenizer_config.json'))) ?? {},
+    ...(await generationConfig(dir)),
+  });
+  if (tok.vocabSize > cfg.vocabSize)
+    throw new Error(`${file}: the tokenizer has ${tok.vocabSize} ids but the model's vocabulary is ${cfg.vocabSize}`);
   const tokens: string[] = new Array(cfg.vocabSize);
   const types: number[] = new Array(cfg.vocabSize).fill(TOKEN_UNUSED);
   for (const [text, id] of Object.entries(model.vocab as Record<string, number>)) {
@@ -75,7 +94,9 @@ export async function tokenizerMetadata(dir: string, cfg: ModelConfig): Promise<
   }
   // Embedding rows past the tokenizer (padding, as Qwen2 has) still need a name; they are never produced.
   for (let id = 0; id < cfg.vocabSize; id++) if (tokens[id] === undefined) tokens[id] = `[PAD${id}]`;
-  const merges = ((model.merges as (string | [string, string])[] | undefined) ?? []).map((m) => (Array.isArray(m) ? m.join(' ') : m));
+  const merges = ((model.merges as (string | [string, string])[] | undefined) ?? []).map((m) =>
+    Array.isArray(m) ? m.join(' ') : m,
+  );
   const pattern = splitPattern(tj.pre_tokenizer);
   const pre = KNOWN_PRE.find(([p]) => p === pattern)?.[1] ?? 'default';
   const out: [string, GgufValue][] = [

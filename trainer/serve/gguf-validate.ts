@@ -9,10 +9,22 @@
 // hyperparameters imply, norms are F32, and the vocabulary matches the embedding. Every problem found is
 // listed in one GgufValidationError.
 import type { ModelConfig } from '../model/architecture.ts';
-import { GgmlType, ggmlTypeName, GgufType, ggufTypeName, readGgufHeader, type GgufHeader, type GgufTensorInfo, type GgufValue } from './gguf.ts';
+import {
+  GgmlType,
+  ggmlTypeName,
+  GgufType,
+  ggufTypeName,
+  readGgufHeader,
+  type GgufHeader,
+  type GgufTensorInfo,
+  type GgufValue,
+} from './gguf.ts';
 
 export class GgufValidationError extends Error {
-  constructor(readonly file: string, readonly problems: string[]) {
+  constructor(
+    readonly file: string,
+    readonly problems: string[],
+  ) {
     super(`${file}: refused, llama.cpp cannot safely load it: ${problems.join('; ')}`);
     this.name = 'GgufValidationError';
   }
@@ -74,15 +86,22 @@ class Checker {
     }
     return v.value;
   }
-  tensor(tensors: Map<string, GgufTensorInfo>, name: string, ne: number[], opts: { required?: boolean; f32?: boolean } = {}): GgufTensorInfo | undefined {
+  tensor(
+    tensors: Map<string, GgufTensorInfo>,
+    name: string,
+    ne: number[],
+    opts: { required?: boolean; f32?: boolean } = {},
+  ): GgufTensorInfo | undefined {
     const t = tensors.get(name);
     if (!t) {
       if (opts.required ?? true) this.fail(`tensor ${name} is missing`);
       return undefined;
     }
     tensors.delete(name);
-    if (t.ne.join() !== ne.join()) this.fail(`tensor ${name} has ne [${t.ne.join(', ')}], the hyperparameters imply [${ne.join(', ')}]`);
-    if (opts.f32 && t.type !== GgmlType.F32) this.fail(`tensor ${name} is ${ggmlTypeName(t.type)}; norms, biases and rope factors must be F32`);
+    if (t.ne.join() !== ne.join())
+      this.fail(`tensor ${name} has ne [${t.ne.join(', ')}], the hyperparameters imply [${ne.join(', ')}]`);
+    if (opts.f32 && t.type !== GgmlType.F32)
+      this.fail(`tensor ${name} is ${ggmlTypeName(t.type)}; norms, biases and rope factors must be F32`);
     return t;
   }
 }
@@ -104,14 +123,16 @@ function checkTokenizer(c: Checker, vocab: number | undefined): void {
     c.fail(`tokenizer.ggml.tokens has ${tokens.length} entries but token_embd.weight has ${vocab} rows`);
   }
   const types = c.array('tokenizer.ggml.token_type', GgufType.INT32, model === 'llama');
-  if (types && tokens && types.length !== tokens.length) c.fail(`tokenizer.ggml.token_type has ${types.length} entries for ${tokens.length} tokens`);
+  if (types && tokens && types.length !== tokens.length)
+    c.fail(`tokenizer.ggml.token_type has ${types.length} entries for ${tokens.length} tokens`);
   if (model === 'gpt2') {
     c.array('tokenizer.ggml.merges', GgufType.STRING);
     c.str('tokenizer.ggml.pre');
   } else if (model === 'llama') {
     // llama.cpp throws from C++ (not catchable here) on a SentencePiece vocabulary without scores or byte tokens.
     const scores = c.array('tokenizer.ggml.scores', GgufType.FLOAT32);
-    if (scores && tokens && scores.length !== tokens.length) c.fail(`tokenizer.ggml.scores has ${scores.length} entries for ${tokens.length} tokens`);
+    if (scores && tokens && scores.length !== tokens.length)
+      c.fail(`tokenizer.ggml.scores has ${scores.length} entries for ${tokens.length} tokens`);
     if (tokens) {
       const set = new Set(tokens as string[]);
       for (let b = 0; b < 256; b++) {
@@ -127,7 +148,8 @@ function checkTokenizer(c: Checker, vocab: number | undefined): void {
   }
   for (const key of ['tokenizer.ggml.eos_token_id', 'tokenizer.ggml.bos_token_id', 'tokenizer.ggml.padding_token_id']) {
     const id = c.u32(key, false);
-    if (id !== undefined && vocab !== undefined && id >= vocab) c.fail(`${key} ${id} is outside the vocabulary (${vocab})`);
+    if (id !== undefined && vocab !== undefined && id >= vocab)
+      c.fail(`${key} ${id} is outside the vocabulary (${vocab})`);
   }
 }
 
@@ -163,8 +185,10 @@ export async function validateModelGguf(file: string, expect?: ModelConfig): Pro
   if (heads % kvHeads !== 0) c.fail(`head_count ${heads} is not a multiple of head_count_kv ${kvHeads}`);
   if (keyLen === undefined && d % heads !== 0) c.fail(`embedding_length ${d} is not divisible by head_count ${heads}`);
   const dh = keyLen ?? d / heads;
-  if (valueLen !== undefined && valueLen !== dh) c.fail(`value_length ${valueLen} differs from key_length ${dh} (not supported here)`);
-  if (ropeDims !== undefined && (ropeDims > dh || ropeDims % 2 !== 0)) c.fail(`rope.dimension_count ${ropeDims} does not fit head size ${dh}`);
+  if (valueLen !== undefined && valueLen !== dh)
+    c.fail(`value_length ${valueLen} differs from key_length ${dh} (not supported here)`);
+  if (ropeDims !== undefined && (ropeDims > dh || ropeDims % 2 !== 0))
+    c.fail(`rope.dimension_count ${ropeDims} does not fit head size ${dh}`);
   if (embd === undefined || vocab === undefined) c.fail('tensor token_embd.weight is missing');
   else c.tensor(tensors, 'token_embd.weight', [d, vocab]);
   const q = heads * dh;
@@ -201,11 +225,20 @@ export async function validateModelGguf(file: string, expect?: ModelConfig): Pro
       ['attention.head_count_kv', kvHeads, expect.numKvHeads],
       ['vocabulary', vocab, expect.vocabSize],
     ];
-    for (const [k, got, want] of pairs) if (got !== undefined && got !== want) c.fail(`${k} is ${got}, the checkpoint's config says ${want}`);
-    if (eps !== undefined && Math.abs(eps - expect.rmsNormEps) > 1e-6 * Math.max(1, expect.rmsNormEps)) c.fail(`rms epsilon ${eps} differs from the config's ${expect.rmsNormEps}`);
+    for (const [k, got, want] of pairs)
+      if (got !== undefined && got !== want) c.fail(`${k} is ${got}, the checkpoint's config says ${want}`);
+    if (eps !== undefined && Math.abs(eps - expect.rmsNormEps) > 1e-6 * Math.max(1, expect.rmsNormEps))
+      c.fail(`rms epsilon ${eps} differs from the config's ${expect.rmsNormEps}`);
   }
   if (c.problems.length) throw new GgufValidationError(file, c.problems);
-  return { header: h, architecture: arch, vocabSize: vocab!, contextLength: ctx!, embeddingLength: d, blockCount: layers };
+  return {
+    header: h,
+    architecture: arch,
+    vocabSize: vocab!,
+    contextLength: ctx!,
+    embeddingLength: d,
+    blockCount: layers,
+  };
 }
 
 /** Shapes (ggml ne) of the base weights an adapter may target, from the base model's config. */
@@ -232,7 +265,10 @@ function baseMatrixShapes(cfg: ModelConfig): Map<string, [number, number]> {
  * Validates a LoRA adapter GGUF against the base model it will be attached to: llama.cpp aborts on an
  * adapter whose shapes do not match its model, so every pair is checked here.
  */
-export async function validateAdapterGguf(file: string, base: ModelConfig): Promise<{ header: GgufHeader; rank: number; alpha: number }> {
+export async function validateAdapterGguf(
+  file: string,
+  base: ModelConfig,
+): Promise<{ header: GgufHeader; rank: number; alpha: number }> {
   const h = await readGgufHeader(file);
   const c = new Checker(h);
   const arch = architectureOf(c);
@@ -267,7 +303,8 @@ export async function validateAdapterGguf(file: string, base: ModelConfig): Prom
       c.fail(`${baseName} needs both lora_a and lora_b`);
       continue;
     }
-    for (const x of [a, b]) if (x.type !== GgmlType.F32 && x.type !== GgmlType.F16) c.fail(`${x.name} is ${ggmlTypeName(x.type)}`);
+    for (const x of [a, b])
+      if (x.type !== GgmlType.F32 && x.type !== GgmlType.F16) c.fail(`${x.name} is ${ggmlTypeName(x.type)}`);
     const r = a.ne[1];
     if (a.ne.length !== 2 || b.ne.length !== 2 || a.ne[0] !== w[0] || b.ne[1] !== w[1] || b.ne[0] !== r) {
       c.fail(`${baseName}: lora_a ne [${a.ne}] and lora_b ne [${b.ne}] do not fit a weight of ne [${w}]`);

@@ -48,12 +48,38 @@ const GGML_BYTES: Record<number, number> = { [GgmlType.F32]: 4, [GgmlType.F16]: 
  * node-llama-cpp 3.21.1 ships). Types ggml dropped (4, 5, 31-33, 36-38) are absent: a file using one is refused.
  */
 const GGML_READ: Record<number, [name: string, block: number, bytes: number]> = {
-  0: ['F32', 1, 4], 1: ['F16', 1, 2], 2: ['Q4_0', 32, 18], 3: ['Q4_1', 32, 20], 6: ['Q5_0', 32, 22], 7: ['Q5_1', 32, 24],
-  8: ['Q8_0', 32, 34], 9: ['Q8_1', 32, 36], 10: ['Q2_K', 256, 84], 11: ['Q3_K', 256, 110], 12: ['Q4_K', 256, 144],
-  13: ['Q5_K', 256, 176], 14: ['Q6_K', 256, 210], 15: ['Q8_K', 256, 292], 16: ['IQ2_XXS', 256, 66], 17: ['IQ2_XS', 256, 74],
-  18: ['IQ3_XXS', 256, 98], 19: ['IQ1_S', 256, 50], 20: ['IQ4_NL', 32, 18], 21: ['IQ3_S', 256, 110], 22: ['IQ2_S', 256, 82],
-  23: ['IQ4_XS', 256, 136], 24: ['I8', 1, 1], 25: ['I16', 1, 2], 26: ['I32', 1, 4], 27: ['I64', 1, 8], 28: ['F64', 1, 8],
-  29: ['IQ1_M', 256, 56], 30: ['BF16', 1, 2], 34: ['TQ1_0', 256, 54], 35: ['TQ2_0', 256, 66], 39: ['MXFP4', 32, 17],
+  0: ['F32', 1, 4],
+  1: ['F16', 1, 2],
+  2: ['Q4_0', 32, 18],
+  3: ['Q4_1', 32, 20],
+  6: ['Q5_0', 32, 22],
+  7: ['Q5_1', 32, 24],
+  8: ['Q8_0', 32, 34],
+  9: ['Q8_1', 32, 36],
+  10: ['Q2_K', 256, 84],
+  11: ['Q3_K', 256, 110],
+  12: ['Q4_K', 256, 144],
+  13: ['Q5_K', 256, 176],
+  14: ['Q6_K', 256, 210],
+  15: ['Q8_K', 256, 292],
+  16: ['IQ2_XXS', 256, 66],
+  17: ['IQ2_XS', 256, 74],
+  18: ['IQ3_XXS', 256, 98],
+  19: ['IQ1_S', 256, 50],
+  20: ['IQ4_NL', 32, 18],
+  21: ['IQ3_S', 256, 110],
+  22: ['IQ2_S', 256, 82],
+  23: ['IQ4_XS', 256, 136],
+  24: ['I8', 1, 1],
+  25: ['I16', 1, 2],
+  26: ['I32', 1, 4],
+  27: ['I64', 1, 8],
+  28: ['F64', 1, 8],
+  29: ['IQ1_M', 256, 56],
+  30: ['BF16', 1, 2],
+  34: ['TQ1_0', 256, 54],
+  35: ['TQ2_0', 256, 66],
+  39: ['MXFP4', 32, 17],
 };
 
 export function ggmlTypeName(t: number): string {
@@ -121,17 +147,39 @@ class ByteSink {
     const b8 = (n: number) => Buffer.alloc(n);
     let b: Buffer;
     switch (type) {
-      case GgufType.UINT8: (b = b8(1)).writeUInt8(Number(v)); break;
-      case GgufType.INT8: (b = b8(1)).writeInt8(Number(v)); break;
-      case GgufType.UINT16: (b = b8(2)).writeUInt16LE(Number(v)); break;
-      case GgufType.INT16: (b = b8(2)).writeInt16LE(Number(v)); break;
-      case GgufType.UINT32: (b = b8(4)).writeUInt32LE(Number(v)); break;
-      case GgufType.INT32: (b = b8(4)).writeInt32LE(Number(v)); break;
-      case GgufType.FLOAT32: (b = b8(4)).writeFloatLE(Number(v)); break;
-      case GgufType.BOOL: (b = b8(1)).writeUInt8(v ? 1 : 0); break;
-      case GgufType.UINT64: (b = b8(8)).writeBigUInt64LE(BigInt(v)); break;
-      case GgufType.INT64: (b = b8(8)).writeBigInt64LE(BigInt(v)); break;
-      case GgufType.FLOAT64: (b = b8(8)).writeDoubleLE(Number(v)); break;
+      case GgufType.UINT8:
+        (b = b8(1)).writeUInt8(Number(v));
+        break;
+      case GgufType.INT8:
+        (b = b8(1)).writeInt8(Number(v));
+        break;
+      case GgufType.UINT16:
+        (b = b8(2)).writeUInt16LE(Number(v));
+        break;
+      case GgufType.INT16:
+        (b = b8(2)).writeInt16LE(Number(v));
+        break;
+      case GgufType.UINT32:
+        (b = b8(4)).writeUInt32LE(Number(v));
+        break;
+      case GgufType.INT32:
+        (b = b8(4)).writeInt32LE(Number(v));
+        break;
+      case GgufType.FLOAT32:
+        (b = b8(4)).writeFloatLE(Number(v));
+        break;
+      case GgufType.BOOL:
+        (b = b8(1)).writeUInt8(v ? 1 : 0);
+        break;
+      case GgufType.UINT64:
+        (b = b8(8)).writeBigUInt64LE(BigInt(v));
+        break;
+      case GgufType.INT64:
+        (b = b8(8)).writeBigInt64LE(BigInt(v));
+        break;
+      case GgufType.FLOAT64:
+        (b = b8(8)).writeDoubleLE(Number(v));
+        break;
       case GgufType.STRING:
         if (typeof v !== 'string') throw new Error(`gguf: "${key}" is a STRING but got ${typeof v}`);
         this.str(v);
@@ -206,7 +254,9 @@ export async function writeGguf(
     for (const [i, t] of tensors.entries()) {
       const bytes = await t.bytes();
       if (bytes.length !== sizes[i]) {
-        throw new Error(`gguf: tensor ${t.name}: ${bytes.length} bytes for ne [${t.ne.join(', ')}] ${ggmlTypeName(t.type)} (expected ${sizes[i]})`);
+        throw new Error(
+          `gguf: tensor ${t.name}: ${bytes.length} bytes for ne [${t.ne.join(', ')}] ${ggmlTypeName(t.type)} (expected ${sizes[i]})`,
+        );
       }
       await handle.write(bytes);
       const p = pad(bytes.length, alignment);
@@ -225,7 +275,10 @@ export async function writeGguf(
 // ── parsing ────────────────────────────────────────────────────────────────────────────────────────────
 
 export class GgufFormatError extends Error {
-  constructor(readonly file: string, problem: string) {
+  constructor(
+    readonly file: string,
+    problem: string,
+  ) {
     super(`${file}: not a valid GGUF file: ${problem}`);
     this.name = 'GgufFormatError';
   }
@@ -283,7 +336,11 @@ export async function readGgufHeader(file: string): Promise<GgufHeader> {
   let pos = 0;
   const need = (n: number, what: string) => {
     if (pos + n > buf.length) {
-      fail(buf.length < fileSize ? `header larger than ${MAX_HEADER} bytes (at ${what})` : `truncated while reading ${what} at byte ${pos} (file has ${fileSize} bytes)`);
+      fail(
+        buf.length < fileSize
+          ? `header larger than ${MAX_HEADER} bytes (at ${what})`
+          : `truncated while reading ${what} at byte ${pos} (file has ${fileSize} bytes)`,
+      );
     }
   };
   const u32 = (what: string) => (need(4, what), (pos += 4), buf.readUInt32LE(pos - 4));
@@ -304,24 +361,36 @@ export async function readGgufHeader(file: string): Promise<GgufHeader> {
   };
   const scalar = (type: number, what: string): Scalar => {
     switch (type) {
-      case GgufType.UINT8: return need(1, what), buf.readUInt8(pos++);
-      case GgufType.INT8: return need(1, what), buf.readInt8(pos++);
-      case GgufType.UINT16: return need(2, what), (pos += 2), buf.readUInt16LE(pos - 2);
-      case GgufType.INT16: return need(2, what), (pos += 2), buf.readInt16LE(pos - 2);
-      case GgufType.UINT32: return u32(what);
-      case GgufType.INT32: return need(4, what), (pos += 4), buf.readInt32LE(pos - 4);
-      case GgufType.FLOAT32: return need(4, what), (pos += 4), buf.readFloatLE(pos - 4);
+      case GgufType.UINT8:
+        return (need(1, what), buf.readUInt8(pos++));
+      case GgufType.INT8:
+        return (need(1, what), buf.readInt8(pos++));
+      case GgufType.UINT16:
+        return (need(2, what), (pos += 2), buf.readUInt16LE(pos - 2));
+      case GgufType.INT16:
+        return (need(2, what), (pos += 2), buf.readInt16LE(pos - 2));
+      case GgufType.UINT32:
+        return u32(what);
+      case GgufType.INT32:
+        return (need(4, what), (pos += 4), buf.readInt32LE(pos - 4));
+      case GgufType.FLOAT32:
+        return (need(4, what), (pos += 4), buf.readFloatLE(pos - 4));
       case GgufType.BOOL: {
         need(1, what);
         const b = buf.readUInt8(pos++);
         if (b > 1) fail(`${what} is a BOOL holding ${b}`);
         return b === 1;
       }
-      case GgufType.UINT64: return need(8, what), (pos += 8), buf.readBigUInt64LE(pos - 8);
-      case GgufType.INT64: return need(8, what), (pos += 8), buf.readBigInt64LE(pos - 8);
-      case GgufType.FLOAT64: return need(8, what), (pos += 8), buf.readDoubleLE(pos - 8);
-      case GgufType.STRING: return str(what);
-      default: return fail(`${what} has unknown value type ${type}`);
+      case GgufType.UINT64:
+        return (need(8, what), (pos += 8), buf.readBigUInt64LE(pos - 8));
+      case GgufType.INT64:
+        return (need(8, what), (pos += 8), buf.readBigInt64LE(pos - 8));
+      case GgufType.FLOAT64:
+        return (need(8, what), (pos += 8), buf.readDoubleLE(pos - 8));
+      case GgufType.STRING:
+        return str(what);
+      default:
+        return fail(`${what} has unknown value type ${type}`);
     }
   };
 
@@ -332,7 +401,8 @@ export async function readGgufHeader(file: string): Promise<GgufHeader> {
   const nTensors = u64('tensor count');
   const nKv = u64('metadata count');
   // Every key/value takes at least 8 + 4 + 1 bytes and every tensor info at least 8 + 4 + 8 + 4 + 8.
-  if (nKv * 13 + nTensors * 32 > buf.length) fail(`header claims ${nKv} keys and ${nTensors} tensors, more than the file can hold: truncated?`);
+  if (nKv * 13 + nTensors * 32 > buf.length)
+    fail(`header claims ${nKv} keys and ${nTensors} tensors, more than the file can hold: truncated?`);
   const metadata = new Map<string, GgufValue>();
   for (let i = 0; i < nKv; i++) {
     const key = str(`key #${i}`);
@@ -340,7 +410,8 @@ export async function readGgufHeader(file: string): Promise<GgufHeader> {
     const type = u32(`type of "${key}"`);
     if (type === GgufType.ARRAY) {
       const itemType = u32(`item type of "${key}"`);
-      if (itemType === GgufType.ARRAY || TYPE_NAMES[itemType] === undefined) fail(`"${key}" is an array of unsupported type ${itemType}`);
+      if (itemType === GgufType.ARRAY || TYPE_NAMES[itemType] === undefined)
+        fail(`"${key}" is an array of unsupported type ${itemType}`);
       const n = u64(`length of "${key}"`);
       if (n > MAX_ARRAY) fail(`"${key}" claims ${n} items`);
       const value: Scalar[] = new Array(n);
@@ -353,9 +424,11 @@ export async function readGgufHeader(file: string): Promise<GgufHeader> {
   const alignEntry = metadata.get('general.alignment');
   let alignment = GGUF_DEFAULT_ALIGNMENT;
   if (alignEntry) {
-    if (alignEntry.type !== GgufType.UINT32) fail(`general.alignment must be a UINT32, is ${ggufTypeName(alignEntry.type)}`);
+    if (alignEntry.type !== GgufType.UINT32)
+      fail(`general.alignment must be a UINT32, is ${ggufTypeName(alignEntry.type)}`);
     alignment = Number(alignEntry.value);
-    if (alignment === 0 || (alignment & (alignment - 1)) !== 0) fail(`general.alignment ${alignment} is not a power of two`);
+    if (alignment === 0 || (alignment & (alignment - 1)) !== 0)
+      fail(`general.alignment ${alignment} is not a power of two`);
   }
   const tensors: GgufTensorInfo[] = [];
   const names = new Set<string>();
@@ -373,17 +446,24 @@ export async function readGgufHeader(file: string): Promise<GgufHeader> {
     }
     const type = u32(`type of ${name}`);
     const offset = u64(`offset of ${name}`);
-    if (offset % alignment !== 0) fail(`tensor ${name} offset ${offset} is not a multiple of the alignment ${alignment}`);
+    if (offset % alignment !== 0)
+      fail(`tensor ${name} offset ${offset} is not a multiple of the alignment ${alignment}`);
     tensors.push({ name, ne, type, offset });
   }
   const dataOffset = pos + pad(pos, alignment);
   const sizeOf = (t: GgufTensorInfo): number =>
     ggmlTensorBytes(t.type, t.ne) ??
-    fail(GGML_READ[t.type] ? `tensor ${t.name} has ne[0] ${t.ne[0]}, not a whole number of ${ggmlTypeName(t.type)} blocks` : `tensor ${t.name} has ${ggmlTypeName(t.type)}, a type llama.cpp does not know`);
+    fail(
+      GGML_READ[t.type]
+        ? `tensor ${t.name} has ne[0] ${t.ne[0]}, not a whole number of ${ggmlTypeName(t.type)} blocks`
+        : `tensor ${t.name} has ${ggmlTypeName(t.type)}, a type llama.cpp does not know`,
+    );
   for (const t of tensors) {
     const size = sizeOf(t);
     if (dataOffset + t.offset + size > fileSize) {
-      fail(`tensor ${t.name} ends at byte ${dataOffset + t.offset + size}, past the end of the file (${fileSize} bytes): truncated?`);
+      fail(
+        `tensor ${t.name} ends at byte ${dataOffset + t.offset + size}, past the end of the file (${fileSize} bytes): truncated?`,
+      );
     }
   }
   const sorted = [...tensors].sort((a, b) => a.offset - b.offset);

@@ -67,7 +67,13 @@ function withLogprobs(t: EngineToken, logprob: number | undefined, top: EngineTo
  * of the old state is erased and only the prompt after them evaluated. Streams the request's tokens and
  * returns its totals (the caller ends the stream).
  */
-export async function decodeJob(job: Job, model: DecodeModel, entry: Shard, seq: LlamaContextSequence, keep: number): Promise<EngineResult> {
+export async function decodeJob(
+  job: Job,
+  model: DecodeModel,
+  entry: Shard,
+  seq: LlamaContextSequence,
+  keep: number,
+): Promise<EngineResult> {
   const { req, channel } = job;
   if (seq.nextTokenIndex > keep) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
   const jsSampling = req.logprobs && req.temperature > 0;
@@ -125,7 +131,13 @@ export async function decodeJob(job: Job, model: DecodeModel, entry: Shard, seq:
           // Filled and read before the next await: one buffer serves every sequence.
           const logp = model.logpScratch.fill(-Infinity);
           for (const [id, p] of probs) logp[id] = Math.log(p);
-          token = sampleToken(logp.subarray(0, model.sampleable), req.temperature, req.topP, rand, req.topP < 1 ? descendingOrder(probs, model.sampleable) : undefined);
+          token = sampleToken(
+            logp.subarray(0, model.sampleable),
+            req.temperature,
+            req.topP,
+            rand,
+            req.topP < 1 ? descendingOrder(probs, model.sampleable) : undefined,
+          );
           replacement = token as Token;
         }
         logprob = Math.log(probs.get(token as Token) ?? 0);

@@ -34,8 +34,22 @@ import { EngineOverloadedError, EngineRequestError } from './engine-contract.ts'
 import type { ForeignGgufInfo, PromptCodec } from './gguf-foreign.ts';
 import type { EngineRequest, EngineResult, EngineStats, EngineStream, ServingEngine } from './engine-contract.ts';
 import { decodeJob, decodeModel, type DecodeModel, type Job } from './llama-decode.ts';
-import { defaultGgufCacheDir, loadAdapterGguf, loadCheckpointModel, loadForeignModel, type LlamaEngineOptions, type LoadedLlamaModel } from './llama-model.ts';
-import { createShards, pickShardSequence, shardCount, type ContextEntry, type Shard, type StepCounters } from './llama-shards.ts';
+import {
+  defaultGgufCacheDir,
+  loadAdapterGguf,
+  loadCheckpointModel,
+  loadForeignModel,
+  type LlamaEngineOptions,
+  type LoadedLlamaModel,
+} from './llama-model.ts';
+import {
+  createShards,
+  pickShardSequence,
+  shardCount,
+  type ContextEntry,
+  type Shard,
+  type StepCounters,
+} from './llama-shards.ts';
 import { TokenChannel } from './token-channel.ts';
 
 /** What stats() reports beyond EngineStats. */
@@ -55,8 +69,10 @@ export interface LlamaEngineStats extends EngineStats {
 }
 
 function checkLimits(options: Pick<LlamaEngineOptions, 'maxBatch' | 'maxQueue'>): void {
-  if (!Number.isInteger(options.maxBatch) || options.maxBatch < 1) throw new Error(`maxBatch must be a positive integer, got ${options.maxBatch}`);
-  if (!Number.isInteger(options.maxQueue) || options.maxQueue < 0) throw new Error(`maxQueue must be a non-negative integer, got ${options.maxQueue}`);
+  if (!Number.isInteger(options.maxBatch) || options.maxBatch < 1)
+    throw new Error(`maxBatch must be a positive integer, got ${options.maxBatch}`);
+  if (!Number.isInteger(options.maxQueue) || options.maxQueue < 0)
+    throw new Error(`maxQueue must be a non-negative integer, got ${options.maxQueue}`);
 }
 
 export class LlamaCppEngine implements ServingEngine {
@@ -72,7 +88,14 @@ export class LlamaCppEngine implements ServingEngine {
   private closed = false;
   private idleWaiters: (() => void)[] = [];
   private readonly sampling: DecodeModel;
-  private counters: StepCounters & { promptTokens: number; promptTokensReused: number } = { decodeSteps: 0, stepSequences: 0, tokensDecoded: 0, promptTokens: 0, promptTokensReused: 0, batchSizes: {} };
+  private counters: StepCounters & { promptTokens: number; promptTokensReused: number } = {
+    decodeSteps: 0,
+    stepSequences: 0,
+    tokensDecoded: 0,
+    promptTokens: 0,
+    promptTokensReused: 0,
+    batchSizes: {},
+  };
 
   private readonly config: ModelConfig | null;
   private readonly codec: PromptCodec;
@@ -88,7 +111,13 @@ export class LlamaCppEngine implements ServingEngine {
     this.maxBatch = options.maxBatch;
     this.maxQueue = options.maxQueue;
     this.maxContexts = options.maxContexts ?? 2;
-    ({ config: this.config, codec: this.codec, model: this.model, ggufPath: this.ggufPath, contextSize: this.contextSize } = loaded);
+    ({
+      config: this.config,
+      codec: this.codec,
+      model: this.model,
+      ggufPath: this.ggufPath,
+      contextSize: this.contextSize,
+    } = loaded);
     this.sampling = decodeModel(loaded.model, loaded.codec, loaded.embeddingRows);
   }
 
@@ -101,7 +130,9 @@ export class LlamaCppEngine implements ServingEngine {
    * Serves a foreign GGUF model (gguf-foreign.ts) with the file's own vocabulary and chat template
    * (llama-model.ts). Returns the engine and the file's summary (provenance).
    */
-  static async startGguf(options: Omit<LlamaEngineOptions, 'checkpointDir'> & { ggufPath: string; expectSha256?: string }): Promise<{ engine: LlamaCppEngine; info: ForeignGgufInfo }> {
+  static async startGguf(
+    options: Omit<LlamaEngineOptions, 'checkpointDir'> & { ggufPath: string; expectSha256?: string },
+  ): Promise<{ engine: LlamaCppEngine; info: ForeignGgufInfo }> {
     checkLimits(options);
     const loaded = await loadForeignModel(options);
     const engine = new LlamaCppEngine({ ...options, checkpointDir: '' }, loaded);
@@ -154,7 +185,10 @@ export class LlamaCppEngine implements ServingEngine {
    * file. Loading the same source again is a no-op; a new source replaces the old for new requests only.
    */
   async loadAdapter(name: string, source: string): Promise<void> {
-    if (!this.config) throw new Error(`${this.modelName} is a foreign GGUF model: LoRA adapters are attached to our own checkpoints only`);
+    if (!this.config)
+      throw new Error(
+        `${this.modelName} is a foreign GGUF model: LoRA adapters are attached to our own checkpoints only`,
+      );
     const ggufPath = await loadAdapterGguf(source, this.config, this.ggufPath, this.options);
     const old = this.adapterPaths.get(name);
     this.adapterPaths.set(name, ggufPath);
@@ -189,9 +223,12 @@ export class LlamaCppEngine implements ServingEngine {
       if (p === undefined) throw new EngineRequestError(`no adapter named "${req.adapter}" is loaded`);
       adapterKey = p;
     }
-    if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) throw new EngineRequestError(`max_tokens must be a positive integer, got ${req.maxTokens}`);
-    if (!Number.isFinite(req.temperature) || req.temperature < 0) throw new EngineRequestError(`temperature must be >= 0, got ${req.temperature}`);
-    if (!Number.isFinite(req.topP) || req.topP <= 0 || req.topP > 1) throw new EngineRequestError(`top_p must be in (0, 1], got ${req.topP}`);
+    if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1)
+      throw new EngineRequestError(`max_tokens must be a positive integer, got ${req.maxTokens}`);
+    if (!Number.isFinite(req.temperature) || req.temperature < 0)
+      throw new EngineRequestError(`temperature must be >= 0, got ${req.temperature}`);
+    if (!Number.isFinite(req.topP) || req.topP <= 0 || req.topP > 1)
+      throw new EngineRequestError(`top_p must be in (0, 1], got ${req.topP}`);
     if (req.stop?.some((s) => s.length === 0)) throw new EngineRequestError('stop strings must not be empty');
     let promptIds: number[];
     try {
@@ -202,7 +239,9 @@ export class LlamaCppEngine implements ServingEngine {
     if (promptIds.length === 0) throw new EngineRequestError('the prompt is empty');
     this.options.onPrompt?.(promptIds);
     if (promptIds.length >= this.contextSize) {
-      throw new EngineRequestError(`the prompt has ${promptIds.length} tokens; each sequence holds ${this.contextSize}`);
+      throw new EngineRequestError(
+        `the prompt has ${promptIds.length} tokens; each sequence holds ${this.contextSize}`,
+      );
     }
     const channel = new TokenChannel();
     const job: Job = {
@@ -231,7 +270,9 @@ export class LlamaCppEngine implements ServingEngine {
     // Exact: it waits only if it could not start, and it may wait only if fewer than maxQueue already do.
     if (this.queue.length > this.maxQueue && this.queue.includes(job)) {
       this.queue.splice(this.queue.indexOf(job), 1);
-      throw new EngineOverloadedError(`the queue is full (${this.queue.length} waiting, ${this.maxQueue} allowed, ${this.running} decoding)`);
+      throw new EngineOverloadedError(
+        `the queue is full (${this.queue.length} waiting, ${this.maxQueue} allowed, ${this.running} decoding)`,
+      );
     }
     req.signal.addEventListener('abort', job.onAbort, { once: true });
     return channel;
@@ -270,7 +311,9 @@ export class LlamaCppEngine implements ServingEngine {
   private ensureContext(key: string): void {
     if (this.creating.has(key) || this.closed) return;
     if (this.contexts.size + this.creating.size >= this.maxContexts) {
-      const idle = [...this.contexts.values()].filter((e) => e.running === 0).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      const idle = [...this.contexts.values()]
+        .filter((e) => e.running === 0)
+        .sort((a, b) => a.lastUsed - b.lastUsed)[0];
       // No room: the next request to finish calls pump() again.
       if (!idle) return;
       void this.disposeContext(idle);
@@ -280,7 +323,9 @@ export class LlamaCppEngine implements ServingEngine {
         this.contexts.set(key, entry);
       },
       (err: unknown) => {
-        const error = new Error(`llama.cpp could not create a context${key ? ` with adapter ${key}` : ''}: ${(err as Error).message}`);
+        const error = new Error(
+          `llama.cpp could not create a context${key ? ` with adapter ${key}` : ''}: ${(err as Error).message}`,
+        );
         for (const job of this.queue.filter((j) => j.adapterKey === key)) {
           this.queue.splice(this.queue.indexOf(job), 1);
           job.req.signal.removeEventListener('abort', job.onAbort);
@@ -301,16 +346,27 @@ export class LlamaCppEngine implements ServingEngine {
   private async createContext(key: string): Promise<ContextEntry> {
     const count = shardCount(this.options.shards, this.maxBatch);
     // llama.cpp's limit is 256 sequences a context.
-    const sequences = Math.min(256, Math.ceil((this.maxBatch + (this.options.cachedSequences ?? this.maxBatch)) / count));
-    const entry = await createShards(this.model, key, {
-      count,
-      sequences,
-      contextSize: this.contextSize,
-      batchSize: Math.min(this.options.batchSize ?? 2048, this.contextSize * sequences),
-      flashAttention: this.options.flashAttention ?? false,
-      threads: this.options.threads ?? 1,
-    }, this.counters);
-    this.options.log?.debug({ adapter: key || null, shards: count, sequences, batchSize: entry.shards[0]!.context.batchSize }, 'llama.cpp context created');
+    const sequences = Math.min(
+      256,
+      Math.ceil((this.maxBatch + (this.options.cachedSequences ?? this.maxBatch)) / count),
+    );
+    const entry = await createShards(
+      this.model,
+      key,
+      {
+        count,
+        sequences,
+        contextSize: this.contextSize,
+        batchSize: Math.min(this.options.batchSize ?? 2048, this.contextSize * sequences),
+        flashAttention: this.options.flashAttention ?? false,
+        threads: this.options.threads ?? 1,
+      },
+      this.counters,
+    );
+    this.options.log?.debug(
+      { adapter: key || null, shards: count, sequences, batchSize: entry.shards[0]!.context.batchSize },
+      'llama.cpp context created',
+    );
     return entry;
   }
 
@@ -320,12 +376,20 @@ export class LlamaCppEngine implements ServingEngine {
     for (const shard of entry.shards) if (!shard.context.disposed) await shard.context.dispose();
   }
 
-  private async run(job: Job, entry: ContextEntry, shard: Shard, seq: LlamaContextSequence, keep: number): Promise<void> {
+  private async run(
+    job: Job,
+    entry: ContextEntry,
+    shard: Shard,
+    seq: LlamaContextSequence,
+    keep: number,
+  ): Promise<void> {
     let outcome: { result: EngineResult } | { error: unknown };
     try {
       outcome = { result: await decodeJob(job, this.sampling, shard, seq, keep) };
     } catch (err) {
-      outcome = job.aborted ? { result: { promptTokens: job.promptIds.length, completionTokens: 0, finishReason: 'abort' } } : { error: err };
+      outcome = job.aborted
+        ? { result: { promptTokens: job.promptIds.length, completionTokens: 0, finishReason: 'abort' } }
+        : { error: err };
     }
     job.req.signal.removeEventListener('abort', job.onAbort);
     // The request has left the batch: counters first, so that stats() agree with a result the client sees.
@@ -338,9 +402,14 @@ export class LlamaCppEngine implements ServingEngine {
     try {
       // The sequence keeps its tokens for the dialogue's next turn; after a failure nothing of it is trusted.
       if ('error' in outcome) await seq.clearHistory();
-      shard.free.push({ seq, promptLength: 'error' in outcome ? 0 : job.promptIds.length, releasedAt: performance.now() });
+      shard.free.push({
+        seq,
+        promptLength: 'error' in outcome ? 0 : job.promptIds.length,
+        releasedAt: performance.now(),
+      });
     } catch (err) {
-      if (!entry.retired) this.options.log?.warn({ err }, 'a llama.cpp sequence could not be cleared; its context is retired');
+      if (!entry.retired)
+        this.options.log?.warn({ err }, 'a llama.cpp sequence could not be cleared; its context is retired');
       entry.retired = true;
       if (this.contexts.get(entry.key) === entry) this.contexts.delete(entry.key);
     }

@@ -13,10 +13,12 @@ let llamaPromise: Promise<Llama> | undefined;
 
 /** The process's llama.cpp binding: the prebuilt CPU binary, never a build or a download. */
 export function loadLlama(): Promise<Llama> {
-  llamaPromise ??= getLlama({ gpu: false, build: 'never', skipDownload: true, logLevel: LlamaLogLevel.warn }).catch((err: unknown) => {
-    llamaPromise = undefined;
-    throw new Error(`node-llama-cpp's prebuilt CPU binary could not be loaded: ${(err as Error).message}`);
-  });
+  llamaPromise ??= getLlama({ gpu: false, build: 'never', skipDownload: true, logLevel: LlamaLogLevel.warn }).catch(
+    (err: unknown) => {
+      llamaPromise = undefined;
+      throw new Error(`node-llama-cpp's prebuilt CPU binary could not be loaded: ${(err as Error).message}`);
+    },
+  );
   return llamaPromise;
 }
 
@@ -50,7 +52,11 @@ export async function probeGgufInChild(modelPath: string, adapterPath?: string, 
       if (code === 0) resolve();
       else {
         const what = adapterPath ? `${adapterPath} (on ${modelPath})` : modelPath;
-        reject(new Error(`llama.cpp could not load ${what}: the probe process ${signal ? `was killed by ${signal}` : `exited with ${code}`}: ${out.trim().split('\n').slice(-4).join(' | ')}`));
+        reject(
+          new Error(
+            `llama.cpp could not load ${what}: the probe process ${signal ? `was killed by ${signal}` : `exited with ${code}`}: ${out.trim().split('\n').slice(-4).join(' | ')}`,
+          ),
+        );
       }
     });
   });

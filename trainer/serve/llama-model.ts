@@ -79,17 +79,26 @@ export interface LoadedLlamaModel {
 }
 
 /** Converts (cached) and validates the checkpoint's GGUF, probes it in a child process, loads it. */
-export async function loadCheckpointModel(options: LlamaEngineOptions & { cacheDir: string }): Promise<LoadedLlamaModel> {
+export async function loadCheckpointModel(
+  options: LlamaEngineOptions & { cacheDir: string },
+): Promise<LoadedLlamaModel> {
   const config = await readConfig(options.checkpointDir);
   const tokenizer = await TextTokenizer.load(options.checkpointDir);
   const chat = ChatFormatter.fromTokenizer(tokenizer);
-  const conv = await convertCheckpointToGguf(options.checkpointDir, { cacheDir: options.cacheDir }, { dtype: options.dtype ?? 'F32' });
+  const conv = await convertCheckpointToGguf(
+    options.checkpointDir,
+    { cacheDir: options.cacheDir },
+    { dtype: options.dtype ?? 'F32' },
+  );
   await validateModelGguf(conv.path, config);
   if (options.probe ?? true) await probeGgufInChild(conv.path);
   const llama = await loadLlama();
   const model = await llama.loadModel({ modelPath: conv.path, gpuLayers: 0 });
   const contextSize = Math.min(options.contextSize ?? 4096, config.maxPositionEmbeddings);
-  options.log?.info({ gguf: conv.path, converted: conv.converted, maxBatch: options.maxBatch, contextSize }, 'llama.cpp engine loaded');
+  options.log?.info(
+    { gguf: conv.path, converted: conv.converted, maxBatch: options.maxBatch, contextSize },
+    'llama.cpp engine loaded',
+  );
   const codec: PromptCodec = {
     encode: (messages) => tokenizer.encode(chat.format(messages, { addGenerationPrompt: true })),
     decode: (ids) => tokenizer.decode([...ids]),
@@ -113,25 +122,45 @@ export async function loadForeignModel(
 ): Promise<LoadedLlamaModel & { info: ForeignGgufInfo }> {
   const info = await inspectForeignGguf(options.ggufPath);
   if (options.expectSha256 && info.sha256 !== options.expectSha256) {
-    throw new Error(`${options.ggufPath} changed since it was registered (sha256 ${info.sha256.slice(0, 12)}..., registered ${options.expectSha256.slice(0, 12)}...): register the new file as a new version`);
+    throw new Error(
+      `${options.ggufPath} changed since it was registered (sha256 ${info.sha256.slice(0, 12)}..., registered ${options.expectSha256.slice(0, 12)}...): register the new file as a new version`,
+    );
   }
   if (options.probe ?? true) await probeGgufInChild(options.ggufPath);
   const llama = await loadLlama();
   const model = await llama.loadModel({ modelPath: options.ggufPath, gpuLayers: 0 });
   const template = model.fileInfo.metadata.tokenizer?.chat_template;
   const contextSize = Math.min(options.contextSize ?? 4096, info.contextLength);
-  options.log?.info({ gguf: options.ggufPath, quantization: info.quantization, maxBatch: options.maxBatch, contextSize }, 'llama.cpp engine loaded (foreign GGUF)');
-  return { config: null, codec: ggufPromptCodec(model, String(template), info.vocabSize), embeddingRows: info.vocabSize, model, ggufPath: options.ggufPath, contextSize, info };
+  options.log?.info(
+    { gguf: options.ggufPath, quantization: info.quantization, maxBatch: options.maxBatch, contextSize },
+    'llama.cpp engine loaded (foreign GGUF)',
+  );
+  return {
+    config: null,
+    codec: ggufPromptCodec(model, String(template), info.vocabSize),
+    embeddingRows: info.vocabSize,
+    model,
+    ggufPath: options.ggufPath,
+    contextSize,
+    info,
+  };
 }
 
 /**
  * The GGUF of an adapter: a PEFT directory converted (cached by sha256) or a GGUF file as given; validated
  * against the model's config and probed with the model's GGUF in a child process.
  */
-export async function loadAdapterGguf(source: string, config: ModelConfig, modelGguf: string, options: Pick<LlamaEngineOptions, 'cacheDir' | 'dtype' | 'probe'>): Promise<string> {
+export async function loadAdapterGguf(
+  source: string,
+  config: ModelConfig,
+  modelGguf: string,
+  options: Pick<LlamaEngineOptions, 'cacheDir' | 'dtype' | 'probe'>,
+): Promise<string> {
   let ggufPath: string;
   if ((await stat(source)).isDirectory()) {
-    ggufPath = (await convertAdapterToGguf(source, config, { cacheDir: options.cacheDir! }, { dtype: options.dtype ?? 'F32' })).path;
+    ggufPath = (
+      await convertAdapterToGguf(source, config, { cacheDir: options.cacheDir! }, { dtype: options.dtype ?? 'F32' })
+    ).path;
   } else ggufPath = path.resolve(source);
   await validateAdapterGguf(ggufPath, config);
   if (options.probe ?? true) await probeGgufInChild(modelGguf, ggufPath);

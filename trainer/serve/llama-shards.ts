@@ -67,7 +67,12 @@ export function shardCount(shards: number | undefined, maxBatch: number): number
 }
 
 /** Creates the `count` contexts of the base model (key '') or of the adapter at GGUF path `key`. */
-export async function createShards(model: LlamaModel, key: string, s: ShardSettings, counters: StepCounters): Promise<ContextEntry> {
+export async function createShards(
+  model: LlamaModel,
+  key: string,
+  s: ShardSettings,
+  counters: StepCounters,
+): Promise<ContextEntry> {
   const entry: ContextEntry = { key, shards: [], running: 0, lastUsed: Date.now(), retired: false };
   try {
     for (let i = 0; i < s.count; i++) {
@@ -82,7 +87,8 @@ export async function createShards(model: LlamaModel, key: string, s: ShardSetti
         batching: { itemPrioritizationStrategy: (o) => recordStep(shard, counters, o) },
         ...(key ? { lora: { adapters: [{ filePath: key, scale: 1 }] } } : {}),
       });
-      for (let j = 0; j < s.sequences; j++) shard.free.push({ seq: shard.context.getSequence(), promptLength: 0, releasedAt: 0 });
+      for (let j = 0; j < s.sequences; j++)
+        shard.free.push({ seq: shard.context.getSequence(), promptLength: 0, releasedAt: 0 });
       entry.shards.push(shard);
     }
   } catch (err) {
@@ -125,8 +131,15 @@ export function stepResolved(entry: Shard): void {
  * (every generating sequence's next token, then prompts in arrival order, whole where they fit). Here is also
  * where a step is counted, with the number of sequences it decodes.
  */
-function recordStep(entry: Shard, counters: StepCounters, { items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] {
-  const amounts = planBatch(items.map((i) => i.tokens.length), size);
+function recordStep(
+  entry: Shard,
+  counters: StepCounters,
+  { items, size }: { items: readonly BatchItem[]; size: number },
+): PrioritizedBatchItem[] {
+  const amounts = planBatch(
+    items.map((i) => i.tokens.length),
+    size,
+  );
   const out: PrioritizedBatchItem[] = [];
   let tokens = 0;
   items.forEach((item, i) => {
@@ -148,8 +161,12 @@ function recordStep(entry: Shard, counters: StepCounters, { items, size }: { ite
  * The sequence for a prompt: the one (in any shard) whose last request this prompt continues, else the least
  * recently used free one of the shard running the fewest requests, so that new dialogues spread over shards.
  */
-export function pickShardSequence(entry: ContextEntry, prompt: readonly number[]): { shard: Shard; index: number; keep: number } | null {
-  const view = (shard: Shard) => shard.free.map((f) => ({ tokens: f.seq.contextTokens, promptLength: f.promptLength, releasedAt: f.releasedAt }));
+export function pickShardSequence(
+  entry: ContextEntry,
+  prompt: readonly number[],
+): { shard: Shard; index: number; keep: number } | null {
+  const view = (shard: Shard) =>
+    shard.free.map((f) => ({ tokens: f.seq.contextTokens, promptLength: f.promptLength, releasedAt: f.releasedAt }));
   let fallback: { shard: Shard; index: number; keep: number } | null = null;
   for (const shard of entry.shards) {
     const free = view(shard);

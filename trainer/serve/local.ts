@@ -165,7 +165,13 @@ export class LocalServing implements LocalCheckpointServer {
     private readonly router: VersionRouter,
     readonly server: RunningServer,
   ) {
-    this.factory = engineFactory({ kind: o.engine, maxBatch: o.maxBatch, maxQueue: o.maxQueue, ...(o.backend ? { backend: o.backend } : {}), ...(o.log ? { log: onceLogger(o.log) } : {}) });
+    this.factory = engineFactory({
+      kind: o.engine,
+      maxBatch: o.maxBatch,
+      maxQueue: o.maxQueue,
+      ...(o.backend ? { backend: o.backend } : {}),
+      ...(o.log ? { log: onceLogger(o.log) } : {}),
+    });
   }
 
   /** Listens on 127.0.0.1 at a free port; nothing is loaded until a version is followed or acquired. */
@@ -238,7 +244,10 @@ export class LocalServing implements LocalCheckpointServer {
           this.router.primary = v.name;
         } catch (err) {
           // Not held: the next session on it tries to load it again (its agent is loaded on first use).
-          this.o.log?.error({ version: v.name, err: (err as Error).message }, 'local serve: cannot load the deployed version');
+          this.o.log?.error(
+            { version: v.name, err: (err as Error).message },
+            'local serve: cannot load the deployed version',
+          );
         }
       }
       // Sessions still on the previous version hold it themselves.
@@ -248,10 +257,17 @@ export class LocalServing implements LocalCheckpointServer {
   }
 
   private async load(policy: PolicyVersion): Promise<Loaded> {
-    if (policy.kind !== 'checkpoint' && policy.kind !== 'gguf') throw new Error(`policy version "${policy.name}" is a ${policy.kind}: only checkpoints and GGUF models are served locally`);
+    if (policy.kind !== 'checkpoint' && policy.kind !== 'gguf')
+      throw new Error(
+        `policy version "${policy.name}" is a ${policy.kind}: only checkpoints and GGUF models are served locally`,
+      );
     const target = await servingTarget(this.o.prisma, policy);
     if (target.gguf) return this.loadGguf(policy, target.modelName, target.gguf.file);
-    const [engine, { TfjsEngine }, { readConfig }] = await Promise.all([this.factory(target), import('./tfjs-engine.ts'), import('../model/checkpoint.ts')]);
+    const [engine, { TfjsEngine }, { readConfig }] = await Promise.all([
+      this.factory(target),
+      import('./tfjs-engine.ts'),
+      import('../model/checkpoint.ts'),
+    ]);
     const kind: EngineKind = engine instanceof TfjsEngine ? 'tfjs' : 'llama';
     let window: number;
     try {
@@ -267,19 +283,38 @@ export class LocalServing implements LocalCheckpointServer {
       throw new Error('local serving is closed');
     }
     this.o.log?.info({ version: policy.name, engine: kind, url: this.url }, 'local serve: version loaded');
-    return { engine, kind, inFlight: 0, model: { url: this.url, model: target.modelName, engine: kind, checkpointDir: target.checkpointDir, contextWindow: window, maxInFlight: this.o.maxBatch + this.o.maxQueue } };
+    return {
+      engine,
+      kind,
+      inFlight: 0,
+      model: {
+        url: this.url,
+        model: target.modelName,
+        engine: kind,
+        checkpointDir: target.checkpointDir,
+        contextWindow: window,
+        maxInFlight: this.o.maxBatch + this.o.maxQueue,
+      },
+    };
   }
 
   /** A gguf version: llama.cpp with the file's own tokenizer and template, which also count the agent's prompts. */
   private async loadGguf(policy: PolicyVersion, modelName: string, file: string): Promise<Loaded> {
-    const engine = await this.factory({ modelName, checkpointDir: file, gguf: { file, sha256: policy.checkpointSha256 } });
+    const engine = await this.factory({
+      modelName,
+      checkpointDir: file,
+      gguf: { file, sha256: policy.checkpointSha256 },
+    });
     const llama = engine as unknown as { contextSize: number; countPromptTokens(m: readonly ChatMessage[]): number };
     if (this.closed) {
       await engine.close();
       throw new Error('local serving is closed');
     }
     const quantization = (policy.serving as { quantization?: unknown } | null)?.quantization;
-    this.o.log?.info({ version: policy.name, engine: 'llama', gguf: file, url: this.url }, 'local serve: version loaded');
+    this.o.log?.info(
+      { version: policy.name, engine: 'llama', gguf: file, url: this.url },
+      'local serve: version loaded',
+    );
     return {
       engine,
       kind: 'llama',
@@ -292,7 +327,11 @@ export class LocalServing implements LocalCheckpointServer {
         contextWindow: llama.contextSize,
         maxInFlight: this.o.maxBatch + this.o.maxQueue,
         countTokens: (m) => llama.countPromptTokens(m),
-        weights: { file, sha256: policy.checkpointSha256 ?? '', quantization: typeof quantization === 'string' ? quantization : 'unknown' },
+        weights: {
+          file,
+          sha256: policy.checkpointSha256 ?? '',
+          quantization: typeof quantization === 'string' ? quantization : 'unknown',
+        },
       },
     };
   }

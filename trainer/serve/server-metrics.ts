@@ -11,13 +11,37 @@ export function createMetrics(slot: EngineSlot) {
     function (this: Gauge) {
       this.set(slot.engine?.stats()[k] ?? 0);
     };
-  new Gauge({ name: 'sweetloop_serve_queue_depth', help: 'Requests waiting for a decoding slot', registers: [registry], collect: stat('queued') });
-  new Gauge({ name: 'sweetloop_serve_running_sequences', help: 'Sequences decoding now (the running batch)', registers: [registry], collect: stat('running') });
-  new Gauge({ name: 'sweetloop_serve_max_batch', help: 'Most sequences the engine decodes at once', registers: [registry], collect: stat('maxBatch') });
-  new Gauge({ name: 'sweetloop_serve_max_queue', help: 'Most requests waiting before 429', registers: [registry], collect: stat('maxQueue') });
+  new Gauge({
+    name: 'sweetloop_serve_queue_depth',
+    help: 'Requests waiting for a decoding slot',
+    registers: [registry],
+    collect: stat('queued'),
+  });
+  new Gauge({
+    name: 'sweetloop_serve_running_sequences',
+    help: 'Sequences decoding now (the running batch)',
+    registers: [registry],
+    collect: stat('running'),
+  });
+  new Gauge({
+    name: 'sweetloop_serve_max_batch',
+    help: 'Most sequences the engine decodes at once',
+    registers: [registry],
+    collect: stat('maxBatch'),
+  });
+  new Gauge({
+    name: 'sweetloop_serve_max_queue',
+    help: 'Most requests waiting before 429',
+    registers: [registry],
+    collect: stat('maxQueue'),
+  });
   // The engine's own cumulative counts, turned into counters by adding what grew since the last scrape.
   const seen = new WeakMap<ServingEngine, { steps: number; seqs: number }>();
-  const steps = new Counter({ name: 'sweetloop_serve_decode_steps_total', help: 'Decoding steps run by the engine (one forward pass over the running batch)', registers: [registry] });
+  const steps = new Counter({
+    name: 'sweetloop_serve_decode_steps_total',
+    help: 'Decoding steps run by the engine (one forward pass over the running batch)',
+    registers: [registry],
+  });
   const stepSeqs = new Counter({
     name: 'sweetloop_serve_step_sequences_total',
     help: 'Sum over decoding steps of the sequences in each; divided by decode_steps it is the mean batch size',
@@ -36,11 +60,32 @@ export function createMetrics(slot: EngineSlot) {
   return {
     registry,
     syncEngineCounters,
-    requests: new Counter({ name: 'sweetloop_serve_requests_total', help: 'Chat completion requests by HTTP status', labelNames: ['status'], registers: [registry] }),
-    overloaded: new Counter({ name: 'sweetloop_serve_rejected_overloaded_total', help: 'Requests refused with 429 because the queue was full', registers: [registry] }),
-    aborted: new Counter({ name: 'sweetloop_serve_aborted_total', help: 'Requests whose client went away before the end', registers: [registry] }),
-    promptTokens: new Counter({ name: 'sweetloop_serve_prompt_tokens_total', help: 'Prompt tokens of completed requests', registers: [registry] }),
-    tokens: new Counter({ name: 'sweetloop_serve_generated_tokens_total', help: 'Tokens generated (rate() of it is tokens/s)', registers: [registry] }),
+    requests: new Counter({
+      name: 'sweetloop_serve_requests_total',
+      help: 'Chat completion requests by HTTP status',
+      labelNames: ['status'],
+      registers: [registry],
+    }),
+    overloaded: new Counter({
+      name: 'sweetloop_serve_rejected_overloaded_total',
+      help: 'Requests refused with 429 because the queue was full',
+      registers: [registry],
+    }),
+    aborted: new Counter({
+      name: 'sweetloop_serve_aborted_total',
+      help: 'Requests whose client went away before the end',
+      registers: [registry],
+    }),
+    promptTokens: new Counter({
+      name: 'sweetloop_serve_prompt_tokens_total',
+      help: 'Prompt tokens of completed requests',
+      registers: [registry],
+    }),
+    tokens: new Counter({
+      name: 'sweetloop_serve_generated_tokens_total',
+      help: 'Tokens generated (rate() of it is tokens/s)',
+      registers: [registry],
+    }),
     ttft: new Histogram({
       name: 'sweetloop_serve_time_to_first_token_seconds',
       help: 'From the request arriving to its first token leaving the engine',

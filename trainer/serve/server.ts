@@ -12,7 +12,17 @@ import type { Registry } from 'prom-client';
 import { EngineOverloadedError, EngineRequestError } from './engine-contract.ts';
 import type { EngineRequest, EngineResult, EngineToken, ServingEngine } from './engine-contract.ts';
 import { EngineSlot } from './slot.ts';
-import { errorBody, finishReason, HttpError, invalid, logprobEntry, parseChatRequest, toMessages, usage, type ChatRequest } from './chat-wire.ts';
+import {
+  errorBody,
+  finishReason,
+  HttpError,
+  invalid,
+  logprobEntry,
+  parseChatRequest,
+  toMessages,
+  usage,
+  type ChatRequest,
+} from './chat-wire.ts';
 import { createMetrics } from './server-metrics.ts';
 
 export interface ServerOptions {
@@ -64,14 +74,35 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status === 500) log?.error({ err: err.message, url: request.url }, 'serve: request failed');
     // Fastify's own 4xx errors (bad JSON, body too large, wrong content type) carry messages meant for clients.
-    return send(reply, new HttpError(status, status === 500 ? 'internal server error' : err.message, status === 500 ? 'server_error' : 'invalid_request_error'));
+    return send(
+      reply,
+      new HttpError(
+        status,
+        status === 500 ? 'internal server error' : err.message,
+        status === 500 ? 'server_error' : 'invalid_request_error',
+      ),
+    );
   });
   app.setNotFoundHandler((request, reply) =>
-    send(reply, new HttpError(404, `no route ${request.method} ${request.url.split('?')[0]}`, 'invalid_request_error', null, 'not_found')),
+    send(
+      reply,
+      new HttpError(
+        404,
+        `no route ${request.method} ${request.url.split('?')[0]}`,
+        'invalid_request_error',
+        null,
+        'not_found',
+      ),
+    ),
   );
 
   const modelList = (engine: ServingEngine) =>
-    [engine.modelName, ...engine.adapters()].map((id) => ({ id, object: 'model' as const, created: 0, owned_by: 'sweetloop' }));
+    [engine.modelName, ...engine.adapters()].map((id) => ({
+      id,
+      object: 'model' as const,
+      created: 0,
+      owned_by: 'sweetloop',
+    }));
 
   app.get('/health', async (_request, reply) => {
     const engine = slot.engine;
@@ -86,15 +117,27 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   app.get('/v1/models', async (_request, reply) => {
     const engine = slot.engine;
-    if (!engine) return send(reply, new HttpError(503, 'no model is loaded yet', 'server_error', null, 'model_loading'));
+    if (!engine)
+      return send(reply, new HttpError(503, 'no model is loaded yet', 'server_error', null, 'model_loading'));
     return { object: 'list', data: modelList(engine) };
   });
 
   app.get<{ Params: { model: string } }>('/v1/models/:model', async (request, reply) => {
     const engine = slot.engine;
-    if (!engine) return send(reply, new HttpError(503, 'no model is loaded yet', 'server_error', null, 'model_loading'));
+    if (!engine)
+      return send(reply, new HttpError(503, 'no model is loaded yet', 'server_error', null, 'model_loading'));
     const m = modelList(engine).find((x) => x.id === request.params.model);
-    if (!m) return send(reply, new HttpError(404, `The model \`${request.params.model}\` does not exist`, 'invalid_request_error', 'model', 'model_not_found'));
+    if (!m)
+      return send(
+        reply,
+        new HttpError(
+          404,
+          `The model \`${request.params.model}\` does not exist`,
+          'invalid_request_error',
+          'model',
+          'model_not_found',
+        ),
+      );
     return m;
   });
 
@@ -110,14 +153,30 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       throw e;
     }
     const lease = slot.acquire();
-    if (!lease) return send(reply, new HttpError(503, 'no model is loaded yet; try again shortly', 'server_error', null, 'model_loading'));
+    if (!lease)
+      return send(
+        reply,
+        new HttpError(503, 'no model is loaded yet; try again shortly', 'server_error', null, 'model_loading'),
+      );
     const engine = lease.engine;
     let releaseOnReturn = true;
     try {
       let adapter: string | null;
       if (body.model === engine.modelName) adapter = null;
       else if (engine.adapters().includes(body.model)) adapter = body.model;
-      else return send(reply, new HttpError(404, `The model \`${body.model}\` does not exist (served: ${modelList(engine).map((m) => m.id).join(', ')})`, 'invalid_request_error', 'model', 'model_not_found'));
+      else
+        return send(
+          reply,
+          new HttpError(
+            404,
+            `The model \`${body.model}\` does not exist (served: ${modelList(engine)
+              .map((m) => m.id)
+              .join(', ')})`,
+            'invalid_request_error',
+            'model',
+            'model_not_found',
+          ),
+        );
 
       // A client that goes away before the response ends cancels the request: the engine frees its slot.
       const abort = new AbortController();
@@ -143,7 +202,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       } catch (e) {
         if (e instanceof EngineOverloadedError) {
           metrics.overloaded.inc();
-          return send(reply, new HttpError(429, `the server is busy: ${e.message}; retry after ${retryAfter} s`, 'requests', null, 'rate_limit_exceeded'));
+          return send(
+            reply,
+            new HttpError(
+              429,
+              `the server is busy: ${e.message}; retry after ${retryAfter} s`,
+              'requests',
+              null,
+              'rate_limit_exceeded',
+            ),
+          );
         }
         if (e instanceof EngineRequestError) return send(reply, invalid(e.message));
         throw e;
@@ -191,7 +259,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
             {
               index: 0,
               message: { role: 'assistant', content: tokens.map((t) => t.text).join(''), refusal: null },
-              logprobs: engineReq.logprobs ? { content: tokens.map((t) => logprobEntry(t, asIds)), refusal: null } : null,
+              logprobs: engineReq.logprobs
+                ? { content: tokens.map((t) => logprobEntry(t, asIds)), refusal: null }
+                : null,
               finish_reason: finishReason(result),
             },
           ],
@@ -203,11 +273,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       releaseOnReturn = false;
       reply.hijack();
       const res = reply.raw;
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+      });
       const includeUsage = body.stream_options?.include_usage === true;
       const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => {
         if (res.writableEnded || res.destroyed) return;
-        const payload = { id, object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: null, choices, ...(includeUsage ? { usage: null } : {}), ...extra };
+        const payload = {
+          id,
+          object: 'chat.completion.chunk',
+          created,
+          model: body.model,
+          system_fingerprint: null,
+          choices,
+          ...(includeUsage ? { usage: null } : {}),
+          ...extra,
+        };
         res.write(`data: ${JSON.stringify(payload)}\n\n`);
       };
       void (async () => {
@@ -219,7 +302,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
             const t = next.value;
             metrics.tokens.inc();
             streamed++;
-            chunk([{ index: 0, delta: { content: t.text }, logprobs: engineReq.logprobs ? { content: [logprobEntry(t, asIds)], refusal: null } : null, finish_reason: null }]);
+            chunk([
+              {
+                index: 0,
+                delta: { content: t.text },
+                logprobs: engineReq.logprobs ? { content: [logprobEntry(t, asIds)], refusal: null } : null,
+                finish_reason: null,
+              },
+            ]);
             next = await it.next();
           }
           const result = await stream.result;
@@ -269,13 +359,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 
   function cancelledByServer(): HttpError {
-    return new HttpError(503, 'the request was cancelled because the model is being unloaded; try again', 'server_error', null, 'model_unloading');
+    return new HttpError(
+      503,
+      'the request was cancelled because the model is being unloaded; try again',
+      'server_error',
+      null,
+      'model_unloading',
+    );
   }
 
   function engineFailure(e: unknown): HttpError {
     if (e instanceof HttpError) return e;
     if (e instanceof EngineRequestError) return invalid(e.message);
-    if (e instanceof EngineOverloadedError) return new HttpError(429, `the server is busy: ${e.message}`, 'requests', null, 'rate_limit_exceeded');
+    if (e instanceof EngineOverloadedError)
+      return new HttpError(429, `the server is busy: ${e.message}`, 'requests', null, 'rate_limit_exceeded');
     log?.error({ err: e instanceof Error ? e.message : String(e) }, 'serve: generation failed');
     // The engine's message, never its stack: it names what failed (a crashed worker, a closed engine).
     const msg = e instanceof Error ? e.message.split('\n')[0]! : String(e);

@@ -43,7 +43,14 @@ export async function startServing(db: Database, s: ServeSettings): Promise<Serv
   const slot = new EngineSlot();
   const server = await startServer({ engine: slot, port: s.port, host: s.host, log: s.log });
   const factory =
-    s.factory ?? engineFactory({ kind: s.engine, maxBatch: s.maxBatch, maxQueue: s.maxQueue, log: s.log, ...(s.backend ? { backend: s.backend } : {}) });
+    s.factory ??
+    engineFactory({
+      kind: s.engine,
+      maxBatch: s.maxBatch,
+      maxQueue: s.maxQueue,
+      log: s.log,
+      ...(s.backend ? { backend: s.backend } : {}),
+    });
   let follower: Follower | null = null;
   let ready: Promise<void>;
   if (s.policy === 'deployed') {
@@ -52,7 +59,10 @@ export async function startServing(db: Database, s: ServeSettings): Promise<Serv
   } else {
     const versions = new VersionServer({ slot, factory, log: s.log });
     ready = (async () => {
-      const v = await resolveVersion({ prisma: db.prisma, checkpointRoot: s.checkpointRoot, seed: s.seed, log: (line) => s.log.info(line) }, s.policy);
+      const v = await resolveVersion(
+        { prisma: db.prisma, checkpointRoot: s.checkpointRoot, seed: s.seed, log: (line) => s.log.info(line) },
+        s.policy,
+      );
       await versions.serve(await servingTarget(db.prisma, v));
     })();
   }

@@ -11,7 +11,15 @@ import type { BackendChoice } from '../model/backend.ts';
 import { InferenceClient } from '../model/inference.ts';
 import { TextTokenizer } from '../model/tokenizer.ts';
 import { EngineOverloadedError, EngineRequestError } from './engine-contract.ts';
-import type { EngineRequest, EngineResult, EngineStartOptions, EngineStats, EngineStream, EngineToken, ServingEngine } from './engine-contract.ts';
+import type {
+  EngineRequest,
+  EngineResult,
+  EngineStartOptions,
+  EngineStats,
+  EngineStream,
+  EngineToken,
+  ServingEngine,
+} from './engine-contract.ts';
 import { TokenChannel } from './token-channel.ts';
 
 export interface TfjsEngineOptions extends EngineStartOptions {
@@ -38,7 +46,11 @@ interface Job {
  * ends inside one (decoded as U+FFFD) gives its token an empty piece and the next token the whole character.
  * Tokens entirely past the end of `text` (the EOS token, the rest of a stop string) are left out.
  */
-export function tokenPieces(decode: (ids: readonly number[]) => string, ids: readonly number[], text: string): string[] {
+export function tokenPieces(
+  decode: (ids: readonly number[]) => string,
+  ids: readonly number[],
+  text: string,
+): string[] {
   const pieces: string[] = [];
   let emitted = 0;
   for (let i = 0; i < ids.length && emitted < text.length; i++) {
@@ -74,7 +86,10 @@ export class TfjsEngine implements ServingEngine {
 
   static async start(options: TfjsEngineOptions): Promise<TfjsEngine> {
     const [client, tokenizer] = await Promise.all([
-      InferenceClient.start({ checkpointDir: options.checkpointDir, ...(options.backend ? { backend: options.backend } : {}) }),
+      InferenceClient.start({
+        checkpointDir: options.checkpointDir,
+        ...(options.backend ? { backend: options.backend } : {}),
+      }),
       TextTokenizer.load(options.checkpointDir),
     ]);
     return new TfjsEngine(options, client, tokenizer);
@@ -82,7 +97,14 @@ export class TfjsEngine implements ServingEngine {
 
   stats(): EngineStats {
     // One decoding step a token, one sequence a step: what "serial" means in the batching counters.
-    return { running: this.running ? 1 : 0, queued: this.queue.length, maxBatch: 1, maxQueue: this.options.maxQueue, decodeSteps: this.steps, stepSequences: this.steps };
+    return {
+      running: this.running ? 1 : 0,
+      queued: this.queue.length,
+      maxBatch: 1,
+      maxQueue: this.options.maxQueue,
+      decodeSteps: this.steps,
+      stepSequences: this.steps,
+    };
   }
 
   adapters(): string[] {
@@ -92,11 +114,16 @@ export class TfjsEngine implements ServingEngine {
   generate(req: EngineRequest): EngineStream {
     if (this.closed) throw new Error('the tfjs engine is closed');
     if (req.topLogprobs > 0) {
-      throw new EngineRequestError('top_logprobs is not available from the tfjs engine (its worker returns only the sampled token\'s logprob); use the llama engine or top_logprobs 0');
+      throw new EngineRequestError(
+        "top_logprobs is not available from the tfjs engine (its worker returns only the sampled token's logprob); use the llama engine or top_logprobs 0",
+      );
     }
-    if (req.adapter !== null && !this.adapterMap.has(req.adapter)) throw new EngineRequestError(`no adapter named "${req.adapter}" is loaded`);
+    if (req.adapter !== null && !this.adapterMap.has(req.adapter))
+      throw new EngineRequestError(`no adapter named "${req.adapter}" is loaded`);
     if (this.running && this.queue.length >= this.options.maxQueue) {
-      throw new EngineOverloadedError(`the queue is full (${this.queue.length} waiting, ${this.options.maxQueue} allowed)`);
+      throw new EngineOverloadedError(
+        `the queue is full (${this.queue.length} waiting, ${this.options.maxQueue} allowed)`,
+      );
     }
     const job: Job = { req, channel: new TokenChannel() };
     if (req.signal.aborted) {
@@ -139,7 +166,8 @@ export class TfjsEngine implements ServingEngine {
       if (!served) throw new EngineRequestError(`adapter "${req.adapter}" was unloaded`);
       const ids = await served.client.encode({ messages: req.messages });
       const ctx = served.client.info.contextLength;
-      if (ids.length >= ctx) throw new EngineRequestError(`the prompt has ${ids.length} tokens; the model's context is ${ctx}`);
+      if (ids.length >= ctx)
+        throw new EngineRequestError(`the prompt has ${ids.length} tokens; the model's context is ${ctx}`);
       const [r] = await served.client.generate(
         [{ ids }],
         {
@@ -157,7 +185,8 @@ export class TfjsEngine implements ServingEngine {
       const done: EngineResult = {
         promptTokens: result.promptTokens,
         completionTokens: result.tokenIds.length,
-        finishReason: result.finishReason === 'length' ? 'length' : result.finishReason === 'cancelled' ? 'abort' : 'stop',
+        finishReason:
+          result.finishReason === 'length' ? 'length' : result.finishReason === 'cancelled' ? 'abort' : 'stop',
       };
       return () => {
         pieces.forEach((text, i) => {
@@ -168,7 +197,8 @@ export class TfjsEngine implements ServingEngine {
         channel.end(done);
       };
     } catch (err) {
-      if (req.signal.aborted || (err as Error).name === 'AbortError') return () => channel.end({ promptTokens: 0, completionTokens: 0, finishReason: 'abort' });
+      if (req.signal.aborted || (err as Error).name === 'AbortError')
+        return () => channel.end({ promptTokens: 0, completionTokens: 0, finishReason: 'abort' });
       return () => channel.fail(err);
     }
   }
@@ -179,7 +209,10 @@ export class TfjsEngine implements ServingEngine {
     const mergedDir = await mkdtemp(join(tmpdir(), 'sweetloop-merged-'));
     try {
       await mergeAdapter(this.options.checkpointDir, path, mergedDir, this.options.backend);
-      const client = await InferenceClient.start({ checkpointDir: mergedDir, ...(this.options.backend ? { backend: this.options.backend } : {}) });
+      const client = await InferenceClient.start({
+        checkpointDir: mergedDir,
+        ...(this.options.backend ? { backend: this.options.backend } : {}),
+      });
       this.adapterMap.set(name, { client, source: path, mergedDir });
     } catch (err) {
       await rm(mergedDir, { recursive: true, force: true });
@@ -204,7 +237,8 @@ export class TfjsEngine implements ServingEngine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const job of this.queue.splice(0)) job.channel.end({ promptTokens: 0, completionTokens: 0, finishReason: 'abort' });
+    for (const job of this.queue.splice(0))
+      job.channel.end({ promptTokens: 0, completionTokens: 0, finishReason: 'abort' });
     const running = this.running;
     if (running) await running.channel.result.catch(() => {});
     for (const served of [this.base, ...this.adapterMap.values()]) await this.dispose(served);
@@ -213,13 +247,19 @@ export class TfjsEngine implements ServingEngine {
 }
 
 /** Base weights + a PEFT LoRA adapter, merged (W + (α/r)·B·A) and written as a full checkpoint into `outDir`. */
-async function mergeAdapter(baseDir: string, adapterDir: string, outDir: string, backend?: BackendChoice): Promise<void> {
-  const [{ initBackend }, { loadCheckpoint, saveCheckpoint }, { loadLora, mergeLora }, { copyTokenizerFiles }] = await Promise.all([
-    import('../model/backend.ts'),
-    import('../model/checkpoint.ts'),
-    import('../model/lora.ts'),
-    import('../versions.ts'),
-  ]);
+async function mergeAdapter(
+  baseDir: string,
+  adapterDir: string,
+  outDir: string,
+  backend?: BackendChoice,
+): Promise<void> {
+  const [{ initBackend }, { loadCheckpoint, saveCheckpoint }, { loadLora, mergeLora }, { copyTokenizerFiles }] =
+    await Promise.all([
+      import('../model/backend.ts'),
+      import('../model/checkpoint.ts'),
+      import('../model/lora.ts'),
+      import('../versions.ts'),
+    ]);
   await initBackend(backend);
   const { model } = await loadCheckpoint(baseDir, { trainable: false });
   try {

@@ -61,7 +61,10 @@ export class TokenChannel implements EngineStream {
       next: () => {
         const t = this.buffered.shift();
         if (t) return Promise.resolve({ value: t, done: false });
-        if (this.ended) return this.error !== undefined ? Promise.reject(this.error) : Promise.resolve({ value: undefined, done: true });
+        if (this.ended)
+          return this.error !== undefined
+            ? Promise.reject(this.error)
+            : Promise.resolve({ value: undefined, done: true });
         return new Promise<IteratorResult<EngineToken>>((resolve, reject) => {
           this.waiting = resolve;
           this.failWaiting = reject;

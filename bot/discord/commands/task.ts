@@ -1,6 +1,12 @@
 // /task start|stop|status: a person's own session. Starting checks consent first (the Accept button comes back
 // to startSession), opens a private thread, shows the hidden information privately, then lets the agent speak.
-import { ChannelType, MessageFlags, SlashCommandBuilder, type ChatInputCommandInteraction, type RepliableInteraction } from 'discord.js';
+import {
+  ChannelType,
+  MessageFlags,
+  SlashCommandBuilder,
+  type ChatInputCommandInteraction,
+  type RepliableInteraction,
+} from 'discord.js';
 import type { TaskKind } from '../../../tasks/model.ts';
 import { RefusedError } from '../../session/engine.ts';
 import { ack, hooksFor, personOf, say, type BotContext } from '../context.ts';
@@ -29,9 +35,14 @@ const definition = new SlashCommandBuilder()
 /** Starts a session for the person behind `i` (already acknowledged), or asks for consent first. */
 export async function startSession(ctx: BotContext, i: RepliableInteraction, kind: TaskKind | null): Promise<void> {
   const hooks = hooksFor(i);
-  const admitted = await ctx.engine.admission(personOf(i), { guildId: i.guildId ?? undefined, channelId: i.channelId }, hooks);
+  const admitted = await ctx.engine.admission(
+    personOf(i),
+    { guildId: i.guildId ?? undefined, channelId: i.channelId },
+    hooks,
+  );
   if ('refused' in admitted) return say(i, admitted.message);
-  if ('needsConsent' in admitted) return say(i, consentMessage(admitted.consent?.text ?? ctx.options.consentText, kind, admitted.consent));
+  if ('needsConsent' in admitted)
+    return say(i, consentMessage(admitted.consent?.text ?? ctx.options.consentText, kind, admitted.consent));
   if ('needsPlatformId' in admitted) return say(i, platformIdMessage(admitted, kind));
   const channel = i.channel;
   if (!channel || channel.type !== ChannelType.GuildText) {
@@ -39,7 +50,13 @@ export async function startSession(ctx: BotContext, i: RepliableInteraction, kin
   }
   let started;
   try {
-    started = await ctx.engine.start(personOf(i), kind, { guildId: i.guildId ?? undefined, channelId: channel.id }, hooks, admitted);
+    started = await ctx.engine.start(
+      personOf(i),
+      kind,
+      { guildId: i.guildId ?? undefined, channelId: channel.id },
+      hooks,
+      admitted,
+    );
   } catch (err) {
     if (err instanceof RefusedError) return say(i, err.message);
     throw err;
@@ -56,11 +73,15 @@ export async function startSession(ctx: BotContext, i: RepliableInteraction, kin
   const parts = hiddenInfoParts(started.view, started.targetPng, thread.id);
   await say(i, { ...parts[0]!, components: [] });
   for (const part of parts.slice(1)) await i.followUp({ ...part, flags: MessageFlags.Ephemeral });
-  await postTo(thread, {
-    content: `<@${i.user.id}> Here is your ${started.kind} session with the agent (${started.blind ? 'agent version not shown during an experiment' : `policy ${started.policyName}`}). Your request, as the agent sees it:\n> ${started.description.replace(/\n/g, '\n> ')}`,
-    // Only the person is pinged (the task text could hold a mention).
-    allowedMentions: { users: [i.user.id] },
-  }, `intro:${started.sessionId}`);
+  await postTo(
+    thread,
+    {
+      content: `<@${i.user.id}> Here is your ${started.kind} session with the agent (${started.blind ? 'agent version not shown during an experiment' : `policy ${started.policyName}`}). Your request, as the agent sees it:\n> ${started.description.replace(/\n/g, '\n> ')}`,
+      // Only the person is pinged (the task text could hold a mention).
+      allowedMentions: { users: [i.user.id] },
+    },
+    `intro:${started.sessionId}`,
+  );
   await ctx.engine.advance(started.sessionId, threadView(thread));
 }
 
@@ -79,7 +100,11 @@ const subcommands: Record<string, (ctx: BotContext, i: ChatInputCommandInteracti
     if (!st.active) return say(i, `You have no session running. Finished sessions: ${st.answered}.`);
     const a = st.active;
     const agentTurns = a.turns.filter((t) => t.role === 'agent').length;
-    const waiting = ctx.engine.isBusy(a.id) ? 'the agent is writing' : agentTurns > 0 && a.turns.at(-1)?.role === 'agent' ? 'your turn to answer' : 'waiting for the agent';
+    const waiting = ctx.engine.isBusy(a.id)
+      ? 'the agent is writing'
+      : agentTurns > 0 && a.turns.at(-1)?.role === 'agent'
+        ? 'your turn to answer'
+        : 'waiting for the agent';
     // The hidden information again, privately: the person may have lost the first reply.
     const hidden = await ctx.engine.hiddenInfo(a.id);
     await say(
@@ -90,7 +115,8 @@ const subcommands: Record<string, (ctx: BotContext, i: ChatInputCommandInteracti
         `Policy: ${a.experimentId || a.goldSourceId ? 'not shown during an experiment' : (a.policyVersion?.name ?? '—')}. Finished sessions: ${st.answered}.`,
       ].join('\n'),
     );
-    for (const part of hiddenInfoParts(hidden.view, hidden.targetPng, null)) await i.followUp({ ...part, flags: MessageFlags.Ephemeral });
+    for (const part of hiddenInfoParts(hidden.view, hidden.targetPng, null))
+      await i.followUp({ ...part, flags: MessageFlags.Ephemeral });
   },
 };
 

@@ -76,12 +76,24 @@ describe('npm start with a Discord token', () => {
 
       const user = fake.user('zoe');
       const start = fake.command(user, 'task', 'start', { kind: 'backend' });
-      const consent = await fake.waitFor(() => fake.replies(start).find((s) => s.kind === 'original'), 30_000, 'consent');
+      const consent = await fake.waitFor(
+        () => fake.replies(start).find((s) => s.kind === 'original'),
+        30_000,
+        'consent',
+      );
       expect(consent.content).toContain('CLI CONSENT TEXT');
       const accept = fake.click(user, consent, 'consent:accept:backend');
-      const hidden = await fake.waitFor(() => fake.replies(accept).find((s) => s.content.includes('Only you can see this')), 60_000, 'hidden info');
+      const hidden = await fake.waitFor(
+        () => fake.replies(accept).find((s) => s.content.includes('Only you can see this')),
+        60_000,
+        'hidden info',
+      );
       const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
-      await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.startsWith('**Agent**')), 120_000, 'the policy\'s first message');
+      await fake.waitFor(
+        () => fake.inChannel(threadId).find((s) => s.content.startsWith('**Agent**')),
+        120_000,
+        "the policy's first message",
+      );
       expect(out).not.toContain('cli-test-token'); // the token never reaches the logs
       // The dashboard runs beside the bot, on loopback: 401 without its login link, printed once at start (and
       // never in a log line); with it, it lists the session just started.
@@ -89,7 +101,9 @@ describe('npm start with a Discord token', () => {
       const link = /Dashboard login link.*: (http:\S+)/.exec(out)![1]!;
       const token = new URL(link).searchParams.get('token')!;
       expect(out.split(token).length - 1, 'printed once').toBe(1);
-      const sessions = await fetch(`http://127.0.0.1:${dashboardPort}/sessions`, { headers: { authorization: `Bearer ${token}` } });
+      const sessions = await fetch(`http://127.0.0.1:${dashboardPort}/sessions`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
       expect(sessions.status).toBe(200);
       expect(await sessions.text()).toMatch(/Sessions <span class="meta">1 found/);
     } finally {
@@ -150,7 +164,12 @@ describe.skipIf(!hasScript)('npm start on a first run', () => {
     const db = await openDatabase({ pgliteDir: join(dir, 'pglite') });
     try {
       const policy = await db.prisma.policyVersion.findFirstOrThrow({ where: { status: 'deployed' } });
-      expect(policy).toMatchObject({ algorithm: 'starter', name: starterVersionName(shippedSha), checkpointSha256: shippedSha, checkpointPath: resolve(dir, 'checkpoints', 'starter') });
+      expect(policy).toMatchObject({
+        algorithm: 'starter',
+        name: starterVersionName(shippedSha),
+        checkpointSha256: shippedSha,
+        checkpointPath: resolve(dir, 'checkpoints', 'starter'),
+      });
     } finally {
       await db.close();
     }
@@ -173,11 +192,20 @@ describe('sweetloop bot and start without DISCORD_TOKEN or a terminal', () => {
     ['bot', 'is not set: the Discord bot needs its bot token'],
     ['start', 'is not set, and without a terminal there is no console to fall back to'],
   ])('`sweetloop %s` exits 2 with one line naming DISCORD_TOKEN', async (command, reason) => {
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DISCORD_TOKEN: '', PGLITE_DIR: join(dir, 'pglite'), CHECKPOINT_DIR: join(dir, 'checkpoints'), LOG_FORMAT: 'json' };
+    const env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DISCORD_TOKEN: '',
+      PGLITE_DIR: join(dir, 'pglite'),
+      CHECKPOINT_DIR: join(dir, 'checkpoints'),
+      LOG_FORMAT: 'json',
+    };
     const r = await runSweetloop([command], { env, cwd: dir, timeoutMs: 60_000 });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
-    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^Invalid configuration: DISCORD_TOKEN: ${reason}`))]);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^Invalid configuration: DISCORD_TOKEN: ${reason}`)),
+    ]);
     expect(existsSync(join(dir, 'pglite'))).toBe(false);
     expect(existsSync(join(dir, 'checkpoints'))).toBe(false);
   });

@@ -21,8 +21,13 @@ const env = () => {
 const sweetloop = (args: string[]): Promise<SweetloopRun> => runSweetloop(args, { env: env(), timeoutMs: 120_000 });
 
 /** Starts `sweetloop dashboard ARGS` and resolves with its URL once it prints it, or with its output when it exits. */
-function serve(args: string[]): Promise<{ url: string | null; output: string; stop: () => void; code: Promise<number | null> }> {
-  const child = spawn(process.execPath, [SWEETLOOP_ENTRY, 'dashboard', ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+function serve(
+  args: string[],
+): Promise<{ url: string | null; output: string; stop: () => void; code: Promise<number | null> }> {
+  const child = spawn(process.execPath, [SWEETLOOP_ENTRY, 'dashboard', ...args], {
+    env: env(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const code = new Promise<number | null>((resolve) => child.on('close', resolve));
   return new Promise((resolve) => {
@@ -52,7 +57,10 @@ describe('sweetloop dashboard', () => {
       expect((await fetch(`${s.url}sessions`)).status).toBe(401);
       const login = await fetch(link, { redirect: 'manual' });
       expect(login.status).toBe(303);
-      expect((await fetch(`${s.url}sessions`, { headers: { cookie: login.headers.get('set-cookie')!.split(';')[0]! } })).status).toBe(200);
+      expect(
+        (await fetch(`${s.url}sessions`, { headers: { cookie: login.headers.get('set-cookie')!.split(';')[0]! } }))
+          .status,
+      ).toBe(200);
       expect(s.output.split(new URL(link).searchParams.get('token')!).length - 1, 'printed once').toBe(1);
     } finally {
       s.stop();

@@ -25,23 +25,46 @@ afterAll(async () => {
 });
 
 function cli(url: string, args: string[]): Promise<SweetloopRun> {
-  return runSweetloop(args, { env: { ...process.env, DATABASE_URL: url, EXPORT_SALT: 'cli-import-salt', LOG_LEVEL: 'warn' } });
+  return runSweetloop(args, {
+    env: { ...process.env, DATABASE_URL: url, EXPORT_SALT: 'cli-import-salt', LOG_LEVEL: 'warn' },
+  });
 }
 
 describe('sweetloop import-sessions', () => {
   it('imports an export as simulated sessions, reports bad lines, and stores nothing on a second run', async () => {
     const file = join(dir, 'rollouts.jsonl');
-    const e = await cli(source.url, ['export', '--format', 'sweet-rl', '--out', file, '--kind', 'backend', '--source', 'simulated', '--per-task', '2']);
+    const e = await cli(source.url, [
+      'export',
+      '--format',
+      'sweet-rl',
+      '--out',
+      file,
+      '--kind',
+      'backend',
+      '--source',
+      'simulated',
+      '--per-task',
+      '2',
+    ]);
     expect(e.code, e.stderr).toBe(0);
     appendFileSync(file, '{"task": {"problem_description": "x"}, "dialogue_history": []}\n');
 
-    const first = await cli(target.url, ['import-sessions', file, '--kind', 'backend', '--collaborator', 'paper-rollouts']);
+    const first = await cli(target.url, [
+      'import-sessions',
+      file,
+      '--kind',
+      'backend',
+      '--collaborator',
+      'paper-rollouts',
+    ]);
     expect(first.code).toBe(1);
     expect(first.stderr).toMatch(/rollouts\.jsonl:7: dialogue_history: needs the problem description/);
     expect(first.stdout).toMatch(/7 lines, 6 sessions stored, 0 already stored, 1 invalid; 3 new tasks/);
     const sessions = await target.prisma.session.findMany({ include: { participant: true } });
     expect(sessions).toHaveLength(6);
-    expect(new Set(sessions.map((s) => `${s.channel}/${s.simulated}/${s.participant.discordUserId}`))).toEqual(new Set(['imported/true/sim:paper-rollouts']));
+    expect(new Set(sessions.map((s) => `${s.channel}/${s.simulated}/${s.participant.discordUserId}`))).toEqual(
+      new Set(['imported/true/sim:paper-rollouts']),
+    );
 
     const second = await cli(target.url, ['import-sessions', file, '--kind', 'backend']);
     expect(second.stdout).toMatch(/0 sessions stored, 6 already stored/);

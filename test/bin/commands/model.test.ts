@@ -41,22 +41,55 @@ describe('sweetloop model', () => {
     expect(printed.logits).toHaveLength(ids.length);
     for (const [t, row] of expected.entries()) {
       expect(printed.logits[t]).toHaveLength(engine.model.config.vocabSize);
-      for (const [v, x] of row.entries()) expect(Math.abs(printed.logits[t]![v]! - x)).toBeLessThanOrEqual(1e-5 * Math.max(1, Math.abs(x)));
+      for (const [v, x] of row.entries())
+        expect(Math.abs(printed.logits[t]![v]! - x)).toBeLessThanOrEqual(1e-5 * Math.max(1, Math.abs(x)));
     }
   });
 
   it('generate prints the completion the library generates', async () => {
-    const { stdout } = await sweetloop(['model', 'generate', '--checkpoint', dir, '--prompt', 'def scale(values', '--max-tokens', '12', '--temperature', '0', '--json']);
+    const { stdout } = await sweetloop([
+      'model',
+      'generate',
+      '--checkpoint',
+      dir,
+      '--prompt',
+      'def scale(values',
+      '--max-tokens',
+      '12',
+      '--temperature',
+      '0',
+      '--json',
+    ]);
     const printed = JSON.parse(stdout);
-    const [expected] = await generate(engine.model, engine.tokenizer, [engine.tokenizer.encode('def scale(values')], { maxTokens: 12, temperature: 0 });
+    const [expected] = await generate(engine.model, engine.tokenizer, [engine.tokenizer.encode('def scale(values')], {
+      maxTokens: 12,
+      temperature: 0,
+    });
     expect(printed.tokenIds).toEqual(expected!.tokenIds);
-    const plain = await sweetloop(['model', 'generate', '--checkpoint', dir, '--prompt', 'def scale(values', '--max-tokens', '12', '--temperature', '0']);
+    const plain = await sweetloop([
+      'model',
+      'generate',
+      '--checkpoint',
+      dir,
+      '--prompt',
+      'def scale(values',
+      '--max-tokens',
+      '12',
+      '--temperature',
+      '0',
+    ]);
     expect(plain.stdout).toBe(expected!.text + '\n');
   });
 
   it('refuses bad arguments with a clear message', async () => {
-    await expect(sweetloop(['model', 'logits', '--checkpoint', dir, '--ids', '1,x', '--json'])).rejects.toMatchObject({ stderr: expect.stringMatching(/--ids must be/) });
-    await expect(sweetloop(['model', 'logits', '--checkpoint', dir, '--ids', '1,99999', '--json'])).rejects.toMatchObject({ stderr: expect.stringMatching(/outside/) });
-    await expect(sweetloop(['model', 'logits', '--checkpoint', `${dir}/nope`, '--ids', '1'])).rejects.toMatchObject({ stderr: expect.stringMatching(/no such checkpoint/) });
+    await expect(sweetloop(['model', 'logits', '--checkpoint', dir, '--ids', '1,x', '--json'])).rejects.toMatchObject({
+      stderr: expect.stringMatching(/--ids must be/),
+    });
+    await expect(
+      sweetloop(['model', 'logits', '--checkpoint', dir, '--ids', '1,99999', '--json']),
+    ).rejects.toMatchObject({ stderr: expect.stringMatching(/outside/) });
+    await expect(sweetloop(['model', 'logits', '--checkpoint', `${dir}/nope`, '--ids', '1'])).rejects.toMatchObject({
+      stderr: expect.stringMatching(/no such checkpoint/),
+    });
   });
 });

@@ -22,11 +22,18 @@ let root: string;
 let adaptersDir: string;
 
 function sweetloop(args: string[]): Promise<SweetloopRun> {
-  return runSweetloop(args, { env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, ADAPTERS_DIR: adaptersDir }, timeoutMs: 120_000 });
+  return runSweetloop(args, {
+    env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, ADAPTERS_DIR: adaptersDir },
+    timeoutMs: 120_000,
+  });
 }
 
 async function addAdapter(name: string, rank: number): Promise<string> {
-  const src = await writePeftAdapter(join(root, 'made-elsewhere', name), { baseModel: BASE, rank, targetModules: ['q_proj', 'v_proj'] });
+  const src = await writePeftAdapter(join(root, 'made-elsewhere', name), {
+    baseModel: BASE,
+    rank,
+    targetModules: ['q_proj', 'v_proj'],
+  });
   const r = await sweetloop(['policy', 'add', name, '--adapter', src, '--on', 'llama-8b']);
   expect(r.code, r.stderr).toBe(0);
   return adapterNameFor(await t.prisma.policyVersion.findUniqueOrThrow({ where: { name } }));
@@ -40,7 +47,17 @@ beforeAll(async () => {
   adaptersDir = join(root, 'adapters');
   // The server's real --max-lora-rank is 16; the version below records 64, so registration lets a rank-32 adapter in.
   server = await startOpenAiServer({ model: BASE, maxModelLen: 8192, maxLoraRank: 16 });
-  const e = await sweetloop(['policy', 'add', 'llama-8b', '--endpoint', server.url, '--model', BASE, '--max-lora-rank', '64']);
+  const e = await sweetloop([
+    'policy',
+    'add',
+    'llama-8b',
+    '--endpoint',
+    server.url,
+    '--model',
+    BASE,
+    '--max-lora-rank',
+    '64',
+  ]);
   expect(e.code, e.stderr).toBe(0);
   expect((await sweetloop(['deploy', 'llama-8b'])).code).toBe(0);
 }, 120_000);
@@ -71,14 +88,16 @@ describe('sweetloop deploy of an adapter version', () => {
     expect((await sweetloop(['deploy', 'llama-8b'])).code).toBe(0);
   }, 300_000);
 
-  it('refuses, with the server\'s reason, an adapter whose path the server cannot read or whose rank it cannot serve', async () => {
+  it("refuses, with the server's reason, an adapter whose path the server cannot read or whose rank it cannot serve", async () => {
     const missing = await addAdapter('moved', 8);
     // The server reads the adapter from the path the bot hands it; gone from there (e.g. ADAPTERS_DIR not shared).
     await rm(join(adaptersDir, 'moved'), { recursive: true });
     const refused = await sweetloop(['deploy', 'moved']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain(`"moved" was not deployed: its server ${server.url} did not load the adapter`);
-    expect(refused.stderr).toContain(`Loading lora ${missing} failed: No adapter found for ${join(adaptersDir, 'moved')}`);
+    expect(refused.stderr).toContain(
+      `Loading lora ${missing} failed: No adapter found for ${join(adaptersDir, 'moved')}`,
+    );
     expect(refused.stderr).toContain('it must see the same path');
 
     await addAdapter('wide', 32);
@@ -88,7 +107,9 @@ describe('sweetloop deploy of an adapter version', () => {
     expect(tooWide.stderr).toContain("Start vLLM with --max-lora-rank at least the adapter's rank");
 
     expect(await deployedName()).toBe('llama-8b');
-    expect(await t.prisma.auditLog.count({ where: { action: 'policy.deploy', target: { in: ['moved', 'wide'] } } })).toBe(0);
+    expect(
+      await t.prisma.auditLog.count({ where: { action: 'policy.deploy', target: { in: ['moved', 'wide'] } } }),
+    ).toBe(0);
   }, 300_000);
 
   it('refuses while the server cannot be reached, and deploys with --no-check without asking it', async () => {
@@ -98,7 +119,9 @@ describe('sweetloop deploy of an adapter version', () => {
     try {
       const refused = await sweetloop(['deploy', 'later']);
       expect(refused.code).toBe(1);
-      expect(refused.stderr).toContain(`"later" was not deployed: its server ${server.url} cannot be reached to load the adapter`);
+      expect(refused.stderr).toContain(
+        `"later" was not deployed: its server ${server.url} cannot be reached to load the adapter`,
+      );
       expect(refused.stderr).toContain('Deploy it with --no-check if the server is down on purpose');
       expect(await deployedName()).toBe('llama-8b');
 

@@ -10,12 +10,19 @@ let t: TestDatabase;
 let server: OpenAiServer;
 
 function sweetloop(args: string[], env: Record<string, string> = {}): Promise<SweetloopRun> {
-  return runSweetloop(args, { env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, ...env }, timeoutMs: 120_000 });
+  return runSweetloop(args, {
+    env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: t.url, ...env },
+    timeoutMs: 120_000,
+  });
 }
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  server = await startOpenAiServer({ model: 'meta-llama/Llama-3.1-8B-Instruct', maxModelLen: 16384, apiKey: 'sk-cli-secret' });
+  server = await startOpenAiServer({
+    model: 'meta-llama/Llama-3.1-8B-Instruct',
+    maxModelLen: 16384,
+    apiKey: 'sk-cli-secret',
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -25,13 +32,38 @@ afterAll(async () => {
 
 describe('sweetloop policy', () => {
   it('adds an endpoint version after asking the server, and lists every version with where it is served', async () => {
-    await t.prisma.policyVersion.create({ data: { name: 'starter-1', algorithm: 'starter', checkpointPath: '/ckpt/starter', checkpointSha256: 'x', status: 'deployed', deployedAt: new Date() } });
+    await t.prisma.policyVersion.create({
+      data: {
+        name: 'starter-1',
+        algorithm: 'starter',
+        checkpointPath: '/ckpt/starter',
+        checkpointSha256: 'x',
+        status: 'deployed',
+        deployedAt: new Date(),
+      },
+    });
     const add = await sweetloop(
-      ['policy', 'add', 'llama-8b', '--endpoint', server.url, '--model', 'meta-llama/Llama-3.1-8B-Instruct', '--api-key-env', 'CLI_TEST_KEY', '--temperature', '0.3', '--max-tokens', '512'],
+      [
+        'policy',
+        'add',
+        'llama-8b',
+        '--endpoint',
+        server.url,
+        '--model',
+        'meta-llama/Llama-3.1-8B-Instruct',
+        '--api-key-env',
+        'CLI_TEST_KEY',
+        '--temperature',
+        '0.3',
+        '--max-tokens',
+        '512',
+      ],
       { CLI_TEST_KEY: 'sk-cli-secret' },
     );
     expect(add.code, add.stderr).toBe(0);
-    expect(add.stdout).toContain(`registered llama-8b (endpoint, candidate): ${server.url} meta-llama/Llama-3.1-8B-Instruct, window 16384 tokens, temperature 0.3, top-p 0.95, max 512 tokens`);
+    expect(add.stdout).toContain(
+      `registered llama-8b (endpoint, candidate): ${server.url} meta-llama/Llama-3.1-8B-Instruct, window 16384 tokens, temperature 0.3, top-p 0.95, max 512 tokens`,
+    );
     expect(add.stdout + add.stderr).not.toContain('sk-cli-secret');
 
     const list = await sweetloop(['policy', 'list']);
@@ -39,22 +71,55 @@ describe('sweetloop policy', () => {
     const lines = list.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^name\s+kind\s+status\s+served at$/);
     expect(lines[1]).toMatch(/^starter-1\s+checkpoint\s+deployed\s+\/ckpt\/starter$/);
-    expect(lines[2]).toMatch(new RegExp(`^llama-8b\\s+endpoint\\s+candidate\\s+${server.url.replace(/[.]/g, '\\.')} meta-llama/Llama-3\\.1-8B-Instruct$`));
+    expect(lines[2]).toMatch(
+      new RegExp(
+        `^llama-8b\\s+endpoint\\s+candidate\\s+${server.url.replace(/[.]/g, '\\.')} meta-llama/Llama-3\\.1-8B-Instruct$`,
+      ),
+    );
     const json = JSON.parse((await sweetloop(['policy', 'list', '--json'])).stdout) as { name: string; kind: string }[];
-    expect(json.map((r) => [r.name, r.kind])).toEqual([['starter-1', 'checkpoint'], ['llama-8b', 'endpoint']]);
+    expect(json.map((r) => [r.name, r.kind])).toEqual([
+      ['starter-1', 'checkpoint'],
+      ['llama-8b', 'endpoint'],
+    ]);
   });
 
   it('refuses a model the server does not serve, a missing key and bad numbers, with exit 1 and a message', async () => {
-    const wrong = await sweetloop(['policy', 'add', 'x', '--endpoint', server.url, '--model', 'gpt-4o', '--api-key-env', 'CLI_TEST_KEY'], { CLI_TEST_KEY: 'sk-cli-secret' });
+    const wrong = await sweetloop(
+      ['policy', 'add', 'x', '--endpoint', server.url, '--model', 'gpt-4o', '--api-key-env', 'CLI_TEST_KEY'],
+      { CLI_TEST_KEY: 'sk-cli-secret' },
+    );
     expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toMatch(/does not serve a model named "gpt-4o"; it serves: meta-llama\/Llama-3\.1-8B-Instruct/);
-    const noKey = await sweetloop(['policy', 'add', 'x', '--endpoint', server.url, '--model', 'm', '--api-key-env', 'CLI_TEST_UNSET']);
+    expect(wrong.stderr).toMatch(
+      /does not serve a model named "gpt-4o"; it serves: meta-llama\/Llama-3\.1-8B-Instruct/,
+    );
+    const noKey = await sweetloop([
+      'policy',
+      'add',
+      'x',
+      '--endpoint',
+      server.url,
+      '--model',
+      'm',
+      '--api-key-env',
+      'CLI_TEST_UNSET',
+    ]);
     expect(noKey.code).toBe(1);
     expect(noKey.stderr).toMatch(/CLI_TEST_UNSET, which is not set/);
     const bad = await sweetloop(['policy', 'add', 'x', '--endpoint', server.url, '--model', 'm', '--top-p', '0']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/--top-p must be a number in \(0, 1\]/);
-    const later = await sweetloop(['policy', 'add', 'later', '--endpoint', 'http://127.0.0.1:9/v1', '--model', 'm', '--no-check', '--context-window', '4096']);
+    const later = await sweetloop([
+      'policy',
+      'add',
+      'later',
+      '--endpoint',
+      'http://127.0.0.1:9/v1',
+      '--model',
+      'm',
+      '--no-check',
+      '--context-window',
+      '4096',
+    ]);
     expect(later.code, later.stderr).toBe(0);
   });
 
@@ -82,6 +147,10 @@ describe('sweetloop policy', () => {
     expect(back.stdout.trim()).toBe('rolled back to cli-a');
     expect((await deployedPolicy(t.prisma))!.name).toBe('cli-a');
     const audit = await t.prisma.auditLog.findMany({ where: { actor: 'cli' } });
-    expect(audit.map((x) => `${x.action}:${x.target}`).sort()).toEqual(['policy.deploy:cli-a', 'policy.deploy:cli-b', 'policy.rollback:cli-a']);
+    expect(audit.map((x) => `${x.action}:${x.target}`).sort()).toEqual([
+      'policy.deploy:cli-a',
+      'policy.deploy:cli-b',
+      'policy.rollback:cli-a',
+    ]);
   });
 });

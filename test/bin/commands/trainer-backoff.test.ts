@@ -35,8 +35,15 @@ describe('sweetloop trainer back-off', () => {
   it('doubles its wait after each failing cycle up to the cap, is not ready meanwhile, and stops counting once a cycle gets through', async () => {
     const port = await freePort();
     const trainer = startSweetloop(['trainer', '--eval-episodes', '1'], {
-      DATABASE_URL: t.url, CHECKPOINT_DIR: join(root, 'ck'), TRAINER_HEALTH_PORT: String(port), HEALTH_HOST: '127.0.0.1',
-      TRAINER_MIN_NEW_SESSIONS: '1', TRAINER_DATA: 'simulated', TRAINER_POLL_SECONDS: '1', TRAINER_MAX_BACKOFF_SECONDS: '4', LOG_LEVEL: 'warn',
+      DATABASE_URL: t.url,
+      CHECKPOINT_DIR: join(root, 'ck'),
+      TRAINER_HEALTH_PORT: String(port),
+      HEALTH_HOST: '127.0.0.1',
+      TRAINER_MIN_NEW_SESSIONS: '1',
+      TRAINER_DATA: 'simulated',
+      TRAINER_POLL_SECONDS: '1',
+      TRAINER_MAX_BACKOFF_SECONDS: '4',
+      LOG_LEVEL: 'warn',
     });
     // When each failure was said, by this process's clock: the waits between them are at least the stated ones.
     const failedAt: number[] = [];
@@ -44,11 +51,18 @@ describe('sweetloop trainer back-off', () => {
       for (const _ of text.matchAll(/training cycle failed \(\d+ in a row\)/g)) failedAt.push(Date.now());
     });
     const url = (p: string) => `http://127.0.0.1:${port}${p}`;
-    const said = (e: unknown) => Object.assign(e as Error, { message: `${(e as Error).message}; the trainer said:\n${trainer.stderr()}` });
+    const said = (e: unknown) =>
+      Object.assign(e as Error, { message: `${(e as Error).message}; the trainer said:\n${trainer.stderr()}` });
     try {
       await until('three failed cycles', async () => (failedAt.length >= 3 ? true : null), 60_000);
-      const lines = [...trainer.stderr().matchAll(/training cycle failed \((\d+) in a row\): (.*?); next try in (\d+) s/g)].map((m) => [Number(m[1]), Number(m[3])]);
-      expect(lines.slice(0, 3)).toEqual([[1, 2], [2, 4], [3, 4]]);
+      const lines = [
+        ...trainer.stderr().matchAll(/training cycle failed \((\d+) in a row\): (.*?); next try in (\d+) s/g),
+      ].map((m) => [Number(m[1]), Number(m[3])]);
+      expect(lines.slice(0, 3)).toEqual([
+        [1, 2],
+        [2, 4],
+        [3, 4],
+      ]);
       // The first wait is 2 s, the second 4 s (the cap); a poll's own work only adds to them.
       expect(failedAt[1]! - failedAt[0]!).toBeGreaterThanOrEqual(1_900);
       expect(failedAt[2]! - failedAt[1]!).toBeGreaterThanOrEqual(3_900);
@@ -57,15 +71,22 @@ describe('sweetloop trainer back-off', () => {
       expect(ready.status).toBe(503);
       const body = (await ready.json()) as { reasons: Record<string, string> };
       expect(body.reasons.training).toMatch(/^\d+ failed cycle\(s\) in a row, the last: .*safetensors/i);
-      expect(await (await fetch(url('/metrics'))).text()).toMatch(/^sweetloop_trainer_state\{state="backing-off"\} 1$/m);
+      expect(await (await fetch(url('/metrics'))).text()).toMatch(
+        /^sweetloop_trainer_state\{state="backing-off"\} 1$/m,
+      );
 
       // Repaired: the next cycle loads the weights and trains; no further failure is said.
       copyFileSync(join(root, 'good.safetensors'), weights);
       const failuresBefore = failedAt.length;
-      await until('a run that succeeds', async () => ((await t.prisma.trainingRun.count({ where: { status: 'succeeded' } })) > 0 ? true : null), 600_000);
+      await until(
+        'a run that succeeds',
+        async () => ((await t.prisma.trainingRun.count({ where: { status: 'succeeded' } })) > 0 ? true : null),
+        600_000,
+      );
       expect(failedAt.length).toBeLessThanOrEqual(failuresBefore + 1);
       // No listener piles up per poll: Node warns past 10 on one signal, so wait for more polls than that.
-      const polls = async () => Number(/^sweetloop_trainer_polls (\d+)$/m.exec(await (await fetch(url('/metrics'))).text())?.[1] ?? 0);
+      const polls = async () =>
+        Number(/^sweetloop_trainer_polls (\d+)$/m.exec(await (await fetch(url('/metrics'))).text())?.[1] ?? 0);
       await until('12 polls', async () => ((await polls()) >= 12 ? true : null), 60_000);
       expect(trainer.stderr()).not.toContain('MaxListenersExceededWarning');
     } catch (e) {

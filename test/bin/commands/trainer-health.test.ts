@@ -19,7 +19,14 @@ describe('sweetloop trainer health', () => {
     t = await createTestDatabase();
     root = scratchDir('trainer-health');
     await t.prisma.trainingRun.create({ data: { algorithm: 'sweet', config: {}, status: 'failed' } });
-    await registerEndpointVersion(t.prisma, { name: 'served-8b', url: 'http://127.0.0.1:9/v1', model: 'llama-8b', contextWindow: 4096, maxTokens: 256, check: false });
+    await registerEndpointVersion(t.prisma, {
+      name: 'served-8b',
+      url: 'http://127.0.0.1:9/v1',
+      model: 'llama-8b',
+      contextWindow: 4096,
+      maxTokens: 256,
+      check: false,
+    });
     await deployPolicyByName(t.db, 'test', 'served-8b');
   });
   afterAll(async () => {
@@ -29,16 +36,31 @@ describe('sweetloop trainer health', () => {
 
   it('reports "cannot train" once, stays not ready and creates no run; ready once a trainable version is deployed', async () => {
     const port = await freePort();
-    const trainer = startSweetloop(['trainer'], { DATABASE_URL: t.url, CHECKPOINT_DIR: join(root, 'ck'), TRAINER_HEALTH_PORT: String(port), HEALTH_HOST: '127.0.0.1', TRAINER_MIN_NEW_SESSIONS: '1000', TRAINER_POLL_SECONDS: '1', LOG_LEVEL: 'warn' });
+    const trainer = startSweetloop(['trainer'], {
+      DATABASE_URL: t.url,
+      CHECKPOINT_DIR: join(root, 'ck'),
+      TRAINER_HEALTH_PORT: String(port),
+      HEALTH_HOST: '127.0.0.1',
+      TRAINER_MIN_NEW_SESSIONS: '1000',
+      TRAINER_POLL_SECONDS: '1',
+      LOG_LEVEL: 'warn',
+    });
     const url = (p: string) => `http://127.0.0.1:${port}${p}`;
-    const polls = async () => Number(/^sweetloop_trainer_polls (\d+)$/m.exec(await (await fetch(url('/metrics'))).text())?.[1] ?? 0);
+    const polls = async () =>
+      Number(/^sweetloop_trainer_polls (\d+)$/m.exec(await (await fetch(url('/metrics'))).text())?.[1] ?? 0);
     try {
       await until('4 polls', async () => ((await polls()) >= 4 ? true : null), 120_000);
       const ready = await fetch(url('/health/ready'));
       expect(ready.status).toBe(503);
-      const body = (await ready.json()) as { status: string; checks: Record<string, boolean>; reasons: Record<string, string> };
+      const body = (await ready.json()) as {
+        status: string;
+        checks: Record<string, boolean>;
+        reasons: Record<string, string>;
+      };
       expect(body).toMatchObject({ status: 'not ready', checks: { database: true, training: false } });
-      expect(body.reasons.training).toMatch(/^cannot train: "served-8b" is served by http:\/\/127\.0\.0\.1:9\/v1 \(model llama-8b\) without a local copy of its base model/);
+      expect(body.reasons.training).toMatch(
+        /^cannot train: "served-8b" is served by http:\/\/127\.0\.0\.1:9\/v1 \(model llama-8b\) without a local copy of its base model/,
+      );
       const metrics = await (await fetch(url('/metrics'))).text();
       expect(metrics).toMatch(/^sweetloop_trainer_state\{state="cannot-train"\} 1$/m);
       expect(metrics).toMatch(/^sweetloop_trainer_state\{state="waiting"\} 0$/m);

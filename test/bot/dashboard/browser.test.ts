@@ -17,7 +17,15 @@ import { createDashboardToken } from '../../../prisma/dashboard-store.ts';
 import { DEFAULT_CHROMIUM_PATH } from '../../../tasks/render.ts';
 
 const OUT = fileURLToPath(new URL('../../../test-output/dashboard/', import.meta.url));
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 const chromiumPath = process.env.CHROMIUM_PATH || DEFAULT_CHROMIUM_PATH;
 
 let t: TestDatabase;
@@ -34,7 +42,12 @@ beforeAll(async () => {
   const l = await startDashboard({ db: t.db, host: '127.0.0.1', port: 0, salt: 'browser-test-salt', chromiumPath });
   local = { url: l.url.replace(/\/$/, ''), loginUrl: l.loginUrl!, close: () => l.app.close() };
   const s = newTokenSecret();
-  await createDashboardToken(t.prisma, 'test', { role: 'moderator', guildId: GUILD_A, tokenSha256: s.sha256, prefix: s.prefix });
+  await createDashboardToken(t.prisma, 'test', {
+    role: 'moderator',
+    guildId: GUILD_A,
+    tokenSha256: s.sha256,
+    prefix: s.prefix,
+  });
   moderator = s.secret;
   const r = await startDashboard({ db: t.db, host: '0.0.0.0', port: 0, salt: 'browser-test-salt', chromiumPath });
   remote = { url: `http://127.0.0.1:${new URL(r.url).port}`, close: () => r.app.close() };
@@ -72,7 +85,9 @@ describe('the dashboard in Chromium', () => {
     page.on('framenavigated', (f) => navigations.push(f.url()));
 
     const agent = page.locator('.turn.agent').first();
-    await expect(agent.locator('.provenance').textContent()).resolves.toMatch(/model llama-3\.1-8b-instruct \+ adapter sweet-0001 · endpoint · T=0\.7 top-p=0\.95/);
+    await expect(agent.locator('.provenance').textContent()).resolves.toMatch(
+      /model llama-3\.1-8b-instruct \+ adapter sweet-0001 · endpoint · T=0\.7 top-p=0\.95/,
+    );
     await expect(agent.locator('.provenance').textContent()).resolves.toMatch(/tokens 210 in \/ 9 out · 812 ms/);
     await expect(page.locator('.strip span').count()).resolves.toBeGreaterThan(0);
     const advantages = await page.locator('.adv').allTextContents();
@@ -83,9 +98,15 @@ describe('the dashboard in Chromium', () => {
     // The hostile reply is shown as the characters typed: no script element, nothing ran, no link to follow.
     const reply = page.locator('.turn.human pre.content').first();
     expect(await reply.textContent()).toBe(HOSTILE);
-    expect(await page.evaluate(`document.querySelectorAll('script, main img[src="x"], a[href^="javascript:"]').length`)).toBe(0);
+    expect(
+      await page.evaluate(`document.querySelectorAll('script, main img[src="x"], a[href^="javascript:"]').length`),
+    ).toBe(0);
     await reply.click();
-    await page.getByText('link', { exact: false }).first().click().catch(() => {});
+    await page
+      .getByText('link', { exact: false })
+      .first()
+      .click()
+      .catch(() => {});
     await page.waitForTimeout(300);
     expect(await page.evaluate('window.__pwned')).toBeUndefined();
     expect(navigations).toEqual([]);
@@ -94,12 +115,16 @@ describe('the dashboard in Chromium', () => {
     await page.close();
   });
 
-  it('shows a frontend session\'s target and answer screenshots side by side', async () => {
+  it("shows a frontend session's target and answer screenshots side by side", async () => {
     const page = await newPage();
     await page.goto(`${local.url}/sessions/${data.frontendSession}`);
     const images = page.locator('.shots img');
     await expect(images.count()).resolves.toBe(2);
-    await page.waitForFunction(`[...document.querySelectorAll('.shots img')].every((i) => i.complete && i.naturalWidth > 0)`, null, { timeout: 60_000 });
+    await page.waitForFunction(
+      `[...document.querySelectorAll('.shots img')].every((i) => i.complete && i.naturalWidth > 0)`,
+      null,
+      { timeout: 60_000 },
+    );
     const [a, b] = await Promise.all([images.nth(0).boundingBox(), images.nth(1).boundingBox()]);
     expect(Math.abs(a!.y - b!.y)).toBeLessThan(2);
     expect(b!.x).toBeGreaterThan(a!.x + a!.width);
@@ -112,7 +137,9 @@ describe('the dashboard in Chromium', () => {
     const page = await newPage();
     await page.goto(`${local.url}/policies`);
     const board = page.locator('table.leaderboard[data-kind="backend"]');
-    await expect(board.locator('tr').nth(1).textContent()).resolves.toMatch(/sweet-0001\s*0\.\d{3} \[0\.\d{3}, 0\.\d{3}\]/);
+    await expect(board.locator('tr').nth(1).textContent()).resolves.toMatch(
+      /sweet-0001\s*0\.\d{3} \[0\.\d{3}, 0\.\d{3}\]/,
+    );
     await expect(page.locator('table.bradley-terry tr').count()).resolves.toBe(3);
     await shot(page, 'policies');
     for (const p of ['people', 'calibration', 'payouts']) {
@@ -123,20 +150,31 @@ describe('the dashboard in Chromium', () => {
     await page.close();
   });
 
-  it('shows each training run\'s phases with progress bars, its loss curves, the critic against the tests and the gate\'s games, linked to their sessions', async () => {
+  it("shows each training run's phases with progress bars, its loss curves, the critic against the tests and the gate's games, linked to their sessions", async () => {
     const page = await newPage();
     await page.goto(`${local.url}/runs`);
     const sweetRun = page.locator(`.run[data-run="${data.runId}"]`);
     // Phases: all three done, full green bars; the run in progress: rft at 10 of 40, a quarter of its bar.
-    await expect(sweetRun.locator('table.phases tr[data-phase]').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-phase')}:${r.getAttribute('data-state')}`))).resolves.toEqual(['critic:done', 'collect:done', 'actor:done']);
+    await expect(
+      sweetRun
+        .locator('table.phases tr[data-phase]')
+        .evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-phase')}:${r.getAttribute('data-state')}`)),
+    ).resolves.toEqual(['critic:done', 'collect:done', 'actor:done']);
     await expect(sweetRun.locator('tr[data-phase="collect"]').textContent()).resolves.toMatch(/6 \/ 6 states \(100%\)/);
     const running = page.locator('.run', { hasText: 'rft · running' });
     await expect(running.locator('tr[data-phase="rft"]').textContent()).resolves.toMatch(/10 \/ 40 updates \(25%\)/);
-    const [bar, fill] = await Promise.all([running.locator('.bar').boundingBox(), running.locator('.bar .fill').boundingBox()]);
+    const [bar, fill] = await Promise.all([
+      running.locator('.bar').boundingBox(),
+      running.locator('.bar .fill').boundingBox(),
+    ]);
     expect(fill!.width / bar!.width).toBeCloseTo(0.25, 2);
     // Loss curves: an SVG polyline per phase, in the run's phase order, its points inside the plot.
-    await expect(sweetRun.locator('figure.curve').evaluateAll((fs) => fs.map((f) => f.getAttribute('data-phase')))).resolves.toEqual(['critic', 'actor']);
-    const points = (await sweetRun.locator('figure.curve[data-phase="critic"] polyline').getAttribute('points'))!.split(' ');
+    await expect(
+      sweetRun.locator('figure.curve').evaluateAll((fs) => fs.map((f) => f.getAttribute('data-phase'))),
+    ).resolves.toEqual(['critic', 'actor']);
+    const points = (await sweetRun.locator('figure.curve[data-phase="critic"] polyline').getAttribute('points'))!.split(
+      ' ',
+    );
     expect(points).toHaveLength(12);
     expect(points[0]).toBe('0.0,0.0');
     expect(points.at(-1)).toBe('380.0,110.0');
@@ -144,10 +182,14 @@ describe('the dashboard in Chromium', () => {
     await expect(sweetRun.locator('table.critic-check td.agreement').textContent()).resolves.toBe('62.5%');
     await expect(sweetRun.locator('table.critic-check').textContent()).resolves.toMatch(/4 \(4 tasks\)/);
     // The gate's games one by one: ten, each task linked to its sessions, each side to the session that played it.
-    await expect(sweetRun.locator('.gate-summary').textContent()).resolves.toMatch(/kept sweet-0001 · tie vs starter · 10 games of 5 tasks/);
+    await expect(sweetRun.locator('.gate-summary').textContent()).resolves.toMatch(
+      /kept sweet-0001 · tie vs starter · 10 games of 5 tasks/,
+    );
     const games = sweetRun.locator('table.gate-games tr[data-winner]');
     await expect(games.count()).resolves.toBe(10);
-    await expect(games.first().textContent()).resolves.toMatch(/^1Write a function that adds 0.*0\.700 ✗0\.300 ✗candidate$/s);
+    await expect(games.first().textContent()).resolves.toMatch(
+      /^1Write a function that adds 0.*0\.700 ✗0\.300 ✗candidate$/s,
+    );
     await expect(running.locator('.gate-games').count()).resolves.toBe(0);
     await shot(page, 'runs');
     await games.first().locator('td').nth(2).locator('a').click();
@@ -171,7 +213,9 @@ describe('the dashboard in Chromium', () => {
     expect(login!.status()).toBe(200);
     expect(new URL(page.url()).search).toBe('');
     await page.goto(`${remote.url}/sessions`);
-    const links = await page.locator('td a[href^="/sessions/"]').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    const links = await page
+      .locator('td a[href^="/sessions/"]')
+      .evaluateAll((as) => as.map((a) => a.getAttribute('href')));
     expect(links).toEqual([`/sessions/${data.sessionA}`]);
     await expect(page.locator('header .who').textContent()).resolves.toContain('moderator · one guild');
     await shot(page, 'moderator-sessions');

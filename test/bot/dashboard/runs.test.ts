@@ -5,7 +5,20 @@ import { curveOf, phaseViews } from '../../../bot/dashboard/runs.ts';
 
 describe('phaseViews', () => {
   it('a SWEET-RL run in its actor phase: critic and collect done, actor part-way by its recorded updates', () => {
-    const v = phaseViews('running', { done: ['critic', 'collect'], current: { phase: 'actor', step: 4 }, collected: 6, phases: ['critic', 'collect', 'actor'], totals: { critic: 10, collect: 6, actor: 20 } }, new Map([['critic', 10], ['actor', 5]]));
+    const v = phaseViews(
+      'running',
+      {
+        done: ['critic', 'collect'],
+        current: { phase: 'actor', step: 4 },
+        collected: 6,
+        phases: ['critic', 'collect', 'actor'],
+        totals: { critic: 10, collect: 6, actor: 20 },
+      },
+      new Map([
+        ['critic', 10],
+        ['actor', 5],
+      ]),
+    );
     expect(v).toEqual([
       { name: 'critic', state: 'done', done: 10, total: 10, fraction: 1, unit: 'updates' },
       { name: 'collect', state: 'done', done: 6, total: 6, fraction: 1, unit: 'states' },
@@ -14,8 +27,16 @@ describe('phaseViews', () => {
   });
 
   it('a failed run stopped where it was, the phases after it waiting; a run without named phases shows what it met', () => {
-    const failed = phaseViews('failed', { done: ['critic'], collected: 2, phases: ['critic', 'collect', 'actor'], totals: { critic: 4, collect: 8 } }, new Map([['critic', 4]]));
-    expect(failed.map((p) => `${p.name}:${p.state}:${p.done}/${p.total}`)).toEqual(['critic:done:4/4', 'collect:stopped:2/8', 'actor:waiting:null/null']);
+    const failed = phaseViews(
+      'failed',
+      { done: ['critic'], collected: 2, phases: ['critic', 'collect', 'actor'], totals: { critic: 4, collect: 8 } },
+      new Map([['critic', 4]]),
+    );
+    expect(failed.map((p) => `${p.name}:${p.state}:${p.done}/${p.total}`)).toEqual([
+      'critic:done:4/4',
+      'collect:stopped:2/8',
+      'actor:waiting:null/null',
+    ]);
     const old = phaseViews('succeeded', { done: [], current: { phase: 'rft', step: 30 } }, new Map([['rft', 30]]));
     expect(old).toEqual([{ name: 'rft', state: 'done', done: 30, total: null, fraction: 1, unit: 'updates' }]);
     expect(phaseViews('queued', null, new Map())).toEqual([]);
@@ -24,7 +45,10 @@ describe('phaseViews', () => {
 
 describe('curveOf', () => {
   it('keeps every update up to 400, thins beyond while keeping the last, and reports the whole range', () => {
-    const points = Array.from({ length: 1001 }, (_, step) => ({ step, loss: step === 500 ? 0.01 : 1 + 1 / (step + 1) }));
+    const points = Array.from({ length: 1001 }, (_, step) => ({
+      step,
+      loss: step === 500 ? 0.01 : 1 + 1 / (step + 1),
+    }));
     const c = curveOf('critic', points);
     expect(c.updates).toBe(1001);
     expect(c.points.length).toBeLessThanOrEqual(401);

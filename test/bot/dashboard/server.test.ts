@@ -5,7 +5,15 @@
 // what people typed is escaped. The browser checks are in test/bot/dashboard/browser.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
-import { GUILD_A, GUILD_B, GUILD_B_MARKER, PERSON_A, PERSON_B, seedDashboardData, type DashboardData } from '../../../testing/dashboard-data.ts';
+import {
+  GUILD_A,
+  GUILD_B,
+  GUILD_B_MARKER,
+  PERSON_A,
+  PERSON_B,
+  seedDashboardData,
+  type DashboardData,
+} from '../../../testing/dashboard-data.ts';
 import { buildDashboard, DashboardRefused, startDashboard } from '../../../bot/dashboard/server.ts';
 import { newTokenSecret, isLoopbackHost, loopbackHostHeader } from '../../../bot/dashboard/access.ts';
 import { createDashboardToken, revokeDashboardToken, DashboardTokenError } from '../../../prisma/dashboard-store.ts';
@@ -36,7 +44,13 @@ async function token(role: 'operator' | 'moderator', guildId: string | null): Pr
 
 describe('the address rules', () => {
   it('knows loopback addresses and Host headers', () => {
-    expect(['127.0.0.1', '127.3.4.5', '::1', '[::1]', 'localhost'].map(isLoopbackHost)).toEqual([true, true, true, true, true]);
+    expect(['127.0.0.1', '127.3.4.5', '::1', '[::1]', 'localhost'].map(isLoopbackHost)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
     expect(['0.0.0.0', '192.168.1.2', '::', 'example.org'].map(isLoopbackHost)).toEqual([false, false, false, false]);
     expect(['127.0.0.1:8080', 'localhost:1', '[::1]:80'].map(loopbackHostHeader)).toEqual([true, true, true]);
     expect(['evil.example:8080', 'evil.example', undefined].map(loopbackHostHeader)).toEqual([false, false, false]);
@@ -49,9 +63,16 @@ describe('on loopback', () => {
   let cookie = '';
   let close: () => Promise<unknown>;
   /** A request with the cookie the login link set. */
-  const signedIn = (url: string, init: RequestInit = {}) => fetch(url, { ...init, headers: { cookie, ...(init.headers as Record<string, string> | undefined) } });
+  const signedIn = (url: string, init: RequestInit = {}) =>
+    fetch(url, { ...init, headers: { cookie, ...(init.headers as Record<string, string> | undefined) } });
   beforeAll(async () => {
-    const d = await startDashboard({ db: t.db, host: '127.0.0.1', port: 0, salt: SALT, chromiumPath: '/usr/bin/chromium' });
+    const d = await startDashboard({
+      db: t.db,
+      host: '127.0.0.1',
+      port: 0,
+      salt: SALT,
+      chromiumPath: '/usr/bin/chromium',
+    });
     base = d.url.replace(/\/$/, '');
     loginUrl = d.loginUrl!;
     close = () => d.app.close();
@@ -71,7 +92,13 @@ describe('on loopback', () => {
     cookie = login.headers.get('set-cookie')!.split(';')[0]!;
     expect((await signedIn(`${base}/studies`)).status).toBe(200);
     // Another dashboard process has its own secret: this one's cookie opens nothing there.
-    const other = await startDashboard({ db: t.db, host: '127.0.0.1', port: 0, salt: SALT, chromiumPath: '/usr/bin/chromium' });
+    const other = await startDashboard({
+      db: t.db,
+      host: '127.0.0.1',
+      port: 0,
+      salt: SALT,
+      chromiumPath: '/usr/bin/chromium',
+    });
     try {
       expect(other.loginUrl).not.toBe(loginUrl);
       expect((await fetch(`${other.url}studies`, { headers: { cookie } })).status).toBe(401);
@@ -90,11 +117,22 @@ describe('on loopback', () => {
     let logged = '';
     out.on('data', (d: Buffer) => (logged += d.toString('utf8')));
     const log = createLogger({ LOG_LEVEL: 'info', LOG_FORMAT: 'json' }, 'dashboard-test', { destination: out });
-    const app = await buildDashboard({ db, host: '127.0.0.1', port: 0, salt: SALT, chromiumPath: '/usr/bin/chromium', log });
+    const app = await buildDashboard({
+      db,
+      host: '127.0.0.1',
+      port: 0,
+      salt: SALT,
+      chromiumPath: '/usr/bin/chromium',
+      log,
+    });
     try {
       await proxy.down();
       const secret = newTokenSecret().secret;
-      const r = await app.inject({ method: 'GET', url: `/login?token=${encodeURIComponent(secret)}`, headers: { host: '127.0.0.1' } });
+      const r = await app.inject({
+        method: 'GET',
+        url: `/login?token=${encodeURIComponent(secret)}`,
+        headers: { host: '127.0.0.1' },
+      });
       expect(r.statusCode).toBe(500);
       await new Promise((resolve) => setImmediate(resolve));
       expect(logged).toContain('dashboard request failed');
@@ -123,7 +161,13 @@ describe('on loopback', () => {
   });
 
   it('refuses a request that names another host (DNS rebinding)', async () => {
-    const app = await buildDashboard({ db: t.db, host: '127.0.0.1', port: 0, salt: SALT, chromiumPath: '/usr/bin/chromium' });
+    const app = await buildDashboard({
+      db: t.db,
+      host: '127.0.0.1',
+      port: 0,
+      salt: SALT,
+      chromiumPath: '/usr/bin/chromium',
+    });
     const r = await app.inject({ method: 'GET', url: '/sessions', headers: { host: 'evil.example:8080' } });
     expect(r.statusCode).toBe(403);
     await app.close();
@@ -182,7 +226,9 @@ describe('on loopback', () => {
   it('shows the latest calibration of a study, its table and its figure', async () => {
     const html = await (await signedIn(`${base}/calibration`)).text();
     expect(html).toContain('against rule-simulator');
-    expect(html).toMatch(/<td>agent turns<\/td><td class="n">7\.00<\/td><td class="n">3\.40<\/td><td class="n">\+3\.60 \[\+\d\.\d\d, \+\d\.\d\d\]<\/td><td class="n">5<\/td>/);
+    expect(html).toMatch(
+      /<td>agent turns<\/td><td class="n">7\.00<\/td><td class="n">3\.40<\/td><td class="n">\+3\.60 \[\+\d\.\d\d, \+\d\.\d\d\]<\/td><td class="n">5<\/td>/,
+    );
     const src = /<img alt="calibration figure"[^>]* src="([^"]+)"/.exec(html)![1]!;
     const svg = await signedIn(base + src);
     expect(svg.status).toBe(200);
@@ -193,7 +239,12 @@ describe('on loopback', () => {
   it('takes a write only with the CSRF token, and audits it', async () => {
     const alice = await t.prisma.participant.findUniqueOrThrow({ where: { discordUserId: PERSON_A } });
     const post = (body: Record<string, string>) =>
-      signedIn(`${base}/people/${alice.id}/training`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(body).toString() });
+      signedIn(`${base}/people/${alice.id}/training`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(body).toString(),
+      });
     expect((await post({ action: 'exclude', reason: 'test' })).status).toBe(403);
     expect((await post({ action: 'exclude', reason: 'test', csrf: 'forged' })).status).toBe(403);
     expect(await t.prisma.trainingExclusion.count()).toBe(0);
@@ -219,28 +270,43 @@ describe('the Flags page', () => {
       const listed = await openFlags(t.prisma, moderatorOfA, SALT);
       expect(listed.map((f) => f.id)).toContain(a.id);
       expect(listed.map((f) => f.id)).not.toContain(b.id);
-      expect(listed.find((f) => f.id === a.id)).toMatchObject({ automatic: true, person: pseudonymize(PERSON_A, SALT), confirmed: null });
+      expect(listed.find((f) => f.id === a.id)).toMatchObject({
+        automatic: true,
+        person: pseudonymize(PERSON_A, SALT),
+        confirmed: null,
+      });
       // Not in their guild: nothing happens.
       expect(await actOnFlag(t.prisma, moderatorOfA, b.id, 'clear', null)).toBe(false);
       expect(await actOnFlag(t.prisma, moderatorOfA, a.id, 'confirm', 'copied the code')).toBe(true);
-      expect((await openFlags(t.prisma, moderatorOfA, SALT)).find((f) => f.id === a.id)!.confirmed).toMatchObject({ by: 'mod-a' });
+      expect((await openFlags(t.prisma, moderatorOfA, SALT)).find((f) => f.id === a.id)!.confirmed).toMatchObject({
+        by: 'mod-a',
+      });
       expect((await t.prisma.moderationFlag.findUniqueOrThrow({ where: { id: a.id } })).resolvedAt).toBeNull();
       expect(await actOnFlag(t.prisma, operator, b.id, 'clear', 'fine after all')).toBe(true);
-      expect((await t.prisma.moderationFlag.findUniqueOrThrow({ where: { id: b.id } })).resolvedReason).toBe('fine after all');
+      expect((await t.prisma.moderationFlag.findUniqueOrThrow({ where: { id: b.id } })).resolvedReason).toBe(
+        'fine after all',
+      );
       expect((await openFlags(t.prisma, operator, SALT)).map((f) => f.id)).not.toContain(b.id);
       // Closed again so that the other tests see the data they seeded (the page is served in "every page" above).
-      await t.prisma.moderationFlag.update({ where: { id: a.id }, data: { resolvedAt: new Date(), resolvedBy: 'test' } });
+      await t.prisma.moderationFlag.update({
+        where: { id: a.id },
+        data: { resolvedAt: new Date(), resolvedBy: 'test' },
+      });
     }
   });
 });
 
 describe('beyond loopback', () => {
   it('refuses to listen while no live token exists', async () => {
-    await expect(startDashboard({ db: t.db, host: '0.0.0.0', port: 0, salt: SALT, chromiumPath: '/usr/bin/chromium' })).rejects.toThrow(DashboardRefused);
+    await expect(
+      startDashboard({ db: t.db, host: '0.0.0.0', port: 0, salt: SALT, chromiumPath: '/usr/bin/chromium' }),
+    ).rejects.toThrow(DashboardRefused);
   });
 
   it('stores only a hash, refuses a moderator token without a guild, and ends a revoked token', async () => {
-    await expect(createDashboardToken(t.prisma, 'test', { role: 'moderator', guildId: null, tokenSha256: 'x', prefix: 'x' })).rejects.toThrow(DashboardTokenError);
+    await expect(
+      createDashboardToken(t.prisma, 'test', { role: 'moderator', guildId: null, tokenSha256: 'x', prefix: 'x' }),
+    ).rejects.toThrow(DashboardTokenError);
     const secret = await token('operator', null);
     const rows = await t.prisma.dashboardToken.findMany();
     expect(JSON.stringify(rows)).not.toContain(secret);
@@ -258,21 +324,40 @@ describe('beyond loopback', () => {
       moderatorA = await token('moderator', GUILD_A);
       revoked = await token('operator', null);
       await revokeDashboardToken(t.prisma, 'test', revoked.slice(0, 12));
-      const d = await startDashboard({ db: t.db, host: '0.0.0.0', port: 0, salt: SALT, chromiumPath: '/usr/bin/chromium' });
+      const d = await startDashboard({
+        db: t.db,
+        host: '0.0.0.0',
+        port: 0,
+        salt: SALT,
+        chromiumPath: '/usr/bin/chromium',
+      });
       base = `http://127.0.0.1:${new URL(d.url).port}`;
       close = () => d.app.close();
     });
     afterAll(() => close?.());
-    const get = (path: string, secret?: string) => fetch(base + path, { redirect: 'manual', headers: secret ? { authorization: `Bearer ${secret}` } : {} });
+    const get = (path: string, secret?: string) =>
+      fetch(base + path, { redirect: 'manual', headers: secret ? { authorization: `Bearer ${secret}` } : {} });
 
     it('answers 401 to every page without a live token', async () => {
-      const paths = ['/', ...PAGES, '/payouts', `/sessions/${data.sessionA}`, `/sessions/${data.frontendSession}/screenshot/target`, '/no-such-page', '/login?token=sld_wrong'];
+      const paths = [
+        '/',
+        ...PAGES,
+        '/payouts',
+        `/sessions/${data.sessionA}`,
+        `/sessions/${data.frontendSession}/screenshot/target`,
+        '/no-such-page',
+        '/login?token=sld_wrong',
+      ];
       for (const p of paths) {
         expect((await get(p)).status, p).toBe(401);
         expect((await get(p, 'sld_not-a-token')).status, p).toBe(401);
         expect((await get(p, revoked)).status, p).toBe(401);
       }
-      const post = await fetch(`${base}/people/${data.sessionA}/training`, { method: 'POST', body: 'action=exclude', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const post = await fetch(`${base}/people/${data.sessionA}/training`, {
+        method: 'POST',
+        body: 'action=exclude',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       expect(post.status).toBe(401);
     });
 
@@ -300,7 +385,10 @@ describe('beyond loopback', () => {
       expect(people).not.toContain(pseudonymize(PERSON_B, SALT).slice(0, 12));
       expect((await get('/payouts', moderatorA)).status).toBe(403);
       // The leaderboard counts their guild's sessions only: the starter played only simulated games (no guild).
-      const board = /<table class="leaderboard" data-kind="backend">([\s\S]*?)<\/table>/.exec(await (await get('/policies', moderatorA)).text())?.[1] ?? '';
+      const board =
+        /<table class="leaderboard" data-kind="backend">([\s\S]*?)<\/table>/.exec(
+          await (await get('/policies', moderatorA)).text(),
+        )?.[1] ?? '';
       expect(board).not.toContain('starter</td>');
       for (const p of [...PAGES, `/sessions/${data.sessionA}`]) {
         const html = await (await get(p, moderatorA)).text();
@@ -333,8 +421,19 @@ describe('the Bradley-Terry table kept between requests', () => {
     expect(before.bradleyTerry.rows.length).toBeGreaterThanOrEqual(2);
     // One more answered choice (one of them again, its sessions the other way round, answered later): the digest
     // and the table's count change.
-    const p = await t.prisma.preference.findFirstOrThrow({ where: { choice: { in: ['a', 'b'] } }, orderBy: { answeredAt: 'asc' } });
-    const extra = await t.prisma.preference.create({ data: { raterId: p.raterId, sessionAId: p.sessionBId, sessionBId: p.sessionAId, choice: p.choice, answeredAt: new Date() } });
+    const p = await t.prisma.preference.findFirstOrThrow({
+      where: { choice: { in: ['a', 'b'] } },
+      orderBy: { answeredAt: 'asc' },
+    });
+    const extra = await t.prisma.preference.create({
+      data: {
+        raterId: p.raterId,
+        sessionAId: p.sessionBId,
+        sessionBId: p.sessionAId,
+        choice: p.choice,
+        answeredAt: new Date(),
+      },
+    });
     const d1 = await judgementsDigest(t.prisma);
     expect(d1.n).toBe(d0.n + 1);
     expect(d1.digest).not.toBe(d0.digest);

@@ -10,7 +10,9 @@ const task = builtinTasks({ kind: 'backend' })[0] as TaskRecord & BackendTask;
 const QUESTION = 'Before I write it: which details matter most to you, for example rates or rounding?';
 const agent = scriptedAgent('scripted', (dialogue) => {
   const mine = dialogue.filter((m) => m.role === 'assistant').length;
-  return mine === 0 ? QUESTION : `Thanks, that is all I need.\nI WANT TO ANSWER:\n\`\`\`python\n${task.reference}\`\`\``;
+  return mine === 0
+    ? QUESTION
+    : `Thanks, that is all I need.\nI WANT TO ANSWER:\n\`\`\`python\n${task.reference}\`\`\``;
 });
 
 describe('Discord bot, backend session', () => {
@@ -64,10 +66,20 @@ describe('Discord bot, backend session', () => {
     const msgId = h.fake.say(alice, threadId, 'Use the rates in my code; round to cents.');
     const answer = await h.agentMessage(threadId, 2);
     expect(answer.content).toContain('final answer');
-    const result = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')), 60_000, 'result');
+    const result = await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')),
+      60_000,
+      'result',
+    );
     expect(result.content).toMatch(/(\d+) of \1 tests passed/);
-    const rating = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 30_000, 'rating buttons');
-    expect(rating.components[0].components.map((c: any) => c.custom_id)).toEqual([1, 2, 3, 4, 5].map((n) => `rate:${session.id}:${n}`));
+    const rating = await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
+      30_000,
+      'rating buttons',
+    );
+    expect(rating.components[0].components.map((c: any) => c.custom_id)).toEqual(
+      [1, 2, 3, 4, 5].map((n) => `rate:${session.id}:${n}`),
+    );
 
     const rate = h.fake.click(alice, rating, `rate:${session.id}:4`);
     await h.reply(rate, (s) => s.content.includes('you rated the agent 4/5'), 'rating thanks');
@@ -93,7 +105,10 @@ describe('Discord bot, backend session', () => {
     expect(stored.ratings[0]!.value).toBe(4);
     expect(stored.ratings[0]!.comment).toBe('Asked a sensible question.');
     // Each agent turn was stored before Discord received it, and records the message that showed it.
-    for (const [turn, shown] of [[stored.turns[0]!, q], [stored.turns[2]!, answer]] as const) {
+    for (const [turn, shown] of [
+      [stored.turns[0]!, q],
+      [stored.turns[2]!, answer],
+    ] as const) {
       expect(turn.createdAt.getTime()).toBeLessThanOrEqual(shown.wallAt);
       expect(turn.externalMessageId).toBeTruthy();
     }
@@ -106,7 +121,11 @@ describe('Discord bot, backend session', () => {
     const i = h.fake.command(mod, 'mod', 'export', {}, { moderator: true });
     const reply = await h.reply(i, (s) => s.files.length > 0, 'export attachment');
     const data = reply.files.find((f) => f.name.endsWith('.jsonl'))!;
-    const lines = data.data.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = data.data
+      .toString('utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(1);
     expect(lines[0].task.ground_truth).toBe(task.reference);
     expect(lines[0].dialogue_history.map((m: any) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
@@ -132,7 +151,13 @@ describe('Discord bot, backend session', () => {
   it('refuses a banned person and writes the audit log', async () => {
     const mod = h.fake.user('mod2');
     const carol = h.fake.user('carol');
-    const ban = h.fake.command(mod, 'mod', 'ban', { user: carol, reason: 'spam' }, { moderator: true, roles: [h.operatorRole] });
+    const ban = h.fake.command(
+      mod,
+      'mod',
+      'ban',
+      { user: carol, reason: 'spam' },
+      { moderator: true, roles: [h.operatorRole] },
+    );
     await h.reply(ban, (s) => s.content.startsWith('Banned'), 'ban reply');
     const start = h.fake.command(carol, 'task', 'start', { kind: 'backend' });
     const r = await h.reply(start, (s) => s.kind === 'original', 'refusal');
@@ -141,7 +166,9 @@ describe('Discord bot, backend session', () => {
     const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: carol.id } });
     expect(p.banned).toBe(true);
     expect(await h.tdb.prisma.session.count({ where: { participantId: p.id } })).toBe(0);
-    expect(await h.tdb.prisma.auditLog.findFirst({ where: { action: 'participant.ban', target: carol.id, actor: mod.id } })).not.toBeNull();
+    expect(
+      await h.tdb.prisma.auditLog.findFirst({ where: { action: 'participant.ban', target: carol.id, actor: mod.id } }),
+    ).not.toBeNull();
 
     const unban = h.fake.command(mod, 'mod', 'unban', { user: carol }, { moderator: true, roles: [h.operatorRole] });
     await h.reply(unban, (s) => s.content.startsWith('Unbanned'), 'unban reply');
@@ -157,16 +184,25 @@ describe('Discord bot, backend session', () => {
     const id = h.fake.say(dave, threadId, 'Round to cents, please.');
     h.fake.say(dave, threadId, 'Round to cents, please.', id); // the gateway delivers it again at once
     await h.agentMessage(threadId, 2);
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
+      60_000,
+      'rating',
+    );
     h.fake.say(dave, threadId, 'Round to cents, please.', id); // and once more, later
     await new Promise((r) => setTimeout(r, 500));
     const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: dave.id } });
-    const turns = await h.tdb.prisma.turn.findMany({ where: { session: { participantId: p.id } }, orderBy: { index: 'asc' } });
+    const turns = await h.tdb.prisma.turn.findMany({
+      where: { session: { participantId: p.id } },
+      orderBy: { index: 'asc' },
+    });
     expect(turns.map((t) => t.role)).toEqual(['agent', 'human', 'agent']);
     expect(turns.filter((t) => t.externalMessageId === id)).toHaveLength(1);
     expect(h.fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'))).toHaveLength(2);
     // No "wait for the agent" notice was sent for the duplicate either.
-    expect(h.fake.inChannel(threadId).filter((s) => /still writing|wait for the agent/i.test(s.content))).toHaveLength(0);
+    expect(h.fake.inChannel(threadId).filter((s) => /still writing|wait for the agent/i.test(s.content))).toHaveLength(
+      0,
+    );
   });
 
   it('pauses and resumes collection, one active session per person, /task stop and /privacy delete', async () => {
@@ -180,11 +216,19 @@ describe('Discord bot, backend session', () => {
     const pause = h.fake.command(mod, 'mod', 'pause', {}, { moderator: true, roles: [h.operatorRole] });
     await h.reply(pause, (s) => s.content.includes('paused'));
     const frank = h.fake.user('frank');
-    const accept = h.fake.click(frank, await h.reply(h.fake.command(frank, 'task', 'start', { kind: 'backend' }), (s) => s.kind === 'original'), 'consent:accept:backend');
+    const accept = h.fake.click(
+      frank,
+      await h.reply(h.fake.command(frank, 'task', 'start', { kind: 'backend' }), (s) => s.kind === 'original'),
+      'consent:accept:backend',
+    );
     expect((await h.reply(accept, (s) => s.content.includes('paused'))).content).toContain('paused');
     const resume = h.fake.command(mod, 'mod', 'resume', {}, { moderator: true, roles: [h.operatorRole] });
     await h.reply(resume, (s) => s.content.includes('resumed'));
-    expect(await h.tdb.prisma.auditLog.count({ where: { action: { in: ['collection.pause', 'collection.resume'] }, actor: mod.id } })).toBe(2);
+    expect(
+      await h.tdb.prisma.auditLog.count({
+        where: { action: { in: ['collection.pause', 'collection.resume'] }, actor: mod.id },
+      }),
+    ).toBe(2);
 
     const status = h.fake.command(erin, 'task', 'status');
     const st = await h.reply(status, (s) => s.kind === 'followup', 'status hidden info');
@@ -212,15 +256,34 @@ describe('Discord bot, backend session', () => {
     const g = await h.startSession(gina, 'backend');
     await h.agentMessage(g.threadId, 1);
     await h.tdb.prisma.policyVersion.create({
-      data: { name: 'test-policy-2', algorithm: 'sweet', checkpointPath: '/nonexistent-2', checkpointSha256: '1'.repeat(64) },
+      data: {
+        name: 'test-policy-2',
+        algorithm: 'sweet',
+        checkpointPath: '/nonexistent-2',
+        checkpointSha256: '1'.repeat(64),
+      },
     });
-    const unknown = h.fake.command(mod, 'mod', 'deploy', { version: 'no-such-version' }, { moderator: true, roles: [h.operatorRole] });
+    const unknown = h.fake.command(
+      mod,
+      'mod',
+      'deploy',
+      { version: 'no-such-version' },
+      { moderator: true, roles: [h.operatorRole] },
+    );
     expect((await h.reply(unknown, (s) => s.kind === 'original')).content).toContain('No policy version named');
-    const deploy = h.fake.command(mod, 'mod', 'deploy', { version: 'test-policy-2' }, { moderator: true, roles: [h.operatorRole] });
+    const deploy = h.fake.command(
+      mod,
+      'mod',
+      'deploy',
+      { version: 'test-policy-2' },
+      { moderator: true, roles: [h.operatorRole] },
+    );
     await h.reply(deploy, (s) => s.content.startsWith('Deployed test-policy-2'));
     const v2 = await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'test-policy-2' } });
     expect(v2.status).toBe('deployed');
-    expect((await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'test-policy' } })).status).toBe('retired');
+    expect((await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'test-policy' } })).status).toBe(
+      'retired',
+    );
 
     const hs = await h.startSession(harry, 'backend');
     await h.agentMessage(hs.threadId, 1);
@@ -231,20 +294,37 @@ describe('Discord bot, backend session', () => {
 
     const rollback = h.fake.command(mod, 'mod', 'rollback', {}, { moderator: true, roles: [h.operatorRole] });
     await h.reply(rollback, (s) => s.content.includes('test-policy is deployed again'));
-    expect((await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'test-policy' } })).status).toBe('deployed');
-    expect(await h.tdb.prisma.auditLog.count({ where: { actor: mod.id, action: { in: ['policy.deploy', 'policy.rollback'] } } })).toBe(2);
+    expect((await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'test-policy' } })).status).toBe(
+      'deployed',
+    );
+    expect(
+      await h.tdb.prisma.auditLog.count({
+        where: { actor: mod.id, action: { in: ['policy.deploy', 'policy.rollback'] } },
+      }),
+    ).toBe(2);
   });
 
   it('expires an idle session and says so in its thread', async () => {
     const ivy = h.fake.user('ivy');
     const { threadId } = await h.startSession(ivy, 'backend');
     await h.agentMessage(threadId, 1);
-    await h.tdb.prisma.session.update({ where: { threadId }, data: { lastActivityAt: new Date(Date.now() - 31 * 60_000) } });
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('expired after 30 minutes')), 30_000, 'expiry notice');
+    await h.tdb.prisma.session.update({
+      where: { threadId },
+      data: { lastActivityAt: new Date(Date.now() - 31 * 60_000) },
+    });
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('expired after 30 minutes')),
+      30_000,
+      'expiry notice',
+    );
     expect((await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } })).status).toBe('expired');
     await h.fake.waitFor(() => h.fake.channels.get(threadId).thread_metadata.archived, 10_000, 'thread archived');
     h.fake.say(ivy, threadId, 'Hello?');
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('This session has ended')), 30_000, 'ended notice');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('This session has ended')),
+      30_000,
+      'ended notice',
+    );
   });
 
   it('flags a session for moderators', async () => {

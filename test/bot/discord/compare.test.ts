@@ -17,7 +17,9 @@ const sessions: string[] = [];
 
 beforeAll(async () => {
   await h.start();
-  const other = await h.tdb.prisma.policyVersion.create({ data: { name: 'other', algorithm: 'external', checkpointPath: '/nonexistent', status: 'candidate' } });
+  const other = await h.tdb.prisma.policyVersion.create({
+    data: { name: 'other', algorithm: 'external', checkpointPath: '/nonexistent', status: 'candidate' },
+  });
   const task = await h.tdb.prisma.task.findFirstOrThrow({ where: { description: tasks[0]!.description } });
   for (const [k, policy] of [h.policy.id, other.id].entries()) {
     sessions.push(
@@ -53,10 +55,15 @@ describe('/compare', () => {
 
   it('stores the choice, gives a Bradley-Terry pair and exports it pseudonymised', async () => {
     const dana = h.fake.user('dana');
-    await h.tdb.prisma.participant.create({ data: { discordUserId: dana.id, displayName: 'dana', consentGivenAt: new Date() } });
+    await h.tdb.prisma.participant.create({
+      data: { discordUserId: dana.id, displayName: 'dana', consentGivenAt: new Date() },
+    });
     const i = h.fake.command(dana, 'compare', null);
     const buttons = await h.reply(i, (s) => s.components.length > 0, 'the buttons');
-    const shown = h.fake.replies(i).map((s) => s.content).join('\n');
+    const shown = h.fake
+      .replies(i)
+      .map((s) => s.content)
+      .join('\n');
     expect(shown).toContain('Which agent helped more?');
     expect(shown).toContain(tasks[0]!.description.slice(0, 40));
     expect(shown).toContain('__**Session A**__');
@@ -75,14 +82,21 @@ describe('/compare', () => {
     await h.reply(click, (s) => s.content.includes('you chose "Agent B helped more"'), 'thanks');
     const answered = await h.tdb.prisma.preference.findUniqueOrThrow({ where: { id: stored.id } });
     expect(answered.choice).toBe('b');
-    expect(await peoplePairs(h.tdb.prisma, sessions)).toEqual([{ id: stored.id, chosen: stored.sessionBId, rejected: stored.sessionAId, raterId: answered.raterId }]);
+    expect(await peoplePairs(h.tdb.prisma, sessions)).toEqual([
+      { id: stored.id, chosen: stored.sessionBId, rejected: stored.sessionAId, raterId: answered.raterId },
+    ]);
 
     const out = new PassThrough();
     let text = '';
     out.on('data', (c) => (text += c));
     expect(await exportPreferences(h.tdb.prisma, 'test-export-salt', out)).toBe(1);
     const rec = JSON.parse(text.trim());
-    expect(rec).toMatchObject({ comparison_id: stored.id, session_a: stored.sessionAId, session_b: stored.sessionBId, choice: 'b' });
+    expect(rec).toMatchObject({
+      comparison_id: stored.id,
+      session_a: stored.sessionAId,
+      session_b: stored.sessionBId,
+      choice: 'b',
+    });
     expect(rec.rater).toMatch(/^p_[0-9a-f]+$/);
     expect(text).not.toContain(dana.id);
 

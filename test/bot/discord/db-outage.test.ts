@@ -10,7 +10,9 @@ import { BotHarness, scriptedAgent } from './harness.ts';
 
 const task = builtinTasks({ kind: 'backend' })[2] as TaskRecord & BackendTask;
 const agent = scriptedAgent('scripted', (dialogue) =>
-  dialogue.some((m) => m.role === 'assistant') ? `I WANT TO ANSWER:\n${task.reference}` : 'Any special cases I should know about?',
+  dialogue.some((m) => m.role === 'assistant')
+    ? `I WANT TO ANSWER:\n${task.reference}`
+    : 'Any special cases I should know about?',
 );
 
 describe('Discord bot when Postgres goes away', () => {
@@ -40,20 +42,36 @@ describe('Discord bot when Postgres goes away', () => {
 
     await proxy.down();
     const status = h.fake.command(alice, 'task', 'status');
-    const wait = await h.reply(status, (s) => s.content.includes('database is unavailable'), 'wait notice on a command');
+    const wait = await h.reply(
+      status,
+      (s) => s.content.includes('database is unavailable'),
+      'wait notice on a command',
+    );
     expect(status.ackAt).not.toBeNull(); // acknowledged although the database is down
     expect(wait.flags & 64).toBe(0); // an edit of the (ephemeral) deferred reply
     const msgId = h.fake.say(alice, threadId, 'Nothing special, thanks.');
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('database is unavailable')), 30_000, 'wait notice in the thread');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('database is unavailable')),
+      30_000,
+      'wait notice in the thread',
+    );
     expect(await h.tdb.prisma.turn.count({ where: { externalMessageId: msgId } })).toBe(0);
 
     await proxy.up();
     await h.agentMessage(threadId, 2);
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('database is back')), 30_000, 'back notice');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('database is back')),
+      30_000,
+      'back notice',
+    );
     await h.reply(status, (s) => s.content.startsWith('Session'), 'the status, once the database is back');
     const turns = await h.tdb.prisma.turn.findMany({ where: { session: { threadId } }, orderBy: { index: 'asc' } });
     expect(turns.map((t) => t.role)).toEqual(['agent', 'human', 'agent']);
     expect(turns[1]!.externalMessageId).toBe(msgId);
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
+      60_000,
+      'rating',
+    );
   });
 });

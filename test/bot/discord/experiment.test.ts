@@ -42,11 +42,20 @@ function taskOf(dialogue: ChatMessage[]): TaskRecord & BackendTask {
 let askFirst = false;
 function asking(answer: (d: ChatMessage[]) => string): (d: ChatMessage[]) => string {
   // The first user message is the task itself; any later one is the person's reply.
-  return (d) => (askFirst && d.filter((m) => m.role === 'user').length < 2 ? 'What should the function return when the input is empty?' : answer(d));
+  return (d) =>
+    askFirst && d.filter((m) => m.role === 'user').length < 2
+      ? 'What should the function return when the input is empty?'
+      : answer(d);
 }
 
-const right = scriptedAgent('right', asking((d) => `I WANT TO ANSWER:\n\`\`\`python\n${taskOf(d).reference}\`\`\``));
-const wrong = scriptedAgent('wrong', asking((d) => `I WANT TO ANSWER:\n\`\`\`python\n${taskOf(d).reference.split('\n')[0]}\n    return None\n\`\`\``));
+const right = scriptedAgent(
+  'right',
+  asking((d) => `I WANT TO ANSWER:\n\`\`\`python\n${taskOf(d).reference}\`\`\``),
+);
+const wrong = scriptedAgent(
+  'wrong',
+  asking((d) => `I WANT TO ANSWER:\n\`\`\`python\n${taskOf(d).reference.split('\n')[0]}\n    return None\n\`\`\``),
+);
 
 /** A view that shows nothing: these sessions are driven through the engine, not a channel. */
 const quietView: SessionView = {
@@ -72,7 +81,13 @@ const h = new BotHarness({
 beforeAll(async () => {
   await h.start();
   candidate = await h.tdb.prisma.policyVersion.create({
-    data: { name: 'cand-1', algorithm: 'external', checkpointPath: '/nonexistent', checkpointSha256: '1'.repeat(64), status: 'candidate' },
+    data: {
+      name: 'cand-1',
+      algorithm: 'external',
+      checkpointPath: '/nonexistent',
+      checkpointSha256: '1'.repeat(64),
+      status: 'candidate',
+    },
   });
 }, 120_000);
 afterAll(async () => {
@@ -80,8 +95,13 @@ afterAll(async () => {
 });
 
 async function people(prefix: string, n: number): Promise<{ externalId: string; displayName: string }[]> {
-  const list = Array.from({ length: n }, (_, i) => ({ externalId: `${prefix}${String(i).padStart(4, '0')}`, displayName: `p${i}` }));
-  await h.tdb.prisma.participant.createMany({ data: list.map((p) => ({ discordUserId: p.externalId, displayName: p.displayName, consentGivenAt: new Date() })) });
+  const list = Array.from({ length: n }, (_, i) => ({
+    externalId: `${prefix}${String(i).padStart(4, '0')}`,
+    displayName: `p${i}`,
+  }));
+  await h.tdb.prisma.participant.createMany({
+    data: list.map((p) => ({ discordUserId: p.externalId, displayName: p.displayName, consentGivenAt: new Date() })),
+  });
   return list;
 }
 
@@ -96,10 +116,22 @@ describe('A/B experiments over the fake Discord', () => {
     const i = h.fake.command(eve, 'mod', 'experiment start', { candidate: 'cand-1', share: 30 });
     expect((await h.reply(i, (r) => /moderator/i.test(r.content), 'the refusal')).content).toMatch(/moderator/i);
     // A guild moderator who is not an operator cannot either: an experiment changes what every guild plays.
-    const guildMod = h.fake.command(h.fake.user('guild-mod'), 'mod', 'experiment start', { candidate: 'cand-1', share: 30 }, { moderator: true });
-    expect((await h.reply(guildMod, (r) => /operator/i.test(r.content), 'the operators-only refusal')).content).toMatch(/operators only/i);
-    expect((await mod('experiment start', { candidate: 'nope', share: 30 })).content).toContain('No policy version named "nope"');
-    expect((await mod('experiment start', { candidate: 'test-policy', share: 30 })).content).toContain('is the deployed version already');
+    const guildMod = h.fake.command(
+      h.fake.user('guild-mod'),
+      'mod',
+      'experiment start',
+      { candidate: 'cand-1', share: 30 },
+      { moderator: true },
+    );
+    expect((await h.reply(guildMod, (r) => /operator/i.test(r.content), 'the operators-only refusal')).content).toMatch(
+      /operators only/i,
+    );
+    expect((await mod('experiment start', { candidate: 'nope', share: 30 })).content).toContain(
+      'No policy version named "nope"',
+    );
+    expect((await mod('experiment start', { candidate: 'test-policy', share: 30 })).content).toContain(
+      'is the deployed version already',
+    );
     expect((await mod('experiment status', {})).content).toContain('No experiment has been run yet in study default');
     expect(await h.tdb.prisma.experiment.count()).toBe(0);
   });
@@ -107,14 +139,19 @@ describe('A/B experiments over the fake Discord', () => {
   it('assigns 300 new sessions of the default study by its arms, 30% to the candidate within each task, paired by task', async () => {
     const started = await mod('experiment start', { candidate: 'cand-1', share: 30 });
     expect(started.content).toContain('Started');
-    expect(started.content).toContain("in study **default**: candidate **cand-1** vs control **test-policy**, 30% of each task's sessions on the candidate");
+    expect(started.content).toContain(
+      "in study **default**: candidate **cand-1** vs control **test-policy**, 30% of each task's sessions on the candidate",
+    );
     const e = await h.tdb.prisma.experiment.findFirstOrThrow({ where: { status: 'running' } });
     expect(e.controlId).toBe(h.policy.id);
     expect(await h.tdb.prisma.auditLog.count({ where: { action: 'experiment.start', target: 'cand-1' } })).toBe(1);
     // The experiment is the default study's arms: one assignment mechanism.
     const study = (await findStudy(h.tdb.prisma, 'default'))!;
     expect(e.studyId).toBe(study.id);
-    expect(study.arms.map((a) => [a.policyVersion.name, a.share]).sort()).toEqual([['cand-1', 30], ['test-policy', 70]]);
+    expect(study.arms.map((a) => [a.policyVersion.name, a.share]).sort()).toEqual([
+      ['cand-1', 30],
+      ['test-policy', 70],
+    ]);
 
     const crowd = await people('4000000000000', 300);
     const order: string[] = [];
@@ -123,7 +160,9 @@ describe('A/B experiments over the fake Discord', () => {
     expect(stored).toHaveLength(300);
     const sessions = order.map((id) => stored.find((s) => s.id === id)!);
     for (const s of sessions) expect([h.policy.id, candidate.id]).toContain(s.policyVersionId);
-    const positions = new Map((await h.tdb.prisma.studyTask.findMany({ where: { studyId: study.id } })).map((x) => [x.taskId, x.position]));
+    const positions = new Map(
+      (await h.tdb.prisma.studyTask.findMany({ where: { studyId: study.id } })).map((x) => [x.taskId, x.position]),
+    );
     const byTask = new Map<string, typeof sessions>();
     for (const s of sessions) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
     expect(byTask.size).toBe(tasks.length);
@@ -146,11 +185,15 @@ describe('A/B experiments over the fake Discord', () => {
 
     const stopped = await mod('experiment stop', { outcome: 'discard' });
     expect(stopped.content).toContain('discarded');
-    expect((await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { id: h.policy.id } })).status).toBe('deployed');
+    expect((await h.tdb.prisma.policyVersion.findUniqueOrThrow({ where: { id: h.policy.id } })).status).toBe(
+      'deployed',
+    );
     expect((await h.tdb.prisma.experiment.findUniqueOrThrow({ where: { id: e.id } })).outcome).toBe('discard');
     // The default study plays the deployed version again; sessions keep the period and version they were played in.
     expect((await findStudy(h.tdb.prisma, 'default'))!.arms).toEqual([]);
-    expect(await h.tdb.prisma.session.count({ where: { experimentId: e.id, policyVersionId: candidate.id } })).toBe(onCandidate.length);
+    expect(await h.tdb.prisma.session.count({ where: { experimentId: e.id, policyVersionId: candidate.id } })).toBe(
+      onCandidate.length,
+    );
   }, 300_000);
 
   it('the person is not told which version plays', async () => {
@@ -166,7 +209,11 @@ describe('A/B experiments over the fake Discord', () => {
     } finally {
       askFirst = false;
     }
-    const intro = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('Here is your')), 30_000, 'intro');
+    const intro = await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('Here is your')),
+      30_000,
+      'intro',
+    );
     expect(intro.content).toContain('agent version not shown during an experiment');
     expect(intro.content).not.toContain('cand-1');
     expect(intro.content).not.toContain('test-policy');
@@ -187,7 +234,11 @@ describe('A/B experiments over the fake Discord', () => {
       expect(await h.runtime.engine.advance(s.sessionId, quietView)).toBe('awaiting-rating');
       await h.runtime.engine.rate(s.sessionId, p, 1 + (k % 5));
     }
-    const arms = await h.tdb.prisma.session.groupBy({ by: ['policyVersionId'], where: { experimentId: e.id, status: 'answered' }, _count: { _all: true } });
+    const arms = await h.tdb.prisma.session.groupBy({
+      by: ['policyVersionId'],
+      where: { experimentId: e.id, status: 'answered' },
+      _count: { _all: true },
+    });
     expect(arms.map((a) => a.policyVersionId).sort()).toEqual([h.policy.id, candidate.id].sort());
 
     const status = await mod('experiment status', {});
@@ -195,25 +246,41 @@ describe('A/B experiments over the fake Discord', () => {
     expect(text).toContain('candidate **cand-1** vs control **test-policy**');
     expect(text).toMatch(/\*\*backend\*\* — control test-policy: \d+ session\(s\)/);
     // The candidate answers with the reference (all tests pass), the control does not.
-    expect(text).toMatch(/success: control 0\.0% \[0\.0%, [\d.]+%\] · candidate 100\.0% \[[\d.]+%, 100\.0%\] · difference \+100\.0 pts \[\+[\d.]+ pts, \+100\.0 pts\], p=[\d.e-]+ \(Fisher\)/);
+    expect(text).toMatch(
+      /success: control 0\.0% \[0\.0%, [\d.]+%\] · candidate 100\.0% \[[\d.]+%, 100\.0%\] · difference \+100\.0 pts \[\+[\d.]+ pts, \+100\.0 pts\], p=[\d.e-]+ \(Fisher\)/,
+    );
     expect(text).toMatch(/% tests passed: control [\d.]+% /);
     expect(text).toMatch(/rating: control [\d.]+/);
-    expect(text).toMatch(/agent turns: control 1\.00 \[1\.00, 1\.00\] · candidate 1\.00 \[1\.00, 1\.00\] · difference \+0\.00 \[\+0\.00, \+0\.00\], p=1\.000/);
+    expect(text).toMatch(
+      /agent turns: control 1\.00 \[1\.00, 1\.00\] · candidate 1\.00 \[1\.00, 1\.00\] · difference \+0\.00 \[\+0\.00, \+0\.00\], p=1\.000/,
+    );
     expect(text).toMatch(/abandoned: control/);
     const p = Number(/success:.*p=([\d.e-]+)/.exec(text)![1]);
     expect(p).toBeLessThan(0.05);
     // Paired by task: the eight tasks got two sessions each (the default study fills the fewest first), one per arm.
-    expect(text).toContain('paired by task (8 task(s) played in both arms): success +100.0 pts [+100.0 pts, +100.0 pts], p=0.008; % tests passed +');
+    expect(text).toContain(
+      'paired by task (8 task(s) played in both arms): success +100.0 pts [+100.0 pts, +100.0 pts], p=0.008; % tests passed +',
+    );
 
     const stopped = await mod('experiment stop', { outcome: 'promote' });
     expect(stopped.content).toContain('cand-1 is promoted and deployed');
     const deployed = await h.tdb.prisma.policyVersion.findFirstOrThrow({ where: { status: 'deployed' } });
     expect(deployed.name).toBe('cand-1');
-    const audits = await h.tdb.prisma.auditLog.findMany({ where: { action: { in: ['experiment.promote', 'experiment.stop'] } }, orderBy: { createdAt: 'asc' } });
+    const audits = await h.tdb.prisma.auditLog.findMany({
+      where: { action: { in: ['experiment.promote', 'experiment.stop'] } },
+      orderBy: { createdAt: 'asc' },
+    });
     expect(audits.some((a) => a.action === 'experiment.promote' && a.target === 'cand-1')).toBe(true);
     const stopAudit = audits.filter((a) => a.action === 'experiment.stop').at(-1)!;
-    expect(stopAudit.detail).toMatchObject({ outcome: 'promote', study: 'default', experimentId: e.id, arms: 'the deployed version' });
-    expect((stopAudit.detail as { figures: { pairedByTask: { tasks: number } }[] }).figures[0]!.pairedByTask.tasks).toBe(8);
+    expect(stopAudit.detail).toMatchObject({
+      outcome: 'promote',
+      study: 'default',
+      experimentId: e.id,
+      arms: 'the deployed version',
+    });
+    expect(
+      (stopAudit.detail as { figures: { pairedByTask: { tasks: number } }[] }).figures[0]!.pairedByTask.tasks,
+    ).toBe(8);
     expect((await findStudy(h.tdb.prisma, 'default'))!.arms).toEqual([]);
     // New sessions now get the candidate, with no experiment running.
     const [late] = await people('6000000000000', 1);
@@ -234,10 +301,12 @@ describe('A/B experiments over the fake Discord', () => {
       const md = readFileSync(join(out, 'report.md'), 'utf8');
       expect(md).toContain('## A/B experiments with people');
       expect(md).toContain('### cand-1 vs test-policy');
-      expect(md).toMatch(/\| success \| 0\.0% \[0\.0%, [\d.]+%\] \| 100\.0% \[[\d.]+%, 100\.0%\] \| difference \+100\.0 pts .*p=[\d.e-]+ \(Fisher\) \|/);
+      expect(md).toMatch(
+        /\| success \| 0\.0% \[0\.0%, [\d.]+%\] \| 100\.0% \[[\d.]+%, 100\.0%\] \| difference \+100\.0 pts .*p=[\d.e-]+ \(Fisher\) \|/,
+      );
       expect(md).toMatch(/\| % tests passed \| /);
       expect(md).toMatch(/\| abandoned \| /);
-      expect(md).toContain('in study default: 50% of each task\'s sessions on the candidate');
+      expect(md).toContain("in study default: 50% of each task's sessions on the candidate");
       expect(md).toContain('paired by task (8 task(s) played in both arms): success +100.0 pts');
       const json = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
       expect(json.experiments[0].comparisons[0].kind).toBe('backend');

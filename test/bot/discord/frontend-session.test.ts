@@ -6,10 +6,13 @@ import type { FrontendTask, TaskRecord } from '../../../tasks/model.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 
 const task = builtinTasks({ kind: 'frontend' })[0] as TaskRecord & FrontendTask;
-const DRAFT = '<!DOCTYPE html><html><body style="background:#123456"><h1 style="color:white">First idea</h1></body></html>';
+const DRAFT =
+  '<!DOCTYPE html><html><body style="background:#123456"><h1 style="color:white">First idea</h1></body></html>';
 const agent = scriptedAgent('scripted', (dialogue) => {
   const mine = dialogue.filter((m) => m.role === 'assistant').length;
-  return mine === 0 ? `Here is a first draft; how does it differ from what you want?\nOUTPUT:\n${DRAFT}` : `I WANT TO ANSWER:\n${task.reference}`;
+  return mine === 0
+    ? `Here is a first draft; how does it differ from what you want?\nOUTPUT:\n${DRAFT}`
+    : `I WANT TO ANSWER:\n${task.reference}`;
 });
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
 
@@ -38,11 +41,23 @@ describe('Discord bot, frontend session', () => {
 
     h.fake.say(alice, threadId, 'Mine is much lighter, with pictures.');
     const answer = await h.agentMessage(threadId, 2);
-    expect(answer.files.find((f) => f.name === 'answer.png')?.data.subarray(0, 4).equals(PNG_MAGIC)).toBe(true);
-    const result = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')), 60_000, 'result');
+    expect(
+      answer.files
+        .find((f) => f.name === 'answer.png')
+        ?.data.subarray(0, 4)
+        .equals(PNG_MAGIC),
+    ).toBe(true);
+    const result = await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')),
+      60_000,
+      'result',
+    );
     expect(result.content).toContain('similarity to your page');
     const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: alice.id } });
-    const s = await h.tdb.prisma.session.findFirstOrThrow({ where: { participantId: p.id }, include: { evaluation: true, turns: true } });
+    const s = await h.tdb.prisma.session.findFirstOrThrow({
+      where: { participantId: p.id },
+      include: { evaluation: true, turns: true },
+    });
     expect(s.evaluation!.score).toBeGreaterThan(0.99); // the reference page against itself
     expect(s.evaluation!.metric).toBeTruthy();
     expect(s.turns.find((t) => t.index === 0)!.content).toContain(DRAFT); // the dialogue keeps the HTML

@@ -17,7 +17,10 @@ import { createTestDatabase } from '../../../testing/database.ts';
 export type TestDb = Awaited<ReturnType<typeof createTestDatabase>>;
 
 /** An agent whose messages come from a function of the dialogue: the model stand-in of these tests. */
-export function scriptedAgent(name: string, next: (dialogue: ChatMessage[]) => string | Promise<string>): Agent & { calls: number } {
+export function scriptedAgent(
+  name: string,
+  next: (dialogue: ChatMessage[]) => string | Promise<string>,
+): Agent & { calls: number } {
   const agent = {
     name,
     calls: 0,
@@ -36,14 +39,28 @@ export interface LogLine {
 }
 
 /** A logger that keeps every line, for tests of what is logged (`lines(level, msg)`: those with that message). */
-export function recordingLog(): Logger & { all: LogLine[]; lines(level: LogLine['level'], msg: string): Record<string, unknown>[] } {
+export function recordingLog(): Logger & {
+  all: LogLine[];
+  lines(level: LogLine['level'], msg: string): Record<string, unknown>[];
+} {
   const all: LogLine[] = [];
   const at =
     (level: LogLine['level']) =>
     (a: object | string, msg?: string): void => {
-      all.push(typeof a === 'string' ? { level, msg: a, fields: {} } : { level, msg: msg ?? '', fields: a as Record<string, unknown> });
+      all.push(
+        typeof a === 'string'
+          ? { level, msg: a, fields: {} }
+          : { level, msg: msg ?? '', fields: a as Record<string, unknown> },
+      );
     };
-  return { all, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), lines: (level, msg) => all.filter((l) => l.level === level && l.msg === msg).map((l) => l.fields) };
+  return {
+    all,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    lines: (level, msg) => all.filter((l) => l.level === level && l.msg === msg).map((l) => l.fields),
+  };
 }
 
 export interface HarnessOptions {
@@ -99,7 +116,14 @@ export class BotHarness {
     this.tdb = await createTestDatabase();
     await importTasks(this.tdb.prisma, this.options.tasks);
     this.policy = await this.tdb.prisma.policyVersion.create({
-      data: { name: 'test-policy', algorithm: 'external', checkpointPath: '/nonexistent', checkpointSha256: '0'.repeat(64), status: 'deployed', deployedAt: new Date() },
+      data: {
+        name: 'test-policy',
+        algorithm: 'external',
+        checkpointPath: '/nonexistent',
+        checkpointSha256: '0'.repeat(64),
+        status: 'deployed',
+        deployedAt: new Date(),
+      },
     });
     this.fake = await new FakeDiscord({ heartbeatIntervalMs: 1_000 }).start();
     this.operatorRole = this.fake.role(this.fake.guildId, 'operators');
@@ -127,17 +151,22 @@ export class BotHarness {
       ...(this.options.privacy ? { privacy: this.options.privacy } : {}),
       ...(this.options.metrics ? { observer: this.options.metrics } : {}),
     });
-    this.bot = new DiscordBot(this.runtime.engine, this.runtime.services, {
-      token: 'fake-bot-token',
-      apiBase: this.fake.apiBase,
-      guildIds: [this.fake.guildId],
-      consentText: this.consentText,
-      exportSalt: 'test-export-salt',
-      expiryCheckMs: 250,
-      operatorRoleIds: [this.operatorRole],
-      ...(this.options.metrics ? { metrics: this.options.metrics } : {}),
-      ...this.options.botOptions?.(this.fake),
-    }, this.options.log);
+    this.bot = new DiscordBot(
+      this.runtime.engine,
+      this.runtime.services,
+      {
+        token: 'fake-bot-token',
+        apiBase: this.fake.apiBase,
+        guildIds: [this.fake.guildId],
+        consentText: this.consentText,
+        exportSalt: 'test-export-salt',
+        expiryCheckMs: 250,
+        operatorRoleIds: [this.operatorRole],
+        ...(this.options.metrics ? { metrics: this.options.metrics } : {}),
+        ...this.options.botOptions?.(this.fake),
+      },
+      this.options.log,
+    );
     await this.bot.start();
   }
 
@@ -156,27 +185,45 @@ export class BotHarness {
   }
 
   /** Waits until the interaction's replies satisfy `pred`; returns the latest reply shown. */
-  async reply(i: InteractionRecord, pred: (s: Shown) => boolean = (s) => s.kind !== 'callback', what = 'a reply'): Promise<Shown> {
+  async reply(
+    i: InteractionRecord,
+    pred: (s: Shown) => boolean = (s) => s.kind !== 'callback',
+    what = 'a reply',
+  ): Promise<Shown> {
     return this.fake.waitFor(() => this.fake.replies(i).filter(pred).at(-1), 30_000, what);
   }
 
   /** Runs /task start and accepts the consent when asked; returns the session's thread id. */
-  async startSession(user: FakeUser, kind: 'backend' | 'frontend'): Promise<{ threadId: string; start: InteractionRecord; hidden: Shown[] }> {
+  async startSession(
+    user: FakeUser,
+    kind: 'backend' | 'frontend',
+  ): Promise<{ threadId: string; start: InteractionRecord; hidden: Shown[] }> {
     const start = this.fake.command(user, 'task', 'start', { kind });
     const first = await this.reply(start, (s) => s.kind === 'original', 'the /task start reply');
     let source = start;
     if (first.components.length && first.content.includes(this.consentText)) {
       source = this.fake.click(user, first, `consent:accept:${kind}`);
     }
-    const hiddenFirst = await this.reply(source, (s) => (s.kind === 'original' || s.kind === 'followup') && s.content.includes('Only you can see this'), 'the hidden information');
+    const hiddenFirst = await this.reply(
+      source,
+      (s) => (s.kind === 'original' || s.kind === 'followup') && s.content.includes('Only you can see this'),
+      'the hidden information',
+    );
     const threadId = /<#(\d+)>/.exec(hiddenFirst.content)?.[1];
     if (!threadId) throw new Error(`no thread in ${hiddenFirst.content}`);
-    const hidden = this.fake.replies(source).filter((s) => s.kind === 'original' || s.kind === 'followup').filter((s) => s.at >= hiddenFirst.at);
+    const hidden = this.fake
+      .replies(source)
+      .filter((s) => s.kind === 'original' || s.kind === 'followup')
+      .filter((s) => s.at >= hiddenFirst.at);
     return { threadId, start, hidden };
   }
 
   /** Waits for the n-th (1-based) agent message in a thread. */
   agentMessage(threadId: string, n: number): Promise<Shown> {
-    return this.fake.waitFor(() => this.fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'))[n - 1], 30_000, `agent message ${n}`);
+    return this.fake.waitFor(
+      () => this.fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'))[n - 1],
+      30_000,
+      `agent message ${n}`,
+    );
   }
 }

@@ -88,7 +88,10 @@ describe('health, metrics and graceful stop', () => {
     expect(await get('/health/live')).toEqual({ status: 200, text: JSON.stringify({ status: 'live' }) });
     const ready = await get('/health/ready');
     expect(ready.status).toBe(200);
-    expect(JSON.parse(ready.text)).toEqual({ status: 'ready', checks: { gateway: true, database: true, policy: true, noOverdueWork: true } });
+    expect(JSON.parse(ready.text)).toEqual({
+      status: 'ready',
+      checks: { gateway: true, database: true, policy: true, noOverdueWork: true },
+    });
     const m = (await get('/metrics')).text;
     expect(m).toMatch(/^sweetloop_active_sessions 1$/m);
     expect(m).toMatch(/^sweetloop_queue_depth 1$/m); // the message being answered
@@ -113,12 +116,20 @@ describe('health, metrics and graceful stop', () => {
     await new Promise((r) => setTimeout(r, 400)); // past overdueMs
     const notReady = await get('/health/ready');
     expect(notReady.status).toBe(503);
-    expect(JSON.parse(notReady.text)).toEqual({ status: 'not ready', checks: { gateway: true, database: true, policy: true, noOverdueWork: false } });
+    expect(JSON.parse(notReady.text)).toEqual({
+      status: 'not ready',
+      checks: { gateway: true, database: true, policy: true, noOverdueWork: false },
+    });
     expect((await get('/metrics')).text).toMatch(/^sweetloop_overdue_sessions 1$/m);
 
     expect(await h.bot.sweep()).toBe(1);
     const second = await h.agentMessage(threadId, 2);
-    await h.fake.waitFor(async () => (await h.tdb.prisma.turn.findFirst({ where: { sessionId: id, index: 2 } }))?.externalMessageId === second.id, 10_000, 'the answer to be recorded as shown');
+    await h.fake.waitFor(
+      async () =>
+        (await h.tdb.prisma.turn.findFirst({ where: { sessionId: id, index: 2 } }))?.externalMessageId === second.id,
+      10_000,
+      'the answer to be recorded as shown',
+    );
     expect((await get('/health/ready')).status).toBe(200);
     expect((await get('/metrics')).text).toMatch(/^sweetloop_overdue_sessions 0$/m);
     expect(await h.bot.sweep()).toBe(0);

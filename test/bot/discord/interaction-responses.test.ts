@@ -29,7 +29,8 @@ describe('Discord bot REST: interaction responses outside the global count', () 
     const { threadId } = await h.startSession(h.fake.user('dana'), 'backend');
     await h.agentMessage(threadId, 1);
 
-    const isInteraction = (r: string) => / \/interactions\/\d+\/[^/]+\/callback/.test(r) || r.includes(` /webhooks/${h.fake.appId}/`);
+    const isInteraction = (r: string) =>
+      / \/interactions\/\d+\/[^/]+\/callback/.test(r) || r.includes(` /webhooks/${h.fake.appId}/`);
     expect(exempt.some((r) => r.includes('/callback'))).toBe(true);
     expect(exempt.some((r) => r.startsWith('PATCH ') && r.endsWith('/messages/%40original'))).toBe(true);
     expect(exempt.every(isInteraction)).toBe(true);

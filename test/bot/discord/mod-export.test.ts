@@ -25,13 +25,35 @@ describe('/mod export', () => {
     // Two answered, evaluated sessions of people in this guild, written as the engine writes them.
     const stored = await h.tdb.prisma.task.findFirstOrThrow();
     for (const who of ['p1', 'p2']) {
-      const p = await h.tdb.prisma.participant.create({ data: { discordUserId: `9${who.length}000000000000000${who.at(-1)}`, consentGivenAt: new Date() } });
-      const s = await createSession(h.tdb.prisma, { taskId: stored.id, participantId: p.id, policyVersionId: null, channel: 'discord', simulated: false, guildId: h.fake.guildId });
-      await appendAgentTurn(h.tdb.prisma, s.id, { content: 'Which rounding do you want?', rawOutput: 'Which rounding do you want?' });
+      const p = await h.tdb.prisma.participant.create({
+        data: { discordUserId: `9${who.length}000000000000000${who.at(-1)}`, consentGivenAt: new Date() },
+      });
+      const s = await createSession(h.tdb.prisma, {
+        taskId: stored.id,
+        participantId: p.id,
+        policyVersionId: null,
+        channel: 'discord',
+        simulated: false,
+        guildId: h.fake.guildId,
+      });
+      await appendAgentTurn(h.tdb.prisma, s.id, {
+        content: 'Which rounding do you want?',
+        rawOutput: 'Which rounding do you want?',
+      });
       await appendHumanTurn(h.tdb.prisma, s.id, { content: 'Round half up, please.' });
       const answer = `I WANT TO ANSWER:\n${task.reference}`;
-      await appendAgentTurn(h.tdb.prisma, s.id, { content: answer, rawOutput: answer }, { answer: task.reference, endReason: 'answered' });
-      await recordEvaluation(h.tdb.prisma, s.id, { score: 1, success: true, testsPassed: 10, testsTotal: 10, detail: {}, evaluatorVersion: 'test' }, 0);
+      await appendAgentTurn(
+        h.tdb.prisma,
+        s.id,
+        { content: answer, rawOutput: answer },
+        { answer: task.reference, endReason: 'answered' },
+      );
+      await recordEvaluation(
+        h.tdb.prisma,
+        s.id,
+        { score: 1, success: true, testsPassed: 10, testsTotal: 10, detail: {}, evaluatorVersion: 'test' },
+        0,
+      );
     }
   });
   afterAll(async () => {
@@ -44,7 +66,10 @@ describe('/mod export', () => {
     const told = await h.reply(big, (s) => /written on the server/.test(s.content ?? ''), 'server path');
     const path = /`([^`]+\.sweet-rl\.jsonl)`/.exec(told.content!)![1]!;
     expect(path.startsWith(exportDir)).toBe(true);
-    const lines = readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = readFileSync(path, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(2);
     expect(lines[0].dialogue_history.at(-1).role).toBe('assistant');
     expect(existsSync(`${path}.README.md`)).toBe(true);

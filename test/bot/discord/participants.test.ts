@@ -13,7 +13,9 @@ import { trainConfig } from '../../../trainer/presets.ts';
 import type { FakeUser } from '../../../testing/fake-discord.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 
-const tasks = (builtinTasks({ kind: 'backend' }) as (TaskRecord & BackendTask)[]).filter((t) => t.split === 'train').slice(0, 3);
+const tasks = (builtinTasks({ kind: 'backend' }) as (TaskRecord & BackendTask)[])
+  .filter((t) => t.split === 'train')
+  .slice(0, 3);
 const QUESTION = 'Before I write it: which details matter most to you, for example rates or rounding?';
 
 function taskOf(dialogue: ChatMessage[]): TaskRecord & BackendTask {
@@ -22,7 +24,9 @@ function taskOf(dialogue: ChatMessage[]): TaskRecord & BackendTask {
 }
 
 const agent = scriptedAgent('scripted', (d) =>
-  d.filter((m) => m.role === 'assistant').length === 0 ? QUESTION : `Thanks.\nI WANT TO ANSWER:\n\`\`\`python\n${taskOf(d).reference}\`\`\``,
+  d.filter((m) => m.role === 'assistant').length === 0
+    ? QUESTION
+    : `Thanks.\nI WANT TO ANSWER:\n\`\`\`python\n${taskOf(d).reference}\`\`\``,
 );
 
 // Listing people and excluding them act on every guild: an operator does it (bot/discord/permissions.ts).
@@ -48,14 +52,22 @@ async function mod(sub: string, options: Record<string, string | number | FakeUs
 }
 
 /** Plays one session: the person answers the agent's question with `reply` after `waitMs`, then rates it. */
-async function play(user: FakeUser, reply: (task: TaskRecord & BackendTask) => string, waitMs: number): Promise<string> {
+async function play(
+  user: FakeUser,
+  reply: (task: TaskRecord & BackendTask) => string,
+  waitMs: number,
+): Promise<string> {
   const { threadId } = await h.startSession(user, 'backend');
   await h.agentMessage(threadId, 1);
   const session = await h.tdb.prisma.session.findFirstOrThrow({ where: { threadId }, include: { task: true } });
   const task = tasks.find((t) => t.description === session.task.description)!;
   await new Promise((r) => setTimeout(r, waitMs));
   h.fake.say(user, threadId, reply(task));
-  const rating = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating buttons');
+  const rating = await h.fake.waitFor(
+    () => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
+    60_000,
+    'rating buttons',
+  );
   const click = h.fake.click(user, rating, `rate:${session.id}:4`);
   await h.reply(click, (s) => s.content.includes('you rated the agent 4/5'), 'rating thanks');
   return session.id;
@@ -71,7 +83,11 @@ describe('collaborator quality over the fake Discord', () => {
     carolUser = h.fake.user('carol');
     mallory = h.fake.user('mallory');
     // The question has 14 words: a careful reader needs about 1.75 s before answering.
-    carolSession = await play(carolUser, () => 'Use the rates from my notes and round the result to cents, please.', 2_500);
+    carolSession = await play(
+      carolUser,
+      () => 'Use the rates from my notes and round the result to cents, please.',
+      2_500,
+    );
     mallorySession = await play(mallory, (t) => t.reference.split('\n').slice(1).join('\n').slice(0, 380), 0);
 
     const listing = await mod('participants');
@@ -136,7 +152,9 @@ describe('collaborator quality over the fake Discord', () => {
     expect(exportAfter).toMatch(/Export: \d+ session\(s\)/);
     expect(/Export: (\d+)/.exec(exportAfter)![1]).toBe(/Export: (\d+)/.exec(exportBefore)![1]);
     const listing = await mod('participants');
-    expect(listing.content.split('\n').find((l) => l.includes(`<@${carolUser.id}>`))).toContain('excluded from training');
+    expect(listing.content.split('\n').find((l) => l.includes(`<@${carolUser.id}>`))).toContain(
+      'excluded from training',
+    );
 
     expect((await mod('include-training', { user: carolUser })).content).toContain('used for training again');
     expect(await snapshot()).toContain(carolSession);
@@ -171,20 +189,32 @@ describe('collaborator quality over the fake Discord', () => {
     const { threadId } = await h.startSession(gus, 'backend');
     const first = await h.agentMessage(threadId, 1);
     expect(first.content).toContain(GOLD_QUESTION); // replayed, not the scripted agent's question
-    expect(h.fake.inChannel(threadId).find((m) => m.content.includes('Here is your'))!.content).toContain('agent version not shown');
+    expect(h.fake.inChannel(threadId).find((m) => m.content.includes('Here is your'))!.content).toContain(
+      'agent version not shown',
+    );
     const session = await h.tdb.prisma.session.findFirstOrThrow({ where: { threadId } });
     expect(session.goldSourceId).not.toBeNull();
     expect(session.policyVersionId).toBeNull();
     expect(session.experimentId).toBeNull();
     await new Promise((r) => setTimeout(r, 2_000));
     h.fake.say(gus, threadId, 'Each extra unit costs 98765.43 and totals are rounded to 7 places.');
-    const rating = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((m) => m.content.includes('How helpful')), 60_000, 'rating buttons');
-    await h.reply(h.fake.click(gus, rating, `rate:${session.id}:4`), (m) => m.content.includes('you rated the agent 4/5'), 'rating thanks');
+    const rating = await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((m) => m.content.includes('How helpful')),
+      60_000,
+      'rating buttons',
+    );
+    await h.reply(
+      h.fake.click(gus, rating, `rate:${session.id}:4`),
+      (m) => m.content.includes('you rated the agent 4/5'),
+      'rating thanks',
+    );
     const evaluated = await h.tdb.prisma.evaluation.findUniqueOrThrow({ where: { sessionId: session.id } });
     expect(evaluated.success).toBe(true); // the source's answer, scored by the real evaluator
 
     const listing = await mod('participants');
-    expect(listing.content.split('\n').find((l) => l.includes(`<@${gus.id}>`))).toMatch(/quality 0\.50 over 1 session\(s\); signals: goldFailed x1/);
+    expect(listing.content.split('\n').find((l) => l.includes(`<@${gus.id}>`))).toMatch(
+      /quality 0\.50 over 1 session\(s\); signals: goldFailed x1/,
+    );
     const q = await h.tdb.prisma.sessionQuality.findUniqueOrThrow({ where: { sessionId: session.id } });
     expect((q.signals as { goldViolations: string[] }).goldViolations).toEqual(['98765.43', '7']);
     const { loadTrajectories } = await import('../../../trainer/data.ts');

@@ -13,7 +13,9 @@ const TASKS = builtinTasks({ kind: 'backend', split: 'train' }).slice(0, 3);
 const CONSENT = 'PROLIFIC STUDY CONSENT: we record your messages.';
 const PROLIFIC_ID = '5F3C9A1B2C4D6E7F8A9B0C1D';
 const agent = scriptedAgent('scripted', (dialogue) =>
-  dialogue.filter((m) => m.role === 'assistant').length === 0 ? 'Which cases matter most to you?' : 'I WANT TO ANSWER:\n```python\ndef f():\n    return 1\n```',
+  dialogue.filter((m) => m.role === 'assistant').length === 0
+    ? 'Which cases matter most to you?'
+    : 'I WANT TO ANSWER:\n```python\ndef f():\n    return 1\n```',
 );
 
 describe('a Prolific study over the fake Discord', () => {
@@ -21,7 +23,14 @@ describe('a Prolific study over the fake Discord', () => {
     tasks: TASKS,
     agent,
     // The score does not matter here (the study test does the same): a quick stand-in for the sandbox.
-    evaluate: async () => ({ score: 1, success: true, testsPassed: 1, testsTotal: 1, detail: {}, evaluatorVersion: 'stub' }),
+    evaluate: async () => ({
+      score: 1,
+      success: true,
+      testsPassed: 1,
+      testsTotal: 1,
+      detail: {},
+      evaluatorVersion: 'stub',
+    }),
     privacy: { key: 'test-privacy-key-0123456789', dirs: [], protectedDirs: [], exportSalts: ['salt-0123456789'] },
   });
   let study: StudyWithArms;
@@ -33,11 +42,24 @@ describe('a Prolific study over the fake Discord', () => {
       h.tdb.prisma,
       'cli',
       {
-        name: 'prolific-pilot', kind: 'backend', split: 'train', perTask: 2, seed: 4, taskIds,
+        name: 'prolific-pilot',
+        kind: 'backend',
+        split: 'train',
+        perTask: 2,
+        seed: 4,
+        taskIds,
         arms: [{ policyVersionId: h.policy.id, share: 100 }],
-        consentText: CONSENT, payPerSessionCents: 150, bonusSuccessCents: 50, currency: 'GBP', maxSessionsPerPerson: 2,
-        opensAt: null, closesAt: null, guildIds: [h.fake.guildId], channelIds: [],
-        participantIdPlatform: 'prolific', completionCode: 'C1PRO2LIFIC',
+        consentText: CONSENT,
+        payPerSessionCents: 150,
+        bonusSuccessCents: 50,
+        currency: 'GBP',
+        maxSessionsPerPerson: 2,
+        opensAt: null,
+        closesAt: null,
+        guildIds: [h.fake.guildId],
+        channelIds: [],
+        participantIdPlatform: 'prolific',
+        completionCode: 'C1PRO2LIFIC',
       },
       { requireConsent: true },
     );
@@ -46,13 +68,18 @@ describe('a Prolific study over the fake Discord', () => {
     await h.stop();
   });
 
-  const hiddenInfo = (s: Shown) => (s.kind === 'original' || s.kind === 'followup') && s.content.includes('Only you can see this');
+  const hiddenInfo = (s: Shown) =>
+    (s.kind === 'original' || s.kind === 'followup') && s.content.includes('Only you can see this');
 
   /** Plays the session in the thread to its result, which it returns. */
   async function play(user: FakeUser, threadId: string): Promise<Shown> {
     await h.agentMessage(threadId, 1);
     h.fake.say(user, threadId, 'The usual cases.');
-    return h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')), 30_000, 'the result');
+    return h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.startsWith('**Result:**')),
+      30_000,
+      'the result',
+    );
   }
 
   const threadOf = (s: Shown) => /<#(\d+)>/.exec(s.content)![1]!;
@@ -64,7 +91,9 @@ describe('a Prolific study over the fake Discord', () => {
     expect(consent.content).toContain(CONSENT);
     const accept = h.fake.click(pat, consent, `consent:accept:backend:${study.id}:1`);
     const ask = await h.reply(accept, (s) => s.content.includes('pays through prolific'), 'the Prolific ID request');
-    expect(ask.content).toContain('please give your Prolific ID: it is kept only to pay you, never exported, and deleted with your data');
+    expect(ask.content).toContain(
+      'please give your Prolific ID: it is kept only to pay you, never exported, and deleted with your data',
+    );
     expect(await h.tdb.prisma.session.count()).toBe(0);
 
     // A malformed id: refused with what a valid one looks like; nothing stored, no session.
@@ -72,7 +101,9 @@ describe('a Prolific study over the fake Discord', () => {
     await h.fake.waitFor(() => open1.callbackType === 9 || undefined, 10_000, 'the form');
     expect(open1.modal.custom_id).toBe('payid:prolific:backend');
     const bad = h.fake.submitModal(pat, open1, { id: 'my name is pat' });
-    expect((await h.reply(bad, (s) => s.content.includes('not a Prolific ID'), 'the refusal')).content).toMatch(/24 letters and digits/);
+    expect((await h.reply(bad, (s) => s.content.includes('not a Prolific ID'), 'the refusal')).content).toMatch(
+      /24 letters and digits/,
+    );
     expect(await h.tdb.prisma.payAccount.count()).toBe(0);
 
     const open2 = h.fake.click(pat, ask, 'payid:prolific:backend');
@@ -83,7 +114,11 @@ describe('a Prolific study over the fake Discord', () => {
     const r1 = await play(pat, threadOf(first));
     expect(r1.content).not.toContain('completion code');
     const stored = await h.tdb.prisma.payAccount.findFirstOrThrow({ include: { participant: true } });
-    expect(stored).toMatchObject({ platform: 'prolific', accountId: PROLIFIC_ID.toLowerCase(), participant: { discordUserId: pat.id } });
+    expect(stored).toMatchObject({
+      platform: 'prolific',
+      accountId: PROLIFIC_ID.toLowerCase(),
+      participant: { discordUserId: pat.id },
+    });
     // Audited without the id itself.
     const audited = await h.tdb.prisma.auditLog.findFirstOrThrow({ where: { action: 'pay-account.set' } });
     expect(JSON.stringify(audited)).not.toContain(PROLIFIC_ID.toLowerCase());
@@ -95,7 +130,11 @@ describe('a Prolific study over the fake Discord', () => {
     const r2 = await play(pat, threadOf(second));
     expect(r2.content).toContain('**Your completion code for this study: `C1PRO2LIFIC`**');
     // And a third is refused by the study's cap.
-    const third = await h.reply(h.fake.command(pat, 'task', 'start', { kind: 'backend' }), (s) => s.kind === 'original', 'the refusal');
+    const third = await h.reply(
+      h.fake.command(pat, 'task', 'start', { kind: 'backend' }),
+      (s) => s.kind === 'original',
+      'the refusal',
+    );
     expect(third.content).not.toContain('Only you can see this');
 
     // The bonus file: participant_id,amount, two sessions at 1.50 + 0.50 for success.

@@ -31,11 +31,18 @@ describe('Discord bot crash recovery', () => {
   });
 
   async function sessionOf(threadId: string) {
-    return h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId }, include: { turns: { orderBy: { index: 'asc' } } } });
+    return h.tdb.prisma.session.findUniqueOrThrow({
+      where: { threadId },
+      include: { turns: { orderBy: { index: 'asc' } } },
+    });
   }
 
   /** Sends the person's reply and returns once the agent is writing its answer, held until `release`. */
-  async function replyWhileAgentWrites(user: ReturnType<typeof h.fake.user>, threadId: string, text: string): Promise<{ message: string; release: () => void }> {
+  async function replyWhileAgentWrites(
+    user: ReturnType<typeof h.fake.user>,
+    threadId: string,
+    text: string,
+  ): Promise<{ message: string; release: () => void }> {
     let open!: () => void;
     hold = new Promise<void>((r) => (open = r));
     const calls = agent.calls;
@@ -44,11 +51,15 @@ describe('Discord bot crash recovery', () => {
     return { message, release: () => ((hold = null), open()) };
   }
 
-  it('killed the instant the agent\'s message reached Discord: posted once after the restart, and the session goes on', async () => {
+  it("killed the instant the agent's message reached Discord: posted once after the restart, and the session goes on", async () => {
     const alice = h.fake.user('alice');
     const { threadId } = await h.startSession(alice, 'backend');
     await h.agentMessage(threadId, 1);
-    const held = h.fake.holdResponse('POST', new RegExp(`^/channels/${threadId}/messages$`), (b) => typeof b?.content === 'string' && isAgent(2)(b));
+    const held = h.fake.holdResponse(
+      'POST',
+      new RegExp(`^/channels/${threadId}/messages$`),
+      (b) => typeof b?.content === 'string' && isAgent(2)(b),
+    );
     h.fake.say(alice, threadId, 'Treat negative numbers as zero.');
     await held;
     await h.stopBot(); // the crash: Discord has the message, the bot never learned its id
@@ -57,13 +68,21 @@ describe('Discord bot crash recovery', () => {
     expect(before.turns[2]!.externalMessageId).toBeNull();
 
     await h.startBot();
-    await h.fake.waitFor(async () => (await sessionOf(threadId)).turns[2]!.externalMessageId, 30_000, 'the restarted bot to record the message');
+    await h.fake.waitFor(
+      async () => (await sessionOf(threadId)).turns[2]!.externalMessageId,
+      30_000,
+      'the restarted bot to record the message',
+    );
     const posted = h.fake.inChannel(threadId).filter(isAgent(2));
     expect(posted).toHaveLength(1);
     expect((await sessionOf(threadId)).turns[2]!.externalMessageId).toBe(posted[0]!.id);
 
     h.fake.say(alice, threadId, 'Yes, an empty list gives 0.');
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'the rating prompt');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
+      60_000,
+      'the rating prompt',
+    );
     expect(h.fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'))).toHaveLength(3);
   });
 
@@ -73,7 +92,11 @@ describe('Discord bot crash recovery', () => {
     await h.agentMessage(threadId, 1);
     h.fake.say(bob, threadId, 'Nothing special.');
     await h.agentMessage(threadId, 2);
-    const held = h.fake.holdResponse('POST', new RegExp(`^/channels/${threadId}/messages$`), (b) => typeof b?.content === 'string' && b.content.startsWith('**Result:**'));
+    const held = h.fake.holdResponse(
+      'POST',
+      new RegExp(`^/channels/${threadId}/messages$`),
+      (b) => typeof b?.content === 'string' && b.content.startsWith('**Result:**'),
+    );
     h.fake.say(bob, threadId, 'No, never empty.');
     await held;
     await h.stopBot();
@@ -83,10 +106,18 @@ describe('Discord bot crash recovery', () => {
     expect(before.resultShownAt).toBeNull();
     expect(before.ratingAskedAt).toBeNull();
     // The one post carries both: the rating prompt reached the person with the result, before the kill.
-    expect(h.fake.inChannel(threadId).filter((s) => s.content.startsWith('**Result:**') && s.content.includes('How helpful'))).toHaveLength(1);
+    expect(
+      h.fake
+        .inChannel(threadId)
+        .filter((s) => s.content.startsWith('**Result:**') && s.content.includes('How helpful')),
+    ).toHaveLength(1);
 
     await h.startBot();
-    await h.fake.waitFor(async () => (await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } })).ratingAskedAt, 30_000, 'ratingAskedAt');
+    await h.fake.waitFor(
+      async () => (await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } })).ratingAskedAt,
+      30_000,
+      'ratingAskedAt',
+    );
     expect(h.fake.inChannel(threadId).filter((s) => s.content.startsWith('**Result:**'))).toHaveLength(1);
     expect(h.fake.inChannel(threadId).filter((s) => s.content.includes('How helpful'))).toHaveLength(1);
     const after = await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } });
@@ -110,18 +141,28 @@ describe('Discord bot crash recovery', () => {
     await h.startBot();
     await h.agentMessage(threadId, 2);
     const s = await sessionOf(threadId);
-    expect(s.turns.map((t) => [t.role, t.externalMessageId === first ? 'first' : t.role === 'human' ? 'other' : ''])).toEqual([
+    expect(
+      s.turns.map((t) => [t.role, t.externalMessageId === first ? 'first' : t.role === 'human' ? 'other' : '']),
+    ).toEqual([
       ['agent', ''],
       ['human', 'first'],
       ['agent', ''],
     ]);
     expect(s.turns[1]!.content).toBe('Negative numbers count as zero.');
-    const notice = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((m) => m.raw.message_reference?.message_id === second), 30_000, 'the notice about the second message');
+    const notice = await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((m) => m.raw.message_reference?.message_id === second),
+      30_000,
+      'the notice about the second message',
+    );
     expect(notice.content).toMatch(/send it again/);
     expect(s.turns.some((t) => t.externalMessageId === second)).toBe(false);
 
     h.fake.say(carol, threadId, 'Nothing else.');
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((m) => m.content.includes('How helpful')), 60_000, 'the rating prompt');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((m) => m.content.includes('How helpful')),
+      60_000,
+      'the rating prompt',
+    );
     expect(h.fake.inChannel(threadId).filter((m) => m.content.startsWith('**Agent**'))).toHaveLength(3);
   });
 
@@ -140,7 +181,11 @@ describe('Discord bot crash recovery', () => {
     await h.startBot();
     await h.agentMessage(threadId, 2);
     h.fake.say(erin, threadId, 'Nothing else.');
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'the rating prompt');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
+      60_000,
+      'the rating prompt',
+    );
     const after = await sessionOf(threadId);
     // Nothing lost, nothing doubled: each message stored once, each agent message posted once.
     expect(after.turns.map((t) => t.role)).toEqual(['agent', 'human', 'agent', 'human', 'agent']);
@@ -157,7 +202,11 @@ describe('Discord bot crash recovery', () => {
     const del = h.fake.command(dan, 'privacy', 'delete');
     await new Promise((r) => setTimeout(r, 300));
     release();
-    const receipt = await h.reply(del, (s) => s.kind === 'original' && /deleted/i.test(s.content), 'the deletion receipt');
+    const receipt = await h.reply(
+      del,
+      (s) => s.kind === 'original' && /deleted/i.test(s.content),
+      'the deletion receipt',
+    );
     expect(receipt.content).not.toMatch(/wrong|Invalid|constraint|prisma/i);
     await new Promise((r) => setTimeout(r, 500));
     const everything = [...h.fake.inChannel(threadId), ...h.fake.replies(del)].map((s) => s.content).join('\n');
@@ -169,7 +218,10 @@ describe('Discord bot crash recovery', () => {
 
   it('nothing the bot posted could ping: mentions are off on every post carrying text', async () => {
     const posts = h.fake.requests.filter(
-      (r) => (r.method === 'POST' || r.method === 'PATCH') && /^\/(channels\/\d+\/messages|webhooks\/|interactions\/)/.test(r.path) && typeof (r.body?.content ?? r.body?.data?.content) === 'string',
+      (r) =>
+        (r.method === 'POST' || r.method === 'PATCH') &&
+        /^\/(channels\/\d+\/messages|webhooks\/|interactions\/)/.test(r.path) &&
+        typeof (r.body?.content ?? r.body?.data?.content) === 'string',
     );
     expect(posts.length).toBeGreaterThan(20);
     // The echoed @everyone and role mention reached the thread, as text only.

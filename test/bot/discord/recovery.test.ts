@@ -46,7 +46,10 @@ describe('Discord bot recovery', () => {
     const msgId = h.fake.say(alice, a.threadId, 'Treat negative numbers as zero.');
     await h.fake.waitFor(() => agent.calls > callsBefore, 30_000, 'the agent to start thinking');
     const aliceP = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: alice.id } });
-    const beforeTurns = await h.tdb.prisma.turn.findMany({ where: { session: { participantId: aliceP.id } }, orderBy: { index: 'asc' } });
+    const beforeTurns = await h.tdb.prisma.turn.findMany({
+      where: { session: { participantId: aliceP.id } },
+      orderBy: { index: 'asc' },
+    });
     expect(beforeTurns.map((t) => t.role)).toEqual(['agent', 'human']);
     await h.stopBot();
     void release; // the old process's agent never answers: it is dead
@@ -66,13 +69,23 @@ describe('Discord bot recovery', () => {
 
     // Alice's session continues: the agent answers her stored message once, then result and rating.
     await h.agentMessage(a.threadId, 2);
-    await h.fake.waitFor(() => h.fake.inChannel(a.threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating after resume');
-    const turns = await h.tdb.prisma.turn.findMany({ where: { session: { participantId: aliceP.id } }, orderBy: { index: 'asc' } });
+    await h.fake.waitFor(
+      () => h.fake.inChannel(a.threadId).find((s) => s.content.includes('How helpful')),
+      60_000,
+      'rating after resume',
+    );
+    const turns = await h.tdb.prisma.turn.findMany({
+      where: { session: { participantId: aliceP.id } },
+      orderBy: { index: 'asc' },
+    });
     expect(turns.map((t) => t.role)).toEqual(['agent', 'human', 'agent']);
     expect(turns[1]!.externalMessageId).toBe(msgId);
     expect(turns[1]!.content).toBe('Treat negative numbers as zero.');
     expect(h.fake.inChannel(a.threadId).filter((s) => s.content.startsWith('**Agent**'))).toHaveLength(2);
-    const session = await h.tdb.prisma.session.findFirstOrThrow({ where: { participantId: aliceP.id }, include: { evaluation: true } });
+    const session = await h.tdb.prisma.session.findFirstOrThrow({
+      where: { participantId: aliceP.id },
+      include: { evaluation: true },
+    });
     expect(session.status).toBe('answered');
     expect(session.evaluation?.score).toBe(1);
 
@@ -85,7 +98,11 @@ describe('Discord bot recovery', () => {
     // And Bob's session goes on in the same thread with the new process.
     h.fake.say(bob, bobThread, 'Nothing special.');
     await h.agentMessage(bobThread, 2);
-    await h.fake.waitFor(() => h.fake.inChannel(bobThread).find((s) => s.content.includes('How helpful')), 60_000, 'Bob\'s rating');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(bobThread).find((s) => s.content.includes('How helpful')),
+      60_000,
+      "Bob's rating",
+    );
   });
 
   it('keeps a session whose first posts Discord refused, and finishes it after a restart', async () => {
@@ -124,7 +141,9 @@ describe('Discord bot recovery', () => {
     h.fake.rateLimitOnce('POST', new RegExp(`^/channels/${threadId}/messages$`), 1.5);
     h.fake.say(dan, threadId, 'Nothing unusual.');
     await h.agentMessage(threadId, 2);
-    const posts = h.fake.requests.slice(from).filter((r) => r.method === 'POST' && r.path === `/channels/${threadId}/messages`);
+    const posts = h.fake.requests
+      .slice(from)
+      .filter((r) => r.method === 'POST' && r.path === `/channels/${threadId}/messages`);
     expect(posts[0]!.status).toBe(429);
     expect(posts[1]!.status).toBe(200);
     // The retry came after the time Discord asked for, not before (a correctness bound, not a speed one).

@@ -52,8 +52,10 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     await h.stop();
   });
 
-  const sessionOf = (threadId: string) => h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId }, include: { turns: { orderBy: { index: 'asc' } } } });
-  const stored = async (messageId: string) => (await h.tdb.prisma.turn.findUnique({ where: { externalMessageId: messageId } })) !== null;
+  const sessionOf = (threadId: string) =>
+    h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId }, include: { turns: { orderBy: { index: 'asc' } } } });
+  const stored = async (messageId: string) =>
+    (await h.tdb.prisma.turn.findUnique({ where: { externalMessageId: messageId } })) !== null;
 
   it('takes every message sent while the bot was down ahead of later ones, and answers at once what it cannot take', async () => {
     const alice = h.fake.user('alice');
@@ -64,7 +66,11 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     await h.agentMessage(b.threadId, 1);
 
     // The kill: Discord has Alice's second agent message, the bot never learned its id.
-    const held = h.fake.holdResponse('POST', new RegExp(`^/channels/${a.threadId}/messages$`), (body) => typeof body?.content === 'string' && isAgent(2)(body));
+    const held = h.fake.holdResponse(
+      'POST',
+      new RegExp(`^/channels/${a.threadId}/messages$`),
+      (body) => typeof body?.content === 'string' && isAgent(2)(body),
+    );
     h.fake.say(alice, a.threadId, 'Treat negative numbers as zero.');
     await held;
     await h.stopBot();
@@ -82,7 +88,7 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     loadGate = new Promise<void>((r) => (release = r));
     const loadsBefore = loads;
     const restarted = h.startBot();
-    await h.fake.waitFor(() => loads > loadsBefore, 30_000, 'the agent\'s first load after the restart');
+    await h.fake.waitFor(() => loads > loadsBefore, 30_000, "the agent's first load after the restart");
 
     // Bob, answered by nothing yet, writes again while the agent is still loading.
     const bobAfter = h.fake.say(bob, b.threadId, 'Hello? Are you there?');
@@ -90,9 +96,17 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     // What each sent while the bot was down is stored as their reply, while the load is still held...
     const takenBoth = async () => (await stored(aliceDown)) && (await stored(bobDown));
     await h.fake.waitFor(takenBoth, 10_000, 'both messages sent while the bot was down to be stored').catch(() => {});
-    expect({ aliceDown: await stored(aliceDown), bobDown: await stored(bobDown), bobAfter: await stored(bobAfter) }).toEqual({ aliceDown: true, bobDown: true, bobAfter: false });
+    expect({
+      aliceDown: await stored(aliceDown),
+      bobDown: await stored(bobDown),
+      bobAfter: await stored(bobAfter),
+    }).toEqual({ aliceDown: true, bobDown: true, bobAfter: false });
     // ...and Bob's later message is answered at once (it is not his turn), not stored, not taken instead.
-    const told = await h.fake.waitFor(() => h.fake.inChannel(b.threadId).find((s) => s.raw.message_reference?.message_id === bobAfter), 10_000, 'an answer to the message sent after the restart');
+    const told = await h.fake.waitFor(
+      () => h.fake.inChannel(b.threadId).find((s) => s.raw.message_reference?.message_id === bobAfter),
+      10_000,
+      'an answer to the message sent after the restart',
+    );
     expect(told.content).toMatch(/wait/i);
     expect(loads).toBe(loadsBefore + 1);
 
@@ -103,7 +117,11 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     const aliceThird = await h.agentMessage(a.threadId, 3);
     const bobSecond = await h.agentMessage(b.threadId, 2);
     const recorded = async (threadId: string, n: number) => (await sessionOf(threadId)).turns[n]?.externalMessageId;
-    await h.fake.waitFor(async () => (await recorded(a.threadId, 4)) && (await recorded(b.threadId, 2)), 10_000, 'the agent messages to be recorded as shown');
+    await h.fake.waitFor(
+      async () => (await recorded(a.threadId, 4)) && (await recorded(b.threadId, 2)),
+      10_000,
+      'the agent messages to be recorded as shown',
+    );
     const alicesSession = await sessionOf(a.threadId);
     expect(alicesSession.turns.map((t) => [t.role, t.content])).toEqual([
       ['agent', 'Question number 1?'],
@@ -132,14 +150,18 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     h.fake.say(alice, a.threadId, 'Nothing else.');
     await h.agentMessage(a.threadId, 4);
     await new Promise((r) => setTimeout(r, 300));
-    for (const [threadId, n] of [[a.threadId, 4], [b.threadId, 3]] as const) {
+    for (const [threadId, n] of [
+      [a.threadId, 4],
+      [b.threadId, 3],
+    ] as const) {
       const posted = h.fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'));
       expect(posted.map((s) => s.content.split('\n')[0])).toHaveLength(n);
       expect(new Set(posted.map((s) => s.content)).size).toBe(n);
     }
   });
 
-  const unavailable = (threadId: string) => h.fake.inChannel(threadId).filter((s) => s.content.startsWith('The agent is unavailable right now.'));
+  const unavailable = (threadId: string) =>
+    h.fake.inChannel(threadId).filter((s) => s.content.startsWith('The agent is unavailable right now.'));
 
   /** A session waiting for its person, who answers while the bot is down; the bot comes back with the agent's load held. */
   async function downAndBack(name: string): Promise<{ threadId: string; down: string }> {
@@ -153,7 +175,11 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     loadGate = new Promise<void>((r) => (release = r));
     h.options.agentWaitMs = 1_000;
     await h.startBot(); // does not wait for the agent
-    await h.fake.waitFor(async () => (await sessionOf(threadId)).turns.some((t) => t.externalMessageId === down), 10_000, 'the message sent while the bot was down to be stored');
+    await h.fake.waitFor(
+      async () => (await sessionOf(threadId)).turns.some((t) => t.externalMessageId === down),
+      10_000,
+      'the message sent while the bot was down to be stored',
+    );
     return { threadId, down };
   }
 
@@ -162,7 +188,11 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     loadGate = null;
     release();
     await h.agentMessage(threadId, 2);
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content === 'The agent is back.'), 10_000, 'the notice that the agent is back');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content === 'The agent is back.'),
+      10_000,
+      'the notice that the agent is back',
+    );
     expect((await sessionOf(threadId)).turns.map((t) => [t.role, t.content])).toEqual([
       ['agent', 'Question number 1?'],
       ['human', 'Zero for negatives.'],
@@ -171,9 +201,13 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     expect(unavailable(threadId)).toHaveLength(1);
   }
 
-  it('tells the person when the agent\'s first load outlasts the deadline, keeps their message, and answers it once loaded', async () => {
+  it("tells the person when the agent's first load outlasts the deadline, keeps their message, and answers it once loaded", async () => {
     const { threadId } = await downAndBack('erin');
-    const told = await h.fake.waitFor(() => unavailable(threadId)[0], 10_000, 'the person to be told the agent is unavailable');
+    const told = await h.fake.waitFor(
+      () => unavailable(threadId)[0],
+      10_000,
+      'the person to be told the agent is unavailable',
+    );
     expect(told.content).toMatch(/Your session is kept/);
     expect((await sessionOf(threadId)).turns.map((t) => t.role)).toEqual(['agent', 'human']);
 
@@ -199,7 +233,11 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     loadGate = new Promise<void>((r) => (release = r));
     h.options.agentWaitMs = 1_000;
     await h.startBot();
-    const told = await h.fake.waitFor(() => unavailable(threadId)[0], 10_000, 'the person to be told the agent is unavailable');
+    const told = await h.fake.waitFor(
+      () => unavailable(threadId)[0],
+      10_000,
+      'the person to be told the agent is unavailable',
+    );
     expect(told.content).toMatch(/Your session is kept/);
     expect((await sessionOf(threadId)).turns.map((t) => t.role)).toEqual(['agent', 'human']);
 
@@ -214,7 +252,7 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
 
     const expired = await h.runtime.engine.expireIdle(new Date(Date.now() + 31 * 60_000));
     expect(expired.map((s) => s.id)).toContain(id);
-    await h.fake.waitFor(() => !h.runtime.engine.isBusy(id), 10_000, 'the session\'s lock to be let go');
+    await h.fake.waitFor(() => !h.runtime.engine.isBusy(id), 10_000, "the session's lock to be let go");
 
     loadGate = null;
     release();
@@ -223,7 +261,13 @@ describe('Discord bot restart: catch-up while the agent loads, and an agent that
     expect(after.status).toBe('expired');
     expect(after.turns.map((t) => t.role)).toEqual(['agent', 'human']);
     expect(h.fake.inChannel(threadId).filter((s) => s.content.startsWith('**Agent**'))).toHaveLength(1);
-    await h.fake.waitFor(() => log.lines('warn', 'agent request abandoned').find((l) => l.session === id), 10_000, 'the abandoned request to be logged');
-    expect(log.lines('warn', 'agent request abandoned').filter((l) => l.session === id)).toEqual([expect.objectContaining({ why: 'the session is expired' })]);
+    await h.fake.waitFor(
+      () => log.lines('warn', 'agent request abandoned').find((l) => l.session === id),
+      10_000,
+      'the abandoned request to be logged',
+    );
+    expect(log.lines('warn', 'agent request abandoned').filter((l) => l.session === id)).toEqual([
+      expect.objectContaining({ why: 'the session is expired' }),
+    ]);
   });
 });

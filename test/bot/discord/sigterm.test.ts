@@ -9,7 +9,12 @@ import { createTestDatabase, type TestDatabase } from '../../../testing/database
 import { FakeDiscord } from '../../../testing/fake-discord.ts';
 import { TcpProxy } from '../../../testing/tcp-proxy.ts';
 
-function startBot(t: TestDatabase, fake: FakeDiscord, env: Record<string, string>, dbUrl = t.url): { child: ChildProcess; out: string[]; exited: Promise<number | null> } {
+function startBot(
+  t: TestDatabase,
+  fake: FakeDiscord,
+  env: Record<string, string>,
+  dbUrl = t.url,
+): { child: ChildProcess; out: string[]; exited: Promise<number | null> } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/bot/discord/fixtures/sigterm-bot.ts'], {
     env: { ...process.env, TEST_DB_URL: dbUrl, API_BASE: fake.apiBase, GUILD_ID: fake.guildId, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -27,7 +32,16 @@ describe('SIGTERM', () => {
   beforeAll(async () => {
     t = await createTestDatabase();
     await importTasks(t.prisma, builtinTasks({ kind: 'backend' }).slice(0, 2));
-    await t.prisma.policyVersion.create({ data: { name: 'p', algorithm: 'external', checkpointPath: '/nonexistent', checkpointSha256: '0'.repeat(64), status: 'deployed', deployedAt: new Date() } });
+    await t.prisma.policyVersion.create({
+      data: {
+        name: 'p',
+        algorithm: 'external',
+        checkpointPath: '/nonexistent',
+        checkpointSha256: '0'.repeat(64),
+        status: 'deployed',
+        deployedAt: new Date(),
+      },
+    });
     fake = await new FakeDiscord({ heartbeatIntervalMs: 1_000 }).start();
   });
   afterAll(async () => {
@@ -42,9 +56,17 @@ describe('SIGTERM', () => {
     const start = fake.command(user, 'task', 'start', { kind: 'backend' });
     const consent = await fake.waitFor(() => fake.replies(start).find((s) => s.kind === 'original'), 30_000, 'consent');
     const accept = fake.click(user, consent, 'consent:accept:backend');
-    const hidden = await fake.waitFor(() => fake.replies(accept).find((s) => s.content.includes('Only you can see this')), 30_000, 'hidden');
+    const hidden = await fake.waitFor(
+      () => fake.replies(accept).find((s) => s.content.includes('Only you can see this')),
+      30_000,
+      'hidden',
+    );
     const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
-    await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.includes('First question?')), 30_000, 'agent message 1');
+    await fake.waitFor(
+      () => fake.inChannel(threadId).find((s) => s.content.includes('First question?')),
+      30_000,
+      'agent message 1',
+    );
     fake.say(user, threadId, 'My reply.');
     await fake.waitFor(() => bot.out.includes('thinking'), 30_000, 'the agent to start its turn');
     return threadId;
@@ -91,7 +113,11 @@ describe('SIGTERM', () => {
     // Nothing was lost: the person's reply is stored, and the next process writes and posts the agent's turn once.
     await proxy.up();
     const again = startBot(t, fake, { AGENT_DELAY_MS: '0', DEADLINE_MS: '5000' }, proxy.urlFor(t.url));
-    await fake.waitFor(() => fake.inChannel(threadId).find((s) => s.content.includes('Second question?')), 60_000, 'the turn after the restart');
+    await fake.waitFor(
+      () => fake.inChannel(threadId).find((s) => s.content.includes('Second question?')),
+      60_000,
+      'the turn after the restart',
+    );
     const turns = await t.prisma.turn.findMany({ where: { session: { threadId } }, orderBy: { index: 'asc' } });
     expect(turns.map((x) => [x.role, x.content])).toEqual([
       ['agent', 'First question?'],

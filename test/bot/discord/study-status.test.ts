@@ -13,7 +13,9 @@ import { BotHarness, scriptedAgent } from './harness.ts';
 const TASKS = builtinTasks({ kind: 'backend', split: 'train' }).slice(0, 4);
 const CONSENT = 'STATUS STUDY CONSENT: we record your messages.';
 const agent = scriptedAgent('scripted', (dialogue) =>
-  dialogue.filter((m) => m.role === 'assistant').length === 0 ? 'Which cases matter most to you?' : 'Thanks.\nI WANT TO ANSWER:\n```python\ndef f():\n    return 1\n```',
+  dialogue.filter((m) => m.role === 'assistant').length === 0
+    ? 'Which cases matter most to you?'
+    : 'Thanks.\nI WANT TO ANSWER:\n```python\ndef f():\n    return 1\n```',
 );
 
 let guildB = '';
@@ -21,7 +23,14 @@ let boss: FakeUser;
 const h = new BotHarness({
   tasks: TASKS,
   agent,
-  evaluate: async () => ({ score: 1, success: true, testsPassed: 1, testsTotal: 1, detail: {}, evaluatorVersion: 'stub' }),
+  evaluate: async () => ({
+    score: 1,
+    success: true,
+    testsPassed: 1,
+    testsTotal: 1,
+    detail: {},
+    evaluatorVersion: 'stub',
+  }),
   botOptions: (fake) => {
     guildB = fake.addGuild().guildId;
     boss ??= fake.user('boss');
@@ -34,14 +43,29 @@ describe('/mod study status', () => {
 
   beforeAll(async () => {
     await h.start();
-    const taskIds = (await h.tdb.prisma.task.findMany({ select: { id: true }, orderBy: { id: 'asc' } })).map((t) => t.id);
+    const taskIds = (await h.tdb.prisma.task.findMany({ select: { id: true }, orderBy: { id: 'asc' } })).map(
+      (t) => t.id,
+    );
     const study = (name: string, ids: string[], where: Pick<NewStudy, 'guildIds' | 'channelIds'>) =>
       createStudy(
         h.tdb.prisma,
         'cli',
         {
-          name, kind: 'backend', split: 'train', perTask: 2, seed: 1, taskIds: ids, arms: [{ policyVersionId: h.policy.id, share: 100 }],
-          consentText: CONSENT, payPerSessionCents: 150, bonusSuccessCents: 50, currency: 'USD', maxSessionsPerPerson: null, opensAt: null, closesAt: null, ...where,
+          name,
+          kind: 'backend',
+          split: 'train',
+          perTask: 2,
+          seed: 1,
+          taskIds: ids,
+          arms: [{ policyVersionId: h.policy.id, share: 100 }],
+          consentText: CONSENT,
+          payPerSessionCents: 150,
+          bonusSuccessCents: 50,
+          currency: 'USD',
+          maxSessionsPerPerson: null,
+          opensAt: null,
+          closesAt: null,
+          ...where,
         },
         { requireConsent: true },
       );
@@ -54,7 +78,8 @@ describe('/mod study status', () => {
     await h.stop();
   });
 
-  const answer = (i: InteractionRecord, what: string) => h.reply(i, (s) => s.kind === 'original' || (s.kind === 'callback' && s.content !== ''), what);
+  const answer = (i: InteractionRecord, what: string) =>
+    h.reply(i, (s) => s.kind === 'original' || (s.kind === 'callback' && s.content !== ''), what);
   const expected = async (name: string) => {
     const s = (await findStudy(h.tdb.prisma, name))!;
     return `\`\`\`\n${formatStudy(s, await studyProgress(h.tdb.prisma, s))}\n\`\`\``;
@@ -64,34 +89,55 @@ describe('/mod study status', () => {
     // One person plays a session of "here" through its consent, to the rating prompt.
     const ann = h.fake.user('ann');
     const start = h.fake.command(ann, 'task', 'start', { kind: 'backend' });
-    const consent = await h.reply(start, (s) => s.kind === 'original' && s.content.includes(CONSENT), 'the study consent');
+    const consent = await h.reply(
+      start,
+      (s) => s.kind === 'original' && s.content.includes(CONSENT),
+      'the study consent',
+    );
     const accept = h.fake.click(ann, consent, `consent:accept:backend:${here.id}:1`);
     const hidden = await h.reply(accept, (s) => s.content.includes('Only you can see this'), 'the hidden information');
     const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
     await h.agentMessage(threadId, 1);
     h.fake.say(ann, threadId, 'The usual cases, please.');
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'the rating prompt');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
+      60_000,
+      'the rating prompt',
+    );
 
     const mod = h.fake.user('mod-a');
     const r = await answer(h.fake.command(mod, 'mod', 'study status', {}, { moderator: true }), '/mod study status');
     expect(r.content).toBe(`${await expected('here')}\n${await expected('anywhere')}`);
-    expect(r.content).toContain('progress: 0 task(s) complete, 1 partial, 1 untouched; 1 answered, 0 active session(s)');
+    expect(r.content).toContain(
+      'progress: 0 task(s) complete, 1 partial, 1 untouched; 1 answered, 0 active session(s)',
+    );
     expect(r.content).toMatch(/median active time of answered sessions: \d+\.\d min \(pauses over 5 min left out\)/);
-    expect(r.content).toContain('projected completion: not enough data yet (3 slot(s) left; fewer than 3 sessions answered)');
+    expect(r.content).toContain(
+      'projected completion: not enough data yet (3 slot(s) left; fewer than 3 sessions answered)',
+    );
     expect(r.content).not.toContain('study there');
 
-    const named = await answer(h.fake.command(mod, 'mod', 'study status', { name: 'here' }, { moderator: true }), '/mod study status name:here');
+    const named = await answer(
+      h.fake.command(mod, 'mod', 'study status', { name: 'here' }, { moderator: true }),
+      '/mod study status name:here',
+    );
     expect(named.content).toBe(await expected('here'));
   }, 180_000);
 
   it("does not show a moderator another guild's study; an operator sees it; the other guild's moderator sees theirs", async () => {
     const mod = h.fake.user('mod-a2');
-    const hidden = await answer(h.fake.command(mod, 'mod', 'study status', { name: 'there' }, { moderator: true }), 'a study elsewhere');
+    const hidden = await answer(
+      h.fake.command(mod, 'mod', 'study status', { name: 'there' }, { moderator: true }),
+      'a study elsewhere',
+    );
     expect(hidden.content).toBe('No study named "there" that you may see here.');
     const op = await answer(h.fake.command(boss, 'mod', 'study status', { name: 'there' }), 'the operator');
     expect(op.content).toBe(await expected('there'));
     const modB = h.fake.user('mod-b');
-    const theirs = await answer(h.fake.command(modB, 'mod', 'study status', {}, { moderator: true, guildId: guildB }), 'guild B');
+    const theirs = await answer(
+      h.fake.command(modB, 'mod', 'study status', {}, { moderator: true, guildId: guildB }),
+      'guild B',
+    );
     expect(theirs.content).toBe(`${await expected('there')}\n${await expected('anywhere')}`);
   }, 60_000);
 

@@ -13,7 +13,9 @@ import { BotHarness, scriptedAgent } from './harness.ts';
 const TASKS = builtinTasks({ kind: 'backend', split: 'train' }).slice(0, 6);
 const CONSENT = 'STUDY CONSENT: we record your messages for the e2e study.';
 const agent = scriptedAgent('scripted', (dialogue) =>
-  dialogue.filter((m) => m.role === 'assistant').length === 0 ? 'Which cases matter most to you?' : 'Thanks.\nI WANT TO ANSWER:\n```python\ndef f():\n    return 1\n```',
+  dialogue.filter((m) => m.role === 'assistant').length === 0
+    ? 'Which cases matter most to you?'
+    : 'Thanks.\nI WANT TO ANSWER:\n```python\ndef f():\n    return 1\n```',
 );
 
 describe('a study over the fake Discord', () => {
@@ -21,22 +23,46 @@ describe('a study over the fake Discord', () => {
     tasks: TASKS,
     agent,
     // The answer's score does not matter here: a quick stand-in for the sandbox.
-    evaluate: async () => ({ score: 1, success: true, testsPassed: 1, testsTotal: 1, detail: {}, evaluatorVersion: 'stub' }),
+    evaluate: async () => ({
+      score: 1,
+      success: true,
+      testsPassed: 1,
+      testsTotal: 1,
+      detail: {},
+      evaluatorVersion: 'stub',
+    }),
   });
   let study: StudyWithArms;
 
   beforeAll(async () => {
     await h.start();
-    const other = await h.tdb.prisma.policyVersion.create({ data: { name: 'arm-b', algorithm: 'external', checkpointPath: '/nonexistent', checkpointSha256: '1' } });
+    const other = await h.tdb.prisma.policyVersion.create({
+      data: { name: 'arm-b', algorithm: 'external', checkpointPath: '/nonexistent', checkpointSha256: '1' },
+    });
     const taskIds = (await h.tdb.prisma.task.findMany({ select: { id: true } })).map((t) => t.id);
     study = await createStudy(
       h.tdb.prisma,
       'cli',
       {
-        name: 'e2e', kind: 'backend', split: 'train', perTask: 3, seed: 42, taskIds,
-        arms: [{ policyVersionId: h.policy.id, share: 50 }, { policyVersionId: other.id, share: 50 }],
-        consentText: CONSENT, payPerSessionCents: 200, bonusSuccessCents: null, currency: 'EUR', maxSessionsPerPerson: null,
-        opensAt: null, closesAt: null, guildIds: [h.fake.guildId], channelIds: [],
+        name: 'e2e',
+        kind: 'backend',
+        split: 'train',
+        perTask: 3,
+        seed: 42,
+        taskIds,
+        arms: [
+          { policyVersionId: h.policy.id, share: 50 },
+          { policyVersionId: other.id, share: 50 },
+        ],
+        consentText: CONSENT,
+        payPerSessionCents: 200,
+        bonusSuccessCents: null,
+        currency: 'EUR',
+        maxSessionsPerPerson: null,
+        opensAt: null,
+        closesAt: null,
+        guildIds: [h.fake.guildId],
+        channelIds: [],
       },
       { requireConsent: true },
     );
@@ -53,7 +79,11 @@ describe('a study over the fake Discord', () => {
     if (shown.content.includes(CONSENT)) {
       expect(shown.content).toContain('Study e2e: consent (version 1)');
       source = h.fake.click(user, shown, `consent:accept:backend:${study.id}:1`);
-      shown = await h.reply(source, (s: Shown) => (s.kind === 'original' || s.kind === 'followup') && !s.content.startsWith('Thank you! Starting'), 'the reply after consent');
+      shown = await h.reply(
+        source,
+        (s: Shown) => (s.kind === 'original' || s.kind === 'followup') && !s.content.startsWith('Thank you! Starting'),
+        'the reply after consent',
+      );
     }
     const threadId = /<#(\d+)>/.exec(shown.content)?.[1];
     return threadId && shown.content.includes('Only you can see this') ? { threadId } : { refusal: shown.content };
@@ -80,7 +110,11 @@ describe('a study over the fake Discord', () => {
         continue;
       }
       h.fake.say(user, r.threadId, 'The usual cases, please.');
-      await h.fake.waitFor(() => h.fake.inChannel(r.threadId).find((s) => s.content.startsWith('**Result:**')), 30_000, 'the result');
+      await h.fake.waitFor(
+        () => h.fake.inChannel(r.threadId).find((s) => s.content.startsWith('**Result:**')),
+        30_000,
+        'the result',
+      );
     }
     throw new Error(`${name} never saw the study full`);
   }
@@ -108,13 +142,17 @@ describe('a study over the fake Discord', () => {
       const arms = study.arms.map((a) => list.filter((s) => s.policyVersionId === a.policyVersionId).length).sort();
       expect(arms).toEqual([1, 2]);
     }
-    expect(study.arms.map((a) => answered.filter((s) => s.policyVersionId === a.policyVersionId).length)).toEqual([9, 9]);
+    expect(study.arms.map((a) => answered.filter((s) => s.policyVersionId === a.policyVersionId).length)).toEqual([
+      9, 9,
+    ]);
     // Every person accepted version 1 of the study's consent.
     expect(await h.tdb.prisma.consentAcceptance.count({ where: { studyId: study.id, version: 1 } })).toBe(9);
 
     // The next person accepts the consent and is told the study is full, rather than sent to other tasks.
     const late = await start(h.fake.user('late'));
-    expect(late).toEqual({ refusal: 'This study is full: every task has all the sessions it needs. Thank you for your interest!' });
+    expect(late).toEqual({
+      refusal: 'This study is full: every task has all the sessions it needs. Thank you for your interest!',
+    });
     expect(await h.tdb.prisma.session.count()).toBe(19);
   });
 });

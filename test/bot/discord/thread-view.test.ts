@@ -15,7 +15,11 @@ const agent = scriptedAgent('scripted', (dialogue) => {
   return person ? `I WANT TO ANSWER:\n# ${person}\n${task.reference}` : 'Who are you?';
 });
 /** How long each person's answer takes to score: the first two longer than the notice's delay, the third at once. */
-const scoringMs: Record<string, number> = { first: SCORING_EDIT_AFTER_MS + 1_000, slow: SCORING_EDIT_AFTER_MS + 1_000, quick: 0 };
+const scoringMs: Record<string, number> = {
+  first: SCORING_EDIT_AFTER_MS + 1_000,
+  slow: SCORING_EDIT_AFTER_MS + 1_000,
+  quick: 0,
+};
 
 describe('the scoring notice', () => {
   const h: BotHarness = new BotHarness({
@@ -42,16 +46,26 @@ describe('the scoring notice', () => {
       await h.agentMessage(threadId, 1);
       threads[name] = threadId;
     }
-    const notice = (name: string, re: RegExp) => h.fake.waitFor(() => h.fake.inChannel(threads[name]!).find((s) => re.test(s.content)), 30_000, `${name}'s notice`);
+    const notice = (name: string, re: RegExp) =>
+      h.fake.waitFor(
+        () => h.fake.inChannel(threads[name]!).find((s) => re.test(s.content)),
+        30_000,
+        `${name}'s notice`,
+      );
     // One after another, so that "slow" and "quick" wait behind "first" in the pool of one.
     for (const name of ['first', 'slow', 'quick']) {
       h.fake.say(users[name]!, threads[name]!, `I am ${name}. Zero for short stays.`);
       await notice(name, name === 'first' ? /Scoring your answer/ : /waits to be scored/);
     }
     for (const name of ['first', 'slow', 'quick']) {
-      await h.fake.waitFor(() => h.fake.inChannel(threads[name]!).find((s) => s.content.startsWith('**Result:**')), 30_000, `${name}'s result`);
+      await h.fake.waitFor(
+        () => h.fake.inChannel(threads[name]!).find((s) => s.content.startsWith('**Result:**')),
+        30_000,
+        `${name}'s result`,
+      );
     }
-    const edits = (name: string) => h.fake.requests.filter((r) => r.method === 'PATCH' && r.path.startsWith(`/channels/${threads[name]}/messages/`));
+    const edits = (name: string) =>
+      h.fake.requests.filter((r) => r.method === 'PATCH' && r.path.startsWith(`/channels/${threads[name]}/messages/`));
     expect(edits('first')).toHaveLength(0);
     expect(edits('slow').map((r) => r.body?.content)).toEqual(['*Scoring your answer…*']);
     expect(edits('quick')).toHaveLength(0);

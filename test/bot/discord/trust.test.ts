@@ -11,7 +11,9 @@ import { BotHarness, scriptedAgent } from './harness.ts';
 
 const task = builtinTasks({ kind: 'backend' })[1] as TaskRecord & BackendTask;
 const agent = scriptedAgent('scripted', (dialogue) =>
-  dialogue.filter((m) => m.role === 'assistant').length === 0 ? 'What should happen with unusual inputs? (Like https://example.com/spec says?)' : `I WANT TO ANSWER:\n${task.reference}`,
+  dialogue.filter((m) => m.role === 'assistant').length === 0
+    ? 'What should happen with unusual inputs? (Like https://example.com/spec says?)'
+    : `I WANT TO ANSWER:\n${task.reference}`,
 );
 
 describe('guilds and roles', () => {
@@ -47,27 +49,43 @@ describe('guilds and roles', () => {
     await h.stop();
   });
 
-  const ans = (i: InteractionRecord, what: string) => h.reply(i, (s) => s.kind === 'original' || (s.kind === 'callback' && s.content !== ''), what);
+  const ans = (i: InteractionRecord, what: string) =>
+    h.reply(i, (s) => s.kind === 'original' || (s.kind === 'callback' && s.content !== ''), what);
 
   /** A full answered session in a guild; returns its session id. */
   async function answeredSession(user: FakeUser, guildId: string): Promise<string> {
     const start = h.fake.command(user, 'task', 'start', { kind: 'backend' }, { guildId });
     const consent = await h.reply(start, (s) => s.kind === 'original');
     const src = consent.components.length ? h.fake.click(user, consent, 'consent:accept:backend') : start;
-    const hidden = await h.reply(src, (s) => s.content.includes('Only you can see this')).catch((err) => {
-      throw new Error(`${(err as Error).message}: ${h.fake.replies(src).map((x) => x.content).join(' | ')}`);
-    });
+    const hidden = await h
+      .reply(src, (s) => s.content.includes('Only you can see this'))
+      .catch((err) => {
+        throw new Error(
+          `${(err as Error).message}: ${h.fake
+            .replies(src)
+            .map((x) => x.content)
+            .join(' | ')}`,
+        );
+      });
     const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
     await h.agentMessage(threadId, 1);
     h.fake.say(user, threadId, 'Nothing special.');
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
+      60_000,
+      'rating',
+    );
     return (await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } })).id;
   }
 
   it('leaves a guild outside the allowlist and answers nothing there', async () => {
     await h.fake.waitFor(() => h.fake.left.includes(guildC), 10_000, 'the bot to leave guild C');
     // A guild it was already in when it started is left too (discord.js emits no GuildCreate for those).
-    await h.fake.waitFor(() => h.fake.left.includes(guildD), 10_000, 'the bot to leave guild D, joined before the start');
+    await h.fake.waitFor(
+      () => h.fake.left.includes(guildD),
+      10_000,
+      'the bot to leave guild D, joined before the start',
+    );
     const before = h.fake.shown.length;
     const i = h.fake.command(alice, 'task', 'start', { kind: 'backend' }, { channelId: channelC });
     await new Promise((r) => setTimeout(r, 800));
@@ -76,7 +94,7 @@ describe('guilds and roles', () => {
     expect(h.fake.left).not.toContain(guildB);
   });
 
-  it('a moderator of guild B sees, exports and flags only guild B\'s sessions, and cannot act on everyone', async () => {
+  it("a moderator of guild B sees, exports and flags only guild B's sessions, and cannot act on everyone", async () => {
     const a = await answeredSession(alice, h.fake.guildId);
     const b = await answeredSession(bob, guildB);
 
@@ -90,7 +108,10 @@ describe('guilds and roles', () => {
     expect(file).toContain(b);
     expect(file).not.toContain(a);
 
-    const flagA = await ans(h.fake.command(modB, 'mod', 'flag', { session: a, reason: 'x' }, { guildId: guildB, moderator: true }), 'flag A');
+    const flagA = await ans(
+      h.fake.command(modB, 'mod', 'flag', { session: a, reason: 'x' }, { guildId: guildB, moderator: true }),
+      'flag A',
+    );
     expect(flagA.content).toMatch(/No session/);
 
     for (const [sub, opts] of [
@@ -99,12 +120,22 @@ describe('guilds and roles', () => {
       ['rollback', {}],
       ['ban', { user: alice, everywhere: true }],
     ] as const) {
-      const r = await ans(h.fake.command(modB, 'mod', sub, opts as Record<string, string | boolean | FakeUser>, { guildId: guildB, moderator: true }), sub);
+      const r = await ans(
+        h.fake.command(modB, 'mod', sub, opts as Record<string, string | boolean | FakeUser>, {
+          guildId: guildB,
+          moderator: true,
+        }),
+        sub,
+      );
       expect(r.content, sub).toMatch(/operator|only/i);
     }
     const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: alice.id } });
     expect(p.banned).toBe(false);
-    expect(await h.tdb.prisma.auditLog.count({ where: { action: { in: ['collection.pause', 'policy.deploy', 'participant.ban'] } } })).toBe(0);
+    expect(
+      await h.tdb.prisma.auditLog.count({
+        where: { action: { in: ['collection.pause', 'policy.deploy', 'participant.ban'] } },
+      }),
+    ).toBe(0);
 
     // A plain member gets nothing, whatever Discord's client shows.
     const plain = await ans(h.fake.command(bob, 'mod', 'stats', {}, { guildId: guildB }), 'plain stats');
@@ -119,40 +150,73 @@ describe('guilds and roles', () => {
     expect(done.content).toContain('2 session(s)');
     // Neither the salt nor the token is in the file or its dataset card.
     expect(done.files.length).toBe(2);
-    for (const f of done.files) for (const secret of ['test-export-salt', 'fake-bot-token']) expect(f.data.toString('utf8'), f.name).not.toContain(secret);
+    for (const f of done.files)
+      for (const secret of ['test-export-salt', 'fake-bot-token'])
+        expect(f.data.toString('utf8'), f.name).not.toContain(secret);
     const pause = await ans(h.fake.command(op, 'mod', 'pause', {}, { roles: [operatorRole] }), 'pause');
     expect(pause.content).toMatch(/paused/);
     await ans(h.fake.command(op, 'mod', 'resume', {}, { roles: [operatorRole] }), 'resume');
-    await h.tdb.prisma.policyVersion.create({ data: { name: 'test-policy-b', algorithm: 'external', checkpointPath: '/nonexistent', checkpointSha256: '0'.repeat(64) } });
-    const dep = await ans(h.fake.command(op, 'mod', 'deploy', { version: 'test-policy-b' }, { roles: [operatorRole] }), 'deploy');
+    await h.tdb.prisma.policyVersion.create({
+      data: {
+        name: 'test-policy-b',
+        algorithm: 'external',
+        checkpointPath: '/nonexistent',
+        checkpointSha256: '0'.repeat(64),
+      },
+    });
+    const dep = await ans(
+      h.fake.command(op, 'mod', 'deploy', { version: 'test-policy-b' }, { roles: [operatorRole] }),
+      'deploy',
+    );
     expect(dep.content).toMatch(/Deployed test-policy-b/);
-    const ban = await ans(h.fake.command(op, 'mod', 'ban', { user: bob, everywhere: true, reason: 'spam' }, { roles: [operatorRole] }), 'ban');
+    const ban = await ans(
+      h.fake.command(op, 'mod', 'ban', { user: bob, everywhere: true, reason: 'spam' }, { roles: [operatorRole] }),
+      'ban',
+    );
     expect(ban.content).toMatch(/Banned/);
     expect((await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: bob.id } })).banned).toBe(true);
-    expect((await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: op.id } })).role).toBe('operator');
+    expect((await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: op.id } })).role).toBe(
+      'operator',
+    );
     const audits = await h.tdb.prisma.auditLog.findMany({ where: { actor: op.id } });
-    expect(audits.map((x) => x.action).sort()).toEqual(['collection.pause', 'collection.resume', 'data.export', 'participant.ban', 'policy.deploy'].sort());
+    expect(audits.map((x) => x.action).sort()).toEqual(
+      ['collection.pause', 'collection.resume', 'data.export', 'participant.ban', 'policy.deploy'].sort(),
+    );
     expect(audits.every((x) => x.guildId === h.fake.guildId)).toBe(true);
   });
 
   it('a guild ban holds in that guild only', async () => {
     const carol = h.fake.user('carol');
-    await ans(h.fake.command(modB, 'mod', 'ban', { user: carol, reason: 'rude' }, { guildId: guildB, moderator: true }), 'guild ban');
+    await ans(
+      h.fake.command(modB, 'mod', 'ban', { user: carol, reason: 'rude' }, { guildId: guildB, moderator: true }),
+      'guild ban',
+    );
     const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: carol.id } });
     expect(p.banned).toBe(false);
     expect(p.bannedGuildIds).toEqual([guildB]);
-    const inB = await ans(h.fake.command(carol, 'task', 'start', { kind: 'backend' }, { guildId: guildB }), 'start in B');
+    const inB = await ans(
+      h.fake.command(carol, 'task', 'start', { kind: 'backend' }, { guildId: guildB }),
+      'start in B',
+    );
     expect(inB.content).toMatch(/not allowed/);
-    const inA = await ans(h.fake.command(carol, 'task', 'start', { kind: 'backend' }, { guildId: h.fake.guildId }), 'start in A');
+    const inA = await ans(
+      h.fake.command(carol, 'task', 'start', { kind: 'backend' }, { guildId: h.fake.guildId }),
+      'start in A',
+    );
     expect(inA.content).not.toMatch(/not allowed/);
-    const audit = await h.tdb.prisma.auditLog.findFirstOrThrow({ where: { action: 'participant.guild-ban', target: carol.id } });
+    const audit = await h.tdb.prisma.auditLog.findFirstOrThrow({
+      where: { action: 'participant.guild-ban', target: carol.id },
+    });
     expect(audit.actor).toBe(modB.id);
     expect(audit.guildId).toBe(guildB);
   });
 
   it('flags are listed and resolved, each in its guild', async () => {
     const s = await h.tdb.prisma.session.findFirstOrThrow({ where: { guildId: guildB } });
-    const flagged = await ans(h.fake.command(modB, 'mod', 'flag', { session: s.id, reason: 'off-topic' }, { guildId: guildB, moderator: true }), 'flag');
+    const flagged = await ans(
+      h.fake.command(modB, 'mod', 'flag', { session: s.id, reason: 'off-topic' }, { guildId: guildB, moderator: true }),
+      'flag',
+    );
     expect(flagged.content).toMatch(/Flagged|flag/i);
     const listB = await ans(h.fake.command(modB, 'mod', 'flags', {}, { guildId: guildB, moderator: true }), 'flags B');
     const flag = await h.tdb.prisma.moderationFlag.findFirstOrThrow({ where: { sessionId: s.id } });
@@ -160,15 +224,30 @@ describe('guilds and roles', () => {
     expect(listB.content).toContain('off-topic');
     const listA = await ans(h.fake.command(modA, 'mod', 'flags', {}, { moderator: true }), 'flags A');
     expect(listA.content).toBe('No open flags.');
-    const wrong = await ans(h.fake.command(modA, 'mod', 'resolve', { flag: flag.id, reason: 'fine' }, { moderator: true }), 'resolve from A');
+    const wrong = await ans(
+      h.fake.command(modA, 'mod', 'resolve', { flag: flag.id, reason: 'fine' }, { moderator: true }),
+      'resolve from A',
+    );
     expect(wrong.content).toMatch(/No flag/);
-    const ok = await ans(h.fake.command(modB, 'mod', 'resolve', { flag: flag.id, reason: 'checked, fine' }, { guildId: guildB, moderator: true }), 'resolve');
+    const ok = await ans(
+      h.fake.command(
+        modB,
+        'mod',
+        'resolve',
+        { flag: flag.id, reason: 'checked, fine' },
+        { guildId: guildB, moderator: true },
+      ),
+      'resolve',
+    );
     expect(ok.content).toMatch(/resolved/);
     const after = await h.tdb.prisma.moderationFlag.findUniqueOrThrow({ where: { id: flag.id } });
     expect(after.resolvedAt).not.toBeNull();
     expect(after.resolvedBy).toBe(modB.id);
     expect(after.resolvedReason).toBe('checked, fine');
-    expect((await ans(h.fake.command(modB, 'mod', 'flags', {}, { guildId: guildB, moderator: true }), 'flags again')).content).toBe('No open flags.');
+    expect(
+      (await ans(h.fake.command(modB, 'mod', 'flags', {}, { guildId: guildB, moderator: true }), 'flags again'))
+        .content,
+    ).toBe('No open flags.');
     const audit = await h.tdb.prisma.auditLog.findFirstOrThrow({ where: { action: 'flag.resolve', target: flag.id } });
     expect([audit.actor, audit.guildId]).toEqual([modB.id, guildB]);
   });
@@ -184,11 +263,19 @@ describe('guilds and roles', () => {
     await h.agentMessage(threadId, 1);
     const long = 'x'.repeat(61);
     const msg = h.fake.say(dan, threadId, long);
-    const refusal = await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.raw.message_reference?.message_id === msg), 30_000, 'the refusal');
+    const refusal = await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.raw.message_reference?.message_id === msg),
+      30_000,
+      'the refusal',
+    );
     expect(refusal.content).toMatch(/61 characters long; the limit is 60/);
     expect(await h.tdb.prisma.turn.count({ where: { content: long } })).toBe(0);
     h.fake.say(dan, threadId, 'Nothing special.');
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
+      60_000,
+      'rating',
+    );
 
     const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: dan.id } });
     const sessionsBefore = await h.tdb.prisma.session.count({ where: { participantId: p.id } });
@@ -206,7 +293,11 @@ describe('guilds and roles', () => {
     h.fake.say(linky, threadId, 'Nothing special.');
     const answer = await h.agentMessage(threadId, 2);
     expect(answer.flags & MessageFlags.SuppressEmbeds).toBe(MessageFlags.SuppressEmbeds);
-    await h.fake.waitFor(() => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')), 60_000, 'rating');
+    await h.fake.waitFor(
+      () => h.fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
+      60_000,
+      'rating',
+    );
   });
 });
 

@@ -32,8 +32,18 @@ const person = { externalId: '930000000000000001', displayName: 'Ada' };
 async function play(who: typeof person, score: number): Promise<string> {
   const started = await rt.engine.start(who, 'backend');
   const answer = 'def f():\n    return 1';
-  await appendAgentTurn(t.prisma, started.sessionId, { content: `I WANT TO ANSWER:\n${answer}`, rawOutput: `I WANT TO ANSWER:\n${answer}` }, { answer, endReason: 'answered' });
-  await recordEvaluation(t.prisma, started.sessionId, { score, success: score === 1, testsPassed: 1, testsTotal: 1, detail: {}, evaluatorVersion: 'test' }, 0);
+  await appendAgentTurn(
+    t.prisma,
+    started.sessionId,
+    { content: `I WANT TO ANSWER:\n${answer}`, rawOutput: `I WANT TO ANSWER:\n${answer}` },
+    { answer, endReason: 'answered' },
+  );
+  await recordEvaluation(
+    t.prisma,
+    started.sessionId,
+    { score, success: score === 1, testsPassed: 1, testsTotal: 1, detail: {}, evaluatorVersion: 'test' },
+    0,
+  );
   return started.sessionId;
 }
 
@@ -41,14 +51,29 @@ beforeAll(async () => {
   t = await createTestDatabase();
   dir = await mkdtemp(join(tmpdir(), 'sweetloop-consent-version-'));
   await importTasks(t.prisma, builtinTasks({ kind: 'backend', split: 'train' }).slice(0, 3));
-  const pv = await t.prisma.policyVersion.create({ data: { name: 'arm', algorithm: 'external', checkpointPath: '/x', checkpointSha256: '0' } });
+  const pv = await t.prisma.policyVersion.create({
+    data: { name: 'arm', algorithm: 'external', checkpointPath: '/x', checkpointSha256: '0' },
+  });
   study = await createStudy(
     t.prisma,
     'cli',
     {
-      name: 'consented', kind: 'backend', split: 'train', perTask: 1, seed: 4, taskIds: (await t.prisma.task.findMany()).map((x) => x.id),
-      arms: [{ policyVersionId: pv.id, share: 100 }], consentText: 'Version one of the text.', payPerSessionCents: null, bonusSuccessCents: null,
-      currency: null, maxSessionsPerPerson: null, opensAt: null, closesAt: null, guildIds: [], channelIds: [],
+      name: 'consented',
+      kind: 'backend',
+      split: 'train',
+      perTask: 1,
+      seed: 4,
+      taskIds: (await t.prisma.task.findMany()).map((x) => x.id),
+      arms: [{ policyVersionId: pv.id, share: 100 }],
+      consentText: 'Version one of the text.',
+      payPerSessionCents: null,
+      bonusSuccessCents: null,
+      currency: null,
+      maxSessionsPerPerson: null,
+      opensAt: null,
+      closesAt: null,
+      guildIds: [],
+      channelIds: [],
     },
     { requireConsent: true },
   );
@@ -85,7 +110,10 @@ describe('the consent version of each exported session', () => {
     await expect(rt.engine.start(person, 'backend')).rejects.toMatchObject({ reason: 'no-consent' });
     await rt.engine.acceptConsent(person, { studyId: study.id, version: 2 });
     second = await play(person, 0.5);
-    const rows = await t.prisma.session.findMany({ where: { id: { in: [first, second] } }, select: { id: true, consentVersion: true } });
+    const rows = await t.prisma.session.findMany({
+      where: { id: { in: [first, second] } },
+      select: { id: true, consentVersion: true },
+    });
     expect(Object.fromEntries(rows.map((r) => [r.id, r.consentVersion]))).toEqual({ [first]: 1, [second]: 2 });
   });
 
@@ -96,17 +124,25 @@ describe('the consent version of each exported session', () => {
       const r = await exportSessions(t.prisma, { format, salt: SALT, study: study.name }, path);
       expect(r.sessions).toBe(2);
       if (format === 'jsonl') {
-        const rows = readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as ExportRecord);
+        const rows = readFileSync(path, 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as ExportRecord);
         expect(rows.map((x) => x.session.id)).toEqual([first, second]);
         byFormat[format] = rows.map((x) => x.session.consentVersion);
       } else if (format === 'parquet') {
         const b = readFileSync(path);
-        const rows = (await parquetReadObjects({ file: b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) })) as { session_id: string; consent_version: number | null }[];
+        const rows = (await parquetReadObjects({
+          file: b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength),
+        })) as { session_id: string; consent_version: number | null }[];
         expect(rows.map((x) => x.session_id)).toEqual([first, second]);
         byFormat[format] = rows.map((x) => x.consent_version);
       } else {
         // k = 1: one block, the tasks in the order of their first session.
-        const rows = readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as SweetRlTrajectory);
+        const rows = readFileSync(path, 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as SweetRlTrajectory);
         expect(rows.map((x) => x.reward)).toEqual([1, 0.5]);
         byFormat[format] = rows.map((x) => x.consent_version);
         expect(r.cardMarkdown).toMatch(/consent text: version 2 \(current\)/);
@@ -115,16 +151,36 @@ describe('the consent version of each exported session', () => {
     expect(byFormat).toEqual({ jsonl: [1, 2], parquet: [1, 2], 'sweet-rl': [1, 2] });
   });
 
-  it('is null for a session in a study without a text of its own (the bot\'s notice applied)', async () => {
+  it("is null for a session in a study without a text of its own (the bot's notice applied)", async () => {
     const other = { externalId: '930000000000000002', displayName: 'Bo' };
-    const console = await createRuntime({ channel: 'console', db: t.db, maxTurns: 3, idleMinutes: 30, loadAgent: async () => scriptedAgent('s', () => 'Hm?'), render: null, policyPollMs: 60_000, overdueMs: 600_000 });
+    const console = await createRuntime({
+      channel: 'console',
+      db: t.db,
+      maxTurns: 3,
+      idleMinutes: 30,
+      loadAgent: async () => scriptedAgent('s', () => 'Hm?'),
+      render: null,
+      policyPollMs: 60_000,
+      overdueMs: 600_000,
+    });
     try {
-      await t.prisma.policyVersion.create({ data: { name: 'deployed', algorithm: 'external', checkpointPath: '/x', checkpointSha256: '0', status: 'deployed', deployedAt: new Date() } });
+      await t.prisma.policyVersion.create({
+        data: {
+          name: 'deployed',
+          algorithm: 'external',
+          checkpointPath: '/x',
+          checkpointSha256: '0',
+          status: 'deployed',
+          deployedAt: new Date(),
+        },
+      });
       // Close the study so that the person lands in the default study.
       await t.prisma.study.update({ where: { id: study.id }, data: { status: 'closed' } });
       await console.engine.acceptConsent(other);
       const started = await console.engine.start(other, 'backend');
-      expect((await t.prisma.session.findUniqueOrThrow({ where: { id: started.sessionId } })).consentVersion).toBeNull();
+      expect(
+        (await t.prisma.session.findUniqueOrThrow({ where: { id: started.sessionId } })).consentVersion,
+      ).toBeNull();
     } finally {
       await console.close();
     }

@@ -27,7 +27,8 @@ export interface Seeded {
 export async function seedExportWorld(prisma: PrismaClient): Promise<Seeded> {
   const consented = { consentGivenAt: day(1, 0) };
   const p = async (key: keyof typeof IDS, extra: Record<string, unknown> = {}) =>
-    (await prisma.participant.create({ data: { discordUserId: IDS[key], displayName: `${key}-DISPLAY`, ...extra } })).id;
+    (await prisma.participant.create({ data: { discordUserId: IDS[key], displayName: `${key}-DISPLAY`, ...extra } }))
+      .id;
   const alice = await p('alice', consented);
   const bob = await p('bob', consented);
   const carol = await p('carol');
@@ -38,10 +39,20 @@ export async function seedExportWorld(prisma: PrismaClient): Promise<Seeded> {
 
   const task = async (key: string, kind: 'backend' | 'frontend', split: 'train' | 'test') => {
     const description = `Task ${key}: please build the thing. The signature of the function is: def f${key}(x)`;
-    const reference = kind === 'backend' ? `def f${key}(x):\n    return x + 1\n` : `<html><body><h1>${key}</h1></body></html>`;
+    const reference =
+      kind === 'backend' ? `def f${key}(x):\n    return x + 1\n` : `<html><body><h1>${key}</h1></body></html>`;
     const testCases = kind === 'backend' ? [`f${key}(1)`, `f${key}(2)`, `f${key}(3)`] : null;
     const t = await prisma.task.create({
-      data: { kind, source: 'builtin', externalId: key, contentHash: `hash-${key}`, description, hiddenReference: reference, testCases: testCases ?? undefined, split },
+      data: {
+        kind,
+        source: 'builtin',
+        externalId: key,
+        contentHash: `hash-${key}`,
+        description,
+        hiddenReference: reference,
+        testCases: testCases ?? undefined,
+        split,
+      },
     });
     return { id: t.id, description, reference, testCases };
   };
@@ -50,10 +61,24 @@ export async function seedExportWorld(prisma: PrismaClient): Promise<Seeded> {
   const t3 = await task('T3', 'frontend', 'train');
 
   const starter = await prisma.policyVersion.create({
-    data: { name: 'starter', algorithm: 'starter', checkpointPath: '/ck/starter', checkpointSha256: 'a'.repeat(64), createdAt: day(1, 0), status: 'deployed' },
+    data: {
+      name: 'starter',
+      algorithm: 'starter',
+      checkpointPath: '/ck/starter',
+      checkpointSha256: 'a'.repeat(64),
+      createdAt: day(1, 0),
+      status: 'deployed',
+    },
   });
   const sweet = await prisma.policyVersion.create({
-    data: { name: 'sweet-0001', algorithm: 'sweet', checkpointPath: '/ck/s1', checkpointSha256: 'b'.repeat(64), createdAt: day(2, 0), parentId: starter.id },
+    data: {
+      name: 'sweet-0001',
+      algorithm: 'sweet',
+      checkpointPath: '/ck/s1',
+      checkpointSha256: 'b'.repeat(64),
+      createdAt: day(2, 0),
+      parentId: starter.id,
+    },
   });
 
   interface S {
@@ -109,16 +134,31 @@ export async function seedExportWorld(prisma: PrismaClient): Promise<Seeded> {
       });
     }
     for (const r of s.ratings ?? []) {
-      await prisma.rating.create({ data: { sessionId: created.id, raterId: r.rater, value: r.value, comment: r.comment ?? null, createdAt: new Date(s.start.getTime() + 700_000) } });
+      await prisma.rating.create({
+        data: {
+          sessionId: created.id,
+          raterId: r.rater,
+          value: r.value,
+          comment: r.comment ?? null,
+          createdAt: new Date(s.start.getTime() + 700_000),
+        },
+      });
     }
     for (const f of s.flags ?? []) {
-      await prisma.moderationFlag.create({ data: { sessionId: created.id, flaggedById: mod, reason: f.reason, resolvedAt: f.resolved ? day(20) : null } });
+      await prisma.moderationFlag.create({
+        data: { sessionId: created.id, flaggedById: mod, reason: f.reason, resolvedAt: f.resolved ? day(20) : null },
+      });
     }
     return created.id;
   };
 
   const dialogue = (who: string) => [
-    { role: 'agent' as const, content: 'What should f return for negative x?', rawOutput: 'THINKING... What should f return for negative x?', latencyMs: 1200 },
+    {
+      role: 'agent' as const,
+      content: 'What should f return for negative x?',
+      rawOutput: 'THINKING... What should f return for negative x?',
+      latencyMs: 1200,
+    },
     { role: 'human' as const, content: `${who}: add one, always.` },
     { role: 'system' as const, content: 'Reminder: 8 turns left.' },
     { role: 'agent' as const, content: 'I WANT TO ANSWER: def f(x): return x + 1', latencyMs: 900 },
@@ -126,34 +166,102 @@ export async function seedExportWorld(prisma: PrismaClient): Promise<Seeded> {
 
   const sessions: Record<string, string> = {};
   sessions.S1 = await session({
-    participant: alice, task: t1, policy: starter.id, start: day(1), reward: 1,
-    evaluation: { score: 1, success: true, testsPassed: 3, testsTotal: 3 }, turns: dialogue('alice'),
-    ratings: [{ rater: alice, value: 5, comment: 'great helper' }, { rater: dave, value: 1, comment: 'DAVE-RATING-COMMENT' }, { rater: bob, value: 4 }],
+    participant: alice,
+    task: t1,
+    policy: starter.id,
+    start: day(1),
+    reward: 1,
+    evaluation: { score: 1, success: true, testsPassed: 3, testsTotal: 3 },
+    turns: dialogue('alice'),
+    ratings: [
+      { rater: alice, value: 5, comment: 'great helper' },
+      { rater: dave, value: 1, comment: 'DAVE-RATING-COMMENT' },
+      { rater: bob, value: 4 },
+    ],
   });
   // Same start instant as S1: keyset paging over (startedAt, id) must return both.
   sessions.S10 = await session({
-    participant: bob, task: t1, policy: sweet.id, start: day(1), reward: null, turns: dialogue('bob'),
+    participant: bob,
+    task: t1,
+    policy: sweet.id,
+    start: day(1),
+    reward: null,
+    turns: dialogue('bob'),
     flags: [{ resolved: true, reason: 'checked, fine' }],
   });
   sessions.S2 = await session({
-    participant: bob, task: t2, policy: sweet.id, start: day(2), reward: 0.5,
-    evaluation: { score: 0.5, success: false, testsPassed: 1, testsTotal: 2 }, turns: dialogue('bob'), ratings: [{ rater: bob, value: 2 }],
+    participant: bob,
+    task: t2,
+    policy: sweet.id,
+    start: day(2),
+    reward: 0.5,
+    evaluation: { score: 0.5, success: false, testsPassed: 1, testsTotal: 2 },
+    turns: dialogue('bob'),
+    ratings: [{ rater: bob, value: 2 }],
   });
   sessions.S3 = await session({
-    participant: alice, task: t3, policy: sweet.id, start: day(3), reward: 0.8,
-    evaluation: { score: 0.8, success: false, metric: 'pixel-ssim' }, turns: dialogue('alice'),
+    participant: alice,
+    task: t3,
+    policy: sweet.id,
+    start: day(3),
+    reward: 0.8,
+    evaluation: { score: 0.8, success: false, metric: 'pixel-ssim' },
+    turns: dialogue('alice'),
   });
-  sessions.S4 = await session({ participant: bob, task: t1, policy: starter.id, start: day(4), status: 'abandoned', turns: dialogue('bob').slice(0, 2) });
-  sessions.S5 = await session({ participant: carol, task: t1, policy: starter.id, start: day(5), reward: 1, evaluation: { score: 1, success: true }, turns: dialogue('CAROL-SECRET') });
-  sessions.S6 = await session({ participant: dave, task: t1, policy: starter.id, start: day(5, 13), reward: 1, evaluation: { score: 1, success: true }, turns: dialogue('DAVE-SECRET') });
-  sessions.S7 = await session({ participant: erin, task: t1, policy: starter.id, start: day(5, 14), reward: 1, evaluation: { score: 1, success: true }, turns: dialogue('ERIN-SECRET') });
+  sessions.S4 = await session({
+    participant: bob,
+    task: t1,
+    policy: starter.id,
+    start: day(4),
+    status: 'abandoned',
+    turns: dialogue('bob').slice(0, 2),
+  });
+  sessions.S5 = await session({
+    participant: carol,
+    task: t1,
+    policy: starter.id,
+    start: day(5),
+    reward: 1,
+    evaluation: { score: 1, success: true },
+    turns: dialogue('CAROL-SECRET'),
+  });
+  sessions.S6 = await session({
+    participant: dave,
+    task: t1,
+    policy: starter.id,
+    start: day(5, 13),
+    reward: 1,
+    evaluation: { score: 1, success: true },
+    turns: dialogue('DAVE-SECRET'),
+  });
+  sessions.S7 = await session({
+    participant: erin,
+    task: t1,
+    policy: starter.id,
+    start: day(5, 14),
+    reward: 1,
+    evaluation: { score: 1, success: true },
+    turns: dialogue('ERIN-SECRET'),
+  });
   sessions.S8 = await session({
-    participant: sim, task: t1, policy: starter.id, start: day(6), simulated: true, reward: 0.2,
-    evaluation: { score: 0.2, success: false, testsPassed: 0, testsTotal: 3 }, turns: dialogue('sim'),
+    participant: sim,
+    task: t1,
+    policy: starter.id,
+    start: day(6),
+    simulated: true,
+    reward: 0.2,
+    evaluation: { score: 0.2, success: false, testsPassed: 0, testsTotal: 3 },
+    turns: dialogue('sim'),
   });
   sessions.S9 = await session({
-    participant: alice, task: t2, policy: sweet.id, start: day(7), reward: 0.3,
-    evaluation: { score: 0.3, success: false }, turns: dialogue('alice'), flags: [{ resolved: false, reason: 'rude language' }],
+    participant: alice,
+    task: t2,
+    policy: sweet.id,
+    start: day(7),
+    reward: 0.3,
+    evaluation: { score: 0.3, success: false },
+    turns: dialogue('alice'),
+    flags: [{ resolved: false, reason: 'rude language' }],
   });
   return { sessions, tasks: { T1: t1, T2: t2, T3: t3 } };
 }

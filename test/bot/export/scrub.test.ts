@@ -9,7 +9,14 @@ import { join } from 'node:path';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cardWithRows, ownerOf, ScrubError, scrubJsonl, scrubParquet, type RowOwner } from '../../../bot/export/scrub.ts';
+import {
+  cardWithRows,
+  ownerOf,
+  ScrubError,
+  scrubJsonl,
+  scrubParquet,
+  type RowOwner,
+} from '../../../bot/export/scrub.ts';
 import { decompressedImage } from '../../helpers/parquet-pages.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sweetloop-scrub-'));
@@ -20,7 +27,8 @@ const OTHER_SESSION = '6f1d2c3b-0000-4000-8000-000000000002';
 const HER = 'p_0123456789abcdef0123456789abcdef';
 const OTHER = 'p_fedcba9876543210fedcba9876543210';
 const her: RowOwner = { sessionIds: new Set([HER_SESSION]), pseudonyms: new Set([HER]) };
-const asciiJson = (v: unknown) => JSON.stringify(v).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+const asciiJson = (v: unknown) =>
+  JSON.stringify(v).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 const ab = (b: Buffer) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
 
 describe('ownerOf', () => {
@@ -33,7 +41,16 @@ describe('ownerOf', () => {
     expect(ownerOf({ session_a: OTHER_SESSION, session_b: HER_SESSION, rater: OTHER }, her)).toBe('theirs');
     expect(ownerOf({ session_a: OTHER_SESSION, session_b: OTHER_SESSION, rater: HER }, her)).toBe('theirs');
     // Another person's row that quotes her, names her session in its text or holds her pseudonym as text: not hers.
-    expect(ownerOf({ session: { id: OTHER_SESSION, answer: `${HER_SESSION} ${HER}` }, participant: { pseudonym: OTHER }, turns: [{ content: 'yes' }] }, her)).toBe('other');
+    expect(
+      ownerOf(
+        {
+          session: { id: OTHER_SESSION, answer: `${HER_SESSION} ${HER}` },
+          participant: { pseudonym: OTHER },
+          turns: [{ content: 'yes' }],
+        },
+        her,
+      ),
+    ).toBe('other');
     expect(ownerOf({ session_id: OTHER_SESSION, ratings: [{ rater: HER }] }, her)).toBe('other');
     // A row that names nobody cannot be told apart: it is counted, never guessed.
     expect(ownerOf({ text: `yes ${HER_SESSION}` }, her)).toBe('unidentified');
@@ -44,8 +61,19 @@ describe('ownerOf', () => {
 describe('scrubJsonl', () => {
   it('drops her lines by identity (ASCII-escaped too) and keeps every other line byte for byte, her words in them included', async () => {
     const path = join(dir, 'escaped.jsonl');
-    const others = [asciiJson({ session: { id: OTHER_SESSION }, participant: { pseudonym: OTHER }, turns: [{ content: 'Ben says café, yes' }] }), '{"session_id":"x","answer":"yes"}'];
-    const hers = asciiJson({ session: { id: HER_SESSION }, participant: { pseudonym: HER }, turns: [{ content: 'Zoë: yes' }] });
+    const others = [
+      asciiJson({
+        session: { id: OTHER_SESSION },
+        participant: { pseudonym: OTHER },
+        turns: [{ content: 'Ben says café, yes' }],
+      }),
+      '{"session_id":"x","answer":"yes"}',
+    ];
+    const hers = asciiJson({
+      session: { id: HER_SESSION },
+      participant: { pseudonym: HER },
+      turns: [{ content: 'Zoë: yes' }],
+    });
     writeFileSync(path, [others[0], hers, others[1], ''].join('\n'));
     expect(await scrubJsonl(path, her)).toEqual({ kept: 2, removed: 1, unidentified: 0 });
     expect(readFileSync(path, 'utf8')).toBe(`${others[0]}\n${others[1]}\n`);
@@ -109,7 +137,11 @@ describe('scrubParquet', () => {
     const path = join(dir, 'clean.parquet');
     const before = sample();
     writeFileSync(path, before);
-    expect(await scrubParquet(path, { sessionIds: new Set(['nobody']), pseudonyms: new Set() })).toEqual({ kept: 4, removed: 0, unidentified: 0 });
+    expect(await scrubParquet(path, { sessionIds: new Set(['nobody']), pseudonyms: new Set() })).toEqual({
+      kept: 4,
+      removed: 0,
+      unidentified: 0,
+    });
     expect(readFileSync(path).equals(before)).toBe(true);
     const bad = join(dir, 'bad.parquet');
     writeFileSync(bad, `PAR1 ${HER_SESSION} PAR1`);
@@ -119,7 +151,7 @@ describe('scrubParquet', () => {
 });
 
 describe('cardWithRows', () => {
-  it("sets the num_examples of the split whose file lost rows, and only that one", () => {
+  it('sets the num_examples of the split whose file lost rows, and only that one', () => {
     const card = [
       '---',
       'configs:',
@@ -144,7 +176,10 @@ describe('cardWithRows', () => {
       '',
     ].join('\n');
     const out = cardWithRows(card, 'data/backend/test.parquet', 1)!;
-    expect(out.split('\n').filter((l) => l.includes('num_examples'))).toEqual(['    num_examples: 5', '    num_examples: 1']);
+    expect(out.split('\n').filter((l) => l.includes('num_examples'))).toEqual([
+      '    num_examples: 5',
+      '    num_examples: 1',
+    ]);
     expect(cardWithRows(card, 'data/frontend/test.parquet', 1)).toBeNull();
   });
 });

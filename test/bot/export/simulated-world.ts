@@ -58,12 +58,25 @@ export async function seedSimulatedWorld(prisma: PrismaClient): Promise<Simulate
   const tasks: Record<string, WorldTask> = {};
   for (const r of records) {
     const row = await prisma.task.findUniqueOrThrow({ where: { contentHash: contentHash(r) } });
-    tasks[r.externalId] = { id: row.id, key: r.externalId, description: r.description, reference: r.reference, testCases: r.kind === 'backend' ? r.testCases : null };
+    tasks[r.externalId] = {
+      id: row.id,
+      key: r.externalId,
+      description: r.description,
+      reference: r.reference,
+      testCases: r.kind === 'backend' ? r.testCases : null,
+    };
   }
 
   let minute = 0;
   const at = () => new Date(Date.UTC(2026, 1, 1, 12, minute++));
-  const outcome = (passed: number) => ({ score: passed / 3, success: passed === 3, testsPassed: passed, testsTotal: 3, detail: { fixture: true }, evaluatorVersion: 'fixture-1' });
+  const outcome = (passed: number) => ({
+    score: passed / 3,
+    success: passed === 3,
+    testsPassed: passed,
+    testsTotal: 3,
+    detail: { fixture: true },
+    evaluatorVersion: 'fixture-1',
+  });
   const store = async (key: string, turns: FinishedSession['turns'], answer: string, passed: number) => {
     const startedAt = at();
     return storeFinishedSession(prisma, {
@@ -80,11 +93,17 @@ export async function seedSimulatedWorld(prisma: PrismaClient): Promise<Simulate
     });
   };
   const asking = (key: string, reply: string): FinishedSession['turns'] => [
-    { role: 'agent', content: `What should f${key} return for 1?`, rawOutput: `Let me think.\nWhat should f${key} return for 1?` },
+    {
+      role: 'agent',
+      content: `What should f${key} return for 1?`,
+      rawOutput: `Let me think.\nWhat should f${key} return for 1?`,
+    },
     { role: 'human', content: reply },
     { role: 'agent', content: `I WANT TO ANSWER: def f${key}(x): return x + 1` },
   ];
-  const direct = (key: string): FinishedSession['turns'] => [{ role: 'agent', content: `I WANT TO ANSWER: def f${key}(x): return x` }];
+  const direct = (key: string): FinishedSession['turns'] => [
+    { role: 'agent', content: `I WANT TO ANSWER: def f${key}(x): return x` },
+  ];
 
   // The prompt a live turn records: what the protocol sends, as an endpoint policy stores it.
   const withProvenance = (key: string, turns: FinishedSession['turns']): FinishedSession['turns'] => {
@@ -125,7 +144,9 @@ export async function seedSimulatedWorld(prisma: PrismaClient): Promise<Simulate
   sessions.B3!.push(await store('B3', asking('B3', 'Add one to it.'), 'def fB3(x): return x + 1', 3));
 
   // A person's session on B4, rated 5: its stored reward is blended (0.5), its score is 0.
-  const person = await prisma.participant.create({ data: { discordUserId: '777777777777777777', displayName: 'Pat', consentGivenAt: at() } });
+  const person = await prisma.participant.create({
+    data: { discordUserId: '777777777777777777', displayName: 'Pat', consentGivenAt: at() },
+  });
   const human = await prisma.session.create({
     data: {
       taskId: tasks.B4!.id,
@@ -139,8 +160,19 @@ export async function seedSimulatedWorld(prisma: PrismaClient): Promise<Simulate
       startedAt: at(),
       endedAt: at(),
       endReason: 'answered',
-      turns: { create: [{ index: 0, role: 'agent', content: 'I WANT TO ANSWER: def fB4(x): return x', rawOutput: 'I WANT TO ANSWER: def fB4(x): return x' }] },
-      evaluation: { create: { score: 0, success: false, testsPassed: 0, testsTotal: 3, detail: {}, evaluatorVersion: 'fixture-1' } },
+      turns: {
+        create: [
+          {
+            index: 0,
+            role: 'agent',
+            content: 'I WANT TO ANSWER: def fB4(x): return x',
+            rawOutput: 'I WANT TO ANSWER: def fB4(x): return x',
+          },
+        ],
+      },
+      evaluation: {
+        create: { score: 0, success: false, testsPassed: 0, testsTotal: 3, detail: {}, evaluatorVersion: 'fixture-1' },
+      },
       ratings: { create: [{ raterId: person.id, value: 5 }] },
     },
   });
@@ -155,7 +187,12 @@ export async function seedSimulatedWorld(prisma: PrismaClient): Promise<Simulate
       status: 'abandoned',
       turnCount: 1,
       startedAt: at(),
-      turns: { create: [{ index: 0, role: 'agent', content: 'What is x?' }, { index: 1, role: 'human', content: 'A number.' }] },
+      turns: {
+        create: [
+          { index: 0, role: 'agent', content: 'What is x?' },
+          { index: 1, role: 'human', content: 'A number.' },
+        ],
+      },
     },
   });
 

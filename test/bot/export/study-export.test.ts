@@ -25,36 +25,95 @@ let study: StudyWithArms;
 let pool: string[];
 
 /** One answered, evaluated session of `person` on `taskId` in `studyId`, scored `score`. */
-async function played(studyId: string, taskId: string, person: string, policyVersionId: string, score: number): Promise<void> {
+async function played(
+  studyId: string,
+  taskId: string,
+  person: string,
+  policyVersionId: string,
+  score: number,
+): Promise<void> {
   const p = await acceptConsent(t.prisma, person, person);
-  const s = await createSession(t.prisma, { taskId, participantId: p.id, policyVersionId, channel: 'discord', simulated: false, studyId });
+  const s = await createSession(t.prisma, {
+    taskId,
+    participantId: p.id,
+    policyVersionId,
+    channel: 'discord',
+    simulated: false,
+    studyId,
+  });
   await appendAgentTurn(t.prisma, s.id, { content: 'Which cases matter?', rawOutput: 'Which cases matter?' });
   await appendHumanTurn(t.prisma, s.id, { content: 'The usual ones.' });
   const answer = 'def f():\n    return 1';
-  await appendAgentTurn(t.prisma, s.id, { content: `I WANT TO ANSWER:\n${answer}`, rawOutput: `I WANT TO ANSWER:\n${answer}` }, { answer, endReason: 'answered' });
-  await recordEvaluation(t.prisma, s.id, { score, success: score === 1, testsPassed: Math.round(score * 10), testsTotal: 10, detail: {}, evaluatorVersion: 'test' }, 0);
+  await appendAgentTurn(
+    t.prisma,
+    s.id,
+    { content: `I WANT TO ANSWER:\n${answer}`, rawOutput: `I WANT TO ANSWER:\n${answer}` },
+    { answer, endReason: 'answered' },
+  );
+  await recordEvaluation(
+    t.prisma,
+    s.id,
+    {
+      score,
+      success: score === 1,
+      testsPassed: Math.round(score * 10),
+      testsTotal: 10,
+      detail: {},
+      evaluatorVersion: 'test',
+    },
+    0,
+  );
 }
 
 beforeAll(async () => {
   t = await createTestDatabase();
   dir = await mkdtemp(join(tmpdir(), 'sweetloop-study-export-'));
   await importTasks(t.prisma, builtinTasks({ kind: 'backend', split: 'train' }).slice(0, 4));
-  const [a, b] = await Promise.all(['arm-a', 'arm-b'].map((name) => t.prisma.policyVersion.create({ data: { name, algorithm: 'external', checkpointPath: '/x', checkpointSha256: '0' } })));
+  const [a, b] = await Promise.all(
+    ['arm-a', 'arm-b'].map((name) =>
+      t.prisma.policyVersion.create({
+        data: { name, algorithm: 'external', checkpointPath: '/x', checkpointSha256: '0' },
+      }),
+    ),
+  );
   const ids = (await t.prisma.task.findMany({ select: { id: true } })).map((x) => x.id);
   study = await createStudy(
     t.prisma,
     'cli',
     {
-      name: 'pilot', kind: 'backend', split: 'train', perTask: 3, seed: 9, taskIds: ids, arms: [{ policyVersionId: a!.id, share: 50 }, { policyVersionId: b!.id, share: 50 }],
-      consentText: CONSENT, payPerSessionCents: 250, bonusSuccessCents: 100, currency: 'EUR', maxSessionsPerPerson: null,
-      opensAt: new Date('2026-11-01T00:00:00Z'), closesAt: null, guildIds: [], channelIds: [],
+      name: 'pilot',
+      kind: 'backend',
+      split: 'train',
+      perTask: 3,
+      seed: 9,
+      taskIds: ids,
+      arms: [
+        { policyVersionId: a!.id, share: 50 },
+        { policyVersionId: b!.id, share: 50 },
+      ],
+      consentText: CONSENT,
+      payPerSessionCents: 250,
+      bonusSuccessCents: 100,
+      currency: 'EUR',
+      maxSessionsPerPerson: null,
+      opensAt: new Date('2026-11-01T00:00:00Z'),
+      closesAt: null,
+      guildIds: [],
+      channelIds: [],
     },
     { requireConsent: true },
   );
-  pool = (await t.prisma.studyTask.findMany({ where: { studyId: study.id }, orderBy: { position: 'asc' } })).map((x) => x.taskId);
+  pool = (await t.prisma.studyTask.findMany({ where: { studyId: study.id }, orderBy: { position: 'asc' } })).map(
+    (x) => x.taskId,
+  );
   // Task 0 complete with rewards that differ, task 1 complete with equal rewards, task 2 partial, task 3 untouched.
-  for (const [task, rewards] of [[0, [1, 0, 0.5]], [1, [0.4, 0.4, 0.4]], [2, [1, 0]]] as const) {
-    for (const [i, r] of rewards.entries()) await played(study.id, pool[task]!, `${900000000000000000 + task * 10 + i}`, i % 2 ? b!.id : a!.id, r);
+  for (const [task, rewards] of [
+    [0, [1, 0, 0.5]],
+    [1, [0.4, 0.4, 0.4]],
+    [2, [1, 0]],
+  ] as const) {
+    for (const [i, r] of rewards.entries())
+      await played(study.id, pool[task]!, `${900000000000000000 + task * 10 + i}`, i % 2 ? b!.id : a!.id, r);
   }
   // A session of the same task in the default study is not the study's.
   await played((await defaultStudy(t.prisma)).id, pool[0]!, '999999999999999999', a!.id, 0.7);
@@ -65,9 +124,13 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const readJsonl = (path: string): SweetRlTrajectory[] => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as SweetRlTrajectory);
+const readJsonl = (path: string): SweetRlTrajectory[] =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as SweetRlTrajectory);
 
-describe('a study\'s sweet-rl export', () => {
+describe("a study's sweet-rl export", () => {
   it('writes its complete k-blocks only, counts the partial tasks, and names the study and its consent in the card', async () => {
     const path = join(dir, 'pilot.jsonl');
     const r = await exportSessions(t.prisma, { format: 'sweet-rl', salt: SALT, study: 'pilot' }, path);
@@ -78,10 +141,15 @@ describe('a study\'s sweet-rl export', () => {
     const k = 3;
     const n = rows.length / k;
     const tasks = await t.prisma.task.findMany({ where: { id: { in: pool } } });
-    const taskOf = (x: SweetRlTrajectory) => pool.indexOf(tasks.find((y) => y.description === x.task.problem_description)!.id);
+    const taskOf = (x: SweetRlTrajectory) =>
+      pool.indexOf(tasks.find((y) => y.description === x.task.problem_description)!.id);
     for (let i = 0; i < n; i++) expect(new Set([0, 1, 2].map((b) => taskOf(rows[i + b * n]!))).size).toBe(1);
     // Its pairs (chosen strictly better than rejected, within a task): formed on task 0, whose rewards differ, only.
-    const rewards = (task: number) => rows.filter((x) => taskOf(x) === task).map((x) => x.reward).sort();
+    const rewards = (task: number) =>
+      rows
+        .filter((x) => taskOf(x) === task)
+        .map((x) => x.reward)
+        .sort();
     expect(rewards(0)).toEqual([0, 0.5, 1]);
     expect(rewards(1)).toEqual([0.4, 0.4, 0.4]);
     const pairs = (rs: number[]) => rs.flatMap((a, i) => rs.slice(i + 1).filter((b) => b !== a)).length;
@@ -103,11 +171,19 @@ describe('a study\'s sweet-rl export', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: t.url, EXPORT_SALT: SALT, LOG_LEVEL: 'warn' };
     delete env.DISCORD_TOKEN;
     const out = join(dir, 'cli.jsonl');
-    const ok = await runSweetloop(['export', '--study', 'pilot', '--format', 'sweet-rl', '--out', out], { env, timeoutMs: 120_000 });
+    const ok = await runSweetloop(['export', '--study', 'pilot', '--format', 'sweet-rl', '--out', out], {
+      env,
+      timeoutMs: 120_000,
+    });
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toContain(`exported 6 sessions`);
-    expect(ok.stdout).toContain('study pilot (consent version 1): 1 partial task(s) with fewer than 3 sessions left out');
-    const missing = await runSweetloop(['export', '--study', 'nope', '--format', 'sweet-rl', '--out', join(dir, 'x.jsonl')], { env, timeoutMs: 120_000 });
+    expect(ok.stdout).toContain(
+      'study pilot (consent version 1): 1 partial task(s) with fewer than 3 sessions left out',
+    );
+    const missing = await runSweetloop(
+      ['export', '--study', 'nope', '--format', 'sweet-rl', '--out', join(dir, 'x.jsonl')],
+      { env, timeoutMs: 120_000 },
+    );
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/no study named "nope"/);
   });

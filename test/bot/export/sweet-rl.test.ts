@@ -10,17 +10,66 @@ import type { ChatMessage } from '../../../tasks/agent.ts';
 
 type T = [ExportTurn['role'], string, { raw?: string; prompt?: ChatMessage[] }?];
 
-function record(turns: T[], extra: Partial<ExportRecord['session']> = {}, score: number | null = 0.25, kind: 'backend' | 'frontend' = 'backend'): ExportRecord {
+function record(
+  turns: T[],
+  extra: Partial<ExportRecord['session']> = {},
+  score: number | null = 0.25,
+  kind: 'backend' | 'frontend' = 'backend',
+): ExportRecord {
   return {
-    session: { id: 's', channel: 'console', simulated: false, status: 'answered', startedAt: '2026-01-01T00:00:00.000Z', endedAt: null, endReason: null, durationMs: null, turnCount: 1, answer: 'ANSWER', reward: 0.9, consentVersion: null, ...extra },
-    task: { id: 't', kind, source: 'builtin', externalId: null, split: 'train', problemDescription: 'DESCRIPTION', groundTruth: 'REF', testCases: kind === 'backend' ? ['f(1)', 'f(2)'] : null },
+    session: {
+      id: 's',
+      channel: 'console',
+      simulated: false,
+      status: 'answered',
+      startedAt: '2026-01-01T00:00:00.000Z',
+      endedAt: null,
+      endReason: null,
+      durationMs: null,
+      turnCount: 1,
+      answer: 'ANSWER',
+      reward: 0.9,
+      consentVersion: null,
+      ...extra,
+    },
+    task: {
+      id: 't',
+      kind,
+      source: 'builtin',
+      externalId: null,
+      split: 'train',
+      problemDescription: 'DESCRIPTION',
+      groundTruth: 'REF',
+      testCases: kind === 'backend' ? ['f(1)', 'f(2)'] : null,
+    },
     participant: { pseudonym: 'p_x', role: 'participant' },
     policyVersion: null,
     turns: turns.map(([role, content, o], index) => ({
-      index, role, content, rawOutput: o?.raw ?? null, promptTokens: null, completionTokens: null, latencyMs: null,
-      createdAt: '2026-01-01T00:00:00.000Z', offsetMs: 0, prompt: o?.prompt ?? null, tokens: null, tokenRecording: null,
+      index,
+      role,
+      content,
+      rawOutput: o?.raw ?? null,
+      promptTokens: null,
+      completionTokens: null,
+      latencyMs: null,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      offsetMs: 0,
+      prompt: o?.prompt ?? null,
+      tokens: null,
+      tokenRecording: null,
     })),
-    evaluation: score === null ? null : { score, success: false, testsPassed: null, testsTotal: null, metric: null, evaluatorVersion: 'x', detail: {} },
+    evaluation:
+      score === null
+        ? null
+        : {
+            score,
+            success: false,
+            testsPassed: null,
+            testsTotal: null,
+            metric: null,
+            evaluatorVersion: 'x',
+            detail: {},
+          },
     ratings: [],
     ratingMean: null,
     flags: [],
@@ -42,7 +91,8 @@ function officialLlama31Prompt(system: string, dialogue: { role: string; content
   s += 'Cutting Knowledge Date: December 2023\n';
   s += 'Today Date: 26 Jul 2024\n\n';
   s += system.trim() + '<|eot_id|>';
-  for (const m of dialogue) s += '<|start_header_id|>' + m.role + '<|end_header_id|>\n\n' + m.content.trim() + '<|eot_id|>';
+  for (const m of dialogue)
+    s += '<|start_header_id|>' + m.role + '<|end_header_id|>\n\n' + m.content.trim() + '<|eot_id|>';
   return s + '<|start_header_id|>assistant<|end_header_id|>\n\n';
 }
 
@@ -57,7 +107,10 @@ describe('sweet-rl trajectories', () => {
     ]);
     const { trajectory: t, reconstructedInputs, exactInputs } = toTrajectory(r, { template: llama3 });
     expect(t.dialogue_history.map((e) => [e.role, e.content])).toEqual([
-      ['user', 'DESCRIPTION'], ['assistant', 'Q?'], ['user', 'A.'], ['assistant', 'I WANT TO ANSWER: done'],
+      ['user', 'DESCRIPTION'],
+      ['assistant', 'Q?'],
+      ['user', 'A.'],
+      ['assistant', 'I WANT TO ANSWER: done'],
     ]);
     expect(Object.keys(t.dialogue_history[0]!).sort()).toEqual(['content', 'role']);
     expect(Object.keys(t.dialogue_history[2]!).sort()).toEqual(['content', 'role']);
@@ -66,7 +119,11 @@ describe('sweet-rl trajectories', () => {
     expect(a2!.output).toBe('I WANT TO ANSWER: done');
     expect(reconstructedInputs).toBe(2);
     expect(exactInputs).toBe(0);
-    expect(t.task).toEqual({ problem_description: 'DESCRIPTION', ground_truth: 'REF', test_cases: { test1: 'f(1)', test2: 'f(2)' } });
+    expect(t.task).toEqual({
+      problem_description: 'DESCRIPTION',
+      ground_truth: 'REF',
+      test_cases: { test1: 'f(1)', test2: 'f(2)' },
+    });
     expect(t.answer).toBe('ANSWER');
     // The evaluation's score, not the session's (possibly rating-blended) reward.
     expect(t.reward).toBe(0.25);
@@ -74,7 +131,11 @@ describe('sweet-rl trajectories', () => {
 
   it('renders input byte for byte as the official vllm_agent.py prompt with the Llama-3.1 template', () => {
     const sys = agentSystemPrompt('backend');
-    const r = record([['agent', 'What should f return for 1?\n'], ['human', '  It adds one. '], ['agent', 'I WANT TO ANSWER: def f(x): return x + 1']]);
+    const r = record([
+      ['agent', 'What should f return for 1?\n'],
+      ['human', '  It adds one. '],
+      ['agent', 'I WANT TO ANSWER: def f(x): return x + 1'],
+    ]);
     const { trajectory: t } = toTrajectory(r, { template: llama3 });
     const a1 = t.dialogue_history[1] as { input: string };
     const a2 = t.dialogue_history[3] as { input: string };
@@ -89,24 +150,54 @@ describe('sweet-rl trajectories', () => {
     // The same string spelled out once, so a slip in the helper cannot hide one in the template.
     expect(a1.input).toBe(
       '<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n' +
-        sys + '<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nDESCRIPTION<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n',
+        sys +
+        '<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nDESCRIPTION<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n',
     );
     // The reference (training-time information) is not in any input.
     for (const e of t.dialogue_history) if (e.role === 'assistant') expect(e.input).not.toContain('REF');
   });
 
   it('uses the prompt recorded with a turn when there is one', () => {
-    const recorded: ChatMessage[] = [{ role: 'system', content: 'RECORDED SYSTEM' }, { role: 'user', content: 'DESCRIPTION' }];
-    const { trajectory: t, exactInputs, reconstructedInputs } = toTrajectory(record([['agent', 'Q?', { prompt: recorded }]]), { template: llama3 });
-    expect((t.dialogue_history[1] as { input: string }).input).toBe(officialLlama31Prompt('RECORDED SYSTEM', [{ role: 'user', content: 'DESCRIPTION' }]));
+    const recorded: ChatMessage[] = [
+      { role: 'system', content: 'RECORDED SYSTEM' },
+      { role: 'user', content: 'DESCRIPTION' },
+    ];
+    const {
+      trajectory: t,
+      exactInputs,
+      reconstructedInputs,
+    } = toTrajectory(record([['agent', 'Q?', { prompt: recorded }]]), { template: llama3 });
+    expect((t.dialogue_history[1] as { input: string }).input).toBe(
+      officialLlama31Prompt('RECORDED SYSTEM', [{ role: 'user', content: 'DESCRIPTION' }]),
+    );
     expect([exactInputs, reconstructedInputs]).toEqual([1, 0]);
   });
 
   it('cuts user entries to ColBench caps (400 backend, 1,000 frontend) and drops an opening description turn', () => {
     const long = 'y'.repeat(1500);
-    const b = toTrajectory(record([['human', 'DESCRIPTION'], ['agent', 'Q?'], ['human', long], ['agent', 'A']]), { template: llama3 }).trajectory;
+    const b = toTrajectory(
+      record([
+        ['human', 'DESCRIPTION'],
+        ['agent', 'Q?'],
+        ['human', long],
+        ['agent', 'A'],
+      ]),
+      { template: llama3 },
+    ).trajectory;
     expect(b.dialogue_history.map((e) => e.content.length)).toEqual([11, 2, 400, 1]);
-    const f = toTrajectory(record([['agent', 'Q?'], ['human', long], ['agent', 'A']], {}, 0.5, 'frontend'), { template: llama3, answerPath: 'x.screenshots/a.png' }).trajectory;
+    const f = toTrajectory(
+      record(
+        [
+          ['agent', 'Q?'],
+          ['human', long],
+          ['agent', 'A'],
+        ],
+        {},
+        0.5,
+        'frontend',
+      ),
+      { template: llama3, answerPath: 'x.screenshots/a.png' },
+    ).trajectory;
     expect(f.dialogue_history[2]!.content).toHaveLength(1000);
     expect(f.answer).toBe('x.screenshots/a.png');
     expect(f.task.test_cases).toBeUndefined();
@@ -114,8 +205,18 @@ describe('sweet-rl trajectories', () => {
 
   it('refuses sessions that are not trajectories', () => {
     expect(() => toTrajectory(record([['agent', 'A']], {}, null), { template: llama3 })).toThrow(NotATrajectoryError);
-    expect(() => toTrajectory(record([['human', 'only the person spoke']]), { template: llama3 })).toThrow(/no agent turn/);
-    expect(() => toTrajectory(record([['agent', 'Q'], ['agent', 'Q again']]), { template: llama3 })).toThrow(/turn 1 is from the agent/);
+    expect(() => toTrajectory(record([['human', 'only the person spoke']]), { template: llama3 })).toThrow(
+      /no agent turn/,
+    );
+    expect(() =>
+      toTrajectory(
+        record([
+          ['agent', 'Q'],
+          ['agent', 'Q again'],
+        ]),
+        { template: llama3 },
+      ),
+    ).toThrow(/turn 1 is from the agent/);
   });
 
   it('test cases: arrays and ColBench objects are accepted, anything else is a named error', () => {
@@ -129,18 +230,30 @@ describe('sweet-rl trajectories', () => {
 describe('chat templates', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sweetloop-tpl-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const msgs: ChatMessage[] = [{ role: 'system', content: 'S' }, { role: 'user', content: 'U' }];
+  const msgs: ChatMessage[] = [
+    { role: 'system', content: 'S' },
+    { role: 'user', content: 'U' },
+  ];
 
   it('chatml and a tokenizer_config.json (with its BOS and named templates) render as the model would', () => {
-    expect(resolveChatTemplate('chatml').formatter.format(msgs, { addGenerationPrompt: true })).toBe('<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n');
+    expect(resolveChatTemplate('chatml').formatter.format(msgs, { addGenerationPrompt: true })).toBe(
+      '<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n',
+    );
     const path = join(dir, 'tokenizer_config.json');
-    writeFileSync(path, JSON.stringify({
-      bos_token: { content: '<s>' },
-      chat_template: [
-        { name: 'tool_use', template: 'WRONG' },
-        { name: 'default', template: "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}" },
-      ],
-    }));
+    writeFileSync(
+      path,
+      JSON.stringify({
+        bos_token: { content: '<s>' },
+        chat_template: [
+          { name: 'tool_use', template: 'WRONG' },
+          {
+            name: 'default',
+            template:
+              '{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}',
+          },
+        ],
+      }),
+    );
     const t = resolveChatTemplate(path, { root: dir });
     expect(t.name).toBe(path);
     expect(t.formatter.format(msgs, { addGenerationPrompt: true })).toBe('<s>[system]S[user]U[assistant]');
@@ -179,7 +292,10 @@ describe('chat templates', () => {
     expect(notJson).toMatch(/is not valid JSON/);
     expect(notJson).not.toContain('SECRET');
     expect(notJson).not.toContain('root:x');
-    writeFileSync(join(project, 'bad-template.json'), JSON.stringify({ chat_template: '{% if SECRET_TEMPLATE_BIT %}' }));
+    writeFileSync(
+      join(project, 'bad-template.json'),
+      JSON.stringify({ chat_template: '{% if SECRET_TEMPLATE_BIT %}' }),
+    );
     const badTemplate = errorOf(() => resolveChatTemplate('bad-template.json', { root: project }));
     expect(badTemplate).toMatch(/not a Jinja template this exporter can render/);
     expect(badTemplate).not.toContain('SECRET_TEMPLATE_BIT');

@@ -25,13 +25,14 @@ let records: TaskRecord[];
 
 // Asks about the hidden values once, then answers with a function whose signature it copies from the task.
 function player(body: ChatBody): string {
-  if (!body.messages.some((m) => m.role === 'assistant')) return 'What exact values, limits and labels should the function use?';
+  if (!body.messages.some((m) => m.role === 'assistant'))
+    return 'What exact values, limits and labels should the function use?';
   const signature = /def \w+\([^)]*\)/.exec(String(body.messages[1]!.content))?.[0] ?? 'def f()';
   return `I WANT TO ANSWER: ${signature}:\n    return None`;
 }
 
 describe('planning the games', () => {
-  it('gives each task k games, played by its people\'s versions in turn', () => {
+  it("gives each task k games, played by its people's versions in turn", () => {
     const sessions = [
       { taskId: 'T1', policyVersionId: 'a' },
       { taskId: 'T2', policyVersionId: 'b' },
@@ -64,7 +65,10 @@ describe('sweetloop study calibrate', () => {
 
   const sweetloop = (args: string[], env: Record<string, string> = {}) => {
     const { DISCORD_TOKEN: _token, SIMULATOR_LLM_URL: _url, ...rest } = process.env;
-    return runSweetloop(args, { env: { ...rest, LOG_LEVEL: 'warn', DATABASE_URL: t.url, CHECKPOINT_DIR: join(dir, 'checkpoints'), ...env }, timeoutMs: 240_000 });
+    return runSweetloop(args, {
+      env: { ...rest, LOG_LEVEL: 'warn', DATABASE_URL: t.url, CHECKPOINT_DIR: join(dir, 'checkpoints'), ...env },
+      timeoutMs: 240_000,
+    });
   };
 
   it('prints people against the simulator for every metric, paired on every task, and writes the PNG', async () => {
@@ -72,28 +76,58 @@ describe('sweetloop study calibrate', () => {
     const idOf = new Map(tasks.map((x) => [x.externalId!, x.id]));
     const pool = join(dir, 'pool.txt');
     writeFileSync(pool, records.map((r) => r.externalId).join('\n'));
-    const create = await sweetloop(['study', 'create', 'cal', '--tasks', pool, '--per-task', '2', '--arm', 'llama-a:50', '--arm', 'llama-b:50', '--seed', '3']);
+    const create = await sweetloop([
+      'study',
+      'create',
+      'cal',
+      '--tasks',
+      pool,
+      '--per-task',
+      '2',
+      '--arm',
+      'llama-a:50',
+      '--arm',
+      'llama-b:50',
+      '--seed',
+      '3',
+    ]);
     expect(create.code, create.stderr).toBe(0);
 
     // Each task: a person on llama-a who gave a withheld value and succeeded, then one on llama-b who did not know
     // and failed (on the last task, pasted the reference instead).
-    const study = await t.prisma.study.findUniqueOrThrow({ where: { name: 'cal' }, include: { arms: { include: { policyVersion: true } } } });
+    const study = await t.prisma.study.findUniqueOrThrow({
+      where: { name: 'cal' },
+      include: { arms: { include: { policyVersion: true } } },
+    });
     const arm = (name: string) => study.arms.find((a) => a.policyVersion.name === name)!.policyVersionId;
     const t0 = Date.now() - 3_600_000;
     let n = 0;
     const plant = async (r: TaskRecord, policy: string, reply: string, score: number) => {
       const k = n++;
-      const p = await t.prisma.participant.create({ data: { discordUserId: `50000000000000000${k}`, consentGivenAt: new Date() } });
+      const p = await t.prisma.participant.create({
+        data: { discordUserId: `50000000000000000${k}`, consentGivenAt: new Date() },
+      });
       const at = (s: number) => new Date(t0 + k * 600_000 + s * 1000);
       await t.prisma.session.create({
         data: {
-          studyId: study.id, taskId: idOf.get(r.externalId)!, participantId: p.id, policyVersionId: policy, channel: 'discord', status: 'answered',
-          startedAt: at(0), endedAt: at(90), reward: score, turnCount: 2, answer: 'def f(): pass',
-          turns: { create: [
-            { index: 0, role: 'agent', content: 'Which values should I use?', createdAt: at(1) },
-            { index: 1, role: 'human', content: reply, createdAt: at(30) },
-            { index: 2, role: 'agent', content: 'I WANT TO ANSWER: def f(): pass', createdAt: at(60) },
-          ] },
+          studyId: study.id,
+          taskId: idOf.get(r.externalId)!,
+          participantId: p.id,
+          policyVersionId: policy,
+          channel: 'discord',
+          status: 'answered',
+          startedAt: at(0),
+          endedAt: at(90),
+          reward: score,
+          turnCount: 2,
+          answer: 'def f(): pass',
+          turns: {
+            create: [
+              { index: 0, role: 'agent', content: 'Which values should I use?', createdAt: at(1) },
+              { index: 1, role: 'human', content: reply, createdAt: at(30) },
+              { index: 2, role: 'agent', content: 'I WANT TO ANSWER: def f(): pass', createdAt: at(60) },
+            ],
+          },
           evaluation: { create: { score, success: score === 1, detail: {}, evaluatorVersion: 'test' } },
         },
       });
@@ -108,21 +142,37 @@ describe('sweetloop study calibrate', () => {
     const run = await sweetloop(['study', 'calibrate', 'cal', '--simulator', 'builtin', '--out', out]);
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.trim().split('\n');
-    expect(lines[0]).toContain('study cal: people (6 sessions) against rule-simulator (6 games, 2 a task; llama-a 3, llama-b 3) on 3 task(s), paired by task');
+    expect(lines[0]).toContain(
+      'study cal: people (6 sessions) against rule-simulator (6 games, 2 a task; llama-a 3, llama-b 3) on 3 task(s), paired by task',
+    );
     expect(lines[1]).toMatch(/^metric\s+people\s+simulator\s+people - simulator \[95% CI\]\s+tasks$/);
     for (const [i, m] of METRICS.entries()) {
       // Every row: both means and the difference with its interval, on all three tasks.
-      expect(lines[2 + i]).toMatch(new RegExp(`^${m.label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+-?[\\d.]+%?\\s+-?[\\d.]+%?\\s+[+-][\\d.]+%? \\[[+-][\\d.]+%?, [+-][\\d.]+%?\\]\\s+3$`));
+      expect(lines[2 + i]).toMatch(
+        new RegExp(
+          `^${m.label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+-?[\\d.]+%?\\s+-?[\\d.]+%?\\s+[+-][\\d.]+%? \\[[+-][\\d.]+%?, [+-][\\d.]+%?\\]\\s+3$`,
+        ),
+      );
     }
     const result = JSON.parse(lines.at(-1)!) as CalibrationResult;
-    expect(result).toMatchObject({ study: 'cal', simulator: 'rule-simulator', gamesPerTask: 2, seed: 3, tasks: 3, peopleSessions: 6, games: 6 });
+    expect(result).toMatchObject({
+      study: 'cal',
+      simulator: 'rule-simulator',
+      gamesPerTask: 2,
+      seed: 3,
+      tasks: 3,
+      peopleSessions: 6,
+      games: 6,
+    });
     // The leak rate, over every session of each side: one of people's six pasted the reference; the rule-based
     // simulator says facts, never code.
     expect(result.leak.people).toMatchObject({ sessions: 6, leaked: 1, rate: { estimate: 1 / 6 } });
     expect(result.leak.people.rate.lo).toBeGreaterThan(0);
     expect(result.leak.people.rate.hi).toBeLessThan(1);
     expect(result.leak.simulator).toMatchObject({ sessions: 6, leaked: 0, rate: { estimate: 0, lo: 0 } });
-    expect(lines[2 + METRICS.length]).toMatch(/^leak rate \(sessions whose collaborator replies contain the reference's code\), 95% Wilson interval: people 16\.7% \[\d+\.\d%, \d+\.\d%\] \(1 of 6 sessions\); simulator 0\.0% \[0\.0%, \d+\.\d%\] \(0 of 6 sessions\)$/);
+    expect(lines[2 + METRICS.length]).toMatch(
+      /^leak rate \(sessions whose collaborator replies contain the reference's code\), 95% Wilson interval: people 16\.7% \[\d+\.\d%, \d+\.\d%\] \(1 of 6 sessions\); simulator 0\.0% \[0\.0%, \d+\.\d%\] \(0 of 6 sessions\)$/,
+    );
     // Kept for the dashboard's calibration page, as printed.
     const stored = await t.prisma.studyCalibration.findFirstOrThrow({ where: { study: { name: 'cal' } } });
     expect(stored.simulator).toBe('rule-simulator');
@@ -130,7 +180,14 @@ describe('sweetloop study calibrate', () => {
     expect(result.rows.map((r) => r.metric)).toEqual(METRICS.map((m) => m.name));
     for (const r of result.rows) {
       expect(r.tasks, r.metric).toBe(3);
-      for (const v of [r.people.estimate, r.simulator.estimate, r.difference.estimate, r.difference.lo, r.difference.hi]) expect(Number.isFinite(v), r.metric).toBe(true);
+      for (const v of [
+        r.people.estimate,
+        r.simulator.estimate,
+        r.difference.estimate,
+        r.difference.lo,
+        r.difference.hi,
+      ])
+        expect(Number.isFinite(v), r.metric).toBe(true);
       expect(r.difference.estimate).toBeCloseTo(r.people.estimate - r.simulator.estimate, 12);
     }
     const row = (name: string) => result.rows.find((r) => r.metric === name)!;
@@ -152,7 +209,9 @@ describe('sweetloop study calibrate', () => {
     const md = readFileSync(join(out, 'calibration.md'), 'utf8');
     expect(md).toContain('| success | 50.0% |');
     expect(md).toContain('![people against the simulator](calibration.png)');
-    expect(md).toContain('Leak rate (sessions whose collaborator replies contain the reference\'s code), 95% Wilson interval: people 16.7% [');
+    expect(md).toContain(
+      "Leak rate (sessions whose collaborator replies contain the reference's code), 95% Wilson interval: people 16.7% [",
+    );
     expect(JSON.parse(readFileSync(join(out, 'calibration.json'), 'utf8'))).toEqual(result);
     // The figure: a panel a metric, each with both sides.
     const svg = calibrationSvg(result);
@@ -163,14 +222,26 @@ describe('sweetloop study calibrate', () => {
   it('plays the LLM simulator behind SIMULATOR_LLM_URL when asked', async () => {
     const sim = await startOpenAiServer({ model: 'sim-test', reply: () => "I don't know.", tokenDelayMs: 0 });
     try {
-      const run = await sweetloop(['study', 'calibrate', 'cal', '--simulator', 'llm', '--per-task', '1'], { SIMULATOR_LLM_URL: sim.url, SIMULATOR_LLM_MODEL: 'sim-test' });
+      const run = await sweetloop(['study', 'calibrate', 'cal', '--simulator', 'llm', '--per-task', '1'], {
+        SIMULATOR_LLM_URL: sim.url,
+        SIMULATOR_LLM_MODEL: 'sim-test',
+      });
       expect(run.code, run.stderr).toBe(0);
       const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as CalibrationResult;
       // One game a task, by each task's oldest session's version (llama-a); the simulator was asked once a game.
-      expect(result).toMatchObject({ simulator: 'llm:sim-test', gamesPerTask: 1, games: 3, policies: [{ name: 'llama-a', games: 3 }] });
+      expect(result).toMatchObject({
+        simulator: 'llm:sim-test',
+        gamesPerTask: 1,
+        games: 3,
+        policies: [{ name: 'llama-a', games: 3 }],
+      });
       const asked = sim.chatRequests().map((r) => r.body as ChatBody);
       expect(asked).toHaveLength(3);
-      expect(asked.every((b) => b.model === 'sim-test' && String(b.messages[0]!.content).includes('You are role-playing a person'))).toBe(true);
+      expect(
+        asked.every(
+          (b) => b.model === 'sim-test' && String(b.messages[0]!.content).includes('You are role-playing a person'),
+        ),
+      ).toBe(true);
       const row = (name: string) => result.rows.find((r) => r.metric === name)!;
       expect(row('dontKnowShare')).toMatchObject({ simulator: { estimate: 1 }, tasks: 3 });
       expect(row('replyChars')).toMatchObject({ simulator: { estimate: "I don't know.".length }, tasks: 3 });
@@ -180,12 +251,16 @@ describe('sweetloop study calibrate', () => {
     }
   }, 180_000);
 
-  it('counts the LLM simulator\'s leaks: one that pastes the hidden function leaks in every session', async () => {
+  it("counts the LLM simulator's leaks: one that pastes the hidden function leaks in every session", async () => {
     // Told the reference (tasks/llm-simulator.ts), this one hands over its code instead of answering.
-    const paste = (body: ChatBody) => /def [\s\S]*?(?=<\/hidden_function>)/.exec(String(body.messages[0]!.content))?.[0] ?? "I don't know.";
+    const paste = (body: ChatBody) =>
+      /def [\s\S]*?(?=<\/hidden_function>)/.exec(String(body.messages[0]!.content))?.[0] ?? "I don't know.";
     const sim = await startOpenAiServer({ model: 'sim-leaky', reply: paste, tokenDelayMs: 0 });
     try {
-      const run = await sweetloop(['study', 'calibrate', 'cal', '--simulator', 'llm', '--per-task', '1'], { SIMULATOR_LLM_URL: sim.url, SIMULATOR_LLM_MODEL: 'sim-leaky' });
+      const run = await sweetloop(['study', 'calibrate', 'cal', '--simulator', 'llm', '--per-task', '1'], {
+        SIMULATOR_LLM_URL: sim.url,
+        SIMULATOR_LLM_MODEL: 'sim-leaky',
+      });
       expect(run.code, run.stderr).toBe(0);
       const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as CalibrationResult;
       expect(result.leak.simulator).toMatchObject({ sessions: 3, leaked: 3, rate: { estimate: 1, hi: 1 } });
@@ -196,10 +271,12 @@ describe('sweetloop study calibrate', () => {
     }
   }, 180_000);
 
-  it('refuses a study without people\'s answered sessions, and the LLM simulator when none is configured', async () => {
+  it("refuses a study without people's answered sessions, and the LLM simulator when none is configured", async () => {
     const pool = join(dir, 'pool-2.txt');
     writeFileSync(pool, records[0]!.externalId);
-    expect((await sweetloop(['study', 'create', 'empty', '--tasks', pool, '--per-task', '1', '--policy', 'llama-a'])).code).toBe(0);
+    expect(
+      (await sweetloop(['study', 'create', 'empty', '--tasks', pool, '--per-task', '1', '--policy', 'llama-a'])).code,
+    ).toBe(0);
     const empty = await sweetloop(['study', 'calibrate', 'empty']);
     expect(empty.code).toBe(1);
     expect(empty.stderr).toMatch(/Study "empty" has no answered sessions of people yet/);

@@ -38,7 +38,9 @@ describe('last gate decision', () => {
     const md = gateMarkdown(evidence);
     expect(md).toMatch(/^## Last promotion decision/);
     expect(md).toContain('deployed sweet-1a2b3c4d: better than the deployed version');
-    expect(md).toContain('tests passed: 31.2% vs 25.4%, difference +5.8 [+2.1, +9.4] points (90% interval), Wilcoxon p = 0.004');
+    expect(md).toContain(
+      'tests passed: 31.2% vs 25.4%, difference +5.8 [+2.1, +9.4] points (90% interval), Wilcoxon p = 0.004',
+    );
     expect(md).toContain('McNemar p = 0.070 (9 vs 3 discordant games)');
     expect(gateMarkdown(null)).toMatch(/has not run yet/);
   });

@@ -22,7 +22,11 @@ beforeAll(async () => {
   t = await createTestDatabase();
   await seedExportWorld(t.prisma);
   dir = await mkdtemp(join(tmpdir(), 'sweetloop-report-'));
-  ({ data, files } = await writeReport(t.prisma, { outDir: dir, chromiumPath: '/usr/bin/chromium', now: new Date('2026-02-01T00:00:00Z') }));
+  ({ data, files } = await writeReport(t.prisma, {
+    outDir: dir,
+    chromiumPath: '/usr/bin/chromium',
+    now: new Date('2026-02-01T00:00:00Z'),
+  }));
 });
 
 afterAll(async () => {
@@ -74,12 +78,20 @@ describe('report over the fixture', () => {
 
   it('writes json, markdown, and three plots as SVG and PNG', () => {
     expect(files.map((f) => f.slice(dir.length + 1)).sort()).toEqual([
-      'rating-histogram.png', 'rating-histogram.svg', 'report.json', 'report.md',
-      'success-by-policy.png', 'success-by-policy.svg', 'turns-histogram.png', 'turns-histogram.svg',
+      'rating-histogram.png',
+      'rating-histogram.svg',
+      'report.json',
+      'report.md',
+      'success-by-policy.png',
+      'success-by-policy.svg',
+      'turns-histogram.png',
+      'turns-histogram.svg',
     ]);
     expect(JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'))).toEqual(JSON.parse(JSON.stringify(data)));
     const md = readFileSync(join(dir, 'report.md'), 'utf8');
-    expect(md).toContain('| starter | backend | human | 2 | 1 | 1 | 100.0% [20.7%, 100.0%] | 100.0% (n=1) | - | 4.50 [1.00, 5.00] (0/0/0/1/1) |');
+    expect(md).toContain(
+      '| starter | backend | human | 2 | 1 | 1 | 100.0% [20.7%, 100.0%] | 100.0% (n=1) | - | 4.50 [1.00, 5.00] (0/0/0/1/1) |',
+    );
     expect(md).toContain('| sweet-0001 | frontend | human | 1 | 1 | 1 | 0.0% [0.0%, 79.3%] | 0.800 (n=1) | - |');
     const svg = readFileSync(join(dir, 'success-by-policy.svg'), 'utf8');
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
@@ -91,7 +103,8 @@ describe('report over the fixture', () => {
       expect([png.width, png.height]).toEqual([1520, 840]);
       // The first series' colour (#0072B2) is drawn somewhere: the plot is not blank.
       let blue = 0;
-      for (let i = 0; i < png.data.length; i += 4) if (png.data[i] === 0x00 && png.data[i + 1] === 0x72 && png.data[i + 2] === 0xb2) blue++;
+      for (let i = 0; i < png.data.length; i += 4)
+        if (png.data[i] === 0x00 && png.data[i + 1] === 0x72 && png.data[i + 2] === 0xb2) blue++;
       expect(blue, name).toBeGreaterThan(100);
     }
   });
@@ -99,8 +112,12 @@ describe('report over the fixture', () => {
 
 describe('report pieces', () => {
   it('win rate: a task is won on higher mean similarity, ties count half, unshared tasks are skipped', () => {
-    const m = (o: Record<string, number[]>) => new Map(Object.entries(o).map(([k, v]) => [k, { sum: v.reduce((a, b) => a + b, 0), n: v.length }]));
-    const w = winRateAgainst(m({ a: [0.9], b: [0.5], c: [0.5, 0.75], e: [1] }), m({ a: [0.8], b: [0.6], c: [0.625], d: [1] }));
+    const m = (o: Record<string, number[]>) =>
+      new Map(Object.entries(o).map(([k, v]) => [k, { sum: v.reduce((a, b) => a + b, 0), n: v.length }]));
+    const w = winRateAgainst(
+      m({ a: [0.9], b: [0.5], c: [0.5, 0.75], e: [1] }),
+      m({ a: [0.8], b: [0.6], c: [0.625], d: [1] }),
+    );
     expect(w.n).toBe(3);
     expect(w.estimate).toBe(0.5); // a won, b lost, c tied (0.625 each)
   });
@@ -108,13 +125,24 @@ describe('report pieces', () => {
   it('the accumulator computes frontend win rates against the reference policy', () => {
     const acc = new ReportAccumulator();
     const s = (policy: string, createdAt: number, task: string, score: number): SessionSummary => ({
-      id: `${policy}-${task}`, taskId: task, simulated: true, status: 'answered', reward: score,
-      task: { kind: 'frontend' }, participant: { role: 'simulated' },
+      id: `${policy}-${task}`,
+      taskId: task,
+      simulated: true,
+      status: 'answered',
+      reward: score,
+      task: { kind: 'frontend' },
+      participant: { role: 'simulated' },
       policyVersion: { name: policy, createdAt: new Date(createdAt) },
       evaluation: { score, success: score > 0.9, testsPassed: null, testsTotal: null, metric: 'pixel-ssim' },
-      ratings: [], turns: [{ role: 'agent' }, { role: 'human' }, { role: 'agent' }],
+      ratings: [],
+      turns: [{ role: 'agent' }, { role: 'human' }, { role: 'agent' }],
     });
-    for (const [task, a, b] of [['t1', 0.5, 0.7], ['t2', 0.6, 0.4], ['t3', 0.5, 0.9], ['t4', 0.5, 0.8]] as const) {
+    for (const [task, a, b] of [
+      ['t1', 0.5, 0.7],
+      ['t2', 0.6, 0.4],
+      ['t3', 0.5, 0.9],
+      ['t4', 0.5, 0.8],
+    ] as const) {
       acc.add(s('old', 1, task, a));
       acc.add(s('new', 2, task, b));
     }
@@ -131,7 +159,12 @@ describe('report pieces', () => {
     expect(niceStep(1)).toBe(0.2);
     expect(niceStep(37)).toBe(10);
     expect(niceStep(0)).toBe(1);
-    const svg = barChartSvg({ title: 'a < b & c', categories: ['x"y'], series: [{ name: '<s>', values: [3] }], yLabel: 'n' });
+    const svg = barChartSvg({
+      title: 'a < b & c',
+      categories: ['x"y'],
+      series: [{ name: '<s>', values: [3] }],
+      yLabel: 'n',
+    });
     expect(svg).toContain('a &lt; b &amp; c');
     expect(svg).toContain('x&quot;y');
     expect(svg).not.toContain('<s>');
@@ -140,7 +173,13 @@ describe('report pieces', () => {
 
 describe('count charts', () => {
   it('tick at whole numbers only', () => {
-    const svg = barChartSvg({ title: 't', categories: ['1'], series: [{ name: 's', values: [1] }], yLabel: 'n', integerTicks: true });
+    const svg = barChartSvg({
+      title: 't',
+      categories: ['1'],
+      series: [{ name: 's', values: [1] }],
+      yLabel: 'n',
+      integerTicks: true,
+    });
     expect(svg).not.toContain('>0.20<');
     expect(svg).toContain('>1</text>');
   });

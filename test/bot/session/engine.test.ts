@@ -24,9 +24,30 @@ describe('session engine', () => {
   let rt: Runtime;
   beforeAll(async () => {
     t = await createTestDatabase();
-    await importTasks(t.prisma, [...builtinTasks({ kind: 'backend' }).slice(0, 3), ...builtinTasks({ kind: 'frontend' }).slice(0, 2)], { split: 'train' });
-    await t.prisma.policyVersion.create({ data: { name: 'p1', algorithm: 'external', checkpointPath: '/x', checkpointSha256: '0'.repeat(64), status: 'deployed', deployedAt: new Date() } });
-    rt = await createRuntime({ channel: 'console', db: t.db, maxTurns: 3, idleMinutes: 30, loadAgent: async () => agent, render: null, policyPollMs: 60_000 });
+    await importTasks(
+      t.prisma,
+      [...builtinTasks({ kind: 'backend' }).slice(0, 3), ...builtinTasks({ kind: 'frontend' }).slice(0, 2)],
+      { split: 'train' },
+    );
+    await t.prisma.policyVersion.create({
+      data: {
+        name: 'p1',
+        algorithm: 'external',
+        checkpointPath: '/x',
+        checkpointSha256: '0'.repeat(64),
+        status: 'deployed',
+        deployedAt: new Date(),
+      },
+    });
+    rt = await createRuntime({
+      channel: 'console',
+      db: t.db,
+      maxTurns: 3,
+      idleMinutes: 30,
+      loadAgent: async () => agent,
+      render: null,
+      policyPollMs: 60_000,
+    });
   });
   afterAll(async () => {
     await rt?.close();
@@ -37,25 +58,45 @@ describe('session engine', () => {
     const a = await acceptConsent(t.prisma, 'console:a', 'a');
     const b = await acceptConsent(t.prisma, 'console:b', 'b');
     const study = await defaultStudy(t.prisma);
-    const pickTask = (participantId: string) => assignTask(t.prisma, study, participantId, 'backend', async (_tx, pick) => pick.taskId);
+    const pickTask = (participantId: string) =>
+      assignTask(t.prisma, study, participantId, 'backend', async (_tx, pick) => pick.taskId);
     const backend = await t.prisma.task.findMany({ where: { kind: 'backend' }, orderBy: { externalId: 'asc' } });
     // Two sessions on task 0, one on task 1, none on task 2: b gets task 2.
-    for (const [task, who] of [[0, a], [0, b], [1, a]] as const) {
-      await t.prisma.session.create({ data: { taskId: backend[task]!.id, participantId: who.id, channel: 'console', status: 'answered', studyId: study.id } });
+    for (const [task, who] of [
+      [0, a],
+      [0, b],
+      [1, a],
+    ] as const) {
+      await t.prisma.session.create({
+        data: {
+          taskId: backend[task]!.id,
+          participantId: who.id,
+          channel: 'console',
+          status: 'answered',
+          studyId: study.id,
+        },
+      });
     }
     expect(await pickTask(b.id)).toBe(backend[2]!.id);
     // a has had tasks 0 and 1: only task 2 remains for a.
     expect(await pickTask(a.id)).toBe(backend[2]!.id);
-    await t.prisma.session.create({ data: { taskId: backend[2]!.id, participantId: a.id, channel: 'console', status: 'abandoned', studyId: study.id } });
+    await t.prisma.session.create({
+      data: { taskId: backend[2]!.id, participantId: a.id, channel: 'console', status: 'abandoned', studyId: study.id },
+    });
     const none = await pickTask(a.id).catch((e) => e);
     expect(none).toBeInstanceOf(StudyRefusedError);
-    expect(none).toMatchObject({ reason: 'no-task', message: expect.stringMatching(/no backend task left that you have not done yet/) });
+    expect(none).toMatchObject({
+      reason: 'no-task',
+      message: expect.stringMatching(/no backend task left that you have not done yet/),
+    });
     // Three answered backend sessions over three tasks, none for frontend: frontend is needed.
     expect(await neededKind(t.prisma, study.id)).toBe('frontend');
   });
 
   it('refuses a person without consent, and frontend sessions without a renderer', async () => {
-    await expect(rt.engine.start({ externalId: 'console:nobody', displayName: null }, 'backend')).rejects.toMatchObject({ reason: 'no-consent' });
+    await expect(rt.engine.start({ externalId: 'console:nobody', displayName: null }, 'backend')).rejects.toMatchObject(
+      { reason: 'no-consent' },
+    );
     await acceptConsent(t.prisma, 'console:c', 'c');
     const err = await rt.engine.start({ externalId: 'console:c', displayName: 'c' }, 'frontend').catch((e) => e);
     expect(err).toBeInstanceOf(RefusedError);
@@ -70,7 +111,9 @@ describe('session engine', () => {
     const step1 = await rt.engine.agentStep(s.sessionId);
     expect(step1!.agentTurn).toBe(1);
     expect(await rt.engine.agentStep(s.sessionId)).toBeNull(); // nothing owed: it is the person's turn
-    await expect(rt.engine.humanTurn(s.sessionId, 'x'.repeat(401), null)).rejects.toThrow(/401 characters long; the limit is 400/);
+    await expect(rt.engine.humanTurn(s.sessionId, 'x'.repeat(401), null)).rejects.toThrow(
+      /401 characters long; the limit is 400/,
+    );
     await expect(rt.engine.humanTurn(s.sessionId, '   ', null)).rejects.toBeInstanceOf(TurnRejectedError);
     for (let k = 2; k <= 3; k++) {
       await rt.engine.humanTurn(s.sessionId, `answer ${k}`, null);
@@ -86,7 +129,9 @@ describe('session engine', () => {
     expect(e.outcome.score).toBe(0);
     expect(e.outcome.testsTotal).toBeGreaterThan(0);
     // Rated by someone else: refused; by the person: stored and a second rating replaces the first.
-    await expect(rt.engine.rate(s.sessionId, { externalId: 'console:a', displayName: null }, 5)).rejects.toThrow(/Only the person/);
+    await expect(rt.engine.rate(s.sessionId, { externalId: 'console:a', displayName: null }, 5)).rejects.toThrow(
+      /Only the person/,
+    );
     await rt.engine.rate(s.sessionId, person, 2);
     await rt.engine.rate(s.sessionId, person, 3);
     expect((await t.prisma.rating.findMany({ where: { sessionId: s.sessionId } })).map((r) => r.value)).toEqual([3]);
@@ -108,7 +153,11 @@ describe('session engine', () => {
     await rt.engine.receive(s.sessionId, code, null, view);
     expect(await rt.engine.receive(s.sessionId, 'I do not know more.', null, view)).toBe('awaiting-rating');
     expect(notices).toEqual([PASTE_NOTICE]);
-    expect(await t.prisma.moderationFlag.count({ where: { sessionId: s.sessionId, reason: PASTE_FLAG_REASON, resolvedAt: null } })).toBe(1);
+    expect(
+      await t.prisma.moderationFlag.count({
+        where: { sessionId: s.sessionId, reason: PASTE_FLAG_REASON, resolvedAt: null },
+      }),
+    ).toBe(1);
     // A careful person's session says nothing of the kind.
     await acceptConsent(t.prisma, 'console:careful', 'careful');
     const c = await rt.engine.start({ externalId: 'console:careful', displayName: 'careful' }, 'backend');
@@ -136,7 +185,9 @@ describe('session engine', () => {
     expect(rt.policies.deployed?.name).toBe('p1');
     const other = await openDatabase({ databaseUrl: t.url, pgliteDir: '/nonexistent' });
     try {
-      await other.prisma.policyVersion.create({ data: { name: 'p2', algorithm: 'sweet', checkpointPath: '/y', checkpointSha256: '2'.repeat(64) } });
+      await other.prisma.policyVersion.create({
+        data: { name: 'p2', algorithm: 'sweet', checkpointPath: '/y', checkpointSha256: '2'.repeat(64) },
+      });
       await deployPolicyByName(other, 'trainer', 'p2');
     } finally {
       await other.close();

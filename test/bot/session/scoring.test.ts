@@ -73,7 +73,9 @@ let inFlight = 0;
 let mostAtOnce = 0;
 
 describe('Scoring under load on Discord: 20 answers at once, a pool of 2, a restart in the middle', () => {
-  const metrics: BotMetrics = new BotMetrics(undefined, undefined, (): { queued: number; running: number } => h.runtime.engine.scoringLoad());
+  const metrics: BotMetrics = new BotMetrics(undefined, undefined, (): { queued: number; running: number } =>
+    h.runtime.engine.scoringLoad(),
+  );
   let queuedSeen = 0;
   const h: BotHarness = new BotHarness({
     metrics,
@@ -110,7 +112,12 @@ describe('Scoring under load on Discord: 20 answers at once, a pool of 2, a rest
     // Everyone replies at once; each reply is answered at once, so twenty answers wait to be scored together.
     people.forEach((p, n) => h.fake.say(p, threads[n]!, `I am person${n}. Zero for short stays.`));
     const evaluations = () => h.tdb.prisma.evaluation.count();
-    const gauge = async (state: string) => Number(new RegExp(`^sweetloop_scoring_answers\\{state="${state}"\\} (\\d+)$`, 'm').exec(await metrics.registry.metrics())?.[1]);
+    const gauge = async (state: string) =>
+      Number(
+        new RegExp(`^sweetloop_scoring_answers\\{state="${state}"\\} (\\d+)$`, 'm').exec(
+          await metrics.registry.metrics(),
+        )?.[1],
+      );
     await h.fake.waitFor(
       async () => {
         // /metrics shows the queue while it lasts, and never more than the pool's size being scored.
@@ -128,25 +135,37 @@ describe('Scoring under load on Discord: 20 answers at once, a pool of 2, a rest
     const beforeRestart = await evaluations();
     expect(beforeRestart).toBeLessThan(PEOPLE);
     expect(await h.tdb.prisma.session.count({ where: { status: 'answered' } })).toBe(PEOPLE);
-    const notices = threads.map((t) => h.fake.inChannel(t).filter((s) => /waits to be scored|Scoring your answer/.test(s.content)));
+    const notices = threads.map((t) =>
+      h.fake.inChannel(t).filter((s) => /waits to be scored|Scoring your answer/.test(s.content)),
+    );
     expect(notices.every((n) => n.length >= 1)).toBe(true);
-    const queued = notices.flat().filter((s) => /waits to be scored: \d+ answers? (is|are) ahead of it/.test(s.content));
+    const queued = notices
+      .flat()
+      .filter((s) => /waits to be scored: \d+ answers? (is|are) ahead of it/.test(s.content));
     expect(queued.length).toBeGreaterThan(0);
 
     await h.startBot();
     await h.fake.waitFor(async () => (await evaluations()) === PEOPLE || null, 120_000, 'every answer scored');
     const ratingPrompts = (t: string) => h.fake.inChannel(t).filter((s) => s.content.includes('How helpful'));
-    await h.fake.waitFor(async () => (await h.tdb.prisma.session.count({ where: { ratingAskedAt: { not: null } } })) === PEOPLE || null, 60_000, 'every rating prompt');
+    await h.fake.waitFor(
+      async () => (await h.tdb.prisma.session.count({ where: { ratingAskedAt: { not: null } } })) === PEOPLE || null,
+      60_000,
+      'every rating prompt',
+    );
 
     // Once each: the sandbox ran every answer exactly once, never more than two at a time.
     expect([...scored.values()]).toEqual(Array(PEOPLE).fill(1));
     // (The protocol trims the answer it stores.)
-    expect(new Set([...scored.keys()].map((a) => a.trim()))).toEqual(new Set(people.map((_, n) => answerOf(`person${n}`).trim())));
+    expect(new Set([...scored.keys()].map((a) => a.trim()))).toEqual(
+      new Set(people.map((_, n) => answerOf(`person${n}`).trim())),
+    );
     expect(mostAtOnce).toBe(2);
     expect([await gauge('queued'), await gauge('running')]).toEqual([0, 0]);
     const sessions = await h.tdb.prisma.session.findMany({ include: { evaluation: true } });
     // Each answer is the reference (slowed down): every test passes.
-    expect(sessions.map((s) => [s.status, s.evaluation?.score, s.resultShownAt !== null, s.ratingAskedAt !== null])).toEqual(Array(PEOPLE).fill(['answered', 1, true, true]));
+    expect(
+      sessions.map((s) => [s.status, s.evaluation?.score, s.resultShownAt !== null, s.ratingAskedAt !== null]),
+    ).toEqual(Array(PEOPLE).fill(['answered', 1, true, true]));
     // And shown once: one result and one rating prompt in every thread.
     await new Promise((r) => setTimeout(r, 300));
     for (const t of threads) {

@@ -5,7 +5,8 @@ import { SessionCache } from '../../../bot/session/session-cache.ts';
 import type { SessionWithTurns } from '../../../bot/session/context.ts';
 import type { Turn } from '../../../prisma/generated/client.ts';
 
-const session = (id: string, turns: Partial<Turn>[] = []) => ({ id, status: 'active', turnCount: 0, turns }) as unknown as SessionWithTurns;
+const session = (id: string, turns: Partial<Turn>[] = []) =>
+  ({ id, status: 'active', turnCount: 0, turns }) as unknown as SessionWithTurns;
 const turn = (id: string, role: 'agent' | 'human') => ({ id, role, externalMessageId: null }) as unknown as Turn;
 
 describe('the sessions kept in memory', () => {
@@ -19,7 +20,11 @@ describe('the sessions kept in memory', () => {
     c.appendTurn('s1', turn('t3', 'agent'), { status: 'answered', answer: 'x' });
     c.evaluated('s1', { score: 1, success: true, detail: {}, evaluatorVersion: 'v' } as never);
     const s = c.get('s1')!;
-    expect(s.turns.map((t) => [t.id, t.externalMessageId])).toEqual([['t1', 'm1'], ['t2', null], ['t3', null]]);
+    expect(s.turns.map((t) => [t.id, t.externalMessageId])).toEqual([
+      ['t1', 'm1'],
+      ['t2', null],
+      ['t3', null],
+    ]);
     expect([s.turnCount, s.status, s.answer]).toEqual([2, 'answered', 'x']);
     expect(c.outcome('s1')?.score).toBe(1);
     expect(c.answeredHere('s1')?.id).toBe('s1');

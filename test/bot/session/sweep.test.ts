@@ -46,8 +46,27 @@ describe('overdue work and the sweep', () => {
   beforeAll(async () => {
     t = await createTestDatabase();
     await importTasks(t.prisma, builtinTasks({ kind: 'backend' }).slice(0, 4), { split: 'train' });
-    await t.prisma.policyVersion.create({ data: { name: 'p1', algorithm: 'external', checkpointPath: '/x', checkpointSha256: '0'.repeat(64), status: 'deployed', deployedAt: new Date() } });
-    rt = await createRuntime({ channel: 'console', db: t.db, maxTurns: 5, idleMinutes: 30, overdueMs: OVERDUE_MS, loadAgent: async () => agent, render: null, policyPollMs: 60_000, log });
+    await t.prisma.policyVersion.create({
+      data: {
+        name: 'p1',
+        algorithm: 'external',
+        checkpointPath: '/x',
+        checkpointSha256: '0'.repeat(64),
+        status: 'deployed',
+        deployedAt: new Date(),
+      },
+    });
+    rt = await createRuntime({
+      channel: 'console',
+      db: t.db,
+      maxTurns: 5,
+      idleMinutes: 30,
+      overdueMs: OVERDUE_MS,
+      loadAgent: async () => agent,
+      render: null,
+      policyPollMs: 60_000,
+      log,
+    });
   });
   // A failed test must not leave the agent held for the next one.
   afterEach(() => {
@@ -68,10 +87,15 @@ describe('overdue work and the sweep', () => {
     if (shown) await rt.engine.markShown(step!.turnId, `first-${s.sessionId}`);
     return s.sessionId;
   }
-  const lastActivity = async (id: string) => (await t.prisma.session.findUniqueOrThrow({ where: { id } })).lastActivityAt.getTime();
+  const lastActivity = async (id: string) =>
+    (await t.prisma.session.findUniqueOrThrow({ where: { id } })).lastActivityAt.getTime();
   const after = (at: number, ms: number) => new Date(at + ms);
   const ids = (work: PendingWork[]) => work.map((w) => [w.kind, w.session.id]);
-  const roles = async (id: string) => (await t.prisma.turn.findMany({ where: { sessionId: id }, orderBy: { index: 'asc' } })).map((x) => [x.role, x.externalMessageId !== null]);
+  const roles = async (id: string) =>
+    (await t.prisma.turn.findMany({ where: { sessionId: id }, orderBy: { index: 'asc' } })).map((x) => [
+      x.role,
+      x.externalMessageId !== null,
+    ]);
 
   it('a stored reply no agent step answers is overdue after overdueMs, and the sweep has the agent answer it', async () => {
     const id = await session();
@@ -82,13 +106,22 @@ describe('overdue work and the sweep', () => {
 
     const view = recordingView();
     let resumed: Promise<number> | null = null;
-    const handed = await rt.engine.sweep((work) => (resumed = rt.engine.resume(async () => ({ view }), work)), after(at, OVERDUE_MS + 50));
+    const handed = await rt.engine.sweep(
+      (work) => (resumed = rt.engine.resume(async () => ({ view }), work)),
+      after(at, OVERDUE_MS + 50),
+    );
     expect(ids(handed)).toEqual([['agent', id]]);
     expect(await resumed!).toBe(1);
     expect(view.shown).toEqual(['Question 2?']);
-    expect(await roles(id)).toEqual([['agent', true], ['human', false], ['agent', true]]);
+    expect(await roles(id)).toEqual([
+      ['agent', true],
+      ['human', false],
+      ['agent', true],
+    ]);
     expect(await rt.engine.overdue(after(at, 60_000))).toEqual([]);
-    expect(log.lines('debug', 'sweep picks up an overdue session')).toContainEqual(expect.objectContaining({ session: id, kind: 'agent', try: 1 }));
+    expect(log.lines('debug', 'sweep picks up an overdue session')).toContainEqual(
+      expect.objectContaining({ session: id, kind: 'agent', try: 1 }),
+    );
     expect(log.lines('debug', 'agent request sent')).toContainEqual(expect.objectContaining({ session: id, try: 1 }));
     expect(log.lines('debug', 'agent reply done')).toContainEqual(expect.objectContaining({ session: id }));
     expect(log.lines('debug', 'resuming session')).toContainEqual({ session: id, kind: 'agent' });
@@ -121,7 +154,10 @@ describe('overdue work and the sweep', () => {
     const failing = recordingView(true);
     const sweepAt = async (ms: number) => {
       let resumed: Promise<number> = Promise.resolve(0);
-      const handed = await rt.engine.sweep((work) => (resumed = rt.engine.resume(async () => ({ view: failing }), work)), after(at, ms));
+      const handed = await rt.engine.sweep(
+        (work) => (resumed = rt.engine.resume(async () => ({ view: failing }), work)),
+        after(at, ms),
+      );
       expect(await resumed).toBe(0); // the post fails again
       return ids(handed);
     };
@@ -138,7 +174,9 @@ describe('overdue work and the sweep', () => {
     const gone = 31 * 60_000;
     expect(await rt.engine.overdue(after(at, gone))).toEqual([]);
     expect(await sweepAt(gone)).toEqual([]);
-    expect(log.lines('warn', 'sweep gives up: the session was not finished within the idle time')).toEqual([{ session: id, kind: 'show', tries: 3 }]);
+    expect(log.lines('warn', 'sweep gives up: the session was not finished within the idle time')).toEqual([
+      { session: id, kind: 'show', tries: 3 },
+    ]);
 
     // Shown at last (the channel posts again): nothing is owed.
     const view = recordingView();
@@ -151,7 +189,10 @@ describe('overdue work and the sweep', () => {
     const id = await session();
     await rt.engine.humanTurn(id, 'Zero for an empty list.', null);
     const handed = new Promise<PendingWork[]>((resolve) => rt.engine.startSweep(50, resolve));
-    const work = await Promise.race([handed, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no sweep within 10 s')), 10_000))]);
+    const work = await Promise.race([
+      handed,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no sweep within 10 s')), 10_000)),
+    ]);
     expect(ids(work)).toContainEqual(['agent', id]);
   });
 });

@@ -21,18 +21,38 @@ describe(`migration ${MIGRATION}`, () => {
     await q(
       `INSERT INTO "TrainingRun" (id, algorithm, config, status, progress, metrics) VALUES ($1::uuid, 'rft', '{}', 'running', $2::jsonb, $3::jsonb)`,
       rft,
-      JSON.stringify({ done: [], current: { phase: 'sft', step: 4, dir: '/runs/r/ckpt/sft-000004' }, rng: { algorithm: 'mulberry32', seed: 3 } }),
+      JSON.stringify({
+        done: [],
+        current: { phase: 'sft', step: 4, dir: '/runs/r/ckpt/sft-000004' },
+        rng: { algorithm: 'mulberry32', seed: 3 },
+      }),
       JSON.stringify({ sft: { loss: 1.5 } }),
     );
-    await q(`INSERT INTO "TrainingRun" (id, algorithm, config, status, progress) VALUES ($1::uuid, 'rft', '{}', 'succeeded', $2::jsonb)`, finished, JSON.stringify({ done: ['sft'], rng: { algorithm: 'mulberry32', seed: 3 } }));
+    await q(
+      `INSERT INTO "TrainingRun" (id, algorithm, config, status, progress) VALUES ($1::uuid, 'rft', '{}', 'succeeded', $2::jsonb)`,
+      finished,
+      JSON.stringify({ done: ['sft'], rng: { algorithm: 'mulberry32', seed: 3 } }),
+    );
     await q(
       `INSERT INTO "TrainingRun" (id, algorithm, config, status, progress, metrics) VALUES ($1::uuid, 'sweet', '{}', 'running', $2::jsonb, $3::jsonb)`,
       sweet,
-      JSON.stringify({ done: ['critic', 'collect'], current: { phase: 'actor', step: 2, dir: '/runs/s/ckpt/actor-000002' }, rng: { algorithm: 'mulberry32', seed: 3 } }),
+      JSON.stringify({
+        done: ['critic', 'collect'],
+        current: { phase: 'actor', step: 2, dir: '/runs/s/ckpt/actor-000002' },
+        rng: { algorithm: 'mulberry32', seed: 3 },
+      }),
       JSON.stringify({ critic: { loss: 0.7 } }),
     );
-    for (const step of [0, 1]) await q(`INSERT INTO "TrainingStep" (id, "runId", phase, step, metrics) VALUES (gen_random_uuid(), $1::uuid, 'sft', $2, '{"loss": 2}')`, rft, step);
-    await q(`INSERT INTO "TrainingStep" (id, "runId", phase, step, metrics) VALUES (gen_random_uuid(), $1::uuid, 'critic', 0, '{"loss": 2}')`, sweet);
+    for (const step of [0, 1])
+      await q(
+        `INSERT INTO "TrainingStep" (id, "runId", phase, step, metrics) VALUES (gen_random_uuid(), $1::uuid, 'sft', $2, '{"loss": 2}')`,
+        rft,
+        step,
+      );
+    await q(
+      `INSERT INTO "TrainingStep" (id, "runId", phase, step, metrics) VALUES (gen_random_uuid(), $1::uuid, 'critic', 0, '{"loss": 2}')`,
+      sweet,
+    );
     await q(
       `INSERT INTO "PolicyVersion" (id, name, algorithm, "checkpointPath", "checkpointSha256", metrics, "trainingRunId") VALUES (gen_random_uuid(), 'rft-22222222', 'rft', '/p', 'x', $1::jsonb, $2::uuid)`,
       JSON.stringify({ training: { sft: { loss: 1.2 } }, sessions: 8, gate: { verdict: 'tie' } }),
@@ -49,12 +69,24 @@ describe(`migration ${MIGRATION}`, () => {
       [sweet, CRITIC_PHASE, 0],
     ]);
     const runs = new Map((await db.prisma.trainingRun.findMany()).map((r) => [r.id, r]));
-    expect(runs.get(rft)!.progress).toEqual({ done: [], current: { phase: RFT_PHASE, step: 4, dir: '/runs/r/ckpt/sft-000004' }, rng: { algorithm: 'mulberry32', seed: 3 } });
+    expect(runs.get(rft)!.progress).toEqual({
+      done: [],
+      current: { phase: RFT_PHASE, step: 4, dir: '/runs/r/ckpt/sft-000004' },
+      rng: { algorithm: 'mulberry32', seed: 3 },
+    });
     expect(runs.get(rft)!.metrics).toEqual({ [RFT_PHASE]: { loss: 1.5 } });
     expect(runs.get(finished)!.progress).toEqual({ done: [RFT_PHASE], rng: { algorithm: 'mulberry32', seed: 3 } });
-    expect(runs.get(sweet)!.progress).toEqual({ done: [CRITIC_PHASE, COLLECT_PHASE], current: { phase: ACTOR_PHASE, step: 2, dir: '/runs/s/ckpt/actor-000002' }, rng: { algorithm: 'mulberry32', seed: 3 } });
+    expect(runs.get(sweet)!.progress).toEqual({
+      done: [CRITIC_PHASE, COLLECT_PHASE],
+      current: { phase: ACTOR_PHASE, step: 2, dir: '/runs/s/ckpt/actor-000002' },
+      rng: { algorithm: 'mulberry32', seed: 3 },
+    });
     expect(runs.get(sweet)!.metrics).toEqual({ [CRITIC_PHASE]: { loss: 0.7 } });
     const version = await db.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'rft-22222222' } });
-    expect(version.metrics).toEqual({ training: { [RFT_PHASE]: { loss: 1.2 } }, sessions: 8, gate: { verdict: 'tie' } });
+    expect(version.metrics).toEqual({
+      training: { [RFT_PHASE]: { loss: 1.2 } },
+      sessions: 8,
+      gate: { verdict: 'tie' },
+    });
   }, 300_000);
 });

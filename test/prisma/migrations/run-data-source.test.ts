@@ -9,7 +9,8 @@ const t = databaseBeforeMigration(THIS);
 
 async function storeRun(config: object): Promise<string> {
   const id = randomUUID();
-  await t.db.prisma.$executeRaw`INSERT INTO "TrainingRun" ("id", "algorithm", "config") VALUES (${id}::uuid, 'rft', ${JSON.stringify(config)}::jsonb)`;
+  await t.db.prisma
+    .$executeRaw`INSERT INTO "TrainingRun" ("id", "algorithm", "config") VALUES (${id}::uuid, 'rft', ${JSON.stringify(config)}::jsonb)`;
   return id;
 }
 
@@ -20,15 +21,31 @@ describe('migration run_data_source', () => {
     const people = await storeRun({ algorithm: 'rft', train, includeSimulated: false });
     const filter = { source: 'simulated', simulatedWeight: 1, minRating: 4, seed: 5 };
     const filtered = await storeRun({ algorithm: 'rft', train, includeSimulated: true, data: filter });
-    const current = await storeRun({ algorithm: 'rft', train, data: { source: 'human', simulatedWeight: 1, seed: 11 } });
+    const current = await storeRun({
+      algorithm: 'rft',
+      train,
+      data: { source: 'human', simulatedWeight: 1, seed: 11 },
+    });
 
     // This migration first; later ones (the rft phase name) leave these rows alone.
     expect((await t.migrateRest()).applied[0]).toMatch(new RegExp(`${THIS}$`));
 
     const config = async (id: string) => (await t.db.prisma.trainingRun.findUniqueOrThrow({ where: { id } })).config;
-    expect(await config(both)).toEqual({ algorithm: 'rft', train, data: { source: 'both', simulatedWeight: 1, seed: 11 } });
-    expect(await config(people)).toEqual({ algorithm: 'rft', train, data: { source: 'human', simulatedWeight: 1, seed: 11 } });
+    expect(await config(both)).toEqual({
+      algorithm: 'rft',
+      train,
+      data: { source: 'both', simulatedWeight: 1, seed: 11 },
+    });
+    expect(await config(people)).toEqual({
+      algorithm: 'rft',
+      train,
+      data: { source: 'human', simulatedWeight: 1, seed: 11 },
+    });
     expect(await config(filtered)).toEqual({ algorithm: 'rft', train, data: filter });
-    expect(await config(current)).toEqual({ algorithm: 'rft', train, data: { source: 'human', simulatedWeight: 1, seed: 11 } });
+    expect(await config(current)).toEqual({
+      algorithm: 'rft',
+      train,
+      data: { source: 'human', simulatedWeight: 1, seed: 11 },
+    });
   });
 });

@@ -4,30 +4,88 @@ import { parameterShapes, ropeInverseFrequencies } from '../../../trainer/model/
 
 // Shapes of public configs (values as published on the Hugging Face hub).
 const llama32_1b = {
-  architectures: ['LlamaForCausalLM'], model_type: 'llama', attention_bias: false, bos_token_id: 128000,
-  eos_token_id: [128001, 128008, 128009], head_dim: 64, hidden_act: 'silu', hidden_size: 2048,
-  intermediate_size: 8192, max_position_embeddings: 131072, mlp_bias: false, num_attention_heads: 32,
-  num_hidden_layers: 16, num_key_value_heads: 8, rms_norm_eps: 1e-5,
-  rope_scaling: { factor: 32.0, high_freq_factor: 4.0, low_freq_factor: 1.0, original_max_position_embeddings: 8192, rope_type: 'llama3' },
-  rope_theta: 500000.0, tie_word_embeddings: true, torch_dtype: 'bfloat16', vocab_size: 128256,
+  architectures: ['LlamaForCausalLM'],
+  model_type: 'llama',
+  attention_bias: false,
+  bos_token_id: 128000,
+  eos_token_id: [128001, 128008, 128009],
+  head_dim: 64,
+  hidden_act: 'silu',
+  hidden_size: 2048,
+  intermediate_size: 8192,
+  max_position_embeddings: 131072,
+  mlp_bias: false,
+  num_attention_heads: 32,
+  num_hidden_layers: 16,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-5,
+  rope_scaling: {
+    factor: 32.0,
+    high_freq_factor: 4.0,
+    low_freq_factor: 1.0,
+    original_max_position_embeddings: 8192,
+    rope_type: 'llama3',
+  },
+  rope_theta: 500000.0,
+  tie_word_embeddings: true,
+  torch_dtype: 'bfloat16',
+  vocab_size: 128256,
 };
 const qwen25_05b = {
-  architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', bos_token_id: 151643, eos_token_id: 151645, hidden_act: 'silu',
-  hidden_size: 896, intermediate_size: 4864, max_position_embeddings: 32768, num_attention_heads: 14, num_hidden_layers: 24,
-  num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 1000000.0, tie_word_embeddings: true, vocab_size: 151936,
+  architectures: ['Qwen2ForCausalLM'],
+  model_type: 'qwen2',
+  bos_token_id: 151643,
+  eos_token_id: 151645,
+  hidden_act: 'silu',
+  hidden_size: 896,
+  intermediate_size: 4864,
+  max_position_embeddings: 32768,
+  num_attention_heads: 14,
+  num_hidden_layers: 24,
+  num_key_value_heads: 2,
+  rms_norm_eps: 1e-6,
+  rope_theta: 1000000.0,
+  tie_word_embeddings: true,
+  vocab_size: 151936,
 };
 const smollm2_135m = {
-  architectures: ['LlamaForCausalLM'], model_type: 'llama', bos_token_id: 1, eos_token_id: 2, hidden_act: 'silu',
-  hidden_size: 576, intermediate_size: 1536, max_position_embeddings: 8192, num_attention_heads: 9, num_hidden_layers: 30,
-  num_key_value_heads: 3, rms_norm_eps: 1e-5, rope_scaling: null, rope_theta: 100000, tie_word_embeddings: true, vocab_size: 49152,
+  architectures: ['LlamaForCausalLM'],
+  model_type: 'llama',
+  bos_token_id: 1,
+  eos_token_id: 2,
+  hidden_act: 'silu',
+  hidden_size: 576,
+  intermediate_size: 1536,
+  max_position_embeddings: 8192,
+  num_attention_heads: 9,
+  num_hidden_layers: 30,
+  num_key_value_heads: 3,
+  rms_norm_eps: 1e-5,
+  rope_scaling: null,
+  rope_theta: 100000,
+  tie_word_embeddings: true,
+  vocab_size: 49152,
 };
 
 describe('Hugging Face config parsing', () => {
   it('reads a Llama 3.2 config with llama3 rope scaling and several eos ids', () => {
     const c = parseHfConfig(llama32_1b);
-    expect(c).toMatchObject({ modelType: 'llama', numKvHeads: 8, headDim: 64, tieWordEmbeddings: true, qkvBias: false, bosTokenId: 128000 });
+    expect(c).toMatchObject({
+      modelType: 'llama',
+      numKvHeads: 8,
+      headDim: 64,
+      tieWordEmbeddings: true,
+      qkvBias: false,
+      bosTokenId: 128000,
+    });
     expect(c.eosTokenIds).toEqual([128001, 128008, 128009]);
-    expect(c.ropeScaling).toEqual({ type: 'llama3', factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 8192 });
+    expect(c.ropeScaling).toEqual({
+      type: 'llama3',
+      factor: 32,
+      lowFreqFactor: 1,
+      highFreqFactor: 4,
+      originalMaxPositionEmbeddings: 8192,
+    });
     // Published size of Llama-3.2-1B: 1.236 billion parameters.
     expect(parameterCount(c)).toBe(1_235_814_400);
   });
@@ -56,13 +114,21 @@ describe('Hugging Face config parsing', () => {
   });
 
   it('refuses unknown architectures and unsupported features with a clear message', () => {
-    expect(() => parseHfConfig({ ...smollm2_135m, model_type: 'gpt2' }, 'x/config.json')).toThrow(/x\/config.json: unsupported model_type "gpt2"/);
+    expect(() => parseHfConfig({ ...smollm2_135m, model_type: 'gpt2' }, 'x/config.json')).toThrow(
+      /x\/config.json: unsupported model_type "gpt2"/,
+    );
     expect(() => parseHfConfig({ ...smollm2_135m, model_type: undefined })).toThrow(/unsupported model_type/);
-    expect(() => parseHfConfig({ ...smollm2_135m, architectures: ['MistralForCausalLM'] })).toThrow(/unsupported architectures/);
+    expect(() => parseHfConfig({ ...smollm2_135m, architectures: ['MistralForCausalLM'] })).toThrow(
+      /unsupported architectures/,
+    );
     expect(() => parseHfConfig({ ...smollm2_135m, hidden_act: 'gelu' })).toThrow(/hidden_act "gelu"/);
-    expect(() => parseHfConfig({ ...smollm2_135m, rope_scaling: { rope_type: 'yarn', factor: 4 } })).toThrow(/rope_scaling type "yarn"/);
+    expect(() => parseHfConfig({ ...smollm2_135m, rope_scaling: { rope_type: 'yarn', factor: 4 } })).toThrow(
+      /rope_scaling type "yarn"/,
+    );
     expect(() => parseHfConfig({ ...smollm2_135m, num_key_value_heads: 4 })).toThrow(/multiple of num_key_value_heads/);
-    expect(() => parseHfConfig({ ...smollm2_135m, vocab_size: '49152' })).toThrow(/"vocab_size" must be a positive integer/);
+    expect(() => parseHfConfig({ ...smollm2_135m, vocab_size: '49152' })).toThrow(
+      /"vocab_size" must be a positive integer/,
+    );
     expect(() => parseHfConfig({ ...qwen25_05b, use_sliding_window: true })).toThrow(/use_sliding_window/);
     expect(() => parseHfConfig([])).toThrow(/JSON object/);
   });

@@ -22,7 +22,10 @@ function trainer(m: Decoder) {
   return { optimizer, step: new TrainStep({ optimizer, maxGradNorm: 1 }) };
 }
 const batch = () => {
-  const ids = ids2d([[5, 6, 7, 8, 9, 10], [11, 12, 13, 14, 15, 16]]);
+  const ids = ids2d([
+    [5, 6, 7, 8, 9, 10],
+    [11, 12, 13, 14, 15, 16],
+  ]);
   return { input: ids.slice([0, 0], [2, 5]) as tf.Tensor2D, target: ids.slice([0, 1], [2, 5]) as tf.Tensor2D };
 };
 
@@ -33,7 +36,12 @@ describe('Hugging Face model directories', () => {
     const sha = await saveCheckpoint(d, m);
     expect((await fs.readdir(d)).sort()).toEqual(['config.json', 'model.safetensors']);
     const config = JSON.parse(await fs.readFile(path.join(d, 'config.json'), 'utf8'));
-    expect(config).toMatchObject({ model_type: 'llama', architectures: ['LlamaForCausalLM'], num_key_value_heads: 2, tie_word_embeddings: false });
+    expect(config).toMatchObject({
+      model_type: 'llama',
+      architectures: ['LlamaForCausalLM'],
+      num_key_value_heads: 2,
+      tie_word_embeddings: false,
+    });
     const weights = await readSafetensors(path.join(d, 'model.safetensors'));
     expect(weights.get('model.layers.1.self_attn.k_proj.weight')!.shape).toEqual([16, 32]);
     expect(weights.has('lm_head.weight')).toBe(true);
@@ -75,9 +83,21 @@ describe('Hugging Face model directories', () => {
     await saveCheckpoint(d, m);
     const good = await readSafetensors(path.join(d, 'model.safetensors'));
     const variants: [string, (t: Map<string, { shape: number[]; data: Float32Array }>) => void, RegExp][] = [
-      ['missing', (t) => t.delete('model.layers.1.mlp.up_proj.weight'), /missing 1 parameter\(s\) for this config: model.layers.1.mlp.up_proj.weight/],
-      ['extra', (t) => t.set('vision_tower.proj', { shape: [1], data: new Float32Array(1) }), /does not use: vision_tower.proj/],
-      ['shape', (t) => t.set('model.norm.weight', { shape: [31], data: new Float32Array(31) }), /model.norm.weight has shape \[31\], expected \[32\]/],
+      [
+        'missing',
+        (t) => t.delete('model.layers.1.mlp.up_proj.weight'),
+        /missing 1 parameter\(s\) for this config: model.layers.1.mlp.up_proj.weight/,
+      ],
+      [
+        'extra',
+        (t) => t.set('vision_tower.proj', { shape: [1], data: new Float32Array(1) }),
+        /does not use: vision_tower.proj/,
+      ],
+      [
+        'shape',
+        (t) => t.set('model.norm.weight', { shape: [31], data: new Float32Array(31) }),
+        /model.norm.weight has shape \[31\], expected \[32\]/,
+      ],
     ];
     for (const [name, edit, re] of variants) {
       const t = new Map(good);

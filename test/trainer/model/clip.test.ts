@@ -8,7 +8,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClipImageEmbedder, ClipLoadError, expectedClipShapes, parseClipConfig, type ClipVisionConfig } from '../../../trainer/model/clip.ts';
+import {
+  ClipImageEmbedder,
+  ClipLoadError,
+  expectedClipShapes,
+  parseClipConfig,
+  type ClipVisionConfig,
+} from '../../../trainer/model/clip.ts';
 import { writeSafetensorsDir, type NamedTensor } from '../../../trainer/model/safetensors.ts';
 import { cosineSimilarity, frontendEvaluation } from '../../../tasks/similarity.ts';
 
@@ -19,7 +25,16 @@ if (!hasNumpyPil) console.warn('[skip] CLIP cross-checks: /usr/bin/python3 with 
 const tinyJson = {
   architectures: ['CLIPModel'],
   projection_dim: 8,
-  vision_config: { hidden_size: 32, intermediate_size: 48, num_attention_heads: 4, num_hidden_layers: 2, image_size: 64, patch_size: 16, hidden_act: 'quick_gelu', layer_norm_eps: 1e-5 },
+  vision_config: {
+    hidden_size: 32,
+    intermediate_size: 48,
+    num_attention_heads: 4,
+    num_hidden_layers: 2,
+    image_size: 64,
+    patch_size: 16,
+    hidden_act: 'quick_gelu',
+    layer_norm_eps: 1e-5,
+  },
 };
 const preprocessorJson = {
   crop_size: { height: 64, width: 64 },
@@ -95,8 +110,23 @@ afterAll(() => {
 
 describe('CLIP image tower (tiny random checkpoint)', () => {
   it('reads the config, defaulting to ViT-B/32 for missing fields', () => {
-    expect(cfg).toMatchObject({ hiddenSize: 32, numLayers: 2, numHeads: 4, imageSize: 64, patchSize: 16, projectionDim: 8 });
-    expect(parseClipConfig({})).toMatchObject({ hiddenSize: 768, intermediateSize: 3072, numLayers: 12, numHeads: 12, imageSize: 224, patchSize: 32, projectionDim: 512 });
+    expect(cfg).toMatchObject({
+      hiddenSize: 32,
+      numLayers: 2,
+      numHeads: 4,
+      imageSize: 64,
+      patchSize: 16,
+      projectionDim: 8,
+    });
+    expect(parseClipConfig({})).toMatchObject({
+      hiddenSize: 768,
+      intermediateSize: 3072,
+      numLayers: 12,
+      numHeads: 12,
+      imageSize: 224,
+      patchSize: 32,
+      projectionDim: 512,
+    });
   });
 
   it('embeds a screenshot-shaped PNG: projection-sized, finite, deterministic, image-dependent', async () => {
@@ -128,12 +158,18 @@ describe('CLIP image tower (tiny random checkpoint)', () => {
     const missing = randomWeights(cfg, 3);
     missing.delete('vision_model.encoder.layers.1.mlp.fc2.weight');
     await writeModel(path.join(dir, 'missing'), missing);
-    await expect(ClipImageEmbedder.load(path.join(dir, 'missing'), { initBackend: false })).rejects.toThrow(ClipLoadError);
-    await expect(ClipImageEmbedder.load(path.join(dir, 'missing'), { initBackend: false })).rejects.toThrow(/missing vision_model\.encoder\.layers\.1\.mlp\.fc2\.weight/);
+    await expect(ClipImageEmbedder.load(path.join(dir, 'missing'), { initBackend: false })).rejects.toThrow(
+      ClipLoadError,
+    );
+    await expect(ClipImageEmbedder.load(path.join(dir, 'missing'), { initBackend: false })).rejects.toThrow(
+      /missing vision_model\.encoder\.layers\.1\.mlp\.fc2\.weight/,
+    );
     const wrong = randomWeights(cfg, 4);
     wrong.set('visual_projection.weight', { shape: [4, 32], data: new Float32Array(128) });
     await writeModel(path.join(dir, 'wrong'), wrong);
-    await expect(ClipImageEmbedder.load(path.join(dir, 'wrong'), { initBackend: false })).rejects.toThrow(/visual_projection\.weight has shape \[4,32\], expected \[8,32\]/);
+    await expect(ClipImageEmbedder.load(path.join(dir, 'wrong'), { initBackend: false })).rejects.toThrow(
+      /visual_projection\.weight has shape \[4,32\], expected \[8,32\]/,
+    );
   });
 });
 
@@ -191,14 +227,20 @@ print(json.dumps({'pixels': pil_pixels.astype(np.float32).ravel().tolist(), 'emb
 
 describe.skipIf(!hasNumpyPil)('CLIP against PIL + numpy', () => {
   it('preprocesses like PIL bicubic + centre crop and embeds like an independent ViT', async () => {
-    for (const [w, h, seed] of [[200, 120, 11], [90, 150, 12]] as const) {
+    for (const [w, h, seed] of [
+      [200, 120, 11],
+      [90, 150, 12],
+    ] as const) {
       const png = testPng(w, h, seed);
       const pngPath = path.join(dir, `img-${seed}.png`);
       writeFileSync(pngPath, png);
       const ours = clip.preprocess(png);
       const pixPath = path.join(dir, `pix-${seed}.f32`);
       writeFileSync(pixPath, Buffer.from(ours.buffer, ours.byteOffset, ours.byteLength));
-      const run = spawnSync(PY, ['-c', PY_REFERENCE, path.join(dir, 'model'), pngPath, pixPath], { encoding: 'utf8', maxBuffer: 64 << 20 });
+      const run = spawnSync(PY, ['-c', PY_REFERENCE, path.join(dir, 'model'), pngPath, pixPath], {
+        encoding: 'utf8',
+        maxBuffer: 64 << 20,
+      });
       expect(run.status, run.stderr).toBe(0);
       const ref = JSON.parse(run.stdout) as { pixels: number[]; embedding: number[] };
       let maxPix = 0;

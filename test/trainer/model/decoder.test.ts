@@ -10,7 +10,10 @@ beforeAll(async () => useBackend('wasm'));
 describe('decoder forward', () => {
   it('produces [B, T, V] logits and frees every intermediate', () => {
     const m = tinyDecoder();
-    const ids = ids2d([[1, 2, 3], [4, 5, 6]]);
+    const ids = ids2d([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
     const before = tf.memory().numTensors;
     const { logits, cache } = m.forward(ids);
     expect(logits.shape).toEqual([2, 3, 37]);
@@ -22,12 +25,21 @@ describe('decoder forward', () => {
 
   it('KV-cache logits equal full recomputation (prefix, then chunks, then single tokens)', () => {
     const m = tinyDecoder();
-    const seq = [[3, 1, 4, 1, 5, 9, 2, 6, 5, 3], [2, 7, 1, 8, 2, 8, 1, 8, 2, 8]];
+    const seq = [
+      [3, 1, 4, 1, 5, 9, 2, 6, 5, 3],
+      [2, 7, 1, 8, 2, 8, 1, 8, 2, 8],
+    ];
     const baseline = tf.memory().numTensors;
     const full = m.forward(ids2d(seq)).logits;
     const parts: tf.Tensor[] = [];
     let cache: KVCache | undefined;
-    for (const [start, len] of [[0, 4], [4, 3], [7, 1], [8, 1], [9, 1]] as const) {
+    for (const [start, len] of [
+      [0, 4],
+      [4, 3],
+      [7, 1],
+      [8, 1],
+      [9, 1],
+    ] as const) {
       const chunk = ids2d(seq.map((r) => r.slice(start, start + len)));
       const r = m.forward(chunk, { cache, returnCache: true });
       disposeCache(cache);
@@ -47,16 +59,26 @@ describe('decoder forward', () => {
   it('left padding and the cache give each row the logits it gets alone', () => {
     const m = tinyDecoder();
     // Row 0 is short and left-padded with id 0; its positions must not count the padding.
-    const padded = ids2d([[0, 0, 5, 6, 7], [1, 2, 3, 4, 5]]);
-    const mask = tf.tensor2d([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]]);
+    const padded = ids2d([
+      [0, 0, 5, 6, 7],
+      [1, 2, 3, 4, 5],
+    ]);
+    const mask = tf.tensor2d([
+      [0, 0, 1, 1, 1],
+      [1, 1, 1, 1, 1],
+    ]);
     const r = m.forward(padded, { attentionMask: mask, returnCache: true, lastOnly: true });
     expect(r.logits.shape).toEqual([2, 1, 37]);
     const next = m.forward(ids2d([[9], [9]]), { cache: r.cache });
     const alone0 = m.forward(ids2d([[5, 6, 7, 9]])).logits;
     const alone1 = m.forward(ids2d([[1, 2, 3, 4, 5, 9]])).logits;
     expect(maxRelDiff(r.logits.slice([0, 0, 0], [1, 1, 37]), alone0.slice([0, 2, 0], [1, 1, 37]))).toBeLessThan(1e-5);
-    expect(maxRelDiff(next.logits.slice([0, 0, 0], [1, 1, 37]), alone0.slice([0, 3, 0], [1, 1, 37]))).toBeLessThan(1e-5);
-    expect(maxRelDiff(next.logits.slice([1, 0, 0], [1, 1, 37]), alone1.slice([0, 5, 0], [1, 1, 37]))).toBeLessThan(1e-5);
+    expect(maxRelDiff(next.logits.slice([0, 0, 0], [1, 1, 37]), alone0.slice([0, 3, 0], [1, 1, 37]))).toBeLessThan(
+      1e-5,
+    );
+    expect(maxRelDiff(next.logits.slice([1, 0, 0], [1, 1, 37]), alone1.slice([0, 5, 0], [1, 1, 37]))).toBeLessThan(
+      1e-5,
+    );
     // Dropping a finished row keeps the other one's continuation exact.
     const only1 = selectCacheRows(next.cache!, [1]);
     const after = m.forward(ids2d([[4]]), { cache: only1 });
@@ -69,7 +91,9 @@ describe('decoder forward', () => {
   it('rejects ids of the wrong rank and masks of the wrong shape', () => {
     const m = tinyDecoder();
     expect(() => m.forward(tf.tensor1d([1, 2], 'int32') as unknown as tf.Tensor2D)).toThrow(/\[B, T\]/);
-    expect(() => m.forward(ids2d([[1, 2]]), { attentionMask: tf.ones([1, 3]) as tf.Tensor2D })).toThrow(/attentionMask must be \[1, 2\]/);
+    expect(() => m.forward(ids2d([[1, 2]]), { attentionMask: tf.ones([1, 3]) as tf.Tensor2D })).toThrow(
+      /attentionMask must be \[1, 2\]/,
+    );
     m.dispose();
   });
 
@@ -96,10 +120,16 @@ describe('finite-difference gradient check (float32)', () => {
       // B = 0 would make A's gradient zero: give B values so both get a real check.
       for (const ad of m.adapters.values()) ad.b.assign(tf.randomNormal(ad.b.shape, 0, 0.3, 'float32', 5));
     }
-    const ids = ids2d([[1, 5, 9, 2, 33, 7], [0, 3, 3, 8, 12, 36]]);
+    const ids = ids2d([
+      [1, 5, 9, 2, 33, 7],
+      [0, 3, 3, 8, 12, 36],
+    ]);
     const input = ids.slice([0, 0], [2, 5]) as tf.Tensor2D;
     const target = ids.slice([0, 1], [2, 5]) as tf.Tensor2D;
-    const mask = tf.tensor2d([[1, 1, 1, 1, 1], [0, 1, 1, 1, 1]]);
+    const mask = tf.tensor2d([
+      [1, 1, 1, 1, 1],
+      [0, 1, 1, 1, 1],
+    ]);
     const lossFn = () => crossEntropy(m.forward(input, { attentionMask: mask }).logits, target, mask);
     const vars = m.namedTrainableVariables();
     const { grads } = tf.variableGrads(lossFn, [...vars.values()]);
@@ -122,7 +152,9 @@ describe('finite-difference gradient check (float32)', () => {
         const down = loss();
         v.assign(tf.tensor(orig, v.shape));
         const fd = (up - down) / (2 * eps);
-        expect(Math.abs(fd - g[i]!), `${name}[${i}]: analytic ${g[i]}, numeric ${fd}`).toBeLessThan(2e-3 + 0.02 * Math.abs(g[i]!));
+        expect(Math.abs(fd - g[i]!), `${name}[${i}]: analytic ${g[i]}, numeric ${fd}`).toBeLessThan(
+          2e-3 + 0.02 * Math.abs(g[i]!),
+        );
         checked++;
       }
     }

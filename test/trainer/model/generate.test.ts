@@ -21,7 +21,9 @@ beforeAll(async () => {
   engine = await LoadedPolicy.load(dir);
   trainable = (await loadCheckpoint(dir, { name: 'trainable', trainable: true })).model;
   // Different lengths, so a batch is left-padded.
-  prompts = ['def scale(values', 'What should the function return when', 'I', 'It should return 7.\n<|im_end|>'].map((s) => engine.tokenizer.encode(s));
+  prompts = ['def scale(values', 'What should the function return when', 'I', 'It should return 7.\n<|im_end|>'].map(
+    (s) => engine.tokenizer.encode(s),
+  );
 });
 
 afterAll(async () => {
@@ -34,9 +36,24 @@ const noEos = { eosTokenIds: [] as number[] };
 
 describe('generation', () => {
   it('is reproducible with a seed and varies without one', async () => {
-    const a = await generate(engine.model, engine.tokenizer, prompts, { temperature: 1, maxTokens: 24, seed: 11, ...noEos });
-    const b = await generate(engine.model, engine.tokenizer, prompts, { temperature: 1, maxTokens: 24, seed: 11, ...noEos });
-    const c = await generate(engine.model, engine.tokenizer, prompts, { temperature: 1, maxTokens: 24, seed: 12, ...noEos });
+    const a = await generate(engine.model, engine.tokenizer, prompts, {
+      temperature: 1,
+      maxTokens: 24,
+      seed: 11,
+      ...noEos,
+    });
+    const b = await generate(engine.model, engine.tokenizer, prompts, {
+      temperature: 1,
+      maxTokens: 24,
+      seed: 11,
+      ...noEos,
+    });
+    const c = await generate(engine.model, engine.tokenizer, prompts, {
+      temperature: 1,
+      maxTokens: 24,
+      seed: 12,
+      ...noEos,
+    });
     expect(b).toEqual(a);
     expect(c.map((r) => r.tokenIds)).not.toEqual(a.map((r) => r.tokenIds));
     for (const r of a) {
@@ -47,7 +64,11 @@ describe('generation', () => {
   });
 
   it('gives each row of a batch exactly what it generates alone (greedy)', async () => {
-    const batched = await generate(engine.model, engine.tokenizer, prompts, { temperature: 0, maxTokens: 20, ...noEos });
+    const batched = await generate(engine.model, engine.tokenizer, prompts, {
+      temperature: 0,
+      maxTokens: 20,
+      ...noEos,
+    });
     for (const [i, p] of prompts.entries()) {
       const [alone] = await generate(engine.model, engine.tokenizer, [p], { temperature: 0, maxTokens: 20, ...noEos });
       expect(batched[i]!.tokenIds).toEqual(alone!.tokenIds);
@@ -55,25 +76,56 @@ describe('generation', () => {
       for (const [j, lp] of alone!.tokenLogprobs.entries()) expect(batched[i]!.tokenLogprobs[j]).toBeCloseTo(lp, 4);
     }
     // Seeded sampling: row 0 of a batch uses the same stream as a prompt sent alone.
-    const [s0] = await generate(engine.model, engine.tokenizer, prompts, { temperature: 1, maxTokens: 16, seed: 5, ...noEos });
-    const [a0] = await generate(engine.model, engine.tokenizer, [prompts[0]!], { temperature: 1, maxTokens: 16, seed: 5, ...noEos });
+    const [s0] = await generate(engine.model, engine.tokenizer, prompts, {
+      temperature: 1,
+      maxTokens: 16,
+      seed: 5,
+      ...noEos,
+    });
+    const [a0] = await generate(engine.model, engine.tokenizer, [prompts[0]!], {
+      temperature: 1,
+      maxTokens: 16,
+      seed: 5,
+      ...noEos,
+    });
     expect(s0!.tokenIds).toEqual(a0!.tokenIds);
   });
 
   it('samples row i from seeds[i] as that prompt alone, whatever else is in the batch', async () => {
     const seeds = [5, 91, 7, 12];
-    const batched = await generate(engine.model, engine.tokenizer, prompts, { temperature: 1, maxTokens: 16, seeds, ...noEos });
+    const batched = await generate(engine.model, engine.tokenizer, prompts, {
+      temperature: 1,
+      maxTokens: 16,
+      seeds,
+      ...noEos,
+    });
     for (const [i, p] of prompts.entries()) {
-      const [alone] = await generate(engine.model, engine.tokenizer, [p], { temperature: 1, maxTokens: 16, seed: seeds[i]!, ...noEos });
+      const [alone] = await generate(engine.model, engine.tokenizer, [p], {
+        temperature: 1,
+        maxTokens: 16,
+        seed: seeds[i]!,
+        ...noEos,
+      });
       expect(batched[i]!.tokenIds).toEqual(alone!.tokenIds);
     }
-    const reversed = await generate(engine.model, engine.tokenizer, [...prompts].reverse(), { temperature: 1, maxTokens: 16, seeds: [...seeds].reverse(), ...noEos });
+    const reversed = await generate(engine.model, engine.tokenizer, [...prompts].reverse(), {
+      temperature: 1,
+      maxTokens: 16,
+      seeds: [...seeds].reverse(),
+      ...noEos,
+    });
     expect(reversed.reverse().map((r) => r.tokenIds)).toEqual(batched.map((r) => r.tokenIds));
-    await expect(generate(engine.model, engine.tokenizer, prompts, { temperature: 1, seeds: [1] })).rejects.toThrow(/1 seeds for 4 prompts/);
+    await expect(generate(engine.model, engine.tokenizer, prompts, { temperature: 1, seeds: [1] })).rejects.toThrow(
+      /1 seeds for 4 prompts/,
+    );
   });
 
   it('stops at a stop string, cutting the text before it', async () => {
-    const [full] = await generate(engine.model, engine.tokenizer, [prompts[0]!], { temperature: 0, maxTokens: 40, ...noEos });
+    const [full] = await generate(engine.model, engine.tokenizer, [prompts[0]!], {
+      temperature: 0,
+      maxTokens: 40,
+      ...noEos,
+    });
     // A stop string taken from the middle of the unconstrained output (clean characters only).
     let stop = '';
     for (let k = 5; k < 30 && !stop; k++) {
@@ -81,7 +133,12 @@ describe('generation', () => {
       if (piece.trim().length >= 2 && !piece.includes('\uFFFD')) stop = piece;
     }
     expect(stop).not.toBe('');
-    const [cut] = await generate(engine.model, engine.tokenizer, [prompts[0]!], { temperature: 0, maxTokens: 40, stop: ['never-produced-xyz', stop], ...noEos });
+    const [cut] = await generate(engine.model, engine.tokenizer, [prompts[0]!], {
+      temperature: 0,
+      maxTokens: 40,
+      stop: ['never-produced-xyz', stop],
+      ...noEos,
+    });
     expect(cut!.finishReason).toBe('stop');
     expect(cut!.stopString).toBe(stop);
     expect(cut!.text).toBe(full!.text.slice(0, full!.text.indexOf(stop)));
@@ -91,10 +148,18 @@ describe('generation', () => {
   });
 
   it('ends a row at an end-of-sequence token, and others go on', async () => {
-    const greedy = await generate(engine.model, engine.tokenizer, prompts.slice(0, 2), { temperature: 0, maxTokens: 30, ...noEos });
+    const greedy = await generate(engine.model, engine.tokenizer, prompts.slice(0, 2), {
+      temperature: 0,
+      maxTokens: 30,
+      ...noEos,
+    });
     const eos = greedy[0]!.tokenIds[6]!;
     const firstAt = greedy[0]!.tokenIds.indexOf(eos);
-    const res = await generate(engine.model, engine.tokenizer, prompts.slice(0, 2), { temperature: 0, maxTokens: 30, eosTokenIds: [eos] });
+    const res = await generate(engine.model, engine.tokenizer, prompts.slice(0, 2), {
+      temperature: 0,
+      maxTokens: 30,
+      eosTokenIds: [eos],
+    });
     expect(res[0]!.finishReason).toBe('eos');
     expect(res[0]!.tokenIds).toEqual(greedy[0]!.tokenIds.slice(0, firstAt + 1));
     expect(res[0]!.text).toBe(engine.tokenizer.decode(greedy[0]!.tokenIds.slice(0, firstAt)));
@@ -106,7 +171,12 @@ describe('generation', () => {
     const cfg = { ...engine.model.config, vocabSize: engine.tokenizer.vocabSize + 64 };
     const padded = new Decoder(cfg, { name: 'padded', seed: 9, initStd: 0.3 });
     try {
-      const res = await generate(padded, engine.tokenizer, prompts, { temperature: 5, maxTokens: 60, seed: 2, ...noEos });
+      const res = await generate(padded, engine.tokenizer, prompts, {
+        temperature: 5,
+        maxTokens: 60,
+        seed: 2,
+        ...noEos,
+      });
       const ids = res.flatMap((r) => r.tokenIds);
       expect(ids).toHaveLength(prompts.length * 60);
       expect(Math.max(...ids)).toBeLessThan(engine.tokenizer.vocabSize);
@@ -152,7 +222,7 @@ describe('sampling', () => {
     expect(cold[0]).toBeGreaterThan(1990);
   });
 
-  it('draws the same token from a distribution handed over sorted (llama.cpp\'s) as from one it sorts itself', () => {
+  it("draws the same token from a distribution handed over sorted (llama.cpp's) as from one it sorts itself", () => {
     const rand = seededRandom(5);
     for (let trial = 0; trial < 40; trial++) {
       const V = 64;
@@ -170,31 +240,83 @@ describe('sampling', () => {
       const order = descendingOrder(handed, V);
       expect(order).toBeDefined();
       const logp = Float64Array.from(probs, Math.log);
-      for (const [temperature, topP] of [[1, 0.5], [0.7, 0.95], [1.3, 0.3]] as const) {
+      for (const [temperature, topP] of [
+        [1, 0.5],
+        [0.7, 0.95],
+        [1.3, 0.3],
+      ] as const) {
         const seed = 1000 * trial + Math.round(100 * topP);
         const a = seededRandom(seed);
         const b = seededRandom(seed);
-        for (let i = 0; i < 20; i++) expect(sampleToken(logp, temperature, topP, b, order)).toBe(sampleToken(logp, temperature, topP, a));
+        for (let i = 0; i < 20; i++)
+          expect(sampleToken(logp, temperature, topP, b, order)).toBe(sampleToken(logp, temperature, topP, a));
       }
     }
   });
 
   it('takes no order from a distribution that is not sorted or does not cover the vocabulary', () => {
-    expect(descendingOrder([[0, 0.2], [1, 0.5], [2, 0.3]], 3)).toBeUndefined();
-    expect(descendingOrder([[1, 0.5], [2, 0.5]], 3)).toBeUndefined();
-    expect(descendingOrder([[1, 0.5], [1, 0.5], [0, 0]], 3)).toBeUndefined();
+    expect(
+      descendingOrder(
+        [
+          [0, 0.2],
+          [1, 0.5],
+          [2, 0.3],
+        ],
+        3,
+      ),
+    ).toBeUndefined();
+    expect(
+      descendingOrder(
+        [
+          [1, 0.5],
+          [2, 0.5],
+        ],
+        3,
+      ),
+    ).toBeUndefined();
+    expect(
+      descendingOrder(
+        [
+          [1, 0.5],
+          [1, 0.5],
+          [0, 0],
+        ],
+        3,
+      ),
+    ).toBeUndefined();
     // Ids at or above the vocabulary (padded embedding rows) are left out; ties go by id.
-    expect(descendingOrder([[3, 0.6], [2, 0.2], [0, 0.1], [1, 0.1]], 3)).toEqual([2, 0, 1]);
-    expect(() => sampleToken(Float64Array.from([0.5, 0.5], Math.log), 1, 0.9, seededRandom(1), [0])).toThrow(/order has 1 ids/);
+    expect(
+      descendingOrder(
+        [
+          [3, 0.6],
+          [2, 0.2],
+          [0, 0.1],
+          [1, 0.1],
+        ],
+        3,
+      ),
+    ).toEqual([2, 0, 1]);
+    expect(() => sampleToken(Float64Array.from([0.5, 0.5], Math.log), 1, 0.9, seededRandom(1), [0])).toThrow(
+      /order has 1 ids/,
+    );
   });
 });
 
 describe('log-probabilities of continuations', () => {
   it('match the probabilities generation sampled from (temperature 1)', async () => {
-    const gen = await generate(engine.model, engine.tokenizer, prompts, { temperature: 1, maxTokens: 12, seed: 4, ...noEos });
-    const scored = await completionLogprobValues(engine.model, prompts.map((p, i) => ({ prompt: p, completion: gen[i]!.tokenIds })), {
-      padTokenId: engine.tokenizer.padTokenId,
+    const gen = await generate(engine.model, engine.tokenizer, prompts, {
+      temperature: 1,
+      maxTokens: 12,
+      seed: 4,
+      ...noEos,
     });
+    const scored = await completionLogprobValues(
+      engine.model,
+      prompts.map((p, i) => ({ prompt: p, completion: gen[i]!.tokenIds })),
+      {
+        padTokenId: engine.tokenizer.padTokenId,
+      },
+    );
     for (const [i, r] of gen.entries()) {
       expect(scored[i]).toHaveLength(r.tokenIds.length);
       for (const [j, lp] of r.tokenLogprobs.entries()) expect(Math.abs(scored[i]![j]! - lp)).toBeLessThan(1e-4);

@@ -15,7 +15,10 @@ beforeAll(async () => useBackend('wasm'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const probe = () => ids2d([[3, 1, 4, 1, 5, 9, 2, 6]]);
-const seqs = ids2d([[1, 2, 3, 4, 5, 6, 7, 8, 9], [9, 8, 7, 6, 5, 4, 3, 2, 1]]);
+const seqs = ids2d([
+  [1, 2, 3, 4, 5, 6, 7, 8, 9],
+  [9, 8, 7, 6, 5, 4, 3, 2, 1],
+]);
 const input = seqs.slice([0, 0], [2, 8]) as tf.Tensor2D;
 const target = seqs.slice([0, 1], [2, 8]) as tf.Tensor2D;
 const lossOf = (m: Decoder) => () => crossEntropy(m.forward(input).logits, target);
@@ -67,7 +70,10 @@ describe('training memory', () => {
     it(`stays flat over many steps (${mode} fine-tuning, accumulation, clipping, schedule)`, () => {
       const m = tinyDecoder(tinyConfig(), 5);
       if (mode === 'lora') addLora(m, { rank: 2, alpha: 4 });
-      const opt = new AdamW(m.namedTrainableVariables(), { lr: warmupCosine({ peakLr: 5e-3, warmupSteps: 2, totalSteps: 20 }), weightDecay: 0.01 });
+      const opt = new AdamW(m.namedTrainableVariables(), {
+        lr: warmupCosine({ peakLr: 5e-3, warmupSteps: 2, totalSteps: 20 }),
+        weightDecay: 0.01,
+      });
       const step = new TrainStep({ optimizer: opt, maxGradNorm: 1, accumulationSteps: 2 });
       const losses: number[] = [];
       let counts: number[] = [];
@@ -93,7 +99,11 @@ describe('training memory', () => {
       for (const ad of m.adapters.values()) ad.b.assign(tf.onesLike(ad.b));
       const adapted = [...m.adapters.keys()].sort();
       mergeLora(m);
-      const changed = new Map([...m.params].filter(([k, v]) => v.dataSync().some((x, i) => x !== before.get(k)![i])).map(([k, v]) => [k, [...v.dataSync()].map((x, i) => x - before.get(k)![i]!)]));
+      const changed = new Map(
+        [...m.params]
+          .filter(([k, v]) => v.dataSync().some((x, i) => x !== before.get(k)![i]))
+          .map(([k, v]) => [k, [...v.dataSync()].map((x, i) => x - before.get(k)![i]!)]),
+      );
       m.dispose();
       return { adapted, changed };
     };

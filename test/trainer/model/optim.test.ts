@@ -10,11 +10,25 @@ describe('AdamW', () => {
   it('matches hand-computed updates (bias correction, decoupled weight decay on matrices only)', () => {
     const w = tf.variable(tf.tensor2d([[1, -2]]), true, 'opt-test/w');
     const b = tf.variable(tf.tensor1d([0.5]), true, 'opt-test/b');
-    const opt = new AdamW(new Map<string, tf.Variable>([['w', w], ['b', b]]), { lr: 0.1, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01 });
+    const opt = new AdamW(
+      new Map<string, tf.Variable>([
+        ['w', w],
+        ['b', b],
+      ]),
+      { lr: 0.1, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01 },
+    );
     // Step 1, g_w = [0.2, -0.4], g_b = [1]: m = 0.1g, v = 0.05g², m̂ = g, v̂ = g², update = g/(|g|+ε) = sign(g).
-    opt.apply(new Map<string, tf.Tensor>([['w', tf.tensor2d([[0.2, -0.4]])], ['b', tf.tensor1d([1])]]));
+    opt.apply(
+      new Map<string, tf.Tensor>([
+        ['w', tf.tensor2d([[0.2, -0.4]])],
+        ['b', tf.tensor1d([1])],
+      ]),
+    );
     // w ← w(1 − 0.1·0.01) − 0.1·sign(g)
-    expect([...w.dataSync()].map((x) => +x.toFixed(6))).toEqual([+(1 * 0.999 - 0.1).toFixed(6), +(-2 * 0.999 + 0.1).toFixed(6)]);
+    expect([...w.dataSync()].map((x) => +x.toFixed(6))).toEqual([
+      +(1 * 0.999 - 0.1).toFixed(6),
+      +(-2 * 0.999 + 0.1).toFixed(6),
+    ]);
     expect(b.dataSync()[0]).toBeCloseTo(0.5 - 0.1, 6); // no decay on a bias
     // Step 2, g_w = [0.1, 0.1]:
     opt.apply(new Map([['w', tf.tensor2d([[0.1, 0.1]])]]));
@@ -46,7 +60,10 @@ describe('AdamW', () => {
   });
 
   it('clips by the global norm as torch does', () => {
-    const g = new Map([['a', tf.tensor1d([3, 0])], ['b', tf.tensor1d([0, 4])]]);
+    const g = new Map([
+      ['a', tf.tensor1d([3, 0])],
+      ['b', tf.tensor1d([0, 4])],
+    ]);
     const { grads, norm } = clipByGlobalNorm(g, 1);
     expect(norm).toBeCloseTo(5, 6);
     expect([...grads.get('a')!.dataSync()].map((x) => +x.toFixed(6))).toEqual([0.6, 0]);
@@ -54,12 +71,19 @@ describe('AdamW', () => {
   });
 
   it('gradient accumulation over micro-batches equals one step on the whole batch', () => {
-    const x = tf.tensor2d([[1, 2], [3, -1], [0.5, 0.5], [-2, 1]]);
+    const x = tf.tensor2d([
+      [1, 2],
+      [3, -1],
+      [0.5, 0.5],
+      [-2, 1],
+    ]);
     const y = tf.tensor1d([1, -1, 0.5, 2]);
     const loss = (w: tf.Variable, rows: number[]) => () =>
       tf.tidy(() => {
         const idx = tf.tensor1d(rows, 'int32');
-        return tf.mean(tf.square(tf.sub(tf.matMul(tf.gather(x, idx), w).reshape([-1]), tf.gather(y, idx)))) as tf.Scalar;
+        return tf.mean(
+          tf.square(tf.sub(tf.matMul(tf.gather(x, idx), w).reshape([-1]), tf.gather(y, idx))),
+        ) as tf.Scalar;
       });
     const make = (name: string) => {
       const w = tf.variable(tf.tensor2d([[0.3], [-0.2]]), true, name);

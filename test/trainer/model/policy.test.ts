@@ -18,7 +18,8 @@ let agent: PolicyAgent;
 
 const task: BackendTask = {
   kind: 'backend',
-  description: 'A function that prices a cup of coffee from its size and extras. The signature of the function is: def price(size, extras)',
+  description:
+    'A function that prices a cup of coffee from its size and extras. The signature of the function is: def price(size, extras)',
   reference: 'def price(size, extras):\n    return {"s": 2.0, "m": 2.5, "l": 3.0}[size] + 0.5 * len(extras)',
   testCases: ['price("s", [])'],
 };
@@ -39,7 +40,13 @@ beforeAll(async () => {
   await initBackend('wasm');
   dir = join(await mkdtemp(join(tmpdir(), 'policy-budget-')), 'starter');
   await buildStarterPolicy({ dir, seed: 4, games: 24, steps: 2, tokensPerStep: 512, copyDrillPhase: null });
-  agent = await createPolicyAgent({ checkpointDir: dir, name: 'tiny-starter', maxTokens: 48, temperature: 0.8, seed: 11 });
+  agent = await createPolicyAgent({
+    checkpointDir: dir,
+    name: 'tiny-starter',
+    maxTokens: 48,
+    temperature: 0.8,
+    seed: 11,
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -52,11 +59,14 @@ describe('policy agent context budget', () => {
     expect(agent.client.info.contextLength).toBe(STARTER_SIZE.contextLength);
     expect(STARTER_SIZE.contextLength).toBe(1024);
     const replies: AgentReply[] = [];
-    const recording = { name: agent.name, reply: async (d: ChatMessage[], o?: { signal?: AbortSignal }) => {
-      const r = await agent.reply(d, o);
-      replies.push(r);
-      return r;
-    } };
+    const recording = {
+      name: agent.name,
+      reply: async (d: ChatMessage[], o?: { signal?: AbortSignal }) => {
+        const r = await agent.reply(d, o);
+        replies.push(r);
+        return r;
+      },
+    };
     // Barely trained weights almost never write the answer marker, so the game runs to the turn limit.
     const episode = await playEpisode({ task, agent: recording, collaborator: longWinded, maxTurns: MAX_AGENT_TURNS });
     const agentTurns = episode.turns.filter((t) => t.role === 'agent');
@@ -69,7 +79,8 @@ describe('policy agent context budget', () => {
     const counter = await import('../../../trainer/model/tokenizer.ts').then((m) => m.TextTokenizer.load(dir));
     const { ChatFormatter } = await import('../../../trainer/model/chat.ts');
     const chat = ChatFormatter.fromTokenizer(counter);
-    const tokens = (ms: readonly ChatMessage[]) => counter.encode(chat.format(ms, { addGenerationPrompt: true })).length;
+    const tokens = (ms: readonly ChatMessage[]) =>
+      counter.encode(chat.format(ms, { addGenerationPrompt: true })).length;
     expect(tokens(full)).toBeGreaterThan(1024);
 
     for (const [i, r] of replies.entries()) {

@@ -3,7 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
-  encodeSafetensors, openSafetensors, readSafetensors, readSafetensorsDir, roundTo, writeSafetensors, writeSafetensorsDir,
+  encodeSafetensors,
+  openSafetensors,
+  readSafetensors,
+  readSafetensorsDir,
+  roundTo,
+  writeSafetensors,
+  writeSafetensorsDir,
   type NamedTensor,
 } from '../../../trainer/model/safetensors.ts';
 
@@ -14,7 +20,23 @@ function sample(): Map<string, NamedTensor> {
   let s = 12345;
   const rnd = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 - 0.5) * 8;
   const big = new Float32Array(3 * 5).map(rnd);
-  const special = Float32Array.from([0, -0, 1, -1, 65504, 1e-8, 3.4e38, -1e-45, Infinity, -Infinity, NaN, 0.1, 1 / 3, 6.1e-5, 2 ** -20]);
+  const special = Float32Array.from([
+    0,
+    -0,
+    1,
+    -1,
+    65504,
+    1e-8,
+    3.4e38,
+    -1e-45,
+    Infinity,
+    -Infinity,
+    NaN,
+    0.1,
+    1 / 3,
+    6.1e-5,
+    2 ** -20,
+  ]);
   return new Map([
     ['model.embed_tokens.weight', { shape: [3, 5], data: big }],
     ['special', { shape: [15], data: special }],
@@ -100,8 +122,16 @@ describe('safetensors', () => {
     const good = Buffer.concat(encodeSafetensors(sample()));
     const cases: [string, Buffer, RegExp][] = [
       ['tiny.safetensors', good.subarray(0, 5), /tiny\.safetensors: truncated: 5 bytes/],
-      ['cut.safetensors', good.subarray(0, good.length - 3), /cut\.safetensors: truncated: tensor "\w+" needs data up to byte \d+/],
-      ['header.safetensors', good.subarray(0, 40), /header\.safetensors: truncated or corrupt: header claims \d+ bytes but only 32 follow/],
+      [
+        'cut.safetensors',
+        good.subarray(0, good.length - 3),
+        /cut\.safetensors: truncated: tensor "\w+" needs data up to byte \d+/,
+      ],
+      [
+        'header.safetensors',
+        good.subarray(0, 40),
+        /header\.safetensors: truncated or corrupt: header claims \d+ bytes but only 32 follow/,
+      ],
     ];
     const junk = Buffer.from(good);
     junk.write('{"x": [', 8, 'utf8');
@@ -109,7 +139,11 @@ describe('safetensors', () => {
     const header = JSON.stringify({ a: { dtype: 'F32', shape: [2], data_offsets: [0, 4] } });
     const len = Buffer.alloc(8);
     len.writeBigUInt64LE(BigInt(header.length));
-    cases.push(['size.safetensors', Buffer.concat([len, Buffer.from(header), Buffer.alloc(8)]), /size\.safetensors: corrupt: tensor "a" \(F32 \[2\]\) should take 8 bytes, header says 4/]);
+    cases.push([
+      'size.safetensors',
+      Buffer.concat([len, Buffer.from(header), Buffer.alloc(8)]),
+      /size\.safetensors: corrupt: tensor "a" \(F32 \[2\]\) should take 8 bytes, header says 4/,
+    ]);
     const i64 = JSON.stringify({ a: { dtype: 'I64', shape: [1], data_offsets: [0, 8] } });
     len.writeBigUInt64LE(BigInt(i64.length));
     await fs.writeFile(path.join(dir, 'i64.safetensors'), Buffer.concat([len, Buffer.from(i64), Buffer.alloc(8)]));
@@ -117,8 +151,12 @@ describe('safetensors', () => {
       await fs.writeFile(path.join(dir, name), bytes);
       await expect(readSafetensors(path.join(dir, name))).rejects.toThrow(re);
     }
-    await expect(readSafetensors(path.join(dir, 'i64.safetensors'))).rejects.toThrow(/tensor "a" has dtype I64; only F32, F16 and BF16/);
-    await expect(readSafetensors(path.join(dir, 'missing.safetensors'))).rejects.toThrow(/missing\.safetensors: cannot open/);
+    await expect(readSafetensors(path.join(dir, 'i64.safetensors'))).rejects.toThrow(
+      /tensor "a" has dtype I64; only F32, F16 and BF16/,
+    );
+    await expect(readSafetensors(path.join(dir, 'missing.safetensors'))).rejects.toThrow(
+      /missing\.safetensors: cannot open/,
+    );
     await expect(readSafetensorsDir(path.join(dir, 'nowhere'))).rejects.toThrow(/not a safetensors model directory/);
   });
 

@@ -18,7 +18,13 @@ export function tinyConfig(over: Partial<ModelConfig> = {}): ModelConfig {
       numHeads: 4,
       numKvHeads: 2,
       tieWordEmbeddings: false,
-      ropeScaling: { type: 'llama3', factor: 8, lowFreqFactor: 0.25, highFreqFactor: 2, originalMaxPositionEmbeddings: 16 },
+      ropeScaling: {
+        type: 'llama3',
+        factor: 8,
+        lowFreqFactor: 0.25,
+        highFreqFactor: 2,
+        originalMaxPositionEmbeddings: 16,
+      },
     }),
     ...over,
   };

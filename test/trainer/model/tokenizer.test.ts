@@ -11,7 +11,9 @@ function corpus(): string[] {
   const out: string[] = [];
   for (let i = 0; i < 60; i++) {
     out.push(`The user wants a function that returns the sum of ${i} numbers. Could you clarify the edge cases?`);
-    out.push(`def total_${i}(values, start=0):\n    result = start\n    for v in values:\n        result += v * ${i}\n    return result\n`);
+    out.push(
+      `def total_${i}(values, start=0):\n    result = start\n    for v in values:\n        result += v * ${i}\n    return result\n`,
+    );
     out.push(`<div class="p-4 text-lg">Café crème, naïve façade — 東京の天気 ${i} 🎉</div>`);
   }
   return out;
@@ -29,7 +31,10 @@ const samples = [
 
 describe('byte-level BPE tokenizer', () => {
   const json = trainByteLevelBpe(corpus(), { vocabSize: 700 });
-  const tok = new TextTokenizer({ tokenizerJson: json as unknown as Record<string, unknown>, tokenizerConfig: chatMlTokenizerConfig(CHATML_TEMPLATE) });
+  const tok = new TextTokenizer({
+    tokenizerJson: json as unknown as Record<string, unknown>,
+    tokenizerConfig: chatMlTokenizerConfig(CHATML_TEMPLATE),
+  });
 
   it('writes a tokenizer.json of the Hugging Face BPE shape', () => {
     expect(json.model.type).toBe('BPE');

@@ -12,7 +12,8 @@ import { ids2d, tinyConfig, useBackend } from './tiny.ts';
 
 const PY = '/usr/bin/python3';
 const hasTorch = spawnSync(PY, ['-c', 'import torch, numpy'], { stdio: 'ignore' }).status === 0;
-if (!hasTorch) console.warn('[skip] torch-reference: /usr/bin/python3 with torch and numpy not found (Debian python3-torch)');
+if (!hasTorch)
+  console.warn('[skip] torch-reference: /usr/bin/python3 with torch and numpy not found (Debian python3-torch)');
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'sweetloop-torch-'));
 beforeAll(async () => useBackend('wasm'));
@@ -21,7 +22,13 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe.skipIf(!hasTorch)('decoder vs PyTorch reference', () => {
   const cases = {
     'llama, GQA, llama3 rope scaling, untied head': tinyConfig(),
-    'qwen2, q/k/v bias, tied embeddings': tinyConfig({ modelType: 'qwen2', qkvBias: true, tieWordEmbeddings: true, ropeScaling: { type: 'none' }, ropeTheta: 1e6 }),
+    'qwen2, q/k/v bias, tied embeddings': tinyConfig({
+      modelType: 'qwen2',
+      qkvBias: true,
+      tieWordEmbeddings: true,
+      ropeScaling: { type: 'none' },
+      ropeTheta: 1e6,
+    }),
   };
   for (const [name, cfg] of Object.entries(cases)) {
     it(name, async () => {
@@ -31,7 +38,9 @@ describe.skipIf(!hasTorch)('decoder vs PyTorch reference', () => {
       const d = path.join(dir, cfg.modelType);
       await saveCheckpoint(d, m);
       const ids = [5, 17, 3, 36, 0, 22, 9, 9, 14, 30, 2];
-      const out = JSON.parse(execFileSync(PY, ['testing/model_torch.py', 'logits', d, JSON.stringify(ids)], { encoding: 'utf8' }));
+      const out = JSON.parse(
+        execFileSync(PY, ['testing/model_torch.py', 'logits', d, JSON.stringify(ids)], { encoding: 'utf8' }),
+      );
       const ours = m.forward(ids2d([ids])).logits;
       const ref = tf.tensor(out.logits);
       const cached = tf.tensor(out.cached);

@@ -28,7 +28,10 @@ describe('inference worker', () => {
     expect(client.info.threadId).not.toBe(threadId);
     expect(client.info.checkpointDir).toBe(dirA);
     const prompt = { ids: Array.from({ length: 400 }, (_, i) => 3 + (i % 300)) };
-    const items = Array.from({ length: 4 }, () => ({ prompt, completion: Array.from({ length: 300 }, (_, i) => 5 + (i % 200)) }));
+    const items = Array.from({ length: 4 }, () => ({
+      prompt,
+      completion: Array.from({ length: 300 }, (_, i) => 5 + (i % 200)),
+    }));
     let ticks = 0;
     const timer = setInterval(() => ticks++, 1);
     // A batch of 4 rows of 700 tokens is one synchronous forward pass: had it run on this thread, no
@@ -50,7 +53,9 @@ describe('inference worker', () => {
 
   it('answers concurrent requests by id', async () => {
     const texts = ['def', 'What', 'It should', 'I WANT'];
-    const all = await Promise.all(texts.map((t) => client.generate([{ text: t }], { maxTokens: 6, temperature: 0, eosTokenIds: [] })));
+    const all = await Promise.all(
+      texts.map((t) => client.generate([{ text: t }], { maxTokens: 6, temperature: 0, eosTokenIds: [] })),
+    );
     for (const [i, t] of texts.entries()) {
       const [again] = await client.generate([{ text: t }], { maxTokens: 6, temperature: 0, eosTokenIds: [] });
       expect(all[i]![0]!.tokenIds).toEqual(again!.tokenIds);
@@ -83,7 +88,9 @@ describe('inference worker', () => {
   });
 
   it('fails to start with a clear error for a bad checkpoint', async () => {
-    await expect(InferenceClient.start({ checkpointDir: join(dirA, 'nope') })).rejects.toThrow(/cannot read tokenizer\.json/);
+    await expect(InferenceClient.start({ checkpointDir: join(dirA, 'nope') })).rejects.toThrow(
+      /cannot read tokenizer\.json/,
+    );
   });
 
   it('closes gracefully: queued work finishes, later requests fail clearly', async () => {
@@ -98,7 +105,10 @@ describe('inference worker', () => {
 describe('policy agent', () => {
   it('answers a protocol dialogue through the chat template and reports token counts', async () => {
     const agent = await createPolicyAgent({ client, maxTokens: 12, seed: 3, name: 'tiny-policy' });
-    const dialogue = buildDialogue({ kind: 'backend', description: 'Write a function. The signature of the function is: def f(x):' }, []);
+    const dialogue = buildDialogue(
+      { kind: 'backend', description: 'Write a function. The signature of the function is: def f(x):' },
+      [],
+    );
     const reply = await agent.reply(dialogue);
     const promptIds = await client.encode({ messages: dialogue });
     expect(reply.promptTokens).toBe(promptIds.length);

@@ -34,7 +34,10 @@ const task: BackendTask = {
 async function adapterDir(name: string): Promise<string> {
   const dir = join(root, name);
   await import('node:fs/promises').then((fs) => fs.mkdir(dir, { recursive: true }));
-  await writeFile(join(dir, 'adapter_config.json'), JSON.stringify({ peft_type: 'LORA', r: 4, lora_alpha: 8, target_modules: ['q_proj', 'v_proj'] }));
+  await writeFile(
+    join(dir, 'adapter_config.json'),
+    JSON.stringify({ peft_type: 'LORA', r: 4, lora_alpha: 8, target_modules: ['q_proj', 'v_proj'] }),
+  );
   // The server in this test records the path and never reads the weights.
   await writeFile(join(dir, 'adapter_model.safetensors'), Buffer.alloc(8));
   return dir;
@@ -44,7 +47,13 @@ beforeAll(async () => {
   t = await createTestDatabase();
   root = await mkdtemp(join(tmpdir(), 'agent-for-'));
   server = await startOpenAiServer({ model: 'llama-3.1-8b-instruct', maxModelLen: 8192 });
-  endpoint = await registerEndpointVersion(t.prisma, { name: 'llama-base', url: server.url, model: 'llama-3.1-8b-instruct', maxTokens: 256, temperature: 0.6 });
+  endpoint = await registerEndpointVersion(t.prisma, {
+    name: 'llama-base',
+    url: server.url,
+    model: 'llama-3.1-8b-instruct',
+    maxTokens: 256,
+    temperature: 0.6,
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -55,7 +64,11 @@ afterAll(async () => {
 
 describe('loadAgent', () => {
   it('answers as an endpoint version, with provenance, through the chat-completions protocol', async () => {
-    server.setReply((b) => (b.messages.filter((m) => m.role === 'assistant').length >= 1 ? 'I WANT TO ANSWER: def convert(t):\n    return round(t * 9 / 5 + 32, 1)' : 'Should the result be rounded?'));
+    server.setReply((b) =>
+      b.messages.filter((m) => m.role === 'assistant').length >= 1
+        ? 'I WANT TO ANSWER: def convert(t):\n    return round(t * 9 / 5 + 32, 1)'
+        : 'Should the result be rounded?',
+    );
     const agent = await loadAgent(endpoint, { seed: 100 });
     try {
       const episode = await playEpisode({ task, agent, collaborator: createRuleSimulator(task) });
@@ -74,7 +87,10 @@ describe('loadAgent', () => {
       expect(last!.provenance!.prompt).toEqual(buildDialogue(task, episode.turns.slice(0, 2)));
       expect(last!.provenance!.logprobs!.map((l) => l.token).join('')).toBe(last!.content);
       expect(first!.provenance!.firstTokenMs).not.toBeNull();
-      const sent = server.chatRequests().slice(-2).map((r) => r.body);
+      const sent = server
+        .chatRequests()
+        .slice(-2)
+        .map((r) => r.body);
       expect(sent.map((b) => [b.model, b.seed, b.max_tokens, b.logprobs])).toEqual([
         ['llama-3.1-8b-instruct', 100, 256, true],
         ['llama-3.1-8b-instruct', 101, 256, true],
@@ -84,12 +100,21 @@ describe('loadAgent', () => {
     }
   });
 
-  it('fits a long dialogue into the version\'s context window', async () => {
-    const small = await registerEndpointVersion(t.prisma, { name: 'llama-small-window', url: server.url, model: 'llama-3.1-8b-instruct', contextWindow: 1024, maxTokens: 256 });
+  it("fits a long dialogue into the version's context window", async () => {
+    const small = await registerEndpointVersion(t.prisma, {
+      name: 'llama-small-window',
+      url: server.url,
+      model: 'llama-3.1-8b-instruct',
+      contextWindow: 1024,
+      maxTokens: 256,
+    });
     server.setReply(() => 'Another question?');
     const agent = await loadAgent(small);
     try {
-      const turns = Array.from({ length: 12 }, (_, i) => ({ role: i % 2 === 0 ? ('agent' as const) : ('human' as const), content: `${i}: ${'word '.repeat(80)}` }));
+      const turns = Array.from({ length: 12 }, (_, i) => ({
+        role: i % 2 === 0 ? ('agent' as const) : ('human' as const),
+        content: `${i}: ${'word '.repeat(80)}`,
+      }));
       const r = await agent.reply(buildDialogue(task, turns));
       const p = r.provenance!;
       expect(p.droppedTurns).toBeGreaterThan(0);
@@ -115,8 +140,18 @@ describe('loadAgent', () => {
   });
 
   it('loads adapters into the server on load, names them as the model, and unloads retired ones on close', async () => {
-    const a = await registerAdapterVersion(t.prisma, { name: 'sweet-a', endpoint, adapterDir: await adapterDir('a'), algorithm: 'sweet' });
-    const b = await registerAdapterVersion(t.prisma, { name: 'sweet-b', endpoint, adapterDir: await adapterDir('b'), algorithm: 'sweet' });
+    const a = await registerAdapterVersion(t.prisma, {
+      name: 'sweet-a',
+      endpoint,
+      adapterDir: await adapterDir('a'),
+      algorithm: 'sweet',
+    });
+    const b = await registerAdapterVersion(t.prisma, {
+      name: 'sweet-b',
+      endpoint,
+      adapterDir: await adapterDir('b'),
+      algorithm: 'sweet',
+    });
     const nameA = (a.serving as { adapterName: string }).adapterName;
     const nameB = (b.serving as { adapterName: string }).adapterName;
     expect(nameA).toMatch(/^sweet-a-[0-9a-f]{8}$/);
@@ -127,7 +162,7 @@ describe('loadAgent', () => {
     const agents = new Map<string, LoadedAgent>();
     const follow = async (v: PolicyVersion) => {
       const next = await loadAgent(v, { prisma: t.prisma });
-      for (const [id, old] of agents) if (id !== v.id) (await old.close(), agents.delete(id));
+      for (const [id, old] of agents) if (id !== v.id) await old.close(), agents.delete(id);
       agents.set(v.id, next);
       return next;
     };
@@ -168,7 +203,12 @@ describe('loadAgent', () => {
   });
 
   it('loads an adapter version while its server is down, and loads the adapter once the server is back', async () => {
-    const c = await registerAdapterVersion(t.prisma, { name: 'sweet-c', endpoint, adapterDir: await adapterDir('c'), algorithm: 'sweet' });
+    const c = await registerAdapterVersion(t.prisma, {
+      name: 'sweet-c',
+      endpoint,
+      adapterDir: await adapterDir('c'),
+      algorithm: 'sweet',
+    });
     const nameC = (c.serving as { adapterName: string }).adapterName;
     server.adapterCalls.length = 0;
     // Longer than the adapter routes' own retries (about 1.5 s), so loading finds the server down.
@@ -188,11 +228,18 @@ describe('loadAgent', () => {
 
   it('loads checkpoint versions in-process, with tfjs provenance', async () => {
     const dir = await makeTinyCheckpoint({ seed: 3, maxPositionEmbeddings: 1024 });
-    const v = await t.prisma.policyVersion.create({ data: { name: 'tiny-ckpt', algorithm: 'starter', checkpointPath: dir, checkpointSha256: 'x' } });
+    const v = await t.prisma.policyVersion.create({
+      data: { name: 'tiny-ckpt', algorithm: 'starter', checkpointPath: dir, checkpointSha256: 'x' },
+    });
     const agent = await loadAgent(v, { seed: 5, sampling: { maxTokens: 8 } });
     try {
       const r = await agent.reply(buildDialogue(task, []));
-      expect(r.provenance).toMatchObject({ engine: 'tfjs', servedModel: 'tiny-ckpt', adapter: null, sampling: { seed: 5, maxTokens: 8 } });
+      expect(r.provenance).toMatchObject({
+        engine: 'tfjs',
+        servedModel: 'tiny-ckpt',
+        adapter: null,
+        sampling: { seed: 5, maxTokens: 8 },
+      });
     } finally {
       await agent.close();
       await rm(dir, { recursive: true, force: true });

@@ -3,7 +3,7 @@ import { copyDrills } from '../../../trainer/recipes/copy-drills.ts';
 import { agentSystemPrompt } from '../../../tasks/protocol.ts';
 
 describe('copy drills', () => {
-  it('are deterministic dialogues whose answer is exactly the items the person gave, after the games\' system prompt', () => {
+  it("are deterministic dialogues whose answer is exactly the items the person gave, after the games' system prompt", () => {
     const drills = copyDrills(3, 50);
     expect(drills).toHaveLength(50);
     expect(copyDrills(3, 50)).toEqual(drills);

@@ -35,7 +35,13 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'shipped-starter-'));
   short = join(root, 'short');
   // The drill phase shortened too: the drills themselves (and so the tokenizer) do not depend on its length.
-  await ensureStarterPolicy({ dir: short, seed: SEED, steps: 2, copyDrillPhase: { ...DEFAULT_RECIPE.copyDrillPhase!, steps: 2 }, shipped: false });
+  await ensureStarterPolicy({
+    dir: short,
+    seed: SEED,
+    steps: 2,
+    copyDrillPhase: { ...DEFAULT_RECIPE.copyDrillPhase!, steps: 2 },
+    shipped: false,
+  });
 });
 
 afterAll(async () => {
@@ -56,8 +62,14 @@ async function tensorLayout(dir: string): Promise<Record<string, string>> {
 describe('the shipped starter policy', () => {
   it('is intact, of the current recipe, and its README states its sha256', async () => {
     const reason = await verifyStarter(shipped, recipeOf({ seed: SEED }));
-    expect(reason, `the shipped starter no longer fits the recipe (${reason}): rebuild it with \`${REBUILD}\``).toBeNull();
-    const manifest = JSON.parse(await text(shipped, STARTER_MANIFEST)) as { recipeVersion: number; recipe: { seed: number; steps: number } };
+    expect(
+      reason,
+      `the shipped starter no longer fits the recipe (${reason}): rebuild it with \`${REBUILD}\``,
+    ).toBeNull();
+    const manifest = JSON.parse(await text(shipped, STARTER_MANIFEST)) as {
+      recipeVersion: number;
+      recipe: { seed: number; steps: number };
+    };
     expect(manifest.recipeVersion).toBe(STARTER_RECIPE_VERSION);
     expect(manifest.recipe).toMatchObject({ seed: SEED, steps: DEFAULT_RECIPE.steps });
     expect(await text(join(shipped, '..'), 'README.md')).toContain(await checkpointSha256(shipped));
@@ -65,14 +77,25 @@ describe('the shipped starter policy', () => {
 
   it('matches a short rebuild by the same code: tokenizer, config, tensor names and shapes, training data', async () => {
     for (const file of ['tokenizer.json', 'tokenizer_config.json', 'config.json']) {
-      expect(await text(short, file), `${file} differs from what the recipe builds now: rebuild with \`${REBUILD}\``).toBe(await text(shipped, file));
+      expect(
+        await text(short, file),
+        `${file} differs from what the recipe builds now: rebuild with \`${REBUILD}\``,
+      ).toBe(await text(shipped, file));
     }
     expect(await tensorLayout(shipped)).toEqual(await tensorLayout(short));
     const facts = async (dir: string) => {
-      const m = JSON.parse(await text(dir, STARTER_MANIFEST)) as Record<string, unknown> & { recipe: Record<string, unknown> };
+      const m = JSON.parse(await text(dir, STARTER_MANIFEST)) as Record<string, unknown> & {
+        recipe: Record<string, unknown>;
+      };
       const phase = m.recipe.copyDrillPhase as Record<string, unknown> | undefined;
       const recipe = { ...m.recipe, steps: undefined, copyDrillPhase: phase && { ...phase, steps: undefined } };
-      return { recipeVersion: m.recipeVersion, recipe, numParameters: m.numParameters, trainTokens: m.trainTokens, trainDialogues: m.trainDialogues };
+      return {
+        recipeVersion: m.recipeVersion,
+        recipe,
+        numParameters: m.numParameters,
+        trainTokens: m.trainTokens,
+        trainDialogues: m.trainDialogues,
+      };
     };
     expect(await facts(shipped)).toEqual(await facts(short));
   });
@@ -84,7 +107,13 @@ describe('the shipped starter policy', () => {
     expect(r).toMatchObject({ reused: true, shipped: true, sha256: await checkpointSha256(shipped) });
     expect(r.report).toBeUndefined();
     expect(lines.join('\n')).toContain('installed the shipped starter');
-    expect((await readdir(dir)).sort()).toEqual(['config.json', 'model.safetensors', STARTER_MANIFEST, 'tokenizer.json', 'tokenizer_config.json']);
+    expect((await readdir(dir)).sort()).toEqual([
+      'config.json',
+      'model.safetensors',
+      STARTER_MANIFEST,
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
     expect(await ensureStarterPolicy({ dir, seed: SEED })).toMatchObject({ reused: true, sha256: r.sha256 });
 
     // The expert's first message on training tasks, token by token: likely under the shipped weights, barely

@@ -28,13 +28,34 @@ describe('reproduceStarter', () => {
       games: 5,
       steps: 4,
       tokensPerStep: 512,
-      size: { vocabSize: 600, hiddenSize: 32, intermediateSize: 64, numLayers: 1, numHeads: 4, numKvHeads: 2, contextLength: 512 },
+      size: {
+        vocabSize: 600,
+        hiddenSize: 32,
+        intermediateSize: 64,
+        numLayers: 1,
+        numHeads: 4,
+        numKvHeads: 2,
+        contextLength: 512,
+      },
       copyDrillPhase: { steps: 3, peakLr: 1e-3, drills: 12 },
     });
     const same = await reproduceStarter({ from: original, scratchDir: join(root, 'rebuilt') });
     expect(same.differences).toEqual([]);
-    expect(Object.keys(same.sha256.original)).toEqual(['config.json', 'model.safetensors', 'starter.json', 'tokenizer.json', 'tokenizer_config.json']);
-    expect(same.report.recipe).toMatchObject({ seed: 11, games: 5, steps: 4, variedTasks: 0.5, copyDrills: 0.5, copyDrillPhase: { steps: 3, peakLr: 1e-3, drills: 12 } });
+    expect(Object.keys(same.sha256.original)).toEqual([
+      'config.json',
+      'model.safetensors',
+      'starter.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
+    expect(same.report.recipe).toMatchObject({
+      seed: 11,
+      games: 5,
+      steps: 4,
+      variedTasks: 0.5,
+      copyDrills: 0.5,
+      copyDrillPhase: { steps: 3, peakLr: 1e-3, drills: 12 },
+    });
 
     // One weight nudged after the build (the manifest left as it was): the rebuild no longer matches it.
     const weights = join(original, 'model.safetensors');

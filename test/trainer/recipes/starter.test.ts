@@ -7,7 +7,15 @@ import { LoadedPolicy } from '../../../trainer/model/loaded-policy.ts';
 import * as tf from '@tensorflow/tfjs';
 import { llamaConfig } from '../../../trainer/model/architecture.ts';
 import { Decoder } from '../../../trainer/model/decoder.ts';
-import { DEFAULT_RECIPE, batchLoss, compactAnswer, ensureStarterPolicy, expertDialogues, recipeOf, sharedPrefixLength } from '../../../trainer/recipes/starter.ts';
+import {
+  DEFAULT_RECIPE,
+  batchLoss,
+  compactAnswer,
+  ensureStarterPolicy,
+  expertDialogues,
+  recipeOf,
+  sharedPrefixLength,
+} from '../../../trainer/recipes/starter.ts';
 import type { Example, StarterOptions } from '../../../trainer/recipes/starter.ts';
 import { ANSWER_MARKER, buildDialogue } from '../../../tasks/protocol.ts';
 import { generateMiniTasks } from '../../../tasks/mini.ts';
@@ -35,7 +43,15 @@ function tinyOptions(dir: string): StarterOptions {
     games: 6,
     steps: 8,
     tokensPerStep: 512,
-    size: { vocabSize: 600, hiddenSize: 32, intermediateSize: 64, numLayers: 1, numHeads: 4, numKvHeads: 2, contextLength: 512 },
+    size: {
+      vocabSize: 600,
+      hiddenSize: 32,
+      intermediateSize: 64,
+      numLayers: 1,
+      numHeads: 4,
+      numKvHeads: 2,
+      contextLength: 512,
+    },
     // The standard recipe's 3,000 drill updates would dwarf this budget; the phase has a test of its own.
     copyDrillPhase: null,
   };
@@ -72,15 +88,26 @@ describe('starter policy', () => {
     const dialogues = await expertDialogues(7, 12, undefined, 0.5);
     // Every other game is varied: game i plays the next task of its list, in order (the answer sets that task's
     // withheld values; varied tasks draw numbers that standard ones never take).
-    const pool = (varied: boolean) => generateMiniTasks({ seed: 7, count: 40, varied }).filter((t) => t.split === 'train');
+    const pool = (varied: boolean) =>
+      generateMiniTasks({ seed: 7, count: 40, varied }).filter((t) => t.split === 'train');
     const [standard, varied] = [pool(false), pool(true)];
     const sets = (answer: string, t: TaskRecord) =>
-      miniMeta(t)!.withheld.every((w) => answer.split('\n').some((line) => line === `${w.key} = ${w.answer}` || line.startsWith(`${w.key} = ${w.answer} `)));
-    dialogues.forEach((d, i) => expect(sets(d.at(-1)!.content, (i % 2 === 1 ? varied : standard)[Math.floor(i / 2)]!), `game ${i}`).toBe(true));
+      miniMeta(t)!.withheld.every((w) =>
+        answer
+          .split('\n')
+          .some((line) => line === `${w.key} = ${w.answer}` || line.startsWith(`${w.key} = ${w.answer} `)),
+      );
+    dialogues.forEach((d, i) =>
+      expect(sets(d.at(-1)!.content, (i % 2 === 1 ? varied : standard)[Math.floor(i / 2)]!), `game ${i}`).toBe(true),
+    );
     expect(sets(dialogues[1]!.at(-1)!.content, standard[0]!)).toBe(false);
     expect(await expertDialogues(7, 12)).toEqual(await expertDialogues(7, 12, undefined, 0));
     // The standard recipe has all three copying aids; 0 / null turn them off and leave them out of the manifest.
-    expect(recipeOf({ seed: 7 })).toMatchObject({ variedTasks: DEFAULT_RECIPE.variedTasks, copyDrills: DEFAULT_RECIPE.copyDrills, copyDrillPhase: DEFAULT_RECIPE.copyDrillPhase });
+    expect(recipeOf({ seed: 7 })).toMatchObject({
+      variedTasks: DEFAULT_RECIPE.variedTasks,
+      copyDrills: DEFAULT_RECIPE.copyDrills,
+      copyDrillPhase: DEFAULT_RECIPE.copyDrillPhase,
+    });
     const off = recipeOf({ seed: 7, variedTasks: 0, copyDrills: 0, copyDrillPhase: null });
     expect(['variedTasks', 'copyDrills', 'copyDrillPhase'].filter((k) => k in off)).toEqual([]);
     expect(recipeOf({ seed: 7, copyDrills: 2 }).copyDrills).toBe(2);
@@ -88,7 +115,18 @@ describe('starter policy', () => {
   });
 
   it('computes the shared prompt prefix once per batch without changing the loss or its gradients', () => {
-    const cfg = llamaConfig({ vocabSize: 40, hiddenSize: 16, intermediateSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, maxPositionEmbeddings: 64, tieWordEmbeddings: true, eosTokenIds: [1], padTokenId: 0 });
+    const cfg = llamaConfig({
+      vocabSize: 40,
+      hiddenSize: 16,
+      intermediateSize: 32,
+      numLayers: 2,
+      numHeads: 4,
+      numKvHeads: 2,
+      maxPositionEmbeddings: 64,
+      tieWordEmbeddings: true,
+      eosTokenIds: [1],
+      padTokenId: 0,
+    });
     const model = new Decoder(cfg, { name: 'prefix-check', seed: 5 });
     try {
       const shared = [3, 4, 5, 6, 7, 8];
@@ -120,14 +158,23 @@ describe('starter policy', () => {
     const [task] = generateMiniTasks({ seed: 3, count: 40, templates: ['tag-line'] }).slice(0, 1);
     const comments = miniTemplate('tag-line').facts.map((f) => f.comment);
     const answer = `${ANSWER_MARKER}\n${miniTemplate('tag-line').build('f', { SEPARATOR: ' # ', TAG_PREFIX: '#', MAX_TAGS: 3, LOWERCASE: true, EMPTY_TEXT: '#  # x' })}`;
-    const [, , compact] = compactAnswer([{ role: 'system', content: 's' }, { role: 'user', content: task!.description }, { role: 'assistant', content: answer }], comments);
+    const [, , compact] = compactAnswer(
+      [
+        { role: 'system', content: 's' },
+        { role: 'user', content: task!.description },
+        { role: 'assistant', content: answer },
+      ],
+      comments,
+    );
     expect(compact!.content).toContain("SEPARATOR = ' # '\n");
     expect(compact!.content).toContain("TAG_PREFIX = '#'\n");
     expect(compact!.content).toContain("EMPTY_TEXT = '#  # x'\n");
     expect(compact!.content).not.toContain('text placed between two tags');
     // Everything but the comments is kept, line for line.
     expect(compact!.content.split('\n')).toHaveLength(answer.split('\n').length);
-    expect(answer.split('\n').filter((l) => !comments.some((c) => l.endsWith(c)))).toEqual(compact!.content.split('\n').filter((l) => !/^[A-Z_]+ = /.test(l)));
+    expect(answer.split('\n').filter((l) => !comments.some((c) => l.endsWith(c)))).toEqual(
+      compact!.content.split('\n').filter((l) => !/^[A-Z_]+ = /.test(l)),
+    );
   });
 
   it('runs a copy-drill phase before the games when the recipe has one, and records it', async () => {
@@ -141,7 +188,9 @@ describe('starter policy', () => {
     expect(JSON.parse(await readFile(join(dir, 'starter.json'), 'utf8')).recipe.copyDrillPhase).toEqual(phase);
     // The drills' words are in the tokenizer's training text too.
     expect(built.sha256).not.toBe(plain.sha256);
-    await expect(ensureStarterPolicy({ ...tinyOptions(join(root, 'bad-phase')), copyDrillPhase: { ...phase, steps: 0 } })).rejects.toThrow(/copyDrillPhase needs/);
+    await expect(
+      ensureStarterPolicy({ ...tinyOptions(join(root, 'bad-phase')), copyDrillPhase: { ...phase, steps: 0 } }),
+    ).rejects.toThrow(/copyDrillPhase needs/);
   });
 
   it('runs the copy-drill phase on the drills it is given instead of the standard ones, and records whose', async () => {
@@ -154,18 +203,31 @@ describe('starter policy', () => {
         return creditDrills(seed, count);
       },
     };
-    const generic = await ensureStarterPolicy({ ...tinyOptions(join(root, 'generic-drills')), copyDrillPhase: phase, shipped: false });
+    const generic = await ensureStarterPolicy({
+      ...tinyOptions(join(root, 'generic-drills')),
+      copyDrillPhase: phase,
+      shipped: false,
+    });
     const dir = join(root, 'credit-drills');
-    const built = await ensureStarterPolicy({ ...tinyOptions(dir), copyDrillPhase: phase, drillDialogues: source, shipped: false });
+    const built = await ensureStarterPolicy({
+      ...tinyOptions(dir),
+      copyDrillPhase: phase,
+      drillDialogues: source,
+      shipped: false,
+    });
     expect(asked).toHaveLength(1);
     expect(asked[0]![1]).toBe(20);
     expect(built.report!.trainDialogues).toBe(generic.report!.trainDialogues);
     expect(built.report!.recipe.copyDrillPhase).toEqual({ ...phase, source: 'credit-drills' });
-    expect(JSON.parse(await readFile(join(dir, 'starter.json'), 'utf8')).recipe.copyDrillPhase.source).toBe('credit-drills');
+    expect(JSON.parse(await readFile(join(dir, 'starter.json'), 'utf8')).recipe.copyDrillPhase.source).toBe(
+      'credit-drills',
+    );
     // Other drills, other tokens and weights: the phase trained on the drills given.
     expect(built.sha256).not.toBe(generic.sha256);
     // Not reused for a request of the standard drills (the recipes differ), nor the standard build for this one.
-    expect(recipeOf({ seed: 7, copyDrillPhase: phase })).not.toEqual(recipeOf({ seed: 7, copyDrillPhase: phase, drillDialogues: source }));
+    expect(recipeOf({ seed: 7, copyDrillPhase: phase })).not.toEqual(
+      recipeOf({ seed: 7, copyDrillPhase: phase, drillDialogues: source }),
+    );
     expect(DEFAULT_RECIPE.copyDrillPhase!.source).toBeUndefined();
   });
 
@@ -183,7 +245,10 @@ describe('starter policy', () => {
     try {
       expect(engine.info().chatTemplate).toBe('model');
       expect(engine.model.numParameters).toBe(built.numParameters);
-      const dialogue = buildDialogue({ kind: 'backend', description: 'I need a function. The signature of the function is: def f(x):' }, []);
+      const dialogue = buildDialogue(
+        { kind: 'backend', description: 'I need a function. The signature of the function is: def f(x):' },
+        [],
+      );
       const [r] = await engine.generate([{ messages: dialogue }], { maxTokens: 8, temperature: 0 });
       expect(r!.tokenIds.length).toBeGreaterThan(0);
     } finally {

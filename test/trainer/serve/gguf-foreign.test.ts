@@ -22,7 +22,17 @@ const DIALOGUE = [
 ];
 
 function request(over: Partial<EngineRequest> = {}): EngineRequest {
-  return { messages: DIALOGUE, maxTokens: 24, temperature: 0, topP: 1, logprobs: false, topLogprobs: 0, adapter: null, signal: new AbortController().signal, ...over };
+  return {
+    messages: DIALOGUE,
+    maxTokens: 24,
+    temperature: 0,
+    topP: 1,
+    logprobs: false,
+    topLogprobs: 0,
+    adapter: null,
+    signal: new AbortController().signal,
+    ...over,
+  };
 }
 
 let work: string;
@@ -39,13 +49,25 @@ afterAll(async () => {
 describe('a foreign GGUF model', () => {
   it('is summarised for provenance: sha256, quantization, architecture, window, its own name', async () => {
     const info = await inspectForeignGguf(foreign.file);
-    expect(info).toMatchObject({ file: foreign.file, quantization: 'F16', architecture: 'llama', modelName: 'Foreign-Tiny-Instruct', contextLength: 8192 });
+    expect(info).toMatchObject({
+      file: foreign.file,
+      quantization: 'F16',
+      architecture: 'llama',
+      modelName: 'Foreign-Tiny-Instruct',
+      contextLength: 8192,
+    });
     expect(info.sha256).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it("reaches llama.cpp rendered with the file's chat template and tokenized by the file's vocabulary", async () => {
     const prompts: number[][] = [];
-    const { engine, info } = await LlamaCppEngine.startGguf({ modelName: 'foreign', ggufPath: foreign.file, maxBatch: 2, maxQueue: 2, onPrompt: (ids) => prompts.push([...ids]) });
+    const { engine, info } = await LlamaCppEngine.startGguf({
+      modelName: 'foreign',
+      ggufPath: foreign.file,
+      maxBatch: 2,
+      maxQueue: 2,
+      onPrompt: (ids) => prompts.push([...ids]),
+    });
     try {
       const stream = engine.generate(request());
       let text = '';
@@ -53,7 +75,10 @@ describe('a foreign GGUF model', () => {
       const result = await stream.result;
       // What the file's template makes of the dialogue, written out by hand, tokenized by an independent
       // implementation of the same vocabulary (Hugging Face tokenizers over the tokenizer.json the file was made from).
-      const independent = new TextTokenizer({ tokenizerJson: foreign.tokenizerJson, tokenizerConfig: { eos_token: '<|end|>', clean_up_tokenization_spaces: false } });
+      const independent = new TextTokenizer({
+        tokenizerJson: foreign.tokenizerJson,
+        tokenizerConfig: { eos_token: '<|end|>', clean_up_tokenization_spaces: false },
+      });
       const want = independent.encode(renderForeign(DIALOGUE));
       expect(prompts).toEqual([want]);
       expect(result.promptTokens).toBe(want.length);
@@ -73,10 +98,16 @@ describe('a foreign GGUF model', () => {
   });
 
   it('refuses a malformed file with the fault named (llama.cpp would abort the whole process on it)', async () => {
-    const bad = await makeForeignGguf(join(work, 'no-heads.gguf'), { metadata: { drop: ['llama.attention.head_count'] } });
-    await expect(LlamaCppEngine.startGguf({ modelName: 'bad', ggufPath: bad.file, maxBatch: 1, maxQueue: 0 })).rejects.toThrow(/required key llama\.attention\.head_count is missing/);
+    const bad = await makeForeignGguf(join(work, 'no-heads.gguf'), {
+      metadata: { drop: ['llama.attention.head_count'] },
+    });
+    await expect(
+      LlamaCppEngine.startGguf({ modelName: 'bad', ggufPath: bad.file, maxBatch: 1, maxQueue: 0 }),
+    ).rejects.toThrow(/required key llama\.attention\.head_count is missing/);
     await expect(inspectForeignGguf(bad.file)).rejects.toBeInstanceOf(GgufValidationError);
-    const noTemplate = await makeForeignGguf(join(work, 'no-template.gguf'), { metadata: { drop: ['tokenizer.chat_template'] } });
+    const noTemplate = await makeForeignGguf(join(work, 'no-template.gguf'), {
+      metadata: { drop: ['tokenizer.chat_template'] },
+    });
     await expect(inspectForeignGguf(noTemplate.file)).rejects.toThrow(/no tokenizer\.chat_template/);
   });
 });

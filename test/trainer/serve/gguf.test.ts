@@ -19,8 +19,20 @@ import { Decoder } from '../../../trainer/model/decoder.ts';
 import { LoadedPolicy } from '../../../trainer/model/loaded-policy.ts';
 import { addLora, mergeLora, saveLora } from '../../../trainer/model/lora.ts';
 import { saveTokenizerFiles, TextTokenizer } from '../../../trainer/model/tokenizer.ts';
-import { encodeGgufHeader, GgufFormatError, gguf, readGgufHeader, writeGguf, type GgufValue } from '../../../trainer/serve/gguf.ts';
-import { convertAdapterToGguf, convertCheckpointToGguf, ggufCachePath, permuteRopeRows } from '../../../trainer/serve/gguf-convert.ts';
+import {
+  encodeGgufHeader,
+  GgufFormatError,
+  gguf,
+  readGgufHeader,
+  writeGguf,
+  type GgufValue,
+} from '../../../trainer/serve/gguf.ts';
+import {
+  convertAdapterToGguf,
+  convertCheckpointToGguf,
+  ggufCachePath,
+  permuteRopeRows,
+} from '../../../trainer/serve/gguf-convert.ts';
 import { GgufValidationError, validateAdapterGguf, validateModelGguf } from '../../../trainer/serve/gguf-validate.ts';
 import { probeGgufInChild } from '../../../trainer/serve/llama-load.ts';
 
@@ -44,7 +56,11 @@ afterAll(async () => {
 const PROMPT = [{ role: 'user' as const, content: 'What should the function return when the list is empty?' }];
 
 /** A checkpoint of any config over the tiny ChatML tokenizer, written by saveCheckpoint; `edit` may change weights. */
-async function writeCheckpoint(name: string, over: (vocab: number, eos: number, pad: number) => ModelConfig, edit?: (d: Decoder) => void): Promise<string> {
+async function writeCheckpoint(
+  name: string,
+  over: (vocab: number, eos: number, pad: number) => ModelConfig,
+  edit?: (d: Decoder) => void,
+): Promise<string> {
   const dir = join(work, name);
   const tokenizerJson = trainByteLevelBpe(tinyCorpus(), { vocabSize: 384 });
   const vocab = Object.keys(tokenizerJson.model.vocab).length;
@@ -63,7 +79,8 @@ async function writeCheckpoint(name: string, over: (vocab: number, eos: number, 
 /** Random biases (the Decoder initialises them to zero, which would hide a mis-permuted bias). */
 function randomBiases(d: Decoder): void {
   let seed = 100;
-  for (const [name, v] of d.params) if (name.endsWith('.bias')) v.assign(tf.randomNormal(v.shape, 0, 0.3, 'float32', seed++));
+  for (const [name, v] of d.params)
+    if (name.endsWith('.bias')) v.assign(tf.randomNormal(v.shape, 0, 0.3, 'float32', seed++));
 }
 
 interface Trace {
@@ -75,10 +92,19 @@ interface Trace {
 async function llamaGreedy(modelPath: string, ids: number[], vocab: number, adapterPath?: string): Promise<Trace> {
   const model = await llama.loadModel({ modelPath });
   try {
-    const ctx = await model.createContext({ sequences: 1, contextSize: 256, threads: 1, ...(adapterPath ? { lora: { adapters: [{ filePath: adapterPath }] } } : {}) });
+    const ctx = await model.createContext({
+      sequences: 1,
+      contextSize: 256,
+      threads: 1,
+      ...(adapterPath ? { lora: { adapters: [{ filePath: adapterPath }] } } : {}),
+    });
     const seq = ctx.getSequence();
     const out: Trace = { tokens: [], probs: [] };
-    const it = seq.evaluateWithMetadata(ids as Token[], { probabilities: true }, { temperature: 0, yieldEogToken: true });
+    const it = seq.evaluateWithMetadata(
+      ids as Token[],
+      { probabilities: true },
+      { temperature: 0, yieldEogToken: true },
+    );
     for await (const step of it) {
       const p = new Float64Array(vocab);
       for (const [id, v] of step.probabilities) p[id] = v;
@@ -114,7 +140,12 @@ function maxProbDiff(a: Trace, b: Trace): number {
   return m;
 }
 
-async function compare(dir: string, gguf: string, adapterGguf?: string, engine?: LoadedPolicy): Promise<{ llama: Trace; tfjs: Trace; diff: number }> {
+async function compare(
+  dir: string,
+  gguf: string,
+  adapterGguf?: string,
+  engine?: LoadedPolicy,
+): Promise<{ llama: Trace; tfjs: Trace; diff: number }> {
   const eng = engine ?? (await LoadedPolicy.load(dir));
   try {
     const ids = eng.encodePrompt({ messages: PROMPT });
@@ -145,30 +176,37 @@ describe('GGUF conversion against the tfjs decoder', () => {
   it('untied head, llama3 rope scaling, q/k/v/o biases: equal greedy tokens, close probabilities', async () => {
     const dir = await writeCheckpoint(
       'scaled',
-      (vocab, eos, pad) =>
-        ({
-          ...llamaConfig({
-            vocabSize: vocab,
-            hiddenSize: 64,
-            intermediateSize: 96,
-            numLayers: 2,
-            numHeads: 4,
-            numKvHeads: 2,
-            tieWordEmbeddings: false,
-            qkvBias: true,
-            eosTokenIds: [eos],
-            padTokenId: pad,
-            maxPositionEmbeddings: 512,
-            ropeScaling: { type: 'llama3', factor: 8, lowFreqFactor: 0.25, highFreqFactor: 2, originalMaxPositionEmbeddings: 16 },
-          }),
-          outputBias: true,
+      (vocab, eos, pad) => ({
+        ...llamaConfig({
+          vocabSize: vocab,
+          hiddenSize: 64,
+          intermediateSize: 96,
+          numLayers: 2,
+          numHeads: 4,
+          numKvHeads: 2,
+          tieWordEmbeddings: false,
+          qkvBias: true,
+          eosTokenIds: [eos],
+          padTokenId: pad,
+          maxPositionEmbeddings: 512,
+          ropeScaling: {
+            type: 'llama3',
+            factor: 8,
+            lowFreqFactor: 0.25,
+            highFreqFactor: 2,
+            originalMaxPositionEmbeddings: 16,
+          },
         }),
+        outputBias: true,
+      }),
       randomBiases,
     );
     const out = join(work, 'scaled.gguf');
     await convertCheckpointToGguf(dir, out);
     const h = await readGgufHeader(out);
-    expect(h.tensors.map((t) => t.name)).toEqual(expect.arrayContaining(['output.weight', 'rope_freqs.weight', 'blk.0.attn_q.bias', 'blk.1.attn_output.bias']));
+    expect(h.tensors.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['output.weight', 'rope_freqs.weight', 'blk.0.attn_q.bias', 'blk.1.attn_output.bias']),
+    );
     const r = await compare(dir, out);
     console.log(`scaled/untied/bias F32: greedy ${r.llama.tokens.length} tokens, max |Δp| ${r.diff.toExponential(2)}`);
     expect(r.llama.tokens).toEqual(r.tfjs.tokens);
@@ -179,7 +217,18 @@ describe('GGUF conversion against the tfjs decoder', () => {
     const dir = await writeCheckpoint(
       'qwen',
       (vocab, eos, pad) => ({
-        ...llamaConfig({ vocabSize: vocab, hiddenSize: 64, intermediateSize: 96, numLayers: 2, numHeads: 4, numKvHeads: 2, tieWordEmbeddings: true, eosTokenIds: [eos], padTokenId: pad, maxPositionEmbeddings: 512 }),
+        ...llamaConfig({
+          vocabSize: vocab,
+          hiddenSize: 64,
+          intermediateSize: 96,
+          numLayers: 2,
+          numHeads: 4,
+          numKvHeads: 2,
+          tieWordEmbeddings: true,
+          eosTokenIds: [eos],
+          padTokenId: pad,
+          maxPositionEmbeddings: 512,
+        }),
         modelType: 'qwen2',
         qkvBias: true,
         rmsNormEps: 1e-6,
@@ -203,12 +252,16 @@ describe('GGUF conversion against the tfjs decoder', () => {
     const r = await compare(dir, out);
     const agree = r.llama.tokens.findIndex((t, i) => t !== r.tfjs.tokens[i]);
     const n = agree < 0 ? r.llama.tokens.length : agree;
-    console.log(`tiny F16: greedy agreement ${n}/${r.llama.tokens.length}, max |Δp| over agreeing steps ${r.diff.toExponential(2)}`);
+    console.log(
+      `tiny F16: greedy agreement ${n}/${r.llama.tokens.length}, max |Δp| over agreeing steps ${r.diff.toExponential(2)}`,
+    );
     expect(n).toBeGreaterThanOrEqual(8);
-    expect(maxProbDiff({ tokens: [], probs: r.llama.probs.slice(0, n) }, { tokens: [], probs: r.tfjs.probs.slice(0, n) })).toBeLessThan(PROB_TOL_F16);
+    expect(
+      maxProbDiff({ tokens: [], probs: r.llama.probs.slice(0, n) }, { tokens: [], probs: r.tfjs.probs.slice(0, n) }),
+    ).toBeLessThan(PROB_TOL_F16);
   });
 
-  it('the Q/K permutation is convert_hf_to_gguf\'s: per head, rows [a0 a1 b0 b1] become [a0 b0 a1 b1]', () => {
+  it("the Q/K permutation is convert_hf_to_gguf's: per head, rows [a0 a1 b0 b1] become [a0 b0 a1 b1]", () => {
     // Two heads of size 4, one column: head rows are (first half, second half).
     const rows = Float32Array.from([0, 1, 2, 3, 10, 11, 12, 13]);
     expect([...permuteRopeRows(rows, 2, 1)]).toEqual([0, 2, 1, 3, 10, 12, 11, 13]);
@@ -217,7 +270,12 @@ describe('GGUF conversion against the tfjs decoder', () => {
   it('a LoRA adapter attached in llama.cpp matches the merged weights in tfjs', async () => {
     const dir = join(work, 'tiny');
     const { model } = await loadCheckpoint(dir, { name: 'lora-base', trainable: false });
-    addLora(model, { rank: 4, alpha: 8, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'], seed: 3 });
+    addLora(model, {
+      rank: 4,
+      alpha: 8,
+      targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
+      seed: 3,
+    });
     let seed = 50;
     // B starts at zero (the adapter would change nothing): give it weight so the test can fail.
     for (const ad of model.adapters.values()) ad.b.assign(tf.randomNormal(ad.b.shape, 0, 0.3, 'float32', seed++));
@@ -233,7 +291,9 @@ describe('GGUF conversion against the tfjs decoder', () => {
     const tok = await TextTokenizer.load(dir);
     const merged = new LoadedPolicy(model, tok, ChatFormatter.fromTokenizer(tok), dir);
     const r = await compare(dir, base.path, conv.path, merged);
-    console.log(`LoRA r=4 on all 7 modules, F32: greedy ${r.llama.tokens.length} tokens, max |Δp| ${r.diff.toExponential(2)}`);
+    console.log(
+      `LoRA r=4 on all 7 modules, F32: greedy ${r.llama.tokens.length} tokens, max |Δp| ${r.diff.toExponential(2)}`,
+    );
     expect(r.llama.tokens).toEqual(r.tfjs.tokens);
     expect(r.diff).toBeLessThan(PROB_TOL);
     // And it did change the model: the base alone decodes something else.
@@ -252,7 +312,12 @@ describe('GGUF validation', () => {
     const out = join(work, name);
     const tensors = h.tensors.map((t) => {
       const size = encodeGgufHeader(new Map(), [{ name: t.name, ne: t.ne, type: t.type as 0 }]).sizes[0]!;
-      return { name: t.name, ne: t.ne, type: t.type as 0, bytes: () => bytes.subarray(h.dataOffset + t.offset, h.dataOffset + t.offset + size) };
+      return {
+        name: t.name,
+        ne: t.ne,
+        type: t.type as 0,
+        bytes: () => bytes.subarray(h.dataOffset + t.offset, h.dataOffset + t.offset + size),
+      };
     });
     await writeGguf(out, metadata, tensors);
     return out;
@@ -261,7 +326,11 @@ describe('GGUF validation', () => {
   it('a truncated file is refused with a clear error', async () => {
     const src = (await convertCheckpointToGguf(join(work, 'tiny'), { cacheDir: join(work, 'cache') })).path;
     const bytes = await fs.readFile(src);
-    for (const [name, len] of [['header-cut.gguf', 200], ['data-cut.gguf', bytes.length - 100], ['empty.gguf', 0]] as const) {
+    for (const [name, len] of [
+      ['header-cut.gguf', 200],
+      ['data-cut.gguf', bytes.length - 100],
+      ['empty.gguf', 0],
+    ] as const) {
       const f = join(work, name);
       await fs.writeFile(f, bytes.subarray(0, len));
       const err = await validateModelGguf(f).catch((e: unknown) => e);
@@ -283,7 +352,9 @@ describe('GGUF validation', () => {
       m.set('tokenizer.ggml.tokens', gguf.strings((t.value as string[]).slice(1)));
       m.set('tokenizer.ggml.token_type', gguf.i32s(new Array((t.value as string[]).length - 1).fill(1)));
     });
-    await expect(validateModelGguf(shortVocab)).rejects.toThrow(/tokenizer\.ggml\.tokens has \d+ entries but token_embd\.weight has \d+ rows/);
+    await expect(validateModelGguf(shortVocab)).rejects.toThrow(
+      /tokenizer\.ggml\.tokens has \d+ entries but token_embd\.weight has \d+ rows/,
+    );
     const noMerges = await withMetadata('no-merges.gguf', (m) => m.delete('tokenizer.ggml.merges'));
     await expect(validateModelGguf(noMerges)).rejects.toThrow(/tokenizer\.ggml\.merges is missing/);
   });
@@ -307,7 +378,12 @@ describe('GGUF validation', () => {
     ];
     const zeros = (n: number) => () => Buffer.alloc(n * 4);
     await writeGguf(adapter, new Map(base), [
-      { name: 'blk.0.attn_q.weight.lora_a', ne: [config.hiddenSize + 1, 4], type: 0, bytes: zeros((config.hiddenSize + 1) * 4) },
+      {
+        name: 'blk.0.attn_q.weight.lora_a',
+        ne: [config.hiddenSize + 1, 4],
+        type: 0,
+        bytes: zeros((config.hiddenSize + 1) * 4),
+      },
       { name: 'blk.0.attn_q.weight.lora_b', ne: [4, config.hiddenSize], type: 0, bytes: zeros(4 * config.hiddenSize) },
       { name: 'blk.0.attn_k.weight.lora_a', ne: [config.hiddenSize, 4], type: 0, bytes: zeros(config.hiddenSize * 4) },
     ]);

@@ -13,7 +13,13 @@ import { loadCheckpoint } from '../../../trainer/model/checkpoint.ts';
 import { LoadedPolicy } from '../../../trainer/model/loaded-policy.ts';
 import { addLora, mergeLora, saveLora } from '../../../trainer/model/lora.ts';
 import { TextTokenizer } from '../../../trainer/model/tokenizer.ts';
-import { EngineOverloadedError, EngineRequestError, type EngineRequest, type EngineStream, type EngineToken } from '../../../trainer/serve/engine-contract.ts';
+import {
+  EngineOverloadedError,
+  EngineRequestError,
+  type EngineRequest,
+  type EngineStream,
+  type EngineToken,
+} from '../../../trainer/serve/engine-contract.ts';
 import { LlamaCppEngine } from '../../../trainer/serve/llama-engine.ts';
 
 const DIALOGUE = [
@@ -22,10 +28,22 @@ const DIALOGUE = [
 ];
 
 function request(over: Partial<EngineRequest> = {}): EngineRequest {
-  return { messages: DIALOGUE, maxTokens: 16, temperature: 0, topP: 1, logprobs: false, topLogprobs: 0, adapter: null, signal: new AbortController().signal, ...over };
+  return {
+    messages: DIALOGUE,
+    maxTokens: 16,
+    temperature: 0,
+    topP: 1,
+    logprobs: false,
+    topLogprobs: 0,
+    adapter: null,
+    signal: new AbortController().signal,
+    ...over,
+  };
 }
 
-async function collect(s: EngineStream): Promise<{ text: string; tokens: EngineToken[]; result: Awaited<EngineStream['result']> }> {
+async function collect(
+  s: EngineStream,
+): Promise<{ text: string; tokens: EngineToken[]; result: Awaited<EngineStream['result']> }> {
   const tokens: EngineToken[] = [];
   for await (const t of s) tokens.push(t);
   return { text: tokens.map((t) => t.text).join(''), tokens, result: await s.result };
@@ -67,7 +85,11 @@ describe('LlamaCppEngine', () => {
     const tfjs = await LoadedPolicy.load(ckpt);
     try {
       const first = await collect(engine.generate(request({ maxTokens: 12 })));
-      const next = [...DIALOGUE, { role: 'assistant' as const, content: first.text }, { role: 'user' as const, content: 'And when it holds None?' }];
+      const next = [
+        ...DIALOGUE,
+        { role: 'assistant' as const, content: first.text },
+        { role: 'user' as const, content: 'And when it holds None?' },
+      ];
       const before = engine.stats();
       const got = await collect(engine.generate(request({ maxTokens: 24, messages: next })));
       const reused = engine.stats().promptTokensReused - before.promptTokensReused;
@@ -89,7 +111,11 @@ describe('LlamaCppEngine', () => {
     const before = engine.stats();
     const [a, b] = await Promise.all([
       collect(engine.generate(request({ maxTokens: 24 }))),
-      collect(engine.generate(request({ maxTokens: 24, messages: [{ role: 'user', content: 'def scale(values, factor):' }] }))),
+      collect(
+        engine.generate(
+          request({ maxTokens: 24, messages: [{ role: 'user', content: 'def scale(values, factor):' }] }),
+        ),
+      ),
     ]);
     const after = engine.stats();
     const steps = after.decodeSteps - before.decodeSteps;
@@ -99,12 +125,15 @@ describe('LlamaCppEngine', () => {
     // Both prompts in one step, then one step per token for both while both run.
     expect(pairs).toBeGreaterThanOrEqual(shorter - 1);
     expect(steps).toBeLessThanOrEqual(Math.max(a.result.completionTokens, b.result.completionTokens) + 1);
-    expect(after.stepSequences - before.stepSequences).toBeGreaterThanOrEqual(a.result.completionTokens + b.result.completionTokens - 2);
+    expect(after.stepSequences - before.stepSequences).toBeGreaterThanOrEqual(
+      a.result.completionTokens + b.result.completionTokens - 2,
+    );
   });
 
   it('a seed makes sampling reproducible, with and without logprobs', async () => {
     for (const logprobs of [false, true]) {
-      const sample = (seed: number) => collect(engine.generate(request({ maxTokens: 24, temperature: 1, topP: 0.95, seed, logprobs })));
+      const sample = (seed: number) =>
+        collect(engine.generate(request({ maxTokens: 24, temperature: 1, topP: 0.95, seed, logprobs })));
       // One after another: llama.cpp's sums depend on what else shares the batch, so requests started together
       // may join it at different steps under load and differ in the last bits (seen once in a loaded full run).
       const x = await sample(7);
@@ -150,7 +179,9 @@ describe('LlamaCppEngine', () => {
 
   it('bad requests are refused with EngineRequestError', () => {
     expect(() => engine.generate(request({ adapter: 'nope' }))).toThrow(EngineRequestError);
-    expect(() => engine.generate(request({ messages: [{ role: 'user', content: 'word '.repeat(2000) }] }))).toThrow(/each sequence holds 512/);
+    expect(() => engine.generate(request({ messages: [{ role: 'user', content: 'word '.repeat(2000) }] }))).toThrow(
+      /each sequence holds 512/,
+    );
   });
 
   it('a LoRA adapter is served from its own context and matches the merged weights in tfjs; base requests at the same time are untouched', async () => {
@@ -206,7 +237,12 @@ describe('LlamaCppEngine shards', () => {
     const sharded = await LlamaCppEngine.start({ ...opts(), maxBatch: 8, maxQueue: 8, shards: 2 });
     try {
       expect(sharded.stats()).toMatchObject({ contexts: 1, shards: 2 });
-      const prompts = ['def scale(values, factor):', 'Return the sum of the list.', 'What about negative numbers?', 'Sort it, please.'];
+      const prompts = [
+        'def scale(values, factor):',
+        'Return the sum of the list.',
+        'What about negative numbers?',
+        'Sort it, please.',
+      ];
       const req = (content: string) => request({ maxTokens: 20, messages: [{ role: 'user', content }] });
       const got = await Promise.all(prompts.map((p) => collect(sharded.generate(req(p)))));
       const want = await Promise.all(prompts.map((p) => collect(engine.generate(req(p)))));

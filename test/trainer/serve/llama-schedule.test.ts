@@ -6,7 +6,7 @@ import { commonPrefix, pickSequence, planBatch } from '../../../trainer/serve/ll
 const SYSTEM = [1, 2, 3, 4];
 
 describe('pickSequence', () => {
-  it("continues the sequence whose last prompt this prompt extends, and keeps the common prefix", () => {
+  it('continues the sequence whose last prompt this prompt extends, and keeps the common prefix', () => {
     const a = { tokens: [...SYSTEM, 10, 11, 50, 51], promptLength: 6, releasedAt: 5 };
     const b = { tokens: [...SYSTEM, 20, 21, 60], promptLength: 6, releasedAt: 1 };
     const prompt = [...SYSTEM, 10, 11, 50, 52, 70];
@@ -31,7 +31,7 @@ describe('pickSequence', () => {
 });
 
 describe('planBatch', () => {
-  it("gives every item a token first, then whole prompts in order as far as the batch goes", () => {
+  it('gives every item a token first, then whole prompts in order as far as the batch goes', () => {
     expect(planBatch([1, 300, 1, 200, 1], 512)).toEqual([1, 300, 1, 200, 1]);
     expect(planBatch([1, 300, 1, 300, 1], 512)).toEqual([1, 300, 1, 209, 1]);
     expect(planBatch([5, 5, 5], 2)).toEqual([1, 1, 0]);

@@ -46,14 +46,26 @@ afterAll(async () => {
 
 describe('local serving of gguf versions', () => {
   it('answers with the file as provenance and counts prompts with its own template and vocabulary', async () => {
-    const { version } = await registerGgufVersion(t.prisma, { name: 'foreign', source: foreign.file, modelsDir: join(work, 'models'), maxTokens: 32 });
+    const { version } = await registerGgufVersion(t.prisma, {
+      name: 'foreign',
+      source: foreign.file,
+      modelsDir: join(work, 'models'),
+      maxTokens: 32,
+    });
     const agent = await loadAgent(version, { prisma: t.prisma, local, seed: 1 });
     try {
       const dialogue = buildDialogue(task, [], { maxTurns: 2 });
       const r = await agent.reply(dialogue);
-      const independent = new TextTokenizer({ tokenizerJson: foreign.tokenizerJson, tokenizerConfig: { eos_token: '<|end|>', clean_up_tokenization_spaces: false } });
+      const independent = new TextTokenizer({
+        tokenizerJson: foreign.tokenizerJson,
+        tokenizerConfig: { eos_token: '<|end|>', clean_up_tokenization_spaces: false },
+      });
       expect(r.promptTokens).toBe(independent.encode(renderForeign(r.provenance!.prompt)).length);
-      expect(r.provenance).toMatchObject({ engine: 'llama', servedModel: 'foreign', weights: { file: foreign.file, sha256: version.checkpointSha256, quantization: 'F16' } });
+      expect(r.provenance).toMatchObject({
+        engine: 'llama',
+        servedModel: 'foreign',
+        weights: { file: foreign.file, sha256: version.checkpointSha256, quantization: 'F16' },
+      });
       expect(r.provenance!.sampling.maxTokens).toBe(32);
     } finally {
       await agent.close();
@@ -67,7 +79,11 @@ describe('local serving of gguf versions', () => {
     // Registered when it was fine; replaced since by a file llama.cpp would abort the process on.
     const later = join(work, 'later.gguf');
     await copyFile(foreign.file, later);
-    const { version: bad } = await registerGgufVersion(t.prisma, { name: 'later', source: later, modelsDir: join(work, 'models') });
+    const { version: bad } = await registerGgufVersion(t.prisma, {
+      name: 'later',
+      source: later,
+      modelsDir: join(work, 'models'),
+    });
     await makeForeignGguf(later, { metadata: { drop: ['llama.attention.head_count'] } });
     await expect(local.acquire(bad)).rejects.toThrow(/required key llama\.attention\.head_count is missing/);
     // Deployed anyway: logged, nothing loaded for it, and the process goes on.
@@ -86,14 +102,31 @@ describe('local serving of gguf versions', () => {
   });
 
   it('is served over the OpenAI protocol by `sweetloop serve --policy NAME`, rendered with its own template', async () => {
-    const serving = await startServing(t.db, { policy: 'foreign', port: 0, host: '127.0.0.1', engine: 'llama', maxBatch: 2, maxQueue: 2, checkpointRoot: join(work, 'ckpt'), seed: 1, log: pino({ level: 'silent' }) });
+    const serving = await startServing(t.db, {
+      policy: 'foreign',
+      port: 0,
+      host: '127.0.0.1',
+      engine: 'llama',
+      maxBatch: 2,
+      maxQueue: 2,
+      checkpointRoot: join(work, 'ckpt'),
+      seed: 1,
+      log: pino({ level: 'silent' }),
+    });
     try {
       await serving.ready;
       const messages = [{ role: 'user', content: 'Which units?' }];
-      const res = await fetch(`${serving.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'foreign', messages, max_tokens: 8, temperature: 0 }) });
+      const res = await fetch(`${serving.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'foreign', messages, max_tokens: 8, temperature: 0 }),
+      });
       expect(res.status).toBe(200);
       const body = (await res.json()) as { model: string; usage: { prompt_tokens: number } };
-      const independent = new TextTokenizer({ tokenizerJson: foreign.tokenizerJson, tokenizerConfig: { eos_token: '<|end|>', clean_up_tokenization_spaces: false } });
+      const independent = new TextTokenizer({
+        tokenizerJson: foreign.tokenizerJson,
+        tokenizerConfig: { eos_token: '<|end|>', clean_up_tokenization_spaces: false },
+      });
       expect(body.model).toBe('foreign');
       expect(body.usage.prompt_tokens).toBe(independent.encode(renderForeign(messages)).length);
     } finally {
@@ -101,12 +134,25 @@ describe('local serving of gguf versions', () => {
     }
   });
 
-  it('deletes a download whose sha256 is not the hub\'s and registers nothing', async () => {
+  it("deletes a download whose sha256 is not the hub's and registers nothing", async () => {
     const body = await readFile(foreign.file);
-    const hub = await startFakeHub({ owner: 'acme', repo: 'Foreign-GGUF', file: 'foreign-f16.gguf', body, sha256: 'ab'.repeat(32) });
+    const hub = await startFakeHub({
+      owner: 'acme',
+      repo: 'Foreign-GGUF',
+      file: 'foreign-f16.gguf',
+      body,
+      sha256: 'ab'.repeat(32),
+    });
     const models = join(work, 'hub-models');
     try {
-      await expect(registerGgufVersion(t.prisma, { name: 'hub', source: 'hf:acme/Foreign-GGUF/foreign-f16.gguf', modelsDir: models, hubEndpoint: hub.url })).rejects.toThrow(
+      await expect(
+        registerGgufVersion(t.prisma, {
+          name: 'hub',
+          source: 'hf:acme/Foreign-GGUF/foreign-f16.gguf',
+          modelsDir: models,
+          hubEndpoint: hub.url,
+        }),
+      ).rejects.toThrow(
         /the download's sha256 [0-9a-f]{64} is not the hub's abab.*: the file was deleted; run the command again/,
       );
       expect(existsSync(join(models, 'acme', 'Foreign-GGUF', 'foreign-f16.gguf'))).toBe(false);

@@ -38,12 +38,19 @@ describe('local serving', () => {
   });
 
   it('serves a checkpoint version to the endpoint agent and unloads it on the last release', async () => {
-    const v = await t.prisma.policyVersion.create({ data: { name: 'tiny-local', algorithm: 'starter', checkpointPath: dir } });
+    const v = await t.prisma.policyVersion.create({
+      data: { name: 'tiny-local', algorithm: 'starter', checkpointPath: dir },
+    });
     const agent = await loadAgent(v, { local, seed: 7, sampling: { maxTokens: 8 } });
     expect(local.loaded()).toEqual(['tiny-local']);
     try {
       const r = await agent.reply(buildDialogue(task, []));
-      expect(r.provenance).toMatchObject({ engine: 'tfjs', servedModel: 'tiny-local', adapter: null, sampling: { seed: 7, maxTokens: 8 } });
+      expect(r.provenance).toMatchObject({
+        engine: 'tfjs',
+        servedModel: 'tiny-local',
+        adapter: null,
+        sampling: { seed: 7, maxTokens: 8 },
+      });
       // The bot's own server is not asked for logprobs unless a setting says so: recorded as not requested.
       expect(r.provenance).toMatchObject({ logprobs: null, logprobsRequested: false });
       expect(r.completionTokens).toBeLessThanOrEqual(8);
@@ -61,7 +68,9 @@ describe('local serving', () => {
   }, 120_000);
 
   it('asks for logprobs when told to (LOCAL_SERVE_LOGPROBS), one per generated token', async () => {
-    const v = await t.prisma.policyVersion.create({ data: { name: 'tiny-logprobs', algorithm: 'starter', checkpointPath: dir } });
+    const v = await t.prisma.policyVersion.create({
+      data: { name: 'tiny-logprobs', algorithm: 'starter', checkpointPath: dir },
+    });
     const agent = await loadAgent(v, { local, localLogprobs: true, seed: 7, sampling: { maxTokens: 8 } });
     try {
       const r = await agent.reply(buildDialogue(task, []));
@@ -74,11 +83,25 @@ describe('local serving', () => {
   }, 120_000);
 
   it('refuses versions it cannot load, with the reason, holding nothing', async () => {
-    const missing = await t.prisma.policyVersion.create({ data: { name: 'gone', algorithm: 'starter', checkpointPath: '/nonexistent/checkpoint' } });
+    const missing = await t.prisma.policyVersion.create({
+      data: { name: 'gone', algorithm: 'starter', checkpointPath: '/nonexistent/checkpoint' },
+    });
     await expect(loadAgent(missing, { local })).rejects.toThrow(/nonexistent/);
     expect(local.loaded()).toEqual([]);
     const endpoint = await t.prisma.policyVersion.create({
-      data: { name: 'remote', algorithm: 'external', kind: 'endpoint', serving: { url: 'http://127.0.0.1:9/v1', model: 'm', contextWindow: 4096, temperature: 0.7, topP: 0.95, maxTokens: 256 } },
+      data: {
+        name: 'remote',
+        algorithm: 'external',
+        kind: 'endpoint',
+        serving: {
+          url: 'http://127.0.0.1:9/v1',
+          model: 'm',
+          contextWindow: 4096,
+          temperature: 0.7,
+          topP: 0.95,
+          maxTokens: 256,
+        },
+      },
     });
     await expect(local.acquire(endpoint)).rejects.toThrow(/only checkpoints and GGUF models are served locally/);
   });
@@ -97,22 +120,38 @@ describe('local serving', () => {
         done();
       },
     });
-    const llama = await LocalServing.start({ prisma: t.prisma, engine: 'llama', maxBatch: 2, maxQueue: 4, log: pino({ level: 'info' }, sink) });
+    const llama = await LocalServing.start({
+      prisma: t.prisma,
+      engine: 'llama',
+      maxBatch: 2,
+      maxQueue: 4,
+      log: pino({ level: 'info' }, sink),
+    });
     try {
-      const a = await t.prisma.policyVersion.create({ data: { name: 'refused', algorithm: 'starter', checkpointPath: refused } });
-      const b = await t.prisma.policyVersion.create({ data: { name: 'fine', algorithm: 'starter', checkpointPath: dir } });
+      const a = await t.prisma.policyVersion.create({
+        data: { name: 'refused', algorithm: 'starter', checkpointPath: refused },
+      });
+      const b = await t.prisma.policyVersion.create({
+        data: { name: 'fine', algorithm: 'starter', checkpointPath: dir },
+      });
       expect((await llama.acquire(a)).engine).toBe('tfjs');
       await llama.release(a);
       expect((await llama.acquire(a)).engine).toBe('tfjs'); // loaded again: the same reason is not repeated
       const agent = await loadAgent(b, { local: llama, sampling: { maxTokens: 4 } });
       try {
-        expect((await agent.reply(buildDialogue(task, []))).provenance).toMatchObject({ engine: 'llama', servedModel: 'fine' });
+        expect((await agent.reply(buildDialogue(task, []))).provenance).toMatchObject({
+          engine: 'llama',
+          servedModel: 'fine',
+        });
       } finally {
         await agent.close();
       }
       const agentA = await loadAgent(a, { local: llama, sampling: { maxTokens: 4 } });
       try {
-        expect((await agentA.reply(buildDialogue(task, []))).provenance).toMatchObject({ engine: 'tfjs', servedModel: 'refused' });
+        expect((await agentA.reply(buildDialogue(task, []))).provenance).toMatchObject({
+          engine: 'tfjs',
+          servedModel: 'refused',
+        });
       } finally {
         await agentA.close();
       }

@@ -19,18 +19,39 @@ export function experimentGroup(g: SlashCommandSubcommandGroupBuilder): SlashCom
     .addSubcommand((s) =>
       s
         .setName('start')
-        .setDescription("Give the candidate a share of each task's sessions in this place's study (blind to the person)")
+        .setDescription(
+          "Give the candidate a share of each task's sessions in this place's study (blind to the person)",
+        )
         .addStringOption((o) => o.setName('candidate').setDescription('Candidate version name').setRequired(true))
-        .addIntegerOption((o) => o.setName('share').setDescription("Percent of each task's sessions on the candidate (1-99)").setRequired(true).setMinValue(1).setMaxValue(99))
-        .addBooleanOption((o) => o.setName('force').setDescription('Operators only: a candidate trained on erased data (privacy delete) all the same; audited')),
+        .addIntegerOption((o) =>
+          o
+            .setName('share')
+            .setDescription("Percent of each task's sessions on the candidate (1-99)")
+            .setRequired(true)
+            .setMinValue(1)
+            .setMaxValue(99),
+        )
+        .addBooleanOption((o) =>
+          o
+            .setName('force')
+            .setDescription(
+              'Operators only: a candidate trained on erased data (privacy delete) all the same; audited',
+            ),
+        ),
     )
-    .addSubcommand((s) => s.setName('status').setDescription("Each arm's results with intervals, and the difference with its p-value"))
+    .addSubcommand((s) =>
+      s.setName('status').setDescription("Each arm's results with intervals, and the difference with its p-value"),
+    )
     .addSubcommand((s) =>
       s
         .setName('stop')
         .setDescription('End the experiment: promote deploys the candidate, discard keeps the deployed version')
         .addStringOption((o) =>
-          o.setName('outcome').setDescription('promote or discard').setRequired(true).addChoices({ name: 'promote', value: 'promote' }, { name: 'discard', value: 'discard' }),
+          o
+            .setName('outcome')
+            .setDescription('promote or discard')
+            .setRequired(true)
+            .addChoices({ name: 'promote', value: 'promote' }, { name: 'discard', value: 'discard' }),
         )
         .addBooleanOption((o) => o.setName('force').setDescription('{FORCE_DESC}')),
     );
@@ -39,7 +60,8 @@ export function experimentGroup(g: SlashCommandSubcommandGroupBuilder): SlashCom
 type Handler = (ctx: BotContext, i: ChatInputCommandInteraction) => Promise<void>;
 
 /** Who runs it (mod.ts let only operators reach these handlers; the rules check again). */
-const actor = (ctx: BotContext, i: ChatInputCommandInteraction) => actorFor(authorityOf(ctx.options, i) ?? 'moderator', i);
+const actor = (ctx: BotContext, i: ChatInputCommandInteraction) =>
+  actorFor(authorityOf(ctx.options, i) ?? 'moderator', i);
 
 /** Where the command was run: its study is the one /task start joins there. */
 const place = (i: ChatInputCommandInteraction) => ({ guildId: i.guildId, channelId: i.channelId });
@@ -48,7 +70,8 @@ async function guarded(i: ChatInputCommandInteraction, fn: () => Promise<void>):
   try {
     await fn();
   } catch (err) {
-    if (err instanceof ExperimentError || err instanceof PolicyError || err instanceof StudyError) return say(i, err.message);
+    if (err instanceof ExperimentError || err instanceof PolicyError || err instanceof StudyError)
+      return say(i, err.message);
     throw err;
   }
 }
@@ -57,14 +80,25 @@ export const experimentHandlers: Record<string, Handler> = {
   start: (ctx, i) =>
     guarded(i, async () => {
       const share = i.options.getInteger('share', true);
-      const e = await ctx.services.startExperiment(actor(ctx, i), place(i), i.options.getString('candidate', true).trim(), share, waitNotice(i), i.options.getBoolean('force') ?? false);
-      await say(i, `Started. ${describeExperiment(e)}\nPeople are not told which version they play. Follow it with /mod experiment status.`);
+      const e = await ctx.services.startExperiment(
+        actor(ctx, i),
+        place(i),
+        i.options.getString('candidate', true).trim(),
+        share,
+        waitNotice(i),
+        i.options.getBoolean('force') ?? false,
+      );
+      await say(
+        i,
+        `Started. ${describeExperiment(e)}\nPeople are not told which version they play. Follow it with /mod experiment status.`,
+      );
     }),
 
   status: (ctx, i) =>
     guarded(i, async () => {
       const s = await ctx.services.experimentStatus(place(i), waitNotice(i));
-      if (!s.experiment && s.study.arms.length < 2) return say(i, `No experiment has been run yet in study ${s.study.name}. Start one with /mod experiment start.`);
+      if (!s.experiment && s.study.arms.length < 2)
+        return say(i, `No experiment has been run yet in study ${s.study.name}. Start one with /mod experiment start.`);
       const text = formatArmsStatus(s);
       await say(i, text.length > 2000 ? `${text.slice(0, 1990)}…` : text);
     }),
@@ -72,7 +106,13 @@ export const experimentHandlers: Record<string, Handler> = {
   stop: (ctx, i) =>
     guarded(i, async () => {
       const outcome = i.options.getString('outcome', true) as ExperimentOutcome;
-      const { experiment, version, deployed } = await ctx.services.stopExperiment(actor(ctx, i), place(i), outcome, waitNotice(i), i.options.getBoolean('force') ?? false);
+      const { experiment, version, deployed } = await ctx.services.stopExperiment(
+        actor(ctx, i),
+        place(i),
+        outcome,
+        waitNotice(i),
+        i.options.getBoolean('force') ?? false,
+      );
       if (deployed) await ctx.engine.refreshPolicy();
       await say(
         i,

@@ -3,7 +3,13 @@
 // again here before anything else (permissions.ts: guild moderators act within their guild, operators
 // everywhere), since a server admin can re-grant commands to anyone; the refusal needs no database. Every
 // action is audited, with its guild and actor, by the services it calls.
-import { AttachmentBuilder, MessageFlags, PermissionFlagsBits, SlashCommandBuilder, type ChatInputCommandInteraction } from 'discord.js';
+import {
+  AttachmentBuilder,
+  MessageFlags,
+  PermissionFlagsBits,
+  SlashCommandBuilder,
+  type ChatInputCommandInteraction,
+} from 'discord.js';
 import { PolicyError } from '../../../../prisma/policy-store.ts';
 import { formatStats, ModerationError } from '../../../moderation.ts';
 import { ack, say, waitNotice, type BotContext } from '../../context.ts';
@@ -16,7 +22,13 @@ import { DATA_SOURCES, DEFAULT_DATA_SOURCE } from '../../../../prisma/data-sourc
 import { actorFor, authorityOf, mayRun } from '../../permissions.ts';
 import { experimentGroup, experimentHandlers } from './experiment.ts';
 import { studyGroup, studyHandlers } from './study.ts';
-import { excludeSubcommand, goldSubcommand, includeSubcommand, participantHandlers, participantsSubcommand } from './participants.ts';
+import {
+  excludeSubcommand,
+  goldSubcommand,
+  includeSubcommand,
+  participantHandlers,
+  participantsSubcommand,
+} from './participants.ts';
 
 export const MODERATOR_PERMISSION = PermissionFlagsBits.ManageGuild;
 
@@ -35,32 +47,64 @@ const definition = new SlashCommandBuilder()
           .setDescription('File format (default sweet-rl)')
           .addChoices(...EXPORT_FORMATS.map((f) => ({ name: f, value: f }))),
       )
-      .addStringOption((o) => o.setName('kind').setDescription('Task kind (sweet-rl: one kind per file)').addChoices({ name: 'backend', value: 'backend' }, { name: 'frontend', value: 'frontend' }))
+      .addStringOption((o) =>
+        o
+          .setName('kind')
+          .setDescription('Task kind (sweet-rl: one kind per file)')
+          .addChoices({ name: 'backend', value: 'backend' }, { name: 'frontend', value: 'frontend' }),
+      )
       .addStringOption((o) => o.setName('since').setDescription('Sessions started on or after (e.g. 2026-03-01)'))
       .addStringOption((o) => o.setName('until').setDescription('Sessions started before (e.g. 2026-04-01)'))
       .addStringOption((o) => o.setName('policy').setDescription('Only sessions with this policy version'))
       .addStringOption((o) =>
-        o.setName('status').setDescription('Session status (default answered)').addChoices(...['answered', 'abandoned', 'expired', 'active'].map((v) => ({ name: v, value: v }))),
+        o
+          .setName('status')
+          .setDescription('Session status (default answered)')
+          .addChoices(...['answered', 'abandoned', 'expired', 'active'].map((v) => ({ name: v, value: v }))),
       )
-      .addIntegerOption((o) => o.setName('min_rating').setDescription('Only sessions rated at least this').setMinValue(1).setMaxValue(5))
+      .addIntegerOption((o) =>
+        o.setName('min_rating').setDescription('Only sessions rated at least this').setMinValue(1).setMaxValue(5),
+      )
       .addStringOption((o) =>
-        o.setName('source').setDescription(`Who played the collaborator (default ${DEFAULT_DATA_SOURCE})`).addChoices(...DATA_SOURCES.map((v) => ({ name: v, value: v }))),
+        o
+          .setName('source')
+          .setDescription(`Who played the collaborator (default ${DEFAULT_DATA_SOURCE})`)
+          .addChoices(...DATA_SOURCES.map((v) => ({ name: v, value: v }))),
       )
-      .addIntegerOption((o) => o.setName('per_task').setDescription('sweet-rl: tasks with at least K sessions, as K blocks').setMinValue(1))
-      .addStringOption((o) => o.setName('chat_template').setDescription('sweet-rl: llama3 (default) or chatml').addChoices({ name: 'llama3', value: 'llama3' }, { name: 'chatml', value: 'chatml' })),
+      .addIntegerOption((o) =>
+        o.setName('per_task').setDescription('sweet-rl: tasks with at least K sessions, as K blocks').setMinValue(1),
+      )
+      .addStringOption((o) =>
+        o
+          .setName('chat_template')
+          .setDescription('sweet-rl: llama3 (default) or chatml')
+          .addChoices({ name: 'llama3', value: 'llama3' }, { name: 'chatml', value: 'chatml' }),
+      ),
   )
   .addSubcommand((s) =>
     s
       .setName('deploy')
       .setDescription('Deploy a policy version')
       .addStringOption((o) => o.setName('version').setDescription('Version name').setRequired(true))
-      .addBooleanOption((o) => o.setName('force').setDescription('Operators only: deploy a version trained on erased data (privacy delete) all the same; audited')),
+      .addBooleanOption((o) =>
+        o
+          .setName('force')
+          .setDescription(
+            'Operators only: deploy a version trained on erased data (privacy delete) all the same; audited',
+          ),
+      ),
   )
   .addSubcommand((s) =>
     s
       .setName('rollback')
       .setDescription('Re-deploy the previously deployed policy')
-      .addBooleanOption((o) => o.setName('force').setDescription('Operators only: deploy a version trained on erased data (privacy delete) all the same; audited')),
+      .addBooleanOption((o) =>
+        o
+          .setName('force')
+          .setDescription(
+            'Operators only: deploy a version trained on erased data (privacy delete) all the same; audited',
+          ),
+      ),
   )
   .addSubcommand((s) => s.setName('pause').setDescription('Stop new sessions from starting'))
   .addSubcommand((s) => s.setName('resume').setDescription('Allow new sessions again'))
@@ -70,9 +114,18 @@ const definition = new SlashCommandBuilder()
       .setDescription('Ban a person from sessions')
       .addUserOption((o) => o.setName('user').setDescription('Who').setRequired(true))
       .addStringOption((o) => o.setName('reason').setDescription('Why (kept in the audit log)'))
-      .addBooleanOption((o) => o.setName('everywhere').setDescription('Ban from every server (operators only; their default); moderators ban in this server')),
+      .addBooleanOption((o) =>
+        o
+          .setName('everywhere')
+          .setDescription('Ban from every server (operators only; their default); moderators ban in this server'),
+      ),
   )
-  .addSubcommand((s) => s.setName('unban').setDescription('Lift a ban').addUserOption((o) => o.setName('user').setDescription('Who').setRequired(true)))
+  .addSubcommand((s) =>
+    s
+      .setName('unban')
+      .setDescription('Lift a ban')
+      .addUserOption((o) => o.setName('user').setDescription('Who').setRequired(true)),
+  )
   .addSubcommand((s) =>
     s
       .setName('flag')
@@ -107,7 +160,10 @@ const subcommands: Record<string, Handler> = {
   async flags(ctx, i) {
     const open = await ctx.services.openFlags(actorOf(ctx, i), waitNotice(i));
     if (!open.length) return say(i, 'No open flags.');
-    const lines = open.map((f) => `\`${f.id}\` session \`${f.sessionId}\` (${f.createdAt.toISOString().slice(0, 16).replace('T', ' ')}): ${f.reason.slice(0, 200)}`);
+    const lines = open.map(
+      (f) =>
+        `\`${f.id}\` session \`${f.sessionId}\` (${f.createdAt.toISOString().slice(0, 16).replace('T', ' ')}): ${f.reason.slice(0, 200)}`,
+    );
     return say(i, `Open flags (${open.length}):\n${lines.join('\n')}`.slice(0, 2000));
   },
 
@@ -119,7 +175,10 @@ const subcommands: Record<string, Handler> = {
 
   async export(ctx, i) {
     if (ctx.options.exportSaltIsDefault) {
-      return say(i, 'Exports are refused: EXPORT_SALT is the development default, so the pseudonyms in an export could be reversed. Set EXPORT_SALT to a long random secret (e.g. `openssl rand -hex 32`) in the bot\'s environment and restart it.');
+      return say(
+        i,
+        "Exports are refused: EXPORT_SALT is the development default, so the pseudonyms in an export could be reversed. Set EXPORT_SALT to a long random secret (e.g. `openssl rand -hex 32`) in the bot's environment and restart it.",
+      );
     }
     const o = i.options;
     const status = o.getString('status');
@@ -141,17 +200,32 @@ const subcommands: Record<string, Handler> = {
       r = await ctx.services.exportSessions(
         actorOf(ctx, i),
         request,
-        { salt: ctx.options.exportSalt, defaultSalt: !!ctx.options.exportSaltIsDefault, maxBytes, serverDir: ctx.options.exportDir ?? './data/exports', ...(ctx.options.chromiumPath ? { chromiumPath: ctx.options.chromiumPath } : {}) },
+        {
+          salt: ctx.options.exportSalt,
+          defaultSalt: !!ctx.options.exportSaltIsDefault,
+          maxBytes,
+          serverDir: ctx.options.exportDir ?? './data/exports',
+          ...(ctx.options.chromiumPath ? { chromiumPath: ctx.options.chromiumPath } : {}),
+        },
         waitNotice(i),
       );
     } catch (err) {
       // A bad filter, or a selection the format cannot hold (two kinds in one sweet-rl file): the message says why.
-      if (err instanceof ExportRequestError || err instanceof ExportError || err instanceof FilterError || err instanceof ChatTemplateError) return say(i, err.message);
+      if (
+        err instanceof ExportRequestError ||
+        err instanceof ExportError ||
+        err instanceof FilterError ||
+        err instanceof ChatTemplateError
+      )
+        return say(i, err.message);
       throw err;
     }
     const what = `${r.sessions} session(s), ${r.turns} turn(s), format ${request.format}`;
     if (r.delivery === 'server') {
-      return say(i, `Export: ${what}. It is ${(r.bytes / 1e3).toFixed(1)} kB${request.format === 'hf' ? ' (a folder)' : ''}, more than a message can carry here, so it was written on the server: \`${r.path}\` (dataset card: \`${r.cardPath}\`).`);
+      return say(
+        i,
+        `Export: ${what}. It is ${(r.bytes / 1e3).toFixed(1)} kB${request.format === 'hf' ? ' (a folder)' : ''}, more than a message can carry here, so it was written on the server: \`${r.path}\` (dataset card: \`${r.cardPath}\`).`,
+      );
     }
     await i.editReply({
       content: `Export: ${what}. The dataset card is attached too.`,
@@ -161,7 +235,12 @@ const subcommands: Record<string, Handler> = {
   },
 
   async deploy(ctx, i) {
-    const v = await ctx.services.deploy(actorOf(ctx, i), i.options.getString('version', true), waitNotice(i), i.options.getBoolean('force') ?? false);
+    const v = await ctx.services.deploy(
+      actorOf(ctx, i),
+      i.options.getString('version', true),
+      waitNotice(i),
+      i.options.getBoolean('force') ?? false,
+    );
     await ctx.engine.refreshPolicy();
     return say(i, `Deployed ${v.name}. New sessions use it; running sessions keep their policy.`);
   },
@@ -186,7 +265,13 @@ const subcommands: Record<string, Handler> = {
     const user = i.options.getUser('user', true);
     // An operator's ban holds everywhere unless they say otherwise; a moderator's in their guild.
     const everywhere = i.options.getBoolean('everywhere') ?? actorOf(ctx, i).operator;
-    const threads = await ctx.services.ban(actorOf(ctx, i), user.id, i.options.getString('reason'), waitNotice(i), everywhere);
+    const threads = await ctx.services.ban(
+      actorOf(ctx, i),
+      user.id,
+      i.options.getString('reason'),
+      waitNotice(i),
+      everywhere,
+    );
     for (const t of threads) await ctx.threads.close(t, 'This session was ended by a moderator.');
     return say(i, `Banned <@${user.id}>${threads.length ? ' and ended their running session' : ''}.`);
   },
@@ -199,7 +284,12 @@ const subcommands: Record<string, Handler> = {
 
   async flag(ctx, i) {
     const session = i.options.getString('session', true).trim();
-    const id = await ctx.services.flag(actorOf(ctx, i), session, i.options.getString('reason') ?? 'flagged by a moderator', waitNotice(i));
+    const id = await ctx.services.flag(
+      actorOf(ctx, i),
+      session,
+      i.options.getString('reason') ?? 'flagged by a moderator',
+      waitNotice(i),
+    );
     return say(i, `Flagged (flag ${id}).`);
   },
 };
@@ -210,11 +300,18 @@ export const mod: SlashCommand = {
     const authority = authorityOf(ctx.options, i);
     const name = i.options.getSubcommand();
     if (!authority) {
-      await i.reply({ content: 'This command is for moderators (Manage Server permission or the moderator role).', flags: MessageFlags.Ephemeral });
+      await i.reply({
+        content: 'This command is for moderators (Manage Server permission or the moderator role).',
+        flags: MessageFlags.Ephemeral,
+      });
       return;
     }
     if (!mayRun(authority, name, i.options.getSubcommandGroup(false))) {
-      await i.reply({ content: 'This command acts on every server, so it is for operators only. Moderators can use stats, export, ban, unban, flag, flags, resolve and study status within this server.', flags: MessageFlags.Ephemeral });
+      await i.reply({
+        content:
+          'This command acts on every server, so it is for operators only. Moderators can use stats, export, ban, unban, flag, flags, resolve and study status within this server.',
+        flags: MessageFlags.Ephemeral,
+      });
       return;
     }
     if (!(await ack(ctx, i, 'reply'))) return;

@@ -34,7 +34,14 @@ export function goldSubcommand(s: SlashCommandSubcommandBuilder): SlashCommandSu
   return s
     .setName('gold')
     .setDescription('Share of new backend sessions that are gold checks (a known agent replayed)')
-    .addIntegerOption((o) => o.setName('share').setDescription('Percent of new sessions (0 turns gold checks off)').setRequired(true).setMinValue(0).setMaxValue(100));
+    .addIntegerOption((o) =>
+      o
+        .setName('share')
+        .setDescription('Percent of new sessions (0 turns gold checks off)')
+        .setRequired(true)
+        .setMinValue(0)
+        .setMaxValue(100),
+    );
 }
 
 type Handler = (ctx: BotContext, i: ChatInputCommandInteraction) => Promise<void>;
@@ -44,19 +51,35 @@ export const participantHandlers: Record<string, Handler> = {
     const people = await ctx.services.participants(waitNotice(i));
     if (people.length === 0) return say(i, 'Nobody has taken part yet.');
     const lines = people.slice(0, LISTED).map((p) => {
-      const score = p.score === null ? 'no finished session' : `quality ${p.score.toFixed(2)} over ${p.sessions} session(s)`;
-      const marks = [p.excluded ? `excluded from training by <@${p.excluded.by}>` : '', p.banned ? 'banned' : ''].filter(Boolean).join(', ');
+      const score =
+        p.score === null ? 'no finished session' : `quality ${p.score.toFixed(2)} over ${p.sessions} session(s)`;
+      const marks = [p.excluded ? `excluded from training by <@${p.excluded.by}>` : '', p.banned ? 'banned' : '']
+        .filter(Boolean)
+        .join(', ');
       return `<@${p.externalId}>: ${score}; signals: ${formatSignals(p.signals)}${marks ? ` — ${marks}` : ''}`;
     });
-    const more = people.length > LISTED ? `\n…and ${people.length - LISTED} more (\`sweetloop export\` carries every session).` : '';
+    const more =
+      people.length > LISTED
+        ? `\n…and ${people.length - LISTED} more (\`sweetloop export\` carries every session).`
+        : '';
     return say(i, `Participants (${people.length}), lowest quality first:\n${lines.join('\n')}${more}`);
   },
 
   async 'exclude-training'(ctx, i) {
     const user = i.options.getUser('user', true);
     try {
-      const done = await ctx.services.excludeFromTraining(i.user.id, user.id, i.options.getString('reason'), waitNotice(i));
-      return say(i, done ? `<@${user.id}>'s sessions are left out of training from the next run on (they stay in exports).` : `<@${user.id}> was already excluded from training.`);
+      const done = await ctx.services.excludeFromTraining(
+        i.user.id,
+        user.id,
+        i.options.getString('reason'),
+        waitNotice(i),
+      );
+      return say(
+        i,
+        done
+          ? `<@${user.id}>'s sessions are left out of training from the next run on (they stay in exports).`
+          : `<@${user.id}> was already excluded from training.`,
+      );
     } catch (err) {
       if (err instanceof QualityError) return say(i, err.message);
       throw err;
@@ -67,7 +90,10 @@ export const participantHandlers: Record<string, Handler> = {
     const share = i.options.getInteger('share', true);
     try {
       const before = await ctx.services.setGoldShare(i.user.id, share / 100, waitNotice(i));
-      return say(i, `Gold checks: ${share}% of new backend sessions (was ${Math.round(before * 100)}%). They replay a known agent session of the task (played with a simulated collaborator); tasks without one get a normal session.`);
+      return say(
+        i,
+        `Gold checks: ${share}% of new backend sessions (was ${Math.round(before * 100)}%). They replay a known agent session of the task (played with a simulated collaborator); tasks without one get a normal session.`,
+      );
     } catch (err) {
       if (err instanceof GoldError) return say(i, err.message);
       throw err;
@@ -77,6 +103,9 @@ export const participantHandlers: Record<string, Handler> = {
   async 'include-training'(ctx, i) {
     const user = i.options.getUser('user', true);
     const done = await ctx.services.includeInTraining(i.user.id, user.id, waitNotice(i));
-    return say(i, done ? `<@${user.id}>'s sessions are used for training again.` : `<@${user.id}> was not excluded from training.`);
+    return say(
+      i,
+      done ? `<@${user.id}>'s sessions are used for training again.` : `<@${user.id}> was not excluded from training.`,
+    );
   },
 };

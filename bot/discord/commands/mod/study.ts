@@ -19,8 +19,12 @@ export function studyGroup(g: SlashCommandSubcommandGroupBuilder): SlashCommandS
     .addSubcommand((s) =>
       s
         .setName('status')
-        .setDescription("A study's progress: tasks filled, sessions per arm, people active, active time, projected completion")
-        .addStringOption((o) => o.setName('name').setDescription('The study (default: every open or paused study you may see)')),
+        .setDescription(
+          "A study's progress: tasks filled, sessions per arm, people active, active time, projected completion",
+        )
+        .addStringOption((o) =>
+          o.setName('name').setDescription('The study (default: every open or paused study you may see)'),
+        ),
     );
 }
 
@@ -33,7 +37,12 @@ export const studyHandlers: Record<string, Handler> = {
     const guildChannels = new Set(i.guild?.channels.cache.keys() ?? []);
     const found = await ctx.services.studyStatus(actor, name, guildChannels, waitNotice(i));
     if (found.length === 0) {
-      return say(i, name ? `No study named "${name}" that you may see here.` : 'No open or paused study that you may see here. Name a study to see a closed one.');
+      return say(
+        i,
+        name
+          ? `No study named "${name}" that you may see here.`
+          : 'No open or paused study that you may see here. Name a study to see a closed one.',
+      );
     }
     const blocks = found.map((f) => `\`\`\`\n${formatStudy(f.study, f.progress)}\n\`\`\``);
     const parts: string[] = [];

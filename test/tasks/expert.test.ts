@@ -61,12 +61,10 @@ describe('scripted expert on ColBench-mini', () => {
 
   it('builds its answer from what the collaborator said, not from the task metadata', async () => {
     // Metadata without the answers: the expert must still succeed.
-    const blind = tasks
-      .slice(0, 12)
-      .map((t) => ({
-        ...t,
-        meta: { ...t.meta, withheld: miniMeta(t)!.withheld.map((w) => ({ ...w, answer: '' })) },
-      })) as MiniTask[];
+    const blind = tasks.slice(0, 12).map((t) => ({
+      ...t,
+      meta: { ...t.meta, withheld: miniMeta(t)!.withheld.map((w) => ({ ...w, answer: '' })) },
+    })) as MiniTask[];
     const seeing = await play(createExpertAgent({ tasks: blind }), blind);
     expect(seeing.scores.every((s) => s === 1)).toBe(true);
 

@@ -39,11 +39,19 @@ export interface RowOwner {
 /**
  * Where each export format names a row's sessions and person: the full record as JSON (record.ts: session.id,
  * participant.pseudonym), as Parquet and hf (parquet.ts: session_id, participant), sweet-rl (sweet-rl.ts:
- * session_id) and people's preferences (preferences.ts: session_a, session_b, rater). A comparison that shows
- * one of their sessions goes with it, as its row does in the database (Preference cascades with Session).
+ * session_id), trl-sft and verl-sft (training-rows.ts: session_id), trl-dpo pairs (trl.ts: chosen_session_id,
+ * rejected_session_id) and people's preferences (preferences.ts: session_a, session_b, rater). A comparison that
+ * shows one of their sessions goes with it, as its row does in the database (Preference cascades with Session).
  */
 export const ROW_ID_FIELDS = {
-  session: [['session', 'id'], ['session_id'], ['session_a'], ['session_b']],
+  session: [
+    ['session', 'id'],
+    ['session_id'],
+    ['session_a'],
+    ['session_b'],
+    ['chosen_session_id'],
+    ['rejected_session_id'],
+  ],
   person: [['participant', 'pseudonym'], ['participant'], ['rater']],
 } as const;
 

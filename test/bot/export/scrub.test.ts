@@ -40,6 +40,19 @@ describe('ownerOf', () => {
     expect(ownerOf({ session_id: HER_SESSION, task: {}, dialogue_history: [] }, her)).toBe('theirs');
     expect(ownerOf({ session_a: OTHER_SESSION, session_b: HER_SESSION, rater: OTHER }, her)).toBe('theirs');
     expect(ownerOf({ session_a: OTHER_SESSION, session_b: OTHER_SESSION, rater: HER }, her)).toBe('theirs');
+    // trl-dpo pairs (trl.ts): a pair one of whose sessions is hers goes.
+    expect(
+      ownerOf(
+        { prompt: [], chosen: [], rejected: [], chosen_session_id: OTHER_SESSION, rejected_session_id: HER_SESSION },
+        her,
+      ),
+    ).toBe('theirs');
+    expect(
+      ownerOf(
+        { prompt: [], chosen: [], rejected: [], chosen_session_id: OTHER_SESSION, rejected_session_id: OTHER_SESSION },
+        her,
+      ),
+    ).toBe('other');
     // Another person's row that quotes her, names her session in its text or holds her pseudonym as text: not hers.
     expect(
       ownerOf(

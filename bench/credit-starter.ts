@@ -280,7 +280,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const heldOut = generateCreditTasks({ seed, count: Number(a['test-tasks']), split: 'test', design });
   const check = await checkCreditStarter(dir, heldOut, seed + 7, design);
   for (const line of formatStarterCheck(check)) console.log(line);
-  // State by state (bench/credit/states.ts): whether the starter reads which keys were told (v2 and v3 tasks).
+  // State by state (bench/credit/states.ts): whether the starter reads which keys were told (designs v2 on).
   const model = await loadModel(dir, `starter-states-${seed}`, false);
   const states = design === 'v1' ? null : await stateProbabilities(model, heldOut.slice(0, Number(a['state-tasks'])));
   model.model.dispose();

@@ -409,7 +409,7 @@ describe('sweetloop study payouts', () => {
     const r = await sweetloop(['study', 'payouts', 'paid', '--out', out]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(
-      /names each person by their platform \(Discord\) id, which is personal data: run it again with --include-ids/,
+      /names each person by their platform \(Discord or Prolific\) id, which is personal data: run it again with --include-ids/,
     );
     expect(existsSync(out)).toBe(false);
     expect(await t.prisma.auditLog.count({ where: { action: 'study.payouts' } })).toBe(0);

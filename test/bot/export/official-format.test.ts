@@ -219,9 +219,16 @@ describe('sweet-rl export for the official scripts', () => {
     // A cap no page can meet (not even its own document): every final page is refused.
     const renderer = await Renderer.launch({ maxRequests: 0 });
     try {
+      // Every session is left out here, so the file is empty: asked for (allowEmpty), as an export that wrote nothing is refused.
       const r = await exportSessions(
         prisma,
-        { format: 'sweet-rl', salt: SALT, filters: { kind: 'frontend', source: 'simulated' }, renderer },
+        {
+          format: 'sweet-rl',
+          salt: SALT,
+          filters: { kind: 'frontend', source: 'simulated' },
+          renderer,
+          allowEmpty: true,
+        },
         path,
       );
       expect(readJsonl(path)).toEqual([]);
@@ -255,10 +262,8 @@ function featureOf(f: Field): unknown {
     if (String(child.type).startsWith('Struct<')) {
       return {
         name: f.name,
-        list: (child.type as DataType & { children: Field[] }).children.map((c) => ({
-          name: c.name,
-          dtype: dtype(c.type),
-        })),
+        // A member may itself be a list (a turn's token ids and log-probabilities).
+        list: (child.type as DataType & { children: Field[] }).children.map(featureOf),
       };
     }
     return { name: f.name, list: dtype(child.type) };

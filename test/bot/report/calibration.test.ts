@@ -253,8 +253,10 @@ describe('sweetloop study calibrate', () => {
 
   it("counts the LLM simulator's leaks: one that pastes the hidden function leaks in every session", async () => {
     // Told the reference (tasks/llm-simulator.ts), this one hands over its code instead of answering.
+    // The function inside the hidden block (the description before it may name the signature too).
     const paste = (body: ChatBody) =>
-      /def [\s\S]*?(?=<\/hidden_function>)/.exec(String(body.messages[0]!.content))?.[0] ?? "I don't know.";
+      /<hidden_function>[\s\S]*?(def [\s\S]*?)(?=<\/hidden_function>)/.exec(String(body.messages[0]!.content))?.[1] ??
+      "I don't know.";
     const sim = await startOpenAiServer({ model: 'sim-leaky', reply: paste, tokenDelayMs: 0 });
     try {
       const run = await sweetloop(['study', 'calibrate', 'cal', '--simulator', 'llm', '--per-task', '1'], {

@@ -11,6 +11,8 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   // Postgres URL of their own.
   postgres: [
     'test/bin/cli.test.ts',
+    'test/bot/export/training-formats.test.ts',
+    'test/prisma/turn-tokens.test.ts',
     'test/bin/doctor-endpoints.test.ts',
     'test/bin/commands/{bot,export,import,policy,policy-adapter,policy-deploy-load,policy-erased,policy-gguf,privacy,study,study-arms,trainer-backoff,trainer-health}.test.ts',
     'test/bot/discord/**/*.test.ts',

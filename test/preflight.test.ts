@@ -12,7 +12,8 @@ import { postgresCheck, preflightMessage } from './preflight.ts';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
   .scripts;
-const [preflightCommand, suiteCommand] = scripts.test!.split(' && ');
+// The preflight, the formatter's check (biome.json), then the suite.
+const [preflightCommand, formatCommand, suiteCommand] = scripts.test!.split(' && ');
 
 function runPreflight(
   env: Record<string, string>,
@@ -43,6 +44,7 @@ const installLines = (text: string) => text.split('\n').filter((l) => /^ {2}(sud
 describe('npm test preflight', () => {
   it('runs before the suite; test:unit runs without it', () => {
     expect(preflightCommand).toBe('tsx test/preflight.ts');
+    expect(formatCommand).toBe('biome format');
     expect(suiteCommand).toBe('vitest run');
     expect(scripts['test:unit']).toBe('vitest run --mode unit');
   });

@@ -70,14 +70,16 @@ it('stores and exports exact tokens for a recording version, none (and says so) 
     const agent = await createEndpointAgent({ name, serving: { ...serving, recordTokens, revision: 'abc123' } });
     const reply = await agent.reply(buildDialogue({ kind: 'backend', description: task.description }, []));
     const session = await prisma.session.create({
-      data: { taskId: task.id, participantId: participant.id, channel: 'console', status: 'answered' },
+      data: { taskId: task.id, participantId: participant.id, channel: 'console', status: 'active' },
     });
     ids[name] = session.id;
+    // Turns are appended to an active session only (prisma/session-store.ts); the export reads answered ones.
     await appendAgentTurn(prisma, session.id, {
       content: reply.text,
       rawOutput: reply.text,
       provenance: reply.provenance ?? null,
     });
+    await prisma.session.update({ where: { id: session.id }, data: { status: 'answered' } });
   }
   const expected = splitTokens('Is x ever negative?');
   const stored = await prisma.turnTokens.findMany({ include: { turn: true } });

@@ -134,10 +134,12 @@ export async function resolvePolicyName(
   }
   if (ref === 'starter') {
     if (o.starter) return o.starter();
-    const v = await db.policyVersion.findFirst({
-      where: { algorithm: STARTER_ALGORITHM, status: { not: 'removed' } },
-      orderBy: { createdAt: 'desc' },
-    });
+    // The built-in starter, else a version registered under the name "starter" (as a study may have named it).
+    const v =
+      (await db.policyVersion.findFirst({
+        where: { algorithm: STARTER_ALGORITHM, status: { not: 'removed' } },
+        orderBy: { createdAt: 'desc' },
+      })) ?? (await db.policyVersion.findFirst({ where: { name: 'starter' } }));
     if (!v)
       throw new PolicyError(
         'The starter policy is not registered yet: run `npm start` once (it installs and registers it).',

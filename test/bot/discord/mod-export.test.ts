@@ -60,7 +60,7 @@ describe('/mod export', () => {
     await h.stop();
   });
 
-  it('writes an export over the message limit on the server and says where; a small one comes attached', async () => {
+  it('writes an export over the message limit on the server and says where; an empty one is refused with why', async () => {
     const mod = h.fake.user('mod');
     const big = h.fake.command(mod, 'mod', 'export', { format: 'sweet-rl', kind: 'backend' }, { moderator: true });
     const told = await h.reply(big, (s) => /written on the server/.test(s.content ?? ''), 'server path');
@@ -74,12 +74,14 @@ describe('/mod export', () => {
     expect(lines[0].dialogue_history.at(-1).role).toBe('assistant');
     expect(existsSync(`${path}.README.md`)).toBe(true);
 
-    // The same filters as the command line: one session only, rated at least 5 (none is rated), gives an empty file.
-    const small = h.fake.command(mod, 'mod', 'export', { format: 'jsonl', min_rating: 5 }, { moderator: true });
-    const attached = await h.reply(small, (s) => s.files.length > 0, 'attachment');
-    expect(attached.content).toContain('0 session(s)');
+    // The same filters as the command line: rated at least 5 (none is rated) selects nothing, which is refused with
+    // the filter that left nothing (bot/export/query.ts describeSteps), and nothing is written or logged as exported.
+    const empty = h.fake.command(mod, 'mod', 'export', { format: 'jsonl', min_rating: 5 }, { moderator: true });
+    const said = await h.reply(empty, (s) => /nothing to export/.test(s.content ?? ''), 'empty refusal');
+    expect(said.content).toMatch(/rated at least 5/);
+    expect(said.files).toHaveLength(0);
     const audit = await h.tdb.prisma.auditLog.findMany({ where: { action: 'data.export' } });
-    expect(audit.map((a) => (a.detail as { delivery: string }).delivery).sort()).toEqual(['attachment', 'server']);
+    expect(audit.map((a) => (a.detail as { delivery: string }).delivery).sort()).toEqual(['server']);
 
     // A bad filter is refused with the reason.
     const bad = h.fake.command(mod, 'mod', 'export', { format: 'jsonl', since: 'yesterday' }, { moderator: true });

@@ -7,6 +7,7 @@
 //             objects behind descriptors (pipes, sockets) and RLIMIT_NPROC the threads. The kernel ignores
 //             RLIMIT_NPROC for uid 0, so when we are root bubblewrap runs as nobody (setpriv) in this mode.
 // Neither holds, or the mode asked for cannot be had: SandboxUnavailableError, and nothing runs.
+import { threadId } from 'node:worker_threads';
 import {
   accessSync,
   constants as fsConstants,
@@ -89,7 +90,7 @@ function sweepStale(parent: string): void {
   for (const name of readdirSync(parent)) {
     const dir = join(parent, name);
     try {
-      if (/^\d+-\d+$/.test(name) && Date.now() - statSync(dir).mtimeMs > 10 * 60_000) rmdirSync(dir);
+      if (/^\d+-\d+(?:-\d+)?$/.test(name) && Date.now() - statSync(dir).mtimeMs > 10 * 60_000) rmdirSync(dir);
     } catch {
       // still has tasks, or already gone
     }
@@ -171,7 +172,8 @@ export interface RunCgroup {
 export function createRunCgroup(plan: MemoryPlan, limits: { memoryBytes: number; processes: number }): RunCgroup {
   const parents = plan.cgroupParents;
   if (!parents) throw new Error('createRunCgroup: not a cgroup plan');
-  const name = `${process.pid}-${++runSeq}`;
+  // The thread too: the sandbox thread (sandbox-thread.ts) loads this module again, with its own runSeq.
+  const name = `${process.pid}-${threadId}-${++runSeq}`;
   const made: string[] = [];
   const remove = async (): Promise<void> => {
     for (const dir of made.splice(0)) {

@@ -55,6 +55,11 @@ async function inspectBrowser(
     if (renderers.length === 0) await new Promise((r) => setTimeout(r, 100));
   }
   expect(renderers.length, 'a page process while BUSY renders').toBeGreaterThan(0);
+  // A page process starts, then puts itself under seccomp: allow it a moment (up to 5 s) before reading its mode.
+  for (let i = 0; i < 50 && !renderers.every((p) => seccompMode(p) === 2); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    renderers = descendants(browser!).filter((p) => hasFlag(commandLine(p), '--type=renderer'));
+  }
   const outside = userNamespace(browser!);
   return {
     noSandboxFlag: hasFlag(commandLine(browser!), '--no-sandbox'),

@@ -20,8 +20,7 @@ import { widestGaps } from '../../trainer/pairs.ts';
 import { loadModel } from '../../trainer/sequences.ts';
 import { copyTokenizerFiles } from '../../trainer/versions.ts';
 import { trainAndGateCritic } from './critic-only.ts';
-import { gateLines } from './report.ts';
-import type { CriticGate } from './states.ts';
+import { gateLines, weakestKind } from './report.ts';
 import { playPolicy, prepareSeed, seedFlags, seedOptionsFrom, trainMethod, type PreparedSeed } from './seed.ts';
 import { methodConfig, overridesSchema, type Method, type Overrides } from './settings.ts';
 
@@ -70,13 +69,6 @@ export const POLICY_GRID: Record<'rft' | 'mtdpo' | 'actor', Overrides[]> = {
     { lr: 3e-4, actorEpochs: 3, pairGapQuantile: 0.5 },
   ],
 };
-
-const weakestKind = (g: CriticGate) =>
-  Math.min(
-    ...Object.values(g.byKind)
-      .filter((k) => k.pairs > 0)
-      .map((k) => k.accuracy),
-  );
 
 const t0 = Date.now();
 const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);

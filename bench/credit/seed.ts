@@ -237,7 +237,8 @@ export async function trainMethod(
   overrides: Overrides,
   extra: { policyUpdates?: number | null } = {},
 ): Promise<TrainedMethod> {
-  const ranker = method === 'oracle' ? RANKERS.oracle : method === 'random' ? RANKERS.random(p.o.seed) : undefined;
+  const ranker =
+    method === 'oracle' ? RANKERS.oracle(p.o.design) : method === 'random' ? RANKERS.random(p.o.seed) : undefined;
   const ctx = {
     prisma: p.db.prisma,
     checkpointRoot: join(p.o.dir, 'checkpoints'),
@@ -327,7 +328,7 @@ export async function playPolicy(p: PreparedSeed, version: PolicyVersion): Promi
       greedy: greedySummary(greedy),
       greedyGames: greedy,
       sampled: sampledSummary(sampled),
-      states: await stateProbabilities(model, p.stateTasks),
+      states: await stateProbabilities(model, p.stateTasks, { design: p.o.design }),
     };
   } finally {
     model.model.dispose();
@@ -343,7 +344,7 @@ export async function gateCritic(
   const critic = await Critic.load(p.starterDir, criticDir);
   const sampler = await loadModel(p.starterDir, `gate-sampler-${Date.now()}`, false);
   try {
-    return await criticGate(critic, sampler, p.stateTasks, reference);
+    return await criticGate(critic, sampler, p.stateTasks, reference, p.o.design);
   } finally {
     critic.dispose();
     sampler.model.dispose();

@@ -30,6 +30,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/trainer/serve/{local,local-gguf,server}.test.ts',
     // Also bubblewrap (the sandboxed scorer) and python3 (the client it drives).
     'test/trainer/env-server.test.ts',
+    'test/bin/commands/env.test.ts',
   ],
   // Rendering pages (tasks/render.ts), besides the Postgres tests above that render too.
   chromium: ['test/tasks/{chromium,frontend-eval,frontend-game,render}.test.ts'],

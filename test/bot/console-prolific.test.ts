@@ -5,16 +5,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
-import { ConsoleChannel } from '../../bot/console.ts';
 import { createRuntime, type Runtime } from '../../bot/runtime.ts';
 import { deployPolicyByName, registerVersion } from '../../prisma/policy-store.ts';
 import { createStudy } from '../../prisma/study-store.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import type { AgentReply, ChatMessage } from '../../tasks/agent.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
+import { ConsolePerson } from '../helpers/console-person.ts';
 
 const CONSENT = 'CONSOLE PROLIFIC CONSENT: we record your messages.';
 const PROLIFIC_ID = '5F3C9A1B2C4D6E7F8A9B0C1D';
@@ -96,40 +95,8 @@ afterAll(async () => {
   if (root) await rm(root, { recursive: true, force: true });
 });
 
-/** A person at the console: lines go in, the transcript comes out. */
-class Terminal {
-  readonly input = new PassThrough();
-  readonly output = new PassThrough();
-  out = '';
-  readonly done: Promise<void>;
-  constructor(name: string) {
-    this.output.on('data', (d: Buffer) => (this.out += d.toString('utf8')));
-    this.done = new ConsoleChannel({
-      engine: runtime.engine,
-      person: { externalId: `console:${name}`, displayName: name },
-      consentText: 'The bot-wide notice (not this study).',
-      outDir: join(root, name),
-      input: this.input,
-      output: this.output,
-    }).run();
-  }
-  async expect(text: string, from = 0, timeoutMs = 60_000): Promise<number> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const at = this.out.indexOf(text, from);
-      if (at >= 0) return at + text.length;
-      if (Date.now() > deadline)
-        throw new Error(`console: no "${text}" after ${from}; output:\n${this.out.slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
-  type(line: string): void {
-    this.input.write(line + '\n');
-  }
-}
-
 /** Plays one backend session from the kind prompt to the rating's end; returns where its result line ends. */
-async function playSession(term: Terminal, from: number): Promise<{ result: string; at: number }> {
+async function playSession(term: ConsolePerson, from: number): Promise<{ result: string; at: number }> {
   let at = await term.expect('Which kind of task?', from);
   term.type('b');
   at = await term.expect('Which cases matter most to you?', at);
@@ -147,7 +114,12 @@ async function playSession(term: Terminal, from: number): Promise<{ result: stri
 
 describe('a Prolific study at the console', () => {
   it('asks the Prolific ID once, refuses a malformed one, and shows the completion code after the last session', async () => {
-    const term = new Terminal('pat');
+    const term = new ConsolePerson({
+      engine: runtime.engine,
+      name: 'pat',
+      root,
+      consentText: 'The bot-wide notice (not this study).',
+    });
     let at = await term.expect('Do you accept? [y/N]');
     expect(term.out).toContain(CONSENT);
     term.type('y');
@@ -187,7 +159,12 @@ describe('a Prolific study at the console', () => {
     expect(await t.prisma.session.count({ where: { status: 'answered' } })).toBe(2);
 
     // Back at the console later: the id is not asked again.
-    const later = new Terminal('pat');
+    const later = new ConsolePerson({
+      engine: runtime.engine,
+      name: 'pat',
+      root,
+      consentText: 'The bot-wide notice (not this study).',
+    });
     await later.expect('Which kind of task?');
     expect(later.out).not.toContain(asking);
     later.type('q');

@@ -7,10 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { startOpenAiServer, type ChatBody, type OpenAiServer } from '../../testing/openai-server.ts';
-import { ConsoleChannel } from '../../bot/console.ts';
 import type { SessionView } from '../../bot/session/engine.ts';
 import { createRuntime, type Runtime } from '../../bot/runtime.ts';
 import { deployPolicyByName, rollbackPolicy } from '../../prisma/policy-store.ts';
@@ -20,6 +18,7 @@ import type { TurnProvenance } from '../../tasks/agent.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import { loadAgent } from '../../trainer/policies/agent-for.ts';
 import { registerAdapterVersion, registerEndpointVersion } from '../../trainer/policies/registry.ts';
+import { ConsolePerson } from '../helpers/console-person.ts';
 
 let t: TestDatabase;
 let server: OpenAiServer;
@@ -34,41 +33,8 @@ function player(body: ChatBody): string {
   return `I WANT TO ANSWER: ${signature}:\n    return None`;
 }
 
-/** A person at the console: lines go in, the transcript comes out. */
-class Terminal {
-  readonly input = new PassThrough();
-  readonly output = new PassThrough();
-  out = '';
-  readonly done: Promise<void>;
-  constructor(name: string) {
-    this.output.on('data', (d: Buffer) => (this.out += d.toString('utf8')));
-    const channel = new ConsoleChannel({
-      engine: runtime.engine,
-      person: { externalId: `console:${name}`, displayName: name },
-      consentText: 'Consent text.',
-      outDir: join(root, name),
-      input: this.input,
-      output: this.output,
-    });
-    this.done = channel.run();
-  }
-  async expect(text: string, from = 0, timeoutMs = 60_000): Promise<number> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const at = this.out.indexOf(text, from);
-      if (at >= 0) return at + text.length;
-      if (Date.now() > deadline)
-        throw new Error(`console: no "${text}" after ${from}; output:\n${this.out.slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
-  type(line: string): void {
-    this.input.write(line + '\n');
-  }
-}
-
-async function playConsoleSession(name: string, during?: () => Promise<void>): Promise<Terminal> {
-  const term = new Terminal(name);
+async function playConsoleSession(name: string, during?: () => Promise<void>): Promise<ConsolePerson> {
+  const term = new ConsolePerson({ engine: runtime.engine, name: name, root, consentText: 'Consent text.' });
   let at = await term.expect('Do you accept? [y/N]');
   term.type('y');
   at = await term.expect('Which kind of task?', at);
@@ -81,7 +47,7 @@ async function playConsoleSession(name: string, during?: () => Promise<void>): P
   return term;
 }
 
-async function finishConsoleSession(term: Terminal, from: number): Promise<void> {
+async function finishConsoleSession(term: ConsolePerson, from: number): Promise<void> {
   let at = await term.expect('Agent (message 2 of 2) — final answer', from, 120_000);
   at = await term.expect('Result: ', at);
   at = await term.expect('How helpful was the agent?', at);

@@ -4,7 +4,7 @@
 // and the rehearsal term of a policy phase.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import cliProgress from 'cli-progress';
+import { progressBar } from '../tasks/progress-bar.ts';
 import type { PrismaClient, Prisma } from '../prisma/generated/client.ts';
 import { recordTrainingStep, saveRunProgress } from '../prisma/run-store.ts';
 import type { Serving } from './policies/serving.ts';
@@ -133,14 +133,7 @@ export async function runUpdates(
   }
   const bar =
     ctx.progress === 'bar'
-      ? new cliProgress.SingleBar(
-          {
-            format: `${phase.name} [{bar}] {value}/{total} | loss {loss} | {eta_formatted} left`,
-            stream: process.stderr,
-            hideCursor: true,
-          },
-          cliProgress.Presets.shades_classic,
-        )
+      ? progressBar(process.stderr, `${phase.name} [{bar}] {value}/{total} | loss {loss} | {left}`)
       : undefined;
   (r.progress.totals ??= {})[phase.name] = phase.totalSteps;
   bar?.start(phase.totalSteps, start, { loss: '-' });

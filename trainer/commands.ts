@@ -6,7 +6,7 @@ import { trainingSource, type TrainingSource } from './training-source.ts';
 import { DEFAULT_LORA_TARGETS } from './model/lora-modules.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import type { TaskKind, TaskSplit } from '../tasks/model.ts';
+import type { TaskKind, TaskSource, TaskSplit } from '../tasks/model.ts';
 import { compareVersions, evaluateVersion, formatComparison, formatReport, outcomes } from './evaluate.ts';
 import { isPresetName, loraRequest, PRESETS, trainConfig, type PresetName, type TrainConfig } from './presets.ts';
 import { formatGateEvidence, gamesPlan, promote } from './promote.ts';
@@ -48,7 +48,15 @@ function versionContext(db: Database, s: TrainerSettings): VersionContext {
 export async function simulateCommand(
   db: Database,
   s: TrainerSettings,
-  o: { policy: string; tasks: TaskSplit; episodes: number; kind: TaskKind; seed?: number },
+  o: {
+    policy: string;
+    tasks: TaskSplit;
+    episodes: number;
+    kind: TaskKind;
+    source?: TaskSource;
+    perTask?: number;
+    seed?: number;
+  },
 ): Promise<void> {
   const version = await resolveVersion(versionContext(db, s), o.policy);
   const sc = await scorer(s);
@@ -57,6 +65,8 @@ export async function simulateCommand(
       kind: o.kind,
       split: o.tasks,
       episodes: o.episodes,
+      ...(o.source ? { source: o.source } : {}),
+      ...(o.perTask ? { perTask: o.perTask } : {}),
       seed: o.seed ?? s.seed,
       store: true,
       collaborator: await collaboratorFactory(s),

@@ -16,7 +16,8 @@ import type { Prisma, PrismaClient, TrainingRun, PolicyVersion } from '../prisma
 import { createTrainingRun, markRunFailed, markRunRunning, publishRun } from '../prisma/run-store.ts';
 import { adapterServing } from './policies/serving.ts';
 import { peoplePairs } from '../prisma/preference-store.ts';
-import { loadTrajectories, selectTrainingData, type Trajectory } from './data.ts';
+import { DataSelectionError, loadTrajectories, selectTrainingData, type Trajectory } from './data.ts';
+import { nothingToLearn } from './learnable.ts';
 import { checkpointSha256, saveCheckpoint } from './model/checkpoint.ts';
 import { mergeLora, saveLora } from './model/lora.ts';
 import { MTDPO_PHASE, mtdpoPhase, preparePolicyExamples, trajectoryPairs } from './mtdpo.ts';
@@ -69,6 +70,14 @@ export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<Traini
           )
         ).map((p) => ({ id: p.id, chosen: p.chosen, rejected: p.rejected }))
       : undefined;
+  // Refused here, before a run row, a checkpoint directory and a model load, with why and what would work.
+  const nothing = nothingToLearn(data, {
+    algorithm: cfg.algorithm,
+    kind: cfg.kind,
+    rftThreshold: cfg.train.rftThreshold,
+    preferencePairs: preferences?.length ?? 0,
+  });
+  if (nothing) throw new DataSelectionError(nothing);
   return createTrainingRun(
     ctx.prisma,
     {

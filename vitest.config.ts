@@ -14,7 +14,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/export/training-formats.test.ts',
     'test/prisma/turn-tokens.test.ts',
     'test/bin/doctor-endpoints.test.ts',
-    'test/bin/commands/{bot,export,import,policy,policy-adapter,policy-deploy-load,policy-erased,policy-gguf,privacy,study,study-arms,trainer-backoff,trainer-health}.test.ts',
+    'test/bin/commands/{bot,export,import,policy,policy-adapter,policy-deploy-load,policy-erased,policy-gguf,privacy,study,study-arms,trainer-backoff,trainer-health,trainer-interrupt}.test.ts',
     'test/bot/discord/**/*.test.ts',
     'test/bot/dashboard/*.test.ts',
     'test/bin/commands/dashboard.test.ts',

@@ -19,6 +19,7 @@ import { resolveVersion, type VersionContext } from './versions.ts';
 import { trainingStudy, usableSessions, type DataFilter } from './data.ts';
 import type { DataSource } from '../prisma/data-source.ts';
 import { runService, type ServiceStatus } from './service.ts';
+import { exitOnInterrupt } from './interrupt.ts';
 
 /** The run's data filter: the command's options over the configured defaults, seeded by SEED. */
 export function dataFilterFor(
@@ -218,12 +219,46 @@ async function createRunFrom(
   return run.id;
 }
 
-export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCommandOptions): Promise<PolicyVersion> {
+/**
+ * `sweetloop train`. With `interruptible` (the command line, not the service, which has its own stop), Ctrl-C
+ * prints what the run kept and the command that resumes it, and exits (trainer/interrupt.ts).
+ */
+export async function trainCommand(
+  db: Database,
+  s: TrainerSettings,
+  o: TrainCommandOptions,
+  run: { interruptible?: boolean } = {},
+): Promise<PolicyVersion> {
+  const abort = new AbortController();
+  let runId = o.resume;
+  const release = run.interruptible
+    ? exitOnInterrupt({ prisma: db.prisma, runId: () => runId ?? null, abort, close: () => db.close() })
+    : () => {};
+  try {
+    return await train(db, s, o, abort.signal, (id) => (runId = id));
+  } catch (err) {
+    // Stopped by the person: the work failing under a closing database is no news. The handler says what was
+    // kept and exits (within its 3 + 3 s bounds); nothing else may print or exit first.
+    if (abort.signal.aborted) await new Promise((r) => setTimeout(r, 10_000));
+    throw err;
+  } finally {
+    release();
+  }
+}
+
+async function train(
+  db: Database,
+  s: TrainerSettings,
+  o: TrainCommandOptions,
+  signal: AbortSignal,
+  created: (runId: string) => void,
+): Promise<PolicyVersion> {
   const ctx = {
     prisma: db.prisma,
     checkpointRoot: s.checkpointRoot,
     progress: s.progress,
     log: (l: string) => console.error(l),
+    signal,
   };
   let runId = o.resume;
   if (!runId) {
@@ -238,6 +273,7 @@ export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCom
     });
     if (!src.ok) throw new Error(src.reason);
     runId = await createRunFrom(db, s, o, src, (l) => console.error(l));
+    created(runId);
   }
   const version = await executeRun(ctx, runId);
   console.log(

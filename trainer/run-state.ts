@@ -64,6 +64,8 @@ export interface RunContext {
   ranker?: { name: string; load(): Promise<CandidateRanker> };
   /** Testing aid standing in for a kill: stop (throwing RunInterrupted) once this many updates ran in this process. */
   stopAfterSteps?: number;
+  /** Aborted when the person stops the command (trainer/interrupt.ts): the run stays resumable, not failed. */
+  signal?: AbortSignal;
 }
 
 export class RunInterrupted extends Error {

@@ -116,8 +116,9 @@ export async function executeRun(ctx: RunContext, runId: string): Promise<Policy
     policy = await PHASES[r.cfg.algorithm](r, data);
     return await publish(r, policy, data.length);
   } catch (err) {
-    // A stand-in kill leaves the run as a kill would: running, resumable. A real error marks it failed.
-    if (!(err instanceof RunInterrupted)) {
+    // A stand-in kill, or a person's Ctrl-C, leaves the run as a kill would: running, resumable. A real error marks
+    // it failed.
+    if (!(err instanceof RunInterrupted) && !ctx.signal?.aborted) {
       r.say(`failed: ${(err as Error).message}`);
       await markRunFailed(ctx.prisma, runId, (err as Error).message, r.logLines.join('\n'));
     }

@@ -210,7 +210,7 @@ export function registerTrainerCommands(program: Command): void {
     .option('--no-preferences', "sweet: do not use people's pairwise preferences")
     .action(async (o) => {
       await withTrainer(async (db, s) => {
-        await (await import('../../trainer/commands.ts')).trainCommand(db, s, o);
+        await (await import('../../trainer/commands.ts')).trainCommand(db, s, o, { interruptible: true });
       });
     });
 

@@ -19,7 +19,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/dashboard/*.test.ts',
     'test/bin/commands/dashboard.test.ts',
     'test/testing/database.test.ts',
-    'test/bot/{assign,bootstrap,endpoint,limits,runtime}.test.ts',
+    'test/bot/{assign,bootstrap,console-study,endpoint,limits,runtime}.test.ts',
     'test/bot/session/*.test.ts',
     'test/bot/export/{consent-version,export,import,official-format,official-pairs,study-export}.test.ts',
     'test/bot/report/{calibration,report,training-data}.test.ts',
@@ -38,6 +38,8 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   bubblewrap: [
     'test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score-answers,scorer}.test.ts',
     'test/bot/{console,console-gguf}.test.ts',
+    // docs/training.md's quick path: the starter's games scored, then a training run, on a fresh PGlite.
+    'test/training-quick-path.test.ts',
     'test/bin/doctor.test.ts',
   ],
   // The PyTorch twin of the decoder (testing/model_torch.py); it skips without torch. python-value checks

@@ -16,9 +16,9 @@ export interface LearnableOptions {
 
 /** The commands that give a fresh clone's starter something to learn on backend tasks (docs/training.md). */
 export const BACKEND_QUICK_PATH = [
-  'sweetloop tasks seed --mini 20',
-  'sweetloop simulate --policy starter --source generated --per-task 4 --episodes 64',
-  'sweetloop train --algo sweet --from starter --data both',
+  'sweetloop tasks seed --mini 10',
+  'sweetloop simulate --policy starter --source generated --per-task 4 --episodes 32',
+  'sweetloop train --algo sweet --from starter --data both --max-steps 2',
 ];
 
 const rewardText = (r: number) => String(Math.round(r * 1000) / 1000);

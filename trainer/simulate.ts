@@ -88,7 +88,7 @@ export async function simulate(
     throw new Error(
       o.tasks
         ? 'no tasks to play'
-        : `no ${o.source ? `${o.source} ` : ''}${o.kind} tasks in the ${o.split} split: ${o.source === 'generated' ? 'store ColBench-mini tasks first (sweetloop tasks seed --mini 20)' : 'import some first (sweetloop tasks import ...)'}`,
+        : `no ${o.source ? `${o.source} ` : ''}${o.kind} tasks in the ${o.split} split: ${o.source === 'generated' ? 'store ColBench-mini tasks first (sweetloop tasks seed --mini 10)' : 'import some first (sweetloop tasks import ...)'}`,
     );
   const collaborator = o.collaborator ?? RULE_SIMULATOR;
   const taskOf = (i: number) => tasks[Math.floor(i / (o.perTask ?? 1)) % tasks.length]!;

@@ -212,7 +212,9 @@ async function createRunFrom(
     data,
     preferences: o.preferences ?? s.usePreferences,
   };
-  const run = await createRun({ prisma: db.prisma, checkpointRoot: s.checkpointRoot, log }, cfg);
+  const run = await createRun({ prisma: db.prisma, checkpointRoot: s.checkpointRoot, log }, cfg, {
+    refuseUnlearnable: true,
+  });
   log(
     `training run ${run.id} (${o.algo}, preset ${preset}) ${src.summary}; resume it after an interruption with: sweetloop train --resume ${run.id}`,
   );

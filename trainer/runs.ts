@@ -46,8 +46,16 @@ import { collectCandidates, trainActor, trainCritic } from './run-sweet.ts';
 
 export { RunInterrupted, type Algorithm, type RunConfig } from './run-state.ts';
 
-/** Creates a run: its config and data snapshot. Fails with a clear message when there is nothing to learn from. */
-export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<TrainingRun> {
+/**
+ * Creates a run: its config and data snapshot. Fails with a clear message when there is too little data, and, with
+ * `refuseUnlearnable` (the train command and the service), when the data gives the algorithm nothing to learn
+ * from (trainer/learnable.ts); without it such a run fails in its first phase.
+ */
+export async function createRun(
+  ctx: RunContext,
+  cfg: RunConfig,
+  o: { refuseUnlearnable?: boolean } = {},
+): Promise<TrainingRun> {
   const {
     trajectories: data,
     counts,
@@ -71,12 +79,14 @@ export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<Traini
         ).map((p) => ({ id: p.id, chosen: p.chosen, rejected: p.rejected }))
       : undefined;
   // Refused here, before a run row, a checkpoint directory and a model load, with why and what would work.
-  const nothing = nothingToLearn(data, {
-    algorithm: cfg.algorithm,
-    kind: cfg.kind,
-    rftThreshold: cfg.train.rftThreshold,
-    preferencePairs: preferences?.length ?? 0,
-  });
+  const nothing = o.refuseUnlearnable
+    ? nothingToLearn(data, {
+        algorithm: cfg.algorithm,
+        kind: cfg.kind,
+        rftThreshold: cfg.train.rftThreshold,
+        preferencePairs: preferences?.length ?? 0,
+      })
+    : null;
   if (nothing) throw new DataSelectionError(nothing);
   return createTrainingRun(
     ctx.prisma,

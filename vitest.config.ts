@@ -19,9 +19,9 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/dashboard/*.test.ts',
     'test/bin/commands/dashboard.test.ts',
     'test/testing/database.test.ts',
-    'test/bot/{assign,bootstrap,console-study,endpoint,limits,runtime}.test.ts',
+    'test/bot/{assign,bootstrap,console-prolific,console-study,endpoint,limits,runtime}.test.ts',
     'test/bot/session/*.test.ts',
-    'test/bot/export/{consent-version,export,import,official-format,official-pairs,study-export}.test.ts',
+    'test/bot/export/{consent-version,export,import,official-format,official-pairs,pay-data,study-export}.test.ts',
     'test/bot/report/{calibration,report,training-data}.test.ts',
     'test/prisma/{active-time-store,cohorts,session-store-turns,db-notify,db-pool,errors,event-store,migrate-postgres,policy-store,study-stats,study-store,task-store}.test.ts',
     'test/prisma/migrations/*.test.ts',
@@ -30,6 +30,7 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/trainer/serve/{local,local-gguf,server}.test.ts',
     // Also bubblewrap (the sandboxed scorer) and python3 (the client it drives).
     'test/trainer/env-server.test.ts',
+    'test/bin/commands/env.test.ts',
   ],
   // Rendering pages (tasks/render.ts), besides the Postgres tests above that render too.
   chromium: ['test/tasks/{chromium,frontend-eval,frontend-game,render}.test.ts'],

@@ -15,16 +15,13 @@ import { parseArgs } from 'node:util';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import {
-  checkMixture,
   createCreditCollaborator,
-  createCreditDemonstrator,
   createCreditScorer,
   CREDIT_DESIGNS,
-  formatMixCheck,
   generateCreditTasks,
   type CreditDesign,
-  type MixCheck,
 } from '../tasks/credit.ts';
+import { checkMixture, createCreditDemonstrator, formatMixCheck, type MixCheck } from '../tasks/credit-demonstrator.ts';
 import { creditDrills, creditMatchingDrills } from '../tasks/credit-drills.ts';
 import type { TaskRecord } from '../tasks/model.ts';
 import { buildDialogue, playEpisode } from '../tasks/protocol.ts';
@@ -119,7 +116,14 @@ export async function buildCreditStarter(o: CreditStarterOptions): Promise<Start
     copyDrills: 0,
     copyDrillPhase: phase ? { steps: phase.steps, peakLr: phase.peakLr, drills: phase.drills } : null,
     ...(phase?.shape === 'credit' ? { drillDialogues: { name: 'credit-drills', make: creditDrills } } : {}),
-    ...(phase?.shape === 'matching' ? { drillDialogues: { name: 'credit-matching', make: creditMatchingDrills } } : {}),
+    ...(phase?.shape === 'matching'
+      ? {
+          drillDialogues: {
+            name: 'credit-matching',
+            make: (seed: number, count: number) => creditMatchingDrills(seed, count, o.design),
+          },
+        }
+      : {}),
     shipped: false,
     progress: 'lines',
     log: o.log,
@@ -282,7 +286,8 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   for (const line of formatStarterCheck(check)) console.log(line);
   // State by state (bench/credit/states.ts): whether the starter reads which keys were told (designs v2 on).
   const model = await loadModel(dir, `starter-states-${seed}`, false);
-  const states = design === 'v1' ? null : await stateProbabilities(model, heldOut.slice(0, Number(a['state-tasks'])));
+  const states =
+    design === 'v1' ? null : await stateProbabilities(model, heldOut.slice(0, Number(a['state-tasks'])), { design });
   model.model.dispose();
   if (states) for (const line of statesTable([{ policy: 'starter', states }])) console.log(line);
   console.log(

@@ -117,11 +117,15 @@ function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Pri
     latencyMs: t.latencyMs ?? null,
     promptTokens: t.promptTokens ?? null,
     completionTokens: t.completionTokens ?? null,
-    // Recorded tokens go to their own row (turnTokensOf); the provenance keeps only that they were recorded.
+    // Recorded tokens go to their own row (turnTokensOf), stored once: the provenance keeps only that they were
+    // recorded, not its per-token logprobs, which hold the same log-probabilities (and, from a server asked for
+    // ids, the same ids as "token_id:<id>").
     ...(t.provenance
       ? {
           provenance: jsonSafe(
-            typeof t.provenance.tokens === 'object' ? { ...t.provenance, tokens: 'recorded' } : t.provenance,
+            typeof t.provenance.tokens === 'object'
+              ? { ...t.provenance, tokens: 'recorded', logprobs: null }
+              : t.provenance,
           ) as Prisma.InputJsonObject,
         }
       : {}),
@@ -130,7 +134,7 @@ function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Pri
 }
 
 /** The agent turn's exact tokens, when its provenance carries them. */
-function turnTokensOf(t: AgentTurnInput): CompletionTokens | null {
+function turnTokensOf(t: Pick<AgentTurnInput, 'provenance'>): CompletionTokens | null {
   const tokens = t.provenance?.tokens;
   return typeof tokens === 'object' ? tokens : null;
 }
@@ -460,13 +464,18 @@ export async function storeFinishedSession(prisma: PrismaClient, s: FinishedSess
         ratingAskedAt: s.endedAt,
       },
     });
-    await tx.turn.createMany({
-      data: s.turns.map((t, index) =>
-        t.role === 'agent'
-          ? agentTurnData(session.id, index, { ...t, rawOutput: t.rawOutput ?? t.content })
-          : { sessionId: session.id, index, role: 'human' as const, content: t.content },
-      ),
+    // Ids made here, so that recorded tokens (turnTokensOf) can name their turns in the same transaction.
+    const turns = s.turns.map((t, index) =>
+      t.role === 'agent'
+        ? { id: randomUUID(), ...agentTurnData(session.id, index, { ...t, rawOutput: t.rawOutput ?? t.content }) }
+        : { id: randomUUID(), sessionId: session.id, index, role: 'human' as const, content: t.content },
+    );
+    await tx.turn.createMany({ data: turns });
+    const tokens = s.turns.flatMap((t, i) => {
+      const r = t.role === 'agent' ? turnTokensOf(t) : null;
+      return r ? [{ turnId: turns[i]!.id, ids: r.ids, logprobs: r.logprobs, weightsVersion: r.weightsVersion }] : [];
     });
+    if (tokens.length) await tx.turnTokens.createMany({ data: tokens });
     await tx.evaluation.create({ data: { sessionId: session.id, ...evaluationData(s.evaluation) } });
     await recordActiveTimes(tx, [session.id]);
     return session.id;

@@ -35,7 +35,15 @@ export interface TurnProvenance {
   prompt: ChatMessage[];
   /** How many earlier dialogue turns were left out to fit the model's window (0: none). */
   droppedTurns: number;
-  /** Per-token log-probabilities when the engine returned them (the trainer recomputes its own for RL). */
+  /**
+   * Tokens cut from the start of the rendered prompt to fit the window, where the engine cuts tokens rather than
+   * turns (in-process batched games, trainer/rollout.ts); absent elsewhere.
+   */
+  cutTokens?: number;
+  /**
+   * Per-token log-probabilities when the engine returned them (the trainer recomputes its own for RL). Stored as null
+   * when `tokens` was recorded: the TurnTokens row holds them once (prisma/session-store.ts).
+   */
   logprobs: TokenLogprob[] | null;
   /**
    * Whether they were asked for: false records "not requested" (the bot asks its own server only when
@@ -60,6 +68,14 @@ export interface CompletionTokens {
   logprobs: number[];
   /** "adapter:<name>", "<model>@<revision>", or "<version>@sha256:<weights file>" (prisma/schema.prisma TurnTokens). */
   weightsVersion: string;
+}
+
+/**
+ * The weights version of Sweetloop's own checkpoints and GGUF files (CompletionTokens.weightsVersion): the version's
+ * name and its checkpoint sha256 ('unknown' where none was stored).
+ */
+export function ownWeightsVersion(name: string, sha256: string | null | undefined): string {
+  return `${name}@sha256:${sha256 ?? 'unknown'}`;
 }
 
 export interface AgentReply {

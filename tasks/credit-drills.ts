@@ -13,6 +13,7 @@ import {
   generateCreditTasks,
   parseCreditReference,
   question,
+  type CreditDesign,
 } from './credit.ts';
 import { agentSystemPrompt, buildDialogue, MAX_AGENT_TURNS } from './protocol.ts';
 import { Rng } from './random.ts';
@@ -73,7 +74,7 @@ export function creditDrills(seed: number, count: number): ChatMessage[][] {
  * Under the demonstrator's mixture a told key is asked 0.5 : 0.175 against an untold one after a new value, a
  * contrast these small decoders did not pick up in 1,500 updates; here it is all or nothing.
  */
-export function creditMatchingDrills(seed: number, count: number): ChatMessage[][] {
+export function creditMatchingDrills(seed: number, count: number, design: CreditDesign = 'v3'): ChatMessage[][] {
   const rng = Rng.derive(seed, 'credit-matching', 0);
   return generateCreditTasks({ seed, count, split: 'train', design: 'v3' }).map((task) => {
     const t = parseCreditReference(task.reference);
@@ -86,7 +87,7 @@ export function creditMatchingDrills(seed: number, count: number): ChatMessage[]
       asked.push(q);
       told.set(k, t.values[t.keys.indexOf(k)]!);
     }
-    turns.push({ role: 'agent', content: creditAnswer(t.keys, told) });
+    turns.push({ role: 'agent', content: creditAnswer(t.keys, told, design) });
     return buildDialogue(task, turns);
   });
 }

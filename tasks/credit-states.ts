@@ -9,6 +9,7 @@ import {
   CREDIT_KEYS,
   parseCreditReference,
   question,
+  type CreditDesign,
   type CreditMove,
   type MoveRecord,
 } from './credit.ts';
@@ -61,11 +62,12 @@ export function canonicalStates(reference: string): StateVariant[] {
 export function canonicalMoves(
   reference: string,
   v: Pick<StateVariant, 'turns' | 'told'>,
+  design: CreditDesign = 'v1',
 ): { text: string; move: CreditMove; key: string | null }[] {
   const t = parseCreditReference(reference);
   const told = new Map(v.told.map((k) => [k, t.values[t.keys.indexOf(k)]!]));
   const moves = CREDIT_KEYS.map((k) => ({ text: question(k), key: k as string | null }));
-  moves.push({ text: creditAnswer(t.keys, told), key: null });
+  moves.push({ text: creditAnswer(t.keys, told, design), key: null });
   return moves.map((m) => ({ ...m, move: moveOf(reference, v.turns, m.text).move }));
 }
 

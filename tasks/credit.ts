@@ -3,7 +3,7 @@
 // question costs a value and the optimum (ask each needed key once, then answer) is known exactly. Tasks are
 // ordinary backend tasks (a Python function returning a dict; one test call a key), so storage, training and
 // the sandboxed evaluator treat them as any other; `scoreCreditAnswer` is the same score in TypeScript.
-import type { Agent, ChatMessage, Collaborator } from './agent.ts';
+import type { ChatMessage, Collaborator } from './agent.ts';
 import { fnv1a } from './library.ts';
 import type { TaskRecord } from './model.ts';
 import { ANSWER_MARKER, MAX_AGENT_TURNS, parseAgentMessage } from './protocol.ts';
@@ -33,10 +33,12 @@ export const CREDIT_EVALUATOR_VERSION = 'credit-1';
  * The family's designs (bench/credit/README.md): v1, keys drawn per task and the answer's dict scored; v2, the
  * same K keys in every task and the values obtained in the dialogue scored (no copying needed); v3, v2's tasks
  * with a demonstrator that asks its useful questions in a random order and double-checks a random told key, so
- * that which key a question names says nothing about the move's value.
+ * that which key a question names says nothing about the move's value; v4, one table row while values are
+ * missing (an untold key always likelier than a told one); v5, v4 with an answer that writes no values
+ * (creditAnswer), so the answer's text says nothing of the outcome.
  */
-export type CreditDesign = 'v1' | 'v2' | 'v3' | 'v4';
-export const CREDIT_DESIGNS: readonly CreditDesign[] = ['v1', 'v2', 'v3', 'v4'];
+export type CreditDesign = 'v1' | 'v2' | 'v3' | 'v4' | 'v5';
+export const CREDIT_DESIGNS: readonly CreditDesign[] = ['v1', 'v2', 'v3', 'v4', 'v5'];
 /** v2 and v3 share their tasks and score: every task the same K keys, the values obtained in the game scored. */
 export const fixedKeys = (design: CreditDesign): boolean => design !== 'v1';
 /** v2's keys: the pool's first K. */
@@ -179,14 +181,33 @@ export function scoreCreditAnswer(
   return { score: right / t.keys.length, success: right === t.keys.length, right };
 }
 
-/** v2's score: the fraction of the needed values the collaborator gave before the answer; success = all. */
+/**
+ * v5's cost of an idle question: one asked when nothing more can be obtained (every value told, or the budget
+ * spent). Without it UUURRRRRA scores as UUUA, so the rewards give no reason to answer once done.
+ */
+export const CREDIT_IDLE_COST = 0.05;
+
+/** Whether a move asks when nothing more can be obtained (v5's idle question). */
+const isIdle = (m: MoveRecord, k = CREDIT_K): boolean => m.move !== 'answer' && obtainableAt(m, k) === 0;
+
+/** Values a move's state can still obtain: those missing, within the questions the budget has left (never below 0). */
+const obtainableAt = (m: MoveRecord, k: number): number => Math.max(0, Math.min(k - m.before, k - m.asked));
+
+/**
+ * v2's score: the fraction of the needed values the collaborator gave before the answer; success = all. v5 takes
+ * CREDIT_IDLE_COST off for each idle question (at most 6 a game, so a game with a value keeps a positive score; one
+ * with none scores 0 whatever it asked).
+ */
 export function scoreCreditGame(
   reference: string,
   turns: readonly { role: string; content: string }[],
+  design: CreditDesign = 'v2',
 ): { score: number; success: boolean; right: number } {
   const k = parseCreditReference(reference).keys.length;
-  const right = classifyMoves(reference, turns).filter((m) => m.move === 'useful').length;
-  return { score: right / k, success: right === k, right };
+  const moves = classifyMoves(reference, turns);
+  const right = moves.filter((m) => m.move === 'useful').length;
+  const idle = design === 'v5' ? moves.filter((m) => isIdle(m, k)).length : 0;
+  return { score: Math.max(0, right / k - CREDIT_IDLE_COST * idle), success: right === k, right };
 }
 
 /**
@@ -201,7 +222,9 @@ export function createCreditScorer(o: { design?: CreditDesign } = {}): Scorer {
         throw new Error(
           `credit scorer (design ${design}) scores the values obtained in the game: it needs the dialogue`,
         );
-      const r = fixedKeys(design) ? scoreCreditGame(task.reference, turns!) : scoreCreditAnswer(task.reference, answer);
+      const r = fixedKeys(design)
+        ? scoreCreditGame(task.reference, turns!, design)
+        : scoreCreditAnswer(task.reference, answer);
       return {
         score: r.score,
         success: r.success,
@@ -246,224 +269,32 @@ export function classifyMoves(reference: string, turns: readonly { role: string;
 
 /**
  * A*(s, a) = Q*(s, a) - V*(s) in final-score units under optimal play afterwards: a useful question 0, a wasted
- * question -1/K while values are missing and it uses a question the budget had (0 otherwise), an answer
- * -(values still obtainable)/K.
+ * question -1/K while values are missing and it uses a question the budget had, an idle question 0 (v5:
+ * -CREDIT_IDLE_COST once a value is told, since the score is then above the floor), an answer -(values still
+ * obtainable)/K.
  */
-export function trueMoveValue(m: MoveRecord, k = CREDIT_K): number {
-  const obtainable = Math.min(k - m.before, k - m.asked);
+export function trueMoveValue(m: MoveRecord, k = CREDIT_K, design: CreditDesign = 'v2'): number {
+  // Past the budget k - asked is negative; unclamped, an answer there was valued +(overrun)/K (fixed 2026-12-07).
+  const obtainable = obtainableAt(m, k);
   if (m.move === 'answer') return obtainable === 0 ? 0 : -obtainable / k;
   if (m.move === 'useful') return 0;
-  return obtainable > 0 ? -1 / k : 0;
-}
-
-/**
- * Per-state move probabilities of the starter's demonstrator (bench/credit/README.md's tables). v1-v3: after a new
- * value it double-checks (0.5), so a told key is likelier than an untold one there and less likely elsewhere; v4:
- * one row while values are missing, so an untold key is likelier than a told one in every state (the v4 note).
- */
-export function demonstratorMix(
-  s: { first: boolean; before: number; asked: number; lastGaveNew: boolean },
-  k = CREDIT_K,
-  design: CreditDesign = 'v1',
-): Record<CreditMove, number> {
-  if (s.first) return { useful: 0.6, repeated: 0, useless: 0.3, answer: 0.1 };
-  if (s.before >= k || s.asked >= k) return { useful: 0, repeated: 0.1, useless: 0, answer: 0.9 };
-  if (design === 'v4')
-    return s.before >= 1
-      ? { useful: 0.6, repeated: 0.15, useless: 0.15, answer: 0.1 }
-      : { useful: 0.6, repeated: 0, useless: 0.3, answer: 0.1 };
-  if (s.lastGaveNew) return { useful: 0.35, repeated: 0.5, useless: 0.1, answer: 0.05 };
-  return s.before >= 1
-    ? { useful: 0.6, repeated: 0.1, useless: 0.25, answer: 0.05 }
-    : { useful: 0.6, repeated: 0, useless: 0.35, answer: 0.05 };
-}
-
-/** The demonstrator's exact success probability (enumeration of its mixture; answers copy what was told). */
-export function demonstratorSuccess(k = CREDIT_K, design: CreditDesign = 'v1'): number {
-  const go = (turn: number, before: number, asked: number, lastGaveNew: boolean): number => {
-    if (turn === MAX_AGENT_TURNS - 1) return before === k ? 1 : 0;
-    const p = demonstratorMix({ first: turn === 0, before, asked, lastGaveNew }, k, design);
-    const within = asked < k;
-    let s = p.answer * (before === k ? 1 : 0);
-    if (p.useful) s += p.useful * go(turn + 1, within ? before + 1 : before, asked + 1, within);
-    if (p.repeated) s += p.repeated * go(turn + 1, before, asked + 1, false);
-    if (p.useless) s += p.useless * go(turn + 1, before, asked + 1, false);
-    return s;
-  };
-  return go(0, 0, 0, false);
+  if (obtainable > 0) return -1 / k;
+  return design === 'v5' && m.before > 0 ? -CREDIT_IDLE_COST : 0;
 }
 
 export const question = (key: string): string => `What is the ${key}?`;
-export const creditAnswer = (keys: readonly string[], told: ReadonlyMap<string, number>) =>
-  `${ANSWER_MARKER}\ndef settings():\n    return {${keys.map((k) => `"${k}": ${told.get(k) ?? 0}`).join(', ')}}`;
-
-function stateOf(dialogue: readonly ChatMessage[]) {
-  const task = { keys: keysIn(dialogue[1]!.content.split('keys')[1] ?? '') };
-  const told = new Map<string, number>();
-  const asked: string[] = [];
-  let lastGaveNew = false;
-  for (let i = 2; i + 1 < dialogue.length; i += 2) {
-    asked.push(dialogue[i]!.content);
-    const m = /^The ([a-z]+) is (\d+)\.$/.exec(dialogue[i + 1]!.content);
-    lastGaveNew = !!m && !told.has(m[1]!);
-    if (m) told.set(m[1]!, Number(m[2]));
-  }
-  return { keys: task.keys, told, asked, lastGaveNew, turn: asked.length };
-}
-
 /**
- * The starter's demonstrator: each move drawn from `demonstratorMix`; `optimal` plays the optimum instead (ask
- * each needed key once, in order, then answer). Sees only what the agent sees (the dialogue). Designs v1 and v2
- * ask the first unasked key and double-check the key just told; v3 and v4 ask a random unasked key and double-check a
- * random told one, so a key's name carries no information about whether asking it is useful.
+ * The demonstrator's answer: v1-v4 write the values told (0 for the others); v5 writes none, since v2's score is
+ * the values obtained in the dialogue, and a dict with a 0 where the reference has a value tells a critic that
+ * reads the reference the outcome in the last turn, so it need not credit the questions (bench/HISTORY.md,
+ * "Design v5").
  */
-export function createCreditDemonstrator(o: { seed: number; optimal?: boolean; design?: CreditDesign }): Agent {
-  const rng = new Rng(o.seed);
-  const shuffled = o.design === 'v3' || o.design === 'v4';
-  const anyOf = (keys: readonly string[]) => keys[Math.floor(rng.next() * keys.length)];
-  return {
-    name: o.optimal ? 'credit-optimal' : 'credit-demonstrator',
-    async reply(dialogue) {
-      const s = stateOf(dialogue);
-      const unasked = s.keys.filter((k) => !s.told.has(k));
-      if (o.optimal)
-        return {
-          text: unasked.length && s.turn < MAX_AGENT_TURNS - 1 ? question(unasked[0]!) : creditAnswer(s.keys, s.told),
-        };
-      if (s.turn >= MAX_AGENT_TURNS - 1) return { text: creditAnswer(s.keys, s.told) };
-      const p = demonstratorMix(
-        { first: s.turn === 0, before: s.told.size, asked: s.asked.length, lastGaveNew: s.lastGaveNew },
-        CREDIT_K,
-        o.design,
-      );
-      let u = rng.next();
-      const pick = (['useful', 'repeated', 'useless', 'answer'] as const).find((m) => (u -= p[m]) < 0) ?? 'answer';
-      if (pick === 'answer') return { text: creditAnswer(s.keys, s.told) };
-      if (pick === 'useful') return { text: question((shuffled ? anyOf(unasked) : unasked[0]) ?? s.keys[0]!) };
-      if (pick === 'repeated') {
-        const toldKeys = [...s.told.keys()];
-        if (shuffled) return { text: question(anyOf(toldKeys) ?? s.keys[0]!) };
-        const last = keysIn(s.asked[s.asked.length - 1] ?? '').find((k) => s.told.has(k));
-        return {
-          text: question(
-            s.lastGaveNew && last ? last : (toldKeys[Math.floor(rng.next() * toldKeys.length)] ?? s.keys[0]!),
-          ),
-        };
-      }
-      const others = CREDIT_KEYS.filter((k) => !s.keys.includes(k));
-      return { text: question(others[Math.floor(rng.next() * others.length)]!) };
-    },
-  };
-}
-
-/** The states of the demonstrator's table (bench/credit/README.md), in its order. */
-export const CREDIT_STATES = ['first', 'after new value', 'otherwise', 'all given or budget spent'] as const;
-export type CreditState = (typeof CREDIT_STATES)[number];
-
-function stateOfMove(m: MoveRecord, previous: MoveRecord | undefined, k = CREDIT_K): CreditState {
-  if (!previous) return 'first';
-  if (m.before >= k || m.asked >= k) return 'all given or budget spent';
-  return previous.move === 'useful' ? 'after new value' : 'otherwise';
-}
-
-export interface MixCheck {
-  /** Per state of the table: moves played there and each move's share of them. */
-  states: Record<CreditState, { moves: number; share: Record<CreditMove, number> }>;
-  /** What the demonstrator's table says for each state (the 'otherwise' row as played with a value given). */
-  designed: Record<CreditState, Record<CreditMove, number>>;
-  /** Values the collaborator told before the answer, and how many of them the answer wrote right. */
-  told: number;
-  copied: number;
-  /** Answers that wrote a key outside the task's list or left one of its keys out. */
-  answersWithWrongKeys: number;
-  answers: number;
-  success: number;
-  games: number;
-}
-
-/**
- * Whether played games follow the demonstrator's mixture: each move's share in each state of its table (the
- * protocol's forced 10th message left out), and whether answers copy the values told. The starter is trained
- * to play this mixture; the benchmark prints it so that a reader sees whether that premise holds.
- */
-export function checkMixture(
-  games: readonly { reference: string; turns: readonly { role: string; content: string }[] }[],
+export const creditAnswer = (
+  keys: readonly string[],
+  told: ReadonlyMap<string, number>,
   design: CreditDesign = 'v1',
-): MixCheck {
-  const counts = Object.fromEntries(
-    CREDIT_STATES.map((s) => [s, { useful: 0, repeated: 0, useless: 0, answer: 0 } as Record<CreditMove, number>]),
-  ) as Record<CreditState, Record<CreditMove, number>>;
-  let told = 0;
-  let copied = 0;
-  let wrongKeys = 0;
-  let answers = 0;
-  let success = 0;
-  for (const g of games) {
-    const moves = classifyMoves(g.reference, g.turns);
-    moves.forEach((m, i) => {
-      if (i < MAX_AGENT_TURNS - 1) counts[stateOfMove(m, moves[i - 1])][m.move]++;
-    });
-    const t = parseCreditReference(g.reference);
-    const agent = g.turns.filter((x) => x.role === 'agent');
-    const last = agent[agent.length - 1]?.content ?? '';
-    if (moves[moves.length - 1]?.move !== 'answer') continue;
-    answers++;
-    const toldKeys = new Set(
-      g.turns.flatMap((x) => {
-        const m = x.role === 'human' ? /^The ([a-z]+) is (\d+)\.$/.exec(x.content) : null;
-        return m ? [m[1]!] : [];
-      }),
-    );
-    const written = [...last.matchAll(/["']([a-z]+)["']\s*:/g)].map((m) => m[1]!);
-    if (written.some((k) => !t.keys.includes(k)) || t.keys.some((k) => !written.includes(k))) wrongKeys++;
-    for (const k of toldKeys) {
-      told++;
-      if (new RegExp(`["']${k}["']\\s*:\\s*${t.values[t.keys.indexOf(k)]}\\b`).test(last)) copied++;
-    }
-    if ((fixedKeys(design) ? scoreCreditGame(g.reference, g.turns) : scoreCreditAnswer(g.reference, last)).success)
-      success++;
-  }
-  const states = Object.fromEntries(
-    CREDIT_STATES.map((s) => {
-      const c = counts[s];
-      const n = c.useful + c.repeated + c.useless + c.answer;
-      return [
-        s,
-        {
-          moves: n,
-          share: {
-            useful: c.useful / Math.max(1, n),
-            repeated: c.repeated / Math.max(1, n),
-            useless: c.useless / Math.max(1, n),
-            answer: c.answer / Math.max(1, n),
-          },
-        },
-      ];
-    }),
-  ) as MixCheck['states'];
-  const designed = {
-    first: demonstratorMix({ first: true, before: 0, asked: 0, lastGaveNew: false }, CREDIT_K, design),
-    'after new value': demonstratorMix({ first: false, before: 1, asked: 1, lastGaveNew: true }, CREDIT_K, design),
-    otherwise: demonstratorMix({ first: false, before: 1, asked: 2, lastGaveNew: false }, CREDIT_K, design),
-    'all given or budget spent': demonstratorMix(
-      { first: false, before: CREDIT_K, asked: CREDIT_K, lastGaveNew: false },
-      CREDIT_K,
-      design,
-    ),
-  };
-  return { states, designed, told, copied, answersWithWrongKeys: wrongKeys, answers, success, games: games.length };
-}
-
-/** The check as lines of text: each state's shares, played against designed, then copying and success. */
-export function formatMixCheck(label: string, c: MixCheck): string[] {
-  const pct = (x: number) => (x * 100).toFixed(0).padStart(3);
-  const row = (s: Record<CreditMove, number>) =>
-    (['useful', 'repeated', 'useless', 'answer'] as const).map((m) => pct(s[m])).join(' /');
-  return [
-    `${label}: move shares % (useful / repeated / useless / answer), played vs designed:`,
-    ...CREDIT_STATES.map(
-      (s) => `  ${s.padEnd(26)} ${row(c.states[s].share)}  vs ${row(c.designed[s])}  (${c.states[s].moves} moves)`,
-    ),
-    `  values told then copied into the answer: ${c.copied}/${c.told} (${pct(c.copied / Math.max(1, c.told))} %); answers with a key missing or not in the list: ${c.answersWithWrongKeys}/${c.answers}; success ${c.success}/${c.games}`,
-  ];
-}
+) =>
+  design === 'v5'
+    ? CREDIT_V5_ANSWER
+    : `${ANSWER_MARKER}\ndef settings():\n    return {${keys.map((k) => `"${k}": ${told.get(k) ?? 0}`).join(', ')}}`;
+export const CREDIT_V5_ANSWER = `${ANSWER_MARKER}\ndef settings():\n    return told`;

@@ -47,6 +47,7 @@ const FRONTEND_PAGE = (title: string, colour: string) =>
   `<!doctype html><html><body style="margin:0;font-family:sans-serif"><header style="background:${colour};color:#fff;padding:24px"><h1>${title}</h1></header><main style="padding:24px"><p>Fresh bread every morning.</p></main></body></html>`;
 
 function provenance(i: number): TurnProvenance {
+  const recorded = i === 3;
   return {
     engine: 'endpoint',
     servedModel: 'llama-3.1-8b-instruct',
@@ -62,6 +63,10 @@ function provenance(i: number): TurnProvenance {
       token,
       logprob: -0.2 * k,
     })),
+    // The answer's turn with its exact tokens, as a version that records them stores it.
+    ...(recorded
+      ? { tokens: { ids: [101, 102, 103], logprobs: [-0.1, -0.2, -0.3], weightsVersion: 'adapter:sweet-0001' } }
+      : {}),
   };
 }
 

@@ -2,11 +2,11 @@
 // unchanged, and their agent replies are gathered into one batched generation whenever every running game is
 // waiting for the agent (a batch of 16 costs little more than one game's reply on a CPU). Used by simulated
 // collection, evaluation and the promotion gate.
-import type { Agent, Collaborator } from '../tasks/agent.ts';
+import type { Agent, ChatMessage, Collaborator, TurnProvenance } from '../tasks/agent.ts';
 import type { TaskContent } from '../tasks/model.ts';
 import { playEpisode, sanitizeText, type Episode } from '../tasks/protocol.ts';
 import { generate, type GenerationResult } from './model/generate.ts';
-import { encodePrompt, type LoadedModel } from './sequences.ts';
+import { encodePromptCut, type LoadedModel } from './sequences.ts';
 import { gameSeed, replySeed } from '../tasks/random.ts';
 
 export interface SamplingOptions {
@@ -34,6 +34,7 @@ export interface RolloutResult {
 interface Waiting {
   prompt: number[];
   seed: number;
+  asked: number;
   resolve: (r: GenerationResult) => void;
   reject: (e: unknown) => void;
 }
@@ -53,6 +54,11 @@ export async function playBatched(
     seed: number;
     parallel?: number;
     onResult?: (r: RolloutResult, index: number) => Promise<void> | void;
+    /**
+     * Give each reply its provenance (engine 'tfjs') with its exact tokens, named by the version's name and weights
+     * version (tasks/agent.ts ownWeightsVersion): games that are stored (trainer/simulate.ts).
+     */
+    provenance?: { name: string; weightsVersion: string };
   },
 ): Promise<RolloutResult[]> {
   const sampling = options.sampling ?? DEFAULT_SAMPLING;
@@ -97,19 +103,26 @@ export async function playBatched(
       name: 'policy',
       reply(dialogue) {
         return new Promise((resolve, reject) => {
-          waiting.push({
-            prompt: encodePrompt(policy, dialogue, ctx, sampling.maxTokens),
-            // The reply's index is counted from the dialogue, as the served agents count it.
-            seed: replySeed(gameSeed(options.seed, game), dialogue.filter((m) => m.role === 'assistant').length),
+          const { ids, cut } = encodePromptCut(policy, dialogue, ctx, sampling.maxTokens);
+          // The reply's index is counted from the dialogue, as the served agents count it.
+          const seed = replySeed(gameSeed(options.seed, game), dialogue.filter((m) => m.role === 'assistant').length);
+          const w: Waiting = {
+            prompt: ids,
+            seed,
+            asked: performance.now(),
             // Postgres text cannot hold NUL, which a byte-level model can emit: it becomes U+FFFD before anyone sees it.
             resolve: (r) =>
               resolve({
                 text: sanitizeText(r.text),
                 promptTokens: r.promptTokens,
                 completionTokens: r.tokenIds.length,
+                ...(options.provenance
+                  ? { provenance: provenanceOf(options.provenance, r, { dialogue, cut, seed, asked: w.asked }) }
+                  : {}),
               }),
             reject,
-          });
+          };
+          waiting.push(w);
           // Replies are gathered in the order games ask; every game asks before the batch goes.
           queueMicrotask(maybeFlush);
         });
@@ -137,4 +150,28 @@ export async function playBatched(
     );
   }
   return results;
+
+  function provenanceOf(
+    v: { name: string; weightsVersion: string },
+    r: GenerationResult,
+    o: { dialogue: ChatMessage[]; cut: number; seed: number; asked: number },
+  ): TurnProvenance {
+    return {
+      engine: 'tfjs',
+      servedModel: v.name,
+      adapter: null,
+      sampling: { temperature: sampling.temperature, topP: sampling.topP, maxTokens: sampling.maxTokens, seed: o.seed },
+      finishReason: r.finishReason,
+      // From the request to the reply: the time it waited for its batch included.
+      latencyMs: performance.now() - o.asked,
+      firstTokenMs: null,
+      prompt: o.dialogue.map((m) => ({ role: m.role, content: m.content })),
+      droppedTurns: 0,
+      ...(o.cut ? { cutTokens: o.cut } : {}),
+      // They are in `tokens`, with the ids.
+      logprobs: null,
+      logprobsRequested: true,
+      tokens: { ids: [...r.tokenIds], logprobs: [...r.tokenLogprobs], weightsVersion: v.weightsVersion },
+    };
+  }
 }

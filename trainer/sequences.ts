@@ -110,9 +110,19 @@ export function encodePrompt(
   contextLength: number,
   room: number,
 ): number[] {
+  return encodePromptCut(m, prompt, contextLength, room).ids;
+}
+
+/** encodePrompt, and how many tokens it cut from the start of the rendered prompt (0: none). */
+export function encodePromptCut(
+  m: Pick<LoadedModel, 'chat' | 'tokenizer'>,
+  prompt: readonly ChatMessage[],
+  contextLength: number,
+  room: number,
+): { ids: number[]; cut: number } {
   const ids = m.tokenizer.encode(m.chat.format(prompt, { addGenerationPrompt: true }));
   const keep = Math.max(8, contextLength - room);
-  return ids.length > keep ? ids.slice(ids.length - keep) : ids;
+  return ids.length > keep ? { ids: ids.slice(ids.length - keep), cut: ids.length - keep } : { ids, cut: 0 };
 }
 
 export interface TurnLogprobs {

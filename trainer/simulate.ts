@@ -2,11 +2,12 @@
 // or the LLM one when configured), each game is evaluated like a human session, and, when asked, stored like
 // one (Session.simulated = true, a simulated Participant, Turns, Evaluation, reward). Used for offline training
 // data (`sweetloop simulate`) and for evaluation (`sweetloop evaluate`, the promotion gate, the benchmark).
-// Checkpoint versions play in-process in batches (rollout.ts); endpoint and adapter versions play through their
-// agent (trainer/policies/agent-for.ts), several games at once, and their turns are stored with provenance.
+// Checkpoint versions play in-process in batches (rollout.ts), their stored turns with their exact tokens; endpoint
+// and adapter versions play through their agent (trainer/policies/agent-for.ts), several games at once. Turns are
+// stored with provenance.
 import { checkpointOf } from '../prisma/policy-store.ts';
 import pLimit from 'p-limit';
-import { AgentUnavailableError, type Agent, type Collaborator } from '../tasks/agent.ts';
+import { AgentUnavailableError, ownWeightsVersion, type Agent, type Collaborator } from '../tasks/agent.ts';
 import { playEpisode, type EpisodeTurn } from '../tasks/protocol.ts';
 import type { TaskContent, TaskKind, TaskSource, TaskSplit } from '../tasks/model.ts';
 import { createRuleSimulator } from '../tasks/simulator.ts';
@@ -143,6 +144,14 @@ export async function simulate(
         seed: o.seed,
         ...(o.parallel ? { parallel: o.parallel } : {}),
         onResult,
+        ...(o.store
+          ? {
+              provenance: {
+                name: version.name,
+                weightsVersion: ownWeightsVersion(version.name, version.checkpointSha256),
+              },
+            }
+          : {}),
       });
     } finally {
       policy.model.dispose();

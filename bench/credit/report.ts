@@ -86,7 +86,7 @@ export function gateLines(label: string, g: CriticGate): string[] {
     )
     .join('; ');
   return [
-    `critic gate (${label}): within-state pair accuracy ${g.withinStateAccuracy.toFixed(3)} over ${g.pairs} pairs, ${verdict} (each kind >= ${GATE_THRESHOLD}); useful over repeated ${g.byKind.usefulOverRepeated.accuracy.toFixed(3)} (${g.byKind.usefulOverRepeated.pairs}), answer over asking again ${g.byKind.answerOverQuestion.accuracy.toFixed(3)} (${g.byKind.answerOverQuestion.pairs})`,
+    `critic gate (${label}): within-state pair accuracy ${g.withinStateAccuracy.toFixed(3)} over ${g.pairs} pairs, ${verdict} (each kind >= ${GATE_THRESHOLD}); useful over repeated ${g.byKind.usefulOverRepeated.accuracy.toFixed(3)} (${g.byKind.usefulOverRepeated.pairs}), answer over asking again ${g.byKind.answerOverQuestion.accuracy.toFixed(3)} (${g.byKind.answerOverQuestion.pairs}); score key contrast ${g.keyContrast.toFixed(3)} (0 by key name)`,
     `  mean ranking score by move: ${ms}`,
   ];
 }

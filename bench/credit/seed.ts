@@ -80,9 +80,9 @@ export function seedFlags(overrides: Partial<Record<'test-tasks', string>> = {})
     'starter-steps': { type: 'string', default: '500' },
     'starter-from': { type: 'string' },
     // A drill phase before the starter's games, SHAPE:STEPS:PEAK_LR:DRILLS (credit-starter.ts CreditDrillPhase), or
-    // none; the default is design v4's starter (README.md, "Design v4"). Designs v1-v3 ran with none.
+    // none; the default is design v4's starter (README.md, "Design v4"), which v5 keeps. Designs v1-v3 ran with none.
     'starter-drill': { type: 'string', default: V4_STARTER_DRILL },
-    design: { type: 'string', default: 'v4' },
+    design: { type: 'string', default: 'v5' },
   } as const;
 }
 
@@ -237,7 +237,8 @@ export async function trainMethod(
   overrides: Overrides,
   extra: { policyUpdates?: number | null } = {},
 ): Promise<TrainedMethod> {
-  const ranker = method === 'oracle' ? RANKERS.oracle : method === 'random' ? RANKERS.random(p.o.seed) : undefined;
+  const ranker =
+    method === 'oracle' ? RANKERS.oracle(p.o.design) : method === 'random' ? RANKERS.random(p.o.seed) : undefined;
   const ctx = {
     prisma: p.db.prisma,
     checkpointRoot: join(p.o.dir, 'checkpoints'),
@@ -327,7 +328,7 @@ export async function playPolicy(p: PreparedSeed, version: PolicyVersion): Promi
       greedy: greedySummary(greedy),
       greedyGames: greedy,
       sampled: sampledSummary(sampled),
-      states: await stateProbabilities(model, p.stateTasks),
+      states: await stateProbabilities(model, p.stateTasks, { design: p.o.design }),
     };
   } finally {
     model.model.dispose();
@@ -343,7 +344,7 @@ export async function gateCritic(
   const critic = await Critic.load(p.starterDir, criticDir);
   const sampler = await loadModel(p.starterDir, `gate-sampler-${Date.now()}`, false);
   try {
-    return await criticGate(critic, sampler, p.stateTasks, reference);
+    return await criticGate(critic, sampler, p.stateTasks, reference, p.o.design);
   } finally {
     critic.dispose();
     sampler.model.dispose();

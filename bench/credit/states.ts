@@ -4,24 +4,32 @@
 // model does with the state, not with wording it never saw.
 import type { TaskContent, TaskRecord } from '../../tasks/model.ts';
 import { CANONICAL_STATES, canonicalMoves, canonicalStates, type CanonicalState } from '../../tasks/credit-states.ts';
-import type { CreditMove } from '../../tasks/credit.ts';
+import type { CreditDesign, CreditMove } from '../../tasks/credit.ts';
 import type { CandidateRanker } from '../../trainer/actor.ts';
 import type { RankingReference } from '../../trainer/critic.ts';
 import { completionLogprobValues } from '../../trainer/model/logprobs.ts';
-import { encodeAction, policyDialogue, type LoadedModel } from '../../trainer/sequences.ts';
+import { criticDialogue, encodeAction, policyDialogue, type LoadedModel } from '../../trainer/sequences.ts';
 
 const MOVES: readonly CreditMove[] = ['useful', 'repeated', 'useless', 'answer'];
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
 export type MoveProbabilities = Record<CreditMove, number> & { covered: number };
 
-/** The sampler's per-token log-probabilities of each message in a state (what the actor's ranking subtracts). */
+/**
+ * A model's view of a state: the policy's (the dialogue as the agent sees it) or the critic's (the hidden
+ * information in the system prompt too, trainer/sequences.ts criticDialogue).
+ */
+export type StateView = 'policy' | 'critic';
+
+/** The per-token log-probabilities of each message in a state (the sampler's: what the actor's ranking subtracts). */
 async function messageLogprobs(
   policy: LoadedModel,
   task: TaskContent,
   turns: Parameters<typeof policyDialogue>[1],
   texts: readonly string[],
+  view: StateView = 'policy',
 ): Promise<number[][]> {
-  const dialogue = policyDialogue(task, turns);
+  const dialogue = view === 'critic' ? criticDialogue(task, turns) : policyDialogue(task, turns);
   const rows = texts.map((text) => encodeAction(policy, dialogue, text, policy.model.config.maxPositionEmbeddings));
   return completionLogprobValues(policy.model, rows, { padTokenId: policy.tokenizer.padTokenId, batchSize: 13 });
 }
@@ -32,19 +40,24 @@ async function messageLogprobs(
  * variants and the tasks. `covered` is their total: the rest of the mass is on messages the demonstrator never
  * writes (at temperature 1 that mass is sampled too; greedy play rarely goes there while it is small).
  */
-export async function stateProbabilities(policy: LoadedModel, tasks: readonly TaskRecord[]): Promise<StateReading> {
+export async function stateProbabilities(
+  policy: LoadedModel,
+  tasks: readonly TaskRecord[],
+  o: { view?: StateView; design?: CreditDesign } = {},
+): Promise<StateReading> {
   const sum = Object.fromEntries(
     CANONICAL_STATES.map((s) => [s, { useful: 0, repeated: 0, useless: 0, answer: 0, covered: 0, n: 0 }]),
   ) as Record<CanonicalState, MoveProbabilities & { n: number }>;
   const keyed = { told: [] as number[], untold: [] as number[] };
   for (const t of tasks) {
     for (const v of canonicalStates(t.reference)) {
-      const moves = canonicalMoves(t.reference, v);
+      const moves = canonicalMoves(t.reference, v, o.design);
       const lp = await messageLogprobs(
         policy,
         t,
         v.turns,
         moves.map((m) => m.text),
+        o.view,
       );
       const acc = sum[v.state];
       moves.forEach((m, i) => {
@@ -58,7 +71,6 @@ export async function stateProbabilities(policy: LoadedModel, tasks: readonly Ta
       acc.n++;
     }
   }
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   return {
     byState: Object.fromEntries(
       CANONICAL_STATES.map((s) => {
@@ -99,6 +111,12 @@ export interface CriticGate {
     usefulOverRepeated: { accuracy: number; pairs: number };
     answerOverQuestion: { accuracy: number; pairs: number };
   };
+  /**
+   * The ranking score's own key contrast (after 1 or 2 values): the mean score of asking a key whose value was not
+   * told minus asking a told one. Over the variants each key is as often one as the other, so a score by key name
+   * gives 0; positive is credit in the right direction, even while key-name differences still decide the pairs.
+   */
+  keyContrast: number;
   /** Mean score of each move class in each state, to see what the critic rewards. */
   meanScore: Record<CanonicalState, Partial<Record<CreditMove, number>>>;
 }
@@ -116,14 +134,16 @@ export async function criticGate(
   sampler: LoadedModel,
   tasks: readonly TaskRecord[],
   reference: RankingReference = 'sampler',
+  design?: CreditDesign,
 ): Promise<CriticGate> {
   const tally = { usefulOverRepeated: { right: 0, pairs: 0 }, answerOverQuestion: { right: 0, pairs: 0 } };
+  const keyed = { untold: [] as number[], told: [] as number[] };
   const scoreSum = Object.fromEntries(
     CANONICAL_STATES.map((s) => [s, {} as Partial<Record<CreditMove, { sum: number; n: number }>>]),
   ) as Record<CanonicalState, Partial<Record<CreditMove, { sum: number; n: number }>>>;
   for (const t of tasks) {
     for (const v of canonicalStates(t.reference)) {
-      const moves = canonicalMoves(t.reference, v);
+      const moves = canonicalMoves(t.reference, v, design);
       const texts = moves.map((m) => m.text);
       const policyLogp = await messageLogprobs(sampler, t, v.turns, texts);
       const scores = await ranker.scoreCandidates({ task: t, turns: v.turns }, texts, policyLogp, { reference });
@@ -145,8 +165,11 @@ export async function criticGate(
             if (b > w) tally[kind].right++;
           }
       };
-      if (v.state === 'after 1 value' || v.state === 'after 2 values')
+      if (v.state === 'after 1 value' || v.state === 'after 2 values') {
         count('usefulOverRepeated', of('useful'), of('repeated'));
+        keyed.untold.push(...of('useful'));
+        keyed.told.push(...of('repeated'));
+      }
       if (v.state === 'budget spent') count('answerOverQuestion', of('answer'), askAgain);
     }
   }
@@ -156,6 +179,7 @@ export async function criticGate(
   });
   const pairs = tally.usefulOverRepeated.pairs + tally.answerOverQuestion.pairs;
   return {
+    keyContrast: mean(keyed.untold) - mean(keyed.told),
     withinStateAccuracy: (tally.usefulOverRepeated.right + tally.answerOverQuestion.right) / Math.max(1, pairs),
     pairs,
     byKind: { usefulOverRepeated: acc(tally.usefulOverRepeated), answerOverQuestion: acc(tally.answerOverQuestion) },

@@ -32,6 +32,8 @@ const { values: a } = parseArgs({
     dir: { type: 'string', default: 'data/bench/credit-tune' },
     // The critic's settings when the critic stage is not run (the choice of an earlier critic stage), as JSON.
     critic: { type: 'string', default: '{}' },
+    // Settings every actor cell of SWEET-RL and the oracle control shares (e.g. {"stateFraction": 0.5}), as JSON.
+    'actor-base': { type: 'string', default: '{}' },
     // Critic cells to try instead of CRITIC_GRID (a JSON list of overrides), for a closer look at the critic.
     'critic-grid': { type: 'string' },
     out: { type: 'string' },
@@ -123,6 +125,7 @@ const cells: Cell[] = a.merge
   : [];
 const seedsToRun = a.merge ? [] : String(a.seeds).split(',').map(Number);
 let criticChoice: Overrides = overridesSchema.parse(JSON.parse(String(a.critic)));
+const actorBase: Overrides = overridesSchema.parse(JSON.parse(String(a['actor-base'])));
 for (const seed of seedsToRun) {
   const dir = resolve(join(String(a.dir), `seed-${seed}`));
   mkdirSync(dir, { recursive: true });
@@ -174,7 +177,7 @@ for (const seed of seedsToRun) {
         ])
           log(line);
         log(
-          `critic ${JSON.stringify(o)}: gate ${g.gate.withinStateAccuracy.toFixed(3)} (useful>repeated ${g.gate.byKind.usefulOverRepeated.accuracy.toFixed(3)}, answer>again ${g.gate.byKind.answerOverQuestion.accuracy.toFixed(3)}), ${g.pairs} pairs, ${g.updates} updates, last batch accuracy ${g.trainAccuracy.toFixed(2)}`,
+          `critic ${JSON.stringify(o)}: gate ${g.gate.withinStateAccuracy.toFixed(3)} (useful>repeated ${g.gate.byKind.usefulOverRepeated.accuracy.toFixed(3)}, answer>again ${g.gate.byKind.answerOverQuestion.accuracy.toFixed(3)}), ${g.pairs} pairs, ${g.updates} updates, last batch accuracy ${g.trainAccuracy.toFixed(2)}; the initial critic's key contrast in its view ${g.initialKeyContrast.toFixed(3)} nats`,
         );
       }
       const best = cells.filter((c) => c.method === 'critic').sort((x, y) => y.gate! - x.gate!)[0]!;
@@ -187,7 +190,7 @@ for (const seed of seedsToRun) {
     for (const m of ['sweet', 'oracle'] as Method[]) {
       if (!only.has(m)) continue;
       const [first, ...rest] = POLICY_GRID.actor;
-      const base = m === 'sweet' ? criticChoice : {};
+      const base = { ...(m === 'sweet' ? criticChoice : {}), ...actorBase };
       const run = await trainMethod(p, m, { ...base, ...first });
       await record(m, { ...base, ...first }, run.version);
       const pairsFile = join(run.runDir, 'actor-pairs.jsonl');

@@ -25,7 +25,20 @@ interface AddOptions {
   topP?: number;
   maxTokens?: number;
   baseModelDir?: string;
+  recordTokens?: boolean;
+  revision?: string;
   check: boolean;
+}
+
+const RECORD_TOKENS =
+  "store each agent turn's exact token ids, log-probabilities and weights version (the server then computes every token's log-probability, which costs it time; vLLM and Sweetloop's own server give the ids)";
+const REVISION =
+  "the served weights' revision (e.g. the Hugging Face commit vLLM was started with), recorded with the tokens";
+
+/** What `policy add` and `update` say of token recording (trainer/policies/serving.ts recordTokens). */
+function tokensNote(s: { recordTokens?: boolean | null; revision?: string | null }): string {
+  if (!s.recordTokens) return '';
+  return `; records each agent turn's tokens (${s.revision ? `revision ${s.revision}` : 'no revision given: --revision REV names the weights'})`;
 }
 
 export function registerPolicyCommands(program: Command): void {
@@ -110,11 +123,24 @@ export function registerPolicyCommands(program: Command): void {
       'requests the bot keeps in flight to the server at once, the rest waiting in the bot (what it batches: vLLM --max-num-seqs; default 16)',
       intOption('max-in-flight', 1),
     )
+    .option('--record-tokens', RECORD_TOKENS)
+    .option('--revision <rev>', REVISION)
     .option('--no-check', 'register without asking the server (it must then answer by the time the version is used)')
     .action(async (name: string, o: AddOptions) => {
       if (o.gguf) {
         const other = (
-          ['endpoint', 'adapter', 'on', 'model', 'apiKeyEnv', 'contextWindow', 'maxLoraRank', 'maxInFlight'] as const
+          [
+            'endpoint',
+            'adapter',
+            'on',
+            'model',
+            'apiKeyEnv',
+            'contextWindow',
+            'maxLoraRank',
+            'maxInFlight',
+            'recordTokens',
+            'revision',
+          ] as const
         ).filter((k) => o[k] !== undefined);
         if (other.length)
           throw new Error(
@@ -139,6 +165,8 @@ export function registerPolicyCommands(program: Command): void {
             'baseModelDir',
             'maxLoraRank',
             'maxInFlight',
+            'recordTokens',
+            'revision',
           ] as const
         ).filter((k) => o[k] !== undefined);
         if (endpointOnly.length)
@@ -164,11 +192,13 @@ export function registerPolicyCommands(program: Command): void {
           baseModelDir: o.baseModelDir,
           maxLoraRank: o.maxLoraRank,
           maxInFlight: o.maxInFlight,
+          recordTokens: o.recordTokens,
+          revision: o.revision,
           check: o.check,
         });
         const s = servingOf(v);
         console.log(
-          `registered ${v.name} (endpoint, candidate): ${servedAt(v)}, window ${s.contextWindow} tokens, temperature ${s.temperature}, top-p ${s.topP}, max ${s.maxTokens} tokens`,
+          `registered ${v.name} (endpoint, candidate): ${servedAt(v)}, window ${s.contextWindow} tokens, temperature ${s.temperature}, top-p ${s.topP}, max ${s.maxTokens} tokens${tokensNote(s)}`,
         );
         await deployOrSay(db, v.name, o.deploy);
       });
@@ -177,7 +207,7 @@ export function registerPolicyCommands(program: Command): void {
   policy
     .command('update <name>')
     .description(
-      "Move an endpoint version to another server address (its adapter versions follow), or record its server's largest LoRA rank, how many requests it takes at once or its model's Hugging Face directory",
+      "Move an endpoint version to another server address (its adapter versions follow), or record its server's largest LoRA rank, how many requests it takes at once, its model's Hugging Face directory, whether its turns' exact tokens are stored and its weights' revision",
     )
     .option('--endpoint <url>', "the server's new base URL")
     .option(
@@ -194,25 +224,42 @@ export function registerPolicyCommands(program: Command): void {
       '--base-model-dir <dir>',
       "the served model's Hugging Face directory: exact token counts, and the base the trainer trains LoRA adapters on",
     )
+    .option(
+      '--record-tokens',
+      `${RECORD_TOKENS}; agents the bot loaded before keep their setting until it loads them again (a deploy, or a restart)`,
+    )
+    .option('--no-record-tokens', 'stop storing them')
+    .option('--revision <rev>', REVISION)
     .option('--no-check', 'change it without asking the new address that it serves the model')
     .action(
       async (
         name: string,
-        o: { endpoint?: string; maxLoraRank?: number; maxInFlight?: number; baseModelDir?: string; check: boolean },
+        o: {
+          endpoint?: string;
+          maxLoraRank?: number;
+          maxInFlight?: number;
+          baseModelDir?: string;
+          recordTokens?: boolean;
+          revision?: string;
+          check: boolean;
+        },
       ) => {
         const { updateEndpointVersion } = await import('../../trainer/policies/lifecycle.ts');
-        const { servedAt } = await import('../../trainer/policies/serving.ts');
+        const { servedAt, servingOf } = await import('../../trainer/policies/serving.ts');
         await withDatabase(async (db) => {
           const { version, adapters } = await updateEndpointVersion(db.prisma, name, {
             url: o.endpoint,
             maxLoraRank: o.maxLoraRank,
             maxInFlight: o.maxInFlight,
             baseModelDir: o.baseModelDir,
+            recordTokens: o.recordTokens,
+            revision: o.revision,
             check: o.check,
             actor: 'cli',
           });
+          const s = servingOf(version);
           console.log(
-            `updated ${version.name}: ${servedAt(version)}${adapters.length ? `; its adapter versions follow: ${adapters.join(', ')}` : ''}`,
+            `updated ${version.name}: ${servedAt(version)}${o.recordTokens === false ? "; its turns' tokens are not recorded" : tokensNote(s)}${adapters.length ? `; its adapter versions follow: ${adapters.join(', ')}` : ''}`,
           );
         });
       },

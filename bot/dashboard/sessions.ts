@@ -204,6 +204,8 @@ export interface TurnView {
   provenance: TurnProvenance | null;
   /** The latest run's critic advantage of this agent turn, and which run. */
   advantage: { value: number; run: string } | null;
+  /** The turn's exact tokens, when recorded (prisma/schema.prisma TurnTokens): how many, and the weights. */
+  tokens: { count: number; weightsVersion: string } | null;
 }
 
 export async function sessionDetail(prisma: PrismaClient, viewer: Viewer, id: string, salt: string) {
@@ -215,7 +217,13 @@ export async function sessionDetail(prisma: PrismaClient, viewer: Viewer, id: st
       study: { select: { id: true, name: true } },
       policyVersion: { select: { id: true, name: true, algorithm: true } },
       participant: { select: { discordUserId: true, role: true } },
-      turns: { orderBy: { index: 'asc' }, include: { advantages: { orderBy: { createdAt: 'desc' }, take: 1 } } },
+      turns: {
+        orderBy: { index: 'asc' },
+        include: {
+          advantages: { orderBy: { createdAt: 'desc' }, take: 1 },
+          tokens: { select: { ids: true, weightsVersion: true } },
+        },
+      },
       evaluation: true,
       ratings: { include: { rater: { select: { discordUserId: true } } } },
       flags: { orderBy: { createdAt: 'asc' } },
@@ -235,6 +243,7 @@ export async function sessionDetail(prisma: PrismaClient, viewer: Viewer, id: st
     latencyMs: t.latencyMs,
     provenance: (t.provenance as TurnProvenance | null) ?? null,
     advantage: t.advantages[0] ? { value: t.advantages[0].advantage, run: t.advantages[0].trainingRunId } : null,
+    tokens: t.tokens ? { count: t.tokens.ids.length, weightsVersion: t.tokens.weightsVersion } : null,
   }));
   const detail = (s.evaluation?.detail ?? null) as {
     tests?: BackendTestResult[];

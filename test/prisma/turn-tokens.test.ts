@@ -16,7 +16,7 @@ import {
   type OpenAiServer,
 } from '../../testing/openai-server.ts';
 import { createEndpointAgent } from '../../trainer/policies/endpoint-agent.ts';
-import { appendAgentTurn } from '../../prisma/session-store.ts';
+import { appendAgentTurn, storeFinishedSession } from '../../prisma/session-store.ts';
 import { exportSessions } from '../../bot/export/export.ts';
 import { buildDialogue } from '../../tasks/protocol.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
@@ -90,6 +90,12 @@ it('stores and exports exact tokens for a recording version, none (and says so) 
   expect(stored[0]!.weightsVersion).toBe('test-model@abc123');
   // The request asked for ids only when recording.
   expect(server.chatRequests().map((r) => r.body.return_tokens_as_token_ids ?? false)).toEqual([true, false]);
+  // Stored once: the recorded turn's provenance says where they are and holds no copy; the other keeps its logprobs.
+  const turns = await prisma.turn.findMany({ where: { role: 'agent' } });
+  const provenanceOf = (id: string) => turns.find((x) => x.sessionId === id)!.provenance as Record<string, unknown>;
+  expect(provenanceOf(ids.rec!)).toMatchObject({ tokens: 'recorded', logprobs: null, logprobsRequested: true });
+  expect(provenanceOf(ids.plain!)).toMatchObject({ tokens: 'off' });
+  expect((provenanceOf(ids.plain!).logprobs as unknown[]).length).toBe(expected.length);
 
   const jsonl = join(dir, 'all.jsonl');
   const r = await exportSessions(prisma, { format: 'jsonl', salt: 'test-salt-123', filters: {} }, jsonl);
@@ -121,4 +127,50 @@ it('stores and exports exact tokens for a recording version, none (and says so) 
     weights_version: 'test-model@abc123',
   });
   expect(prow.find((x) => x.session_id === ids.plain).turns[0].token_recording).toBe('off');
+});
+
+it('stores the exact tokens of a whole game stored at once (simulated), once', async () => {
+  const task = await prisma.task.findFirstOrThrow();
+  const agent = await createEndpointAgent({
+    name: 'rec',
+    serving: {
+      url: server.url,
+      model: 'test-model',
+      contextWindow: 4096,
+      temperature: 0.7,
+      topP: 0.95,
+      maxTokens: 64,
+      recordTokens: true,
+    },
+  });
+  const reply = await agent.reply(buildDialogue({ kind: 'backend', description: task.description }, []));
+  const sessionId = await storeFinishedSession(prisma, {
+    taskId: task.id,
+    policyVersionId: null,
+    collaborator: 'rule-simulator',
+    channel: 'simulated',
+    turns: [
+      { role: 'agent', content: reply.text, provenance: reply.provenance ?? null },
+      { role: 'human', content: 'Never.' },
+      { role: 'agent', content: 'I WANT TO ANSWER: def f(x):\n    return x' },
+    ],
+    answer: 'def f(x):\n    return x',
+    endReason: 'answered',
+    evaluation: { score: 1, success: true, testsPassed: 1, testsTotal: 1, detail: {}, evaluatorVersion: 't' },
+    startedAt: new Date(),
+    endedAt: new Date(),
+  });
+  const turns = await prisma.turn.findMany({
+    where: { sessionId },
+    orderBy: { index: 'asc' },
+    include: { tokens: true },
+  });
+  const expected = splitTokens('Is x ever negative?');
+  expect(turns[0]!.tokens).toMatchObject({
+    ids: expected.map(fakeTokenId),
+    logprobs: expected.map((x, i) => fakeLogprob(x, i)),
+    weightsVersion: 'test-model@unknown-revision',
+  });
+  expect(turns[0]!.provenance).toMatchObject({ tokens: 'recorded', logprobs: null });
+  expect(turns.slice(1).map((x) => x.tokens)).toEqual([null, null]);
 });

@@ -1,4 +1,4 @@
-// Reading the credit family state by state (tasks/credit-states.ts) and designs v3's and v4's demonstrators: every variant
+// Reading the credit family state by state (tasks/credit-states.ts) and designs v3's to v5's demonstrators: every variant
 // of a canonical state is what its name says, every key is useful in some variants and repeated in others, a
 // game's path is its moves as letters, and the greedy table never merges policies whose games differ.
 import { describe, expect, it } from 'vitest';
@@ -13,19 +13,24 @@ import {
   type PlayedGame,
 } from '../../tasks/credit-states.ts';
 import {
-  checkMixture,
   classifyMoves,
   createCreditCollaborator,
-  createCreditDemonstrator,
   CREDIT_K,
   CREDIT_V2_KEYS,
-  demonstratorMix,
-  demonstratorSuccess,
+  CREDIT_V5_ANSWER,
   generateCreditTasks,
   keysIn,
   question,
+  scoreCreditGame,
   trueMoveValue,
 } from '../../tasks/credit.ts';
+import { creditMatchingDrills } from '../../tasks/credit-drills.ts';
+import {
+  checkMixture,
+  createCreditDemonstrator,
+  demonstratorMix,
+  demonstratorSuccess,
+} from '../../tasks/credit-demonstrator.ts';
 import { playEpisode } from '../../tasks/protocol.ts';
 
 const task = generateCreditTasks({ seed: 2, count: 1, split: 'test', design: 'v3' })[0]!;
@@ -122,6 +127,32 @@ describe("design v4's demonstrator", () => {
     expect(c.states['after new value'].share.repeated).toBeLessThan(0.2);
     expect(c.success / c.games).toBeGreaterThan(0.17);
     expect(c.success / c.games).toBeLessThan(0.26);
+  });
+
+  it("v5 plays v4's table with an answer that writes no values, in play, drills and canonical states alike", async () => {
+    expect(demonstratorSuccess(CREDIT_K, 'v5')).toBe(demonstratorSuccess(CREDIT_K, 'v4'));
+    const demo = createCreditDemonstrator({ seed: 6, design: 'v5' });
+    const answers = new Set<string>();
+    let success = 0;
+    const tasks = generateCreditTasks({ seed: 7, count: 300, split: 'train', design: 'v5' });
+    for (const t of tasks) {
+      const { turns } = await playEpisode({ task: t, agent: demo, collaborator: createCreditCollaborator(t) });
+      answers.add(turns.at(-1)!.content);
+      if (scoreCreditGame(t.reference, turns).success) success++;
+    }
+    // Whatever was told, the answer's text is one string: it cannot tell a critic the outcome.
+    expect([...answers]).toEqual([CREDIT_V5_ANSWER]);
+    expect(success / tasks.length).toBeGreaterThan(0.14);
+    expect(success / tasks.length).toBeLessThan(0.3);
+    const drillAnswers = new Set(creditMatchingDrills(3, 20, 'v5').map((d) => d.at(-1)!.content));
+    expect([...drillAnswers]).toEqual([CREDIT_V5_ANSWER]);
+    const spent = canonicalStates(tasks[0]!.reference).find((v) => v.state === 'budget spent')!;
+    const moves = canonicalMoves(tasks[0]!.reference, spent, 'v5');
+    expect(moves.filter((m) => m.move === 'answer').map((m) => m.text)).toEqual([CREDIT_V5_ANSWER]);
+    // Earlier designs still write the values told.
+    expect(canonicalMoves(tasks[0]!.reference, spent, 'v4').find((m) => m.move === 'answer')!.text).toMatch(
+      /"speed": \d/,
+    );
   });
 });
 

@@ -6,25 +6,29 @@ import {
   CREDIT_KEYS,
   DONT_KNOW_CREDIT,
   NO_MORE,
-  CREDIT_STATES,
   CREDIT_V2_KEYS,
-  checkMixture,
   classifyMoves,
   createCreditCollaborator,
-  createCreditDemonstrator,
   creditReply,
   creditSplit,
   creditValuesSplit,
   createCreditScorer,
-  demonstratorMix,
-  demonstratorSuccess,
-  formatMixCheck,
   generateCreditTasks,
   parseCreditReference,
   scoreCreditAnswer,
   scoreCreditGame,
   trueMoveValue,
+  CREDIT_IDLE_COST,
+  CREDIT_V5_ANSWER,
 } from '../../tasks/credit.ts';
+import {
+  CREDIT_STATES,
+  checkMixture,
+  createCreditDemonstrator,
+  demonstratorMix,
+  demonstratorSuccess,
+  formatMixCheck,
+} from '../../tasks/credit-demonstrator.ts';
 import { playEpisode } from '../../tasks/protocol.ts';
 import { spearman } from '../../tasks/stats.ts';
 
@@ -174,6 +178,57 @@ describe('credit tasks, design v2 (bench/credit/README.md): one key set, the val
     }
     expect(new Set(v2.map((t) => t.externalId)).size).toBe(v2.length);
     expect(v2[0]!.externalId).not.toBe(tasks[0]!.externalId);
+  });
+
+  it('v5 takes 0.05 off for each question asked once nothing more can be obtained, and values those moves so', () => {
+    const task = v2[0]!;
+    const t = parseCreditReference(task.reference);
+    const ask = (k: string) => [
+      { role: 'agent', content: `What is the ${k}?` },
+      { role: 'human', content: t.keys.includes(k) ? `The ${k} is ${t.values[t.keys.indexOf(k)]}.` : "I don't know." },
+    ];
+    const answer = { role: 'agent', content: CREDIT_V5_ANSWER };
+    const [a, b, c] = t.keys as [string, string, string];
+    // UUURRA: two questions after every value was told.
+    const done = [...ask(a), ...ask(b), ...ask(c), ...ask(a), ...ask(b), answer];
+    expect(scoreCreditGame(task.reference, done, 'v5')).toEqual({
+      score: 1 - 2 * CREDIT_IDLE_COST,
+      success: true,
+      right: 3,
+    });
+    expect(scoreCreditGame(task.reference, done, 'v4')).toEqual({ score: 1, success: true, right: 3 });
+    const moves = classifyMoves(task.reference, done);
+    expect(moves.map((m) => trueMoveValue(m, CREDIT_K, 'v5'))).toEqual([
+      0,
+      0,
+      0,
+      -CREDIT_IDLE_COST,
+      -CREDIT_IDLE_COST,
+      0,
+    ]);
+    expect(moves.map((m) => trueMoveValue(m, CREDIT_K, 'v4'))).toEqual([0, 0, 0, 0, 0, 0]);
+    // UURXXA: past the budget nothing is obtainable, so the answer there is worth 0 (it was once valued +2/3).
+    const over = classifyMoves(task.reference, [...ask(a), ...ask(b), ...ask(a), ...ask(c), ...ask(c), answer]);
+    expect(over.map((m) => trueMoveValue(m, CREDIT_K, 'v4'))).toEqual([0, 0, -1 / 3, 0, 0, 0]);
+    expect(over.map((m) => trueMoveValue(m, CREDIT_K, 'v5'))).toEqual([
+      0,
+      0,
+      -1 / 3,
+      -CREDIT_IDLE_COST,
+      -CREDIT_IDLE_COST,
+      0,
+    ]);
+    // XXX then two idle questions: no value was told, so the score stays at its floor and idling costs nothing.
+    const none = [...ask('width'), ...ask('width'), ...ask('width'), ...ask('width'), ...ask(a), answer];
+    expect(scoreCreditGame(task.reference, none, 'v5').score).toBe(0);
+    expect(classifyMoves(task.reference, none).map((m) => trueMoveValue(m, CREDIT_K, 'v5'))).toEqual([
+      -1 / 3,
+      -1 / 3,
+      -1 / 3,
+      0,
+      0,
+      0,
+    ]);
   });
 
   it('scores the values the collaborator gave before the answer, whatever the answer writes', async () => {

@@ -1,5 +1,6 @@
 // `simulate` plays a policy version against the rule-based collaborator on stored tasks, scores each game with
-// the real sandboxed evaluator, and stores it as a simulated session; `evaluateVersion` reports intervals.
+// the real sandboxed evaluator, and stores it as a simulated session with each agent turn's exact tokens;
+// `evaluateVersion` reports intervals.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -52,7 +53,7 @@ describe('simulated sessions', () => {
       expect(turnsSeen.sort()).toEqual(games.map((g) => g.turns.length).sort());
       expect(Math.min(...turnsSeen)).toBeGreaterThan(0);
       const sessions = await t.prisma.session.findMany({
-        include: { turns: true, evaluation: true, participant: true },
+        include: { turns: { include: { tokens: true } }, evaluation: true, participant: true },
       });
       expect(sessions).toHaveLength(4);
       for (const s of sessions) {
@@ -66,6 +67,19 @@ describe('simulated sessions', () => {
         expect(s.evaluation).not.toBeNull();
         expect(s.evaluation!.testsTotal).toBeGreaterThan(0);
         expect(s.reward).toBe(s.evaluation!.score);
+        // Every agent turn with its exact tokens (in-process tfjs), stored once: the provenance only says so.
+        for (const turn of s.turns.filter((x) => x.role === 'agent')) {
+          expect(turn.provenance).toMatchObject({
+            engine: 'tfjs',
+            servedModel: 'tiny',
+            tokens: 'recorded',
+            logprobs: null,
+          });
+          expect(turn.tokens).toMatchObject({ weightsVersion: 'tiny@sha256:x' });
+          expect(turn.tokens!.ids).toHaveLength(turn.completionTokens!);
+          expect(turn.tokens!.logprobs).toHaveLength(turn.completionTokens!);
+          for (const l of turn.tokens!.logprobs) expect(l).toBeLessThanOrEqual(0);
+        }
       }
       // Four games over three tasks: the first task is played twice.
       expect(new Set(sessions.map((s) => s.taskId)).size).toBe(3);

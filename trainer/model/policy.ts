@@ -2,12 +2,20 @@
 // protocol builds (system prompt, task description, alternating turns) rendered by the model's chat template.
 // Before each reply the dialogue is fitted to the checkpoint's window minus the reply budget (tasks/protocol.ts
 // fitDialogue), counted with the checkpoint's own tokenizer and chat template, so a long session drops its oldest
-// turns instead of overflowing the model. Every reply carries its provenance (engine 'tfjs').
-import type { Agent, AgentReply, ChatMessage, TurnProvenance } from '../../tasks/agent.ts';
+// turns instead of overflowing the model. Every reply carries its provenance (engine 'tfjs') with its exact tokens:
+// the worker computes each sampled token's log-probability anyway, so they are always recorded.
+import {
+  ownWeightsVersion,
+  type Agent,
+  type AgentReply,
+  type ChatMessage,
+  type TurnProvenance,
+} from '../../tasks/agent.ts';
 import { fitDialogue, ProtocolError } from '../../tasks/protocol.ts';
 import { replySeed } from '../../tasks/random.ts';
 import type { BackendChoice } from './backend.ts';
 import { ChatFormatter } from './chat.ts';
+import { checkpointSha256 } from './checkpoint.ts';
 import { InferenceClient } from './inference.ts';
 import type { WorkerInfo } from './inference.ts';
 import { TextTokenizer } from './tokenizer.ts';
@@ -31,6 +39,11 @@ export interface PolicyAgentOptions {
   maxTokens?: number;
   /** With a seed, reply k samples with seed + k: a whole game is reproducible. */
   seed?: number;
+  /**
+   * Recorded with each reply's tokens (tasks/agent.ts ownWeightsVersion of the version's stored sha256); default:
+   * the name and the served checkpoint's sha256, computed when it is loaded.
+   */
+  weightsVersion?: string;
 }
 
 export interface PolicyAgent extends Agent {
@@ -71,9 +84,13 @@ export async function createPolicyAgent(options: PolicyAgentOptions): Promise<Po
     });
   }
   const c = client;
+  const name = options.name ?? 'policy';
+  const weightsOf = async (dir: string) => ownWeightsVersion(name, await checkpointSha256(dir));
   let counter: PromptCounter;
+  let weightsVersion: string;
   try {
     counter = await promptCounter(c.info.checkpointDir);
+    weightsVersion = options.weightsVersion ?? (await weightsOf(c.info.checkpointDir));
   } catch (err) {
     if (owned) await c.close();
     throw err;
@@ -81,7 +98,6 @@ export async function createPolicyAgent(options: PolicyAgentOptions): Promise<Po
   const temperature = options.temperature ?? 0.7;
   const topP = options.topP ?? 0.95;
   const maxTokens = options.maxTokens ?? 1024;
-  const name = options.name ?? 'policy';
   let calls = 0;
 
   return {
@@ -123,13 +139,16 @@ export async function createPolicyAgent(options: PolicyAgentOptions): Promise<Po
         // The model's own log-probabilities (temperature 1, no top-p) of the tokens it sampled.
         logprobs: r!.tokenIds.map((id, i) => ({ token: counter.token(id), logprob: r!.tokenLogprobs[i]! })),
         logprobsRequested: true,
+        tokens: { ids: [...r!.tokenIds], logprobs: [...r!.tokenLogprobs], weightsVersion },
       };
       return { text: r!.text, promptTokens: r!.promptTokens, completionTokens: r!.tokenIds.length, provenance };
     },
     async reload(dir: string) {
       const next = await promptCounter(dir);
+      const nextWeights = await weightsOf(dir);
       const info = await c.reload(dir);
       counter = next;
+      weightsVersion = nextWeights;
       return info;
     },
     async close() {

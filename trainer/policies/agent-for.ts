@@ -17,7 +17,7 @@
 import type { Logger } from '../../tasks/logger.ts';
 import type { PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import { checkpointOf } from '../../prisma/policy-store.ts';
-import { AgentUnavailableError, type Agent } from '../../tasks/agent.ts';
+import { AgentUnavailableError, ownWeightsVersion, type Agent } from '../../tasks/agent.ts';
 import type { ChatClientOptions, ChatEndpoint } from '../../tasks/chat-client.ts';
 import type { BackendChoice } from '../model/backend.ts';
 import type { PolicyAgentOptions } from '../model/policy.ts';
@@ -79,6 +79,7 @@ export async function loadAgent(policy: PolicyVersion, opts: LoadAgentOptions = 
     const agent = await createPolicyAgent({
       checkpointDir: checkpointOf(policy),
       name: policy.name,
+      weightsVersion: ownWeightsVersion(policy.name, policy.checkpointSha256),
       ...opts.sampling,
       ...(opts.backend ? { backend: opts.backend } : {}),
       ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
@@ -207,7 +208,7 @@ async function localCheckpointAgent(
       logprobs: opts.localLogprobs ?? false,
       // Our own engines always know their token ids: recorded when this process asks for logprobs at all.
       recordTokens: opts.localLogprobs ?? false,
-      weightsVersion: `${policy.name}@sha256:${policy.checkpointSha256 ?? 'unknown'}`,
+      weightsVersion: ownWeightsVersion(policy.name, policy.checkpointSha256),
       ...(served.countTokens ? { countTokens: served.countTokens } : {}),
       ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
       ...(opts.log ? { log: opts.log } : {}),

@@ -27,6 +27,10 @@ export interface EndpointUpdate {
   maxInFlight?: number | undefined;
   /** The served model's Hugging Face directory (token counts; what the trainer trains a LoRA adapter on). */
   baseModelDir?: string | undefined;
+  /** Store each agent turn's exact tokens (serving.recordTokens): true on, false off. */
+  recordTokens?: boolean | undefined;
+  /** The served weights' revision, recorded with the tokens (serving.revision). */
+  revision?: string | undefined;
   /** Ask the new address that it serves the version's model first (default true). */
   check?: boolean;
   actor: string;
@@ -34,7 +38,7 @@ export interface EndpointUpdate {
 }
 
 /** The serving settings `policy update` changes (each audited with its old and new value). */
-const UPDATABLE = ['url', 'maxLoraRank', 'maxInFlight', 'baseModelDir'] as const;
+const UPDATABLE = ['url', 'maxLoraRank', 'maxInFlight', 'baseModelDir', 'recordTokens', 'revision'] as const;
 
 /** Changes where an endpoint version is served (its adapter versions follow); returns the row and its adapters' names. */
 export async function updateEndpointVersion(
@@ -52,7 +56,7 @@ export async function updateEndpointVersion(
     throw new RegistryError(`"${name}" is a ${v.kind} version: only an endpoint version has a server address`);
   if (UPDATABLE.every((k) => u[k] === undefined)) {
     throw new RegistryError(
-      'nothing to update: give --endpoint URL, --max-lora-rank N, --max-in-flight N and/or --base-model-dir DIR',
+      'nothing to update: give --endpoint URL, --max-lora-rank N, --max-in-flight N, --base-model-dir DIR, --record-tokens or --no-record-tokens, and/or --revision REV',
     );
   }
   const before = servingOf(v);
@@ -62,6 +66,8 @@ export async function updateEndpointVersion(
     ...(u.maxLoraRank !== undefined ? { maxLoraRank: u.maxLoraRank } : {}),
     ...(u.maxInFlight !== undefined ? { maxInFlight: u.maxInFlight } : {}),
     ...(u.baseModelDir !== undefined ? { baseModelDir: checkBaseModelDir(u.baseModelDir) } : {}),
+    ...(u.recordTokens !== undefined ? { recordTokens: u.recordTokens } : {}),
+    ...(u.revision !== undefined ? { revision: u.revision } : {}),
   };
   const parsed = servingSchema.safeParse(next);
   if (!parsed.success)

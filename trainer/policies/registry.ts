@@ -33,6 +33,10 @@ export interface EndpointRegistration {
   maxLoraRank?: number | undefined;
   /** Requests kept in flight to the server at once (serving.maxInFlight; vLLM's --max-num-seqs). */
   maxInFlight?: number | undefined;
+  /** Store each agent turn's exact token ids and log-probabilities (serving.recordTokens). */
+  recordTokens?: boolean | undefined;
+  /** The served weights' revision, recorded with the tokens (serving.revision). */
+  revision?: string | undefined;
   /** Ask the server's /v1/models first (default true): it must answer and list the model. */
   check?: boolean;
   log?: Logger;
@@ -110,6 +114,8 @@ export async function registerEndpointVersion(prisma: PrismaClient, r: EndpointR
     ...(r.baseModelDir ? { baseModelDir: resolve(r.baseModelDir) } : {}),
     ...(r.maxLoraRank !== undefined ? { maxLoraRank: r.maxLoraRank } : {}),
     ...(r.maxInFlight !== undefined ? { maxInFlight: r.maxInFlight } : {}),
+    ...(r.recordTokens ? { recordTokens: true } : {}),
+    ...(r.revision !== undefined ? { revision: r.revision } : {}),
   };
   const parsed = servingSchema.safeParse(candidate);
   if (!parsed.success)

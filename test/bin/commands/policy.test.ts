@@ -1,10 +1,13 @@
 // `sweetloop policy add|list`, `deploy NAME` and `rollback` end to end: the real binary, a real database, a real
-// OpenAI-compatible server.
+// OpenAI-compatible server; token recording turned on and off per endpoint version (`add|update --record-tokens`).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
 import { startOpenAiServer, type OpenAiServer } from '../../../testing/openai-server.ts';
 import { runSweetloop, type SweetloopRun } from '../../../testing/sweetloop-cli.ts';
 import { deployedPolicy, registerVersion } from '../../../prisma/policy-store.ts';
+import { appendAgentTurn } from '../../../prisma/session-store.ts';
+import { buildDialogue } from '../../../tasks/protocol.ts';
+import { loadAgent } from '../../../trainer/policies/agent-for.ts';
 
 let t: TestDatabase;
 let server: OpenAiServer;
@@ -152,5 +155,72 @@ describe('sweetloop policy', () => {
       'policy.deploy:cli-b',
       'policy.rollback:cli-a',
     ]);
+  });
+
+  it("turns token recording on with a revision (add) and off again (update), and the version's turns follow it", async () => {
+    const plain = await startOpenAiServer({ model: 'qwen-7b', maxModelLen: 8192, reply: () => 'Any edge cases?' });
+    try {
+      const wrongKind = await sweetloop(['policy', 'add', 'x', '--gguf', '/no/such.gguf', '--record-tokens']);
+      expect(wrongKind.code).toBe(1);
+      expect(wrongKind.stderr).toContain('drop --record-tokens');
+      const add = await sweetloop([
+        ...['policy', 'add', 'rec', '--endpoint', plain.url, '--model', 'qwen-7b'],
+        ...['--record-tokens', '--revision', 'f00dcafe'],
+      ]);
+      expect(add.code, add.stderr).toBe(0);
+      expect(add.stdout).toContain("max 1024 tokens; records each agent turn's tokens (revision f00dcafe)");
+      const row = () => t.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'rec' } });
+      expect((await row()).serving).toMatchObject({ recordTokens: true, revision: 'f00dcafe' });
+
+      // A turn of the version, as the bot stores it: its tokens recorded under the served model and revision.
+      const task = await t.prisma.task.create({
+        data: {
+          ...{ kind: 'backend', source: 'builtin', contentHash: 'rec-task', split: 'train' },
+          ...{
+            description: 'Write f. The signature of the function is: def f(x)',
+            hiddenReference: 'def f(x): return x',
+          },
+        },
+      });
+      const person = await t.prisma.participant.create({ data: { discordUserId: 'console:rec' } });
+      const turnOf = async () => {
+        const agent = await loadAgent(await row(), { prisma: t.prisma });
+        const reply = await agent.reply(buildDialogue({ kind: 'backend', description: task.description }, []));
+        await agent.close();
+        const s = await t.prisma.session.create({
+          data: { taskId: task.id, participantId: person.id, channel: 'console', status: 'active' },
+        });
+        const turn = await appendAgentTurn(t.prisma, s.id, {
+          content: reply.text,
+          rawOutput: reply.text,
+          provenance: reply.provenance ?? null,
+        });
+        return t.prisma.turn.findUniqueOrThrow({ where: { id: turn.id }, include: { tokens: true } });
+      };
+      const on = await turnOf();
+      expect(on.tokens).toMatchObject({ weightsVersion: 'qwen-7b@f00dcafe' });
+      expect(on.tokens!.ids.length).toBeGreaterThan(0);
+
+      const nothing = await sweetloop(['policy', 'update', 'rec']);
+      expect(nothing.code).toBe(1);
+      expect(nothing.stderr).toContain('--record-tokens or --no-record-tokens');
+      const off = await sweetloop(['policy', 'update', 'rec', '--no-record-tokens']);
+      expect(off.code, off.stderr).toBe(0);
+      expect(off.stdout.trim()).toBe(`updated rec: ${plain.url} qwen-7b; its turns' tokens are not recorded`);
+      expect((await row()).serving).toMatchObject({ recordTokens: false, revision: 'f00dcafe' });
+      const audit = await t.prisma.auditLog.findFirstOrThrow({ where: { action: 'policy.update', target: 'rec' } });
+      expect(audit.detail).toMatchObject({ changed: { recordTokens: { from: true, to: false } } });
+      const offTurn = await turnOf();
+      expect(offTurn.tokens).toBeNull();
+      expect(offTurn.provenance).toMatchObject({ tokens: 'off' });
+
+      const again = await sweetloop(['policy', 'update', 'rec', '--record-tokens', '--revision', 'beef']);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toContain("records each agent turn's tokens (revision beef)");
+      expect((await turnOf()).tokens).toMatchObject({ weightsVersion: 'qwen-7b@beef' });
+      expect(plain.chatRequests().map((r) => r.body.return_tokens_as_token_ids ?? false)).toEqual([true, false, true]);
+    } finally {
+      await plain.close();
+    }
   });
 });

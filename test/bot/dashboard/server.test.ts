@@ -179,6 +179,8 @@ describe('on loopback', () => {
     expect(html).toContain('llama-3.1-8b-instruct');
     expect(html).toContain('+ adapter sweet-0001');
     expect(html).toContain('1 turn(s) trimmed to fit the window');
+    expect(html).toContain('exact tokens recorded: 3 (weights adapter:sweet-0001)');
+    expect(html.split('exact tokens recorded')).toHaveLength(2);
     expect(html).toMatch(/add0\(-1\)<\/pre><\/td><td><pre>-1<\/pre><\/td><td><pre>&#39;oops&#39;<\/pre>/);
     expect(html).toContain('data-advantage="0.412"');
     expect(html).toContain('data-advantage="-0.137"');

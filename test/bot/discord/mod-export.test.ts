@@ -6,7 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
-import { appendAgentTurn, appendHumanTurn, createSession, recordEvaluation } from '../../../prisma/session-store.ts';
+import {
+  appendAgentTurn,
+  appendHumanTurn,
+  createSession,
+  recordEvaluation,
+  recordRating,
+} from '../../../prisma/session-store.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 
 const task = builtinTasks({ kind: 'backend' })[0] as TaskRecord & BackendTask;
@@ -54,13 +60,15 @@ describe('/mod export', () => {
         { score: 1, success: true, testsPassed: 10, testsTotal: 10, detail: {}, evaluatorVersion: 'test' },
         0,
       );
+      // Only p1 rates, so `min_rating: 5` selects one session: an export small enough to come attached.
+      if (who === 'p1') await recordRating(h.tdb.prisma, s.id, p.id, 5, 0);
     }
   });
   afterAll(async () => {
     await h.stop();
   });
 
-  it('writes an export over the message limit on the server and says where; an empty one is refused with why', async () => {
+  it('writes an export over the message limit on the server and says where; a small one comes attached; an empty one is refused with why', async () => {
     const mod = h.fake.user('mod');
     const big = h.fake.command(mod, 'mod', 'export', { format: 'sweet-rl', kind: 'backend' }, { moderator: true });
     const told = await h.reply(big, (s) => /written on the server/.test(s.content ?? ''), 'server path');
@@ -74,14 +82,25 @@ describe('/mod export', () => {
     expect(lines[0].dialogue_history.at(-1).role).toBe('assistant');
     expect(existsSync(`${path}.README.md`)).toBe(true);
 
-    // The same filters as the command line: rated at least 5 (none is rated) selects nothing, which is refused with
-    // the filter that left nothing (bot/export/query.ts describeSteps), and nothing is written or logged as exported.
-    const empty = h.fake.command(mod, 'mod', 'export', { format: 'jsonl', min_rating: 5 }, { moderator: true });
+    // The same filters as the command line: rated at least 5 selects p1's session only, small enough to attach.
+    const small = h.fake.command(mod, 'mod', 'export', { format: 'jsonl', min_rating: 5 }, { moderator: true });
+    const attached = await h.reply(small, (s) => s.files.length > 0, 'attachment');
+    expect(attached.content).toContain('1 session(s)');
+
+    // Rated at least 5 and frontend selects nothing, which is refused with the filter that left nothing
+    // (bot/export/query.ts describeSteps), and nothing is written or logged as exported.
+    const empty = h.fake.command(
+      mod,
+      'mod',
+      'export',
+      { format: 'jsonl', kind: 'frontend', min_rating: 5 },
+      { moderator: true },
+    );
     const said = await h.reply(empty, (s) => /nothing to export/.test(s.content ?? ''), 'empty refusal');
-    expect(said.content).toMatch(/rated at least 5/);
+    expect(said.content).toMatch(/frontend|rated at least 5/);
     expect(said.files).toHaveLength(0);
     const audit = await h.tdb.prisma.auditLog.findMany({ where: { action: 'data.export' } });
-    expect(audit.map((a) => (a.detail as { delivery: string }).delivery).sort()).toEqual(['server']);
+    expect(audit.map((a) => (a.detail as { delivery: string }).delivery).sort()).toEqual(['attachment', 'server']);
 
     // A bad filter is refused with the reason.
     const bad = h.fake.command(mod, 'mod', 'export', { format: 'jsonl', since: 'yesterday' }, { moderator: true });

@@ -229,6 +229,7 @@ describe('trl-dpo', () => {
     );
     expect(card).toContain('its loss covers the whole completion, user turns included');
     expect(card).toContain('DPOTrainer');
+    expect(card).toContain('load_dataset("json"');
   });
 
   it("refuses candidates that are not a run's pairs, and candidates with another format", async () => {
@@ -296,6 +297,8 @@ describe('verl-sft', () => {
       expect(row.messages.at(-1).role).toBe('assistant');
       for (const s of secrets()) expect(JSON.stringify(row.messages)).not.toContain(s);
     }
+    expect(card).toContain('load_dataset("parquet"');
+    expect(card).toContain('verl.trainer.fsdp_sft_trainer');
     expect(card).toContain('data.multiturn.messages_key=messages');
   });
 });

@@ -1,6 +1,6 @@
 // The in-process policy agent under the context budget: a starter-shaped checkpoint (1,024-token window) plays a
 // whole 10-turn game whose human replies are long, dropping its oldest turns instead of overflowing, and every
-// reply carries its provenance.
+// reply carries its provenance with its exact tokens.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initBackend } from '../../../trainer/model/backend.ts';
 import { buildStarterPolicy, STARTER_SIZE } from '../../../trainer/recipes/starter.ts';
-import type { AgentReply, ChatMessage, Collaborator } from '../../../tasks/agent.ts';
+import type { AgentReply, ChatMessage, Collaborator, CompletionTokens } from '../../../tasks/agent.ts';
+import { checkpointSha256 } from '../../../trainer/model/checkpoint.ts';
 import type { BackendTask } from '../../../tasks/model.ts';
 import { buildDialogue, HUMAN_MESSAGE_CAP, MAX_AGENT_TURNS, playEpisode } from '../../../tasks/protocol.ts';
 import { createPolicyAgent, type PolicyAgent } from '../../../trainer/model/policy.ts';
@@ -82,6 +83,7 @@ describe('policy agent context budget', () => {
     const tokens = (ms: readonly ChatMessage[]) =>
       counter.encode(chat.format(ms, { addGenerationPrompt: true })).length;
     expect(tokens(full)).toBeGreaterThan(1024);
+    const sha256 = await checkpointSha256(dir);
 
     for (const [i, r] of replies.entries()) {
       const p = r.provenance!;
@@ -101,6 +103,13 @@ describe('policy agent context budget', () => {
       if (i > 0) expect(p.prompt.at(-1)!.content).toMatch(new RegExp(`^Answer ${i}:`));
       expect(p.logprobs).toHaveLength(r.completionTokens!);
       for (const l of p.logprobs!) expect(l.logprob).toBeLessThanOrEqual(0);
+      // The exact tokens, always recorded: the ids the logprobs' text decodes from, the same log-probabilities,
+      // and the weights named by the checkpoint's hash.
+      const exact = p.tokens as CompletionTokens;
+      expect(exact.ids).toHaveLength(r.completionTokens!);
+      expect(exact.ids.map((id) => counter.decode([id]))).toEqual(p.logprobs!.map((l) => l.token));
+      expect(exact.logprobs).toEqual(p.logprobs!.map((l) => l.logprob));
+      expect(exact.weightsVersion).toBe(`tiny-starter@sha256:${sha256}`);
     }
     expect(replies.at(-1)!.provenance!.droppedTurns).toBeGreaterThan(0);
   }, 300_000);

@@ -14,12 +14,12 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
     'test/bot/export/training-formats.test.ts',
     'test/prisma/turn-tokens.test.ts',
     'test/bin/doctor-endpoints.test.ts',
-    'test/bin/commands/{bot,export,import,policy,policy-adapter,policy-deploy-load,policy-erased,policy-gguf,privacy,study,study-arms,trainer-backoff,trainer-health}.test.ts',
+    'test/bin/commands/{bot,export,import,policy,policy-adapter,policy-deploy-load,policy-erased,policy-gguf,privacy,study,study-arms,trainer-backoff,trainer-health,trainer-interrupt}.test.ts',
     'test/bot/discord/**/*.test.ts',
     'test/bot/dashboard/*.test.ts',
     'test/bin/commands/dashboard.test.ts',
     'test/testing/database.test.ts',
-    'test/bot/{assign,bootstrap,console-prolific,endpoint,limits,runtime}.test.ts',
+    'test/bot/{assign,bootstrap,console-prolific,console-study,endpoint,limits,runtime}.test.ts',
     'test/bot/session/*.test.ts',
     'test/bot/export/{consent-version,export,import,official-format,official-pairs,pay-data,study-export}.test.ts',
     'test/bot/report/{calibration,report,training-data}.test.ts',
@@ -39,6 +39,8 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   bubblewrap: [
     'test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score-answers,scorer}.test.ts',
     'test/bot/{console,console-gguf}.test.ts',
+    // docs/training.md's quick path: the starter's games scored, then a training run, on a fresh PGlite.
+    'test/training-quick-path.test.ts',
     'test/bin/doctor.test.ts',
   ],
   // The PyTorch twin of the decoder (testing/model_torch.py); it skips without torch. python-value checks

@@ -7,6 +7,7 @@ import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import type { Config } from './config.ts';
 import { TOKEN_PATTERN, TOKEN_PREFIX } from '../bot/dashboard/token.ts';
+import { scrubSecret } from '../tasks/secret-text.ts';
 
 export type { Logger };
 
@@ -44,7 +45,7 @@ const TEXT_RULES: [RegExp, string][] = [
 /** `text` with query values, URL passwords, bearer credentials, dashboard tokens and `secrets` replaced. */
 export function redactText(text: string, secrets: readonly string[] = []): string {
   let out = text;
-  for (const s of secrets) if (s.length >= 6) out = out.split(s).join(CENSOR);
+  for (const s of secrets) if (s.length >= 6) out = scrubSecret(out, s, CENSOR);
   for (const [re, to] of TEXT_RULES) out = out.replace(re, to);
   return out;
 }

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { createInterface, type Interface } from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
 import type { TaskKind } from '../tasks/model.ts';
-import { StudyError } from '../prisma/study-store.ts';
+import { DEFAULT_STUDY, StudyError } from '../prisma/study-store.ts';
 import {
   RefusedError,
   TurnRejectedError,
@@ -127,6 +127,11 @@ export class ConsoleChannel {
         }
       }
     }
+    // The console joins any open study bound to no Discord server (bot/assign.ts chooseStudy): say so, since the
+    // person may have made it only to try `study create`.
+    const study = 'ok' in asked ? asked.study.name : 'needsPlatformId' in asked ? asked.study : null;
+    const joined = study ? joinedStudyLine(study) : null;
+    if (joined) this.print(joined);
     for (;;) {
       const st = await engine.status(person.externalId, this.hooks);
       let sessionId: string;
@@ -273,6 +278,15 @@ export class ConsoleChannel {
     if (!this.closed) this.rl.close();
     this.closed = true;
   }
+}
+
+/** What a console session counts in, when it is a study of its own rather than the default pool. */
+export function joinedStudyLine(study: string): string | null {
+  if (study === DEFAULT_STUDY) return null;
+  return (
+    `Your sessions here count in the study "${study}" (made with \`sweetloop study create\`): its tasks and its policies, ` +
+    `not the default pool. \`sweetloop study show ${study}\` describes it; closing it for good (\`sweetloop study close ${study}\`) sends the console back to the default pool.`
+  );
 }
 
 function resultLine(r: EvaluatedSession | { sessionId: string; error: string }): string {

@@ -153,7 +153,8 @@ export async function studyProgress(
 
 const day = (d: Date | null) => (d ? d.toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : '—');
 
-function formatProjection(p: Projection): string {
+/** When a study is projected to end, in words (the CLI's study view and the dashboard's /studies). */
+export function formatProjection(p: Projection): string {
   switch (p.state) {
     case 'no-k':
       return 'none (no k: the study has no end)';

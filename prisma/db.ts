@@ -1,7 +1,7 @@
 // Opens Sweetloop's database: Postgres when a URL is given, otherwise the embedded PGlite database persisted
 // in a directory. Both are reached through the same generated Prisma client (driver adapters, no native
 // engine), and both offer LISTEN/NOTIFY so the bot and the trainer can wake each other up.
-import { mkdirSync, openSync, closeSync, readFileSync, writeFileSync, rmSync, writeSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
@@ -11,6 +11,7 @@ import { PrismaClient } from './generated/client.ts';
 import type { Logger } from '../tasks/logger.ts';
 import { DatabaseError, describeDatabaseError } from './errors.ts';
 import { DEFAULT_POOL_SIZE } from './pool-size.ts';
+import { lockDirectory } from './pglite-lock.ts';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 
@@ -283,42 +284,6 @@ class PgListener {
       client.on('error', () => {});
       await client.end().catch(() => {});
     }
-  }
-}
-
-// PGlite is a single-process database: two processes opening one directory would corrupt it. A lock file
-// with the owner's pid turns that into a clear error; a lock left by a dead process is taken over. It sits
-// beside the directory, not in it: PGlite's initdb wants an empty directory.
-function lockDirectory(dir: string): () => void {
-  const lockPath = `${dir}.lock`;
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(lockPath, 'wx');
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return () => rmSync(lockPath, { force: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const pid = Number(readFileSync(lockPath, 'utf8').trim());
-      if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
-        throw new DatabaseError(
-          `the embedded database at ${dir} is already open in process ${pid}${pid === process.pid ? ' (this one)' : ''}. ` +
-            'PGlite allows one process at a time: stop the other process, or set DATABASE_URL to use Postgres.',
-        );
-      }
-      rmSync(lockPath, { force: true });
-    }
-  }
-  writeFileSync(lockPath, String(process.pid));
-  return () => rmSync(lockPath, { force: true });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

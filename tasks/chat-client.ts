@@ -15,6 +15,7 @@
 //   (EndpointUnavailableError, an AgentUnavailableError) and "this request is wrong" (EndpointRequestError).
 // The key is read from an environment variable whose NAME the caller gives; it is never logged, stored or put in
 // an error message (messages are scrubbed of it in case a server echoes it back).
+import { scrubSecret } from './secret-text.ts';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import pLimit, { type LimitFunction } from 'p-limit';
@@ -292,7 +293,7 @@ export async function chatCompletion(
   const base = endpointBaseUrl(endpoint.url);
   const shown = displayUrl(base);
   const key = resolveKey(endpoint);
-  const scrub = (s: string) => (key ? s.split(key).join('[redacted]') : s);
+  const scrub = (s: string) => (key ? scrubSecret(s, key) : s);
   const client = sdkClient(base, key, options.log);
   const limiter = endpointLimiter(base, options.maxInFlight);
   const maxAttempts = Math.max(0, options.maxRetries ?? 3) + 1;
@@ -494,7 +495,7 @@ export async function endpointRequest(
   const base = endpointBaseUrl(endpoint.url);
   const shown = displayUrl(base);
   const key = resolveKey(endpoint);
-  const scrub = (s: string) => (key ? s.split(key).join('[redacted]') : s);
+  const scrub = (s: string) => (key ? scrubSecret(s, key) : s);
   const client = sdkClient(base, key, options.log);
   const reqOpts = { maxRetries: options.maxRetries ?? 2, timeout: options.totalTimeoutMs ?? 30_000 };
   try {

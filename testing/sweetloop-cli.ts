@@ -47,8 +47,8 @@ export interface RunningSweetloop {
   stderr(): string;
   /** Called with each chunk of stderr as it arrives. */
   onStderr(listener: (text: string) => void): void;
-  /** SIGTERM, then its exit code once it has exited. */
-  stop(): Promise<number | null>;
+  /** SIGTERM (or the signal given: SIGINT is Ctrl-C), then its exit code once it has exited. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
 /** Starts a long-running `sweetloop ARGS` (trainer, bot) with this environment plus `env`, without DISCORD_TOKEN. */
@@ -62,12 +62,13 @@ export function startSweetloop(args: readonly string[], env: NodeJS.ProcessEnv):
   let stderr = '';
   child.stdout.resume();
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  // 'close', not 'exit': its last lines on stderr have arrived by then.
+  const exited = new Promise<number | null>((r) => child.once('close', (c) => r(c)));
   return {
     stderr: () => stderr,
     onStderr: (listener) => void child.stderr.on('data', (d: string) => listener(d)),
-    stop: async () => {
-      child.kill('SIGTERM');
+    stop: async (signal = 'SIGTERM') => {
+      child.kill(signal);
       return exited;
     },
   };

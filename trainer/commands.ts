@@ -6,7 +6,7 @@ import { trainingSource, type TrainingSource } from './training-source.ts';
 import { DEFAULT_LORA_TARGETS } from './model/lora-modules.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import type { TaskKind, TaskSplit } from '../tasks/model.ts';
+import type { TaskKind, TaskSource, TaskSplit } from '../tasks/model.ts';
 import { compareVersions, evaluateVersion, formatComparison, formatReport, outcomes } from './evaluate.ts';
 import { isPresetName, loraRequest, PRESETS, trainConfig, type PresetName, type TrainConfig } from './presets.ts';
 import { formatGateEvidence, gamesPlan, promote } from './promote.ts';
@@ -19,6 +19,7 @@ import { resolveVersion, type VersionContext } from './versions.ts';
 import { trainingStudy, usableSessions, type DataFilter } from './data.ts';
 import type { DataSource } from '../prisma/data-source.ts';
 import { runService, type ServiceStatus } from './service.ts';
+import { exitOnInterrupt } from './interrupt.ts';
 
 /** The run's data filter: the command's options over the configured defaults, seeded by SEED. */
 export function dataFilterFor(
@@ -48,7 +49,15 @@ function versionContext(db: Database, s: TrainerSettings): VersionContext {
 export async function simulateCommand(
   db: Database,
   s: TrainerSettings,
-  o: { policy: string; tasks: TaskSplit; episodes: number; kind: TaskKind; seed?: number },
+  o: {
+    policy: string;
+    tasks: TaskSplit;
+    episodes: number;
+    kind: TaskKind;
+    source?: TaskSource;
+    perTask?: number;
+    seed?: number;
+  },
 ): Promise<void> {
   const version = await resolveVersion(versionContext(db, s), o.policy);
   const sc = await scorer(s);
@@ -57,6 +66,8 @@ export async function simulateCommand(
       kind: o.kind,
       split: o.tasks,
       episodes: o.episodes,
+      ...(o.source ? { source: o.source } : {}),
+      ...(o.perTask ? { perTask: o.perTask } : {}),
       seed: o.seed ?? s.seed,
       store: true,
       collaborator: await collaboratorFactory(s),
@@ -201,19 +212,55 @@ async function createRunFrom(
     data,
     preferences: o.preferences ?? s.usePreferences,
   };
-  const run = await createRun({ prisma: db.prisma, checkpointRoot: s.checkpointRoot, log }, cfg);
+  const run = await createRun({ prisma: db.prisma, checkpointRoot: s.checkpointRoot, log }, cfg, {
+    refuseUnlearnable: true,
+  });
   log(
     `training run ${run.id} (${o.algo}, preset ${preset}) ${src.summary}; resume it after an interruption with: sweetloop train --resume ${run.id}`,
   );
   return run.id;
 }
 
-export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCommandOptions): Promise<PolicyVersion> {
+/**
+ * `sweetloop train`. With `interruptible` (the command line, not the service, which has its own stop), Ctrl-C
+ * prints what the run kept and the command that resumes it, and exits (trainer/interrupt.ts).
+ */
+export async function trainCommand(
+  db: Database,
+  s: TrainerSettings,
+  o: TrainCommandOptions,
+  run: { interruptible?: boolean } = {},
+): Promise<PolicyVersion> {
+  const abort = new AbortController();
+  let runId = o.resume;
+  const release = run.interruptible
+    ? exitOnInterrupt({ prisma: db.prisma, runId: () => runId ?? null, abort, close: () => db.close() })
+    : () => {};
+  try {
+    return await train(db, s, o, abort.signal, (id) => (runId = id));
+  } catch (err) {
+    // Stopped by the person: the work failing under a closing database is no news. The handler says what was
+    // kept and exits (within its 3 + 3 s bounds); nothing else may print or exit first.
+    if (abort.signal.aborted) await new Promise((r) => setTimeout(r, 10_000));
+    throw err;
+  } finally {
+    release();
+  }
+}
+
+async function train(
+  db: Database,
+  s: TrainerSettings,
+  o: TrainCommandOptions,
+  signal: AbortSignal,
+  created: (runId: string) => void,
+): Promise<PolicyVersion> {
   const ctx = {
     prisma: db.prisma,
     checkpointRoot: s.checkpointRoot,
     progress: s.progress,
     log: (l: string) => console.error(l),
+    signal,
   };
   let runId = o.resume;
   if (!runId) {
@@ -228,6 +275,7 @@ export async function trainCommand(db: Database, s: TrainerSettings, o: TrainCom
     });
     if (!src.ok) throw new Error(src.reason);
     runId = await createRunFrom(db, s, o, src, (l) => console.error(l));
+    created(runId);
   }
   const version = await executeRun(ctx, runId);
   console.log(

@@ -4,7 +4,7 @@
 // and the rehearsal term of a policy phase.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import cliProgress from 'cli-progress';
+import { progressBar } from '../tasks/progress-bar.ts';
 import type { PrismaClient, Prisma } from '../prisma/generated/client.ts';
 import { recordTrainingStep, saveRunProgress } from '../prisma/run-store.ts';
 import type { Serving } from './policies/serving.ts';
@@ -64,6 +64,8 @@ export interface RunContext {
   ranker?: { name: string; load(): Promise<CandidateRanker> };
   /** Testing aid standing in for a kill: stop (throwing RunInterrupted) once this many updates ran in this process. */
   stopAfterSteps?: number;
+  /** Aborted when the person stops the command (trainer/interrupt.ts): the run stays resumable, not failed. */
+  signal?: AbortSignal;
 }
 
 export class RunInterrupted extends Error {
@@ -133,14 +135,7 @@ export async function runUpdates(
   }
   const bar =
     ctx.progress === 'bar'
-      ? new cliProgress.SingleBar(
-          {
-            format: `${phase.name} [{bar}] {value}/{total} | loss {loss} | {eta_formatted} left`,
-            stream: process.stderr,
-            hideCursor: true,
-          },
-          cliProgress.Presets.shades_classic,
-        )
+      ? progressBar(process.stderr, `${phase.name} [{bar}] {value}/{total} | loss {loss} | {left}`)
       : undefined;
   (r.progress.totals ??= {})[phase.name] = phase.totalSteps;
   bar?.start(phase.totalSteps, start, { loss: '-' });

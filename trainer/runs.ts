@@ -16,7 +16,8 @@ import type { Prisma, PrismaClient, TrainingRun, PolicyVersion } from '../prisma
 import { createTrainingRun, markRunFailed, markRunRunning, publishRun } from '../prisma/run-store.ts';
 import { adapterServing } from './policies/serving.ts';
 import { peoplePairs } from '../prisma/preference-store.ts';
-import { loadTrajectories, selectTrainingData, type Trajectory } from './data.ts';
+import { DataSelectionError, loadTrajectories, selectTrainingData, type Trajectory } from './data.ts';
+import { nothingToLearn } from './learnable.ts';
 import { checkpointSha256, saveCheckpoint } from './model/checkpoint.ts';
 import { mergeLora, saveLora } from './model/lora.ts';
 import { MTDPO_PHASE, mtdpoPhase, preparePolicyExamples, trajectoryPairs } from './mtdpo.ts';
@@ -45,8 +46,16 @@ import { collectCandidates, trainActor, trainCritic } from './run-sweet.ts';
 
 export { RunInterrupted, type Algorithm, type RunConfig } from './run-state.ts';
 
-/** Creates a run: its config and data snapshot. Fails with a clear message when there is nothing to learn from. */
-export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<TrainingRun> {
+/**
+ * Creates a run: its config and data snapshot. Fails with a clear message when there is too little data, and, with
+ * `refuseUnlearnable` (the train command and the service), when the data gives the algorithm nothing to learn
+ * from (trainer/learnable.ts); without it such a run fails in its first phase.
+ */
+export async function createRun(
+  ctx: RunContext,
+  cfg: RunConfig,
+  o: { refuseUnlearnable?: boolean } = {},
+): Promise<TrainingRun> {
   const {
     trajectories: data,
     counts,
@@ -69,6 +78,16 @@ export async function createRun(ctx: RunContext, cfg: RunConfig): Promise<Traini
           )
         ).map((p) => ({ id: p.id, chosen: p.chosen, rejected: p.rejected }))
       : undefined;
+  // Refused here, before a run row, a checkpoint directory and a model load, with why and what would work.
+  const nothing = o.refuseUnlearnable
+    ? nothingToLearn(data, {
+        algorithm: cfg.algorithm,
+        kind: cfg.kind,
+        rftThreshold: cfg.train.rftThreshold,
+        preferencePairs: preferences?.length ?? 0,
+      })
+    : null;
+  if (nothing) throw new DataSelectionError(nothing);
   return createTrainingRun(
     ctx.prisma,
     {
@@ -107,8 +126,9 @@ export async function executeRun(ctx: RunContext, runId: string): Promise<Policy
     policy = await PHASES[r.cfg.algorithm](r, data);
     return await publish(r, policy, data.length);
   } catch (err) {
-    // A stand-in kill leaves the run as a kill would: running, resumable. A real error marks it failed.
-    if (!(err instanceof RunInterrupted)) {
+    // A stand-in kill, or a person's Ctrl-C, leaves the run as a kill would: running, resumable. A real error marks
+    // it failed.
+    if (!(err instanceof RunInterrupted) && !ctx.signal?.aborted) {
       r.say(`failed: ${(err as Error).message}`);
       await markRunFailed(ctx.prisma, runId, (err as Error).message, r.logLines.join('\n'));
     }

@@ -9,7 +9,7 @@ import { checkpointOf } from '../prisma/policy-store.ts';
 import pLimit from 'p-limit';
 import { AgentUnavailableError, ownWeightsVersion, type Agent, type Collaborator } from '../tasks/agent.ts';
 import { playEpisode, type EpisodeTurn } from '../tasks/protocol.ts';
-import type { TaskContent, TaskKind, TaskSplit } from '../tasks/model.ts';
+import type { TaskContent, TaskKind, TaskSource, TaskSplit } from '../tasks/model.ts';
 import { createRuleSimulator } from '../tasks/simulator.ts';
 import { gameSeed } from '../tasks/random.ts';
 import type { PolicyVersion, PrismaClient } from '../prisma/generated/client.ts';
@@ -39,6 +39,13 @@ export interface SimulateOptions {
   collaborator?: CollaboratorFactory;
   /** Play these tasks (game i plays tasks[i mod count]) instead of the stored tasks of `kind` and `split`. */
   tasks?: readonly { id: string; content: TaskContent }[];
+  /** Only stored tasks of this source (ColBench-mini's are `generated`). */
+  source?: TaskSource;
+  /**
+   * Games a task, played in a row: game i plays task floor(i / perTask). Training pairs come from two games of one
+   * task with different rewards, so data meant for training needs more than one. Unset: one game a task in turn.
+   */
+  perTask?: number;
   sampling?: SamplingOptions;
   parallel?: number;
   log?: (line: string) => void;
@@ -58,8 +65,12 @@ export async function storedTasks(
   prisma: PrismaClient,
   kind: TaskKind,
   split: TaskSplit,
+  source?: TaskSource,
 ): Promise<{ id: string; content: TaskContent }[]> {
-  const rows = await prisma.task.findMany({ where: { kind, split }, orderBy: { contentHash: 'asc' } });
+  const rows = await prisma.task.findMany({
+    where: { kind, split, ...(source ? { source } : {}) },
+    orderBy: { contentHash: 'asc' },
+  });
   return rows.map((r) => ({ id: r.id, content: taskContent(r) }));
 }
 
@@ -71,18 +82,18 @@ export async function simulate(
 ): Promise<SimulatedGame[]> {
   if (!Number.isInteger(o.episodes) || o.episodes < 1)
     throw new Error(`episodes must be a positive integer, got ${o.episodes}`);
-  const tasks = o.tasks ?? (await storedTasks(prisma, o.kind, o.split));
+  if (o.perTask !== undefined && !(Number.isInteger(o.perTask) && o.perTask >= 1))
+    throw new Error(`perTask must be a positive integer, got ${o.perTask}`);
+  const tasks = o.tasks ?? (await storedTasks(prisma, o.kind, o.split, o.source));
   if (tasks.length === 0)
     throw new Error(
       o.tasks
         ? 'no tasks to play'
-        : `no ${o.kind} tasks in the ${o.split} split: import some first (sweetloop tasks import ...)`,
+        : `no ${o.source ? `${o.source} ` : ''}${o.kind} tasks in the ${o.split} split: ${o.source === 'generated' ? 'store ColBench-mini tasks first (sweetloop tasks seed --mini 10)' : 'import some first (sweetloop tasks import ...)'}`,
     );
   const collaborator = o.collaborator ?? RULE_SIMULATOR;
-  const jobs = Array.from({ length: o.episodes }, (_, i) => ({
-    task: tasks[i % tasks.length]!.content,
-    ref: tasks[i % tasks.length]!.id,
-  }));
+  const taskOf = (i: number) => tasks[Math.floor(i / (o.perTask ?? 1)) % tasks.length]!;
+  const jobs = Array.from({ length: o.episodes }, (_, i) => ({ task: taskOf(i).content, ref: taskOf(i).id }));
   const games: SimulatedGame[] = new Array(o.episodes);
   const scoring: Promise<void>[] = [];
   let done = 0;

@@ -65,6 +65,7 @@ export async function withTrainer<T>(
 const KINDS = ['backend', 'frontend'] as const;
 const SPLITS = ['train', 'test'] as const;
 const ALGOS = ['sweet', 'mtdpo', 'rft'] as const;
+const SOURCES = ['builtin', 'generated', 'colbench'] as const;
 
 export function registerTrainerCommands(program: Command): void {
   program
@@ -76,6 +77,16 @@ export function registerTrainerCommands(program: Command): void {
     .option('--tasks <split>', 'train or test', choice('tasks', SPLITS), 'train')
     .option('--episodes <n>', 'games to play', intOption('episodes', 1), 20)
     .option('--kind <kind>', 'backend or frontend', choice('kind', KINDS), 'backend')
+    .option(
+      '--source <source>',
+      'only stored tasks of this source: builtin, generated (ColBench-mini, what the starter learnt on) or colbench',
+      choice('source', SOURCES),
+    )
+    .option(
+      '--per-task <k>',
+      'play each task k times in a row (training pairs need two games of a task with different rewards)',
+      intOption('per-task', 1),
+    )
     .option('--seed <n>', 'sampling seed (default: SEED)', intOption('seed', 0))
     .action(
       async (o: {
@@ -83,6 +94,8 @@ export function registerTrainerCommands(program: Command): void {
         tasks: 'train' | 'test';
         episodes: number;
         kind: 'backend' | 'frontend';
+        source?: 'builtin' | 'generated' | 'colbench';
+        perTask?: number;
         seed?: number;
       }) => {
         await withTrainer(async (db, s) => (await import('../../trainer/commands.ts')).simulateCommand(db, s, o));
@@ -197,7 +210,7 @@ export function registerTrainerCommands(program: Command): void {
     .option('--no-preferences', "sweet: do not use people's pairwise preferences")
     .action(async (o) => {
       await withTrainer(async (db, s) => {
-        await (await import('../../trainer/commands.ts')).trainCommand(db, s, o);
+        await (await import('../../trainer/commands.ts')).trainCommand(db, s, o, { interruptible: true });
       });
     });
 

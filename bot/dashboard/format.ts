@@ -1,10 +1,14 @@
 // Formatting helpers the dashboard's templates (bot/dashboard/views/) call. They return plain text; the template
 // engine escapes it on output, so nothing here builds HTML.
 import type { Interval } from '../../tasks/stats.ts';
+import { formatProjection } from '../study-progress.ts';
 
 export const when = (d: Date | null | undefined) => (d ? d.toISOString().slice(0, 16).replace('T', ' ') : '—');
 export const num = (x: number | null | undefined, digits = 2) =>
   x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(digits);
+/** Milliseconds as whole ones ("72 ms"): a server's timings come with fractions no reader needs. */
+export const ms = (x: number | null | undefined) =>
+  x === null || x === undefined || !Number.isFinite(x) ? '—' : `${Math.round(x).toLocaleString('en')} ms`;
 export const pct = (x: number | null | undefined, digits = 1) =>
   x === null || x === undefined || !Number.isFinite(x) ? '—' : `${(100 * x).toFixed(digits)}%`;
 /** "0.52 [0.41, 0.63]"; the bounds are left out when there are none. */
@@ -34,3 +38,5 @@ export const shade = (logprob: number) => (0.1 + 0.9 * Math.min(1, Math.max(0, M
 export const advantageClass = (a: number) => (a > 0 ? 'adv-pos' : a < 0 ? 'adv-neg' : 'adv-zero');
 export const money = (cents: number, currency: string | null) =>
   `${(cents / 100).toFixed(2)}${currency ? ` ${currency}` : ''}`;
+/** A study's projected completion in words ("not enough data yet (...)", not the state's slug). */
+export const projection = formatProjection;

@@ -1,5 +1,5 @@
 // The export's progress bar on a terminal (`sweetloop export`); nothing when the output is not a TTY.
-import cliProgress from 'cli-progress';
+import { progressBar } from '../../tasks/progress-bar.ts';
 
 /** A progress bar on a terminal (none when `stream` is not a TTY, e.g. in CI or a pipe). */
 export function terminalProgress(
@@ -7,15 +7,7 @@ export function terminalProgress(
   label: string,
 ): { onProgress?: (done: number, total: number) => void; stop: () => void } {
   if (!stream.isTTY) return { stop: () => {} };
-  const bar = new cliProgress.SingleBar(
-    {
-      stream,
-      format: `${label} [{bar}] {percentage}% | {value}/{total} sessions | {eta_formatted} left`,
-      hideCursor: true,
-      etaBuffer: 50,
-    },
-    cliProgress.Presets.shades_classic,
-  );
+  const bar = progressBar(stream, `${label} [{bar}] {percentage}% | {value}/{total} sessions | {left}`);
   let started = false;
   return {
     onProgress(done, total) {

@@ -212,6 +212,20 @@ describe('chat client', () => {
     }
   });
 
+  it('hides a short key only where it stands alone, not inside the words of a message (`x` in `proxy-box`)', async () => {
+    const keyed = await startOpenAiServer({ apiKey: 'x', reply: () => 'ok' });
+    try {
+      const err = await chatCompletion({ url: keyed.url, apiKey: 'x' }, { model: 'proxy-box', messages }).catch(
+        (e: unknown) => e,
+      );
+      expect((err as Error).message).toBe(
+        `chat endpoint ${keyed.url} refused the request: HTTP 404: The model \`proxy-box\` does not exist.`,
+      );
+    } finally {
+      await keyed.close();
+    }
+  });
+
   it('never sends OPENAI_API_KEY to an endpoint configured without a key', async () => {
     process.env.OPENAI_API_KEY = 'sk-openai-should-not-leak';
     try {

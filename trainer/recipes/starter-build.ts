@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import cliProgress from 'cli-progress';
+import { progressBar } from '../../tasks/progress-bar.ts';
 import type { ChatMessage } from '../../tasks/agent.ts';
 import { seededRandom } from '../../tasks/random.ts';
 import { llamaConfig, type ModelConfig } from '../model/architecture.ts';
@@ -129,14 +129,7 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
 
   const bar =
     options.progress === 'bar'
-      ? new cliProgress.SingleBar(
-          {
-            format: 'starter policy [{bar}] {value}/{total} updates | loss {loss} | {eta_formatted} left',
-            stream: process.stderr,
-            hideCursor: true,
-          },
-          cliProgress.Presets.shades_classic,
-        )
+      ? progressBar(process.stderr, 'starter policy [{bar}] {value}/{total} updates | loss {loss} | {left}')
       : undefined;
   bar?.start(totalSteps, 0, { loss: '-' });
 

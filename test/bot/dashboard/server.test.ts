@@ -186,6 +186,18 @@ describe('on loopback', () => {
     expect(html).toContain('data-advantage="-0.137"');
     expect(html).toContain('check the markup in the reply');
     expect(html).toContain('<strong>2/5</strong>');
+    expect(html).toContain('first token 72 ms');
+    expect(html).not.toContain('71.749');
+  });
+
+  it('says when each study is projected to end in words, not as a state slug', async () => {
+    const html = await (await signedIn(`${base}/studies`)).text();
+    const cells = [...html.matchAll(/<td>([^<]*)<\/td>\s*<td class="n">[^<]*<\/td><\/tr>/g)].map((m) => m[1]);
+    expect(cells.length).toBeGreaterThan(0);
+    for (const cell of cells) {
+      expect(['no-k', 'not-enough-data', 'complete', 'projected']).not.toContain(cell);
+      expect(cell).toMatch(/^(none \(no k|complete \(every task|not enough data yet \(|\d{4}-\d\d-\d\d)/);
+    }
   });
 
   it('escapes what people typed', async () => {

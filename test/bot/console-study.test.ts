@@ -1,0 +1,107 @@
+// A study made with `sweetloop study create` (bound to no Discord server) is what the next console session joins
+// (bot/assign.ts chooseStudy): the console says so once, with how to leave it, and says nothing in the default
+// pool. The real runtime over Postgres, a policy served by a real OpenAI-compatible server, the console driven
+// through its streams.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
+import { startOpenAiServer, type OpenAiServer } from '../../testing/openai-server.ts';
+import { ConsoleChannel, joinedStudyLine } from '../../bot/console.ts';
+import { createRuntime, type Runtime } from '../../bot/runtime.ts';
+import { resolveStudy } from '../../bot/studies.ts';
+import { deployPolicyByName } from '../../prisma/policy-store.ts';
+import { createStudy, setStudyStatus } from '../../prisma/study-store.ts';
+import { importTasks } from '../../prisma/task-store.ts';
+import { generateMiniTasks } from '../../tasks/mini.ts';
+import { loadAgent } from '../../trainer/policies/agent-for.ts';
+import { registerEndpointVersion } from '../../trainer/policies/registry.ts';
+
+let t: TestDatabase;
+let server: OpenAiServer;
+let runtime: Runtime;
+let root: string;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  root = await mkdtemp(join(tmpdir(), 'console-study-'));
+  await importTasks(t.prisma, generateMiniTasks({ seed: 3, count: 4, split: 'train' }));
+  server = await startOpenAiServer({ model: 'm', reply: () => 'I WANT TO ANSWER: def f():\n    return None' });
+  await registerEndpointVersion(t.prisma, { name: 'served', url: server.url, model: 'm', maxTokens: 64 });
+  await deployPolicyByName(t.db, 'test', 'served');
+  runtime = await createRuntime({
+    channel: 'console',
+    db: t.db,
+    maxTurns: 2,
+    idleMinutes: 30,
+    render: null,
+    policyPollMs: 200,
+    loadAgent: (policy) => loadAgent(policy, { prisma: t.prisma }),
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await runtime?.close();
+  await server?.close();
+  await t?.drop();
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+/** One console start of the person `name`, up to the question of which kind of task, then `q`: its transcript. */
+async function consoleStart(name: string): Promise<string> {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  let out = '';
+  output.on('data', (d: Buffer) => (out += d.toString('utf8')));
+  const channel = new ConsoleChannel({
+    engine: runtime.engine,
+    person: { externalId: `console:${name}`, displayName: name },
+    consentText: 'Consent text.',
+    outDir: join(root, name),
+    input,
+    output,
+  });
+  const done = channel.run();
+  const until = async (text: string) => {
+    for (let i = 0; !out.includes(text); i++) {
+      if (i > 3000) throw new Error(`console: no "${text}"; output:\n${out}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  await until('Do you accept? [y/N]');
+  input.write('y\n');
+  await until('Which kind of task?');
+  input.write('q\n');
+  await done;
+  return out;
+}
+
+describe('the console and a study made with study create', () => {
+  it('says nothing of studies in the default pool', async () => {
+    expect(await consoleStart('before')).not.toContain('count in the study');
+    expect(joinedStudyLine('default')).toBeNull();
+  });
+
+  it('tells the person which study their sessions join, and closing it sends the console back to the default pool', async () => {
+    const tasks = await t.prisma.task.findMany({ select: { id: true } });
+    const spec = await resolveStudy(t.prisma, {
+      name: 'trial',
+      seed: 1,
+      perTask: 2,
+      split: 'train',
+      taskIds: tasks.map((x) => x.id),
+    });
+    await createStudy(t.prisma, 'cli', spec, { requireConsent: false });
+    const out = await consoleStart('during');
+    expect(out).toContain(joinedStudyLine('trial')!);
+    expect(out).toContain(
+      'Your sessions here count in the study "trial" (made with `sweetloop study create`): its tasks and its policies, not the default pool.',
+    );
+    expect(out.indexOf('count in the study')).toBeLessThan(out.indexOf('Which kind of task?'));
+
+    await setStudyStatus(t.prisma, 'cli', 'trial', 'closed', { requireConsent: false });
+    expect(await consoleStart('after')).not.toContain('count in the study');
+  });
+});

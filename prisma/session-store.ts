@@ -10,6 +10,7 @@
 // live turn (the appends, the evaluation, the rating) are one statement each where they can be: every round trip
 // counts when hundreds of people play at once (bench:bot, bench/RESULTS.md).
 import { recordActiveTimes } from './active-time-store.ts';
+import { MOMENTS, activeMsOf } from './study-stats.ts';
 import type { TaskContent, TaskKind } from '../tasks/model.ts';
 import type { CompletionTokens, TurnProvenance } from '../tasks/agent.ts';
 import { sanitizeText, type EndReason } from '../tasks/protocol.ts';
@@ -151,13 +152,44 @@ async function insertTurn(
 ): Promise<Turn | null> {
   const rows = await prisma.$queryRaw<Turn[]>`
     WITH s AS (UPDATE "Session" SET ${session} WHERE id = ${sessionId}::uuid AND status = 'active' RETURNING id)
+    ${turnInsert(t)}
+    RETURNING *`.catch(asModelError('Turn'));
+  return rows[0] ?? null;
+}
+
+/** The INSERT of insertTurn, from its CTE `s` (the session updated): the index read in the statement. */
+function turnInsert(t: Prisma.TurnUncheckedCreateInput): Prisma.Sql {
+  return Prisma.sql`
     INSERT INTO "Turn" (id, "sessionId", index, role, content, "rawOutput", "promptTokens", "completionTokens", "latencyMs", provenance, "externalMessageId", "createdAt")
     SELECT ${randomUUID()}::uuid, s.id, (SELECT coalesce(max(index) + 1, 0) FROM "Turn" WHERE "sessionId" = s.id), ${t.role}::"TurnRole", ${t.content},
       ${t.rawOutput ?? null}, ${t.promptTokens ?? null}::int, ${t.completionTokens ?? null}::int, ${t.latencyMs ?? null}::int,
       ${t.provenance === undefined ? null : JSON.stringify(t.provenance)}::jsonb, ${t.externalMessageId ?? null}, ${new Date()}::timestamp(3)
-    FROM s
-    RETURNING *`.catch(asModelError('Turn'));
-  return rows[0] ?? null;
+    FROM s`;
+}
+
+/**
+ * insertTurn for the turn that ends the session, which also records its active time (prisma/active-time-store.ts):
+ * the statement returns the session's moments before it (its start, its earlier turns, its end as written; the
+ * statement does not see its own insert), the turn's own is added here, and the time is written by a second
+ * statement. A process killed between the two leaves it unset, as for a session that ended before the column
+ * existed: bot/bootstrap.ts fills those at the next start. Two round trips: the transaction they replace took five.
+ */
+async function insertLastTurn(
+  prisma: PrismaClient,
+  sessionId: string,
+  t: Prisma.TurnUncheckedCreateInput,
+  session: Prisma.Sql,
+): Promise<Turn | null> {
+  const rows = await prisma.$queryRaw<(Turn & { moments: string })[]>`
+    WITH s AS (UPDATE "Session" SET ${session} WHERE id = ${sessionId}::uuid AND status = 'active' RETURNING id, "startedAt", "endedAt"),
+    t AS (${turnInsert(t)} RETURNING *)
+    SELECT t.*, ${MOMENTS} AS moments FROM t, s`.catch(asModelError('Turn'));
+  const row = rows[0];
+  if (!row) return null;
+  const { moments, ...turn } = row;
+  const ms = activeMsOf(`${moments},${turn.createdAt.getTime()}`);
+  await prisma.session.updateMany({ where: { id: sessionId }, data: { activeMs: ms } });
+  return turn;
 }
 
 /**
@@ -208,24 +240,25 @@ export async function appendAgentTurn(
     ? Prisma.sql`"turnCount" = "turnCount" + 1, "lastActivityAt" = ${at}::timestamp(3), status = 'answered', answer = ${answered.answer}, "endedAt" = ${at}::timestamp(3), "endReason" = ${answered.endReason}`
     : Prisma.sql`"turnCount" = "turnCount" + 1, "lastActivityAt" = ${at}::timestamp(3)`;
   const tokens = turnTokensOf(t);
-  // The answer's active time, and recorded tokens, are written with the turn: a transaction only then.
-  const turn =
-    answered || tokens
-      ? await prisma.$transaction(async (tx) => {
-          const turn = await insertTurn(tx, sessionId, data, session);
-          if (turn && tokens)
-            await tx.turnTokens.create({
-              data: {
-                turnId: turn.id,
-                ids: tokens.ids,
-                logprobs: tokens.logprobs,
-                weightsVersion: tokens.weightsVersion,
-              },
-            });
-          if (turn && answered) await recordActiveTimes(tx, [sessionId]);
-          return turn;
-        })
-      : await insertTurn(prisma, sessionId, data, session);
+  // Recorded tokens are written with the turn: a transaction only then (and the answer's active time in it).
+  const turn = !tokens
+    ? answered
+      ? await insertLastTurn(prisma, sessionId, data, session)
+      : await insertTurn(prisma, sessionId, data, session)
+    : await prisma.$transaction(async (tx) => {
+        const turn = await insertTurn(tx, sessionId, data, session);
+        if (turn && tokens)
+          await tx.turnTokens.create({
+            data: {
+              turnId: turn.id,
+              ids: tokens.ids,
+              logprobs: tokens.logprobs,
+              weightsVersion: tokens.weightsVersion,
+            },
+          });
+        if (turn && answered) await recordActiveTimes(tx, [sessionId]);
+        return turn;
+      });
   if (!turn) throw sessionGone(sessionId);
   return turn;
 }

@@ -22,6 +22,7 @@ import {
   sessionReward,
 } from '../../prisma/session-store.ts';
 import { toDatabaseError, UniqueViolationError } from '../../prisma/errors.ts';
+import { recordActiveTimes } from '../../prisma/active-time-store.ts';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import type { EvaluationOutcome } from '../../tasks/scorer.ts';
 
@@ -124,6 +125,10 @@ describe.each([
       endedAt: new Date(at1.getTime() + 2000),
     });
     expect(after.activeMs).not.toBeNull();
+    // The answer wrote the active time the fill computes from the stored moments (prisma/active-time-store.ts).
+    await t.prisma.session.update({ where: { id: s.id }, data: { activeMs: null } });
+    expect(await recordActiveTimes(t.prisma, [s.id])).toBe(1);
+    expect((await t.prisma.session.findUniqueOrThrow({ where: { id: s.id } })).activeMs).toBe(after.activeMs);
   });
 
   it('refuse a redelivered external id with UniqueViolationError on externalMessageId, and a missing session as P2025', async () => {

@@ -408,17 +408,47 @@ export async function recordRating(
   value: number,
   ratingWeight: number,
 ): Promise<void> {
+  await prisma.$executeRaw`
+    WITH ${ratingWrite(Prisma.sql`SELECT ${sessionId}::uuid, ${raterId}::uuid`, value, ratingWeight)}
+    SELECT 1`.catch(asModelError('Rating'));
+}
+
+/**
+ * recordRating of the session's own person, rated by `externalId` (their Discord id), only once it is answered,
+ * with what it was checked against, in one statement (a read of the session and of its person took two more
+ * round trips): null when the session does not exist; nothing is written unless `owner` is `externalId` and
+ * `status` is 'answered'.
+ */
+export async function rateOwnSession(
+  prisma: PrismaClient,
+  sessionId: string,
+  externalId: string,
+  value: number,
+  ratingWeight: number,
+): Promise<{ owner: string; status: string } | null> {
+  const rows = await prisma.$queryRaw<{ owner: string; status: string }[]>`
+    WITH o AS (
+      SELECT s.id, s."participantId", s.status::text AS status, p."discordUserId" AS owner
+      FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" WHERE s.id = ${sessionId}::uuid),
+    ${ratingWrite(Prisma.sql`SELECT o.id, o."participantId" FROM o WHERE o.owner = ${externalId} AND o.status = 'answered'`, value, ratingWeight)}
+    SELECT owner, status FROM o`.catch(asModelError('Rating'));
+  return rows[0] ?? null;
+}
+
+/** The CTEs of a rating's write: the rating of each (session, rater) row of `source`, then the reward it implies. */
+function ratingWrite(source: Prisma.Sql, value: number, ratingWeight: number): Prisma.Sql {
   if (!Number.isInteger(value) || value < 1 || value > 5)
     throw new RangeError(`a rating is a whole number from 1 to 5, got ${value}`);
-  await prisma.$executeRaw`
-    WITH r AS (
+  return Prisma.sql`
+    r AS (
       INSERT INTO "Rating" (id, "sessionId", "raterId", value, "createdAt")
-      VALUES (${randomUUID()}::uuid, ${sessionId}::uuid, ${raterId}::uuid, ${value}::int, ${new Date()}::timestamp(3))
+      SELECT ${randomUUID()}::uuid, src.*, ${value}::int, ${new Date()}::timestamp(3) FROM (${source}) src
       ON CONFLICT ("sessionId", "raterId") DO UPDATE SET value = EXCLUDED.value
-      RETURNING "sessionId")
-    UPDATE "Session" s SET reward = ${rewardSql(Prisma.sql`e.score`, Prisma.sql`${value}::int`, ratingWeight)}
-    FROM "Evaluation" e
-    WHERE s.id = (SELECT "sessionId" FROM r) AND e."sessionId" = s.id`.catch(asModelError('Rating'));
+      RETURNING "sessionId"),
+    w AS (
+      UPDATE "Session" s SET reward = ${rewardSql(Prisma.sql`e.score`, Prisma.sql`${value}::int`, ratingWeight)}
+      FROM "Evaluation" e
+      WHERE s.id = (SELECT "sessionId" FROM r) AND e."sessionId" = s.id)`;
 }
 
 /** Adds (or clears, with an empty text) the comment of an existing rating; false when there is no rating. */

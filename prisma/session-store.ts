@@ -53,7 +53,8 @@ export interface NewSession {
   consentVersion?: number | null;
 }
 
-export async function createSession(prisma: PrismaClient | Tx, s: NewSession): Promise<Session & { task: Task }> {
+/** Creates the session (one round trip: its task is not read with it, the engine keeps tasks in memory). */
+export async function createSession(prisma: PrismaClient | Tx, s: NewSession): Promise<Session> {
   return prisma.session.create({
     data: {
       taskId: s.taskId,
@@ -68,7 +69,6 @@ export async function createSession(prisma: PrismaClient | Tx, s: NewSession): P
       studyId: s.studyId ?? null,
       consentVersion: s.consentVersion ?? null,
     },
-    include: { task: true },
   });
 }
 

@@ -16,11 +16,13 @@ export const ADMISSION_VERSION_KEY = 'admission.version';
 export interface AdmissionReads {
   studyFor(where: Place, now?: Date): Promise<{ study: StudyWithArms; refusal: StudyRefusedError | null }>;
   paused(): Promise<boolean>;
+  /** The admission version the studies were read at (unchanged: they are as read); null when not kept. */
+  version: string | null;
 }
 
 /** The same read from the database each time (callers outside the engine: bot/services.ts). */
 export function freshReads(prisma: PrismaClient): AdmissionReads {
-  return { studyFor: (where, now) => studyFor(prisma, where, now), paused: () => isPaused(prisma) };
+  return { studyFor: (where, now) => studyFor(prisma, where, now), paused: () => isPaused(prisma), version: null };
 }
 
 export class AdmissionDirectory {
@@ -35,7 +37,7 @@ export class AdmissionDirectory {
     const prisma = this.prisma();
     const rows = await prisma.setting.findMany({ where: { key: { in: [PAUSED_KEY, ADMISSION_VERSION_KEY] } } });
     const paused = pausedIn(rows.find((r) => r.key === PAUSED_KEY)?.value);
-    const version = JSON.stringify(rows.find((r) => r.key === ADMISSION_VERSION_KEY)?.value ?? null);
+    const version = versionIn(rows);
     // Read after the version: a change committed meanwhile counts the version up again, so the next admission rereads.
     let cached = this.cached;
     if (cached?.version !== version) {
@@ -44,6 +46,7 @@ export class AdmissionDirectory {
     }
     const snapshot = cached;
     return {
+      version,
       paused: async () => paused,
       studyFor: async (where, now = new Date()) => {
         const chosen = chooseStudy(snapshot.studies, where, now);
@@ -58,4 +61,9 @@ export class AdmissionDirectory {
       },
     };
   }
+}
+
+/** The admission version among settings read (its value as text; null never counted up yet, kept as "null"). */
+export function versionIn(rows: readonly { key: string; value: unknown }[]): string {
+  return JSON.stringify(rows.find((r) => r.key === ADMISSION_VERSION_KEY)?.value ?? null);
 }

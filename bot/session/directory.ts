@@ -25,10 +25,17 @@ export function freshReads(prisma: PrismaClient): AdmissionReads {
   return { studyFor: (where, now) => studyFor(prisma, where, now), paused: () => isPaused(prisma), version: null };
 }
 
+interface Snapshot {
+  version: string;
+  studies: StudyWithArms[];
+  defaultStudy: Promise<StudyWithArms> | null;
+}
+
 export class AdmissionDirectory {
   /** The studies as read at `version`; the default study once read (created, its pool filled) at that version. */
-  private cached: { version: string; studies: StudyWithArms[]; defaultStudy: Promise<StudyWithArms> | null } | null =
-    null;
+  private cached: Snapshot | null = null;
+  /** The studies being read for a version (see reads). */
+  private loading: { version: string; read: Promise<Snapshot> } | null = null;
 
   constructor(private readonly prisma: () => PrismaClient) {}
 
@@ -39,12 +46,23 @@ export class AdmissionDirectory {
     const paused = pausedIn(rows.find((r) => r.key === PAUSED_KEY)?.value);
     const version = versionIn(rows);
     // Read after the version: a change committed meanwhile counts the version up again, so the next admission rereads.
-    let cached = this.cached;
-    if (cached?.version !== version) {
-      cached = { version, studies: await readStudies(prisma), defaultStudy: null };
-      this.cached = cached;
+    // One read a version, whoever asks meanwhile (people arriving in the same second, each admission rereading
+    // every change, and each default-study pool fill a change: bench:bot at 200 people).
+    let snapshot = this.cached;
+    if (snapshot?.version !== version) {
+      if (this.loading?.version !== version) {
+        const loading = {
+          version,
+          read: readStudies(prisma).then((studies) => ({ version, studies, defaultStudy: null })),
+        };
+        this.loading = loading;
+        loading.read.then(
+          (read) => this.loading === loading && ((this.cached = read), (this.loading = null)),
+          () => this.loading === loading && (this.loading = null),
+        );
+      }
+      snapshot = await this.loading!.read;
     }
-    const snapshot = cached;
     return {
       version,
       paused: async () => paused,

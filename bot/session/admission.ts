@@ -61,10 +61,9 @@ export async function admission(
   // The person's row and the one a deletion keeps under the keyed hash, in one query (every admission reads both),
   // alongside what the admission reads besides (from memory where the engine keeps it: directory.ts).
   const hashed = erasedId(erasureKey, person.externalId);
-  const [rows, reads] = await Promise.all([
-    findParticipants(prisma, [person.externalId, hashed]),
-    directory ? directory.reads() : freshReads(prisma),
-  ]);
+  const [rows, reads] = directory
+    ? await directory.reads([person.externalId, hashed]).then((r) => [r.people, r] as const)
+    : await Promise.all([findParticipants(prisma, [person.externalId, hashed]), freshReads(prisma)]);
   const p = rows.get(person.externalId) ?? null;
   const erased = rows.get(hashed) ?? null;
   if ((p && isBannedIn(p, where.guildId)) || (erased && isBannedIn(erased, where.guildId))) {

@@ -3,7 +3,8 @@
 // whether any of it changed since it was read (the Setting 'admission.version', counted up in the writer's own
 // transaction by triggers on those tables: prisma/migrations/20261207020000_admission_version), from whatever
 // process or tool changed it. Before, every admission read it all again (five round trips; bench:bot).
-import type { PrismaClient } from '../../prisma/generated/client.ts';
+import type { Participant, PrismaClient } from '../../prisma/generated/client.ts';
+import { findParticipantsAndSettings } from '../../prisma/participant-store.ts';
 import { PAUSED_KEY } from '../../prisma/moderation-store.ts';
 import { DEFAULT_STUDY, defaultStudy, type StudyWithArms } from '../../prisma/study-store.ts';
 import { chooseStudy, readStudies, studyFor, type Place, type StudyRefusedError } from '../assign.ts';
@@ -39,10 +40,16 @@ export class AdmissionDirectory {
 
   constructor(private readonly prisma: () => PrismaClient) {}
 
-  /** The reads of one admission: one round trip, and more only when something changed since the last. */
-  async reads(): Promise<AdmissionReads> {
+  /**
+   * The reads of one admission, with the rows of the people `externalIds` names: one round trip, and more only
+   * when something changed since the last.
+   */
+  async reads(externalIds: readonly string[] = []): Promise<AdmissionReads & { people: Map<string, Participant> }> {
     const prisma = this.prisma();
-    const rows = await prisma.setting.findMany({ where: { key: { in: [PAUSED_KEY, ADMISSION_VERSION_KEY] } } });
+    const { people, settings: rows } = await findParticipantsAndSettings(prisma, externalIds, [
+      PAUSED_KEY,
+      ADMISSION_VERSION_KEY,
+    ]);
     const paused = pausedIn(rows.find((r) => r.key === PAUSED_KEY)?.value);
     const version = versionIn(rows);
     // Read after the version: a change committed meanwhile counts the version up again, so the next admission rereads.
@@ -64,6 +71,7 @@ export class AdmissionDirectory {
       snapshot = await this.loading!.read;
     }
     return {
+      people,
       version,
       paused: async () => paused,
       studyFor: async (where, now = new Date()) => {

@@ -112,7 +112,7 @@ export async function refreshQuality(
 }
 
 /** What the quality of one ended session is computed from (as refreshQuality reads it, or as the bot holds it). */
-export interface QualityInput {
+interface QualityInput {
   status: string;
   endReason: string | null;
   goldSourceId: string | null;

@@ -16,7 +16,7 @@ import type { CompletionTokens, TurnProvenance } from '../tasks/agent.ts';
 import { sanitizeText, type EndReason } from '../tasks/protocol.ts';
 import type { EvaluationOutcome } from '../tasks/scorer.ts';
 import { randomUUID } from 'node:crypto';
-import { Prisma, type PrismaClient, type Session, type Task, type Turn } from './generated/client.ts';
+import { Prisma, type PrismaClient, type Session, type Turn } from './generated/client.ts';
 import { taskContent } from './task-store.ts';
 import { SIMULATED_ROLE } from './cohorts.ts';
 

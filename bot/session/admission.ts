@@ -223,51 +223,54 @@ export class Admissions {
       const { session, playing, experimentId, goldSourceId } = await ctx
         .retry(
           () =>
-            assignTask(
-              prisma,
-              study,
-              participant.id,
-              kind,
-              async (tx, pick, current) => {
-                // The admission checked the person accepted the study's current consent text; a new version stored
-                // since then is read first. The session keeps the version accepted (exports carry it).
-                if (current.consentText && current.consentVersion !== study.consentVersion) {
-                  throw new RefusedError(
-                    'no-consent',
-                    'The consent text of this study has changed. Please run /task start again to read the new version.',
-                  );
-                }
-                // In the default study, now and then a gold check replays a known session's agent (bot/gold.ts);
-                // otherwise the study's arm plays (during an A/B, control or candidate; bot/assign.ts), or the
-                // deployed version where it has none. The session keeps what it was given.
-                const goldSourceId =
-                  study.name === DEFAULT_STUDY && kind === 'backend'
-                    ? await goldSource(tx, pick.taskId, Math.random(), goldShare)
-                    : null;
-                const experimentId = goldSourceId ? null : pick.experimentId;
-                // An A/B may have begun or ended since the study was read: the pick, made under its lock, decides.
-                const playing =
-                  pick.arm?.policyVersion ??
-                  deployed ??
-                  ctx.deps.policies.deployed ??
-                  (await ctx.deps.policies.refresh());
-                if (!playing) throw new RefusedError('no-policy', 'No agent is deployed yet. Please try again later.');
-                const session = await createSession(tx, {
-                  taskId: pick.taskId,
-                  participantId: participant.id,
-                  policyVersionId: goldSourceId ? null : playing.id,
-                  ...(experimentId ? { experimentId } : {}),
-                  ...(goldSourceId ? { goldSourceId } : {}),
-                  studyId: study.id,
-                  consentVersion: study.consentText ? study.consentVersion : null,
-                  channel: ctx.options.channel,
-                  simulated: ctx.options.channel === 'simulated',
-                  guildId: where.guildId ?? null,
-                  channelId: where.channelId ?? null,
-                });
-                return { session, playing, experimentId, goldSourceId };
-              },
-              unchanged,
+            ctx.studyLock.run(study.id, () =>
+              assignTask(
+                prisma,
+                study,
+                participant.id,
+                kind,
+                async (tx, pick, current) => {
+                  // The admission checked the person accepted the study's current consent text; a new version stored
+                  // since then is read first. The session keeps the version accepted (exports carry it).
+                  if (current.consentText && current.consentVersion !== study.consentVersion) {
+                    throw new RefusedError(
+                      'no-consent',
+                      'The consent text of this study has changed. Please run /task start again to read the new version.',
+                    );
+                  }
+                  // In the default study, now and then a gold check replays a known session's agent (bot/gold.ts);
+                  // otherwise the study's arm plays (during an A/B, control or candidate; bot/assign.ts), or the
+                  // deployed version where it has none. The session keeps what it was given.
+                  const goldSourceId =
+                    study.name === DEFAULT_STUDY && kind === 'backend'
+                      ? await goldSource(tx, pick.taskId, Math.random(), goldShare)
+                      : null;
+                  const experimentId = goldSourceId ? null : pick.experimentId;
+                  // An A/B may have begun or ended since the study was read: the pick, made under its lock, decides.
+                  const playing =
+                    pick.arm?.policyVersion ??
+                    deployed ??
+                    ctx.deps.policies.deployed ??
+                    (await ctx.deps.policies.refresh());
+                  if (!playing)
+                    throw new RefusedError('no-policy', 'No agent is deployed yet. Please try again later.');
+                  const session = await createSession(tx, {
+                    taskId: pick.taskId,
+                    participantId: participant.id,
+                    policyVersionId: goldSourceId ? null : playing.id,
+                    ...(experimentId ? { experimentId } : {}),
+                    ...(goldSourceId ? { goldSourceId } : {}),
+                    studyId: study.id,
+                    consentVersion: study.consentText ? study.consentVersion : null,
+                    channel: ctx.options.channel,
+                    simulated: ctx.options.channel === 'simulated',
+                    guildId: where.guildId ?? null,
+                    channelId: where.channelId ?? null,
+                  });
+                  return { session, playing, experimentId, goldSourceId };
+                },
+                unchanged,
+              ),
             ),
           hooks,
         )

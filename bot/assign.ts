@@ -274,8 +274,8 @@ export async function pickTask(
 /**
  * Chooses this person's task in the study and hands it to `create`, which creates the session in the same
  * transaction, under the study's lock: the study is read again there (a pause or close since it was joined
- * counts; `create` gets it as read, e.g. to see whether its consent text changed), and no other assignment in the
- * study runs until the session exists.
+ * counts; `create` gets it as read, e.g. to see whether its consent text changed), unless `unchanged` says it
+ * has not changed, and no other assignment in the study runs until the session exists.
  */
 export async function assignTask<T>(
   prisma: PrismaClient,
@@ -283,12 +283,18 @@ export async function assignTask<T>(
   participantId: string,
   kind: TaskKind,
   create: (tx: Tx, pick: TaskPick, current: StudyWithArms) => Promise<T>,
+  unchanged?: (tx: Tx) => Promise<boolean>,
 ): Promise<T> {
   return withStudyLock(prisma, study.id, async (tx) => {
-    const now = await tx.study.findUniqueOrThrow({
-      where: { id: study.id },
-      include: { arms: { include: { policyVersion: true } } },
-    });
+    // `unchanged`: asks, under the lock, whether nothing the study is read with has changed since `study` was read
+    // (one round trip where reading it again takes three: bot/session/directory.ts).
+    const now =
+      unchanged && (await unchanged(tx))
+        ? study
+        : await tx.study.findUniqueOrThrow({
+            where: { id: study.id },
+            include: { arms: { include: { policyVersion: true } } },
+          });
     const state = studyState(now, new Date());
     if (state !== 'open') throw refusalFor(now, state);
     const ab = now.arms.length > 1 ? await runningExperiment(tx, now.id) : null;

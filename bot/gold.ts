@@ -17,7 +17,12 @@ export class GoldError extends Error {
 /** The share of new sessions that are gold checks (0 when never set). */
 export async function goldShare(prisma: PrismaClient | Prisma.TransactionClient): Promise<number> {
   const s = await prisma.setting.findUnique({ where: { key: GOLD_SHARE_KEY } });
-  const share = (s?.value as { share?: unknown } | null)?.share;
+  return goldShareIn(s ? [s] : []);
+}
+
+/** The share of gold checks among settings read (0 when never set). */
+export function goldShareIn(rows: readonly { key: string; value: unknown }[]): number {
+  const share = (rows.find((r) => r.key === GOLD_SHARE_KEY)?.value as { share?: unknown } | null | undefined)?.share;
   return typeof share === 'number' && share >= 0 && share <= 1 ? share : 0;
 }
 
@@ -36,8 +41,10 @@ export async function goldSource(
   prisma: PrismaClient | Prisma.TransactionClient,
   taskId: string,
   draw: number,
+  /** The share, when the caller has just read it (goldShareIn). */
+  knownShare?: number,
 ): Promise<string | null> {
-  const share = await goldShare(prisma);
+  const share = knownShare ?? (await goldShare(prisma));
   if (!(draw < share)) return null;
   const sources = await prisma.session.findMany({
     where: {

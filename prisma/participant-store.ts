@@ -15,6 +15,24 @@ export async function findParticipants(
   return new Map(rows.map((r) => [r.discordUserId, r]));
 }
 
+/**
+ * findParticipants, and the settings of `keys`, in one statement (an admission reads both: bot/session/directory.ts;
+ * two round trips were two of the pool's connections at once for every /task start).
+ */
+export async function findParticipantsAndSettings(
+  prisma: PrismaClient,
+  externalIds: readonly string[],
+  keys: readonly string[],
+): Promise<{ people: Map<string, Participant>; settings: { key: string; value: unknown }[] }> {
+  const rows = await prisma.$queryRaw<(Participant & { __settings: { key: string; value: unknown }[] | null })[]>`
+    SELECT p.*, (SELECT json_agg(json_build_object('key', st.key, 'value', st.value)) FROM "Setting" st
+      WHERE st.key = ANY(${[...keys]}::text[])) AS "__settings"
+    FROM (SELECT 1) one LEFT JOIN "Participant" p ON p."discordUserId" = ANY(${[...new Set(externalIds)]}::text[])`;
+  const people = new Map<string, Participant>();
+  for (const { __settings, ...p } of rows) if (p.id !== null) people.set(p.discordUserId, p);
+  return { people, settings: rows[0]?.__settings ?? [] };
+}
+
 /** Records the acceptance (again, after a withdrawal or a deletion), creating the row on first contact. */
 export async function acceptConsent(
   prisma: PrismaClient | Prisma.TransactionClient,

@@ -8,10 +8,12 @@ import {
   sessionScore,
   sessionSignals,
   SIGNAL_NAMES,
+  type PersonQuality,
+  type QualitySession,
   type SessionSignals,
   type SignalName,
 } from '../tasks/quality.ts';
-import { personWhere } from './cohorts.ts';
+import { personSql, personWhere } from './cohorts.ts';
 
 /** Reason of the flag put on a session whose replies pasted the reference (a moderator may resolve it). */
 export const PASTE_FLAG_REASON = 'quality: hidden reference pasted in the replies';
@@ -22,9 +24,11 @@ export const PASTE_NOTICE =
   'Describe what the code does in your own words instead (repeating its comments is fine). A moderator can review and clear this.';
 
 /** The sessions played by people (not simulated collaborators) that have ended. */
+type QualityStatus = QualitySession['status'];
+const ENDED: readonly QualityStatus[] = ['answered', 'abandoned', 'expired'];
 const humanEnded = {
   simulated: false,
-  status: { in: ['answered', 'abandoned', 'expired'] },
+  status: { in: [...ENDED] },
   participant: personWhere,
 } satisfies Prisma.SessionWhereInput;
 
@@ -90,48 +94,137 @@ export async function refreshQuality(
     if (page.length === 0) break;
     cursor = page.at(-1)!.id;
     for (const s of page) {
-      const signals = sessionSignals({
-        kind: s.task.kind,
-        hiddenReference: s.task.hiddenReference,
-        description: s.task.description,
-        turns: s.turns.map((t) => ({ role: t.role as 'agent' | 'human', content: t.content, at: t.createdAt })),
-        status: s.status,
-        endReason: s.endReason,
-        evaluation: s.evaluation,
-        rating: s.ratings.length ? s.ratings.reduce((a, r) => a + r.value, 0) / s.ratings.length : null,
-        gold: s.goldSourceId !== null,
-      });
       sessions++;
-      const score = sessionScore(signals);
-      const pasteToFlag = signals.referencePasted && s.flags.length === 0;
-      // Most sessions have not changed since the last refresh: write (and rescore the person) only when they did.
-      if (!pasteToFlag && s.quality && s.quality.score === score && canonical(s.quality.signals) === canonical(signals))
-        continue;
-      const data = { score, signals: signals as unknown as Prisma.InputJsonObject, computedAt: new Date() };
-      await prisma.$transaction(async (tx) => {
-        await tx.sessionQuality.upsert({
-          where: { sessionId: s.id },
-          create: { sessionId: s.id, ...data },
-          update: data,
-        });
-        if (pasteToFlag) {
-          await tx.moderationFlag.create({ data: { sessionId: s.id, reason: PASTE_FLAG_REASON } });
-          await tx.auditLog.create({
-            data: {
-              actor: 'quality',
-              action: 'session.flag',
-              target: s.id,
-              detail: { reason: PASTE_FLAG_REASON, paste: { ...signals.paste } },
-            },
-          });
-          flagged.push(s.id);
-        }
-      });
+      const q = assess(
+        s,
+        s.ratings.map((r) => r.value),
+        s.flags.length > 0,
+        s.quality,
+      );
+      if (!q) continue;
+      if (await storeSessionQuality(prisma, s.id, q)) flagged.push(s.id);
       touched.add(s.participantId);
     }
+    if (page.length < PAGE) break;
   }
   for (const participantId of touched) await refreshPerson(prisma, participantId);
   return { sessions, participants: touched.size, flagged };
+}
+
+/** What the quality of one ended session is computed from (as refreshQuality reads it, or as the bot holds it). */
+interface QualityInput {
+  status: string;
+  endReason: string | null;
+  goldSourceId: string | null;
+  task: { kind: string; hiddenReference: string; description: string };
+  /** Its turns in index order (notices among them are left out here). */
+  turns: readonly { role: string; content: string; createdAt: Date }[];
+  evaluation: { score: number; success: boolean } | null;
+}
+
+interface Assessment {
+  signals: SessionSignals;
+  score: number;
+  pasteToFlag: boolean;
+}
+
+/**
+ * The session's signals and score, and whether its paste is still to be flagged; null when nothing changed since
+ * the stored quality (most sessions, at each refresh: nothing is written for them, nor is their person rescored).
+ */
+function assess(
+  s: QualityInput,
+  ratings: readonly number[],
+  pasteFlagged: boolean,
+  stored: { score: number; signals: unknown } | null,
+): Assessment | null {
+  const signals = sessionSignals({
+    kind: s.task.kind as 'backend' | 'frontend',
+    hiddenReference: s.task.hiddenReference,
+    description: s.task.description,
+    turns: s.turns
+      .filter((t) => t.role === 'agent' || t.role === 'human')
+      .map((t) => ({ role: t.role as 'agent' | 'human', content: t.content, at: t.createdAt })),
+    status: s.status as QualityStatus,
+    endReason: s.endReason,
+    evaluation: s.evaluation ? { score: s.evaluation.score, success: s.evaluation.success } : null,
+    rating: ratings.length ? ratings.reduce((a, r) => a + r, 0) / ratings.length : null,
+    gold: s.goldSourceId !== null,
+  });
+  const score = sessionScore(signals);
+  const pasteToFlag = signals.referencePasted && !pasteFlagged;
+  if (!pasteToFlag && stored && stored.score === score && canonical(stored.signals) === canonical(signals)) return null;
+  return { signals, score, pasteToFlag };
+}
+
+/** Writes a session's quality (and the paste flag it raises, audited); true when it flagged the session. */
+async function storeSessionQuality(prisma: PrismaClient, sessionId: string, q: Assessment): Promise<boolean> {
+  const data = { score: q.score, signals: q.signals as unknown as Prisma.InputJsonObject, computedAt: new Date() };
+  await prisma.$transaction(async (tx) => {
+    await tx.sessionQuality.upsert({ where: { sessionId }, create: { sessionId, ...data }, update: data });
+    if (q.pasteToFlag) {
+      await tx.moderationFlag.create({ data: { sessionId, reason: PASTE_FLAG_REASON } });
+      await tx.auditLog.create({
+        data: {
+          actor: 'quality',
+          action: 'session.flag',
+          target: sessionId,
+          detail: { reason: PASTE_FLAG_REASON, paste: { ...q.signals.paste } },
+        },
+      });
+    }
+  });
+  return q.pasteToFlag;
+}
+
+/**
+ * refreshQuality for one session the caller holds (the bot, once its answer is scored: its turns, task and
+ * evaluation are in memory), in one round trip for what it does not hold (its ratings, its paste flag, its stored
+ * quality, and its person's other sessions' signals) and one to write the session's and its person's quality:
+ * refreshQuality took nineteen (bench:bot, bench/RESULTS.md). A session refreshQuality would leave alone (simulated,
+ * not ended, or no longer a person's) is left alone. Returns whether it flagged the session for a pasted reference.
+ */
+export async function refreshSessionQuality(
+  prisma: PrismaClient,
+  s: QualityInput & { id: string; participantId: string; simulated: boolean },
+): Promise<{ flagged: boolean }> {
+  if (s.simulated || !ENDED.includes(s.status as QualityStatus)) return { flagged: false };
+  const [row] = await prisma.$queryRaw<
+    {
+      ratings: number[];
+      pasteFlagged: boolean;
+      stored: { score: number; signals: unknown } | null;
+      others: unknown[];
+    }[]
+  >`
+    SELECT
+      ARRAY(SELECT r.value FROM "Rating" r WHERE r."sessionId" = ${s.id}::uuid) AS ratings,
+      EXISTS (SELECT 1 FROM "ModerationFlag" f WHERE f."sessionId" = ${s.id}::uuid AND f.reason = ${PASTE_FLAG_REASON}) AS "pasteFlagged",
+      (SELECT json_build_object('score', q.score, 'signals', q.signals) FROM "SessionQuality" q WHERE q."sessionId" = ${s.id}::uuid) AS stored,
+      coalesce((SELECT json_agg(o.signals) FROM "SessionQuality" o JOIN "Session" os ON os.id = o."sessionId"
+        WHERE os."participantId" = p.id AND os.id <> ${s.id}::uuid), '[]'::json) AS others
+    FROM "Participant" p
+    WHERE p.id = ${s.participantId}::uuid AND ${personSql('p')}`;
+  if (!row) return { flagged: false };
+  const q = assess(s, row.ratings, row.pasteFlagged, row.stored);
+  if (!q) return { flagged: false };
+  const person = personQuality([...(row.others as SessionSignals[]), q.signals]);
+  if (q.pasteToFlag) {
+    await storeSessionQuality(prisma, s.id, q);
+    await storePerson(prisma, s.participantId, person);
+    return { flagged: true };
+  }
+  const at = new Date();
+  // The session's quality and its person's in one statement (a refresh found no paste to flag).
+  await prisma.$executeRaw`
+    WITH q AS (
+      INSERT INTO "SessionQuality" ("sessionId", score, signals, "computedAt")
+      VALUES (${s.id}::uuid, ${q.score}::float8, ${JSON.stringify(q.signals)}::jsonb, ${at}::timestamp(3))
+      ON CONFLICT ("sessionId") DO UPDATE SET score = EXCLUDED.score, signals = EXCLUDED.signals, "computedAt" = EXCLUDED."computedAt")
+    INSERT INTO "ParticipantQuality" ("participantId", score, sessions, signals, "computedAt")
+    VALUES (${s.participantId}::uuid, ${person.score}::float8, ${person.sessions}::int, ${JSON.stringify(person.counts)}::jsonb, ${at}::timestamp(3))
+    ON CONFLICT ("participantId") DO UPDATE SET score = EXCLUDED.score, sessions = EXCLUDED.sessions, signals = EXCLUDED.signals, "computedAt" = EXCLUDED."computedAt"`;
+  return { flagged: false };
 }
 
 /** Recomputes one person's score from their sessions' stored signals. */
@@ -140,7 +233,10 @@ async function refreshPerson(prisma: PrismaClient, participantId: string): Promi
     where: { session: { participantId } },
     select: { signals: true },
   });
-  const q = personQuality(rows.map((r) => r.signals as unknown as SessionSignals));
+  await storePerson(prisma, participantId, personQuality(rows.map((r) => r.signals as unknown as SessionSignals)));
+}
+
+async function storePerson(prisma: PrismaClient, participantId: string, q: PersonQuality): Promise<void> {
   const data = {
     score: q.score,
     sessions: q.sessions,

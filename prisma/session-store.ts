@@ -10,12 +10,13 @@
 // live turn (the appends, the evaluation, the rating) are one statement each where they can be: every round trip
 // counts when hundreds of people play at once (bench:bot, bench/RESULTS.md).
 import { recordActiveTimes } from './active-time-store.ts';
+import { MOMENTS, activeMsOf } from './study-stats.ts';
 import type { TaskContent, TaskKind } from '../tasks/model.ts';
 import type { CompletionTokens, TurnProvenance } from '../tasks/agent.ts';
 import { sanitizeText, type EndReason } from '../tasks/protocol.ts';
 import type { EvaluationOutcome } from '../tasks/scorer.ts';
 import { randomUUID } from 'node:crypto';
-import { Prisma, type PrismaClient, type Session, type Task, type Turn } from './generated/client.ts';
+import { Prisma, type PrismaClient, type Session, type Turn } from './generated/client.ts';
 import { taskContent } from './task-store.ts';
 import { SIMULATED_ROLE } from './cohorts.ts';
 
@@ -52,7 +53,8 @@ export interface NewSession {
   consentVersion?: number | null;
 }
 
-export async function createSession(prisma: PrismaClient | Tx, s: NewSession): Promise<Session & { task: Task }> {
+/** Creates the session (one round trip: its task is not read with it, the engine keeps tasks in memory). */
+export async function createSession(prisma: PrismaClient | Tx, s: NewSession): Promise<Session> {
   return prisma.session.create({
     data: {
       taskId: s.taskId,
@@ -67,7 +69,6 @@ export async function createSession(prisma: PrismaClient | Tx, s: NewSession): P
       studyId: s.studyId ?? null,
       consentVersion: s.consentVersion ?? null,
     },
-    include: { task: true },
   });
 }
 
@@ -155,13 +156,44 @@ async function insertTurn(
 ): Promise<Turn | null> {
   const rows = await prisma.$queryRaw<Turn[]>`
     WITH s AS (UPDATE "Session" SET ${session} WHERE id = ${sessionId}::uuid AND status = 'active' RETURNING id)
+    ${turnInsert(t)}
+    RETURNING *`.catch(asModelError('Turn'));
+  return rows[0] ?? null;
+}
+
+/** The INSERT of insertTurn, from its CTE `s` (the session updated): the index read in the statement. */
+function turnInsert(t: Prisma.TurnUncheckedCreateInput): Prisma.Sql {
+  return Prisma.sql`
     INSERT INTO "Turn" (id, "sessionId", index, role, content, "rawOutput", "promptTokens", "completionTokens", "latencyMs", provenance, "externalMessageId", "createdAt")
     SELECT ${randomUUID()}::uuid, s.id, (SELECT coalesce(max(index) + 1, 0) FROM "Turn" WHERE "sessionId" = s.id), ${t.role}::"TurnRole", ${t.content},
       ${t.rawOutput ?? null}, ${t.promptTokens ?? null}::int, ${t.completionTokens ?? null}::int, ${t.latencyMs ?? null}::int,
       ${t.provenance === undefined ? null : JSON.stringify(t.provenance)}::jsonb, ${t.externalMessageId ?? null}, ${new Date()}::timestamp(3)
-    FROM s
-    RETURNING *`.catch(asModelError('Turn'));
-  return rows[0] ?? null;
+    FROM s`;
+}
+
+/**
+ * insertTurn for the turn that ends the session, which also records its active time (prisma/active-time-store.ts):
+ * the statement returns the session's moments before it (its start, its earlier turns, its end as written; the
+ * statement does not see its own insert), the turn's own is added here, and the time is written by a second
+ * statement. A process killed between the two leaves it unset, as for a session that ended before the column
+ * existed: bot/bootstrap.ts fills those at the next start. Two round trips: the transaction they replace took five.
+ */
+async function insertLastTurn(
+  prisma: PrismaClient,
+  sessionId: string,
+  t: Prisma.TurnUncheckedCreateInput,
+  session: Prisma.Sql,
+): Promise<Turn | null> {
+  const rows = await prisma.$queryRaw<(Turn & { moments: string })[]>`
+    WITH s AS (UPDATE "Session" SET ${session} WHERE id = ${sessionId}::uuid AND status = 'active' RETURNING id, "startedAt", "endedAt"),
+    t AS (${turnInsert(t)} RETURNING *)
+    SELECT t.*, ${MOMENTS} AS moments FROM t, s`.catch(asModelError('Turn'));
+  const row = rows[0];
+  if (!row) return null;
+  const { moments, ...turn } = row;
+  const ms = activeMsOf(`${moments},${turn.createdAt.getTime()}`);
+  await prisma.session.updateMany({ where: { id: sessionId }, data: { activeMs: ms } });
+  return turn;
 }
 
 /**
@@ -212,24 +244,25 @@ export async function appendAgentTurn(
     ? Prisma.sql`"turnCount" = "turnCount" + 1, "lastActivityAt" = ${at}::timestamp(3), status = 'answered', answer = ${answered.answer}, "endedAt" = ${at}::timestamp(3), "endReason" = ${answered.endReason}`
     : Prisma.sql`"turnCount" = "turnCount" + 1, "lastActivityAt" = ${at}::timestamp(3)`;
   const tokens = turnTokensOf(t);
-  // The answer's active time, and recorded tokens, are written with the turn: a transaction only then.
-  const turn =
-    answered || tokens
-      ? await prisma.$transaction(async (tx) => {
-          const turn = await insertTurn(tx, sessionId, data, session);
-          if (turn && tokens)
-            await tx.turnTokens.create({
-              data: {
-                turnId: turn.id,
-                ids: tokens.ids,
-                logprobs: tokens.logprobs,
-                weightsVersion: tokens.weightsVersion,
-              },
-            });
-          if (turn && answered) await recordActiveTimes(tx, [sessionId]);
-          return turn;
-        })
-      : await insertTurn(prisma, sessionId, data, session);
+  // Recorded tokens are written with the turn: a transaction only then (and the answer's active time in it).
+  const turn = !tokens
+    ? answered
+      ? await insertLastTurn(prisma, sessionId, data, session)
+      : await insertTurn(prisma, sessionId, data, session)
+    : await prisma.$transaction(async (tx) => {
+        const turn = await insertTurn(tx, sessionId, data, session);
+        if (turn && tokens)
+          await tx.turnTokens.create({
+            data: {
+              turnId: turn.id,
+              ids: tokens.ids,
+              logprobs: tokens.logprobs,
+              weightsVersion: tokens.weightsVersion,
+            },
+          });
+        if (turn && answered) await recordActiveTimes(tx, [sessionId]);
+        return turn;
+      });
   if (!turn) throw sessionGone(sessionId);
   return turn;
 }
@@ -379,17 +412,47 @@ export async function recordRating(
   value: number,
   ratingWeight: number,
 ): Promise<void> {
+  await prisma.$executeRaw`
+    WITH ${ratingWrite(Prisma.sql`SELECT ${sessionId}::uuid, ${raterId}::uuid`, value, ratingWeight)}
+    SELECT 1`.catch(asModelError('Rating'));
+}
+
+/**
+ * recordRating of the session's own person, rated by `externalId` (their Discord id), only once it is answered,
+ * with what it was checked against, in one statement (a read of the session and of its person took two more
+ * round trips): null when the session does not exist; nothing is written unless `owner` is `externalId` and
+ * `status` is 'answered'.
+ */
+export async function rateOwnSession(
+  prisma: PrismaClient,
+  sessionId: string,
+  externalId: string,
+  value: number,
+  ratingWeight: number,
+): Promise<{ owner: string; status: string } | null> {
+  const rows = await prisma.$queryRaw<{ owner: string; status: string }[]>`
+    WITH o AS (
+      SELECT s.id, s."participantId", s.status::text AS status, p."discordUserId" AS owner
+      FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" WHERE s.id = ${sessionId}::uuid),
+    ${ratingWrite(Prisma.sql`SELECT o.id, o."participantId" FROM o WHERE o.owner = ${externalId} AND o.status = 'answered'`, value, ratingWeight)}
+    SELECT owner, status FROM o`.catch(asModelError('Rating'));
+  return rows[0] ?? null;
+}
+
+/** The CTEs of a rating's write: the rating of each (session, rater) row of `source`, then the reward it implies. */
+function ratingWrite(source: Prisma.Sql, value: number, ratingWeight: number): Prisma.Sql {
   if (!Number.isInteger(value) || value < 1 || value > 5)
     throw new RangeError(`a rating is a whole number from 1 to 5, got ${value}`);
-  await prisma.$executeRaw`
-    WITH r AS (
+  return Prisma.sql`
+    r AS (
       INSERT INTO "Rating" (id, "sessionId", "raterId", value, "createdAt")
-      VALUES (${randomUUID()}::uuid, ${sessionId}::uuid, ${raterId}::uuid, ${value}::int, ${new Date()}::timestamp(3))
+      SELECT ${randomUUID()}::uuid, src.*, ${value}::int, ${new Date()}::timestamp(3) FROM (${source}) src
       ON CONFLICT ("sessionId", "raterId") DO UPDATE SET value = EXCLUDED.value
-      RETURNING "sessionId")
-    UPDATE "Session" s SET reward = ${rewardSql(Prisma.sql`e.score`, Prisma.sql`${value}::int`, ratingWeight)}
-    FROM "Evaluation" e
-    WHERE s.id = (SELECT "sessionId" FROM r) AND e."sessionId" = s.id`.catch(asModelError('Rating'));
+      RETURNING "sessionId"),
+    w AS (
+      UPDATE "Session" s SET reward = ${rewardSql(Prisma.sql`e.score`, Prisma.sql`${value}::int`, ratingWeight)}
+      FROM "Evaluation" e
+      WHERE s.id = (SELECT "sessionId" FROM r) AND e."sessionId" = s.id)`;
 }
 
 /** Adds (or clears, with an empty text) the comment of an existing rating; false when there is no rating. */

@@ -3,17 +3,17 @@
 // session (its task and arm from the study, bot/assign.ts).
 import type { TaskKind } from '../../tasks/model.ts';
 import { collaboratorView, type CollaboratorView } from '../../tasks/protocol.ts';
-import type { Participant, PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
+import type { Participant, PolicyVersion, Prisma, PrismaClient } from '../../prisma/generated/client.ts';
 import { acceptConsent, findParticipant, findParticipants } from '../../prisma/participant-store.ts';
 import { attachThread, createSession } from '../../prisma/session-store.ts';
 import { acceptStudyConsent, DEFAULT_STUDY, lacksConsent, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
 import { hasConsent } from '../../prisma/cohorts.ts';
 import { assignTask, neededKind, StudyRefusedError, type StudyRefusalReason } from '../assign.ts';
-import { goldSource } from '../gold.ts';
+import { goldShareIn, goldSource } from '../gold.ts';
 import { sessionLimitRefusal } from '../limits.ts';
 import { isBannedIn } from '../moderation.ts';
-import { audit } from '../../prisma/moderation-store.ts';
+import { audit, GOLD_SHARE_KEY } from '../../prisma/moderation-store.ts';
 import {
   hasPayAccount,
   isPayPlatform,
@@ -23,7 +23,7 @@ import {
 } from '../../prisma/pay-account-store.ts';
 import { DEV_PRIVACY_KEY, erasedId } from '../privacy.ts';
 import type { EngineContext } from './context.ts';
-import { freshReads, type AdmissionDirectory } from './directory.ts';
+import { ADMISSION_VERSION_KEY, freshReads, versionIn, type AdmissionDirectory } from './directory.ts';
 import { RefusedError, type Hooks, type Person, type StartedSession, type Where } from './types.ts';
 
 /** A study's own consent text, to show and then accept by its version (absent: the bot's configured notice). */
@@ -36,7 +36,8 @@ export interface StudyConsent {
 
 /** May the person take part: admitted (in this study), asked to accept a consent text first, or refused with a reason. */
 export type Admission =
-  | { ok: true; participant: Participant; study: StudyWithArms }
+  /** `version`: the admission version the study was read at (bot/session/directory.ts), where it is kept. */
+  | { ok: true; participant: Participant; study: StudyWithArms; version?: string }
   | { needsConsent: true; consent?: StudyConsent }
   /** The study pays through a recruiting platform: the person gives their id there once (setPlatformId). */
   | { needsPlatformId: true; platform: PayPlatform; label: string; study: string }
@@ -60,10 +61,9 @@ export async function admission(
   // The person's row and the one a deletion keeps under the keyed hash, in one query (every admission reads both),
   // alongside what the admission reads besides (from memory where the engine keeps it: directory.ts).
   const hashed = erasedId(erasureKey, person.externalId);
-  const [rows, reads] = await Promise.all([
-    findParticipants(prisma, [person.externalId, hashed]),
-    directory ? directory.reads() : freshReads(prisma),
-  ]);
+  const [rows, reads] = directory
+    ? await directory.reads([person.externalId, hashed]).then((r) => [r.people, r] as const)
+    : await Promise.all([findParticipants(prisma, [person.externalId, hashed]), freshReads(prisma)]);
   const p = rows.get(person.externalId) ?? null;
   const erased = rows.get(hashed) ?? null;
   if ((p && isBannedIn(p, where.guildId)) || (erased && isBannedIn(erased, where.guildId))) {
@@ -93,7 +93,7 @@ export async function admission(
   if (platform && isPayPlatform(platform) && !(await hasPayAccount(prisma, p.id, platform))) {
     return { needsPlatformId: true, platform, label: PAY_PLATFORMS[platform].label, study: study.name };
   }
-  return { ok: true, participant: p, study };
+  return { ok: true, participant: p, study, ...(reads.version !== null ? { version: reads.version } : {}) };
 }
 
 /** The engine's door: who a person is, their consent, the admission rule, and starting their session. */
@@ -213,48 +213,65 @@ export class Admissions {
       if (kind === 'frontend' && !ctx.deps.render) {
         throw new RefusedError('no-renderer', 'Frontend sessions need the page renderer, which is not available here.');
       }
+      // Under the study's lock, one read says whether the study is as admitted and what share of sessions are gold checks.
+      let goldShare: number | undefined;
+      const unchanged = async (tx: Prisma.TransactionClient): Promise<boolean> => {
+        const rows = await tx.setting.findMany({ where: { key: { in: [ADMISSION_VERSION_KEY, GOLD_SHARE_KEY] } } });
+        goldShare = goldShareIn(rows);
+        return admitted.version !== undefined && versionIn(rows) === admitted.version;
+      };
       const { session, playing, experimentId, goldSourceId } = await ctx
         .retry(
           () =>
-            assignTask(prisma, study, participant.id, kind, async (tx, pick, current) => {
-              // The admission checked the person accepted the study's current consent text; a new version stored
-              // since then is read first. The session keeps the version accepted (exports carry it).
-              if (current.consentText && current.consentVersion !== study.consentVersion) {
-                throw new RefusedError(
-                  'no-consent',
-                  'The consent text of this study has changed. Please run /task start again to read the new version.',
-                );
-              }
-              // In the default study, now and then a gold check replays a known session's agent (bot/gold.ts);
-              // otherwise the study's arm plays (during an A/B, control or candidate; bot/assign.ts), or the
-              // deployed version where it has none. The session keeps what it was given.
-              const goldSourceId =
-                study.name === DEFAULT_STUDY && kind === 'backend'
-                  ? await goldSource(tx, pick.taskId, Math.random())
-                  : null;
-              const experimentId = goldSourceId ? null : pick.experimentId;
-              // An A/B may have begun or ended since the study was read: the pick, made under its lock, decides.
-              const playing =
-                pick.arm?.policyVersion ??
-                deployed ??
-                ctx.deps.policies.deployed ??
-                (await ctx.deps.policies.refresh());
-              if (!playing) throw new RefusedError('no-policy', 'No agent is deployed yet. Please try again later.');
-              const session = await createSession(tx, {
-                taskId: pick.taskId,
-                participantId: participant.id,
-                policyVersionId: goldSourceId ? null : playing.id,
-                ...(experimentId ? { experimentId } : {}),
-                ...(goldSourceId ? { goldSourceId } : {}),
-                studyId: study.id,
-                consentVersion: study.consentText ? study.consentVersion : null,
-                channel: ctx.options.channel,
-                simulated: ctx.options.channel === 'simulated',
-                guildId: where.guildId ?? null,
-                channelId: where.channelId ?? null,
-              });
-              return { session, playing, experimentId, goldSourceId };
-            }),
+            ctx.studyLock.run(study.id, () =>
+              assignTask(
+                prisma,
+                study,
+                participant.id,
+                kind,
+                async (tx, pick, current) => {
+                  // The admission checked the person accepted the study's current consent text; a new version stored
+                  // since then is read first. The session keeps the version accepted (exports carry it).
+                  if (current.consentText && current.consentVersion !== study.consentVersion) {
+                    throw new RefusedError(
+                      'no-consent',
+                      'The consent text of this study has changed. Please run /task start again to read the new version.',
+                    );
+                  }
+                  // In the default study, now and then a gold check replays a known session's agent (bot/gold.ts);
+                  // otherwise the study's arm plays (during an A/B, control or candidate; bot/assign.ts), or the
+                  // deployed version where it has none. The session keeps what it was given.
+                  const goldSourceId =
+                    study.name === DEFAULT_STUDY && kind === 'backend'
+                      ? await goldSource(tx, pick.taskId, Math.random(), goldShare)
+                      : null;
+                  const experimentId = goldSourceId ? null : pick.experimentId;
+                  // An A/B may have begun or ended since the study was read: the pick, made under its lock, decides.
+                  const playing =
+                    pick.arm?.policyVersion ??
+                    deployed ??
+                    ctx.deps.policies.deployed ??
+                    (await ctx.deps.policies.refresh());
+                  if (!playing)
+                    throw new RefusedError('no-policy', 'No agent is deployed yet. Please try again later.');
+                  const session = await createSession(tx, {
+                    taskId: pick.taskId,
+                    participantId: participant.id,
+                    policyVersionId: goldSourceId ? null : playing.id,
+                    ...(experimentId ? { experimentId } : {}),
+                    ...(goldSourceId ? { goldSourceId } : {}),
+                    studyId: study.id,
+                    consentVersion: study.consentText ? study.consentVersion : null,
+                    channel: ctx.options.channel,
+                    simulated: ctx.options.channel === 'simulated',
+                    guildId: where.guildId ?? null,
+                    channelId: where.channelId ?? null,
+                  });
+                  return { session, playing, experimentId, goldSourceId };
+                },
+                unchanged,
+              ),
+            ),
           hooks,
         )
         .catch((err: unknown) => {
@@ -262,9 +279,10 @@ export class Admissions {
           throw err;
         });
       // Kept in memory from its first write on (session-cache.ts): its turns are read from there.
-      ctx.sessions.set({ ...session, turns: [] });
+      const task = await ctx.task(session.taskId, hooks);
+      ctx.sessions.set({ ...session, task, turns: [] });
       const taskId = session.taskId;
-      const content = taskContent(session.task);
+      const content = taskContent(task);
       const view = collaboratorView(content);
       const started: StartedSession = {
         sessionId: session.id,

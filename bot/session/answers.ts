@@ -2,7 +2,7 @@
 // stored first stands), and the person's rating and comment.
 import { UniqueViolationError, toDatabaseError } from '../../prisma/errors.ts';
 import { findParticipant } from '../../prisma/participant-store.ts';
-import { outcomeOf, recordComment, recordEvaluation, recordRating } from '../../prisma/session-store.ts';
+import { outcomeOf, rateOwnSession, recordComment, recordEvaluation } from '../../prisma/session-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
 import type { EvaluationOutcome } from '../../tasks/scorer.ts';
 import type { EngineContext } from './context.ts';
@@ -98,14 +98,15 @@ export class Answers {
     const { ctx } = this;
     if (!Number.isInteger(value) || value < 1 || value > 5)
       throw new TurnRejectedError('A rating is a whole number from 1 to 5.');
-    await ctx.retry(async () => {
-      const s = await ctx.prisma.session.findUnique({ where: { id: sessionId }, include: { participant: true } });
-      if (!s) throw new TurnRejectedError('This session no longer exists.');
-      if (s.participant.discordUserId !== rater.externalId)
-        throw new TurnRejectedError('Only the person who took part in this session can rate it.');
-      if (s.status !== 'answered') throw new TurnRejectedError('Only a finished session can be rated.');
-      await recordRating(ctx.prisma, sessionId, s.participantId, value, ctx.options.ratingWeight);
-    }, hooks);
+    // Checked and written in one statement: the checks' answers come back with it, in the order they were asked.
+    const s = await ctx.retry(
+      () => rateOwnSession(ctx.prisma, sessionId, rater.externalId, value, ctx.options.ratingWeight),
+      hooks,
+    );
+    if (!s) throw new TurnRejectedError('This session no longer exists.');
+    if (s.owner !== rater.externalId)
+      throw new TurnRejectedError('Only the person who took part in this session can rate it.');
+    if (s.status !== 'answered') throw new TurnRejectedError('Only a finished session can be rated.');
   }
 
   async comment(sessionId: string, rater: Person, comment: string, hooks?: Hooks): Promise<void> {

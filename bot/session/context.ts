@@ -20,6 +20,13 @@ export class EngineContext {
   readonly sessionLock = new KeyedMutex();
   /** Held while a person's session is started or stopped: one active session per person. */
   readonly personLock = new KeyedMutex();
+  /**
+   * Held while a task is assigned in a study, around the study's database lock (prisma/study-store.ts
+   * withStudyLock): assignments in a study run one at a time anyway, and queued here they wait without holding a
+   * connection of the pool (200 people starting at once held all 20 waiting on that lock, and every turn waited
+   * for a connection behind them: bench:bot, bench/RESULTS.md).
+   */
+  readonly studyLock = new KeyedMutex();
   /** Where answers wait to be scored: at most `scoringPool` at once (default 2). */
   readonly scoring: ScoringPool;
   /** What admissions read that moderators change rarely, kept while it is unchanged (directory.ts). */

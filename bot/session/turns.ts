@@ -1,7 +1,7 @@
 // The turn script: agent speaks -> stored -> shown -> person replies -> ... -> answer -> evaluation -> result
 // -> rating. Every turn is stored before it is shown, and each step is safe to repeat after a restart. The agent's
 // turn itself is agent-step.ts; the evaluation, rating and comment are answers.ts.
-import { PASTE_NOTICE, refreshQuality } from '../../prisma/quality-store.ts';
+import { PASTE_NOTICE, refreshSessionQuality } from '../../prisma/quality-store.ts';
 import type { DialogueTurn } from '../../tasks/protocol.ts';
 import { checkHumanMessage, sanitizeText } from '../../tasks/protocol.ts';
 import type { Session } from '../../prisma/generated/client.ts';
@@ -19,7 +19,7 @@ import type { AgentSteps } from './agent-step.ts';
 import type { AgentCache } from './agents.ts';
 import type { Answers } from './answers.ts';
 import { dialogueTurns, isDialogueTurn } from '../../prisma/cohorts.ts';
-import type { EngineContext } from './context.ts';
+import type { EngineContext, SessionWithTurns } from './context.ts';
 import { ScoringClosedError } from './scoring.ts';
 import {
   TurnRejectedError,
@@ -137,7 +137,7 @@ export class TurnScript {
    * Shows what an answered session still owes: the result, then the rating prompt, each recorded once shown
    * (a restart between a post and its record re-posts it; the view makes that post idempotent).
    */
-  private async finish(s: Session, view: SessionView, hooks?: Hooks): Promise<void> {
+  private async finish(s: SessionWithTurns, view: SessionView, hooks?: Hooks): Promise<void> {
     const { ctx } = this;
     const sessionId = s.id;
     if (!s.resultShownAt) {
@@ -160,7 +160,7 @@ export class TurnScript {
         if (!s.ratingAskedAt) await view.showResult({ sessionId, error: 'evaluation failed' });
       }
       // The person hears it here, where they played, if their replies pasted the reference's code (it flags the session).
-      if (result) await this.tellIfFlagged(sessionId, view, hooks);
+      if (result) await this.tellIfFlagged(s, result, view, hooks);
       if (result && !s.ratingAskedAt && view.showResultWithRating) {
         // One message where each one counts against a limit (Discord's 50 requests a second for the bot).
         await view.showResultWithRating(result);
@@ -184,10 +184,21 @@ export class TurnScript {
     }
   }
 
-  /** Brings the session's quality up to date; a session newly flagged for a pasted reference is told so (once). */
-  private async tellIfFlagged(sessionId: string, view: SessionView, hooks?: Hooks): Promise<void> {
-    const r = await this.ctx.retry(() => refreshQuality(this.ctx.prisma, { sessionIds: [sessionId] }), hooks);
-    if (r.flagged.includes(sessionId)) await view.notice(PASTE_NOTICE);
+  /**
+   * Brings the answered session's quality up to date from what is held here (its turns, task and evaluation); a
+   * session newly flagged for a pasted reference is told so (once).
+   */
+  private async tellIfFlagged(
+    s: SessionWithTurns,
+    result: EvaluatedSession,
+    view: SessionView,
+    hooks?: Hooks,
+  ): Promise<void> {
+    const r = await this.ctx.retry(
+      () => refreshSessionQuality(this.ctx.prisma, { ...s, evaluation: result.outcome }),
+      hooks,
+    );
+    if (r.flagged) await view.notice(PASTE_NOTICE);
   }
 
   /** Records the channel's id of the message that showed an agent turn (it has reached the person). */

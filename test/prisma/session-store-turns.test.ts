@@ -19,9 +19,11 @@ import {
   createSession,
   recordEvaluation,
   recordRating,
+  rateOwnSession,
   sessionReward,
 } from '../../prisma/session-store.ts';
 import { toDatabaseError, UniqueViolationError } from '../../prisma/errors.ts';
+import { recordActiveTimes } from '../../prisma/active-time-store.ts';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import type { EvaluationOutcome } from '../../tasks/scorer.ts';
 
@@ -124,6 +126,10 @@ describe.each([
       endedAt: new Date(at1.getTime() + 2000),
     });
     expect(after.activeMs).not.toBeNull();
+    // The answer wrote the active time the fill computes from the stored moments (prisma/active-time-store.ts).
+    await t.prisma.session.update({ where: { id: s.id }, data: { activeMs: null } });
+    expect(await recordActiveTimes(t.prisma, [s.id])).toBe(1);
+    expect((await t.prisma.session.findUniqueOrThrow({ where: { id: s.id } })).activeMs).toBe(after.activeMs);
   });
 
   it('refuse a redelivered external id with UniqueViolationError on externalMessageId, and a missing session as P2025', async () => {
@@ -194,5 +200,36 @@ describe.each([
     await expect(
       recordRating(t.prisma, '00000000-0000-4000-8000-000000000000', c.participantId, 3, 0),
     ).rejects.toMatchObject({ code: 'P2003' });
+  });
+
+  it('rate a session for its own person only, once answered, saying what it was checked against', async () => {
+    const reward = async (id: string) => (await t.prisma.session.findUniqueOrThrow({ where: { id } })).reward;
+    const ratings = (id: string) => t.prisma.rating.findMany({ where: { sessionId: id }, select: { value: true } });
+    const d = await newSession('771000000000000006');
+    expect(await rateOwnSession(t.prisma, d.id, '771000000000000006', 5, 0.5)).toEqual({
+      owner: '771000000000000006',
+      status: 'active',
+    });
+    await appendAgentTurn(t.prisma, d.id, { content: 'a', rawOutput: 'a' }, { answer: 'a', endReason: 'answered' });
+    await recordEvaluation(
+      t.prisma,
+      d.id,
+      { score: 0.5, success: false, detail: {}, evaluatorVersion: 'v1' } as EvaluationOutcome,
+      0.5,
+    );
+    expect(await rateOwnSession(t.prisma, d.id, 'someone-else', 5, 0.5)).toEqual({
+      owner: '771000000000000006',
+      status: 'answered',
+    });
+    expect(await ratings(d.id)).toEqual([]);
+    expect(await reward(d.id)).toBe(0.5);
+    expect(await rateOwnSession(t.prisma, d.id, '771000000000000006', 5, 0.5)).toEqual({
+      owner: '771000000000000006',
+      status: 'answered',
+    });
+    expect(await rateOwnSession(t.prisma, d.id, '771000000000000006', 4, 0.5)).not.toBeNull();
+    expect(await ratings(d.id)).toEqual([{ value: 4 }]);
+    expect(await reward(d.id)).toBe(sessionReward(0.5, 4, 0.5));
+    expect(await rateOwnSession(t.prisma, '00000000-0000-4000-8000-000000000000', 'x', 3, 0)).toBeNull();
   });
 });

@@ -12,7 +12,7 @@ import { openDatabase } from '../../../prisma/db.ts';
 import { deployPolicyByName } from '../../../prisma/policy-store.ts';
 import { scriptedAgent } from '../discord/harness.ts';
 import type { SessionView } from '../../../bot/session/types.ts';
-import { PASTE_FLAG_REASON, PASTE_NOTICE } from '../../../prisma/quality-store.ts';
+import { PASTE_FLAG_REASON, PASTE_NOTICE, refreshQuality } from '../../../prisma/quality-store.ts';
 import { pythonCode } from '../../../tasks/python-facts.ts';
 
 type TestDb = Awaited<ReturnType<typeof createTestDatabase>>;
@@ -166,6 +166,29 @@ describe('session engine', () => {
     await rt.engine.receive(c.sessionId, 'It adds the numbers up.', null, view);
     await rt.engine.receive(c.sessionId, 'That is all.', null, view);
     expect(notices).toEqual([]);
+    // A second session of the same person: their score counts both.
+    const c2 = await rt.engine.start({ externalId: 'console:careful', displayName: 'careful' }, 'backend');
+    await rt.engine.advance(c2.sessionId, view);
+    await rt.engine.receive(c2.sessionId, 'ok', null, view);
+    await rt.engine.receive(c2.sessionId, 'It sorts them.', null, view);
+    // The quality the engine wrote from what it held is what a full refresh computes: it finds nothing to change.
+    const people = await t.prisma.participant.findMany({
+      where: { discordUserId: { in: ['console:paster', 'console:careful'] } },
+    });
+    const ids = people.map((p) => p.id);
+    expect(await t.prisma.participantQuality.count({ where: { participantId: { in: ids } } })).toBe(2);
+    const sessionIds = [s.sessionId, c.sessionId, c2.sessionId];
+    expect(await t.prisma.sessionQuality.count({ where: { sessionId: { in: sessionIds } } })).toBe(3);
+    expect(
+      await t.prisma.participantQuality.findFirstOrThrow({
+        where: { participant: { discordUserId: 'console:careful' } },
+      }),
+    ).toMatchObject({ sessions: 2 });
+    expect(await refreshQuality(t.prisma, { participantIds: ids })).toEqual({
+      sessions: 3,
+      participants: 0,
+      flagged: [],
+    });
   });
 
   it('ends the session, storing nothing, when the agent keeps writing over the cap', async () => {

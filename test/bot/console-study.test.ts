@@ -6,10 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { startOpenAiServer, type OpenAiServer } from '../../testing/openai-server.ts';
-import { ConsoleChannel, joinedStudyLine } from '../../bot/console.ts';
+import { joinedStudyLine } from '../../bot/console.ts';
 import { createRuntime, type Runtime } from '../../bot/runtime.ts';
 import { resolveStudy } from '../../bot/studies.ts';
 import { deployPolicyByName } from '../../prisma/policy-store.ts';
@@ -18,6 +17,7 @@ import { importTasks } from '../../prisma/task-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import { loadAgent } from '../../trainer/policies/agent-for.ts';
 import { registerEndpointVersion } from '../../trainer/policies/registry.ts';
+import { ConsolePerson } from '../helpers/console-person.ts';
 
 let t: TestDatabase;
 let server: OpenAiServer;
@@ -51,31 +51,13 @@ afterAll(async () => {
 
 /** One console start of the person `name`, up to the question of which kind of task, then `q`: its transcript. */
 async function consoleStart(name: string): Promise<string> {
-  const input = new PassThrough();
-  const output = new PassThrough();
-  let out = '';
-  output.on('data', (d: Buffer) => (out += d.toString('utf8')));
-  const channel = new ConsoleChannel({
-    engine: runtime.engine,
-    person: { externalId: `console:${name}`, displayName: name },
-    consentText: 'Consent text.',
-    outDir: join(root, name),
-    input,
-    output,
-  });
-  const done = channel.run();
-  const until = async (text: string) => {
-    for (let i = 0; !out.includes(text); i++) {
-      if (i > 3000) throw new Error(`console: no "${text}"; output:\n${out}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-  await until('Do you accept? [y/N]');
-  input.write('y\n');
-  await until('Which kind of task?');
-  input.write('q\n');
-  await done;
-  return out;
+  const person = new ConsolePerson({ engine: runtime.engine, name, root, consentText: 'Consent text.' });
+  const at = await person.expect('Do you accept? [y/N]');
+  person.type('y');
+  await person.expect('Which kind of task?', at);
+  person.type('q');
+  await person.done;
+  return person.out;
 }
 
 describe('the console and a study made with study create', () => {

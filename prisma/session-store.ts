@@ -1,6 +1,7 @@
-// The only code that writes a session's life: creating it, appending agent and human turns, recording the
-// answer's evaluation, the person's rating and the reward. The bot's engine (Discord and console), simulated
-// games and imported trajectories all come through here, so every counter has one meaning and the reward one
+// The only code that writes a live session's life: creating it, appending agent and human turns, recording the
+// answer's evaluation and the reward (the rating: rating-store.ts; whole simulated or imported games:
+// finished-session-store.ts, with this module's row builders). The bot's engine (Discord and console), simulated
+// games and imported trajectories all write through these, so every counter has one meaning and the reward one
 // formula:
 // - Session.turnCount counts agent messages (ColBench's turns, at most 10); human replies do not count.
 // - reward = the evaluation's score, blended with the 1-5 rating when a rating weight is configured
@@ -18,7 +19,6 @@ import type { EvaluationOutcome } from '../tasks/scorer.ts';
 import { randomUUID } from 'node:crypto';
 import { Prisma, type PrismaClient, type Session, type Turn } from './generated/client.ts';
 import { taskContent } from './task-store.ts';
-import { SIMULATED_ROLE } from './cohorts.ts';
 
 type Tx = Prisma.TransactionClient;
 
@@ -108,7 +108,7 @@ function jsonSafe(value: unknown): unknown {
   return value;
 }
 
-function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Prisma.TurnUncheckedCreateInput {
+export function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Prisma.TurnUncheckedCreateInput {
   return {
     sessionId,
     index,
@@ -135,7 +135,7 @@ function agentTurnData(sessionId: string, index: number, t: AgentTurnInput): Pri
 }
 
 /** The agent turn's exact tokens, when its provenance carries them. */
-function turnTokensOf(t: Pick<AgentTurnInput, 'provenance'>): CompletionTokens | null {
+export function turnTokensOf(t: Pick<AgentTurnInput, 'provenance'>): CompletionTokens | null {
   const tokens = t.provenance?.tokens;
   return typeof tokens === 'object' ? tokens : null;
 }
@@ -201,7 +201,7 @@ async function insertLastTurn(
  * with the same meta, so callers (prisma/errors.ts toDatabaseError: a redelivered message's external id, a score
  * stored first elsewhere) read it as they did.
  */
-function asModelError(modelName: string): (err: unknown) => never {
+export function asModelError(modelName: string): (err: unknown) => never {
   return (err) => {
     if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2010') {
       const cause = (err.meta?.driverAdapterError as { cause?: { kind?: string; originalCode?: string } } | undefined)
@@ -334,7 +334,7 @@ export async function endSession(
   return r.count === 1;
 }
 
-function evaluationData(outcome: EvaluationOutcome): Omit<Prisma.EvaluationUncheckedCreateInput, 'sessionId'> {
+export function evaluationData(outcome: EvaluationOutcome): Omit<Prisma.EvaluationUncheckedCreateInput, 'sessionId'> {
   return {
     score: outcome.score,
     success: outcome.success,
@@ -372,7 +372,7 @@ export function outcomeOf(e: {
  * The reward as sessionReward computes it, in SQL over `score` and `rating` (float8 and int expressions; a null
  * rating or a zero weight gives the score): the same operations in the same order, so the same double.
  */
-function rewardSql(score: Prisma.Sql, rating: Prisma.Sql, ratingWeight: number): Prisma.Sql {
+export function rewardSql(score: Prisma.Sql, rating: Prisma.Sql, ratingWeight: number): Prisma.Sql {
   sessionReward(0, null, ratingWeight); // the weight's range check
   if (ratingWeight === 0) return score;
   return Prisma.sql`CASE WHEN ${rating} IS NULL THEN ${score} ELSE (1 - ${ratingWeight}::float8) * ${score} + ${ratingWeight}::float8 * ((${rating}::float8 - 1) / 4) END`;
@@ -399,150 +399,6 @@ export async function recordEvaluation(
       RETURNING "sessionId")
     UPDATE "Session" SET reward = ${rewardSql(Prisma.sql`${e.score}::float8`, firstRating, ratingWeight)}
     WHERE id = (SELECT "sessionId" FROM e)`.catch(asModelError('Evaluation'));
-}
-
-/**
- * Stores (or replaces) a 1-5 rating and recomputes the reward when the session is evaluated, in one statement
- * (the transaction it replaces took five round trips).
- */
-export async function recordRating(
-  prisma: PrismaClient,
-  sessionId: string,
-  raterId: string,
-  value: number,
-  ratingWeight: number,
-): Promise<void> {
-  await prisma.$executeRaw`
-    WITH ${ratingWrite(Prisma.sql`SELECT ${sessionId}::uuid, ${raterId}::uuid`, value, ratingWeight)}
-    SELECT 1`.catch(asModelError('Rating'));
-}
-
-/**
- * recordRating of the session's own person, rated by `externalId` (their Discord id), only once it is answered,
- * with what it was checked against, in one statement (a read of the session and of its person took two more
- * round trips): null when the session does not exist; nothing is written unless `owner` is `externalId` and
- * `status` is 'answered'.
- */
-export async function rateOwnSession(
-  prisma: PrismaClient,
-  sessionId: string,
-  externalId: string,
-  value: number,
-  ratingWeight: number,
-): Promise<{ owner: string; status: string } | null> {
-  const rows = await prisma.$queryRaw<{ owner: string; status: string }[]>`
-    WITH o AS (
-      SELECT s.id, s."participantId", s.status::text AS status, p."discordUserId" AS owner
-      FROM "Session" s JOIN "Participant" p ON p.id = s."participantId" WHERE s.id = ${sessionId}::uuid),
-    ${ratingWrite(Prisma.sql`SELECT o.id, o."participantId" FROM o WHERE o.owner = ${externalId} AND o.status = 'answered'`, value, ratingWeight)}
-    SELECT owner, status FROM o`.catch(asModelError('Rating'));
-  return rows[0] ?? null;
-}
-
-/** The CTEs of a rating's write: the rating of each (session, rater) row of `source`, then the reward it implies. */
-function ratingWrite(source: Prisma.Sql, value: number, ratingWeight: number): Prisma.Sql {
-  if (!Number.isInteger(value) || value < 1 || value > 5)
-    throw new RangeError(`a rating is a whole number from 1 to 5, got ${value}`);
-  return Prisma.sql`
-    r AS (
-      INSERT INTO "Rating" (id, "sessionId", "raterId", value, "createdAt")
-      SELECT ${randomUUID()}::uuid, src.*, ${value}::int, ${new Date()}::timestamp(3) FROM (${source}) src
-      ON CONFLICT ("sessionId", "raterId") DO UPDATE SET value = EXCLUDED.value
-      RETURNING "sessionId"),
-    w AS (
-      UPDATE "Session" s SET reward = ${rewardSql(Prisma.sql`e.score`, Prisma.sql`${value}::int`, ratingWeight)}
-      FROM "Evaluation" e
-      WHERE s.id = (SELECT "sessionId" FROM r) AND e."sessionId" = s.id)`;
-}
-
-/** Adds (or clears, with an empty text) the comment of an existing rating; false when there is no rating. */
-export async function recordComment(
-  prisma: PrismaClient,
-  sessionId: string,
-  raterId: string,
-  comment: string,
-): Promise<boolean> {
-  const updated = await prisma.rating.updateMany({ where: { sessionId, raterId }, data: { comment: comment || null } });
-  return updated.count > 0;
-}
-
-/** The participant standing for a simulated collaborator ("sim:<name>"), created on first use. */
-export async function simulatedParticipant(prisma: PrismaClient, collaborator: string): Promise<string> {
-  const discordUserId = `sim:${collaborator}`;
-  try {
-    const p = await prisma.participant.upsert({
-      where: { discordUserId },
-      create: { discordUserId, displayName: collaborator, role: SIMULATED_ROLE },
-      update: {},
-    });
-    return p.id;
-  } catch (err) {
-    // Two games finishing at once both try to create it: the loser reads the winner's row.
-    const p = await prisma.participant.findUnique({ where: { discordUserId } });
-    if (!p) throw err;
-    return p.id;
-  }
-}
-
-export interface FinishedSession {
-  taskId: string;
-  policyVersionId: string | null;
-  /** Who played the collaborator ("rule-simulator", "llm:<model>", "import:<file>"). */
-  collaborator: string;
-  channel: 'simulated' | 'imported';
-  /** Agent turns may carry what a live turn stores (raw output defaults to the content). */
-  turns: readonly ({ role: 'agent' | 'human'; content: string } & Partial<Omit<AgentTurnInput, 'content'>>)[];
-  answer: string;
-  endReason: EndReason;
-  evaluation: EvaluationOutcome;
-  startedAt: Date;
-  endedAt: Date;
-}
-
-/**
- * Stores a whole game played without a person (a simulated session, or an imported trajectory), marked
- * simulated, in one transaction: the same rows and counters a live session ends with.
- */
-export async function storeFinishedSession(prisma: PrismaClient, s: FinishedSession): Promise<string> {
-  const participantId = await simulatedParticipant(prisma, s.collaborator);
-  return prisma.$transaction(async (tx) => {
-    const session = await tx.session.create({
-      data: {
-        taskId: s.taskId,
-        participantId,
-        policyVersionId: s.policyVersionId,
-        channel: s.channel,
-        simulated: true,
-        status: 'answered',
-        turnCount: s.turns.filter((t) => t.role === 'agent').length,
-        answer: s.answer,
-        // No rating on a game without a person: the reward is the score.
-        reward: sessionReward(s.evaluation.score, null, 0),
-        startedAt: s.startedAt,
-        lastActivityAt: s.endedAt,
-        endedAt: s.endedAt,
-        endReason: s.endReason,
-        // Nobody is waiting to be shown a stored game: a resuming channel must not pick it up.
-        resultShownAt: s.endedAt,
-        ratingAskedAt: s.endedAt,
-      },
-    });
-    // Ids made here, so that recorded tokens (turnTokensOf) can name their turns in the same transaction.
-    const turns = s.turns.map((t, index) =>
-      t.role === 'agent'
-        ? { id: randomUUID(), ...agentTurnData(session.id, index, { ...t, rawOutput: t.rawOutput ?? t.content }) }
-        : { id: randomUUID(), sessionId: session.id, index, role: 'human' as const, content: t.content },
-    );
-    await tx.turn.createMany({ data: turns });
-    const tokens = s.turns.flatMap((t, i) => {
-      const r = t.role === 'agent' ? turnTokensOf(t) : null;
-      return r ? [{ turnId: turns[i]!.id, ids: r.ids, logprobs: r.logprobs, weightsVersion: r.weightsVersion }] : [];
-    });
-    if (tokens.length) await tx.turnTokens.createMany({ data: tokens });
-    await tx.evaluation.create({ data: { sessionId: session.id, ...evaluationData(s.evaluation) } });
-    await recordActiveTimes(tx, [session.id]);
-    return session.id;
-  });
 }
 
 export type { TaskContent, TaskKind };

@@ -17,7 +17,7 @@ import { taskContent } from '../prisma/task-store.ts';
 import { playBatched, DEFAULT_SAMPLING, type RolloutJob, type RolloutResult, type SamplingOptions } from './rollout.ts';
 import type { EvaluationOutcome, Scorer } from '../tasks/scorer.ts';
 import { loadModel } from './sequences.ts';
-import { storeFinishedSession } from '../prisma/session-store.ts';
+import { storeFinishedSession } from '../prisma/finished-session-store.ts';
 
 export interface CollaboratorFactory {
   name: string;

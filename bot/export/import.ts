@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
 import { z } from 'zod';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import { storeFinishedSession, type FinishedSession } from '../../prisma/session-store.ts';
+import { storeFinishedSession, type FinishedSession } from '../../prisma/finished-session-store.ts';
 import { importTasks, taskContent } from '../../prisma/task-store.ts';
 import { isDialogueTurn } from '../../prisma/cohorts.ts';
 import { DEFAULT_FRONTEND_THRESHOLD } from '../../tasks/frontend-eval.ts';

@@ -2,7 +2,8 @@
 // stored first stands), and the person's rating and comment.
 import { UniqueViolationError, toDatabaseError } from '../../prisma/errors.ts';
 import { findParticipant } from '../../prisma/participant-store.ts';
-import { outcomeOf, rateOwnSession, recordComment, recordEvaluation } from '../../prisma/session-store.ts';
+import { outcomeOf, recordEvaluation } from '../../prisma/session-store.ts';
+import { rateOwnSession, recordComment } from '../../prisma/rating-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
 import type { EvaluationOutcome } from '../../tasks/scorer.ts';
 import type { EngineContext } from './context.ts';

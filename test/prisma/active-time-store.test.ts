@@ -4,13 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../tasks/library.ts';
 import { importTasks } from '../../prisma/task-store.ts';
-import {
-  appendAgentTurn,
-  appendHumanTurn,
-  createSession,
-  endSession,
-  storeFinishedSession,
-} from '../../prisma/session-store.ts';
+import { appendAgentTurn, appendHumanTurn, createSession, endSession } from '../../prisma/session-store.ts';
+import { storeFinishedSession } from '../../prisma/finished-session-store.ts';
 import { recordActiveTimes } from '../../prisma/active-time-store.ts';
 import { recordBan } from '../../prisma/moderation-store.ts';
 import { activeMs, IDLE_GAP_MS } from '../../tasks/study-pay.ts';

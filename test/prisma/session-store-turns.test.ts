@@ -18,10 +18,9 @@ import {
   appendHumanTurn,
   createSession,
   recordEvaluation,
-  recordRating,
-  rateOwnSession,
   sessionReward,
 } from '../../prisma/session-store.ts';
+import { recordRating, rateOwnSession } from '../../prisma/rating-store.ts';
 import { toDatabaseError, UniqueViolationError } from '../../prisma/errors.ts';
 import { recordActiveTimes } from '../../prisma/active-time-store.ts';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';

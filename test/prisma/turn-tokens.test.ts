@@ -16,7 +16,8 @@ import {
   type OpenAiServer,
 } from '../../testing/openai-server.ts';
 import { createEndpointAgent } from '../../trainer/policies/endpoint-agent.ts';
-import { appendAgentTurn, storeFinishedSession } from '../../prisma/session-store.ts';
+import { appendAgentTurn } from '../../prisma/session-store.ts';
+import { storeFinishedSession } from '../../prisma/finished-session-store.ts';
 import { exportSessions } from '../../bot/export/export.ts';
 import { buildDialogue } from '../../tasks/protocol.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';

@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { importTasks } from '../../prisma/task-store.ts';
-import { storeFinishedSession } from '../../prisma/session-store.ts';
+import { storeFinishedSession } from '../../prisma/finished-session-store.ts';
 import { excludeFromTraining, PASTE_FLAG_REASON } from '../../prisma/quality-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import {

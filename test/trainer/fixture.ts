@@ -16,7 +16,7 @@ import type { TaskRecord } from '../../tasks/model.ts';
 import { initBackend } from '../../trainer/model/backend.ts';
 import { buildStarterPolicy, expertDialogues } from '../../trainer/recipes/starter.ts';
 import { createScorer } from '../../tasks/scorer.ts';
-import { storeFinishedSession } from '../../prisma/session-store.ts';
+import { storeFinishedSession } from '../../prisma/finished-session-store.ts';
 
 export async function tinyPolicy(dir: string, seed = 5): Promise<string> {
   await initBackend('wasm');

@@ -5,7 +5,7 @@ import { MessageFlags } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
 import { builtinTasks } from '../../../tasks/library.ts';
-import { storeFinishedSession } from '../../../prisma/session-store.ts';
+import { storeFinishedSession } from '../../../prisma/finished-session-store.ts';
 import { peoplePairs } from '../../../prisma/preference-store.ts';
 import { exportPreferences } from '../../../bot/export/preferences.ts';
 import { DEV_PRIVACY_KEY, deletePerson } from '../../../bot/privacy.ts';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
 import type { ChatMessage } from '../../../tasks/agent.ts';
-import { storeFinishedSession } from '../../../prisma/session-store.ts';
+import { storeFinishedSession } from '../../../prisma/finished-session-store.ts';
 import { PASTE_FLAG_REASON } from '../../../prisma/quality-store.ts';
 import { createRun } from '../../../trainer/runs.ts';
 import { trainConfig } from '../../../trainer/presets.ts';

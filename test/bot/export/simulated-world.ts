@@ -3,7 +3,7 @@
 // simulated and one human session (a rated one whose blended reward must not leak), an abandoned session, and
 // one frontend task. One session carries the provenance a live turn records (the exact prompt sent).
 import type { PrismaClient } from '../../../prisma/generated/client.ts';
-import { storeFinishedSession, type FinishedSession } from '../../../prisma/session-store.ts';
+import { storeFinishedSession, type FinishedSession } from '../../../prisma/finished-session-store.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
 import { buildDialogue, type DialogueTurn } from '../../../tasks/protocol.ts';
 import type { TaskRecord } from '../../../tasks/model.ts';

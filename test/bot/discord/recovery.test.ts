@@ -38,6 +38,16 @@ describe('Discord bot recovery', () => {
     })();
     const bobP = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: bob.id } });
     await h.agentMessage(bobThread, 1);
+    // The post's id is stored after Discord answers the post: under load that write can trail the message's
+    // appearance, and the kill below must come after it (this test's premise: Bob's first turn was shown).
+    for (let i = 0; ; i++) {
+      const shown = await h.tdb.prisma.turn.count({
+        where: { session: { participantId: bobP.id }, externalMessageId: { not: null } },
+      });
+      if (shown === 1) break;
+      if (i > 600) throw new Error("Bob's first turn was never marked shown");
+      await new Promise((r) => setTimeout(r, 50));
+    }
 
     // Alice answers; the bot is killed while the agent is thinking about her message.
     let release!: () => void;

@@ -9,15 +9,14 @@ import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { startOpenAiServer, type OpenAiServer } from '../../testing/openai-server.ts';
 import { joinedStudyLine } from '../../bot/console.ts';
-import { createRuntime, type Runtime } from '../../bot/runtime.ts';
+import type { Runtime } from '../../bot/runtime.ts';
 import { resolveStudy } from '../../bot/studies.ts';
 import { deployPolicyByName } from '../../prisma/policy-store.ts';
 import { createStudy, setStudyStatus } from '../../prisma/study-store.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
-import { loadAgent } from '../../trainer/policies/agent-for.ts';
 import { registerEndpointVersion } from '../../trainer/policies/registry.ts';
-import { ConsolePerson } from '../helpers/console-person.ts';
+import { consoleRuntime, ConsolePerson } from '../helpers/console-person.ts';
 
 let t: TestDatabase;
 let server: OpenAiServer;
@@ -31,15 +30,7 @@ beforeAll(async () => {
   server = await startOpenAiServer({ model: 'm', reply: () => 'I WANT TO ANSWER: def f():\n    return None' });
   await registerEndpointVersion(t.prisma, { name: 'served', url: server.url, model: 'm', maxTokens: 64 });
   await deployPolicyByName(t.db, 'test', 'served');
-  runtime = await createRuntime({
-    channel: 'console',
-    db: t.db,
-    maxTurns: 2,
-    idleMinutes: 30,
-    render: null,
-    policyPollMs: 200,
-    loadAgent: (policy) => loadAgent(policy, { prisma: t.prisma }),
-  });
+  runtime = await consoleRuntime(t);
 }, 120_000);
 
 afterAll(async () => {

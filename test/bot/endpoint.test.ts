@@ -10,15 +10,14 @@ import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { startOpenAiServer, type ChatBody, type OpenAiServer } from '../../testing/openai-server.ts';
 import type { SessionView } from '../../bot/session/engine.ts';
-import { createRuntime, type Runtime } from '../../bot/runtime.ts';
+import type { Runtime } from '../../bot/runtime.ts';
 import { deployPolicyByName, rollbackPolicy } from '../../prisma/policy-store.ts';
 import type { PolicyVersion } from '../../prisma/generated/client.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import type { TurnProvenance } from '../../tasks/agent.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
-import { loadAgent } from '../../trainer/policies/agent-for.ts';
 import { registerAdapterVersion, registerEndpointVersion } from '../../trainer/policies/registry.ts';
-import { ConsolePerson } from '../helpers/console-person.ts';
+import { consoleRuntime, ConsolePerson } from '../helpers/console-person.ts';
 
 let t: TestDatabase;
 let server: OpenAiServer;
@@ -84,15 +83,7 @@ beforeAll(async () => {
     maxTokens: 256,
   });
   await deployPolicyByName(t.db, 'test', 'llama');
-  runtime = await createRuntime({
-    channel: 'console',
-    db: t.db,
-    maxTurns: 2,
-    idleMinutes: 30,
-    render: null,
-    policyPollMs: 200,
-    loadAgent: (policy) => loadAgent(policy, { prisma: t.prisma }),
-  });
+  runtime = await consoleRuntime(t);
 }, 120_000);
 
 afterAll(async () => {

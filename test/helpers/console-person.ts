@@ -3,6 +3,22 @@
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { ConsoleChannel, type ConsoleOptions } from '../../bot/console.ts';
+import { createRuntime, type Runtime } from '../../bot/runtime.ts';
+import { loadAgent } from '../../trainer/policies/agent-for.ts';
+import type { TestDatabase } from '../../testing/database.ts';
+
+/** The console's runtime over a test database, playing whatever policy is deployed there (two agent turns a game). */
+export function consoleRuntime(t: TestDatabase): Promise<Runtime> {
+  return createRuntime({
+    channel: 'console',
+    db: t.db,
+    maxTurns: 2,
+    idleMinutes: 30,
+    render: null,
+    policyPollMs: 200,
+    loadAgent: (policy) => loadAgent(policy, { prisma: t.prisma }),
+  });
+}
 
 export class ConsolePerson {
   readonly input = new PassThrough();

@@ -39,15 +39,17 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+/** The test server's endpoint settings (its url is known once it listens). */
+const servingOf = () => ({
+  url: server.url,
+  model: 'test-model',
+  contextWindow: 4096,
+  temperature: 0.7,
+  topP: 0.95,
+  maxTokens: 64,
+});
+
 it('stores and exports exact tokens for a recording version, none (and says so) for another', async () => {
-  const serving = {
-    url: server.url,
-    model: 'test-model',
-    contextWindow: 4096,
-    temperature: 0.7,
-    topP: 0.95,
-    maxTokens: 64,
-  };
   const participant = await prisma.participant.create({
     data: { discordUserId: '111111111111111111', displayName: 'a', consentGivenAt: new Date() },
   });
@@ -68,7 +70,7 @@ it('stores and exports exact tokens for a recording version, none (and says so) 
     ['rec', true],
     ['plain', false],
   ] as const) {
-    const agent = await createEndpointAgent({ name, serving: { ...serving, recordTokens, revision: 'abc123' } });
+    const agent = await createEndpointAgent({ name, serving: { ...servingOf(), recordTokens, revision: 'abc123' } });
     const reply = await agent.reply(buildDialogue({ kind: 'backend', description: task.description }, []));
     const session = await prisma.session.create({
       data: { taskId: task.id, participantId: participant.id, channel: 'console', status: 'active' },
@@ -134,15 +136,7 @@ it('stores the exact tokens of a whole game stored at once (simulated), once', a
   const task = await prisma.task.findFirstOrThrow();
   const agent = await createEndpointAgent({
     name: 'rec',
-    serving: {
-      url: server.url,
-      model: 'test-model',
-      contextWindow: 4096,
-      temperature: 0.7,
-      topP: 0.95,
-      maxTokens: 64,
-      recordTokens: true,
-    },
+    serving: { ...servingOf(), recordTokens: true },
   });
   const reply = await agent.reply(buildDialogue({ kind: 'backend', description: task.description }, []));
   const sessionId = await storeFinishedSession(prisma, {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
-import { importTasks } from '../../prisma/task-store.ts';
+import { importTasks, taskContent } from '../../prisma/task-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';
 import { createScorer, type Scorer } from '../../tasks/scorer.ts';
 import { startEnvServer, type EnvServer } from '../../trainer/env-server.ts';
@@ -71,13 +71,8 @@ beforeAll(async () => {
   const [record] = generateMiniTasks({ seed: 5, count: 1, split: 'train' });
   await importTasks(t.prisma, [record!]);
   const row = await t.prisma.task.findFirstOrThrow();
-  task = {
-    id: row.id,
-    kind: 'backend',
-    description: row.description,
-    reference: row.hiddenReference,
-    testCases: row.testCases as string[],
-  };
+  // The stored row as the scorer reads it (prisma/task-store.ts taskContent): a backend task, checked.
+  task = { id: row.id, ...(taskContent(row) as BackendTask) };
 }, 180_000);
 
 afterAll(async () => {

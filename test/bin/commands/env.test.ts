@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
 import { runSweetloop, startSweetloop, type RunningSweetloop } from '../../../testing/sweetloop-cli.ts';
-import { importTasks } from '../../../prisma/task-store.ts';
+import { importTasks, taskContent } from '../../../prisma/task-store.ts';
 import { generateMiniTasks } from '../../../tasks/mini.ts';
 import { createScorer } from '../../../tasks/scorer.ts';
 import type { BackendTask } from '../../../tasks/model.ts';
@@ -32,13 +32,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'env-cli-'));
   await importTasks(t.prisma, generateMiniTasks({ seed: 9, count: 2, split: 'train' }));
   const row = await t.prisma.task.findFirstOrThrow({ orderBy: { externalId: 'asc' } });
-  task = {
-    id: row.id,
-    kind: 'backend',
-    description: row.description,
-    reference: row.hiddenReference,
-    testCases: row.testCases as string[],
-  };
+  // The stored row as the scorer reads it (prisma/task-store.ts taskContent): a backend task, checked.
+  task = { id: row.id, ...(taskContent(row) as BackendTask) };
 }, 120_000);
 
 afterAll(async () => {

@@ -36,6 +36,9 @@ const { values: a } = parseArgs({
     'actor-base': { type: 'string', default: '{}' },
     // Critic cells to try instead of CRITIC_GRID (a JSON list of overrides), for a closer look at the critic.
     'critic-grid': { type: 'string' },
+    // Actor cells of SWEET-RL and the oracle control to try instead of POLICY_GRID.actor (the first trains the run
+    // and collects its candidates; the rest reuse them), as a JSON list of overrides.
+    'actor-grid': { type: 'string' },
     out: { type: 'string' },
     // Choose from the cells of earlier runs (their JSON lines, one file each, comma-separated) instead of running.
     merge: { type: 'string' },
@@ -108,6 +111,7 @@ type Cell = {
   sampledSuccess?: number;
   gate?: number;
   greedyPath?: string;
+  keyContrast?: number;
 };
 const cells: Cell[] = a.merge
   ? String(a.merge)
@@ -146,7 +150,16 @@ for (const seed of seedsToRun) {
         sampledScore: r.sampled.score.estimate,
         sampledSuccess: r.sampled.success.estimate,
         greedyPath: r.greedy.path,
+        keyContrast: r.states.keyContrast,
       });
+      // The state reading beside the score: an aggregate that did not move may hide a change of play.
+      const byState = Object.entries(r.states.byState)
+        .map(
+          ([s, m]) =>
+            `${s}: U ${m.useful.toFixed(2)} R ${m.repeated.toFixed(2)} X ${m.useless.toFixed(2)} A ${m.answer.toFixed(2)}`,
+        )
+        .join('; ');
+      log(`${method} ${JSON.stringify(overrides)}: key contrast ${r.states.keyContrast.toFixed(3)} nats; ${byState}`);
       log(
         `${method} ${JSON.stringify(overrides)}: sampled score ${(r.sampled.score.estimate * 100).toFixed(1)} %, success ${(r.sampled.success.estimate * 100).toFixed(1)} %, greedy ${r.greedy.path}`,
       );
@@ -189,7 +202,12 @@ for (const seed of seedsToRun) {
     }
     for (const m of ['sweet', 'oracle'] as Method[]) {
       if (!only.has(m)) continue;
-      const [first, ...rest] = POLICY_GRID.actor;
+      const [first, ...rest] = a['actor-grid']
+        ? z
+            .array(overridesSchema)
+            .min(1)
+            .parse(JSON.parse(String(a['actor-grid'])))
+        : POLICY_GRID.actor;
       const base = { ...(m === 'sweet' ? criticChoice : {}), ...actorBase };
       const run = await trainMethod(p, m, { ...base, ...first });
       await record(m, { ...base, ...first }, run.version);

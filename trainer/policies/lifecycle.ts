@@ -12,7 +12,7 @@ import {
   updateServing,
 } from '../../prisma/policy-store.ts';
 import { AgentUnavailableError } from '../../tasks/agent.ts';
-import { endpointBaseUrl, EndpointRequestError } from '../../tasks/chat-client.ts';
+import { endpointBaseUrl, EndpointRequestError } from '../../tasks/chat-endpoint.ts';
 import type { Logger } from '../../tasks/logger.ts';
 import { checkBaseModelDir, checkServesModel, RegistryError } from './registry.ts';
 import { resolveServing, servingOf, servingSchema } from './serving.ts';

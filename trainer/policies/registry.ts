@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import type { Logger } from '../../tasks/logger.ts';
 import type { Prisma, PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import { registerVersion } from '../../prisma/policy-store.ts';
-import { endpointBaseUrl, EndpointUnavailableError } from '../../tasks/chat-client.ts';
+import { endpointBaseUrl, EndpointUnavailableError } from '../../tasks/chat-endpoint.ts';
 import { adapterServing, SERVING_DEFAULTS, servingOf, servingSchema } from './serving.ts';
 import { listModels, type ModelCard } from './vllm-adapters.ts';
 

@@ -1,4 +1,4 @@
-// `sweetloop deploy NAME` and `sweetloop rollback` switch rows (prisma/policy-store.ts, the rules the bot's /mod
+// `sweetloop deploy NAME` and `sweetloop rollback` switch rows (prisma/deployment-store.ts, the rules the bot's /mod
 // commands use too); the one thing they ask a server first is to load an adapter version
 // (trainer/policies/lifecycle.ts loadBeforeDeploy), unless --no-check. No model backend is started for them.
 // `policy add --deploy` deploys through deployOrSay here.
@@ -14,7 +14,7 @@ export function registerDeployCommands(program: Command): void {
     .option('--force', 'deploy a version marked as trained on erased data (privacy delete) all the same; audited')
     .option('--no-check', NO_CHECK)
     .action(async (name: string, o: { force?: boolean; check: boolean }) => {
-      const { deployPolicyByName } = await import('../../prisma/policy-store.ts');
+      const { deployPolicyByName } = await import('../../prisma/deployment-store.ts');
       await withDatabase(async (db) =>
         console.log(
           `deployed ${(await deployPolicyByName(db, 'cli', name, { force: !!o.force, operator: true, ...loadFirst(db, o.check) })).name}`,
@@ -30,7 +30,7 @@ export function registerDeployCommands(program: Command): void {
     .option('--force', 'roll back to a version marked as trained on erased data (privacy delete) all the same; audited')
     .option('--no-check', NO_CHECK)
     .action(async (o: { force?: boolean; check: boolean }) => {
-      const { rollbackPolicy } = await import('../../prisma/policy-store.ts');
+      const { rollbackPolicy } = await import('../../prisma/deployment-store.ts');
       await withDatabase(async (db) =>
         console.log(
           `rolled back to ${(await rollbackPolicy(db, 'cli', { force: !!o.force, operator: true, ...loadFirst(db, o.check) })).name}`,
@@ -45,7 +45,7 @@ export async function deployOrSay(
   deploy: boolean | undefined,
 ): Promise<void> {
   if (!deploy) return console.log(`deploy it with: sweetloop deploy ${name}`);
-  const { deployPolicyByName } = await import('../../prisma/policy-store.ts');
+  const { deployPolicyByName } = await import('../../prisma/deployment-store.ts');
   console.log(`deployed ${(await deployPolicyByName(db, 'cli', name, loadFirst(db, true))).name}`);
 }
 
@@ -56,7 +56,7 @@ const NO_CHECK =
 function loadFirst(
   db: import('../../prisma/db.ts').Database,
   check: boolean,
-): Pick<import('../../prisma/policy-store.ts').SwitchOptions, 'prepare'> {
+): Pick<import('../../prisma/deployment-store.ts').SwitchOptions, 'prepare'> {
   if (!check) return {};
   return {
     prepare: async (v) => {

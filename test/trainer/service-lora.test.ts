@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { startOpenAiServer, type OpenAiServer } from '../../testing/openai-server.ts';
-import { deployPolicyByName } from '../../prisma/policy-store.ts';
+import { deployPolicyByName } from '../../prisma/deployment-store.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import type { PolicyVersion } from '../../prisma/generated/client.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';

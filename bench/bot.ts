@@ -39,7 +39,7 @@ import { parseArgs } from 'node:util';
 import { builtinTasks } from '../tasks/library.ts';
 import { percentile } from '../tasks/stats.ts';
 import { importTasks } from '../prisma/task-store.ts';
-import { deployPolicyByName } from '../prisma/policy-store.ts';
+import { deployPolicyByName } from '../prisma/deployment-store.ts';
 import { registerEndpointVersion } from '../trainer/policies/registry.ts';
 import { FakeDiscord, type InteractionRecord, type Shown } from '../testing/fake-discord.ts';
 import { createTestDatabase } from '../testing/database.ts';

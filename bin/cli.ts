@@ -10,6 +10,7 @@ import { registerEnvCommands } from './commands/env.ts';
 import { registerExportCommands } from './commands/export.ts';
 import { registerImportCommands } from './commands/import.ts';
 import { registerModelCommands } from './commands/model.ts';
+import { registerDeployCommands } from './commands/deploy.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPrivacyCommands } from './commands/privacy.ts';
 import { registerServeCommands } from './commands/serve.ts';
@@ -42,7 +43,8 @@ export function buildProgram(): Command {
   registerModelCommands(program); // model logits|generate|starter
   registerTrainerCommands(program); // simulate, evaluate, train, trainer
   registerExportCommands(program); // export, report
-  registerPolicyCommands(program); // deploy, rollback, policy add|list
+  registerDeployCommands(program); // deploy, rollback
+  registerPolicyCommands(program); // policy add|update|remove|list
   registerImportCommands(program); // import-sessions
   registerServeCommands(program); // serve
   registerEnvCommands(program); // env serve

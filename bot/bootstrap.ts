@@ -4,13 +4,8 @@ import { resolve, join } from 'node:path';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { Logger } from '../tasks/logger.ts';
-import {
-  STARTER_ALGORITHM,
-  deployedPolicy,
-  registerVersion,
-  servesOnlyStarter,
-  switchDeployedPolicy,
-} from '../prisma/policy-store.ts';
+import { STARTER_ALGORITHM, deployedPolicy, registerVersion, servesOnlyStarter } from '../prisma/policy-store.ts';
+import { switchDeployedPolicy } from '../prisma/deployment-store.ts';
 
 export async function migrateDatabase(db: Database, log?: Logger): Promise<string[]> {
   const { migrate } = await import('../prisma/migrate.ts');

@@ -4,7 +4,8 @@
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { Database } from '../prisma/db.ts';
 import type { Logger } from '../tasks/logger.ts';
-import { deployedPolicy, POLICY_CHANNEL } from '../prisma/policy-store.ts';
+import { deployedPolicy } from '../prisma/policy-store.ts';
+import { POLICY_CHANNEL } from '../prisma/deployment-store.ts';
 
 export class PolicyWatcher {
   private current: PolicyVersion | null = null;

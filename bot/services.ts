@@ -4,7 +4,7 @@
 import type { ExportRequestInput, ModeratorExport } from './export/options.ts';
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import { deployPolicyByName, rollbackPolicy } from '../prisma/policy-store.ts';
+import { deployPolicyByName, rollbackPolicy } from '../prisma/deployment-store.ts';
 import { deletePerson, DEV_PRIVACY_KEY, type DeletionReceipt, type PrivacySettings } from './privacy.ts';
 import { withdrawConsent } from '../prisma/privacy-store.ts';
 import {

@@ -2,21 +2,14 @@
 // its control. Starting one sets the study's arms (the control, what the study played until then, and the
 // candidate with its share) and records the period (Experiment); bot/assign.ts then assigns every session by
 // those arms, as it does for any study, and tags it with the period. Stopping it deploys the chosen version
-// (promote, through policy-store's switchDeployedPolicy, the one deploy there is) or drops it (discard), and
+// (promote, through deployment-store's switchDeployedPolicy, the one deploy there is) or drops it (discard), and
 // sets the arms that play on. This store is the only writer of Experiment rows and of a study's arms after its
 // creation; every start and stop is audited. At most one A/B runs in a study at a time.
 import type { Database } from './db.ts';
 import type { Experiment, PolicyVersion, Prisma, PrismaClient, Study } from './generated/client.ts';
 import { audit } from './moderation-store.ts';
-import {
-  assertDeployable,
-  deployedPolicy,
-  PolicyError,
-  resolvePolicyName,
-  switchDeployedPolicy,
-  trainedOnErasedData,
-  type ForceOptions,
-} from './policy-store.ts';
+import { deployedPolicy, PolicyError, resolvePolicyName, trainedOnErasedData } from './policy-store.ts';
+import { assertDeployable, switchDeployedPolicy, type ForceOptions } from './deployment-store.ts';
 import { DEFAULT_STUDY, defaultStudy, findStudy, withStudyLock, type StudyWithArms } from './study-store.ts';
 
 type Tx = Prisma.TransactionClient;
@@ -86,7 +79,7 @@ export async function startExperiment(
     });
     if (candidate.status === 'removed')
       throw new ExperimentError(`"${candidate.name}" was removed (sweetloop policy remove): it cannot be a candidate.`);
-    // An A/B puts the candidate in front of people: the same rule as a deploy (policy-store.ts erasedDataBlocker).
+    // An A/B puts the candidate in front of people: the same rule as a deploy (deployment-store.ts erasedDataBlocker).
     assertDeployable(candidate, o);
     if (study.arms.length > 1) {
       throw new ExperimentError(

@@ -13,23 +13,27 @@
 // - a cap on requests in flight per endpoint (base URL), shared by the whole process;
 // - errors that say which endpoint failed and how, split into "unavailable, try again later"
 //   (EndpointUnavailableError, an AgentUnavailableError) and "this request is wrong" (EndpointRequestError).
-// The key is read from an environment variable whose NAME the caller gives; it is never logged, stored or put in
-// an error message (messages are scrubbed of it in case a server echoes it back).
+// The endpoint (URL, key, SDK client, in-flight cap) and the error classes are chat-endpoint.ts.
 import { scrubSecret } from './secret-text.ts';
-import { AsyncLocalStorage } from 'node:async_hooks';
-import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
-import pLimit, { type LimitFunction } from 'p-limit';
+import type OpenAI from 'openai';
+import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import type { Logger } from './logger.ts';
-import { AgentUnavailableError, type ChatMessage, type TokenLogprob } from './agent.ts';
-
-export interface ChatEndpoint {
-  /** Base URL (`http://host:8000/v1`) or the full `/chat/completions` URL. */
-  url: string;
-  /** Name of the environment variable that holds the key; unset: no Authorization header is sent. */
-  apiKeyEnv?: string | null | undefined;
-  /** A key the caller already holds from validated config (the simulator's SIMULATOR_LLM_KEY); wins over apiKeyEnv. */
-  apiKey?: string | null | undefined;
-}
+import type { ChatMessage, TokenLogprob } from './agent.ts';
+import {
+  attemptScope,
+  detailOf,
+  displayUrl,
+  endpointBaseUrl,
+  endpointLimiter,
+  EndpointRequestError,
+  EndpointUnavailableError,
+  isRetryableStatus,
+  resolveKey,
+  retryAfterOf,
+  sdkClient,
+  type ChatEndpoint,
+} from './chat-endpoint.ts';
+import { toLogprobs } from './chat-logprobs.ts';
 
 export interface ChatClientOptions {
   /** Most time from sending a streamed request to its first token, per attempt (default 60 s). */
@@ -88,129 +92,6 @@ export interface ChatResult {
   attempts: number;
 }
 
-/** The endpoint cannot answer now (down, overloaded, too slow) after the retries: try the same request later. */
-export class EndpointUnavailableError extends AgentUnavailableError {
-  override name = 'EndpointUnavailableError';
-  constructor(
-    message: string,
-    readonly endpoint: string,
-    readonly status: number | undefined,
-    readonly attempts: number,
-    retryAfterMs?: number,
-  ) {
-    super(message, retryAfterMs);
-  }
-}
-
-/** The endpoint refused the request (400, 401, 403, 404, 422 ...) or answered something that is not a reply. */
-export class EndpointRequestError extends Error {
-  override name = 'EndpointRequestError';
-  constructor(
-    message: string,
-    readonly endpoint: string,
-    readonly status: number | undefined,
-  ) {
-    super(message);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Endpoints
-
-/** `http://host/v1` from either form of the URL (trailing slashes and `/chat/completions` removed). */
-export function endpointBaseUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new EndpointRequestError(`"${url}" is not a URL (expected e.g. http://127.0.0.1:8000/v1)`, url, undefined);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new EndpointRequestError(`"${url}" is not an http(s) URL`, url, undefined);
-  }
-  return url.replace(/\/+$/, '').replace(/\/chat\/completions$/, '');
-}
-
-/** The URL as it may appear in logs and messages: without user:password. */
-export function displayUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    return u.toString().replace(/\/+$/, '');
-  } catch {
-    return url;
-  }
-}
-
-/** The key for an endpoint: given directly, or read from the named variable (an unset variable is an error). */
-function resolveKey(endpoint: ChatEndpoint): string | null {
-  if (endpoint.apiKey) return endpoint.apiKey;
-  if (!endpoint.apiKeyEnv) return null;
-  const key = process.env[endpoint.apiKeyEnv];
-  if (!key) {
-    throw new EndpointRequestError(
-      `the key for ${displayUrl(endpoint.url)} is read from the environment variable ${endpoint.apiKeyEnv}, which is not set`,
-      displayUrl(endpoint.url),
-      undefined,
-    );
-  }
-  return key;
-}
-
-// HTTP attempts of the current call, counted by the fetch every SDK client uses (the SDK retries inside one
-// `create`, invisibly to us otherwise).
-const attemptScope = new AsyncLocalStorage<{ count: number }>();
-const countingFetch: typeof fetch = (input, init) => {
-  const scope = attemptScope.getStore();
-  if (scope) scope.count++;
-  return fetch(input, init);
-};
-
-const clients = new Map<string, OpenAI>();
-const limiters = new Map<string, LimitFunction>();
-
-function sdkClient(base: string, key: string | null, log: Logger | undefined): OpenAI {
-  // One SDK client per endpoint and key (its connection pool is reused); the key is part of the map key only
-  // in memory.
-  const id = `${base}\u0000${key ?? ''}`;
-  let c = clients.get(id);
-  if (!c) {
-    c = new OpenAI({
-      baseURL: base,
-      // The SDK insists on a key; with none configured, send no Authorization header at all rather than a
-      // made-up one (and never fall back to OPENAI_API_KEY: that key is for OpenAI, not for this server).
-      apiKey: key ?? 'no-key',
-      ...(key ? {} : { defaultHeaders: { Authorization: null } }),
-      organization: null,
-      project: null,
-      fetch: countingFetch,
-      ...(log ? { logger: sdkLogger(log), logLevel: 'warn' as const } : { logLevel: 'off' as const }),
-    });
-    clients.set(id, c);
-  }
-  return c;
-}
-
-/** The SDK's own warnings (retries, deprecations) as lines of our log, marked as coming from it. */
-function sdkLogger(log: Logger) {
-  const at = (level: 'debug' | 'info' | 'warn' | 'error') => (message: string) =>
-    log[level]({ component: 'openai-sdk' }, message);
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
-
-/** The process-wide in-flight cap of an endpoint. */
-export function endpointLimiter(base: string, maxInFlight = 16): LimitFunction {
-  let l = limiters.get(base);
-  if (!l) {
-    l = pLimit(Math.max(1, maxInFlight));
-    limiters.set(base, l);
-  } else if (maxInFlight < l.concurrency) {
-    l.concurrency = Math.max(1, maxInFlight);
-  }
-  return l;
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // Calls
 
@@ -236,49 +117,6 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /** A streamed attempt that broke after the response started: worth re-sending. */
 class BrokenStream extends Error {}
-
-function retryAfterOf(headers: Headers | undefined): number | undefined {
-  const ms = headers?.get('retry-after-ms');
-  if (ms && Number.isFinite(Number(ms))) return Number(ms);
-  const s = headers?.get('retry-after');
-  if (!s) return undefined;
-  if (Number.isFinite(Number(s))) return Number(s) * 1000;
-  const at = Date.parse(s);
-  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
-}
-
-function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 429 || status >= 500;
-}
-
-/** The server's words from an SDK error, without the SDK's leading status code. */
-function detailOf(err: APIError): string {
-  return err.message.replace(/^\d{3}\s+/, '').slice(0, 300);
-}
-
-const TOKEN_ID = /^token_id:(\d+)$/;
-
-/** The token ids of logprobs asked for with `tokenIds`; null when any token is not "token_id:<id>" (the server ignored the request). */
-export function tokenIdsOf(logprobs: readonly TokenLogprob[]): number[] | null {
-  const ids: number[] = [];
-  for (const t of logprobs) {
-    const m = TOKEN_ID.exec(t.token);
-    if (!m) return null;
-    ids.push(Number(m[1]));
-  }
-  return ids;
-}
-
-function toLogprobs(
-  content: readonly { token: string; logprob: number; top_logprobs?: { token: string; logprob: number }[] | null }[],
-): TokenLogprob[] {
-  return content.map((c) => {
-    const t: TokenLogprob = { token: c.token, logprob: c.logprob };
-    if (c.top_logprobs && c.top_logprobs.length > 0)
-      t.top = c.top_logprobs.map((x) => ({ token: x.token, logprob: x.logprob }));
-    return t;
-  });
-}
 
 /**
  * Sends one chat-completions request and returns the whole reply. Throws EndpointUnavailableError when the

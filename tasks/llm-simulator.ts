@@ -5,13 +5,8 @@
 import type { ChatMessage, Collaborator } from './agent.ts';
 import type { TaskContent } from './model.ts';
 import { capCollaboratorReply, parseAgentMessage, ProtocolError } from './protocol.ts';
-import {
-  chatCompletion,
-  EndpointRequestError,
-  EndpointUnavailableError,
-  type ContentPart,
-  type WireMessage,
-} from './chat-client.ts';
+import { chatCompletion, type ContentPart, type WireMessage } from './chat-client.ts';
+import { EndpointRequestError, EndpointUnavailableError } from './chat-endpoint.ts';
 
 export interface LlmSimulatorOptions {
   /** Base URL (`http://host/v1`) or the full `/chat/completions` URL. */

@@ -16,7 +16,8 @@ import {
   recordTrainingStep,
   saveRunProgress,
 } from '../prisma/run-store.ts';
-import { deployPolicyByName, recordGateEvidence, registerVersion } from '../prisma/policy-store.ts';
+import { registerVersion } from '../prisma/policy-store.ts';
+import { deployPolicyByName, recordGateEvidence } from '../prisma/deployment-store.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
 import { criticAgainstTests, CRITIC_TESTS_METRIC } from '../trainer/critic-tests.ts';
 import { comparePaired, type GameOutcome } from '../trainer/evaluate.ts';

@@ -12,10 +12,11 @@
 // same code as /mod experiment start and `sweetloop study arms start`), which an operator ends with
 // `/mod experiment stop promote|discard` or `sweetloop study arms stop`; while another experiment runs there, the candidate is only kept. The numbers
 // behind each decision are stored on the candidate (PolicyVersion.metrics.gate) and in the audit log. Deploy and rollback themselves (one deployed
-// version, retire the previous, audit log, NOTIFY policy_deployed) live in prisma/policy-store.ts.
+// version, retire the previous, audit log, NOTIFY policy_deployed) live in prisma/deployment-store.ts.
 import type { Database } from '../prisma/db.ts';
 import type { PolicyVersion, Prisma } from '../prisma/generated/client.ts';
-import { assertDeployable, deployedPolicy, recordGateEvidence, switchDeployedPolicy } from '../prisma/policy-store.ts';
+import { deployedPolicy } from '../prisma/policy-store.ts';
+import { assertDeployable, recordGateEvidence, switchDeployedPolicy } from '../prisma/deployment-store.ts';
 import { ExperimentError, startExperiment, type RunningExperiment } from '../prisma/experiment-store.ts';
 import { DEFAULT_STUDY } from '../prisma/study-store.ts';
 import type { TaskKind } from '../tasks/model.ts';
@@ -205,7 +206,7 @@ export async function promote(db: Database, candidateName: string, o: PromoteOpt
   if (!candidate) throw new Error(`no policy version named "${candidateName}"`);
   if (candidate.status === 'deployed') throw new Error(`"${candidateName}" is already deployed`);
   // The gate never forces: a candidate trained on erased data is refused before any game is played, with the rule's
-  // own words (prisma/policy-store.ts), which say how an operator can deploy it all the same.
+  // own words (prisma/deployment-store.ts), which say how an operator can deploy it all the same.
   assertDeployable(candidate, {});
   const deployedBefore = await deployedPolicy(db.prisma);
   let comparison: PairedComparison | null = null;

@@ -262,7 +262,7 @@ export function registerTrainerCommands(program: Command): void {
             })
           : null;
         try {
-          await (await import('../../trainer/commands.ts')).serviceCommand(db, s, o, { status });
+          await (await import('../../trainer/service-command.ts')).serviceCommand(db, s, o, { status });
         } finally {
           await health?.close();
         }

@@ -1,5 +1,5 @@
 // `sweetloop start`'s first deploy (bot/bootstrap.ts ensureDeployedPolicy) goes through the one deploy path of
-// prisma/policy-store.ts: running bots and servers listening for policy_deployed hear of it, as of any deploy.
+// prisma/deployment-store.ts: running bots and servers listening for policy_deployed hear of it, as of any deploy.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,13 +7,8 @@ import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { STARTER_ONLY_WARNING, ensureDeployedPolicy, warnIfOnlyStarter } from '../../bot/bootstrap.ts';
 import { formatStudy, studyProgress } from '../../bot/study-progress.ts';
-import {
-  POLICY_CHANNEL,
-  STARTER_ALGORITHM,
-  registerVersion,
-  servesOnlyStarter,
-  switchDeployedPolicy,
-} from '../../prisma/policy-store.ts';
+import { STARTER_ALGORITHM, registerVersion, servesOnlyStarter } from '../../prisma/policy-store.ts';
+import { POLICY_CHANNEL, switchDeployedPolicy } from '../../prisma/deployment-store.ts';
 import { createStudy, defaultStudy, type NewStudy, type StudyWithArms } from '../../prisma/study-store.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { builtinTasks } from '../../tasks/library.ts';

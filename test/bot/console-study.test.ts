@@ -11,7 +11,7 @@ import { startOpenAiServer, type OpenAiServer } from '../../testing/openai-serve
 import { joinedStudyLine } from '../../bot/console.ts';
 import type { Runtime } from '../../bot/runtime.ts';
 import { resolveStudy } from '../../bot/studies.ts';
-import { deployPolicyByName } from '../../prisma/policy-store.ts';
+import { deployPolicyByName } from '../../prisma/deployment-store.ts';
 import { createStudy, setStudyStatus } from '../../prisma/study-store.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { generateMiniTasks } from '../../tasks/mini.ts';

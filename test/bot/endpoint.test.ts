@@ -11,7 +11,7 @@ import { createTestDatabase, type TestDatabase } from '../../testing/database.ts
 import { startOpenAiServer, type ChatBody, type OpenAiServer } from '../../testing/openai-server.ts';
 import type { SessionView } from '../../bot/session/engine.ts';
 import type { Runtime } from '../../bot/runtime.ts';
-import { deployPolicyByName, rollbackPolicy } from '../../prisma/policy-store.ts';
+import { deployPolicyByName, rollbackPolicy } from '../../prisma/deployment-store.ts';
 import type { PolicyVersion } from '../../prisma/generated/client.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import type { TurnProvenance } from '../../tasks/agent.ts';

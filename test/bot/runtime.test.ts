@@ -12,7 +12,7 @@ import { createRuntime, type Runtime } from '../../bot/runtime.ts';
 import { createTestDatabase } from '../../testing/database.ts';
 import { makeTinyCheckpoint } from '../../testing/tiny-checkpoint.ts';
 import { openDatabase } from '../../prisma/db.ts';
-import { deployPolicyByName } from '../../prisma/policy-store.ts';
+import { deployPolicyByName } from '../../prisma/deployment-store.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { builtinTasks } from '../../tasks/library.ts';
 import type { TurnProvenance } from '../../tasks/agent.ts';

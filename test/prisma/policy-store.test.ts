@@ -3,14 +3,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import type { Database } from '../../prisma/db.ts';
+import { deployedPolicy, PolicyError, registerVersion } from '../../prisma/policy-store.ts';
 import {
-  deployedPolicy,
-  PolicyError,
   previouslyDeployedPolicy,
-  registerVersion,
   rollbackDeployedPolicy,
   switchDeployedPolicy,
-} from '../../prisma/policy-store.ts';
+} from '../../prisma/deployment-store.ts';
 import { startExperiment, stopArms } from '../../prisma/experiment-store.ts';
 import { markTrainedOnErasedData } from '../../prisma/privacy-store.ts';
 

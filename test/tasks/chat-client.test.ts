@@ -6,13 +6,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { AgentUnavailableError } from '../../tasks/agent.ts';
-import {
-  chatCompletion,
-  EndpointRequestError,
-  EndpointUnavailableError,
-  endpointBaseUrl,
-  endpointRequest,
-} from '../../tasks/chat-client.ts';
+import { chatCompletion, endpointRequest } from '../../tasks/chat-client.ts';
+import { EndpointRequestError, EndpointUnavailableError, endpointBaseUrl } from '../../tasks/chat-endpoint.ts';
 import { startOpenAiServer, splitTokens, type OpenAiServer } from '../../testing/openai-server.ts';
 
 let server: OpenAiServer;

@@ -11,7 +11,7 @@ import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { startOpenAiServer, type OpenAiServer } from '../../testing/openai-server.ts';
-import { deployPolicyByName, rollbackPolicy } from '../../prisma/policy-store.ts';
+import { deployPolicyByName, rollbackPolicy } from '../../prisma/deployment-store.ts';
 import type { PolicyVersion } from '../../prisma/generated/client.ts';
 import { buildDialogue } from '../../tasks/protocol.ts';
 import type { BackendTask } from '../../tasks/model.ts';

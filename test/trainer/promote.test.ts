@@ -13,8 +13,9 @@ import {
 } from '../../trainer/promote.ts';
 import { comparePaired, type GameOutcome } from '../../trainer/evaluate.ts';
 import { gateStatsLine, lastGateDecision } from '../../bot/report/gate.ts';
-import { deployPolicyByName, rollbackPolicy } from '../../prisma/policy-store.ts';
-import { deployedPolicy, POLICY_CHANNEL } from '../../prisma/policy-store.ts';
+import { deployPolicyByName, rollbackPolicy } from '../../prisma/deployment-store.ts';
+import { deployedPolicy } from '../../prisma/policy-store.ts';
+import { POLICY_CHANNEL } from '../../prisma/deployment-store.ts';
 import { TRAINER_LOCK_KEY, tryTrainerLock } from '../../trainer/service.ts';
 
 let t: TestDatabase;

@@ -11,14 +11,15 @@
 // (servedLocally) go through Sweetloop's own server: the bot's (opts.local), or for a gguf version without one a
 // server of its own (simulate, evaluate). The bot's engine,
 // simulate/evaluate and the benchmarks call loadAgent. Serving side effects live here, not in deploy (which is
-// bookkeeping in prisma/policy-store.ts): loading an adapter version makes sure the adapter is loaded into its
+// bookkeeping in prisma/deployment-store.ts): loading an adapter version makes sure the adapter is loaded into its
 // server, and closing it unloads the adapter once the version is no longer deployed (the engine closes the
 // agents of retired versions; the trainer closes what it evaluated).
 import type { Logger } from '../../tasks/logger.ts';
 import type { PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import { checkpointOf } from '../../prisma/policy-store.ts';
 import { AgentUnavailableError, ownWeightsVersion, type Agent } from '../../tasks/agent.ts';
-import type { ChatClientOptions, ChatEndpoint } from '../../tasks/chat-client.ts';
+import type { ChatClientOptions } from '../../tasks/chat-client.ts';
+import type { ChatEndpoint } from '../../tasks/chat-endpoint.ts';
 import type { BackendChoice } from '../model/backend.ts';
 import type { PolicyAgentOptions } from '../model/policy.ts';
 import type { LocalCheckpointServer } from '../serve/local.ts';

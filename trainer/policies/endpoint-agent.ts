@@ -14,13 +14,9 @@ import type {
   TokenLogprob,
   TurnProvenance,
 } from '../../tasks/agent.ts';
-import {
-  chatCompletion,
-  EndpointRequestError,
-  tokenIdsOf,
-  type ChatClientOptions,
-  type ChatEndpoint,
-} from '../../tasks/chat-client.ts';
+import { chatCompletion, type ChatClientOptions } from '../../tasks/chat-client.ts';
+import { EndpointRequestError, type ChatEndpoint } from '../../tasks/chat-endpoint.ts';
+import { tokenIdsOf } from '../../tasks/chat-logprobs.ts';
 import { estimateTokens, fitDialogue, ProtocolError, sanitizeText } from '../../tasks/protocol.ts';
 import { replySeed } from '../../tasks/random.ts';
 import type { Serving } from './serving.ts';

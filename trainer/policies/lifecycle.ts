@@ -1,8 +1,8 @@
 // After registration: loading an adapter version into its server before a deploy, moving an endpoint version to
 // another server address, and taking a version out of service. The bookkeeping (rules, status, audit) is
-// prisma/policy-store.ts's; what touches a server is here, beside agent-for.ts: a deploy of an adapter asks its
-// server to load it, an update asks the new address that it serves the model, a removal unloads the adapter when the
-// server has it loaded. Adapter versions refer to their endpoint version (serving.ts), so an update moves them too.
+// prisma/policy-store.ts's (a deploy's, deployment-store.ts's); what touches a server is here, beside agent-for.ts:
+// a deploy of an adapter asks its server to load it, an update asks the new address that it serves the model, a
+// removal unloads the adapter when the server has it loaded. Adapter versions refer to their endpoint version (serving.ts), so an update moves them too.
 import type { PolicyVersion, Prisma, PrismaClient } from '../../prisma/generated/client.ts';
 import {
   checkpointOf,
@@ -12,7 +12,7 @@ import {
   updateServing,
 } from '../../prisma/policy-store.ts';
 import { AgentUnavailableError } from '../../tasks/agent.ts';
-import { endpointBaseUrl, EndpointRequestError } from '../../tasks/chat-client.ts';
+import { endpointBaseUrl, EndpointRequestError } from '../../tasks/chat-endpoint.ts';
 import type { Logger } from '../../tasks/logger.ts';
 import { checkBaseModelDir, checkServesModel, RegistryError } from './registry.ts';
 import { resolveServing, servingOf, servingSchema } from './serving.ts';
@@ -95,7 +95,7 @@ export interface DeployLoad {
 
 /**
  * Asks an adapter version's server to load it before a deploy switches to it (the `prepare` of
- * prisma/policy-store.ts switchDeployedPolicy), so that a path the server cannot read or a rank it refuses stops
+ * prisma/deployment-store.ts switchDeployedPolicy), so that a path the server cannot read or a rank it refuses stops
  * the deploy with the server's reason instead of failing at a person's first session. Other kinds: null, nothing
  * asked. A PolicyError when the server refuses or cannot be reached.
  */

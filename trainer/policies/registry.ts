@@ -2,14 +2,14 @@
 // engine with the file's tokenizer and chat template), an 'endpoint' version (a model behind an
 // OpenAI-compatible server) and an 'adapter' version (a LoRA adapter directory in PEFT layout, served on top of
 // an endpoint version's model). This file checks what a person asked for; the row (a candidate, like any new
-// version) is written by prisma/policy-store.ts's registerVersion, deploying is that store's job too, and loading
-// is agent-for.ts's; an adapter made elsewhere is checked and copied first (adapter-import.ts). The key is never stored: only the name of the environment variable that holds it.
+// version) is written by prisma/policy-store.ts's registerVersion, deploying is prisma/deployment-store.ts's job,
+// and loading is agent-for.ts's; an adapter made elsewhere is checked and copied first (adapter-import.ts). The key is never stored: only the name of the environment variable that holds it.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../../tasks/logger.ts';
 import type { Prisma, PolicyVersion, PrismaClient } from '../../prisma/generated/client.ts';
 import { registerVersion } from '../../prisma/policy-store.ts';
-import { endpointBaseUrl, EndpointUnavailableError } from '../../tasks/chat-client.ts';
+import { endpointBaseUrl, EndpointUnavailableError } from '../../tasks/chat-endpoint.ts';
 import { adapterServing, SERVING_DEFAULTS, servingOf, servingSchema } from './serving.ts';
 import { listModels, type ModelCard } from './vllm-adapters.ts';
 

@@ -30,7 +30,7 @@ export const servingSchema = z.object({
   maxLoraRank: z.number().int().positive().nullish(),
   /**
    * Requests this process keeps in flight to the server at once (the rest wait their turn in the bot): what the
-   * server batches (vLLM's --max-num-seqs, 256 by default); unset: tasks/chat-client.ts's default, 16.
+   * server batches (vLLM's --max-num-seqs, 256 by default); unset: tasks/chat-endpoint.ts endpointLimiter's default, 16.
    */
   maxInFlight: z.number().int().positive().nullish(),
   /**

@@ -5,7 +5,8 @@
 // are versioned (adapterNameFor): reloading a name in place is recent in vLLM, so a new version is a new name.
 // lora_path is read by the SERVER: it must be the adapter's directory as the server sees it (same machine or a
 // shared mount).
-import { endpointRequest, EndpointRequestError, type ChatEndpoint } from '../../tasks/chat-client.ts';
+import { endpointRequest } from '../../tasks/chat-client.ts';
+import { EndpointRequestError, type ChatEndpoint } from '../../tasks/chat-endpoint.ts';
 import type { Logger } from '../../tasks/logger.ts';
 
 export interface ModelCard {

@@ -31,7 +31,7 @@ const chatRequestSchema = z.object({
   n: z.number().int().nullish(),
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
-  /** vLLM's: each logprob's token as "token_id:<id>" (exact ids for a trainer; tasks/chat-client.ts tokenIdsOf). */
+  /** vLLM's: each logprob's token as "token_id:<id>" (exact ids for a trainer; tasks/chat-logprobs.ts tokenIdsOf). */
   return_tokens_as_token_ids: z.boolean().nullish(),
   tools: z.array(z.unknown()).nullish(),
 });

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
 import { startSweetloop } from '../../../testing/sweetloop-cli.ts';
 import { freePort, until } from '../../../testing/wait.ts';
-import { deployPolicyByName, registerVersion } from '../../../prisma/policy-store.ts';
+import { registerVersion } from '../../../prisma/policy-store.ts';
+import { deployPolicyByName } from '../../../prisma/deployment-store.ts';
 import { registerEndpointVersion } from '../../../trainer/policies/registry.ts';
 import { scratchDir, tinyPolicy } from '../../trainer/fixture.ts';
 

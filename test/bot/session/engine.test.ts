@@ -9,7 +9,7 @@ import { RefusedError, TurnRejectedError } from '../../../bot/session/engine.ts'
 import { createRuntime, type Runtime } from '../../../bot/runtime.ts';
 import { createTestDatabase } from '../../../testing/database.ts';
 import { openDatabase } from '../../../prisma/db.ts';
-import { deployPolicyByName } from '../../../prisma/policy-store.ts';
+import { deployPolicyByName } from '../../../prisma/deployment-store.ts';
 import { scriptedAgent } from '../discord/harness.ts';
 import type { SessionView } from '../../../bot/session/types.ts';
 import { PASTE_FLAG_REASON, PASTE_NOTICE, refreshQuality } from '../../../prisma/quality-store.ts';

@@ -2,7 +2,7 @@
 // endpoint versions answer through the chat client with their provenance and context budget; adapter versions
 // are loaded into the server before use, asked for by their adapter name, reloaded when a restarted server has
 // forgotten them, and unloaded on close once their version is no longer deployed — deploy and rollback
-// (prisma/policy-store.ts) followed by loading and closing agents send exactly the right load/unload calls.
+// (prisma/deployment-store.ts) followed by loading and closing agents send exactly the right load/unload calls.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
 import { startOpenAiServer, type OpenAiServer } from '../../../testing/openai-server.ts';
 import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
-import { deployPolicyByName, rollbackPolicy } from '../../../prisma/policy-store.ts';
+import { deployPolicyByName, rollbackPolicy } from '../../../prisma/deployment-store.ts';
 import type { PolicyVersion } from '../../../prisma/generated/client.ts';
 import { AgentUnavailableError } from '../../../tasks/agent.ts';
 import type { BackendTask } from '../../../tasks/model.ts';

@@ -8,7 +8,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../testing/database.ts';
 import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
-import { switchDeployedPolicy } from '../../../prisma/policy-store.ts';
+import { switchDeployedPolicy } from '../../../prisma/deployment-store.ts';
 import type { PolicyVersion } from '../../../prisma/generated/client.ts';
 import type { EngineRequest, ServingEngine } from '../../../trainer/serve/engine-contract.ts';
 import { engineFactory, followDeployed, type Follower } from '../../../trainer/serve/follow.ts';

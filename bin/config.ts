@@ -35,7 +35,6 @@ const positiveInt = z.coerce
   .number({ message: 'expected a number' })
   .int('expected an integer')
   .positive('expected a positive integer');
-const nonNegative = z.coerce.number({ message: 'expected a number' }).min(0, 'expected a number >= 0');
 const unit = z.coerce
   .number({ message: 'expected a number' })
   .min(0, 'expected a number in [0, 1]')

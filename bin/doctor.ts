@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BASE_FLAGS, chromiumSandbox } from '../tasks/chromium.ts';
 import { ConfigError, parseConfig, type Config } from './config.ts';
-import type { CheckResult, CheckStatus } from './doctor-production.ts';
+import type { CheckResult } from './doctor-production.ts';
 
 export type { CheckResult, CheckStatus } from './doctor-production.ts';
 

@@ -3,7 +3,6 @@
 // deploys; other versions by their endpoints), the evaluators and the page renderer. Shared by
 // `sweetloop start|bot|console`, the tests and the benchmark, which may swap the agent loader.
 import type { Agent } from '../tasks/agent.ts';
-import type { TaskContent } from '../tasks/model.ts';
 import { openDatabase, type Database } from '../prisma/db.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
 import type { Logger } from '../tasks/logger.ts';

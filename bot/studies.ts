@@ -4,7 +4,7 @@
 // message names what to fix; nothing is stored before all is resolved.
 import type { PrismaClient, TaskKind, TaskSplit } from '../prisma/generated/client.ts';
 import { deployedPolicy, PolicyError, resolvePolicyName } from '../prisma/policy-store.ts';
-import { StudyError, type NewStudy, type StudyWithArms } from '../prisma/study-store.ts';
+import { StudyError, type NewStudy } from '../prisma/study-store.ts';
 import { Rng } from '../tasks/random.ts';
 
 export interface StudySpec {

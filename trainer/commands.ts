@@ -1,6 +1,6 @@
 // The trainer's command actions (simulate, evaluate, train; the service, `trainer`, is service-command.ts).
 // bin/commands/trainer.ts parses the options and hands over the validated settings; everything else happens here.
-import { checkpointOf, deployedPolicy } from '../prisma/policy-store.ts';
+import { deployedPolicy } from '../prisma/policy-store.ts';
 import { resolveServing } from './policies/serving.ts';
 import { trainingSource, type TrainingSource } from './training-source.ts';
 import type { Database } from '../prisma/db.ts';
@@ -10,7 +10,6 @@ import { compareVersions, evaluateVersion, formatComparison, formatReport, outco
 import { isPresetName, loraRequest, PRESETS, trainConfig, type PresetName, type TrainConfig } from './presets.ts';
 import { formatGateEvidence, gamesPlan, promote } from './promote.ts';
 import { pairedSuccessPower } from '../tasks/sample-size.ts';
-import { DEFAULT_SAMPLING } from './rollout.ts';
 import { createRun, executeRun, type Algorithm, type RunConfig } from './runs.ts';
 import { simulate } from './simulate.ts';
 import { collaboratorFactory, scorer, type TrainerSettings, type TrainingDataSettings } from './settings.ts';

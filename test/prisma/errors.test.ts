@@ -4,13 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { openDatabase, parsePostgresUrl } from '../../prisma/db.ts';
-import {
-  DatabaseError,
-  UniqueViolationError,
-  describeDatabaseError,
-  isConnectionError,
-  toDatabaseError,
-} from '../../prisma/errors.ts';
+import { DatabaseError, UniqueViolationError, isConnectionError, toDatabaseError } from '../../prisma/errors.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {

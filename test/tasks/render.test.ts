@@ -7,7 +7,7 @@ import { builtinTasks } from '../../tasks/library.ts';
 import { Renderer } from '../../tasks/render.ts';
 import { placeholderColor } from '../../tasks/render-offline.ts';
 import { pixelSimilarity } from '../../tasks/similarity.ts';
-import { chromiumChildren, commandLine } from '../helpers/chromium-processes.ts';
+import { chromiumChildren } from '../helpers/chromium-processes.ts';
 import { watchEventLoop } from '../helpers/event-loop.ts';
 
 const TW = '<link href="https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css" rel="stylesheet">';

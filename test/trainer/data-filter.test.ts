@@ -5,8 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { importTasks } from '../../prisma/task-store.ts';
 import { storeFinishedSession } from '../../prisma/finished-session-store.ts';
@@ -26,8 +25,6 @@ import { createRun, type RunConfig } from '../../trainer/runs.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 import { streamSessionSummaries } from '../../bot/export/query.ts';
 import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
-
-const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
 let t: TestDatabase;
 let taskIds: string[];

@@ -132,7 +132,7 @@ describe('promotion gate with the database', () => {
     const a = await version('a', 'deployed');
     const b = await version('b');
     const c = await version('c');
-    const d = await version('d');
+    await version('d');
     const scores = new Map([
       ['a', repeat(0.3, 20)],
       ['b', [...repeat(0.6, 10), ...repeat(0.3, 10)]],

@@ -12,16 +12,15 @@ import { importSessions, IMPORTED_EVALUATOR_VERSION } from '../../../bot/export/
 import { resolveChatTemplate } from '../../../bot/export/chat-template.ts';
 import { createScorer } from '../../../tasks/scorer.ts';
 import { BACKEND_EVALUATOR_VERSION } from '../../../tasks/backend-eval.ts';
-import { seedSimulatedWorld, type SimulatedWorld } from './simulated-world.ts';
+import { seedSimulatedWorld } from './simulated-world.ts';
 
 let source: Awaited<ReturnType<typeof createTestDatabase>>;
 let target: Awaited<ReturnType<typeof createTestDatabase>>;
-let world: SimulatedWorld;
 let dir: string;
 
 beforeAll(async () => {
   [source, target] = await Promise.all([createTestDatabase(), createTestDatabase()]);
-  world = await seedSimulatedWorld(source.prisma);
+  await seedSimulatedWorld(source.prisma);
   dir = await mkdtemp(join(tmpdir(), 'sweetloop-import-'));
 });
 

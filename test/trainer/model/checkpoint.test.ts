@@ -99,7 +99,7 @@ describe('Hugging Face model directories', () => {
         /model.norm.weight has shape \[31\], expected \[32\]/,
       ],
     ];
-    for (const [name, edit, re] of variants) {
+    for (const [, edit, re] of variants) {
       const t = new Map(good);
       edit(t);
       await writeSafetensors(path.join(d, 'model.safetensors'), t);

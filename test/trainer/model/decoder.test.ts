@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { disposeCache, selectCacheRows, type KVCache } from '../../../trainer/model/decoder.ts';
 import { crossEntropy } from '../../../trainer/model/ops.ts';
 import { addLora } from '../../../trainer/model/lora.ts';

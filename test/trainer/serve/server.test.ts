@@ -306,7 +306,6 @@ describe('sweetloop serve --policy deployed', () => {
   let dirs: string[] = [];
   let server: RunningServer;
   let follower: Follower;
-  let v1: PolicyVersion;
   let v2: PolicyVersion;
   const served: string[] = [];
 
@@ -316,7 +315,7 @@ describe('sweetloop serve --policy deployed', () => {
       await makeTinyCheckpoint({ seed: 1, maxPositionEmbeddings: 4096 }),
       await makeTinyCheckpoint({ seed: 2, maxPositionEmbeddings: 4096 }),
     ];
-    v1 = await t.prisma.policyVersion.create({
+    await t.prisma.policyVersion.create({
       data: {
         name: 'serve-v1',
         algorithm: 'external',

@@ -300,16 +300,19 @@ export async function markResultShown(prisma: PrismaClient, sessionId: string, a
   await prisma.session.updateMany({ where: { id: sessionId, resultShownAt: null }, data: { resultShownAt: at } });
 }
 
-/** Records that the result and the rating prompt reached the person in one message (one write for both). */
+/**
+ * Records that the result and the rating prompt reached the person in one message (one write for both); `with`:
+ * common table expressions written in the same statement (the session's quality: prisma/quality-store.ts).
+ */
 export async function markResultAndRatingShown(
   prisma: PrismaClient,
   sessionId: string,
   at = new Date(),
+  with_?: Prisma.Sql,
 ): Promise<void> {
-  await prisma.session.updateMany({
-    where: { id: sessionId, resultShownAt: null, ratingAskedAt: null },
-    data: { resultShownAt: at, ratingAskedAt: at },
-  });
+  await prisma.$executeRaw`${with_ ? Prisma.sql`WITH ${with_}` : Prisma.empty}
+    UPDATE "Session" SET "resultShownAt" = ${at}::timestamp(3), "ratingAskedAt" = ${at}::timestamp(3)
+    WHERE id = ${sessionId}::uuid AND "resultShownAt" IS NULL AND "ratingAskedAt" IS NULL`;
 }
 
 /** Records that the rating prompt reached the person. */

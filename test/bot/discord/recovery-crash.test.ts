@@ -105,6 +105,8 @@ describe('Discord bot crash recovery', () => {
     expect(before.evaluation?.score).toBe(1);
     expect(before.resultShownAt).toBeNull();
     expect(before.ratingAskedAt).toBeNull();
+    // The session's quality is written with the record of the result shown: not yet.
+    expect(await h.tdb.prisma.sessionQuality.findUnique({ where: { sessionId: before.id } })).toBeNull();
     // The one post carries both: the rating prompt reached the person with the result, before the kill.
     expect(
       h.fake
@@ -122,6 +124,11 @@ describe('Discord bot crash recovery', () => {
     expect(h.fake.inChannel(threadId).filter((s) => s.content.includes('How helpful'))).toHaveLength(1);
     const after = await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } });
     expect(after.resultShownAt).not.toBeNull();
+    // Computed again by the restarted bot and written with that record: the session's and its person's.
+    expect(await h.tdb.prisma.sessionQuality.findUnique({ where: { sessionId: after.id } })).not.toBeNull();
+    expect(
+      await h.tdb.prisma.participantQuality.findUnique({ where: { participantId: after.participantId } }),
+    ).not.toBeNull();
 
     // Another restart finds nothing left to show.
     const shownBefore = h.fake.inChannel(threadId).length;

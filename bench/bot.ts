@@ -216,6 +216,8 @@ async function main(): Promise<void> {
       const acks: number[] = [];
       const turnsShown: { k: number; sent: number; msgId: string; key: string; shown: Shown; threadId: string }[] = [];
       const answerToResult: number[] = [];
+      // Each answer's wait for its result (the answer shown to the result shown): scoring, results and ratings.
+      const scoring: [number, number][] = [];
       let opened = 0;
       let allOpen!: () => void;
       const allOpenP = new Promise<void>((r) => (allOpen = r));
@@ -264,6 +266,7 @@ async function main(): Promise<void> {
           'result',
         );
         answerToResult.push(result.at - shown.at);
+        scoring.push([shown.at, result.at]);
         const rating = await fake.waitFor(
           () => fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
           WAIT_MS,
@@ -334,6 +337,7 @@ async function main(): Promise<void> {
       const botWork = turnsShown.map(
         (t, i) => (lastPost[i]?.queuedAt ?? NaN) - (received.get(t.msgId) ?? NaN) - serverMs[i]!,
       );
+      const whileScoring = turnsShown.map((t) => scoring.some(([from, to]) => from < t.shown.at && to > t.sent));
       const wayOut = turnsShown.map(
         (t, i) => wall(t.shown.at) - (lastPost[i]?.queuedAt ?? NaN) - (lastPost[i]?.waitMs ?? NaN),
       );
@@ -385,6 +389,10 @@ async function main(): Promise<void> {
             stat(botWork.filter((_, i) => turnsShown[i]!.k === k + 1)),
           ]),
         ),
+        // The answer's minute (issue 47, item 3): the bot's work of the turns whose time (the person's message to
+        // the reply shown) overlapped another session's answer waiting for its result, against those that did not.
+        botWorkWhileScoringMs: stat(botWork.filter((_, i) => whileScoring[i])),
+        botWorkNotWhileScoringMs: stat(botWork.filter((_, i) => !whileScoring[i])),
         modelTimePerTurnMs: stat(serverMs),
         agentRequestInBotMs: stat(turnsShown.map((t) => modelMs.get(t.shown.id) ?? NaN)),
         dbRoundTripsPerTurn: round(s.queries! / agentTurns),
@@ -470,6 +478,14 @@ async function main(): Promise<void> {
       `    after reply ${k}${k === TURNS - 1 ? ' (the answer)' : ''} p50 / p99`,
       (x) => `${x.botWorkByReplyMs[k].p50} / ${x.botWorkByReplyMs[k].p99}`,
     );
+  row(
+    '    while another answer awaits its result (n) p50 / p99',
+    (x) => `(${x.botWorkWhileScoringMs.n}) ${x.botWorkWhileScoringMs.p50} / ${x.botWorkWhileScoringMs.p99}`,
+  );
+  row(
+    '    while none does (n) p50 / p99',
+    (x) => `(${x.botWorkNotWhileScoringMs.n}) ${x.botWorkNotWhileScoringMs.p50} / ${x.botWorkNotWhileScoringMs.p99}`,
+  );
   row(
     '  way out (post sent to shown) p50 / p99',
     (x) => `${x.ownTimeSplitMs.wayOut.p50} / ${x.ownTimeSplitMs.wayOut.p99}`,

@@ -53,11 +53,6 @@ export interface SandboxLimits {
   outputBytes: number;
   /** Bytes kept per result channel; past this the program is killed. */
   channelBytes: number;
-  /**
-   * Niceness (0-19) everything the run starts gets: below its caller, so scoring many answers at once leaves the
-   * cores to the bot's turns and its database first (issue 47, the answer's minute). 0: the caller's priority.
-   */
-  niceness: number;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = Object.freeze({
@@ -70,7 +65,6 @@ export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = Object.freeze({
   tmpfsBytes: 16 * 1024 * 1024,
   outputBytes: 1024 * 1024,
   channelBytes: 16 * 1024 * 1024,
-  niceness: 10,
 });
 
 export interface SandboxRunOptions {
@@ -115,7 +109,6 @@ export interface SandboxRunResult {
 
 export const DEFAULT_BWRAP_PATH = '/usr/bin/bwrap';
 export const DEFAULT_PRLIMIT_PATH = '/usr/bin/prlimit';
-const NICE_PATH = '/usr/bin/nice';
 
 // Descriptor layout handed to bubblewrap: 0-2 stdio, 3 seccomp program (we write), 4 bubblewrap's JSON status
 // (it writes), 5.. result channels for the sandboxed program.
@@ -218,7 +211,7 @@ export async function runSandboxed(opts: SandboxRunOptions): Promise<SandboxRunR
   const cgroup = plan.mode === 'cgroup' ? createRunCgroup(plan, limits) : null;
   try {
     return await runIn(
-      niced(limits.niceness, launcher(plan, cgroup, [bwrap, ...bwrapArgs(limits, opts)])),
+      launcher(plan, cgroup, [bwrap, ...bwrapArgs(limits, opts)]),
       limits,
       opts,
       seccomp,
@@ -228,15 +221,6 @@ export async function runSandboxed(opts: SandboxRunOptions): Promise<SandboxRunR
   } finally {
     await cgroup?.remove();
   }
-}
-
-/** `argv` started through nice(1) at `niceness` (inherited by everything it starts); as it is at 0. */
-function niced(niceness: number, argv: string[]): string[] {
-  if (!Number.isInteger(niceness) || niceness < 0 || niceness > 19)
-    throw new RangeError(`niceness: expected a whole number from 0 to 19, got ${niceness}`);
-  if (niceness === 0) return argv;
-  requireExecutable(NICE_PATH, 'nice (coreutils)');
-  return [NICE_PATH, '-n', String(niceness), ...argv];
 }
 
 async function runIn(

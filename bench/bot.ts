@@ -214,30 +214,33 @@ async function main(): Promise<void> {
   try {
     for (const [p, people] of PHASES.entries()) {
       const acks: number[] = [];
+      const acksByKind: Record<'start' | 'consent' | 'rating', number[]> = { start: [], consent: [], rating: [] };
       const turnsShown: { k: number; sent: number; msgId: string; key: string; shown: Shown; threadId: string }[] = [];
       const answerToResult: number[] = [];
+      // Each answer's wait for its result (the answer shown to the result shown): scoring, results and ratings.
+      const scoring: [number, number][] = [];
       let opened = 0;
       let allOpen!: () => void;
       const allOpenP = new Promise<void>((r) => (allOpen = r));
       let holdOpen!: () => void;
       const held = new Promise<void>((r) => (holdOpen = r));
-      const ack = (i: InteractionRecord) =>
+      const ack = (i: InteractionRecord, kind: keyof typeof acksByKind) =>
         fake
           .waitFor(() => (i.ackAt !== null ? i.ackAt - i.sentAt : null), WAIT_MS, 'ack')
-          .then((ms) => void acks.push(ms));
+          .then((ms) => void (acks.push(ms), acksByKind[kind].push(ms)));
 
       const users = Array.from({ length: people }, (_, n) => fake.user(`p${p}-person${n}`));
       async function person(n: number): Promise<void> {
         const user = users[n]!;
         const start = fake.command(user, 'task', 'start', { kind: 'backend' });
-        await ack(start);
+        await ack(start, 'start');
         const consent = await fake.waitFor(
           () => fake.replies(start).find((s) => s.kind === 'original'),
           WAIT_MS,
           'consent',
         );
         const accept = fake.click(user, consent, 'consent:accept:backend');
-        await ack(accept);
+        await ack(accept, 'consent');
         const hidden = await fake.waitFor(
           () => fake.replies(accept).find((s) => s.content.includes('Only you can see this')),
           WAIT_MS,
@@ -264,6 +267,7 @@ async function main(): Promise<void> {
           'result',
         );
         answerToResult.push(result.at - shown.at);
+        scoring.push([shown.at, result.at]);
         const rating = await fake.waitFor(
           () => fake.inChannel(threadId).find((s) => s.content.includes('How helpful')),
           WAIT_MS,
@@ -271,7 +275,7 @@ async function main(): Promise<void> {
         );
         const sessionId = /rate:([0-9a-f-]+):/.exec(JSON.stringify(rating.components))![1]!;
         const rate = fake.click(user, rating, `rate:${sessionId}:${1 + (n % 5)}`);
-        await ack(rate);
+        await ack(rate, 'rating');
         await fake.waitFor(
           () => fake.replies(rate).find((s) => s.content.includes('you rated')),
           WAIT_MS,
@@ -334,6 +338,7 @@ async function main(): Promise<void> {
       const botWork = turnsShown.map(
         (t, i) => (lastPost[i]?.queuedAt ?? NaN) - (received.get(t.msgId) ?? NaN) - serverMs[i]!,
       );
+      const whileScoring = turnsShown.map((t) => scoring.some(([from, to]) => from < t.shown.at && to > t.sent));
       const wayOut = turnsShown.map(
         (t, i) => wall(t.shown.at) - (lastPost[i]?.queuedAt ?? NaN) - (lastPost[i]?.waitMs ?? NaN),
       );
@@ -371,6 +376,7 @@ async function main(): Promise<void> {
         loadAverage: { before: load0.map((x) => round(x, 2)), after: load1.map((x) => round(x, 2)) },
         wallSeconds: round(wallS),
         ackMs: stat(acks),
+        ackMsByKind: Object.fromEntries(Object.entries(acksByKind).map(([k, xs]) => [k, stat(xs)])),
         acksOver3s: acks.filter((a) => a > 3000).length,
         ownTimePerTurnMs: stat(own),
         restQueueInOwnTimeMs: stat(queuedInTurn),
@@ -385,6 +391,10 @@ async function main(): Promise<void> {
             stat(botWork.filter((_, i) => turnsShown[i]!.k === k + 1)),
           ]),
         ),
+        // The answer's minute (issue 47, item 3): the bot's work of the turns whose time (the person's message to
+        // the reply shown) overlapped another session's answer waiting for its result, against those that did not.
+        botWorkWhileScoringMs: stat(botWork.filter((_, i) => whileScoring[i])),
+        botWorkNotWhileScoringMs: stat(botWork.filter((_, i) => !whileScoring[i])),
         modelTimePerTurnMs: stat(serverMs),
         agentRequestInBotMs: stat(turnsShown.map((t) => modelMs.get(t.shown.id) ?? NaN)),
         dbRoundTripsPerTurn: round(s.queries! / agentTurns),
@@ -446,6 +456,8 @@ async function main(): Promise<void> {
   row('people', (x) => String(x.people));
   row('load average before -> after (1 min)', (x) => `${x.loadAverage.before[0]} -> ${x.loadAverage.after[0]}`);
   row('ack p50 / p99 / max (ms)', (x) => `${x.ackMs.p50} / ${x.ackMs.p99} / ${x.ackMs.max}`);
+  for (const k of ['start', 'consent', 'rating'])
+    row(`  ${k} p50 / p99`, (x) => `${x.ackMsByKind[k].p50} / ${x.ackMsByKind[k].p99}`);
   row('own time per turn p50 / p99 (ms)', (x) => `${x.ownTimePerTurnMs.p50} / ${x.ownTimePerTurnMs.p99}`);
   row(
     'of which queued in discord.js p50 / p99',
@@ -470,6 +482,14 @@ async function main(): Promise<void> {
       `    after reply ${k}${k === TURNS - 1 ? ' (the answer)' : ''} p50 / p99`,
       (x) => `${x.botWorkByReplyMs[k].p50} / ${x.botWorkByReplyMs[k].p99}`,
     );
+  row(
+    '    while another answer awaits its result (n) p50 / p99',
+    (x) => `(${x.botWorkWhileScoringMs.n}) ${x.botWorkWhileScoringMs.p50} / ${x.botWorkWhileScoringMs.p99}`,
+  );
+  row(
+    '    while none does (n) p50 / p99',
+    (x) => `(${x.botWorkNotWhileScoringMs.n}) ${x.botWorkNotWhileScoringMs.p50} / ${x.botWorkNotWhileScoringMs.p99}`,
+  );
   row(
     '  way out (post sent to shown) p50 / p99',
     (x) => `${x.ownTimeSplitMs.wayOut.p50} / ${x.ownTimeSplitMs.wayOut.p99}`,

@@ -1,7 +1,7 @@
 // How much one person may take: sessions started per day, replies per minute and characters per reply. Counted
 // from the database (what was stored), so a restart forgets nothing and a refused message leaves no trace.
 // The engine applies them on every channel; the numbers come from the configuration (bin/config.ts).
-import type { PrismaClient } from '../prisma/generated/client.ts';
+import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
 
 export interface Limits {
   /** Sessions a person may start in any 24 hours. */
@@ -17,7 +17,7 @@ const MINUTE_MS = 60_000;
 
 /** The refusal for the person, or null when they may start another session now. */
 export async function sessionLimitRefusal(
-  prisma: PrismaClient,
+  prisma: PrismaClient | Prisma.TransactionClient,
   participantId: string,
   limits: Limits,
   now = new Date(),

@@ -20,7 +20,7 @@ import {
   type Stats,
 } from './moderation.ts';
 import { audit, recordRole, setPaused } from '../prisma/moderation-store.ts';
-import { markProcessed, pruneProcessed } from '../prisma/event-store.ts';
+import { pruneProcessed } from '../prisma/event-store.ts';
 import { withDbRetry } from './retry.ts';
 import { gateStatsLine, lastGateDecision } from './report/gate.ts';
 import {
@@ -64,12 +64,7 @@ export class BotServices {
     return withDbRetry(fn, onWaiting ? { onWaiting: async () => void (await onWaiting()) } : {});
   }
 
-  /** Records an interaction as handled; false when it was handled before (a redelivery). */
-  markProcessed(id: string, kind: string, onWaiting?: () => unknown): Promise<boolean> {
-    return this.retry(() => markProcessed(this.db.prisma, id, kind), onWaiting);
-  }
-
-  /** Forgets processed events older than `days` (redelivery happens within minutes). */
+  /** Forgets processed events older than `days` (rows of earlier versions: bot/discord/context.ts ack). */
   async pruneProcessed(days: number): Promise<void> {
     await pruneProcessed(this.db.prisma, new Date(Date.now() - days * 24 * 3600_000));
   }

@@ -2,7 +2,8 @@
 // the roles people act in, the share of gold checks, and the audit row each of them writes in its own
 // transaction. Who may do what is decided by the callers (bot/moderation.ts, bot/gold.ts).
 import { recordActiveTimes } from './active-time-store.ts';
-import type { Prisma, PrismaClient } from './generated/client.ts';
+import { randomUUID } from 'node:crypto';
+import { Prisma, type PrismaClient } from './generated/client.ts';
 import { SIMULATED_ROLE } from './cohorts.ts';
 
 /** Setting keys (the Setting table): collection paused, and the share of new sessions that are gold checks. */
@@ -26,10 +27,20 @@ export async function audit(
   target: string | null,
   detail?: Prisma.InputJsonValue,
 ): Promise<void> {
+  await prisma.$executeRaw(auditInsert(actor, action, target, detail));
+}
+
+/** The audit row's INSERT, for a statement that writes it with what it records (prisma/participant-store.ts). */
+export function auditInsert(
+  actor: string | AuditActor,
+  action: string,
+  target: string | null,
+  detail?: Prisma.InputJsonValue,
+): Prisma.Sql {
   const a = auditActor(actor);
-  await prisma.auditLog.create({
-    data: { actor: a.id, guildId: a.guildId, action, target, ...(detail !== undefined ? { detail } : {}) },
-  });
+  return Prisma.sql`INSERT INTO "AuditLog" (id, actor, action, target, "guildId", detail, "createdAt")
+    VALUES (${randomUUID()}::uuid, ${a.id}, ${action}, ${target}, ${a.guildId},
+      ${detail === undefined ? null : JSON.stringify(detail)}::jsonb, ${new Date()}::timestamp(3))`;
 }
 
 export async function setPaused(prisma: PrismaClient, actor: string | AuditActor, paused: boolean): Promise<void> {

@@ -2,7 +2,7 @@
 // person (SessionQuality), each person's score (ParticipantQuality), the automatic flag on a session whose
 // replies pasted the hidden reference, and a moderator's exclusion of a person's sessions from training
 // (TrainingExclusion; the sessions stay, and exports keep them). Every moderator action is audited.
-import type { Prisma, PrismaClient } from './generated/client.ts';
+import { Prisma, type PrismaClient } from './generated/client.ts';
 import {
   personQuality,
   sessionScore,
@@ -187,7 +187,8 @@ async function storeSessionQuality(prisma: PrismaClient, sessionId: string, q: A
 export async function refreshSessionQuality(
   prisma: PrismaClient,
   s: QualityInput & { id: string; participantId: string; simulated: boolean },
-): Promise<{ flagged: boolean }> {
+  deferWrite = false,
+): Promise<{ flagged: boolean; write?: Prisma.Sql }> {
   if (s.simulated || !ENDED.includes(s.status as QualityStatus)) return { flagged: false };
   const [row] = await prisma.$queryRaw<
     {
@@ -215,15 +216,20 @@ export async function refreshSessionQuality(
     return { flagged: true };
   }
   const at = new Date();
-  // The session's quality and its person's in one statement (a refresh found no paste to flag).
-  await prisma.$executeRaw`
-    WITH q AS (
+  // The session's quality and its person's in one statement (a refresh found no paste to flag); with `deferWrite`,
+  // handed back as common table expressions for the caller's next write to carry (`WITH ${write} ...`: the result
+  // shown, prisma/session-store.ts markResultAndRatingShown), one round trip fewer.
+  const write = Prisma.sql`
+    q AS (
       INSERT INTO "SessionQuality" ("sessionId", score, signals, "computedAt")
       VALUES (${s.id}::uuid, ${q.score}::float8, ${JSON.stringify(q.signals)}::jsonb, ${at}::timestamp(3))
-      ON CONFLICT ("sessionId") DO UPDATE SET score = EXCLUDED.score, signals = EXCLUDED.signals, "computedAt" = EXCLUDED."computedAt")
-    INSERT INTO "ParticipantQuality" ("participantId", score, sessions, signals, "computedAt")
-    VALUES (${s.participantId}::uuid, ${person.score}::float8, ${person.sessions}::int, ${JSON.stringify(person.counts)}::jsonb, ${at}::timestamp(3))
-    ON CONFLICT ("participantId") DO UPDATE SET score = EXCLUDED.score, sessions = EXCLUDED.sessions, signals = EXCLUDED.signals, "computedAt" = EXCLUDED."computedAt"`;
+      ON CONFLICT ("sessionId") DO UPDATE SET score = EXCLUDED.score, signals = EXCLUDED.signals, "computedAt" = EXCLUDED."computedAt"),
+    pq AS (
+      INSERT INTO "ParticipantQuality" ("participantId", score, sessions, signals, "computedAt")
+      VALUES (${s.participantId}::uuid, ${person.score}::float8, ${person.sessions}::int, ${JSON.stringify(person.counts)}::jsonb, ${at}::timestamp(3))
+      ON CONFLICT ("participantId") DO UPDATE SET score = EXCLUDED.score, sessions = EXCLUDED.sessions, signals = EXCLUDED.signals, "computedAt" = EXCLUDED."computedAt")`;
+  if (deferWrite) return { flagged: false, write };
+  await prisma.$executeRaw`WITH ${write} SELECT 1`;
   return { flagged: false };
 }
 

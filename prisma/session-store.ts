@@ -300,16 +300,19 @@ export async function markResultShown(prisma: PrismaClient, sessionId: string, a
   await prisma.session.updateMany({ where: { id: sessionId, resultShownAt: null }, data: { resultShownAt: at } });
 }
 
-/** Records that the result and the rating prompt reached the person in one message (one write for both). */
+/**
+ * Records that the result and the rating prompt reached the person in one message (one write for both); `with`:
+ * common table expressions written in the same statement (the session's quality: prisma/quality-store.ts).
+ */
 export async function markResultAndRatingShown(
   prisma: PrismaClient,
   sessionId: string,
   at = new Date(),
+  with_?: Prisma.Sql,
 ): Promise<void> {
-  await prisma.session.updateMany({
-    where: { id: sessionId, resultShownAt: null, ratingAskedAt: null },
-    data: { resultShownAt: at, ratingAskedAt: at },
-  });
+  await prisma.$executeRaw`${with_ ? Prisma.sql`WITH ${with_}` : Prisma.empty}
+    UPDATE "Session" SET "resultShownAt" = ${at}::timestamp(3), "ratingAskedAt" = ${at}::timestamp(3)
+    WHERE id = ${sessionId}::uuid AND "resultShownAt" IS NULL AND "ratingAskedAt" IS NULL`;
 }
 
 /** Records that the rating prompt reached the person. */
@@ -388,17 +391,32 @@ export async function recordEvaluation(
   sessionId: string,
   outcome: EvaluationOutcome,
   ratingWeight: number,
-): Promise<void> {
+): Promise<StudyCompletion> {
   const e = evaluationData(outcome);
   const firstRating = Prisma.sql`(SELECT value FROM "Rating" WHERE "sessionId" = ${sessionId}::uuid ORDER BY "createdAt" ASC LIMIT 1)`;
-  await prisma.$executeRaw`
+  // The study's completion code comes back with it (what the person is shown with the result: bot/session/answers.ts).
+  const [row] = await prisma.$queryRaw<StudyCompletion[]>`
     WITH e AS (
       INSERT INTO "Evaluation" (id, "sessionId", score, success, "testsPassed", "testsTotal", detail, metric, "evaluatorVersion", "createdAt")
       VALUES (${randomUUID()}::uuid, ${sessionId}::uuid, ${e.score}::float8, ${e.success}::boolean, ${e.testsPassed ?? null}::int, ${e.testsTotal ?? null}::int,
         ${JSON.stringify(e.detail)}::jsonb, ${e.metric ?? null}, ${e.evaluatorVersion}, ${new Date()}::timestamp(3))
-      RETURNING "sessionId")
-    UPDATE "Session" SET reward = ${rewardSql(Prisma.sql`${e.score}::float8`, firstRating, ratingWeight)}
-    WHERE id = (SELECT "sessionId" FROM e)`.catch(asModelError('Evaluation'));
+      RETURNING "sessionId"),
+    u AS (
+      UPDATE "Session" SET reward = ${rewardSql(Prisma.sql`${e.score}::float8`, firstRating, ratingWeight)}
+      WHERE id = (SELECT "sessionId" FROM e) RETURNING "studyId", "participantId")
+    SELECT st."completionCode", st."maxSessionsPerPerson",
+      CASE WHEN st."completionCode" IS NULL OR st."maxSessionsPerPerson" IS NULL THEN 0
+        ELSE (SELECT count(*)::int FROM "Session" x
+          WHERE x."studyId" = u."studyId" AND x."participantId" = u."participantId" AND x.status = 'answered') END AS answered
+    FROM u LEFT JOIN "Study" st ON st.id = u."studyId"`.catch(asModelError('Evaluation'));
+  return row ?? { completionCode: null, maxSessionsPerPerson: null, answered: 0 };
+}
+
+/** What says whether an answered session earns its study's completion code: the code, the cap, the person's answered sessions there (counted only under a cap). */
+export interface StudyCompletion {
+  completionCode: string | null;
+  maxSessionsPerPerson: number | null;
+  answered: number;
 }
 
 export type { TaskContent, TaskKind };

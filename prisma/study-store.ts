@@ -279,6 +279,7 @@ export async function acceptStudyConsent(
   displayName: string | null,
   studyId: string,
   version: number,
+  auditRow?: Prisma.Sql,
 ): Promise<Participant> {
   return prisma.$transaction(async (tx) => {
     const s = await tx.study.findUniqueOrThrow({ where: { id: studyId } });
@@ -286,7 +287,7 @@ export async function acceptStudyConsent(
       throw new StudyError(
         'The consent text of this study has changed since it was shown to you. Please run /task start again to read the new version.',
       );
-    const p = await acceptConsent(tx, externalId, displayName);
+    const p = await acceptConsent(tx, externalId, displayName, auditRow);
     await tx.consentAcceptance.upsert({
       where: { participantId_studyId_version: { participantId: p.id, studyId, version } },
       create: { participantId: p.id, studyId, version, sha256: s.consentSha256 },

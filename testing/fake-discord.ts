@@ -182,6 +182,11 @@ export class FakeDiscord extends FakeRest {
     return this.interaction(user, 5, { custom_id: customId, components }, { channelId: this.channelId });
   }
 
+  /** The gateway delivers an interaction again (as after a resume): same id and token, acknowledged or not. */
+  redeliver(i: InteractionRecord): void {
+    this.dispatch('INTERACTION_CREATE', i.payload);
+  }
+
   /** A person posts in a channel or thread. Passing the same id again redelivers the same event. */
   say(user: FakeUser, channelId: string, content: string, id = snowflake()): string {
     const channel = this.channels.get(channelId);

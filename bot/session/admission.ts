@@ -4,7 +4,12 @@
 import type { TaskKind } from '../../tasks/model.ts';
 import { collaboratorView, type CollaboratorView } from '../../tasks/protocol.ts';
 import type { Participant, PolicyVersion, Prisma, PrismaClient } from '../../prisma/generated/client.ts';
-import { acceptConsent, findParticipant, findParticipants } from '../../prisma/participant-store.ts';
+import {
+  acceptConsent,
+  findParticipant,
+  findParticipants,
+  settingsAndActiveSession,
+} from '../../prisma/participant-store.ts';
 import { attachThread, createSession } from '../../prisma/session-store.ts';
 import { acceptStudyConsent, DEFAULT_STUDY, lacksConsent, type StudyWithArms } from '../../prisma/study-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
@@ -13,7 +18,7 @@ import { assignTask, neededKind, StudyRefusedError, type StudyRefusalReason } fr
 import { goldShareIn, goldSource } from '../gold.ts';
 import { sessionLimitRefusal } from '../limits.ts';
 import { isBannedIn } from '../moderation.ts';
-import { audit, GOLD_SHARE_KEY } from '../../prisma/moderation-store.ts';
+import { audit, auditInsert, GOLD_SHARE_KEY } from '../../prisma/moderation-store.ts';
 import {
   hasPayAccount,
   isPayPlatform,
@@ -115,14 +120,14 @@ export class Admissions {
   ): Promise<Participant> {
     const { ctx } = this;
     return ctx.retry(async () => {
-      const p = consent
-        ? await acceptStudyConsent(ctx.prisma, person.externalId, person.displayName, consent.studyId, consent.version)
-        : await acceptConsent(ctx.prisma, person.externalId, person.displayName);
-      await audit(ctx.prisma, person.externalId, 'consent.accept', null, {
+      // Written with the acceptance, in its statement.
+      const row = auditInsert(person.externalId, 'consent.accept', null, {
         channel: ctx.options.channel,
         ...(consent ? { studyId: consent.studyId, version: consent.version } : {}),
       });
-      return p;
+      return consent
+        ? acceptStudyConsent(ctx.prisma, person.externalId, person.displayName, consent.studyId, consent.version, row)
+        : acceptConsent(ctx.prisma, person.externalId, person.displayName, row);
     }, hooks);
   }
 
@@ -187,22 +192,6 @@ export class Admissions {
       if ('needsPlatformId' in admitted)
         throw new RefusedError('no-platform-id', `This study needs your ${admitted.label} first.`);
       const { participant, study } = admitted;
-      const active = await ctx.retry(
-        () => prisma.session.findFirst({ where: { participantId: participant.id, status: 'active' } }),
-        hooks,
-      );
-      if (active) {
-        throw new RefusedError(
-          'active-session',
-          'You already have a session running. Finish it, or end it with /task stop.',
-          active.id,
-        );
-      }
-      const limits = ctx.options.limits;
-      if (limits) {
-        const refusal = await ctx.retry(() => sessionLimitRefusal(prisma, participant.id, limits), hooks);
-        if (refusal) throw new RefusedError('limit', refusal);
-      }
       // A study's arms play its sessions; the default study plays the deployed version.
       let deployed: PolicyVersion | null = null;
       if (study.arms.length === 0) {
@@ -213,10 +202,26 @@ export class Admissions {
       if (kind === 'frontend' && !ctx.deps.render) {
         throw new RefusedError('no-renderer', 'Frontend sessions need the page renderer, which is not available here.');
       }
-      // Under the study's lock, one read says whether the study is as admitted and what share of sessions are gold checks.
+      // Under the study's lock, one read says whether the person has a session running, whether the study is as
+      // admitted and what share of sessions are gold checks (the running session was a read of its own before).
       let goldShare: number | undefined;
+      const limits = ctx.options.limits;
       const unchanged = async (tx: Prisma.TransactionClient): Promise<boolean> => {
-        const rows = await tx.setting.findMany({ where: { key: { in: [ADMISSION_VERSION_KEY, GOLD_SHARE_KEY] } } });
+        const { settings: rows, activeSessionId } = await settingsAndActiveSession(tx, participant.id, [
+          ADMISSION_VERSION_KEY,
+          GOLD_SHARE_KEY,
+        ]);
+        if (activeSessionId) {
+          throw new RefusedError(
+            'active-session',
+            'You already have a session running. Finish it, or end it with /task stop.',
+            activeSessionId,
+          );
+        }
+        if (limits) {
+          const refusal = await sessionLimitRefusal(tx, participant.id, limits);
+          if (refusal) throw new RefusedError('limit', refusal);
+        }
         goldShare = goldShareIn(rows);
         return admitted.version !== undefined && versionIn(rows) === admitted.version;
       };

@@ -2,13 +2,23 @@
 // stored first stands), and the person's rating and comment.
 import { UniqueViolationError, toDatabaseError } from '../../prisma/errors.ts';
 import { findParticipant } from '../../prisma/participant-store.ts';
-import { outcomeOf, recordEvaluation } from '../../prisma/session-store.ts';
+import { outcomeOf, recordEvaluation, type StudyCompletion } from '../../prisma/session-store.ts';
 import { rateOwnSession, recordComment } from '../../prisma/rating-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
 import type { EvaluationOutcome } from '../../tasks/scorer.ts';
 import type { EngineContext } from './context.ts';
 import type { ScoringState } from './scoring.ts';
 import { TurnRejectedError, type EvaluatedSession, type Hooks, type Person } from './types.ts';
+
+/**
+ * The study's completion code when this was the person's last session of it: they reached its sessions per
+ * person; without such a cap, every answered session may be their last, so each shows it.
+ */
+function completionCodeOf(c: StudyCompletion): string | null {
+  if (!c.completionCode) return null;
+  if (c.maxSessionsPerPerson === null) return c.completionCode;
+  return c.answered >= c.maxSessionsPerPerson ? c.completionCode : null;
+}
 
 export class Answers {
   constructor(private readonly ctx: EngineContext) {}
@@ -34,22 +44,28 @@ export class Answers {
       const task = await ctx.task(s.taskId, hooks);
       const answer = s.answer ?? '';
       const stored = ctx.sessions.outcome(sessionId) ?? (s.evaluation ? outcomeOf(s.evaluation) : undefined);
-      const outcome =
-        stored ??
-        (await ctx.scoring.run(async () => {
-          const scored = await ctx.deps.evaluate(taskContent(task), answer);
-          return this.storeEvaluation(sessionId, scored, hooks);
-        }, onState));
-      if (!stored) ctx.sessions.evaluated(sessionId, outcome);
-      const completionCode = await this.completionCode(s, hooks);
-      return { sessionId, kind: task.kind, answer, outcome, ...(completionCode ? { completionCode } : {}) };
+      const outcome: { outcome: EvaluationOutcome; completion?: StudyCompletion } = stored
+        ? { outcome: stored }
+        : await ctx.scoring.run(async () => {
+            const scored = await ctx.deps.evaluate(taskContent(task), answer);
+            return this.storeEvaluation(sessionId, scored, hooks);
+          }, onState);
+      if (!stored) ctx.sessions.evaluated(sessionId, outcome.outcome);
+      // Read with the evaluation where this call stored it; else on its own.
+      const completionCode = outcome.completion
+        ? completionCodeOf(outcome.completion)
+        : await this.completionCode(s, hooks);
+      return {
+        sessionId,
+        kind: task.kind,
+        answer,
+        outcome: outcome.outcome,
+        ...(completionCode ? { completionCode } : {}),
+      };
     });
   }
 
-  /**
-   * The study's completion code when this was the person's last session of it: they reached its sessions per
-   * person; without such a cap, every answered session may be their last, so each shows it.
-   */
+  /** The study's completion code for this session (completionCodeOf), read on its own: the evaluation was stored before. */
   private async completionCode(
     s: { studyId: string | null; participantId: string },
     hooks?: Hooks,
@@ -64,14 +80,18 @@ export class Answers {
         }),
       hooks,
     );
-    if (!study?.completionCode) return null;
-    if (study.maxSessionsPerPerson === null) return study.completionCode;
-    const answered = await ctx.retry(
-      () =>
-        ctx.prisma.session.count({ where: { studyId: s.studyId, participantId: s.participantId, status: 'answered' } }),
-      hooks,
-    );
-    return answered >= study.maxSessionsPerPerson ? study.completionCode : null;
+    if (!study) return null;
+    const answered =
+      study.completionCode && study.maxSessionsPerPerson !== null
+        ? await ctx.retry(
+            () =>
+              ctx.prisma.session.count({
+                where: { studyId: s.studyId, participantId: s.participantId, status: 'answered' },
+              }),
+            hooks,
+          )
+        : 0;
+    return completionCodeOf({ ...study, answered });
   }
 
   /** Stores a score; when another process stored this answer's first (a second bot on the same database), that one stands. */
@@ -79,19 +99,23 @@ export class Answers {
     sessionId: string,
     outcome: EvaluationOutcome,
     hooks?: Hooks,
-  ): Promise<EvaluationOutcome> {
+  ): Promise<{ outcome: EvaluationOutcome; completion?: StudyCompletion }> {
     const { ctx } = this;
+    let completion: StudyCompletion;
     try {
-      await ctx.retry(() => recordEvaluation(ctx.prisma, sessionId, outcome, ctx.options.ratingWeight), hooks);
+      completion = await ctx.retry(
+        () => recordEvaluation(ctx.prisma, sessionId, outcome, ctx.options.ratingWeight),
+        hooks,
+      );
     } catch (err) {
       const e = toDatabaseError(err);
       if (!(e instanceof UniqueViolationError)) throw e;
       const stored = await ctx.retry(() => ctx.prisma.evaluation.findUniqueOrThrow({ where: { sessionId } }), hooks);
       ctx.deps.log?.warn({ session: sessionId }, 'this answer was scored elsewhere meanwhile: keeping that score');
-      return outcomeOf(stored);
+      return { outcome: outcomeOf(stored) };
     }
     ctx.deps.log?.info({ session: sessionId, score: outcome.score, success: outcome.success }, 'session evaluated');
-    return outcome;
+    return { outcome, completion };
   }
 
   /** Stores the person's 1-5 rating of their answered session (a second rating replaces the first). */

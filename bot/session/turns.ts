@@ -4,7 +4,7 @@
 import { PASTE_NOTICE, refreshSessionQuality } from '../../prisma/quality-store.ts';
 import type { DialogueTurn } from '../../tasks/protocol.ts';
 import { checkHumanMessage, sanitizeText } from '../../tasks/protocol.ts';
-import type { Session } from '../../prisma/generated/client.ts';
+import type { Prisma, Session } from '../../prisma/generated/client.ts';
 import { UniqueViolationError, toDatabaseError } from '../../prisma/errors.ts';
 import { findParticipant } from '../../prisma/participant-store.ts';
 import {
@@ -159,13 +159,15 @@ export class TurnScript {
         // Told once (the rating prompt follows it); a later try (the sweep, a restart) says nothing until it scores.
         if (!s.ratingAskedAt) await view.showResult({ sessionId, error: 'evaluation failed' });
       }
-      // The person hears it here, where they played, if their replies pasted the reference's code (it flags the session).
-      if (result) await this.tellIfFlagged(s, result, view, hooks);
-      if (result && !s.ratingAskedAt && view.showResultWithRating) {
+      const together = !s.ratingAskedAt && view.showResultWithRating !== undefined;
+      // The person hears it here, where they played, if their replies pasted the reference's code (it flags the
+      // session). Otherwise the quality is written with the record of the result shown, where there is one.
+      const quality = result ? await this.tellIfFlagged(s, result, view, hooks, together) : undefined;
+      if (result && together) {
         // One message where each one counts against a limit (Discord's 50 requests a second for the bot).
-        await view.showResultWithRating(result);
+        await view.showResultWithRating!(result);
         const at = new Date();
-        await ctx.retry(() => markResultAndRatingShown(ctx.prisma, sessionId, at), hooks);
+        await ctx.retry(() => markResultAndRatingShown(ctx.prisma, sessionId, at, quality), hooks);
         ctx.sessions.patch(sessionId, { resultShownAt: at, ratingAskedAt: at });
         return;
       }
@@ -193,12 +195,14 @@ export class TurnScript {
     result: EvaluatedSession,
     view: SessionView,
     hooks?: Hooks,
-  ): Promise<void> {
+    deferWrite = false,
+  ): Promise<Prisma.Sql | undefined> {
     const r = await this.ctx.retry(
-      () => refreshSessionQuality(this.ctx.prisma, { ...s, evaluation: result.outcome }),
+      () => refreshSessionQuality(this.ctx.prisma, { ...s, evaluation: result.outcome }, deferWrite),
       hooks,
     );
     if (r.flagged) await view.notice(PASTE_NOTICE);
+    return r.write;
   }
 
   /** Records the channel's id of the message that showed an agent turn (it has reached the person). */

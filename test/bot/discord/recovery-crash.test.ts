@@ -105,6 +105,8 @@ describe('Discord bot crash recovery', () => {
     expect(before.evaluation?.score).toBe(1);
     expect(before.resultShownAt).toBeNull();
     expect(before.ratingAskedAt).toBeNull();
+    // The session's quality is written with the record of the result shown: not yet.
+    expect(await h.tdb.prisma.sessionQuality.findUnique({ where: { sessionId: before.id } })).toBeNull();
     // The one post carries both: the rating prompt reached the person with the result, before the kill.
     expect(
       h.fake
@@ -122,6 +124,11 @@ describe('Discord bot crash recovery', () => {
     expect(h.fake.inChannel(threadId).filter((s) => s.content.includes('How helpful'))).toHaveLength(1);
     const after = await h.tdb.prisma.session.findUniqueOrThrow({ where: { threadId } });
     expect(after.resultShownAt).not.toBeNull();
+    // Computed again by the restarted bot and written with that record: the session's and its person's.
+    expect(await h.tdb.prisma.sessionQuality.findUnique({ where: { sessionId: after.id } })).not.toBeNull();
+    expect(
+      await h.tdb.prisma.participantQuality.findUnique({ where: { participantId: after.participantId } }),
+    ).not.toBeNull();
 
     // Another restart finds nothing left to show.
     const shownBefore = h.fake.inChannel(threadId).length;
@@ -192,6 +199,28 @@ describe('Discord bot crash recovery', () => {
     expect(after.turns.filter((t) => t.externalMessageId === reply)).toHaveLength(1);
     for (const n of [1, 2, 3]) expect(h.fake.inChannel(threadId).filter(isAgent(n))).toHaveLength(1);
     expect(after.status).toBe('answered');
+  });
+
+  it('a command and a click delivered again after a restart are not handled again: one consent, one session', async () => {
+    const fay = h.fake.user('fay');
+    const start = h.fake.command(fay, 'task', 'start', { kind: 'backend' });
+    const prompt = await h.reply(start, (s) => s.kind === 'original' && s.components.length > 0, 'the consent prompt');
+    const accept = h.fake.click(fay, prompt, 'consent:accept:backend');
+    const hidden = await h.reply(accept, (s) => s.content.includes('Only you can see this'), 'the hidden information');
+    const threadId = /<#(\d+)>/.exec(hidden.content)![1]!;
+    await h.agentMessage(threadId, 1);
+    await h.stopBot();
+    await h.startBot();
+    const shown = h.fake.replies(start).length + h.fake.replies(accept).length;
+    h.fake.redeliver(start);
+    h.fake.redeliver(accept);
+    await h.agentMessage(threadId, 1);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const p = await h.tdb.prisma.participant.findUniqueOrThrow({ where: { discordUserId: fay.id } });
+    expect(await h.tdb.prisma.session.count({ where: { participantId: p.id } })).toBe(1);
+    expect(await h.tdb.prisma.auditLog.count({ where: { actor: fay.id, action: 'consent.accept' } })).toBe(1);
+    expect(h.fake.replies(start).length + h.fake.replies(accept).length).toBe(shown);
+    expect(h.fake.inChannel(threadId).filter(isAgent(1))).toHaveLength(1);
   });
 
   it('a /privacy delete racing an agent turn shows the person no internal error', async () => {

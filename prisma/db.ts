@@ -1,7 +1,7 @@
 // Opens Sweetloop's database: Postgres when a URL is given, otherwise the embedded PGlite database persisted
 // in a directory. Both are reached through the same generated Prisma client (driver adapters, no native
 // engine), and both offer LISTEN/NOTIFY so the bot and the trainer can wake each other up.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
@@ -11,7 +11,8 @@ import { PrismaClient } from './generated/client.ts';
 import type { Logger } from '../tasks/logger.ts';
 import { DatabaseError, describeDatabaseError } from './errors.ts';
 import { DEFAULT_POOL_SIZE } from './pool-size.ts';
-import { lockDirectory } from './pglite-lock.ts';
+import { DatabaseHeldError, heldByMessage, lockDirectory } from './pglite-lock.ts';
+import { SERVED_PORT, servePglite, socketDirFor, socketPathFor, type ServedDatabase } from './pglite-server.ts';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 
@@ -38,6 +39,11 @@ export interface Database {
   /** Subscribe to a NOTIFY channel (lower-case letters, digits, `_`). Resolves once listening; returns unsubscribe. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   notify(channel: string, payload: string): Promise<void>;
+  /**
+   * Embedded database opened by this process: serves it to other sweetloop commands until closed
+   * (prisma/pglite-server.ts). Called by `npm start` once the database is ready; absent elsewhere.
+   */
+  share?(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -47,12 +53,17 @@ export interface OpenDatabaseOptions {
   /** Most Postgres connections the pool opens (DATABASE_POOL_SIZE); LISTEN has one more of its own. Ignored by PGlite. */
   poolSize?: number | undefined;
   log?: Logger | undefined;
+  /**
+   * When another process holds the embedded database and shares it, reach it through that process (default).
+   * False for the bot and the console, which share it themselves: two of them cannot run on one PGlite.
+   */
+  throughOwner?: boolean | undefined;
 }
 
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database> {
   return opts.databaseUrl
     ? openPostgres(parsePostgresUrl(opts.databaseUrl), opts.poolSize ?? DEFAULT_POOL_SIZE, opts.log)
-    : openPglite(opts.pgliteDir, opts.log);
+    : openPglite(opts.pgliteDir, opts.log, opts.throughOwner ?? true);
 }
 
 // Channel names go into LISTEN unquoted on PGlite (which folds case) and quoted on Postgres: one strict form
@@ -125,8 +136,22 @@ export function poolConfig(c: PostgresConnection, extra: pg.PoolConfig = {}): pg
   };
 }
 
-async function openPostgres(conn: PostgresConnection, poolSize: number, log?: Logger): Promise<Database> {
-  const label = postgresLabel(conn);
+/** The embedded database reached through the process that owns it (prisma/pglite-server.ts). */
+interface ThroughOwner {
+  dir: string;
+  pid: number;
+  command: string | null;
+}
+
+async function openPostgres(
+  conn: PostgresConnection,
+  poolSize: number,
+  log?: Logger,
+  owner?: ThroughOwner,
+): Promise<Database> {
+  const label = owner
+    ? `pglite:${owner.dir} (through process ${owner.pid}${owner.command ? `, \`${owner.command}\`` : ''})`
+    : postgresLabel(conn);
   const pool = new pg.Pool(poolConfig(conn, { max: poolSize }));
   // An idle client losing its connection emits 'error' on the pool; without a handler that kills the process.
   pool.on('error', (err) => log?.warn({ err: err.message, db: label }, 'idle Postgres connection lost'));
@@ -148,11 +173,15 @@ async function openPostgres(conn: PostgresConnection, poolSize: number, log?: Lo
   let closed = false;
   return {
     prisma,
-    kind: 'postgres',
+    // Through the owner the data is still PGlite's (one session shared by all: see listen below).
+    kind: owner ? 'pglite' : 'postgres',
     label,
     raw: { kind: 'postgres', pool, connection: conn },
     listen: (channel, onPayload) => {
       checkChannel(channel);
+      // Every connection to the owner is the same PGlite session: its notifications reach the owner, not us, and
+      // an UNLISTEN would end the owner's. Notifications are hints and listeners poll anyway: subscribe to none.
+      if (owner) return Promise.resolve(async () => {});
       return listener.listen(channel, onPayload);
     },
     notify: async (channel, payload) => {
@@ -287,7 +316,30 @@ class PgListener {
   }
 }
 
-async function openPglite(dirOption: string, log?: Logger): Promise<Database> {
+/** The sessions one command opens to the owner: each waits its turn there anyway; two let a lock be held beside work. */
+const THROUGH_OWNER_POOL = 2;
+
+/**
+ * The embedded database held by another process: reached through it when it shares it (and `throughOwner`),
+ * otherwise refused with a message that says who holds it and what to do.
+ */
+async function openHeld(held: DatabaseHeldError, throughOwner: boolean, log?: Logger): Promise<Database> {
+  const { dir, pid, command } = held;
+  const sharing = existsSync(socketPathFor(dir));
+  if (!sharing || !throughOwner || pid === process.pid)
+    throw new DatabaseError(heldByMessage(dir, pid, command, pid === process.pid, { sharing }), { cause: held });
+  const conn = { host: socketDirFor(dir), port: SERVED_PORT, user: 'postgres', database: 'template1' };
+  try {
+    const db = await openPostgres(conn, THROUGH_OWNER_POOL, log, { dir, pid, command });
+    log?.debug({ dir, pid }, 'embedded database reached through the process that owns it');
+    return db;
+  } catch (err) {
+    // It stopped (or is stopping) between the lock and the socket.
+    throw new DatabaseError(`${heldByMessage(dir, pid, command, false)} (${(err as Error).message})`, { cause: err });
+  }
+}
+
+async function openPglite(dirOption: string, log: Logger | undefined, throughOwner: boolean): Promise<Database> {
   const dir = resolve(dirOption);
   try {
     mkdirSync(dir, { recursive: true });
@@ -297,7 +349,13 @@ async function openPglite(dirOption: string, log?: Logger): Promise<Database> {
       { cause: err },
     );
   }
-  const unlock = lockDirectory(dir);
+  let unlock: () => void;
+  try {
+    unlock = lockDirectory(dir);
+  } catch (err) {
+    if (err instanceof DatabaseHeldError) return openHeld(err, throughOwner, log);
+    throw err;
+  }
   let pglite: PGlite;
   try {
     pglite = await PGlite.create(dir);
@@ -310,6 +368,7 @@ async function openPglite(dirOption: string, log?: Logger): Promise<Database> {
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
   log?.debug({ dir }, 'embedded PGlite database open');
   let closed = false;
+  let served: ServedDatabase | null = null;
   return {
     prisma,
     kind: 'pglite',
@@ -335,10 +394,14 @@ async function openPglite(dirOption: string, log?: Logger): Promise<Database> {
       checkChannel(channel);
       await pglite.query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
+    share: async () => {
+      if (!closed && !served) served = await servePglite(pglite, dir, log);
+    },
     close: async () => {
       if (closed) return;
       closed = true;
       try {
+        await served?.close();
         await prisma.$disconnect();
         await pglite.close();
       } finally {

@@ -50,7 +50,7 @@ export interface Database {
 export interface OpenDatabaseOptions {
   databaseUrl?: string | undefined;
   pgliteDir: string;
-  /** Most Postgres connections the pool opens (DATABASE_POOL_SIZE); LISTEN has one more of its own. Ignored by PGlite. */
+  /** Most Postgres connections the pool opens (DATABASE_POOL_SIZE); LISTEN has one more of its own. PGlite: those to its owner. */
   poolSize?: number | undefined;
   log?: Logger | undefined;
   /**
@@ -63,7 +63,7 @@ export interface OpenDatabaseOptions {
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database> {
   return opts.databaseUrl
     ? openPostgres(parsePostgresUrl(opts.databaseUrl), opts.poolSize ?? DEFAULT_POOL_SIZE, opts.log)
-    : openPglite(opts.pgliteDir, opts.log, opts.throughOwner ?? true);
+    : openPglite(opts.pgliteDir, opts.log, opts.throughOwner ?? true, opts.poolSize ?? DEFAULT_POOL_SIZE);
 }
 
 // Channel names go into LISTEN unquoted on PGlite (which folds case) and quoted on Postgres: one strict form
@@ -143,6 +143,13 @@ interface ThroughOwner {
   command: string | null;
 }
 
+/**
+ * Through the owner every connection waits its turn for the one PGlite session, as the owner's own queries do (with
+ * no time limit in-process): a busy moment (`simulate` storing 32 games, measured) queued a transaction past the
+ * 10 s of CONNECT_TIMEOUT_MS with a pool of 2. Longer waits for a connection and a transaction's start, there only.
+ */
+const THROUGH_OWNER_WAIT_MS = 120_000;
+
 async function openPostgres(
   conn: PostgresConnection,
   poolSize: number,
@@ -152,7 +159,9 @@ async function openPostgres(
   const label = owner
     ? `pglite:${owner.dir} (through process ${owner.pid}${owner.command ? `, \`${owner.command}\`` : ''})`
     : postgresLabel(conn);
-  const pool = new pg.Pool(poolConfig(conn, { max: poolSize }));
+  const pool = new pg.Pool(
+    poolConfig(conn, { max: poolSize, ...(owner ? { connectionTimeoutMillis: THROUGH_OWNER_WAIT_MS } : {}) }),
+  );
   // An idle client losing its connection emits 'error' on the pool; without a handler that kills the process.
   pool.on('error', (err) => log?.warn({ err: err.message, db: label }, 'idle Postgres connection lost'));
   try {
@@ -168,7 +177,10 @@ async function openPostgres(
     onPoolError: (err) => log?.warn({ err: err.message }, 'Postgres pool error'),
     onConnectionError: (err) => log?.warn({ err: err.message }, 'Postgres connection error'),
   });
-  const prisma = new PrismaClient({ adapter, transactionOptions: { maxWait: CONNECT_TIMEOUT_MS } });
+  const prisma = new PrismaClient({
+    adapter,
+    transactionOptions: { maxWait: owner ? THROUGH_OWNER_WAIT_MS : CONNECT_TIMEOUT_MS },
+  });
   const listener = new PgListener(conn, label, log);
   let closed = false;
   return {
@@ -316,21 +328,23 @@ class PgListener {
   }
 }
 
-/** The sessions one command opens to the owner: each waits its turn there anyway; two let a lock be held beside work. */
-const THROUGH_OWNER_POOL = 2;
-
 /**
  * The embedded database held by another process: reached through it when it shares it (and `throughOwner`),
  * otherwise refused with a message that says who holds it and what to do.
  */
-async function openHeld(held: DatabaseHeldError, throughOwner: boolean, log?: Logger): Promise<Database> {
+async function openHeld(
+  held: DatabaseHeldError,
+  throughOwner: boolean,
+  poolSize: number,
+  log?: Logger,
+): Promise<Database> {
   const { dir, pid, command } = held;
   const sharing = existsSync(socketPathFor(dir));
   if (!sharing || !throughOwner || pid === process.pid)
     throw new DatabaseError(heldByMessage(dir, pid, command, pid === process.pid, { sharing }), { cause: held });
   const conn = { host: socketDirFor(dir), port: SERVED_PORT, user: 'postgres', database: 'template1' };
   try {
-    const db = await openPostgres(conn, THROUGH_OWNER_POOL, log, { dir, pid, command });
+    const db = await openPostgres(conn, poolSize, log, { dir, pid, command });
     log?.debug({ dir, pid }, 'embedded database reached through the process that owns it');
     return db;
   } catch (err) {
@@ -339,7 +353,12 @@ async function openHeld(held: DatabaseHeldError, throughOwner: boolean, log?: Lo
   }
 }
 
-async function openPglite(dirOption: string, log: Logger | undefined, throughOwner: boolean): Promise<Database> {
+async function openPglite(
+  dirOption: string,
+  log: Logger | undefined,
+  throughOwner: boolean,
+  poolSize: number,
+): Promise<Database> {
   const dir = resolve(dirOption);
   try {
     mkdirSync(dir, { recursive: true });
@@ -353,7 +372,7 @@ async function openPglite(dirOption: string, log: Logger | undefined, throughOwn
   try {
     unlock = lockDirectory(dir);
   } catch (err) {
-    if (err instanceof DatabaseHeldError) return openHeld(err, throughOwner, log);
+    if (err instanceof DatabaseHeldError) return openHeld(err, throughOwner, poolSize, log);
     throw err;
   }
   let pglite: PGlite;

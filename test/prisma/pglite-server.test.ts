@@ -4,7 +4,7 @@
 // NOTIFY sent through it reaches the owner. Then openDatabase end to end: a second process reaches the owner's
 // data through it, and a bot or console is refused with who holds it.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -152,5 +152,8 @@ describe('openDatabase while another process owns the embedded database', () => 
     expect(refused).toContain(`\`kill ${owner.pid}\``);
     owner.kill('SIGTERM');
     await new Promise((r) => owner!.once('exit', r));
+    // Closed, it takes its socket and its lock with it.
+    expect(existsSync(socketDirFor(ownerDir))).toBe(false);
+    expect(existsSync(`${ownerDir}.lock`)).toBe(false);
   }, 90_000);
 });

@@ -414,7 +414,7 @@ async function openPglite(
       await pglite.query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
     share: async () => {
-      if (!closed && !served) served = await servePglite(pglite, dir, log);
+      if (!closed && !served) served = await servePglite(pglite, dir, { log });
     },
     close: async () => {
       if (closed) return;

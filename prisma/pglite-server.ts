@@ -16,7 +16,7 @@ import type { Logger } from '../tasks/logger.ts';
 /** The port number in the socket's name (`.s.PGSQL.<port>`), as pg and libpq expect it. */
 export const SERVED_PORT = 5432;
 /** A connection that holds the database inside a transaction and says nothing for this long is rolled back and closed. */
-export const IDLE_IN_TRANSACTION_MS = 30_000;
+const IDLE_IN_TRANSACTION_MS = 30_000;
 // sun_path holds 108 bytes with its terminating NUL.
 const MAX_SOCKET_PATH = 107;
 
@@ -76,6 +76,7 @@ class Connection {
   constructor(
     private readonly db: PGlite,
     private readonly socket: Socket,
+    private readonly idleMs: number,
     private readonly log?: Logger,
   ) {
     socket.on('data', (chunk) => {
@@ -137,7 +138,7 @@ class Connection {
       // first byte is its length's high byte, 0) and Postgres says 'I'.
       const ends = [0x53, 0x51, 0].includes(run[run.length - 1]![0]!);
       if (ends && lastReadyStatus(out) === 'I') this.letGo();
-      else this.idleTimer = setTimeout(() => this.socket.destroy(), IDLE_IN_TRANSACTION_MS).unref();
+      else this.idleTimer = setTimeout(() => this.socket.destroy(), this.idleMs).unref();
     }
     if (terminate >= 0) this.socket.end();
   }
@@ -181,7 +182,12 @@ export interface ServedDatabase {
  * Serves `db` (opened from `dir`) on its socket until closed; null, with a warning, when it cannot (a path too
  * long for a Unix socket): other commands are then refused with the usual message.
  */
-export async function servePglite(db: PGlite, dir: string, log?: Logger): Promise<ServedDatabase | null> {
+export async function servePglite(
+  db: PGlite,
+  dir: string,
+  o: { log?: Logger | undefined; idleInTransactionMs?: number } = {},
+): Promise<ServedDatabase | null> {
+  const log = o.log;
   const socketDir = socketDirFor(dir);
   const path = socketPathFor(dir);
   if (Buffer.byteLength(path) > MAX_SOCKET_PATH) {
@@ -195,7 +201,7 @@ export async function servePglite(db: PGlite, dir: string, log?: Logger): Promis
   const connections = new Set<Connection>();
   const sockets = new Set<Socket>();
   const server: Server = createServer((socket) => {
-    const c = new Connection(db, socket, log);
+    const c = new Connection(db, socket, o.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS, log);
     connections.add(c);
     sockets.add(socket);
     socket.on('close', () => {

@@ -22,7 +22,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   db = await PGlite.create(dir);
-  served = (await servePglite(db, dir))!;
+  served = (await servePglite(db, dir, { idleInTransactionMs: 1_500 }))!;
   pool = new pg.Pool({ host: socketDirFor(dir), port: 5432, user: 'postgres', database: 'template1', max: 2 });
   await db.exec('CREATE TABLE t (v int)');
 }, 60_000);
@@ -86,6 +86,21 @@ describe('the embedded database served on a socket', () => {
     await db.query('SELECT 1');
     expect(Date.now() - t0).toBeLessThan(5_000);
     idle.release();
+  });
+
+  it('closes a connection that sits idle inside its transaction, rolling it back, so the owner goes on', async () => {
+    const c = new pg.Client({ host: socketDirFor(dir), port: 5432, user: 'postgres', database: 'template1' });
+    let lost: Error | undefined;
+    c.on('error', (err) => (lost = err));
+    await c.connect();
+    await c.query('BEGIN');
+    await c.query('INSERT INTO t VALUES (6)');
+    // The owner waits for the transaction, which never ends: the server closes it after idleInTransactionMs.
+    const n = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM t');
+    expect(n.rows).toEqual([{ n: 1 }]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(lost?.message).toMatch(/terminated|ended|closed/i);
+    await c.end().catch(() => {});
   });
 
   it('answers a failing query with its error and goes on; a NOTIFY sent through it reaches the owner', async () => {

@@ -86,7 +86,9 @@ class Connection {
     socket.on('error', () => {});
     socket.on('close', () => {
       this.closed = true;
-      this.work = this.work.then(() => this.cleanUp());
+      this.work = this.work
+        .then(() => this.cleanUp())
+        .catch((err) => this.log?.warn({ err: (err as Error).message }, 'embedded database: cleaning up a connection'));
     });
   }
 

@@ -39,6 +39,8 @@ export const MACHINE_TESTS: Record<'postgres' | 'chromium' | 'bubblewrap' | 'pyt
   bubblewrap: [
     'test/tasks/{backend-eval,builtin,expert,mini,mini-templates,sandbox,sandbox-thread,score-answers,scorer}.test.ts',
     'test/bot/{console,console-gguf}.test.ts',
+    // The README in order: `npm start` scores its session's answer, and commands run beside it.
+    'test/readme-walkthrough.test.ts',
     // docs/training.md's quick path: the starter's games scored, then a training run, on a fresh PGlite.
     'test/training-quick-path.test.ts',
     'test/bin/doctor.test.ts',

@@ -73,6 +73,7 @@ async function prepare(config: BotSettings, log: Logger, progress: 'bar' | 'line
     pgliteDir: config.pgliteDir,
     poolSize: config.databasePoolSize,
     log,
+    throughOwner: false,
   });
   try {
     await migrateDatabase(db, log);
@@ -90,6 +91,8 @@ async function prepare(config: BotSettings, log: Logger, progress: 'bar' | 'line
       const notice = await starterNotice(deployed).catch(() => null);
       if (notice) process.stdout.write(`${notice}\n`);
     }
+    // Ready: other sweetloop commands may now reach an embedded database through this process.
+    await db.share?.();
     return db;
   } catch (err) {
     await db.close();

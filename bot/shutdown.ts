@@ -8,13 +8,26 @@ export interface Drainable {
   shutdown(deadlineMs: number): Promise<boolean>;
 }
 
-/** Resolves with the signal's name when the process is asked to stop (SIGINT/SIGTERM); a second one kills it. */
+const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+const waiting = new Set<(signal: string) => void>();
+let signals = 0;
+function onStopSignal(signal: NodeJS.Signals): void {
+  if (++signals > 1) process.exit(SIGNAL_EXIT[signal] ?? 1);
+  for (const w of waiting) w(signal);
+  waiting.clear();
+}
+
+/**
+ * Resolves with the signal's name when the process is asked to stop (SIGINT/SIGTERM); a second one ends it at once
+ * (exit 130/143). The handlers stay while the process shuts down: with `once`, a library's exit hook left as the
+ * only listener (signal-exit's) re-raised the first SIGTERM and killed `npm start` before it had closed anything.
+ */
 export function untilSignal(): Promise<string> {
-  return new Promise((resolve) => {
-    const on = (sig: string) => resolve(sig);
-    process.once('SIGINT', on);
-    process.once('SIGTERM', on);
-  });
+  if (!process.listeners('SIGINT').includes(onStopSignal)) {
+    process.on('SIGINT', onStopSignal);
+    process.on('SIGTERM', onStopSignal);
+  }
+  return new Promise((resolve) => waiting.add(resolve));
 }
 
 /**

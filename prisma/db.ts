@@ -1,7 +1,7 @@
 // Opens Sweetloop's database: Postgres when a URL is given, otherwise the embedded PGlite database persisted
 // in a directory. Both are reached through the same generated Prisma client (driver adapters, no native
 // engine), and both offer LISTEN/NOTIFY so the bot and the trainer can wake each other up.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
@@ -11,7 +11,9 @@ import { PrismaClient } from './generated/client.ts';
 import type { Logger } from '../tasks/logger.ts';
 import { DatabaseError, describeDatabaseError } from './errors.ts';
 import { DEFAULT_POOL_SIZE } from './pool-size.ts';
-import { lockDirectory } from './pglite-lock.ts';
+import { PgListener } from './pg-listener.ts';
+import { DatabaseHeldError, heldByMessage, lockDirectory } from './pglite-lock.ts';
+import { SERVED_PORT, servePglite, socketDirFor, socketPathFor, type ServedDatabase } from './pglite-server.ts';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 
@@ -38,21 +40,31 @@ export interface Database {
   /** Subscribe to a NOTIFY channel (lower-case letters, digits, `_`). Resolves once listening; returns unsubscribe. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   notify(channel: string, payload: string): Promise<void>;
+  /**
+   * Embedded database opened by this process: serves it to other sweetloop commands until closed
+   * (prisma/pglite-server.ts). Called by `npm start` once the database is ready; absent elsewhere.
+   */
+  share?(): Promise<void>;
   close(): Promise<void>;
 }
 
 export interface OpenDatabaseOptions {
   databaseUrl?: string | undefined;
   pgliteDir: string;
-  /** Most Postgres connections the pool opens (DATABASE_POOL_SIZE); LISTEN has one more of its own. Ignored by PGlite. */
+  /** Most Postgres connections the pool opens (DATABASE_POOL_SIZE); LISTEN has one more of its own. PGlite: those to its owner. */
   poolSize?: number | undefined;
   log?: Logger | undefined;
+  /**
+   * When another process holds the embedded database and shares it, reach it through that process (default).
+   * False for the bot and the console, which share it themselves: two of them cannot run on one PGlite.
+   */
+  throughOwner?: boolean | undefined;
 }
 
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database> {
   return opts.databaseUrl
     ? openPostgres(parsePostgresUrl(opts.databaseUrl), opts.poolSize ?? DEFAULT_POOL_SIZE, opts.log)
-    : openPglite(opts.pgliteDir, opts.log);
+    : openPglite(opts.pgliteDir, opts.log, opts.throughOwner ?? true, opts.poolSize ?? DEFAULT_POOL_SIZE);
 }
 
 // Channel names go into LISTEN unquoted on PGlite (which folds case) and quoted on Postgres: one strict form
@@ -125,9 +137,32 @@ export function poolConfig(c: PostgresConnection, extra: pg.PoolConfig = {}): pg
   };
 }
 
-async function openPostgres(conn: PostgresConnection, poolSize: number, log?: Logger): Promise<Database> {
-  const label = postgresLabel(conn);
-  const pool = new pg.Pool(poolConfig(conn, { max: poolSize }));
+/** The embedded database reached through the process that owns it (prisma/pglite-server.ts). */
+interface ThroughOwner {
+  dir: string;
+  pid: number;
+  command: string | null;
+}
+
+/**
+ * Through the owner every connection waits its turn for the one PGlite session, as the owner's own queries do (with
+ * no time limit in-process): a busy moment (`simulate` storing 32 games, measured) queued a transaction past the
+ * 10 s of CONNECT_TIMEOUT_MS with a pool of 2. Longer waits for a connection and a transaction's start, there only.
+ */
+const THROUGH_OWNER_WAIT_MS = 120_000;
+
+async function openPostgres(
+  conn: PostgresConnection,
+  poolSize: number,
+  log?: Logger,
+  owner?: ThroughOwner,
+): Promise<Database> {
+  const label = owner
+    ? `pglite:${owner.dir} (through process ${owner.pid}${owner.command ? `, \`${owner.command}\`` : ''})`
+    : postgresLabel(conn);
+  const pool = new pg.Pool(
+    poolConfig(conn, { max: poolSize, ...(owner ? { connectionTimeoutMillis: THROUGH_OWNER_WAIT_MS } : {}) }),
+  );
   // An idle client losing its connection emits 'error' on the pool; without a handler that kills the process.
   pool.on('error', (err) => log?.warn({ err: err.message, db: label }, 'idle Postgres connection lost'));
   try {
@@ -143,16 +178,23 @@ async function openPostgres(conn: PostgresConnection, poolSize: number, log?: Lo
     onPoolError: (err) => log?.warn({ err: err.message }, 'Postgres pool error'),
     onConnectionError: (err) => log?.warn({ err: err.message }, 'Postgres connection error'),
   });
-  const prisma = new PrismaClient({ adapter, transactionOptions: { maxWait: CONNECT_TIMEOUT_MS } });
-  const listener = new PgListener(conn, label, log);
+  const prisma = new PrismaClient({
+    adapter,
+    transactionOptions: { maxWait: owner ? THROUGH_OWNER_WAIT_MS : CONNECT_TIMEOUT_MS },
+  });
+  const listener = new PgListener(poolConfig(conn), label, log);
   let closed = false;
   return {
     prisma,
-    kind: 'postgres',
+    // Through the owner the data is still PGlite's (one session shared by all: see listen below).
+    kind: owner ? 'pglite' : 'postgres',
     label,
     raw: { kind: 'postgres', pool, connection: conn },
     listen: (channel, onPayload) => {
       checkChannel(channel);
+      // Every connection to the owner is the same PGlite session: its notifications reach the owner, not us, and
+      // an UNLISTEN would end the owner's. Notifications are hints and listeners poll anyway: subscribe to none.
+      if (owner) return Promise.resolve(async () => {});
       return listener.listen(channel, onPayload);
     },
     notify: async (channel, payload) => {
@@ -170,124 +212,36 @@ async function openPostgres(conn: PostgresConnection, poolSize: number, log?: Lo
 }
 
 /**
- * One dedicated connection carries every LISTEN (a pooled connection would lose them). If it drops, it is
- * re-opened with back-off and every channel re-subscribed; notifications sent while it was down are lost, so
- * listeners must treat a notification as a hint and still poll for their work.
+ * The embedded database held by another process: reached through it when it shares it (and `throughOwner`),
+ * otherwise refused with a message that says who holds it and what to do.
  */
-class PgListener {
-  private client: pg.Client | null = null;
-  private connecting: Promise<pg.Client> | null = null;
-  private readonly handlers = new Map<string, Set<(payload: string) => void>>();
-  private closed = false;
-  private retryTimer: NodeJS.Timeout | null = null;
-
-  constructor(
-    private readonly conn: PostgresConnection,
-    private readonly label: string,
-    private readonly log?: Logger,
-  ) {}
-
-  async listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
-    if (this.closed) throw new Error('database is closed');
-    let set = this.handlers.get(channel);
-    const first = !set;
-    if (!set) this.handlers.set(channel, (set = new Set()));
-    set.add(onPayload);
-    if (first) {
-      try {
-        const client = await this.connect();
-        await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-      } catch (err) {
-        set.delete(onPayload);
-        if (set.size === 0) this.handlers.delete(channel);
-        throw err;
-      }
-    }
-    let done = false;
-    return async () => {
-      if (done) return;
-      done = true;
-      const s = this.handlers.get(channel);
-      if (!s) return;
-      s.delete(onPayload);
-      if (s.size === 0) {
-        this.handlers.delete(channel);
-        if (this.client && !this.closed)
-          await this.client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
-      }
-    };
-  }
-
-  private connect(): Promise<pg.Client> {
-    if (this.client) return Promise.resolve(this.client);
-    if (!this.connecting) {
-      this.connecting = (async () => {
-        const client = new pg.Client(poolConfig(this.conn));
-        client.on('notification', (msg) => {
-          for (const h of this.handlers.get(msg.channel) ?? []) {
-            try {
-              h(msg.payload ?? '');
-            } catch (err) {
-              this.log?.error({ err, channel: msg.channel }, 'notification handler failed');
-            }
-          }
-        });
-        client.on('error', (err) => this.lost(client, err));
-        client.on('end', () => this.lost(client));
-        try {
-          await client.connect();
-        } catch (err) {
-          client.removeAllListeners('end');
-          throw new DatabaseError(describeDatabaseError(err, { label: this.label }), { cause: err });
-        }
-        this.client = client;
-        return client;
-      })().finally(() => {
-        this.connecting = null;
-      });
-    }
-    return this.connecting;
-  }
-
-  private lost(client: pg.Client, err?: Error): void {
-    if (this.client !== client) return;
-    this.client = null;
-    if (this.closed) return;
-    this.log?.warn({ err: err?.message, db: this.label }, 'LISTEN connection lost; reconnecting');
-    this.scheduleReconnect(500);
-  }
-
-  private scheduleReconnect(delay: number): void {
-    if (this.closed || this.retryTimer) return;
-    this.retryTimer = setTimeout(async () => {
-      this.retryTimer = null;
-      if (this.closed || this.handlers.size === 0) return;
-      try {
-        const client = await this.connect();
-        for (const channel of this.handlers.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-        this.log?.info({ db: this.label }, 'LISTEN connection restored');
-      } catch {
-        this.scheduleReconnect(Math.min(delay * 2, 30_000));
-      }
-    }, delay);
-    this.retryTimer.unref();
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.handlers.clear();
-    const client = this.client ?? (this.connecting ? await this.connecting.catch(() => null) : null);
-    this.client = null;
-    if (client) {
-      client.removeAllListeners('end');
-      client.on('error', () => {});
-      await client.end().catch(() => {});
-    }
+async function openHeld(
+  held: DatabaseHeldError,
+  throughOwner: boolean,
+  poolSize: number,
+  log?: Logger,
+): Promise<Database> {
+  const { dir, pid, command } = held;
+  const sharing = existsSync(socketPathFor(dir));
+  if (!sharing || !throughOwner || pid === process.pid)
+    throw new DatabaseError(heldByMessage(dir, pid, command, pid === process.pid, { sharing }), { cause: held });
+  const conn = { host: socketDirFor(dir), port: SERVED_PORT, user: 'postgres', database: 'template1' };
+  try {
+    const db = await openPostgres(conn, poolSize, log, { dir, pid, command });
+    log?.debug({ dir, pid }, 'embedded database reached through the process that owns it');
+    return db;
+  } catch (err) {
+    // It stopped (or is stopping) between the lock and the socket.
+    throw new DatabaseError(`${heldByMessage(dir, pid, command, false)} (${(err as Error).message})`, { cause: err });
   }
 }
 
-async function openPglite(dirOption: string, log?: Logger): Promise<Database> {
+async function openPglite(
+  dirOption: string,
+  log: Logger | undefined,
+  throughOwner: boolean,
+  poolSize: number,
+): Promise<Database> {
   const dir = resolve(dirOption);
   try {
     mkdirSync(dir, { recursive: true });
@@ -297,7 +251,13 @@ async function openPglite(dirOption: string, log?: Logger): Promise<Database> {
       { cause: err },
     );
   }
-  const unlock = lockDirectory(dir);
+  let unlock: () => void;
+  try {
+    unlock = lockDirectory(dir);
+  } catch (err) {
+    if (err instanceof DatabaseHeldError) return openHeld(err, throughOwner, poolSize, log);
+    throw err;
+  }
   let pglite: PGlite;
   try {
     pglite = await PGlite.create(dir);
@@ -310,6 +270,7 @@ async function openPglite(dirOption: string, log?: Logger): Promise<Database> {
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
   log?.debug({ dir }, 'embedded PGlite database open');
   let closed = false;
+  let served: ServedDatabase | null = null;
   return {
     prisma,
     kind: 'pglite',
@@ -335,10 +296,14 @@ async function openPglite(dirOption: string, log?: Logger): Promise<Database> {
       checkChannel(channel);
       await pglite.query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
+    share: async () => {
+      if (!closed && !served) served = await servePglite(pglite, dir, { log });
+    },
     close: async () => {
       if (closed) return;
       closed = true;
       try {
+        await served?.close();
         await prisma.$disconnect();
         await pglite.close();
       } finally {

@@ -17,16 +17,49 @@ export function processCommand(pid: number): string | null {
   return argv.length ? argv.join(' ') : null;
 }
 
-/** Why a second process may not open the embedded database, and exactly what to do instead. */
-export function heldByMessage(dir: string, pid: number, command: string | null, self: boolean): string {
+/** The embedded database is open in another process (or this one): who holds it, to say so or to reach it. */
+export class DatabaseHeldError extends DatabaseError {
+  override name = 'DatabaseHeldError';
+  constructor(
+    readonly dir: string,
+    readonly pid: number,
+    readonly command: string | null,
+  ) {
+    super(heldByMessage(dir, pid, command, pid === process.pid));
+  }
+}
+
+/** Only these share the embedded database with other commands while they run (prisma/pglite-server.ts). */
+const SHARING = '`npm start` (`sweetloop start`) and `sweetloop console`';
+const POSTGRES =
+  'or keep the data in Postgres: set DATABASE_URL for every process (docs/configuration.md) and run ' +
+  '`sweetloop db migrate` once.';
+
+/**
+ * Why a second process may not open the embedded database, and exactly what to do instead. `sharing`: the holder
+ * serves it to other commands, but this one is a bot or console itself (two of those cannot share one PGlite).
+ */
+export function heldByMessage(
+  dir: string,
+  pid: number,
+  command: string | null,
+  self: boolean,
+  o: { sharing?: boolean } = {},
+): string {
   if (self)
     return `the embedded database at ${dir} is already open in process ${pid} (this one): close it before opening it again.`;
+  const held = `the embedded database at ${dir} is already open in process ${pid}${command ? ` (\`${command}\`)` : ''}. `;
+  const stop = `(Ctrl-C in its terminal, or \`kill ${pid}\`: its sessions and runs are kept, and \`npm start\` resumes them)`;
+  if (o.sharing)
+    return (
+      held +
+      'It shares the database with other sweetloop commands (export, train, policy, dashboard, ...: run them in ' +
+      `another terminal now), but a second bot or console cannot run beside it: stop it first ${stop}, ${POSTGRES}`
+    );
   return (
-    `the embedded database at ${dir} is already open in process ${pid}${command ? ` (\`${command}\`)` : ''}. ` +
-    'PGlite allows one process at a time, so other sweetloop commands cannot use it while that one runs: stop it ' +
-    `(Ctrl-C in its terminal, or \`kill ${pid}\`: its sessions and runs are kept, and \`npm start\` resumes them) and ` +
-    'run this command again; or, to run commands alongside a running bot, keep the data in Postgres: set ' +
-    'DATABASE_URL for every process (docs/configuration.md) and run `sweetloop db migrate` once.'
+    held +
+    `PGlite allows one process at a time, and only ${SHARING} share it with other commands while they run: ` +
+    `let that one finish or stop it ${stop} and run this command again; ${POSTGRES}`
   );
 }
 
@@ -39,7 +72,7 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Takes the lock of `dir` for this process (or refuses, naming its holder); returns the function that frees it. */
+/** Takes the lock of `dir` for this process (or throws DatabaseHeldError, naming its holder); returns the function that frees it. */
 export function lockDirectory(dir: string): () => void {
   const lockPath = `${dir}.lock`;
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -51,8 +84,7 @@ export function lockDirectory(dir: string): () => void {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const pid = Number(readFileSync(lockPath, 'utf8').trim());
-      if (Number.isInteger(pid) && pid > 0 && isAlive(pid))
-        throw new DatabaseError(heldByMessage(dir, pid, processCommand(pid), pid === process.pid));
+      if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) throw new DatabaseHeldError(dir, pid, processCommand(pid));
       rmSync(lockPath, { force: true });
     }
   }

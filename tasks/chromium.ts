@@ -38,6 +38,11 @@ export async function launchChromium(executablePath: string, args: readonly stri
       args: [...BASE_FLAGS, ...args],
       chromiumSandbox: sandbox,
       timeout: 60_000,
+      // Playwright's own handlers would close the browser and exit(130/143) on the first signal, cutting short the
+      // process's shutdown (measured: `npm start` left its dashboard, database lock and socket behind on Ctrl-C).
+      // Each process closes its browser in its own shutdown; SIGHUP (a closed terminal) is still Playwright's.
+      handleSIGINT: false,
+      handleSIGTERM: false,
     });
   } catch (err) {
     const text = err instanceof Error ? err.message : String(err);

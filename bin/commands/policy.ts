@@ -250,11 +250,11 @@ export function registerPolicyCommands(program: Command): void {
   policy
     .command('list')
     .description(
-      'List every policy version with its kind, status and where it is served, marking those trained on erased data',
+      "List every policy version with its kind, status, whether its turns' tokens are recorded (--record-tokens) and where it is served, marking those trained on erased data",
     )
     .option('--json', 'print the versions as JSON')
     .action(async (o: { json?: boolean }) => {
-      const { servedAt } = await import('../../trainer/policies/serving.ts');
+      const { recordsTokens, servedAt } = await import('../../trainer/policies/serving.ts');
       const { ERASED_DATA_MARK, trainedOnErasedData } = await import('../../prisma/policy-store.ts');
       await withDatabase(async (db) => {
         const versions = await db.prisma.policyVersion.findMany({ orderBy: { createdAt: 'asc' } });
@@ -264,6 +264,7 @@ export function registerPolicyCommands(program: Command): void {
           kind: v.kind,
           status: v.status,
           algorithm: v.algorithm,
+          recordsTokens: recordsTokens(v, byId),
           servedAt: servedAt(v, byId),
           createdAt: v.createdAt.toISOString(),
           trainedOnErasedData: trainedOnErasedData(v),
@@ -274,12 +275,13 @@ export function registerPolicyCommands(program: Command): void {
             'no policy versions yet (`sweetloop start` creates the starter; `sweetloop policy add` registers an endpoint)',
           );
         const w = (k: 'name' | 'kind' | 'status') => Math.max(k.length, ...rows.map((r) => r[k].length));
-        const line = (a: string, b: string, c: string, d: string) =>
-          `${a.padEnd(w('name'))}  ${b.padEnd(w('kind'))}  ${c.padEnd(w('status'))}  ${d}`;
-        console.log(line('name', 'kind', 'status', 'served at'));
+        const line = (a: string, b: string, c: string, tokens: string, d: string) =>
+          `${a.padEnd(w('name'))}  ${b.padEnd(w('kind'))}  ${c.padEnd(w('status'))}  ${tokens.padEnd(6)}  ${d}`;
+        console.log(line('name', 'kind', 'status', 'tokens', 'served at'));
         for (const r of rows)
           console.log(
-            line(r.name, r.kind, r.status, r.servedAt) + (r.trainedOnErasedData ? `  ${ERASED_DATA_MARK}` : ''),
+            line(r.name, r.kind, r.status, r.recordsTokens ? 'yes' : 'no', r.servedAt) +
+              (r.trainedOnErasedData ? `  ${ERASED_DATA_MARK}` : ''),
           );
         if (rows.some((r) => r.trainedOnErasedData)) {
           console.log(

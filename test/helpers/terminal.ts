@@ -35,6 +35,11 @@ export class Terminal {
     this.child.stdin!.write(line + '\r');
   }
 
+  /** Ctrl-C, as typed: the terminal sends SIGINT to the command's processes. */
+  interrupt(): void {
+    this.child.stdin!.write('\x03');
+  }
+
   kill(): void {
     if (this.child.exitCode === null) this.child.kill('SIGTERM');
   }

@@ -137,6 +137,25 @@ export function servedAt(
   }
 }
 
+/**
+ * Whether the bot stores each agent turn's exact tokens for this version (`sweetloop policy list`): an endpoint's
+ * serving.recordTokens, an adapter's endpoint's; never for Sweetloop's own engines, which the bot asks for no
+ * logprobs (bot/runtime.ts defaultLoadAgent) and whose tokens the trainer recomputes from the text.
+ */
+export function recordsTokens(
+  v: Pick<PolicyVersion, 'name' | 'kind' | 'serving'>,
+  versions: ReadonlyMap<string, PolicyVersion> = new Map(),
+): boolean {
+  try {
+    if (v.kind === 'endpoint') return servingOf(v).recordTokens === true;
+    if (v.kind !== 'adapter') return false;
+    const e = versions.get(adapterRefOf(v).endpointVersionId);
+    return e?.kind === 'endpoint' && servingOf(e).recordTokens === true;
+  } catch {
+    return false;
+  }
+}
+
 /** Why a gguf version without a Hugging Face directory cannot be trained from (one sentence, for the trainer). */
 export function ggufNeedsBaseModelDir(name: string): string {
   return `policy version "${name}" is a GGUF file (quantized weights for inference only): training from it needs the same model's Hugging Face directory; register it with --base-model-dir DIR (sweetloop policy add NAME --gguf FILE --base-model-dir DIR)`;

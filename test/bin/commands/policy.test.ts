@@ -72,11 +72,11 @@ describe('sweetloop policy', () => {
     const list = await sweetloop(['policy', 'list']);
     expect(list.code, list.stderr).toBe(0);
     const lines = list.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^name\s+kind\s+status\s+served at$/);
-    expect(lines[1]).toMatch(/^starter-1\s+checkpoint\s+deployed\s+\/ckpt\/starter$/);
+    expect(lines[0]).toMatch(/^name\s+kind\s+status\s+tokens\s+served at$/);
+    expect(lines[1]).toMatch(/^starter-1\s+checkpoint\s+deployed\s+no\s+\/ckpt\/starter$/);
     expect(lines[2]).toMatch(
       new RegExp(
-        `^llama-8b\\s+endpoint\\s+candidate\\s+${server.url.replace(/[.]/g, '\\.')} meta-llama/Llama-3\\.1-8B-Instruct$`,
+        `^llama-8b\\s+endpoint\\s+candidate\\s+no\\s+${server.url.replace(/[.]/g, '\\.')} meta-llama/Llama-3\\.1-8B-Instruct$`,
       ),
     );
     const json = JSON.parse((await sweetloop(['policy', 'list', '--json'])).stdout) as { name: string; kind: string }[];
@@ -171,6 +171,8 @@ describe('sweetloop policy', () => {
       expect(add.stdout).toContain("max 1024 tokens; records each agent turn's tokens (revision f00dcafe)");
       const row = () => t.prisma.policyVersion.findUniqueOrThrow({ where: { name: 'rec' } });
       expect((await row()).serving).toMatchObject({ recordTokens: true, revision: 'f00dcafe' });
+      const listed = (await sweetloop(['policy', 'list'])).stdout.split('\n').find((l) => l.startsWith('rec '));
+      expect(listed).toMatch(/^rec\s+endpoint\s+candidate\s+yes\s+/);
 
       // A turn of the version, as the bot stores it: its tokens recorded under the served model and revision.
       const task = await t.prisma.task.create({

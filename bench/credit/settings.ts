@@ -23,6 +23,7 @@ export const overridesSchema = trainConfigSchema
     pairGapQuantile: true,
     stateFraction: true,
     candidates: true,
+    pairsPerState: true,
     nllCoefficient: true,
     rankingReference: true,
   })

@@ -189,7 +189,7 @@ describe('sweetloop policy add --adapter / update / remove', () => {
     const list = await sweetloop(['policy', 'list']);
     expect(list.stdout).toMatch(
       new RegExp(
-        `^tuned\\s+adapter\\s+removed\\s+on llama-8b \\(${second.url.replace(/[.]/g, '\\.')} ${BASE.replace(/[.]/g, '\\.')}\\) \\+ adapter ${adapterName} \\(${join(adaptersDir, 'tuned').replace(/[.]/g, '\\.')}\\)$`,
+        `^tuned\\s+adapter\\s+removed\\s+no\\s+on llama-8b \\(${second.url.replace(/[.]/g, '\\.')} ${BASE.replace(/[.]/g, '\\.')}\\) \\+ adapter ${adapterName} \\(${join(adaptersDir, 'tuned').replace(/[.]/g, '\\.')}\\)$`,
         'm',
       ),
     );

@@ -27,9 +27,12 @@ export function greedyTable(rows: readonly PolicyRow[]): string[] {
 export function statesTable(rows: readonly Pick<PolicyRow, 'policy' | 'states'>[]): string[] {
   const lines = [
     "move probabilities % by state (useful / repeated / useless / answer; covered = mass on the demonstrator's messages);",
-    '  key contrast: log P(ask a key | its value not told) - log P(same | told), 0 when keys are chosen by name alone:',
+    '  key contrast: log P(ask a key | its value not told) - log P(same | told), 0 when keys are chosen by name alone;',
+    '  repeats after 2 values: % asking again the key told first / last (avoiding only the last key repeats the first):',
   ];
-  lines.push(`  ${'policy'.padEnd(18)} ${CANONICAL_STATES.map((s) => s.padEnd(30)).join(' ')} key contrast (nats)`);
+  lines.push(
+    `  ${'policy'.padEnd(18)} ${CANONICAL_STATES.map((s) => s.padEnd(30)).join(' ')} key contrast (nats)  repeats after 2`,
+  );
   for (const r of rows) {
     const cells = CANONICAL_STATES.map((s) => {
       const p = r.states.byState[s];
@@ -37,7 +40,10 @@ export function statesTable(rows: readonly Pick<PolicyRow, 'policy' | 'states'>[
         30,
       );
     });
-    lines.push(`  ${r.policy.padEnd(18)} ${cells.join(' ')} ${r.states.keyContrast.toFixed(3)}`);
+    const { earlier, last } = r.states.repeatAfterTwo;
+    lines.push(
+      `  ${r.policy.padEnd(18)} ${cells.join(' ')} ${r.states.keyContrast.toFixed(3).padEnd(20)} ${(earlier * 100).toFixed(0)} / ${(last * 100).toFixed(0)}`,
+    );
   }
   return lines;
 }

@@ -49,6 +49,7 @@ export async function stateProbabilities(
     CANONICAL_STATES.map((s) => [s, { useful: 0, repeated: 0, useless: 0, answer: 0, covered: 0, n: 0 }]),
   ) as Record<CanonicalState, MoveProbabilities & { n: number }>;
   const keyed = { told: [] as number[], untold: [] as number[] };
+  const recency = { earlier: 0, last: 0, n: 0 };
   for (const t of tasks) {
     for (const v of canonicalStates(t.reference)) {
       const moves = canonicalMoves(t.reference, v, o.design);
@@ -67,7 +68,10 @@ export async function stateProbabilities(
         acc.covered += p;
         if ((m.move === 'useful' || m.move === 'repeated') && v.state !== 'first message')
           keyed[m.move === 'useful' ? 'untold' : 'told'].push(logp);
+        if (v.state === 'after 2 values' && m.move === 'repeated')
+          recency[m.key === v.told[0] ? 'earlier' : 'last'] += p;
       });
+      if (v.state === 'after 2 values') recency.n++;
       acc.n++;
     }
   }
@@ -88,6 +92,7 @@ export async function stateProbabilities(
       }),
     ) as Record<CanonicalState, MoveProbabilities>,
     keyContrast: mean(keyed.untold) - mean(keyed.told),
+    repeatAfterTwo: { earlier: recency.earlier / Math.max(1, recency.n), last: recency.last / Math.max(1, recency.n) },
   };
 }
 
@@ -100,6 +105,11 @@ export interface StateReading {
    * log(0.35/2) - log(0.5) = -1.05 after one value, the optimum a large positive number.
    */
   keyContrast: number;
+  /**
+   * After 2 values, the probability of asking again the key told first and the key told last: a policy that avoids
+   * only the key just told repeats the earlier one as often as it asks the untold one.
+   */
+  repeatAfterTwo: { earlier: number; last: number };
 }
 
 export interface CriticGate {

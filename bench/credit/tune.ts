@@ -159,7 +159,10 @@ for (const seed of seedsToRun) {
             `${s}: U ${m.useful.toFixed(2)} R ${m.repeated.toFixed(2)} X ${m.useless.toFixed(2)} A ${m.answer.toFixed(2)}`,
         )
         .join('; ');
-      log(`${method} ${JSON.stringify(overrides)}: key contrast ${r.states.keyContrast.toFixed(3)} nats; ${byState}`);
+      const { earlier, last } = r.states.repeatAfterTwo;
+      log(
+        `${method} ${JSON.stringify(overrides)}: key contrast ${r.states.keyContrast.toFixed(3)} nats; ${byState}; after 2 values R = the key told first ${earlier.toFixed(2)} + last ${last.toFixed(2)}`,
+      );
       log(
         `${method} ${JSON.stringify(overrides)}: sampled score ${(r.sampled.score.estimate * 100).toFixed(1)} %, success ${(r.sampled.success.estimate * 100).toFixed(1)} %, greedy ${r.greedy.path}`,
       );

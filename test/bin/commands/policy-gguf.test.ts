@@ -107,7 +107,7 @@ describe('sweetloop policy add --gguf', () => {
     const list = await sweetloop(['policy', 'list']);
     expect(list.stdout).toMatch(
       new RegExp(
-        `foreign\\s+gguf\\s+deployed\\s+${foreign.file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(GGUF F16, llama\\.cpp\\)`,
+        `foreign\\s+gguf\\s+deployed\\s+no\\s+${foreign.file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(GGUF F16, llama\\.cpp\\)`,
       ),
     );
 

@@ -2,7 +2,7 @@
 // data, trains (resuming an unfinished run first), evaluates the candidate against the deployed version and
 // promotes it through the gate (with PROMOTION_HUMAN_AB_SHARE, into an A/B experiment with people). One run
 // at a time across processes: on Postgres a session-level advisory lock held for the whole run (a second
-// trainer waits, not trains); PGlite allows one process by construction.
+// trainer waits, not trains); PGlite allows one process by construction, and refuses the service through its owner.
 // Before counting data it asks `plan` what it would train on (trainer/training-source.ts): when it cannot train
 // (an endpoint without a local base model, nothing deployed...) it says so once, creates no run, shows it in
 // its status (readiness and the sweetloop_trainer_state gauge, bin/commands/trainer.ts) and looks again at the
@@ -24,6 +24,12 @@ export interface TrainerLock {
  * process, so the lock is a process-local flag.
  */
 export async function tryTrainerLock(db: Database): Promise<TrainerLock | null> {
+  // Through the process that owns the embedded database every connection is PGlite's one session, where an
+  // advisory lock admits any number of takers (prisma/pglite-server.ts): no lock, so no service.
+  if (db.kind === 'pglite' && db.raw.kind === 'postgres')
+    throw new Error(
+      `the trainer service cannot run beside the process that holds the embedded database (${db.label}): its one-run-at-a-time lock needs the database to itself. Stop that process first, or keep the data in Postgres (DATABASE_URL) and run both.`,
+    );
   if (db.raw.kind === 'postgres') {
     const client: pg.PoolClient = await db.raw.pool.connect();
     try {

@@ -12,6 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../prisma/db.ts';
 import { lastReadyStatus, servePglite, socketDirFor, type ServedDatabase } from '../../prisma/pglite-server.ts';
+import { tryTrainerLock } from '../../trainer/service.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'sweetloop-pglite-server-'));
 const dir = join(root, 'pglite');
@@ -155,6 +156,10 @@ describe('openDatabase while another process owns the embedded database', () => 
       expect(other.kind).toBe('pglite');
       expect(other.label.startsWith(`pglite:${ownerDir} (through process ${owner.pid}`)).toBe(true);
       expect(await other.prisma.$queryRawUnsafe('SELECT body FROM note')).toEqual([{ body: 'from the owner' }]);
+      // Its one session would let every trainer service take the trainer lock: the service refuses instead.
+      await expect(tryTrainerLock(other)).rejects.toThrow(
+        'the trainer service cannot run beside the process that holds',
+      );
     } finally {
       await other.close();
     }

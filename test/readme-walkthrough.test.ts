@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runSweetloop } from '../testing/sweetloop-cli.ts';
 import { makeTinyCheckpoint } from '../testing/tiny-checkpoint.ts';
-import { Terminal, hasScript } from './helpers/terminal.ts';
+import { Terminal, consoleEnv, hasScript } from './helpers/terminal.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -79,18 +79,12 @@ describe('the README, in order, on a fresh clone', () => {
     it('start, export (too few, then one), a session, policy list, the dashboard twice, a second start refused', async () => {
       const ckpt = await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 });
       const port = await freePort();
-      const env: NodeJS.ProcessEnv = {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        TERM: 'dumb',
-        PGLITE_DIR: join(dir, 'pglite'),
-        CHECKPOINT_DIR: join(dir, 'checkpoints'),
+      const env = consoleEnv(dir, {
         POLICY_MODEL_DIR: ckpt,
         MAX_TURNS: '2',
         LOG_LEVEL: 'warn',
-        DISCORD_TOKEN: '',
         DASHBOARD_PORT: String(port),
-      };
+      });
       const sweetloop = async (args: string[]) => {
         const r = await runSweetloop(args, { env, timeoutMs: 120_000 });
         return { ...r, said: `sweetloop ${args.join(' ')} (exit ${r.code}):\n${r.stdout}\n${r.stderr}` };

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSweetloop } from '../../testing/sweetloop-cli.ts';
 import { makeForeignGguf } from '../../testing/tiny-checkpoint.ts';
 import { openDatabase } from '../../prisma/db.ts';
-import { Terminal, hasScript } from '../helpers/terminal.ts';
+import { Terminal, consoleEnv, hasScript } from '../helpers/terminal.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -25,17 +25,7 @@ describe.skipIf(!hasScript)('console session on a foreign GGUF model', () => {
 
   it('plays a session on it after `policy add --gguf --deploy`', async () => {
     const foreign = await makeForeignGguf(join(dir, 'foreign.gguf'));
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      TERM: 'dumb',
-      PGLITE_DIR: join(dir, 'pglite'),
-      CHECKPOINT_DIR: join(dir, 'checkpoints'),
-      MODELS_DIR: join(dir, 'models'),
-      MAX_TURNS: '2',
-      LOG_LEVEL: 'warn',
-      DISCORD_TOKEN: '',
-    };
+    const env = consoleEnv(dir, { MODELS_DIR: join(dir, 'models'), MAX_TURNS: '2', LOG_LEVEL: 'warn' });
     const migrate = await runSweetloop(['db', 'migrate'], { env, timeoutMs: 180_000 });
     expect(migrate.code, migrate.stderr).toBe(0);
     const add = await runSweetloop(

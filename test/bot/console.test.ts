@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../prisma/db.ts';
 import { makeTinyCheckpoint } from '../../testing/tiny-checkpoint.ts';
-import { Terminal, hasScript } from '../helpers/terminal.ts';
+import { Terminal, consoleEnv, hasScript } from '../helpers/terminal.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -26,18 +26,8 @@ describe.skipIf(!hasScript)('console channel (npm start without DISCORD_TOKEN)',
 
   it('runs one session in a terminal: consent, hidden code, chat, answer, evaluation, rating', async () => {
     const ckpt = await makeTinyCheckpoint({ dir: join(dir, 'tiny'), maxPositionEmbeddings: 16384 });
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      TERM: 'dumb',
-      PGLITE_DIR: join(dir, 'pglite'),
-      CHECKPOINT_DIR: join(dir, 'checkpoints'),
-      POLICY_MODEL_DIR: ckpt,
-      // Two agent turns: a question, then (by the ColBench rule) the answer.
-      MAX_TURNS: '2',
-      LOG_LEVEL: 'warn',
-      DISCORD_TOKEN: '',
-    };
+    // Two agent turns: a question, then (by the ColBench rule) the answer.
+    const env = consoleEnv(dir, { POLICY_MODEL_DIR: ckpt, MAX_TURNS: '2', LOG_LEVEL: 'warn' });
     term = new Terminal('npm start --silent', env, ROOT);
     let at = await term.expect('Do you accept? [y/N]');
     term.type('y');

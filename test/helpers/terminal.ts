@@ -1,8 +1,25 @@
 // A command run in a pseudo-terminal (util-linux `script`), as a person at a terminal runs it: for the tests
 // that drive `npm start`. `hasScript` is false where `script` is missing (those tests skip).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 
 export const hasScript = spawnSync('script', ['--version']).status === 0;
+
+/**
+ * The environment of a console run in `dir` (no Discord token; the embedded database and checkpoints there), with
+ * nothing else of the caller's inherited but PATH and HOME, plus `extra`.
+ */
+export function consoleEnv(dir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TERM: 'dumb',
+    PGLITE_DIR: join(dir, 'pglite'),
+    CHECKPOINT_DIR: join(dir, 'checkpoints'),
+    DISCORD_TOKEN: '',
+    ...extra,
+  };
+}
 
 export class Terminal {
   out = '';

@@ -14,7 +14,7 @@ import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
 import { openDatabase } from '../../../prisma/db.ts';
 import { checkpointSha256 } from '../../../trainer/model/checkpoint.ts';
 import { shippedStarterDir, starterVersionName } from '../../../trainer/recipes/starter.ts';
-import { Terminal, hasScript } from '../../helpers/terminal.ts';
+import { Terminal, consoleEnv, hasScript } from '../../helpers/terminal.ts';
 import { runSweetloop, SWEETLOOP_ENTRY } from '../../../testing/sweetloop-cli.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
@@ -129,16 +129,7 @@ describe.skipIf(!hasScript)('npm start on a first run', () => {
   });
 
   it('reaches the first question on the shipped starter and explains what is missing', async () => {
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      TERM: 'dumb',
-      PGLITE_DIR: join(dir, 'pglite'),
-      CHECKPOINT_DIR: join(dir, 'checkpoints'),
-      CHROMIUM_PATH: join(dir, 'no-chromium'),
-      BWRAP_BIN: join(dir, 'no-bwrap'),
-      DISCORD_TOKEN: '',
-    };
+    const env = consoleEnv(dir, { CHROMIUM_PATH: join(dir, 'no-chromium'), BWRAP_BIN: join(dir, 'no-bwrap') });
     term = new Terminal('npm start --silent', env, ROOT);
     let at = await term.expect('lacks what some of it needs');
     at = await term.expect('apt-get install -y chromium bubblewrap', at);

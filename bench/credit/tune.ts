@@ -39,6 +39,8 @@ const { values: a } = parseArgs({
     // Actor cells of SWEET-RL and the oracle control to try instead of POLICY_GRID.actor (the first trains the run
     // and collects its candidates; the rest reuse them), as a JSON list of overrides.
     'actor-grid': { type: 'string' },
+    // An earlier run's ranked candidates (its actor-pairs.jsonl): every actor cell trains on them, none collects.
+    'pairs-from': { type: 'string' },
     out: { type: 'string' },
     // Choose from the cells of earlier runs (their JSON lines, one file each, comma-separated) instead of running.
     merge: { type: 'string' },
@@ -205,17 +207,26 @@ for (const seed of seedsToRun) {
     }
     for (const m of ['sweet', 'oracle'] as Method[]) {
       if (!only.has(m)) continue;
-      const [first, ...rest] = a['actor-grid']
+      const grid = a['actor-grid']
         ? z
             .array(overridesSchema)
             .min(1)
             .parse(JSON.parse(String(a['actor-grid'])))
         : POLICY_GRID.actor;
+      const [first, ...rest] = grid as [Overrides, ...Overrides[]];
       const base = { ...(m === 'sweet' ? criticChoice : {}), ...actorBase };
-      const run = await trainMethod(p, m, { ...base, ...first });
-      await record(m, { ...base, ...first }, run.version);
-      const pairsFile = join(run.runDir, 'actor-pairs.jsonl');
-      for (const [i, o] of rest.entries())
+      let pairsFile: string;
+      let actorCells = rest;
+      if (a['pairs-from']) {
+        // The candidates do not depend on the actor's settings: every cell, the first too, trains on the given ones.
+        pairsFile = resolve(String(a['pairs-from']));
+        actorCells = [first, ...rest];
+      } else {
+        const run = await trainMethod(p, m, { ...base, ...first });
+        await record(m, { ...base, ...first }, run.version);
+        pairsFile = join(run.runDir, 'actor-pairs.jsonl');
+      }
+      for (const [i, o] of actorCells.entries())
         await record(m, { ...base, ...o }, await actorFromPairs(p, pairsFile, { ...base, ...o }, `${m}-cell-${i + 1}`));
     }
   } finally {

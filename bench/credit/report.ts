@@ -28,10 +28,11 @@ export function statesTable(rows: readonly Pick<PolicyRow, 'policy' | 'states'>[
   const lines = [
     "move probabilities % by state (useful / repeated / useless / answer; covered = mass on the demonstrator's messages);",
     '  key contrast: log P(ask a key | its value not told) - log P(same | told), 0 when keys are chosen by name alone;',
-    '  repeats after 2 values: % asking again the key told first / last (avoiding only the last key repeats the first):',
+    '  repeats after 2 values: % asking again the key told first / last (avoiding only the last key repeats the first);',
+    '  useful after 2 values by the key left to ask (a state read for some keys only shows as unequal shares):',
   ];
   lines.push(
-    `  ${'policy'.padEnd(18)} ${CANONICAL_STATES.map((s) => s.padEnd(30)).join(' ')} key contrast (nats)  repeats after 2`,
+    `  ${'policy'.padEnd(18)} ${CANONICAL_STATES.map((s) => s.padEnd(30)).join(' ')} key contrast (nats)  repeats after 2  useful after 2 by key left`,
   );
   for (const r of rows) {
     const cells = CANONICAL_STATES.map((s) => {
@@ -42,7 +43,11 @@ export function statesTable(rows: readonly Pick<PolicyRow, 'policy' | 'states'>[
     });
     const { earlier, last } = r.states.repeatAfterTwo;
     lines.push(
-      `  ${r.policy.padEnd(18)} ${cells.join(' ')} ${r.states.keyContrast.toFixed(3).padEnd(20)} ${(earlier * 100).toFixed(0)} / ${(last * 100).toFixed(0)}`,
+      `  ${r.policy.padEnd(18)} ${cells.join(' ')} ${r.states.keyContrast.toFixed(3).padEnd(20)} ${`${(earlier * 100).toFixed(0)} / ${(last * 100).toFixed(0)}`.padEnd(16)} ${Object.entries(
+        r.states.usefulAfterTwoByKey,
+      )
+        .map(([k, u]) => `${k} ${(u * 100).toFixed(0)}`)
+        .join(', ')}`,
     );
   }
   return lines;

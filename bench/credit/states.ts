@@ -50,6 +50,7 @@ export async function stateProbabilities(
   ) as Record<CanonicalState, MoveProbabilities & { n: number }>;
   const keyed = { told: [] as number[], untold: [] as number[] };
   const recency = { earlier: 0, last: 0, n: 0 };
+  const byLeft = new Map<string, { useful: number; n: number }>();
   for (const t of tasks) {
     for (const v of canonicalStates(t.reference)) {
       const moves = canonicalMoves(t.reference, v, o.design);
@@ -70,6 +71,12 @@ export async function stateProbabilities(
           keyed[m.move === 'useful' ? 'untold' : 'told'].push(logp);
         if (v.state === 'after 2 values' && m.move === 'repeated')
           recency[m.key === v.told[0] ? 'earlier' : 'last'] += p;
+        if (v.state === 'after 2 values' && m.move === 'useful' && m.key) {
+          // One useful move a variant: the key left to ask.
+          const b = byLeft.get(m.key) ?? byLeft.set(m.key, { useful: 0, n: 0 }).get(m.key)!;
+          b.useful += p;
+          b.n++;
+        }
       });
       if (v.state === 'after 2 values') recency.n++;
       acc.n++;
@@ -93,6 +100,9 @@ export async function stateProbabilities(
     ) as Record<CanonicalState, MoveProbabilities>,
     keyContrast: mean(keyed.untold) - mean(keyed.told),
     repeatAfterTwo: { earlier: recency.earlier / Math.max(1, recency.n), last: recency.last / Math.max(1, recency.n) },
+    usefulAfterTwoByKey: Object.fromEntries(
+      [...byLeft].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, b]) => [k, b.useful / b.n]),
+    ),
   };
 }
 
@@ -110,6 +120,11 @@ export interface StateReading {
    * only the key just told repeats the earlier one as often as it asks the untold one.
    */
   repeatAfterTwo: { earlier: number; last: number };
+  /**
+   * After 2 values, the probability of asking the one key left, by that key: a policy that reads the state for some
+   * keys only (asks one key whenever it is untold, and picks between the others by chance) shows here.
+   */
+  usefulAfterTwoByKey: Record<string, number>;
 }
 
 export interface CriticGate {

@@ -163,7 +163,11 @@ for (const seed of seedsToRun) {
         .join('; ');
       const { earlier, last } = r.states.repeatAfterTwo;
       log(
-        `${method} ${JSON.stringify(overrides)}: key contrast ${r.states.keyContrast.toFixed(3)} nats; ${byState}; after 2 values R = the key told first ${earlier.toFixed(2)} + last ${last.toFixed(2)}`,
+        `${method} ${JSON.stringify(overrides)}: key contrast ${r.states.keyContrast.toFixed(3)} nats; ${byState}; after 2 values R = the key told first ${earlier.toFixed(2)} + last ${last.toFixed(2)}, U by the key left ${Object.entries(
+          r.states.usefulAfterTwoByKey,
+        )
+          .map(([k, u]) => `${k} ${u.toFixed(2)}`)
+          .join(', ')}`,
       );
       log(
         `${method} ${JSON.stringify(overrides)}: sampled score ${(r.sampled.score.estimate * 100).toFixed(1)} %, success ${(r.sampled.success.estimate * 100).toFixed(1)} %, greedy ${r.greedy.path}`,

@@ -39,7 +39,8 @@ const { values: a } = parseArgs({
     // Actor cells of SWEET-RL and the oracle control to try instead of POLICY_GRID.actor (the first trains the run
     // and collects its candidates; the rest reuse them), as a JSON list of overrides.
     'actor-grid': { type: 'string' },
-    // An earlier run's ranked candidates (its actor-pairs.jsonl): every actor cell trains on them, none collects.
+    // An earlier run's ranked candidates (its actor-pairs.jsonl, ranked by one method: --only names that one): every
+    // actor cell trains on them, none collects; the candidates' own settings (state fraction, pairs a state) are that run's.
     'pairs-from': { type: 'string' },
     out: { type: 'string' },
     // Choose from the cells of earlier runs (their JSON lines, one file each, comma-separated) instead of running.
@@ -80,6 +81,10 @@ export const POLICY_GRID: Record<'rft' | 'mtdpo' | 'actor', Overrides[]> = {
 const t0 = Date.now();
 const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);
 const only = new Set(String(a.only).split(','));
+if (a['pairs-from'] && ['critic', 'rft', 'mtdpo', 'sweet', 'oracle'].filter((m) => only.has(m)).length !== 1)
+  throw new Error(
+    "--pairs-from holds one ranker's candidates: name the one method they were ranked for in --only (sweet or oracle)",
+  );
 
 /** An actor trained on a finished run's ranked candidates with other settings (trainer/actor.ts actorPhase). */
 async function actorFromPairs(p: PreparedSeed, pairsFile: string, o: Overrides, label: string): Promise<PolicyVersion> {

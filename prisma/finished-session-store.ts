@@ -6,7 +6,8 @@ import type { EvaluationOutcome } from '../tasks/scorer.ts';
 import { recordActiveTimes } from './active-time-store.ts';
 import { SIMULATED_ROLE } from './cohorts.ts';
 import type { PrismaClient } from './generated/client.ts';
-import { agentTurnData, evaluationData, sessionReward, turnTokensOf, type AgentTurnInput } from './session-store.ts';
+import { agentTurnData, turnTokensOf, type AgentTurnInput } from './session-store.ts';
+import { evaluationData, sessionReward } from './evaluation-store.ts';
 
 /** The participant standing for a simulated collaborator ("sim:<name>"), created on first use. */
 export async function simulatedParticipant(prisma: PrismaClient, collaborator: string): Promise<string> {

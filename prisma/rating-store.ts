@@ -1,9 +1,10 @@
-// The person's rating of an answered session and its comment, and the reward the rating implies (session-store.ts
+// The person's rating of an answered session and its comment, and the reward the rating implies (evaluation-store.ts
 // sessionReward, written by its rewardSql): each a single statement, since ratings arrive in bursts when hundreds
 // of people finish at once (bench:bot).
 import { randomUUID } from 'node:crypto';
 import { Prisma, type PrismaClient } from './generated/client.ts';
-import { asModelError, rewardSql } from './session-store.ts';
+import { asModelError } from './session-store.ts';
+import { rewardSql } from './evaluation-store.ts';
 
 /**
  * Stores (or replaces) a 1-5 rating and recomputes the reward when the session is evaluated, in one statement

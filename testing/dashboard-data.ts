@@ -6,7 +6,8 @@
 import type { Database } from '../prisma/db.ts';
 import { importTasks } from '../prisma/task-store.ts';
 import { acceptConsent } from '../prisma/participant-store.ts';
-import { appendAgentTurn, appendHumanTurn, createSession, recordEvaluation } from '../prisma/session-store.ts';
+import { appendAgentTurn, appendHumanTurn, createSession } from '../prisma/session-store.ts';
+import { recordEvaluation } from '../prisma/evaluation-store.ts';
 import { storeFinishedSession } from '../prisma/finished-session-store.ts';
 import { recordComment, recordRating } from '../prisma/rating-store.ts';
 import {

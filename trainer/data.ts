@@ -7,7 +7,7 @@ import { trajectoryKey, type Trajectory } from './pairs.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
 import type { TaskKind, TaskSplit } from '../tasks/model.ts';
-import { sessionReward } from '../prisma/session-store.ts';
+import { sessionReward } from '../prisma/evaluation-store.ts';
 import { taskContent } from '../prisma/task-store.ts';
 import { refreshQuality } from '../prisma/quality-store.ts';
 import {

@@ -2,7 +2,7 @@
 // stored first stands), and the person's rating and comment.
 import { UniqueViolationError, toDatabaseError } from '../../prisma/errors.ts';
 import { findParticipant } from '../../prisma/participant-store.ts';
-import { outcomeOf, recordEvaluation, type StudyCompletion } from '../../prisma/session-store.ts';
+import { outcomeOf, recordEvaluation, type StudyCompletion } from '../../prisma/evaluation-store.ts';
 import { rateOwnSession, recordComment } from '../../prisma/rating-store.ts';
 import { taskContent } from '../../prisma/task-store.ts';
 import type { EvaluationOutcome } from '../../tasks/scorer.ts';

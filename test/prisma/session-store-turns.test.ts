@@ -13,13 +13,8 @@ import { openDatabase } from '../../prisma/db.ts';
 import { migrate } from '../../prisma/migrate.ts';
 import { builtinTasks } from '../../tasks/library.ts';
 import { importTasks } from '../../prisma/task-store.ts';
-import {
-  appendAgentTurn,
-  appendHumanTurn,
-  createSession,
-  recordEvaluation,
-  sessionReward,
-} from '../../prisma/session-store.ts';
+import { appendAgentTurn, appendHumanTurn, createSession } from '../../prisma/session-store.ts';
+import { recordEvaluation, sessionReward } from '../../prisma/evaluation-store.ts';
 import { recordRating, rateOwnSession } from '../../prisma/rating-store.ts';
 import { toDatabaseError, UniqueViolationError } from '../../prisma/errors.ts';
 import { recordActiveTimes } from '../../prisma/active-time-store.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { rewardPairCount, rewardPairs, topBottomPairs, widestGaps } from '../../trainer/pairs.ts';
-import { sessionReward as blendedReward } from '../../prisma/session-store.ts';
+import { sessionReward as blendedReward } from '../../prisma/evaluation-store.ts';
 
 describe('reward blending', () => {
   it('uses the score alone by default and blends the rating when asked', () => {

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { builtinTasks } from '../../../tasks/library.ts';
 import type { BackendTask, TaskRecord } from '../../../tasks/model.ts';
-import { appendAgentTurn, appendHumanTurn, createSession, recordEvaluation } from '../../../prisma/session-store.ts';
+import { appendAgentTurn, appendHumanTurn, createSession } from '../../../prisma/session-store.ts';
+import { recordEvaluation } from '../../../prisma/evaluation-store.ts';
 import { recordRating } from '../../../prisma/rating-store.ts';
 import { BotHarness, scriptedAgent } from './harness.ts';
 

@@ -16,7 +16,8 @@ import type { SweetRlTrajectory } from '../../../bot/export/sweet-rl.ts';
 import type { ExportRecord } from '../../../bot/export/record.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
-import { appendAgentTurn, recordEvaluation } from '../../../prisma/session-store.ts';
+import { appendAgentTurn } from '../../../prisma/session-store.ts';
+import { recordEvaluation } from '../../../prisma/evaluation-store.ts';
 import { createStudy, setStudyConsent, type StudyWithArms } from '../../../prisma/study-store.ts';
 import { scriptedAgent } from '../discord/harness.ts';
 

@@ -15,7 +15,8 @@ import { exportSessions } from '../../../bot/export/export.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
 import { acceptConsent } from '../../../prisma/participant-store.ts';
-import { appendAgentTurn, appendHumanTurn, createSession, recordEvaluation } from '../../../prisma/session-store.ts';
+import { appendAgentTurn, appendHumanTurn, createSession } from '../../../prisma/session-store.ts';
+import { recordEvaluation } from '../../../prisma/evaluation-store.ts';
 import { createStudy, findStudy } from '../../../prisma/study-store.ts';
 import { studyProgress } from '../../../bot/study-progress.ts';
 

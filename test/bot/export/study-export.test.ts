@@ -14,7 +14,8 @@ import type { SweetRlTrajectory } from '../../../bot/export/sweet-rl.ts';
 import { builtinTasks } from '../../../tasks/library.ts';
 import { importTasks } from '../../../prisma/task-store.ts';
 import { acceptConsent } from '../../../prisma/participant-store.ts';
-import { appendAgentTurn, appendHumanTurn, createSession, recordEvaluation } from '../../../prisma/session-store.ts';
+import { appendAgentTurn, appendHumanTurn, createSession } from '../../../prisma/session-store.ts';
+import { recordEvaluation } from '../../../prisma/evaluation-store.ts';
 import { consentSha256, createStudy, defaultStudy, type StudyWithArms } from '../../../prisma/study-store.ts';
 
 const SALT = 'study-export-salt';

@@ -29,21 +29,19 @@
 //                             --diagnostic-global-rps N (a diagnostic only: discord.js's client-side global limit
 //                             raised to N a second, to see what the limit costs; Discord's own stays 50)]
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fork, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { builtinTasks } from '../tasks/library.ts';
-import { percentile } from '../tasks/stats.ts';
 import { importTasks } from '../prisma/task-store.ts';
 import { deployPolicyByName } from '../prisma/deployment-store.ts';
 import { registerEndpointVersion } from '../trainer/policies/registry.ts';
 import { FakeDiscord, type InteractionRecord, type Shown } from '../testing/fake-discord.ts';
 import { createTestDatabase } from '../testing/database.ts';
 import { Rng } from '../tasks/random.ts';
+import { overlap, printPhases, round, stat, union, type RestRecord } from './bot-report.ts';
+import { personKey, startBot, startModelServer } from './bot-processes.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -85,107 +83,12 @@ if (TURNS < 2) throw new Error('--turns must be at least 2 (a question, then the
 if (!(TOKEN_DELAY_MS >= 0)) throw new Error(`--token-delay-ms must be a number >= 0, got ${args['token-delay-ms']}`);
 const WAIT_MS = 600_000;
 
-type RestRecord = { method: string; route: string; queuedAt: number; waitMs: number | null };
-type Stat = { n: number; p50: number; p99: number; max: number };
-const stat = (xs: number[]): Stat => ({
-  n: xs.length,
-  p50: round(percentile(xs, 50)),
-  p99: round(percentile(xs, 99)),
-  max: round(xs.length ? Math.max(...xs) : NaN),
-});
-const round = (x: number, d = 1) => Number(x.toFixed(d));
-/** Intervals [from, to] merged where they overlap, in order. */
-function union(xs: [number, number][]): [number, number][] {
-  const out: [number, number][] = [];
-  for (const [a, b] of [...xs].sort((x, y) => x[0] - y[0])) {
-    const last = out.at(-1);
-    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
-    else out.push([a, b]);
-  }
-  return out;
-}
-/** Total length of the overlap of two merged interval lists. */
-function overlap(xs: [number, number][], ys: [number, number][]): number {
-  let total = 0;
-  for (const [a, b] of xs) for (const [c, d] of ys) if (c < b && d > a) total += Math.min(b, d) - Math.max(a, c);
-  return total;
-}
-
-/** What makes a person's message unique in the run: the server's time on the reply to it is looked up by it. */
-const personKey = (k: number, n: number, p: number) => `Reply ${k} from person ${n} of phase ${p}`;
-const PERSON_MESSAGE = /Reply \d+ from person \d+ of phase \d+/;
-
-/** The reply every agent turn gets: MAX_TOKENS words, then the answer on the last turn (the endpoint repeats it). */
-async function startModelServer(): Promise<{ url: string; close: () => void; servedMs: Map<string, number> }> {
-  const words = Array.from({ length: MAX_TOKENS }, (_, i) => (i === 0 ? 'Could' : `w${i}`)).join(' ') + '?';
-  const serverModule = pathToFileURL(join(import.meta.dirname, '../testing/openai-server.ts')).href;
-  const code =
-    `const { startOpenAiServer } = await import(${JSON.stringify(serverModule)});` +
-    `const s = await startOpenAiServer({ model: 'bench-model', maxModelLen: 8192, tokenDelayMs: ${TOKEN_DELAY_MS}, reply: () => ${JSON.stringify(words)}, onServed: (b, ms) => console.log(JSON.stringify({ last: String(b.messages.at(-1)?.content ?? ''), ms })) });` +
-    `console.log(s.url);`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  // The server's own time on each reply (testing/openai-server.ts onServed), by the person's message it answers.
-  const servedMs = new Map<string, number>();
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    child.once('exit', (c) => reject(new Error(`the OpenAI-compatible server process exited (${c})`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      if (!line.startsWith('{')) return resolveUrl(line.trim());
-      const r = JSON.parse(line) as { last: string; ms: number };
-      const key = PERSON_MESSAGE.exec(r.last)?.[0];
-      if (key) servedMs.set(key, r.ms);
-    });
-  });
-  return { url, close: () => void child.kill('SIGTERM'), servedMs };
-}
-
-/** The bot in its own process, answering the driver's IPC requests (bench/bot-process.ts). */
-async function startBot(env: Record<string, string>, profileDir: string | undefined) {
-  const execArgv = [
-    '--expose-gc',
-    '--import',
-    'tsx',
-    ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []),
-  ];
-  const child = fork(join(import.meta.dirname, 'bot-process.ts'), [], {
-    execArgv,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const pending = new Map<string, (m: Record<string, any>) => void>();
-  let ready!: () => void;
-  const readyP = new Promise<void>((r) => (ready = r));
-  child.on('message', (m: { op: string } & Record<string, any>) =>
-    m.op === 'ready' ? ready() : pending.get(m.op)?.(m),
-  );
-  const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-  await Promise.race([
-    readyP,
-    exited.then((c) => Promise.reject(new Error(`the bot process exited (${c}) before it was ready`))),
-  ]);
-  const ask = (op: string) =>
-    new Promise<Record<string, any>>((resolve) => {
-      pending.set(op, resolve);
-      child.send({ op });
-    });
-  return {
-    ask,
-    stop: async () => {
-      child.send({ op: 'stop' });
-      const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      await exited;
-      clearTimeout(t);
-    },
-  };
-}
-
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-bot-'));
   const tdb = await createTestDatabase();
   const fake = await new FakeDiscord({ heartbeatIntervalMs: 5_000 }).start();
   await importTasks(tdb.prisma, builtinTasks({ kind: 'backend' }));
-  const model = await startModelServer();
+  const model = await startModelServer(MAX_TOKENS, TOKEN_DELAY_MS);
   await registerEndpointVersion(tdb.prisma, {
     name: 'bench-endpoint',
     url: model.url,
@@ -448,73 +351,7 @@ async function main(): Promise<void> {
     await rm(dir, { recursive: true, force: true });
   }
   const loadEnd = loadavg();
-  const row = (name: string, f: (x: Record<string, any>) => string) =>
-    console.log(`${name.padEnd(40)}${phases.map((x) => f(x).padStart(22)).join('')}`);
-  console.log(
-    `\nbench:bot — the bot in its own process; ${TURNS} agent turns a session, ${MAX_TOKENS} tokens a reply at ${TOKEN_DELAY_MS} ms/token; scoring pool ${SCORING_POOL}; ${availableParallelism()} cores`,
-  );
-  row('people', (x) => String(x.people));
-  row('load average before -> after (1 min)', (x) => `${x.loadAverage.before[0]} -> ${x.loadAverage.after[0]}`);
-  row('ack p50 / p99 / max (ms)', (x) => `${x.ackMs.p50} / ${x.ackMs.p99} / ${x.ackMs.max}`);
-  for (const k of ['start', 'consent', 'rating'])
-    row(`  ${k} p50 / p99`, (x) => `${x.ackMsByKind[k].p50} / ${x.ackMsByKind[k].p99}`);
-  row('own time per turn p50 / p99 (ms)', (x) => `${x.ownTimePerTurnMs.p50} / ${x.ownTimePerTurnMs.p99}`);
-  row(
-    'of which queued in discord.js p50 / p99',
-    (x) => `${x.restQueueInOwnTimeMs.p50} / ${x.restQueueInOwnTimeMs.p99}`,
-  );
-  row('  share of own time queued in discord.js', (x) => `${x.restQueueShareOfOwnTime}`);
-  row(
-    '  of it held by the global limit p50 / p99',
-    (x) => `${x.restGlobalLimitInOwnTimeMs.p50} / ${x.restGlobalLimitInOwnTimeMs.p99}`,
-  );
-  row(
-    'own time less the global limit p50 / p99',
-    (x) => `${x.ownTimeLessGlobalLimitMs.p50} / ${x.ownTimeLessGlobalLimitMs.p99}`,
-  );
-  row('  way in (to messageCreate) p50 / p99', (x) => `${x.ownTimeSplitMs.wayIn.p50} / ${x.ownTimeSplitMs.wayIn.p99}`);
-  row(
-    '  bot work (less the agent) p50 / p99',
-    (x) => `${x.ownTimeSplitMs.botWork.p50} / ${x.ownTimeSplitMs.botWork.p99}`,
-  );
-  for (let k = 1; k < TURNS; k++)
-    row(
-      `    after reply ${k}${k === TURNS - 1 ? ' (the answer)' : ''} p50 / p99`,
-      (x) => `${x.botWorkByReplyMs[k].p50} / ${x.botWorkByReplyMs[k].p99}`,
-    );
-  row(
-    '    while another answer awaits its result (n) p50 / p99',
-    (x) => `(${x.botWorkWhileScoringMs.n}) ${x.botWorkWhileScoringMs.p50} / ${x.botWorkWhileScoringMs.p99}`,
-  );
-  row(
-    '    while none does (n) p50 / p99',
-    (x) => `(${x.botWorkNotWhileScoringMs.n}) ${x.botWorkNotWhileScoringMs.p50} / ${x.botWorkNotWhileScoringMs.p99}`,
-  );
-  row(
-    '  way out (post sent to shown) p50 / p99',
-    (x) => `${x.ownTimeSplitMs.wayOut.p50} / ${x.ownTimeSplitMs.wayOut.p99}`,
-  );
-  row('server time per turn p50 / p99 (ms)', (x) => `${x.modelTimePerTurnMs.p50} / ${x.modelTimePerTurnMs.p99}`);
-  row(
-    '  the request as the bot timed it p50 / p99',
-    (x) => `${x.agentRequestInBotMs.p50} / ${x.agentRequestInBotMs.p99}`,
-  );
-  row('db round trips per turn', (x) => `${x.dbRoundTripsPerTurn}`);
-  row('Discord REST requests per turn', (x) => `${x.restRequestsPerTurn}`);
-  row('REST requests per second', (x) => `${x.restRequestsPerSecond}`);
-  row('REST queue wait per request p50 / p99', (x) => `${x.restQueueWaitMs.p50} / ${x.restQueueWaitMs.p99}`);
-  row("  in a reply's turn p50 / p99", (x) => `${x.dbRoundTripsInReplyTurn.p50} / ${x.dbRoundTripsInReplyTurn.p99}`);
-  row('DB pool wait p50 / p99 (ms)', (x) => `${x.dbPoolWaitMs.p50} / ${x.dbPoolWaitMs.p99}`);
-  row(
-    "  in a reply's turn, summed, p50 / p99",
-    (x) => `${x.dbPoolWaitInReplyTurnMs.p50} / ${x.dbPoolWaitInReplyTurnMs.p99}`,
-  );
-  row('bot CPU s per turn', (x) => `${x.cpuSecondsPerTurn}`);
-  row('event-loop delay p99 / max (ms)', (x) => `${x.eventLoopDelayMs.p99} / ${x.eventLoopDelayMs.max}`);
-  row('heap per open session (KiB)', (x) => `${x.heapPerOpenSessionKiB}`);
-  row('answer to result p50 / p99 (ms)', (x) => `${x.answerToResultMs.p50} / ${x.answerToResultMs.p99}`);
-  row('answered / scored / rated', (x) => `${x.answered} / ${x.scored} / ${x.rated}`);
-  row('wall (s)', (x) => `${x.wallSeconds}`);
+  printPhases(phases, { turns: TURNS, maxTokens: MAX_TOKENS, tokenDelayMs: TOKEN_DELAY_MS, scoringPool: SCORING_POOL });
   console.log(
     JSON.stringify({
       bench: 'bot',

@@ -24,7 +24,7 @@ async function chooseBackend(config: Config): Promise<void> {
  * works. With LOG_FORMAT=json it is one structured warning instead.
  */
 async function reportMissingTools(config: Config, log: Logger): Promise<void> {
-  const { toolChecks, missingToolsSummary, installCommand } = await import('../doctor.ts');
+  const { toolChecks, missingToolsSummary, installCommand } = await import('../doctor-tools.ts');
   const checks = await toolChecks(config);
   const asRoot = process.getuid?.() === 0;
   if (config.LOG_FORMAT === 'json') {

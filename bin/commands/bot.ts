@@ -1,12 +1,6 @@
 import type { Command } from 'commander';
-import {
-  assertProductionSecrets,
-  ConfigError,
-  isPublicSecret,
-  loadConfig,
-  privacySettings,
-  type Config,
-} from '../config.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { assertProductionSecrets, isPublicSecret, privacySettings } from '../config-privacy.ts';
 import { createLogger, type Logger } from '../log.ts';
 
 /**

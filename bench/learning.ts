@@ -24,15 +24,12 @@
 // policy is built once under --dir/starter and reused (the shipped build is installed when the recipe is the
 // standard one). Each curve round deploys its candidate without the promotion gate (the gate plays held-out
 // games; choosing on them would bias the curve).
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import os from 'node:os';
-import { DEFAULT_CHROMIUM_PATH } from '../tasks/render.ts';
 import { openDatabase } from '../prisma/db.ts';
 import { migrate } from '../prisma/migrate.ts';
 import { importTasks } from '../prisma/task-store.ts';
-import { generateMiniTasks } from '../tasks/mini.ts';
-import type { TaskRecord } from '../tasks/model.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { ensureStarterPolicy } from '../trainer/recipes/starter.ts';
 import { checkCritic, formatCriticCheck } from './critic-check.ts';
@@ -47,159 +44,40 @@ import {
   type GameOutcome,
   type PairedComparison,
 } from '../trainer/evaluate.ts';
-import { PRESETS, trainConfig, type TrainConfig } from '../trainer/presets.ts';
-import { demonstratorMixSchema } from '../trainer/recipes/demonstrator-mix.ts';
-import { createRun, executeRun, type Algorithm } from '../trainer/runs.ts';
+import { trainConfig } from '../trainer/presets.ts';
+import { createRun, executeRun } from '../trainer/runs.ts';
 import { createScorer } from '../tasks/scorer.ts';
 import { ClipImageEmbedder } from '../trainer/model/clip.ts';
 import { simulate } from '../trainer/simulate.ts';
-import { formatPercent, type Interval } from '../tasks/stats.ts';
+import { formatPercent } from '../tasks/stats.ts';
 import { pairedSuccessGames, pairedSuccessPower } from '../tasks/sample-size.ts';
 import { registerVersion } from '../prisma/policy-store.ts';
 import { deployPolicyByName } from '../prisma/deployment-store.ts';
 import type { PolicyVersion } from '../prisma/generated/client.ts';
-import { barChartSvg } from '../bot/report/svg.ts';
-import { openSvgRenderer } from '../bot/report/png.ts';
+import { drawCurve, type CurvePoint } from './learning-chart.ts';
+import {
+  benchmarkTasks,
+  curveMaxSteps,
+  curvePerTask,
+  dir,
+  evalPerTask,
+  evalTemperature,
+  keep,
+  maxStepsArg,
+  methods,
+  perTask,
+  rounds,
+  seed,
+  starterGames,
+  starterMix,
+  starterSteps,
+  trainOverrides,
+  validate,
+} from './learning-options.ts';
 
-function arg(name: string, fallback: number): number;
-function arg(name: string, fallback: string): string;
-function arg(name: string, fallback: number | string): number | string {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = process.argv[i + 1];
-  if (v === undefined) throw new Error(`--${name} needs a value`);
-  if (typeof fallback === 'number') {
-    const n = Number(v);
-    if (!Number.isFinite(n)) throw new Error(`--${name} must be a number, got ${v}`);
-    return n;
-  }
-  return v;
-}
-
-const seed = arg('seed', 1234);
-const taskCount = arg('tasks', 125);
-// The paired tests take a task's games as one unit: for the same number of games, more tasks with fewer games
-// each never widen the interval in expectation (the task-to-task part of the variance shrinks, the game-to-game
-// part stays). 144 x 1 games cost what 72 x 2 and 24 x 6 did.
-const testTaskCount = arg('test-tasks', 144);
-const perTask = arg('episodes-per-task', 3);
-const evalPerTask = arg('eval-episodes-per-task', 1);
-// Held-out games are played greedily (temperature 0): most of the noise of sampled paired games is between the
-// games of one task (bench/noise.ts), which a greedy game does not have, so each task is one deterministic pair.
-// On the validation slice this narrowed SWEET-RL's interval at the same cost (bench/HISTORY.md, "Common random
-// numbers and greedy held-out games"). The official evaluation samples at temperature 1. --eval-temperature 0.7
-// --eval-episodes-per-task 2 --test-tasks 72 plays as the bot serves, the earlier protocol. Collection always
-// samples (it needs variety).
-const evalTemperature = arg('eval-temperature', 0);
-if (!(evalTemperature >= 0 && evalTemperature <= 2))
-  throw new Error(`--eval-temperature must be in [0, 2], got ${evalTemperature}`);
-if (evalTemperature === 0 && evalPerTask !== 1) {
-  throw new Error(
-    `--eval-episodes-per-task ${evalPerTask} at --eval-temperature 0 would replay one greedy game ${evalPerTask} times: play more --test-tasks instead, or sample (--eval-temperature 0.7)`,
-  );
-}
-const maxStepsArg = arg('max-steps', 0);
-const starterSteps = arg('starter-steps', 0);
-const starterGames = arg('starter-games', 0);
-// --starter-mix expert,hasty,noisy,noise: demonstrator weights of the benchmark's own starter (see
-// trainer/recipes/starter.ts); 'none' (or absent) keeps the standard recipe's careful expert alone.
-const starterMixArg = arg('starter-mix', 'none');
-const starterMix = (() => {
-  if (starterMixArg === 'none') return undefined;
-  const [expert, hasty, noisy, noise] = starterMixArg.split(',').map(Number);
-  const mix = demonstratorMixSchema.safeParse({ expert, hasty, noisy, noise });
-  if (!mix.success || [expert, hasty, noisy, noise].some((x) => !Number.isFinite(x)))
-    throw new Error(
-      `--starter-mix must be expert,hasty,noisy,noise (weights >= 0, noise in [0, 1]), got ${starterMixArg}`,
-    );
-  return mix.data;
-})();
-const rounds = arg('rounds', 3);
-// Updates per phase in the curve's later rounds (0: as --max-steps), which train on all sessions so far: a cap
-// that keeps the whole benchmark within 40 minutes on 2 cores.
-const curveMaxSteps = arg('curve-max-steps', 8);
-// Games a train task that each later curve round collects with the deployed policy (the first collection plays
-// --episodes-per-task): also a cap for the 40 minutes.
-const curvePerTask = arg('curve-episodes-per-task', 1);
-const dir = resolve(arg('dir', 'data/bench/learning'));
-const keep = process.argv.includes('--keep');
-// --validate: choose settings without touching the held-out tasks. Train-split tasks generated after the pool
-// (never trained on) are played in place of the test split; collection and training are the benchmark's own.
-const validate = process.argv.includes('--validate');
-// --train '{"temperature":0.7,...}': overrides of the cpu-small preset for every training run of the benchmark.
-// Default: candidates sampled at the temperature the policy plays at (0.7, not the paper's 1.0), NLL weight 1
-// on the chosen message (paper 0.01), a policy learning rate of 1e-4 (cpu-small: 3e-4) and DPO beta' 0.01
-// (paper 0.1): of the settings tried on the validation slice, the ones that did SWEET-RL most good, though not
-// significantly (bench/HISTORY.md, "A third of the policy learning rate" and "72 held-out tasks").
-const trainOverrides = JSON.parse(
-  arg('train', '{"temperature":0.7,"nllCoefficient":1,"lr":0.0001,"beta":0.01}'),
-) as Partial<TrainConfig>;
-// A starter built from a demonstrator mix is rehearsed on that mix (unless --train sets the rehearsal itself).
-if (starterMix && !('rehearsal' in trainOverrides) && PRESETS['cpu-small'].rehearsal) {
-  trainOverrides.rehearsal = { ...PRESETS['cpu-small'].rehearsal, demonstrators: starterMix };
-}
-// --methods rft,mtdpo,sweet: which baselines to train besides zero-shot (all three by default).
-const methods = arg('methods', 'rft,mtdpo,sweet').split(',').filter(Boolean) as Algorithm[];
-for (const m of methods) if (!['rft', 'mtdpo', 'sweet'].includes(m)) throw new Error(`--methods: unknown method ${m}`);
 const t0 = Date.now();
 const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(0)} s`;
 const log = (line: string) => console.error(`[${elapsed()}] ${line}`);
-
-/**
- * The train split of the first --tasks generated tasks, and --test-tasks held-out ones (split 'test'): the first
- * test-split tasks of the stream, or with --validate the first train-split tasks after the pool. Task i depends
- * only on (seed, i), so a longer stream extends the pool without changing it.
- */
-function benchmarkTasks(): TaskRecord[] {
-  if (!Number.isInteger(testTaskCount) || testTaskCount < 1)
-    throw new Error(`--test-tasks must be a positive integer, got ${testTaskCount}`);
-  const train = generateMiniTasks({ seed, count: taskCount }).filter((t) => t.split === 'train');
-  const heldOut = (t: TaskRecord, i: number) => (validate ? i >= taskCount && t.split === 'train' : t.split === 'test');
-  // Generate until enough held-out tasks are there (about one task in five is test-split).
-  for (let count = taskCount + 5 * testTaskCount; ; count *= 2) {
-    const held = generateMiniTasks({ seed, count }).filter(heldOut).slice(0, testTaskCount);
-    if (held.length === testTaskCount) return [...train, ...held.map((t) => ({ ...t, split: 'test' as const }))];
-  }
-}
-
-interface CurvePoint {
-  round: number;
-  version: string;
-  testsPassed: Interval;
-  success: Interval;
-  /** Simulated training sessions the round's policy was trained on (all rounds so far). */
-  sessions: number;
-  vsZeroShot?: { difference: Interval; p: number };
-}
-
-/** The curve as a bar chart with intervals: SVG always, PNG when Chromium is there. */
-async function drawCurve(curve: readonly CurvePoint[], out: string): Promise<void> {
-  const svg = barChartSvg({
-    title: 'Closed loop: held-out % tests passed after each round (95% t intervals)',
-    categories: curve.map((p) => `round ${p.round}`),
-    series: [
-      {
-        name: 'SWEET-RL loop',
-        values: curve.map((p) => p.testsPassed.estimate),
-        lo: curve.map((p) => p.testsPassed.lo),
-        hi: curve.map((p) => p.testsPassed.hi),
-      },
-    ],
-    yLabel: '% tests passed',
-    xLabel: 'round (0 = the starter)',
-    format: (v) => `${(v * 100).toFixed(0)}%`,
-  });
-  writeFileSync(join(out, 'learning-curve.svg'), svg);
-  // The same variables `sweetloop` reads (bin/config.ts); a benchmark does not import the composition root.
-  const chromium = process.env.CHROMIUM_PATH || DEFAULT_CHROMIUM_PATH;
-  if (!existsSync(chromium)) return;
-  const renderer = await openSvgRenderer(chromium);
-  try {
-    writeFileSync(join(out, 'learning-curve.png'), await renderer.toPng(svg));
-  } finally {
-    await renderer.close();
-  }
-}
 
 const backend = await initBackend();
 mkdirSync(dir, { recursive: true });

@@ -3,14 +3,14 @@
 // model), that operators are named (without one nobody can deploy or run an A/B from Discord), which guilds the bot
 // serves, and that the export salt, the privacy key and the database password are not values published in this
 // repository. One line each; bin/doctor.ts runs them.
+import type { Config } from './config.ts';
 import {
   databasePassword,
   DATABASE_PASSWORD_FIX,
   GUILDS_FIX,
   isPublicSecret,
   MAKE_SECRET_COMMAND,
-  type Config,
-} from './config.ts';
+} from './config-privacy.ts';
 
 /** One check's verdict, as `sweetloop doctor` prints it (bin/doctor.ts runs these and the machine's own). */
 export type CheckStatus = 'ok' | 'warn' | 'fail';

@@ -3,7 +3,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { configSchema, describeConfig, MAKE_SECRET_COMMAND } from './config.ts';
+import type { z } from 'zod';
+import { configSchema } from './config.ts';
+import { MAKE_SECRET_COMMAND } from './config-privacy.ts';
 
 /** The env file template, relative to the repository root. */
 export const ENV_EXAMPLE = '.env.example';
@@ -18,7 +20,7 @@ export const COMPOSE_VARIABLES: readonly { variable: string; default: string; de
     variable: 'POSTGRES_PASSWORD',
     default: 'sweetloop',
     description:
-      "Password of the compose Postgres (user and database sweetloop); it never leaves the compose network. The default is published here, so a Discord bot refuses to start with it (bin/config.ts PUBLIC_SECRETS): set your own (`openssl rand -hex 32`); the postgres image sets it only when it first creates the database, so on an existing one also run `ALTER USER sweetloop PASSWORD '...'`.",
+      "Password of the compose Postgres (user and database sweetloop); it never leaves the compose network. The default is published here, so a Discord bot refuses to start with it (bin/config-privacy.ts PUBLIC_SECRETS): set your own (`openssl rand -hex 32`); the postgres image sets it only when it first creates the database, so on an existing one also run `ALTER USER sweetloop PASSWORD '...'`.",
   },
   {
     variable: 'DASHBOARD_PUBLISHED_PORT',
@@ -117,6 +119,16 @@ export function withConfigTable(doc: string): string {
   const b = doc.indexOf(TABLE_END);
   if (a < 0 || b < a) throw new Error(`${CONFIG_DOC} has no ${TABLE_START} ... ${TABLE_END} block`);
   return `${doc.slice(0, a + TABLE_START.length)}\n${configTable()}\n${doc.slice(b)}`;
+}
+
+/** Name, default and description of every variable, for the table in docs/configuration.md and `sweetloop doctor`. */
+export function describeConfig(): { variable: string; default: string; description: string }[] {
+  return Object.entries(configSchema.shape).map(([variable, schema]) => {
+    let def = '';
+    const parsed = (schema as z.ZodType).safeParse(undefined);
+    if (parsed.success && parsed.data !== undefined) def = JSON.stringify(parsed.data);
+    return { variable, default: def, description: (schema as z.ZodType).description ?? '' };
+  });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

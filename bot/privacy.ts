@@ -36,7 +36,7 @@ import {
   type ScrubCount,
 } from './export/scrub.ts';
 
-/** The key used when none is configured (development only; bin/config.ts refuses it for a Discord bot). */
+/** The key used when none is configured (development only; bin/config-privacy.ts refuses it for a Discord bot). */
 export const DEV_PRIVACY_KEY = 'sweetloop-dev-privacy-key';
 
 /** The keyed hash standing for a person after deletion: stable (bans keep working), not reversible without the key. */
@@ -44,7 +44,7 @@ export function erasedId(key: string, externalId: string): string {
   return `erased:${createHmac('sha256', key).update(externalId).digest('hex').slice(0, 32)}`;
 }
 
-/** Where a deployment's deletions look and what they never enter (bin/config.ts privacySettings builds it). */
+/** Where a deployment's deletions look and what they never enter (bin/config-privacy.ts privacySettings builds it). */
 export interface PrivacySettings {
   /** Secret of the keyed hash (never stored with the data). */
   key: string;

@@ -10,13 +10,8 @@
 import { readFileSync } from 'node:fs';
 import type { BackendTask } from './model.ts';
 import { stripCodeFences } from './answer.ts';
-import {
-  assertSandboxAvailable,
-  channelFds,
-  DEFAULT_BWRAP_PATH,
-  type SandboxReport,
-  type SandboxRunResult,
-} from './sandbox.ts';
+import { channelFds, DEFAULT_BWRAP_PATH, type SandboxRunResult } from './sandbox.ts';
+import { assertSandboxAvailable, type SandboxReport } from './sandbox-probe.ts';
 import { pythonMemoryModules } from './python-memory-modules.ts';
 import { runSandboxedOffThread } from './sandbox-thread.ts';
 import { ExpectedCache } from './backend-expected.ts';
@@ -59,7 +54,7 @@ export interface BackendEvalOptions {
   pythonPath?: string;
   /** Shown in the sandboxed process's command line (ps), e.g. a session id; letters, digits, `.:_-`, 64 at most. */
   label?: string;
-  /** Hears how the sandbox bounds memory (tasks/sandbox.ts SandboxReport), before each evaluation. */
+  /** Hears how the sandbox bounds memory (tasks/sandbox-probe.ts SandboxReport), before each evaluation. */
   onSandbox?: (report: SandboxReport) => void;
 }
 

@@ -10,11 +10,12 @@
 // One page cannot hold up the others or this process: each render runs in its own browser context with a cap on
 // its requests and a deadline, nothing the Node process does for a request grows with what the page asks for, and
 // a browser that dies is replaced on the next render.
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server } from 'node:net';
 import type { Browser, BrowserContext, CDPSession, Page, Route } from 'playwright-core';
 import { DEFAULT_CHROMIUM_PATH, launchChromium } from './chromium.ts';
 import type { Logger } from './logger.ts';
 import { offlineResponse } from './render-offline.ts';
+import { startSink } from './render-sink.ts';
 
 export { DEFAULT_CHROMIUM_PATH };
 
@@ -130,35 +131,6 @@ const within = <T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> => {
     clearTimeout(timer),
   );
 };
-
-/** A proxy that never proxies: it notes what tried to connect (the request line, if any) and hangs up. */
-async function startSink(onAttempt: (line: string) => void): Promise<Server> {
-  const sockets = new Set<Socket>();
-  const server = createServer((socket) => {
-    sockets.add(socket);
-    let noted = false;
-    const note = (line: string) => {
-      if (!noted) onAttempt(line);
-      noted = true;
-    };
-    socket.once('data', (chunk) => {
-      note(chunk.toString('latin1').split('\r\n')[0]!.slice(0, 300));
-      socket.destroy();
-    });
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      note('(connection without a request)');
-      sockets.delete(socket);
-    });
-    socket.setTimeout(2000, () => socket.destroy());
-  });
-  server.on('close', () => sockets.forEach((s) => s.destroy()));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  return server;
-}
 
 export class Renderer {
   /**

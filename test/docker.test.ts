@@ -157,7 +157,7 @@ describe('docker-compose.yml', () => {
         String((configSchema.shape as Record<string, { parse(x: unknown): unknown }>)[v.variable]!.parse(undefined));
       expect(v.default, `\${${v.variable}:-…}`).toBe(documented);
     }
-    // No secret has a default in the compose file: it would be a published value (bin/config.ts PUBLIC_SECRETS).
+    // No secret has a default in the compose file: it would be a published value (bin/config-privacy.ts PUBLIC_SECRETS).
     for (const secret of ['EXPORT_SALT', 'PRIVACY_KEY']) {
       expect(interpolated.map((v) => v.variable)).not.toContain(secret);
       for (const s of Object.values(compose.services)) expect(s.environment ?? {}).not.toHaveProperty(secret);

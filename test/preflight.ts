@@ -5,7 +5,8 @@
 // 127.0.0.1:5432 (testing/database.ts). `npm run test:unit` needs none of them and skips this.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { checkConfig, installCommand, toolChecks, type CheckResult } from '../bin/doctor.ts';
+import { checkConfig, type CheckResult } from '../bin/doctor.ts';
+import { installCommand, toolChecks } from '../bin/doctor-tools.ts';
 import { testPostgresProblem } from '../testing/database.ts';
 
 /** The variable that points the tests at another copy of each program. */

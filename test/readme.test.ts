@@ -3,8 +3,15 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { describeConfig } from '../bin/config.ts';
-import { CONFIG_DOC, ENV_EXAMPLE, TABLE_END, TABLE_START, configTable, envExample } from '../bin/readme-config.ts';
+import {
+  CONFIG_DOC,
+  ENV_EXAMPLE,
+  TABLE_END,
+  TABLE_START,
+  configTable,
+  describeConfig,
+  envExample,
+} from '../bin/readme-config.ts';
 
 const readme = readFileSync('README.md', 'utf8');
 const architecture = readFileSync('docs/architecture.md', 'utf8');

@@ -1,12 +1,6 @@
 import type { Command } from 'commander';
-import {
-  assertProductionSecrets,
-  ConfigError,
-  isPublicSecret,
-  loadConfig,
-  privacySettings,
-  type Config,
-} from '../config.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { assertProductionSecrets, isPublicSecret, privacySettings } from '../config-privacy.ts';
 import { createLogger, type Logger } from '../log.ts';
 
 /**
@@ -24,7 +18,7 @@ async function chooseBackend(config: Config): Promise<void> {
  * works. With LOG_FORMAT=json it is one structured warning instead.
  */
 async function reportMissingTools(config: Config, log: Logger): Promise<void> {
-  const { toolChecks, missingToolsSummary, installCommand } = await import('../doctor.ts');
+  const { toolChecks, missingToolsSummary, installCommand } = await import('../doctor-tools.ts');
   const checks = await toolChecks(config);
   const asRoot = process.getuid?.() === 0;
   if (config.LOG_FORMAT === 'json') {

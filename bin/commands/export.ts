@@ -145,7 +145,8 @@ export function registerExportCommands(program: Command): void {
         study?: string;
       },
     ) => {
-      const { loadConfig, isPublicSecret } = await import('../config.ts');
+      const { loadConfig } = await import('../config.ts');
+      const { isPublicSecret } = await import('../config-privacy.ts');
       const { createLogger } = await import('../log.ts');
       const { openDatabase } = await import('../../prisma/db.ts');
       const { exportSessions } = await import('../../bot/export/export.ts');

@@ -17,9 +17,10 @@ export function registerPrivacyCommands(program: Command): void {
     .action(async (user: string) => {
       if (!/^\d{17,20}$/.test(user) && !/^console:/.test(user))
         throw new Error(`"${user}" is not a Discord user id (17-20 digits) or console:<name>`);
-      const [{ loadConfig, privacySettings }, { createLogger }, { openDatabase }, { deletePerson, formatReceipt }] =
+      const [{ loadConfig }, { privacySettings }, { createLogger }, { openDatabase }, { deletePerson, formatReceipt }] =
         await Promise.all([
           import('../config.ts'),
+          import('../config-privacy.ts'),
           import('../log.ts'),
           import('../../prisma/db.ts'),
           import('../../bot/privacy.ts'),

@@ -27,7 +27,7 @@ export function registerStudyArmsCommands(study: Command): void {
     .action(async (name: string, o: { candidate: string; share: number; force?: boolean }) => {
       const [{ startExperiment }, { describeExperiment }] = await Promise.all([
         import('../../prisma/experiment-store.ts'),
-        import('../../bot/experiments.ts'),
+        import('../../bot/experiments-text.ts'),
       ]);
       await withDatabase(async (db) =>
         console.log(
@@ -41,9 +41,10 @@ export function registerStudyArmsCommands(study: Command): void {
     .description("Each arm's results with 95% intervals, the differences with p-values, and the same paired by task")
     .option('--json', 'print it as JSON')
     .action(async (name: string, o: { json?: boolean }) => {
-      const [{ armsStudy }, { armsStatus, formatArmsStatus }] = await Promise.all([
+      const [{ armsStudy }, { armsStatus }, { formatArmsStatus }] = await Promise.all([
         import('../../prisma/experiment-store.ts'),
         import('../../bot/experiments.ts'),
+        import('../../bot/experiments-text.ts'),
       ]);
       await withDatabase(async (db) => {
         const st = await armsStatus(db.prisma, await armsStudy(db.prisma, name));

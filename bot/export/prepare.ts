@@ -6,7 +6,8 @@ import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Renderer } from '../../tasks/render.ts';
 import { findStudy } from '../../prisma/study-store.ts';
 import type { FlagExclusions } from '../../prisma/moderation-store.ts';
-import type { ExportStats, ExportFormat, StudyCard } from './card.ts';
+import type { ExportFormat, StudyCard } from './card.ts';
+import type { ExportStats } from './stats.ts';
 import { pseudonymizer } from './pseudonym.ts';
 import { TRAINING_FORMATS } from './training-card.ts';
 import {

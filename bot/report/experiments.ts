@@ -5,7 +5,8 @@
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { allExperiments, armSessions } from '../../prisma/experiment-store.ts';
 import { markedName } from '../../prisma/policy-store.ts';
-import { compareExperiment, comparisonRows, pairedLine, type ArmComparison } from '../experiments.ts';
+import { compareExperiment, type ArmComparison } from '../experiments.ts';
+import { comparisonRows, pairedLine } from '../experiments-text.ts';
 
 export interface ExperimentReport {
   id: string;

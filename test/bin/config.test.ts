@@ -3,16 +3,14 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ConfigError, configSchema, parseConfig } from '../../bin/config.ts';
 import {
-  ConfigError,
   MAKE_SECRET_COMMAND,
   PUBLIC_SECRETS,
   assertProductionSecrets,
-  configSchema,
-  describeConfig,
   isPublicSecret,
-  parseConfig,
-} from '../../bin/config.ts';
+} from '../../bin/config-privacy.ts';
+import { describeConfig } from '../../bin/readme-config.ts';
 import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
 
 const run = promisify(execFile);
@@ -107,7 +105,7 @@ describe('configuration', () => {
   });
 });
 
-describe('production secrets (bin/config.ts assertProductionSecrets)', () => {
+describe('production secrets (bin/config-privacy.ts assertProductionSecrets)', () => {
   const own = {
     EXPORT_SALT: 'a1b2c3d4e5f60718293a4b5c6d7e8f90',
     PRIVACY_KEY: '0f9e8d7c6b5a49382716f5e4d3c2b1a0',

@@ -10,7 +10,8 @@ import {
   tokenShape,
 } from '../../bin/doctor-production.ts';
 import { formatReport, runDoctor } from '../../bin/doctor.ts';
-import { parseConfig, PUBLIC_SECRETS } from '../../bin/config.ts';
+import { parseConfig } from '../../bin/config.ts';
+import { PUBLIC_SECRETS } from '../../bin/config-privacy.ts';
 import { FakeDiscord } from '../../testing/fake-discord.ts';
 import { startOpenAiServer, type OpenAiServer } from '../../testing/openai-server.ts';
 

@@ -2,15 +2,15 @@
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { runDoctor } from '../../bin/doctor.ts';
 import {
   checkBubblewrap,
   checkPython,
   composeVersionProblem,
   installCommand,
   missingToolsSummary,
-  runDoctor,
   toolChecks,
-} from '../../bin/doctor.ts';
+} from '../../bin/doctor-tools.ts';
 import { parseConfig } from '../../bin/config.ts';
 import { SWEETLOOP_ENTRY } from '../../testing/sweetloop-cli.ts';
 

@@ -2,13 +2,8 @@
 // by task, and the status text; and the arms a study keeps when a comparison stops (prisma/experiment-store.ts
 // armsAfter). The assignment itself is bot/assign.ts (test/bot/assign.test.ts).
 import { describe, expect, it } from 'vitest';
-import {
-  compareArms,
-  compareExperiment,
-  formatArmsStatus,
-  type ArmPair,
-  type ArmsStatus,
-} from '../../bot/experiments.ts';
+import { compareArms, compareExperiment, type ArmPair, type ArmsStatus } from '../../bot/experiments.ts';
+import { formatArmsStatus } from '../../bot/experiments-text.ts';
 import { armsAfter, type ArmSession } from '../../prisma/experiment-store.ts';
 import { wilcoxonSignedRank } from '../../tasks/paired-tests.ts';
 

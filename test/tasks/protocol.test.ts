@@ -13,8 +13,6 @@ import {
   agentMessageView,
   agentSystemPrompt,
   buildDialogue,
-  estimateTokens,
-  fitDialogue,
   type DialogueTurn,
   capCollaboratorReply,
   checkAgentMessage,
@@ -24,6 +22,7 @@ import {
   playEpisode,
   sanitizeText,
 } from '../../tasks/protocol.ts';
+import { estimateTokens, fitDialogue } from '../../tasks/context-budget.ts';
 
 // Written for these tests; not taken from ColBench.
 const backend: BackendTask = {

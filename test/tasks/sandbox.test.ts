@@ -4,13 +4,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import {
-  assertSandboxAvailable,
-  channelFds,
-  runSandboxed,
-  SandboxUnavailableError,
-  type SandboxRunOptions,
-} from '../../tasks/sandbox.ts';
+import { channelFds, runSandboxed, SandboxUnavailableError, type SandboxRunOptions } from '../../tasks/sandbox.ts';
+import { assertSandboxAvailable } from '../../tasks/sandbox-probe.ts';
 import { memoryPlan } from '../../tasks/sandbox-memory.ts';
 import { deniedNumbers, seccompProgram } from '../../tasks/seccomp.ts';
 

@@ -1,6 +1,6 @@
 // The deployed policy as an Agent: a checkpoint served by the inference worker, prompted with the dialogue the
 // protocol builds (system prompt, task description, alternating turns) rendered by the model's chat template.
-// Before each reply the dialogue is fitted to the checkpoint's window minus the reply budget (tasks/protocol.ts
+// Before each reply the dialogue is fitted to the checkpoint's window minus the reply budget (tasks/context-budget.ts
 // fitDialogue), counted with the checkpoint's own tokenizer and chat template, so a long session drops its oldest
 // turns instead of overflowing the model. Every reply carries its provenance (engine 'tfjs') with its exact tokens:
 // the worker computes each sampled token's log-probability anyway, so they are always recorded.
@@ -11,7 +11,8 @@ import {
   type ChatMessage,
   type TurnProvenance,
 } from '../../tasks/agent.ts';
-import { fitDialogue, ProtocolError } from '../../tasks/protocol.ts';
+import { ProtocolError } from '../../tasks/protocol.ts';
+import { fitDialogue } from '../../tasks/context-budget.ts';
 import { replySeed } from '../../tasks/random.ts';
 import type { BackendChoice } from './backend.ts';
 import { ChatFormatter } from './chat.ts';

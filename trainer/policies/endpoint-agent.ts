@@ -1,8 +1,8 @@
 // An Agent answered by an OpenAI-compatible chat-completions server (an 'endpoint' version, or an 'adapter'
 // version: the same server asked for `model: <adapter name>`), through tasks/chat-client.ts. Before each call the
-// dialogue is fitted to the version's context window minus its reply budget (tasks/protocol.ts fitDialogue),
+// dialogue is fitted to the version's context window minus its reply budget (tasks/context-budget.ts fitDialogue),
 // counted with the served model's own tokenizer and chat template when the version names its Hugging Face
-// directory (baseModelDir), else with the pessimistic estimate in tasks/protocol.ts. Every reply carries its
+// directory (baseModelDir), else with the pessimistic estimate in tasks/context-budget.ts. Every reply carries its
 // provenance (engine 'endpoint'). A server that stays down surfaces as AgentUnavailableError (from the client),
 // which the engine turns into "the agent is unavailable, your turn will be retried".
 import type { Logger } from '../../tasks/logger.ts';
@@ -17,7 +17,8 @@ import type {
 import { chatCompletion, type ChatClientOptions } from '../../tasks/chat-client.ts';
 import { EndpointRequestError, type ChatEndpoint } from '../../tasks/chat-endpoint.ts';
 import { tokenIdsOf } from '../../tasks/chat-logprobs.ts';
-import { estimateTokens, fitDialogue, ProtocolError, sanitizeText } from '../../tasks/protocol.ts';
+import { ProtocolError, sanitizeText } from '../../tasks/protocol.ts';
+import { estimateTokens, fitDialogue } from '../../tasks/context-budget.ts';
 import { replySeed } from '../../tasks/random.ts';
 import type { Serving } from './serving.ts';
 

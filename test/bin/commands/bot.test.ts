@@ -51,7 +51,7 @@ describe('npm start with a Discord token', () => {
         HOME: process.env.HOME,
         DATABASE_URL: tdb.url,
         DISCORD_TOKEN: 'cli-test-token',
-        // A Discord deployment refuses to start without its own secrets (bin/config.ts assertProductionSecrets).
+        // A Discord deployment refuses to start without its own secrets (bin/config-privacy.ts assertProductionSecrets).
         EXPORT_SALT: 'cli-test-export-salt-3f9a',
         PRIVACY_KEY: 'cli-test-privacy-key-8c2e',
         DISCORD_API_BASE: fake.apiBase,

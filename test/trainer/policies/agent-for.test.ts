@@ -14,7 +14,8 @@ import { deployPolicyByName, rollbackPolicy } from '../../../prisma/deployment-s
 import type { PolicyVersion } from '../../../prisma/generated/client.ts';
 import { AgentUnavailableError } from '../../../tasks/agent.ts';
 import type { BackendTask } from '../../../tasks/model.ts';
-import { buildDialogue, estimateTokens, playEpisode } from '../../../tasks/protocol.ts';
+import { buildDialogue, playEpisode } from '../../../tasks/protocol.ts';
+import { estimateTokens } from '../../../tasks/context-budget.ts';
 import { createRuleSimulator } from '../../../tasks/simulator.ts';
 import { loadAgent, type LoadedAgent } from '../../../trainer/policies/agent-for.ts';
 import { registerAdapterVersion, registerEndpointVersion } from '../../../trainer/policies/registry.ts';

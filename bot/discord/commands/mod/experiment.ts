@@ -8,7 +8,7 @@ import type { ChatInputCommandInteraction, SlashCommandSubcommandGroupBuilder } 
 import { ExperimentError, type ExperimentOutcome } from '../../../../prisma/experiment-store.ts';
 import { PolicyError } from '../../../../prisma/policy-store.ts';
 import { StudyError } from '../../../../prisma/study-store.ts';
-import { describeExperiment, formatArmsStatus } from '../../../experiments.ts';
+import { describeExperiment, formatArmsStatus } from '../../../experiments-text.ts';
 import { say, waitNotice, type BotContext } from '../../context.ts';
 import { actorFor, authorityOf } from '../../permissions.ts';
 

@@ -1,7 +1,8 @@
 // The credit family's canonical states and moves (bench/credit/README.md, design v3): where a policy's choice
 // decides its score, and every message the demonstrator can write there, each with its move class. Used to read
 // a policy (or a critic) state by state rather than through aggregates: its probability of each move class in
-// each state, and its greedy path as letters. Pure: no model here (bench/credit/ computes the probabilities).
+// each state, its greedy path as letters, and the states of the pairs it was trained on. Pure: no model here
+// (bench/credit/ computes the probabilities).
 import {
   classifyMoves,
   creditAnswer,
@@ -163,4 +164,47 @@ export function formatGreedyTable(rows: readonly { policy: string; games: readon
     );
   }
   return lines;
+}
+
+/** The state of a pair, as its run stored it (trainer/actor.ts ActionPair), and the chosen side's text. */
+export interface StoredPair {
+  sessionId: string;
+  agentTurn: number;
+  chosenText?: string;
+}
+
+export interface PairReading {
+  pairs: number;
+  /** Pairs by the values told before the move, with "spent" for states where nothing more can be obtained. */
+  byValuesTold: Record<string, number>;
+  /**
+   * After 2 values with a question left: the pairs whose chosen side asks the key left, by that key. The only
+   * pairs that teach telling the two told keys from the one left.
+   */
+  usefulChosenAfterTwoByKey: Record<string, number>;
+}
+
+/** Reads `pairs` against the sessions they were sampled in (reference and turns by session id). */
+export function readPairs(
+  pairs: readonly StoredPair[],
+  sessions: ReadonlyMap<string, { reference: string; turns: readonly { role: string; content: string }[] }>,
+): PairReading {
+  const byValuesTold: Record<string, number> = {};
+  const usefulChosenAfterTwoByKey: Record<string, number> = {};
+  let read = 0;
+  for (const p of pairs) {
+    const s = sessions.get(p.sessionId);
+    if (!s || p.chosenText === undefined) continue;
+    read++;
+    const turns = s.turns.slice(0, 2 * p.agentTurn);
+    const chosen = moveOf(s.reference, turns, p.chosenText);
+    const k = parseCreditReference(s.reference).keys.length;
+    const spent = Math.min(k - chosen.before, k - chosen.asked) <= 0;
+    const label = spent ? 'spent' : String(chosen.before);
+    byValuesTold[label] = (byValuesTold[label] ?? 0) + 1;
+    if (!spent && chosen.before === 2 && chosen.move === 'useful' && chosen.gave) {
+      usefulChosenAfterTwoByKey[chosen.gave] = (usefulChosenAfterTwoByKey[chosen.gave] ?? 0) + 1;
+    }
+  }
+  return { pairs: read, byValuesTold, usefulChosenAfterTwoByKey };
 }

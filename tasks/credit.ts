@@ -244,6 +244,8 @@ export interface MoveRecord {
   before: number;
   /** Questions asked before this move. */
   asked: number;
+  /** The key whose value the collaborator's reply gave (a useful or a repeated question). */
+  gave?: string;
 }
 
 /** Each agent turn of a played dialogue (agent/human alternating, agent first) classified, in order. */
@@ -260,7 +262,7 @@ export function classifyMoves(reference: string, turns: readonly { role: string;
       return;
     }
     const r = creditReply(t, qs, m.content);
-    out.push({ move: r.move, before: given.size, asked: qs.length });
+    out.push({ move: r.move, before: given.size, asked: qs.length, ...(r.gave ? { gave: r.gave } : {}) });
     if (r.gave) given.add(r.gave);
     qs.push(m.content);
   });

@@ -2,9 +2,8 @@
 // settings, through the trainer's own critic phase (trainer/critic.ts criticPairs, criticPhase), then gated, with
 // no actor trained and no run recorded. What decides the critic's settings and the benchmark's sizes before any
 // method is compared; the benchmark itself trains the critic inside SWEET-RL's run (seed.ts trainMethod).
-import { selectTrainingData } from '../../trainer/data.ts';
 import { Critic, criticPairs, criticPhase } from '../../trainer/critic.ts';
-import type { PreparedSeed } from './seed.ts';
+import { collectedTrajectories, type PreparedSeed } from './seed.ts';
 import { methodConfig, type Overrides } from './settings.ts';
 import { criticGate, stateProbabilities, type CriticGate } from './states.ts';
 import { loadModel } from '../../trainer/sequences.ts';
@@ -23,11 +22,7 @@ export async function trainAndGateCritic(
   initialKeyContrast: number;
 }> {
   const cfg = methodConfig(overrides, p.o.seed);
-  const { trajectories } = await selectTrainingData(
-    p.db.prisma,
-    { ratingWeight: 0, kind: 'backend', split: 'train' },
-    { source: 'both', simulatedWeight: 1, seed: p.o.seed },
-  );
+  const trajectories = await collectedTrajectories(p);
   const critic = await Critic.load(p.starterDir, p.starterDir);
   const sampler = await loadModel(p.starterDir, `critic-only-sampler-${Date.now()}`, false);
   try {

@@ -2,7 +2,13 @@
 // sampled success and score with what each method's training did, and the critic gate. Pure: rows in, lines out.
 // Policies are merged into one line only when they played the same greedy game on every task (sameGreedyGames):
 // an equal aggregate never passes for the same play.
-import { CANONICAL_STATES, formatGreedyTable, type GreedySummary, type PlayedGame } from '../../tasks/credit-states.ts';
+import {
+  CANONICAL_STATES,
+  formatGreedyTable,
+  type GreedySummary,
+  type PairReading,
+  type PlayedGame,
+} from '../../tasks/credit-states.ts';
 import type { SampledSummary } from './evaluate.ts';
 import type { CriticGate, StateReading } from './states.ts';
 
@@ -100,4 +106,15 @@ export function gateLines(label: string, g: CriticGate): string[] {
     `critic gate (${label}): within-state pair accuracy ${g.withinStateAccuracy.toFixed(3)} over ${g.pairs} pairs, ${verdict} (each kind >= ${GATE_THRESHOLD}); useful over repeated ${g.byKind.usefulOverRepeated.accuracy.toFixed(3)} (${g.byKind.usefulOverRepeated.pairs}), answer over asking again ${g.byKind.answerOverQuestion.accuracy.toFixed(3)} (${g.byKind.answerOverQuestion.pairs}); score key contrast ${g.keyContrast.toFixed(3)} (0 by key name)`,
     `  mean ranking score by move: ${ms}`,
   ];
+}
+
+// The actor's pairs by state (tasks/credit-states.ts readPairs): what the candidates gave a policy to learn from.
+/** One line: pairs by values told, and after 2 values the chosen key left. */
+export function pairReadingLine(r: PairReading): string {
+  const fmt = (o: Record<string, number>) =>
+    Object.entries(o)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ');
+  return `${r.pairs} pairs by values told before the move: ${fmt(r.byValuesTold)}; after 2 values, the key left chosen: ${fmt(r.usefulChosenAfterTwoByKey) || 'none'}`;
 }

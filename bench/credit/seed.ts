@@ -15,6 +15,8 @@ import type { TaskRecord } from '../../tasks/model.ts';
 import type { Scorer } from '../../tasks/scorer.ts';
 import { Critic, type RankingReference } from '../../trainer/critic.ts';
 import { checkpointSha256 } from '../../trainer/model/checkpoint.ts';
+import { selectTrainingData } from '../../trainer/data.ts';
+import type { Trajectory } from '../../trainer/pairs.ts';
 import { createRun, executeRun, type Algorithm } from '../../trainer/runs.ts';
 import { loadModel } from '../../trainer/sequences.ts';
 import { simulate, type SimulatedGame } from '../../trainer/simulate.ts';
@@ -231,6 +233,14 @@ const ALGORITHM: Record<Method, Algorithm> = {
   random: 'sweet',
 };
 
+/** The seed's collection as every method's run selects it (the data filter trainMethod gives its runs). */
+export async function collectedTrajectories(p: PreparedSeed): Promise<Trajectory[]> {
+  const { trajectories } = await selectTrainingData(p.db.prisma, COLLECTION_QUERY, collectionFilter(p));
+  return trajectories;
+}
+const COLLECTION_QUERY = { ratingWeight: 0, kind: 'backend', split: 'train' } as const;
+const collectionFilter = (p: PreparedSeed) => ({ source: 'both', simulatedWeight: 1, seed: p.o.seed }) as const;
+
 /** Trains one method from the starter on the seed's collection, through the project's own runs. */
 export async function trainMethod(
   p: PreparedSeed,
@@ -255,9 +265,9 @@ export async function trainMethod(
     fromVersionId: p.zero.id,
     fromVersionName: p.zero.name,
     fromCheckpoint: p.starterDir,
-    kind: 'backend',
-    ratingWeight: 0,
-    data: { source: 'both', simulatedWeight: 1, seed: p.o.seed },
+    kind: COLLECTION_QUERY.kind,
+    ratingWeight: COLLECTION_QUERY.ratingWeight,
+    data: collectionFilter(p),
   });
   const version = await executeRun(ctx, run.id);
   const steps = await p.db.prisma.trainingStep.findMany({

@@ -20,8 +20,17 @@ import { widestGaps } from '../../trainer/pairs.ts';
 import { loadModel } from '../../trainer/sequences.ts';
 import { copyTokenizerFiles } from '../../trainer/versions.ts';
 import { trainAndGateCritic } from './critic-only.ts';
-import { gateLines, weakestKind } from './report.ts';
-import { playPolicy, prepareSeed, seedFlags, seedOptionsFrom, trainMethod, type PreparedSeed } from './seed.ts';
+import { readPairs } from '../../tasks/credit-states.ts';
+import { gateLines, pairReadingLine, weakestKind } from './report.ts';
+import {
+  collectedTrajectories,
+  playPolicy,
+  prepareSeed,
+  seedFlags,
+  seedOptionsFrom,
+  trainMethod,
+  type PreparedSeed,
+} from './seed.ts';
 import { methodConfig, overridesSchema, type Method, type Overrides } from './settings.ts';
 
 const { values: a } = parseArgs({
@@ -235,6 +244,11 @@ for (const seed of seedsToRun) {
         await record(m, { ...base, ...first }, run.version);
         pairsFile = join(run.runDir, 'actor-pairs.jsonl');
       }
+      // What the actor learns from, state by state (tasks/credit-states.ts readPairs), beside what each cell learnt.
+      const sessions = new Map(
+        (await collectedTrajectories(p)).map((t) => [t.sessionId, { ...t, reference: t.task.reference }]),
+      );
+      log(`${m} candidates: ${pairReadingLine(readPairs(await readActorPairs(pairsFile), sessions))}`);
       for (const [i, o] of actorCells.entries())
         await record(m, { ...base, ...o }, await actorFromPairs(p, pairsFile, { ...base, ...o }, `${m}-cell-${i + 1}`));
     }

@@ -1,6 +1,7 @@
 // Reading the credit family state by state (tasks/credit-states.ts) and designs v3's to v5's demonstrators: every variant
 // of a canonical state is what its name says, every key is useful in some variants and repeated in others, a
-// game's path is its moves as letters, and the greedy table never merges policies whose games differ.
+// game's path is its moves as letters, the greedy table never merges policies whose games differ, and an actor's
+// pairs are read by the state they were sampled in.
 import { describe, expect, it } from 'vitest';
 import {
   CANONICAL_STATES,
@@ -9,6 +10,7 @@ import {
   formatGreedyTable,
   greedySummary,
   movePath,
+  readPairs,
   sameGreedyGames,
   type PlayedGame,
 } from '../../tasks/credit-states.ts';
@@ -18,8 +20,10 @@ import {
   CREDIT_K,
   CREDIT_V2_KEYS,
   CREDIT_V5_ANSWER,
+  creditReply,
   generateCreditTasks,
   keysIn,
+  parseCreditReference,
   question,
   scoreCreditGame,
   trueMoveValue,
@@ -199,5 +203,33 @@ describe('greedy paths', () => {
       { path: 'UURA', games: 2 },
       { path: 'URUA', games: 1 },
     ]);
+  });
+});
+
+describe("the actor's pairs read by state", () => {
+  const t = parseCreditReference(task.reference);
+  const playTurns = (qs: string[]) =>
+    qs.flatMap((q, i) => [
+      { role: 'agent', content: q },
+      { role: 'human', content: creditReply(t, qs.slice(0, i), q).reply },
+    ]);
+  it('counts pairs by values told, and after 2 values the key left that the chosen side asks', () => {
+    const [a, b, c] = t.keys as [string, string, string];
+    // A played game a, b, a (repeat), then the answer: states before agent turns 0..3.
+    const turns = playTurns([question(a), question(b), question(a)]);
+    const sessions = new Map([['s1', { reference: task.reference, turns }]]);
+    const pairs = [
+      { sessionId: 's1', agentTurn: 0, chosenText: question(b) },
+      { sessionId: 's1', agentTurn: 1, chosenText: question(c) },
+      { sessionId: 's1', agentTurn: 2, chosenText: question(c) },
+      { sessionId: 's1', agentTurn: 2, chosenText: question(a) },
+      { sessionId: 's1', agentTurn: 3, chosenText: CREDIT_V5_ANSWER },
+      { sessionId: 'elsewhere', agentTurn: 0, chosenText: question(a) },
+    ];
+    const r = readPairs(pairs, sessions);
+    expect(r.pairs).toBe(5);
+    // Turn 3 follows three questions: the budget is spent, whatever it was told.
+    expect(r.byValuesTold).toEqual({ '0': 1, '1': 1, '2': 2, spent: 1 });
+    expect(r.usefulChosenAfterTwoByKey).toEqual({ [c]: 1 });
   });
 });

@@ -13,6 +13,7 @@ import {
   question,
   scoreCreditAnswer,
   scoreCreditGame,
+  designSince,
   type CreditDesign,
   type CreditMove,
   type MoveRecord,
@@ -23,7 +24,9 @@ import { Rng } from './random.ts';
 /**
  * Per-state move probabilities of the starter's demonstrator (bench/credit/README.md's tables). v1-v3: after a new
  * value it double-checks (0.5), so a told key is likelier than an untold one there and less likely elsewhere; v4:
- * one row while values are missing, so an untold key is likelier than a told one in every state (the v4 note).
+ * one row while values are missing, so an untold key is likelier than a told one in every state (the v4 note); v6:
+ * once nothing more can be obtained it asks again half the time (0.1 before), so the data holds games that differ
+ * only there (the v6 note).
  */
 export function demonstratorMix(
   s: { first: boolean; before: number; asked: number; lastGaveNew: boolean },
@@ -31,8 +34,11 @@ export function demonstratorMix(
   design: CreditDesign = 'v1',
 ): Record<CreditMove, number> {
   if (s.first) return { useful: 0.6, repeated: 0, useless: 0.3, answer: 0.1 };
-  if (s.before >= k || s.asked >= k) return { useful: 0, repeated: 0.1, useless: 0, answer: 0.9 };
-  if (design === 'v4' || design === 'v5')
+  if (s.before >= k || s.asked >= k)
+    return designSince(design, 'v6')
+      ? { useful: 0, repeated: 0.5, useless: 0, answer: 0.5 }
+      : { useful: 0, repeated: 0.1, useless: 0, answer: 0.9 };
+  if (designSince(design, 'v4'))
     return s.before >= 1
       ? { useful: 0.6, repeated: 0.15, useless: 0.15, answer: 0.1 }
       : { useful: 0.6, repeated: 0, useless: 0.3, answer: 0.1 };
@@ -79,7 +85,7 @@ function stateOf(dialogue: readonly ChatMessage[]) {
  */
 export function createCreditDemonstrator(o: { seed: number; optimal?: boolean; design?: CreditDesign }): Agent {
   const rng = new Rng(o.seed);
-  const shuffled = o.design === 'v3' || o.design === 'v4' || o.design === 'v5';
+  const shuffled = designSince(o.design ?? 'v1', 'v3');
   const anyOf = (keys: readonly string[]) => keys[Math.floor(rng.next() * keys.length)];
   return {
     name: o.optimal ? 'credit-optimal' : 'credit-demonstrator',
@@ -177,7 +183,7 @@ export function checkMixture(
         return m ? [m[1]!] : [];
       }),
     );
-    if (design === 'v5') {
+    if (designSince(design, 'v5')) {
       // v5's answer writes no values (credit.ts creditAnswer): nothing to copy, no keys to check.
       if (scoreCreditGame(g.reference, g.turns).success) success++;
       continue;

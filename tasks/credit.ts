@@ -35,10 +35,15 @@ export const CREDIT_EVALUATOR_VERSION = 'credit-1';
  * with a demonstrator that asks its useful questions in a random order and double-checks a random told key, so
  * that which key a question names says nothing about the move's value; v4, one table row while values are
  * missing (an untold key always likelier than a told one); v5, v4 with an answer that writes no values
- * (creditAnswer), so the answer's text says nothing of the outcome.
+ * (creditAnswer), so the answer's text says nothing of the outcome; v6, v5 with a demonstrator that asks again
+ * half the time once nothing more can be obtained (credit-demonstrator.ts demonstratorMix). Each builds on the
+ * one before, so a rule reads "since v4" (designSince).
  */
-export type CreditDesign = 'v1' | 'v2' | 'v3' | 'v4' | 'v5';
-export const CREDIT_DESIGNS: readonly CreditDesign[] = ['v1', 'v2', 'v3', 'v4', 'v5'];
+export type CreditDesign = 'v1' | 'v2' | 'v3' | 'v4' | 'v5' | 'v6';
+export const CREDIT_DESIGNS: readonly CreditDesign[] = ['v1', 'v2', 'v3', 'v4', 'v5', 'v6'];
+/** Whether `design` has what `since` introduced (every design keeps the changes of those before it). */
+export const designSince = (design: CreditDesign, since: CreditDesign): boolean =>
+  CREDIT_DESIGNS.indexOf(design) >= CREDIT_DESIGNS.indexOf(since);
 /** v2 and v3 share their tasks and score: every task the same K keys, the values obtained in the game scored. */
 export const fixedKeys = (design: CreditDesign): boolean => design !== 'v1';
 /** v2's keys: the pool's first K. */
@@ -206,7 +211,7 @@ export function scoreCreditGame(
   const k = parseCreditReference(reference).keys.length;
   const moves = classifyMoves(reference, turns);
   const right = moves.filter((m) => m.move === 'useful').length;
-  const idle = design === 'v5' ? moves.filter((m) => isIdle(m, k)).length : 0;
+  const idle = designSince(design, 'v5') ? moves.filter((m) => isIdle(m, k)).length : 0;
   return { score: Math.max(0, right / k - CREDIT_IDLE_COST * idle), success: right === k, right };
 }
 
@@ -281,7 +286,7 @@ export function trueMoveValue(m: MoveRecord, k = CREDIT_K, design: CreditDesign 
   if (m.move === 'answer') return obtainable === 0 ? 0 : -obtainable / k;
   if (m.move === 'useful') return 0;
   if (obtainable > 0) return -1 / k;
-  return design === 'v5' && m.before > 0 ? -CREDIT_IDLE_COST : 0;
+  return designSince(design, 'v5') && m.before > 0 ? -CREDIT_IDLE_COST : 0;
 }
 
 export const question = (key: string): string => `What is the ${key}?`;
@@ -296,7 +301,7 @@ export const creditAnswer = (
   told: ReadonlyMap<string, number>,
   design: CreditDesign = 'v1',
 ) =>
-  design === 'v5'
+  designSince(design, 'v5')
     ? CREDIT_V5_ANSWER
     : `${ANSWER_MARKER}\ndef settings():\n    return {${keys.map((k) => `"${k}": ${told.get(k) ?? 0}`).join(', ')}}`;
 export const CREDIT_V5_ANSWER = `${ANSWER_MARKER}\ndef settings():\n    return told`;

@@ -1,4 +1,4 @@
-// Reading the credit family state by state (tasks/credit-states.ts) and designs v3's to v5's demonstrators: every variant
+// Reading the credit family state by state (tasks/credit-states.ts) and designs v3's to v6's demonstrators: every variant
 // of a canonical state is what its name says, every key is useful in some variants and repeated in others, a
 // game's path is its moves as letters, the greedy table never merges policies whose games differ, and an actor's
 // pairs are read by the state they were sampled in.
@@ -157,6 +157,31 @@ describe("design v4's demonstrator", () => {
     expect(canonicalMoves(tasks[0]!.reference, spent, 'v4').find((m) => m.move === 'answer')!.text).toMatch(
       /"speed": \d/,
     );
+  });
+
+  it("v6 plays v5's games except once nothing more can be obtained, where it asks again half the time", async () => {
+    // Its success is v5's: success counts the values obtained, and asking once done obtains none.
+    expect(demonstratorSuccess(CREDIT_K, 'v6')).toBe(demonstratorSuccess(CREDIT_K, 'v5'));
+    const done = { first: false, before: CREDIT_K, asked: CREDIT_K, lastGaveNew: true };
+    expect(demonstratorMix(done, CREDIT_K, 'v6')).toEqual({ useful: 0, repeated: 0.5, useless: 0, answer: 0.5 });
+    expect(demonstratorMix(done, CREDIT_K, 'v5')).toEqual({ useful: 0, repeated: 0.1, useless: 0, answer: 0.9 });
+    const missing = { first: false, before: 1, asked: 1, lastGaveNew: true };
+    expect(demonstratorMix(missing, CREDIT_K, 'v6')).toEqual(demonstratorMix(missing, CREDIT_K, 'v5'));
+    // In play: of the moves made once every value was told, about half ask again (the 10th message always answers).
+    const demo = createCreditDemonstrator({ seed: 6, design: 'v6' });
+    let again = 0;
+    let moves = 0;
+    for (const t of generateCreditTasks({ seed: 7, count: 300, split: 'train', design: 'v6' })) {
+      const { turns } = await playEpisode({ task: t, agent: demo, collaborator: createCreditCollaborator(t) });
+      for (const m of classifyMoves(t.reference, turns).filter((x) => x.before === CREDIT_K)) {
+        moves++;
+        if (m.move !== 'answer') again++;
+      }
+      expect(turns.at(-1)!.content).toBe(CREDIT_V5_ANSWER);
+    }
+    expect(moves).toBeGreaterThan(50);
+    expect(again / moves).toBeGreaterThan(0.35);
+    expect(again / moves).toBeLessThan(0.6);
   });
 });
 

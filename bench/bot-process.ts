@@ -7,8 +7,9 @@
 // Settings from the environment: BENCH_DB_URL, BENCH_API_BASE, BENCH_GUILD_ID, BENCH_MAX_TURNS,
 // BENCH_SCORING_POOL, BENCH_LOG_FILE, BENCH_DB_POOL_SIZE (optional: the pool's size, DATABASE_POOL_SIZE);
 // BENCH_DIAGNOSTIC_GLOBAL_RPS (a diagnostic: discord.js's global limit).
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
+import { writeFileSync } from 'node:fs';
+import { monitorEventLoopDelay, performance, type EventLoopUtilization } from 'node:perf_hooks';
 import pg from 'pg';
 import pino from 'pino';
 import { openDatabase } from '../prisma/db.ts';
@@ -30,20 +31,66 @@ const statements = new Map<string, number>();
 const kinds = new Map<string, number>();
 const count = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
 /** The work one person's message started (discord.js's messageCreate, and everything it awaited): its round trips and pool waits. */
-type TurnWork = { messageId: string; kinds: Map<string, number>; poolWaitMs: number };
+type TurnWork = { messageId: string; kinds: Map<string, number>; poolWaitMs: number; marks: [string, number][] };
 const turnContext = new AsyncLocalStorage<TurnWork>();
+// A diagnostic (BENCH_TURN_MARKS=FILE): each turn's moments (its statements sent and done, its requests, its pool
+// waits) written to FILE at 'stats', to see where a turn's time goes.
+const MARKS = env.BENCH_TURN_MARKS;
+const mark = (label: string) => MARKS && turnContext.getStore()?.marks.push([label, performance.now()]);
+const kindOf = new Map<string, string>();
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   queries++;
   const a = args[0] as string | { text?: string };
   const text = typeof a === 'string' ? a : (a?.text ?? '');
   count(statements, text.slice(0, 80));
-  const kind = statementKind(text);
+  // Memoised by text: the bench's own parsing was 0.5-1 % of the bot's CPU at 200 people (its CPU profile).
+  let kind = kindOf.get(text);
+  if (kind === undefined) kindOf.set(text, (kind = statementKind(text)));
   count(kinds, kind);
   const turn = turnContext.getStore();
   if (turn) count(turn.kinds, kind);
-  return (query as (...a: unknown[]) => unknown).apply(this, args);
+  if (turn && MARKS) {
+    turn.marks.push([`${kind} sent`, performance.now()]);
+    const cb = args.at(-1);
+    if (typeof cb === 'function')
+      args[args.length - 1] = (...r: unknown[]) => (turn.marks.push([`${kind} done`, performance.now()]), cb(...r));
+  }
+  const hold = holding.get(this);
+  if (hold) hold.kinds.push(kind);
+  const out = (query as (...a: unknown[]) => unknown).apply(this, args);
+  if (hold && out instanceof Promise) {
+    const q0 = performance.now();
+    out.then(
+      () => (hold.queryMs += performance.now() - q0),
+      () => (hold.queryMs += performance.now() - q0),
+    );
+  }
+  return out;
 } as typeof query;
+
+// Each checkout of a pool connection: how long it was held, the statements sent on it, and how much of the hold
+// was spent in them (the rest: awaits of other work while holding it), and whether a person's message started it.
+type Hold = { kinds: string[]; queryMs: number; t0: number; turn: boolean };
+const holding = new WeakMap<pg.Client, Hold>();
+const holds: { key: string; holdMs: number; queryMs: number; turn: boolean }[] = [];
+const held = (client: pg.PoolClient): void => {
+  const hold: Hold = { kinds: [], queryMs: 0, t0: performance.now(), turn: !!turnContext.getStore() };
+  holding.set(client, hold);
+  const release = client.release;
+  client.release = function (this: pg.PoolClient, ...a: unknown[]) {
+    holding.delete(client);
+    client.release = release;
+    const k = hold.kinds.filter((x) => x !== 'BEGIN' && x !== 'COMMIT');
+    holds.push({
+      key: (hold.kinds.includes('BEGIN') ? 'tx: ' : '') + k.slice(0, 4).join(' + ') + (k.length > 4 ? ' + ...' : ''),
+      holdMs: performance.now() - hold.t0,
+      queryMs: hold.queryMs,
+      turn: hold.turn,
+    });
+    return (release as (...a: unknown[]) => void).apply(this, a);
+  } as typeof release;
+};
 
 // Waiting for one of the pool's connections: from asking the pool to getting a client (pg.Pool.connect, which
 // pool.query and Prisma's adapter both go through).
@@ -51,6 +98,7 @@ const poolWaits: number[] = [];
 const waited = (t0: number) => {
   const ms = performance.now() - t0;
   poolWaits.push(ms);
+  mark('pool got');
   const turn = turnContext.getStore();
   if (turn) turn.poolWaitMs += ms;
 };
@@ -60,13 +108,28 @@ pg.Pool.prototype.connect = function (
   cb?: (err: Error | undefined, client?: pg.PoolClient, done?: unknown) => void,
 ) {
   const t0 = performance.now();
-  if (cb)
-    return (connect as (cb: unknown) => void).call(
-      this,
-      (err: Error | undefined, client: pg.PoolClient, done: unknown) => (waited(t0), cb(err, client, done)),
+  mark('pool asked');
+  // A waiting caller's callback is called when another caller releases its connection, in that caller's async
+  // context: bound here to the asker's, so that the wait and the statements sent on the connection count for the
+  // turn that asked (unbound, they counted for the turn that released it; bench/HISTORY.md 2026-12-07 11:00).
+  if (cb) {
+    const asker = AsyncResource.bind(
+      (err: Error | undefined, client: pg.PoolClient, done: unknown) => (
+        waited(t0), client && held(client), cb(err, client, done)
+      ),
     );
-  return (connect as () => Promise<pg.PoolClient>).call(this).then((c) => (waited(t0), c));
+    return (connect as (cb: unknown) => void).call(this, asker);
+  }
+  return (connect as () => Promise<pg.PoolClient>).call(this).then((c) => (waited(t0), held(c), c));
 } as typeof connect;
+
+// The model's requests (the agent's turn) and Discord's REST calls go through fetch (undici): marked when asked.
+const fetch0 = globalThis.fetch;
+globalThis.fetch = ((...a: Parameters<typeof fetch>) => {
+  const url = String(a[0] instanceof Request ? a[0].url : a[0]);
+  mark(`fetch ${url.includes('/chat/completions') ? 'model' : 'other'}`);
+  return fetch0(...a).then((r) => (mark(`fetch ${url.includes('/chat/completions') ? 'model' : 'other'} headers`), r));
+}) as typeof fetch;
 
 // Logged as in production (info), to a file.
 const log = pino({ level: 'info', base: null }, pino.destination({ dest: need('BENCH_LOG_FILE'), sync: false }));
@@ -121,6 +184,7 @@ const rest = bot.client.rest;
 if (env.BENCH_DIAGNOSTIC_GLOBAL_RPS) rest.options.globalRequestsPerSecond = Number(env.BENCH_DIAGNOSTIC_GLOBAL_RPS);
 const queueRequest = rest.queueRequest.bind(rest);
 rest.queueRequest = (req) => {
+  mark(`rest ${req.method}`);
   const rec: RestRecord = {
     method: req.method,
     route: req.fullRoute,
@@ -152,7 +216,12 @@ let turnWork: TurnWork[] = [];
 // Ahead of the bot's own listener, so that the bot's handling of the message runs (and awaits) in its context.
 bot.client.prependListener('messageCreate', (m) => {
   received.push([m.id, performance.timeOrigin + performance.now()]);
-  const work: TurnWork = { messageId: m.id, kinds: new Map(), poolWaitMs: 0 };
+  const work: TurnWork = {
+    messageId: m.id,
+    kinds: new Map(),
+    poolWaitMs: 0,
+    marks: [['messageCreate', performance.now()]],
+  };
   turnWork.push(work);
   turnContext.enterWith(work);
 });
@@ -180,7 +249,61 @@ function statementKind(text: string): string {
   return verb;
 }
 
+/** Pool connection holds by what was sent on them: count, hold p50/p99/sum, of it in statements (sum), by turns. */
+function holdProfile() {
+  const by = new Map<string, typeof holds>();
+  for (const h of holds) by.set(h.key, [...(by.get(h.key) ?? []), h]);
+  const pct = (xs: number[], p: number) =>
+    xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+  const r = (x: number) => Math.round(x * 10) / 10;
+  return [...by]
+    .map(([key, hs]) => ({
+      key,
+      n: hs.length,
+      fromTurns: hs.filter((h) => h.turn).length,
+      holdP50: r(
+        pct(
+          hs.map((h) => h.holdMs),
+          0.5,
+        ),
+      ),
+      holdP99: r(
+        pct(
+          hs.map((h) => h.holdMs),
+          0.99,
+        ),
+      ),
+      holdSumMs: Math.round(hs.reduce((a, h) => a + h.holdMs, 0)),
+      querySumMs: Math.round(hs.reduce((a, h) => a + h.queryMs, 0)),
+    }))
+    .sort((a, b) => b.holdSumMs - a.holdSumMs)
+    .slice(0, 25);
+}
+
 const loop = monitorEventLoopDelay({ resolution: 10 });
+// The main thread's utilisation (busy share) in each quarter second of the phase: whether the bot's one thread was
+// the limit (a connection is held until the thread reads the reply on it, so a busy thread lengthens every hold).
+const ELU_EVERY_MS = 250;
+let elu: number[] = [];
+let eluLast: EventLoopUtilization = performance.eventLoopUtilization();
+let eluPhase: EventLoopUtilization = eluLast;
+const eluTimer = setInterval(() => {
+  const now = performance.eventLoopUtilization();
+  elu.push(performance.eventLoopUtilization(now, eluLast).utilization);
+  eluLast = now;
+}, ELU_EVERY_MS);
+eluTimer.unref();
+/** The phase's busy share, and its longest run of quarter seconds at least 90 % busy (in seconds). */
+function utilisation() {
+  let run = 0;
+  let longest = 0;
+  for (const u of elu) longest = Math.max(longest, (run = u >= 0.9 ? run + 1 : 0));
+  return {
+    overall: Math.round(performance.eventLoopUtilization(eluPhase).utilization * 100) / 100,
+    longestBusyS: (longest * ELU_EVERY_MS) / 1000,
+    quarterSecondsAtLeast90: elu.filter((u) => u >= 0.9).length,
+  };
+}
 let cpu0 = process.cpuUsage();
 let queries0 = 0;
 const heap = (): number => {
@@ -193,10 +316,13 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
     const heapBytes = heap();
     loop.reset();
     loop.enable();
+    elu = [];
+    eluPhase = eluLast = performance.eventLoopUtilization();
     cpu0 = process.cpuUsage();
     queries0 = queries;
     statements.clear();
     poolWaits.length = 0;
+    holds.length = 0;
     restRecords = [];
     received = [];
     turnWork = [];
@@ -209,15 +335,18 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
   } else if (m.op === 'stats') {
     loop.disable();
     const cpu = process.cpuUsage(cpu0);
+    if (MARKS) writeFileSync(MARKS, JSON.stringify(turnWork.map((w) => w.marks)));
     process.send!({
       op: 'stats',
       cpuSeconds: (cpu.user + cpu.system) / 1e6,
       queries: queries - queries0,
       loopP99Ms: loop.percentile(99) / 1e6,
       loopMaxMs: loop.max / 1e6,
+      mainThread: utilisation(),
       rssBytes: process.memoryUsage().rss,
       topStatements: [...statements].sort((x, y) => y[1] - x[1]).slice(0, 12),
       poolWaitsMs: poolWaits,
+      holdProfile: holdProfile(),
       statementKinds: [...kinds].sort((x, y) => y[1] - x[1]),
       turnWork: turnWork.map((w) => ({
         messageId: w.messageId,

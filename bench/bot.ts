@@ -320,6 +320,10 @@ async function main(): Promise<void> {
         cpuSecondsPerTurn: round(s.cpuSeconds! / agentTurns, 4),
         botCpuSeconds: round(s.cpuSeconds!, 2),
         eventLoopDelayMs: { p99: round(s.loopP99Ms!), max: round(s.loopMaxMs!) },
+        // The bot's main thread: its busy share over the phase, and its longest stretch at least 90 % busy.
+        mainThreadUtilisation: s.mainThread,
+        // Pool connections by the statements sent on each (the top ones by time held; bench/bot-process.ts).
+        dbPoolHolds: (s.holdProfile as unknown[]).slice(0, 10),
         heapPerOpenSessionKiB: round((heapOpen - heap0) / people / 1024),
         botRssMiB: round(s.rssBytes! / 2 ** 20),
         answerToResultMs: stat(answerToResult),
@@ -341,6 +345,10 @@ async function main(): Promise<void> {
       );
       process.stderr.write(
         `round trips per agent turn by kind: ${JSON.stringify(phase.dbRoundTripsPerTurnByKind)}\nin a reply's turn: ${JSON.stringify(phase.dbRoundTripsInReplyTurnByKind)}\n`,
+      );
+      // Pool connections by what was sent on them: held how long, and how much of that in the statements.
+      process.stderr.write(
+        `pool connection holds (n, from turns, hold p50 / p99 / sum ms, in statements sum ms):\n${(s.holdProfile as { key: string; n: number; fromTurns: number; holdP50: number; holdP99: number; holdSumMs: number; querySumMs: number }[]).map((h) => `  ${h.n} ${h.fromTurns} ${h.holdP50} / ${h.holdP99} / ${h.holdSumMs} ${h.querySumMs}  ${h.key}`).join('\n')}\n`,
       );
     }
   } finally {

@@ -6,7 +6,8 @@
 // CPU profile, when asked for with --cpu-prof, is written then).
 // Settings from the environment: BENCH_DB_URL, BENCH_API_BASE, BENCH_GUILD_ID, BENCH_MAX_TURNS,
 // BENCH_SCORING_POOL, BENCH_LOG_FILE, BENCH_DB_POOL_SIZE (optional: the pool's size, DATABASE_POOL_SIZE);
-// BENCH_DIAGNOSTIC_GLOBAL_RPS (a diagnostic: discord.js's global limit).
+// diagnostics: BENCH_DIAGNOSTIC_GLOBAL_RPS (discord.js's global limit), BENCH_TURN_MARKS (a file for each turn's
+// moments), BENCH_DB_SOCKET (Postgres's Unix socket directory, instead of TCP).
 import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
 import { writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance, type EventLoopUtilization } from 'node:perf_hooks';
@@ -123,6 +124,19 @@ pg.Pool.prototype.connect = function (
   return (connect as () => Promise<pg.PoolClient>).call(this).then((c) => (waited(t0), held(c), c));
 } as typeof connect;
 
+// Connections the pool opened (each a Postgres backend started: on a busy 2-core machine, a wait of its own).
+const opened: number[] = [];
+const clientConnect = pg.Client.prototype.connect;
+pg.Client.prototype.connect = function (this: pg.Client, cb?: (err: Error) => void) {
+  const t0 = performance.now();
+  if (cb)
+    return (clientConnect as (cb: unknown) => void).call(
+      this,
+      (err: Error) => (opened.push(performance.now() - t0), cb(err)),
+    );
+  return (clientConnect as () => Promise<unknown>).call(this).then(() => void opened.push(performance.now() - t0));
+} as typeof clientConnect;
+
 // The model's requests (the agent's turn) and Discord's REST calls go through fetch (undici): marked when asked.
 const fetch0 = globalThis.fetch;
 globalThis.fetch = ((...a: Parameters<typeof fetch>) => {
@@ -134,7 +148,10 @@ globalThis.fetch = ((...a: Parameters<typeof fetch>) => {
 // Logged as in production (info), to a file.
 const log = pino({ level: 'info', base: null }, pino.destination({ dest: need('BENCH_LOG_FILE'), sync: false }));
 const db = await openDatabase({
-  databaseUrl: need('BENCH_DB_URL'),
+  // A diagnostic (BENCH_DB_SOCKET=DIR): the same database through Postgres's Unix socket in DIR, not TCP.
+  databaseUrl: env.BENCH_DB_SOCKET
+    ? `${need('BENCH_DB_URL')}${need('BENCH_DB_URL').includes('?') ? '&' : '?'}host=${encodeURIComponent(env.BENCH_DB_SOCKET)}`
+    : need('BENCH_DB_URL'),
   pgliteDir: '/nonexistent',
   poolSize: env.BENCH_DB_POOL_SIZE ? Number(env.BENCH_DB_POOL_SIZE) : undefined,
 });
@@ -323,6 +340,7 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
     statements.clear();
     poolWaits.length = 0;
     holds.length = 0;
+    opened.length = 0;
     restRecords = [];
     received = [];
     turnWork = [];
@@ -347,6 +365,7 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
       topStatements: [...statements].sort((x, y) => y[1] - x[1]).slice(0, 12),
       poolWaitsMs: poolWaits,
       holdProfile: holdProfile(),
+      connectionsOpenedMs: opened,
       statementKinds: [...kinds].sort((x, y) => y[1] - x[1]),
       turnWork: turnWork.map((w) => ({
         messageId: w.messageId,

@@ -20,6 +20,9 @@
 //   - the bot's database round trips, Discord REST requests, CPU seconds (all per agent turn, the whole session's work counted), its
 //     event-loop delay, its heap per open session (after a GC, all sessions open, less the heap before);
 //   - the time from the answer shown to its result shown (the scoring queue and sandbox included).
+//   - the pool's connections by the statements sent on each (held how long), the connections it opened, and the
+//     bot's main-thread utilisation (its longest stretch at least 90 % busy): a connection is held until the bot's
+//     one thread reads the reply, so a busy thread lengthens every hold and the pool's queue.
 // The machine's load average before and after. One JSON line at the end; exit 1 unless every session was answered,
 // scored and rated once.
 // Usage: npm run bench:bot [-- --people 50,100,200 --think-ms 0 --turns 3 --max-tokens 24 --token-delay-ms 20 --scoring-pool 2
@@ -317,6 +320,8 @@ async function main(): Promise<void> {
           [...restRoutes].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, round(n / people, 2)]),
         ),
         dbPoolWaitMs: stat(s.poolWaitsMs as number[]),
+        // Connections the pool opened during the phase, and how long each took to open.
+        dbConnectionsOpenedMs: stat(s.connectionsOpenedMs as number[]),
         cpuSecondsPerTurn: round(s.cpuSeconds! / agentTurns, 4),
         botCpuSeconds: round(s.cpuSeconds!, 2),
         eventLoopDelayMs: { p99: round(s.loopP99Ms!), max: round(s.loopMaxMs!) },

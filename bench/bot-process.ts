@@ -58,25 +58,26 @@ pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
       args[args.length - 1] = (...r: unknown[]) => (turn.marks.push([`${kind} done`, performance.now()]), cb(...r));
   }
   const hold = holding.get(this);
-  if (hold) hold.kinds.push(kind);
-  const out = (query as (...a: unknown[]) => unknown).apply(this, args);
-  if (hold && out instanceof Promise) {
-    const q0 = performance.now();
-    out.then(
-      () => (hold.queryMs += performance.now() - q0),
-      () => (hold.queryMs += performance.now() - q0),
-    );
+  const q0 = performance.now();
+  const spent = () => hold && (hold.queryMs += performance.now() - q0);
+  if (hold) {
+    hold.kinds.push(kind);
+    // pool.query (and so Prisma's statements outside a transaction) passes a callback; a transaction awaits.
+    const cb = args.at(-1);
+    if (typeof cb === 'function') args[args.length - 1] = (...r: unknown[]) => (spent(), cb(...r));
   }
+  const out = (query as (...a: unknown[]) => unknown).apply(this, args);
+  if (hold && out instanceof Promise) out.then(spent, spent);
   return out;
 } as typeof query;
 
 // Each checkout of a pool connection: how long it was held, the statements sent on it, and how much of the hold
 // was spent in them (the rest: awaits of other work while holding it), and whether a person's message started it.
-type Hold = { kinds: string[]; queryMs: number; t0: number; turn: boolean };
+type Hold = { kinds: string[]; queryMs: number; t0: number; turn: boolean; waitMs: number };
 const holding = new WeakMap<pg.Client, Hold>();
-const holds: { key: string; holdMs: number; queryMs: number; turn: boolean }[] = [];
-const held = (client: pg.PoolClient): void => {
-  const hold: Hold = { kinds: [], queryMs: 0, t0: performance.now(), turn: !!turnContext.getStore() };
+const holds: { key: string; holdMs: number; queryMs: number; turn: boolean; waitMs: number }[] = [];
+const held = (client: pg.PoolClient, waitMs: number): void => {
+  const hold: Hold = { kinds: [], queryMs: 0, t0: performance.now(), turn: !!turnContext.getStore(), waitMs };
   holding.set(client, hold);
   const release = client.release;
   client.release = function (this: pg.PoolClient, ...a: unknown[]) {
@@ -88,6 +89,7 @@ const held = (client: pg.PoolClient): void => {
       holdMs: performance.now() - hold.t0,
       queryMs: hold.queryMs,
       turn: hold.turn,
+      waitMs: hold.waitMs,
     });
     return (release as (...a: unknown[]) => void).apply(this, a);
   } as typeof release;
@@ -96,12 +98,13 @@ const held = (client: pg.PoolClient): void => {
 // Waiting for one of the pool's connections: from asking the pool to getting a client (pg.Pool.connect, which
 // pool.query and Prisma's adapter both go through).
 const poolWaits: number[] = [];
-const waited = (t0: number) => {
+const waited = (t0: number): number => {
   const ms = performance.now() - t0;
   poolWaits.push(ms);
   mark('pool got');
   const turn = turnContext.getStore();
   if (turn) turn.poolWaitMs += ms;
+  return ms;
 };
 const connect = pg.Pool.prototype.connect;
 pg.Pool.prototype.connect = function (
@@ -116,12 +119,12 @@ pg.Pool.prototype.connect = function (
   if (cb) {
     const asker = AsyncResource.bind(
       (err: Error | undefined, client: pg.PoolClient, done: unknown) => (
-        waited(t0), client && held(client), cb(err, client, done)
+        client && held(client, waited(t0)), cb(err, client, done)
       ),
     );
     return (connect as (cb: unknown) => void).call(this, asker);
   }
-  return (connect as () => Promise<pg.PoolClient>).call(this).then((c) => (waited(t0), held(c), c));
+  return (connect as () => Promise<pg.PoolClient>).call(this).then((c) => (held(c, waited(t0)), c));
 } as typeof connect;
 
 // Connections the pool opened (each a Postgres backend started: on a busy 2-core machine, a wait of its own).
@@ -291,6 +294,19 @@ function holdProfile() {
         ),
       ),
       holdSumMs: Math.round(hs.reduce((a, h) => a + h.holdMs, 0)),
+      // The wait for the connection before these statements (pool wait by statement).
+      waitP50: r(
+        pct(
+          hs.map((h) => h.waitMs),
+          0.5,
+        ),
+      ),
+      waitP99: r(
+        pct(
+          hs.map((h) => h.waitMs),
+          0.99,
+        ),
+      ),
       querySumMs: Math.round(hs.reduce((a, h) => a + h.queryMs, 0)),
     }))
     .sort((a, b) => b.holdSumMs - a.holdSumMs)

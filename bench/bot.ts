@@ -353,7 +353,7 @@ async function main(): Promise<void> {
       );
       // Pool connections by what was sent on them: held how long, and how much of that in the statements.
       process.stderr.write(
-        `pool connection holds (n, from turns, hold p50 / p99 / sum ms, in statements sum ms):\n${(s.holdProfile as { key: string; n: number; fromTurns: number; holdP50: number; holdP99: number; holdSumMs: number; querySumMs: number }[]).map((h) => `  ${h.n} ${h.fromTurns} ${h.holdP50} / ${h.holdP99} / ${h.holdSumMs} ${h.querySumMs}  ${h.key}`).join('\n')}\n`,
+        `pool connection holds (n, from turns, hold p50 / p99 / sum ms, in statements sum ms, wait before p50 / p99 ms):\n${(s.holdProfile as { key: string; n: number; fromTurns: number; holdP50: number; holdP99: number; holdSumMs: number; querySumMs: number; waitP50: number; waitP99: number }[]).map((h) => `  ${h.n} ${h.fromTurns} ${h.holdP50} / ${h.holdP99} / ${h.holdSumMs} ${h.querySumMs} ${h.waitP50} / ${h.waitP99}  ${h.key}`).join('\n')}\n`,
       );
     }
   } finally {

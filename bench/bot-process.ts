@@ -115,7 +115,7 @@ pg.Pool.prototype.connect = function (
   mark('pool asked');
   // A waiting caller's callback is called when another caller releases its connection, in that caller's async
   // context: bound here to the asker's, so that the wait and the statements sent on the connection count for the
-  // turn that asked (unbound, they counted for the turn that released it; bench/HISTORY.md 2026-12-07 11:00).
+  // turn that asked (unbound, they counted for the turn that released it: bench/HISTORY.md, 2026-12-07 10:50-11:36).
   if (cb) {
     const asker = AsyncResource.bind(
       (err: Error | undefined, client: pg.PoolClient, done: unknown) => (
@@ -269,47 +269,34 @@ function statementKind(text: string): string {
   return verb;
 }
 
-/** Pool connection holds by what was sent on them: count, hold p50/p99/sum, of it in statements (sum), by turns. */
+/**
+ * Pool connection holds by what was sent on them: count, how many a person's message started, hold p50 / p99 / sum,
+ * the wait for the connection before them p50 / p99, the time in the statements themselves (sum).
+ */
 function holdProfile() {
   const by = new Map<string, typeof holds>();
   for (const h of holds) by.set(h.key, [...(by.get(h.key) ?? []), h]);
-  const pct = (xs: number[], p: number) =>
-    xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
-  const r = (x: number) => Math.round(x * 10) / 10;
+  const at = (xs: number[], p: number) => {
+    const sorted = [...xs].sort((x, y) => x - y);
+    return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! * 10) / 10;
+  };
   return [...by]
-    .map(([key, hs]) => ({
-      key,
-      n: hs.length,
-      fromTurns: hs.filter((h) => h.turn).length,
-      holdP50: r(
-        pct(
-          hs.map((h) => h.holdMs),
-          0.5,
-        ),
-      ),
-      holdP99: r(
-        pct(
-          hs.map((h) => h.holdMs),
-          0.99,
-        ),
-      ),
-      holdSumMs: Math.round(hs.reduce((a, h) => a + h.holdMs, 0)),
-      // The wait for the connection before these statements (pool wait by statement).
-      waitP50: r(
-        pct(
-          hs.map((h) => h.waitMs),
-          0.5,
-        ),
-      ),
-      waitP99: r(
-        pct(
-          hs.map((h) => h.waitMs),
-          0.99,
-        ),
-      ),
-      querySumMs: Math.round(hs.reduce((a, h) => a + h.queryMs, 0)),
-    }))
-    .sort((a, b) => b.holdSumMs - a.holdSumMs)
+    .map(([key, hs]) => {
+      const hold = hs.map((h) => h.holdMs);
+      const wait = hs.map((h) => h.waitMs);
+      return {
+        key,
+        n: hs.length,
+        fromTurns: hs.filter((h) => h.turn).length,
+        holdP50: at(hold, 0.5),
+        holdP99: at(hold, 0.99),
+        holdSumMs: Math.round(hold.reduce((x, y) => x + y, 0)),
+        waitP50: at(wait, 0.5),
+        waitP99: at(wait, 0.99),
+        querySumMs: Math.round(hs.reduce((x, h) => x + h.queryMs, 0)),
+      };
+    })
+    .sort((x, y) => y.holdSumMs - x.holdSumMs)
     .slice(0, 25);
 }
 

@@ -148,13 +148,18 @@ globalThis.fetch = ((...a: Parameters<typeof fetch>) => {
   return fetch0(...a).then((r) => (mark(`fetch ${url.includes('/chat/completions') ? 'model' : 'other'} headers`), r));
 }) as typeof fetch;
 
+/** The URL with libpq's `host` parameter naming a socket directory (prisma/db.ts parsePostgresUrl reads it). */
+function viaSocket(url: string, dir: string): string {
+  const u = new URL(url);
+  u.searchParams.set('host', dir);
+  return u.toString();
+}
+
 // Logged as in production (info), to a file.
 const log = pino({ level: 'info', base: null }, pino.destination({ dest: need('BENCH_LOG_FILE'), sync: false }));
 const db = await openDatabase({
   // A diagnostic (BENCH_DB_SOCKET=DIR): the same database through Postgres's Unix socket in DIR, not TCP.
-  databaseUrl: env.BENCH_DB_SOCKET
-    ? `${need('BENCH_DB_URL')}${need('BENCH_DB_URL').includes('?') ? '&' : '?'}host=${encodeURIComponent(env.BENCH_DB_SOCKET)}`
-    : need('BENCH_DB_URL'),
+  databaseUrl: env.BENCH_DB_SOCKET ? viaSocket(need('BENCH_DB_URL'), env.BENCH_DB_SOCKET) : need('BENCH_DB_URL'),
   pgliteDir: '/nonexistent',
   poolSize: env.BENCH_DB_POOL_SIZE ? Number(env.BENCH_DB_POOL_SIZE) : undefined,
 });

@@ -351,9 +351,14 @@ async function main(): Promise<void> {
       process.stderr.write(
         `round trips per agent turn by kind: ${JSON.stringify(phase.dbRoundTripsPerTurnByKind)}\nin a reply's turn: ${JSON.stringify(phase.dbRoundTripsInReplyTurnByKind)}\n`,
       );
-      // Pool connections by what was sent on them: held how long, and how much of that in the statements.
+      // Pool connections by what was sent on them: held how long, how much of that in the statements, the wait before.
+      type Hold = { key: string; n: number; fromTurns: number; holdP50: number; holdP99: number; holdSumMs: number };
+      type Held = Hold & { querySumMs: number; waitP50: number; waitP99: number };
+      const holdLine = (h: Held) =>
+        `  ${h.n} ${h.fromTurns} ${h.holdP50} / ${h.holdP99} / ${h.holdSumMs} ${h.querySumMs} ${h.waitP50} / ${h.waitP99}  ${h.key}`;
       process.stderr.write(
-        `pool connection holds (n, from turns, hold p50 / p99 / sum ms, in statements sum ms, wait before p50 / p99 ms):\n${(s.holdProfile as { key: string; n: number; fromTurns: number; holdP50: number; holdP99: number; holdSumMs: number; querySumMs: number; waitP50: number; waitP99: number }[]).map((h) => `  ${h.n} ${h.fromTurns} ${h.holdP50} / ${h.holdP99} / ${h.holdSumMs} ${h.querySumMs} ${h.waitP50} / ${h.waitP99}  ${h.key}`).join('\n')}\n`,
+        'pool connection holds (n, from turns, hold p50 / p99 / sum ms, in statements sum ms, wait before p50 / p99 ms):\n' +
+          `${(s.holdProfile as Held[]).map(holdLine).join('\n')}\n`,
       );
     }
   } finally {

@@ -115,7 +115,7 @@ pg.Pool.prototype.connect = function (
   mark('pool asked');
   // A waiting caller's callback is called when another caller releases its connection, in that caller's async
   // context: bound here to the asker's, so that the wait and the statements sent on the connection count for the
-  // turn that asked (unbound, they counted for the turn that released it: bench/HISTORY.md, 2026-12-07 10:50-11:48).
+  // turn that asked (unbound, they counted for the turn that released it: bench/HISTORY.md, 2026-12-07 10:50-11:55).
   if (cb) {
     const asker = AsyncResource.bind(
       (err: Error | undefined, client: pg.PoolClient, done: unknown) => (

@@ -6,9 +6,11 @@
 // CPU profile, when asked for with --cpu-prof, is written then).
 // Settings from the environment: BENCH_DB_URL, BENCH_API_BASE, BENCH_GUILD_ID, BENCH_MAX_TURNS,
 // BENCH_SCORING_POOL, BENCH_LOG_FILE, BENCH_DB_POOL_SIZE (optional: the pool's size, DATABASE_POOL_SIZE);
-// BENCH_DIAGNOSTIC_GLOBAL_RPS (a diagnostic: discord.js's global limit).
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+// diagnostics: BENCH_DIAGNOSTIC_GLOBAL_RPS (discord.js's global limit), BENCH_TURN_MARKS (a file for each turn's
+// moments), BENCH_DB_SOCKET (Postgres's Unix socket directory, instead of TCP).
+import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
+import { writeFileSync } from 'node:fs';
+import { monitorEventLoopDelay, performance, type EventLoopUtilization } from 'node:perf_hooks';
 import pg from 'pg';
 import pino from 'pino';
 import { openDatabase } from '../prisma/db.ts';
@@ -30,29 +32,79 @@ const statements = new Map<string, number>();
 const kinds = new Map<string, number>();
 const count = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
 /** The work one person's message started (discord.js's messageCreate, and everything it awaited): its round trips and pool waits. */
-type TurnWork = { messageId: string; kinds: Map<string, number>; poolWaitMs: number };
+type TurnWork = { messageId: string; kinds: Map<string, number>; poolWaitMs: number; marks: [string, number][] };
 const turnContext = new AsyncLocalStorage<TurnWork>();
+// A diagnostic (BENCH_TURN_MARKS=FILE): each turn's moments (its statements sent and done, its requests, its pool
+// waits) written to FILE at 'stats', to see where a turn's time goes.
+const MARKS = env.BENCH_TURN_MARKS;
+const mark = (label: string) => MARKS && turnContext.getStore()?.marks.push([label, performance.now()]);
+const kindOf = new Map<string, string>();
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   queries++;
   const a = args[0] as string | { text?: string };
   const text = typeof a === 'string' ? a : (a?.text ?? '');
   count(statements, text.slice(0, 80));
-  const kind = statementKind(text);
+  // Memoised by text: the bench's own parsing was 0.5-1 % of the bot's CPU at 200 people (its CPU profile).
+  let kind = kindOf.get(text);
+  if (kind === undefined) kindOf.set(text, (kind = statementKind(text)));
   count(kinds, kind);
   const turn = turnContext.getStore();
   if (turn) count(turn.kinds, kind);
-  return (query as (...a: unknown[]) => unknown).apply(this, args);
+  if (turn && MARKS) {
+    turn.marks.push([`${kind} sent`, performance.now()]);
+    const cb = args.at(-1);
+    if (typeof cb === 'function')
+      args[args.length - 1] = (...r: unknown[]) => (turn.marks.push([`${kind} done`, performance.now()]), cb(...r));
+  }
+  const hold = holding.get(this);
+  const q0 = performance.now();
+  const spent = () => hold && (hold.queryMs += performance.now() - q0);
+  if (hold) {
+    hold.kinds.push(kind);
+    // pool.query (and so Prisma's statements outside a transaction) passes a callback; a transaction awaits.
+    const cb = args.at(-1);
+    if (typeof cb === 'function') args[args.length - 1] = (...r: unknown[]) => (spent(), cb(...r));
+  }
+  const out = (query as (...a: unknown[]) => unknown).apply(this, args);
+  if (hold && out instanceof Promise) out.then(spent, spent);
+  return out;
 } as typeof query;
+
+// Each checkout of a pool connection: how long it was held, the statements sent on it, and how much of the hold
+// was spent in them (the rest: awaits of other work while holding it), and whether a person's message started it.
+type Hold = { kinds: string[]; queryMs: number; t0: number; turn: boolean; waitMs: number };
+const holding = new WeakMap<pg.Client, Hold>();
+const holds: { key: string; holdMs: number; queryMs: number; turn: boolean; waitMs: number }[] = [];
+const held = (client: pg.PoolClient, waitMs: number): void => {
+  const hold: Hold = { kinds: [], queryMs: 0, t0: performance.now(), turn: !!turnContext.getStore(), waitMs };
+  holding.set(client, hold);
+  const release = client.release;
+  client.release = function (this: pg.PoolClient, ...a: unknown[]) {
+    holding.delete(client);
+    client.release = release;
+    const k = hold.kinds.filter((x) => x !== 'BEGIN' && x !== 'COMMIT');
+    holds.push({
+      key: (hold.kinds.includes('BEGIN') ? 'tx: ' : '') + k.slice(0, 4).join(' + ') + (k.length > 4 ? ' + ...' : ''),
+      holdMs: performance.now() - hold.t0,
+      queryMs: hold.queryMs,
+      turn: hold.turn,
+      waitMs: hold.waitMs,
+    });
+    return (release as (...a: unknown[]) => void).apply(this, a);
+  } as typeof release;
+};
 
 // Waiting for one of the pool's connections: from asking the pool to getting a client (pg.Pool.connect, which
 // pool.query and Prisma's adapter both go through).
 const poolWaits: number[] = [];
-const waited = (t0: number) => {
+const waited = (t0: number): number => {
   const ms = performance.now() - t0;
   poolWaits.push(ms);
+  mark('pool got');
   const turn = turnContext.getStore();
   if (turn) turn.poolWaitMs += ms;
+  return ms;
 };
 const connect = pg.Pool.prototype.connect;
 pg.Pool.prototype.connect = function (
@@ -60,18 +112,54 @@ pg.Pool.prototype.connect = function (
   cb?: (err: Error | undefined, client?: pg.PoolClient, done?: unknown) => void,
 ) {
   const t0 = performance.now();
-  if (cb)
-    return (connect as (cb: unknown) => void).call(
-      this,
-      (err: Error | undefined, client: pg.PoolClient, done: unknown) => (waited(t0), cb(err, client, done)),
+  mark('pool asked');
+  // A waiting caller's callback is called when another caller releases its connection, in that caller's async
+  // context: bound here to the asker's, so that the wait and the statements sent on the connection count for the
+  // turn that asked (unbound, they counted for the turn that released it: bench/HISTORY.md, 2026-12-07 10:50-11:55).
+  if (cb) {
+    const asker = AsyncResource.bind(
+      (err: Error | undefined, client: pg.PoolClient, done: unknown) => (
+        client && held(client, waited(t0)), cb(err, client, done)
+      ),
     );
-  return (connect as () => Promise<pg.PoolClient>).call(this).then((c) => (waited(t0), c));
+    return (connect as (cb: unknown) => void).call(this, asker);
+  }
+  return (connect as () => Promise<pg.PoolClient>).call(this).then((c) => (held(c, waited(t0)), c));
 } as typeof connect;
+
+// Connections the pool opened (each a Postgres backend started: on a busy 2-core machine, a wait of its own).
+const opened: number[] = [];
+const clientConnect = pg.Client.prototype.connect;
+pg.Client.prototype.connect = function (this: pg.Client, cb?: (err: Error) => void) {
+  const t0 = performance.now();
+  if (cb)
+    return (clientConnect as (cb: unknown) => void).call(
+      this,
+      (err: Error) => (opened.push(performance.now() - t0), cb(err)),
+    );
+  return (clientConnect as () => Promise<unknown>).call(this).then(() => void opened.push(performance.now() - t0));
+} as typeof clientConnect;
+
+// The model's requests (the agent's turn) and Discord's REST calls go through fetch (undici): marked when asked.
+const fetch0 = globalThis.fetch;
+globalThis.fetch = ((...a: Parameters<typeof fetch>) => {
+  const url = String(a[0] instanceof Request ? a[0].url : a[0]);
+  mark(`fetch ${url.includes('/chat/completions') ? 'model' : 'other'}`);
+  return fetch0(...a).then((r) => (mark(`fetch ${url.includes('/chat/completions') ? 'model' : 'other'} headers`), r));
+}) as typeof fetch;
+
+/** The URL with libpq's `host` parameter naming a socket directory (prisma/db.ts parsePostgresUrl reads it). */
+function viaSocket(url: string, dir: string): string {
+  const u = new URL(url);
+  u.searchParams.set('host', dir);
+  return u.toString();
+}
 
 // Logged as in production (info), to a file.
 const log = pino({ level: 'info', base: null }, pino.destination({ dest: need('BENCH_LOG_FILE'), sync: false }));
 const db = await openDatabase({
-  databaseUrl: need('BENCH_DB_URL'),
+  // A diagnostic (BENCH_DB_SOCKET=DIR): the same database through Postgres's Unix socket in DIR, not TCP.
+  databaseUrl: env.BENCH_DB_SOCKET ? viaSocket(need('BENCH_DB_URL'), env.BENCH_DB_SOCKET) : need('BENCH_DB_URL'),
   pgliteDir: '/nonexistent',
   poolSize: env.BENCH_DB_POOL_SIZE ? Number(env.BENCH_DB_POOL_SIZE) : undefined,
 });
@@ -121,6 +209,7 @@ const rest = bot.client.rest;
 if (env.BENCH_DIAGNOSTIC_GLOBAL_RPS) rest.options.globalRequestsPerSecond = Number(env.BENCH_DIAGNOSTIC_GLOBAL_RPS);
 const queueRequest = rest.queueRequest.bind(rest);
 rest.queueRequest = (req) => {
+  mark(`rest ${req.method}`);
   const rec: RestRecord = {
     method: req.method,
     route: req.fullRoute,
@@ -152,7 +241,12 @@ let turnWork: TurnWork[] = [];
 // Ahead of the bot's own listener, so that the bot's handling of the message runs (and awaits) in its context.
 bot.client.prependListener('messageCreate', (m) => {
   received.push([m.id, performance.timeOrigin + performance.now()]);
-  const work: TurnWork = { messageId: m.id, kinds: new Map(), poolWaitMs: 0 };
+  const work: TurnWork = {
+    messageId: m.id,
+    kinds: new Map(),
+    poolWaitMs: 0,
+    marks: [['messageCreate', performance.now()]],
+  };
   turnWork.push(work);
   turnContext.enterWith(work);
 });
@@ -180,7 +274,61 @@ function statementKind(text: string): string {
   return verb;
 }
 
+/**
+ * Pool connection holds by what was sent on them: count, how many a person's message started, hold p50 / p99 / sum,
+ * the wait for the connection before them p50 / p99, the time in the statements themselves (sum).
+ */
+function holdProfile() {
+  const by = new Map<string, typeof holds>();
+  for (const h of holds) by.set(h.key, [...(by.get(h.key) ?? []), h]);
+  const at = (xs: number[], p: number) => {
+    const sorted = [...xs].sort((x, y) => x - y);
+    return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! * 10) / 10;
+  };
+  return [...by]
+    .map(([key, hs]) => {
+      const hold = hs.map((h) => h.holdMs);
+      const wait = hs.map((h) => h.waitMs);
+      return {
+        key,
+        n: hs.length,
+        fromTurns: hs.filter((h) => h.turn).length,
+        holdP50: at(hold, 0.5),
+        holdP99: at(hold, 0.99),
+        holdSumMs: Math.round(hold.reduce((x, y) => x + y, 0)),
+        waitP50: at(wait, 0.5),
+        waitP99: at(wait, 0.99),
+        querySumMs: Math.round(hs.reduce((x, h) => x + h.queryMs, 0)),
+      };
+    })
+    .sort((x, y) => y.holdSumMs - x.holdSumMs)
+    .slice(0, 25);
+}
+
 const loop = monitorEventLoopDelay({ resolution: 10 });
+// The main thread's utilisation (busy share) in each quarter second of the phase: whether the bot's one thread was
+// the limit (a connection is held until the thread reads the reply on it, so a busy thread lengthens every hold).
+const ELU_EVERY_MS = 250;
+let elu: number[] = [];
+let eluLast: EventLoopUtilization = performance.eventLoopUtilization();
+let eluPhase: EventLoopUtilization = eluLast;
+const eluTimer = setInterval(() => {
+  const now = performance.eventLoopUtilization();
+  elu.push(performance.eventLoopUtilization(now, eluLast).utilization);
+  eluLast = now;
+}, ELU_EVERY_MS);
+eluTimer.unref();
+/** The phase's busy share, and its longest run of quarter seconds at least 90 % busy (in seconds). */
+function utilisation() {
+  let run = 0;
+  let longest = 0;
+  for (const u of elu) longest = Math.max(longest, (run = u >= 0.9 ? run + 1 : 0));
+  return {
+    overall: Math.round(performance.eventLoopUtilization(eluPhase).utilization * 100) / 100,
+    longestBusyS: (longest * ELU_EVERY_MS) / 1000,
+    quarterSecondsAtLeast90: elu.filter((u) => u >= 0.9).length,
+  };
+}
 let cpu0 = process.cpuUsage();
 let queries0 = 0;
 const heap = (): number => {
@@ -193,10 +341,14 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
     const heapBytes = heap();
     loop.reset();
     loop.enable();
+    elu = [];
+    eluPhase = eluLast = performance.eventLoopUtilization();
     cpu0 = process.cpuUsage();
     queries0 = queries;
     statements.clear();
     poolWaits.length = 0;
+    holds.length = 0;
+    opened.length = 0;
     restRecords = [];
     received = [];
     turnWork = [];
@@ -209,15 +361,19 @@ process.on('message', (m: { op: 'reset' | 'heap' | 'stats' | 'stop' }) => {
   } else if (m.op === 'stats') {
     loop.disable();
     const cpu = process.cpuUsage(cpu0);
+    if (MARKS) writeFileSync(MARKS, JSON.stringify(turnWork.map((w) => w.marks)));
     process.send!({
       op: 'stats',
       cpuSeconds: (cpu.user + cpu.system) / 1e6,
       queries: queries - queries0,
       loopP99Ms: loop.percentile(99) / 1e6,
       loopMaxMs: loop.max / 1e6,
+      mainThread: utilisation(),
       rssBytes: process.memoryUsage().rss,
       topStatements: [...statements].sort((x, y) => y[1] - x[1]).slice(0, 12),
       poolWaitsMs: poolWaits,
+      holdProfile: holdProfile(),
+      connectionsOpenedMs: opened,
       statementKinds: [...kinds].sort((x, y) => y[1] - x[1]),
       turnWork: turnWork.map((w) => ({
         messageId: w.messageId,

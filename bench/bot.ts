@@ -20,6 +20,9 @@
 //   - the bot's database round trips, Discord REST requests, CPU seconds (all per agent turn, the whole session's work counted), its
 //     event-loop delay, its heap per open session (after a GC, all sessions open, less the heap before);
 //   - the time from the answer shown to its result shown (the scoring queue and sandbox included).
+//   - the pool's connections by the statements sent on each (held how long), the connections it opened, and the
+//     bot's main-thread utilisation (its longest stretch at least 90 % busy): a connection is held until the bot's
+//     one thread reads the reply, so a busy thread lengthens every hold and the pool's queue.
 // The machine's load average before and after. One JSON line at the end; exit 1 unless every session was answered,
 // scored and rated once.
 // Usage: npm run bench:bot [-- --people 50,100,200 --think-ms 0 --turns 3 --max-tokens 24 --token-delay-ms 20 --scoring-pool 2
@@ -317,9 +320,15 @@ async function main(): Promise<void> {
           [...restRoutes].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, round(n / people, 2)]),
         ),
         dbPoolWaitMs: stat(s.poolWaitsMs as number[]),
+        // Connections the pool opened during the phase, and how long each took to open.
+        dbConnectionsOpenedMs: stat(s.connectionsOpenedMs as number[]),
         cpuSecondsPerTurn: round(s.cpuSeconds! / agentTurns, 4),
         botCpuSeconds: round(s.cpuSeconds!, 2),
         eventLoopDelayMs: { p99: round(s.loopP99Ms!), max: round(s.loopMaxMs!) },
+        // The bot's main thread: its busy share over the phase, and its longest stretch at least 90 % busy.
+        mainThreadUtilisation: s.mainThread,
+        // Pool connections by the statements sent on each (the top ones by time held; bench/bot-process.ts).
+        dbPoolHolds: (s.holdProfile as unknown[]).slice(0, 10),
         heapPerOpenSessionKiB: round((heapOpen - heap0) / people / 1024),
         botRssMiB: round(s.rssBytes! / 2 ** 20),
         answerToResultMs: stat(answerToResult),
@@ -341,6 +350,15 @@ async function main(): Promise<void> {
       );
       process.stderr.write(
         `round trips per agent turn by kind: ${JSON.stringify(phase.dbRoundTripsPerTurnByKind)}\nin a reply's turn: ${JSON.stringify(phase.dbRoundTripsInReplyTurnByKind)}\n`,
+      );
+      // Pool connections by what was sent on them: held how long, how much of that in the statements, the wait before.
+      type Hold = { key: string; n: number; fromTurns: number; holdP50: number; holdP99: number; holdSumMs: number };
+      type Held = Hold & { querySumMs: number; waitP50: number; waitP99: number };
+      const holdLine = (h: Held) =>
+        `  ${h.n} ${h.fromTurns} ${h.holdP50} / ${h.holdP99} / ${h.holdSumMs} ${h.querySumMs} ${h.waitP50} / ${h.waitP99}  ${h.key}`;
+      process.stderr.write(
+        'pool connection holds (n, from turns, hold p50 / p99 / sum ms, in statements sum ms, wait before p50 / p99 ms):\n' +
+          `${(s.holdProfile as Held[]).map(holdLine).join('\n')}\n`,
       );
     }
   } finally {

@@ -5,7 +5,7 @@
 //
 //   npx tsx bench/credit-starter.ts [--seed 1] [--starter-games 1500] [--starter-steps 500] [--test-tasks 100]
 //                                [--peak-lr 2e-3] [--vocab-size 512] [--hidden-size 64] [--layers 2]
-//                                [--drill-steps 0] [--drill-lr 1e-3] [--drills 6000] [--drill-shape credit|matching|generic] [--design v4|v3|v2|v1] [--state-tasks 3]
+//                                [--drill-steps 0] [--drill-lr 1e-3] [--drills 6000] [--drill-shape credit|matching|generic] [--design v6|v5|v4|v3|v2|v1] [--state-tasks 3]
 // (--drill-steps 1500: the copy-drill phase tried on 2026-12-06, CREDIT_DRILL_PHASE; 0, the default: none)
 import { join, resolve } from 'node:path';
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';

@@ -85,7 +85,7 @@ export function seedFlags(overrides: Partial<Record<'test-tasks', string>> = {})
     // A drill phase before the starter's games, SHAPE:STEPS:PEAK_LR:DRILLS (credit-starter.ts CreditDrillPhase), or
     // none; the default is design v4's starter (README.md, "Design v4"), which v5 keeps. Designs v1-v3 ran with none.
     'starter-drill': { type: 'string', default: V4_STARTER_DRILL },
-    design: { type: 'string', default: 'v5' },
+    design: { type: 'string', default: 'v6' },
   } as const;
 }
 

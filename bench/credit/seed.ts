@@ -83,7 +83,8 @@ export function seedFlags(overrides: Partial<Record<'test-tasks', string>> = {})
     'starter-steps': { type: 'string', default: '500' },
     'starter-from': { type: 'string' },
     // A drill phase before the starter's games, SHAPE:STEPS:PEAK_LR:DRILLS (credit-starter.ts CreditDrillPhase), or
-    // none; the default is design v4's starter (README.md, "Design v4"), which v5 keeps. Designs v1-v3 ran with none.
+    // none; the default is design v4's starter (README.md, "Design v4"), which v5 and v6 keep. Designs v1-v3 ran
+    // with none.
     'starter-drill': { type: 'string', default: V4_STARTER_DRILL },
     design: { type: 'string', default: 'v6' },
   } as const;

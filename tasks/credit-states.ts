@@ -10,6 +10,7 @@ import {
   CREDIT_KEYS,
   parseCreditReference,
   question,
+  trueMoveValue,
   type CreditDesign,
   type CreditMove,
   type MoveRecord,
@@ -171,6 +172,7 @@ export interface StoredPair {
   sessionId: string;
   agentTurn: number;
   chosenText?: string;
+  rejectedText?: string;
 }
 
 export interface PairReading {
@@ -182,15 +184,22 @@ export interface PairReading {
    * pairs that teach telling the two told keys from the one left.
    */
   usefulChosenAfterTwoByKey: Record<string, number>;
+  /**
+   * Pairs whose two sides the true move values (credit.ts trueMoveValue) order as the ranker did, value alike (DPO on
+   * noise), or the other way: how far a learned critic's pairs are from the oracle's.
+   */
+  byTrueValues: { agree: number; tie: number; against: number };
 }
 
 /** Reads `pairs` against the sessions they were sampled in (reference and turns by session id). */
 export function readPairs(
   pairs: readonly StoredPair[],
   sessions: ReadonlyMap<string, { reference: string; turns: readonly { role: string; content: string }[] }>,
+  design: CreditDesign,
 ): PairReading {
   const byValuesTold: Record<string, number> = {};
   const usefulChosenAfterTwoByKey: Record<string, number> = {};
+  const byTrueValues = { agree: 0, tie: 0, against: 0 };
   let read = 0;
   for (const p of pairs) {
     const s = sessions.get(p.sessionId);
@@ -205,6 +214,11 @@ export function readPairs(
     if (!spent && chosen.before === 2 && chosen.move === 'useful' && chosen.gave) {
       usefulChosenAfterTwoByKey[chosen.gave] = (usefulChosenAfterTwoByKey[chosen.gave] ?? 0) + 1;
     }
+    if (p.rejectedText !== undefined) {
+      const gap =
+        trueMoveValue(chosen, k, design) - trueMoveValue(moveOf(s.reference, turns, p.rejectedText), k, design);
+      byTrueValues[gap > 1e-9 ? 'agree' : gap < -1e-9 ? 'against' : 'tie']++;
+    }
   }
-  return { pairs: read, byValuesTold, usefulChosenAfterTwoByKey };
+  return { pairs: read, byValuesTold, usefulChosenAfterTwoByKey, byTrueValues };
 }

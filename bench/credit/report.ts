@@ -109,12 +109,13 @@ export function gateLines(label: string, g: CriticGate): string[] {
 }
 
 // The actor's pairs by state (tasks/credit-states.ts readPairs): what the candidates gave a policy to learn from.
-/** One line: pairs by values told, and after 2 values the chosen key left. */
+/** One line: pairs by values told, after 2 values the chosen key left, and how the true values order them. */
 export function pairReadingLine(r: PairReading): string {
   const fmt = (o: Record<string, number>) =>
     Object.entries(o)
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([k, n]) => `${k} ${n}`)
       .join(', ');
-  return `${r.pairs} pairs by values told before the move: ${fmt(r.byValuesTold)}; after 2 values, the key left chosen: ${fmt(r.usefulChosenAfterTwoByKey) || 'none'}`;
+  const t = r.byTrueValues;
+  return `${r.pairs} pairs by values told before the move: ${fmt(r.byValuesTold)}; after 2 values, the key left chosen: ${fmt(r.usefulChosenAfterTwoByKey) || 'none'}; by the true move values: agree ${t.agree}, tie ${t.tie}, against ${t.against}`;
 }

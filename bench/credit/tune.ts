@@ -248,7 +248,7 @@ for (const seed of seedsToRun) {
       const sessions = new Map(
         (await collectedTrajectories(p)).map((t) => [t.sessionId, { ...t, reference: t.task.reference }]),
       );
-      log(`${m} candidates: ${pairReadingLine(readPairs(await readActorPairs(pairsFile), sessions))}`);
+      log(`${m} candidates: ${pairReadingLine(readPairs(await readActorPairs(pairsFile), sessions, p.o.design))}`);
       for (const [i, o] of actorCells.entries())
         await record(m, { ...base, ...o }, await actorFromPairs(p, pairsFile, { ...base, ...o }, `${m}-cell-${i + 1}`));
     }

@@ -244,17 +244,21 @@ describe("the actor's pairs read by state", () => {
     const turns = playTurns([question(a), question(b), question(a)]);
     const sessions = new Map([['s1', { reference: task.reference, turns }]]);
     const pairs = [
-      { sessionId: 's1', agentTurn: 0, chosenText: question(b) },
-      { sessionId: 's1', agentTurn: 1, chosenText: question(c) },
+      { sessionId: 's1', agentTurn: 0, chosenText: question(b), rejectedText: question('width') },
+      { sessionId: 's1', agentTurn: 1, chosenText: question(c), rejectedText: question(a) },
       { sessionId: 's1', agentTurn: 2, chosenText: question(c) },
-      { sessionId: 's1', agentTurn: 2, chosenText: question(a) },
-      { sessionId: 's1', agentTurn: 3, chosenText: CREDIT_V5_ANSWER },
+      { sessionId: 's1', agentTurn: 2, chosenText: question(a), rejectedText: question(b) },
+      { sessionId: 's1', agentTurn: 3, chosenText: CREDIT_V5_ANSWER, rejectedText: question(a) },
       { sessionId: 'elsewhere', agentTurn: 0, chosenText: question(a) },
     ];
-    const r = readPairs(pairs, sessions);
+    const r = readPairs(pairs, sessions, 'v6');
     expect(r.pairs).toBe(5);
     // Turn 3 follows three questions: the budget is spent, whatever it was told.
     expect(r.byValuesTold).toEqual({ '0': 1, '1': 1, '2': 2, spent: 1 });
     expect(r.usefulChosenAfterTwoByKey).toEqual({ [c]: 1 });
+    // Useful over useless and over a repeat agree; a repeat against a repeat is a tie; the answer once the budget is
+    // spent against asking again agrees (an idle question costs under v5 and v6); the pair without a rejected side
+    // is not judged.
+    expect(r.byTrueValues).toEqual({ agree: 3, tie: 1, against: 0 });
   });
 });

@@ -141,9 +141,11 @@ export interface TurnLogprobs {
  * forward pass per batch. Call inside tf.tidy / a gradient function.
  */
 export function turnLogprobs(model: Decoder, seqs: readonly EncodedDialogue[], padTokenId: number): TurnLogprobs {
+  // Everything before the first agent turn is context, so the tokens all dialogues share run once (logprobs.ts).
+  const promptLengths = seqs.map((s) => Math.max(1, Math.min(s.ids.length - 1, ...s.turns.map((t) => t.start))));
   const scored = completionLogprobs(
     model,
-    seqs.map((s) => ({ prompt: s.ids.slice(0, 1), completion: s.ids.slice(1) })),
+    seqs.map((s, b) => ({ prompt: s.ids.slice(0, promptLengths[b]), completion: s.ids.slice(promptLengths[b]) })),
     { padTokenId },
   );
   const width = scored.tokenLogprobs.shape[1];
@@ -162,9 +164,9 @@ export function turnLogprobs(model: Decoder, seqs: readonly EncodedDialogue[], p
   let n = 0;
   seqs.forEach((s, b) => {
     for (const t of s.turns) {
-      // Column j of the scored row is the log-probability of ids[j + 1].
+      // Column j of the scored row is the log-probability of ids[j + promptLength].
       for (let j = 0; j < t.end - t.start; j++) {
-        index[n * L + j] = b * width + t.start + j - 1;
+        index[n * L + j] = b * width + t.start + j - promptLengths[b]!;
         mask[n * L + j] = 1;
       }
       n++;

@@ -63,7 +63,21 @@ function bigram(weights: number[], name: string): Decoder {
   const w = tf.variable(tf.tensor2d(weights, [V, V]), true, `golden-${name}-${models++}`);
   const model = {
     config: { vocabSize: V, maxPositionEmbeddings: 4096 },
-    forward: (ids: tf.Tensor2D) => ({ logits: tf.gather(w, ids) }),
+    // A bigram reads no context, so its KV cache (trainer/model/logprobs.ts runs a shared prefix once) holds nothing.
+    forward: (ids: tf.Tensor2D, opts: { returnCache?: boolean; cache?: unknown } = {}) => ({
+      logits: tf.gather(w, ids),
+      ...(opts.returnCache || opts.cache
+        ? {
+            cache: {
+              layers: [],
+              mask: tf.ones(ids.shape),
+              count: tf.fill([ids.shape[0]], ids.shape[1]),
+              length: ids.shape[1],
+              batch: ids.shape[0],
+            },
+          }
+        : {}),
+    }),
     namedTrainableVariables: () => new Map([['w', w]]),
   };
   return model as unknown as Decoder;

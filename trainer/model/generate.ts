@@ -219,20 +219,7 @@ export async function generate(
     ...(stops.length > 0 ? { stops: new StopMatcher(stops) } : {}),
   }));
 
-  // Left-padded prompt batch.
-  const T = Math.max(...rows.map((r) => r.prompt.length));
-  const idsFlat = new Int32Array(rows.length * T).fill(tokenizer.padTokenId);
-  const maskFlat = new Float32Array(rows.length * T);
-  rows.forEach((r, b) => {
-    const off = b * T + (T - r.prompt.length);
-    idsFlat.set(r.prompt, off);
-    maskFlat.fill(1, off, (b + 1) * T);
-  });
-  const idsT = tf.tensor2d(idsFlat, [rows.length, T], 'int32');
-  const maskT = tf.tensor2d(maskFlat, [rows.length, T], 'float32');
-  let { logits, cache } = model.forward(idsT, { attentionMask: maskT, returnCache: true, lastOnly: true });
-  idsT.dispose();
-  maskT.dispose();
+  let { logits, cache } = prefill(model, rows, tokenizer.padTokenId);
 
   let active = rows; // rows still generating, in cache order
   try {
@@ -293,6 +280,39 @@ export async function generate(
     if (done.stopString !== undefined) result.stopString = done.stopString;
     return result;
   });
+}
+
+/**
+ * The prompts' left-padded batch run once, each distinct prompt once (a state's candidates share one prompt):
+ * its rows of the cache and logits are then repeated for the rows that asked for it, which is what each would
+ * have computed itself.
+ */
+function prefill(model: Decoder, rows: readonly Row[], pad: number): { logits: tf.Tensor; cache: KVCache | undefined } {
+  const distinct = new Map<string, number>();
+  const source = rows.map((r) => {
+    const key = r.prompt.join(',');
+    return distinct.get(key) ?? distinct.set(key, distinct.size).get(key)!;
+  });
+  const unique = [...distinct.values()].map((u) => rows[source.indexOf(u)]!.prompt);
+  const T = Math.max(...unique.map((p) => p.length));
+  const idsFlat = new Int32Array(unique.length * T).fill(pad);
+  const maskFlat = new Float32Array(unique.length * T);
+  unique.forEach((p, b) => {
+    const off = b * T + (T - p.length);
+    idsFlat.set(p, off);
+    maskFlat.fill(1, off, (b + 1) * T);
+  });
+  const idsT = tf.tensor2d(idsFlat, [unique.length, T], 'int32');
+  const maskT = tf.tensor2d(maskFlat, [unique.length, T], 'float32');
+  const out = model.forward(idsT, { attentionMask: maskT, returnCache: true, lastOnly: true });
+  idsT.dispose();
+  maskT.dispose();
+  if (unique.length === rows.length) return { logits: out.logits, cache: out.cache! };
+  const cache = selectCacheRows(out.cache!, source);
+  const logits = tf.tidy(() => tf.gather(out.logits, tf.tensor1d(source, 'int32')));
+  disposeCache(out.cache);
+  out.logits.dispose();
+  return { logits, cache };
 }
 
 function finishIfDone(row: Row, tok: number, eos: Set<number>, tokenizer: TextTokenizer): void {

@@ -7,7 +7,7 @@ import { loadCheckpoint } from '../../../trainer/model/checkpoint.ts';
 import { Decoder } from '../../../trainer/model/decoder.ts';
 import { descendingOrder, generate, sampleToken } from '../../../trainer/model/generate.ts';
 import { seededRandom } from '../../../tasks/random.ts';
-import { completionLogprobs, completionLogprobValues } from '../../../trainer/model/logprobs.ts';
+import { completionLogprobs, completionLogprobValues, sharedPrefix } from '../../../trainer/model/logprobs.ts';
 import { makeTinyCheckpoint } from '../../../testing/tiny-checkpoint.ts';
 
 let dir: string;
@@ -118,6 +118,29 @@ describe('generation', () => {
     await expect(generate(engine.model, engine.tokenizer, prompts, { temperature: 1, seeds: [1] })).rejects.toThrow(
       /1 seeds for 4 prompts/,
     );
+  });
+
+  it('runs a prompt asked for by several rows once, and each row samples as it would alone', async () => {
+    // A state's candidates: one prompt many times, beside another (trainer/actor.ts pairsForState).
+    const batch = [prompts[1]!, prompts[1]!, prompts[0]!, prompts[1]!];
+    const seeds = [3, 4, 5, 6];
+    const batched = await generate(engine.model, engine.tokenizer, batch, {
+      temperature: 1,
+      maxTokens: 12,
+      seeds,
+      ...noEos,
+    });
+    for (const [i, p] of batch.entries()) {
+      const [alone] = await generate(engine.model, engine.tokenizer, [p], {
+        temperature: 1,
+        maxTokens: 12,
+        seed: seeds[i]!,
+        ...noEos,
+      });
+      expect(batched[i]!.tokenIds).toEqual(alone!.tokenIds);
+      for (const [j, lp] of alone!.tokenLogprobs.entries()) expect(batched[i]!.tokenLogprobs[j]).toBeCloseTo(lp, 4);
+    }
+    expect(new Set(batched.map((r) => r.tokenIds.join(','))).size).toBeGreaterThan(1);
   });
 
   it('stops at a stop string, cutting the text before it', async () => {
@@ -338,6 +361,47 @@ describe('log-probabilities of continuations', () => {
       expect(batched[i]).toHaveLength(it.completion.length);
       for (const [j, v] of alone!.entries()) expect(Math.abs(batched[i]![j]! - v)).toBeLessThan(1e-5);
     }
+  });
+
+  it('run the tokens every row shares once, with the values and gradients of each row alone', () => {
+    // A system prompt every row starts with, then rows that differ: the actor's DPO pairs (trainer/actor.ts).
+    const shared = engine.tokenizer.encode('You are a programming assistant helping a person who needs one function. ');
+    const items = [
+      { prompt: [...shared, ...prompts[0]!], completion: prompts[1]! },
+      { prompt: [...shared, ...prompts[2]!], completion: prompts[3]!.slice(0, 2) },
+      { prompt: [...shared, ...prompts[3]!], completion: prompts[0]! },
+    ];
+    expect(sharedPrefix(items)).toBe(shared.length);
+    expect(sharedPrefix([items[0]!])).toBe(0);
+    // Never the last prompt token: its logits predict the first completion token.
+    expect(sharedPrefix([items[0]!, items[0]!])).toBe(items[0]!.prompt.length - 1);
+    const model = trainable;
+    const w = model.param('model.layers.0.self_attn.k_proj.weight');
+    const run = (batch: typeof items) => {
+      const { value, grads } = tf.variableGrads(() => tf.sum(completionLogprobs(model, batch).sums) as tf.Scalar, [w]);
+      const out = { value: value.dataSync()[0]!, grad: Array.from(grads[w.name]!.dataSync()) };
+      tf.dispose([value, grads[w.name]!]);
+      return out;
+    };
+    const together = run(items);
+    const alone = items.map((it) => run([it]));
+    expect(together.value).toBeCloseTo(
+      alone.reduce((s, a) => s + a.value, 0),
+      3,
+    );
+    const summed = together.grad.map((_, i) => alone.reduce((s, a) => s + a.grad[i]!, 0));
+    const scale = Math.max(...summed.map(Math.abs));
+    expect(scale).toBeGreaterThan(0);
+    for (const [i, g] of together.grad.entries()) expect(Math.abs(g - summed[i]!)).toBeLessThan(1e-4 * scale);
+    const r = completionLogprobs(model, items);
+    const lp = r.tokenLogprobs.arraySync();
+    for (const [b, it] of items.entries()) {
+      const one = completionLogprobs(model, [it]);
+      const ref = one.tokenLogprobs.arraySync()[0]!;
+      for (const [j, v] of ref.entries()) expect(Math.abs(lp[b]![j]! - v)).toBeLessThan(1e-5);
+      tf.dispose([one.tokenLogprobs, one.mask, one.sums]);
+    }
+    tf.dispose([r.tokenLogprobs, r.mask, r.sums]);
   });
 
   it('are differentiable, with padding contributing nothing', () => {

@@ -140,13 +140,18 @@ export interface TurnLogprobs {
  * Differentiable per-token log-probabilities of every agent turn of a batch of encoded dialogues, from one
  * forward pass per batch. Call inside tf.tidy / a gradient function.
  */
-export function turnLogprobs(model: Decoder, seqs: readonly EncodedDialogue[], padTokenId: number): TurnLogprobs {
+export function turnLogprobs(
+  model: Decoder,
+  seqs: readonly EncodedDialogue[],
+  padTokenId: number,
+  sharePrefix = true,
+): TurnLogprobs {
   // Everything before the first agent turn is context, so the tokens all dialogues share run once (logprobs.ts).
   const promptLengths = seqs.map((s) => Math.max(1, Math.min(s.ids.length - 1, ...s.turns.map((t) => t.start))));
   const scored = completionLogprobs(
     model,
     seqs.map((s, b) => ({ prompt: s.ids.slice(0, promptLengths[b]), completion: s.ids.slice(promptLengths[b]) })),
-    { padTokenId },
+    { padTokenId, sharePrefix },
   );
   const width = scored.tokenLogprobs.shape[1];
   const owner: number[] = [];

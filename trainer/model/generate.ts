@@ -28,6 +28,8 @@ export interface GenerateOptions {
   seed?: number;
   /** One seed a prompt (overrides `seed`): row i samples as prompts[i] would alone with seed seeds[i]. */
   seeds?: readonly number[];
+  /** false: every row's prompt runs on its own even when rows repeat one (bench/prefix.ts's yardstick). */
+  sharePrompts?: boolean;
   /** Token ids that end a row (default: the tokenizer's end-of-sequence ids). */
   eosTokenIds?: readonly number[];
   /** Polled between steps; when true, unfinished rows end with finishReason 'cancelled'. */
@@ -219,7 +221,7 @@ export async function generate(
     ...(stops.length > 0 ? { stops: new StopMatcher(stops) } : {}),
   }));
 
-  let { logits, cache } = prefill(model, rows, tokenizer.padTokenId);
+  let { logits, cache } = prefill(model, rows, tokenizer.padTokenId, options.sharePrompts !== false);
 
   let active = rows; // rows still generating, in cache order
   try {
@@ -287,10 +289,15 @@ export async function generate(
  * its rows of the cache and logits are then repeated for the rows that asked for it, which is what each would
  * have computed itself.
  */
-function prefill(model: Decoder, rows: readonly Row[], pad: number): { logits: tf.Tensor; cache: KVCache | undefined } {
+function prefill(
+  model: Decoder,
+  rows: readonly Row[],
+  pad: number,
+  share: boolean,
+): { logits: tf.Tensor; cache: KVCache | undefined } {
   const distinct = new Map<string, number>();
-  const source = rows.map((r) => {
-    const key = r.prompt.join(',');
+  const source = rows.map((r, i) => {
+    const key = share ? r.prompt.join(',') : String(i);
     return distinct.get(key) ?? distinct.set(key, distinct.size).get(key)!;
   });
   const unique = [...distinct.values()].map((u) => rows[source.indexOf(u)]!.prompt);

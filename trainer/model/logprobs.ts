@@ -69,7 +69,7 @@ export function sharedPrefix(batch: readonly ScoredSequence[]): number {
 export function completionLogprobs(
   model: Decoder,
   batch: readonly ScoredSequence[],
-  options: { padTokenId?: number; temperature?: number } = {},
+  options: { padTokenId?: number; temperature?: number; sharePrefix?: boolean } = {},
 ): CompletionLogprobs {
   if (batch.length === 0) throw new Error('logprobs: empty batch');
   check(model, batch);
@@ -96,7 +96,7 @@ export function completionLogprobs(
   });
 
   // The shared prefix stops before every row's last prompt token, whose logits predict its first completion token.
-  const P = sharedPrefix(batch);
+  const P = options.sharePrefix === false ? 0 : sharedPrefix(batch); // false: bench/prefix.ts's yardstick
   const rest = T - P;
   const restIds = P === 0 ? ids : new Int32Array(B * rest);
   if (P > 0) {
@@ -114,10 +114,12 @@ export function completionLogprobs(
         returnCache: true,
         lastOnly: true,
       }).cache!;
+      // Repeated by a gather of row 0, whose gradient is one segment sum (tile's is a slice and add per row).
+      const row0 = tf.zeros([B], 'int32') as tf.Tensor1D;
       cache = {
-        layers: pre.layers.map((l) => ({ k: tf.tile(l.k, [B, 1, 1, 1]), v: tf.tile(l.v, [B, 1, 1, 1]) })),
-        mask: tf.tile(pre.mask, [B, 1]),
-        count: tf.tile(pre.count, [B]),
+        layers: pre.layers.map((l) => ({ k: tf.gather(l.k, row0), v: tf.gather(l.v, row0) })),
+        mask: tf.gather(pre.mask, row0),
+        count: tf.gather(pre.count, row0),
         length: P,
         batch: B,
       };
@@ -147,7 +149,7 @@ export function completionLogprobs(
 export async function completionLogprobValues(
   model: Decoder,
   batch: readonly ScoredSequence[],
-  options: { padTokenId?: number; batchSize?: number; temperature?: number } = {},
+  options: { padTokenId?: number; batchSize?: number; temperature?: number; sharePrefix?: boolean } = {},
 ): Promise<number[][]> {
   const size = options.batchSize ?? 8;
   if (!Number.isInteger(size) || size < 1)

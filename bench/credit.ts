@@ -7,7 +7,7 @@
 //
 //   npm run bench:credit -- [--seeds 1,2,3,4,5] [--tasks 120] [--episodes-per-task 3] [--test-tasks 60]
 //                           [--games-per-task 4] [--state-tasks 6] [--starter-games 1500] [--starter-steps 500]
-//                           [--starter-from DIR] [--starter-drill none|SHAPE:STEPS:LR:DRILLS] [--design v4|v3|v2|v1] [--methods rft,mtdpo,sweet,oracle,random]
+//                           [--starter-from DIR] [--starter-drill none|SHAPE:STEPS:LR:DRILLS] [--design v6|v5|v4|v3|v2|v1] [--methods rft,mtdpo,sweet,oracle,random]
 //                           [--equal-updates N] [--settings FILE] [--dir data/bench/credit] [--keep]
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';

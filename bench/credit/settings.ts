@@ -10,25 +10,34 @@ import { trainConfig, trainConfigSchema, type TrainConfig } from '../../trainer/
 export const METHODS = ['rft', 'mtdpo', 'sweet', 'oracle', 'random'] as const;
 export type Method = (typeof METHODS)[number];
 
-/** The overrides a method's settings may hold: what the grid searches, and the pair-gap filter. */
-export const overridesSchema = trainConfigSchema
-  .pick({
-    lr: true,
-    sftEpochs: true,
-    actorEpochs: true,
-    criticLr: true,
-    criticBeta: true,
-    criticEpochs: true,
-    beta: true,
-    pairGapQuantile: true,
-    stateFraction: true,
-    candidates: true,
-    pairsPerState: true,
-    nllCoefficient: true,
-    rankingReference: true,
-  })
-  .partial()
-  .strict();
+const overridable = trainConfigSchema.pick({
+  lr: true,
+  sftEpochs: true,
+  actorEpochs: true,
+  criticLr: true,
+  criticBeta: true,
+  criticEpochs: true,
+  beta: true,
+  pairGapQuantile: true,
+  stateFraction: true,
+  candidates: true,
+  pairsPerState: true,
+  nllCoefficient: true,
+  rankingReference: true,
+});
+/**
+ * The overrides a method's settings may hold: what the grid searches, and the pair-gap filter. Only what is given:
+ * the preset schema's defaults (rankingReference "sampler", pairGapQuantile 0) filled in here once overrode a choice
+ * spread before them, so a SWEET-RL run asked to rank against the initial critic ranked against the sampler.
+ */
+const withDefaults = overridable.partial().strict();
+export const overridesSchema = z
+  .object(
+    Object.fromEntries(
+      Object.entries(overridable.shape).map(([k, v]) => [k, (v instanceof z.ZodDefault ? v.unwrap() : v).optional()]),
+    ),
+  )
+  .strict() as unknown as typeof withDefaults;
 export type Overrides = z.infer<typeof overridesSchema>;
 
 const fileSchema = z

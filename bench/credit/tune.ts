@@ -144,14 +144,8 @@ const cells: Cell[] = a.merge
       )
   : [];
 const seedsToRun = a.merge ? [] : String(a.seeds).split(',').map(Number);
-// Only the keys given: the schema's defaults filled in here would override a choice spread before them (an
-// --actor-base without rankingReference once reset --critic's "initial" to the default).
-const givenOverrides = (json: string): Overrides => {
-  const raw = JSON.parse(json) as Record<string, unknown>;
-  return Object.fromEntries(Object.entries(overridesSchema.parse(raw)).filter(([k]) => k in raw)) as Overrides;
-};
-let criticChoice: Overrides = givenOverrides(String(a.critic));
-const actorBase: Overrides = givenOverrides(String(a['actor-base']));
+let criticChoice: Overrides = overridesSchema.parse(JSON.parse(String(a.critic)));
+const actorBase: Overrides = overridesSchema.parse(JSON.parse(String(a['actor-base'])));
 for (const seed of seedsToRun) {
   const dir = resolve(join(String(a.dir), `seed-${seed}`));
   mkdirSync(dir, { recursive: true });

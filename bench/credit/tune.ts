@@ -45,6 +45,10 @@ const { values: a } = parseArgs({
     'actor-base': { type: 'string', default: '{}' },
     // Critic cells to try instead of CRITIC_GRID (a JSON list of overrides), for a closer look at the critic.
     'critic-grid': { type: 'string' },
+    // Cells of rejection FT and multi-turn DPO to try instead of POLICY_GRID's (JSON lists of overrides), e.g. past
+    // the grid's edge when its best cell lies there.
+    'rft-grid': { type: 'string' },
+    'mtdpo-grid': { type: 'string' },
     // Actor cells of SWEET-RL and the oracle control to try instead of POLICY_GRID.actor (the first trains the run
     // and collects its candidates; the rest reuse them), as a JSON list of overrides.
     'actor-grid': { type: 'string' },
@@ -221,7 +225,9 @@ for (const seed of seedsToRun) {
     }
     for (const m of ['rft', 'mtdpo'] as const) {
       if (!only.has(m)) continue;
-      for (const o of POLICY_GRID[m]) await record(m, o, (await trainMethod(p, m, o)).version);
+      const flag = a[`${m}-grid`];
+      const grid = flag ? z.array(overridesSchema).min(1).parse(JSON.parse(String(flag))) : POLICY_GRID[m];
+      for (const o of grid) await record(m, o, (await trainMethod(p, m, o)).version);
     }
     for (const m of ['sweet', 'oracle'] as Method[]) {
       if (!only.has(m)) continue;

@@ -226,7 +226,12 @@ for (const seed of seedsToRun) {
     for (const m of ['rft', 'mtdpo'] as const) {
       if (!only.has(m)) continue;
       const flag = a[`${m}-grid`];
-      const grid = flag ? z.array(overridesSchema).min(1).parse(JSON.parse(String(flag))) : POLICY_GRID[m];
+      const grid = flag
+        ? z
+            .array(overridesSchema)
+            .min(1)
+            .parse(JSON.parse(String(flag)))
+        : POLICY_GRID[m];
       for (const o of grid) await record(m, o, (await trainMethod(p, m, o)).version);
     }
     for (const m of ['sweet', 'oracle'] as Method[]) {

@@ -8,7 +8,7 @@
 //
 // The tokens every row starts with (the system prompt; a state's whole prompt when its candidates are scored) run
 // once, as one row, and their keys/values are repeated for every row: the attention each row would get alone,
-// gradients included, at a fraction of the cost (trainer/recipes/starter-batches.ts batchLoss does the same).
+// gradients included, at a fraction of the cost (prefixCache; the starter's build uses it too, trainer/recipes/starter-batches.ts).
 import * as tf from '@tensorflow/tfjs';
 import type { Decoder, KVCache } from './decoder.ts';
 import { targetLogProbs } from './ops.ts';
@@ -44,6 +44,27 @@ function check(model: Decoder, batch: readonly ScoredSequence[]): void {
         throw new Error(`logprobs: row ${i} has token id ${id} outside 0..${V - 1}`);
     }
   });
+}
+
+/**
+ * The KV cache of `prefix` run once, as one row, repeated for `rows` rows: what each row would compute for those
+ * tokens itself, gradients included. Repeated by a gather of row 0, whose gradient is one segment sum (tfjs's tile
+ * gradient is a slice and an add per row, which cost more than the sharing saved: bench/HISTORY.md). Call inside
+ * tf.tidy or a gradient function.
+ */
+export function prefixCache(model: Decoder, prefix: ArrayLike<number>, rows: number): KVCache {
+  const pre = model.forward(tf.tensor2d(Array.from(prefix), [1, prefix.length], 'int32'), {
+    returnCache: true,
+    lastOnly: true,
+  }).cache!;
+  const row0 = tf.zeros([rows], 'int32') as tf.Tensor1D;
+  return {
+    layers: pre.layers.map((l) => ({ k: tf.gather(l.k, row0), v: tf.gather(l.v, row0) })),
+    mask: tf.gather(pre.mask, row0),
+    count: tf.gather(pre.count, row0),
+    length: prefix.length,
+    batch: rows,
+  };
 }
 
 /** Below this many shared tokens the prefix is not worth a forward pass of its own. */
@@ -108,22 +129,7 @@ export function completionLogprobs(
   }
 
   return tf.tidy(() => {
-    let cache: KVCache | undefined;
-    if (P > 0) {
-      const pre = model.forward(tf.tensor2d(ids.subarray(0, P), [1, P], 'int32'), {
-        returnCache: true,
-        lastOnly: true,
-      }).cache!;
-      // Repeated by a gather of row 0, whose gradient is one segment sum (tile's is a slice and add per row).
-      const row0 = tf.zeros([B], 'int32') as tf.Tensor1D;
-      cache = {
-        layers: pre.layers.map((l) => ({ k: tf.gather(l.k, row0), v: tf.gather(l.v, row0) })),
-        mask: tf.gather(pre.mask, row0),
-        count: tf.gather(pre.count, row0),
-        length: P,
-        batch: B,
-      };
-    }
+    const cache = P > 0 ? prefixCache(model, ids.subarray(0, P), B) : undefined;
     const idsT = tf.tensor2d(restIds, [B, rest], 'int32');
     const { logits } = model.forward(idsT, cache ? { cache } : {});
     const V = logits.shape[2];

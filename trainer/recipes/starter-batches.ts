@@ -4,7 +4,8 @@
 import * as tf from '@tensorflow/tfjs';
 import type { ChatMessage } from '../../tasks/agent.ts';
 import type { ChatFormatter } from '../model/chat.ts';
-import type { Decoder, KVCache } from '../model/decoder.ts';
+import type { Decoder } from '../model/decoder.ts';
+import { prefixCache } from '../model/logprobs.ts';
 import { crossEntropy } from '../model/ops.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
 
@@ -104,18 +105,7 @@ export function batchLoss(model: Decoder, batch: Example[], pad: number, prefix:
     // The shared prefix runs once, as one row, and its keys/values are repeated for every row of the batch:
     // the same attention the full sequences would get (and gradients flow through it), at a fraction of the
     // cost. Right padding: causal attention never lets a real token see the padding after it.
-    let cache: KVCache | undefined;
-    if (P > 0) {
-      const pre = model.forward(tf.tensor2d([...prefix], [1, P], 'int32'), { returnCache: true, lastOnly: true })
-        .cache!;
-      cache = {
-        layers: pre.layers.map((l) => ({ k: tf.tile(l.k, [B, 1, 1, 1]), v: tf.tile(l.v, [B, 1, 1, 1]) })),
-        mask: tf.tile(pre.mask, [B, 1]),
-        count: tf.tile(pre.count, [B]),
-        length: P,
-        batch: B,
-      };
-    }
+    const cache = P > 0 ? prefixCache(model, prefix, B) : undefined;
     const { logits } = model.forward(tf.tensor2d(inputs, [B, T], 'int32'), cache ? { cache } : {});
     return crossEntropy(logits, tf.tensor2d(targets, [B, T], 'int32'), tf.tensor2d(mask, [B, T]));
   };

@@ -8,7 +8,8 @@
 //
 // The tokens every row starts with (the system prompt; a state's whole prompt when its candidates are scored) run
 // once, as one row, and their keys/values are repeated for every row: the attention each row would get alone,
-// gradients included, at a fraction of the cost (prefixCache; the starter's build uses it too, trainer/recipes/starter-batches.ts).
+// gradients included, at a fraction of the cost (prefixCache; the starter's build uses it too,
+// trainer/recipes/starter-batches.ts).
 import * as tf from '@tensorflow/tfjs';
 import type { Decoder, KVCache } from './decoder.ts';
 import { targetLogProbs } from './ops.ts';
@@ -84,8 +85,9 @@ export function sharedPrefix(batch: readonly ScoredSequence[]): number {
 }
 
 /**
- * Differentiable log-probabilities of a batch of completions, in one forward pass. The caller owns (and
- * disposes) the returned tensors; inside tf.tidy or a gradient function they are managed as usual.
+ * Differentiable log-probabilities of a batch of completions, in one forward pass (and one for the shared prefix).
+ * The caller owns (and disposes) the returned tensors; inside tf.tidy or a gradient function they are managed as
+ * usual.
  */
 export function completionLogprobs(
   model: Decoder,

@@ -41,8 +41,9 @@ const { values: a } = parseArgs({
     dir: { type: 'string', default: 'data/bench/credit-tune' },
     // The critic's settings when the critic stage is not run (the choice of an earlier critic stage), as JSON.
     critic: { type: 'string', default: '{}' },
-    // Settings every actor cell of SWEET-RL and the oracle control shares (e.g. {"stateFraction": 0.5}), as JSON.
-    'actor-base': { type: 'string', default: '{}' },
+    // Settings every actor cell of SWEET-RL and the oracle control shares, as JSON; the default is what validation
+    // seed 101 chose (half the states, 6 pairs a state, the NLL term: a quarter of the actor's cost).
+    'actor-base': { type: 'string', default: '{"stateFraction":0.5,"pairsPerState":6,"nllCoefficient":1}' },
     // Critic cells to try instead of CRITIC_GRID (a JSON list of overrides), for a closer look at the critic.
     'critic-grid': { type: 'string' },
     // Cells of rejection FT and multi-turn DPO to try instead of POLICY_GRID's (JSON lists of overrides), e.g. past
@@ -68,26 +69,28 @@ export const CRITIC_GRID: Overrides[] = [
   { criticLr: 1e-4, criticBeta: 0.1, criticEpochs: 4 },
   { criticLr: 3e-4, criticBeta: 0.1, criticEpochs: 8 },
 ];
+// Moved on 2026-12-07 afternoon to where validation seed 101's best cells lay, past cpu-small's rates (bench/HISTORY.md,
+// "The prompt's shared tokens run once"); the actor's cells assume the actor base there (half the states, 6 pairs a state).
 export const POLICY_GRID: Record<'rft' | 'mtdpo' | 'actor', Overrides[]> = {
   rft: [
-    { lr: 3e-4, sftEpochs: 2 },
-    { lr: 3e-4, sftEpochs: 8 },
-    { lr: 1e-3, sftEpochs: 2 },
     { lr: 1e-3, sftEpochs: 8 },
+    { lr: 1e-3, sftEpochs: 32 },
+    { lr: 3e-3, sftEpochs: 8 },
+    { lr: 3e-3, sftEpochs: 16 },
   ],
   mtdpo: [
-    { lr: 3e-4, actorEpochs: 1 },
     { lr: 3e-4, actorEpochs: 3 },
     { lr: 1e-3, actorEpochs: 1 },
     { lr: 1e-3, actorEpochs: 3 },
+    { lr: 1e-3, actorEpochs: 8 },
   ],
   // SWEET-RL's actor and the oracle control: the first cell is the run's own, the rest reuse its candidates.
   actor: [
-    { lr: 3e-4, actorEpochs: 1 },
-    { lr: 3e-4, actorEpochs: 3 },
     { lr: 1e-3, actorEpochs: 1 },
-    { lr: 1e-3, actorEpochs: 3 },
-    { lr: 3e-4, actorEpochs: 3, pairGapQuantile: 0.5 },
+    { lr: 1e-3, actorEpochs: 2 },
+    { lr: 3e-3, actorEpochs: 1 },
+    { lr: 3e-4, actorEpochs: 3 },
+    { lr: 1e-3, actorEpochs: 2, pairGapQuantile: 0.5 },
   ],
 };
 

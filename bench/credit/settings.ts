@@ -25,12 +25,13 @@ const overridable = trainConfigSchema.pick({
   nllCoefficient: true,
   rankingReference: true,
 });
+// The type of the schema below, which is this one without the preset's defaults.
+const withDefaults = overridable.partial().strict();
 /**
  * The overrides a method's settings may hold: what the grid searches, and the pair-gap filter. Only what is given:
  * the preset schema's defaults (rankingReference "sampler", pairGapQuantile 0) filled in here once overrode a choice
  * spread before them, so a SWEET-RL run asked to rank against the initial critic ranked against the sampler.
  */
-const withDefaults = overridable.partial().strict();
 export const overridesSchema = z
   .object(
     Object.fromEntries(

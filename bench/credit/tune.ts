@@ -69,8 +69,8 @@ export const CRITIC_GRID: Overrides[] = [
   { criticLr: 1e-4, criticBeta: 0.1, criticEpochs: 4 },
   { criticLr: 3e-4, criticBeta: 0.1, criticEpochs: 8 },
 ];
-// Moved on 2026-12-07 afternoon to where validation seed 101's best cells lay, past cpu-small's rates (bench/HISTORY.md,
-// "The prompt's shared tokens run once"); the actor's cells assume the actor base there (half the states, 6 pairs a state).
+// Moved on 2026-12-07 afternoon to where validation seed 101's best cells lay, past cpu-small's rates
+// (bench/HISTORY.md, "The prompt's shared tokens run once"); the actor's cells assume --actor-base's default.
 export const POLICY_GRID: Record<'rft' | 'mtdpo' | 'actor', Overrides[]> = {
   rft: [
     { lr: 1e-3, sftEpochs: 8 },

@@ -91,7 +91,7 @@ async function timed<T>(op: Op, share: boolean, f: () => Promise<T> | T): Promis
   return out;
 }
 
-// A [rows] objective and the gradient of every trainable weight, as a training step computes it.
+// The norm of the gradient of an objective over every trainable weight, computed as a training step computes it.
 const gradNorm = (objective: () => tf.Scalar): number => {
   const { value, grads } = tf.variableGrads(objective);
   const n = tf.tidy(() => tf.sqrt(tf.addN(Object.values(grads).map((g) => tf.sum(tf.square(g))))).dataSync()[0]!);

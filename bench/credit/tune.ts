@@ -102,6 +102,9 @@ if (a['pairs-from'] && ['critic', 'rft', 'mtdpo', 'sweet', 'oracle'].filter((m) 
     "--pairs-from holds one ranker's candidates: name the one method they were ranked for in --only (sweet or oracle)",
   );
 
+/** A grid flag's cells (a JSON list of overrides, at least one). */
+const gridFrom = (flag: string): Overrides[] => z.array(overridesSchema).min(1).parse(JSON.parse(flag));
+
 /** An actor trained on a finished run's ranked candidates with other settings (trainer/actor.ts actorPhase). */
 async function actorFromPairs(p: PreparedSeed, pairsFile: string, o: Overrides, label: string): Promise<PolicyVersion> {
   const cfg = methodConfig(o, p.o.seed);
@@ -196,9 +199,7 @@ for (const seed of seedsToRun) {
     };
     await record('starter', {}, p.zero);
     if (only.has('critic')) {
-      const grid = a['critic-grid']
-        ? z.array(overridesSchema).parse(JSON.parse(String(a['critic-grid'])))
-        : CRITIC_GRID;
+      const grid = a['critic-grid'] ? gridFrom(String(a['critic-grid'])) : CRITIC_GRID;
       for (const o of grid) {
         const g = await trainAndGateCritic(p, o);
         // Chosen by the weaker kind of pair (report.ts gatePasses): the pooled accuracy hides a critic right on one kind only.
@@ -229,22 +230,12 @@ for (const seed of seedsToRun) {
     for (const m of ['rft', 'mtdpo'] as const) {
       if (!only.has(m)) continue;
       const flag = a[`${m}-grid`];
-      const grid = flag
-        ? z
-            .array(overridesSchema)
-            .min(1)
-            .parse(JSON.parse(String(flag)))
-        : POLICY_GRID[m];
+      const grid = flag ? gridFrom(String(flag)) : POLICY_GRID[m];
       for (const o of grid) await record(m, o, (await trainMethod(p, m, o)).version);
     }
     for (const m of ['sweet', 'oracle'] as Method[]) {
       if (!only.has(m)) continue;
-      const grid = a['actor-grid']
-        ? z
-            .array(overridesSchema)
-            .min(1)
-            .parse(JSON.parse(String(a['actor-grid'])))
-        : POLICY_GRID.actor;
+      const grid = a['actor-grid'] ? gridFrom(String(a['actor-grid'])) : POLICY_GRID.actor;
       const [first, ...rest] = grid as [Overrides, ...Overrides[]];
       const base = { ...(m === 'sweet' ? criticChoice : {}), ...actorBase };
       let pairsFile: string;

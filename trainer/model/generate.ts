@@ -296,11 +296,17 @@ function prefill(
   share: boolean,
 ): { logits: tf.Tensor; cache: KVCache | undefined } {
   const distinct = new Map<string, number>();
+  const unique: number[][] = [];
+  // source[i]: which of the distinct prompts row i asked for.
   const source = rows.map((r, i) => {
     const key = share ? r.prompt.join(',') : String(i);
-    return distinct.get(key) ?? distinct.set(key, distinct.size).get(key)!;
+    let u = distinct.get(key);
+    if (u === undefined) {
+      u = unique.push(r.prompt) - 1;
+      distinct.set(key, u);
+    }
+    return u;
   });
-  const unique = [...distinct.values()].map((u) => rows[source.indexOf(u)]!.prompt);
   const T = Math.max(...unique.map((p) => p.length));
   const idsFlat = new Int32Array(unique.length * T).fill(pad);
   const maskFlat = new Float32Array(unique.length * T);

@@ -71,16 +71,25 @@ export function prefixCache(model: Decoder, prefix: ArrayLike<number>, rows: num
 /** Below this many shared tokens the prefix is not worth a forward pass of its own. */
 const MIN_SHARED_PREFIX = 16;
 
+/** How many leading tokens every row has in common, at most `limit` (and never below 0). */
+export function commonPrefixLength(rows: readonly ArrayLike<number>[], limit: number): number {
+  const first = rows[0]!;
+  let n = Math.max(0, Math.min(limit, first.length));
+  for (const row of rows) {
+    let i = 0;
+    while (i < n && row[i] === first[i]) i++;
+    n = i;
+  }
+  return n;
+}
+
 /** How many leading tokens all rows share and can run once: never a row's last prompt token; 0 when too few. */
 export function sharedPrefix(batch: readonly ScoredSequence[]): number {
   if (batch.length < 2) return 0;
-  const first = batch[0]!.prompt;
-  let n = Math.min(...batch.map((s) => s.prompt.length - 1));
-  for (const s of batch) {
-    let i = 0;
-    while (i < n && s.prompt[i] === first[i]) i++;
-    n = i;
-  }
+  const n = commonPrefixLength(
+    batch.map((s) => s.prompt),
+    Math.min(...batch.map((s) => s.prompt.length - 1)),
+  );
   return n >= MIN_SHARED_PREFIX ? n : 0;
 }
 

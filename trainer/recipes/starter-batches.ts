@@ -5,7 +5,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { ChatMessage } from '../../tasks/agent.ts';
 import type { ChatFormatter } from '../model/chat.ts';
 import type { Decoder } from '../model/decoder.ts';
-import { prefixCache } from '../model/logprobs.ts';
+import { commonPrefixLength, prefixCache } from '../model/logprobs.ts';
 import { crossEntropy } from '../model/ops.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
 
@@ -74,17 +74,16 @@ export function shuffle<T>(xs: T[], rand: () => number): T[] {
  * and not the first token of any example's rest falls inside it: the loss at the boundary is then never lost.
  */
 export function sharedPrefixLength(examples: readonly Example[]): number {
-  const first = examples[0]!.ids;
-  let n = first.length;
-  for (const e of examples) {
-    let i = 0;
-    while (i < n && i < e.ids.length && e.ids[i] === first[i]) i++;
-    n = i;
-    const firstTrained = e.train.indexOf(1);
-    if (firstTrained >= 0) n = Math.min(n, firstTrained - 1);
-    n = Math.min(n, e.ids.length - 2);
-  }
-  return Math.max(0, n);
+  const limit = Math.min(
+    ...examples.map((e) => {
+      const firstTrained = e.train.indexOf(1);
+      return Math.min(firstTrained >= 0 ? firstTrained - 1 : Infinity, e.ids.length - 2);
+    }),
+  );
+  return commonPrefixLength(
+    examples.map((e) => e.ids),
+    limit,
+  );
 }
 
 export function batchLoss(model: Decoder, batch: Example[], pad: number, prefix: readonly number[]): () => tf.Scalar {

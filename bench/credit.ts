@@ -6,8 +6,10 @@
 // After the last seed, each method against the starter and SWEET-RL against multi-turn DPO, the seed the unit.
 //
 //   npm run bench:credit -- [--seeds 1,2,3,4,5] [--tasks 120] [--episodes-per-task 3] [--test-tasks 60]
-//                           [--games-per-task 4] [--state-tasks 6] [--starter-games 1500] [--starter-steps 500]
-//                           [--starter-from DIR] [--starter-drill none|SHAPE:STEPS:LR:DRILLS] [--design v6|v5|v4|v3|v2|v1] [--methods rft,mtdpo,sweet,oracle,random]
+//                           [--games-per-task 4] [--state-tasks 6] [--starter-games 1500]
+//                           [--starter-steps 500 (v7: 1500)] [--starter-from DIR]
+//                           [--starter-drill none|SHAPE:STEPS:LR:DRILLS[:ATTEMPTS]] [--design v6|v7|v5|v4|v3|v2|v1]
+//                           [--methods rft,mtdpo,sweet,oracle,random]
 //                           [--equal-updates N] [--settings FILE] [--dir data/bench/credit] [--keep]
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -126,7 +128,7 @@ for (const seed of seeds) {
       `\nCredit family (design ${design}), seed ${seed}: ${p.evalTasks.length} held-out tasks, one greedy game and ${p.o.gamesPerTask} sampled games each; optimum success 100 %, 4 messages (path UUUA); the demonstrator's exact success ${(demonstratorSuccess(undefined, design) * 100).toFixed(2)} %. Collection: ${p.collected.sessions} sessions, ${p.collected.successes} successes.${equalUpdates ? ` Every policy phase ${equalUpdates} updates.` : ''}`,
     );
     for (const line of [
-      ...greedyTable(rows),
+      ...greedyTable(rows, design),
       ...statesTable(rows),
       ...sampledTable(rows),
       ...(gate ? gateLines('SWEET-RL', gate) : ['critic gate: no SWEET-RL critic this seed']),

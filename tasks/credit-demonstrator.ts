@@ -7,8 +7,10 @@ import {
   creditAnswer,
   CREDIT_K,
   CREDIT_KEYS,
+  creditBudgets,
   fixedKeys,
   keysIn,
+  NO_MORE,
   parseCreditReference,
   question,
   scoreCreditAnswer,
@@ -18,6 +20,7 @@ import {
   type CreditMove,
   type MoveRecord,
 } from './credit.ts';
+import { knownDone } from './credit-values.ts';
 import { MAX_AGENT_TURNS } from './protocol.ts';
 import { Rng } from './random.ts';
 
@@ -26,15 +29,16 @@ import { Rng } from './random.ts';
  * value it double-checks (0.5), so a told key is likelier than an untold one there and less likely elsewhere; v4:
  * one row while values are missing, so an untold key is likelier than a told one in every state (the v4 note); v6:
  * once nothing more can be obtained it asks again half the time (0.1 before), so the data holds games that differ
- * only there (the v6 note).
+ * only there (the v6 note). What the demonstrator knows of that is credit-values.ts knownDone: since v7, whose budget
+ * nobody is told, a refusal seen or the largest budget asked.
  */
 export function demonstratorMix(
-  s: { first: boolean; before: number; asked: number; lastGaveNew: boolean },
+  s: { first: boolean; before: number; asked: number; lastGaveNew: boolean; spent?: boolean },
   k = CREDIT_K,
   design: CreditDesign = 'v1',
 ): Record<CreditMove, number> {
   if (s.first) return { useful: 0.6, repeated: 0, useless: 0.3, answer: 0.1 };
-  if (s.before >= k || s.asked >= k)
+  if (knownDone({ before: s.before, asked: s.asked, spent: s.spent ?? false }, k, design))
     return designSince(design, 'v6')
       ? { useful: 0, repeated: 0.5, useless: 0, answer: 0.5 }
       : { useful: 0, repeated: 0.1, useless: 0, answer: 0.9 };
@@ -48,19 +52,24 @@ export function demonstratorMix(
     : { useful: 0.6, repeated: 0, useless: 0.35, answer: 0.05 };
 }
 
-/** The demonstrator's exact success probability (enumeration of its mixture; answers copy what was told). */
+/**
+ * The demonstrator's exact success probability (enumeration of its mixture, in expectation over the design's
+ * budgets; answers copy what was told).
+ */
 export function demonstratorSuccess(k = CREDIT_K, design: CreditDesign = 'v1'): number {
-  const go = (turn: number, before: number, asked: number, lastGaveNew: boolean): number => {
+  const budgets = creditBudgets(design, k);
+  const go = (budget: number, turn: number, before: number, asked: number, lastGaveNew: boolean): number => {
     if (turn === MAX_AGENT_TURNS - 1) return before === k ? 1 : 0;
-    const p = demonstratorMix({ first: turn === 0, before, asked, lastGaveNew }, k, design);
-    const within = asked < k;
+    const spent = asked > budget;
+    const p = demonstratorMix({ first: turn === 0, before, asked, lastGaveNew, spent }, k, design);
+    const within = asked < budget;
     let s = p.answer * (before === k ? 1 : 0);
-    if (p.useful) s += p.useful * go(turn + 1, within ? before + 1 : before, asked + 1, within);
-    if (p.repeated) s += p.repeated * go(turn + 1, before, asked + 1, false);
-    if (p.useless) s += p.useless * go(turn + 1, before, asked + 1, false);
+    if (p.useful) s += p.useful * go(budget, turn + 1, within ? before + 1 : before, asked + 1, within);
+    if (p.repeated) s += p.repeated * go(budget, turn + 1, before, asked + 1, false);
+    if (p.useless) s += p.useless * go(budget, turn + 1, before, asked + 1, false);
     return s;
   };
-  return go(0, 0, 0, false);
+  return budgets.reduce((sum, b) => sum + go(b, 0, 0, 0, false), 0) / budgets.length;
 }
 
 function stateOf(dialogue: readonly ChatMessage[]) {
@@ -68,13 +77,15 @@ function stateOf(dialogue: readonly ChatMessage[]) {
   const told = new Map<string, number>();
   const asked: string[] = [];
   let lastGaveNew = false;
+  let spent = false;
   for (let i = 2; i + 1 < dialogue.length; i += 2) {
     asked.push(dialogue[i]!.content);
     const m = /^The ([a-z]+) is (\d+)\.$/.exec(dialogue[i + 1]!.content);
     lastGaveNew = !!m && !told.has(m[1]!);
     if (m) told.set(m[1]!, Number(m[2]));
+    if (dialogue[i + 1]!.content === NO_MORE) spent = true;
   }
-  return { keys: task.keys, told, asked, lastGaveNew, turn: asked.length };
+  return { keys: task.keys, told, asked, lastGaveNew, spent, turn: asked.length };
 }
 
 /**
@@ -101,7 +112,13 @@ export function createCreditDemonstrator(o: { seed: number; optimal?: boolean; d
         };
       if (s.turn >= MAX_AGENT_TURNS - 1) return { text: creditAnswer(s.keys, s.told, o.design) };
       const p = demonstratorMix(
-        { first: s.turn === 0, before: s.told.size, asked: s.asked.length, lastGaveNew: s.lastGaveNew },
+        {
+          first: s.turn === 0,
+          before: s.told.size,
+          asked: s.asked.length,
+          lastGaveNew: s.lastGaveNew,
+          spent: s.spent,
+        },
         CREDIT_K,
         o.design,
       );
@@ -129,9 +146,14 @@ export function createCreditDemonstrator(o: { seed: number; optimal?: boolean; d
 export const CREDIT_STATES = ['first', 'after new value', 'otherwise', 'all given or budget spent'] as const;
 export type CreditState = (typeof CREDIT_STATES)[number];
 
-function stateOfMove(m: MoveRecord, previous: MoveRecord | undefined, k = CREDIT_K): CreditState {
+function stateOfMove(
+  m: MoveRecord,
+  previous: MoveRecord | undefined,
+  k = CREDIT_K,
+  design: CreditDesign = 'v1',
+): CreditState {
   if (!previous) return 'first';
-  if (m.before >= k || m.asked >= k) return 'all given or budget spent';
+  if (knownDone(m, k, design)) return 'all given or budget spent';
   return previous.move === 'useful' ? 'after new value' : 'otherwise';
 }
 
@@ -168,9 +190,9 @@ export function checkMixture(
   let answers = 0;
   let success = 0;
   for (const g of games) {
-    const moves = classifyMoves(g.reference, g.turns);
+    const moves = classifyMoves(g.reference, g.turns, design);
     moves.forEach((m, i) => {
-      if (i < MAX_AGENT_TURNS - 1) counts[stateOfMove(m, moves[i - 1])][m.move]++;
+      if (i < MAX_AGENT_TURNS - 1) counts[stateOfMove(m, moves[i - 1], CREDIT_K, design)][m.move]++;
     });
     const t = parseCreditReference(g.reference);
     const agent = g.turns.filter((x) => x.role === 'agent');
@@ -185,7 +207,7 @@ export function checkMixture(
     );
     if (designSince(design, 'v5')) {
       // v5's answer writes no values (credit.ts creditAnswer): nothing to copy, no keys to check.
-      if (scoreCreditGame(g.reference, g.turns).success) success++;
+      if (scoreCreditGame(g.reference, g.turns, design).success) success++;
       continue;
     }
     const written = [...last.matchAll(/["']([a-z]+)["']\s*:/g)].map((m) => m[1]!);
@@ -194,7 +216,9 @@ export function checkMixture(
       told++;
       if (new RegExp(`["']${k}["']\\s*:\\s*${t.values[t.keys.indexOf(k)]}\\b`).test(last)) copied++;
     }
-    if ((fixedKeys(design) ? scoreCreditGame(g.reference, g.turns) : scoreCreditAnswer(g.reference, last)).success)
+    if (
+      (fixedKeys(design) ? scoreCreditGame(g.reference, g.turns, design) : scoreCreditAnswer(g.reference, last)).success
+    )
       success++;
   }
   const states = Object.fromEntries(

@@ -9,6 +9,7 @@ import type { ChatMessage } from './agent.ts';
 import {
   creditAnswer,
   creditReply,
+  designSince,
   CREDIT_KEYS,
   generateCreditTasks,
   parseCreditReference,
@@ -76,7 +77,9 @@ export function creditDrills(seed: number, count: number): ChatMessage[][] {
  */
 export function creditMatchingDrills(seed: number, count: number, design: CreditDesign = 'v3'): ChatMessage[][] {
   const rng = Rng.derive(seed, 'credit-matching', 0);
-  return generateCreditTasks({ seed, count, split: 'train', design: 'v3' }).map((task) => {
+  // v3's tasks; a later design's only where its description differs (v7 names a range of budgets).
+  const tasksOf = designSince(design, 'v7') ? design : 'v3';
+  return generateCreditTasks({ seed, count, split: 'train', design: tasksOf }).map((task) => {
     const t = parseCreditReference(task.reference);
     const turns: { role: 'agent' | 'human'; content: string }[] = [];
     const asked: string[] = [];

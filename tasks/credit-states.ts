@@ -10,11 +10,11 @@ import {
   CREDIT_KEYS,
   parseCreditReference,
   question,
-  trueMoveValue,
   type CreditDesign,
   type CreditMove,
   type MoveRecord,
 } from './credit.ts';
+import { knownDone, trueMoveValue } from './credit-values.ts';
 
 /** The states the benchmark reads a policy in, in order. */
 export const CANONICAL_STATES = ['first message', 'after 1 value', 'after 2 values', 'budget spent'] as const;
@@ -70,7 +70,7 @@ export function canonicalMoves(
   const told = new Map(v.told.map((k) => [k, t.values[t.keys.indexOf(k)]!]));
   const moves = CREDIT_KEYS.map((k) => ({ text: question(k), key: k as string | null }));
   moves.push({ text: creditAnswer(t.keys, told, design), key: null });
-  return moves.map((m) => ({ ...m, move: moveOf(reference, v.turns, m.text).move }));
+  return moves.map((m) => ({ ...m, move: moveOf(reference, v.turns, m.text, design).move }));
 }
 
 /** The move a candidate message would be in a state (the collaborator's rule, as classifyMoves applies it). */
@@ -78,16 +78,21 @@ export function moveOf(
   reference: string,
   turns: readonly { role: string; content: string }[],
   text: string,
+  design: CreditDesign = 'v1',
 ): MoveRecord {
-  const moves = classifyMoves(reference, [...turns, { role: 'agent', content: text }]);
+  const moves = classifyMoves(reference, [...turns, { role: 'agent', content: text }], design);
   return moves[moves.length - 1]!;
 }
 
 const LETTER: Record<CreditMove, string> = { useful: 'U', repeated: 'R', useless: 'X', answer: 'A' };
 
 /** A game's moves as letters: U useful, R repeated, X useless, A answer (e.g. URUA). */
-export function movePath(reference: string, turns: readonly { role: string; content: string }[]): string {
-  return classifyMoves(reference, turns)
+export function movePath(
+  reference: string,
+  turns: readonly { role: string; content: string }[],
+  design: CreditDesign = 'v1',
+): string {
+  return classifyMoves(reference, turns, design)
     .map((m) => LETTER[m.move])
     .join('');
 }
@@ -118,17 +123,23 @@ export interface GreedySummary {
   paths: { path: string; games: number }[];
 }
 
-export function greedySummary(games: readonly PlayedGame[]): GreedySummary {
-  const paths = pathCounts(games.map((g) => movePath(g.reference, g.turns)));
+export function greedySummary(games: readonly PlayedGame[], design: CreditDesign = 'v1'): GreedySummary {
+  const paths = pathCounts(games.map((g) => movePath(g.reference, g.turns, design)));
   return { path: paths[0]?.path ?? '', share: (paths[0]?.games ?? 0) / Math.max(1, games.length), paths };
 }
 
 /** Two policies played the same greedy game only when their paths agree on every task (game i against game i). */
-export function sameGreedyGames(a: readonly PlayedGame[], b: readonly PlayedGame[]): boolean {
+export function sameGreedyGames(
+  a: readonly PlayedGame[],
+  b: readonly PlayedGame[],
+  design: CreditDesign = 'v1',
+): boolean {
   return (
     a.length === b.length &&
     a.every(
-      (g, i) => g.taskId === b[i]!.taskId && movePath(g.reference, g.turns) === movePath(b[i]!.reference, b[i]!.turns),
+      (g, i) =>
+        g.taskId === b[i]!.taskId &&
+        movePath(g.reference, g.turns, design) === movePath(b[i]!.reference, b[i]!.turns, design),
     )
   );
 }
@@ -137,10 +148,13 @@ export function sameGreedyGames(a: readonly PlayedGame[], b: readonly PlayedGame
  * Greedy play as table lines: one row a policy, or one for several policies only when they played the same
  * game on every task (sameGreedyGames), each row with its path, so equal aggregates never pass for equal play.
  */
-export function formatGreedyTable(rows: readonly { policy: string; games: readonly PlayedGame[] }[]): string[] {
+export function formatGreedyTable(
+  rows: readonly { policy: string; games: readonly PlayedGame[] }[],
+  design: CreditDesign = 'v1',
+): string[] {
   const groups: (typeof rows)[number][][] = [];
   for (const r of rows) {
-    const same = groups.find((g) => sameGreedyGames(g[0]!.games, r.games));
+    const same = groups.find((g) => sameGreedyGames(g[0]!.games, r.games, design));
     if (same) same.push(r);
     else groups.push([r]);
   }
@@ -149,7 +163,7 @@ export function formatGreedyTable(rows: readonly { policy: string; games: readon
   ];
   for (const g of groups) {
     const games = g[0]!.games;
-    const s = greedySummary(games);
+    const s = greedySummary(games, design);
     const others = s.paths
       .slice(1, 4)
       .map((p) => `${p.path} ${p.games}`)
@@ -206,9 +220,9 @@ export function readPairs(
     if (!s || p.chosenText === undefined) continue;
     read++;
     const turns = s.turns.slice(0, 2 * p.agentTurn);
-    const chosen = moveOf(s.reference, turns, p.chosenText);
+    const chosen = moveOf(s.reference, turns, p.chosenText, design);
     const k = parseCreditReference(s.reference).keys.length;
-    const spent = Math.min(k - chosen.before, k - chosen.asked) <= 0;
+    const spent = knownDone(chosen, k, design);
     const label = spent ? 'spent' : String(chosen.before);
     byValuesTold[label] = (byValuesTold[label] ?? 0) + 1;
     if (!spent && chosen.before === 2 && chosen.move === 'useful' && chosen.gave) {
@@ -216,7 +230,7 @@ export function readPairs(
     }
     if (p.rejectedText !== undefined) {
       const gap =
-        trueMoveValue(chosen, k, design) - trueMoveValue(moveOf(s.reference, turns, p.rejectedText), k, design);
+        trueMoveValue(chosen, k, design) - trueMoveValue(moveOf(s.reference, turns, p.rejectedText, design), k, design);
       byTrueValues[gap > 1e-9 ? 'agree' : gap < -1e-9 ? 'against' : 'tie']++;
     }
   }

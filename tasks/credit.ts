@@ -24,7 +24,7 @@ export const CREDIT_KEYS = [
   'scale',
   'level',
 ] as const;
-/** Needed values a task; also the collaborator's question budget. */
+/** Needed values a task; also the collaborator's question budget before v7 (creditBudgets). */
 export const CREDIT_K = 3;
 export const NO_MORE = 'No more questions: please answer now.';
 export const DONT_KNOW_CREDIT = "I don't know.";
@@ -36,11 +36,12 @@ export const CREDIT_EVALUATOR_VERSION = 'credit-1';
  * that which key a question names says nothing about the move's value; v4, one table row while values are
  * missing (an untold key always likelier than a told one); v5, v4 with an answer that writes no values
  * (creditAnswer), so the answer's text says nothing of the outcome; v6, v5 with a demonstrator that asks again
- * half the time once nothing more can be obtained (credit-demonstrator.ts demonstratorMix). Each builds on the
- * one before, so a rule reads "since v4" (designSince).
+ * half the time once nothing more can be obtained (credit-demonstrator.ts demonstratorMix); v7, v6 with a budget
+ * drawn per game from K to K + 2 and told to no one (creditBudgets), so a game with a wasted question can still
+ * get every value. Each builds on the one before, so a rule reads "since v4" (designSince).
  */
-export type CreditDesign = 'v1' | 'v2' | 'v3' | 'v4' | 'v5' | 'v6';
-export const CREDIT_DESIGNS: readonly CreditDesign[] = ['v1', 'v2', 'v3', 'v4', 'v5', 'v6'];
+export type CreditDesign = 'v1' | 'v2' | 'v3' | 'v4' | 'v5' | 'v6' | 'v7';
+export const CREDIT_DESIGNS: readonly CreditDesign[] = ['v1', 'v2', 'v3', 'v4', 'v5', 'v6', 'v7'];
 /** Whether `design` has what `since` introduced (every design keeps the changes of those before it). */
 export const designSince = (design: CreditDesign, since: CreditDesign): boolean =>
   CREDIT_DESIGNS.indexOf(design) >= CREDIT_DESIGNS.indexOf(since);
@@ -59,9 +60,28 @@ export function creditReference(t: CreditTask): string {
   return `def settings():\n    return {${t.keys.map((k, i) => `"${k}": ${t.values[i]}`).join(', ')}}`;
 }
 
-export function creditDescription(keys: readonly string[]): string {
+export function creditDescription(keys: readonly string[], design: CreditDesign = 'v1'): string {
   const list = keys.length > 1 ? `${keys.slice(0, -1).join(', ')} and ${keys[keys.length - 1]}` : keys[0];
-  return `I need settings() for my machine. It returns a dict with the keys ${list}. I can answer ${keys.length} questions. The signature of the function is: def settings():`;
+  const budgets = creditBudgets(design, keys.length);
+  const budget = budgets.length === 1 ? `${budgets[0]}` : `between ${budgets[0]} and ${budgets[budgets.length - 1]}`;
+  return `I need settings() for my machine. It returns a dict with the keys ${list}. I can answer ${budget} questions. The signature of the function is: def settings():`;
+}
+
+/**
+ * The question budgets a game can have, each as likely: K before v7; since v7 K to K + 2, drawn per game and told
+ * to no one, so a successful game may hold wasted questions (bench/credit/README.md, "Design v7").
+ */
+export function creditBudgets(design: CreditDesign, k = CREDIT_K): number[] {
+  return designSince(design, 'v7') ? [k, k + 1, k + 2] : [k];
+}
+
+/**
+ * Game `game`'s budget on a task: drawn from the task's reference and the game's place in its run, so game i of
+ * every policy on the same tasks meets the same budget (common random numbers), whatever order the games run in.
+ */
+export function creditGameBudget(reference: string, game: number, design: CreditDesign): number {
+  const budgets = creditBudgets(design, parseCreditReference(reference).keys.length);
+  return budgets[Math.floor(Rng.derive(fnv1a(reference), 'credit-budget', game).next() * budgets.length)]!;
 }
 
 /** Reads keys and values back from a task's reference (the collaborator and scorer see only that). */
@@ -107,7 +127,7 @@ export function generateCreditTasks(o: {
       source: 'generated',
       externalId: design === 'v1' ? `credit:${o.seed}:${i}` : `credit-${design}:${o.seed}:${i}`,
       split: o.split,
-      description: creditDescription(keys),
+      description: creditDescription(keys, design),
       reference: creditReference(t),
       testCases: keys.map((k) => `settings()["${k}"]`),
       meta: { family: 'credit', design, keys, values },
@@ -138,10 +158,15 @@ export interface CreditReply {
 /**
  * The collaborator's rule, pure: given the questions asked before (agent messages, not answers) and the new
  * question, what it says and what kind of move the question was. Only the hidden values are ever said; the
- * first needed key the question names is answered; at most K questions are answered.
+ * first needed key the question names is answered; at most `budget` questions are answered (K unless given).
  */
-export function creditReply(t: CreditTask, earlier: readonly string[], question: string): CreditReply {
-  if (earlier.length >= t.keys.length) return { reply: NO_MORE, move: 'useless' };
+export function creditReply(
+  t: CreditTask,
+  earlier: readonly string[],
+  question: string,
+  budget = t.keys.length,
+): CreditReply {
+  if (earlier.length >= budget) return { reply: NO_MORE, move: 'useless' };
   const given = new Set(
     earlier.flatMap((q) =>
       keysIn(q)
@@ -161,13 +186,14 @@ const agentQuestions = (dialogue: readonly ChatMessage[]) =>
     .filter((m) => m.role === 'assistant')
     .map((m) => m.content);
 
-export function createCreditCollaborator(task: { reference: string }): Collaborator {
+/** The collaborator of one game; `budget`: the questions it answers (K unless given; creditGameBudget since v7). */
+export function createCreditCollaborator(task: { reference: string }, budget?: number): Collaborator {
   const t = parseCreditReference(task.reference);
   return {
     name: 'credit-collaborator',
     async reply(dialogue) {
       const qs = agentQuestions(dialogue);
-      return creditReply(t, qs.slice(0, -1), qs[qs.length - 1] ?? '').reply;
+      return creditReply(t, qs.slice(0, -1), qs[qs.length - 1] ?? '', budget).reply;
     },
   };
 }
@@ -192,11 +218,8 @@ export function scoreCreditAnswer(
  */
 export const CREDIT_IDLE_COST = 0.05;
 
-/** Whether a move asks when nothing more can be obtained (v5's idle question). */
-const isIdle = (m: MoveRecord, k = CREDIT_K): boolean => m.move !== 'answer' && obtainableAt(m, k) === 0;
-
-/** Values a move's state can still obtain: those missing, within the questions the budget has left (never below 0). */
-const obtainableAt = (m: MoveRecord, k: number): number => Math.max(0, Math.min(k - m.before, k - m.asked));
+/** Whether a move asks when nothing more can be obtained (v5's idle question): every value told, or refused. */
+const isIdle = (m: MoveRecord, k = CREDIT_K): boolean => m.move !== 'answer' && (m.before >= k || m.refused);
 
 /**
  * v2's score: the fraction of the needed values the collaborator gave before the answer; success = all. v5 takes
@@ -209,7 +232,7 @@ export function scoreCreditGame(
   design: CreditDesign = 'v2',
 ): { score: number; success: boolean; right: number } {
   const k = parseCreditReference(reference).keys.length;
-  const moves = classifyMoves(reference, turns);
+  const moves = classifyMoves(reference, turns, design);
   const right = moves.filter((m) => m.move === 'useful').length;
   const idle = designSince(design, 'v5') ? moves.filter((m) => isIdle(m, k)).length : 0;
   return { score: Math.max(0, right / k - CREDIT_IDLE_COST * idle), success: right === k, right };
@@ -249,44 +272,57 @@ export interface MoveRecord {
   before: number;
   /** Questions asked before this move. */
   asked: number;
+  /** A question the collaborator refused (its budget was spent): no value, and an idle question. */
+  refused: boolean;
+  /** A refusal came before this move, so the player knows the budget is spent. */
+  spent: boolean;
+  /** A question naming a needed key not told yet: useful if answered. */
+  seeks: boolean;
   /** The key whose value the collaborator's reply gave (a useful or a repeated question). */
   gave?: string;
 }
 
-/** Each agent turn of a played dialogue (agent/human alternating, agent first) classified, in order. */
-export function classifyMoves(reference: string, turns: readonly { role: string; content: string }[]): MoveRecord[] {
+/**
+ * Each agent turn of a played dialogue (agent/human alternating, agent first) classified, in order, under the
+ * design's budget; since v7 the game's budget is read from the dialogue (the questions before the collaborator's
+ * first refusal), and where none was refused a last question without a reply (a candidate) is answered if the
+ * largest budget has room for it.
+ */
+export function classifyMoves(
+  reference: string,
+  turns: readonly { role: string; content: string }[],
+  design: CreditDesign = 'v1',
+): MoveRecord[] {
   const t = parseCreditReference(reference);
+  const agent = turns.filter((x) => x.role === 'agent');
+  const replies = turns.filter((x) => x.role !== 'agent');
+  const refusedAt = replies.findIndex((r) => r.content === NO_MORE);
+  // A design with one budget (before v7) applies it as the collaborator did. Since v7, without a refusal every
+  // question with a reply was answered, and only a last question without one (a candidate) needs the largest budget.
+  const budgets = creditBudgets(design, t.keys.length);
+  const budget = budgets.length === 1 ? budgets[0]! : refusedAt >= 0 ? refusedAt : Math.max(replies.length, ...budgets);
   const qs: string[] = [];
   const given = new Set<string>();
   const out: MoveRecord[] = [];
-  const agent = turns.filter((x) => x.role === 'agent');
+  let spent = false;
   agent.forEach((m, i) => {
     const parsed = parseAgentMessage(m.content, { kind: 'backend', turnIndex: Math.min(i, MAX_AGENT_TURNS - 1) });
+    const state = { before: given.size, asked: qs.length, spent };
     if (parsed.type === 'answer') {
-      out.push({ move: 'answer', before: given.size, asked: qs.length });
+      out.push({ move: 'answer', ...state, refused: false, seeks: false });
       return;
     }
-    const r = creditReply(t, qs, m.content);
-    out.push({ move: r.move, before: given.size, asked: qs.length, ...(r.gave ? { gave: r.gave } : {}) });
+    const r = creditReply(t, qs, m.content, budget);
+    // The collaborator answers the first needed key a question names (creditReply).
+    const named = keysIn(m.content).find((k) => t.keys.includes(k));
+    const seeks = named !== undefined && !given.has(named);
+    const refused = r.reply === NO_MORE;
+    out.push({ move: r.move, ...state, refused, seeks, ...(r.gave ? { gave: r.gave } : {}) });
     if (r.gave) given.add(r.gave);
+    if (refused) spent = true;
     qs.push(m.content);
   });
   return out;
-}
-
-/**
- * A*(s, a) = Q*(s, a) - V*(s) in final-score units under optimal play afterwards: a useful question 0, a wasted
- * question -1/K while values are missing and it uses a question the budget had, an idle question 0 (v5:
- * -CREDIT_IDLE_COST once a value is told, since the score is then above the floor), an answer -(values still
- * obtainable)/K.
- */
-export function trueMoveValue(m: MoveRecord, k = CREDIT_K, design: CreditDesign = 'v2'): number {
-  // Past the budget k - asked is negative; unclamped, an answer there was valued +(overrun)/K (fixed 2026-12-07).
-  const obtainable = obtainableAt(m, k);
-  if (m.move === 'answer') return obtainable === 0 ? 0 : -obtainable / k;
-  if (m.move === 'useful') return 0;
-  if (obtainable > 0) return -1 / k;
-  return designSince(design, 'v5') && m.before > 0 ? -CREDIT_IDLE_COST : 0;
 }
 
 export const question = (key: string): string => `What is the ${key}?`;

@@ -6,7 +6,7 @@
 // The task's hidden reference stays in this process: a step returns the collaborator's reply, or the score.
 import { randomUUID } from 'node:crypto';
 import pLimit from 'p-limit';
-import type { AgentReply, ChatMessage } from '../tasks/agent.ts';
+import type { AgentReply, ChatMessage, Collaborator } from '../tasks/agent.ts';
 import type { TaskContent } from '../tasks/model.ts';
 import {
   buildDialogue,
@@ -80,7 +80,7 @@ class RunningEpisode {
     readonly taskId: string,
     readonly task: TaskContent,
     readonly collaborator: string,
-    create: CollaboratorFactory['create'],
+    create: (task: TaskContent) => Collaborator,
     readonly maxTurns: number,
   ) {
     const relay = {
@@ -142,6 +142,8 @@ export interface StartedEpisode {
 /** The open episodes, bounded in number, and the scoring pool they share with direct scoring. */
 export class EnvEpisodes {
   private readonly episodes = new Map<string, RunningEpisode>();
+  /** Episodes started so far: each one's index is its collaborator's game (CollaboratorFactory.create). */
+  private started = 0;
   private readonly limits: EnvLimits;
   private readonly scoring: ReturnType<typeof pLimit>;
   private readonly sweep: NodeJS.Timeout;
@@ -184,7 +186,8 @@ export class EnvEpisodes {
         5,
       );
     }
-    const ep = new RunningEpisode(taskId, task, factory.name, factory.create, maxTurns);
+    const game = this.started++;
+    const ep = new RunningEpisode(taskId, task, factory.name, (t) => factory.create(t, game), maxTurns);
     this.episodes.set(ep.id, ep);
     return { episodeId: ep.id, taskId, kind: task.kind, collaborator: factory.name, maxTurns, messages: ep.messages() };
   }

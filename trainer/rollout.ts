@@ -49,7 +49,8 @@ export async function playBatched(
   policy: LoadedModel,
   jobs: readonly RolloutJob[],
   options: {
-    collaborator: (task: TaskContent) => Collaborator;
+    /** `game`: the job's index, as CollaboratorFactory.create takes it (trainer/simulate.ts). */
+    collaborator: (task: TaskContent, game: number) => Collaborator;
     sampling?: SamplingOptions;
     seed: number;
     parallel?: number;
@@ -137,7 +138,7 @@ export async function playBatched(
           episode = await playEpisode({
             task: job.task,
             agent: agentOf(start + k),
-            collaborator: options.collaborator(job.task),
+            collaborator: options.collaborator(job.task, start + k),
           });
         } finally {
           running--;

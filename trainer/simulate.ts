@@ -21,7 +21,11 @@ import { storeFinishedSession } from '../prisma/finished-session-store.ts';
 
 export interface CollaboratorFactory {
   name: string;
-  create(task: TaskContent): Collaborator;
+  /**
+   * The collaborator of one game. `game`: the game's index in its run (job i), so that a collaborator with random
+   * parts (tasks/credit.ts creditGameBudget) meets game i of every policy the same way (common random numbers).
+   */
+  create(task: TaskContent, game: number): Collaborator;
 }
 
 export const RULE_SIMULATOR: CollaboratorFactory = {
@@ -139,7 +143,7 @@ export async function simulate(
     const policy = await loadModel(checkpointOf(version), `sim-${version.name}-${Date.now()}`, false);
     try {
       await playBatched(policy, jobs, {
-        collaborator: (task) => collaborator.create(task),
+        collaborator: (task, game) => collaborator.create(task, game),
         sampling: o.sampling ?? DEFAULT_SAMPLING,
         seed: o.seed,
         ...(o.parallel ? { parallel: o.parallel } : {}),
@@ -194,7 +198,7 @@ async function playThroughAgent(
           const episode = await playEpisode({
             task: job.task,
             agent: patient(seeded, o.log),
-            collaborator: o.collaborator.create(job.task),
+            collaborator: o.collaborator.create(job.task, i),
           });
           o.onResult({ job, episode, startedAt, endedAt: new Date() }, i);
         }),

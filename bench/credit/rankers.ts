@@ -1,7 +1,8 @@
 // The controls of the credit benchmark (README.md, "Controls"): SWEET-RL's actor with its learned critic replaced
 // by the true value of each candidate move (an oracle) or by noise. Both are CandidateRankers, the interface the
 // learned critic ranks through (trainer/actor.ts), so the candidates, pairs and DPO are the same code.
-import { CREDIT_K, trueMoveValue, type CreditDesign } from '../../tasks/credit.ts';
+import { CREDIT_K, type CreditDesign } from '../../tasks/credit.ts';
+import { trueMoveValue } from '../../tasks/credit-values.ts';
 import { moveOf } from '../../tasks/credit-states.ts';
 import { Rng } from '../../tasks/random.ts';
 import type { CandidateRanker } from '../../trainer/actor.ts';
@@ -10,7 +11,9 @@ import type { CandidateRanker } from '../../trainer/actor.ts';
 export function oracleRanker(design: CreditDesign): CandidateRanker {
   return {
     async scoreCandidates(state, candidates) {
-      return candidates.map((c) => trueMoveValue(moveOf(state.task.reference, state.turns, c), CREDIT_K, design));
+      return candidates.map((c) =>
+        trueMoveValue(moveOf(state.task.reference, state.turns, c, design), CREDIT_K, design),
+      );
     },
     dispose() {},
   };

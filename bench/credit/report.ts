@@ -9,6 +9,7 @@ import {
   type PairReading,
   type PlayedGame,
 } from '../../tasks/credit-states.ts';
+import type { CreditDesign } from '../../tasks/credit.ts';
 import type { SampledSummary } from './evaluate.ts';
 import type { CriticGate, StateReading } from './states.ts';
 
@@ -25,8 +26,11 @@ export interface PolicyRow {
 const pct = (x: number) => (Number.isFinite(x) ? (x * 100).toFixed(1) : '-');
 
 /** Greedy play (tasks/credit-states.ts formatGreedyTable: merged only where the games are the same). */
-export function greedyTable(rows: readonly PolicyRow[]): string[] {
-  return formatGreedyTable(rows.map((r) => ({ policy: r.policy, games: r.greedyGames })));
+export function greedyTable(rows: readonly PolicyRow[], design: CreditDesign): string[] {
+  return formatGreedyTable(
+    rows.map((r) => ({ policy: r.policy, games: r.greedyGames })),
+    design,
+  );
 }
 
 /** Each policy's probability of each move class in each canonical state (and how much of its mass that covers). */

@@ -10,7 +10,13 @@ import { migrate } from '../../prisma/migrate.ts';
 import { registerVersion } from '../../prisma/policy-store.ts';
 import { deployPolicyByName } from '../../prisma/deployment-store.ts';
 import { importTasks, taskContent } from '../../prisma/task-store.ts';
-import { createCreditScorer, CREDIT_DESIGNS, generateCreditTasks, type CreditDesign } from '../../tasks/credit.ts';
+import {
+  createCreditScorer,
+  CREDIT_DESIGNS,
+  designSince,
+  generateCreditTasks,
+  type CreditDesign,
+} from '../../tasks/credit.ts';
 import type { TaskRecord } from '../../tasks/model.ts';
 import type { Scorer } from '../../tasks/scorer.ts';
 import { Critic, type RankingReference } from '../../trainer/critic.ts';
@@ -24,7 +30,7 @@ import {
   buildCreditStarter,
   checkCreditStarter,
   copyStarter,
-  CREDIT_COLLABORATOR,
+  creditCollaborator,
   CREDIT_STARTER_SIZE,
   drillShape,
   type CreditDrillPhase,
@@ -80,12 +86,13 @@ export function seedFlags(overrides: Partial<Record<'test-tasks', string>> = {})
     'games-per-task': { type: 'string', default: '4' },
     'state-tasks': { type: 'string', default: '6' },
     'starter-games': { type: 'string', default: '1500' },
-    'starter-steps': { type: 'string', default: '500' },
+    // Updates on the demonstrator's games: 500 through v6, V7_STARTER_STEPS since v7 (README.md, "Design v7").
+    'starter-steps': { type: 'string' },
     'starter-from': { type: 'string' },
-    // A drill phase before the starter's games, SHAPE:STEPS:PEAK_LR:DRILLS (credit-starter.ts CreditDrillPhase), or
-    // none; the default is design v4's starter (README.md, "Design v4"), which v5 and v6 keep. Designs v1-v3 ran
-    // with none.
-    'starter-drill': { type: 'string', default: V4_STARTER_DRILL },
+    // A drill phase before the starter's games, SHAPE:STEPS:PEAK_LR:DRILLS[:ATTEMPTS] (credit-starter.ts
+    // CreditDrillPhase), or none; the default is design v4's starter (README.md, "Design v4"), which v5 and v6
+    // keep, and since v7 the same with its drill gate (V7_STARTER_DRILL). Designs v1-v3 ran with none.
+    'starter-drill': { type: 'string' },
     design: { type: 'string', default: 'v6' },
   } as const;
 }
@@ -113,8 +120,11 @@ export function seedOptionsFrom(
     stateTasks: int('state-tasks'),
     starter: {
       games: int('starter-games'),
-      steps: int('starter-steps'),
-      drill: parseDrillPhase(String(v['starter-drill'] ?? 'none')),
+      steps:
+        v['starter-steps'] === undefined ? (designSince(design, 'v7') ? V7_STARTER_STEPS : 500) : int('starter-steps'),
+      drill: parseDrillPhase(
+        String(v['starter-drill'] ?? (designSince(design, 'v7') ? V7_STARTER_DRILL : V4_STARTER_DRILL)),
+      ),
       ...(v['starter-from'] ? { from: String(v['starter-from']) } : {}),
     },
   };
@@ -123,14 +133,36 @@ export function seedOptionsFrom(
 /** Design v4's starter: 1,000 updates on the optimum's games (keys in a random order) before the demonstrator's. */
 export const V4_STARTER_DRILL = 'matching:1000:5e-3:1500';
 
-/** `--starter-drill`: none, or SHAPE:STEPS:PEAK_LR:DRILLS (e.g. matching:1500:2e-3:1500). */
+/**
+ * Design v7's starter's updates on the demonstrator's games: at v4-v6's 500 the v7 starter on validation seed 102 read
+ * the state after two values at 41 % useful / 36 % repeated (the table: 60 / 15), at 1,500 at 52 / 19
+ * (bench/HISTORY.md, "A drill phase that reads the state on every seed").
+ */
+export const V7_STARTER_STEPS = 1500;
+
+/**
+ * Design v7's starter: v4's drill phase, run again from fresh weights (at most 4 phases) while it does not read which
+ * keys were told (credit-starter.ts creditDrillGate; README.md, "Design v7").
+ */
+export const V7_STARTER_DRILL = `${V4_STARTER_DRILL}:4`;
+
+/**
+ * `--starter-drill`: none, or SHAPE:STEPS:PEAK_LR:DRILLS[:ATTEMPTS] (e.g. matching:1500:2e-3:1500); ATTEMPTS, the
+ * most drill phases the drill gate may run (absent or 1: no gate).
+ */
 export function parseDrillPhase(flag: string): CreditDrillPhase | null {
   if (flag === 'none') return null;
-  const [shape, steps, peakLr, drills] = flag.split(':');
-  const n = [Number(steps), Number(peakLr), Number(drills)];
-  if (n.some((x) => !(x > 0)) || !Number.isInteger(n[0]) || !Number.isInteger(n[2]))
-    throw new Error(`--starter-drill must be none or SHAPE:STEPS:PEAK_LR:DRILLS, got ${flag}`);
-  return { shape: drillShape(shape ?? ''), steps: n[0]!, peakLr: n[1]!, drills: n[2]! };
+  const [shape, steps, peakLr, drills, attempts, ...rest] = flag.split(':');
+  const n = [Number(steps), Number(peakLr), Number(drills), Number(attempts ?? 1)];
+  if (rest.length || n.some((x) => !(x > 0)) || ![n[0], n[2], n[3]].every(Number.isInteger))
+    throw new Error(`--starter-drill must be none or SHAPE:STEPS:PEAK_LR:DRILLS[:ATTEMPTS], got ${flag}`);
+  return {
+    shape: drillShape(shape ?? ''),
+    steps: n[0]!,
+    peakLr: n[1]!,
+    drills: n[2]!,
+    ...(n[3]! > 1 ? { gateAttempts: n[3]! } : {}),
+  };
 }
 
 /** Evaluation tasks: held-out ones, or (validation) train-split tasks from a stream the collection never drew from. */
@@ -185,7 +217,7 @@ export async function prepareSeed(o: SeedOptions): Promise<PreparedSeed> {
     episodes: train.length * o.episodesPerTask,
     seed: o.seed,
     store: true,
-    collaborator: CREDIT_COLLABORATOR,
+    collaborator: creditCollaborator(o.design),
     sampling: { temperature: 1, topP: 1, maxTokens: 48 },
   });
   const collected = {
@@ -314,7 +346,7 @@ export async function playPolicy(p: PreparedSeed, version: PolicyVersion): Promi
     split: 'test' as const,
     store: false,
     tasks,
-    collaborator: CREDIT_COLLABORATOR,
+    collaborator: creditCollaborator(p.o.design),
   };
   const greedy = played(
     refs,
@@ -337,7 +369,7 @@ export async function playPolicy(p: PreparedSeed, version: PolicyVersion): Promi
   const model = await loadModel(version.checkpointPath!, `states-${version.name}-${Date.now()}`, false);
   try {
     return {
-      greedy: greedySummary(greedy),
+      greedy: greedySummary(greedy, p.o.design),
       greedyGames: greedy,
       sampled: sampledSummary(sampled),
       states: await stateProbabilities(model, p.stateTasks, { design: p.o.design }),

@@ -26,8 +26,8 @@ import {
   parseCreditReference,
   question,
   scoreCreditGame,
-  trueMoveValue,
 } from '../../tasks/credit.ts';
+import { trueMoveValue } from '../../tasks/credit-values.ts';
 import { creditMatchingDrills } from '../../tasks/credit-drills.ts';
 import {
   checkMixture,

@@ -47,4 +47,18 @@ describe('batched games', () => {
     const reseeded = await play(jobs, jobs.length, 4);
     expect(reseeded.map(transcript)).not.toEqual(together.map(transcript));
   }, 600_000);
+
+  it("give each game's collaborator the game's index, so a collaborator with random parts meets game i alike", async () => {
+    const met: [string, number][] = [];
+    await playBatched(policy, jobs, {
+      collaborator: (task, game) => {
+        met.push([task.description, game]);
+        return createRuleSimulator(task);
+      },
+      sampling,
+      seed: 3,
+      parallel: 4,
+    });
+    expect(met.sort((x, y) => x[1] - y[1])).toEqual(jobs.map((j, i) => [j.task.description, i]));
+  }, 600_000);
 });

@@ -101,27 +101,38 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
     eosTokenIds: [tok.tokenToId('<|im_end|>')!],
     padTokenId: tok.padTokenId,
   });
-  const model = new Decoder(config, { name: 'starter', seed: recipe.seed });
-  const optimizer = new AdamW(model.params, {
-    lr: (() => {
-      const games = warmupCosine({
-        peakLr: recipe.peakLr,
-        warmupSteps: Math.max(1, Math.round(recipe.steps * recipe.warmup)),
-        totalSteps: recipe.steps,
-      });
-      if (!phase) return games;
-      const drills = warmupCosine({
-        peakLr: phase.peakLr,
-        warmupSteps: Math.max(1, Math.round(phase.steps * recipe.warmup)),
-        totalSteps: phase.steps,
-      });
-      return (step: number) => (step < drillSteps ? drills(step) : games(step - drillSteps));
-    })(),
-    beta1: 0.9,
-    beta2: 0.95,
-    weightDecay: 0.01,
-  });
-  const trainer = new TrainStep({ optimizer, maxGradNorm: 1.0 });
+  // A drill phase whose gate fails (StarterOptions.drillGate) runs again from fresh weights; attempt 0 is the
+  // recipe's own initialisation, so a build without a gate is unchanged.
+  const initSeed = (attempt: number) => (attempt === 0 ? recipe.seed : (recipe.seed + 0x9e3779b1 * attempt) >>> 0);
+  const fresh = (attempt: number) => {
+    const model = new Decoder(config, {
+      name: attempt === 0 ? 'starter' : `starter-${attempt}`,
+      seed: initSeed(attempt),
+    });
+    const optimizer = new AdamW(model.params, {
+      lr: (() => {
+        const games = warmupCosine({
+          peakLr: recipe.peakLr,
+          warmupSteps: Math.max(1, Math.round(recipe.steps * recipe.warmup)),
+          totalSteps: recipe.steps,
+        });
+        if (!phase) return games;
+        const drills = warmupCosine({
+          peakLr: phase.peakLr,
+          warmupSteps: Math.max(1, Math.round(phase.steps * recipe.warmup)),
+          totalSteps: phase.steps,
+        });
+        return (step: number) => (step < drillSteps ? drills(step) : games(step - drillSteps));
+      })(),
+      beta1: 0.9,
+      beta2: 0.95,
+      weightDecay: 0.01,
+    });
+    return { model, optimizer, trainer: new TrainStep({ optimizer, maxGradNorm: 1.0 }) };
+  };
+  let { model, optimizer, trainer } = fresh(0);
+  let drillAttempts = 1;
+  const gate = phase ? options.drillGate : undefined;
   log(
     `starter: ${model.numParameters.toLocaleString('en')} parameters, ${examples.length} dialogues, ${trainTokens.toLocaleString('en')} tokens, ` +
       `${drillSteps ? `${drillSteps} updates on ${drillExamples.length} ${recipe.copyDrillPhase?.source ?? 'copy'} drills, then ` : ''}${recipe.steps} updates of ~${recipe.tokensPerStep} tokens after a shared prefix of ${prefix.length}`,
@@ -137,6 +148,19 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
   let queue: Example[][] = [];
   try {
     for (let step = 0; step < totalSteps; step++) {
+      if (step === drillSteps && gate && drillAttempts < gate.attempts) {
+        if (!(await gate.passes({ model, tokenizer: tok, chat }))) {
+          log(`starter: drill gate "${gate.name}" failed after drill phase ${drillAttempts}; again from fresh weights`);
+          trainer.dispose();
+          optimizer.dispose();
+          model.dispose();
+          ({ model, optimizer, trainer } = fresh(drillAttempts++));
+          losses.length = 0;
+          queue = [];
+          step = -1;
+          continue;
+        }
+      }
       if (step === drillSteps) queue = [];
       if (queue.length === 0)
         queue = shuffle(
@@ -177,6 +201,7 @@ export async function buildStarterPolicy(options: StarterOptions): Promise<Start
         return (u.user + u.system) / 1e6;
       })(),
       backend: tf.getBackend(),
+      ...(gate ? { drillAttempts } : {}),
     };
 
     await checkStarterDir(options.dir);

@@ -4,6 +4,9 @@
 import type { ChatMessage } from '../../tasks/agent.ts';
 import type { DemonstratorMix } from './demonstrator-mix.ts';
 import type { ModelConfig } from '../model/architecture.ts';
+import type { ChatFormatter } from '../model/chat.ts';
+import type { Decoder } from '../model/decoder.ts';
+import type { TextTokenizer } from '../model/tokenizer.ts';
 
 /** Bumped whenever the recipe changes, so an old starter directory is rebuilt rather than reused. */
 export const STARTER_RECIPE_VERSION = 4;
@@ -96,6 +99,15 @@ export interface CopyDrillPhase {
   drills: number;
   /** Whose drills (StarterOptions.drillDialogues' name); absent: copy-drills.ts's. */
   source?: string;
+  /** The gate checked after the phase (StarterOptions.drillGate's name) and the most phases it may run. */
+  gate?: { name: string; attempts: number };
+}
+
+/** StarterOptions.drillGate: named, so that the manifest records which check the drill phase passed. */
+export interface DrillGate {
+  name: string;
+  attempts: number;
+  passes(policy: { model: Decoder; tokenizer: TextTokenizer; chat: ChatFormatter }): Promise<boolean>;
 }
 
 /** Drills of another shape for the copy-drill phase, named so that the manifest tells the builds apart. */
@@ -133,6 +145,8 @@ export interface StarterReport {
   /** CPU seconds this process used (user + system): the figure that does not depend on other load. */
   cpuSeconds: number;
   backend: string;
+  /** Drill phases run (StarterOptions.drillGate): 1 when the first passed its gate; absent without a gate. */
+  drillAttempts?: number;
 }
 
 export interface StarterOptions {
@@ -160,6 +174,13 @@ export interface StarterOptions {
    * recipe as copyDrillPhase.source. Ignored without a phase.
    */
   drillDialogues?: DrillSource;
+  /**
+   * A check of the model after the drill phase (e.g. that it reads which keys were told); when it fails, the phase
+   * runs again from fresh weights drawn from the seed, up to `attempts` phases in all (the last is kept either way).
+   * Ignored without a phase. A plateau that more updates do not leave is left by a new start (bench/HISTORY.md,
+   * "A drill phase that reads the state on every seed").
+   */
+  drillGate?: DrillGate;
   /** Rebuild even when the directory holds a valid starter of the same recipe. */
   force?: boolean;
   /** Install the shipped build when it is of the same recipe (default true); false always trains. */
@@ -196,5 +217,7 @@ export function recipeOf(options: Omit<StarterOptions, 'dir'>): StarterRecipe {
     ...withDefault('copyDrillPhase', options.copyDrillPhase),
   };
   if (recipe.copyDrillPhase && options.drillDialogues) recipe.copyDrillPhase.source = options.drillDialogues.name;
+  if (recipe.copyDrillPhase && options.drillGate)
+    recipe.copyDrillPhase.gate = { name: options.drillGate.name, attempts: options.drillGate.attempts };
   return recipe;
 }

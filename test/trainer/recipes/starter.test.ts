@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
 import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -229,6 +230,60 @@ describe('starter policy', () => {
       recipeOf({ seed: 7, copyDrillPhase: phase, drillDialogues: source }),
     );
     expect(DEFAULT_RECIPE.copyDrillPhase!.source).toBeUndefined();
+  });
+
+  it('runs the drill phase again from fresh weights while its gate fails, at most `attempts` phases, and records it', async () => {
+    const phase = { steps: 3, peakLr: 1e-3, drills: 20 };
+    const weights = async (dir: string) =>
+      createHash('sha256')
+        .update(await readFile(join(dir, 'model.safetensors')))
+        .digest('hex');
+    const seen: number[] = [];
+    const gate = (verdicts: boolean[]) => ({
+      name: 'test-gate',
+      attempts: 3,
+      async passes(policy: { model: Decoder }) {
+        seen.push([...policy.model.params.values()][0]!.dataSync()[0]!);
+        return verdicts[seen.length - 1] ?? false;
+      },
+    });
+    const plain = join(root, 'gate-none');
+    await ensureStarterPolicy({ ...tinyOptions(plain), copyDrillPhase: phase, shipped: false });
+    // A gate passed at once changes nothing but the recipe: the same weights as without one.
+    const first = join(root, 'gate-first');
+    const once = await ensureStarterPolicy({
+      ...tinyOptions(first),
+      copyDrillPhase: phase,
+      drillGate: gate([true]),
+      shipped: false,
+    });
+    expect(once.report!.drillAttempts).toBe(1);
+    expect(await weights(first)).toBe(await weights(plain));
+    // Failed once: a second phase from other initial weights, checked again.
+    seen.length = 0;
+    const second = join(root, 'gate-second');
+    const twice = await ensureStarterPolicy({
+      ...tinyOptions(second),
+      copyDrillPhase: phase,
+      drillGate: gate([false, true]),
+      shipped: false,
+    });
+    expect(seen).toHaveLength(2);
+    expect(seen[1]).not.toBe(seen[0]);
+    expect(twice.report!.drillAttempts).toBe(2);
+    expect(twice.report!.recipe.copyDrillPhase).toEqual({ ...phase, gate: { name: 'test-gate', attempts: 3 } });
+    expect(JSON.parse(await readFile(join(second, 'starter.json'), 'utf8')).drillAttempts).toBe(2);
+    expect(await weights(second)).not.toBe(await weights(plain));
+    // Never passing: the last of `attempts` phases is kept, unchecked.
+    seen.length = 0;
+    const never = await ensureStarterPolicy({
+      ...tinyOptions(join(root, 'gate-never')),
+      copyDrillPhase: phase,
+      drillGate: gate([]),
+      shipped: false,
+    });
+    expect(seen).toHaveLength(2);
+    expect(never.report!.drillAttempts).toBe(3);
   });
 
   it('builds a loadable checkpoint whose loss went down, reuses it, and rebuilds it identically when damaged', async () => {

@@ -6,8 +6,9 @@
 //   npx tsx bench/credit-starter.ts [--seed 1] [--starter-games 1500] [--starter-steps 500] [--test-tasks 100]
 //                                [--peak-lr 2e-3] [--vocab-size 512] [--hidden-size 64] [--layers 2]
 //                                [--drill-steps 0] [--drill-lr 1e-3] [--drills 6000] [--drill-shape credit|matching|generic]
-//                                [--drill-gate 1] [--design v7|v6|v5|v4|v3|v2|v1] [--state-tasks 3]
-// (--drill-gate N: at most N drill phases, again from fresh weights while creditDrillGate fails; 1: no gate)
+//                                [--drill-gate 1] [--drills-per-game 0] [--design v7|v6|v5|v4|v3|v2|v1] [--state-tasks 3]
+// (--drill-gate N: at most N drill phases, again from fresh weights while creditDrillGate fails; 1: no gate;
+// --drills-per-game 0.25: matching drills mixed into the games, tried on 2026-12-07 and not adopted)
 // (--drill-steps 1500: the copy-drill phase tried on 2026-12-06, CREDIT_DRILL_PHASE; 0, the default: none)
 import { join, resolve } from 'node:path';
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -239,11 +240,12 @@ export async function checkCreditStarter(
     );
   };
   const demo = createCreditDemonstrator({ seed: seed ^ 0xd3, design });
+  const collaborator = creditCollaborator(design);
   const demoGames = [];
   for (const [i, t] of tasks.entries())
     demoGames.push({
       reference: t.reference,
-      turns: (await playEpisode({ task: t, agent: demo, collaborator: creditCollaborator(design).create(t, i) })).turns,
+      turns: (await playEpisode({ task: t, agent: demo, collaborator: collaborator.create(t, i) })).turns,
     });
   return { sampled: await play(1), greedy: await play(0), demonstrator: checkMixture(demoGames, design) };
 }

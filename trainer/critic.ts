@@ -15,7 +15,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { TaskContent } from '../tasks/model.ts';
 import type { DialogueTurn } from '../tasks/protocol.ts';
 import type { Trajectory } from './data.ts';
-import { bradleyTerryLoss, meanLogRatio, trajectoryAdvantages } from './losses.ts';
+import { bradleyTerryLoss, meanLogRatio, trajectoryAdvantages, type TrajectoryScore } from './losses.ts';
 import type { Decoder } from './model/decoder.ts';
 import { ADAPTER_CONFIG, addLora, loadLora, withoutLora } from './model/lora.ts';
 import { completionLogprobValues } from './model/logprobs.ts';
@@ -159,8 +159,11 @@ export class Critic {
     }));
   }
 
-  /** [B] score of each example: mean log-ratio over all its agent tokens (differentiable in the critic's weights). */
-  scores(examples: readonly CriticExample[]): tf.Tensor1D {
+  /**
+   * [B] score of each example: mean log-ratio over all its agent tokens, or the sum of its turns' means
+   * ('turn-sum'); differentiable in the critic's weights.
+   */
+  scores(examples: readonly CriticExample[], score: TrajectoryScore = 'token-mean'): tf.Tensor1D {
     return tf.tidy(() => {
       const lp = turnLogprobs(
         this.current.model,
@@ -172,14 +175,18 @@ export class Critic {
         examples.flatMap((e) => e.refTurnLogp),
         lp.logp.shape[1],
       );
-      return trajectoryAdvantages(lp.logp, ref, lp.mask, tf.tensor1d(lp.owner, 'int32'), examples.length);
+      return trajectoryAdvantages(lp.logp, ref, lp.mask, tf.tensor1d(lp.owner, 'int32'), examples.length, score);
     });
   }
 
   /** Bradley-Terry loss of a batch of pairs, with how many pairs the critic already orders correctly. */
-  loss(pairs: readonly Pair<CriticExample>[], beta: number): { loss: tf.Scalar; correct: tf.Scalar } {
+  loss(
+    pairs: readonly Pair<CriticExample>[],
+    beta: number,
+    score: TrajectoryScore = 'token-mean',
+  ): { loss: tf.Scalar; correct: tf.Scalar } {
     return tf.tidy(() => {
-      const s = this.scores([...pairs.map((p) => p.chosen), ...pairs.map((p) => p.rejected)]);
+      const s = this.scores([...pairs.map((p) => p.chosen), ...pairs.map((p) => p.rejected)], score);
       const chosen = s.slice(0, pairs.length);
       const rejected = s.slice(pairs.length, pairs.length);
       return {
@@ -190,10 +197,14 @@ export class Critic {
   }
 
   /** Trajectory scores as numbers (no gradient). */
-  async trajectoryScores(examples: readonly CriticExample[], batchSize = 4): Promise<number[]> {
+  async trajectoryScores(
+    examples: readonly CriticExample[],
+    batchSize = 4,
+    score: TrajectoryScore = 'token-mean',
+  ): Promise<number[]> {
     const out: number[] = [];
     for (let i = 0; i < examples.length; i += batchSize) {
-      const s = this.scores(examples.slice(i, i + batchSize));
+      const s = this.scores(examples.slice(i, i + batchSize), score);
       out.push(...((await s.data()) as Float32Array));
       s.dispose();
     }
@@ -369,7 +380,7 @@ export function criticPhase(critic: Critic, pairs: readonly Pair<CriticExample>[
     config: c,
     shape: sequencePairShape,
     microStep: (micro) => {
-      const { loss, correct } = critic.loss(micro, c.criticBeta);
+      const { loss, correct } = critic.loss(micro, c.criticBeta, c.criticTrajectoryScore);
       return { loss, metrics: { accuracy: correct.dataSync()[0]! / micro.length } };
     },
   });

@@ -10,14 +10,25 @@
 //                                                  - (log pi(a-|o) - log pi_ref(a-|o)) ] )
 //                            + lambda_NLL * ( -log pi(a+|o) / |a+| )
 //
-// The trajectory's score is ONE mean over all its agent tokens, as the official implementation computes it
-// (openrlhf DPO with --mean_log_prob over the assistant-turn mask: sum of masked log-ratios / masked tokens),
-// not a sum of per-turn means; see docs/training.md, "Differences from the official code". The length
-// normalisation is what keeps the actor from collapsing to short answers (paper ablation).
+// The trajectory's score is by default ONE mean over all its agent tokens, as the official implementation computes
+// it (openrlhf DPO with --mean_log_prob over the assistant-turn mask: sum of masked log-ratios / masked tokens);
+// 'turn-sum' is the paper's equation instead, the sum over turns of each turn's mean (docs/training.md,
+// "Differences from the official code"). The length normalisation is what keeps the actor from collapsing to
+// short answers (paper ablation).
 import * as tf from '@tensorflow/tfjs';
+import type { TrainConfig } from './presets.ts';
 
 /**
- * The critic's score of each trajectory: the mean per-token log-ratio over ALL of its agent-turn tokens.
+ * How a trajectory's token log-ratios make its score: 'token-mean', one mean over all its agent tokens (the official
+ * code); 'turn-sum', the sum over its agent turns of each turn's mean (the paper's sum over t of A(o_t, a_t, c)).
+ * Under 'token-mean' a message every trajectory ends with (an answer) weighs more in a short trajectory than in a
+ * long one, so lowering its tokens everywhere ranks long trajectories up (bench/HISTORY.md, "The critic's lever").
+ */
+export type TrajectoryScore = TrainConfig['criticTrajectoryScore'];
+
+/**
+ * The critic's score of each trajectory: the mean per-token log-ratio over ALL of its agent-turn tokens, or with
+ * 'turn-sum' the sum of its turns' mean log-ratios.
  * @param criticLogp [N, L] log-probabilities of each agent turn's tokens under the critic being trained
  * @param refLogp    [N, L] the same tokens under the frozen initial critic
  * @param mask       [N, L] 1 for the turn's tokens, 0 for padding
@@ -30,10 +41,17 @@ export function trajectoryAdvantages(
   mask: tf.Tensor2D,
   trajectory: tf.Tensor1D,
   numTrajectories: number,
+  score: TrajectoryScore = 'token-mean',
 ): tf.Tensor1D {
   return tf.tidy(() => {
     const perTurnSum = tf.sum(tf.mul(tf.sub(criticLogp, refLogp), mask), 1);
     const perTurnTokens = tf.sum(mask, 1);
+    if (score === 'turn-sum')
+      return tf.unsortedSegmentSum(
+        tf.div(perTurnSum, tf.maximum(perTurnTokens, 1)),
+        trajectory,
+        numTrajectories,
+      ) as tf.Tensor1D;
     const sums = tf.unsortedSegmentSum(perTurnSum, trajectory, numTrajectories);
     const tokens = tf.unsortedSegmentSum(perTurnTokens, trajectory, numTrajectories);
     return tf.div(sums, tf.maximum(tokens, 1)) as tf.Tensor1D;

@@ -16,6 +16,11 @@ export const trainConfigSchema = z.object({
   criticLr: z.number().positive(),
   /** beta of the critic's Bradley-Terry loss. */
   criticBeta: z.number().positive(),
+  /**
+   * A trajectory's score in the critic's Bradley-Terry loss (trainer/losses.ts trajectoryAdvantages): 'token-mean'
+   * (the official code) or 'turn-sum' (the paper's equation: the sum of the turns' mean log-ratios).
+   */
+  criticTrajectoryScore: z.enum(['token-mean', 'turn-sum']).default('token-mean'),
   /** beta' of DPO (actor and multi-turn DPO). */
   beta: z.number().positive(),
   /** NLL coefficient on the chosen action, added to DPO. */
@@ -143,6 +148,7 @@ const PAPER = {
   lr: 2e-7,
   criticLr: 2e-7,
   criticBeta: 0.1,
+  criticTrajectoryScore: 'token-mean',
   beta: 0.1,
   nllCoefficient: 0.01,
   batchSize: 8,

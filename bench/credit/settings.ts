@@ -17,6 +17,7 @@ const overridable = trainConfigSchema.pick({
   criticLr: true,
   criticBeta: true,
   criticEpochs: true,
+  criticTrajectoryScore: true,
   beta: true,
   pairGapQuantile: true,
   stateFraction: true,

@@ -62,12 +62,16 @@ const { values: a } = parseArgs({
   },
 });
 
-/** The grid (README.md, "Tuning"): small on purpose, each cell one run on a 2-core machine. */
+/**
+ * The grid (README.md, "Tuning"): small on purpose, each cell one run on a 2-core machine. The critic's cells moved on
+ * 2026-12-07 night to the paper's trajectory score and a larger beta, where v7's validation seeds passed the gate
+ * (bench/HISTORY.md, "The critic's lever"); the first is v6's choice on seed 101.
+ */
 export const CRITIC_GRID: Overrides[] = [
-  { criticLr: 1e-3, criticBeta: 1, criticEpochs: 4 },
   { criticLr: 1e-4, criticBeta: 1, criticEpochs: 4 },
-  { criticLr: 1e-4, criticBeta: 0.1, criticEpochs: 4 },
-  { criticLr: 3e-4, criticBeta: 0.1, criticEpochs: 8 },
+  { criticLr: 1e-4, criticBeta: 1, criticEpochs: 4, criticTrajectoryScore: 'turn-sum' },
+  { criticLr: 1e-4, criticBeta: 10, criticEpochs: 4, criticTrajectoryScore: 'turn-sum' },
+  { criticLr: 3e-4, criticBeta: 10, criticEpochs: 4, criticTrajectoryScore: 'turn-sum' },
 ];
 // Moved on 2026-12-07 afternoon to where validation seed 101's best cells lay, past cpu-small's rates
 // (bench/HISTORY.md, "The prompt's shared tokens run once"); the actor's cells assume --actor-base's default.

@@ -1,7 +1,8 @@
 // The critic learns to rank: trained with Bradley-Terry on pairs from some tasks (the expert's session, which
 // asks and passes, against the non-asking agent's, which guesses and fails), it ranks the pair of a task it
 // never saw the same way. Also checks that a fresh critic gives every trajectory a score of exactly 0 (it is
-// its own reference), and that candidates are scored per state against the sampling policy.
+// its own reference), that candidates are scored per state against the sampling policy, and that the paper's
+// trajectory score ('turn-sum') is the sum of the turn advantages and what a phase so configured trains on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -59,6 +60,30 @@ describe('SWEET-RL critic', () => {
 
       const [chosen, rejected] = await critic.trajectoryScores([heldOut.chosen, heldOut.rejected]);
       expect(chosen!).toBeGreaterThan(rejected!);
+
+      // 'turn-sum' (the paper's equation): a trajectory's score is the sum of its turns' advantages, and a phase so
+      // configured trains on it: its first update reports the turn-sum loss of the batch, not the token mean's.
+      const few = examples.slice(0, 3);
+      const advantages = await critic.turnAdvantages(few);
+      const sums = await critic.trajectoryScores(few, 4, 'turn-sum');
+      sums.forEach((x, i) =>
+        expect(x).toBeCloseTo(
+          advantages[i]!.advantages.reduce((a, b) => a + b, 0),
+          4,
+        ),
+      );
+      const lossOf = (score: 'token-mean' | 'turn-sum') => {
+        const r = critic.loss(train, 1, score);
+        const v = r.loss.dataSync()[0]!;
+        r.loss.dispose();
+        r.correct.dispose();
+        return v;
+      };
+      const [turnSum, tokenMean] = [lossOf('turn-sum'), lossOf('token-mean')];
+      expect(Math.abs(turnSum - tokenMean)).toBeGreaterThan(1e-3);
+      const again = criticPhase(critic, train, { ...c, criticEpochs: 1, criticTrajectoryScore: 'turn-sum' });
+      expect((await again.step(0)).loss!).toBeCloseTo(turnSum, 4);
+      again.dispose();
 
       // Candidate scoring: a state's candidates get one finite advantage each, against the sampling policy's
       // log-probabilities without the hidden information. Against the critic's own log-probabilities (with it)

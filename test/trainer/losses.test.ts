@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 
 describe('SWEET-RL losses against hand-computed values', () => {
-  it('a trajectory scores one mean log-ratio over all its agent tokens (not a sum of per-turn means)', () => {
+  it('a trajectory scores one mean log-ratio over all its agent tokens, or with turn-sum the sum of per-turn means', () => {
     // Three turns: turns 0 and 1 belong to trajectory 0, turn 2 to trajectory 1.
     const critic = tf.tensor2d([
       [-1.0, -2.0, -3.0],
@@ -39,6 +39,10 @@ describe('SWEET-RL losses against hand-computed values', () => {
     expect(s[0]).toBeCloseTo(0.05, 6);
     // trajectory 1: one token, -2 - (-1) = -1.
     expect(s[1]).toBeCloseTo(-1, 6);
+    // 'turn-sum' (the paper's equation): the per-turn means 0 and 0.125 add up to 0.125; trajectory 1 is one turn.
+    const t = trajectoryAdvantages(critic, ref, mask, tf.tensor1d([0, 0, 1], 'int32'), 2, 'turn-sum').arraySync();
+    expect(t[0]).toBeCloseTo(0.125, 6);
+    expect(t[1]).toBeCloseTo(-1, 6);
   });
 
   it('a trajectory with no agent tokens scores 0, not NaN', () => {

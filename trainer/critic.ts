@@ -199,8 +199,8 @@ export class Critic {
   /** Trajectory scores as numbers (no gradient). */
   async trajectoryScores(
     examples: readonly CriticExample[],
-    batchSize = 4,
     score: TrajectoryScore = 'token-mean',
+    batchSize = 4,
   ): Promise<number[]> {
     const out: number[] = [];
     for (let i = 0; i < examples.length; i += batchSize) {

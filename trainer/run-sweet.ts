@@ -105,7 +105,7 @@ export async function trainCritic(r: RunState, data: Trajectory[]): Promise<stri
     const byId = new Map(data.map((t) => [t.sessionId, t]));
     const check = criticAgainstTests(
       examples.map((e) => byId.get(e.sessionId)!),
-      await critic.trajectoryScores(examples, 4, r.cfg.train.criticTrajectoryScore),
+      await critic.trajectoryScores(examples, r.cfg.train.criticTrajectoryScore),
     );
     r.metrics[CRITIC_TESTS_METRIC] = check;
     await saveRunMetrics(r.ctx.prisma, r.runId, r.metrics);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
 import { pairsForState, type CandidateRanker } from '../../trainer/actor.ts';
 import { Critic, criticPairs, criticPhase } from '../../trainer/critic.ts';
+import type { TrajectoryScore } from '../../trainer/losses.ts';
 import { loadTrajectories } from '../../trainer/data.ts';
 import { trainConfig } from '../../trainer/presets.ts';
 import { completionLogprobValues } from '../../trainer/model/logprobs.ts';
@@ -65,14 +66,14 @@ describe('SWEET-RL critic', () => {
       // configured trains on it: its first update reports the turn-sum loss of the batch, not the token mean's.
       const few = examples.slice(0, 3);
       const advantages = await critic.turnAdvantages(few);
-      const sums = await critic.trajectoryScores(few, 4, 'turn-sum');
+      const sums = await critic.trajectoryScores(few, 'turn-sum');
       sums.forEach((x, i) =>
         expect(x).toBeCloseTo(
           advantages[i]!.advantages.reduce((a, b) => a + b, 0),
           4,
         ),
       );
-      const lossOf = (score: 'token-mean' | 'turn-sum') => {
+      const lossOf = (score: TrajectoryScore) => {
         const r = critic.loss(train, 1, score);
         const v = r.loss.dataSync()[0]!;
         r.loss.dispose();

@@ -5,10 +5,10 @@
 // --games-per-task sampled games a task, common random numbers) and in the canonical states -> the critic gate.
 // After the last seed, each method against the starter and SWEET-RL against multi-turn DPO, the seed the unit.
 //
-//   npm run bench:credit -- [--seeds 1,2,3,4,5] [--tasks 120] [--episodes-per-task 3] [--test-tasks 60]
+//   npm run bench:credit -- [--seeds 1,2,3,4,5] [--tasks 120] [--episodes-per-task 3] [--test-tasks 20]
 //                           [--games-per-task 4] [--state-tasks 6] [--starter-games 1500]
 //                           [--starter-steps 500 (v7: 1500)] [--starter-from DIR]
-//                           [--starter-drill none|SHAPE:STEPS:LR:DRILLS[:ATTEMPTS]] [--design v6|v7|v5|v4|v3|v2|v1]
+//                           [--starter-drill none|SHAPE:STEPS:LR:DRILLS[:ATTEMPTS]] [--design v7|v6|v5|v4|v3|v2|v1]
 //                           [--methods rft,mtdpo,sweet,oracle,random]
 //                           [--equal-updates N] [--settings FILE] [--dir data/bench/credit] [--keep]
 import { mkdirSync, rmSync } from 'node:fs';

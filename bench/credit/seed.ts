@@ -82,7 +82,8 @@ export function seedFlags(overrides: Partial<Record<'test-tasks', string>> = {})
   return {
     tasks: { type: 'string', default: '120' },
     'episodes-per-task': { type: 'string', default: '3' },
-    'test-tasks': { type: 'string', default: overrides['test-tasks'] ?? '60' },
+    // 20 since v7: the validation grid's size, and a seed's cost (bench/HISTORY.md, "v7's settings, frozen").
+    'test-tasks': { type: 'string', default: overrides['test-tasks'] ?? '20' },
     'games-per-task': { type: 'string', default: '4' },
     'state-tasks': { type: 'string', default: '6' },
     'starter-games': { type: 'string', default: '1500' },
@@ -93,7 +94,7 @@ export function seedFlags(overrides: Partial<Record<'test-tasks', string>> = {})
     // CreditDrillPhase), or none; the default is design v4's starter (README.md, "Design v4"), which v5 and v6
     // keep; since v7 a lower rate and a drill gate (V7_STARTER_DRILL). Designs v1-v3 ran with none.
     'starter-drill': { type: 'string' },
-    design: { type: 'string', default: 'v6' },
+    design: { type: 'string', default: 'v7' },
   } as const;
 }
 

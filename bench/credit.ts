@@ -11,6 +11,7 @@
 //                           [--starter-drill none|SHAPE:STEPS:LR:DRILLS[:ATTEMPTS]] [--design v7|v6|v5|v4|v3|v2|v1]
 //                           [--methods rft,mtdpo,sweet,oracle,random]
 //                           [--equal-updates N] [--settings FILE] [--dir data/bench/credit] [--keep]
+//                           [--jobs N (seeds at once, one process each)] [--merge OUT1,OUT2 (earlier runs' output)]
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import os from 'node:os';
@@ -19,7 +20,8 @@ import {} from '../tasks/credit.ts';
 import { demonstratorSuccess } from '../tasks/credit-demonstrator.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { formatStarterCheck } from './credit-starter.ts';
-import { acrossSeeds } from './credit/evaluate.ts';
+import { acrossSeedsReport, readSeedLines, type SeedSuccess } from './credit/across.ts';
+import { runSeedsInChildren } from './credit/jobs.ts';
 import {
   gateLines,
   gatePasses,
@@ -42,6 +44,8 @@ const { values: a } = parseArgs({
     settings: { type: 'string', default: SETTINGS_FILE },
     dir: { type: 'string', default: 'data/bench/credit' },
     keep: { type: 'boolean', default: false },
+    jobs: { type: 'string', default: '1' },
+    merge: { type: 'string' },
   },
 });
 const seeds = String(a.seeds).split(',').map(Number);
@@ -53,6 +57,8 @@ if (unknown.length) throw new Error(`--methods: unknown ${unknown.join(', ')} (k
 const equalUpdates = a['equal-updates'] ? Number(a['equal-updates']) : null;
 if (equalUpdates !== null && !(Number.isInteger(equalUpdates) && equalUpdates > 0))
   throw new Error(`--equal-updates must be a positive whole number, got ${a['equal-updates']}`);
+const jobs = Number(a.jobs);
+if (!(Number.isInteger(jobs) && jobs > 0)) throw new Error(`--jobs must be a positive whole number, got ${a.jobs}`);
 const settings = readSettings(resolve(String(a.settings)));
 const LABEL: Record<Method | 'starter', string> = {
   starter: 'starter',
@@ -68,10 +74,9 @@ const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFix
 // Every seed's sizes from the flags, checked once here (a bad flag fails before any work).
 const sizes = (seed: number, dir: string) => seedOptionsFrom(a, { seed, dir, evalSplit: 'test', log });
 const design = sizes(0, '').design;
-const backend = await initBackend();
-const perSeed: { seed: number; success: Partial<Record<Method | 'starter', number>> }[] = [];
 
-for (const seed of seeds) {
+async function runSeed(seed: number): Promise<SeedSuccess> {
+  const backend = await initBackend();
   const s0 = Date.now();
   const cpu0 = process.cpuUsage();
   const dir = resolve(join(String(a.dir), `seed-${seed}`));
@@ -135,8 +140,6 @@ for (const seed of seeds) {
       ...formatStarterCheck(p.starterCheck),
     ])
       console.log(line);
-    const success = Object.fromEntries(rows.map((r) => [r.method, r.sampled.success.estimate]));
-    perSeed.push({ seed, success });
     console.log(
       JSON.stringify({
         bench: 'credit',
@@ -184,32 +187,29 @@ for (const seed of seeds) {
         cpuSeconds: (cpu.user + cpu.system) / 1e6,
       }),
     );
+    return { seed, success: Object.fromEntries(rows.map((r) => [r.method, r.sampled.success.estimate])) };
   } finally {
     await p.close();
     if (!a.keep) rmSync(join(dir, 'checkpoints'), { recursive: true, force: true });
   }
 }
 
+async function eachSeedHere(): Promise<SeedSuccess[]> {
+  const out: SeedSuccess[] = [];
+  for (const seed of seeds) out.push(await runSeed(seed));
+  return out;
+}
+const merged = a.merge ? readSeedLines(String(a.merge).split(',')) : null;
+if (merged && merged.design !== design)
+  throw new Error(`--merge: the runs played design ${merged.design}; pass --design ${merged.design}`);
+const perSeed: SeedSuccess[] = merged
+  ? merged.seeds
+  : jobs > 1 && seeds.length > 1
+    ? await runSeedsInChildren(seeds, jobs, process.argv.slice(2))
+    : await eachSeedHere();
 if (perSeed.length > 1) {
-  const col = (m: Method | 'starter') => perSeed.map((s) => s.success[m] ?? NaN);
-  const have = (m: Method) => perSeed.every((s) => s.success[m] !== undefined);
-  const versus: Record<string, ReturnType<typeof acrossSeeds>> = {};
-  for (const m of ['rft', 'mtdpo', 'sweet'] as const)
-    if (have(m)) versus[`${m}_vs_starter`] = acrossSeeds(col(m), col('starter'));
-  if (have('sweet') && have('mtdpo')) versus.sweet_vs_mtdpo = acrossSeeds(col('sweet'), col('mtdpo'));
-  console.log(`\nAcross ${perSeed.length} seeds (sampled success, one difference a seed, Student t):`);
-  for (const [k, v] of Object.entries(versus))
-    console.log(
-      `  ${k.padEnd(18)} ${(v.meanDiff * 100).toFixed(1)} points [${(v.low * 100).toFixed(1)}, ${(v.high * 100).toFixed(1)}], p = ${v.p.toPrecision(2)}; per seed ${
-        k.startsWith('sweet_vs_m')
-          ? col('sweet')
-              .map((x, i) => ((x - col('mtdpo')[i]!) * 100).toFixed(1))
-              .join(', ')
-          : col(k.split('_')[0] as Method)
-              .map((x, i) => ((x - col('starter')[i]!) * 100).toFixed(1))
-              .join(', ')
-      }`,
-    );
+  const { versus, lines } = acrossSeedsReport(perSeed);
+  console.log(`\n${lines.join('\n')}`);
   console.log(
     JSON.stringify({
       bench: 'credit',

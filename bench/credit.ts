@@ -20,7 +20,7 @@ import {} from '../tasks/credit.ts';
 import { demonstratorSuccess } from '../tasks/credit-demonstrator.ts';
 import { initBackend } from '../trainer/model/backend.ts';
 import { formatStarterCheck } from './credit-starter.ts';
-import { acrossSeedsReport, readSeedLines, type SeedSuccess } from './credit/across.ts';
+import { acrossSeedsReport, readSeedLines, type SeedResult } from './credit/across.ts';
 import { runSeedsInChildren } from './credit/jobs.ts';
 import {
   gateLines,
@@ -75,7 +75,7 @@ const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFix
 const sizes = (seed: number, dir: string) => seedOptionsFrom(a, { seed, dir, evalSplit: 'test', log });
 const design = sizes(0, '').design;
 
-async function runSeed(seed: number): Promise<SeedSuccess> {
+async function runSeed(seed: number): Promise<SeedResult> {
   const backend = await initBackend();
   const s0 = Date.now();
   const cpu0 = process.cpuUsage();
@@ -187,36 +187,42 @@ async function runSeed(seed: number): Promise<SeedSuccess> {
         cpuSeconds: (cpu.user + cpu.system) / 1e6,
       }),
     );
-    return { seed, success: Object.fromEntries(rows.map((r) => [r.method, r.sampled.success.estimate])) };
+    return {
+      seed,
+      success: Object.fromEntries(rows.map((r) => [r.method, r.sampled.success.estimate])),
+      score: Object.fromEntries(rows.map((r) => [r.method, r.sampled.score.estimate])),
+    };
   } finally {
     await p.close();
     if (!a.keep) rmSync(join(dir, 'checkpoints'), { recursive: true, force: true });
   }
 }
 
-async function eachSeedHere(): Promise<SeedSuccess[]> {
-  const out: SeedSuccess[] = [];
+async function eachSeedHere(): Promise<SeedResult[]> {
+  const out: SeedResult[] = [];
   for (const seed of seeds) out.push(await runSeed(seed));
   return out;
 }
 const merged = a.merge ? readSeedLines(String(a.merge).split(',')) : null;
 if (merged && merged.design !== design)
   throw new Error(`--merge: the runs played design ${merged.design}; pass --design ${merged.design}`);
-const perSeed: SeedSuccess[] = merged
+const perSeed: SeedResult[] = merged
   ? merged.seeds
   : jobs > 1 && seeds.length > 1
     ? await runSeedsInChildren(seeds, jobs, process.argv.slice(2))
     : await eachSeedHere();
 if (perSeed.length > 1) {
-  const { versus, lines } = acrossSeedsReport(perSeed);
-  console.log(`\n${lines.join('\n')}`);
+  const bySuccess = acrossSeedsReport(perSeed, 'success');
+  const byScore = acrossSeedsReport(perSeed, 'score');
+  console.log(`\n${[...bySuccess.lines, ...byScore.lines].join('\n')}`);
   console.log(
     JSON.stringify({
       bench: 'credit',
       design,
       seeds: perSeed.map((s) => s.seed),
-      acrossSeeds: versus,
-      perSeedSuccess: perSeed,
+      acrossSeeds: bySuccess.versus,
+      acrossSeedsScore: byScore.versus,
+      perSeed,
     }),
   );
 }

@@ -1,5 +1,6 @@
-// Across seeds (README.md, "Protocol"): each method against the starter and SWEET-RL against multi-turn DPO on
-// sampled success, one difference a seed (the seed the unit: its own starter, collection and training), and the
+// Across seeds (README.md, "Protocol"): each method against the starter and SWEET-RL against multi-turn DPO, one
+// difference a seed (the seed the unit: its own starter, collection and training), on sampled success and on sampled
+// score (success alone does not see a policy that gets every value but asks on until the forced answer), and the
 // seeds' JSON lines read back from earlier runs, so seeds run in separate processes are tested together.
 import { readFileSync } from 'node:fs';
 import type { MeanDifferenceTest } from '../../tasks/stats.ts';
@@ -7,27 +8,27 @@ import { acrossSeeds } from './evaluate.ts';
 import type { Method } from './settings.ts';
 
 export type Policy = Method | 'starter';
-export interface SeedSuccess {
-  seed: number;
-  success: Partial<Record<Policy, number>>;
-}
+export type Measure = 'success' | 'score';
+/** One seed's sampled success and score per policy. */
+export type SeedResult = { seed: number } & Record<Measure, Partial<Record<Policy, number>>>;
 
-/** The comparisons the benchmark reports (the keys of its last JSON line) and the printed lines. */
-export function acrossSeedsReport(perSeed: readonly SeedSuccess[]): {
-  versus: Record<string, MeanDifferenceTest>;
-  lines: string[];
-} {
-  const col = (m: Policy) => perSeed.map((s) => s.success[m] ?? NaN);
-  const have = (m: Policy) => perSeed.every((s) => s.success[m] !== undefined);
-  const pairs: [string, Policy, Policy][] = [
-    ['rft_vs_starter', 'rft', 'starter'],
-    ['mtdpo_vs_starter', 'mtdpo', 'starter'],
-    ['sweet_vs_starter', 'sweet', 'starter'],
-    ['sweet_vs_mtdpo', 'sweet', 'mtdpo'],
-  ];
+const PAIRS: [string, Policy, Policy][] = [
+  ['rft_vs_starter', 'rft', 'starter'],
+  ['mtdpo_vs_starter', 'mtdpo', 'starter'],
+  ['sweet_vs_starter', 'sweet', 'starter'],
+  ['sweet_vs_mtdpo', 'sweet', 'mtdpo'],
+];
+
+/** The comparisons the benchmark reports on one measure (the keys of its last JSON line) and the printed lines. */
+export function acrossSeedsReport(
+  perSeed: readonly SeedResult[],
+  measure: Measure = 'success',
+): { versus: Record<string, MeanDifferenceTest>; lines: string[] } {
+  const col = (m: Policy) => perSeed.map((s) => s[measure][m] ?? NaN);
+  const have = (m: Policy) => perSeed.every((s) => s[measure][m] !== undefined);
   const versus: Record<string, MeanDifferenceTest> = {};
-  const lines = [`Across ${perSeed.length} seeds (sampled success, one difference a seed, Student t):`];
-  for (const [key, a, b] of pairs) {
+  const lines = [`Across ${perSeed.length} seeds (sampled ${measure}, one difference a seed, Student t):`];
+  for (const [key, a, b] of PAIRS) {
     if (!have(a) || !have(b)) continue;
     const v = (versus[key] = acrossSeeds(col(a), col(b)));
     const each = col(a).map((x, i) => ((x - col(b)[i]!) * 100).toFixed(1));
@@ -39,19 +40,21 @@ export function acrossSeedsReport(perSeed: readonly SeedSuccess[]): {
   return { versus, lines };
 }
 
-/** A seed's sampled success per policy from its JSON line (bench/credit.ts prints one a seed). */
-export function seedSuccessOf(line: string): (SeedSuccess & { design: string }) | null {
+/** A seed's sampled success and score per policy from its JSON line (bench/credit.ts prints one a seed). */
+export function seedResultOf(line: string): (SeedResult & { design: string }) | null {
   if (!line.startsWith('{"bench":"credit"')) return null;
   const j = JSON.parse(line) as {
     seed?: number;
     design: string;
-    policies?: Record<string, { sampledSuccess: number }>;
+    policies?: Record<string, { sampledSuccess: number; sampledScore: number }>;
   };
   if (typeof j.seed !== 'number' || !j.policies) return null;
+  const rows = Object.entries(j.policies);
   return {
     seed: j.seed,
     design: j.design,
-    success: Object.fromEntries(Object.entries(j.policies).map(([m, r]) => [m, r.sampledSuccess])),
+    success: Object.fromEntries(rows.map(([m, r]) => [m, r.sampledSuccess])),
+    score: Object.fromEntries(rows.map(([m, r]) => [m, r.sampledScore])),
   };
 }
 
@@ -59,11 +62,11 @@ export function seedSuccessOf(line: string): (SeedSuccess & { design: string }) 
  * Every seed's line in the given outputs of earlier runs, and the design they played; a seed found twice, or two
  * designs, is an error, not a silent choice.
  */
-export function readSeedLines(files: readonly string[]): { design: string; seeds: SeedSuccess[] } {
-  const bySeed = new Map<number, SeedSuccess & { design: string }>();
+export function readSeedLines(files: readonly string[]): { design: string; seeds: SeedResult[] } {
+  const bySeed = new Map<number, SeedResult & { design: string }>();
   for (const f of files)
     for (const line of readFileSync(f, 'utf8').split('\n')) {
-      const s = seedSuccessOf(line);
+      const s = seedResultOf(line);
       if (!s) continue;
       if (bySeed.has(s.seed)) throw new Error(`--merge: seed ${s.seed} appears twice (${f})`);
       bySeed.set(s.seed, s);
@@ -71,6 +74,6 @@ export function readSeedLines(files: readonly string[]): { design: string; seeds
   const designs = new Set([...bySeed.values()].map((s) => s.design));
   if (!bySeed.size) throw new Error(`--merge: no seed's JSON line in ${files.join(', ')}`);
   if (designs.size > 1) throw new Error(`--merge: the runs played designs ${[...designs].join(', ')}`);
-  const seeds = [...bySeed.values()].sort((x, y) => x.seed - y.seed).map(({ seed, success }) => ({ seed, success }));
+  const seeds = [...bySeed.values()].sort((x, y) => x.seed - y.seed).map(({ design: _, ...s }) => s);
   return { design: [...designs][0]!, seeds };
 }

@@ -2,7 +2,7 @@
 // a seed is one process and N seeds run at once in N child processes of this same script, each given one seed.
 // A child's log lines stream through with its seed in front; its report prints whole when it ends.
 import { spawn } from 'node:child_process';
-import { seedSuccessOf, type SeedSuccess } from './across.ts';
+import { seedResultOf, type SeedResult } from './across.ts';
 
 /** argv without every occurrence of the given flags (`--name value` and `--name=value`). */
 export function withoutFlags(argv: readonly string[], names: readonly string[]): string[] {
@@ -15,7 +15,7 @@ export function withoutFlags(argv: readonly string[], names: readonly string[]):
   return out;
 }
 
-function runChild(seed: number, argv: readonly string[]): Promise<SeedSuccess> {
+function runChild(seed: number, argv: readonly string[]): Promise<SeedResult> {
   const args = [...process.execArgv, process.argv[1]!, ...withoutFlags(argv, ['seeds', 'jobs']), '--seeds', `${seed}`];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -33,7 +33,7 @@ function runChild(seed: number, argv: readonly string[]): Promise<SeedSuccess> {
       process.stdout.write(out);
       const found = out
         .split('\n')
-        .map(seedSuccessOf)
+        .map(seedResultOf)
         .find((s) => s?.seed === seed);
       if (code === 0 && found) resolve(found);
       else reject(new Error(`seed ${seed}: its process ended with code ${code}${found ? '' : ' and no JSON line'}`));
@@ -46,8 +46,8 @@ export async function runSeedsInChildren(
   seeds: readonly number[],
   jobs: number,
   argv: readonly string[],
-): Promise<SeedSuccess[]> {
-  const results = new Map<number, SeedSuccess>();
+): Promise<SeedResult[]> {
+  const results = new Map<number, SeedResult>();
   const queue = [...seeds];
   const failures: Error[] = [];
   const worker = async () => {

@@ -1,4 +1,4 @@
-// Across seeds (README.md, "Protocol"): each method against the starter and SWEET-RL against multi-turn DPO, one
+// Across seeds (README.md, "Protocol"): each method against the starter and SWEET-RL against each baseline, one
 // difference a seed (the seed the unit: its own starter, collection and training), on sampled success and on sampled
 // score (success alone does not see a policy that gets every value but asks on until the forced answer), and the
 // seeds' JSON lines read back from earlier runs, so seeds run in separate processes are tested together.
@@ -17,6 +17,8 @@ const PAIRS: [string, Policy, Policy][] = [
   ['mtdpo_vs_starter', 'mtdpo', 'starter'],
   ['sweet_vs_starter', 'sweet', 'starter'],
   ['sweet_vs_mtdpo', 'sweet', 'mtdpo'],
+  // Beside the issue's comparisons: the stronger baseline on design v7's held-out seeds (bench/HISTORY.md).
+  ['sweet_vs_rft', 'sweet', 'rft'],
 ];
 
 /** The comparisons the benchmark reports on one measure (the keys of its last JSON line) and the printed lines. */

@@ -3,7 +3,8 @@
 // SWEET-RL's actor with an oracle or a random ranker in place of its critic, all through the project's own runs,
 // with the settings of bench/credit/settings.json -> every policy on the same held-out tasks (one greedy game and
 // --games-per-task sampled games a task, common random numbers) and in the canonical states -> the critic gate.
-// After the last seed, each method against the starter and SWEET-RL against multi-turn DPO, the seed the unit.
+// After the last seed, each method against the starter and SWEET-RL against each baseline, on sampled success and
+// score, the seed the unit (credit/across.ts).
 //
 //   npm run bench:credit -- [--seeds 1,2,3,4,5] [--tasks 120] [--episodes-per-task 3] [--test-tasks 20]
 //                           [--games-per-task 4] [--state-tasks 6] [--starter-games 1500]

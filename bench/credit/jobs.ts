@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { seedResultOf, type SeedResult } from './across.ts';
 
 /** argv without every occurrence of the given flags (`--name value` and `--name=value`). */
-export function withoutFlags(argv: readonly string[], names: readonly string[]): string[] {
+function withoutFlags(argv: readonly string[], names: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const name = argv[i]!.replace(/^--/, '').split('=')[0]!;
@@ -35,7 +35,7 @@ function runChild(seed: number, argv: readonly string[]): Promise<SeedResult> {
         .split('\n')
         .map(seedResultOf)
         .find((s) => s?.seed === seed);
-      if (code === 0 && found) resolve(found);
+      if (code === 0 && found) resolve({ seed: found.seed, success: found.success, score: found.score });
       else reject(new Error(`seed ${seed}: its process ended with code ${code}${found ? '' : ' and no JSON line'}`));
     });
   });

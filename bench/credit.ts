@@ -76,8 +76,11 @@ const log = (line: string) => console.error(`[${((Date.now() - t0) / 1000).toFix
 const sizes = (seed: number, dir: string) => seedOptionsFrom(a, { seed, dir, evalSplit: 'test', log });
 const design = sizes(0, '').design;
 
+// Chosen once, by the first seed run in this process (neither --merge nor --jobs's parent trains).
+let backendChoice: ReturnType<typeof initBackend> | undefined;
+
 async function runSeed(seed: number): Promise<SeedResult> {
-  const backend = await initBackend();
+  const backend = await (backendChoice ??= initBackend());
   const s0 = Date.now();
   const cpu0 = process.cpuUsage();
   const dir = resolve(join(String(a.dir), `seed-${seed}`));

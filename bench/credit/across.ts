@@ -32,8 +32,9 @@ export function acrossSeedsReport(
   const lines = [`Across ${perSeed.length} seeds (sampled ${measure}, one difference a seed, Student t):`];
   for (const [key, a, b] of PAIRS) {
     if (!have(a) || !have(b)) continue;
-    const v = (versus[key] = acrossSeeds(col(a), col(b)));
-    const each = col(a).map((x, i) => ((x - col(b)[i]!) * 100).toFixed(1));
+    const [xs, ys] = [col(a), col(b)];
+    const v = (versus[key] = acrossSeeds(xs, ys));
+    const each = xs.map((x, i) => ((x - ys[i]!) * 100).toFixed(1));
     lines.push(
       `  ${key.padEnd(18)} ${(v.meanDiff * 100).toFixed(1)} points [${(v.low * 100).toFixed(1)}, ${(v.high * 100).toFixed(1)}], p = ${v.p.toPrecision(2)}; per seed ${each.join(', ')}`,
     );
@@ -42,8 +43,8 @@ export function acrossSeedsReport(
   return { versus, lines };
 }
 
-/** A seed's sampled success and score per policy from its JSON line (bench/credit.ts prints one a seed). */
-export function seedResultOf(line: string): (SeedResult & { design: string }) | null {
+/** A seed's sampled success and score per policy, and its design, from its JSON line (bench/credit.ts prints one a seed). */
+export function seedResultOf(line: string): { design: string; result: SeedResult } | null {
   if (!line.startsWith('{"bench":"credit"')) return null;
   const j = JSON.parse(line) as {
     seed?: number;
@@ -53,10 +54,12 @@ export function seedResultOf(line: string): (SeedResult & { design: string }) | 
   if (typeof j.seed !== 'number' || !j.policies) return null;
   const rows = Object.entries(j.policies);
   return {
-    seed: j.seed,
     design: j.design,
-    success: Object.fromEntries(rows.map(([m, r]) => [m, r.sampledSuccess])),
-    score: Object.fromEntries(rows.map(([m, r]) => [m, r.sampledScore])),
+    result: {
+      seed: j.seed,
+      success: Object.fromEntries(rows.map(([m, r]) => [m, r.sampledSuccess])),
+      score: Object.fromEntries(rows.map(([m, r]) => [m, r.sampledScore])),
+    },
   };
 }
 
@@ -65,17 +68,17 @@ export function seedResultOf(line: string): (SeedResult & { design: string }) | 
  * designs, is an error, not a silent choice.
  */
 export function readSeedLines(files: readonly string[]): { design: string; seeds: SeedResult[] } {
-  const bySeed = new Map<number, SeedResult & { design: string }>();
+  const bySeed = new Map<number, SeedResult>();
+  const designs = new Set<string>();
   for (const f of files)
     for (const line of readFileSync(f, 'utf8').split('\n')) {
       const s = seedResultOf(line);
       if (!s) continue;
-      if (bySeed.has(s.seed)) throw new Error(`--merge: seed ${s.seed} appears twice (${f})`);
-      bySeed.set(s.seed, s);
+      if (bySeed.has(s.result.seed)) throw new Error(`--merge: seed ${s.result.seed} appears twice (${f})`);
+      bySeed.set(s.result.seed, s.result);
+      designs.add(s.design);
     }
-  const designs = new Set([...bySeed.values()].map((s) => s.design));
   if (!bySeed.size) throw new Error(`--merge: no seed's JSON line in ${files.join(', ')}`);
   if (designs.size > 1) throw new Error(`--merge: the runs played designs ${[...designs].join(', ')}`);
-  const seeds = [...bySeed.values()].sort((x, y) => x.seed - y.seed).map(({ design: _, ...s }) => s);
-  return { design: [...designs][0]!, seeds };
+  return { design: [...designs][0]!, seeds: [...bySeed.values()].sort((x, y) => x.seed - y.seed) };
 }

@@ -34,8 +34,8 @@ function runChild(seed: number, argv: readonly string[]): Promise<SeedResult> {
       const found = out
         .split('\n')
         .map(seedResultOf)
-        .find((s) => s?.seed === seed);
-      if (code === 0 && found) resolve({ seed: found.seed, success: found.success, score: found.score });
+        .find((s) => s?.result.seed === seed)?.result;
+      if (code === 0 && found) resolve(found);
       else reject(new Error(`seed ${seed}: its process ended with code ${code}${found ? '' : ' and no JSON line'}`));
     });
   });
